@@ -1,0 +1,301 @@
+"""Arrow boundary: turn what users have into Arrow, and Arrow columns into int32 codes.
+
+Accepted inputs (:func:`as_table`, :func:`iter_batches`): ``pyarrow.Table``,
+``RecordBatch``, ``RecordBatchReader``, ``pyarrow.dataset.Dataset``, a Parquet file or
+directory, a CSV file (optionally ``.gz``/``.bz2``/``.zst``), pandas and polars DataFrames,
+any object exporting the Arrow PyCapsule stream interface, and a ``dict`` of columns.
+pandas/polars are never imported here: they convert through their own Arrow export.
+
+Encoding (:func:`encode_column`) yields dense int32 codes whose order is the sorted order of
+the labels, so a release built from any batching or any source of the same data is
+identical (``Release.equals``), and ordered attributes (t-closeness EMD) keep their order.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ._validation import check_choice, check_columns
+
+__all__ = ["as_table", "iter_batches", "encode_column", "encode_keys", "Encoded", "NULL_POLICIES"]
+
+NULL_POLICIES = ("error", "drop", "value")
+
+_CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.zst", ".tsv")
+
+
+def _is_csv(path: str) -> bool:
+    return path.lower().endswith(_CSV_SUFFIXES)
+
+
+def _dataset(path: str, columns: Sequence[str] | None):
+    import pyarrow.dataset as ds
+
+    fmt = "csv" if _is_csv(path) else "parquet"
+    if fmt == "csv" and os.path.isfile(path):
+        return None  # read with pyarrow.csv (handles compression, streaming)
+    return ds.dataset(path, format=fmt)
+
+
+def as_table(data: Any, columns: Sequence[str] | None = None, *, param: str = "data") -> pa.Table:
+    """Convert ``data`` to a ``pyarrow.Table`` (projected to ``columns`` when given).
+
+    Unknown columns raise ``ValueError`` listing the available ones. pandas DataFrames are
+    converted without their index; polars through ``to_arrow`` (zero-copy).
+    """
+    table = _to_table(data, columns, param)
+    if columns is not None:
+        check_columns(columns, table.column_names, param)
+        table = table.select(list(columns))
+    return table
+
+
+def _to_table(data: Any, columns: Sequence[str] | None, param: str) -> pa.Table:
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    if isinstance(data, (str, os.PathLike)):
+        path = os.fspath(data)
+        if not os.path.exists(path):
+            raise ValueError(f"{param}: no such file or directory: {path!r}")
+        if _is_csv(path) and os.path.isfile(path):
+            import pyarrow.csv as pacsv
+
+            return pacsv.read_csv(path)
+        dataset = _dataset(path, columns)
+        cols = None
+        if columns is not None:
+            check_columns(columns, dataset.schema.names, param)
+            cols = list(columns)
+        return dataset.to_table(columns=cols)
+    mod = type(data).__module__
+    if mod.startswith("pyarrow") and hasattr(data, "to_table"):  # pyarrow.dataset.Dataset
+        cols = None
+        if columns is not None:
+            check_columns(columns, data.schema.names, param)
+            cols = list(columns)
+        return data.to_table(columns=cols)
+    if mod.startswith("pandas"):
+        if not hasattr(data, "columns"):
+            raise TypeError(f"{param}: expected a DataFrame, got {type(data).__name__}")
+        return pa.Table.from_pandas(data, preserve_index=False)
+    if mod.startswith("polars"):
+        if hasattr(data, "collect"):  # LazyFrame
+            data = data.collect()
+        return data.to_arrow()
+    if isinstance(data, dict):
+        return pa.table(data)
+    if hasattr(data, "__arrow_c_stream__"):
+        return pa.table(data)
+    raise TypeError(
+        f"{param}: expected a pyarrow Table/RecordBatch/RecordBatchReader/Dataset, a Parquet or "
+        f"CSV path, a pandas or polars DataFrame, or a dict of columns; got {type(data).__name__}"
+    )
+
+
+def iter_batches(data: Any, columns: Sequence[str], *, batch_size: int = 1 << 20,
+                 param: str = "data") -> Iterator[pa.RecordBatch]:
+    """Yield record batches of ``columns`` without materializing the whole input.
+
+    Parquet files/directories and Arrow datasets are scanned with column projection; CSV
+    files are read incrementally; readers and iterables of batches are passed through.
+    """
+    columns = list(columns)
+    if isinstance(data, (str, os.PathLike)):
+        path = os.fspath(data)
+        if not os.path.exists(path):
+            raise ValueError(f"{param}: no such file or directory: {path!r}")
+        if _is_csv(path) and os.path.isfile(path):
+            import pyarrow.csv as pacsv
+
+            reader = pacsv.open_csv(path, convert_options=pacsv.ConvertOptions(
+                include_columns=columns))
+            check_columns(columns, reader.schema.names, param)
+            yield from reader
+            return
+        data = _dataset(path, columns)
+    mod = type(data).__module__
+    if mod.startswith("pyarrow") and hasattr(data, "scanner"):
+        check_columns(columns, data.schema.names, param)
+        yield from data.scanner(columns=columns, batch_size=batch_size).to_batches()
+        return
+    if isinstance(data, pa.RecordBatchReader):
+        check_columns(columns, data.schema.names, param)
+        for batch in data:
+            yield batch.select(columns)
+        return
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    if isinstance(data, (pa.Table,)) or mod.startswith(("pandas", "polars")) or isinstance(
+            data, dict):
+        table = as_table(data, columns, param=param)
+        yield from table.to_batches(max_chunksize=batch_size)
+        return
+    if hasattr(data, "__arrow_c_stream__"):
+        yield from iter_batches(pa.RecordBatchReader.from_stream(data), columns,
+                                batch_size=batch_size, param=param)
+        return
+    if hasattr(data, "__iter__"):
+        for batch in data:
+            if isinstance(batch, pa.Table):
+                check_columns(columns, batch.column_names, param)
+                yield from batch.select(columns).to_batches(max_chunksize=batch_size)
+            elif isinstance(batch, pa.RecordBatch):
+                check_columns(columns, batch.schema.names, param)
+                yield batch.select(columns)
+            else:
+                raise TypeError(f"{param}: iterator must yield pyarrow RecordBatch or Table, "
+                                f"got {type(batch).__name__}")
+        return
+    raise TypeError(f"{param}: cannot stream a {type(data).__name__}")
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """Dense codes of one column (or a combination of columns).
+
+    ``codes[i]`` in ``[0, len(labels))``; ``labels`` sorted ascending (nulls last when they
+    are kept as a value).
+    """
+
+    codes: np.ndarray  # int32
+    labels: pa.Array
+
+
+def null_count(col: pa.ChunkedArray | pa.Array) -> int:
+    """Number of nulls (NaN in float columns counts as a value, not a null)."""
+    return col.null_count
+
+
+def _chunked(col: Any) -> pa.ChunkedArray:
+    if isinstance(col, pa.ChunkedArray):
+        return col
+    if isinstance(col, pa.Array):
+        return pa.chunked_array([col])
+    return pa.chunked_array([pa.array(col)])
+
+
+_DENSE_SPAN_LIMIT = 1 << 22  # direct addressing up to this many slots (or 2 per row)
+_DENSE_SPAN_MAX = 1 << 26
+
+
+def encode_column(col: Any, *, name: str = "column") -> Encoded:
+    """Dictionary-encode one Arrow column into int32 codes in sorted-label order.
+
+    Nulls, if any, become their own label (last). Callers decide the null policy first
+    (:func:`apply_null_policy`). Integer columns with a small value range use a direct
+    address kernel (no hashing); everything else uses Arrow's hash dictionary encoder.
+    """
+    from ._kernels.counting import dense_encode
+    from ._validation import kernel_array
+
+    col = _chunked(col)
+    n = len(col)
+    typ = col.type
+    if n == 0:
+        return Encoded(np.empty(0, dtype=np.int32), pa.array([], type=typ))
+    if pa.types.is_integer(typ) and col.null_count == 0:
+        arr = col.to_numpy()  # zero-copy for a single chunk without nulls
+        lo, hi = int(arr.min()), int(arr.max())
+        span = hi - lo + 1
+        if span <= max(_DENSE_SPAN_LIMIT, 2 * n) and span <= _DENSE_SPAN_MAX:
+            codes, uniques = dense_encode(kernel_array(arr, np.int64), lo, span)
+            return Encoded(codes, pa.array(uniques).cast(typ))
+    if pa.types.is_dictionary(typ):
+        col = col.unify_dictionaries() if hasattr(col, "unify_dictionaries") else col
+        dict_labels = col.chunks[0].dictionary if col.num_chunks else pa.array([], typ.value_type)
+        idx = [c.indices for c in col.chunks]
+        indices = pa.chunked_array(idx, type=typ.index_type)
+        labels = dict_labels
+        has_null = col.null_count > 0
+        raw = indices.fill_null(len(labels)).to_numpy() if has_null else indices.to_numpy()
+        raw = raw.astype(np.int64, copy=False)
+        if has_null:
+            labels = pa.concat_arrays([labels, pa.array([None], type=labels.type)])
+        # drop unused dictionary entries
+        used = np.bincount(raw, minlength=len(labels)) > 0
+        keep = np.flatnonzero(used)
+        remap = np.full(len(labels), -1, dtype=np.int64)
+        remap[keep] = np.arange(len(keep))
+        raw = remap[raw]
+        labels = labels.take(pa.array(keep))
+        return _sorted_encoding(raw, labels)
+    enc = pc.dictionary_encode(col, null_encoding="encode")
+    labels = enc.chunks[0].dictionary if enc.num_chunks else pa.array([], typ)
+    raw = pa.chunked_array([c.indices for c in enc.chunks]).to_numpy().astype(np.int64, copy=False)
+    return _sorted_encoding(raw, labels)
+
+
+def _sorted_encoding(raw: np.ndarray, labels: pa.Array) -> Encoded:
+    """Relabel codes so that code order = ascending label order (nulls last)."""
+    if len(labels) == 0:
+        return Encoded(raw.astype(np.int32), labels)
+    order = pc.array_sort_indices(labels, null_placement="at_end").to_numpy()
+    rank = np.empty(len(order), dtype=np.int32)
+    rank[order] = np.arange(len(order), dtype=np.int32)
+    return Encoded(rank[raw], labels.take(pa.array(order)))
+
+
+def encode_keys(columns: Sequence[Any], *, names: Sequence[str]) -> tuple[np.ndarray, pa.Table]:
+    """Encode one or more key columns into one group code per row.
+
+    Returns ``(codes, keys)``: int32 group codes in lexicographic order of the key tuples,
+    and a table with one row per group holding its key values (column names ``names``).
+    """
+    from ._kernels.counting import combine_codes, first_index
+    from ._validation import kernel_array
+
+    encs = [encode_column(c, name=nm) for c, nm in zip(columns, names)]
+    codes = encs[0].codes
+    card = len(encs[0].labels)
+    for enc in encs[1:]:
+        nb = len(enc.labels)
+        if card * nb < (1 << 62):
+            key = combine_codes(kernel_array(codes, np.int32), kernel_array(enc.codes, np.int32),
+                                nb)
+            e = encode_column(pa.array(key), name="key")
+            codes, card = e.codes, len(e.labels)
+        else:  # pragma: no cover - needs > 2^62 key combinations
+            raise ValueError("too many distinct key combinations to encode")
+    if len(encs) == 1:
+        keys = pa.table({names[0]: encs[0].labels})
+        return codes, keys
+    first = first_index(kernel_array(codes, np.int32), card)
+    keys = pa.table({nm: enc.labels.take(pa.array(enc.codes[first])) for nm, enc in
+                     zip(names, encs)})
+    return codes, keys
+
+
+def apply_null_policy(table: pa.Table, columns: Sequence[str], nulls: str,
+                      param: str = "nulls") -> tuple[pa.Table, int]:
+    """Enforce the null policy on ``columns``; returns the table and the rows dropped.
+
+    ``"error"`` (default) raises naming each column and its null count; ``"drop"`` removes
+    rows with a null in any of the columns; ``"value"`` keeps null as a value of its own.
+    """
+    check_choice(nulls, param, NULL_POLICIES)
+    counts = {c: table.column(c).null_count for c in columns}
+    bad = {c: k for c, k in counts.items() if k}
+    if not bad or nulls == "value":
+        return table, 0
+    if nulls == "error":
+        desc = ", ".join(f"{c!r} has {k} null{'s' if k > 1 else ''}" for c, k in bad.items())
+        raise ValueError(f"{desc}; pass nulls='drop' to remove those rows or nulls='value' to "
+                         f"treat null as a value")
+    mask = None
+    for c in bad:
+        m = pc.is_valid(table.column(c))
+        mask = m if mask is None else pc.and_(mask, m)
+    out = table.filter(mask)
+    return out, table.num_rows - out.num_rows

@@ -1,0 +1,67 @@
+"""The one place that calls :func:`numba.njit` — fastpriv's JIT policy.
+
+Every kernel in :mod:`fastpriv._kernels` is decorated with :func:`kernel`, never with a raw
+``numba.njit``; ``tests/test_jit_policy.py`` fails otherwise. The policy:
+
+* ``cache=True``: compiled machine code is kept on disk next to the module, so only the
+  first process pays the compile time (``fastpriv warmup`` fills the cache ahead of time).
+  Set ``FASTPRIV_NO_CACHE=1`` to disable the on-disk cache (e.g. on read-only installs or
+  to measure cold compiles).
+* ``nogil=True``: kernels release the GIL, so threads (Dask's threaded scheduler, user
+  thread pools) run them concurrently.
+* ``error_model="numpy"``: division by zero gives inf/nan like NumPy instead of raising;
+  every kernel guards its divisions explicitly where a zero denominator is possible.
+* ``fastmath`` only with the *safe* flags below. ``nnan``/``ninf`` are never enabled: they
+  let LLVM delete the NaN/inf checks that our conventions (``+inf`` ratios, C1–C6 of the
+  skyline spec) depend on. ``reassoc``/``arcp`` are also off: they change rounding of the
+  ratios of small integers whose ties against thresholds we decide exactly.
+* Kernels take and return arrays only. The API boundary passes them read-only, C-contiguous
+  and with fixed dtypes (see :func:`fastpriv._validation.kernel_array`), so each kernel
+  compiles exactly one specialization (a test counts the signatures).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import numba
+
+__all__ = ["kernel", "KERNELS", "SAFE_FASTMATH", "CACHE_ENABLED"]
+
+#: Fast-math flags considered value-safe for fastpriv's kernels.
+SAFE_FASTMATH: frozenset[str] = frozenset({"nsz", "contract"})
+
+#: False when ``FASTPRIV_NO_CACHE`` is set to a non-empty value other than ``0``.
+CACHE_ENABLED: bool = os.environ.get("FASTPRIV_NO_CACHE", "") in ("", "0")
+
+#: Every dispatcher created through :func:`kernel`, in definition order.
+KERNELS: list[Any] = []
+
+
+def kernel(fn: Callable | None = None, *, parallel: bool = False) -> Any:
+    """Compile ``fn`` with fastpriv's JIT policy (usable as ``@kernel`` or ``@kernel(...)``).
+
+    Parameters
+    ----------
+    fn : callable
+        A function using only NumPy arrays and scalars.
+    parallel : bool, default False
+        Enable ``numba.prange``. Parallel kernels must not race on shared arrays: they
+        write per-thread buffers and reduce them afterwards.
+    """
+
+    def wrap(f: Callable) -> Any:
+        dispatcher = numba.njit(
+            cache=CACHE_ENABLED,
+            nogil=True,
+            error_model="numpy",
+            fastmath=set(SAFE_FASTMATH),
+            parallel=parallel,
+        )(f)
+        KERNELS.append(dispatcher)
+        return dispatcher
+
+    if fn is None:
+        return wrap
+    return wrap(fn)

@@ -1,0 +1,112 @@
+"""Boundary checks with uniform error messages, and dtype/read-only normalization for kernels.
+
+Everything a user passes is checked here (or in the API module that calls these helpers)
+before it reaches a kernel: a kernel never sees a wrong dtype, a null, a NaN probability or
+an out-of-range threshold. Errors name the parameter and what was expected.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "kernel_array",
+    "check_columns",
+    "check_int",
+    "check_probability",
+    "check_threshold",
+    "check_finite_probabilities",
+    "check_choice",
+]
+
+
+def kernel_array(x: Any, dtype: Any) -> np.ndarray:
+    """Return ``x`` as a read-only, C-contiguous 1-D or N-D array of ``dtype``.
+
+    Kernels compile one specialization per argument type; Numba distinguishes writable
+    from read-only arrays and C- from A-layout. Passing every array through this function
+    keeps exactly one specialization per kernel. No copy is made when ``x`` already has the
+    right dtype and layout (Arrow buffers, for example).
+    """
+    arr = np.ascontiguousarray(x, dtype=dtype)
+    if arr.flags.writeable:
+        arr = arr.view()
+        arr.flags.writeable = False
+    return arr
+
+
+def check_columns(names: Iterable[str], available: Sequence[str], param: str) -> list[str]:
+    """Check that every column in ``names`` exists; list the available ones otherwise."""
+    names = list(names)
+    missing = [n for n in names if n not in available]
+    if missing:
+        what = ", ".join(repr(m) for m in missing)
+        plural = "s" if len(missing) > 1 else ""
+        raise ValueError(
+            f"{param}: column{plural} {what} not found; available: {', '.join(map(str, available))}"
+        )
+    return names
+
+
+def check_int(value: Any, name: str, *, minimum: int | None = None,
+              maximum: int | None = None) -> int:
+    """Return ``value`` as an ``int`` after checking its type and range."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
+    return value
+
+
+def _as_real(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    out = float(value)
+    if not math.isfinite(out):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return out
+
+
+def check_probability(value: Any, name: str) -> float:
+    """A finite number in [0, 1]."""
+    out = _as_real(value, name)
+    if not 0.0 <= out <= 1.0:
+        raise ValueError(f"{name} must be in [0, 1], got {value!r}")
+    return out
+
+
+def check_threshold(value: Any, name: str = "c") -> Any:
+    """A confidence threshold in (0, 1]; ``Fraction`` values are kept exact."""
+    _as_real(value, name)
+    if not 0 < value <= 1:
+        raise ValueError(f"{name} must be in (0, 1], got {value!r}")
+    return value
+
+
+def check_finite_probabilities(arr: Any, name: str) -> np.ndarray:
+    """A float64 array with every entry finite and in [0, 1]."""
+    a = np.asarray(arr, dtype=np.float64)
+    bad = ~np.isfinite(a)
+    if bad.any():
+        idx = np.flatnonzero(bad.ravel())[:5].tolist()
+        raise ValueError(f"{name} has non-finite values at positions {idx}")
+    out = (a < 0) | (a > 1)
+    if out.any():
+        idx = np.flatnonzero(out.ravel())[:5].tolist()
+        raise ValueError(f"{name} must be in [0, 1]; out of range at positions {idx}")
+    return a
+
+
+def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
+    """One of a fixed set of strings."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+    return value

@@ -1,0 +1,638 @@
+"""The :class:`Release`: one encoded representation of a bucketized / generalized table.
+
+Every model in fastpriv reads a Release and nothing else; no model re-reads raw data.
+
+Representation (SPEC.md §1)
+---------------------------
+* ``values`` — the sensitive domain actually present, as sorted labels; kernels see int32
+  codes into it.
+* ``groups`` — one row per group with its key (group column value, or the tuple of
+  generalized QI values), sorted by key. Kernels see group indices ``0..n_groups-1``.
+* The **frequency profile** in CSR form: for group g, ``codes[indptr[g]:indptr[g+1]]`` are
+  the values present with ``counts[...]``, by count descending (ties by code): the
+  s_g^0, s_g^1, … of the papers.
+* ``sizes`` — n_g, the number of distinct individuals per group (= Σ counts for SVPI).
+* ``case`` — ``"svpi"``, ``"mvpi-set"`` or ``"mvpi-multiset"``.
+* ``row_group`` — for releases built from a table, the group of each input row (int32), so
+  witnesses can name rows; ``None`` for releases built from counts or streams.
+
+The canonical ordering (labels sorted) makes construction deterministic: the same data
+from any source, in any batching, gives a release for which :meth:`Release.equals` holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ._arrow import apply_null_policy, as_table, encode_column, encode_keys
+from ._validation import check_choice, check_columns, kernel_array
+
+__all__ = ["Release", "CASES", "SVPI", "MVPI_SET", "MVPI_MULTISET"]
+
+SVPI = "svpi"
+MVPI_SET = "mvpi-set"
+MVPI_MULTISET = "mvpi-multiset"
+CASES = (SVPI, MVPI_SET, MVPI_MULTISET)
+
+_VALUE = "value"
+_COUNT = "count"
+_SIZE = "size"
+
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    a.flags.writeable = False
+    return a
+
+
+class Release:
+    """An anonymized release: groups of individuals and, per group, the multiset of values.
+
+    Build one with :meth:`from_groups`, :meth:`from_table`, :meth:`from_counts` or
+    :meth:`from_batches`; all inputs are validated and produce the same canonical form.
+
+    Attributes
+    ----------
+    case : str
+        ``"svpi"``, ``"mvpi-set"`` or ``"mvpi-multiset"``.
+    n_groups, n_rows, n_individuals, n_values : int
+        Number of groups, of value occurrences (table rows), of distinct individuals
+        (Σ n_g), and of distinct sensitive values.
+    values : list
+        Sensitive value labels, sorted; code ``i`` is ``values[i]``.
+    sizes, indptr, codes, counts : numpy.ndarray
+        Read-only arrays of the frequency profile (see the module docstring).
+    """
+
+    def __init__(self, *, indptr: np.ndarray, codes: np.ndarray, counts: np.ndarray,
+                 sizes: np.ndarray, values: pa.Array, groups: pa.Table, case: str = SVPI,
+                 row_group: np.ndarray | None = None, sensitive_name: str = _VALUE) -> None:
+        check_choice(case, "case", CASES)
+        self._indptr = _ro(np.asarray(indptr, dtype=np.int64))
+        self._codes = _ro(np.asarray(codes, dtype=np.int32))
+        self._counts = _ro(np.asarray(counts, dtype=np.int64))
+        self._sizes = _ro(np.asarray(sizes, dtype=np.int64))
+        self._labels = values
+        self._groups = groups
+        self._case = case
+        self._row_group = None if row_group is None else _ro(np.asarray(row_group, np.int32))
+        self._sensitive_name = sensitive_name
+        n_groups = self._sizes.shape[0]
+        if self._indptr.shape[0] != n_groups + 1 or groups.num_rows != n_groups:
+            raise ValueError("internal: inconsistent group arrays")
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_groups(cls, groups: Sequence[Any], *, sizes: Sequence[int] | None = None,
+                    case: str | None = None) -> "Release":
+        """Build a release from a list of groups (tests, docs, small examples).
+
+        Parameters
+        ----------
+        groups : sequence
+            One entry per group: a list of values (SVPI: one per individual; MVPI: the
+            group's multiset), a ``{value: count}`` mapping, or an ``(n_g, values)`` pair
+            (MVPI).
+        sizes : sequence of int, optional
+            n_g per group (MVPI; for SVPI it must equal the number of values, if given).
+        case : {"svpi", "mvpi-set", "mvpi-multiset"}, optional
+            Default ``"svpi"``, or ``"mvpi-set"`` when sizes / pairs are given.
+
+        Examples
+        --------
+        >>> rel = Release.from_groups([["flu", "flu", "hiv"], ["flu", "cancer"]])
+        >>> rel.n_groups, rel.values
+        (2, ['cancer', 'flu', 'hiv'])
+        """
+        if isinstance(groups, (str, bytes, Mapping)) or not isinstance(groups, Iterable):
+            raise TypeError("groups must be a list of groups (lists of values, value->count "
+                            f"dicts or (n_g, values) pairs), got {type(groups).__name__}")
+        groups = list(groups)
+        if not groups:
+            raise ValueError("groups is empty: a release needs at least one group")
+        pair_sizes: list[int | None] = []
+        gids: list[int] = []
+        labels: list[Any] = []
+        weights: list[int] = []
+        for g, grp in enumerate(groups):
+            size = None
+            if isinstance(grp, tuple) and len(grp) == 2 and not isinstance(grp[1], (str, bytes)) \
+                    and isinstance(grp[1], (Mapping, Sequence)):
+                size, grp = grp
+            pair_sizes.append(size)
+            if isinstance(grp, Mapping):
+                items = list(grp.items())
+            elif isinstance(grp, (str, bytes)) or not isinstance(grp, Iterable):
+                raise TypeError(f"groups[{g}] must be a list of values or a value->count dict, "
+                                f"got {type(grp).__name__}")
+            else:
+                items = [(v, 1) for v in grp]
+            for v, c in items:
+                if isinstance(c, bool) or not isinstance(c, (int, np.integer)):
+                    raise TypeError(f"groups[{g}]: count of {v!r} must be an integer, got {c!r}")
+                if c < 0:
+                    raise ValueError(f"groups[{g}]: count of {v!r} is negative ({c})")
+                if v is None:
+                    raise ValueError(f"groups[{g}] contains a null value")
+                gids.append(g)
+                labels.append(v)
+                weights.append(int(c))
+        if any(s is not None for s in pair_sizes):
+            if sizes is not None:
+                raise ValueError("sizes given twice: both (n_g, values) pairs and sizes=")
+            if any(s is None for s in pair_sizes):
+                raise ValueError("groups: give (n_g, values) pairs for every group or none")
+            sizes = pair_sizes
+        if case is None:
+            case = SVPI if sizes is None else MVPI_SET
+        check_choice(case, "case", CASES)
+        try:
+            value_arr = pa.array(labels) if labels else pa.array([], pa.string())
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise TypeError(f"groups: values must be of one type (all strings, all ints, ...): "
+                            f"{exc}") from None
+        enc = encode_column(value_arr, name="values")
+        group_codes = np.asarray(gids, dtype=np.int32)
+        keys = pa.table({"group": pa.array(np.arange(len(groups), dtype=np.int64))})
+        return cls._build(group_codes, enc.codes, np.asarray(weights, dtype=np.int64),
+                          n_groups=len(groups), values=enc.labels, groups=keys, case=case,
+                          sizes=None if sizes is None else list(sizes), row_group=None,
+                          sensitive_name=_VALUE)
+
+    @classmethod
+    def from_table(cls, data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
+                   qi: Sequence[str] | None = None, individual: str | None = None,
+                   case: str | None = None, nulls: str = "error") -> "Release":
+        """Build a release from a table with one row per individual (or per value, MVPI).
+
+        Parameters
+        ----------
+        data : table-like
+            pyarrow Table/RecordBatchReader/Dataset, Parquet/CSV path, pandas or polars
+            DataFrame.
+        sensitive : str
+            The sensitive column. A list column is read as one individual per row holding
+            that list of values (MVPI).
+        group : str or list of str, optional
+            Group-id column(s) of a bucketized release (Anatomy style).
+        qi : list of str, optional
+            Generalized QI columns: groups are their distinct value tuples. Give exactly one
+            of ``group`` and ``qi``.
+        individual : str, optional
+            Individual-id column for MVPI tables with one row per (individual, value).
+        case : {"svpi", "mvpi-set", "mvpi-multiset"}, optional
+            Inferred when omitted: SVPI without ``individual``/list column; otherwise
+            MVPI-Set if no individual has a value twice, else MVPI-Multiset.
+        nulls : {"error", "drop", "value"}
+            What to do with nulls in the used columns (default: raise, naming the column
+            and the count).
+        """
+        if (group is None) == (qi is None):
+            raise ValueError("give exactly one of group= (bucketized release) or qi= "
+                             "(generalized QI columns)")
+        keys = [group] if isinstance(group, str) else list(group if group is not None else qi)
+        param = "group" if group is not None else "qi"
+        if not keys:
+            raise ValueError(f"{param}: at least one column is required")
+        if not isinstance(sensitive, str):
+            raise TypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
+        for k in keys:
+            if not isinstance(k, str):
+                raise TypeError(f"{param}: column names must be strings, got {k!r}")
+        if sensitive in keys:
+            raise ValueError(f"sensitive column {sensitive!r} is also a {param} column")
+        table = as_table(data, param="data")
+        check_columns([sensitive], table.column_names, "sensitive")
+        check_columns(keys, table.column_names, param)
+        cols = keys + [sensitive] + ([individual] if individual is not None else [])
+        if individual is not None:
+            check_columns([individual], table.column_names, "individual")
+        table = table.select(cols)
+        if table.num_rows == 0:
+            raise ValueError("data is empty: a release needs at least one row")
+        sens_type = table.schema.field(sensitive).type
+        is_list = pa.types.is_list(sens_type) or pa.types.is_large_list(sens_type)
+        table, _ = apply_null_policy(table, cols, nulls)
+        if table.num_rows == 0:
+            raise ValueError("data has no rows left after dropping nulls")
+        group_codes, group_keys = encode_keys([table.column(k) for k in keys], names=keys)
+        n_groups = group_keys.num_rows
+        row_group = group_codes
+        sens = table.column(sensitive)
+        indiv_codes = None
+        if is_list:
+            if individual is not None:
+                raise ValueError("individual= cannot be combined with a list-valued sensitive "
+                                 "column (each row already is one individual)")
+            import pyarrow.compute as pc
+
+            flat = pc.list_flatten(sens)
+            parents = pc.list_parent_indices(sens).to_numpy().astype(np.int64)
+            if flat.null_count:
+                if nulls == "drop":
+                    ok = pc.is_valid(flat).to_numpy(zero_copy_only=False)
+                    flat, parents = flat.filter(pa.array(ok)), parents[ok]
+                elif nulls == "error":
+                    raise ValueError(f"{sensitive!r} has {flat.null_count} null list "
+                                     "elements; pass nulls='drop' or nulls='value'")
+            indiv_codes = parents.astype(np.int32)
+            n_indiv_rows = table.num_rows
+            sens = flat
+            pair_group = group_codes[parents]
+            if case is None:
+                case = MVPI_SET
+        else:
+            pair_group = group_codes
+            n_indiv_rows = None
+        enc = encode_column(sens, name=sensitive)
+        if individual is not None:
+            ienc = encode_column(table.column(individual), name=individual)
+            indiv_codes = ienc.codes
+            n_indiv_rows = len(ienc.labels)
+        if indiv_codes is None:
+            if case not in (None, SVPI):
+                raise ValueError(f"case={case!r} needs individual= (one row per individual and "
+                                 "value) or a list-valued sensitive column")
+            case = SVPI
+            sizes = None
+        else:
+            case, sizes = _mvpi_sizes(pair_group, indiv_codes, enc.codes, n_groups, n_indiv_rows,
+                                      len(enc.labels), case, individual or "row")
+        return cls._build(pair_group.astype(np.int32, copy=False), enc.codes,
+                          np.empty(0, dtype=np.int64), n_groups=n_groups, values=enc.labels,
+                          groups=group_keys, case=case, sizes=sizes,
+                          row_group=row_group,
+                          sensitive_name=sensitive)
+
+    @classmethod
+    def from_counts(cls, data: Any, *, group: str | Sequence[str], sensitive: str,
+                    count: str = _COUNT, sizes: Any = None, case: str | None = None,
+                    nulls: str = "error") -> "Release":
+        """Build a release from aggregated ``(group, value, count)`` rows.
+
+        This is the form SQL ``GROUP BY``, Spark and Dask produce, and the mergeable state of
+        streaming audits: rows for the same (group, value) are summed, so partial counts
+        from several batches or workers can simply be concatenated.
+
+        Parameters
+        ----------
+        group : str or list of str
+            Group key column(s).
+        sensitive, count : str
+            Value and count columns; counts must be non-negative integers.
+        sizes : str, mapping or sequence, optional
+            n_g for MVPI releases: a column of the table (constant within a group), a mapping
+            group key -> n_g, or a sequence aligned with the sorted group keys.
+        case : optional
+            Default ``"svpi"`` (sizes = Σ counts), ``"mvpi-set"`` when ``sizes`` is given.
+        """
+        keys = [group] if isinstance(group, str) else list(group)
+        if not keys:
+            raise ValueError("group: at least one column is required")
+        table = as_table(data, param="data")
+        check_columns(keys, table.column_names, "group")
+        check_columns([sensitive], table.column_names, "sensitive")
+        check_columns([count], table.column_names, "count")
+        size_col = sizes if isinstance(sizes, str) else None
+        if size_col is not None:
+            check_columns([size_col], table.column_names, "sizes")
+        cols = keys + [sensitive, count] + ([size_col] if size_col else [])
+        table = table.select(cols)
+        if table.num_rows == 0:
+            raise ValueError("data is empty: a release needs at least one (group, value, count) "
+                             "row")
+        table, _ = apply_null_policy(table, keys + [sensitive], nulls)
+        if table.column(count).null_count or (size_col and table.column(size_col).null_count):
+            raise ValueError(f"count column {count!r} (or sizes) has nulls")
+        ctype = table.schema.field(count).type
+        if not pa.types.is_integer(ctype):
+            raise TypeError(f"count column {count!r} must hold integers, got {ctype}")
+        weights = table.column(count).to_numpy().astype(np.int64)
+        if (weights < 0).any():
+            raise ValueError(f"count column {count!r} has negative counts")
+        group_codes, group_keys = encode_keys([table.column(k) for k in keys], names=keys)
+        n_groups = group_keys.num_rows
+        enc = encode_column(table.column(sensitive), name=sensitive)
+        size_list: list[int] | None
+        if size_col is not None:
+            sz = table.column(size_col).to_numpy().astype(np.int64)
+            per = np.full(n_groups, -1, dtype=np.int64)
+            per[group_codes] = sz
+            if (per[group_codes] != sz).any():
+                raise ValueError(f"sizes column {size_col!r} is not constant within each group")
+            size_list = per.tolist()
+        elif isinstance(sizes, Mapping):
+            labels = _key_labels(group_keys)
+            missing = [lb for lb in labels if lb not in sizes]
+            if missing:
+                raise ValueError(f"sizes: no size for groups {missing[:5]}")
+            size_list = [sizes[lb] for lb in labels]
+        elif sizes is not None:
+            size_list = list(sizes)
+        else:
+            size_list = None
+        if case is None:
+            case = SVPI if size_list is None else MVPI_SET
+        return cls._build(group_codes, enc.codes, weights, n_groups=n_groups, values=enc.labels,
+                          groups=group_keys, case=case, sizes=size_list, row_group=None,
+                          sensitive_name=sensitive)
+
+    @classmethod
+    def from_batches(cls, batches: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
+                     qi: Sequence[str] | None = None, nulls: str = "error",
+                     batch_size: int = 1 << 20) -> "Release":
+        """Build an SVPI release by streaming record batches (memory ~ (group, value) pairs).
+
+        ``batches`` is anything :func:`fastpriv.counts.CountAccumulator.consume` accepts:
+        an iterator of record batches, a RecordBatchReader, a Parquet/CSV path or dataset.
+        The result is identical to :meth:`from_table` on the concatenated data (without
+        ``row_group``), for any batching.
+        """
+        from .counts import CountAccumulator
+
+        if (group is None) == (qi is None):
+            raise ValueError("give exactly one of group= or qi=")
+        keys = [group] if isinstance(group, str) else list(group if group is not None else qi)
+        acc = CountAccumulator(keys=keys, sensitive=sensitive, nulls=nulls)
+        acc.consume(batches, batch_size=batch_size)
+        return acc.to_release()
+
+    @classmethod
+    def _build(cls, group_codes: np.ndarray, value_codes: np.ndarray, weights: np.ndarray, *,
+               n_groups: int, values: pa.Array, groups: pa.Table, case: str,
+               sizes: Sequence[int] | None, row_group: np.ndarray | None,
+               sensitive_name: str) -> "Release":
+        from ._kernels.counting import count_pairs
+
+        check_choice(case, "case", CASES)
+        indptr, codes, counts = count_pairs(kernel_array(group_codes, np.int32),
+                                            kernel_array(value_codes, np.int32),
+                                            kernel_array(weights, np.int64),
+                                            n_groups, len(values))
+        totals = np.add.reduceat(counts, indptr[:-1]) if counts.size else np.zeros(n_groups)
+        totals = np.where(np.diff(indptr) > 0, totals, 0).astype(np.int64)
+        labels = _key_labels(groups)
+        empty = np.flatnonzero(totals == 0)
+        if case == SVPI:
+            if sizes is not None:
+                sz = _check_sizes(sizes, n_groups)
+                bad = np.flatnonzero(sz != totals)
+                if bad.size:
+                    g = bad[0]
+                    raise ValueError(f"sizes: group {labels[g]!r} has {totals[g]} values but "
+                                     f"sizes says {sz[g]} (SVPI: one value per individual)")
+            if empty.size:
+                raise ValueError(f"group {labels[empty[0]]!r} has zero individuals "
+                                 f"({empty.size} such group{'s' if empty.size > 1 else ''})")
+            sz = totals
+        else:
+            if sizes is None:
+                raise ValueError(f"case={case!r} needs sizes= (the number of individuals n_g "
+                                 "per group)")
+            sz = _check_sizes(sizes, n_groups)
+            zero = np.flatnonzero(sz <= 0)
+            if zero.size:
+                raise ValueError(f"sizes: group {labels[zero[0]]!r} has {sz[zero[0]]} "
+                                 "individuals (must be >= 1)")
+            if case == MVPI_SET and counts.size:
+                top = counts[indptr[:-1][np.diff(indptr) > 0]]
+                nonempty = np.flatnonzero(np.diff(indptr) > 0)
+                over = nonempty[top > sz[nonempty]]
+                if over.size:
+                    g = over[0]
+                    raise ValueError(
+                        f"group {labels[g]!r}: value {values[codes[indptr[g]]].as_py()!r} occurs "
+                        f"{counts[indptr[g]]} times but the group has {sz[g]} individuals; in "
+                        "the mvpi-set case a value occurs at most once per individual "
+                        "(use case='mvpi-multiset')")
+        return cls(indptr=indptr, codes=codes, counts=counts, sizes=sz, values=values,
+                   groups=groups, case=case, row_group=row_group, sensitive_name=sensitive_name)
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def case(self) -> str:
+        """``"svpi"``, ``"mvpi-set"`` or ``"mvpi-multiset"``."""
+        return self._case
+
+    @property
+    def n_groups(self) -> int:
+        """Number of groups."""
+        return int(self._sizes.shape[0])
+
+    @cached_property
+    def n_rows(self) -> int:
+        """Number of value occurrences (rows of the table, pairs for MVPI)."""
+        return int(self._counts.sum())
+
+    @cached_property
+    def n_individuals(self) -> int:
+        """Number of individuals, Σ_g n_g."""
+        return int(self._sizes.sum())
+
+    @property
+    def n_values(self) -> int:
+        """Number of distinct sensitive values present."""
+        return len(self._labels)
+
+    @cached_property
+    def values(self) -> list:
+        """Sensitive value labels, sorted (code i is ``values[i]``)."""
+        return self._labels.to_pylist()
+
+    @property
+    def value_labels(self) -> pa.Array:
+        """Sensitive value labels as an Arrow array."""
+        return self._labels
+
+    @property
+    def sensitive_name(self) -> str:
+        """Name of the sensitive column this release was built from."""
+        return self._sensitive_name
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """n_g per group (read-only int64)."""
+        return self._sizes
+
+    @property
+    def indptr(self) -> np.ndarray:
+        """CSR offsets of the frequency profiles (read-only int64, length n_groups + 1)."""
+        return self._indptr
+
+    @property
+    def codes(self) -> np.ndarray:
+        """Value codes of the frequency profiles, by count descending within a group."""
+        return self._codes
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Counts of the frequency profiles (read-only int64)."""
+        return self._counts
+
+    @property
+    def groups(self) -> pa.Table:
+        """One row per group with its key columns, in group-index order."""
+        return self._groups
+
+    @property
+    def row_group(self) -> np.ndarray | None:
+        """Group index of each input row (releases built from a table), else ``None``."""
+        return self._row_group
+
+    @cached_property
+    def group_labels(self) -> list:
+        """Group keys as Python objects (a tuple per group when there are several columns)."""
+        return _key_labels(self._groups)
+
+    @cached_property
+    def distinct(self) -> np.ndarray:
+        """Number of distinct values per group."""
+        return _ro(np.diff(self._indptr))
+
+    @cached_property
+    def entry_group(self) -> np.ndarray:
+        """Group index of every CSR entry (``codes``/``counts`` position)."""
+        return _ro(np.repeat(np.arange(self.n_groups, dtype=np.int64), self.distinct))
+
+    @cached_property
+    def value_totals(self) -> np.ndarray:
+        """Total count of each value over the whole release."""
+        return _ro(np.bincount(self._codes, weights=self._counts,
+                               minlength=self.n_values).astype(np.int64))
+
+    def code_of(self, value: Any, *, param: str = "value") -> int:
+        """Code of a sensitive value label; ``ValueError`` listing the values otherwise."""
+        try:
+            return self._code_index[value]
+        except (KeyError, TypeError):
+            shown = ", ".join(map(repr, self.values[:20]))
+            more = f" … ({self.n_values} in all)" if self.n_values > 20 else ""
+            raise ValueError(f"{param}: {value!r} is not a sensitive value of this release; "
+                             f"values: {shown}{more}") from None
+
+    @cached_property
+    def _code_index(self) -> dict:
+        return {v: i for i, v in enumerate(self.values)}
+
+    def counts_of(self, value: Any) -> np.ndarray:
+        """Count of one sensitive value (label) in every group, as int64 array."""
+        code = self.code_of(value)
+        out = np.zeros(self.n_groups, dtype=np.int64)
+        hit = np.flatnonzero(self._codes == code)
+        out[self.entry_group[hit]] = self._counts[hit]
+        return out
+
+    def count_matrix(self, max_cells: int = 50_000_000) -> np.ndarray:
+        """Dense ``(n_groups, n_values)`` count matrix (refuses more than ``max_cells``)."""
+        cells = self.n_groups * self.n_values
+        if cells > max_cells:
+            raise ValueError(f"count matrix would have {cells} cells (> max_cells={max_cells})")
+        out = np.zeros((self.n_groups, self.n_values), dtype=np.int64)
+        out[self.entry_group, self._codes] = self._counts
+        return out
+
+    def profile(self, g: int) -> list[tuple[Any, int]]:
+        """``[(value, count), …]`` of group ``g`` by count descending."""
+        a, b = self._indptr[g], self._indptr[g + 1]
+        vals = self.values
+        return [(vals[c], int(n)) for c, n in zip(self._codes[a:b], self._counts[a:b])]
+
+    def rows_of_group(self, g: int) -> np.ndarray:
+        """Input row indices of group ``g`` (releases built from a table)."""
+        if self._row_group is None:
+            raise ValueError("this release was not built from a table with one row per "
+                             "individual; rows are unknown")
+        offsets, order = self._row_order
+        return order[offsets[g]:offsets[g + 1]]
+
+    @cached_property
+    def _row_order(self) -> tuple[np.ndarray, np.ndarray]:
+        from ._kernels.counting import group_order
+
+        return group_order(kernel_array(self._row_group, np.int32), self.n_groups)
+
+    # ------------------------------------------------------------------ export
+    def to_counts(self) -> pa.Table:
+        """The mergeable form: one row per (group, value) with its count (and ``size``).
+
+        ``Release.from_counts(rel.to_counts(), group=<key columns>, sensitive="value",
+        count="count", sizes="size" if MVPI)`` rebuilds an equal release.
+        """
+        eg = pa.array(self.entry_group)
+        cols = {name: self._groups.column(name).take(eg) for name in self._groups.column_names}
+        cols[_VALUE] = self._labels.take(pa.array(self._codes))
+        cols[_COUNT] = pa.array(self._counts)
+        if self._case != SVPI:
+            cols[_SIZE] = pa.array(self._sizes[self.entry_group])
+        return pa.table(cols)
+
+    def equals(self, other: "Release") -> bool:
+        """Same case, values, groups and counts (ignores ``row_group``)."""
+        if not isinstance(other, Release):
+            return False
+        return (self._case == other._case
+                and self._labels.equals(other._labels)
+                and self._groups.equals(other._groups)
+                and np.array_equal(self._sizes, other._sizes)
+                and np.array_equal(self._indptr, other._indptr)
+                and np.array_equal(self._codes, other._codes)
+                and np.array_equal(self._counts, other._counts))
+
+    def __repr__(self) -> str:
+        return (f"Release(case={self._case!r}, n_groups={self.n_groups}, n_rows={self.n_rows}, "
+                f"n_individuals={self.n_individuals}, n_values={self.n_values})")
+
+    def __len__(self) -> int:
+        return self.n_groups
+
+
+def _key_labels(keys: pa.Table) -> list:
+    if keys.num_columns == 1:
+        return keys.column(0).to_pylist()
+    return list(zip(*(keys.column(i).to_pylist() for i in range(keys.num_columns))))
+
+
+def _check_sizes(sizes: Sequence[int], n_groups: int) -> np.ndarray:
+    if isinstance(sizes, (str, bytes)):
+        raise TypeError("sizes must be a sequence of integers")
+    sz = np.asarray(list(sizes))
+    if sz.shape != (n_groups,):
+        raise ValueError(f"sizes has {sz.size} entries but there are {n_groups} groups")
+    if sz.size and not np.issubdtype(sz.dtype, np.integer):
+        raise TypeError(f"sizes must hold integers, got dtype {sz.dtype}")
+    return sz.astype(np.int64)
+
+
+def _mvpi_sizes(pair_group: np.ndarray, indiv: np.ndarray, value: np.ndarray, n_groups: int,
+                n_indiv: int, n_values: int, case: str | None,
+                indiv_name: str) -> tuple[str, list[int]]:
+    """Distinct individuals per group, individual→group consistency, and the MVPI case."""
+    from ._kernels.counting import count_pairs
+
+    empty = kernel_array(np.empty(0, dtype=np.int64), np.int64)
+    ig = kernel_array(indiv, np.int32)
+    # groups of each individual: every individual must sit in exactly one group
+    ip, _, _ = count_pairs(ig, kernel_array(pair_group, np.int32), empty, n_indiv, n_groups)
+    multi = np.flatnonzero(np.diff(ip) > 1)
+    if multi.size:
+        raise ValueError(f"{indiv_name}: individual #{multi[0]} appears in more than one group "
+                         f"({multi.size} such individuals)")
+    gp, _, _ = count_pairs(kernel_array(pair_group, np.int32), ig, empty, n_groups, n_indiv)
+    sizes = np.diff(gp).tolist()
+    _, _, pc = count_pairs(ig, kernel_array(value, np.int32), empty, n_indiv, n_values)
+    has_dup = bool(pc.size and pc.max() > 1)
+    if case is None:
+        case = MVPI_MULTISET if has_dup else MVPI_SET
+    elif case == SVPI:
+        if has_dup or (np.bincount(indiv, minlength=n_indiv) > 1).any():
+            raise ValueError(f"case='svpi' but some {indiv_name} has several values; use "
+                             "case='mvpi-set' or 'mvpi-multiset'")
+    elif case == MVPI_SET and has_dup:
+        raise ValueError(f"case='mvpi-set' but some {indiv_name} holds a value more than once; "
+                         "use case='mvpi-multiset'")
+    return case, sizes
