@@ -1,0 +1,78 @@
+"""The result type shared by every anonymizer."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..release import Release
+
+__all__ = ["Anonymized"]
+
+
+@dataclass(frozen=True)
+class Anonymized:
+    """A release produced by an anonymizer.
+
+    Attributes
+    ----------
+    release : Release
+        The published groups and their sensitive values.
+    group_ids : numpy.ndarray
+        Group id (index into ``release``'s groups) of every input row, int64.
+    method : str
+        Algorithm name (``"anatomy"``, ``"mondrian"``, …).
+    params : dict
+        The parameters the algorithm ran with (criterion, seed, …).
+    generalized : pyarrow.Table or None
+        Generalized QI values per input row (Mondrian, lattice search), if any.
+    info : dict
+        Algorithm facts: nodes checked, timings, guarantees (e.g. "safe" vs "minimal").
+    """
+
+    release: Release
+    group_ids: np.ndarray
+    method: str
+    params: dict[str, Any] = field(default_factory=dict)
+    generalized: pa.Table | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def table(self, original: Any = None, *, group_column: str = "group_id") -> pa.Table:
+        """The publishable table: ``original`` rows with generalized QI and a group id.
+
+        Without ``original``, only the generalized columns (if any) and the group id.
+        """
+        from .._arrow import as_table
+
+        cols: dict[str, Any] = {}
+        if original is not None:
+            t = as_table(original, param="original")
+            if t.num_rows != self.group_ids.shape[0]:
+                raise ValueError(f"original has {t.num_rows} rows, the result covers "
+                                 f"{self.group_ids.shape[0]}")
+            for name in t.column_names:
+                cols[name] = t.column(name)
+        if self.generalized is not None:
+            for name in self.generalized.column_names:
+                cols[name] = self.generalized.column(name)
+        cols[group_column] = pa.array(self.group_ids)
+        return pa.table(cols)
+
+    def write(self, path: str | os.PathLike, original: Any = None, *, overwrite: bool = False,
+              format: str | None = None) -> str:
+        """Write :meth:`table` to Parquet/CSV atomically (never over ``original``'s file)."""
+        from .._io import write_table
+
+        inputs = [original] if isinstance(original, (str, os.PathLike)) else []
+        return write_table(path, self.table(original), overwrite=overwrite, format=format,
+                           inputs=inputs)
+
+    def summary(self) -> dict[str, Any]:
+        """Small JSON-ready description."""
+        return {"method": self.method, "params": self.params, "n_groups": self.release.n_groups,
+                "n_rows": int(self.group_ids.shape[0]),
+                "min_group_size": int(self.release.sizes.min()), **self.info}
