@@ -1,0 +1,163 @@
+"""Bundled data: the cleaned UCI Adult table, its generalization hierarchies, synthetic data.
+
+Adult
+-----
+:func:`load_adult` returns the standard 45,222-row "Adult" table of the k-anonymity /
+ℓ-diversity / t-closeness literature, shipped inside the package as a compact Parquet file
+(``data/adult.parquet``, built by :mod:`fastpriv.datasets._build_adult`).
+
+* **Source:** Becker, B. & Kohavi, R. (1996). *Adult* [Dataset]. UCI Machine Learning
+  Repository. https://doi.org/10.24432/C5XW20
+* **Licence:** Creative Commons Attribution 4.0 International (CC BY 4.0).
+* **Cleaning rule:** ``adult.data`` (32,561 records) and ``adult.test`` (16,281 records, its
+  junk first line skipped, the trailing ``.`` of ``income`` stripped) are concatenated in
+  that order, leading spaces are stripped, and every row with a missing value (``?``) in any
+  column is dropped: 48,842 → 45,222 rows. Columns are renamed to snake_case.
+
+Hierarchies
+-----------
+Generalization hierarchies for the Adult QIs, in the ARX CSV layout (``;``-separated, no
+header, one row per original value, one column per level: level 0 is the value itself, the
+last level is ``*``). :func:`list_hierarchies` names them, :func:`hierarchy_path` locates one.
+``age`` (6 levels: exact, 5-, 10-, 20-, 40-year intervals, ``*``), ``marital_status`` (3),
+``race`` (2) and ``sex`` (2) are those of the (c,k)-safety paper's Adult experiments; the
+others (``workclass``, ``education``, ``occupation``, ``native_country``, ``relationship``,
+``income``) are documented in ``hierarchies/README.md``.
+
+Synthetic
+---------
+:func:`synthetic`, :func:`synthetic_batches` and :func:`synthetic_release` generate seeded
+releases of any size (see :mod:`fastpriv.datasets.synthetic`).
+
+Importing this package is cheap: pyarrow/NumPy are imported on first use only.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+__all__ = [
+    "load_adult",
+    "adult_path",
+    "hierarchy_path",
+    "list_hierarchies",
+    "synthetic",
+    "synthetic_batches",
+    "synthetic_release",
+    "ADULT_COLUMNS",
+    "ADULT_CITATION",
+    "ADULT_LICENSE",
+]
+
+_HERE = Path(__file__).resolve().parent
+_HIERARCHIES = _HERE / "hierarchies"
+
+#: Column names of :func:`load_adult`, in order.
+ADULT_COLUMNS = ("age", "workclass", "fnlwgt", "education", "education_num", "marital_status",
+                 "occupation", "relationship", "race", "sex", "capital_gain", "capital_loss",
+                 "hours_per_week", "native_country", "income")
+ADULT_CITATION = ("Becker, B. & Kohavi, R. (1996). Adult [Dataset]. UCI Machine Learning "
+                  "Repository. https://doi.org/10.24432/C5XW20")
+ADULT_LICENSE = "CC BY 4.0"
+
+# synthetic.py imports NumPy/pyarrow inside its functions, so this import is cheap. Importing
+# the names here (not lazily) keeps ``fastpriv.datasets.synthetic`` the *function* even when
+# someone imports the submodule ``fastpriv.datasets.synthetic`` first.
+from .synthetic import synthetic, synthetic_batches, synthetic_release  # noqa: E402
+
+
+def adult_path() -> str:
+    """Path of the bundled cleaned Adult Parquet file (45,222 rows).
+
+    Source: Becker & Kohavi (1996), UCI Machine Learning Repository,
+    https://doi.org/10.24432/C5XW20, licence CC BY 4.0.
+    """
+    path = _HERE / "data" / "adult.parquet"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"the bundled Adult file {str(path)!r} is missing; rebuild it with "
+            "python -m fastpriv.datasets._build_adult --source <folder with adult.data and "
+            "adult.test> --out fastpriv/datasets/data/adult.parquet")
+    return str(path)
+
+
+def load_adult(columns: Sequence[str] | None = None) -> "pa.Table":
+    """Load the cleaned UCI Adult table bundled with fastpriv.
+
+    Source: Becker, B. & Kohavi, R. (1996). *Adult* [Dataset]. UCI Machine Learning
+    Repository. https://doi.org/10.24432/C5XW20 — licence CC BY 4.0.
+
+    Cleaning rule: ``adult.data`` + ``adult.test`` (junk first line of ``adult.test``
+    skipped, trailing ``.`` of its ``income`` stripped, leading spaces stripped),
+    concatenated in that order; every row with ``?`` in any column dropped → 45,222 rows.
+
+    Parameters
+    ----------
+    columns : sequence of str, optional
+        Read only these columns (in this order); default all 15.
+
+    Returns
+    -------
+    pyarrow.Table
+        45,222 rows; columns ``age, workclass, fnlwgt, education, education_num,
+        marital_status, occupation, relationship, race, sex, capital_gain, capital_loss,
+        hours_per_week, native_country, income``. Integer columns are int64, the others
+        strings; ``income`` is ``"<=50K"`` or ``">50K"``.
+
+    Examples
+    --------
+    >>> adult = load_adult()
+    >>> adult.num_rows
+    45222
+    """
+    import pyarrow.parquet as pq
+
+    if columns is not None:
+        from .._validation import check_columns
+
+        if isinstance(columns, str):
+            raise TypeError("columns must be a sequence of column names, not a string")
+        columns = check_columns(columns, ADULT_COLUMNS, "columns")
+    table = pq.read_table(adult_path(), columns=list(columns) if columns is not None else None)
+    return table.replace_schema_metadata(None)
+
+
+def list_hierarchies() -> list[str]:
+    """Names of the bundled generalization hierarchies (attribute names), sorted."""
+    return sorted(p.stem for p in _HIERARCHIES.glob("*.csv"))
+
+
+def hierarchy_path(attribute: str) -> str:
+    """Path of the bundled ARX-layout hierarchy CSV of an Adult attribute.
+
+    Parameters
+    ----------
+    attribute : str
+        Attribute name as in :func:`load_adult` (``"age"``, ``"marital_status"``, …);
+        the raw UCI spelling with hyphens (``"marital-status"``) is accepted too.
+
+    Returns
+    -------
+    str
+        Path of a ``;``-separated CSV without header: one row per original value, one
+        column per level (level 0 = the value, last level = ``*``).
+
+    Raises
+    ------
+    ValueError
+        No hierarchy for ``attribute`` (the message lists the available ones).
+    """
+    if not isinstance(attribute, str):
+        raise TypeError(f"attribute must be a string, got {type(attribute).__name__}")
+    name = attribute.strip().replace("-", "_")
+    path = _HIERARCHIES / f"{name}.csv"
+    if not name or os.sep in name or not path.is_file():
+        raise ValueError(f"attribute: no bundled hierarchy for {attribute!r}; available: "
+                         f"{', '.join(list_hierarchies())}")
+    return str(path)
