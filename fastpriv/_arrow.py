@@ -204,14 +204,14 @@ def encode_column(col: Any, *, name: str = "column") -> Encoded:
     n = len(col)
     typ = col.type
     if n == 0:
-        return Encoded(np.empty(0, dtype=np.int32), pa.array([], type=typ))
+        return Encoded(np.empty(0, dtype=np.int32), canonical_labels(pa.array([], type=typ)))
     if pa.types.is_integer(typ) and col.null_count == 0:
         arr = col.to_numpy()  # zero-copy for a single chunk without nulls
         lo, hi = int(arr.min()), int(arr.max())
         span = hi - lo + 1
         if span <= max(_DENSE_SPAN_LIMIT, 2 * n) and span <= _DENSE_SPAN_MAX:
             codes, uniques = dense_encode(kernel_array(arr, np.int64), lo, span)
-            return Encoded(codes, pa.array(uniques).cast(typ))
+            return Encoded(codes, canonical_labels(pa.array(uniques).cast(typ)))
     if pa.types.is_dictionary(typ):
         col = col.unify_dictionaries() if hasattr(col, "unify_dictionaries") else col
         dict_labels = col.chunks[0].dictionary if col.num_chunks else pa.array([], typ.value_type)
@@ -237,8 +237,32 @@ def encode_column(col: Any, *, name: str = "column") -> Encoded:
     return _sorted_encoding(raw, labels)
 
 
+def canonical_labels(labels: pa.Array) -> pa.Array:
+    """Normalize label types so equal data from different sources compares equal.
+
+    Strings of every layout become ``string``, binaries ``binary``, integers ``int64``,
+    floats ``float64``; other types are kept.
+    """
+    t = labels.type
+    if pa.types.is_dictionary(t):
+        labels = labels.cast(t.value_type)
+        t = labels.type
+    if pa.types.is_large_string(t) or getattr(pa.types, "is_string_view", lambda _: False)(t):
+        return labels.cast(pa.string())
+    if pa.types.is_large_binary(t) or getattr(pa.types, "is_binary_view", lambda _: False)(t):
+        return labels.cast(pa.binary())
+    if pa.types.is_integer(t) and t != pa.int64():
+        if pa.types.is_unsigned_integer(t) and t.bit_width == 64:
+            return labels
+        return labels.cast(pa.int64())
+    if pa.types.is_floating(t) and t != pa.float64():
+        return labels.cast(pa.float64())
+    return labels
+
+
 def _sorted_encoding(raw: np.ndarray, labels: pa.Array) -> Encoded:
     """Relabel codes so that code order = ascending label order (nulls last)."""
+    labels = canonical_labels(labels)
     if len(labels) == 0:
         return Encoded(raw.astype(np.int32), labels)
     order = pc.array_sort_indices(labels, null_placement="at_end").to_numpy()

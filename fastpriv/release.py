@@ -374,8 +374,8 @@ class Release:
                                             kernel_array(value_codes, np.int32),
                                             kernel_array(weights, np.int64),
                                             n_groups, len(values))
-        totals = np.add.reduceat(counts, indptr[:-1]) if counts.size else np.zeros(n_groups)
-        totals = np.where(np.diff(indptr) > 0, totals, 0).astype(np.int64)
+        entry_group = np.repeat(np.arange(n_groups), np.diff(indptr))
+        totals = np.bincount(entry_group, weights=counts, minlength=n_groups).astype(np.int64)
         labels = _key_labels(groups)
         empty = np.flatnonzero(totals == 0)
         if case == SVPI:

@@ -1,0 +1,142 @@
+"""Classical models: kernels vs plain-Python oracles, hand-computed cases, Adult vs pandas."""
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fastpriv import Release, classic
+from tests import naive
+from tests.strategies import svpi_groups
+
+groups_st = svpi_groups(max_people=30, max_groups=6, max_values=6)
+
+
+@given(groups_st)
+def test_against_oracles(groups):
+    rel = Release.from_groups(groups)
+    assert classic.k_anonymity(rel) == naive.k_anonymity(groups)
+    a, k = classic.alpha_k_anonymity(rel)
+    assert a == pytest.approx(float(naive.alpha(groups)), rel=1e-12) and k == rel.sizes.min()
+    assert classic.l_diversity(rel) == naive.distinct_l(groups)
+    assert classic.entropy_l_diversity(rel) == pytest.approx(naive.entropy_l(groups), rel=1e-12)
+    for l in (1, 2, 3):
+        expect = naive.recursive_c(groups, l)
+        got = classic.recursive_cl_diversity(rel, l)
+        if expect == math.inf:
+            assert got == math.inf
+        else:
+            assert got == pytest.approx(float(expect), rel=1e-12)
+    assert classic.t_closeness(rel) == pytest.approx(float(naive.t_closeness(groups)), abs=1e-12)
+    assert classic.t_closeness(rel, ordered=True) == pytest.approx(
+        float(naive.t_closeness(groups, ordered=True)), abs=1e-12)
+
+
+@given(groups_st, st.permutations("abcdef"))
+def test_ordered_emd_with_explicit_order(groups, perm):
+    rel = Release.from_groups(groups)
+    order = [v for v in perm if v in rel.values]
+    got = classic.t_closeness(rel, order=order)
+    assert got == pytest.approx(float(naive.t_closeness(groups, ordered=True, order=order)),
+                                abs=1e-12)
+
+
+def test_hand_computed():
+    # group sizes 3, 2, 4; values flu/hiv/cancer/a/b/c
+    rel = Release.from_groups([["flu", "flu", "hiv"], ["flu", "cancer"], ["a", "b", "c", "a"]])
+    assert classic.k_anonymity(rel) == 2
+    assert classic.alpha_k_anonymity(rel) == (pytest.approx(2 / 3), 2)
+    assert classic.l_diversity(rel) == 2
+    # entropy of (2/3, 1/3): exp(H) = 3 / 2^(2/3)
+    assert classic.entropy_l_diversity(rel) == pytest.approx(3 / 2 ** (2 / 3))
+    assert classic.recursive_cl_diversity(rel, 2) == pytest.approx(2.0)
+    assert classic.recursive_cl_diversity(rel, 3) == math.inf
+    # Q = flu 3/9, hiv 1/9, cancer 1/9, a 2/9, b 1/9, c 1/9; group 0: P = flu 2/3, hiv 1/3
+    # ½(|2/3-1/3| + |1/3-1/9| + 1/9 + 2/9 + 1/9 + 1/9) = ½(1/3 + 2/9 + 5/9) = 5/9
+    assert classic.t_closeness(rel) == pytest.approx(5 / 9)
+
+
+def test_single_value_release_is_degenerate_but_defined():
+    rel = Release.from_groups([["x", "x"], ["x"]])
+    assert classic.l_diversity(rel) == 1
+    assert classic.entropy_l_diversity(rel) == pytest.approx(1.0)
+    assert classic.t_closeness(rel) == 0.0
+    assert classic.t_closeness(rel, ordered=True) == 0.0
+
+
+def test_violations_and_per_group():
+    rel = Release.from_groups([["a", "a", "b"], ["a"], ["a", "b", "c", "d"]])
+    v = classic.violations(rel, "k", 3)
+    assert v.groups.tolist() == [1] and v.labels == [1] and len(v) == 1
+    v = classic.violations(rel, "distinct_l", 3)
+    assert v.groups.tolist() == [1, 0]  # worst (ℓ=1) first
+    v = classic.violations(rel, "recursive_c", 2.0, l=2)  # ratio >= c fails
+    assert v.groups.tolist() == [1, 0]  # inf first, then 2/1
+    assert classic.per_group(rel, "alpha").tolist() == pytest.approx([2 / 3, 1.0, 0.25])
+    d = v.to_dict()
+    assert d["count"] == 2 and d["model"] == "recursive_c"
+    with pytest.raises(ValueError, match="model must be one of"):
+        classic.per_group(rel, "kk")
+    with pytest.raises(ValueError, match="needs l"):
+        classic.per_group(rel, "recursive_c")
+    with pytest.raises(ValueError, match="l must be >= 1"):
+        classic.recursive_cl_diversity(rel, 0)
+    with pytest.raises(TypeError, match="fastpriv.Release"):
+        classic.k_anonymity([["a"]])
+    with pytest.raises(ValueError, match="not in the order"):
+        classic.t_closeness(rel, order=["a", "b"])
+
+
+def test_audit_reports_every_model():
+    rel = Release.from_groups([["a", "a", "b"], ["a", "c"]])
+    res = classic.audit(rel, l=2)
+    keys = {"k_anonymity", "alpha_k_anonymity", "l_diversity", "entropy_l_diversity",
+            "c_l_diversity", "t_closeness", "t_closeness_ordered", "basic_beta_likeness",
+            "delta_disclosure"}
+    assert set(res.models) == keys
+    assert res.value("k_anonymity") == 2 and res.value("c_l_diversity") == pytest.approx(2.0)
+    assert res.models["k_anonymity"]["worst_label"] == 1
+
+
+def test_mvpi_distributions_over_occurrences():
+    rel = Release.from_groups([{"a": 2, "b": 1}, {"a": 1}], sizes=[2, 4], case="mvpi-set")
+    assert classic.k_anonymity(rel) == 2
+    assert classic.alpha_k_anonymity(rel)[0] == pytest.approx(1.0)  # 2 of 2 individuals have a
+    assert classic.l_diversity(rel) == 1
+
+
+def test_beta_and_delta_match_definitions():
+    groups = [["a", "a", "b"], ["b", "c"]]
+    rel = Release.from_groups(groups)
+    q = {"a": Fraction(2, 5), "b": Fraction(2, 5), "c": Fraction(1, 5)}
+    beta = max((Fraction(n, len(g)) - q[v]) / q[v] for g in groups for v, n in
+               {x: g.count(x) for x in g}.items())
+    delta = max(abs(math.log(Fraction(g.count(v), len(g)) / q[v])) for g in groups for v in g)
+    assert classic.beta_likeness(rel) == pytest.approx(float(beta))
+    assert classic.delta_disclosure(rel) == pytest.approx(delta)
+
+
+def test_adult_against_independent_pandas():
+    """Classical values on Adult (QI: sex, race; sensitive occupation) vs a pandas groupby."""
+    from fastpriv.datasets import load_adult
+
+    df = load_adult().to_pandas()
+    rel = Release.from_table(load_adult(), sensitive="occupation", qi=["sex", "race"])
+    counts = df.groupby(["sex", "race"])["occupation"].value_counts()
+    sizes = df.groupby(["sex", "race"]).size()
+    assert classic.k_anonymity(rel) == sizes.min()
+    assert classic.l_diversity(rel) == df.groupby(["sex", "race"])["occupation"].nunique().min()
+    p = counts / counts.groupby(level=[0, 1]).transform("sum")
+    ent = -(p * np.log(p)).groupby(level=[0, 1]).sum()
+    assert classic.entropy_l_diversity(rel) == pytest.approx(np.exp(ent.min()), rel=1e-12)
+    q = df["occupation"].value_counts(normalize=True)
+    tvals = []
+    for _, grp in df.groupby(["sex", "race"]):
+        pg = grp["occupation"].value_counts(normalize=True).reindex(q.index, fill_value=0)
+        tvals.append(0.5 * (pg - q).abs().sum())
+    assert classic.t_closeness(rel) == pytest.approx(max(tvals), abs=1e-12)
+    top = counts.groupby(level=[0, 1]).max() / sizes
+    assert classic.alpha_k_anonymity(rel)[0] == pytest.approx(top.max(), rel=1e-12)
