@@ -16,13 +16,39 @@ Adult
 
 Hierarchies
 -----------
-Generalization hierarchies for the Adult QIs, in the ARX CSV layout (``;``-separated, no
-header, one row per original value, one column per level: level 0 is the value itself, the
-last level is ``*``). :func:`list_hierarchies` names them, :func:`hierarchy_path` locates one.
-``age`` (6 levels: exact, 5-, 10-, 20-, 40-year intervals, ``*``), ``marital_status`` (3),
-``race`` (2) and ``sex`` (2) are those of the (c,k)-safety paper's Adult experiments; the
-others (``workclass``, ``education``, ``occupation``, ``native_country``, ``relationship``,
-``income``) are documented in ``hierarchies/README.md``.
+Generalization hierarchies for the Adult QIs, in the ARX CSV layout (UTF-8, ``;``-separated,
+no header, one row per original value, one column per level: level 0 is the value itself,
+the last level is ``*``). :func:`list_hierarchies` names them, :func:`hierarchy_path`
+locates one. Every value of the cleaned Adult table appears in its attribute's file.
+
+* ``age`` — 6 levels: exact; 5-, 10-, 20-, 40-year intervals aligned at multiples of the
+  width, labelled ``[20, 25)``, ``[20, 30)``, ``[20, 40)``, ``[0, 40)``; ``*``. Rows for
+  every integer age 0..119 (Adult has 17..90).
+* ``marital_status`` — 3 levels: exact; ``Married`` (Married-civ-spouse, Married-AF-spouse,
+  Married-spouse-absent) / ``Never-married`` / ``Was-married`` (Divorced, Separated,
+  Widowed); ``*``.
+* ``race``, ``sex`` — 2 levels: exact; ``*``.
+
+(these four are the hierarchies of the (c,k)-safety paper's Adult experiments: a lattice of
+6·3·2·2 = 72 nodes), and, in the spirit of the ARX Adult example:
+
+* ``workclass`` — 4 levels: exact; ``Private`` / ``Self-employed`` (Self-emp-inc,
+  Self-emp-not-inc) / ``Government`` (Federal-, State-, Local-gov) / ``Without-pay``;
+  ``Non-government`` (Private, Self-employed) / ``Government`` / ``Without-pay``; ``*``.
+* ``education`` — 4 levels: exact; ``Primary school`` (Preschool … 7th-8th) /
+  ``Secondary school`` (9th … 12th) / ``High school graduate`` (HS-grad) / ``College``
+  (Some-college, Assoc-voc, Assoc-acdm) / ``Undergraduate`` (Bachelors) / ``Graduate``
+  (Masters, Prof-school, Doctorate); ``Primary/secondary school`` / ``High school/college``
+  / ``Higher education``; ``*``.
+* ``occupation`` — 3 levels: exact; ``White-collar`` (Adm-clerical, Exec-managerial,
+  Prof-specialty, Sales, Tech-support) / ``Blue-collar`` (Craft-repair, Farming-fishing,
+  Handlers-cleaners, Machine-op-inspct, Transport-moving) / ``Service`` (Other-service,
+  Priv-house-serv, Protective-serv) / ``Other`` (Armed-Forces); ``*``.
+* ``native_country`` — 4 levels: exact; region (North America — incl. the US outlying
+  territories —, Central America, Caribbean — incl. Puerto-Rico —, South America, Western /
+  Southern / Eastern Europe, East / Southeast / South / Western Asia, and ``Unknown`` for
+  the ambiguous UCI value ``South``); continent (``Americas``, ``Europe``, ``Asia``,
+  ``Unknown``); ``*``.
 
 Synthetic
 ---------
