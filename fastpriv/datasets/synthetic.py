@@ -63,6 +63,30 @@ def value_labels(n_values: int) -> list[str]:
     return [f"v{i:0{width}d}" for i in range(n_values)]
 
 
+# Arrays are built from buffers (zero-copy for NumPy) rather than with ``pyarrow.array``,
+# which imports pandas (~0.3 s) on its first call when pandas is installed.
+
+def _numeric_array(a: np.ndarray, type_: pa.DataType) -> pa.Array:
+    """Zero-copy Arrow view of a contiguous 1-D NumPy array (no nulls)."""
+    import numpy as np
+    import pyarrow as pa
+
+    a = np.ascontiguousarray(a, dtype=type_.to_pandas_dtype())
+    return pa.Array.from_buffers(type_, a.size, [None, pa.py_buffer(a)])
+
+
+def _string_array(labels: list[str]) -> pa.Array:
+    """Arrow string array of ``labels`` (no nulls)."""
+    import numpy as np
+    import pyarrow as pa
+
+    data = [x.encode("utf-8") for x in labels]
+    offsets = np.zeros(len(data) + 1, dtype=np.int32)
+    np.cumsum([len(x) for x in data], out=offsets[1:])
+    return pa.Array.from_buffers(pa.string(), len(data),
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))])
+
+
 @dataclass(frozen=True)
 class _Spec:
     n_rows: int
@@ -150,7 +174,7 @@ class _Generator:
 
         self.spec = spec
         self._perm: np.ndarray | None = None
-        self.labels = pa.array(value_labels(spec.n_values), type=pa.string())
+        self.labels = _string_array(value_labels(spec.n_values))
         if spec.distribution == "zipf" and spec.n_values > 1:
             w = 1.0 / np.arange(1, spec.n_values + 1, dtype=np.float64) ** spec.zipf_s
             cdf = np.cumsum(w / w.sum())
@@ -228,9 +252,9 @@ class _Generator:
             a = cols[field.name]
             if field.name == "sensitive":
                 arrays.append(pa.DictionaryArray.from_arrays(
-                    pa.array(a, type=pa.int32()), self.labels))
+                    _numeric_array(a, pa.int32()), self.labels))
             else:
-                arrays.append(pa.array(a, type=field.type))
+                arrays.append(_numeric_array(a, field.type))
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
