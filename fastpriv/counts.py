@@ -127,7 +127,7 @@ class CountAccumulator:
 
 def _aggregate(table: pa.Table, keys: list[str], sensitive: str, count: str | None) -> pa.Table:
     """Aggregate rows to distinct (keys, value) with summed counts (or row counts)."""
-    from ._kernels.counting import count_pairs
+    from ._kernels.counting import DENSE_CELLS, count_pairs
 
     gcodes, gkeys = encode_keys([table.column(k) for k in keys], names=keys)
     enc = encode_column(table.column(sensitive), name=sensitive)
@@ -136,7 +136,7 @@ def _aggregate(table: pa.Table, keys: list[str], sensitive: str, count: str | No
     indptr, codes, counts = count_pairs(kernel_array(gcodes, np.int32),
                                         kernel_array(enc.codes, np.int32),
                                         kernel_array(weights, np.int64), gkeys.num_rows,
-                                        len(enc.labels))
+                                        len(enc.labels), DENSE_CELLS)
     eg = pa.array(np.repeat(np.arange(gkeys.num_rows), np.diff(indptr)))
     cols = {k: gkeys.column(k).take(eg) for k in keys}
     cols[sensitive] = enc.labels.take(pa.array(codes))

@@ -367,13 +367,13 @@ class Release:
                n_groups: int, values: pa.Array, groups: pa.Table, case: str,
                sizes: Sequence[int] | None, row_group: np.ndarray | None,
                sensitive_name: str) -> "Release":
-        from ._kernels.counting import count_pairs
+        from ._kernels.counting import DENSE_CELLS, count_pairs
 
         check_choice(case, "case", CASES)
         indptr, codes, counts = count_pairs(kernel_array(group_codes, np.int32),
                                             kernel_array(value_codes, np.int32),
                                             kernel_array(weights, np.int64),
-                                            n_groups, len(values))
+                                            n_groups, len(values), DENSE_CELLS)
         entry_group = np.repeat(np.arange(n_groups), np.diff(indptr))
         totals = np.bincount(entry_group, weights=counts, minlength=n_groups).astype(np.int64)
         labels = _key_labels(groups)
@@ -612,19 +612,22 @@ def _mvpi_sizes(pair_group: np.ndarray, indiv: np.ndarray, value: np.ndarray, n_
                 n_indiv: int, n_values: int, case: str | None,
                 indiv_name: str) -> tuple[str, list[int]]:
     """Distinct individuals per group, individual→group consistency, and the MVPI case."""
-    from ._kernels.counting import count_pairs
+    from ._kernels.counting import DENSE_CELLS, count_pairs
 
     empty = kernel_array(np.empty(0, dtype=np.int64), np.int64)
     ig = kernel_array(indiv, np.int32)
     # groups of each individual: every individual must sit in exactly one group
-    ip, _, _ = count_pairs(ig, kernel_array(pair_group, np.int32), empty, n_indiv, n_groups)
+    ip, _, _ = count_pairs(ig, kernel_array(pair_group, np.int32), empty, n_indiv, n_groups,
+                           DENSE_CELLS)
     multi = np.flatnonzero(np.diff(ip) > 1)
     if multi.size:
         raise ValueError(f"{indiv_name}: individual #{multi[0]} appears in more than one group "
                          f"({multi.size} such individuals)")
-    gp, _, _ = count_pairs(kernel_array(pair_group, np.int32), ig, empty, n_groups, n_indiv)
+    gp, _, _ = count_pairs(kernel_array(pair_group, np.int32), ig, empty, n_groups, n_indiv,
+                           DENSE_CELLS)
     sizes = np.diff(gp).tolist()
-    _, _, pc = count_pairs(ig, kernel_array(value, np.int32), empty, n_indiv, n_values)
+    _, _, pc = count_pairs(ig, kernel_array(value, np.int32), empty, n_indiv, n_values,
+                           DENSE_CELLS)
     has_dup = bool(pc.size and pc.max() > 1)
     if case is None:
         case = MVPI_MULTISET if has_dup else MVPI_SET

@@ -364,3 +364,27 @@ def test_arrays_are_read_only():
     for arr in (rel.sizes, rel.indptr, rel.codes, rel.counts):
         with pytest.raises(ValueError):
             arr[0] = 7
+
+
+@given(rows, st.booleans())
+def test_dense_and_sparse_counting_paths_agree(rs, weighted):
+    from fastpriv._kernels.counting import DENSE_CELLS, count_pairs
+    from fastpriv._validation import kernel_array
+
+    g = kernel_array([r[0] for r in rs], np.int32)
+    v = kernel_array(["abcde".index(r[1]) for r in rs], np.int32)
+    w = kernel_array(np.arange(len(rs)) % 3 if weighted else np.empty(0), np.int64)
+    dense = count_pairs(g, v, w, 7, 5, DENSE_CELLS)
+    sparse = count_pairs(g, v, w, 7, 5, 0)
+    for a, b in zip(dense, sparse):
+        assert np.array_equal(a, b)
+    # and both agree with a direct count
+    for gi in range(7):
+        c = Counter()
+        for i, (gg, s) in enumerate(rs):
+            if gg == gi:
+                c["abcde".index(s)] += (i % 3) if weighted else 1
+        c = {k: n for k, n in c.items() if n}
+        lo, hi = dense[0][gi], dense[0][gi + 1]
+        assert dict(zip(dense[1][lo:hi].tolist(), dense[2][lo:hi].tolist())) == c
+        assert list(dense[2][lo:hi]) == sorted(dense[2][lo:hi], reverse=True)

@@ -96,7 +96,34 @@ def first_index(group, n_groups):
 
 
 @kernel
-def count_pairs(group, value, weights, n_groups, n_values):
+def _sort_profile(seen, d, scratch, base):
+    """Order ``seen[:d]`` by (count desc, code asc); the count of v is ``scratch[base + v]``."""
+    if d <= 32:  # insertion sort: profiles are short
+        for a in range(d):
+            va = seen[a]
+            ca = scratch[base + va]
+            b = a - 1
+            while b >= 0 and (scratch[base + seen[b]] < ca
+                              or (scratch[base + seen[b]] == ca and seen[b] > va)):
+                seen[b + 1] = seen[b]
+                b -= 1
+            seen[b + 1] = va
+    else:
+        byc = np.sort(seen[:d])
+        neg = np.empty(d, dtype=np.int64)
+        for a in range(d):
+            neg[a] = -scratch[base + byc[a]]
+        perm = np.argsort(neg, kind="mergesort")  # stable: ties stay by code
+        for a in range(d):
+            seen[a] = byc[perm[a]]
+
+
+#: Use a dense (group × value) count matrix up to this many cells.
+DENSE_CELLS = 1 << 24
+
+
+@kernel
+def count_pairs(group, value, weights, n_groups, n_values, dense_cells):
     """Frequency profiles of (group, value) pairs, in CSR form sorted by count descending.
 
     Parameters
@@ -107,6 +134,9 @@ def count_pairs(group, value, weights, n_groups, n_values):
     weights : int64 array
         Count per row (the ``from_counts`` form), or empty for one per row. Zero weights
         are dropped from the profile.
+    dense_cells : int
+        Largest (group × value) matrix counted densely (pass :data:`DENSE_CELLS`; 0 forces
+        the sparse path).
 
     Returns
     -------
@@ -117,63 +147,78 @@ def count_pairs(group, value, weights, n_groups, n_values):
 
     Notes
     -----
-    Rows are bucketed by group with a counting sort, then each group is counted in a
-    scratch array of size ``n_values`` that is reset by touching only the values seen:
-    O(n + n_groups + n_values + Σ_g d_g log d_g) time, O(n + n_values) memory, whatever
+    Two strategies, same output. When the (group × value) matrix is small
+    (≤ ``dense_cells`` cells) rows are counted straight into it in one sequential pass.
+    Otherwise value codes are bucketed by group with a counting sort and each group is
+    counted in a scratch array of size ``n_values`` reset by touching only the values seen:
+    O(n + n_groups + n_values + Σ_g d_g log d_g) time and O(n + n_values) memory, whatever
     the number of groups.
     """
     n = group.shape[0]
     unit = weights.shape[0] == 0
+    indptr = np.zeros(n_groups + 1, dtype=np.int64)
+    seen = np.empty(n_values, dtype=np.int32)
+    if n_groups * n_values <= dense_cells:
+        mat = np.zeros(n_groups * n_values, dtype=np.int64)
+        if unit:
+            for i in range(n):
+                mat[np.int64(group[i]) * n_values + value[i]] += 1
+        else:
+            for i in range(n):
+                mat[np.int64(group[i]) * n_values + value[i]] += weights[i]
+        nnz = 0
+        for j in range(mat.shape[0]):
+            if mat[j] != 0:
+                nnz += 1
+        codes = np.empty(nnz, dtype=np.int32)
+        counts = np.empty(nnz, dtype=np.int64)
+        k = 0
+        for g in range(n_groups):
+            base = np.int64(g) * n_values
+            d = 0
+            for v in range(n_values):
+                if mat[base + v] != 0:
+                    seen[d] = v
+                    d += 1
+            _sort_profile(seen, np.int64(d), mat, np.int64(base))
+            for a in range(d):
+                codes[k] = seen[a]
+                counts[k] = mat[base + seen[a]]
+                k += 1
+            indptr[g + 1] = k
+        return indptr, codes, counts
+
     start = np.zeros(n_groups + 1, dtype=np.int64)
     for i in range(n):
         start[group[i] + 1] += 1
     for g in range(n_groups):
         start[g + 1] += start[g]
     pos = start[:-1].copy()
-    bucket = np.empty(n, dtype=np.int64)  # row index, grouped
+    bvals = np.empty(n, dtype=np.int32)  # value codes, bucketed by group
+    bw = np.empty(0 if unit else n, dtype=np.int64)
     for i in range(n):
         g = group[i]
-        bucket[pos[g]] = i
+        bvals[pos[g]] = value[i]
+        if not unit:
+            bw[pos[g]] = weights[i]
         pos[g] += 1
 
     scratch = np.zeros(n_values, dtype=np.int64)
-    seen = np.empty(n_values, dtype=np.int32)
-    indptr = np.zeros(n_groups + 1, dtype=np.int64)
     codes = np.empty(n, dtype=np.int32)
     counts = np.empty(n, dtype=np.int64)
     nnz = 0
     for g in range(n_groups):
         d = 0
         for p in range(start[g], start[g + 1]):
-            i = bucket[p]
-            w = 1 if unit else weights[i]
+            w = 1 if unit else bw[p]
             if w == 0:
                 continue
-            v = value[i]
+            v = bvals[p]
             if scratch[v] == 0:
                 seen[d] = v
                 d += 1
             scratch[v] += w
-        # insertion sort of the seen values by (count desc, code asc); profiles are short,
-        # long ones use a stable argsort.
-        if d <= 32:
-            for a in range(d):
-                va = seen[a]
-                ca = scratch[va]
-                b = a - 1
-                while b >= 0 and (scratch[seen[b]] < ca
-                                  or (scratch[seen[b]] == ca and seen[b] > va)):
-                    seen[b + 1] = seen[b]
-                    b -= 1
-                seen[b + 1] = va
-        else:
-            byc = np.sort(seen[:d])
-            neg = np.empty(d, dtype=np.int64)
-            for a in range(d):
-                neg[a] = -scratch[byc[a]]
-            perm = np.argsort(neg, kind="mergesort")  # stable: ties stay by code
-            for a in range(d):
-                seen[a] = byc[perm[a]]
+        _sort_profile(seen, np.int64(d), scratch, np.int64(0))
         for a in range(d):
             v = seen[a]
             codes[nnz] = v
