@@ -13,8 +13,8 @@ the same sizes:
   ``naive / fastpriv`` is the speed-up.
 
 ``synthetic_batches`` (1M-row batches) is timed at the largest size too, and
-``load_adult()``; the first call in the process is timed separately. Headline (pytest-benchmark): ``synthetic(N, group_size=100)`` at the
-largest size.
+``load_adult()``; the first call in the process is timed separately. Headline
+(pytest-benchmark): ``synthetic(N, group_size=100)`` at the largest size.
 """
 
 from __future__ import annotations
@@ -83,9 +83,9 @@ def bench_synthetic_generation(benchmark, full):
     results = []
     for n in sizes:
         for name, kw in CONFIGS.items():
-            ours = best_time(lambda: synthetic(n, **kw), repeat=repeat)
-            floor = best_time(lambda: _floor(n, kw), repeat=repeat)
-            naive = best_time(lambda: _naive(n, kw), repeat=repeat)
+            ours = best_time(lambda n=n, kw=kw: synthetic(n, **kw), repeat=repeat)
+            floor = best_time(lambda n=n, kw=kw: _floor(n, kw), repeat=repeat)
+            naive = best_time(lambda n=n, kw=kw: _naive(n, kw), repeat=repeat)
             # Same shape and labels as the naive baseline (sanity, not equality: other RNG use).
             t, ref = synthetic(n, **kw), _naive(n, kw)
             assert t.schema.names == ref.schema.names and t.num_rows == ref.num_rows == n

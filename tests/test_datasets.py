@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 import fastpriv
 from fastpriv.datasets import (
     ADULT_COLUMNS,
+    _build_adult,
     adult_path,
     hierarchy_path,
     list_hierarchies,
@@ -36,7 +37,6 @@ from fastpriv.datasets import (
     synthetic_batches,
     synthetic_release,
 )
-from fastpriv.datasets import _build_adult
 from fastpriv.datasets import synthetic as synthetic_function
 
 SYN = sys.modules["fastpriv.datasets.synthetic"]
@@ -87,7 +87,7 @@ def test_adult_shape_names_types(adult):
 
 
 def test_adult_known_counts(adult):
-    income = dict(zip(*pc.value_counts(adult["income"]).flatten()))
+    income = dict(zip(*pc.value_counts(adult["income"]).flatten(), strict=True))
     assert {k.as_py(): v.as_py() for k, v in income.items()} == {"<=50K": 34_014,
                                                                   ">50K": 11_208}
     edu = Counter(adult["education"].to_pylist())

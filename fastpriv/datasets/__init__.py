@@ -63,7 +63,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -141,6 +141,7 @@ def load_adult(columns: Sequence[str] | None = None) -> "pa.Table":
     >>> adult = load_adult()
     >>> adult.num_rows
     45222
+
     """
     import pyarrow.parquet as pq
 
@@ -178,6 +179,7 @@ def hierarchy_path(attribute: str) -> str:
     ------
     ValueError
         No hierarchy for ``attribute`` (the message lists the available ones).
+
     """
     if not isinstance(attribute, str):
         raise TypeError(f"attribute must be a string, got {type(attribute).__name__}")

@@ -1,4 +1,4 @@
-"""Build ``fastpriv/datasets/data/adult.parquet`` from the two raw UCI Adult files.
+r"""Build ``fastpriv/datasets/data/adult.parquet`` from the two raw UCI Adult files.
 
 Provenance
 ----------
@@ -20,7 +20,7 @@ are int64, categorical columns strings. The output is Parquet (zstd, dictionary 
 
 Usage::
 
-    python -m fastpriv.datasets._build_adult --source /path/to/adult \\
+    python -m fastpriv.datasets._build_adult --source /path/to/adult \
         --out fastpriv/datasets/data/adult.parquet [--overwrite]
 """
 
@@ -74,6 +74,7 @@ def verify_sources(source: str) -> list[str]:
         A raw file is missing.
     ValueError
         A raw file differs from the UCI original (size or checksum).
+
     """
     paths = []
     for name, size, digest in SOURCES:

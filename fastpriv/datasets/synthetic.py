@@ -55,7 +55,7 @@ _GUIDE_SIZE = 1 << 12
 
 
 def value_labels(n_values: int) -> list[str]:
-    """The sensitive labels ``"v0…", …`` zero-padded to the width of ``n_values - 1``."""
+    """Return the sensitive labels ``"v0…", …`` zero-padded to the width of ``n_values - 1``."""
     from .._validation import check_int
 
     n_values = check_int(n_values, "n_values", minimum=1)
@@ -170,7 +170,6 @@ class _Generator:
 
     def __init__(self, spec: _Spec) -> None:
         import numpy as np
-        import pyarrow as pa
 
         self.spec = spec
         self._perm: np.ndarray | None = None
@@ -299,6 +298,7 @@ def synthetic(n_rows: int, *, n_groups: int | None = None, group_size: int | Non
     >>> t = synthetic(1_000, group_size=10, n_values=5, seed=1)
     >>> t.num_rows, t.column_names
     (1000, ['group', 'sensitive'])
+
     """
     import numpy as np
     import pyarrow as pa
@@ -333,6 +333,7 @@ def synthetic_batches(n_rows: int, *, batch_rows: int = 1_000_000,
     **kwargs
         ``n_groups``, ``group_size``, ``qi_cardinalities``, ``n_values``, ``distribution``,
         ``zipf_s``, ``seed`` — as for :func:`synthetic`.
+
     """
     from .._validation import check_int
 
