@@ -63,8 +63,11 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], None], *,
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(dest)}.", suffix=".tmp",
                                dir=directory)
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
     try:
         write(tmp)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; outputs get the usual mode
         os.replace(tmp, dest)
     except BaseException:
         if os.path.exists(tmp):

@@ -58,3 +58,12 @@ def test_to_jsonable():
     assert to_jsonable({"x": math.inf, "y": [Fraction(1, 3), np.int64(2), np.float32(0.5)],
                         "z": (1, 2), "n": float("nan")}) == \
         {"x": "inf", "y": [1 / 3, 2, 0.5], "z": [1, 2], "n": "nan"}
+
+
+def test_outputs_get_the_umask_mode_not_0600(tmp_path):
+    old = os.umask(0o022)
+    try:
+        write_json(tmp_path / "m.json", {})
+    finally:
+        os.umask(old)
+    assert (os.stat(tmp_path / "m.json").st_mode & 0o777) == 0o644
