@@ -1,0 +1,593 @@
+"""Numba kernels of the privacy skyline (Chen, LeFevre, Ramakrishnan, VLDB 2007).
+
+Everything here works on the CSR frequency profile of a :class:`~fastpriv.Release`
+(``indptr`` int64, ``codes`` int32, ``counts`` int64, counts descending within a group) and
+``sizes`` (n_g, int64). The public API is :mod:`fastpriv.skyline`; the formulas are those of
+``spec/skyline.md``.
+
+Notation, for a group g and the target value σ: ``n`` = n_g, ``s`` = #σ_g,
+``S`` = S_ℓ = sum of the ℓ largest counts of values other than σ (zero-padded),
+``pl`` = P_ℓ = ∏_{i=1..ℓ} (n − #s(i)) / n (the MVPI-Set factor).
+
+=====  ====================================================================================
+SVPI   T(ℓ,k) = max(0, n − s − S − k) / s
+SET    T(ℓ,k) = max(0, n − s − k) / s · P_ℓ
+MS     T(ℓ,k) = ((n−1)/n)^S · q^s / (1 − q^s),  q = (n−k−1)/(n−k);  0 if k ≥ n − 1
+SVPI,  V(m,k) = ∏_{i=0..m−1} (n − s − k − i) / (n − k − i)   (0 from the first numerator ≤ 0)
+SET
+MS     V(m,k) = ((n − k − m)/(n − k))^s  (m ≥ 1, n−k−m > 0);  0 (m ≥ 1, n−k−m ≤ 0);  1 (m = 0)
+all    minNR(ℓ,k,m) = T(ℓ,k) · V(m,k+1)
+=====  ====================================================================================
+
+Conventions (C1–C6 of the spec): a σ-free group has T = minNR = +∞ and V = 1, so it never
+changes a minimum — kernels skip it; products stop at the first non-positive numerator;
+``mul`` implements +∞ · 0 = +∞. The multiset case is evaluated in log space with
+``log1p``/``expm1``; V of SVPI/Set switches to a ``log1p`` sum for long products.
+
+Values are float64 in linear space. ``mul`` keeps a product of two strictly positive numbers
+strictly positive (an underflow is clamped to :data:`TINY`), and the V and T helpers do the
+same, so "minNR > 0" — i.e. BP < 1, the question asked at c = 1 — is answered exactly even
+where a long product underflows.
+
+Integer arguments of the helpers are always int64 and floats float64 (call sites cast), so
+every kernel compiles one specialization.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from .._jit import kernel
+
+SVPI = 0
+SET = 1
+MULTISET = 2
+
+INF = np.inf
+#: smallest positive float64: stands in for a strictly positive product that underflowed.
+TINY = 5e-324
+#: V products longer than this are summed in log space.
+LONG_PRODUCT = 64
+
+# Memo of the V values per point, keyed by (n, s): slots per point (power of two).
+_MEMO_SLOTS = 64
+
+
+#: integers up to 2**53 are exact in float64
+EXACT_INT = 9007199254740992.0
+
+
+# ---------------------------------------------------------------------------- scalars
+@kernel
+def int_pow(base, e):
+    """float(base ** e) for integers base >= 1, e >= 0; any value > 2**53 is returned as a
+    number > 2**53 (the loop stops there), so callers can test exactness cheaply."""
+    if base == 1:
+        return 1.0
+    r = 1.0
+    for _ in range(e):
+        r *= base
+        if r > EXACT_INT:
+            return r * 2.0
+    return r
+
+
+@kernel
+def mul(a, b):
+    """a·b with +∞·0 = +∞ (C4) and a positive product never rounded to 0."""
+    if a == INF or b == INF:
+        return INF
+    r = a * b
+    if r == 0.0 and a > 0.0 and b > 0.0:
+        return TINY
+    return r
+
+
+@kernel
+def v_value(n, s, m, k, case):
+    """V(g, m, k) of a group with n individuals and s occurrences of σ (C1: s = 0 → 1)."""
+    if s <= 0 or m <= 0:
+        return 1.0
+    big_n = n - k
+    if case == MULTISET:
+        if big_n - m <= 0:
+            return 0.0
+        den = int_pow(big_n, s)
+        if den <= EXACT_INT:
+            return int_pow(big_n - m, s) / den
+        r = math.exp(s * math.log1p(-m / big_n))
+        return r if r > 0.0 else TINY
+    top = big_n - s
+    # C2: the numerators top, top-1, ... reach <= 0 within m factors -> V = 0
+    if top - (m - 1) <= 0:
+        return 0.0
+    # exact integer products while they fit in 53 bits: one correctly rounded division
+    num = 1.0
+    den = 1.0
+    for i in range(m):
+        den *= big_n - i
+        if den > EXACT_INT:
+            break
+        num *= top - i
+    if den <= EXACT_INT:
+        return num / den
+    if m <= LONG_PRODUCT:
+        r = 1.0
+        for i in range(m):
+            r *= (top - i) / (big_n - i)
+        if r > 0.0:
+            return r
+    lg = 0.0
+    for i in range(m):
+        lg += math.log1p(-s / (big_n - i))
+    r = math.exp(lg)
+    return r if r > 0.0 else TINY
+
+
+@kernel
+def t_value(n, s, S, k, case, pl):
+    """T(g, ℓ, k); ``S`` = S_ℓ (SVPI, multiset), ``pl`` = P_ℓ (Set). ``s`` >= 1."""
+    if case == SVPI:
+        num = n - s - S - k
+        if num <= 0:
+            return 0.0
+        return num / s
+    if case == SET:
+        num = n - s - k
+        if num <= 0:
+            return 0.0
+        return mul(num / s, pl)
+    # multiset (C3: T = 0 when k >= n - 1)
+    if k >= n - 1:
+        return 0.0
+    big_n = n - k
+    den = int_pow(n, S) * int_pow(big_n, s)
+    if den <= EXACT_INT:
+        # all integers exact: ((n-1)^S (N-1)^s) / (n^S (N^s - (N-1)^s))
+        qs = int_pow(big_n - 1, s)
+        return (int_pow(n - 1, S) * qs) / (int_pow(n, S) * (int_pow(big_n, s) - qs))
+    a = s * math.log1p(-1.0 / (n - k))           # log q^s  (< 0)
+    lt = S * math.log1p(-1.0 / n) + a - math.log(-math.expm1(a))
+    r = math.exp(lt)
+    return r if r > 0.0 else TINY
+
+
+@kernel
+def find_rank(codes, a, b, sig):
+    """Position of code ``sig`` in the group slice [a, b) relative to ``a``; -1 if absent."""
+    for e in range(a, b):
+        if codes[e] == sig:
+            return e - a
+    return -1
+
+
+@kernel
+def top_sum(counts, a, d, r, l):
+    """S_ℓ: sum of the ``l`` largest counts of the slice [a, a+d) skipping position ``r``."""
+    lim = l if l < d - 1 else d - 1
+    if r < 0:
+        lim = l if l < d else d
+    total = 0
+    taken = 0
+    e = 0
+    while taken < lim:
+        if e != r:
+            total += counts[a + e]
+            taken += 1
+        e += 1
+    return total
+
+
+@kernel
+def top_prod(counts, a, d, r, l, n):
+    """P_ℓ = ∏ (n − c)/n over the ``l`` largest counts skipping position ``r`` (Set case)."""
+    lim = l if l < d - 1 else d - 1
+    p = 1.0
+    taken = 0
+    e = 0
+    while taken < lim:
+        if e != r:
+            p = mul(p, (n - counts[a + e]) / n)
+            taken += 1
+        e += 1
+    return p
+
+
+@kernel
+def combine(ss1, ss2, ss3, ss4, ss5):
+    """Theorem 2: (minNR, which) with which = 0 (SS1), 1 (SS2·SS5), 2 (SS3·SS4).
+
+    Ties prefer the earlier term (SS1 first: every individual in one group).
+    """
+    best = ss1
+    which = 0
+    b = mul(ss2, ss5)
+    if b < best:
+        best = b
+        which = 1
+    c = mul(ss3, ss4)
+    if c < best:
+        best = c
+        which = 2
+    return best, which
+
+
+# ---------------------------------------------------------------------------- SkylineCheck
+@kernel
+def check_range(indptr, codes, counts, sizes, case, n_codes, pt_sig, pt_l, pt_k, pt_m,
+                g0, g1):
+    """SkylineCheck over groups ``g0 .. g1-1``: the five statistics of every point.
+
+    One pass over the groups; for each group, each point (σ_p, ℓ_p, k_p, m_p) whose σ occurs
+    in the group updates its five minima (σ-free groups are neutral, C1). Returns
+    ``(stats, args)``: ``stats[p] = (SS1, SS2, SS3, SS4, SS5)`` and ``args[p]`` the first
+    group attaining each (-1 while a statistic keeps its neutral value ∞ / 1).
+
+    The V values of a point depend only on (n, s); they are memoized per point, so a group
+    whose (n, s) was seen before costs O(1) per point besides S_ℓ.
+    """
+    n_pts = pt_sig.shape[0]
+    stats = np.empty((n_pts, 5), dtype=np.float64)
+    args = np.full((n_pts, 5), -1, dtype=np.int64)
+    for p in range(n_pts):
+        stats[p, 0] = INF
+        stats[p, 1] = INF
+        stats[p, 2] = INF
+        stats[p, 3] = 1.0
+        stats[p, 4] = 1.0
+    if n_pts == 0:
+        return stats, args
+    l_max = 0
+    for p in range(n_pts):
+        if pt_l[p] > l_max:
+            l_max = pt_l[p]
+    stamp = np.full(n_codes, -1, dtype=np.int64)
+    pos = np.zeros(n_codes, dtype=np.int64)
+    pre = np.zeros(l_max + 2, dtype=np.int64)
+    mkey_n = np.full((n_pts, _MEMO_SLOTS), -1, dtype=np.int64)
+    mkey_s = np.full((n_pts, _MEMO_SLOTS), -1, dtype=np.int64)
+    mval = np.empty((n_pts, _MEMO_SLOTS, 3), dtype=np.float64)
+    single = n_pts == 1
+    for g in range(g0, g1):
+        a = indptr[g]
+        b = indptr[g + 1]
+        d = b - a
+        if d == 0:
+            continue
+        n = sizes[g]
+        if single:
+            r1 = find_rank(codes, a, b, np.int64(pt_sig[0]))
+            if r1 < 0:
+                continue
+        else:
+            for e in range(a, b):
+                c = codes[e]
+                stamp[c] = g
+                pos[c] = e - a
+        lim = d if d < l_max + 1 else l_max + 1
+        acc = 0
+        pre[0] = 0
+        for j in range(lim):
+            acc += counts[a + j]
+            pre[j + 1] = acc
+        for p in range(n_pts):
+            sg = pt_sig[p]
+            if single:
+                r = r1
+            else:
+                if stamp[sg] != g:
+                    continue
+                r = pos[sg]
+            s = counts[a + r]
+            l = pt_l[p]
+            k = pt_k[p]
+            m = pt_m[p]
+            ll = l if l < d - 1 else d - 1
+            if r >= ll:
+                big_s = pre[ll]
+            else:
+                big_s = pre[ll + 1] - s
+            pl = 1.0
+            if case == SET:
+                pl = top_prod(counts, a, d, r, l, n)
+            t0 = t_value(n, s, big_s, np.int64(0), case, pl)
+            tk = t_value(n, s, big_s, k, case, pl)
+            # V values memoized by (n, s)
+            h = (n * 40503 + s * 9973) & (_MEMO_SLOTS - 1)
+            if mkey_n[p, h] == n and mkey_s[p, h] == s:
+                v0 = mval[p, h, 0]
+                vk = mval[p, h, 1]
+                vk1 = mval[p, h, 2]
+            else:
+                v0 = v_value(n, s, m, np.int64(0), case)
+                vk = v_value(n, s, m, k, case)
+                vk1 = v_value(n, s, m, k + 1, case)
+                mkey_n[p, h] = n
+                mkey_s[p, h] = s
+                mval[p, h, 0] = v0
+                mval[p, h, 1] = vk
+                mval[p, h, 2] = vk1
+            nr1 = mul(tk, vk1)
+            if nr1 < stats[p, 0]:
+                stats[p, 0] = nr1
+                args[p, 0] = g
+            if t0 < stats[p, 1]:
+                stats[p, 1] = t0
+                args[p, 1] = g
+            if tk < stats[p, 2]:
+                stats[p, 2] = tk
+                args[p, 2] = g
+            if v0 < stats[p, 3]:
+                stats[p, 3] = v0
+                args[p, 3] = g
+            if vk < stats[p, 4]:
+                stats[p, 4] = vk
+                args[p, 4] = g
+    return stats, args
+
+
+@kernel
+def merge_stats(stats, args, other, other_args):
+    """Elementwise min of two statistics arrays; ties keep ``stats`` (the earlier groups)."""
+    out = stats.copy()
+    out_args = args.copy()
+    for p in range(stats.shape[0]):
+        for j in range(5):
+            if other[p, j] < out[p, j]:
+                out[p, j] = other[p, j]
+                out_args[p, j] = other_args[p, j]
+    return out, out_args
+
+
+@kernel(parallel=True)
+def check_parallel(indptr, codes, counts, sizes, case, n_codes, pt_sig, pt_l, pt_k, pt_m,
+                   n_chunks):
+    """:func:`check_range` over ``n_chunks`` contiguous group ranges in parallel, merged.
+
+    The statistics are min-reductions, so chunks are independent; the merge visits chunks
+    in group order, so ties resolve to the first group exactly as in the sequential scan.
+    """
+    n_groups = sizes.shape[0]
+    n_pts = pt_sig.shape[0]
+    all_stats = np.empty((n_chunks, n_pts, 5), dtype=np.float64)
+    all_args = np.empty((n_chunks, n_pts, 5), dtype=np.int64)
+    for c in prange(n_chunks):
+        g0 = (n_groups * c) // n_chunks
+        g1 = (n_groups * (c + 1)) // n_chunks
+        st, ar = check_range(indptr, codes, counts, sizes, case, n_codes, pt_sig, pt_l, pt_k,
+                             pt_m, g0, g1)
+        all_stats[c] = st
+        all_args[c] = ar
+    stats = all_stats[0].copy()
+    args = all_args[0].copy()
+    for c in range(1, n_chunks):
+        for p in range(n_pts):
+            for j in range(5):
+                if all_stats[c, p, j] < stats[p, j]:
+                    stats[p, j] = all_stats[c, p, j]
+                    args[p, j] = all_args[c, p, j]
+    return stats, args
+
+
+# ---------------------------------------------------------------------------- per-σ tables
+@kernel
+def sigma_profile(indptr, codes, counts, sizes, sig, width):
+    """The groups containing σ: ``(group, n, s, top)`` with ``top[i, :]`` the ``width``
+    largest counts of values other than σ in that group, descending, zero-padded, and
+    ``distinct`` the number of non-σ values of each such group."""
+    n_groups = sizes.shape[0]
+    cnt = 0
+    for g in range(n_groups):
+        if find_rank(codes, indptr[g], indptr[g + 1], sig) >= 0:
+            cnt += 1
+    gidx = np.empty(cnt, dtype=np.int64)
+    nn = np.empty(cnt, dtype=np.int64)
+    ss = np.empty(cnt, dtype=np.int64)
+    dd = np.empty(cnt, dtype=np.int64)
+    top = np.zeros((cnt, width), dtype=np.int64)
+    i = 0
+    for g in range(n_groups):
+        a = indptr[g]
+        b = indptr[g + 1]
+        r = find_rank(codes, a, b, sig)
+        if r < 0:
+            continue
+        gidx[i] = g
+        nn[i] = sizes[g]
+        ss[i] = counts[a + r]
+        dd[i] = b - a - 1
+        j = 0
+        for e in range(a, b):
+            if e - a == r:
+                continue
+            if j >= width:
+                break
+            top[i, j] = counts[e]
+            j += 1
+        i += 1
+    return gidx, nn, ss, dd, top
+
+
+@kernel
+def group_terms(case, nn, ss, top, l, k, m):
+    """Per σ-group (rows of :func:`sigma_profile`): T(ℓ,0), T(ℓ,k), V(m,0), V(m,k), minNR.
+
+    Returns a ``(G_σ, 5)`` array; column j is the per-group term whose minimum is SS(j+1).
+    """
+    cnt = nn.shape[0]
+    width = top.shape[1]
+    out = np.empty((cnt, 5), dtype=np.float64)
+    for i in range(cnt):
+        n = nn[i]
+        s = ss[i]
+        ll = l if l < width else width
+        big_s = 0
+        pl = 1.0
+        for j in range(ll):
+            c = top[i, j]
+            big_s += c
+            if case == SET:
+                pl = mul(pl, (n - c) / n)
+        t0 = t_value(n, s, big_s, np.int64(0), case, pl)
+        tk = t_value(n, s, big_s, k, case, pl)
+        out[i, 0] = mul(tk, v_value(n, s, m, k + 1, case))
+        out[i, 1] = t0
+        out[i, 2] = tk
+        out[i, 3] = v_value(n, s, m, np.int64(0), case)
+        out[i, 4] = v_value(n, s, m, k, case)
+    return out
+
+
+@kernel
+def prefix_tables(case, nn, top):
+    """Per σ-group prefix tables over ℓ = 0..width: S_ℓ (int64) and P_ℓ (float64, Set)."""
+    cnt = nn.shape[0]
+    width = top.shape[1]
+    big_s = np.zeros((cnt, width + 1), dtype=np.int64)
+    pl = np.ones((cnt, width + 1), dtype=np.float64)
+    for i in range(cnt):
+        n = nn[i]
+        for j in range(width):
+            big_s[i, j + 1] = big_s[i, j] + top[i, j]
+            if case == SET:
+                pl[i, j + 1] = mul(pl[i, j], (n - top[i, j]) / n)
+    return big_s, pl
+
+
+@kernel
+def tables_min_nr(case, nn, ss, big_s, pl, l, k, m):
+    """minNR(ℓ,k,m) (Theorem 2) from the prefix tables of one σ; O(G_σ) (knowledge skyline)."""
+    cnt = nn.shape[0]
+    ss1 = INF
+    ss2 = INF
+    ss3 = INF
+    ss4 = 1.0
+    ss5 = 1.0
+    for i in range(cnt):
+        n = nn[i]
+        s = ss[i]
+        t0 = t_value(n, s, big_s[i, l], np.int64(0), case, pl[i, l])
+        tk = t_value(n, s, big_s[i, l], k, case, pl[i, l])
+        v0 = v_value(n, s, m, np.int64(0), case)
+        vk = v_value(n, s, m, k, case)
+        nr1 = mul(tk, v_value(n, s, m, k + 1, case))
+        if nr1 < ss1:
+            ss1 = nr1
+        if t0 < ss2:
+            ss2 = t0
+        if tk < ss3:
+            ss3 = tk
+        if v0 < ss4:
+            ss4 = v0
+        if vk < ss5:
+            ss5 = vk
+    best, which = combine(ss1, ss2, ss3, ss4, ss5)
+    return best
+
+
+# ---------------------------------------------------------------------------- A6 DP
+@kernel
+def dp_min_nr(indptr, codes, counts, sizes, case, sig, l, k, m):
+    """minNR(ℓ,k,m) by the Appendix A6 dynamic program (no congregation property).
+
+    ``without[i, j]`` / ``with_[i, j]``: minimum negated ratio with i u's and j v's placed in
+    the groups seen so far, t not yet placed / placed. For each group f, for all K ≤ k,
+    M ≤ m (O(k²m²) per group):
+
+    * without'[K,M] = min_{i≤K, j≤M} without[i,j] · V(f, M−j, K−i)
+    * with'[K,M] = min( min_{i,j} with[i,j] · V(f, M−j, K−i),
+      min_{i,j} without[i,j] · T(f,ℓ,K−i) · V(f, M−j, K−i+1) )
+
+    Base: without[0,0] = 1, everything else +∞; the answer is with[k, m] after the last
+    group. The per-group T and V tables use the same helpers as SkylineCheck, so the two
+    agree to the last bit whenever the minimizing placement is the same.
+    """
+    n_groups = sizes.shape[0]
+    with_ = np.full((k + 1, m + 1), INF)
+    without = np.full((k + 1, m + 1), INF)
+    without[0, 0] = 1.0
+    new_with = np.empty((k + 1, m + 1))
+    new_without = np.empty((k + 1, m + 1))
+    tt = np.empty(k + 1)
+    vt = np.empty((m + 1, k + 2))
+    for f in range(n_groups):
+        a = indptr[f]
+        b = indptr[f + 1]
+        n = sizes[f]
+        r = find_rank(codes, a, b, sig)
+        if r < 0:
+            # C1: σ-free group, T = +inf, V = 1
+            for kk in range(k + 1):
+                tt[kk] = INF
+            for mm in range(m + 1):
+                for kk in range(k + 2):
+                    vt[mm, kk] = 1.0
+        else:
+            d = b - a
+            s = counts[a + r]
+            big_s = top_sum(counts, a, d, r, l)
+            pl = 1.0
+            if case == SET:
+                pl = top_prod(counts, a, d, r, l, n)
+            for kk in range(k + 1):
+                tt[kk] = t_value(n, s, big_s, np.int64(kk), case, pl)
+            if case == MULTISET or m > LONG_PRODUCT:
+                for mm in range(m + 1):
+                    for kk in range(k + 2):
+                        vt[mm, kk] = v_value(n, s, np.int64(mm), np.int64(kk), case)
+            else:
+                # running products, mirroring v_value exactly: the integer ratio while the
+                # denominator fits in 53 bits, else the product of rounded factors
+                for kk in range(k + 2):
+                    big_n = n - kk
+                    top = big_n - s
+                    vt[0, kk] = 1.0
+                    v = 1.0
+                    num = 1.0
+                    den = 1.0
+                    is_exact = True
+                    for mm in range(m):
+                        if top - mm <= 0:
+                            v = 0.0
+                            vt[mm + 1, kk] = 0.0
+                            continue
+                        if is_exact:
+                            den *= big_n - mm
+                            if den > EXACT_INT:
+                                is_exact = False
+                            else:
+                                num *= top - mm
+                        if v > 0.0:
+                            v *= (top - mm) / (big_n - mm)
+                        vt[mm + 1, kk] = num / den if is_exact else v
+                    if v == 0.0 and top - (m - 1) > 0:
+                        # an underflowed long product: recompute as v_value does
+                        for mm in range(m + 1):
+                            vt[mm, kk] = v_value(n, s, np.int64(mm), np.int64(kk), case)
+        for kk in range(k + 1):
+            for mm in range(m + 1):
+                best_wo = INF
+                best_w = INF
+                for i in range(kk + 1):
+                    tki = tt[kk - i]
+                    for j in range(mm + 1):
+                        wo = without[i, j]
+                        v = vt[mm - j, kk - i]
+                        x = mul(wo, v)
+                        if x < best_wo:
+                            best_wo = x
+                        y = mul(with_[i, j], v)
+                        if y < best_w:
+                            best_w = y
+                        z = mul(mul(wo, tki), vt[mm - j, kk - i + 1])
+                        if z < best_w:
+                            best_w = z
+                new_without[kk, mm] = best_wo
+                new_with[kk, mm] = best_w
+        with_, new_with = new_with, with_
+        without, new_without = new_without, without
+    return with_[k, m]
+

@@ -1,0 +1,137 @@
+"""``fastpriv skyline``: knowledge skylines and skyline checks (Chen et al., VLDB 2007)."""
+
+from __future__ import annotations
+
+import argparse
+
+ORDER = 30
+
+
+def _point(text: str):
+    from fractions import Fraction
+
+    parts = text.split(",")
+    if len(parts) != 4:
+        raise argparse.ArgumentTypeError(f"--point expects l,k,m,c (e.g. 1,5,2,0.9); got {text!r}")
+    try:
+        l, k, m = (int(p) for p in parts[:3])
+        c = Fraction(parts[3].strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--point expects integers l,k,m and a number c; "
+                                         f"got {text!r}") from None
+    return (l, k, m, c)
+
+
+def _threshold(text: str):
+    from fractions import Fraction
+
+    try:
+        return Fraction(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--c expects a number such as 0.95 or 19/20; "
+                                         f"got {text!r}") from None
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``skyline`` sub-command."""
+    from ._common import add_data_arguments, add_output_arguments
+
+    p = sub.add_parser(
+        "skyline", help="privacy skyline: worst-case (ℓ,k,m) background knowledge",
+        description="Knowledge skyline (the largest (ℓ,k,m) knowledge under which the "
+                    "breach probability stays below c) of a sensitive value, and checks of "
+                    "(ℓ,k,m,c) skyline points. ℓ: facts about the target, k: about other "
+                    "individuals, m: same-value family members. Exit status 1 when a "
+                    "--point is violated.")
+    add_data_arguments(p)
+    p.add_argument("--individual", metavar="COL",
+                   help="individual-id column of an MVPI table (one row per individual and "
+                        "value)")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--sigma", metavar="VALUE", help="the sensitive value σ")
+    which.add_argument("--all-sigma", action="store_true", help="every sensitive value")
+    p.add_argument("--c", type=_threshold, metavar="C",
+                   help="confidence threshold in (0, 1] of the knowledge skyline "
+                        "(BP < c is safe), e.g. 0.95 or 19/20")
+    p.add_argument("--point", type=_point, action="append", default=[], metavar="L,K,M,C",
+                   help="check a skyline point (repeatable)")
+    p.add_argument("--exact", action="store_true",
+                   help="exact rational arithmetic (SVPI and MVPI-Set)")
+    add_output_arguments(p)
+    p.set_defaults(func=run)
+
+
+def _fmt_point(p) -> list:
+    import math
+
+    return ["inf" if x == math.inf else int(x) for x in p]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute ``fastpriv skyline``."""
+    from .. import skyline
+    from ..release import Release
+    from ._common import Timer, emit_json, format_table, load_data
+
+    if args.c is None and not args.point:
+        raise ValueError("give --c (knowledge skyline) and/or --point l,k,m,c (checks)")
+    with Timer() as t_rel:
+        rel = Release.from_table(load_data(args.data), sensitive=args.sensitive,
+                                 group=args.group, qi=args.qi, individual=args.individual,
+                                 nulls=args.nulls)
+    print(f"{args.data}: {rel.n_rows} rows, {rel.n_groups} groups, {rel.n_values} values of "
+          f"{args.sensitive!r} [{rel.case}] — built in {t_rel.seconds:.2f} s")
+    sigma = None
+    if not args.all_sigma:
+        sigma = _as_value(rel, args.sigma)
+    payload: dict = {"data": str(args.data), "case": rel.case, "timings_s":
+                     {"release": t_rel.seconds}}
+    status = 0
+    if args.c is not None:
+        with Timer() as t:
+            sky = skyline.knowledge_skyline(rel, sigma, args.c, exact=args.exact)
+        skies = sky if isinstance(sky, dict) else {sigma: sky}
+        payload["timings_s"]["knowledge_skyline"] = t.seconds
+        payload["skylines"] = {str(s): v.to_dict() for s, v in skies.items()}
+        for s, v in skies.items():
+            rows = [_fmt_point(p) for p in v]
+            print()
+            print(format_table(["l", "k", "m"], rows or [["-", "-", "-"]],
+                               title=f"Knowledge skyline of {s!r} at c = {float(args.c):g} "
+                                     f"(safe iff BP < c for knowledge ≤ a point; caps "
+                                     f"{list(v.caps)})"))
+            if not rows:
+                print("  (no safe point: BP(0,0,0) >= c)")
+    if args.point:
+        key = "*" if sigma is None else sigma
+        with Timer() as t:
+            res = skyline.check(rel, {key: args.point}, exact=args.exact)
+        payload["timings_s"]["check"] = t.seconds
+        payload["check"] = res.to_dict()
+        rows = []
+        for pr in res.points:
+            rows.append([pr.sigma, pr.l, pr.k, pr.m, float(pr.c), float(pr.value),
+                         "yes" if pr.safe else "NO", pr.case_used or "-"])
+        print()
+        print(format_table(["sigma", "l", "k", "m", "c", "BP", "safe", "worst case"], rows,
+                           title="Skyline points"))
+        for pr in res.violations[:5]:
+            w = skyline.breach_probability(rel, pr.sigma, pr.l, pr.k, pr.m).witness
+            if w is not None:
+                print(f"  {pr.sigma!r} at ({pr.l},{pr.k},{pr.m}): target in group "
+                      f"{w.group_labels['t']!r}, excluded values {list(w.x_values)}, "
+                      f"{w.n_u} others in group {w.group_labels.get('u')!r}"
+                      + (f" with values {list(w.y_values)}" if w.y_values else "")
+                      + f", {w.n_v} family members in group {w.group_labels.get('v')!r}")
+        status = 0 if res.safe else 1
+    emit_json(args, payload)
+    return status
+
+
+def _as_value(rel, text: str):
+    """The value label matching ``text`` (labels may be non-strings, e.g. integers)."""
+    for v in rel.values:
+        if str(v) == text:
+            return v
+    rel.code_of(text, param="--sigma")   # raises, listing the values
+    return text

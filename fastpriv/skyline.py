@@ -1,0 +1,1288 @@
+"""Privacy skyline: worst-case breach probability under (ℓ, k, m) background knowledge.
+
+Chen, LeFevre, Ramakrishnan, *Privacy Skyline: Privacy with Multidimensional Adversarial
+Knowledge*, VLDB 2007; formulas and conventions as in ``spec/skyline.md``.
+
+An adversary targets individual t and sensitive value σ and knows, **at most**,
+
+* ℓ facts about t: SVPI "t does not have x_i"; MVPI "x_i ∈ t → σ ∈ t";
+* k facts about other individuals: SVPI "u_i has y_i"; MVPI "u_i does not have σ";
+* m members of t's same-value family: "σ ∈ v_i → σ ∈ t".
+
+The **breach probability** BP_σ(ℓ,k,m) is the largest posterior Pr(σ ∈ t | knowledge) over
+every choice of individuals and values (every grounding). By Lemma 1,
+BP = 1 / (1 + minNR); by Theorem 2 (the congregation property),
+
+    minNR = min(SS1, SS2·SS5, SS3·SS4)
+
+with five *sufficient statistics*, minima over the groups of per-group terms:
+SS1 = min_g T(g,ℓ,k)·V(g,m,k+1), SS2 = min_g T(g,ℓ,0), SS3 = min_g T(g,ℓ,k),
+SS4 = min_g V(g,m,0), SS5 = min_g V(g,m,k). The per-group formulas for the three cases
+(SVPI, MVPI-Set, MVPI-Multiset, taken from the release) are in
+:mod:`fastpriv._kernels.skyline`.
+
+Entry points
+------------
+:func:`breach_probability`
+    BP for one (σ, ℓ, k, m), with the statistics, which term won and a witness naming the
+    groups and values the worst-case adversary uses. ``exact=True`` gives a ``Fraction``
+    (SVPI and MVPI-Set).
+:func:`check`
+    SkylineCheck: one pass over the groups evaluates every (σ, point) of one or several
+    skylines at once. The state is a set of minima, so partial states over disjoint sets of
+    groups (record batches, files, workers) merge by elementwise min —
+    :class:`SkylineState` exposes ``update`` / ``merge`` / ``result``.
+:func:`knowledge_skyline` / :func:`knowledge_skylines`
+    The maximal safe (ℓ, k, m) for a confidence c (corrected Appendix A7, walked as a
+    staircase).
+:func:`dp_breach_probability`
+    The Appendix A6 dynamic program (no congregation property): the baseline of Chen's
+    Figure 7 and an independent check of Theorem 2.
+:func:`knowledge_probability`
+    Pr(σ ∈ t | one specific piece of knowledge), e.g. the paper's Tom example, or a
+    witness returned by :func:`breach_probability`.
+
+Safety is strict: a point is safe iff BP < c. In float mode the decision compares the float
+minNR with the *exact* threshold (1 − c)/c (BP < c ⇔ minNR > (1 − c)/c), so c = 1 means
+"minNR > 0" and a tie is never decided by the rounding of 1/(1 + minNR); pass
+``fractions.Fraction`` thresholds and ``exact=True`` to decide ties of the probabilities
+themselves exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable
+
+import numpy as np
+
+from ._validation import check_int, check_threshold, kernel_array
+from .release import MVPI_MULTISET, MVPI_SET, SVPI, Release
+
+__all__ = [
+    "breach_probability",
+    "check",
+    "knowledge_skyline",
+    "knowledge_skylines",
+    "dp_breach_probability",
+    "knowledge_probability",
+    "SkylineState",
+    "SkylineCheck",
+    "PointResult",
+    "BreachProbability",
+    "DPBreachProbability",
+    "Witness",
+    "KnowledgeSkyline",
+    "TERMS",
+]
+
+_CASE_ID = {SVPI: 0, MVPI_SET: 1, MVPI_MULTISET: 2}
+#: Names of the three terms of Theorem 2, in the order ties are resolved.
+TERMS = ("SS1", "SS2*SS5", "SS3*SS4")
+_NEUTRAL = (math.inf, math.inf, math.inf, 1.0, 1.0)
+
+
+# ============================================================================ validation
+def _check_release(rel: Any, name: str = "rel") -> Release:
+    if not isinstance(rel, Release):
+        raise TypeError(f"{name} must be a fastpriv.Release, got {type(rel).__name__}; build one "
+                        "with Release.from_table / from_groups / from_counts")
+    return rel
+
+
+def _check_lkm(l: Any, k: Any, m: Any) -> tuple[int, int, int]:
+    return (check_int(l, "l", minimum=0), check_int(k, "k", minimum=0),
+            check_int(m, "m", minimum=0))
+
+
+def _check_c(c: Any, name: str = "c") -> Any:
+    if isinstance(c, bool) or not isinstance(c, numbers.Real):
+        raise TypeError(f"{name} must be a real number in (0, 1], got {type(c).__name__} {c!r}")
+    check_threshold(c, name)
+    return c if isinstance(c, Fraction) else float(c)
+
+
+def _check_exact(rel: Release, exact: bool) -> bool:
+    if not isinstance(exact, bool):
+        raise TypeError(f"exact must be True or False, got {exact!r}")
+    if exact and rel.case == MVPI_MULTISET:
+        raise ValueError("exact=True is available for the 'svpi' and 'mvpi-set' cases only; "
+                         "the multiset probabilities are powers with exponents up to the "
+                         "value counts — use exact=False (log-space floats)")
+    return exact
+
+
+def _threshold_ratio(c: Any) -> Fraction:
+    """(1 − c)/c exactly, from the exact value of c (a float is taken at its binary value)."""
+    cf = Fraction(c)
+    return (1 - cf) / cf
+
+
+def _is_safe(min_nr: Any, ratio: Fraction) -> bool:
+    """BP < c  ⇔  minNR > (1 − c)/c, decided exactly for the given minNR."""
+    if isinstance(min_nr, float):
+        if math.isinf(min_nr):
+            return True
+        return Fraction(min_nr) > ratio
+    return min_nr > ratio
+
+
+def _bp(min_nr: Any, exact: bool = False) -> Any:
+    if isinstance(min_nr, Fraction):
+        return 1 / (1 + min_nr)
+    if math.isinf(min_nr):
+        return Fraction(0) if exact else 0.0
+    return 1.0 / (1.0 + min_nr)
+
+
+def _arrays(rel: Release) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    return (kernel_array(rel.indptr, np.int64), kernel_array(rel.codes, np.int32),
+            kernel_array(rel.counts, np.int64), kernel_array(rel.sizes, np.int64))
+
+
+def _to_jsonable(x: Any) -> Any:
+    if isinstance(x, Fraction):
+        return {"frac": str(x), "float": float(x)}
+    if isinstance(x, float) and math.isinf(x):
+        return "inf"
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating,)):
+        return _to_jsonable(float(x))
+    if isinstance(x, tuple):
+        return [_to_jsonable(v) for v in x]
+    if isinstance(x, list):
+        return [_to_jsonable(v) for v in x]
+    if isinstance(x, dict):
+        return {str(k): _to_jsonable(v) for k, v in x.items()}
+    return x
+
+
+# ============================================================================ results
+@dataclass(frozen=True)
+class Witness:
+    """A worst-case grounding: who and what the adversary's knowledge is about.
+
+    Individuals within a group are exchangeable, so the grounding names **groups** and
+    values; ``rel.rows_of_group(g)`` lists the candidate rows of a table-built release.
+    ``knowledge_probability(rel, sigma, **witness.grounding())`` reproduces the breach
+    probability.
+
+    Attributes
+    ----------
+    t_group : int
+        Group (index) of the target t.
+    x_values : tuple
+        The ℓ' ≤ ℓ excluded values: SVPI "t does not have x", MVPI "x ∈ t → σ ∈ t" — the
+        most frequent non-σ values of t's group (fewer when the group has fewer).
+    u_group : int or None
+        Group of the u's (None when no u is needed).
+    n_u : int
+        Number of u's placed (≤ k; fewer when fewer already force BP = 1 or the group is
+        full).
+    y_values : tuple or None
+        SVPI: the value each u is known to have (none of them σ or an x). None for MVPI,
+        where the u's are known to lack σ.
+    v_group : int or None
+        Group of the same-value family members v (None when m = 0 or unused).
+    n_v : int
+        Number of v's placed.
+    group_labels : dict
+        Group keys of t_group, u_group, v_group (as in ``rel.group_labels``).
+    """
+
+    t_group: int
+    x_values: tuple
+    u_group: int | None
+    n_u: int
+    y_values: tuple | None
+    v_group: int | None
+    n_v: int
+    group_labels: dict = field(default_factory=dict)
+
+    def grounding(self) -> dict:
+        """Keyword arguments for :func:`knowledge_probability` (t, x, u, v)."""
+        if self.y_values is not None:
+            u = [(self.u_group, y) for y in self.y_values]
+        else:
+            u = [self.u_group] * self.n_u
+        return {"t": self.t_group, "x": list(self.x_values), "u": u,
+                "v": [self.v_group] * self.n_v}
+
+    def to_dict(self) -> dict:
+        return _to_jsonable({
+            "t_group": self.t_group, "x_values": list(self.x_values),
+            "u_group": self.u_group, "n_u": self.n_u,
+            "y_values": None if self.y_values is None else list(self.y_values),
+            "v_group": self.v_group, "n_v": self.n_v,
+            "group_labels": {k: _label_json(v) for k, v in self.group_labels.items()}})
+
+
+def _label_json(v: Any) -> Any:
+    return list(v) if isinstance(v, tuple) else v
+
+
+@dataclass(frozen=True)
+class BreachProbability:
+    """Worst-case breach probability BP_σ(ℓ, k, m) and how it arises.
+
+    Attributes
+    ----------
+    value : float or Fraction
+        BP = 1 / (1 + minNR); 0 when σ occurs nowhere (C5).
+    min_nr : float or Fraction
+        The minimum negated ratio (``inf`` when σ occurs nowhere).
+    statistics : tuple
+        (SS1, SS2, SS3, SS4, SS5) of Theorem 2.
+    case_used : str or None
+        Which term attains minNR: ``"SS1"`` (t, the u's and the v's in one group),
+        ``"SS2*SS5"`` (t alone, u's and v's together elsewhere) or ``"SS3*SS4"`` (t with the
+        u's, v's elsewhere); None when σ occurs nowhere.
+    witness : Witness or None
+        The worst-case grounding (None when σ occurs nowhere).
+    """
+
+    value: Any
+    min_nr: Any
+    statistics: tuple
+    case_used: str | None
+    witness: Witness | None
+    sigma: Any
+    l: int
+    k: int
+    m: int
+    case: str
+    exact: bool
+
+    def to_dict(self) -> dict:
+        return {"sigma": _to_jsonable(self.sigma), "l": self.l, "k": self.k, "m": self.m,
+                "case": self.case, "exact": self.exact, "value": _to_jsonable(self.value),
+                "min_nr": _to_jsonable(self.min_nr),
+                "statistics": dict(zip(("SS1", "SS2", "SS3", "SS4", "SS5"),
+                                       _to_jsonable(list(self.statistics)))),
+                "case_used": self.case_used,
+                "witness": None if self.witness is None else self.witness.to_dict()}
+
+
+@dataclass(frozen=True)
+class DPBreachProbability:
+    """Result of :func:`dp_breach_probability` (Appendix A6 dynamic program)."""
+
+    value: Any
+    min_nr: Any
+    sigma: Any
+    l: int
+    k: int
+    m: int
+    case: str
+    exact: bool
+
+    def to_dict(self) -> dict:
+        return {"sigma": _to_jsonable(self.sigma), "l": self.l, "k": self.k, "m": self.m,
+                "case": self.case, "exact": self.exact, "value": _to_jsonable(self.value),
+                "min_nr": _to_jsonable(self.min_nr)}
+
+
+@dataclass(frozen=True)
+class PointResult:
+    """One skyline point (σ, ℓ, k, m, c) checked by :func:`check`.
+
+    ``groups`` holds the group key attaining each of SS1..SS5 (None where the statistic kept
+    its neutral value); ``safe`` is BP < c (strict).
+    """
+
+    sigma: Any
+    l: int
+    k: int
+    m: int
+    c: Any
+    value: Any
+    min_nr: Any
+    statistics: tuple
+    case_used: str | None
+    safe: bool
+    groups: tuple
+
+    def to_dict(self) -> dict:
+        return {"sigma": _to_jsonable(self.sigma), "l": self.l, "k": self.k, "m": self.m,
+                "c": _to_jsonable(self.c), "value": _to_jsonable(self.value),
+                "min_nr": _to_jsonable(self.min_nr),
+                "statistics": _to_jsonable(list(self.statistics)),
+                "case_used": self.case_used, "safe": self.safe,
+                "groups": [_label_json(g) for g in self.groups]}
+
+
+@dataclass(frozen=True)
+class SkylineCheck:
+    """Result of :func:`check`: every (σ, point), in input order (``"*"`` points last)."""
+
+    points: tuple
+    case: str
+    n_groups: int
+
+    @property
+    def safe(self) -> bool:
+        """True iff BP < c at every point."""
+        return all(p.safe for p in self.points)
+
+    @property
+    def violations(self) -> tuple:
+        """The points with BP ≥ c."""
+        return tuple(p for p in self.points if not p.safe)
+
+    def by_sigma(self) -> dict:
+        """``{σ: [PointResult, ...]}``."""
+        out: dict = {}
+        for p in self.points:
+            out.setdefault(p.sigma, []).append(p)
+        return out
+
+    def __iter__(self):
+        return iter(self.points)
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def to_dict(self) -> dict:
+        return {"case": self.case, "n_groups": self.n_groups, "safe": self.safe,
+                "n_violations": len(self.violations),
+                "points": [p.to_dict() for p in self.points]}
+
+
+class KnowledgeSkyline(list):
+    """The knowledge skyline of one σ: a list of maximal safe points ``(ℓ, k, m)``.
+
+    A coordinate equal to ``math.inf`` means "safe for every value" (BP is constant beyond
+    the cap). Sorted lexicographically. Attributes: ``sigma``, ``c``, ``caps`` (ℓ_cap,
+    k_cap, m_cap), ``evaluations`` (number of BP evaluations the search used), ``exact``.
+    """
+
+    def __init__(self, points: Iterable, *, sigma: Any, c: Any, caps: tuple,
+                 evaluations: int, exact: bool) -> None:
+        super().__init__(points)
+        self.sigma = sigma
+        self.c = c
+        self.caps = caps
+        self.evaluations = evaluations
+        self.exact = exact
+
+    def to_dict(self) -> dict:
+        return {"sigma": _to_jsonable(self.sigma), "c": _to_jsonable(self.c),
+                "caps": list(self.caps), "exact": self.exact,
+                "evaluations": self.evaluations,
+                "points": [[_to_jsonable(float(x)) if x == math.inf else int(x) for x in p]
+                           for p in self]}
+
+    def __repr__(self) -> str:
+        return f"KnowledgeSkyline(sigma={self.sigma!r}, c={self.c!r}, points={list(self)!r})"
+
+
+# ============================================================================ per-σ terms
+def _sigma_rows(rel: Release, code: int, width: int):
+    from ._kernels import skyline as K
+
+    indptr, codes, counts, sizes = _arrays(rel)
+    return K.sigma_profile(indptr, codes, counts, sizes, int(code), int(width))
+
+
+def _exact_t(case: str, n: int, s: int, tops: Sequence[int], l: int, k: int) -> Fraction:
+    if case == SVPI:
+        num = n - s - sum(tops[:l]) - k
+        return Fraction(num, s) if num > 0 else Fraction(0)
+    num = n - s - k
+    if num <= 0:
+        return Fraction(0)
+    out = Fraction(num, s)
+    for c in tops[:l]:
+        out *= Fraction(n - c, n)
+    return out
+
+
+def _exact_v(n: int, s: int, m: int, k: int) -> Fraction:
+    if s <= 0 or m <= 0:
+        return Fraction(1)
+    out = Fraction(1)
+    for i in range(m):
+        num = n - s - k - i
+        if num <= 0:
+            return Fraction(0)
+        out *= Fraction(num, n - k - i)
+    return out
+
+
+def _exact_mul(a: Any, b: Any) -> Any:
+    if a == math.inf or b == math.inf:
+        return math.inf
+    return a * b
+
+
+def _terms(rel: Release, code: int, l: int, k: int, m: int, exact: bool):
+    """Per σ-group terms: (gidx, n, s, tops(list of lists), terms (G_σ × 5))."""
+    from ._kernels import skyline as K
+
+    gidx, nn, ss, dd, top = _sigma_rows(rel, code, max(l, 1))
+    if exact:
+        terms = []
+        tops_l = top.tolist()
+        for i in range(len(gidx)):
+            n, s, tops = int(nn[i]), int(ss[i]), tops_l[i][:l]
+            t0 = _exact_t(rel.case, n, s, tops, l, 0)
+            tk = _exact_t(rel.case, n, s, tops, l, k)
+            terms.append((tk * _exact_v(n, s, m, k + 1), t0, tk, _exact_v(n, s, m, 0),
+                          _exact_v(n, s, m, k)))
+        return gidx, nn, ss, terms
+    arr = K.group_terms(_CASE_ID[rel.case], kernel_array(nn, np.int64),
+                        kernel_array(ss, np.int64), kernel_array(top, np.int64),
+                        int(l), int(k), int(m))
+    return gidx, nn, ss, arr
+
+
+def _stats_from_terms(terms: Any, exact: bool) -> tuple[list, list]:
+    """Minima of the per-group terms (first group on ties), neutral values when none."""
+    stats = list(_NEUTRAL)
+    args: list = [None] * 5
+    if exact:
+        stats = [math.inf, math.inf, math.inf, Fraction(1), Fraction(1)]
+        for i, row in enumerate(terms):
+            for j in range(5):
+                if row[j] < stats[j]:
+                    stats[j] = row[j]
+                    args[j] = i
+        return stats, args
+    if len(terms):
+        for j in range(5):
+            col = terms[:, j]
+            i = int(np.argmin(col))
+            if col[i] < stats[j]:
+                stats[j] = float(col[i])
+                args[j] = i
+    return stats, args
+
+
+def _combine(stats: Sequence[Any]) -> tuple[Any, int | None]:
+    """Theorem 2 with C4 (∞·0 = ∞); ties prefer SS1, then SS2·SS5. None if σ is absent."""
+    from ._kernels import skyline as K
+
+    if any(isinstance(x, Fraction) for x in stats):
+        cands = [stats[0], _exact_mul(stats[1], stats[4]), _exact_mul(stats[2], stats[3])]
+        best, which = cands[0], 0
+        for j in (1, 2):
+            if cands[j] < best:
+                best, which = cands[j], j
+    else:
+        best, which = K.combine(float(stats[0]), float(stats[1]), float(stats[2]),
+                                float(stats[3]), float(stats[4]))
+        which = int(which)
+    if best == math.inf:
+        return math.inf, None
+    return best, which
+
+
+# ============================================================================ witness
+def _pool(rel: Release, g: int, exclude: set) -> list:
+    """Value labels of group g by descending count, one entry per occurrence, minus exclude."""
+    out = []
+    for label, cnt in rel.profile(g):
+        if label in exclude:
+            continue
+        out.extend([label] * cnt)
+    return out
+
+
+def _witness(rel: Release, sigma: Any, l: int, k: int, m: int, which: int, args: list,
+             gidx: np.ndarray, nn: np.ndarray, ss: np.ndarray, terms: Any) -> Witness:
+    case = rel.case
+    col = (lambda j: [row[j] for row in terms]) if isinstance(terms, list) \
+        else (lambda j: terms[:, j].tolist())
+
+    def group_of(i: int | None) -> int | None:
+        return None if i is None else int(gidx[i])
+
+    if which == 0:
+        gi = args[0]
+        ui = vi = gi
+    elif which == 1:
+        # t alone in g (SS2), u's and v's together in f (SS5), g != f
+        gi, ui = _distinct_pair(col(1), col(4), args[1], args[4])
+        vi = ui
+    else:
+        # t with the u's in g (SS3), v's in f (SS4), g != f
+        gi, vi = _distinct_pair(col(2), col(3), args[2], args[3])
+        ui = gi
+    t_group = group_of(gi)
+    profile = [(lab, c) for lab, c in rel.profile(t_group) if lab != sigma]
+    x_values = tuple(lab for lab, _ in profile[:l])
+    n_t, s_t = int(nn[gi]), int(ss[gi])
+    # u's: with t (SS1, SS3) they must avoid σ and the x's (SVPI) / lack σ (MVPI)
+    if ui == gi:
+        if case == SVPI:
+            avail = n_t - s_t - sum(c for _, c in profile[:l])
+        elif case == MVPI_SET:
+            avail = n_t - s_t
+        else:
+            avail = n_t - 1
+        n_u = min(k, max(avail, 0))
+        t_zero = col(2)[gi] == 0
+    else:
+        n_f, s_f = (int(nn[ui]), int(ss[ui])) if ui is not None else (0, 0)
+        if case == MVPI_MULTISET:
+            n_u = min(k, max(n_f - 1, 0))
+        else:
+            n_u = min(k, max(n_f - s_f, 0))
+        t_zero = False
+    y_values = None
+    if case == SVPI:
+        excl = {sigma} | (set(x_values) if ui == gi else set())
+        pool = _pool(rel, group_of(ui), excl) if ui is not None else []
+        y_values = tuple(pool[:n_u])
+        n_u = len(y_values)
+    # v's: the room left in their group; none needed once T = 0 (t must hold σ)
+    if t_zero or m == 0 or vi is None:
+        n_v = 0
+    else:
+        n_vg = int(nn[vi])
+        used = (1 if vi == gi else 0) + (n_u if vi == ui else 0)
+        n_v = min(m, max(n_vg - used, 0))
+    u_group = group_of(ui) if n_u else None
+    v_group = group_of(vi) if n_v else None
+    labels = rel.group_labels
+    glabels = {"t": labels[t_group]}
+    if u_group is not None:
+        glabels["u"] = labels[u_group]
+    if v_group is not None:
+        glabels["v"] = labels[v_group]
+    return Witness(t_group=t_group, x_values=x_values, u_group=u_group, n_u=n_u,
+                   y_values=y_values, v_group=v_group, n_v=n_v, group_labels=glabels)
+
+
+
+def _distinct_pair(a: list, b: list, ia: int | None, ib: int | None) -> tuple[int, int]:
+    """Indices i ≠ j with a[i] = min a and b[j] = min b (exists when the product term wins
+    strictly: otherwise SS1 would be at least as small)."""
+    amin, bmin = a[ia], b[ib]
+    if ia != ib:
+        return ia, ib
+    for j, v in enumerate(b):
+        if v == bmin and j != ia:
+            return ia, j
+    for i, v in enumerate(a):
+        if v == amin and i != ib:
+            return i, ib
+    raise AssertionError("internal: no distinct pair of groups for a product term")
+
+
+# ============================================================================ public API
+def breach_probability(rel: Release, sigma: Any, l: int, k: int, m: int, *,
+                       exact: bool = False) -> BreachProbability:
+    """Worst-case breach probability BP_σ(ℓ, k, m) of a release (Chen et al., Theorem 2).
+
+    Parameters
+    ----------
+    rel : Release
+        The release; its ``case`` (SVPI, MVPI-Set, MVPI-Multiset) selects the formulas.
+    sigma : value label
+        The sensitive value σ (one of ``rel.values``).
+    l, k, m : int
+        At most ℓ facts about the target, k about other individuals, m same-value family
+        members (see the module docstring). Non-negative.
+    exact : bool
+        Compute with ``fractions.Fraction`` (SVPI and MVPI-Set only).
+
+    Returns
+    -------
+    BreachProbability
+        ``.value`` = 1 / (1 + minNR) with minNR = min(SS1, SS2·SS5, SS3·SS4), the
+        statistics, the winning term and a :class:`Witness`.
+
+    Examples
+    --------
+    >>> rel = Release.from_groups([["AIDS", "AIDS", "Flu", "Flu"],
+    ...                            ["AIDS", "Cancer", "Flu", "Flu"]])
+    >>> breach_probability(rel, "AIDS", 0, 0, 0).value
+    0.5
+    >>> breach_probability(rel, "AIDS", 1, 1, 0, exact=True).value
+    Fraction(1, 1)
+    """
+    rel = _check_release(rel)
+    l, k, m = _check_lkm(l, k, m)
+    exact = _check_exact(rel, exact)
+    return _evaluate(rel, sigma, l, k, m, exact)[0]
+
+
+def _evaluate(rel: Release, sigma: Any, l: int, k: int, m: int,
+              exact: bool) -> tuple[BreachProbability, tuple]:
+    """BreachProbability and the group keys attaining SS1..SS5 (None = neutral)."""
+    code = rel.code_of(sigma, param="sigma")
+    gidx, nn, ss, terms = _terms(rel, code, l, k, m, exact)
+    stats, args = _stats_from_terms(terms, exact)
+    min_nr, which = _combine(stats)
+    witness = None
+    if which is not None:
+        witness = _witness(rel, sigma, l, k, m, which, args, gidx, nn, ss, terms)
+    labels = rel.group_labels
+    groups = tuple(None if a is None else labels[int(gidx[a])] for a in args)
+    res = BreachProbability(value=_bp(min_nr, exact), min_nr=min_nr, statistics=tuple(stats),
+                            case_used=None if which is None else TERMS[which],
+                            witness=witness, sigma=sigma, l=l, k=k, m=m, case=rel.case,
+                            exact=exact)
+    return res, groups
+
+
+def dp_breach_probability(rel: Release, sigma: Any, l: int, k: int, m: int, *,
+                          exact: bool = False) -> DPBreachProbability:
+    """BP_σ(ℓ, k, m) by the Appendix A6 dynamic program (the baseline of Chen's Figure 7).
+
+    The program places t, the k u's and the m v's group by group without the congregation
+    property: O(k²·m²) work per group and O(k·m) memory. It is a compiled Numba kernel
+    (``exact=False``) or runs on ``Fraction`` (``exact=True``, SVPI and MVPI-Set). It
+    agrees with :func:`breach_probability` (Theorem 2); both use the same per-group T and V.
+    """
+    from ._kernels import skyline as K
+
+    rel = _check_release(rel)
+    code = rel.code_of(sigma, param="sigma")
+    l, k, m = _check_lkm(l, k, m)
+    exact = _check_exact(rel, exact)
+    if exact:
+        min_nr = _dp_exact(rel, code, l, k, m)
+    else:
+        indptr, codes, counts, sizes = _arrays(rel)
+        min_nr = float(K.dp_min_nr(indptr, codes, counts, sizes, _CASE_ID[rel.case], int(code),
+                                   l, k, m))
+    return DPBreachProbability(value=_bp(min_nr, exact), min_nr=min_nr, sigma=sigma, l=l, k=k, m=m,
+                               case=rel.case, exact=exact)
+
+
+def _dp_exact(rel: Release, code: int, l: int, k: int, m: int) -> Any:
+    inf = math.inf
+    with_ = [[inf] * (m + 1) for _ in range(k + 1)]
+    without = [[inf] * (m + 1) for _ in range(k + 1)]
+    without[0][0] = Fraction(1)
+    for f in range(rel.n_groups):
+        prof = rel.profile(f)
+        n = int(rel.sizes[f])
+        codes = rel.codes[rel.indptr[f]:rel.indptr[f + 1]]
+        hit = np.flatnonzero(codes == code)
+        if hit.size == 0:
+            tt = [inf] * (k + 1)
+            vt = [[Fraction(1)] * (k + 2) for _ in range(m + 1)]
+        else:
+            r = int(hit[0])
+            s = prof[r][1]
+            tops = [c for i, (_, c) in enumerate(prof) if i != r]
+            tt = [_exact_t(rel.case, n, s, tops, l, kk) for kk in range(k + 1)]
+            vt = [[_exact_v(n, s, mm, kk) for kk in range(k + 2)] for mm in range(m + 1)]
+        nw = [[inf] * (m + 1) for _ in range(k + 1)]
+        nwo = [[inf] * (m + 1) for _ in range(k + 1)]
+        for kk in range(k + 1):
+            for mm in range(m + 1):
+                bw, bwo = inf, inf
+                for i in range(kk + 1):
+                    for j in range(mm + 1):
+                        v = vt[mm - j][kk - i]
+                        bwo = min(bwo, _exact_mul(without[i][j], v))
+                        bw = min(bw, _exact_mul(with_[i][j], v))
+                        bw = min(bw, _exact_mul(_exact_mul(without[i][j], tt[kk - i]),
+                                                vt[mm - j][kk - i + 1]))
+                nw[kk][mm], nwo[kk][mm] = bw, bwo
+        with_, without = nw, nwo
+    return with_[k][m]
+
+
+# ---------------------------------------------------------------------------- check
+_Point = tuple  # (l, k, m, c)
+
+
+def _normalize_point(p: Any, where: str) -> _Point:
+    if isinstance(p, Mapping):
+        try:
+            p = (p["l"], p["k"], p["m"], p["c"])
+        except KeyError as exc:
+            raise ValueError(f"{where}: a point needs keys l, k, m, c (missing {exc})") from None
+    if isinstance(p, (str, bytes)) or not isinstance(p, Sequence) or len(p) != 4:
+        raise TypeError(f"{where}: a skyline point is a tuple (l, k, m, c), got {p!r}")
+    l, k, m = (check_int(p[0], f"{where}: l", minimum=0), check_int(p[1], f"{where}: k", minimum=0),
+               check_int(p[2], f"{where}: m", minimum=0))
+    c = _check_c(p[3], f"{where}: c")
+    return (l, k, m, c)
+
+
+def _normalize_skylines(skylines: Any) -> tuple[dict, list]:
+    """-> ({σ: [points]}, [points for every σ])."""
+    if isinstance(skylines, Mapping):
+        explicit: dict = {}
+        star: list = []
+        for key, pts in skylines.items():
+            if isinstance(pts, (str, bytes)) or not isinstance(pts, Iterable):
+                raise TypeError(f"skylines[{key!r}] must be a list of (l, k, m, c) points")
+            pts = [_normalize_point(p, f"skylines[{key!r}]") for p in pts]
+            if isinstance(key, str) and key == "*":
+                star.extend(pts)
+            else:
+                explicit.setdefault(key, []).extend(pts)
+        return explicit, star
+    if isinstance(skylines, (str, bytes)) or not isinstance(skylines, Iterable):
+        raise TypeError("skylines must be {sigma: [(l, k, m, c), ...]} (key '*' = every value) "
+                        f"or a list of (l, k, m, c) points for every value; got "
+                        f"{type(skylines).__name__}")
+    return {}, [_normalize_point(p, "skylines") for p in skylines]
+
+
+def _auto_parallel(n_groups: int, n_points: int) -> bool:
+    import numba
+
+    return numba.config.NUMBA_NUM_THREADS > 1 and n_groups >= 4096 and \
+        n_groups * max(n_points, 1) >= 2_000_000
+
+
+class SkylineState:
+    """Mergeable partial state of SkylineCheck: the five minima of every (σ, point).
+
+    The statistics SS1..SS5 are minima over groups, so a state built from one set of groups
+    and a state built from a disjoint set merge by elementwise min into the state of the
+    union — record batches, files or cluster workers each build a state and the results are
+    combined with :meth:`merge` (or by calling :meth:`update` repeatedly). Every group must
+    be **complete** within one update (partition the data by group). Memory: O(#points).
+
+    Parameters
+    ----------
+    skylines : mapping or list
+        ``{sigma: [(l, k, m, c), ...]}``; the key ``"*"`` holds points applied to every
+        sensitive value; a plain list of points is the same as ``{"*": points}``.
+    case : {"svpi", "mvpi-set", "mvpi-multiset"}, optional
+        Fixed by the first update when omitted; all updates must agree.
+
+    Examples
+    --------
+    >>> st = SkylineState({"hiv": [(1, 2, 1, 0.5)]})
+    >>> for part in parts:                                           # doctest: +SKIP
+    ...     st.update(part)            # each part: a Release with complete groups
+    >>> st.result().safe                                             # doctest: +SKIP
+    """
+
+    def __init__(self, skylines: Any, *, case: str | None = None) -> None:
+        self._explicit, self._star = _normalize_skylines(skylines)
+        if case is not None and case not in _CASE_ID:
+            raise ValueError(f"case must be one of {', '.join(map(repr, _CASE_ID))}; "
+                             f"got {case!r}")
+        self._case = case
+        self._stats: dict = {}    # sigma -> float64 array (P_sigma, 5)
+        self._args: dict = {}     # sigma -> list of 5-lists of group labels (None = neutral)
+        self._seen: dict = {}     # sigma labels seen in any update (ordered)
+        self._n_groups = 0
+
+    # -- helpers
+    def _points_of(self, sigma: Any) -> list:
+        return self._explicit.get(sigma, []) + self._star
+
+    @property
+    def case(self) -> str | None:
+        return self._case
+
+    @property
+    def n_groups(self) -> int:
+        """Number of groups folded into this state so far."""
+        return self._n_groups
+
+    def update(self, data: Any, *, labels: Sequence[Any] | None = None,
+               sizes: Sequence[int] | None = None, parallel: bool | None = None
+               ) -> "SkylineState":
+        """Fold the groups of ``data`` (a Release, or groups for ``Release.from_groups``).
+
+        ``labels`` optionally names the groups of this batch (default: the release's group
+        keys); witnesses and tie-breaking use them, so give globally unique labels when the
+        batches are parts of one release. Returns ``self``.
+        """
+        from ._kernels import skyline as K
+
+        if isinstance(data, Release):
+            rel = data
+        else:
+            rel = Release.from_groups(data, sizes=sizes, case=self._case)
+        if self._case is None:
+            self._case = rel.case
+        elif rel.case != self._case:
+            raise ValueError(f"data: release case {rel.case!r} differs from the state's case "
+                             f"{self._case!r}")
+        if labels is None:
+            glabels = rel.group_labels
+        else:
+            glabels = list(labels)
+            if len(glabels) != rel.n_groups:
+                raise ValueError(f"labels has {len(glabels)} entries but the data has "
+                                 f"{rel.n_groups} groups")
+        values = rel.values
+        sig_list = [v for v in values if self._star or v in self._explicit]
+        pt_sig, pt_l, pt_k, pt_m, owners = [], [], [], [], []
+        for v in sig_list:
+            code = rel.code_of(v)
+            for p in self._points_of(v):
+                pt_sig.append(code)
+                pt_l.append(p[0])
+                pt_k.append(p[1])
+                pt_m.append(p[2])
+            owners.append(v)
+        for v in values:
+            self._seen.setdefault(v, None)
+        self._n_groups += rel.n_groups
+        if not owners:
+            return self
+        indptr, codes, counts, sizes_a = _arrays(rel)
+        arrs = (kernel_array(np.asarray(pt_sig, np.int64), np.int64),
+                kernel_array(np.asarray(pt_l, np.int64), np.int64),
+                kernel_array(np.asarray(pt_k, np.int64), np.int64),
+                kernel_array(np.asarray(pt_m, np.int64), np.int64))
+        if parallel is None:
+            parallel = _auto_parallel(rel.n_groups, len(pt_sig))
+        if parallel:
+            import numba
+
+            chunks = int(min(max(numba.config.NUMBA_NUM_THREADS, 1) * 4, max(rel.n_groups, 1)))
+            stats, args = K.check_parallel(indptr, codes, counts, sizes_a, _CASE_ID[rel.case],
+                                           rel.n_values, *arrs, chunks)
+        else:
+            stats, args = K.check_range(indptr, codes, counts, sizes_a, _CASE_ID[rel.case],
+                                        rel.n_values, *arrs, 0, rel.n_groups)
+        pos = 0
+        for v in owners:
+            cnt = len(self._points_of(v))
+            st = stats[pos:pos + cnt]
+            ar = [[None if g < 0 else glabels[g] for g in row] for row in args[pos:pos + cnt]]
+            pos += cnt
+            self._fold(v, np.array(st), ar)
+        return self
+
+    def _fold(self, sigma: Any, st: np.ndarray, ar: list) -> None:
+        if sigma not in self._stats:
+            self._stats[sigma] = st
+            self._args[sigma] = ar
+            return
+        cur, cur_ar = self._stats[sigma], self._args[sigma]
+        for p in range(st.shape[0]):
+            for j in range(5):
+                a, b = cur[p, j], st[p, j]
+                if b < a or (b == a and _label_less(ar[p][j], cur_ar[p][j])):
+                    cur[p, j] = b
+                    cur_ar[p][j] = ar[p][j]
+
+    def merge(self, other: "SkylineState") -> "SkylineState":
+        """A new state holding the elementwise min of ``self`` and ``other``.
+
+        Both must have been built for the same skylines (and case).
+        """
+        if not isinstance(other, SkylineState):
+            raise TypeError(f"other must be a SkylineState, got {type(other).__name__}")
+        if (other._explicit, other._star) != (self._explicit, self._star):
+            raise ValueError("other: states for different skylines cannot be merged")
+        if self._case is not None and other._case is not None and self._case != other._case:
+            raise ValueError(f"other: case {other._case!r} differs from {self._case!r}")
+        out = SkylineState.__new__(SkylineState)
+        out._explicit, out._star = self._explicit, self._star
+        out._case = self._case or other._case
+        out._stats = {k: v.copy() for k, v in self._stats.items()}
+        out._args = {k: [list(r) for r in v] for k, v in self._args.items()}
+        out._seen = dict(self._seen)
+        out._seen.update(other._seen)
+        out._n_groups = self._n_groups + other._n_groups
+        for sigma, st in other._stats.items():
+            out._fold(sigma, st.copy(), [list(r) for r in other._args[sigma]])
+        return out
+
+    def statistics(self) -> dict:
+        """``{σ: array (P_σ, 5)}`` of the current minima (copies)."""
+        return {k: v.copy() for k, v in self._stats.items()}
+
+    def result(self) -> SkylineCheck:
+        """Per-point breach probabilities and safety from the current statistics.
+
+        A σ named explicitly in the skylines but never seen in the data raises
+        ``ValueError`` listing the values seen; a σ seen with zero occurrences has BP = 0.
+        """
+        missing = [s for s in self._explicit if s not in self._seen]
+        if missing:
+            seen = ", ".join(map(repr, list(self._seen)[:20]))
+            raise ValueError(f"skylines: {missing[0]!r} is not a sensitive value of the data; "
+                             f"values: {seen}")
+        order = list(self._explicit) + [v for v in self._seen if v not in self._explicit]
+        out = []
+        for sigma in order:
+            pts = self._points_of(sigma)
+            if not pts:
+                continue
+            st = self._stats.get(sigma)
+            ar = self._args.get(sigma)
+            for i, (l, k, m, c) in enumerate(pts):
+                stats = tuple(_NEUTRAL) if st is None else tuple(float(x) for x in st[i])
+                groups = (None,) * 5 if ar is None else tuple(ar[i])
+                min_nr, which = _combine(stats)
+                out.append(PointResult(sigma=sigma, l=l, k=k, m=m, c=c, value=_bp(min_nr),
+                                       min_nr=min_nr, statistics=stats,
+                                       case_used=None if which is None else TERMS[which],
+                                       safe=_is_safe(min_nr, _threshold_ratio(c)),
+                                       groups=groups))
+        return SkylineCheck(points=tuple(out), case=self._case or SVPI,
+                            n_groups=self._n_groups)
+
+
+def _label_less(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return False
+    try:
+        return a < b
+    except TypeError:
+        return False
+
+
+def check(rel: Release, skylines: Any, *, exact: bool = False,
+          parallel: bool | None = None) -> SkylineCheck:
+    """SkylineCheck (Chen et al. §5.1): is the release safe for every skyline point?
+
+    One pass over the groups maintains the five sufficient statistics of **every**
+    (σ, point) at once — a kernel over groups × points; a group evaluates the points whose
+    σ it contains (σ-free groups are neutral).
+
+    Parameters
+    ----------
+    rel : Release
+    skylines : mapping or list
+        ``{sigma: [(l, k, m, c), ...]}`` — one skyline per sensitive value; the key ``"*"``
+        applies its points to every value; a plain list of points means ``{"*": points}``.
+        Points may also be dicts with keys l, k, m, c.
+    exact : bool
+        Evaluate every point with ``Fraction`` arithmetic (SVPI and MVPI-Set; slow, for small
+        releases and exact ties).
+    parallel : bool, optional
+        Split the groups into chunks scanned by several threads and merged (min-reduction).
+        Default: automatic for large inputs.
+
+    Returns
+    -------
+    SkylineCheck
+        ``.safe`` (all points have BP < c), ``.points`` (a :class:`PointResult` per
+        (σ, point): value, statistics, winning term, safe), ``.violations``.
+    """
+    rel = _check_release(rel)
+    exact = _check_exact(rel, exact)
+    state = SkylineState(skylines, case=rel.case)
+    for sigma in state._explicit:
+        rel.code_of(sigma, param="skylines")
+    if not exact:
+        return state.update(rel, parallel=parallel).result()
+    out = []
+    sigmas = list(state._explicit) + [v for v in rel.values if v not in state._explicit]
+    for sigma in sigmas:
+        for (l, k, m, c) in state._points_of(sigma):
+            r, groups = _evaluate(rel, sigma, l, k, m, True)
+            out.append(PointResult(sigma=sigma, l=l, k=k, m=m, c=c, value=r.value,
+                                   min_nr=r.min_nr, statistics=r.statistics,
+                                   case_used=r.case_used, safe=r.value < Fraction(c),
+                                   groups=groups))
+    return SkylineCheck(points=tuple(out), case=rel.case, n_groups=rel.n_groups)
+
+
+# ---------------------------------------------------------------------------- skyline search
+def _skyline_search(safe: Callable[[int, int, int], bool], l_cap: int, k_cap: int,
+                    m_cap: int) -> list:
+    """Corrected Appendix A7, walked as a staircase.
+
+    For each ℓ (stop at the first with BP(ℓ,0,0) ≥ c): k*(m) = largest safe k is
+    non-increasing in m, so instead of one binary search per m the search jumps from corner
+    to corner: k* at the current m (binary search below the previous k*), then the last m
+    where that k* is still safe (binary search) — a corner (ℓ, k*, m). Equal to A7 followed
+    by the removal of dominated points, with O(corners · log N) evaluations.
+    """
+
+    def last_true(pred: Callable[[int], bool], lo: int, hi: int) -> int:
+        # pred(lo) is True, pred monotone (True then False); largest x in [lo, hi] with pred
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if pred(mid):
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    pts = []
+    for l in range(l_cap + 1):
+        if not safe(l, 0, 0):
+            break
+        m = 0
+        k_hi = k_cap
+        while m <= m_cap and k_hi >= 0 and safe(l, 0, m):
+            k_star = last_true(lambda kk: safe(l, kk, m), 0, k_hi)
+            m_end = last_true(lambda mm: safe(l, k_star, mm), m, m_cap)
+            pts.append((l, k_star, m_end))
+            k_hi = k_star - 1
+            m = m_end + 1
+    # remove dominated points (≤ in every coordinate, different)
+    keep = [p for p in pts if not any(q != p and all(qa >= pa for qa, pa in zip(q, p))
+                                      for q in pts)]
+    caps = (l_cap, k_cap, m_cap)
+    out = sorted(set(keep))
+    return [tuple(math.inf if x >= cap else x for x, cap in zip(p, caps)) for p in out]
+
+
+def knowledge_skyline(rel: Release, sigma: Any, c: Any, *, exact: bool = False
+                      ) -> KnowledgeSkyline | dict:
+    """The knowledge skyline of σ: the maximal (ℓ, k, m) with BP_σ(ℓ, k, m) < c.
+
+    Corrected Appendix A7 (Chen et al.): break on BP ≥ c (the paper's "BP > c" emits
+    spurious points at BP = c and may not terminate), with caps ℓ_cap = the largest number
+    of non-σ values in a group containing σ, k_cap = m_cap = N (individuals) — BP is
+    constant beyond them, and a point at a cap is reported with ``math.inf`` there ("safe
+    for any amount"). The search walks the staircase of maximal points (see
+    :func:`_skyline_search`) on per-σ tables built once (S_ℓ / P_ℓ prefixes of every group
+    containing σ), each BP evaluation O(groups containing σ).
+
+    Parameters
+    ----------
+    rel : Release
+    sigma : value label, or None
+        None computes the skyline of every value (a dict σ -> skyline).
+    c : float or Fraction in (0, 1]
+    exact : bool
+        Evaluate with ``Fraction`` (SVPI and MVPI-Set).
+
+    Returns
+    -------
+    KnowledgeSkyline
+        A list of ``(ℓ, k, m)`` tuples, sorted (``math.inf`` where capped), with ``.caps``.
+    """
+    rel = _check_release(rel)
+    c = _check_c(c)
+    exact = _check_exact(rel, exact)
+    if sigma is None:
+        return {v: knowledge_skyline(rel, v, c, exact=exact) for v in rel.values}
+    code = rel.code_of(sigma, param="sigma")
+    safe, l_cap, n_eval = _safe_function(rel, code, c, exact)
+    n = rel.n_individuals
+    caps = (l_cap, n, n)
+    pts = _skyline_search(safe, *caps)
+    return KnowledgeSkyline(pts, sigma=sigma, c=c, caps=caps, evaluations=n_eval[0],
+                            exact=exact)
+
+
+def knowledge_skylines(rel: Release, c: Any, *, exact: bool = False) -> dict:
+    """:func:`knowledge_skyline` for every sensitive value: ``{σ: KnowledgeSkyline}``."""
+    return knowledge_skyline(rel, None, c, exact=exact)
+
+
+def _safe_function(rel: Release, code: int, c: Any, exact: bool):
+    """A memoized predicate safe(ℓ,k,m) ⇔ BP < c, over per-σ tables built once."""
+    from ._kernels import skyline as K
+
+    indptr, codes, counts, sizes = _arrays(rel)
+    # width = largest number of non-σ values in a σ-group (= ℓ_cap)
+    gidx, nn, ss, dd, _ = K.sigma_profile(indptr, codes, counts, sizes, int(code), 0)
+    l_cap = int(dd.max()) if dd.size else 0
+    gidx, nn, ss, dd, top = K.sigma_profile(indptr, codes, counts, sizes, int(code), l_cap)
+    ratio = _threshold_ratio(c)
+    case_id = _CASE_ID[rel.case]
+    cache: dict = {}
+    n_eval = [0]
+    if exact:
+        rows = [(int(nn[i]), int(ss[i]), [int(x) for x in top[i]]) for i in range(len(nn))]
+
+        def min_nr(l: int, k: int, m: int) -> Any:
+            terms = [(_exact_t(rel.case, n, s, t, l, k) * _exact_v(n, s, m, k + 1),
+                      _exact_t(rel.case, n, s, t, l, 0), _exact_t(rel.case, n, s, t, l, k),
+                      _exact_v(n, s, m, 0), _exact_v(n, s, m, k)) for n, s, t in rows]
+            stats, _ = _stats_from_terms(terms, True)
+            return _combine(stats)[0]
+    else:
+        nn_k = kernel_array(nn, np.int64)
+        ss_k = kernel_array(ss, np.int64)
+        big_s, pl = K.prefix_tables(case_id, nn_k, kernel_array(top, np.int64))
+        big_s = kernel_array(big_s, np.int64)
+        pl = kernel_array(pl, np.float64)
+
+        def min_nr(l: int, k: int, m: int) -> Any:
+            return float(K.tables_min_nr(case_id, nn_k, ss_k, big_s, pl, l, k, m))
+
+    def safe(l: int, k: int, m: int) -> bool:
+        key = (l, k, m)
+        if key not in cache:
+            n_eval[0] += 1
+            cache[key] = _is_safe(min_nr(l, k, m), ratio)
+        return cache[key]
+
+    return safe, l_cap, n_eval
+
+
+# ---------------------------------------------------------------------------- specific knowledge
+def knowledge_probability(rel: Release, sigma: Any, t: int, x: Sequence[Any] = (),
+                          u: Sequence[Any] = (), v: Sequence[int] = (), *,
+                          exact: bool = False) -> Any:
+    """Pr(σ ∈ t | one specific piece of knowledge), by Lemma 1 and group independence.
+
+    Individuals within a group are exchangeable, so each is named by its group (index).
+
+    Parameters
+    ----------
+    t : int
+        Group of the target t.
+    x : sequence of value labels
+        SVPI: "t does not have x"; MVPI: "x ∈ t → σ ∈ t" (values ≠ σ, distinct).
+    u : sequence
+        SVPI: ``(group, value)`` pairs, "an individual of that group has that value";
+        MVPI: groups, "an individual of that group does not have σ". Distinct individuals.
+    v : sequence of int
+        Groups of the same-value family members: "σ ∈ v → σ ∈ t".
+    exact : bool
+        ``Fraction`` result (SVPI, MVPI-Set).
+
+    Returns
+    -------
+    float or Fraction
+
+    Raises
+    ------
+    ValueError
+        If a group is too small to hold its individuals (t, u's and v's are distinct), or
+        the knowledge is impossible (probability 0).
+
+    Examples
+    --------
+    The paper's Tom example (Figures 1–3): Tom is in group 1.
+
+    >>> rel = Release.from_groups([["AIDS", "AIDS", "Flu", "Flu"],
+    ...                            ["AIDS", "Cancer", "Flu", "Flu"]])
+    >>> knowledge_probability(rel, "AIDS", t=1, x=["Cancer"], u=[(1, "Flu")], v=[0],
+    ...                       exact=True)
+    Fraction(2, 3)
+    """
+    rel = _check_release(rel)
+    code = rel.code_of(sigma, param="sigma")
+    exact = _check_exact(rel, exact)
+    G = rel.n_groups
+    t = check_int(t, "t", minimum=0, maximum=G - 1)
+    xs = []
+    for val in x:
+        rel.code_of(val, param="x")
+        if val == sigma:
+            raise ValueError("x: the excluded values must differ from sigma")
+        if val in xs:
+            raise ValueError(f"x: value {val!r} given twice")
+        xs.append(val)
+    u_by_group: dict = {}
+    for item in u:
+        if rel.case == SVPI:
+            if isinstance(item, (str, bytes)) or not isinstance(item, Sequence) or len(item) != 2:
+                raise TypeError(f"u: SVPI knowledge about others is (group, value) pairs, got "
+                                f"{item!r}")
+            g = check_int(item[0], "u group", minimum=0, maximum=G - 1)
+            rel.code_of(item[1], param="u value")
+            u_by_group.setdefault(g, []).append(item[1])
+        else:
+            g = check_int(item, "u group", minimum=0, maximum=G - 1)
+            u_by_group.setdefault(g, []).append(None)
+    v_by_group: dict = {}
+    for g in v:
+        g = check_int(g, "v group", minimum=0, maximum=G - 1)
+        v_by_group[g] = v_by_group.get(g, 0) + 1
+    for g in set(u_by_group) | set(v_by_group) | {t}:
+        need = (g == t) + len(u_by_group.get(g, [])) + v_by_group.get(g, 0)
+        if need > int(rel.sizes[g]):
+            raise ValueError(f"group {g} has {int(rel.sizes[g])} individuals but the knowledge "
+                             f"names {need} distinct ones in it")
+    if rel.case == MVPI_MULTISET:
+        return _knowledge_probability_ms(rel, sigma, t, xs, u_by_group, v_by_group)
+    den = None
+    num = Fraction(1)
+    for g in set(u_by_group) | set(v_by_group) | {t}:
+        counts = dict(rel.profile(g))
+        n = int(rel.sizes[g])
+        ku = len(u_by_group.get(g, []))
+        mv = v_by_group.get(g, 0)
+        s = counts.get(sigma, 0)
+        if rel.case == SVPI:
+            for y in u_by_group.get(g, []):
+                counts[y] = counts.get(y, 0) - 1
+                if counts[y] < 0:
+                    raise ValueError(f"u: group {g} has no (more) individuals with value {y!r}: "
+                                     "the knowledge is impossible")
+            n1 = n - ku
+            s1 = counts.get(sigma, 0)
+            if g == t:
+                den = Fraction(s1, n1)
+                a = n1 - s1 - sum(counts.get(xv, 0) for xv in xs)
+                f = Fraction(max(a, 0), n1)
+                f *= _falling_ratio(n1 - 1, s1, mv)
+            else:
+                f = _falling_ratio(n1, s1, mv)
+        else:  # MVPI-Set: sigma holders are a uniform s-subset of the n - ku others
+            n1 = n - ku
+            if s > n1:
+                raise ValueError(f"u: in group {g}, {ku} individuals lacking {sigma!r} leave "
+                                 f"too few for its {s} holders: the knowledge is impossible")
+            if g == t:
+                den = Fraction(s, n1)
+                f = _falling_ratio(n1, s, mv + 1)
+                for xv in xs:
+                    f *= Fraction(n - counts.get(xv, 0), n)
+            else:
+                f = _falling_ratio(n1, s, mv)
+        num *= f
+    total = den + num
+    if total == 0:
+        raise ValueError("the knowledge has probability 0 (it contradicts the release)")
+    out = den / total
+    return out if exact else float(out)
+
+
+def _falling_ratio(n: int, s: int, m: int) -> Fraction:
+    """Pr(none of m given individuals holds σ) when s of n hold it uniformly: C(n−m,s)/C(n,s)."""
+    out = Fraction(1)
+    for i in range(m):
+        num = n - s - i
+        if num <= 0:
+            return Fraction(0)
+        out *= Fraction(num, n - i)
+    return out
+
+
+def _knowledge_probability_ms(rel: Release, sigma: Any, t: int, xs: list, u_by_group: dict,
+                              v_by_group: dict) -> float:
+    # every occurrence independently uniform over the group; u's exclude themselves
+    log_num = 0.0
+    den = 0.0
+    for g in set(u_by_group) | set(v_by_group) | {t}:
+        counts = dict(rel.profile(g))
+        n = int(rel.sizes[g])
+        ku = len(u_by_group.get(g, []))
+        mv = v_by_group.get(g, 0)
+        s = counts.get(sigma, 0)
+        n1 = n - ku
+        if s and n1 <= 0:
+            raise ValueError(f"u: every individual of group {g} lacks {sigma!r}, which occurs "
+                             "there: the knowledge is impossible")
+        if g == t:
+            if not s:
+                den = 0.0
+            elif n1 == 1:
+                den = 1.0
+            else:
+                den = -math.expm1(s * math.log1p(-1.0 / n1))
+            rest = n1 - 1 - mv
+            if s and rest <= 0:
+                log_num = -math.inf
+            elif s:
+                log_num += s * math.log1p(-(1 + mv) / n1)
+            for xv in xs:
+                cx = counts.get(xv, 0)
+                if cx:
+                    log_num += cx * math.log1p(-1.0 / n) if n > 1 else -math.inf
+        else:
+            if s and n1 - mv <= 0:
+                log_num = -math.inf
+            elif s:
+                log_num += s * math.log1p(-mv / n1)
+    num = math.exp(log_num) if log_num != -math.inf else 0.0
+    if den + num == 0:
+        raise ValueError("the knowledge has probability 0 (it contradicts the release)")
+    return den / (den + num)
+

@@ -1,0 +1,677 @@
+"""Privacy skyline (fastpriv.skyline) against the spec vectors and brute force."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+from decimal import Decimal, getcontext
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import fastpriv as fp
+from fastpriv import skyline as sky
+from fastpriv._kernels import skyline as K
+from tests import naive_skyline as N
+from tests.strategies import mvpi_groups, svpi_groups
+
+HERE = Path(__file__).resolve().parent
+SPEC_DIR = Path(os.environ.get("FASTPRIV_SPEC_DIR",
+                               Path(__file__).resolve().parents[2] / "shared" / "spec"))
+CASES = {"SVPI": "svpi", "MVPI-Set": "mvpi-set", "MVPI-Multiset": "mvpi-multiset"}
+CASE_ID = {"svpi": 0, "mvpi-set": 1, "mvpi-multiset": 2}
+
+
+def _vector_file() -> Path:
+    local = HERE / "vectors" / "chen.jsonl"
+    return local if local.exists() else SPEC_DIR / "vectors" / "chen.jsonl"
+
+
+VECTORS = [json.loads(line) for line in _vector_file().read_text().splitlines() if line.strip()]
+
+
+def vectors(kind):
+    return [pytest.param(v, id=v["id"]) for v in VECTORS if v["kind"] == kind]
+
+
+def F(x):
+    return math.inf if x["frac"] == "inf" else Fraction(x["frac"])
+
+
+def close(a, b, tol=1e-12):
+    if a == math.inf or b == math.inf:
+        return a == b
+    return math.isclose(float(a), float(b), rel_tol=tol, abs_tol=1e-300)
+
+
+def make_release(case, groups, sigma=None, sizes=None):
+    """Release from [{value: count}] (+ sizes for MVPI). A σ absent everywhere is added with
+    count 0, so that it is a value of the release (C5: BP = 0)."""
+    groups = [dict(g) for g in groups]
+    if sigma is not None and not any(g.get(sigma) for g in groups):
+        groups[0][sigma] = 0
+    if case == "svpi":
+        return fp.Release.from_groups(groups)
+    return fp.Release.from_groups(groups, sizes=list(sizes), case=case)
+
+
+def from_vector_release(case, release, sigma):
+    return make_release(case, [g["X"] for g in release], sigma, [g["n"] for g in release])
+
+
+def oracle_release(rel):
+    """The Release as the oracle's [(n, {value: count})]."""
+    return [(int(rel.sizes[g]), dict(rel.profile(g))) for g in range(rel.n_groups)]
+
+
+def test_local_vector_copy_matches_spec():
+    spec = SPEC_DIR / "vectors" / "chen.jsonl"
+    local = HERE / "vectors" / "chen.jsonl"
+    assert local.exists(), "tests/vectors/chen.jsonl must be committed"
+    if spec.exists():
+        assert local.read_bytes() == spec.read_bytes(), "tests/vectors/chen.jsonl is stale"
+
+
+# ================================================================= vectors
+@pytest.mark.parametrize("vec", vectors("breach_probability_grid"))
+def test_grid_vector(vec):
+    case = CASES[vec["input"]["case"]]
+    sigma = vec["input"]["sigma"]
+    rel = from_vector_release(case, vec["input"]["release"], sigma)
+    grid = vec["expected"]["grid"]
+    pts = [(e["l"], e["k"], e["m"], Fraction(1, 2)) for e in grid]
+    res = sky.check(rel, {sigma: pts})
+    if case != "mvpi-multiset":
+        res_x = sky.check(rel, {sigma: pts}, exact=True)
+        assert [p.safe for p in res_x] == [F(e["bp"]) < Fraction(1, 2) for e in grid]
+        assert [p.value for p in res_x] == [F(e["bp"]) for e in grid]
+    for e, pr in zip(grid, res.points):
+        l, k, m = e["l"], e["k"], e["m"]
+        bp, min_nr, ss = F(e["bp"]), F(e["min_nr"]), [F(x) for x in e["ss"]]
+        r = sky.breach_probability(rel, sigma, l, k, m)
+        assert close(r.value, bp) and close(r.min_nr, min_nr), (l, k, m)
+        assert all(close(a, b) for a, b in zip(r.statistics, ss)), (l, k, m)
+        # SkylineCheck evaluates the same helpers: identical floats
+        assert (pr.value, pr.statistics, pr.case_used) == (r.value, r.statistics, r.case_used)
+        if bp != Fraction(1, 2):   # float mode: ties are decided exactly only with exact=True
+            assert pr.safe == (bp < Fraction(1, 2))
+        assert close(sky.dp_breach_probability(rel, sigma, l, k, m).value, bp)
+        if case != "mvpi-multiset":
+            rx = sky.breach_probability(rel, sigma, l, k, m, exact=True)
+            assert (rx.value, rx.min_nr, list(rx.statistics)) == (bp, min_nr, ss)
+            if l + k + m <= 4:
+                assert sky.dp_breach_probability(rel, sigma, l, k, m, exact=True).value == bp
+            if rx.witness is not None:
+                got = sky.knowledge_probability(rel, sigma, **rx.witness.grounding(),
+                                                exact=True)
+                assert got == bp, (l, k, m, rx.witness)
+        elif r.witness is not None:
+            got = sky.knowledge_probability(rel, sigma, **r.witness.grounding())
+            assert close(got, bp), (l, k, m, r.witness)
+
+
+def _group_inputs(rel, sigma, g, l):
+    prof = rel.profile(g)
+    n = int(rel.sizes[g])
+    s = dict(prof).get(sigma, 0)
+    tops = [c for v, c in prof if v != sigma][:l]
+    pl = 1.0
+    for c in tops:
+        pl *= (n - c) / n
+    return n, s, sum(tops), pl, tops
+
+
+@pytest.mark.parametrize("vec", vectors("breach_probability_grid"))
+def test_per_group_formula_vector(vec):
+    case = CASES[vec["input"]["case"]]
+    sigma = vec["input"]["sigma"]
+    rel = from_vector_release(case, vec["input"]["release"], sigma)
+    cid = CASE_ID[case]
+    for g, gf in enumerate(vec["expected"]["per_group_formulas"]):
+        for key, val in gf["T"].items():
+            l, k = map(int, key.split(","))
+            n, s, big_s, pl, tops = _group_inputs(rel, sigma, g, l)
+            got = math.inf if s == 0 else K.t_value(n, s, big_s, k, cid, pl)   # C1
+            assert close(got, F(val)), (g, key)
+            if s and case != "mvpi-multiset":
+                assert sky._exact_t(case, n, s, tops, l, k) == F(val)
+        for key, val in gf["V"].items():
+            m, k = map(int, key.split(","))
+            n, s, *_ = _group_inputs(rel, sigma, g, 0)
+            assert close(K.v_value(n, s, m, k, cid), F(val)), (g, key)
+            if case != "mvpi-multiset":
+                assert sky._exact_v(n, s, m, k) == F(val)
+
+
+@pytest.mark.parametrize("vec", vectors("specific_knowledge"))
+def test_tom_example(vec):
+    inp = vec["input"]
+    sigma = inp["sigma"]
+    rel = from_vector_release("svpi", inp["release"], sigma)
+    orel = [(g["n"], g["X"]) for g in inp["release"]]
+    t = tuple(inp["target"])
+    expected = [F(p) for p in vec["expected"]["probabilities"]]
+    assert expected == [Fraction(1, 4), Fraction(1, 3), Fraction(1, 2), Fraction(2, 3)]
+    for know, want in zip(inp["knowledge_sequence"], expected):
+        x = know.get("x_not_in_t", [])
+        u = [(tuple(ind), y) for ind, y in know.get("u_values", [])]
+        v = [tuple(ind) for ind in know.get("v_family", [])]
+        assert N.joint_probability(orel, "svpi", sigma, t, x, u, v) == want
+        got = sky.knowledge_probability(rel, sigma, t=t[0], x=x, u=[(g, y) for (g, _), y in u],
+                                        v=[g for g, _ in v], exact=True)
+        assert got == want
+    # worst case of this release (spec examples)
+    assert sky.breach_probability(rel, sigma, 0, 0, 0, exact=True).value == Fraction(1, 2)
+    assert sky.breach_probability(rel, sigma, 1, 1, 0, exact=True).value == 1
+
+
+@pytest.mark.parametrize("vec", vectors("knowledge_skyline"))
+@pytest.mark.parametrize("exact", [True, False])
+def test_knowledge_skyline_vector(vec, exact):
+    inp = vec["input"]
+    case = CASES[inp["case"]]
+    rel = from_vector_release(case, inp["release"], inp["sigma"])
+    for item in vec["expected"]["skylines"]:
+        c = F(item["c"]) if exact else item["c"]["float"]
+        got = sky.knowledge_skyline(rel, inp["sigma"], c, exact=exact)
+        want = sorted(tuple(math.inf if x == "inf" else x for x in p) for p in item["skyline"])
+        assert list(got) == want, (item["c"], got)
+        assert got.caps == tuple(inp["caps"])
+
+
+@pytest.mark.parametrize("vec", vectors("merge_monotonicity_counterexample"))
+def test_merge_counterexamples(vec):
+    inp = vec["input"]
+    case = CASES[inp["case"]]
+    sigma = inp["sigma"]
+    exact = case != "mvpi-multiset"
+    vals = {}
+    for name in ("fine", "merged"):
+        rel = from_vector_release(case, inp[name], sigma)
+        vals[name] = sky.breach_probability(rel, sigma, inp["l"], inp["k"], inp["m"],
+                                            exact=exact).value
+        assert close(vals[name], F(vec["expected"][f"bp_{name}"]))
+        if exact:
+            assert vals[name] == F(vec["expected"][f"bp_{name}"])
+    assert vals["fine"] < vals["merged"]   # splitting LOWERS BP: Theorem 4 is SVPI-only
+
+
+@pytest.mark.parametrize("vec", vectors("multiset_model_contrast"))
+def test_multiset_sample_space(vec):
+    """Our multiset semantics is the labelled-occurrence one (bp_paper_model)."""
+    sigma = vec["input"]["sigma"]
+    rel = from_vector_release("mvpi-multiset", vec["input"]["release"], sigma)
+    orel = [(g["n"], g["X"]) for g in vec["input"]["release"]]
+    for e in vec["expected"]["grid"]:
+        got = sky.breach_probability(rel, sigma, e["l"], e["k"], e["m"]).value
+        assert close(got, F(e["bp_paper_model"]))
+        assert N.breach_probability(orel, "mvpi-multiset", sigma, e["l"], e["k"],
+                                    e["m"]) == F(e["bp_paper_model"])
+
+
+# ================================================================= brute force, hypothesis
+@st.composite
+def svpi_case(draw, max_people=5, max_groups=3, max_values=3):
+    groups = draw(svpi_groups(max_people=max_people, max_groups=max_groups,
+                              max_values=max_values))
+    sigma = draw(st.sampled_from(sorted({v for g in groups for v in g})))
+    return groups, sigma
+
+
+@st.composite
+def mvpi_case(draw, case, max_people=3, max_groups=2):
+    sizes, groups = draw(mvpi_groups(case=case, max_people=max_people, max_groups=max_groups,
+                                     max_values=3, max_count=3))
+    present = sorted({v for g in groups for v in g})
+    sigma = draw(st.sampled_from(present or ["a"]))
+    return sizes, groups, sigma
+
+
+def _compare_with_oracle(rel, sigma, lmax, kmax, mmax, exact):
+    orel = oracle_release(rel)
+    grid = N.breach_grid(orel, rel.case, sigma, lmax, kmax, mmax)
+    pts = [(l, k, m, 0.5) for (l, k, m) in grid]
+    res = sky.check(rel, {sigma: pts})
+    for (key, want), pr in zip(grid.items(), res.points):
+        r = sky.breach_probability(rel, sigma, *key, exact=exact)
+        if exact:
+            assert r.value == want, (key, r)
+        assert close(r.value, want), (key, r.value, want)
+        assert pr.value == sky.breach_probability(rel, sigma, *key).value
+        assert close(sky.dp_breach_probability(rel, sigma, *key).value, want)
+    # Theorem 2 and the DP on the oracle's own per-group quantities
+    key = (lmax, kmax, mmax)
+    mn, _ = N.theorem2(orel, rel.case, sigma, *key)
+    assert N.bp_from_min_nr(mn) == grid[key]
+    assert N.bp_from_min_nr(N.dp_min_nr(orel, rel.case, sigma, *key)) == grid[key]
+
+
+@given(svpi_case())
+def test_svpi_against_brute_force(data):
+    groups, sigma = data
+    rel = make_release("svpi", [{v: g.count(v) for v in set(g)} for g in groups])
+    _compare_with_oracle(rel, sigma, 2, 2, 2, exact=True)
+
+
+@given(mvpi_case("mvpi-set"))
+def test_set_against_brute_force(data):
+    sizes, groups, sigma = data
+    rel = make_release("mvpi-set", groups, sigma, sizes)
+    _compare_with_oracle(rel, sigma, 2, 2, 2, exact=True)
+
+
+@settings(max_examples=60)
+@given(mvpi_case("mvpi-multiset"))
+def test_multiset_against_brute_force(data):
+    sizes, groups, sigma = data
+    rel = make_release("mvpi-multiset", groups, sigma, sizes)
+    _compare_with_oracle(rel, sigma, 2, 2, 2, exact=False)
+
+
+@st.composite
+def any_case(draw, max_people=7, max_count=4):
+    case = draw(st.sampled_from(["svpi", "mvpi-set", "mvpi-multiset"]))
+    if case == "svpi":
+        groups, sigma = draw(svpi_case(max_people=max_people, max_groups=4, max_values=4))
+        rel = make_release("svpi", [{v: g.count(v) for v in set(g)} for g in groups])
+    else:
+        sizes, groups = draw(mvpi_groups(case=case, max_people=max_people, max_groups=4,
+                                         max_values=4, max_count=max_count))
+        present = sorted({v for g in groups for v in g})
+        sigma = draw(st.sampled_from(present or ["a"]))
+        rel = make_release(case, groups, sigma, sizes)
+    return rel, sigma
+
+
+@given(any_case(max_people=5, max_count=3), st.integers(0, 3), st.integers(0, 3),
+       st.integers(0, 3))
+def test_per_group_terms_against_brute_force(data, l, k, m):
+    rel, sigma = data
+    orel = oracle_release(rel)
+    cid = CASE_ID[rel.case]
+    for g in range(rel.n_groups):
+        n, s, big_s, pl, _ = _group_inputs(rel, sigma, g, l)
+        want_t = N.group_t(orel, rel.case, sigma, g, l, k)
+        got_t = math.inf if s == 0 else K.t_value(n, s, big_s, k, cid, pl)
+        assert close(got_t, want_t), (g, "T", got_t, want_t)
+        assert close(K.v_value(n, s, m, k, cid), N.group_v(orel, rel.case, sigma, g, m, k))
+
+
+@given(any_case(max_people=12), st.integers(0, 4), st.integers(0, 6), st.integers(0, 6))
+def test_witness_reproduces_breach_probability(data, l, k, m):
+    rel, sigma = data
+    exact = rel.case != "mvpi-multiset"
+    r = sky.breach_probability(rel, sigma, l, k, m, exact=exact)
+    if r.witness is None:
+        assert r.value == 0 and r.case_used is None
+        return
+    w = r.witness
+    assert len(w.x_values) <= l and w.n_u <= k and w.n_v <= m
+    got = sky.knowledge_probability(rel, sigma, **w.grounding(), exact=exact)
+    assert got == r.value if exact else close(got, r.value, 1e-9)
+    # the float path agrees with the exact one, the DP with Theorem 2
+    f = sky.breach_probability(rel, sigma, l, k, m)
+    assert close(f.value, r.value)
+    assert close(sky.dp_breach_probability(rel, sigma, l, k, m).min_nr, f.min_nr)
+
+
+@st.composite
+def grounding_case(draw):
+    rel, sigma = draw(any_case(max_people=5))
+    assume(rel.n_individuals <= 8)
+    G = rel.n_groups
+    t = draw(st.integers(0, G - 1))
+    room = [int(n) for n in rel.sizes]
+    room[t] -= 1
+    others = [v for v in rel.values if v != sigma]
+    x = draw(st.lists(st.sampled_from(others), unique=True, max_size=2)) if others else []
+    u, v = [], []
+    for _ in range(draw(st.integers(0, 2))):
+        g = draw(st.integers(0, G - 1))
+        if room[g] > 0:
+            room[g] -= 1
+            u.append((g, draw(st.sampled_from(rel.values))) if rel.case == "svpi" else g)
+    for _ in range(draw(st.integers(0, 2))):
+        g = draw(st.integers(0, G - 1))
+        if room[g] > 0:
+            room[g] -= 1
+            v.append(g)
+    return rel, sigma, t, x, u, v
+
+
+@settings(max_examples=60)
+@given(grounding_case())
+def test_knowledge_probability_against_joint_enumeration(data):
+    rel, sigma, t, x, u, v = data
+    orel = oracle_release(rel)
+    # name individuals: t first in its group, then u's, then v's
+    nxt = {}
+
+    def person(g):
+        i = nxt.get(g, 0)
+        nxt[g] = i + 1
+        return (g, i)
+
+    tt = person(t)
+    ou = [(person(g), y) for g, y in u] if rel.case == "svpi" else [person(g) for g in u]
+    ov = [person(g) for g in v]
+    if rel.case == "mvpi-multiset" and any(int(n) > 4 for n in rel.sizes):
+        return
+    want = N.joint_probability(orel, rel.case, sigma, tt, x, ou, ov)
+    if want is None:
+        with pytest.raises(ValueError, match="impossible|probability 0"):
+            sky.knowledge_probability(rel, sigma, t, x, u, v)
+        return
+    exact = rel.case != "mvpi-multiset"
+    got = sky.knowledge_probability(rel, sigma, t, x, u, v, exact=exact)
+    assert got == want if exact else close(got, want, 1e-12)
+
+
+@given(any_case(max_people=14), st.integers(0, 3), st.integers(0, 5), st.integers(0, 5))
+def test_monotone_in_l_k_m(data, l, k, m):
+    rel, sigma = data
+    pts = [(l, k, m, 1), (l + 1, k, m, 1), (l, k + 1, m, 1), (l, k, m + 1, 1)]
+    vals = [p.value for p in sky.check(rel, {sigma: pts})]
+    assert vals[1] >= vals[0] and vals[2] >= vals[0] and vals[3] >= vals[0]
+    if rel.case != "mvpi-multiset":
+        ex = [sky.breach_probability(rel, sigma, *p[:3], exact=True).value for p in pts]
+        assert min(ex[1:]) >= ex[0]
+
+
+@given(svpi_case(max_people=10, max_groups=3, max_values=4), st.integers(0, 3),
+       st.integers(0, 4), st.integers(0, 4), st.data())
+def test_theorem4_splitting_never_lowers_bp_svpi(data, l, k, m, draw):
+    groups, sigma = data
+    g = draw.draw(st.integers(0, len(groups) - 1))
+    assume(len(groups[g]) >= 2)
+    cut = draw.draw(st.integers(1, len(groups[g]) - 1))
+    order = draw.draw(st.permutations(groups[g]))
+    fine = groups[:g] + [list(order[:cut]), list(order[cut:])] + groups[g + 1:]
+    as_counts = lambda gs: [{v: x.count(v) for v in set(x)} for x in gs]   # noqa: E731
+    merged_rel = make_release("svpi", as_counts(groups))
+    fine_rel = make_release("svpi", as_counts(fine))
+    bp_m = sky.breach_probability(merged_rel, sigma, l, k, m, exact=True).value
+    bp_f = sky.breach_probability(fine_rel, sigma, l, k, m, exact=True).value
+    assert bp_f >= bp_m
+
+
+# ================================================================= SkylineCheck state
+def _random_release(rng, n_groups, case="svpi", values="abcdef"):
+    groups, sizes = [], []
+    for _ in range(n_groups):
+        n = rng.randint(1, 9)
+        if case == "svpi":
+            g = {}
+            for _ in range(n):
+                v = rng.choice(values)
+                g[v] = g.get(v, 0) + 1
+        else:
+            g = {v: rng.randint(0, n if case == "mvpi-set" else 5) for v in values
+                 if rng.random() < 0.6}
+        groups.append(g)
+        sizes.append(n)
+    return groups, sizes
+
+
+@settings(max_examples=40)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["svpi", "mvpi-set", "mvpi-multiset"]),
+       st.integers(1, 5))
+def test_state_split_and_merge_is_identical(seed, case, n_parts):
+    rng = random.Random(seed)
+    groups, sizes = _random_release(rng, rng.randint(1, 30), case)
+    skylines = {"a": [(1, 2, 1, 0.6), (0, 0, 0, 0.5)],
+                "*": [(0, 3, 2, 0.9), (2, 1, 0, Fraction(3, 4))]}
+    whole = make_release(case, groups, None, sizes)
+    want = sky.check(whole, skylines) if "a" in whole.values else None
+    part_of = [rng.randrange(n_parts) for _ in groups]
+    states = []
+    for p in range(n_parts):
+        idx = [i for i in range(len(groups)) if part_of[i] == p]
+        stp = sky.SkylineState(skylines, case=case)
+        if idx:
+            stp.update(make_release(case, [groups[i] for i in idx], None,
+                                    [sizes[i] for i in idx]), labels=idx)
+        states.append(stp)
+    rng.shuffle(states)
+    merged = states[0]
+    for other in states[1:]:
+        merged = merged.merge(other) if rng.random() < 0.5 else other.merge(merged)
+    if want is None:
+        with pytest.raises(ValueError, match="not a sensitive value"):
+            merged.result()
+        return
+    got = merged.result()
+    assert merged.n_groups == whole.n_groups
+
+    def key(res):
+        return sorted((repr(p.sigma), p.l, p.k, p.m, str(p.c), p.value, p.statistics,
+                       p.case_used, p.safe, p.groups) for p in res.points)
+
+    assert key(got) == key(want)
+
+
+def test_state_update_incrementally_and_parallel_identical():
+    rng = random.Random(7)
+    groups, _ = _random_release(rng, 3000)
+    rel = make_release("svpi", groups)
+    pts = {"*": [(l, k, m, 0.8) for l in range(3) for k in (0, 2, 5) for m in (0, 3)]}
+    seq = sky.check(rel, pts, parallel=False)
+    par = sky.check(rel, pts, parallel=True)
+    assert seq.to_dict() == par.to_dict()
+    st_ = sky.SkylineState(pts)
+    st_.update(make_release("svpi", groups[:1000]), labels=range(1000))
+    st_.update(make_release("svpi", groups[1000:]), labels=range(1000, 3000))
+    assert st_.result().to_dict() == seq.to_dict()
+    for p in seq.points[:10]:
+        r = sky.breach_probability(rel, p.sigma, p.l, p.k, p.m)
+        assert (r.value, r.statistics) == (p.value, p.statistics)
+
+
+def test_check_forms_and_results():
+    rel = fp.Release.from_groups([["AIDS", "AIDS", "Flu", "Flu"],
+                                  ["AIDS", "Cancer", "Flu", "Flu"]])
+    res = sky.check(rel, [(0, 0, 0, 0.5), (0, 0, 0, 0.75)])   # every value
+    assert len(res) == 2 * rel.n_values
+    by = res.by_sigma()
+    assert [p.safe for p in by["AIDS"]] == [False, True]      # BP = 1/2: strict <
+    assert not res.safe and len(res.violations) >= 1
+    res2 = sky.check(rel, {"AIDS": [(0, 0, 0, 0.75)], "*": [(1, 1, 0, 1.0)]})
+    assert [(p.sigma, p.l) for p in res2.points][:2] == [("AIDS", 0), ("AIDS", 1)]
+    d = res2.to_dict()
+    assert json.loads(json.dumps(d)) == d
+    ex = sky.check(rel, {"AIDS": [(0, 0, 0, Fraction(1, 2)), (1, 1, 0, 1)]}, exact=True)
+    assert [p.value for p in ex] == [Fraction(1, 2), 1] and not ex.safe
+    # dict points
+    assert sky.check(rel, {"Flu": [{"l": 0, "k": 0, "m": 0, "c": 0.9}]}).safe
+
+
+def test_c_equal_one_and_underflow():
+    # V = prod (1000-i)/(2000-i), i < 900, underflows float64 but is > 0: BP < 1 exactly
+    rel = fp.Release.from_groups([{"s": 1000, "a": 1000}])
+    r = sky.check(rel, {"s": [(0, 0, 900, 1), (0, 0, 1001, 1), (0, 0, 900, 0.999)]})
+    assert [p.safe for p in r] == [True, False, False]
+    assert r.points[0].value == 1.0 and r.points[0].min_nr > 0
+    assert r.points[1].min_nr == 0.0
+    assert sky.dp_breach_probability(rel, "s", 0, 0, 900).min_nr > 0
+
+
+def test_multiset_numerics_large_groups():
+    """1 − q^s cancels for large n; the log1p/expm1 form keeps full precision."""
+    getcontext().prec = 60
+    n, s, S, k = 10**9, 3, 5, 7
+    got = K.t_value(n, s, S, k, 2, 1.0)
+    D = Decimal
+    q = (D(n - k - 1) / D(n - k)) ** s
+    want = (D(n - 1) / D(n)) ** S * q / (1 - q)
+    assert abs(D(got) / want - 1) < D("1e-13")
+    v = K.v_value(n, s, 10, k, 2)
+    assert abs(D(v) / ((D(n - k - 10) / D(n - k)) ** s) - 1) < D("1e-14")
+    rel = fp.Release.from_groups([{"s": 3, "a": 5}], sizes=[10**9], case="mvpi-multiset")
+    assert close(sky.breach_probability(rel, "s", 1, 7, 0).min_nr, float(want), 1e-12)
+
+
+def test_long_v_products_log_space():
+    # m > 64 switches to a log1p sum; compare with the exact product
+    n, s, m, k = 5000, 40, 300, 11
+    want = Fraction(1)
+    for i in range(m):
+        want *= Fraction(n - s - k - i, n - k - i)
+    assert close(K.v_value(n, s, m, k, 0), want, 1e-11)
+
+
+# ================================================================= knowledge skyline
+@settings(max_examples=40)
+@given(any_case(max_people=7), st.fractions(min_value=Fraction(1, 10), max_value=1,
+                                              max_denominator=12))
+def test_knowledge_skyline_equals_corrected_a7(data, c):
+    rel, sigma = data
+    assume(rel.case != "mvpi-multiset")
+    got = sky.knowledge_skyline(rel, sigma, c, exact=True)
+    l_cap, k_cap, m_cap = got.caps
+
+    def bp(l, k, m):
+        return sky.breach_probability(rel, sigma, l, k, m, exact=True).value
+
+    assert list(got) == N.knowledge_skyline_a7(bp, c, l_cap, k_cap, m_cap)
+    for p in got:   # every reported point is safe, with caps standing for "any"
+        q = [cap if x == math.inf else x for x, cap in zip(p, got.caps)]
+        assert bp(*q) < c
+
+
+def test_knowledge_skyline_every_sigma_and_float():
+    rel = fp.Release.from_groups([["AIDS", "AIDS", "Flu", "Flu"],
+                                  ["AIDS", "Cancer", "Flu", "Flu"]])
+    allsky = sky.knowledge_skylines(rel, 0.9)
+    assert set(allsky) == set(rel.values)
+    assert list(allsky["AIDS"]) == [(0, 0, 1), (0, 1, 0)]
+    assert allsky["AIDS"] == sky.knowledge_skyline(rel, "AIDS", 0.9)
+    assert sky.knowledge_skyline(rel, None, 0.9)["Flu"] == allsky["Flu"]
+    d = allsky["AIDS"].to_dict()
+    assert d["points"] == [[0, 0, 1], [0, 1, 0]] and d["caps"] == [2, 8, 8]
+    # c = 1: safe unless BP = 1
+    full = sky.knowledge_skyline(rel, "Cancer", 1)
+    for p in full:
+        q = [cap if x == math.inf else x for x, cap in zip(p, full.caps)]
+        assert sky.breach_probability(rel, "Cancer", *q).value < 1
+
+
+def test_knowledge_skyline_reports_inf_at_caps():
+    # MVPI-Set: knowing every other value of t's group still leaves T > 0 -> ℓ = inf.
+    # (In SVPI, excluding all other values of t's group forces σ: BP(ℓ_cap,0,0) = 1.)
+    rel = fp.Release.from_groups([{"s": 1, "a": 2}], sizes=[10], case="mvpi-set")
+    for exact in (False, True):
+        ks = sky.knowledge_skyline(rel, "s", 0.5, exact=exact)
+        assert ks.caps == (1, 10, 10)
+        assert all(p[0] == math.inf for p in ks) and len(ks) >= 2
+        assert ks[0] == (math.inf, 0, 7) and ks[-1] == (math.inf, 7, 0)
+        for p in ks:
+            q = [cap if x == math.inf else x for x, cap in zip(p, ks.caps)]
+            assert sky.breach_probability(rel, "s", *q).value < 0.5
+    rel0 = make_release("svpi", [{"a": 3}], "s")    # σ occurs nowhere: BP = 0 (C5)
+    assert list(sky.knowledge_skyline(rel0, "s", 0.1)) == [(math.inf, math.inf, math.inf)]
+    assert sky.breach_probability(rel0, "s", 3, 3, 3).value == 0.0
+    assert sky.breach_probability(rel0, "s", 3, 3, 3, exact=True).value == 0
+
+
+# ================================================================= errors
+def test_input_errors():
+    rel = fp.Release.from_groups([["a", "b"], ["a", "c"]])
+    with pytest.raises(ValueError, match="sigma: 'zz' is not a sensitive value.*'a', 'b', 'c'"):
+        sky.breach_probability(rel, "zz", 0, 0, 0)
+    for bad in ({"l": -1}, {"k": -2}, {"m": -1}):
+        args = {"l": 0, "k": 0, "m": 0, **bad}
+        with pytest.raises(ValueError, match=f"{next(iter(bad))} must be >= 0"):
+            sky.breach_probability(rel, "a", **args)
+    with pytest.raises(TypeError, match="l must be an integer"):
+        sky.breach_probability(rel, "a", 1.5, 0, 0)
+    for c in (0, 1.5, -0.1):
+        with pytest.raises(ValueError, match="c must be in"):
+            sky.knowledge_skyline(rel, "a", c)
+        with pytest.raises(ValueError, match="c must be in"):
+            sky.check(rel, {"a": [(0, 0, 0, c)]})
+    with pytest.raises(ValueError, match="skylines: 'q' is not a sensitive value"):
+        sky.check(rel, {"q": [(0, 0, 0, 0.5)]})
+    with pytest.raises(TypeError, match="tuple \\(l, k, m, c\\)"):
+        sky.check(rel, {"a": [(0, 0, 0)]})
+    with pytest.raises(TypeError, match="skylines must be"):
+        sky.check(rel, 3)
+    with pytest.raises(TypeError, match="rel must be a fastpriv.Release"):
+        sky.breach_probability([["a"]], "a", 0, 0, 0)
+    ms = fp.Release.from_groups([{"a": 2}], sizes=[2], case="mvpi-multiset")
+    with pytest.raises(ValueError, match="exact=True is available for the 'svpi' and "
+                                         "'mvpi-set' cases only"):
+        sky.breach_probability(ms, "a", 0, 0, 0, exact=True)
+    with pytest.raises(ValueError, match="exact=True"):
+        sky.knowledge_skyline(ms, "a", 0.5, exact=True)
+    with pytest.raises(ValueError, match="exact=True"):
+        sky.dp_breach_probability(ms, "a", 0, 0, 0, exact=True)
+    with pytest.raises(ValueError, match="names 3 distinct ones"):
+        sky.knowledge_probability(rel, "a", 0, u=[(0, "b"), (0, "a")])
+    with pytest.raises(ValueError, match="x: the excluded values must differ from sigma"):
+        sky.knowledge_probability(rel, "a", 0, x=["a"])
+    st_ = sky.SkylineState({"a": [(0, 0, 0, 0.5)]})
+    st_.update(rel)
+    with pytest.raises(ValueError, match="case"):
+        st_.update(ms)
+    with pytest.raises(ValueError, match="different skylines"):
+        st_.merge(sky.SkylineState({"a": [(0, 0, 1, 0.5)]}))
+
+
+def test_results_serialize():
+    rel = fp.Release.from_groups([["AIDS", "AIDS", "Flu", "Flu"],
+                                  ["AIDS", "Cancer", "Flu", "Flu"]])
+    for exact in (False, True):
+        r = sky.breach_probability(rel, "AIDS", 1, 2, 1, exact=exact)
+        d = r.to_dict()
+        assert json.loads(json.dumps(d)) == d
+        assert d["case_used"] in sky.TERMS and d["witness"]["t_group"] in (0, 1)
+        dp = sky.dp_breach_probability(rel, "AIDS", 1, 2, 1, exact=exact)
+        assert dp.value == r.value if exact else close(dp.value, r.value)
+        assert json.loads(json.dumps(dp.to_dict())) == dp.to_dict()
+
+
+def test_witness_names_rows_of_table_release():
+    import pyarrow as pa
+
+    table = pa.table({"gid": [1, 1, 1, 2, 2, 2, 2], "d": ["x", "y", "y", "x", "x", "z", "y"]})
+    rel = fp.Release.from_table(table, sensitive="d", group="gid")
+    r = sky.breach_probability(rel, "x", 1, 1, 1)
+    w = r.witness
+    assert w.group_labels["t"] == rel.group_labels[w.t_group]
+    assert set(rel.rows_of_group(w.t_group)) <= set(range(7))
+    assert sky.knowledge_probability(rel, "x", **w.grounding()) == pytest.approx(r.value)
+
+
+# ================================================================= CLI
+def test_cli_skyline(tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from fastpriv.cli import main
+
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"g": [0, 0, 0, 0, 1, 1, 1, 1],
+                             "d": ["AIDS", "AIDS", "Flu", "Flu", "AIDS", "Cancer", "Flu",
+                                   "Flu"]}), path)
+    out = tmp_path / "o.json"
+    rc = main(["skyline", str(path), "--sensitive", "d", "--group", "g", "--sigma", "AIDS",
+               "--c", "0.9", "--point", "0,0,0,0.5", "--point", "0,1,0,0.9", "--json",
+               str(out)])
+    text = capsys.readouterr().out
+    assert rc == 1   # a point is violated
+    assert "(0, 0, 1)" in text or "0  0  1" in text
+    data = json.loads(out.read_text())
+    assert data["skylines"]["AIDS"]["points"] == [[0, 0, 1], [0, 1, 0]]
+    assert [p["safe"] for p in data["check"]["points"]] == [False, True]
+    rc = main(["skyline", str(path), "--sensitive", "d", "--group", "g", "--all-sigma",
+               "--c", "0.9"])
+    assert rc == 0 and "Cancer" in capsys.readouterr().out
+    rc = main(["skyline", str(path), "--sensitive", "d", "--group", "g", "--sigma", "nope",
+               "--c", "0.9"])
+    assert rc == 2 and "not a sensitive value" in capsys.readouterr().err
