@@ -1,0 +1,663 @@
+"""(c,k)-safety: worst-case disclosure against k pieces of background knowledge.
+
+Martin, Kifer, Machanavajjhala, Gehrke, Halpern, *Worst-Case Background Knowledge for
+Privacy-Preserving Data Publishing*, ICDE 2007 (spec: ``ck_safety.md``).
+
+An adversary knows the release B (which individuals are in each bucket and the bucket's
+multiset of sensitive values, SVPI) and k pieces of background knowledge. Two languages:
+
+* ``knowledge="implications"`` — conjunctions of k basic implications (the paper's L^k_basic;
+  any property of the table is expressible). By Theorem 9 the worst case is k simple
+  implications A_i → A with a common consequent, and
+
+      max disclosure = 1 / (1 + R*(k)),
+      R*(k) = min over A's bucket j and h_0 + … + h_{|B|-1} = k of
+              (n_j / n_j(s^0)) · M1(b_j, h_j + 1) · ∏_{i≠j} M1(b_i, h_i)
+
+  with M1 the per-bucket minimum of Lemma 12 (MINIMIZE1) and the cross-bucket minimum the
+  *corrected* MINIMIZE2 of the spec.
+* ``knowledge="negations"`` — k negated atoms "t_p[S] ≠ s" (ℓ-diversity-style):
+  max disclosure = max_b n_b(s^0) / (n_b − Σ_{j=1..k} n_b(s^j)).
+
+A release is **(c,k)-safe** when the maximum disclosure is **< c** (equal is unsafe).
+
+How it is computed (see :mod:`fastpriv._kernels.ck_safety`): the frequency profiles of the
+release (``rel.indptr/codes/counts``, already sorted by count) are de-duplicated by
+(n_b, top-(k+1) counts); bounds discard profiles that cannot be among the k+1 best buckets
+for any number of atoms; M1 is computed for the rest by an O(k³) DP; a knapsack with
+back-pointers runs on at most ~k² candidate buckets. A whole curve k = 0..K costs the same as
+its last point. Float64 throughout (products of ≤ 2k+2 ratios of integers); ``exact=True``
+redoes the final stage with :class:`fractions.Fraction`.
+
+Max disclosure is never 0: every SVPI bucket has a most frequent value, so it is at least
+max_b n_b(s^0)/n_b > 0 and R* is always finite (≤ n_b/n_b(s^0) − 1 … ≤ max n_b).
+
+Examples
+--------
+>>> import fastpriv as fp
+>>> rel = fp.Release.from_groups([["flu", "lung_cancer", "mumps", "flu", "lung_cancer"],
+...                               ["flu", "breast_cancer", "flu", "heart_disease",
+...                                "ovarian_cancer"]])
+>>> [str(fp.ck_safety.max_disclosure(rel, k, exact=True).value) for k in range(4)]
+['2/5', '2/3', '1', '1']
+
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from ._validation import check_choice, check_int, check_threshold, kernel_array
+
+__all__ = [
+    "KNOWLEDGE",
+    "Atom",
+    "Witness",
+    "DisclosureResult",
+    "max_disclosure",
+    "disclosure_curve",
+    "is_safe",
+    "max_safe_k",
+]
+
+#: The two background-knowledge languages.
+KNOWLEDGE = ("implications", "negations")
+
+# Bounds prune profiles before the exact M1 DP when there are at least this many distinct
+# profiles and k + 1 >= _PRUNE_MIN_H (below, the O(k³) DP vectorised over profiles costs
+# about as little as the bounds themselves; measured in benchmarks/bench_ck_safety.py).
+_PRUNE_MIN_PROFILES = 4096
+_PRUNE_MIN_H = 16
+# Relative distance below which a float comparison is re-decided with Fractions.
+_TIE_RTOL = 1e-9
+
+
+# ============================================================================ results
+@dataclass(frozen=True)
+class Atom:
+    """The atom "person ``person`` of group ``group`` has sensitive value ``value``".
+
+    ``person`` is an index 0..n_g−1 inside the group (people of a group are exchangeable,
+    so any distinct people realise the witness); ``row`` is the input row of that person
+    when the release was built from a table (the ``person``-th row of the group), else None.
+    """
+
+    group: int
+    person: int
+    value: Any
+    group_label: Any = None
+    row: int | None = None
+
+    def __str__(self) -> str:
+        who = f"person {self.person} of group {self.group_label!r}"
+        if self.row is not None:
+            who += f" (row {self.row})"
+        return f"{who} has {self.value!r}"
+
+    def to_dict(self) -> dict:
+        """JSON-ready form."""
+        return {"group": self.group, "group_label": _jsonable(self.group_label),
+                "person": self.person, "value": _jsonable(self.value), "row": self.row}
+
+
+@dataclass(frozen=True)
+class Witness:
+    """Atoms realising the worst case (Lemma 12's structure).
+
+    For ``knowledge="implications"`` the adversary's knowledge is ∧_i (A_i → A) with A =
+    ``consequent`` and A_i = ``antecedents`` (equivalently: "A, or none of the A_i"). Person
+    i of a bucket with k_i atoms gets the atoms s^0 … s^{k_i−1} of that bucket; A is the
+    first atom of person 0 of its bucket. For ``knowledge="negations"`` the knowledge is
+    ∧_i ¬A_i with A_i = ``antecedents`` (all on the consequent's person).
+
+    Atoms on values that do not occur in their bucket (they arise only when k exceeds what is
+    needed to reach disclosure 1) are trivially true knowledge and are left out, so
+    ``antecedents`` may hold fewer than k atoms.
+    """
+
+    knowledge: str
+    consequent: Atom
+    antecedents: tuple[Atom, ...]
+    groups: tuple[int, ...]
+    group_labels: tuple[Any, ...]
+
+    def formulas(self) -> list[str]:
+        """Return the knowledge as readable formulas."""
+        if self.knowledge == "negations":
+            return [f"NOT ({a})" for a in self.antecedents]
+        return [f"({a}) -> ({self.consequent})" for a in self.antecedents]
+
+    def to_dict(self) -> dict:
+        """JSON-ready form (atoms, groups and readable formulas)."""
+        return {"knowledge": self.knowledge, "consequent": self.consequent.to_dict(),
+                "antecedents": [a.to_dict() for a in self.antecedents],
+                "groups": list(self.groups),
+                "group_labels": [_jsonable(x) for x in self.group_labels],
+                "formulas": self.formulas()}
+
+
+@dataclass(frozen=True)
+class DisclosureResult:
+    """Maximum disclosure of a release against k pieces of knowledge.
+
+    Attributes
+    ----------
+    value : float or Fraction
+        max over atoms A and knowledge φ of Pr(A | B ∧ φ) = 1 / (1 + min_ratio).
+    min_ratio : float or Fraction
+        R* (implications: the minimised Pr(¬A ∧ ∧¬A_i | B) / Pr(A | B); negations: the same
+        ratio 1/value − 1 for the worst bucket).
+    witness : Witness
+        Atoms realising ``value``.
+    k : int
+    knowledge : str
+    exact : bool
+        Whether ``value``/``min_ratio`` are exact Fractions.
+
+    """
+
+    value: Any
+    min_ratio: Any
+    witness: Witness
+    k: int
+    knowledge: str
+    exact: bool = False
+
+    def to_dict(self) -> dict:
+        """JSON-ready form; Fractions become ``{"frac": "p/q", "float": x}``."""
+        return {"model": "ck_safety", "knowledge": self.knowledge, "k": self.k,
+                "value": _num(self.value), "min_ratio": _num(self.min_ratio),
+                "exact": self.exact, "witness": self.witness.to_dict()}
+
+
+def _num(x: Any) -> Any:
+    if isinstance(x, Fraction):
+        return {"frac": f"{x.numerator}/{x.denominator}" if x.denominator != 1
+                else str(x.numerator), "float": float(x)}
+    return float(x)
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, tuple):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.generic):
+        return x.item()
+    if x is None or isinstance(x, (str, int, float, bool)):
+        return x
+    return str(x)
+
+
+# ============================================================================ validation
+def _check_release(rel: Any) -> Any:
+    from .release import SVPI, Release
+
+    if not isinstance(rel, Release):
+        raise TypeError(f"rel must be a fastpriv.Release, got {type(rel).__name__}")
+    if rel.case != SVPI:
+        raise ValueError(f"rel: (c,k)-safety is defined for SVPI releases only (one sensitive "
+                         f"value per individual, Martin et al.); this release is {rel.case!r}")
+    return rel
+
+
+def _check_knowledge(knowledge: Any) -> str:
+    if not isinstance(knowledge, str):
+        raise TypeError(f"knowledge must be a string, one of {', '.join(map(repr, KNOWLEDGE))};"
+                        f" got {type(knowledge).__name__}")
+    return check_choice(knowledge, "knowledge", KNOWLEDGE)
+
+
+def _exact_threshold(c: Any) -> Fraction:
+    """C as an exact Fraction; floats are read as the decimal they print as (0.8 → 4/5)."""
+    if isinstance(c, Fraction):
+        return c
+    if isinstance(c, numbers.Integral):
+        return Fraction(int(c))
+    if isinstance(c, numbers.Rational):
+        return Fraction(int(c.numerator), int(c.denominator))
+    return Fraction(repr(float(c)))
+
+
+# ============================================================================ core
+class _Profiles:
+    """The release's arrays, normalised once for the kernels."""
+
+    def __init__(self, rel: Any) -> None:
+        self.rel = rel
+        self.indptr = kernel_array(rel.indptr, np.int64)
+        self.counts = kernel_array(rel.counts, np.int64)
+        self.sizes = kernel_array(rel.sizes, np.int64)
+        # disclosure is 1 for every k >= min_b d_b - 1 (one person, every value of a bucket)
+        self.saturation_k = int(rel.distinct.min()) - 1
+
+
+def _m1_exact(n: int, top: list[int], H: int) -> tuple[list[Fraction], Any]:
+    """Exact M1(h), h = 0..H, and a function returning the arg-min partition of h.
+
+    Same recurrence as the fast kernel (B_i(m, r) = min(B_i(m−1, r),
+    f(i, m)·B_{i+1}(min(m, r−m), r−m))), in Fractions, memoised; None stands for +inf.
+    """
+    pref = [0]
+    for j in range(H):
+        pref.append(pref[-1] + (top[j] if j < len(top) else 0))
+    memo: dict[tuple[int, int, int], tuple[Any, int]] = {}
+
+    def f(i: int, m: int) -> Fraction:
+        num = n - i - pref[m]
+        return Fraction(num, n - i) if num > 0 else Fraction(0)
+
+    def B(i: int, m: int, r: int) -> tuple[Any, int]:
+        # returns (value, first part) ; value None = infeasible
+        if r == 0:
+            return Fraction(1), 0
+        if i >= n or m == 0:
+            return None, 0
+        key = (i, m, r)
+        got = memo.get(key)
+        if got is not None:
+            return got
+        best, arg = B(i, m - 1, r)
+        if m <= r:
+            rem = r - m
+            sub, _ = B(i + 1, min(m, rem), rem)
+            if sub is not None:
+                cand = f(i, m) * sub
+                if best is None or cand < best:
+                    best, arg = cand, m
+        memo[key] = (best, arg)
+        return best, arg
+
+    def partition(h: int) -> list[int]:
+        parts: list[int] = []
+        i, m, r = 0, h, h
+        while r > 0:
+            _, first = B(i, m, r)
+            parts.append(first)
+            r -= first
+            m = min(first, r)
+            i += 1
+        return parts
+
+    # fill bottom-up (persons from the last, sums from small) to keep the recursion shallow
+    for i in range(min(H, n) - 1, -1, -1):
+        for r in range(1, H - i + 1):
+            B(i, r, r)
+    vals = [Fraction(1)] + [B(0, h, h)[0] for h in range(1, H + 1)]
+    return vals, partition
+
+
+def _argmin_partition(n: int, top: list[int], h: int) -> list[int]:
+    """Return an arg-min partition of M1(h) (exact): the atoms per person of Lemma 12."""
+    _, partition = _m1_exact(n, top, h)
+    return partition(h)
+
+
+def _implications(prof: _Profiles, K: int, *, exact: bool, witness_t: int | None,
+                  prune: bool | None = None) -> tuple[list, list | None]:
+    """Compute R*(t) for t = 0..K (floats, or Fractions when exact) and a witness structure.
+
+    The structure (at ``witness_t``) is a list of (group, h, is_A): bucket, number of atoms
+    there and whether it holds A.
+    """
+    from ._kernels.ck_safety import (
+        dedupe_profiles,
+        knapsack_candidates,
+        m1_profiles,
+        prune_profiles,
+        select_candidates,
+    )
+
+    sat = prof.saturation_k
+    Keff = min(K, sat)
+    H = Keff + 1
+    pid, keys, mult = dedupe_profiles(prof.indptr, prof.counts, prof.sizes, H)
+    P = keys.shape[0]
+    keys_k = kernel_array(keys, np.int64)
+    mult_k = kernel_array(mult, np.int64)
+    if prune is None:
+        prune = P >= _PRUNE_MIN_PROFILES and H >= _PRUNE_MIN_H
+    if prune:
+        keep = prune_profiles(keys_k, mult_k, Keff)
+        rows = np.flatnonzero(keep).astype(np.int64)
+    else:
+        rows = np.arange(P, dtype=np.int64)
+    rows_k = kernel_array(rows, np.int64)
+    u = m1_profiles(keys_k, rows_k, H)
+    copies = select_candidates(kernel_array(u, np.float64), keys_k, rows_k, mult_k, Keff,
+                               float(_TIE_RTOL if exact else 0.0))
+    cand_q = np.repeat(np.arange(rows.shape[0], dtype=np.int64), copies)
+    # copy index of each candidate within its profile (0, 1, …)
+    starts = np.cumsum(copies) - copies
+    copy_idx = np.arange(cand_q.shape[0], dtype=np.int64) - np.repeat(starts, copies)
+    cand_p = rows[cand_q]
+    if exact:
+        R, sol = _exact_knapsack(keys, cand_p, Keff, witness_t)
+    else:
+        uc = kernel_array(u[cand_q], np.float64)
+        ratio = kernel_array(keys[cand_p, 0] / keys[cand_p, 1], np.float64)
+        V, hu, hv, av = knapsack_candidates(uc, ratio, Keff)
+        R = [float(x) for x in V]
+        sol = None
+        if witness_t is not None:
+            sol = _backtrack(hu, hv, av, min(witness_t, Keff))
+    R = R + [Fraction(0) if exact else 0.0] * (K - Keff)
+    if sol is None:
+        return R, None
+    # map candidate indices to groups
+    out = []
+    groups_of: dict[int, np.ndarray] = {}
+    for j, h, is_a in sol:
+        p = int(cand_p[j])
+        if p not in groups_of:
+            groups_of[p] = np.flatnonzero(pid == p)
+        g = int(groups_of[p][copy_idx[j]])
+        out.append((g, h, is_a))
+    return R, out
+
+
+def _backtrack(hu: np.ndarray, hv: np.ndarray, av: np.ndarray, t: int) -> list:
+    sol = []
+    in_v = True
+    for j in range(hu.shape[0] - 1, -1, -1):
+        if in_v:
+            h = int(hv[j, t])
+            if av[j, t]:
+                sol.append((j, h, True))
+                in_v = False
+            elif h:
+                sol.append((j, h, False))
+        else:
+            h = int(hu[j, t])
+            if h:
+                sol.append((j, h, False))
+        t -= h
+    return sol[::-1]
+
+
+def _exact_knapsack(keys: np.ndarray, cand_p: np.ndarray, K: int,
+                    witness_t: int | None) -> tuple[list, list | None]:
+    H = K + 1
+    cache: dict[int, list[Fraction]] = {}
+    us, ratios = [], []
+    for p in cand_p.tolist():
+        if p not in cache:
+            row = keys[p].tolist()
+            cache[p], _ = _m1_exact(row[0], row[1:], H)
+        us.append(cache[p])
+        ratios.append(Fraction(int(keys[p, 0]), int(keys[p, 1])))
+    U: list[Any] = [Fraction(1)] + [None] * K
+    V: list[Any] = [None] * (K + 1)
+    back = []
+    for u, rj in zip(us, ratios, strict=True):
+        nb = []
+        for t in range(K, -1, -1):
+            nu = nv = None
+            bu = bv = 0
+            ba = False
+            for h in range(t + 1):
+                x = U[t - h]
+                if x is not None:
+                    c = x * u[h]
+                    if nu is None or c < nu:
+                        nu, bu = c, h
+                    c = x * rj * u[h + 1]
+                    if nv is None or c < nv:
+                        nv, bv, ba = c, h, True
+                y = V[t - h]
+                if y is not None:
+                    c = y * u[h]
+                    if nv is None or c < nv:
+                        nv, bv, ba = c, h, False
+            U[t], V[t] = nu, nv
+            nb.append((t, bu, bv, ba))
+        back.append({t: (bu, bv, ba) for t, bu, bv, ba in nb})
+    sol = None
+    if witness_t is not None:
+        t = min(witness_t, K)
+        sol = []
+        in_v = True
+        for j in range(len(back) - 1, -1, -1):
+            bu, bv, ba = back[j][t]
+            if in_v:
+                h = bv
+                if ba:
+                    sol.append((j, h, True))
+                    in_v = False
+                elif h:
+                    sol.append((j, h, False))
+            else:
+                h = bu
+                if h:
+                    sol.append((j, h, False))
+            t -= h
+        sol = sol[::-1]
+    return list(V), sol
+
+
+def _group_top(rel: Any, g: int, H: int) -> tuple[int, list[int], list[int]]:
+    a, b = int(rel.indptr[g]), int(rel.indptr[g + 1])
+    counts = rel.counts[a:b].tolist()
+    codes = rel.codes[a:b].tolist()
+    return int(rel.sizes[g]), counts[:H], codes[:H]
+
+
+def _atom(rel: Any, g: int, person: int, code: int) -> Atom:
+    row = None
+    if rel.row_group is not None:
+        row = int(rel.rows_of_group(g)[person])
+    return Atom(group=g, person=person, value=rel.values[code],
+                group_label=rel.group_labels[g], row=row)
+
+
+def _implication_witness(rel: Any, sol: list) -> Witness:
+    consequent = None
+    antecedents: list[Atom] = []
+    groups: list[int] = []
+    for g, h, is_a in sol:
+        atoms_h = h + 1 if is_a else h
+        n, counts, codes = _group_top(rel, g, atoms_h)
+        parts = _argmin_partition(n, counts, atoms_h)
+        groups.append(g)
+        for person, m in enumerate(parts):
+            for j in range(m):
+                if j >= len(codes):  # value absent from the bucket: trivially true, omit
+                    break
+                atom = _atom(rel, g, person, codes[j])
+                if is_a and person == 0 and j == 0:
+                    consequent = atom
+                else:
+                    antecedents.append(atom)
+    assert consequent is not None
+    order = sorted(set(groups), key=groups.index)
+    return Witness("implications", consequent, tuple(antecedents), tuple(order),
+                   tuple(rel.group_labels[g] for g in order))
+
+
+def _negation_witness(rel: Any, g: int, k: int) -> Witness:
+    n, counts, codes = _group_top(rel, g, k + 1)
+    cons = _atom(rel, g, 0, codes[0])
+    ants = tuple(_atom(rel, g, 0, c) for c in codes[1:k + 1])
+    return Witness("negations", cons, ants, (g,), (rel.group_labels[g],))
+
+
+def _negations(prof: _Profiles, K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    from ._kernels.ck_safety import negation_curve
+
+    Keff = min(K, max(prof.saturation_k, 0))
+    num, den, grp = negation_curve(prof.indptr, prof.counts, prof.sizes, Keff)
+    if K > Keff:
+        pad = K - Keff
+        num = np.concatenate([num, np.full(pad, num[-1])])
+        den = np.concatenate([den, np.full(pad, den[-1])])
+        grp = np.concatenate([grp, np.full(pad, grp[-1])])
+    return num, den, grp
+
+
+# ============================================================================ public API
+def max_disclosure(rel: Any, k: int, knowledge: str = "implications", *,
+                   exact: bool = False) -> DisclosureResult:
+    """Maximum disclosure of ``rel`` against ``k`` pieces of background knowledge.
+
+    Parameters
+    ----------
+    rel : Release
+        An SVPI release (built from groups, a table, counts or a stream).
+    k : int
+        Number of basic implications (``"implications"``) or negated atoms
+        (``"negations"``) the adversary knows, ``k >= 0``.
+    knowledge : {"implications", "negations"}
+        The adversary's knowledge language.
+    exact : bool, default False
+        Return ``value`` and ``min_ratio`` as :class:`fractions.Fraction`.
+
+    Returns
+    -------
+    DisclosureResult
+        ``value`` = 1 / (1 + R*), ``min_ratio`` = R*, ``witness`` = realising atoms.
+
+    Notes
+    -----
+    Implications (Theorem 9, Lemma 12, corrected MINIMIZE2 of the spec)::
+
+        R*(k) = min_{j, Σ h_i = k} (n_j / n_j(s^0)) · M1(b_j, h_j+1) · ∏_{i≠j} M1(b_i, h_i)
+
+    Negations: max_b n_b(s^0) / (n_b − Σ_{j=1..k} n_b(s^j)) (= 1 once k ≥ d_b − 1).
+    The value is never 0 (R* is finite): it is at least max_b n_b(s^0)/n_b.
+
+    Examples
+    --------
+    >>> import fastpriv as fp
+    >>> rel = fp.Release.from_groups([["a", "a", "b", "c", "d"]])
+    >>> r = fp.ck_safety.max_disclosure(rel, 2, exact=True)
+    >>> r.value, [str(a) for a in r.witness.antecedents]
+    (Fraction(4, 5), ["person 1 of group 0 has 'a'", "person 2 of group 0 has 'a'"])
+
+    """
+    rel = _check_release(rel)
+    k = check_int(k, "k", minimum=0)
+    knowledge = _check_knowledge(knowledge)
+    exact = bool(exact)
+    prof = _Profiles(rel)
+    if knowledge == "negations":
+        num, den, grp = _negations(prof, k)
+        nk, dk, g = int(num[k]), int(den[k]), int(grp[k])
+        if exact:
+            value: Any = Fraction(nk, dk)
+            ratio: Any = Fraction(dk - nk, nk)
+        else:
+            value, ratio = nk / dk, (dk - nk) / nk
+        return DisclosureResult(value, ratio, _negation_witness(rel, g, k), k, knowledge, exact)
+    R, sol = _implications(prof, k, exact=exact, witness_t=k)
+    r = R[k]
+    value = (Fraction(1) / (1 + r)) if exact else 1.0 / (1.0 + r)
+    return DisclosureResult(value, r, _implication_witness(rel, sol), k, knowledge, exact)
+
+
+def disclosure_curve(rel: Any, k_max: int, knowledge: str = "implications") -> np.ndarray:
+    """Max disclosure for every k = 0..k_max in one pass.
+
+    The implication knapsack tracks "exactly t atoms" for every t ≤ k_max at once, and the
+    per-profile M1 tables for k_max serve every smaller k, so the curve costs the same as
+    ``max_disclosure(rel, k_max)``. Returns a float64 array of length ``k_max + 1``
+    (non-decreasing; 1 from k = min_b d_b − 1 on).
+    """
+    rel = _check_release(rel)
+    k_max = check_int(k_max, "k_max", minimum=0)
+    knowledge = _check_knowledge(knowledge)
+    prof = _Profiles(rel)
+    if knowledge == "negations":
+        num, den, _ = _negations(prof, k_max)
+        return num / den
+    R, _ = _implications(prof, k_max, exact=False, witness_t=None)
+    return 1.0 / (1.0 + np.asarray(R, dtype=np.float64))
+
+
+def _exact_ratio(prof: _Profiles, t: int) -> Fraction:
+    return _implications(prof, t, exact=True, witness_t=None)[0][t]
+
+
+def _safe_from_ratio(R_float: float, thr: Fraction, exact_R: Any) -> bool:
+    """R* > 1/c − 1, with near-ties decided by ``exact_R()`` (a Fraction)."""
+    t = float(thr)
+    if abs(R_float - t) > _TIE_RTOL * max(abs(t), abs(R_float)):
+        return R_float > t
+    return exact_R() > thr
+
+
+def is_safe(rel: Any, c: Any, k: int, knowledge: str = "implications") -> bool:
+    """Whether ``rel`` is (c,k)-safe: max disclosure **strictly** below ``c``.
+
+    Parameters
+    ----------
+    rel : Release
+        An SVPI release.
+    c : float, Fraction or int in (0, 1]
+        Threshold. Ties are decided exactly: disclosure < c ⇔ R* > 1/c − 1, compared in
+        Fractions whenever the float R* lies within 1e-9 (relative) of 1/c − 1. A binary
+        float ``c`` is read as the shortest decimal that prints the same (``repr``), so
+        ``c=0.8`` means exactly 4/5 and a disclosure of exactly 4/5 is unsafe.
+    k : int
+        Pieces of background knowledge, ``k >= 0``.
+    knowledge : {"implications", "negations"}
+        The adversary's knowledge language.
+
+    """
+    rel = _check_release(rel)
+    check_threshold(c, "c")
+    k = check_int(k, "k", minimum=0)
+    knowledge = _check_knowledge(knowledge)
+    thr = 1 / _exact_threshold(c) - 1
+    prof = _Profiles(rel)
+    if knowledge == "negations":
+        num, den, _ = _negations(prof, k)
+        return Fraction(int(den[k]) - int(num[k]), int(num[k])) > thr
+    R, _ = _implications(prof, k, exact=False, witness_t=None)
+    return _safe_from_ratio(R[k], thr, functools.partial(_exact_ratio, prof, k))
+
+
+def max_safe_k(rel: Any, c: Any, knowledge: str = "implications", *,
+               k_limit: int | None = None) -> int | None:
+    """Largest k for which ``rel`` is (c,k)-safe (None if it is not even (c,0)-safe).
+
+    Disclosure is non-decreasing in k and reaches 1 (unsafe for every c ≤ 1) at
+    k = min_b d_b − 1, so the answer is < min_b d_b − 1. ``k_limit`` caps the search (the
+    answer is then at most ``k_limit``). The curve is computed in one pass per doubling of
+    the horizon (16, 32, …); ties against c are decided exactly as in :func:`is_safe`.
+    """
+    rel = _check_release(rel)
+    check_threshold(c, "c")
+    knowledge = _check_knowledge(knowledge)
+    if k_limit is not None:
+        k_limit = check_int(k_limit, "k_limit", minimum=0)
+    thr = 1 / _exact_threshold(c) - 1
+    prof = _Profiles(rel)
+    bound = max(prof.saturation_k, 0)       # disclosure is 1 there: never safe
+    top = bound if k_limit is None else min(bound, k_limit)
+    if knowledge == "negations":
+        num, den, _ = _negations(prof, top)
+        best = None
+        for t in range(top + 1):
+            if Fraction(int(den[t]) - int(num[t]), int(num[t])) > thr:
+                best = t
+            else:
+                break
+        return best
+    horizon = min(top, 16)
+    while True:
+        R, _ = _implications(prof, horizon, exact=False, witness_t=None)
+        first_unsafe = None
+        for t in range(horizon + 1):
+            exact_t = functools.partial(_exact_ratio, prof, t)
+            if not _safe_from_ratio(R[t], thr, exact_t):
+                first_unsafe = t
+                break
+        if first_unsafe is not None:
+            return None if first_unsafe == 0 else first_unsafe - 1
+        if horizon >= top:
+            return top
+        horizon = min(top, horizon * 2)
