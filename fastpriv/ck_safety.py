@@ -74,6 +74,8 @@ KNOWLEDGE = ("implications", "negations")
 # about as little as the bounds themselves; measured in benchmarks/bench_ck_safety.py).
 _PRUNE_MIN_PROFILES = 4096
 _PRUNE_MIN_H = 16
+# M1 work (profiles × (k+2)³) above which the kernel is split over threads.
+_THREAD_MIN_WORK = 2_000_000
 # Relative distance below which a float comparison is re-decided with Fractions.
 _TIE_RTOL = 1e-9
 
@@ -327,7 +329,7 @@ def _implications(prof: _Profiles, K: int, *, exact: bool, witness_t: int | None
     else:
         rows = np.arange(P, dtype=np.int64)
     rows_k = kernel_array(rows, np.int64)
-    u = m1_profiles(keys_k, rows_k, H)
+    u = _m1_threaded(m1_profiles, keys_k, rows_k, H)
     copies = select_candidates(kernel_array(u, np.float64), keys_k, rows_k, mult_k, Keff,
                                float(_TIE_RTOL if exact else 0.0))
     cand_q = np.repeat(np.arange(rows.shape[0], dtype=np.int64), copies)
@@ -358,6 +360,27 @@ def _implications(prof: _Profiles, K: int, *, exact: bool, witness_t: int | None
         g = int(groups_of[p][copy_idx[j]])
         out.append((g, h, is_a))
     return R, out
+
+
+def _m1_threaded(m1_profiles: Any, keys: np.ndarray, rows: np.ndarray, H: int) -> np.ndarray:
+    """Run the (nogil) M1 kernel on chunks of ``rows`` in threads when the work is large."""
+    work = rows.shape[0] * (H + 1) ** 3
+    threads = _n_threads()
+    if threads <= 1 or work < _THREAD_MIN_WORK:
+        return m1_profiles(keys, rows, H)
+    from concurrent.futures import ThreadPoolExecutor
+
+    bounds = np.linspace(0, rows.shape[0], threads + 1).astype(np.int64)
+    with ThreadPoolExecutor(threads) as pool:
+        parts = list(pool.map(lambda ab: m1_profiles(keys, rows[ab[0]:ab[1]], H),
+                              zip(bounds[:-1], bounds[1:], strict=True)))
+    return np.concatenate(parts)
+
+
+def _n_threads() -> int:
+    import numba
+
+    return int(numba.get_num_threads())
 
 
 def _backtrack(hu: np.ndarray, hv: np.ndarray, av: np.ndarray, t: int) -> list:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import prange
 
 from .._jit import kernel
 
@@ -57,6 +56,40 @@ def _profile_hash(indptr, counts, sizes, g, H):
 
 
 @kernel
+def _filled1(n, value):
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = value
+    return out
+
+
+@kernel
+def _filled1_int(n, value):
+    out = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        out[i] = value
+    return out
+
+
+@kernel
+def _filled2(rows, cols, value):
+    out = np.empty((rows, cols))
+    for i in range(rows):
+        for j in range(cols):
+            out[i, j] = value
+    return out
+
+
+@kernel
+def _filled2_int(rows, cols, value):
+    out = np.empty((rows, cols), dtype=np.int64)
+    for i in range(rows):
+        for j in range(cols):
+            out[i, j] = value
+    return out
+
+
+@kernel
 def dedupe_profiles(indptr, counts, sizes, H):
     """Group ids by distinct profile key (n_g, c_0 … c_{H-1}) with an open-addressing table.
 
@@ -67,13 +100,15 @@ def dedupe_profiles(indptr, counts, sizes, H):
     repeat, and stores each entry's 64-bit hash so keys are compared only on a hash match.
     """
     G = sizes.shape[0]
+    W = H + 1
     cap = 1024
     mask = np.uint64(cap - 1)
-    table = np.full(cap, -1, dtype=np.int64)
+    table = np.empty(cap, dtype=np.int64)
+    table.fill(-1)
     thash = np.zeros(cap, dtype=np.uint64)
     prof = np.empty(G, dtype=np.int64)
     kcap = 512
-    keys = np.zeros((kcap, H + 1), dtype=np.int64)
+    keys = np.zeros(kcap * W, dtype=np.int64)      # row-major (kcap, W), grown by doubling
     mult = np.zeros(kcap, dtype=np.int64)
     phash = np.zeros(kcap, dtype=np.uint64)
     P = 0
@@ -86,18 +121,18 @@ def dedupe_profiles(indptr, counts, sizes, H):
             if pid < 0:
                 if P == kcap:
                     kcap *= 2
-                    nk = np.zeros((kcap, H + 1), dtype=np.int64)
-                    nk[:P] = keys[:P]
-                    keys = nk
+                    nk = np.zeros(kcap * W, dtype=np.int64)
                     nm = np.zeros(kcap, dtype=np.int64)
-                    nm[:P] = mult[:P]
-                    mult = nm
                     nh = np.zeros(kcap, dtype=np.uint64)
-                    nh[:P] = phash[:P]
-                    phash = nh
-                keys[P, 0] = sizes[g]
+                    for q in range(P):
+                        nm[q] = mult[q]
+                        nh[q] = phash[q]
+                        for j in range(W):
+                            nk[q * W + j] = keys[q * W + j]
+                    keys, mult, phash = nk, nm, nh
+                keys[P * W] = sizes[g]
                 for j in range(H):
-                    keys[P, j + 1] = counts[a + j] if a + j < b else 0
+                    keys[P * W + j + 1] = counts[a + j] if a + j < b else 0
                 mult[P] = 1
                 phash[P] = hv
                 prof[g] = P
@@ -105,7 +140,8 @@ def dedupe_profiles(indptr, counts, sizes, H):
                 if 2 * P > cap:  # grow and rehash every profile
                     cap *= 2
                     mask = np.uint64(cap - 1)
-                    table = np.full(cap, -1, dtype=np.int64)
+                    table = np.empty(cap, dtype=np.int64)
+                    table.fill(-1)
                     thash = np.zeros(cap, dtype=np.uint64)
                     for q in range(P):
                         s2 = phash[q] & mask
@@ -118,18 +154,25 @@ def dedupe_profiles(indptr, counts, sizes, H):
                     thash[slot] = hv
                 break
             if thash[slot] == hv:
-                same = keys[pid, 0] == sizes[g]
+                base = pid * W
+                same = keys[base] == sizes[g]
                 j = 0
                 while same and j < H:
                     c = counts[a + j] if a + j < b else 0
-                    same = keys[pid, j + 1] == c
+                    same = keys[base + j + 1] == c
                     j += 1
                 if same:
                     mult[pid] += 1
                     prof[g] = pid
                     break
             slot = (slot + np.uint64(1)) & mask
-    return prof, keys[:P].copy(), mult[:P].copy()
+    out_keys = np.empty((P, W), dtype=np.int64)
+    out_mult = np.empty(P, dtype=np.int64)
+    for q in range(P):
+        out_mult[q] = mult[q]
+        for j in range(W):
+            out_keys[q, j] = keys[q * W + j]
+    return prof, out_keys, out_mult
 
 
 # --------------------------------------------------------------------------- MINIMIZE1
@@ -191,27 +234,25 @@ def _m1_block(keys, rows, lo, cnt, H, pref, nn, fi, prev, cur, best, out):
             out[q, h] = prev[h * W + h, ln]
 
 
-@kernel(parallel=True)
+@kernel
 def m1_profiles(keys, rows, H):
-    """M1(p, h) for h = 0..H for the profiles ``rows`` of ``keys`` → float64 (len(rows), H+1)."""
+    """M1(p, h) for h = 0..H for the profiles ``rows`` of ``keys`` → float64 (len(rows), H+1).
+
+    Serial and ``nogil``: the API splits large inputs over a thread pool (no ``parallel=True``
+    compile cost, no parallel-region launch for small inputs).
+    """
     Q = rows.shape[0]
     out = np.empty((Q, H + 1))
     W = H + 1
-    nblocks = (Q + LANES - 1) // LANES
-    nchunks = min(nblocks, 64)
-    for ch in prange(nchunks):
-        b0 = ch * nblocks // nchunks
-        b1 = (ch + 1) * nblocks // nchunks
-        pref = np.zeros((W, LANES), dtype=np.int64)
-        nn = np.zeros(LANES, dtype=np.int64)
-        fi = np.zeros((W, LANES))
-        prev = np.empty((W * W, LANES))
-        cur = np.empty((W * W, LANES))
-        best = np.empty(LANES)
-        for blk in range(b0, b1):
-            lo = blk * LANES
-            cnt = min(LANES, Q - lo)
-            _m1_block(keys, rows, lo, cnt, H, pref, nn, fi, prev, cur, best, out)
+    pref = np.zeros((W, LANES), dtype=np.int64)
+    nn = np.zeros(LANES, dtype=np.int64)
+    fi = np.zeros((W, LANES))
+    prev = np.empty((W * W, LANES))
+    cur = np.empty((W * W, LANES))
+    best = np.empty(LANES)
+    for lo in range(0, Q, LANES):
+        cnt = min(LANES, Q - lo)
+        _m1_block(keys, rows, lo, cnt, H, pref, nn, fi, prev, cur, best, out)
     return out
 
 
@@ -273,8 +314,8 @@ def reference_min_ratio(indptr, counts, sizes, K):
     memo = np.empty((H + 2, H + 1, H + 1))
     pref = np.zeros(H + 1, dtype=np.int64)
     u = np.empty(H + 1)
-    U = np.full(K + 1, _INF)
-    V = np.full(K + 1, _INF)
+    U = _filled1(K + 1, _INF)
+    V = _filled1(K + 1, _INF)
     U[0] = 1.0
     for g in range(G):
         a, b = indptr[g], indptr[g + 1]
@@ -358,8 +399,8 @@ def prune_profiles(keys, mult, K):
     caps = _role_caps(K)
     nrows = 2 * K + 1
     cmax = K + 1
-    vals = np.full((nrows, cmax), _INF)
-    owners = np.full((nrows, cmax), -1, dtype=np.int64)
+    vals = _filled2(nrows, cmax, _INF)
+    owners = _filled2_int(nrows, cmax, -1)
     sizes = np.zeros(nrows, dtype=np.int64)
     ub = np.empty(H + 1)
     for p in range(P):
@@ -450,8 +491,8 @@ def select_candidates(u, keys, rows, mult, K, slack):
     caps = _role_caps(K)
     nrows = 2 * K + 1
     cmax = K + 1
-    vals = np.full((nrows, cmax), _INF)
-    owners = np.full((nrows, cmax), -1, dtype=np.int64)
+    vals = _filled2(nrows, cmax, _INF)
+    owners = _filled2_int(nrows, cmax, -1)
     sizes = np.zeros(nrows, dtype=np.int64)
     for q in range(Q):
         p = rows[q]
@@ -497,8 +538,8 @@ def knapsack_candidates(u, ratio, K):
     table (``hu``), in the V table (``hv``) and whether bucket j holds A there (``av``).
     """
     C = u.shape[0]
-    U = np.full(K + 1, _INF)
-    V = np.full(K + 1, _INF)
+    U = _filled1(K + 1, _INF)
+    V = _filled1(K + 1, _INF)
     U[0] = 1.0
     hu = np.zeros((C, K + 1), dtype=np.int64)
     hv = np.zeros((C, K + 1), dtype=np.int64)
@@ -549,7 +590,7 @@ def negation_curve(indptr, counts, sizes, K):
     G = sizes.shape[0]
     num = np.zeros(K + 1, dtype=np.int64)
     den = np.ones(K + 1, dtype=np.int64)
-    grp = np.full(K + 1, -1, dtype=np.int64)
+    grp = _filled1_int(K + 1, -1)
     for g in range(G):
         a, b = indptr[g], indptr[g + 1]
         n = sizes[g]
