@@ -64,6 +64,8 @@ __all__ = [
     "disclosure_curve",
     "is_safe",
     "max_safe_k",
+    "CkAudit",
+    "audit",
 ]
 
 #: The two background-knowledge languages.
@@ -134,6 +136,15 @@ class Witness:
         if self.knowledge == "negations":
             return [f"NOT ({a})" for a in self.antecedents]
         return [f"({a}) -> ({self.consequent})" for a in self.antecedents]
+
+    def summary(self) -> str:
+        """One short line: the target atom and how much knowledge realises the worst case."""
+        c = self.consequent
+        people = {(a.group, a.person) for a in self.antecedents}
+        what = "negated atoms" if self.knowledge == "negations" else "antecedent atoms"
+        row = "" if c.row is None else f" (row {c.row})"
+        return (f"A: person {c.person}{row} has {c.value!r}; {len(self.antecedents)} {what} "
+                f"on {len(people)} people in {len(self.groups)} group(s)")
 
     def to_dict(self) -> dict:
         """JSON-ready form (atoms, groups and readable formulas)."""
@@ -684,3 +695,45 @@ def max_safe_k(rel: Any, c: Any, knowledge: str = "implications", *,
         if horizon >= top:
             return top
         horizon = min(top, horizon * 2)
+
+
+@dataclass(frozen=True)
+class CkAudit:
+    """(c,k)-safety section of an audit: both knowledge languages at k and the curves 0..k."""
+
+    k: int
+    implications: DisclosureResult
+    negations: DisclosureResult
+    curve_implications: tuple[float, ...]
+    curve_negations: tuple[float, ...]
+
+    def rows(self) -> list[list[Any]]:
+        """Table rows: knowledge, max disclosure at k, worst group, witness summary."""
+        out = []
+        for r in (self.implications, self.negations):
+            w = r.witness
+            out.append([f"k={self.k} {r.knowledge}", float(r.value),
+                        w.consequent.group_label, w.summary()])
+        return out
+
+    def to_dict(self) -> dict:
+        """JSON-ready form (results with witnesses, and both curves indexed by k)."""
+        return {"k": self.k, "implications": self.implications.to_dict(),
+                "negations": self.negations.to_dict(),
+                "curve": {"k": list(range(self.k + 1)),
+                          "implications": list(self.curve_implications),
+                          "negations": list(self.curve_negations)}}
+
+
+def audit(rel: Any, k: int) -> CkAudit:
+    """Max disclosure at ``k`` for implications and negations, with the curves k = 0..``k``.
+
+    This is what ``fastpriv audit ... --ck K`` reports.
+    """
+    rel = _check_release(rel)
+    k = check_int(k, "k", minimum=0)
+    imp = max_disclosure(rel, k, "implications")
+    neg = max_disclosure(rel, k, "negations")
+    ci = disclosure_curve(rel, k, "implications")
+    cn = disclosure_curve(rel, k, "negations")
+    return CkAudit(k, imp, neg, tuple(float(x) for x in ci), tuple(float(x) for x in cn))

@@ -429,3 +429,35 @@ def test_result_is_frozen():
     with pytest.raises(AttributeError):
         r.value = 0.5
     assert math.isclose(r.value, 1 / (1 + r.min_ratio))
+
+
+# ------------------------------------------------------------------------ CLI
+def test_cli_audit_ck(tmp_path, capsys):
+    import pyarrow.parquet as pq
+
+    from fastpriv.cli import main
+
+    path = tmp_path / "fig3.parquet"
+    pq.write_table(pa.table({"gid": ["m"] * 5 + ["f"] * 5, "disease": FIG3[0] + FIG3[1]}),
+                   path)
+    out = tmp_path / "audit.json"
+    assert main(["audit", str(path), "--sensitive", "disease", "--group", "gid",
+                 "--ck", "2", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "(c,k)-safety" in text and "k=2 implications" in text and "k=2 negations" in text
+    payload = json.loads(out.read_text())["ck_safety"]
+    assert payload["k"] == 2
+    assert payload["implications"]["value"] == pytest.approx(1.0)
+    assert payload["curve"]["k"] == [0, 1, 2]
+    assert payload["curve"]["implications"] == pytest.approx([0.4, 2 / 3, 1.0])
+    assert payload["curve"]["negations"] == pytest.approx([0.4, 2 / 3, 1.0])
+    assert payload["implications"]["witness"]["consequent"]["group_label"] == "m"
+    # without --ck the audit has no ck section; a negative K is a clean error
+    out2 = tmp_path / "plain.json"
+    assert main(["audit", str(path), "--sensitive", "disease", "--group", "gid",
+                 "--json", str(out2)]) == 0
+    assert "ck_safety" not in json.loads(out2.read_text())
+    capsys.readouterr()
+    assert main(["audit", str(path), "--sensitive", "disease", "--group", "gid",
+                 "--ck", "-1"]) == 2
+    assert "k must be >= 0" in capsys.readouterr().err

@@ -18,6 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_data_arguments(p)
     p.add_argument("--l", type=int, default=2, metavar="L",
                    help="ℓ for recursive (c,ℓ)-diversity (default 2)")
+    p.add_argument("--ck", type=int, default=None, metavar="K",
+                   help="(c,k)-safety: max disclosure against K basic implications and K "
+                        "negated atoms, with witnesses (the JSON adds the curves k = 0..K)")
     add_output_arguments(p)
     p.set_defaults(func=run)
 
@@ -34,6 +37,15 @@ def audit_payload(rel, args: argparse.Namespace) -> tuple[dict, list[str]]:
                            title="Classical models")]
     payload = {"release": release_summary(rel), "classic": res.to_dict(),
                "timings_s": {"classic": t.seconds}}
+    if getattr(args, "ck", None) is not None:
+        from .. import ck_safety
+
+        with Timer() as tc:
+            ck = ck_safety.audit(rel, args.ck)
+        blocks.append(format_table(["knowledge", "max disclosure", "worst group", "witness"],
+                                   ck.rows(), title="(c,k)-safety (Martin et al.)"))
+        payload["ck_safety"] = ck.to_dict()
+        payload["timings_s"]["ck_safety"] = tc.seconds
     return payload, blocks
 
 
