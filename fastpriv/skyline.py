@@ -70,6 +70,8 @@ __all__ = [
     "knowledge_skylines",
     "dp_breach_probability",
     "knowledge_probability",
+    "prepare",
+    "SigmaTables",
     "SkylineState",
     "SkylineCheck",
     "PointResult",
@@ -127,6 +129,11 @@ def _is_safe(min_nr: Any, ratio: Fraction) -> bool:
     if isinstance(min_nr, float):
         if math.isinf(min_nr):
             return True
+        r = float(ratio)
+        if min_nr > r * (1 + 1e-9) + 1e-300:
+            return True
+        if min_nr < r * (1 - 1e-9):
+            return False
         return Fraction(min_nr) > ratio
     return min_nr > ratio
 
@@ -739,6 +746,78 @@ def _auto_parallel(n_groups: int, n_points: int) -> bool:
         n_groups * max(n_points, 1) >= 2_000_000
 
 
+#: largest per-batch class table (σ slots × classes × distinct ℓ) of the class method
+_CLASS_CELLS = 4_000_000
+
+
+def _n_chunks(n_groups: int) -> int:
+    import numba
+
+    return int(min(max(numba.config.NUMBA_NUM_THREADS, 1) * 4, max(n_groups, 1)))
+
+
+def _check_direct(rel: Release, pt_sig: list, pt_l: list, pt_k: list, pt_m: list,
+                  parallel: bool):
+    """The literal 2-D SkylineCheck kernel: every group × every point of its σ."""
+    from ._kernels import skyline as K
+
+    indptr, codes, counts, sizes = _arrays(rel)
+    arrs = [kernel_array(np.asarray(x, np.int64), np.int64) for x in (pt_sig, pt_l, pt_k, pt_m)]
+    if parallel:
+        return K.check_parallel(indptr, codes, counts, sizes, _CASE_ID[rel.case], rel.n_values,
+                                *arrs, _n_chunks(rel.n_groups))
+    return K.check_range(indptr, codes, counts, sizes, _CASE_ID[rel.case], rel.n_values, *arrs,
+                         0, rel.n_groups)
+
+
+def _check_by_classes(rel: Release, pt_sig: list, pt_l: list, pt_k: list, pt_m: list,
+                      parallel: bool):
+    """SkylineCheck through per-(σ, class (n, s), ℓ) bests; None if the table is too big.
+
+    Pass 1 scans the groups once and keeps, for each requested σ, class and requested ℓ,
+    the group with the largest S_ℓ (smallest P_ℓ for MVPI-Set): within a class V does not
+    depend on the group and T is monotone in that number. Pass 2 evaluates every point on
+    the classes only — O(entries · distinct ℓ + points · classes) instead of
+    O(groups · points). Values are identical to the direct scan (same helpers, same
+    integers); a tie between groups may name a different (equally valid) witness group.
+    """
+    from ._kernels import skyline as K
+
+    sig_codes = sorted(set(pt_sig))
+    ells = sorted(set(pt_l))
+    n_sig, n_l = len(sig_codes), len(ells)
+    cap = _CLASS_CELLS // max(1, n_sig * n_l)
+    indptr, codes, counts, sizes = _arrays(rel)
+    n_map, base, cls_n, cls_s = K.class_layout(indptr, counts, sizes, cap)
+    if n_map.size == 0:
+        return None, None
+    slot_of = {c: i for i, c in enumerate(sig_codes)}
+    li_of = {x: i for i, x in enumerate(ells)}
+    sig_slot = np.full(rel.n_values, -1, dtype=np.int64)
+    sig_slot[sig_codes] = np.arange(n_sig)
+    need = np.zeros((n_sig, n_l), dtype=np.bool_)
+    pt_slot = np.array([slot_of[c] for c in pt_sig], dtype=np.int64)
+    pt_li = np.array([li_of[x] for x in pt_l], dtype=np.int64)
+    need[pt_slot, pt_li] = True
+    common = (indptr, codes, counts, sizes, _CASE_ID[rel.case],
+              kernel_array(sig_slot, np.int64), n_sig, kernel_array(np.asarray(ells), np.int64),
+              kernel_array(need, np.bool_), kernel_array(n_map, np.int64),
+              kernel_array(base, np.int64), int(cls_n.size))
+    if parallel:
+        tables = K.class_pass_parallel(*common, _n_chunks(rel.n_groups))
+    else:
+        tables = K.class_pass(*common, 0, rel.n_groups)
+    best_s, best_p, best_g, first_g = (kernel_array(tables[0], np.int64),
+                                       kernel_array(tables[1], np.float64),
+                                       kernel_array(tables[2], np.int64),
+                                       kernel_array(tables[3], np.int64))
+    return K.class_points(_CASE_ID[rel.case], kernel_array(cls_n, np.int64),
+                          kernel_array(cls_s, np.int64), best_s, best_p, best_g, first_g,
+                          kernel_array(pt_slot, np.int64), kernel_array(pt_li, np.int64),
+                          kernel_array(np.asarray(pt_k), np.int64),
+                          kernel_array(np.asarray(pt_m), np.int64))
+
+
 class SkylineState:
     """Mergeable partial state of SkylineCheck: the five minima of every (σ, point).
 
@@ -789,16 +868,17 @@ class SkylineState:
         return self._n_groups
 
     def update(self, data: Any, *, labels: Sequence[Any] | None = None,
-               sizes: Sequence[int] | None = None, parallel: bool | None = None
-               ) -> "SkylineState":
+               sizes: Sequence[int] | None = None, parallel: bool | None = None,
+               method: str = "auto") -> "SkylineState":
         """Fold the groups of ``data`` (a Release, or groups for ``Release.from_groups``).
 
         ``labels`` optionally names the groups of this batch (default: the release's group
         keys); witnesses and tie-breaking use them, so give globally unique labels when the
-        batches are parts of one release. Returns ``self``.
+        batches are parts of one release. ``method`` and ``parallel``: see :func:`check`.
+        Returns ``self``.
         """
-        from ._kernels import skyline as K
-
+        if method not in ("auto", "classes", "direct"):
+            raise ValueError(f"method must be 'auto', 'classes' or 'direct'; got {method!r}")
         if isinstance(data, Release):
             rel = data
         else:
@@ -831,22 +911,16 @@ class SkylineState:
         self._n_groups += rel.n_groups
         if not owners:
             return self
-        indptr, codes, counts, sizes_a = _arrays(rel)
-        arrs = (kernel_array(np.asarray(pt_sig, np.int64), np.int64),
-                kernel_array(np.asarray(pt_l, np.int64), np.int64),
-                kernel_array(np.asarray(pt_k, np.int64), np.int64),
-                kernel_array(np.asarray(pt_m, np.int64), np.int64))
         if parallel is None:
             parallel = _auto_parallel(rel.n_groups, len(pt_sig))
-        if parallel:
-            import numba
-
-            chunks = int(min(max(numba.config.NUMBA_NUM_THREADS, 1) * 4, max(rel.n_groups, 1)))
-            stats, args = K.check_parallel(indptr, codes, counts, sizes_a, _CASE_ID[rel.case],
-                                           rel.n_values, *arrs, chunks)
-        else:
-            stats, args = K.check_range(indptr, codes, counts, sizes_a, _CASE_ID[rel.case],
-                                        rel.n_values, *arrs, 0, rel.n_groups)
+        stats, args = None, None
+        if method != "direct":
+            stats, args = _check_by_classes(rel, pt_sig, pt_l, pt_k, pt_m, parallel)
+            if stats is None and method == "classes":
+                raise ValueError("method='classes': the (n, s) class table of this release "
+                                 "is too large; use method='direct' or 'auto'")
+        if stats is None:
+            stats, args = _check_direct(rel, pt_sig, pt_l, pt_k, pt_m, parallel)
         pos = 0
         for v in owners:
             cnt = len(self._points_of(v))
@@ -862,12 +936,11 @@ class SkylineState:
             self._args[sigma] = ar
             return
         cur, cur_ar = self._stats[sigma], self._args[sigma]
-        for p in range(st.shape[0]):
-            for j in range(5):
-                a, b = cur[p, j], st[p, j]
-                if b < a or (b == a and _label_less(ar[p][j], cur_ar[p][j])):
-                    cur[p, j] = b
-                    cur_ar[p][j] = ar[p][j]
+        better = st < cur
+        for p, j in zip(*np.nonzero(better | (st == cur))):
+            if better[p, j] or _label_less(ar[p][j], cur_ar[p][j]):
+                cur[p, j] = st[p, j]
+                cur_ar[p][j] = ar[p][j]
 
     def merge(self, other: "SkylineState") -> "SkylineState":
         """A new state holding the elementwise min of ``self`` and ``other``.
@@ -908,24 +981,60 @@ class SkylineState:
             raise ValueError(f"skylines: {missing[0]!r} is not a sensitive value of the data; "
                              f"values: {seen}")
         order = list(self._explicit) + [v for v in self._seen if v not in self._explicit]
-        out = []
+        blocks, owners = [], []
         for sigma in order:
             pts = self._points_of(sigma)
             if not pts:
                 continue
             st = self._stats.get(sigma)
-            ar = self._args.get(sigma)
-            for i, (l, k, m, c) in enumerate(pts):
-                stats = tuple(_NEUTRAL) if st is None else tuple(float(x) for x in st[i])
-                groups = (None,) * 5 if ar is None else tuple(ar[i])
-                min_nr, which = _combine(stats)
-                out.append(PointResult(sigma=sigma, l=l, k=k, m=m, c=c, value=_bp(min_nr),
-                                       min_nr=min_nr, statistics=stats,
-                                       case_used=None if which is None else TERMS[which],
-                                       safe=_is_safe(min_nr, _threshold_ratio(c)),
-                                       groups=groups))
+            blocks.append(np.tile(np.array(_NEUTRAL), (len(pts), 1)) if st is None else st)
+            owners.append(sigma)
+        out = []
+        if blocks:
+            allst = np.concatenate(blocks)
+            min_nr, which = _combine_arrays(allst)
+            i = 0
+            ratios: dict = {}
+            for sigma, st in zip(owners, blocks):
+                ar = self._args.get(sigma)
+                for q, (l, k, m, c) in enumerate(self._points_of(sigma)):
+                    nr = float(min_nr[i])
+                    w = int(which[i])
+                    key = (type(c), c)
+                    if key not in ratios:
+                        ratios[key] = _threshold_ratio(c)
+                    out.append(PointResult(
+                        sigma=sigma, l=l, k=k, m=m, c=c, value=_bp(nr), min_nr=nr,
+                        statistics=tuple(float(x) for x in allst[i]),
+                        case_used=None if w < 0 else TERMS[w],
+                        safe=_is_safe(nr, ratios[key]),
+                        groups=(None,) * 5 if ar is None else tuple(ar[q])))
+                    i += 1
         return SkylineCheck(points=tuple(out), case=self._case or SVPI,
                             n_groups=self._n_groups)
+
+
+def _mul_arrays(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise ``_kernels.skyline.mul``: +∞·0 = +∞, positive products stay positive."""
+    with np.errstate(invalid="ignore", under="ignore"):
+        r = a * b
+    r[np.isinf(a) | np.isinf(b)] = np.inf
+    r[(r == 0.0) & (a > 0.0) & (b > 0.0)] = 5e-324
+    return r
+
+
+def _combine_arrays(stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Theorem 2 on rows (SS1..SS5): (minNR, which) with which = -1 when σ is absent."""
+    best = stats[:, 0].copy()
+    which = np.zeros(len(stats), dtype=np.int64)
+    b = _mul_arrays(stats[:, 1], stats[:, 4])
+    sel = b < best
+    best[sel], which[sel] = b[sel], 1
+    c = _mul_arrays(stats[:, 2], stats[:, 3])
+    sel = c < best
+    best[sel], which[sel] = c[sel], 2
+    which[np.isinf(best)] = -1
+    return best, which
 
 
 def _label_less(a: Any, b: Any) -> bool:
@@ -938,7 +1047,7 @@ def _label_less(a: Any, b: Any) -> bool:
 
 
 def check(rel: Release, skylines: Any, *, exact: bool = False,
-          parallel: bool | None = None) -> SkylineCheck:
+          parallel: bool | None = None, method: str = "auto") -> SkylineCheck:
     """SkylineCheck (Chen et al. §5.1): is the release safe for every skyline point?
 
     One pass over the groups maintains the five sufficient statistics of **every**
@@ -958,6 +1067,14 @@ def check(rel: Release, skylines: Any, *, exact: bool = False,
     parallel : bool, optional
         Split the groups into chunks scanned by several threads and merged (min-reduction).
         Default: automatic for large inputs.
+    method : {"auto", "classes", "direct"}
+        ``"direct"``: the literal kernel, every group × every point of its σ,
+        O(groups · points). ``"classes"``: one scan keeps, per σ, class (n_g, #σ_g) and ℓ,
+        the group with the largest S_ℓ (within a class T is monotone in it and V is
+        constant), then each point is evaluated on the classes,
+        O(entries · distinct ℓ + points · classes). Same values; on ties between groups the
+        witness group may differ. ``"auto"`` (default) uses classes unless the class table
+        would be too large.
 
     Returns
     -------
@@ -971,7 +1088,7 @@ def check(rel: Release, skylines: Any, *, exact: bool = False,
     for sigma in state._explicit:
         rel.code_of(sigma, param="skylines")
     if not exact:
-        return state.update(rel, parallel=parallel).result()
+        return state.update(rel, parallel=parallel, method=method).result()
     out = []
     sigmas = list(state._explicit) + [v for v in rel.values if v not in state._explicit]
     for sigma in sigmas:
@@ -1101,7 +1218,7 @@ def _safe_function(rel: Release, code: int, c: Any, exact: bool):
         pl = kernel_array(pl, np.float64)
 
         def min_nr(l: int, k: int, m: int) -> Any:
-            return float(K.tables_min_nr(case_id, nn_k, ss_k, big_s, pl, l, k, m))
+            return float(K.columns_min_nr(case_id, nn_k, ss_k, big_s, pl, l, k, m))
 
     def safe(l: int, k: int, m: int) -> bool:
         key = (l, k, m)
@@ -1111,6 +1228,71 @@ def _safe_function(rel: Release, code: int, c: Any, exact: bool):
         return cache[key]
 
     return safe, l_cap, n_eval
+
+
+# ---------------------------------------------------------------------------- prepared columns
+class SigmaTables:
+    """The per-group inputs of one σ, extracted once for repeated evaluation.
+
+    For every group g: n_g, #σ_g and the prefix tables S_ℓ / P_ℓ of its non-σ counts for
+    ℓ ≤ ``l_max``. Evaluating a point then costs O(groups) arithmetic with no pass over the
+    frequency profile — for what-if loops, searches and for comparing SkylineCheck with the
+    A6 dynamic program on identical inputs (the Figure 7 benchmark). Build with
+    :func:`prepare`.
+    """
+
+    def __init__(self, rel: Release, sigma: Any, l_max: int | None = None) -> None:
+        from ._kernels import skyline as K
+
+        rel = _check_release(rel)
+        code = rel.code_of(sigma, param="sigma")
+        if l_max is None:
+            l_max = int(rel.distinct.max()) if rel.n_groups else 0
+        l_max = check_int(l_max, "l_max", minimum=0)
+        indptr, codes, counts, sizes = _arrays(rel)
+        nn, ss, big_s, pl = K.sigma_columns(indptr, codes, counts, sizes, int(code), l_max)
+        self.sigma = sigma
+        self.case = rel.case
+        self.l_max = l_max
+        self._case_id = _CASE_ID[rel.case]
+        self._cols = (kernel_array(nn, np.int64), kernel_array(ss, np.int64),
+                      kernel_array(big_s, np.int64), kernel_array(pl, np.float64))
+
+    def _lkm(self, l: int, k: int, m: int) -> tuple[int, int, int]:
+        l, k, m = _check_lkm(l, k, m)
+        return min(l, self.l_max), k, m
+
+    def statistics(self, l: int, k: int, m: int) -> tuple:
+        """(SS1, SS2, SS3, SS4, SS5) of Theorem 2."""
+        from ._kernels import skyline as K
+
+        stats, _ = K.columns_stats(self._case_id, *self._cols, *self._lkm(l, k, m))
+        return tuple(float(x) for x in stats)
+
+    def min_nr(self, l: int, k: int, m: int) -> float:
+        """minNR_σ(ℓ,k,m) by Theorem 2 (SkylineCheck for one point)."""
+        from ._kernels import skyline as K
+
+        return float(K.columns_min_nr(self._case_id, *self._cols, *self._lkm(l, k, m)))
+
+    def dp_min_nr(self, l: int, k: int, m: int) -> float:
+        """minNR_σ(ℓ,k,m) by the A6 dynamic program, on the same inputs."""
+        from ._kernels import skyline as K
+
+        return float(K.dp_columns(self._case_id, *self._cols, *self._lkm(l, k, m)))
+
+    def breach_probability(self, l: int, k: int, m: int) -> float:
+        """BP_σ(ℓ,k,m) = 1 / (1 + minNR)."""
+        return _bp(self.min_nr(l, k, m))
+
+
+def prepare(rel: Release, sigma: Any, *, l_max: int | None = None) -> SigmaTables:
+    """Extract the per-group inputs of σ once (see :class:`SigmaTables`).
+
+    ``l_max`` bounds ℓ (default: the largest number of distinct values in a group, beyond
+    which BP is constant in ℓ); memory is O(groups · l_max).
+    """
+    return SigmaTables(rel, sigma, l_max)
 
 
 # ---------------------------------------------------------------------------- specific knowledge

@@ -124,6 +124,23 @@ def _group_worlds(case, group):
     return list(mvpi_worlds(case, group))
 
 
+def world_count(release, case):
+    """Number of (weighted) joint reconstructions :func:`joint_probability` enumerates."""
+    total = 1
+    for grp in normalize(release):
+        if case == SVPI:
+            n, items = grp
+            size = math.factorial(n)
+            for _, c in items:
+                size //= math.factorial(c)
+        else:
+            size = 1
+            for _, c in grp[1]:
+                size *= len(holder_distribution(case, grp[0], c))
+        total *= size
+    return total
+
+
 # ----------------------------------------------------------------- joint evaluation
 def joint_probability(release, case, sigma, t, x=(), u=(), v=()):
     """Pr(σ ∈ t | K) by enumerating every reconstruction of the whole release.
@@ -164,13 +181,32 @@ def joint_probability(release, case, sigma, t, x=(), u=(), v=()):
 # ----------------------------------------------------------------- factorized evaluation
 @lru_cache(maxsize=None)
 def _literal_probability(case, group, literals):
-    """Pr(∧ literals) within one group; literals are (value, individual, holds)."""
-    total = good = 0
-    for weight, world in _group_worlds(case, group):
-        total += weight
-        if all(_holds(case, world, val, i) == want for val, i, want in literals):
-            good += weight
-    return Fraction(good, total)
+    """Pr(∧ literals) within one group; literals are (value, individual, holds).
+
+    SVPI: enumerate the group's reconstructions. MVPI: the values are independent by
+    definition of the sample space, so the probability is the product over values of the
+    probability of that value's literals under its holder distribution (enumerated).
+    """
+    if case == SVPI:
+        total = good = 0
+        for weight, world in _group_worlds(case, group):
+            total += weight
+            if all(_holds(case, world, val, i) == want for val, i, want in literals):
+                good += weight
+        return Fraction(good, total)
+    n, items = group
+    counts = dict(items)
+    out = Fraction(1)
+    for val in sorted({v for v, _, _ in literals}, key=repr):
+        lits = [(i, want) for v, i, want in literals if v == val]
+        dist = holder_distribution(case, n, counts[val]) if val in counts else ((0, 1),)
+        total = good = 0
+        for mask, weight in dist:
+            total += weight
+            if all(bool(mask >> i & 1) == want for i, want in lits):
+                good += weight
+        out *= Fraction(good, total)
+    return out
 
 
 def _branch_literals(case, sigma, is_t, xs, us, n_v, branch_in):

@@ -323,8 +323,8 @@ def test_witness_reproduces_breach_probability(data, l, k, m):
 
 @st.composite
 def grounding_case(draw):
-    rel, sigma = draw(any_case(max_people=5))
-    assume(rel.n_individuals <= 8)
+    rel, sigma = draw(any_case(max_people=5, max_count=3))
+    assume(N.world_count(oracle_release(rel), rel.case) <= 2000)
     G = rel.n_groups
     t = draw(st.integers(0, G - 1))
     room = [int(n) for n in rel.sizes]
@@ -361,8 +361,6 @@ def test_knowledge_probability_against_joint_enumeration(data):
     tt = person(t)
     ou = [(person(g), y) for g, y in u] if rel.case == "svpi" else [person(g) for g in u]
     ov = [person(g) for g in v]
-    if rel.case == "mvpi-multiset" and any(int(n) > 4 for n in rel.sizes):
-        return
     want = N.joint_probability(orel, rel.case, sigma, tt, x, ou, ov)
     if want is None:
         with pytest.raises(ValueError, match="impossible|probability 0"):
@@ -421,14 +419,18 @@ def _random_release(rng, n_groups, case="svpi", values="abcdef"):
 
 @settings(max_examples=40)
 @given(st.integers(0, 2**32 - 1), st.sampled_from(["svpi", "mvpi-set", "mvpi-multiset"]),
-       st.integers(1, 5))
-def test_state_split_and_merge_is_identical(seed, case, n_parts):
+       st.integers(1, 5), st.sampled_from(["direct", "auto"]))
+def test_state_split_and_merge_is_identical(seed, case, n_parts, method):
+    """Any split of the groups, processed independently and merged, gives the same result.
+
+    With the direct kernel the witness groups are identical too (first group on ties); the
+    class method may name another, equally valid, group on ties (checked elsewhere)."""
     rng = random.Random(seed)
     groups, sizes = _random_release(rng, rng.randint(1, 30), case)
     skylines = {"a": [(1, 2, 1, 0.6), (0, 0, 0, 0.5)],
                 "*": [(0, 3, 2, 0.9), (2, 1, 0, Fraction(3, 4))]}
     whole = make_release(case, groups, None, sizes)
-    want = sky.check(whole, skylines) if "a" in whole.values else None
+    want = sky.check(whole, skylines, method=method) if "a" in whole.values else None
     part_of = [rng.randrange(n_parts) for _ in groups]
     states = []
     for p in range(n_parts):
@@ -436,7 +438,7 @@ def test_state_split_and_merge_is_identical(seed, case, n_parts):
         stp = sky.SkylineState(skylines, case=case)
         if idx:
             stp.update(make_release(case, [groups[i] for i in idx], None,
-                                    [sizes[i] for i in idx]), labels=idx)
+                                    [sizes[i] for i in idx]), labels=idx, method=method)
         states.append(stp)
     rng.shuffle(states)
     merged = states[0]
@@ -451,9 +453,35 @@ def test_state_split_and_merge_is_identical(seed, case, n_parts):
 
     def key(res):
         return sorted((repr(p.sigma), p.l, p.k, p.m, str(p.c), p.value, p.statistics,
-                       p.case_used, p.safe, p.groups) for p in res.points)
+                       p.case_used, p.safe, p.groups if method == "direct" else None)
+                      for p in res.points)
 
     assert key(got) == key(want)
+
+
+@settings(max_examples=60)
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["svpi", "mvpi-set", "mvpi-multiset"]),
+       st.booleans())
+def test_class_method_equals_direct_kernel(seed, case, parallel):
+    rng = random.Random(seed)
+    groups, sizes = _random_release(rng, rng.randint(1, 40), case)
+    rel = make_release(case, groups, None, sizes)
+    pts = [(rng.randint(0, 4), rng.randint(0, 6), rng.randint(0, 5), 0.7) for _ in range(6)]
+    skylines = {"*": pts}
+    direct = sky.check(rel, skylines, method="direct", parallel=parallel)
+    classes = sky.check(rel, skylines, method="classes", parallel=parallel)
+    for d, c in zip(direct.points, classes.points):
+        assert (d.sigma, d.l, d.k, d.m) == (c.sigma, c.l, c.k, c.m)
+        assert (d.value, d.statistics, d.case_used, d.safe) == \
+            (c.value, c.statistics, c.case_used, c.safe)
+        # the class method's witness groups attain the statistics
+        gidx, _, _, terms = sky._terms(rel, rel.code_of(c.sigma), c.l, c.k, c.m, False)
+        row = {int(g): i for i, g in enumerate(gidx)}
+        for j, g in enumerate(c.groups):
+            if g is None:
+                assert c.statistics[j] == (math.inf if j < 3 else 1.0)
+            else:
+                assert terms[row[g], j] == c.statistics[j]
 
 
 def test_state_update_incrementally_and_parallel_identical():

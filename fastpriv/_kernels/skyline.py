@@ -329,19 +329,6 @@ def check_range(indptr, codes, counts, sizes, case, n_codes, pt_sig, pt_l, pt_k,
     return stats, args
 
 
-@kernel
-def merge_stats(stats, args, other, other_args):
-    """Elementwise min of two statistics arrays; ties keep ``stats`` (the earlier groups)."""
-    out = stats.copy()
-    out_args = args.copy()
-    for p in range(stats.shape[0]):
-        for j in range(5):
-            if other[p, j] < out[p, j]:
-                out[p, j] = other[p, j]
-                out_args[p, j] = other_args[p, j]
-    return out, out_args
-
-
 @kernel(parallel=True)
 def check_parallel(indptr, codes, counts, sizes, case, n_codes, pt_sig, pt_l, pt_k, pt_m,
                    n_chunks):
@@ -369,6 +356,232 @@ def check_parallel(indptr, codes, counts, sizes, case, n_codes, pt_sig, pt_l, pt
                 if all_stats[c, p, j] < stats[p, j]:
                     stats[p, j] = all_stats[c, p, j]
                     args[p, j] = all_args[c, p, j]
+    return stats, args
+
+
+# ---------------------------------------------------------------------------- SkylineCheck by classes
+@kernel
+def class_layout(indptr, counts, sizes, max_cells):
+    """Dense ids for the classes (n, s) of the release: ``(n_map, base, cls_n, cls_s)``.
+
+    ``n_map[n]`` is the id of group size n (-1 if absent); the classes of size id i are
+    ``base[i] + s - 1`` for s = 1 .. span_i, span_i = the largest count in a group of that
+    size (≥ every #σ there). Returns empty arrays when the layout would exceed ``max_cells``
+    classes or the size range is too wide for a dense map (the caller then uses the direct
+    kernel).
+    """
+    n_groups = sizes.shape[0]
+    nmax = 0
+    for g in range(n_groups):
+        if sizes[g] > nmax:
+            nmax = sizes[g]
+    empty = np.empty(0, dtype=np.int64)
+    if nmax > 4 * n_groups + 4096:
+        return empty, empty, empty, empty
+    span = np.zeros(nmax + 1, dtype=np.int64)
+    seen = np.zeros(nmax + 1, dtype=np.bool_)
+    for g in range(n_groups):
+        n = sizes[g]
+        seen[n] = True
+        if indptr[g + 1] > indptr[g]:
+            top = counts[indptr[g]]
+            if top > span[n]:
+                span[n] = top
+    n_map = np.full(nmax + 1, -1, dtype=np.int64)
+    n_ids = 0
+    total = 0
+    for n in range(nmax + 1):
+        if seen[n]:
+            n_map[n] = n_ids
+            n_ids += 1
+            total += span[n]
+    if total > max_cells:
+        return empty, empty, empty, empty
+    base = np.zeros(n_ids + 1, dtype=np.int64)
+    cls_n = np.empty(total, dtype=np.int64)
+    cls_s = np.empty(total, dtype=np.int64)
+    i = 0
+    c = 0
+    for n in range(nmax + 1):
+        if seen[n]:
+            base[i] = c
+            for s in range(1, span[n] + 1):
+                cls_n[c] = n
+                cls_s[c] = s
+                c += 1
+            i += 1
+    base[n_ids] = c
+    return n_map, base, cls_n, cls_s
+
+
+@kernel
+def class_pass(indptr, codes, counts, sizes, case, sig_slot, n_sig, ells, need, n_map, base,
+               n_cls, g0, g1):
+    """Pass 1 of SkylineCheck by classes: one scan of the groups.
+
+    For every requested σ (``sig_slot[code]`` ≥ 0), class (n, s) and requested ℓ
+    (``ells[li]``, where ``need[slot, li]``), keep the group with the largest S_ℓ (SVPI,
+    multiset) or the smallest P_ℓ (Set) — within a class T(ℓ,k) is monotone in that one
+    number and V does not depend on the group, so this best group attains every per-class
+    minimum of Theorem 2. Returns ``(best_s, best_p, best_g, first_g)``; ``first_g[slot, c]``
+    is the first group of the class (-1: class absent). Scans groups ``g0 .. g1-1``.
+    """
+    n_l = ells.shape[0]
+    best_s = np.full((n_sig, n_cls, n_l), -1, dtype=np.int64)
+    best_p = np.full((n_sig, n_cls, n_l), INF)
+    best_g = np.full((n_sig, n_cls, n_l), -1, dtype=np.int64)
+    first_g = np.full((n_sig, n_cls), -1, dtype=np.int64)
+    l_max = 0
+    for li in range(n_l):
+        if ells[li] > l_max:
+            l_max = ells[li]
+    pre = np.zeros(l_max + 2, dtype=np.int64)
+    single = -1
+    if n_sig == 1:
+        for c in range(sig_slot.shape[0]):
+            if sig_slot[c] == 0:
+                single = c
+    for g in range(g0, g1):
+        a = indptr[g]
+        b = indptr[g + 1]
+        d = b - a
+        if d == 0:
+            continue
+        if single >= 0:
+            r0 = find_rank(codes, a, b, np.int64(single))
+            if r0 < 0:
+                continue
+            e0 = a + r0
+            e1 = e0 + 1
+        else:
+            e0 = a
+            e1 = b
+        n = sizes[g]
+        cbase = base[n_map[n]]
+        lim = d if d < l_max + 1 else l_max + 1
+        acc = 0
+        for j in range(lim):
+            acc += counts[a + j]
+            pre[j + 1] = acc
+        for e in range(e0, e1):
+            slot = sig_slot[codes[e]]
+            if slot < 0:
+                continue
+            s = counts[e]
+            r = e - a
+            cls = cbase + s - 1
+            if first_g[slot, cls] < 0:
+                first_g[slot, cls] = g
+            for li in range(n_l):
+                if not need[slot, li]:
+                    continue
+                l = ells[li]
+                if case == SET:
+                    p = top_prod(counts, a, d, r, l, n)
+                    if p < best_p[slot, cls, li]:
+                        best_p[slot, cls, li] = p
+                        best_g[slot, cls, li] = g
+                else:
+                    ll = l if l < d - 1 else d - 1
+                    big_s = pre[ll] if r >= ll else pre[ll + 1] - s
+                    if big_s > best_s[slot, cls, li]:
+                        best_s[slot, cls, li] = big_s
+                        best_g[slot, cls, li] = g
+    return best_s, best_p, best_g, first_g
+
+
+@kernel(parallel=True)
+def class_pass_parallel(indptr, codes, counts, sizes, case, sig_slot, n_sig, ells, need, n_map,
+                        base, n_cls, n_chunks):
+    """:func:`class_pass` over ``n_chunks`` contiguous group ranges in parallel, merged in
+    group order (ties keep the earlier chunk, i.e. the smaller group)."""
+    n_groups = sizes.shape[0]
+    n_l = ells.shape[0]
+    all_s = np.empty((n_chunks, n_sig, n_cls, n_l), dtype=np.int64)
+    all_p = np.empty((n_chunks, n_sig, n_cls, n_l), dtype=np.float64)
+    all_g = np.empty((n_chunks, n_sig, n_cls, n_l), dtype=np.int64)
+    all_f = np.empty((n_chunks, n_sig, n_cls), dtype=np.int64)
+    for c in prange(n_chunks):
+        g0 = (n_groups * c) // n_chunks
+        g1 = (n_groups * (c + 1)) // n_chunks
+        bs, bp, bg, fg = class_pass(indptr, codes, counts, sizes, case, sig_slot, n_sig, ells,
+                                    need, n_map, base, n_cls, g0, g1)
+        all_s[c] = bs
+        all_p[c] = bp
+        all_g[c] = bg
+        all_f[c] = fg
+    best_s = all_s[0].copy()
+    best_p = all_p[0].copy()
+    best_g = all_g[0].copy()
+    first_g = all_f[0].copy()
+    for c in range(1, n_chunks):
+        for a in range(n_sig):
+            for b in range(n_cls):
+                if first_g[a, b] < 0:
+                    first_g[a, b] = all_f[c, a, b]
+                for li in range(n_l):
+                    if all_g[c, a, b, li] < 0:
+                        continue
+                    if case == SET:
+                        better = all_p[c, a, b, li] < best_p[a, b, li]
+                    else:
+                        better = all_s[c, a, b, li] > best_s[a, b, li]
+                    if better or best_g[a, b, li] < 0:
+                        best_s[a, b, li] = all_s[c, a, b, li]
+                        best_p[a, b, li] = all_p[c, a, b, li]
+                        best_g[a, b, li] = all_g[c, a, b, li]
+    return best_s, best_p, best_g, first_g
+
+
+@kernel
+def class_points(case, cls_n, cls_s, best_s, best_p, best_g, first_g, pt_slot, pt_li, pt_k,
+                 pt_m):
+    """Pass 2: the five statistics of every point from the per-class bests, O(classes) each.
+
+    Ties resolve to the smaller group index (as the direct scan's "first group").
+    """
+    n_pts = pt_slot.shape[0]
+    n_cls = cls_n.shape[0]
+    stats = np.empty((n_pts, 5), dtype=np.float64)
+    args = np.full((n_pts, 5), -1, dtype=np.int64)
+    for p in range(n_pts):
+        stats[p, 0] = INF
+        stats[p, 1] = INF
+        stats[p, 2] = INF
+        stats[p, 3] = 1.0
+        stats[p, 4] = 1.0
+        slot = pt_slot[p]
+        li = pt_li[p]
+        k = pt_k[p]
+        m = pt_m[p]
+        for c in range(n_cls):
+            g1 = first_g[slot, c]
+            if g1 < 0:
+                continue
+            n = cls_n[c]
+            s = cls_s[c]
+            gb = best_g[slot, c, li]
+            big_s = best_s[slot, c, li]
+            pl = best_p[slot, c, li]
+            if case != SET:
+                pl = 1.0
+            else:
+                big_s = 0
+            t0 = t_value(n, s, big_s, np.int64(0), case, pl)
+            tk = t_value(n, s, big_s, k, case, pl)
+            v0 = v_value(n, s, m, np.int64(0), case)
+            vk = v_value(n, s, m, k, case)
+            nr1 = mul(tk, v_value(n, s, m, k + 1, case))
+            vals = (nr1, t0, tk, v0, vk)
+            for j in range(5):
+                x = vals[j]
+                gg = gb if j < 3 else g1
+                if x < stats[p, j] or (x == stats[p, j] and args[p, j] >= 0
+                                       and gg < args[p, j]):
+                    if j >= 3 and x >= 1.0:
+                        continue   # V = 1 is the neutral value: no witness group
+                    stats[p, j] = x
+                    args[p, j] = gg
     return stats, args
 
 
@@ -457,38 +670,101 @@ def prefix_tables(case, nn, top):
     return big_s, pl
 
 
-@kernel
-def tables_min_nr(case, nn, ss, big_s, pl, l, k, m):
-    """minNR(ℓ,k,m) (Theorem 2) from the prefix tables of one σ; O(G_σ) (knowledge skyline)."""
-    cnt = nn.shape[0]
-    ss1 = INF
-    ss2 = INF
-    ss3 = INF
-    ss4 = 1.0
-    ss5 = 1.0
-    for i in range(cnt):
-        n = nn[i]
-        s = ss[i]
-        t0 = t_value(n, s, big_s[i, l], np.int64(0), case, pl[i, l])
-        tk = t_value(n, s, big_s[i, l], k, case, pl[i, l])
-        v0 = v_value(n, s, m, np.int64(0), case)
-        vk = v_value(n, s, m, k, case)
-        nr1 = mul(tk, v_value(n, s, m, k + 1, case))
-        if nr1 < ss1:
-            ss1 = nr1
-        if t0 < ss2:
-            ss2 = t0
-        if tk < ss3:
-            ss3 = tk
-        if v0 < ss4:
-            ss4 = v0
-        if vk < ss5:
-            ss5 = vk
-    best, which = combine(ss1, ss2, ss3, ss4, ss5)
-    return best
-
-
 # ---------------------------------------------------------------------------- A6 DP
+@kernel
+def dp_group_tables(counts, a, b, n, r, case, l, k, m, tt, vt):
+    """Fill T(f,ℓ,kk) (kk ≤ k) into ``tt`` and V(f,mm,kk) into ``vt[kk, mm]`` (kk ≤ k+1)
+    for one group read from the CSR profile; ``r`` = rank of σ in the group (-1: σ-free)."""
+    if r < 0:
+        # C1: σ-free group, T = +inf, V = 1
+        for kk in range(k + 1):
+            tt[kk] = INF
+        for kk in range(k + 2):
+            for mm in range(m + 1):
+                vt[kk, mm] = 1.0
+        return
+    d = b - a
+    s = counts[a + r]
+    big_s = top_sum(counts, a, d, r, l)
+    pl = 1.0
+    if case == SET:
+        pl = top_prod(counts, a, d, r, l, n)
+    dp_fill_tables(n, s, big_s, pl, case, k, m, tt, vt)
+
+
+@kernel
+def dp_fill_tables(n, s, big_s, pl, case, k, m, tt, vt):
+    """T and V tables of a group with σ (s >= 1) from (n, s, S_ℓ, P_ℓ)."""
+    for kk in range(k + 1):
+        tt[kk] = t_value(n, s, big_s, np.int64(kk), case, pl)
+    if case == MULTISET or m > LONG_PRODUCT:
+        for kk in range(k + 2):
+            for mm in range(m + 1):
+                vt[kk, mm] = v_value(n, s, np.int64(mm), np.int64(kk), case)
+        return
+    # running products, mirroring v_value exactly: the integer ratio while the
+    # denominator fits in 53 bits, else the product of rounded factors
+    for kk in range(k + 2):
+        big_n = n - kk
+        top = big_n - s
+        vt[kk, 0] = 1.0
+        v = 1.0
+        num = 1.0
+        den = 1.0
+        is_exact = True
+        for mm in range(m):
+            if top - mm <= 0:
+                v = 0.0
+                vt[kk, mm + 1] = 0.0
+                continue
+            if is_exact:
+                den *= big_n - mm
+                if den > EXACT_INT:
+                    is_exact = False
+                else:
+                    num *= top - mm
+            if v > 0.0:
+                v *= (top - mm) / (big_n - mm)
+            vt[kk, mm + 1] = num / den if is_exact else v
+        if v == 0.0 and top - (m - 1) > 0:
+            # an underflowed long product: recompute as v_value does
+            for mm in range(m + 1):
+                vt[kk, mm] = v_value(n, s, np.int64(mm), np.int64(kk), case)
+
+
+@kernel
+def dp_step(with_, without, new_with, new_without, tt, vt, k, m):
+    """One group of the A6 recurrences (O(k²m²)); see :func:`dp_min_nr`.
+
+    Plain products: +∞·0 gives NaN, which never compares smaller, so an unreachable state
+    (+∞) is ignored exactly as C4 (+∞·0 = +∞) requires. Row views and branch-free minima
+    keep the inner loop tight (a fair, compiled baseline).
+    """
+    for kk in range(k + 1):
+        for mm in range(m + 1):
+            best_wo = INF
+            best_w = INF
+            best_z = INF
+            for i in range(kk + 1):
+                a = kk - i
+                t = tt[a]
+                w_row = without[i]
+                h_row = with_[i]
+                v_row = vt[a]
+                v1_row = vt[a + 1]
+                for j in range(mm + 1):
+                    wo = w_row[j]
+                    v = v_row[mm - j]
+                    x = wo * v
+                    best_wo = x if x < best_wo else best_wo
+                    y = h_row[j] * v
+                    best_w = y if y < best_w else best_w
+                    z = wo * t * v1_row[mm - j]
+                    best_z = z if z < best_z else best_z
+            new_without[kk, mm] = best_wo
+            new_with[kk, mm] = best_z if best_z < best_w else best_w
+
+
 @kernel
 def dp_min_nr(indptr, codes, counts, sizes, case, sig, l, k, m):
     """minNR(ℓ,k,m) by the Appendix A6 dynamic program (no congregation property).
@@ -502,8 +778,9 @@ def dp_min_nr(indptr, codes, counts, sizes, case, sig, l, k, m):
       min_{i,j} without[i,j] · T(f,ℓ,K−i) · V(f, M−j, K−i+1) )
 
     Base: without[0,0] = 1, everything else +∞; the answer is with[k, m] after the last
-    group. The per-group T and V tables use the same helpers as SkylineCheck, so the two
-    agree to the last bit whenever the minimizing placement is the same.
+    group. Reads the CSR profile directly (like :func:`check_range`); the per-group T and V
+    use the same helpers as SkylineCheck, so the two agree to the last bit whenever the
+    minimizing placement is the same.
     """
     n_groups = sizes.shape[0]
     with_ = np.full((k + 1, m + 1), INF)
@@ -512,82 +789,141 @@ def dp_min_nr(indptr, codes, counts, sizes, case, sig, l, k, m):
     new_with = np.empty((k + 1, m + 1))
     new_without = np.empty((k + 1, m + 1))
     tt = np.empty(k + 1)
-    vt = np.empty((m + 1, k + 2))
+    vt = np.empty((k + 2, m + 1))
     for f in range(n_groups):
         a = indptr[f]
         b = indptr[f + 1]
-        n = sizes[f]
         r = find_rank(codes, a, b, sig)
-        if r < 0:
-            # C1: σ-free group, T = +inf, V = 1
-            for kk in range(k + 1):
-                tt[kk] = INF
-            for mm in range(m + 1):
-                for kk in range(k + 2):
-                    vt[mm, kk] = 1.0
-        else:
-            d = b - a
-            s = counts[a + r]
-            big_s = top_sum(counts, a, d, r, l)
-            pl = 1.0
-            if case == SET:
-                pl = top_prod(counts, a, d, r, l, n)
-            for kk in range(k + 1):
-                tt[kk] = t_value(n, s, big_s, np.int64(kk), case, pl)
-            if case == MULTISET or m > LONG_PRODUCT:
-                for mm in range(m + 1):
-                    for kk in range(k + 2):
-                        vt[mm, kk] = v_value(n, s, np.int64(mm), np.int64(kk), case)
-            else:
-                # running products, mirroring v_value exactly: the integer ratio while the
-                # denominator fits in 53 bits, else the product of rounded factors
-                for kk in range(k + 2):
-                    big_n = n - kk
-                    top = big_n - s
-                    vt[0, kk] = 1.0
-                    v = 1.0
-                    num = 1.0
-                    den = 1.0
-                    is_exact = True
-                    for mm in range(m):
-                        if top - mm <= 0:
-                            v = 0.0
-                            vt[mm + 1, kk] = 0.0
-                            continue
-                        if is_exact:
-                            den *= big_n - mm
-                            if den > EXACT_INT:
-                                is_exact = False
-                            else:
-                                num *= top - mm
-                        if v > 0.0:
-                            v *= (top - mm) / (big_n - mm)
-                        vt[mm + 1, kk] = num / den if is_exact else v
-                    if v == 0.0 and top - (m - 1) > 0:
-                        # an underflowed long product: recompute as v_value does
-                        for mm in range(m + 1):
-                            vt[mm, kk] = v_value(n, s, np.int64(mm), np.int64(kk), case)
-        for kk in range(k + 1):
-            for mm in range(m + 1):
-                best_wo = INF
-                best_w = INF
-                for i in range(kk + 1):
-                    tki = tt[kk - i]
-                    for j in range(mm + 1):
-                        wo = without[i, j]
-                        v = vt[mm - j, kk - i]
-                        x = mul(wo, v)
-                        if x < best_wo:
-                            best_wo = x
-                        y = mul(with_[i, j], v)
-                        if y < best_w:
-                            best_w = y
-                        z = mul(mul(wo, tki), vt[mm - j, kk - i + 1])
-                        if z < best_w:
-                            best_w = z
-                new_without[kk, mm] = best_wo
-                new_with[kk, mm] = best_w
+        dp_group_tables(counts, a, b, sizes[f], r, case, l, k, m, tt, vt)
+        dp_step(with_, without, new_with, new_without, tt, vt, k, m)
         with_, new_with = new_with, with_
         without, new_without = new_without, without
     return with_[k, m]
 
+
+# ---------------------------------------------------------------------------- prepared columns
+@kernel
+def sigma_columns(indptr, codes, counts, sizes, sig, width):
+    """Per-group inputs of one σ over **all** groups, for repeated evaluation.
+
+    Returns ``(nn, ss, big_s, pl)``: n_g, #σ_g (0 for σ-free groups), and for ℓ = 0..width
+    the prefix tables S_ℓ (int64) and P_ℓ (float64, MVPI-Set factor) of the non-σ counts.
+    """
+    n_groups = sizes.shape[0]
+    nn = np.empty(n_groups, dtype=np.int64)
+    ss = np.zeros(n_groups, dtype=np.int64)
+    big_s = np.zeros((n_groups, width + 1), dtype=np.int64)
+    pl = np.ones((n_groups, width + 1), dtype=np.float64)
+    for g in range(n_groups):
+        a = indptr[g]
+        b = indptr[g + 1]
+        n = sizes[g]
+        nn[g] = n
+        r = find_rank(codes, a, b, sig)
+        if r >= 0:
+            ss[g] = counts[a + r]
+        j = 0
+        for e in range(a, b):
+            if e - a == r:
+                continue
+            if j >= width:
+                break
+            c = counts[e]
+            big_s[g, j + 1] = big_s[g, j] + c
+            pl[g, j + 1] = mul(pl[g, j], (n - c) / n)
+            j += 1
+        for jj in range(j, width):
+            big_s[g, jj + 1] = big_s[g, jj]
+            pl[g, jj + 1] = pl[g, jj]
+    return nn, ss, big_s, pl
+
+
+@kernel
+def columns_stats(case, nn, ss, big_s, pl, l, k, m):
+    """SkylineCheck for one (σ, ℓ, k, m) from prepared columns: (stats[5], args[5]).
+
+    Rows with ss = 0 (σ-free groups) are neutral. V is memoized by (n, s).
+    """
+    stats = np.empty(5, dtype=np.float64)
+    args = np.full(5, -1, dtype=np.int64)
+    stats[0] = INF
+    stats[1] = INF
+    stats[2] = INF
+    stats[3] = 1.0
+    stats[4] = 1.0
+    mkey_n = np.full(_MEMO_SLOTS, -1, dtype=np.int64)
+    mkey_s = np.full(_MEMO_SLOTS, -1, dtype=np.int64)
+    mval = np.empty((_MEMO_SLOTS, 3), dtype=np.float64)
+    for g in range(nn.shape[0]):
+        s = ss[g]
+        if s == 0:
+            continue
+        n = nn[g]
+        t0 = t_value(n, s, big_s[g, l], np.int64(0), case, pl[g, l])
+        tk = t_value(n, s, big_s[g, l], k, case, pl[g, l])
+        h = (n * 40503 + s * 9973) & (_MEMO_SLOTS - 1)
+        if mkey_n[h] == n and mkey_s[h] == s:
+            v0 = mval[h, 0]
+            vk = mval[h, 1]
+            vk1 = mval[h, 2]
+        else:
+            v0 = v_value(n, s, m, np.int64(0), case)
+            vk = v_value(n, s, m, k, case)
+            vk1 = v_value(n, s, m, k + 1, case)
+            mkey_n[h] = n
+            mkey_s[h] = s
+            mval[h, 0] = v0
+            mval[h, 1] = vk
+            mval[h, 2] = vk1
+        nr1 = mul(tk, vk1)
+        if nr1 < stats[0]:
+            stats[0] = nr1
+            args[0] = g
+        if t0 < stats[1]:
+            stats[1] = t0
+            args[1] = g
+        if tk < stats[2]:
+            stats[2] = tk
+            args[2] = g
+        if v0 < stats[3]:
+            stats[3] = v0
+            args[3] = g
+        if vk < stats[4]:
+            stats[4] = vk
+            args[4] = g
+    return stats, args
+
+
+@kernel
+def columns_min_nr(case, nn, ss, big_s, pl, l, k, m):
+    """minNR(ℓ,k,m) (Theorem 2) from prepared columns (knowledge skyline search)."""
+    stats, args = columns_stats(case, nn, ss, big_s, pl, l, k, m)
+    best, which = combine(stats[0], stats[1], stats[2], stats[3], stats[4])
+    return best
+
+
+@kernel
+def dp_columns(case, nn, ss, big_s, pl, l, k, m):
+    """The A6 dynamic program from prepared columns (every group, σ-free ones included)."""
+    n_groups = nn.shape[0]
+    with_ = np.full((k + 1, m + 1), INF)
+    without = np.full((k + 1, m + 1), INF)
+    without[0, 0] = 1.0
+    new_with = np.empty((k + 1, m + 1))
+    new_without = np.empty((k + 1, m + 1))
+    tt = np.empty(k + 1)
+    vt = np.empty((k + 2, m + 1))
+    for f in range(n_groups):
+        s = ss[f]
+        if s == 0:
+            for kk in range(k + 1):
+                tt[kk] = INF
+            for kk in range(k + 2):
+                for mm in range(m + 1):
+                    vt[kk, mm] = 1.0
+        else:
+            dp_fill_tables(nn[f], s, big_s[f, l], pl[f, l], case, k, m, tt, vt)
+        dp_step(with_, without, new_with, new_without, tt, vt, k, m)
+        with_, new_with = new_with, with_
+        without, new_without = new_without, without
+    return with_[k, m]
