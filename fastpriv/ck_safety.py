@@ -75,7 +75,7 @@ KNOWLEDGE = ("implications", "negations")
 # profiles and k + 1 >= _PRUNE_MIN_H (below, the O(k³) DP vectorised over profiles costs
 # about as little as the bounds themselves; measured in benchmarks/bench_ck_safety.py).
 _PRUNE_MIN_PROFILES = 4096
-_PRUNE_MIN_H = 16
+_PRUNE_MIN_H = 12
 # M1 work (profiles × (k+2)³) above which the kernel is split over threads.
 _THREAD_MIN_WORK = 2_000_000
 # Relative distance below which a float comparison is re-decided with Fractions.
@@ -226,7 +226,7 @@ def _check_knowledge(knowledge: Any) -> str:
 
 
 def _exact_threshold(c: Any) -> Fraction:
-    """C as an exact Fraction; floats are read as the decimal they print as (0.8 → 4/5)."""
+    """Return c as an exact Fraction; a float is read as the decimal it prints as (0.8 → 4/5)."""
     if isinstance(c, Fraction):
         return c
     if isinstance(c, numbers.Integral):

@@ -290,6 +290,10 @@ def test_pruning_discards_most_profiles_and_keeps_the_answer():
     ref = kern.reference_min_ratio(prof.indptr, prof.counts, prof.sizes, K)
     R, _ = ck._implications(prof, K, exact=False, witness_t=None, prune=True)
     np.testing.assert_allclose(R, ref, rtol=1e-12, atol=0)
+    # without pruning, M1 runs on every profile, split over threads (work above the cut)
+    assert keys.shape[0] * (K + 2) ** 3 >= ck._THREAD_MIN_WORK
+    R, _ = ck._implications(prof, K, exact=False, witness_t=None, prune=False)
+    np.testing.assert_allclose(R, ref, rtol=1e-12, atol=0)
     Re, _ = ck._implications(prof, K, exact=True, witness_t=None, prune=True)
     np.testing.assert_allclose([float(x) for x in Re], ref, rtol=1e-12, atol=0)
 
