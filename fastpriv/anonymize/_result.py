@@ -11,7 +11,39 @@ import pyarrow as pa
 
 from ..release import Release
 
-__all__ = ["Anonymized"]
+__all__ = ["Anonymized", "GeneralizedAttribute"]
+
+
+@dataclass(frozen=True, eq=False)
+class GeneralizedAttribute:
+    """How one QI attribute was generalized: the published value sets, per row.
+
+    Utility metrics (:mod:`fastpriv.metrics`) read this to know, for every row, which
+    original values its published QI value stands for.
+
+    Attributes
+    ----------
+    name : str
+        The QI column.
+    domain : pyarrow.Array
+        Distinct original values, sorted (domain code ``i`` is ``domain[i]``; the encoding of
+        :func:`fastpriv._arrow.encode_column`).
+    labels : list of str
+        Published label of each generalized value (``"[15, 20)"``, ``"{a, b}"``, ``"*"``).
+    member_indptr, members : numpy.ndarray
+        CSR (int64 offsets, int32 domain codes): the domain values under each label.
+    codes : numpy.ndarray
+        Generalized value (index into ``labels``) of each input row, int32; ``-1`` for a
+        suppressed row.
+
+    """
+
+    name: str
+    domain: pa.Array
+    labels: list
+    member_indptr: np.ndarray
+    members: np.ndarray
+    codes: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -32,6 +64,14 @@ class Anonymized:
         Generalized QI values per input row (Mondrian, lattice search), if any.
     info : dict
         Algorithm facts: nodes checked, timings, guarantees (e.g. "safe" vs "minimal").
+    attributes : tuple of GeneralizedAttribute
+        Generalizing anonymizers (Mondrian, lattice search) describe each QI attribute's
+        published value sets here; empty for bucketizations (Anatomy).
+
+    Notes
+    -----
+    A row removed by suppression has group id ``-1`` and is not part of ``release``.
+
     """
 
     release: Release
@@ -40,6 +80,7 @@ class Anonymized:
     params: dict[str, Any] = field(default_factory=dict)
     generalized: pa.Table | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    attributes: tuple = ()
 
     def table(self, original: Any = None, *, group_column: str = "group_id") -> pa.Table:
         """The publishable table: ``original`` rows with generalized QI and a group id.

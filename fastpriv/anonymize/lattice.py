@@ -1,0 +1,829 @@
+"""Lattice search over full-domain generalizations, for any monotone criterion.
+
+A *node* of the generalization lattice picks one level per QI attribute (its hierarchy's
+level 0 = exact value … top = usually ``*``); the node's release groups the rows by their
+generalized QI tuple. Nodes are ordered componentwise, and a higher node's groups are unions
+of a lower node's groups, so for a monotone criterion (Martin et al., Theorem 14 for
+(c,k)-safety; k-anonymity, ℓ-diversity, t-closeness; SVPI skyline points) satisfaction is
+upward-closed. :meth:`GeneralizationLattice.search` finds every *minimal* satisfying node
+(no satisfying node below it) and the best of them by a utility measure, while checking as
+few nodes as it can:
+
+* **Predictive tagging** (Incognito / Flash): when a node satisfies, all its successors
+  do; when it fails, all its predecessors fail. Neither needs checking.
+* **Binary search along paths** (Flash): nodes are visited bottom-up; from each untagged
+  node a path is extended upwards through untagged nodes, and that chain is binary-searched
+  for its lowest satisfying node. Every check tags a whole cone of the lattice.
+
+The result equals exhaustive checking of every node (a property test verifies it for each
+criterion). A criterion declaring ``monotone = False`` — or a suppression budget with a
+criterion for which suppression is not monotone — is checked exhaustively instead.
+
+Each check is cheap: the table is compressed once to its distinct (QI codes, sensitive
+value) combinations with counts; a node check gathers each attribute's generalized codes
+(one table lookup per cell), ranks the mixed-radix keys densely (a Numba kernel, no Arrow
+round trip) and counts (group, value) pairs into the frequency profile every criterion
+reads.
+
+:meth:`GeneralizationLattice.chain_search` is the binary search along one chain of the
+lattice that Martin et al. §3.4 mention: O(log height) checks, minimal *on the chain*
+(the result says whether it is also minimal in the lattice).
+
+Suppression (optional): with ``suppression=f``, a node also satisfies a group-local
+criterion when the rows of its failing groups number at most ⌊f·n⌋; those rows are removed
+(group id −1). Suppression keeps monotonicity for k-anonymity and distinct ℓ-diversity (a
+passing group stays passing when merged); for the other local criteria the search is
+exhaustive.
+
+Utility measures (the best minimal node minimizes; ties → lower height, then lexicographic):
+``"discernibility"`` Σ_g n_g² + n_suppressed·n (default), ``"avg_group_size"`` n/#groups,
+``"height"`` Σ levels, ``"precision"`` (Sweeney's Prec = 1 − mean_A level_A/(height_A−1),
+maximized), or a callable ``f(node, release) -> float`` to minimize.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .._arrow import apply_null_policy, as_table, encode_column
+from .._validation import check_choice, check_columns, kernel_array
+from ..hierarchies import BoundHierarchy, resolve_hierarchies
+from ..predicates import Criterion, LocalCriterion, as_criterion, criteria_from
+from ..release import SVPI, Release
+from ._result import Anonymized, GeneralizedAttribute
+
+__all__ = ["GeneralizationLattice", "LatticeSearch", "ChainSearch", "lattice_search",
+           "minimal_ck_safe", "UTILITIES"]
+
+UTILITIES = ("discernibility", "avg_group_size", "height", "precision")
+
+_DENSE_LIMIT = 1 << 22
+UNKNOWN, SAT, UNSAT = 0, 1, -1
+
+
+@dataclass(frozen=True)
+class NodeCheck:
+    """Outcome of checking one node."""
+
+    node: tuple[int, ...]
+    ok: bool
+    n_groups: int
+    n_suppressed: int
+
+
+@dataclass(frozen=True)
+class LatticeSearch:
+    """All minimal satisfying nodes of a lattice, the best one, and the search's cost.
+
+    Attributes
+    ----------
+    qi : tuple of str
+    heights : tuple of int
+        Number of levels of each QI attribute's hierarchy.
+    criterion : str
+    minimal : tuple of node tuples
+        Every minimal satisfying node (by height, then lexicographic).
+    best : tuple or None
+        The minimal node optimizing ``utility`` (``None`` if no node satisfies).
+    utility : str
+    scores : dict
+        Utility value of each minimal node.
+    n_nodes, n_checked : int
+        Lattice size and number of nodes actually evaluated.
+    n_satisfying : int
+        Number of satisfying nodes (checked or inferred).
+    checked : tuple of node tuples
+        The evaluated nodes, in order.
+    strategy : str
+        ``"flash"`` (predictive tagging + binary search) or ``"exhaustive"``.
+    suppression : float
+    seconds : float
+    anonymized : Anonymized or None
+        The release at ``best`` (materialized unless ``materialize=False``).
+
+    """
+
+    qi: tuple[str, ...]
+    heights: tuple[int, ...]
+    criterion: str
+    minimal: tuple[tuple[int, ...], ...]
+    best: tuple[int, ...] | None
+    utility: str
+    scores: dict
+    n_nodes: int
+    n_checked: int
+    n_satisfying: int
+    checked: tuple[tuple[int, ...], ...]
+    strategy: str
+    suppression: float
+    seconds: float
+    anonymized: Anonymized | None = None
+    satisfying: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+
+    def _need(self) -> Anonymized:
+        if self.anonymized is None:
+            if self.best is None:
+                raise ValueError(f"no node of the lattice satisfies {self.criterion} (not even "
+                                 "the top node); nothing to release")
+            raise ValueError("the release was not materialized (materialize=False)")
+        return self.anonymized
+
+    @property
+    def release(self) -> Release:
+        """The release at the best node."""
+        return self._need().release
+
+    @property
+    def group_ids(self) -> np.ndarray:
+        """Group id of each input row at the best node (−1 = suppressed)."""
+        return self._need().group_ids
+
+    def table(self, original: Any = None, **kw: Any) -> pa.Table:
+        """The publishable table at the best node (see :meth:`Anonymized.table`)."""
+        return self._need().table(original, **kw)
+
+    def write(self, path: Any, original: Any = None, **kw: Any) -> str:
+        """Write the best node's table atomically (see :meth:`Anonymized.write`)."""
+        return self._need().write(path, original, **kw)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary."""
+        return {"qi": list(self.qi), "heights": list(self.heights), "criterion": self.criterion,
+                "minimal": [list(n) for n in self.minimal],
+                "best": None if self.best is None else list(self.best),
+                "utility": self.utility,
+                "scores": {",".join(map(str, n)): v for n, v in self.scores.items()},
+                "n_nodes": self.n_nodes, "n_checked": self.n_checked,
+                "n_satisfying": self.n_satisfying, "strategy": self.strategy,
+                "suppression": self.suppression, "seconds": self.seconds}
+
+
+@dataclass(frozen=True)
+class ChainSearch:
+    """Binary search along one chain of the lattice (Martin et al. §3.4).
+
+    Attributes
+    ----------
+    chain : tuple of node tuples
+    node : tuple or None
+        The lowest satisfying node on the chain (``None``: even the chain's top fails).
+    n_checked : int
+        Nodes evaluated by the binary search (⌈log2(len(chain)+1)⌉ at most).
+    minimal_in_lattice : bool or None
+        Whether ``node`` is also ⪯-minimal in the whole lattice (its direct predecessors
+        were checked: ``n_checked_predecessors`` more checks).
+
+    """
+
+    chain: tuple[tuple[int, ...], ...]
+    node: tuple[int, ...] | None
+    criterion: str
+    n_checked: int
+    minimal_in_lattice: bool | None
+    n_checked_predecessors: int
+    seconds: float
+    anonymized: Anonymized | None = None
+
+    @property
+    def release(self) -> Release:
+        """The release at the found node."""
+        if self.anonymized is None:
+            raise ValueError(f"no node of the chain satisfies {self.criterion}")
+        return self.anonymized.release
+
+    @property
+    def group_ids(self) -> np.ndarray:
+        """Group id of each input row at the found node."""
+        if self.anonymized is None:
+            raise ValueError(f"no node of the chain satisfies {self.criterion}")
+        return self.anonymized.group_ids
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary."""
+        return {"chain": [list(n) for n in self.chain],
+                "node": None if self.node is None else list(self.node),
+                "criterion": self.criterion, "n_checked": self.n_checked,
+                "minimal_in_lattice": self.minimal_in_lattice,
+                "n_checked_predecessors": self.n_checked_predecessors,
+                "seconds": self.seconds}
+
+
+class GeneralizationLattice:
+    """The full-domain generalization lattice of a table (encoded once, checked many times).
+
+    Parameters
+    ----------
+    table : table-like
+        One row per individual (SVPI): pyarrow Table, Parquet/CSV path, pandas/polars.
+    qi : list of str
+        Quasi-identifier columns, each with a hierarchy.
+    sensitive : str
+        Sensitive column.
+    hierarchies : None, directory or mapping
+        See :func:`fastpriv.hierarchies.resolve_hierarchies` (``None`` = the bundled Adult
+        hierarchies; a mapping may give a :class:`~fastpriv.hierarchies.Hierarchy`, a CSV
+        path, interval widths or ``"suppress"`` per attribute).
+    nulls : {"error", "drop"}
+        Nulls in the used columns raise (default) or drop the row (its group id is −1).
+
+    Examples
+    --------
+    >>> import fastpriv as fp
+    >>> lat = GeneralizationLattice(fp.datasets.load_adult(), ["age", "marital_status",
+    ...     "race", "sex"], "occupation")
+    >>> lat.n_nodes
+    72
+    >>> res = lat.search(fp.predicates.KAnonymity(10))
+    >>> res.best, res.n_checked < 72
+    ((1, 0, 1, 1), True)
+
+    """
+
+    def __init__(self, table: Any, qi: Sequence[str], sensitive: str,
+                 hierarchies: Any = None, *, nulls: str = "error") -> None:
+        if isinstance(qi, str):
+            qi = [qi]
+        qi = list(qi)
+        if not qi:
+            raise ValueError("qi: at least one quasi-identifier column is required")
+        if len(set(qi)) != len(qi):
+            raise ValueError(f"qi: duplicate columns in {qi}")
+        if not isinstance(sensitive, str):
+            raise TypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
+        if sensitive in qi:
+            raise ValueError(f"sensitive column {sensitive!r} is also a qi column")
+        check_choice(nulls, "nulls", ("error", "drop"))
+        t = as_table(table, param="table")
+        check_columns(qi, t.column_names, "qi")
+        check_columns([sensitive], t.column_names, "sensitive")
+        t = t.select(qi + [sensitive])
+        self.n_input_rows = t.num_rows
+        self.kept_rows: np.ndarray | None = None
+        if nulls == "drop":
+            mask = None
+            import pyarrow.compute as pc
+
+            for c in qi + [sensitive]:
+                if t.column(c).null_count:
+                    m = pc.is_valid(t.column(c))
+                    mask = m if mask is None else pc.and_(mask, m)
+            if mask is not None:
+                keep = np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
+                self.kept_rows = np.flatnonzero(keep)
+                t = t.filter(mask)
+        else:
+            t, _ = apply_null_policy(t, qi + [sensitive], "error")
+        if t.num_rows == 0:
+            raise ValueError("table is empty: a release needs at least one row")
+        self.table = t
+        self.qi = tuple(qi)
+        self.sensitive = sensitive
+        self.hierarchies: list[BoundHierarchy] = resolve_hierarchies(hierarchies, qi, t)
+        self.heights = tuple(h.height for h in self.hierarchies)
+        sens = encode_column(t.column(sensitive), name=sensitive)
+        self.values = sens.labels
+        self.n_rows = t.num_rows
+        self._sens_rows = sens.codes
+
+        # compress to distinct (QI codes, sensitive) cells
+        d = len(qi)
+        cards = [h.domain_size for h in self.hierarchies] + [len(sens.labels)]
+        cell, first, weights = compress([h.codes for h in self.hierarchies] + [sens.codes],
+                                        cards)
+        self._row_cell = cell
+        self._cq = kernel_array(np.stack([h.codes[first] for h in self.hierarchies]), np.int32)
+        self._cs = kernel_array(sens.codes[first], np.int32)
+        self._cw = kernel_array(weights, np.int64)
+        self.n_cells = int(first.shape[0])
+        # flat gather tables: attribute a, level l at offset _off[a][l]
+        flat, off, pos = [], [], 0
+        for h in self.hierarchies:
+            row = []
+            for lev in range(h.height):
+                flat.append(h.maps[lev])
+                row.append(pos)
+                pos += h.domain_size
+            off.append(row)
+        self._maps = kernel_array(np.concatenate(flat), np.int32)
+        self._off = off
+        self._q = np.bincount(sens.codes, minlength=len(sens.labels)) / self.n_rows
+        self._empty = kernel_array(np.empty(0, np.int64), np.int64)
+        # nodes in order of height, then lexicographic
+        nodes = np.array(list(itertools.product(*[range(h) for h in self.heights])),
+                         dtype=np.int64).reshape(-1, d)
+        order = np.lexsort(tuple(nodes[:, a] for a in range(d - 1, -1, -1)) + (nodes.sum(1),))
+        self.nodes = nodes[order]
+        self.nodes.flags.writeable = False
+        self._index = {tuple(int(x) for x in n): i for i, n in enumerate(self.nodes)}
+
+    # ------------------------------------------------------------------ basic facts
+    @property
+    def n_nodes(self) -> int:
+        """Number of nodes (product of the hierarchy heights)."""
+        return int(self.nodes.shape[0])
+
+    @property
+    def bottom(self) -> tuple[int, ...]:
+        """The node with every attribute at level 0."""
+        return tuple(0 for _ in self.heights)
+
+    @property
+    def top(self) -> tuple[int, ...]:
+        """The node with every attribute at its highest level."""
+        return tuple(h - 1 for h in self.heights)
+
+    def _node(self, node: Any) -> tuple[int, ...]:
+        try:
+            t = tuple(int(x) for x in node)
+        except TypeError:
+            raise TypeError(f"node must be a sequence of levels, got {node!r}") from None
+        if len(t) != len(self.heights) or any(not 0 <= x < h for x, h in
+                                               zip(t, self.heights)):
+            raise ValueError(f"node {node!r} is not in the lattice: one level per QI "
+                             f"attribute {self.qi}, level a in 0..{[h - 1 for h in self.heights]}")
+        return t
+
+    # ------------------------------------------------------------------ per-node work
+    def cell_groups(self, node: Any) -> tuple[np.ndarray, int]:
+        """Group index of every compressed cell at ``node`` and the number of groups."""
+        from .._kernels.generalize import regroup
+
+        node = self._node(node)
+        offs = kernel_array([self._off[a][lev] for a, lev in enumerate(node)], np.int64)
+        cards = kernel_array([h.cardinality(lev) for h, lev in zip(self.hierarchies, node)],
+                             np.int64)
+        g, n = regroup(self._cq, self._maps, offs, cards, max(_DENSE_LIMIT, 4 * self.n_cells))
+        return g, int(n)
+
+    def release(self, node: Any, *, labels: bool = False) -> Release:
+        """The release (frequency profiles) at ``node``.
+
+        With ``labels=True`` the release's group keys are the generalized QI tuples;
+        otherwise plain indices (cheaper — what the search uses).
+        """
+        g, n = self.cell_groups(node)
+        return self._release(g, n, node if labels else None)
+
+    def _release(self, g: np.ndarray, n: int, node: Any = None) -> Release:
+        from .._kernels.counting import DENSE_CELLS, count_pairs
+        from .._kernels.generalize import weighted_first
+
+        g = kernel_array(g, np.int32)
+        indptr, codes, counts = count_pairs(g, self._cs, self._cw, n, len(self.values), DENSE_CELLS)
+        sizes, first = weighted_first(g, self._cw, n)
+        if node is None:
+            keys = pa.table({"group": pa.array(np.arange(n, dtype=np.int64))})
+        else:
+            node = self._node(node)
+            keys = pa.table({a: pa.array([h.labels[lev][c] for c in
+                                          h.maps[lev][self._cq[i][first]]])
+                             for i, (a, h, lev) in enumerate(zip(self.qi, self.hierarchies,
+                                                                  node))})
+        return Release(indptr=indptr, codes=codes, counts=counts, sizes=sizes,
+                       values=self.values, groups=keys, case=SVPI,
+                       sensitive_name=self.sensitive)
+
+    def check(self, node: Any, predicate: Any, *, suppression: float = 0.0) -> NodeCheck:
+        """Evaluate ``predicate`` at ``node`` (with an optional suppression budget)."""
+        crit = as_criterion(predicate)
+        budget = self._budget(crit, suppression)
+        return self._check(self._node(node), crit, budget)
+
+    def _budget(self, crit: Criterion, suppression: float) -> int:
+        if isinstance(suppression, bool) or not isinstance(suppression, (int, float)) or \
+                not 0.0 <= float(suppression) < 1.0:
+            raise ValueError(f"suppression must be a fraction in [0, 1), got {suppression!r}")
+        if suppression and not (getattr(crit, "local", False) and hasattr(crit, "group_ok")):
+            raise ValueError(f"suppression needs a group-local criterion (k-anonymity, "
+                             f"ℓ-diversity, t-closeness, (c,k)-safety with negations); "
+                             f"{crit.name} is not")
+        return int(math.floor(float(suppression) * self.n_rows))
+
+    def _check(self, node: tuple[int, ...], crit: Criterion, budget: int) -> NodeCheck:
+        g, n = self.cell_groups(node)
+        rel = self._release(g, n)
+        if budget > 0:
+            ok = crit.group_ok(rel, self._q)  # type: ignore[attr-defined]
+            sup = int(rel.sizes[~ok].sum())
+            good = sup <= budget and bool(ok.any())
+            return NodeCheck(node, good, n, sup if good else 0)
+        return NodeCheck(node, bool(self._eval(crit, rel)), n, 0)
+
+    def _eval(self, crit: Criterion, rel: Release) -> bool:
+        if isinstance(crit, LocalCriterion) or (getattr(crit, "local", False)
+                                                and hasattr(crit, "group_ok")):
+            return bool(crit.group_ok(rel, self._q).all())  # type: ignore[attr-defined]
+        return bool(crit(rel))
+
+    # ------------------------------------------------------------------ search
+    def search(self, predicate: Any, *, utility: str | Callable = "discernibility",
+               suppression: float = 0.0, strategy: str = "auto", materialize: bool = True,
+               progress: Callable[[int, int], None] | None = None) -> LatticeSearch:
+        """Every minimal node satisfying ``predicate``, and the best by ``utility``.
+
+        Parameters
+        ----------
+        predicate : criterion, callable or list
+            A monotone criterion (see :mod:`fastpriv.predicates`).
+        utility : str or callable
+            ``"discernibility"`` (default), ``"avg_group_size"``, ``"height"``,
+            ``"precision"``, or ``f(node, release) -> float`` (minimized).
+        suppression : float
+            Fraction of rows that may be suppressed (group-local criteria only).
+        strategy : {"auto", "flash", "exhaustive"}
+            ``auto`` = predictive tagging when monotonicity holds, else exhaustive.
+        materialize : bool
+            Build the :class:`Anonymized` release of the best node.
+        progress : callable, optional
+            Called as ``progress(n_tagged, n_nodes)`` after each check.
+
+        """
+        t0 = time.perf_counter()
+        crit = as_criterion(predicate)
+        check_choice(strategy, "strategy", ("auto", "flash", "exhaustive"))
+        if not callable(utility):
+            check_choice(utility, "utility", UTILITIES)
+        budget = self._budget(crit, suppression)
+        monotone = bool(getattr(crit, "monotone", True))
+        if budget > 0 and not getattr(crit, "union_monotone", False):
+            monotone = False  # suppression keeps monotonicity only for k / distinct ℓ
+        if strategy == "flash" and not monotone:
+            raise ValueError(f"strategy='flash' needs a monotone criterion; {crit.name} "
+                             f"{'with suppression ' if budget else ''}is not")
+        use_flash = monotone and strategy != "exhaustive"
+        N = self.n_nodes
+        status = np.zeros(N, dtype=np.int8)
+        checks: dict[tuple[int, ...], NodeCheck] = {}
+        order: list[tuple[int, ...]] = []
+
+        def evaluate(i: int) -> bool:
+            node = tuple(int(x) for x in self.nodes[i])
+            res = self._check(node, crit, budget)
+            checks[node] = res
+            order.append(node)
+            if use_flash:
+                if res.ok:
+                    status[np.all(self.nodes >= self.nodes[i], axis=1)] = SAT
+                else:
+                    status[np.all(self.nodes <= self.nodes[i], axis=1)] = UNSAT
+            else:
+                status[i] = SAT if res.ok else UNSAT
+            if progress is not None:
+                progress(int(np.count_nonzero(status)), N)
+            return res.ok
+
+        if use_flash:
+            for i in range(N):
+                if status[i] != UNKNOWN:
+                    continue
+                path = self._upward_path(i, status)
+                lo, hi = 0, len(path) - 1
+                while lo <= hi:
+                    mid = (lo + hi) // 2
+                    j = path[mid]
+                    if status[j] == UNKNOWN:
+                        ok = evaluate(j)
+                    else:
+                        ok = status[j] == SAT
+                    if ok:
+                        hi = mid - 1
+                    else:
+                        lo = mid + 1
+        else:
+            for i in range(N):
+                evaluate(i)
+        sat = status == SAT
+        minimal = self._minimal(sat)
+        scores = {m: self._score(m, utility, crit, budget, checks.get(m)) for m in minimal}
+        best = None
+        if minimal:
+            best = min(minimal, key=lambda m: (scores[m], sum(m), m))
+        name = utility if isinstance(utility, str) else getattr(utility, "__name__", "custom")
+        anonymized = None
+        seconds = time.perf_counter() - t0
+        res = LatticeSearch(qi=self.qi, heights=self.heights, criterion=crit.name,
+                            minimal=tuple(minimal), best=best, utility=name,
+                            scores=scores, n_nodes=N, n_checked=len(order),
+                            n_satisfying=int(sat.sum()), checked=tuple(order),
+                            strategy="flash" if use_flash else "exhaustive",
+                            suppression=float(suppression), seconds=seconds,
+                            satisfying=sat)
+        if materialize and best is not None:
+            anonymized = self.anonymize(best, crit, suppression=suppression,
+                                        info={"search": res.to_dict()})
+            object.__setattr__(res, "anonymized", anonymized)
+        return res
+
+    def _upward_path(self, i: int, status: np.ndarray) -> list[int]:
+        """A chain from node ``i`` upwards through untagged nodes (Flash's path)."""
+        path = [i]
+        cur = self.nodes[i].copy()
+        while True:
+            nxt = None
+            # raise the attribute with the lowest relative level first (a "diagonal" path)
+            rel = [(cur[a] / max(h - 1, 1), a) for a, h in enumerate(self.heights)
+                   if cur[a] < h - 1]
+            for _, a in sorted(rel):
+                cand = cur.copy()
+                cand[a] += 1
+                j = self._index[tuple(int(x) for x in cand)]
+                if status[j] == UNKNOWN:
+                    nxt = (j, cand)
+                    break
+            if nxt is None:
+                return path
+            path.append(nxt[0])
+            cur = nxt[1]
+
+    def _minimal(self, sat: np.ndarray) -> list[tuple[int, ...]]:
+        """Satisfying nodes with no satisfying node strictly below them."""
+        out = []
+        sat_nodes = self.nodes[sat]
+        for n in sat_nodes:
+            below = np.all(sat_nodes <= n, axis=1) & np.any(sat_nodes != n, axis=1)
+            if not below.any():
+                out.append(tuple(int(x) for x in n))
+        return out
+
+    def _score(self, node: tuple[int, ...], utility: Any, crit: Criterion, budget: int,
+               res: NodeCheck | None) -> float:
+        if callable(utility):
+            return float(utility(node, self.release(node)))
+        if utility == "height":
+            return float(sum(node))
+        if utility == "precision":
+            return -self.precision(node)
+        g, n = self.cell_groups(node)
+        rel = self._release(g, n)
+        sizes = rel.sizes
+        sup = 0
+        if budget > 0:
+            ok = crit.group_ok(rel, self._q)  # type: ignore[attr-defined]
+            sup = int(sizes[~ok].sum())
+            sizes = sizes[ok]
+        if utility == "discernibility":
+            return float(np.sum(sizes.astype(np.float64) ** 2) + sup * self.n_rows)
+        return float(sizes.sum() / max(len(sizes), 1))
+
+    def precision(self, node: Any) -> float:
+        """Sweeney's precision 1 − (1/|QI|) Σ_A level_A / (height_A − 1) (1 = no loss)."""
+        node = self._node(node)
+        terms = [lev / (h - 1) if h > 1 else 0.0 for lev, h in zip(node, self.heights)]
+        return 1.0 - sum(terms) / len(terms)
+
+    def utility(self, node: Any, measure: str = "discernibility") -> float:
+        """A utility measure of ``node`` without suppression (see the module docstring)."""
+        check_choice(measure, "measure", UTILITIES)
+        node = self._node(node)
+        if measure == "precision":
+            return self.precision(node)
+        return self._score(node, measure, criteria_from(k=1), 0, None)
+
+    # ------------------------------------------------------------------ chains
+    def default_chain(self) -> list[tuple[int, ...]]:
+        """Bottom to top, raising the attribute with the lowest relative level each step."""
+        cur = list(self.bottom)
+        chain = [tuple(cur)]
+        while tuple(cur) != self.top:
+            cands = [(cur[a] / max(h - 1, 1), a) for a, h in enumerate(self.heights)
+                     if cur[a] < h - 1]
+            a = min(cands)[1]
+            cur[a] += 1
+            chain.append(tuple(cur))
+        return chain
+
+    def chain_search(self, predicate: Any, chain: Sequence[Sequence[int]] | None = None, *,
+                     check_minimal: bool = True, materialize: bool = True) -> ChainSearch:
+        """Binary search for the lowest satisfying node on a chain (Martin et al. §3.4).
+
+        Parameters
+        ----------
+        chain : sequence of nodes, optional
+            Increasing nodes (each componentwise ≥ the previous); default
+            :meth:`default_chain` (a maximal chain, bottom to top).
+        check_minimal : bool
+            Also check the found node's direct predecessors to report whether it is
+            minimal in the whole lattice.
+
+        """
+        t0 = time.perf_counter()
+        crit = as_criterion(predicate)
+        nodes = [self._node(n) for n in (chain if chain is not None else self.default_chain())]
+        if not nodes:
+            raise ValueError("chain is empty")
+        for a, b in zip(nodes, nodes[1:]):
+            if not all(x <= y for x, y in zip(a, b)) or a == b:
+                raise ValueError(f"chain must be strictly increasing componentwise; {list(a)} "
+                                 f"is followed by {list(b)}")
+        lo, hi, found, n_checked = 0, len(nodes) - 1, None, 0
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            n_checked += 1
+            if self._check(nodes[mid], crit, 0).ok:
+                found, hi = mid, mid - 1
+            else:
+                lo = mid + 1
+        node = None if found is None else nodes[found]
+        minimal, n_pred = None, 0
+        if node is not None and check_minimal:
+            minimal = True
+            for a in range(len(node)):
+                if node[a] > 0:
+                    p = list(node)
+                    p[a] -= 1
+                    n_pred += 1
+                    if self._check(tuple(p), crit, 0).ok:
+                        minimal = False
+                        break
+        an = None
+        res = ChainSearch(chain=tuple(nodes), node=node, criterion=crit.name,
+                          n_checked=n_checked, minimal_in_lattice=minimal,
+                          n_checked_predecessors=n_pred, seconds=time.perf_counter() - t0)
+        if materialize and node is not None:
+            an = self.anonymize(node, crit, info={"chain_search": res.to_dict()})
+            object.__setattr__(res, "anonymized", an)
+        return res
+
+    # ------------------------------------------------------------------ output
+    def anonymize(self, node: Any, predicate: Any = None, *, suppression: float = 0.0,
+                  info: Mapping[str, Any] | None = None) -> Anonymized:
+        """Materialize ``node``: generalized QI columns, group ids and the release.
+
+        With a suppression budget, rows of the groups failing ``predicate`` are suppressed
+        (group id −1, generalized values ``*``).
+        """
+        from .._kernels.counting import DENSE_CELLS, count_pairs
+        from .._kernels.generalize import weighted_first
+
+        node = self._node(node)
+        g, n = self.cell_groups(node)
+        rel_cells = self._release(g, n)
+        keep_group = np.ones(n, dtype=bool)
+        crit = None if predicate is None else as_criterion(predicate)
+        if suppression:
+            if crit is None:
+                raise ValueError("suppression needs the predicate")
+            self._budget(crit, suppression)
+            keep_group = crit.group_ok(rel_cells, self._q)  # type: ignore[attr-defined]
+        row_group = g[self._row_cell]
+        kept_row = keep_group[row_group]
+        # generalized codes per row and attribute
+        attrs = []
+        gen_cols = {}
+        for a, h, lev in zip(self.qi, self.hierarchies, node):
+            codes = h.maps[lev][h.codes].astype(np.int32)
+            labels = list(h.labels[lev])
+            indptr, members = h.members(lev)
+            if not kept_row.all():
+                codes = np.where(kept_row, codes, -1).astype(np.int32)
+            attrs.append(GeneralizedAttribute(name=a, domain=h.domain, labels=labels,
+                                              member_indptr=indptr, members=members,
+                                              codes=codes))
+            dict_labels = labels + (["*"] if "*" not in labels else [])
+            star = dict_labels.index("*")
+            idx = np.where(codes >= 0, codes, star).astype(np.int32)
+            gen_cols[a] = pa.DictionaryArray.from_arrays(pa.array(idx),
+                                                         pa.array(dict_labels, pa.string()))
+        # group ids: dense over kept groups, in lexicographic order of generalized tuples
+        new_id = np.full(n, -1, dtype=np.int64)
+        new_id[keep_group] = np.arange(int(keep_group.sum()))
+        gid = new_id[row_group]
+        n_kept = int(keep_group.sum())
+        sens = self._sens_rows
+        sel = np.flatnonzero(gid >= 0)
+        indptr, codes, counts = count_pairs(kernel_array(gid[sel], np.int32),
+                                            kernel_array(sens[sel], np.int32), self._empty,
+                                            n_kept, len(self.values), DENSE_CELLS)
+        sizes, first_sel = weighted_first(kernel_array(gid[sel], np.int32), self._empty, n_kept)
+        first = sel[first_sel]
+        keys = pa.table({a: gen_cols[a].take(pa.array(first)).dictionary_decode()
+                         for a in self.qi})
+        values_present = np.flatnonzero(np.bincount(codes, minlength=len(self.values)) > 0) \
+            if codes.size else np.empty(0, np.int64)
+        values = self.values
+        if len(values_present) != len(self.values):  # suppression removed some values
+            remap = np.full(len(self.values), -1, dtype=np.int32)
+            remap[values_present] = np.arange(len(values_present), dtype=np.int32)
+            codes = remap[codes]
+            values = self.values.take(pa.array(values_present))
+        row_group_out = gid.astype(np.int32)
+        rel = Release(indptr=indptr, codes=codes, counts=counts, sizes=sizes, values=values,
+                      groups=keys, case=SVPI,
+                      row_group=row_group_out if sel.size == len(gid) else None,
+                      sensitive_name=self.sensitive)
+        group_ids = self._expand(gid)
+        gen_table = pa.table({a: self._expand_arrow(gen_cols[a]) for a in self.qi})
+        if self.kept_rows is not None:
+            attrs = [GeneralizedAttribute(name=x.name, domain=x.domain, labels=x.labels,
+                                          member_indptr=x.member_indptr, members=x.members,
+                                          codes=self._expand(x.codes).astype(np.int32))
+                     for x in attrs]
+        n_sup = int((~kept_row).sum()) + (self.n_input_rows - self.n_rows)
+        meta = {"node": list(node),
+                "levels": {a: int(lev) for a, lev in zip(self.qi, node)},
+                "n_suppressed": n_sup}
+        if info:
+            meta.update(info)
+        params = {"qi": list(self.qi), "sensitive": self.sensitive,
+                  "criterion": None if crit is None else crit.name,
+                  "suppression": float(suppression)}
+        return Anonymized(release=rel, group_ids=group_ids, method="lattice", params=params,
+                          generalized=gen_table, info=meta, attributes=tuple(attrs))
+
+    def _expand(self, x: np.ndarray) -> np.ndarray:
+        if self.kept_rows is None:
+            return np.asarray(x, dtype=np.int64)
+        out = np.full(self.n_input_rows, -1, dtype=np.int64)
+        out[self.kept_rows] = x
+        return out
+
+    def _expand_arrow(self, arr: pa.Array) -> pa.Array:
+        if self.kept_rows is None:
+            return arr
+        idx = np.full(self.n_input_rows, -1, dtype=np.int64)
+        idx[self.kept_rows] = np.arange(len(self.kept_rows))
+        mask = idx < 0
+        return arr.take(pa.array(np.where(mask, 0, idx), mask=mask))
+
+
+def compress(columns: Sequence[np.ndarray], cards: Sequence[int]
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct combinations of code columns: ``(cell of each row, first row of each cell,
+    rows per cell)`` — cells in lexicographic order of the codes.
+    """
+    from .._kernels.generalize import regroup, weighted_first
+
+    full = np.stack([np.asarray(c, dtype=np.int32) for c in columns])
+    n = full.shape[1]
+    ident = np.concatenate([np.arange(c, dtype=np.int32) for c in cards])
+    offs = np.concatenate([[0], np.cumsum(cards)[:-1]]).astype(np.int64)
+    cell, m = regroup(kernel_array(full, np.int32), kernel_array(ident, np.int32),
+                      kernel_array(offs, np.int64), kernel_array(cards, np.int64),
+                      max(_DENSE_LIMIT, 4 * n))
+    weights, first = weighted_first(kernel_array(cell, np.int32),
+                                    kernel_array(np.empty(0, np.int64), np.int64), int(m))
+    return cell, first, weights
+
+
+# ---------------------------------------------------------------------- entry points
+def lattice_search(table: Any, qi: Sequence[str], sensitive: str, hierarchies: Any = None, *,
+                   predicate: Any = None, k: int | None = None, l: float | None = None,
+                   l_kind: str = "distinct", c_l: float | None = None, t: float | None = None,
+                   t_ordered: bool = False, c: Any = None, ck: int | None = None,
+                   knowledge: str = "implications", utility: str | Callable = "discernibility",
+                   suppression: float = 0.0, strategy: str = "auto", materialize: bool = True,
+                   nulls: str = "error",
+                   progress: Callable[[int, int], None] | None = None) -> LatticeSearch:
+    """Full-domain generalization: all minimal nodes satisfying a monotone criterion.
+
+    The criterion is the conjunction of ``predicate`` and the keyword criteria (see
+    :func:`fastpriv.predicates.criteria_from`: ``k``, ``l``/``l_kind``/``c_l``, ``t``,
+    ``c``/``ck``/``knowledge``). Returns a :class:`LatticeSearch` whose ``.release`` /
+    ``.group_ids`` / ``.anonymized`` are the best minimal node's release.
+
+    Examples
+    --------
+    >>> import fastpriv as fp
+    >>> res = fp.anonymize.lattice_search(fp.datasets.load_adult(),
+    ...     ["age", "marital_status", "race", "sex"], "occupation", k=10, l=3)
+    >>> res.best in res.minimal
+    True
+
+    """
+    crit = criteria_from(predicate=predicate, k=k, l=l, l_kind=l_kind, c_l=c_l, t=t,
+                         t_ordered=t_ordered, c=c, ck=ck, knowledge=knowledge)
+    lat = GeneralizationLattice(table, qi, sensitive, hierarchies, nulls=nulls)
+    return lat.search(crit, utility=utility, suppression=suppression, strategy=strategy,
+                      materialize=materialize, progress=progress)
+
+
+def minimal_ck_safe(table: Any, qi: Sequence[str], sensitive: str, hierarchies: Any = None, *,
+                    c: Any, k: int, knowledge: str = "implications",
+                    utility: str | Callable = "discernibility", method: str = "lattice",
+                    chain: Sequence[Sequence[int]] | None = None, materialize: bool = True,
+                    nulls: str = "error") -> LatticeSearch | ChainSearch:
+    """Minimal (c,k)-safe full-domain generalizations (Martin et al. §3.4).
+
+    ``method="lattice"`` (default): every ⪯-minimal node whose maximum disclosure against
+    ``k`` pieces of knowledge (basic implications, or negated atoms with
+    ``knowledge="negations"``) is < ``c``, and the best by ``utility`` — Incognito/Flash with
+    the (c,k)-safety check (Theorem 14 makes it monotone). ``method="chain"``: the paper's
+    binary search along one chain (``chain`` or the default diagonal chain), O(log height)
+    checks, minimal on that chain.
+    """
+    from ..predicates import CKSafety
+
+    check_choice(method, "method", ("lattice", "chain"))
+    crit = CKSafety(c, k, knowledge)
+    lat = GeneralizationLattice(table, qi, sensitive, hierarchies, nulls=nulls)
+    if method == "chain":
+        return lat.chain_search(crit, chain, materialize=materialize)
+    return lat.search(crit, utility=utility, materialize=materialize)

@@ -1,0 +1,364 @@
+"""``fastpriv anonymize``: produce a release with a chosen method and criterion.
+
+Methods are a small registry, :data:`METHODS` (name → :class:`Method`). ``lattice`` and
+``mondrian`` are built in. **Adding a method** never touches this file: put, in any module
+``fastpriv/anonymize/<name>.py``, a module-level ::
+
+    CLI_METHOD = ("anatomy", add_arguments, run)
+
+* ``add_arguments(group)`` adds the method's own options to an ``argparse`` argument group
+  (prefix them to avoid clashes, e.g. ``--anatomy-seed``); it may be ``None``;
+* ``run(args, data, criterion)`` returns an :class:`~fastpriv.anonymize.Anonymized` (or an
+  object with ``.release``, ``.group_ids`` and ideally ``.table()/.write()/.summary()``).
+  ``args`` holds every parsed option (``args.qi``, ``args.sensitive``, ``args.k``, ``args.l``,
+  …), ``data`` is the loaded input (a path, or a pyarrow Table for ``adult``), and
+  ``criterion`` is the conjunction of the criterion options given, or ``None`` (a method
+  may read ``args.k``/``args.l`` itself, e.g. Anatomy's ℓ).
+
+Plugin modules are imported only when ``fastpriv anonymize`` itself is parsed (``fastpriv
+--help`` stays light): the sub-parser loads them just before parsing its arguments. A
+plugin that fails to import is listed with its error if someone selects it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import types
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+ORDER = 30
+
+
+class Method(NamedTuple):
+    """One ``--method``: its options and its runner."""
+
+    name: str
+    add_arguments: Callable[[Any], None] | None
+    run: Callable[[argparse.Namespace, Any, Any], Any]
+    source: str = "built-in"
+
+
+#: name -> Method. Filled with the built-ins below and, lazily, with plugin modules.
+METHODS: dict[str, Method] = {}
+_PLUGIN_ERRORS: dict[str, str] = {}
+_LOADED = False
+
+
+def _parse_intervals(specs: list[str] | None) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for spec in specs or []:
+        if "=" not in spec:
+            raise ValueError(f"--interval expects ATTR=W1,W2,...[,*], got {spec!r}")
+        attr, ws = spec.split("=", 1)
+        widths: list[Any] = []
+        for w in ws.split(","):
+            w = w.strip()
+            if w == "*":
+                widths.append("*")
+                continue
+            try:
+                widths.append(int(w) if w.lstrip("-").isdigit() else float(w))
+            except ValueError:
+                raise ValueError(f"--interval {spec!r}: {w!r} is not a number") from None
+        out[attr.strip()] = widths
+    return out
+
+
+def _hierarchy_spec(args: argparse.Namespace) -> Any:
+    intervals = _parse_intervals(args.interval)
+    if not intervals:
+        return args.hierarchies
+    import os
+
+    from ..hierarchies import Hierarchy
+
+    spec: dict[str, Any] = {}
+    for a in args.qi:
+        if a in intervals:
+            spec[a] = intervals[a]
+        elif args.hierarchies:
+            p = os.path.join(args.hierarchies, f"{a}.csv")
+            spec[a] = Hierarchy.from_csv(p, name=a)
+        else:
+            from ..datasets import hierarchy_path
+
+            spec[a] = Hierarchy.from_csv(hierarchy_path(a), name=a)
+    return spec
+
+
+def _lattice_args(g: Any) -> None:
+    g.add_argument("--hierarchies", metavar="DIR",
+                   help="folder of ARX-layout hierarchy CSVs named <attribute>.csv (default: "
+                        "the bundled Adult hierarchies)")
+    g.add_argument("--interval", action="append", metavar="ATTR=W1,W2,...",
+                   help="interval hierarchy for a numeric attribute from widths, e.g. "
+                        "age=5,10,20,40,* (repeatable)")
+    g.add_argument("--utility", default="discernibility",
+                   choices=("discernibility", "avg_group_size", "height", "precision"),
+                   help="how the best minimal node is chosen (default discernibility)")
+    g.add_argument("--suppression", type=float, default=0.0, metavar="FRACTION",
+                   help="fraction of rows that may be suppressed (group-local criteria)")
+    g.add_argument("--search", default="auto", choices=("auto", "flash", "exhaustive", "chain"),
+                   help="lattice strategy: predictive tagging (auto/flash), every node, or "
+                        "binary search along one chain (Martin et al. §3.4)")
+
+
+def _lattice_run(args: argparse.Namespace, data: Any, crit: Any) -> Any:
+    from ..anonymize.lattice import GeneralizationLattice
+
+    if crit is None:
+        raise ValueError("the lattice method needs a criterion (--k, --l, --t, --alpha, "
+                         "--c/--ck)")
+    lat = GeneralizationLattice(data, args.qi, args.sensitive, _hierarchy_spec(args),
+                                nulls=args.nulls)
+    print(f"lattice: {lat.n_nodes} nodes ({' × '.join(map(str, lat.heights))}), "
+          f"{lat.n_rows} rows in {lat.n_cells} distinct cells", file=sys.stderr)
+    if args.search == "chain":
+        res = lat.chain_search(crit)
+        if res.anonymized is None:
+            raise ValueError(f"no node of the chain satisfies {crit.name}")
+        return res.anonymized
+    bar = _Progress("nodes tagged")
+    res = lat.search(crit, utility=args.utility, suppression=args.suppression,
+                     strategy=args.search, progress=bar)
+    bar.done()
+    if res.anonymized is None:
+        raise ValueError(f"no node of the lattice satisfies {crit.name} (not even the top)")
+    return res.anonymized
+
+
+def _mondrian_args(g: Any) -> None:
+    g.add_argument("--categorical", nargs="+", metavar="COL",
+                   help="QI columns to split as categorical even if numeric")
+
+
+def _mondrian_run(args: argparse.Namespace, data: Any, crit: Any) -> Any:
+    from ..anonymize.mondrian import mondrian
+
+    if crit is None:
+        raise ValueError("the mondrian method needs a criterion (--k, --l, --t, --alpha, "
+                         "--c/--ck)")
+    return mondrian(data, args.qi, args.sensitive, predicate=crit,
+                    categorical=args.categorical, nulls=args.nulls,
+                    progress=_Progress("groups"))
+
+
+METHODS["lattice"] = Method("lattice", _lattice_args, _lattice_run)
+METHODS["mondrian"] = Method("mondrian", _mondrian_args, _mondrian_run)
+
+
+def load_plugins() -> None:
+    """Import ``fastpriv/anonymize/*.py`` modules exposing ``CLI_METHOD`` (once)."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    import importlib
+    import pkgutil
+
+    import fastpriv.anonymize as pkg
+
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name.startswith("_") or info.name in ("lattice", "mondrian"):
+            continue
+        modname = f"{pkg.__name__}.{info.name}"
+        try:
+            mod = importlib.import_module(modname)
+        except Exception as exc:  # a broken plugin must not break the other methods
+            _PLUGIN_ERRORS[info.name] = f"{type(exc).__name__}: {exc}"
+            continue
+        spec = getattr(mod, "CLI_METHOD", None)
+        if spec is None:
+            continue
+        try:
+            name, add, run = spec
+        except (TypeError, ValueError):
+            _PLUGIN_ERRORS[info.name] = "CLI_METHOD must be (name, add_arguments, run)"
+            continue
+        if name in METHODS:
+            _PLUGIN_ERRORS[name] = f"{modname} redefines the method {name!r}"
+            continue
+        METHODS[name] = Method(name, add, run, source=modname)
+
+
+class _Progress:
+    """A one-line progress indicator on stderr (``\\r`` on a terminal, sparse lines else)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.tty = sys.stderr.isatty()
+        self.last = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        pct = int(100 * done / max(total, 1))
+        if self.tty:
+            print(f"\r  {self.what}: {done}/{total} ({pct}%)", end="", file=sys.stderr)
+        elif pct // 25 != self.last // 25:
+            print(f"  {self.what}: {done}/{total} ({pct}%)", file=sys.stderr)
+        self.last = pct
+
+    def done(self) -> None:
+        if self.tty and self.last >= 0:
+            print(file=sys.stderr)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``anonymize`` sub-command."""
+    p = sub.add_parser(
+        "anonymize", help="anonymize a table (lattice search, Mondrian, plugins)",
+        description="Produce a release of DATA that satisfies the given criteria (the "
+                    "conjunction of every criterion option) with the chosen method, write it "
+                    "atomically, and summarise its utility. Methods: lattice (full-domain "
+                    "generalization, minimal nodes, needs hierarchies), mondrian (strict "
+                    "multidimensional partitioning), and any method a module in "
+                    "fastpriv/anonymize/ registers with CLI_METHOD.")
+    p.add_argument("data", help="Parquet/CSV file or directory, or 'adult' (bundled UCI Adult)")
+    p.add_argument("--qi", nargs="+", required=True, metavar="COL", help="quasi-identifiers")
+    p.add_argument("--sensitive", required=True, help="sensitive column")
+    p.add_argument("--method", default="lattice", metavar="NAME",
+                   help="lattice (default), mondrian, or a plugin method")
+    c = p.add_argument_group("criteria (all given must hold)")
+    c.add_argument("--k", type=int, help="k-anonymity")
+    c.add_argument("--l", type=float, help="ℓ-diversity (see --l-kind)")
+    c.add_argument("--l-kind", default="distinct", choices=("distinct", "entropy", "recursive"),
+                   help="ℓ-diversity variant (default distinct)")
+    c.add_argument("--c-l", type=float, metavar="C",
+                   help="c of recursive (c,ℓ)-diversity (with --l-kind recursive)")
+    c.add_argument("--t", type=float, help="t-closeness (EMD ≤ t)")
+    c.add_argument("--t-ordered", action="store_true",
+                   help="ordered ground distance for t-closeness")
+    c.add_argument("--alpha", type=float, help="(α,k)-anonymity's α")
+    c.add_argument("--c", type=float, help="(c,k)-safety threshold (max disclosure < c)")
+    c.add_argument("--ck", type=int, metavar="K", help="(c,k)-safety: pieces of knowledge")
+    c.add_argument("--knowledge", default="implications", choices=("implications", "negations"),
+                   help="(c,k)-safety knowledge kind (default implications)")
+    o = p.add_argument_group("output")
+    o.add_argument("-o", "--output", metavar="OUT",
+                   help="write the anonymized table (Parquet, or CSV by suffix / --format)")
+    o.add_argument("--format", choices=("parquet", "csv"), help="output format")
+    o.add_argument("--columns", choices=("all", "released"), default="all",
+                   help="all input columns with QI generalized (default), or only the QI, "
+                        "sensitive and group columns")
+    o.add_argument("--overwrite", action="store_true", help="replace existing output files")
+    o.add_argument("--json", metavar="OUT", help="write the summary as JSON")
+    o.add_argument("--query-error", type=int, metavar="N", default=0,
+                   help="also report the relative error of N random count queries")
+    o.add_argument("--seed", type=int, default=0, help="seed of the query workload")
+    p.add_argument("--nulls", choices=("error", "drop"), default="error",
+                   help="nulls in the used columns: raise (default) or drop the row")
+    p.set_defaults(func=run)
+    _lazy_method_arguments(p)
+
+
+def _lazy_method_arguments(p: argparse.ArgumentParser) -> None:
+    """Add method options (built-ins and plugins) when this sub-parser parses."""
+    original = p.parse_known_args
+    state = {"added": False}
+
+    def parse_known_args(self: argparse.ArgumentParser, args: Any = None,
+                         namespace: Any = None) -> Any:
+        if not state["added"]:
+            state["added"] = True
+            load_plugins()
+            for m in METHODS.values():
+                if m.add_arguments is not None:
+                    m.add_arguments(self.add_argument_group(f"method {m.name}"))
+        return original(args, namespace)
+
+    p.parse_known_args = types.MethodType(parse_known_args, p)  # type: ignore[method-assign]
+
+
+def _criterion(args: argparse.Namespace) -> Any:
+    from ..predicates import criteria_from
+
+    if all(getattr(args, x) is None for x in ("k", "l", "t", "alpha", "c", "ck")):
+        return None
+    l = args.l
+    if l is not None and args.l_kind != "entropy":
+        if float(l) != int(l):
+            raise ValueError(f"--l must be an integer for {args.l_kind} ℓ-diversity, got {l}")
+        l = int(l)
+    return criteria_from(k=args.k, l=l, l_kind=args.l_kind, c_l=args.c_l, t=args.t,
+                         t_ordered=args.t_ordered, alpha=args.alpha, c=args.c, ck=args.ck,
+                         knowledge=args.knowledge)
+
+
+def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
+                    data: Any) -> dict:
+    """Utility summary of an anonymization result (JSON-ready)."""
+    import numpy as np
+
+    from .. import metrics
+    from ..anonymize import Anonymized
+
+    rel = result.release
+    gids = np.asarray(result.group_ids)
+    k = args.k or 1
+    out = {"method": args.method, "criterion": (result.params or {}).get("criterion")
+           if hasattr(result, "params") else None,
+           "n_rows": int(gids.shape[0]), "n_groups": rel.n_groups,
+           "n_suppressed": int(np.sum(gids < 0)),
+           "min_group_size": int(rel.sizes.min()), "max_group_size": int(rel.sizes.max()),
+           "discernibility": metrics.discernibility(result if isinstance(result, Anonymized)
+                                                    else rel),
+           "avg_group_size_c_avg": metrics.average_group_size(rel, k),
+           "seconds": seconds}
+    info = getattr(result, "info", {}) or {}
+    for key in ("node", "levels"):
+        if key in info:
+            out[key] = info[key]
+    if "search" in info:
+        s = info["search"]
+        out["nodes_checked"] = s.get("n_checked")
+        out["n_nodes"] = s.get("n_nodes")
+        out["minimal_nodes"] = s.get("minimal")
+    if args.query_error:
+        qe = metrics.query_error(data, result, qi=args.qi, sensitive=args.sensitive,
+                                 n_queries=args.query_error, seed=args.seed)
+        out["query_error"] = qe.to_dict()
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute ``fastpriv anonymize``."""
+    from ._common import Timer, emit_json, format_table, load_data
+
+    load_plugins()
+    if args.method not in METHODS:
+        if args.method in _PLUGIN_ERRORS:
+            raise ValueError(f"--method {args.method!r}: its module failed to import: "
+                             f"{_PLUGIN_ERRORS[args.method]}")
+        raise ValueError(f"--method must be one of {', '.join(sorted(METHODS))}; got "
+                         f"{args.method!r}")
+    if args.output and args.json and args.output == args.json:
+        raise ValueError("--output and --json must be different files")
+    crit = _criterion(args)
+    data = load_data(args.data)
+    with Timer() as t:
+        result = METHODS[args.method].run(args, data, crit)
+    payload = summary_payload(result, args, t.seconds, data)
+    rows = [[k, v] for k, v in payload.items() if not isinstance(v, (dict, list))]
+    if "query_error" in payload:
+        rows.append(["query relative error", payload["query_error"]["relative_error"]])
+    print(format_table(["measure", "value"], rows,
+                       title=f"{args.method}: {payload.get('criterion')}"))
+    if args.output:
+        original = data
+        if args.columns == "released":
+            import pyarrow as pa
+
+            from .._arrow import as_table
+
+            tab = as_table(data, param="data")
+            original = pa.table({args.sensitive: tab.column(args.sensitive)})
+        if not hasattr(result, "table"):
+            raise ValueError(f"method {args.method!r} returned no publishable table")
+        from .._io import write_table
+
+        dest = write_table(args.output, result.table(original), overwrite=args.overwrite,
+                           format=args.format, inputs=[args.data])
+        print(f"wrote {dest}", file=sys.stderr)
+    emit_json(args, payload)
+    return 0

@@ -1,0 +1,563 @@
+"""Generalization hierarchies: load, build, validate, and encode as gather tables.
+
+A hierarchy gives, for every original value of one attribute, its label at each
+generalization level: level 0 is the value itself, the last level is usually ``*``
+(suppressed). This is the layout of ARX and of the hierarchies bundled with
+:mod:`fastpriv.datasets` — a CSV file with one row per value and one column per level::
+
+    17;[15, 20);[10, 20);[0, 20);[0, 40);*
+    18;[15, 20);[10, 20);[0, 20);[0, 40);*
+
+Build one with :meth:`Hierarchy.from_csv` (``;`` or ``,`` separated, with or without a
+header row — both detected), :meth:`Hierarchy.from_mapping`, :meth:`Hierarchy.intervals`
+(numeric attributes, from interval widths, e.g. Adult age 5, 10, 20, 40, ``*``) or
+:meth:`Hierarchy.suppression` (value or ``*``).
+
+Validation happens up front, with the offending values named:
+
+* **consistency** (construction): every row has the same number of levels, a value has one
+  row (one parent per level), and the levels nest — two values sharing a label at level ℓ
+  share it at every level above (the hierarchy is a tree, so raising a level never splits a
+  group);
+* **coverage** (:meth:`Hierarchy.bind`): every value present in the data has a row.
+
+:meth:`Hierarchy.bind` encodes a hierarchy against a data column: the column's distinct
+values (sorted, so domain code ``i`` is ``domain[i]``, the encoding of
+:func:`fastpriv._arrow.encode_column`) and, per level, an int32 array mapping domain code →
+generalized code. Generalizing a column to a level is then a single gather
+``maps[level][codes]``. Generalized codes at each level are ordered by the smallest domain
+value they contain, so interval levels come out in numeric order.
+
+Values are matched by their text: data value ``39`` matches the hierarchy label ``"39"``,
+and an integral float ``39.0`` matches ``"39"`` too.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import numbers
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["Hierarchy", "BoundHierarchy", "HierarchyError", "resolve_hierarchies"]
+
+
+class HierarchyError(ValueError):
+    """A hierarchy is malformed or does not cover the data (a ``ValueError``)."""
+
+
+_LEVEL_HEADER = re.compile(r"^\s*(level|lvl|l|generalization)?[\s_-]*\d+\s*$", re.IGNORECASE)
+_HEADER_WORDS = {"value", "values", "original", "level0", "level 0", "attribute"}
+
+
+def _fmt_num(x: float) -> str:
+    """Integral numbers without a decimal point, others with repr()."""
+    if isinstance(x, numbers.Integral):
+        return str(int(x))
+    xf = float(x)
+    if xf.is_integer():
+        return str(int(xf))
+    return repr(xf)
+
+
+def _show(values: Sequence[Any], limit: int = 10) -> str:
+    shown = ", ".join(repr(v) for v in list(values)[:limit])
+    more = f", … ({len(values)} in all)" if len(values) > limit else ""
+    return shown + more
+
+
+class Hierarchy:
+    """A generalization hierarchy of one attribute (validated for consistency).
+
+    Parameters
+    ----------
+    rows : sequence of sequences of str
+        One row per original value: ``[value, level-1 label, …, top label]``.
+    name : str
+        Attribute name (used in error messages and by :func:`resolve_hierarchies`).
+
+    Raises
+    ------
+    HierarchyError
+        Rows of different lengths, a value listed twice with different generalizations, or
+        levels that do not nest (the message names the values and the level).
+
+    Examples
+    --------
+    >>> h = Hierarchy([["a", "ab", "*"], ["b", "ab", "*"], ["c", "c", "*"]], name="x")
+    >>> h.height, h.values
+    (3, ['a', 'b', 'c'])
+
+    """
+
+    def __init__(self, rows: Sequence[Sequence[Any]], *, name: str = "attribute") -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a string, got {type(name).__name__}")
+        self.name = name
+        if isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
+            raise TypeError(f"hierarchy {name!r}: rows must be a list of rows (lists of labels)")
+        clean: list[tuple[str, ...]] = []
+        for i, row in enumerate(rows):
+            if isinstance(row, (str, bytes)) or not isinstance(row, Iterable):
+                raise TypeError(f"hierarchy {name!r}: row {i} must be a list of labels, got "
+                                f"{type(row).__name__}")
+            cells = tuple(str(c) for c in row)
+            if not cells:
+                raise HierarchyError(f"hierarchy {name!r}: row {i} is empty")
+            clean.append(cells)
+        if not clean:
+            raise HierarchyError(f"hierarchy {name!r} has no rows")
+        widths = {len(r) for r in clean}
+        if len(widths) > 1:
+            h = max(set(len(r) for r in clean), key=[len(r) for r in clean].count)
+            bad = [r[0] for r in clean if len(r) != h]
+            raise HierarchyError(f"hierarchy {name!r}: rows must all have the same number of "
+                                 f"levels; most have {h}, these values differ: {_show(bad)}")
+        # one row per value: identical duplicates are tolerated, conflicting ones are not
+        by_value: dict[str, tuple[str, ...]] = {}
+        conflicts: list[str] = []
+        for r in clean:
+            prev = by_value.get(r[0])
+            if prev is None:
+                by_value[r[0]] = r
+            elif prev != r:
+                conflicts.append(r[0])
+        if conflicts:
+            v = conflicts[0]
+            other = next(r for r in clean if r[0] == v and r != by_value[v])
+            raise HierarchyError(
+                f"hierarchy {name!r} is inconsistent: value {v!r} has two rows with different "
+                f"generalizations ({';'.join(by_value[v])} vs {';'.join(other)}); conflicting "
+                f"values: {_show(sorted(set(conflicts)))}")
+        self._rows = list(by_value.values())
+        self._check_nesting()
+
+    def _check_nesting(self) -> None:
+        h = self.height
+        for lev in range(1, h - 1):
+            parent: dict[str, str] = {}
+            child_of: dict[str, str] = {}
+            for r in self._rows:
+                lab, up = r[lev], r[lev + 1]
+                got = parent.setdefault(lab, up)
+                child_of.setdefault(lab, r[0])
+                if got != up:
+                    raise HierarchyError(
+                        f"hierarchy {self.name!r} is inconsistent: label {lab!r} at level {lev} "
+                        f"generalizes to both {got!r} (value {child_of[lab]!r}) and {up!r} (value "
+                        f"{r[0]!r}) at level {lev + 1}; each label needs one parent per level")
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_csv(cls, path: str | os.PathLike, *, name: str | None = None,
+                 sep: str | None = None, header: bool | None = None,
+                 encoding: str = "utf-8") -> "Hierarchy":
+        """Read an ARX-layout hierarchy CSV (one row per value, one column per level).
+
+        Parameters
+        ----------
+        path : path-like
+            The CSV file.
+        name : str, optional
+            Attribute name; default the file name without extension.
+        sep : {";", ","}, optional
+            Column separator; detected when omitted (``;`` if the first line contains one,
+            else ``,``).
+        header : bool, optional
+            Whether the first row is a header; detected when omitted (a first row naming
+            the attribute, ``value``/``original``, or ``level 0, level 1, …``; or a first
+            row whose top label differs from the shared top label of all other rows while
+            none of its labels occurs in the same column below).
+
+        """
+        p = os.fspath(path)
+        if not os.path.isfile(p):
+            raise ValueError(f"hierarchy file not found: {p!r}")
+        with open(p, encoding=encoding, newline="") as fh:
+            text = fh.read()
+        if name is None:
+            name = os.path.splitext(os.path.basename(p))[0]
+        return cls.from_text(text, name=name, sep=sep, header=header, source=p)
+
+    @classmethod
+    def from_text(cls, text: str, *, name: str = "attribute", sep: str | None = None,
+                  header: bool | None = None, source: str = "<text>") -> "Hierarchy":
+        """Parse CSV text in the layout of :meth:`from_csv`."""
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        if not lines:
+            raise HierarchyError(f"hierarchy {name!r} ({source}) is empty")
+        if sep is None:
+            sep = ";" if ";" in lines[0] else ","
+        if sep not in (";", ",", "\t"):
+            raise ValueError(f"sep must be ';', ',' or a tab, got {sep!r}")
+        rows = [list(r) for r in csv.reader(io.StringIO("\n".join(lines)), delimiter=sep)]
+        if header is None:
+            header = _looks_like_header(rows, name)
+        if header:
+            rows = rows[1:]
+        if not rows:
+            raise HierarchyError(f"hierarchy {name!r} ({source}) has a header but no rows")
+        return cls(rows, name=name)
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[Any, Sequence[Any]], *,
+                     name: str = "attribute") -> "Hierarchy":
+        """``{value: [level-1 label, level-2 label, …]}`` (level 0 is the key)."""
+        if not isinstance(mapping, Mapping):
+            raise TypeError(f"mapping must be a dict value -> labels, got {type(mapping).__name__}")
+        rows = []
+        for v, ups in mapping.items():
+            if isinstance(ups, (str, bytes)):
+                ups = [ups]
+            rows.append([_label(v), *ups])
+        return cls(rows, name=name)
+
+    @classmethod
+    def suppression(cls, values: Iterable[Any], *, name: str = "attribute",
+                    top: str = "*") -> "Hierarchy":
+        """Two levels: the value itself, or ``top`` (e.g. Adult race and sex)."""
+        return cls([[_label(v), top] for v in _distinct(values, "values")], name=name)
+
+    @classmethod
+    def intervals(cls, values: Iterable[Any], widths: Sequence[Any], *,
+                  name: str = "attribute", anchor: float = 0, top: str | None = "*"
+                  ) -> "Hierarchy":
+        """Interval hierarchy of a numeric attribute from nested interval widths.
+
+        Level ℓ ≥ 1 puts value v in ``[lo, lo + w_ℓ)`` with ``lo = anchor + w_ℓ·⌊(v −
+        anchor)/w_ℓ⌋``, labelled like the bundled Adult hierarchy (``"[15, 20)"``); a final
+        ``top`` level (default ``*``) suppresses the value.
+
+        Parameters
+        ----------
+        values : iterable of numbers
+            The values to cover (e.g. the data column, or ``range(0, 120)``).
+        widths : sequence of positive numbers
+            Increasing widths, each a multiple of the previous one so the levels nest
+            (Adult age: ``[5, 10, 20, 40]``). A trailing ``"*"`` is accepted and means
+            ``top="*"``.
+        anchor : number
+            Where intervals start (default 0).
+
+        """
+        widths = list(widths)
+        if widths and widths[-1] == "*":
+            widths = widths[:-1]
+            top = top or "*"
+        ws: list[float] = []
+        for i, w in enumerate(widths):
+            if isinstance(w, bool) or not isinstance(w, numbers.Real) or not math.isfinite(w) \
+                    or w <= 0:
+                raise ValueError(f"widths[{i}] must be a positive number, got {w!r}")
+            if ws:
+                ratio = w / ws[-1]
+                if w <= ws[-1] or abs(ratio - round(ratio)) > 1e-9:
+                    raise ValueError(f"widths must nest: each width must be a multiple of the "
+                                     f"previous one larger than it; {w!r} after {ws[-1]!r}")
+            ws.append(w)
+        vals = _distinct(values, "values")
+        bad = [v for v in vals if isinstance(v, bool) or not isinstance(v, numbers.Real)
+               or not math.isfinite(float(v))]
+        if bad:
+            raise ValueError(f"values: interval hierarchy {name!r} needs finite numbers, got "
+                             f"{_show(bad)}")
+        rows = []
+        for v in sorted(vals):
+            row = [_label(v)]
+            for w in ws:
+                lo = anchor + w * math.floor((v - anchor) / w)
+                row.append(f"[{_fmt_num(lo)}, {_fmt_num(lo + w)})")
+            if top is not None:
+                row.append(top)
+            rows.append(row)
+        return cls(rows, name=name)
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def height(self) -> int:
+        """Number of levels (level 0 = the value itself)."""
+        return len(self._rows[0])
+
+    @property
+    def values(self) -> list[str]:
+        """Level-0 labels, in file order."""
+        return [r[0] for r in self._rows]
+
+    @property
+    def rows(self) -> list[tuple[str, ...]]:
+        """All rows (one per value)."""
+        return list(self._rows)
+
+    def level(self, lev: int) -> list[str]:
+        """Labels of every row at level ``lev``."""
+        if not 0 <= lev < self.height:
+            raise ValueError(f"level must be in 0..{self.height - 1}, got {lev}")
+        return [r[lev] for r in self._rows]
+
+    def __repr__(self) -> str:
+        return f"Hierarchy(name={self.name!r}, values={len(self._rows)}, height={self.height})"
+
+    def to_csv(self, path: str | os.PathLike, *, sep: str = ";", overwrite: bool = False) -> str:
+        """Write the hierarchy in the ARX layout (atomically)."""
+        from ._io import write_text
+
+        buf = io.StringIO()
+        w = csv.writer(buf, delimiter=sep, lineterminator="\n")
+        w.writerows(self._rows)
+        return write_text(path, buf.getvalue(), overwrite=overwrite)
+
+    # ------------------------------------------------------------------ binding
+    def bind(self, column: Any) -> "BoundHierarchy":
+        """Validate coverage against a data column and encode the levels as gather tables.
+
+        Parameters
+        ----------
+        column : Arrow array / chunked array / sequence
+            The attribute's data (nulls are not allowed: apply a null policy first).
+
+        Raises
+        ------
+        HierarchyError
+            Some data values have no row in the hierarchy (they are listed).
+
+        """
+        from ._arrow import encode_column
+
+        col = column if isinstance(column, (pa.Array, pa.ChunkedArray)) else pa.array(column)
+        if col.null_count:
+            raise HierarchyError(f"column {self.name!r} has {col.null_count} nulls; a hierarchy "
+                                 "cannot generalize a null (drop them or fill them first)")
+        enc = encode_column(col, name=self.name)
+        return self.bind_domain(enc.labels, codes=enc.codes)
+
+    def bind_domain(self, domain: pa.Array, codes: np.ndarray | None = None) -> "BoundHierarchy":
+        """Encode against a sorted domain (``domain[i]`` = value of domain code ``i``)."""
+        index = {r[0]: i for i, r in enumerate(self._rows)}
+        labels = domain.to_pylist()
+        row_of = np.empty(len(labels), dtype=np.int64)
+        missing = []
+        for i, v in enumerate(labels):
+            j = _lookup(index, v)
+            if j is None:
+                missing.append(v)
+            else:
+                row_of[i] = j
+        if missing:
+            raise HierarchyError(f"hierarchy {self.name!r} does not cover the data: "
+                                 f"{len(missing)} value{'s' if len(missing) > 1 else ''} "
+                                 f"without a row: {_show(missing)}")
+        D = len(labels)
+        maps = np.empty((self.height, D), dtype=np.int32)
+        level_labels: list[list[str]] = []
+        for lev in range(self.height):
+            labs = [self._rows[row_of[i]][lev] for i in range(D)]
+            code: dict[str, int] = {}
+            out = []
+            for lab in labs:  # domain is sorted: first occurrence = smallest member
+                c = code.get(lab)
+                if c is None:
+                    c = code[lab] = len(out)
+                    out.append(lab)
+            maps[lev] = np.fromiter((code[lab] for lab in labs), dtype=np.int32, count=D)
+            level_labels.append(out)
+        maps.flags.writeable = False
+        return BoundHierarchy(name=self.name, domain=domain, maps=maps,
+                              labels=tuple(tuple(x) for x in level_labels), hierarchy=self,
+                              codes=codes)
+
+
+def _label(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, numbers.Integral):
+        return str(int(v))
+    if isinstance(v, numbers.Real):
+        return _fmt_num(v)
+    return str(v)
+
+
+def _lookup(index: Mapping[str, int], v: Any) -> int | None:
+    j = index.get(_label(v))
+    if j is None and isinstance(v, str):
+        j = index.get(v.strip())
+    if j is None and not isinstance(v, str):
+        j = index.get(str(v))
+    return j
+
+
+def _distinct(values: Iterable[Any], param: str) -> list[Any]:
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = values.to_pylist()
+    elif isinstance(values, np.ndarray):
+        values = values.tolist()
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"{param} must be an iterable of values, got {type(values).__name__}")
+    seen: dict[Any, None] = {}
+    for v in values:
+        if v is None:
+            raise ValueError(f"{param} contains a null")
+        seen.setdefault(v, None)
+    if not seen:
+        raise ValueError(f"{param} is empty")
+    return list(seen)
+
+
+def _looks_like_header(rows: list[list[str]], name: str) -> bool:
+    first = [c.strip() for c in rows[0]]
+    if not first:
+        return False
+    if first[0] == name or first[0].lower() in _HEADER_WORDS:
+        return True
+    if all(_LEVEL_HEADER.match(c) for c in first) and len(rows) > 1 and not all(
+            _LEVEL_HEADER.match(c) for c in rows[1]):
+        return True
+    if len(rows) >= 3 and len(first) >= 2:
+        tops = {r[-1] for r in rows[1:] if r}
+        if len(tops) == 1 and first[-1] not in tops:
+            cols_below = [{r[i] for r in rows[1:] if len(r) > i} for i in range(len(first))]
+            if all(first[i] not in cols_below[i] for i in range(len(first))):
+                return True
+    return False
+
+
+@dataclass(frozen=True, eq=False)
+class BoundHierarchy:
+    """A hierarchy encoded against one data column (see :meth:`Hierarchy.bind`).
+
+    Attributes
+    ----------
+    name : str
+    domain : pyarrow.Array
+        Distinct data values, sorted; domain code ``i`` is ``domain[i]``.
+    maps : numpy.ndarray
+        int32 ``(height, len(domain))``: generalized code of each domain code per level.
+    labels : tuple of tuples of str
+        ``labels[level][code]``: label of each generalized code.
+    codes : numpy.ndarray or None
+        Domain code of each data row (when bound from a column).
+
+    """
+
+    name: str
+    domain: pa.Array
+    maps: np.ndarray
+    labels: tuple
+    hierarchy: Hierarchy
+    codes: np.ndarray | None = None
+
+    @property
+    def height(self) -> int:
+        """Number of levels."""
+        return int(self.maps.shape[0])
+
+    @property
+    def domain_size(self) -> int:
+        """Number of distinct data values."""
+        return int(self.maps.shape[1])
+
+    def cardinality(self, level: int) -> int:
+        """Number of generalized values present at ``level``."""
+        return len(self.labels[level])
+
+    @cached_property
+    def cardinalities(self) -> tuple[int, ...]:
+        """Cardinality of every level."""
+        return tuple(len(x) for x in self.labels)
+
+    def generalize(self, codes: np.ndarray, level: int) -> np.ndarray:
+        """Generalized codes of ``codes`` (domain codes) at ``level`` — one gather."""
+        from ._kernels.generalize import gather_codes
+        from ._validation import kernel_array
+
+        return gather_codes(kernel_array(codes, np.int32), kernel_array(self.maps[level],
+                                                                        np.int32))
+
+    def members(self, level: int) -> tuple[np.ndarray, np.ndarray]:
+        """CSR ``(indptr, domain codes)`` of the domain values under each generalized code."""
+        m = self.maps[level]
+        order = np.argsort(m, kind="stable").astype(np.int32)
+        indptr = np.zeros(self.cardinality(level) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(m, minlength=self.cardinality(level)), out=indptr[1:])
+        return indptr, order
+
+    def __repr__(self) -> str:
+        return (f"BoundHierarchy(name={self.name!r}, domain={self.domain_size}, "
+                f"levels={self.cardinalities})")
+
+
+def resolve_hierarchies(spec: Any, qi: Sequence[str], table: pa.Table) -> list[BoundHierarchy]:
+    """Turn the ``hierarchies`` argument of the anonymizers into bound hierarchies.
+
+    Parameters
+    ----------
+    spec : None, path, or mapping
+        * ``None``: the hierarchies bundled with :mod:`fastpriv.datasets` (Adult attributes);
+        * a directory: ``<dir>/<attribute>.csv`` for each QI attribute;
+        * a mapping ``attribute -> Hierarchy | CSV path | widths``, where widths (a list of
+          numbers, optionally ending with ``"*"``) build an interval hierarchy over the
+          column's values and the string ``"suppress"`` builds value / ``*``.
+    qi : list of str
+    table : pyarrow.Table
+        The data (only the QI columns are read).
+
+    """
+    out = []
+    for a in qi:
+        h = _resolve_one(spec, a, table)
+        out.append(h.bind(table.column(a)))
+    return out
+
+
+def _resolve_one(spec: Any, attr: str, table: pa.Table) -> Hierarchy:
+    if spec is None:
+        from .datasets import hierarchy_path
+
+        try:
+            path = hierarchy_path(attr)
+        except ValueError as exc:
+            raise ValueError(f"hierarchies: no hierarchy given for {attr!r} and no bundled "
+                             f"one ({exc})") from None
+        return Hierarchy.from_csv(path, name=attr)
+    if isinstance(spec, (str, os.PathLike)):
+        folder = os.fspath(spec)
+        if not os.path.isdir(folder):
+            raise ValueError(f"hierarchies: {folder!r} is not a directory")
+        for cand in (attr, attr.replace("_", "-"), attr.replace("-", "_"), attr.lower()):
+            for ext in (".csv", ".CSV", ".txt"):
+                p = os.path.join(folder, cand + ext)
+                if os.path.isfile(p):
+                    return Hierarchy.from_csv(p, name=attr)
+        raise ValueError(f"hierarchies: no file for {attr!r} in {folder!r} (expected "
+                         f"{attr}.csv); files there: {', '.join(sorted(os.listdir(folder))[:20])}")
+    if isinstance(spec, Mapping):
+        if attr not in spec:
+            raise ValueError(f"hierarchies: no entry for QI attribute {attr!r}; given: "
+                             f"{', '.join(map(str, spec))}")
+        h = spec[attr]
+        if isinstance(h, Hierarchy):
+            return h
+        if isinstance(h, BoundHierarchy):
+            return h.hierarchy
+        if isinstance(h, str) and h == "suppress":
+            return Hierarchy.suppression(table.column(attr).unique(), name=attr)
+        if isinstance(h, (str, os.PathLike)):
+            return Hierarchy.from_csv(h, name=attr)
+        if isinstance(h, Sequence):
+            return Hierarchy.intervals(table.column(attr).unique(), list(h), name=attr)
+        raise TypeError(f"hierarchies[{attr!r}] must be a Hierarchy, a CSV path, interval "
+                        f"widths or 'suppress', got {type(h).__name__}")
+    raise TypeError("hierarchies must be None (bundled), a directory, or a mapping attribute -> "
+                    f"hierarchy; got {type(spec).__name__}")

@@ -1,0 +1,640 @@
+"""Privacy criteria as predicates on a :class:`~fastpriv.Release` — one protocol for every
+anonymizer.
+
+The protocol (:class:`Predicate`) is deliberately small: a callable ``pred(rel) -> bool``
+with a ``name`` and a ``monotone`` flag. *Monotone* means: if a release satisfies the
+criterion, every coarser release (each group a union of its groups — the partial order of
+Martin et al. §3.4) satisfies it too. Lattice search (:mod:`fastpriv.anonymize.lattice`)
+and Mondrian (:mod:`fastpriv.anonymize.mondrian`) rely on it; a predicate declaring
+``monotone = False`` makes lattice search check every node.
+
+Built-in criteria (subclasses of :class:`Criterion`)
+----------------------------------------------------
+=========================================  ============================  =====  =======
+criterion                                   satisfied iff (every group)   local  kernel
+=========================================  ============================  =====  =======
+``KAnonymity(k)``                           n_g ≥ k                       yes    yes
+``DistinctLDiversity(l)``                   ≥ ℓ distinct values           yes    yes
+``EntropyLDiversity(l)``                    H_g ≥ log ℓ                   yes    yes
+``RecursiveCLDiversity(c, l)``              r_1 < c (r_ℓ + … + r_m)       yes    yes
+``TCloseness(t, ordered=False)``            EMD(P_g, Q) ≤ t               yes    yes
+``AlphaKAnonymity(alpha, k)``               r_1/n_g ≤ α and n_g ≥ k       yes    yes
+``CKSafety(c, k, knowledge="negations")``   max disclosure < c            yes    yes
+``CKSafety(c, k)`` (implications)           max disclosure < c            no     —
+``SkylinePoint(sigma, l, k, m, c)``         BP_σ(ℓ, k, m) < c (SVPI)      no     —
+=========================================  ============================  =====  =======
+
+*Local* criteria hold for a release iff they hold for each group; they also expose
+:meth:`LocalCriterion.group_ok` (pass/fail per group, used for suppression) and a kernel
+form (rows of ``kinds/iparams/fparams`` evaluated by
+:func:`fastpriv._kernels.generalize.profile_ok`), which lets Mondrian test splits without
+leaving compiled code. t-closeness compares each group with the distribution Q of the whole
+release; the anonymizers pass the original table's Q.
+
+Conventions: thresholds of the worst-case models are strict (disclosure **< c**, SPEC §1);
+entropy ℓ and t use a 1e-12 tolerance so exact ties (a uniform group at ℓ, EMD = t) pass.
+
+User criteria
+-------------
+Any callable ``f(rel) -> bool`` works (wrap it with :class:`FunctionCriterion` to name it
+or to declare it non-monotone), or subclass :class:`Criterion`::
+
+    class MaxGroupShare(Criterion):
+        name = "max-group-share"
+        def __init__(self, share): self.share = share
+        def __call__(self, rel): return rel.sizes.max() <= self.share * rel.n_rows
+
+Combine criteria with ``&`` (:class:`AllOf`).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from ._validation import check_choice, check_int, check_probability, kernel_array
+from .release import SVPI, Release
+
+__all__ = [
+    "Predicate",
+    "Criterion",
+    "LocalCriterion",
+    "KAnonymity",
+    "DistinctLDiversity",
+    "EntropyLDiversity",
+    "RecursiveCLDiversity",
+    "TCloseness",
+    "AlphaKAnonymity",
+    "CKSafety",
+    "SkylinePoint",
+    "AllOf",
+    "FunctionCriterion",
+    "KernelSpec",
+    "as_criterion",
+    "criteria_from",
+    "kernel_spec",
+]
+
+
+@runtime_checkable
+class Predicate(Protocol):
+    """What every anonymizer accepts: ``pred(rel) -> bool`` plus a name and monotonicity."""
+
+    name: str
+    monotone: bool
+
+    def __call__(self, rel: Release) -> bool:  # pragma: no cover - protocol
+        ...
+
+
+def _check_release(rel: Any) -> Release:
+    if not isinstance(rel, Release):
+        raise TypeError(f"rel must be a fastpriv.Release, got {type(rel).__name__}")
+    return rel
+
+
+class Criterion:
+    """Base class of the built-in criteria (subclass it for your own).
+
+    Attributes
+    ----------
+    name : str
+        Short description, e.g. ``"k-anonymity(k=10)"``.
+    monotone : bool
+        Whether coarsening a satisfying release keeps it satisfying (default True).
+    local : bool
+        Whether the release satisfies the criterion iff every group does.
+
+    """
+
+    name: str = "criterion"
+    monotone: bool = True
+    local: bool = False
+
+    def __call__(self, rel: Release) -> bool:
+        raise NotImplementedError
+
+    def value(self, rel: Release) -> Any:
+        """The achieved parameter on ``rel`` (``None`` when the criterion has none)."""
+        return None
+
+    def params(self) -> dict[str, Any]:
+        """Parameters, for JSON reports."""
+        return {}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description."""
+        return {"name": self.name, "monotone": self.monotone, "local": self.local,
+                **self.params()}
+
+    def __and__(self, other: Any) -> "AllOf":
+        return AllOf(self, as_criterion(other))
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A conjunction of local criteria in kernel form (see ``_kernels/generalize.py``)."""
+
+    kinds: np.ndarray
+    iparams: np.ndarray
+    fparams: np.ndarray
+    q: np.ndarray
+    qrank: np.ndarray
+    inv_q: np.ndarray
+
+
+class LocalCriterion(Criterion):
+    """A group-local criterion evaluated by the compiled per-group kernel."""
+
+    local = True
+    #: ``True`` when the union of passing groups always passes and every group that passes
+    #: keeps passing when merged with anything (k-anonymity, distinct ℓ): suppression of
+    #: failing groups then stays monotone.
+    union_monotone = False
+    order: Sequence[Any] | None = None
+
+    def rows(self) -> list[tuple[int, int, Any]]:
+        """Kernel rows ``(kind, int parameter, real parameter)``; the real parameter of
+        thresholds (c, α) may be a ``Fraction`` and is compared exactly.
+        """
+        raise NotImplementedError
+
+    def group_ok(self, rel: Release, q: np.ndarray | None = None) -> np.ndarray:
+        """Boolean array: does each group pass? ``q`` = reference distribution by code."""
+        from ._kernels.generalize import groups_ok
+
+        rel = _check_release(rel)
+        if q is None:
+            q = rel.value_totals / max(rel.n_rows, 1)
+        spec = kernel_spec(self, rel.values, q)
+        ok = groups_ok(kernel_array(rel.indptr, np.int64), kernel_array(rel.codes, np.int32),
+                       kernel_array(rel.counts, np.int64), kernel_array(rel.sizes, np.int64),
+                       spec.kinds, spec.iparams, spec.fparams, spec.q, spec.qrank, spec.inv_q)
+        return ok.astype(bool)
+
+    def __call__(self, rel: Release) -> bool:
+        return bool(self.group_ok(rel).all())
+
+
+def kernel_spec(criterion: LocalCriterion, values: Sequence[Any], q: Any) -> KernelSpec:
+    """Kernel arrays of a local criterion for a sensitive domain ``values`` (code order)
+    with reference distribution ``q`` (by code).
+    """
+    rows = criterion.rows()
+    kinds = kernel_array([r[0] for r in rows], np.int64)
+    ip = np.zeros((len(rows), 3), dtype=np.int64)
+    for i, (kind, iparam, thr) in enumerate(rows):
+        ip[i, 0] = iparam
+        if kind in _RATIO_KINDS:
+            ip[i, 1], ip[i, 2] = _ratio(thr)
+    ip = kernel_array(ip, np.int64)
+    fp = kernel_array([float(r[2]) for r in rows], np.float64)
+    qa = kernel_array(np.asarray(q, dtype=np.float64).reshape(-1), np.float64)
+    if qa.shape[0] != len(values):
+        raise ValueError(f"internal: reference distribution has {qa.shape[0]} entries for "
+                         f"{len(values)} values")
+    rank = _order_rank(values, _orders(criterion))
+    inv = np.empty_like(qa)
+    inv[rank] = qa
+    return KernelSpec(kinds, ip, fp, qa, kernel_array(rank, np.int64),
+                      kernel_array(inv, np.float64))
+
+
+_RATIO_KINDS = (3, 6, 7)
+_RATIO_MAX = 1 << 30
+
+
+def _ratio(x: Any) -> tuple[int, int]:
+    """``x`` as an exact ratio (num, den) — a float read as its shortest decimal, as
+    :func:`fastpriv.ck_safety.is_safe` does — or (0, 0) when too large for the kernel.
+    """
+    from decimal import Decimal
+    from fractions import Fraction
+
+    if isinstance(x, Fraction):
+        f = x
+    elif isinstance(x, numbers.Integral):
+        f = Fraction(int(x))
+    elif isinstance(x, Decimal):
+        f = Fraction(x)
+    else:
+        f = Fraction(repr(float(x)))
+    if f.denominator > _RATIO_MAX or abs(f.numerator) > _RATIO_MAX:
+        return 0, 0
+    return f.numerator, f.denominator
+
+
+def _orders(criterion: Criterion) -> Sequence[Any] | None:
+    crits = criterion.parts if isinstance(criterion, AllOf) else (criterion,)
+    orders = [c.order for c in crits if isinstance(c, TCloseness) and c.order is not None]
+    if len({tuple(o) for o in orders}) > 1:
+        raise ValueError("predicate: several ordered t-closeness criteria with different "
+                         "orders cannot be combined")
+    return orders[0] if orders else None
+
+
+def _order_rank(values: Sequence[Any], order: Sequence[Any] | None) -> np.ndarray:
+    """Rank (0..m-1) of each value code in the attribute order (default: sorted labels)."""
+    m = len(values)
+    if order is None:
+        return np.arange(m, dtype=np.int64)
+    pos = {v: i for i, v in enumerate(order)}
+    missing = [v for v in values if v not in pos]
+    if missing:
+        raise ValueError(f"order: sensitive values {missing[:5]} are not in the given order")
+    ranks = np.array([pos[v] for v in values], dtype=np.int64)
+    return np.argsort(np.argsort(ranks, kind="stable"), kind="stable").astype(np.int64)
+
+
+# ---------------------------------------------------------------------- classical criteria
+class KAnonymity(LocalCriterion):
+    """k-anonymity: every group holds at least ``k`` individuals."""
+
+    union_monotone = True
+
+    def __init__(self, k: int) -> None:
+        self.k = check_int(k, "k", minimum=1)
+        self.name = f"k-anonymity(k={self.k})"
+
+    def rows(self) -> list[tuple[int, int, float]]:
+        return [(0, self.k, 0.0)]
+
+    def __call__(self, rel: Release) -> bool:
+        return bool(_check_release(rel).sizes.min() >= self.k)
+
+    def value(self, rel: Release) -> int:
+        return int(_check_release(rel).sizes.min())
+
+    def params(self) -> dict[str, Any]:
+        return {"k": self.k}
+
+
+class DistinctLDiversity(LocalCriterion):
+    """Distinct ℓ-diversity: every group holds at least ``l`` distinct sensitive values."""
+
+    union_monotone = True
+
+    def __init__(self, l: int) -> None:
+        self.l = check_int(l, "l", minimum=1)
+        self.name = f"distinct-l-diversity(l={self.l})"
+
+    def rows(self) -> list[tuple[int, int, float]]:
+        return [(1, self.l, 0.0)]
+
+    def __call__(self, rel: Release) -> bool:
+        return bool(_check_release(rel).distinct.min() >= self.l)
+
+    def value(self, rel: Release) -> int:
+        return int(_check_release(rel).distinct.min())
+
+    def params(self) -> dict[str, Any]:
+        return {"l": self.l}
+
+
+def _real(x: Any, name: str, *, minimum: float | None = None, strict: bool = False) -> float:
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(x).__name__} {x!r}")
+    v = float(x)
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {x!r}")
+    if minimum is not None and (v <= minimum if strict else v < minimum):
+        raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum}, got {x!r}")
+    return v
+
+
+class EntropyLDiversity(LocalCriterion):
+    """Entropy ℓ-diversity: H_g = −Σ p log p ≥ log ℓ in every group (ℓ ≥ 1, real)."""
+
+    def __init__(self, l: float) -> None:
+        self.l = _real(l, "l", minimum=1.0)
+        self.name = f"entropy-l-diversity(l={self.l:g})"
+
+    def rows(self) -> list[tuple[int, int, float]]:
+        return [(2, 0, self.l)]
+
+    def value(self, rel: Release) -> float:
+        from .classic import entropy_l_diversity
+
+        return entropy_l_diversity(rel)
+
+    def params(self) -> dict[str, Any]:
+        return {"l": self.l}
+
+
+class RecursiveCLDiversity(LocalCriterion):
+    """Recursive (c,ℓ)-diversity: r_1 < c·(r_ℓ + … + r_m) in every group (strict)."""
+
+    def __init__(self, c: float, l: int) -> None:
+        self.c = _real(c, "c", minimum=0.0, strict=True)
+        self._c_raw = c
+        self.l = check_int(l, "l", minimum=1)
+        self.name = f"recursive-(c,l)-diversity(c={self.c:g}, l={self.l})"
+
+    def rows(self) -> list[tuple[int, int, float]]:
+        return [(3, self.l, self._c_raw)]
+
+    def value(self, rel: Release) -> float:
+        from .classic import recursive_cl_diversity
+
+        return recursive_cl_diversity(rel, self.l)
+
+    def params(self) -> dict[str, Any]:
+        return {"c": self.c, "l": self.l}
+
+
+class TCloseness(LocalCriterion):
+    """t-closeness: EMD(P_g, Q) ≤ t in every group, Q = the whole release's distribution.
+
+    ``ordered=True`` uses the ordered ground distance over the sorted values, or over
+    ``order`` (a list of labels) when given; otherwise the equal ground distance.
+    """
+
+    def __init__(self, t: float, *, ordered: bool = False,
+                 order: Sequence[Any] | None = None) -> None:
+        self.t = check_probability(t, "t")
+        if order is not None:
+            order = list(order)
+            if len(set(order)) != len(order):
+                raise ValueError("order: values must be distinct")
+            ordered = True
+        self.ordered = bool(ordered)
+        self.order = order
+        self.name = f"t-closeness(t={self.t:g}{', ordered' if self.ordered else ''})"
+
+    def rows(self) -> list[tuple[int, int, float]]:
+        return [(5 if self.ordered else 4, 0, self.t)]
+
+    def value(self, rel: Release) -> float:
+        from .classic import t_closeness
+
+        return t_closeness(rel, ordered=self.ordered, order=self.order)
+
+    def params(self) -> dict[str, Any]:
+        return {"t": self.t, "ordered": self.ordered}
+
+
+class AlphaKAnonymity(LocalCriterion):
+    """(α,k)-anonymity: every value's share of its group ≤ α, and groups of ≥ k."""
+
+    def __init__(self, alpha: float, k: int = 1) -> None:
+        self.alpha = check_probability(alpha, "alpha")
+        self._alpha_raw = alpha
+        self.k = check_int(k, "k", minimum=1)
+        self.name = f"(alpha,k)-anonymity(alpha={self.alpha:g}, k={self.k})"
+
+    def rows(self) -> list[tuple[int, int, float]]:
+        return [(0, self.k, 0.0), (7, 0, self._alpha_raw)]
+
+    def value(self, rel: Release) -> tuple[float, int]:
+        from .classic import alpha_k_anonymity
+
+        return alpha_k_anonymity(rel)
+
+    def params(self) -> dict[str, Any]:
+        return {"alpha": self.alpha, "k": self.k}
+
+
+# ---------------------------------------------------------------------- worst-case models
+_KNOWLEDGE = ("implications", "negations")
+
+
+class CKSafety(Criterion):
+    """(c,k)-safety (Martin et al., ICDE 2007): maximum disclosure against ``k`` pieces of
+    knowledge is **< c**.
+
+    ``knowledge="implications"`` (default, basic implications — the paper's L^k_basic) is
+    not group-local; ``knowledge="negations"`` (k negated atoms) is:
+    max_b n_b(s^0) / (n_b − Σ_{j=1..k} n_b(s^j)) < c, evaluated per group (ck_safety.md).
+    Theorem 14: monotone. Returns an instance of :class:`_CKNegations` for negations.
+    """
+
+    def __new__(cls, c: Any, k: int, knowledge: str = "implications", *, exact: bool = False):
+        check_choice(knowledge, "knowledge", _KNOWLEDGE)
+        if knowledge == "negations" and cls is CKSafety:
+            return _CKNegations(c, k)
+        return super().__new__(cls)
+
+    def __init__(self, c: Any, k: int, knowledge: str = "implications", *,
+                 exact: bool = False) -> None:
+        from ._validation import check_threshold
+
+        self.c = check_threshold(c, "c")
+        self.k = check_int(k, "k", minimum=0)
+        self.knowledge = knowledge
+        self.exact = bool(exact)
+        self.name = f"(c,k)-safety(c={float(self.c):g}, k={self.k}, {knowledge})"
+
+    def __call__(self, rel: Release) -> bool:
+        from . import ck_safety
+
+        return bool(ck_safety.is_safe(_check_release(rel), self.c, self.k,
+                                      knowledge=self.knowledge))
+
+    def value(self, rel: Release) -> float:
+        from . import ck_safety
+
+        return ck_safety.max_disclosure(_check_release(rel), self.k,
+                                        knowledge=self.knowledge).value
+
+    def params(self) -> dict[str, Any]:
+        return {"c": float(self.c), "k": self.k, "knowledge": self.knowledge}
+
+
+class _CKNegations(LocalCriterion):
+    """(c,k)-safety against k negated atoms (group-local; see :class:`CKSafety`)."""
+
+    def __init__(self, c: Any, k: int) -> None:
+        from ._validation import check_threshold
+
+        self.c = check_threshold(c, "c")
+        self.k = check_int(k, "k", minimum=0)
+        self.knowledge = "negations"
+        self.name = f"(c,k)-safety(c={float(self.c):g}, k={self.k}, negations)"
+
+    def rows(self) -> list[tuple[int, int, float]]:
+        return [(6, self.k, self.c)]
+
+    def value(self, rel: Release) -> float:
+        from . import ck_safety
+
+        return ck_safety.max_disclosure(_check_release(rel), self.k,
+                                        knowledge="negations").value
+
+    def params(self) -> dict[str, Any]:
+        return {"c": float(self.c), "k": self.k, "knowledge": "negations"}
+
+
+class SkylinePoint(Criterion):
+    """One privacy-skyline point (Chen et al., VLDB 2007): BP_σ(ℓ, k, m) < c.
+
+    Monotone for SVPI releases only (Theorem 4; it fails for MVPI), so ``monotone`` is
+    ``True`` and :meth:`__call__` refuses MVPI releases. ``sigma=None`` checks every
+    sensitive value (the point holds for all values).
+    """
+
+    def __init__(self, sigma: Any, l: int, k: int, m: int, c: float) -> None:
+        self.sigma = sigma
+        self.l = check_int(l, "l", minimum=0)
+        self.k = check_int(k, "k", minimum=0)
+        self.m = check_int(m, "m", minimum=0)
+        from ._validation import check_threshold
+
+        self.c = check_threshold(c, "c")
+        who = "every value" if sigma is None else repr(sigma)
+        self.name = (f"skyline-point(sigma={who}, l={self.l}, k={self.k}, m={self.m}, "
+                     f"c={float(self.c):g})")
+
+    def _sigmas(self, rel: Release) -> list[Any]:
+        # a value absent from the release cannot be disclosed: BP = 0 (skyline.md, C5)
+        if self.sigma is None:
+            return list(rel.values)
+        return [self.sigma] if self.sigma in set(rel.values) else []
+
+    def __call__(self, rel: Release) -> bool:
+        from . import skyline
+
+        rel = _check_release(rel)
+        if rel.case != SVPI:
+            raise ValueError("SkylinePoint is a monotone predicate for SVPI releases only "
+                             f"(Theorem 4 fails for {rel.case}); got a {rel.case} release")
+        pts = {s: [(self.l, self.k, self.m, self.c)] for s in self._sigmas(rel)}
+        return True if not pts else bool(skyline.check(rel, pts).safe)
+
+    def value(self, rel: Release) -> float:
+        from . import skyline
+
+        return max((skyline.breach_probability(rel, sigma=s, l=self.l, k=self.k,
+                                               m=self.m).value for s in self._sigmas(rel)),
+                   default=0.0)
+
+    def params(self) -> dict[str, Any]:
+        return {"sigma": self.sigma, "l": self.l, "k": self.k, "m": self.m,
+                "c": float(self.c)}
+
+
+# ---------------------------------------------------------------------- combinators
+class AllOf(Criterion):
+    """Conjunction of criteria (local and kernel-evaluable when every part is)."""
+
+    def __init__(self, *parts: Any) -> None:
+        flat: list[Criterion] = []
+        for p in parts:
+            p = as_criterion(p)
+            flat.extend(p.parts if isinstance(p, AllOf) else [p])
+        if not flat:
+            raise ValueError("AllOf needs at least one criterion")
+        self.parts = tuple(flat)
+        self.monotone = all(getattr(p, "monotone", True) for p in flat)
+        self.local = all(isinstance(p, LocalCriterion) for p in flat)
+        self.union_monotone = all(getattr(p, "union_monotone", False) for p in flat)
+        self.name = " & ".join(p.name for p in flat)
+
+    def __call__(self, rel: Release) -> bool:
+        if self.local:
+            return bool(self.group_ok(rel).all())
+        return all(bool(p(rel)) for p in self.parts)
+
+    def rows(self) -> list[tuple[int, int, float]]:
+        if not self.local:
+            raise ValueError(f"{self.name}: not every part is a built-in local criterion")
+        return [r for p in self.parts for r in p.rows()]  # type: ignore[attr-defined]
+
+    def group_ok(self, rel: Release, q: np.ndarray | None = None) -> np.ndarray:
+        """Per-group pass/fail (local conjunctions only)."""
+        return LocalCriterion.group_ok(self, rel, q)  # type: ignore[arg-type]
+
+    def value(self, rel: Release) -> dict[str, Any]:
+        return {p.name: p.value(rel) for p in self.parts}
+
+    def params(self) -> dict[str, Any]:
+        return {"parts": [p.to_dict() for p in self.parts]}
+
+
+class FunctionCriterion(Criterion):
+    """Wrap a user function ``fn(rel) -> bool`` as a criterion."""
+
+    def __init__(self, fn: Callable[[Release], bool], name: str | None = None, *,
+                 monotone: bool = True) -> None:
+        if not callable(fn):
+            raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+        self.fn = fn
+        self.name = name or getattr(fn, "name", None) or getattr(fn, "__name__", "predicate")
+        self.monotone = bool(monotone)
+
+    def __call__(self, rel: Release) -> bool:
+        return bool(self.fn(rel))
+
+
+def as_criterion(obj: Any) -> Criterion:
+    """A :class:`Criterion` from a criterion, a list of them (conjunction) or a callable."""
+    if isinstance(obj, Criterion):
+        return obj
+    if isinstance(obj, (list, tuple)):
+        return AllOf(*obj)
+    if callable(obj):
+        return FunctionCriterion(obj, monotone=bool(getattr(obj, "monotone", True)))
+    raise TypeError("predicate must be a Criterion, a callable rel -> bool, or a list of "
+                    f"them; got {type(obj).__name__}")
+
+
+def criteria_from(*, predicate: Any = None, k: int | None = None, l: float | None = None,
+                  l_kind: str = "distinct", c_l: float | None = None, t: float | None = None,
+                  t_ordered: bool = False, alpha: float | None = None, c: Any = None,
+                  ck: int | None = None, knowledge: str = "implications") -> Criterion:
+    """Build the conjunction described by keyword parameters (anonymizer and CLI front-end).
+
+    Parameters
+    ----------
+    predicate : criterion, callable or list, optional
+        Added to the conjunction as is.
+    k : int, optional
+        k-anonymity.
+    l, l_kind, c_l : optional
+        ℓ-diversity: ``l_kind`` ``"distinct"`` (default), ``"entropy"`` or ``"recursive"``
+        (needs ``c_l``, the c of recursive (c,ℓ)-diversity).
+    t, t_ordered : optional
+        t-closeness (equal or ordered ground distance).
+    alpha : optional
+        (α,k)-anonymity's α.
+    c, ck, knowledge : optional
+        (c,k)-safety: threshold ``c`` against ``ck`` pieces of knowledge.
+
+    """
+    parts: list[Criterion] = []
+    if predicate is not None:
+        parts.append(as_criterion(predicate))
+    if k is not None:
+        parts.append(KAnonymity(k))
+    if l is not None:
+        check_choice(l_kind, "l_kind", ("distinct", "entropy", "recursive"))
+        if l_kind == "distinct":
+            parts.append(DistinctLDiversity(l))  # type: ignore[arg-type]
+        elif l_kind == "entropy":
+            parts.append(EntropyLDiversity(l))
+        else:
+            if c_l is None:
+                raise ValueError("l_kind='recursive' needs c_l (the c of recursive (c,l)-"
+                                 "diversity)")
+            parts.append(RecursiveCLDiversity(c_l, l))  # type: ignore[arg-type]
+    elif c_l is not None:
+        raise ValueError("c_l given without l")
+    if t is not None:
+        parts.append(TCloseness(t, ordered=t_ordered))
+    if alpha is not None:
+        parts.append(AlphaKAnonymity(alpha))
+    if (c is None) != (ck is None):
+        raise ValueError("(c,k)-safety needs both c and ck")
+    if c is not None:
+        parts.append(CKSafety(c, ck, knowledge))  # type: ignore[arg-type]
+    if not parts:
+        raise ValueError("no privacy criterion given: pass k=, l=, t=, alpha=, c= and ck=, or "
+                         "predicate=")
+    return parts[0] if len(parts) == 1 else AllOf(*parts)
