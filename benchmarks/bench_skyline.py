@@ -90,8 +90,8 @@ def _same(a: float, b: float) -> bool:
 
 def _dp_time(fn, first_seconds: float) -> float:
     """Best of a few DP runs; a single run when one already takes long."""
-    reps = 3 if first_seconds < 0.25 else (2 if first_seconds < 1.0 else 0)
-    return min(first_seconds, best_time(fn, repeat=reps)) if reps else first_seconds
+    reps = 3 if first_seconds < 0.25 else 1
+    return min(first_seconds, best_time(fn, repeat=reps))
 
 
 def _point(rel: Release, tables, l: int, k: int, m: int) -> dict:
@@ -102,7 +102,7 @@ def _point(rel: Release, tables, l: int, k: int, m: int) -> dict:
     d = dp()
     t_dp_first = time.perf_counter() - t0
     assert _same(res.min_nr, d.min_nr), (l, k, m, res.min_nr, d.min_nr)
-    t_check = best_time(check, repeat=5, min_time=0.05)
+    t_check = best_time(check, repeat=5, min_time=0.2)
     t_dp = _dp_time(dp, t_dp_first)
     # prepared inputs: the algorithms alone
     p_nr = tables.min_nr(l, k, m)
@@ -110,7 +110,7 @@ def _point(rel: Release, tables, l: int, k: int, m: int) -> dict:
     p_dp = tables.dp_min_nr(l, k, m)
     t_pdp_first = time.perf_counter() - t0
     assert p_nr == res.min_nr and _same(p_dp, p_nr), (l, k, m, p_nr, p_dp)
-    t_pcheck = best_time(lambda: tables.min_nr(l, k, m), repeat=5, min_time=0.05)
+    t_pcheck = best_time(lambda: tables.min_nr(l, k, m), repeat=5, min_time=0.2)
     t_pdp = _dp_time(lambda: tables.dp_min_nr(l, k, m), t_pdp_first)
     return {"l": l, "k": k, "m": m, "bp": res.value, "min_nr": res.min_nr,
             "case_used": res.case_used, "identical_bits": res.min_nr == d.min_nr,
@@ -140,6 +140,10 @@ def bench_skyline_figure7(benchmark, full):
         rel = _release(n)
         tables = sky.prepare(rel, SIGMA, l_max=16)
         row = {"rows": n, "groups": rel.n_groups, **_point(rel, tables, 10, 10, 10)}
+        # for information: the same check scanning the groups on every core (min-reduction)
+        row["check_parallel_s"] = best_time(
+            lambda: sky.check(rel, {SIGMA: [(10, 10, 10, C)]}, parallel=True), repeat=5,
+            min_time=0.2)
         series_a.append(row)
         print(_fmt(row, "rows"))
     out["a_size"] = series_a
@@ -218,24 +222,35 @@ def _plot(out: dict, dest) -> None:
     plt.close(fig)
 
 
-def bench_skyline_points(full):
+def bench_skyline_points(benchmark, full):
     """SkylineCheck with 100 skyline points on the largest release (absolute time)."""
     cfg = _settings(full)
     _warm()
     rel = _release(cfg["sizes"][-1])
     rng = random.Random(4)
     pts = [(rng.randint(0, 16), rng.randint(0, 32), rng.randint(0, 16), C) for _ in range(100)]
+    benchmark.extra_info["release"] = repr(rel)
+    benchmark.pedantic(lambda: sky.check(rel, {SIGMA: pts}, parallel=False), rounds=5,
+                       iterations=1)
     res = {}
     for label, skylines in (("one_sigma_100_points", {SIGMA: pts}),
                             ("every_value_100_points", {"*": pts})):
-        for par in (False, True):
-            fn = lambda: sky.check(rel, skylines, parallel=par)   # noqa: E731
+        ref = None
+        for method, par in (("classes", False), ("classes", True), ("direct", False),
+                            ("direct", True)):
+            fn = lambda: sky.check(rel, skylines, parallel=par, method=method)   # noqa: E731
+            t0 = time.perf_counter()
             r = fn()
-            t = best_time(fn, repeat=3)
-            res[f"{label}_{'parallel' if par else 'sequential'}_s"] = t
+            first = time.perf_counter() - t0
+            t = best_time(fn, repeat=3) if first < 2.0 else first
+            name = f"{label}_{method}_{'parallel' if par else 'sequential'}_s"
+            res[name] = t
             res[f"{label}_pairs"] = len(r.points)
-            print(f"\n{label} ({len(r.points)} (σ, point) pairs), "
+            print(f"\n{label} ({len(r.points)} (σ, point) pairs), {method}, "
                   f"{'parallel' if par else 'sequential'}: {t * 1e3:.1f} ms")
+            vals = [(p.value, p.statistics) for p in r.points]
+            assert ref is None or vals == ref
+            ref = vals
         # spot-check against breach_probability
         for p in r.points[:3]:
             assert sky.breach_probability(rel, p.sigma, p.l, p.k, p.m).value == p.value
@@ -247,14 +262,19 @@ def bench_skyline_points(full):
                  full)
 
 
-def bench_skyline_cold_start(full):
+def bench_skyline_cold_start(benchmark, full):
+    """First-call latency in a fresh interpreter: with the on-disk Numba cache (smoke and
+    full) and with the cache disabled, i.e. compiling every kernel used (full mode only:
+    it takes tens of seconds)."""
     code = ("import fastpriv as fp; from fastpriv import skyline as s; "
             "rel = fp.Release.from_groups([['a','b','a'],['b','a']]); "
             "s.check(rel, {'a': [(1,1,1,0.9)]}, parallel=False); "
             "s.breach_probability(rel, 'a', 1, 1, 1); s.dp_breach_probability(rel,'a',1,1,1); "
             "s.knowledge_skyline(rel, 'a', 0.9)")
-    no_cache = cold_start(code, no_cache=True)
-    cached = cold_start(code, no_cache=False)
-    print(f"\ncold start: {no_cache:.1f} s compiling, {cached:.2f} s from the on-disk cache")
+    cached = benchmark.pedantic(lambda: cold_start(code, no_cache=False), rounds=1,
+                                iterations=1)
+    no_cache = cold_start(code, no_cache=True) if full else None
+    print(f"\ncold start: {cached:.2f} s from the on-disk cache"
+          + (f", {no_cache:.1f} s compiling everything" if full else ""))
     write_result("skyline_cold_start", {"no_cache_s": no_cache, "cached_s": cached,
                                         "code": code}, full)

@@ -472,8 +472,6 @@ def _stats_from_terms(terms: Any, exact: bool) -> tuple[list, list]:
 
 def _combine(stats: Sequence[Any]) -> tuple[Any, int | None]:
     """Theorem 2 with C4 (∞·0 = ∞); ties prefer SS1, then SS2·SS5. None if σ is absent."""
-    from ._kernels import skyline as K
-
     if any(isinstance(x, Fraction) for x in stats):
         cands = [stats[0], _exact_mul(stats[1], stats[4]), _exact_mul(stats[2], stats[3])]
         best, which = cands[0], 0
@@ -481,9 +479,7 @@ def _combine(stats: Sequence[Any]) -> tuple[Any, int | None]:
             if cands[j] < best:
                 best, which = cands[j], j
     else:
-        best, which = K.combine(float(stats[0]), float(stats[1]), float(stats[2]),
-                                float(stats[3]), float(stats[4]))
-        which = int(which)
+        best, which = _combine_row([float(x) for x in stats])
     if best == math.inf:
         return math.inf, None
     return best, which
@@ -712,9 +708,13 @@ def _normalize_point(p: Any, where: str) -> _Point:
             raise ValueError(f"{where}: a point needs keys l, k, m, c (missing {exc})") from None
     if isinstance(p, (str, bytes)) or not isinstance(p, Sequence) or len(p) != 4:
         raise TypeError(f"{where}: a skyline point is a tuple (l, k, m, c), got {p!r}")
-    l, k, m = (check_int(p[0], f"{where}: l", minimum=0), check_int(p[1], f"{where}: k", minimum=0),
-               check_int(p[2], f"{where}: m", minimum=0))
-    c = _check_c(p[3], f"{where}: c")
+    l, k, m, c = p
+    if not (type(l) is int and type(k) is int and type(m) is int and l >= 0 and k >= 0
+            and m >= 0):
+        l, k, m = (check_int(l, f"{where}: l", minimum=0), check_int(k, f"{where}: k", minimum=0),
+                   check_int(m, f"{where}: m", minimum=0))
+    if not (type(c) is float and 0.0 < c <= 1.0):
+        c = _check_c(c, f"{where}: c")
     return (l, k, m, c)
 
 
@@ -748,6 +748,8 @@ def _auto_parallel(n_groups: int, n_points: int) -> bool:
 
 #: largest per-batch class table (σ slots × classes × distinct ℓ) of the class method
 _CLASS_CELLS = 4_000_000
+#: method="auto" scans directly up to this many (σ, point) pairs (no class-table setup)
+_DIRECT_MAX_PAIRS = 8
 
 
 def _n_chunks(n_groups: int) -> int:
@@ -914,7 +916,7 @@ class SkylineState:
         if parallel is None:
             parallel = _auto_parallel(rel.n_groups, len(pt_sig))
         stats, args = None, None
-        if method != "direct":
+        if method == "classes" or (method == "auto" and len(pt_sig) > _DIRECT_MAX_PAIRS):
             stats, args = _check_by_classes(rel, pt_sig, pt_l, pt_k, pt_m, parallel)
             if stats is None and method == "classes":
                 raise ValueError("method='classes': the (n, s) class table of this release "
@@ -992,26 +994,55 @@ class SkylineState:
         out = []
         if blocks:
             allst = np.concatenate(blocks)
-            min_nr, which = _combine_arrays(allst)
+            if len(allst) <= 64:
+                pairs = [_combine_row(row) for row in allst.tolist()]
+                min_nr = [p[0] for p in pairs]
+                which = [p[1] for p in pairs]
+            else:
+                min_nr, which = _combine_arrays(allst)
+                min_nr, which = min_nr.tolist(), which.tolist()
+            rows = allst.tolist()
             i = 0
             ratios: dict = {}
             for sigma, st in zip(owners, blocks):
                 ar = self._args.get(sigma)
                 for q, (l, k, m, c) in enumerate(self._points_of(sigma)):
-                    nr = float(min_nr[i])
-                    w = int(which[i])
+                    nr = min_nr[i]
+                    w = which[i]
                     key = (type(c), c)
                     if key not in ratios:
                         ratios[key] = _threshold_ratio(c)
                     out.append(PointResult(
                         sigma=sigma, l=l, k=k, m=m, c=c, value=_bp(nr), min_nr=nr,
-                        statistics=tuple(float(x) for x in allst[i]),
+                        statistics=tuple(rows[i]),
                         case_used=None if w < 0 else TERMS[w],
                         safe=_is_safe(nr, ratios[key]),
                         groups=(None,) * 5 if ar is None else tuple(ar[q])))
                     i += 1
         return SkylineCheck(points=tuple(out), case=self._case or SVPI,
                             n_groups=self._n_groups)
+
+
+def _pmul(a: float, b: float) -> float:
+    """Scalar ``_kernels.skyline.mul`` in Python floats (same IEEE products)."""
+    if a == math.inf or b == math.inf:
+        return math.inf
+    r = a * b
+    if r == 0.0 and a > 0.0 and b > 0.0:
+        return 5e-324
+    return r
+
+
+def _combine_row(row: list) -> tuple[float, int]:
+    """Theorem 2 for one row (SS1..SS5) of floats: (minNR, which), which = -1 if absent."""
+    best, which = row[0], 0
+    b = _pmul(row[1], row[4])
+    if b < best:
+        best, which = b, 1
+    c = _pmul(row[2], row[3])
+    if c < best:
+        best, which = c, 2
+    return best, (-1 if best == math.inf else which)
 
 
 def _mul_arrays(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -1073,8 +1104,8 @@ def check(rel: Release, skylines: Any, *, exact: bool = False,
         the group with the largest S_ℓ (within a class T is monotone in it and V is
         constant), then each point is evaluated on the classes,
         O(entries · distinct ℓ + points · classes). Same values; on ties between groups the
-        witness group may differ. ``"auto"`` (default) uses classes unless the class table
-        would be too large.
+        witness group may differ. ``"auto"`` (default): direct for at most 8 (σ, point)
+        pairs, else classes unless the class table would be too large.
 
     Returns
     -------
@@ -1246,9 +1277,11 @@ class SigmaTables:
 
         rel = _check_release(rel)
         code = rel.code_of(sigma, param="sigma")
+        cap = int(rel.distinct.max()) if rel.n_groups else 0    # ≥ non-σ values of a group
         if l_max is None:
-            l_max = int(rel.distinct.max()) if rel.n_groups else 0
+            l_max = cap
         l_max = check_int(l_max, "l_max", minimum=0)
+        self._l_cap = cap
         indptr, codes, counts, sizes = _arrays(rel)
         nn, ss, big_s, pl = K.sigma_columns(indptr, codes, counts, sizes, int(code), l_max)
         self.sigma = sigma
@@ -1260,7 +1293,12 @@ class SigmaTables:
 
     def _lkm(self, l: int, k: int, m: int) -> tuple[int, int, int]:
         l, k, m = _check_lkm(l, k, m)
-        return min(l, self.l_max), k, m
+        if l > self.l_max:
+            if self.l_max < self._l_cap:
+                raise ValueError(f"l={l} exceeds l_max={self.l_max} of these tables; "
+                                 f"prepare(..., l_max={l})")
+            l = self.l_max      # BP is constant in ℓ beyond the number of values
+        return l, k, m
 
     def statistics(self, l: int, k: int, m: int) -> tuple:
         """(SS1, SS2, SS3, SS4, SS5) of Theorem 2."""

@@ -703,3 +703,21 @@ def test_cli_skyline(tmp_path, capsys):
     rc = main(["skyline", str(path), "--sensitive", "d", "--group", "g", "--sigma", "nope",
                "--c", "0.9"])
     assert rc == 2 and "not a sensitive value" in capsys.readouterr().err
+
+
+def test_prepared_tables_match_and_validate():
+    rng = random.Random(3)
+    for case in ("svpi", "mvpi-set", "mvpi-multiset"):
+        groups, sizes = _random_release(rng, 25, case)
+        rel = make_release(case, groups, "a", sizes)
+        tab = sky.prepare(rel, "a")
+        for l, k, m in [(0, 0, 0), (1, 2, 3), (3, 5, 1), (9, 9, 9)]:
+            r = sky.breach_probability(rel, "a", l, k, m)
+            assert tab.statistics(l, k, m) == r.statistics
+            assert tab.min_nr(l, k, m) == r.min_nr
+            assert tab.breach_probability(l, k, m) == r.value
+            assert close(tab.dp_min_nr(l, k, m),
+                         sky.dp_breach_probability(rel, "a", l, k, m).min_nr)
+    small = sky.prepare(rel, "a", l_max=1)
+    with pytest.raises(ValueError, match="exceeds l_max=1"):
+        small.min_nr(2, 0, 0)

@@ -118,11 +118,18 @@ def run(args: argparse.Namespace) -> int:
         for pr in res.violations[:5]:
             w = skyline.breach_probability(rel, pr.sigma, pr.l, pr.k, pr.m).witness
             if w is not None:
-                print(f"  {pr.sigma!r} at ({pr.l},{pr.k},{pr.m}): target in group "
-                      f"{w.group_labels['t']!r}, excluded values {list(w.x_values)}, "
-                      f"{w.n_u} others in group {w.group_labels.get('u')!r}"
-                      + (f" with values {list(w.y_values)}" if w.y_values else "")
-                      + f", {w.n_v} family members in group {w.group_labels.get('v')!r}")
+                parts = [f"target in group {w.group_labels['t']!r}"]
+                if w.x_values:
+                    parts.append(f"known not to have / implying σ: {list(w.x_values)}")
+                if w.n_u:
+                    what = (f"with values {list(w.y_values)}" if w.y_values
+                            else f"known to lack {pr.sigma!r}")
+                    parts.append(f"{w.n_u} other(s) in group {w.group_labels.get('u')!r} {what}")
+                if w.n_v:
+                    parts.append(f"{w.n_v} family member(s) in group "
+                                 f"{w.group_labels.get('v')!r}")
+                print(f"  worst case for {pr.sigma!r} at ({pr.l},{pr.k},{pr.m}), BP = "
+                      f"{float(pr.value):.4g}: " + "; ".join(parts))
         status = 0 if res.safe else 1
     emit_json(args, payload)
     return status
