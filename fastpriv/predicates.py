@@ -419,7 +419,7 @@ class CKSafety(Criterion):
     def __new__(cls, c: Any, k: int, knowledge: str = "implications", *, exact: bool = False):
         check_choice(knowledge, "knowledge", _KNOWLEDGE)
         if knowledge == "negations" and cls is CKSafety:
-            return _CKNegations(c, k)
+            return super().__new__(_CKNegations)  # then _CKNegations.__init__ runs
         return super().__new__(cls)
 
     def __init__(self, c: Any, k: int, knowledge: str = "implications", *,
@@ -448,15 +448,17 @@ class CKSafety(Criterion):
         return {"c": float(self.c), "k": self.k, "knowledge": self.knowledge}
 
 
-class _CKNegations(LocalCriterion):
+class _CKNegations(LocalCriterion, CKSafety):
     """(c,k)-safety against k negated atoms (group-local; see :class:`CKSafety`)."""
 
-    def __init__(self, c: Any, k: int) -> None:
+    def __init__(self, c: Any, k: int, knowledge: str = "negations", *,
+                 exact: bool = False) -> None:
         from ._validation import check_threshold
 
         self.c = check_threshold(c, "c")
         self.k = check_int(k, "k", minimum=0)
         self.knowledge = "negations"
+        self.exact = bool(exact)
         self.name = f"(c,k)-safety(c={float(self.c):g}, k={self.k}, negations)"
 
     def rows(self) -> list[tuple[int, int, float]]:

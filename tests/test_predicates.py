@@ -284,3 +284,11 @@ def test_skyline_point_refuses_mvpi():
     rel = Release.from_groups([{"a": 1, "b": 1}], sizes=[2], case="mvpi-set")
     with pytest.raises(ValueError, match="SVPI releases only"):
         P.SkylinePoint("a", 0, 1, 0, 0.5)(rel)
+
+
+def test_ck_negations_is_a_local_ck_safety():
+    neg = P.CKSafety(0.5, 2, "negations")
+    assert isinstance(neg, P.CKSafety) and isinstance(neg, P.LocalCriterion)
+    assert neg.local and neg.knowledge == "negations" and neg.k == 2
+    imp = P.CKSafety(0.5, 2)
+    assert isinstance(imp, P.CKSafety) and not imp.local
