@@ -380,3 +380,54 @@ def test_cli_lattice(tmp_path):
     assert csv.read_text().splitlines()[0] == '"occupation","age","sex","group_id"'
     bad = _run_cli("anonymize", "adult", "--qi", "age", "--sensitive", "occupation")
     assert bad.returncode == 2 and "needs a criterion" in bad.stderr
+
+
+PLUGIN = '''
+def _add(g):
+    g.add_argument("--fake-size", type=int, default=2)
+
+
+def _run(args, data, criterion):
+    import numpy as np
+    import pyarrow as pa
+    from fastpriv import Release
+    from fastpriv._arrow import as_table
+    from fastpriv.anonymize import Anonymized
+
+    t = as_table(data)
+    gid = np.arange(t.num_rows) // args.fake_size
+    rel = Release.from_table(pa.table({"g": gid, "s": t.column(args.sensitive)}),
+                             sensitive="s", group="g")
+    return Anonymized(release=rel, group_ids=gid, method="fake",
+                      params={"criterion": "none", "qi": args.qi,
+                              "sensitive": args.sensitive})
+
+
+CLI_METHOD = ("fake", _add, _run)
+'''
+
+
+def test_cli_discovers_plugin_methods(tmp_path, monkeypatch, capsys):
+    import fastpriv.anonymize as pkg
+    from fastpriv.cli import anonymize as cli_anon
+    from fastpriv.cli import main
+
+    (tmp_path / "fakeplug.py").write_text(PLUGIN)
+    (tmp_path / "brokenplug.py").write_text("raise RuntimeError('boom')\n")
+    monkeypatch.setattr(pkg, "__path__", list(pkg.__path__) + [str(tmp_path)])
+    monkeypatch.setattr(cli_anon, "_LOADED", False)
+    monkeypatch.setattr(cli_anon, "METHODS", dict(cli_anon.METHODS))
+    monkeypatch.setattr(cli_anon, "_PLUGIN_ERRORS", {})
+    src = tmp_path / "in.csv"
+    src.write_text("a,s\n1,x\n2,y\n3,x\n4,y\n")
+    out = tmp_path / "out.csv"
+    rc = main(["anonymize", str(src), "--qi", "a", "--sensitive", "s", "--method", "fake",
+               "--fake-size", "2", "-o", str(out)])
+    assert rc == 0
+    assert "fake" in cli_anon.METHODS and cli_anon.METHODS["fake"].source.endswith("fakeplug")
+    assert "brokenplug" in cli_anon._PLUGIN_ERRORS
+    assert out.read_text().splitlines()[1:] == ["1,\"x\",0", "2,\"y\",0", "3,\"x\",1",
+                                                "4,\"y\",1"]
+    assert main(["anonymize", str(src), "--qi", "a", "--sensitive", "s", "--method",
+                 "brokenplug", "--k", "2"]) == 2
+    assert "failed to import" in capsys.readouterr().err
