@@ -292,3 +292,30 @@ def test_ck_negations_is_a_local_ck_safety():
     assert neg.local and neg.knowledge == "negations" and neg.k == 2
     imp = P.CKSafety(0.5, 2)
     assert isinstance(imp, P.CKSafety) and not imp.local
+
+
+def _martin_vectors():
+    import json
+    import os
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    spec = Path(os.environ.get("FASTPRIV_SPEC_DIR",
+                               Path(__file__).resolve().parents[2] / "shared" / "spec"))
+    local = here / "vectors" / "martin.jsonl"
+    path = local if local.exists() else spec / "vectors" / "martin.jsonl"
+    with open(path, encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
+    return [v for v in rows if v["kind"] == "max_disclosure"]
+
+
+@pytest.mark.parametrize("vec", _martin_vectors(), ids=lambda v: v["id"])
+def test_ck_predicates_on_the_martin_vectors(vec):
+    rel = Release.from_groups(vec["input"]["buckets"])
+    k = vec["input"]["k"]
+    for knowledge, key in (("implications", "max_disclosure"),
+                           ("negations", "negated_atoms_max_disclosure")):
+        d = Fraction(vec["expected"][key]["frac"])
+        assert not P.CKSafety(d, k, knowledge)(rel)  # disclosure == c is unsafe
+        if d < 1:
+            assert P.CKSafety(d + Fraction(1, 10**6), k, knowledge)(rel)
