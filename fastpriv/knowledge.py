@@ -24,7 +24,8 @@ Array-packed representation
 ---------------------------
 Sensitive values are the sorted labels ``values``; every QI column has a sorted label
 ``domain`` shared by all attribute sets. For an attribute set A, signature i is stored as
-the mixed-radix key Σ_a code_a · stride_a (int64, sorted, so lookups are one
+the mixed-radix key Σ_a code_a · stride_a (int64; the first attribute most significant, so
+signatures are in lexicographic order of their labels; sorted, so lookups are one
 ``searchsorted``) and its probabilities as row i of a read-only ``(n_signatures, n_values)``
 float64 matrix; NaN marks a (signature, value) pair that was not given. Models read:
 
@@ -223,7 +224,7 @@ class Knowledge:
         k = len(sd.attributes)
         codes = np.empty((sd.keys.shape[0], k), dtype=np.int64)
         rest = sd.keys.copy()
-        for i in range(k - 1, -1, -1):
+        for i in range(k):                 # strides decrease: first attribute most significant
             codes[:, i] = rest // sd.strides[i]
             rest = rest - codes[:, i] * sd.strides[i]
         return codes
@@ -235,14 +236,17 @@ class Knowledge:
         check_columns([column], table.column_names, "data")
         col = table.column(column)
         dom = self._domains[column]
+        ctype = col.type.value_type if pa.types.is_dictionary(col.type) else col.type
+        if _family(ctype) != _family(dom.type):
+            raise TypeError(f"column {column!r} has type {col.type} but the knowledge's "
+                            f"signatures for it have type {dom.type}")
         try:
+            if ctype != dom.type:
+                col = col.cast(dom.type)
             idx = pc.index_in(col, value_set=dom)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            try:
-                idx = pc.index_in(col.cast(dom.type), value_set=dom)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-                raise TypeError(f"column {column!r} has type {col.type} but the knowledge's "
-                                f"signatures for it have type {dom.type}: {exc}") from None
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            raise TypeError(f"column {column!r} ({col.type}) cannot be matched with the "
+                            f"knowledge's signatures ({dom.type}): {exc}") from None
         return idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
     def signature_index(self, data: Any, attribute_set: Any, *,
@@ -413,9 +417,9 @@ class Knowledge:
                 raise ValueError(f"attribute set {A} given twice")
             strides = np.ones(len(A), dtype=np.int64)
             span = 1
-            for i, a in enumerate(A):
+            for i in range(len(A) - 1, -1, -1):   # lexicographic key order
                 strides[i] = span
-                span *= max(len(domains[a]), 1)
+                span *= max(len(domains[A[i]]), 1)
                 if span >= _MAX_KEY:
                     raise ValueError(f"attribute set {A}: too many signature combinations "
                                      f"(> 2^62) to index; use smaller attribute sets")
@@ -697,9 +701,9 @@ class Knowledge:
                     continue
                 strides = np.ones(size, dtype=np.int64)
                 span = 1
-                for i, a in enumerate(A):
+                for i in range(size - 1, -1, -1):   # lexicographic key order
                     strides[i] = span
-                    span *= max(len(domains[a]), 1)
+                    span *= max(len(domains[A[i]]), 1)
                 if span >= _MAX_KEY // max(nv, 1):
                     raise ValueError(f"attribute set {A}: too many signature combinations to "
                                      "index; lower max_size")
@@ -776,6 +780,20 @@ class Knowledge:
 
 
 # ---------------------------------------------------------------------- helpers
+def _family(t: pa.DataType) -> str:
+    """Type family within which labels are compared (casts never cross families)."""
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or \
+            getattr(pa.types, "is_string_view", lambda _: False)(t):
+        return "string"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "binary"
+    return str(t)
+
+
 def _concat(arrays: list[pa.Array], what: str) -> pa.Array:
     t = arrays[0].type
     try:

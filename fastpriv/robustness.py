@@ -221,8 +221,8 @@ def posterior(f: Sequence[float], n_x: int, *, method: str = "esp", exact: bool 
                              "use method='esp'")
         st, p, _ = pw.binary_enumerate(kernel_array(fv, np.float64), n)
     else:
-        st, a, _, _ = pw.binary_loo(kernel_array(fv, np.float64), n, int(pw.PREFIX_LIMIT), 0)
-        p = fv * a
+        st, p, _, _ = pw.binary_loo(kernel_array(fv, np.float64), n, int(pw.PREFIX_LIMIT),
+                                    0, 0)
     if st == pw.STATUS_UNDEFINED:  # pragma: no cover - excluded by the structural test
         raise ValueError(_undefined_message(list(fv), n, group))
     return np.minimum(p, 1.0)
@@ -941,7 +941,8 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
 
     # ---------------------------------------------------------------- knowledge
     t0 = time.perf_counter()
-    if knowledge is None:
+    derived = knowledge is None
+    if derived:
         knowledge = Knowledge.derive(table, qi=qi, sensitive=sensitive, max_size=max_size,
                                      epsilon=epsilon, delta=delta, min_support=min_support,
                                      nulls="error")
@@ -949,11 +950,13 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
     if qi is not None:
         sets = [A for A in sets if set(A) <= set(qi)]
     if not sets:
-        raise ValueError("the knowledge has no attribute set within qi (derived knowledge: "
-                         "no signature reached the reliable sample size; lower min_support "
-                         "or raise epsilon/delta)")
+        if not derived or knowledge.fallback is None:
+            raise ValueError("the knowledge has no attribute set within qi")
+        # no reliable signature at all: the adversary knows only the global rates, i.e. the
+        # empty attribute set (posterior n_x / N); any other set would give at least that
+        sets = [()]
     check_columns(sorted({c for A in sets for c in A}), table.column_names, "data")
-    if model == "multivalued":
+    if model == "multivalued" and sets != [()]:
         knowledge.restrict(sets).check_multivalued()
     timing["knowledge"] = time.perf_counter() - t0
 
@@ -981,8 +984,12 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
     sig_by_set = []
     mat_by_set = []
     for A in sets:
-        sig = knowledge.signature_index(table, A, column_codes=ccache)
-        M = knowledge.probability_matrix(A, values)
+        if A == ():
+            sig = np.full(R, -1, dtype=np.int64)
+            M = np.array([[knowledge.fallback_for(v) for v in values]], dtype=np.float64)
+        else:
+            sig = knowledge.signature_index(table, A, column_codes=ccache)
+            M = knowledge.probability_matrix(A, values)
         ns = M.shape[0] - 1
         sig = np.where(sig < 0, ns, sig).astype(np.int64)
         used = np.unique(sig)
@@ -1247,7 +1254,7 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
     complete = not skipped_groups.any() and not (seg_status == pw.STATUS_UNDERFLOW).any()
     robust = bool(complete and value <= thr_eff)
     kinfo = {"source": knowledge.info.get("source"), "attribute_sets": len(sets),
-             "signatures": int(sum(knowledge.n_signatures(A) for A in sets))}
+             "signatures": int(sum(knowledge.n_signatures(A) for A in sets if A))}
     for key in ("min_support", "epsilon", "delta", "max_size"):
         if key in knowledge.info:
             kinfo[key] = knowledge.info[key]

@@ -36,7 +36,11 @@ at index 0.
 ``esp_coefficients(fseg, N, n, out) -> log_scale``
     Coefficients E_0..E_n of prod_{i<N} ((1-f_i) + f_i z) truncated at degree n, written
     to ``out[0:n+1]`` rescaled (max 1 when any is positive): true E_d = out[d] ·
-    exp(log_scale). Running rescaling; no underflow for any N.
+    exp(log_scale). Running rescaling, so the largest coefficient never underflows for any
+    N; a coefficient more than ~1e-280 below the largest one is held as a subnormal (few
+    digits) — check ``out[d] >= 1e-280`` and use ``esp_log_coefficients`` otherwise.
+``esp_log_coefficients(fseg, N, n, out)``
+    log E_0..log E_n (log-sum-exp recursion; -inf for exact zeros).
 ``esp_step(c, top, m, stay, up) -> new_top``
     One factor: c'[d] = stay·c[d] + up·c[d-1] for d ≤ min(top+1, m), in place (``top``:
     highest possibly non-zero degree).
@@ -45,7 +49,8 @@ at index 0.
     tuple j being x). ``mode == 1``: leave-one-out ratios ``out1[j] = a_j =
     E_{n-1}(f_{-j}) / E_n(f)`` and ``out2[j] = b_j = E_n(f_{-j}) / E_n(f)``, so that
     p_j = f_j a_j, f_j a_j + (1 - f_j) b_j = 1 and ∂ log E_n / ∂ f_j = a_j - b_j (the score
-    of the foreground likelihood). ``log_E = log E_n(f)``. ``status``: ``STATUS_OK``;
+    of the foreground likelihood; a_j can overflow to +inf when E_n(f) < ~1e-308 · E_{n-1},
+    e.g. a lone tuple with f = 5e-324 — use mode 0 for posteriors, which stay finite). ``log_E = log E_n(f)``. ``status``: ``STATUS_OK``;
     ``STATUS_UNDEFINED`` (E_n = 0; outputs NaN, ``log_E = -inf``); ``STATUS_LOGSPACE``
     (a denominator fell below 1e-280 in the rescaled float path, so the segment was
     recomputed entirely in log space — same outputs, slower). ``ws`` has at least
@@ -178,9 +183,8 @@ def _rescale_row(ws, off, top):
         return -np.inf
     if mx >= _RESCALE:
         return 0.0
-    inv = 1.0 / mx
     for d in range(top + 1):
-        ws[off + d] *= inv
+        ws[off + d] /= mx
     return math.log(mx)
 
 
@@ -202,9 +206,8 @@ def esp_coefficients(fseg, N, n, out):
         if mx == 0.0:
             return -np.inf
         if mx < _RESCALE or mx > 1.0:
-            inv = 1.0 / mx
             for d in range(top + 1):
-                out[d] *= inv
+                out[d] /= mx
             lscale += math.log(mx)
     # final normalisation: max 1
     mx = 0.0
@@ -212,11 +215,30 @@ def esp_coefficients(fseg, N, n, out):
         if out[d] > mx:
             mx = out[d]
     if mx > 0.0:
-        inv = 1.0 / mx
         for d in range(n + 1):
-            out[d] *= inv
+            out[d] /= mx
         lscale += math.log(mx)
     return lscale
+
+
+@kernel
+def esp_log_coefficients(fseg, N, n, out):
+    """log E_0..log E_n of the first N factors into ``out[0:n+1]`` (-inf for zeros).
+
+    Log-space twin of :func:`esp_coefficients` for coefficients more than ~1e-280 below
+    the largest one (which the single-scale float form holds only as subnormals).
+    """
+    for d in range(n + 1):
+        out[d] = -np.inf
+    out[0] = 0.0
+    for i in range(N):
+        fi = fseg[i]
+        lu = _log0(fi)
+        lsv = _log0(1.0 - fi)
+        for d in range(n, 0, -1):
+            out[d] = _lae(lsv + out[d], lu + out[d - 1])
+        out[0] = lsv + out[0]
+    return 0.0
 
 
 @kernel
@@ -442,10 +464,11 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
             if not den >= _DEN_MIN:
                 return loo_core_log(fseg, N, n, ws, out1, out2, mode, limit)
             if mode == 0:
+                # ratio first: stay·B or up·A alone may be subnormal
                 if flip:
-                    out1[j] = stay * B / den
+                    out1[j] = stay * (B / den)
                 else:
-                    out1[j] = up * A / den
+                    out1[j] = up * (A / den)
             else:
                 if flip:
                     out1[j] = B / den
@@ -566,10 +589,10 @@ def binary_posteriors_csr(offsets, f, n, limit, nblocks):
 
 
 @kernel
-def binary_loo(f, n, limit, logspace):
-    """One segment: ``(status, a, b, log_E)`` leave-one-out ratios (tests, exact checks).
-
-    ``logspace=1`` forces the log-space path.
+def binary_loo(f, n, limit, logspace, mode):
+    """One segment: ``(status, out1, out2, log_E)`` of :func:`loo_core` in ``mode`` 0
+    (posteriors in ``out1``) or 1 (leave-one-out ratios a, b). ``logspace=1`` forces the
+    log-space path.
     """
     N = f.shape[0]
     plan = esp_plan(N, n, limit)
@@ -580,9 +603,9 @@ def binary_loo(f, n, limit, logspace):
     a = np.empty(max(N, 1), dtype=np.float64)
     b = np.empty(max(N, 1), dtype=np.float64)
     if logspace == 1:
-        res = loo_core_log(fs, N, n, ws, a, b, np.int64(1), limit)
+        res = loo_core_log(fs, N, n, ws, a, b, mode, limit)
     else:
-        res = loo_core(fs, N, n, ws, a, b, np.int64(1), limit)
+        res = loo_core(fs, N, n, ws, a, b, mode, limit)
     return res[0], a[:N].copy(), b[:N].copy(), res[1]
 
 
@@ -595,9 +618,10 @@ def binary_log_en(f, n):
         fs[j] = f[j]
     out = np.empty(n + 1, dtype=np.float64)
     ls = esp_coefficients(fs, np.int64(N), n, out)
-    if out[n] <= 0.0:
-        return -np.inf
-    return math.log(out[n]) + ls
+    if out[n] >= _DEN_MIN:
+        return math.log(out[n]) + ls
+    esp_log_coefficients(fs, np.int64(N), n, out)
+    return out[n]
 
 
 # ====================================================================== enumeration
@@ -750,9 +774,8 @@ def mv_balance(Pl, N, K, mult):
                 mx = v
         if mx == 0.0:
             return -np.inf
-        inv = 1.0 / mx
         for k in range(K):
-            Pl[j * K + k] *= inv
+            Pl[j * K + k] /= mx
         logc += math.log(mx)
     for k in range(K):
         mx = 0.0
@@ -764,9 +787,8 @@ def mv_balance(Pl, N, K, mult):
             if mult[k] > 0:
                 return -np.inf
             continue
-        inv = 1.0 / mx
         for j in range(N):
-            Pl[j * K + k] *= inv
+            Pl[j * K + k] /= mx
         logc += mult[k] * math.log(mx)
     return logc
 
@@ -847,9 +869,8 @@ def mv_dp_core(Pl, N, K, mult, out):
         if mx == 0.0:
             status = STATUS_UNDEFINED
             break
-        inv = 1.0 / mx
         for idx in range(start[L], start[L + 1]):
-            F[order[idx]] *= inv
+            F[order[idx]] /= mx
         lf += math.log(mx)
     if status == STATUS_OK:
         Bw[T - 1] = 1.0
@@ -868,9 +889,8 @@ def mv_dp_core(Pl, N, K, mult, out):
             if mx == 0.0:
                 status = STATUS_UNDERFLOW
                 break
-            inv = 1.0 / mx
             for idx in range(start[L], start[L + 1]):
-                Bw[order[idx]] *= inv
+                Bw[order[idx]] /= mx
     if status == STATUS_OK:
         num = np.empty(K, dtype=np.float64)
         for j in range(N):
