@@ -235,3 +235,13 @@ def test_non_local_criteria_safe_and_minimal(rows):
                     continue
                 finer = vals[:i] + vals[i + 1:] + [[r["s"] for r in h] for h in halves]
                 assert not crit(Release.from_groups(finer)), (crit.name, attr)
+
+
+def test_package_export_survives_a_direct_submodule_import():
+    code = ("import fastpriv.anonymize.mondrian\n"
+            "import pyarrow as pa, fastpriv as fp\n"
+            "t = pa.table({'a': [1, 2, 3, 4], 's': ['x', 'y', 'x', 'y']})\n"
+            "r = fp.anonymize.mondrian(t, ['a'], 's', k=2)\n"
+            "assert r.release.n_groups == 2, r\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

@@ -243,7 +243,7 @@ class GeneralizationLattice:
     72
     >>> res = lat.search(fp.predicates.KAnonymity(10))
     >>> res.best, res.n_checked < 72
-    ((1, 0, 1, 1), True)
+    ((1, 2, 1, 1), True)
 
     """
 
