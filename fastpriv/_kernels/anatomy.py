@@ -1,0 +1,169 @@
+"""Anatomy bucketization kernel (Xiao & Tao, VLDB 2006).
+
+Rows are hashed into buckets by sensitive value (rows of a bucket in a seeded random
+order). While at least ℓ buckets are non-empty, one row is taken from each of the ℓ
+largest buckets (ties broken by a seeded random priority) to form a group: a max-heap
+keyed by (remaining rows, priority), O(n log V) in all. With the eligibility condition (no
+value in more than n/ℓ rows) every bucket left over holds at most one row; each such
+residual row joins a group that does not contain its value (groups visited in a seeded
+random order, fewest extra rows first).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import kernel
+
+
+@kernel
+def _better(hs, hp, i, j):
+    """Heap order: more remaining rows first, then higher priority."""
+    if hs[i] != hs[j]:
+        return hs[i] > hs[j]
+    return hp[i] > hp[j]
+
+
+@kernel
+def _swap(hs, hp, hb, i, j):
+    t = hs[i]
+    hs[i] = hs[j]
+    hs[j] = t
+    tp = hp[i]
+    hp[i] = hp[j]
+    hp[j] = tp
+    tb = hb[i]
+    hb[i] = hb[j]
+    hb[j] = tb
+
+
+@kernel
+def _sift_down(hs, hp, hb, i, size):
+    while True:
+        lc = 2 * i + 1
+        if lc >= size:
+            return
+        c = lc
+        if lc + 1 < size and _better(hs, hp, np.int64(lc + 1), np.int64(lc)):
+            c = lc + 1
+        if _better(hs, hp, np.int64(c), np.int64(i)):
+            _swap(hs, hp, hb, np.int64(i), np.int64(c))
+            i = c
+        else:
+            return
+
+
+@kernel
+def _sift_up(hs, hp, hb, i):
+    while i > 0:
+        p = (i - 1) // 2
+        if _better(hs, hp, np.int64(i), np.int64(p)):
+            _swap(hs, hp, hb, np.int64(i), np.int64(p))
+            i = p
+        else:
+            return
+
+
+@kernel
+def anatomy_groups(boff, brows, prio, l, gkey):  # noqa: E741
+    """Group of every row.
+
+    Parameters
+    ----------
+    boff : int64 (V+1,)
+        Bucket v's rows are ``brows[boff[v]:boff[v+1]]``.
+    brows : int64 (n,)
+        Row indices grouped by bucket (in random order within a bucket).
+    prio : float64 (V,)
+        Random tie-break priority of each bucket.
+    l : int
+        ℓ.
+    gkey : float64 (>= n // l,)
+        Random keys ordering the groups when residual rows are placed.
+
+    Returns
+    -------
+    (group, n_groups, status): status 0 ok, 1 a bucket kept more than one residual row
+    (input not eligible), 2 a residual row found no group without its value.
+
+    """
+    V = boff.shape[0] - 1
+    n = brows.shape[0]
+    group = np.full(n, -1, dtype=np.int64)
+    hs = np.empty(V, dtype=np.int64)
+    hp = np.empty(V, dtype=np.float64)
+    hb = np.empty(V, dtype=np.int64)
+    size = 0
+    for v in range(V):
+        c = boff[v + 1] - boff[v]
+        if c > 0:
+            hs[size] = c
+            hp[size] = prio[v]
+            hb[size] = v
+            size += 1
+    for i in range((size - 2) // 2, -1, -1):
+        _sift_down(hs, hp, hb, np.int64(i), np.int64(size))
+    taken = np.zeros(V, dtype=np.int64)
+    G = n // l if l > 0 else 0
+    gvals = np.empty(max(G, 1) * l, dtype=np.int64)
+    g = 0
+    popb = np.empty(l, dtype=np.int64)
+    pops = np.empty(l, dtype=np.int64)
+    popp = np.empty(l, dtype=np.float64)
+    while size >= l:
+        for t in range(l):
+            popb[t] = hb[0]
+            pops[t] = hs[0]
+            popp[t] = hp[0]
+            size -= 1
+            if size > 0:
+                hs[0] = hs[size]
+                hp[0] = hp[size]
+                hb[0] = hb[size]
+                _sift_down(hs, hp, hb, np.int64(0), np.int64(size))
+        for t in range(l):
+            v = popb[t]
+            row = brows[boff[v] + taken[v]]
+            taken[v] += 1
+            group[row] = g
+            gvals[g * l + t] = v
+            if pops[t] > 1:
+                hs[size] = pops[t] - 1
+                hp[size] = popp[t]
+                hb[size] = v
+                _sift_up(hs, hp, hb, np.int64(size))
+                size += 1
+        g += 1
+    ng = g
+    if ng == 0:
+        return group, ng, 0
+    # residual rows: every remaining bucket must hold exactly one row
+    order = np.argsort(gkey[:ng])
+    extra = np.zeros(ng, dtype=np.int64)
+    for t in range(size):
+        v = hb[t]
+        if boff[v + 1] - boff[v] - taken[v] != 1:
+            return group, ng, 1
+    for t in range(size):
+        v = hb[t]
+        row = brows[boff[v] + taken[v]]
+        best = -1
+        for u in range(ng):
+            gg = order[u]
+            has = False
+            for q in range(l):
+                if gvals[gg * l + q] == v:
+                    has = True
+                    break
+            if has:
+                continue
+            if best < 0 or extra[gg] < extra[best]:
+                best = gg
+                if extra[gg] == 0:
+                    break
+        if best < 0:
+            return group, ng, 2
+        group[row] = best
+        extra[best] += 1
+        taken[v] += 1
+    return group, ng, 0

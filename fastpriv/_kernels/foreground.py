@@ -1,0 +1,1257 @@
+"""Foreground-knowledge kernels: build and solve every mined-distribution system at once.
+
+The system (spec ``foreground.md``)
+-----------------------------------
+For an attribute set A and a sensitive value (or value set) x, the unknowns are
+F_i = p(s_i : x) for the *reliable* signatures s_i of A; a tuple whose signature is not
+reliable has the fixed probability f0 (the release's global rate of x). With groups L_k
+holding n_k occurrences of x, the log-likelihood of the published counts is
+
+    log L(F) = Σ_k log E_{n_k}(f restricted to L_k),   E_d = [z^d] Π_j ((1 - f_j) + f_j z),
+
+and the papers' equations (4)-(6) are its EM fixed-point map
+F_i ← (Σ_{j : sig j = i} p_j) / T_i (p_j the binary-model posterior, T_i the number of tuples
+of signature i).
+
+Packed layout (one system = one (A, x) pair)
+--------------------------------------------
+Groups with n_k = 0 or n_k = N_k are *pure*: their likelihood factorises per tuple, so they
+collapse into per-variable counts ``C0`` (tuples in groups without x) and ``C1`` (tuples in
+groups of x only), plus a constant. Only *mixed* groups (0 < n_k < N_k with at least one
+variable tuple) are stored, each as classes (variable index, multiplicity), variable
+``-1`` = the fixed rate f0. CSR arrays:
+
+``var_off[s]:var_off[s+1]``   variables of system s (``T``, ``C0``, ``C1``; float64 counts)
+``grp_off[s]:grp_off[s+1]``   its mixed groups (``grp_n`` = n_k, ``grp_N`` = N_k)
+``cls_off[k]:cls_off[k+1]``   classes of mixed group k (``cls_var`` local index, ``cls_mult``)
+``f0[s]``, ``const[s]``       fixed rate and the log-likelihood of everything constant
+
+Solver (per system, all systems in one parallel kernel)
+-------------------------------------------------------
+Several starts — the naive within-group frequencies, the global rate, user starts, seeded
+random points — each run: ``em_warm`` EM steps, then projected Newton on log L (gradient
+from :func:`~fastpriv._kernels.possible_worlds.loo_core` leave-one-out ratios,
+∂ log E_n / ∂ f_j = a_j - b_j; Hessian from leave-*two*-out ratios, obtained by running
+``loo_core`` at degrees n and n - 1 on the group minus one tuple of each class), with an
+ε-active set at the bounds of [0, 1], a Cholesky test of -H on the free variables and a
+projected Armijo line search. Whenever the Hessian is not negative definite or the line
+search finds no increase, the step is an EM step instead (EM never decreases L). A start
+ends when the projected gradient (scaled per tuple) is below ``tol``; the end point is then
+classified with the eigenvalues of H on its free variables (cyclic Jacobi): a **saddle**
+is never returned — two new starts are pushed along ± its ascent eigenvector instead.
+The best local maximum wins; flags report several maxima, ties (non-unique maximum) and a
+singular Hessian (flat direction).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import prange
+
+from .._jit import kernel
+from .possible_worlds import STATUS_UNDEFINED, esp_plan, loo_core
+
+# ---------------------------------------------------------------- flags (bits) and kinds
+FLAG_CONVERGED = 1
+FLAG_MAX_ITER = 2
+FLAG_MULTIPLE_MAXIMA = 4
+FLAG_NONUNIQUE = 8
+FLAG_SINGULAR = 16
+FLAG_SADDLE_ESCAPED = 32
+FLAG_EM_ONLY = 64
+FLAG_NUMERIC = 128
+FLAG_UNVERIFIED = 256
+
+FLAG_NAMES = (
+    (FLAG_CONVERGED, "converged"),
+    (FLAG_MAX_ITER, "max_iter"),
+    (FLAG_MULTIPLE_MAXIMA, "multiple_local_maxima"),
+    (FLAG_NONUNIQUE, "non_unique_maximum"),
+    (FLAG_SINGULAR, "singular_hessian"),
+    (FLAG_SADDLE_ESCAPED, "saddle_escaped"),
+    (FLAG_EM_ONLY, "em_only"),
+    (FLAG_NUMERIC, "numerical_trouble"),
+    (FLAG_UNVERIFIED, "second_order_unverified"),
+)
+
+KIND_MAX = 0
+KIND_SADDLE = 1
+KIND_MAXITER = 2
+KIND_FAILED = 3
+KIND_SINGULAR = 4
+KIND_NAMES = ("maximum", "saddle", "max_iter", "failed", "singular_maximum")
+
+#: Escapes from saddles per system (each pushes up to two new starts).
+MAX_ESCAPES = 4
+#: Distance (max norm) under which two end points are the same stationary point.
+SAME_POINT = 1e-5
+
+_LIMIT = 1 << 20
+_BOUND = 1e-12
+_CURV = 1e-8
+
+
+# ====================================================================== small helpers
+@kernel
+def _uniform(seed, s, k, i):
+    """Deterministic uniform in (0, 1) from (seed, system, start, coordinate): splitmix64."""
+    z = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
+    z ^= np.uint64(s) * np.uint64(0xBF58476D1CE4E5B9)
+    z ^= np.uint64(k) * np.uint64(0x94D049BB133111EB)
+    z += np.uint64(i) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(0x632BE59BD9B4E019)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return (float(z >> np.uint64(11)) + 0.5) / 9007199254740992.0
+
+
+@kernel
+def _clip01(v):
+    if v < 0.0:
+        return 0.0
+    if v > 1.0:
+        return 1.0
+    return v
+
+
+@kernel
+def _cholesky(A, k):
+    """In-place lower Cholesky of the k x k matrix in ``A`` (row-major); False if not PD."""
+    scale = 0.0
+    for i in range(k):
+        if abs(A[i * k + i]) > scale:
+            scale = abs(A[i * k + i])
+    if not scale > 0.0:
+        return False
+    for j in range(k):
+        d = A[j * k + j]
+        for t in range(j):
+            d -= A[j * k + t] * A[j * k + t]
+        if not d > 1e-13 * scale:
+            return False
+        d = math.sqrt(d)
+        A[j * k + j] = d
+        for i in range(j + 1, k):
+            v = A[i * k + j]
+            for t in range(j):
+                v -= A[i * k + t] * A[j * k + t]
+            A[i * k + j] = v / d
+    return True
+
+
+@kernel
+def _chol_solve(L, k, b):
+    """Solve (L L^T) x = b in place (b becomes x)."""
+    for i in range(k):
+        v = b[i]
+        for t in range(i):
+            v -= L[i * k + t] * b[t]
+        b[i] = v / L[i * k + i]
+    for i in range(k - 1, -1, -1):
+        v = b[i]
+        for t in range(i + 1, k):
+            v -= L[t * k + i] * b[t]
+        b[i] = v / L[i * k + i]
+
+
+@kernel
+def _jacobi_eigen(A, k, V, w):
+    """Eigen-decompose the symmetric k x k ``A`` (destroyed) by cyclic Jacobi rotations.
+
+    Eigenvalues go to ``w``, eigenvectors to the columns of ``V``.
+    """
+    for i in range(k):
+        for j in range(k):
+            V[i * k + j] = 1.0 if i == j else 0.0
+    for _sweep in range(100):
+        off = 0.0
+        tot = 0.0
+        for i in range(k):
+            for j in range(k):
+                a2 = A[i * k + j] * A[i * k + j]
+                tot += a2
+                if i != j:
+                    off += a2
+        if off <= 1e-30 * tot or off == 0.0:
+            break
+        for p in range(k - 1):
+            for q in range(p + 1, k):
+                apq = A[p * k + q]
+                if apq == 0.0:
+                    continue
+                app = A[p * k + p]
+                aqq = A[q * k + q]
+                theta = (aqq - app) / (2.0 * apq)
+                t = 1.0 / (abs(theta) + math.sqrt(theta * theta + 1.0))
+                if theta < 0.0:
+                    t = -t
+                c = 1.0 / math.sqrt(t * t + 1.0)
+                sn = t * c
+                for r in range(k):
+                    arp = A[r * k + p]
+                    arq = A[r * k + q]
+                    A[r * k + p] = c * arp - sn * arq
+                    A[r * k + q] = sn * arp + c * arq
+                for r in range(k):
+                    apr = A[p * k + r]
+                    aqr = A[q * k + r]
+                    A[p * k + r] = c * apr - sn * aqr
+                    A[q * k + r] = sn * apr + c * aqr
+                for r in range(k):
+                    vrp = V[r * k + p]
+                    vrq = V[r * k + q]
+                    V[r * k + p] = c * vrp - sn * vrq
+                    V[r * k + q] = sn * vrp + c * vrq
+    for i in range(k):
+        w[i] = A[i * k + i]
+
+
+# ====================================================================== evaluation
+@kernel
+def _ws_need(N, n):
+    """Workspace for loo_core on (N, n), (N - 1, n) and (N - 1, n - 1)."""
+    w = esp_plan(N, n, np.int64(_LIMIT))[4]
+    w2 = esp_plan(N - 1, n, np.int64(_LIMIT))[4]
+    if w2 > w:
+        w = w2
+    if n >= 1:
+        w3 = esp_plan(N - 1, n - 1, np.int64(_LIMIT))[4]
+        if w3 > w:
+            w = w3
+    return w
+
+
+@kernel
+def _fill_group(F, k, cls_off, cls_var, cls_mult, f0, fseg):
+    """Tuple probabilities of mixed group k into ``fseg``; returns N."""
+    pos = 0
+    for c in range(cls_off[k], cls_off[k + 1]):
+        v = cls_var[c]
+        fv = f0 if v < 0 else F[v]
+        for _ in range(cls_mult[c]):
+            fseg[pos] = fv
+            pos += 1
+    return pos
+
+
+@kernel
+def _single_ok(F, k, cls_off, cls_var, f0):
+    """Whether the closed form for n_k = 1 applies (all f < 1 - 1e-6, some f > 0)."""
+    pos = False
+    for c in range(cls_off[k], cls_off[k + 1]):
+        v = cls_var[c]
+        fv = f0 if v < 0 else F[v]
+        if fv > 1.0 - 1e-6:
+            return False
+        if fv > 0.0:
+            pos = True
+    return pos
+
+
+@kernel
+def _evaluate(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0, C1, cst, want,
+              grad, emn, fseg, ws, o1, o2):
+    """Log L(F); with ``want`` also the score ``grad`` and the EM numerators ``emn``.
+
+    Returns ``(ok, loglik)``: ok = 1 fine, 0 infeasible (L = 0), 2 non-finite ratios.
+    """
+    ll = cst
+    for i in range(m):
+        Fi = F[i]
+        c0 = C0[vb + i]
+        c1 = C1[vb + i]
+        if want == 1:
+            grad[i] = 0.0
+            emn[i] = c1
+        if c1 > 0.0:
+            if Fi <= 0.0:
+                return 0, -np.inf
+            ll += c1 * math.log(Fi)
+            if want == 1:
+                grad[i] += c1 / Fi
+        if c0 > 0.0:
+            if Fi >= 1.0:
+                return 0, -np.inf
+            ll += c0 * math.log1p(-Fi)
+            if want == 1:
+                grad[i] -= c0 / (1.0 - Fi)
+    for k in range(gb, ge):
+        if grp_n[k] == 1 and _single_ok(F, np.int64(k), cls_off, cls_var, f0):
+            # n = 1: E_1 = Π (1 - f_j) Σ o_j, o = f / (1 - f); p_j = o_j / Σ o
+            wk = grp_w[k]
+            S1 = 0.0
+            L1 = 0.0
+            for c in range(cls_off[k], cls_off[k + 1]):
+                v = cls_var[c]
+                fv = f0 if v < 0 else F[v]
+                mc = cls_mult[c]
+                S1 += mc * fv / (1.0 - fv)
+                L1 += mc * math.log1p(-fv)
+            ll += wk * (L1 + math.log(S1))
+            if want == 1:
+                for c in range(cls_off[k], cls_off[k + 1]):
+                    v = cls_var[c]
+                    if v < 0:
+                        continue
+                    fv = F[v]
+                    om = 1.0 - fv
+                    mc = cls_mult[c]
+                    grad[v] += wk * mc * (1.0 / (om * om * S1) - 1.0 / om)
+                    emn[v] += wk * mc * (fv / om) / S1
+            continue
+        N = _fill_group(F, np.int64(k), cls_off, cls_var, cls_mult, f0, fseg)
+        res = loo_core(fseg, np.int64(N), np.int64(grp_n[k]), ws, o1, o2, np.int64(1),
+                       np.int64(_LIMIT))
+        if res[0] == STATUS_UNDEFINED or not res[1] > -np.inf:
+            return 0, -np.inf
+        wk = grp_w[k]
+        ll += wk * res[1]
+        if want == 1:
+            pos = 0
+            for c in range(cls_off[k], cls_off[k + 1]):
+                v = cls_var[c]
+                mc = cls_mult[c]
+                if v >= 0:
+                    a = o1[pos]
+                    b = o2[pos]
+                    if not (abs(a) < np.inf and abs(b) < np.inf):
+                        return 2, ll
+                    grad[v] += wk * mc * (a - b)
+                    if F[v] > 0.0:
+                        emn[v] += wk * mc * F[v] * a
+                pos += mc
+    return 1, ll
+
+
+@kernel
+def _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0, C1, H, fseg,
+             fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep):
+    """Hessian of log L at F into ``H`` (m x m, row-major). False on numerical failure.
+
+    Mixed group, tuples j ≠ l: ∂²E_n/∂f_j∂f_l = E_{n-2}(f_-jl) - 2 E_{n-1}(f_-jl) + E_n(f_-jl)
+    (E_n is multilinear, so ∂²/∂f_j² = 0). With f_-j the group minus one tuple j of a class,
+    ``loo_core`` at degree n gives q = (E_{n-1}, E_n)(f_-jl) / E_n(f_-j) and at degree n - 1
+    gives r = (E_{n-2}, E_{n-1})(f_-jl) / E_{n-1}(f_-j); hence
+    ∂²E_n/∂f_j∂f_l / E_n(f) = e2 (r1 - r2) - e1 (q1 - q2), e1 = E_n(f_-j)/E_n(f),
+    e2 = E_{n-1}(f_-j)/E_n(f). Per class pair (c, d) the tuple pairs add up:
+    H[c, d] += m_c m_d' D - g_c g_d with m_d' = m_d (d ≠ c) or m_c - 1 (d = c).
+    """
+    for i in range(m * m):
+        H[i] = 0.0
+    for i in range(m):
+        Fi = F[i]
+        c0 = C0[vb + i]
+        c1 = C1[vb + i]
+        h = 0.0
+        if c1 > 0.0:
+            if Fi <= 0.0:
+                return False
+            h -= c1 / (Fi * Fi)
+        if c0 > 0.0:
+            if Fi >= 1.0:
+                return False
+            h -= c0 / ((1.0 - Fi) * (1.0 - Fi))
+        H[i * m + i] = h
+    for k in range(gb, ge):
+        n = grp_n[k]
+        c0k = cls_off[k]
+        if n == 1 and _single_ok(F, np.int64(k), cls_off, cls_var, f0):
+            # log E_1 = Σ_c m_c log(1 - F_c) + log S, S = Σ_c m_c o_c:
+            # H_cd = δ_cd m_c (o''_c / S - 1/(1-F_c)²) - m_c m_d o'_c o'_d / S²,
+            # o' = 1/(1-F)², o'' = 2/(1-F)³
+            wk = grp_w[k]
+            K = cls_off[k + 1] - c0k
+            S1 = 0.0
+            for cl in range(K):
+                v = cls_var[c0k + cl]
+                fv = f0 if v < 0 else F[v]
+                S1 += cls_mult[c0k + cl] * fv / (1.0 - fv)
+            for cl in range(K):
+                v = cls_var[c0k + cl]
+                if v < 0:
+                    gcls[cl] = 0.0
+                    continue
+                om = 1.0 - F[v]
+                gcls[cl] = cls_mult[c0k + cl] / (om * om * S1)
+                H[v * m + v] += wk * cls_mult[c0k + cl] * (2.0 / (om * om * om * S1)
+                                                           - 1.0 / (om * om))
+            for cl in range(K):
+                v = cls_var[c0k + cl]
+                if v < 0:
+                    continue
+                for cl2 in range(K):
+                    v2 = cls_var[c0k + cl2]
+                    if v2 < 0:
+                        continue
+                    H[v * m + v2] -= wk * gcls[cl] * gcls[cl2]
+            continue
+        N = _fill_group(F, np.int64(k), cls_off, cls_var, cls_mult, f0, fseg)
+        K = cls_off[k + 1] - c0k
+        pos = 0
+        for cl in range(K):
+            rep[cl] = pos
+            pos += cls_mult[c0k + cl]
+        res = loo_core(fseg, np.int64(N), np.int64(n), ws, o1, o2, np.int64(1),
+                       np.int64(_LIMIT))
+        if res[0] == STATUS_UNDEFINED:
+            return False
+        L = res[1]
+        wk = grp_w[k]
+        for cl in range(K):
+            v = cls_var[c0k + cl]
+            if v >= 0:
+                gcls[cl] = cls_mult[c0k + cl] * (o1[rep[cl]] - o2[rep[cl]])
+            else:
+                gcls[cl] = 0.0
+        for cl in range(K):
+            v = cls_var[c0k + cl]
+            if v < 0:
+                continue
+            mc = cls_mult[c0k + cl]
+            j = rep[cl]
+            p = 0
+            for t in range(N):
+                if t != j:
+                    fsub[p] = fseg[t]
+                    p += 1
+            ra = loo_core(fsub, np.int64(N - 1), np.int64(n), ws, q1, q2, np.int64(1),
+                          np.int64(_LIMIT))
+            e1 = 0.0
+            if ra[0] != STATUS_UNDEFINED and ra[1] > -np.inf:
+                e1 = math.exp(ra[1] - L)
+            rb = loo_core(fsub, np.int64(N - 1), np.int64(n - 1), ws, r1, r2, np.int64(1),
+                          np.int64(_LIMIT))
+            e2 = 0.0
+            if rb[0] != STATUS_UNDEFINED and rb[1] > -np.inf:
+                e2 = math.exp(rb[1] - L)
+            for cl2 in range(K):
+                v2 = cls_var[c0k + cl2]
+                if v2 < 0:
+                    continue
+                m2 = cls_mult[c0k + cl2]
+                if cl2 == cl:
+                    m2 -= 1
+                if m2 <= 0:
+                    continue
+                q = rep[cl2]
+                if q > j:
+                    q -= 1
+                elif cl2 == cl:
+                    q = j          # the next tuple of the same class moved to index j
+                D = 0.0
+                if e2 > 0.0:
+                    D += e2 * (r1[q] - r2[q])
+                if e1 > 0.0:
+                    D -= e1 * (q1[q] - q2[q])
+                H[v * m + v2] += wk * mc * m2 * D
+        for cl in range(K):
+            v = cls_var[c0k + cl]
+            if v < 0:
+                continue
+            for cl2 in range(K):
+                v2 = cls_var[c0k + cl2]
+                if v2 < 0:
+                    continue
+                H[v * m + v2] -= wk * gcls[cl] * gcls[cl2]
+    for i in range(m * m):
+        if not abs(H[i]) < np.inf:
+            return False
+    return True
+
+
+# ====================================================================== one system
+@kernel
+def _pgrad(F, grad, T, vb, m):
+    """max_i |clip(F_i + g_i / T_i) - F_i|: the per-tuple projected gradient."""
+    pg = 0.0
+    for i in range(m):
+        t = T[vb + i]
+        if t <= 0.0:
+            continue
+        y = _clip01(F[i] + grad[i] / t)
+        d = abs(y - F[i])
+        if d > pg:
+            pg = d
+    return pg
+
+
+@kernel
+def _classify(F, vb, m, T, grad, H, Hf, Vf, wf, idx, dirv):
+    """Second-order test at a stationary point (Hessian ``H``).
+
+    Tests the variables strictly inside (0, 1) and returns the kind (maximum, singular
+    maximum or saddle). For a saddle, the ascent eigenvector (expanded to all m
+    variables) is left in ``dirv``. Variables on a bound are handled by the caller:
+    strict ones are fixed by the first-order condition, degenerate ones (zero score) are
+    probed by moving them inward.
+    """
+    nf = 0
+    for i in range(m):
+        t = T[vb + i]
+        if t <= 0.0:
+            continue
+        if F[i] > 0.0 and F[i] < 1.0:
+            idx[nf] = i
+            nf += 1
+    if nf == 0:
+        return KIND_MAX
+    scale = 0.0
+    for a in range(nf):
+        for b in range(nf):
+            v = abs(H[idx[a] * m + idx[b]])
+            if v > scale:
+                scale = v
+    if not scale > 0.0:
+        return KIND_SINGULAR
+    # strictly concave on the free variables?  -H - δ·scale·I positive definite
+    for a in range(nf):
+        for b in range(nf):
+            Hf[a * nf + b] = -H[idx[a] * m + idx[b]]
+        Hf[a * nf + a] -= _CURV * scale
+    if _cholesky(Hf, np.int64(nf)):
+        return KIND_MAX
+    for a in range(nf):
+        for b in range(nf):
+            Hf[a * nf + b] = H[idx[a] * m + idx[b]]
+    _jacobi_eigen(Hf, np.int64(nf), Vf, wf)
+    top = 0
+    for a in range(1, nf):
+        if wf[a] > wf[top]:
+            top = a
+    if wf[top] > _CURV * scale:
+        for i in range(m):
+            dirv[i] = 0.0
+        for a in range(nf):
+            dirv[idx[a]] = Vf[a * nf + top]
+        return KIND_SADDLE
+    return KIND_SINGULAR
+
+
+@kernel
+def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult,
+                  f0s, consts, start_off, start_vals, n_random, seed, default_starts,
+                  max_iter, em_warm, tol, newton_max, outF, ep_F, ep_ll, ep_kind, ep_it,
+                  e0, cap, eF0):
+    """Solve system ``s``; best F into ``outF[var_off[s]:...]``.
+
+    Returns ``(loglik, iterations, flags, em_residual, pgrad, n_maxima, second_loglik,
+    n_endpoints)``; every start's end point is recorded in ``ep_*[e0:e0 + cap]`` (F rows of
+    m values from ``ep_F[eF0]``).
+    """
+    vb = var_off[s]
+    m = var_off[s + 1] - vb
+    gb = grp_off[s]
+    ge = grp_off[s + 1]
+    f0 = f0s[s]
+    cst = consts[s]
+    # ---- workspace sizes
+    nmax = 2
+    wsz = 1
+    kmax = 1
+    for k in range(gb, ge):
+        N = grp_N[k]
+        n = grp_n[k]
+        if N > nmax:
+            nmax = N
+        K = cls_off[k + 1] - cls_off[k]
+        if K > kmax:
+            kmax = K
+        wsz = max(wsz, _ws_need(np.int64(N), np.int64(n)))
+    ws = np.empty(wsz, dtype=np.float64)
+    fseg = np.empty(nmax, dtype=np.float64)
+    fsub = np.empty(nmax, dtype=np.float64)
+    o1 = np.empty(nmax, dtype=np.float64)
+    o2 = np.empty(nmax, dtype=np.float64)
+    q1 = np.empty(nmax, dtype=np.float64)
+    q2 = np.empty(nmax, dtype=np.float64)
+    r1 = np.empty(nmax, dtype=np.float64)
+    r2 = np.empty(nmax, dtype=np.float64)
+    gcls = np.empty(kmax, dtype=np.float64)
+    rep = np.empty(kmax, dtype=np.int64)
+    mm = m if m > 0 else 1
+    F = np.empty(mm, dtype=np.float64)
+    Fn = np.empty(mm, dtype=np.float64)
+    grad = np.empty(mm, dtype=np.float64)
+    emn = np.empty(mm, dtype=np.float64)
+    d = np.empty(mm, dtype=np.float64)
+    dirv = np.empty(mm, dtype=np.float64)
+    idx = np.empty(mm, dtype=np.int64)
+    use_newton = m <= newton_max
+    hm = mm if use_newton else 1
+    H = np.empty(hm * hm, dtype=np.float64)
+    Hf = np.empty(hm * hm, dtype=np.float64)
+    Vf = np.empty(hm * hm, dtype=np.float64)
+    wf = np.empty(hm, dtype=np.float64)
+    # ---- start queue
+    n_user = start_off[s + 1] - start_off[s]
+    n_user = n_user // mm if m > 0 else 0
+    n_init = n_user + n_random + (2 if default_starts == 1 else 0)
+    qcap = n_init + 2 * MAX_ESCAPES
+    Q = np.empty(qcap * mm, dtype=np.float64)
+    nq = 0
+    if default_starts == 1:
+        # naive within-group frequencies
+        for i in range(m):
+            Q[nq * mm + i] = C1[vb + i]
+        for k in range(gb, ge):
+            rate = grp_w[k] * grp_n[k] / grp_N[k]
+            for c in range(cls_off[k], cls_off[k + 1]):
+                v = cls_var[c]
+                if v >= 0:
+                    Q[nq * mm + v] += cls_mult[c] * rate
+        for i in range(m):
+            t = T[vb + i]
+            Q[nq * mm + i] = Q[nq * mm + i] / t if t > 0.0 else f0
+        nq += 1
+        for i in range(m):
+            Q[nq * mm + i] = f0
+        nq += 1
+    for u in range(n_user):
+        for i in range(m):
+            Q[nq * mm + i] = _clip01(start_vals[start_off[s] + u * mm + i])
+        nq += 1
+    for u in range(n_random):
+        for i in range(m):
+            Q[nq * mm + i] = _uniform(np.int64(seed), np.int64(s), np.int64(u), np.int64(i))
+        nq += 1
+    escapes = 0
+    n_ep = 0
+    total_it = 0
+    numeric = False
+    unverified = False
+    qi = 0
+    while qi < nq:
+        for i in range(m):
+            F[i] = Q[qi * mm + i]
+        qi += 1
+        it = 0
+        kind = KIND_MAXITER
+        ll = -np.inf
+        while True:
+            ev = _evaluate(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0, C1,
+                           cst, np.int64(1), grad, emn, fseg, ws, o1, o2)
+            ll = ev[1]
+            if ev[0] != 1:
+                kind = KIND_FAILED
+                numeric = True
+                break
+            pg = _pgrad(F, grad, T, vb, m)
+            if pg <= tol:
+                # polish: put variables within 1e-8 of a bound, score pointing outward, on
+                # the bound when that does not lower the likelihood
+                snap = False
+                for i in range(m):
+                    Fn[i] = F[i]
+                    if T[vb + i] <= 0.0:
+                        continue
+                    if 0.0 < F[i] < 1e-8 and grad[i] < 0.0:
+                        Fn[i] = 0.0
+                        snap = True
+                    elif 1.0 - 1e-8 < F[i] < 1.0 and grad[i] > 0.0:
+                        Fn[i] = 1.0
+                        snap = True
+                if snap:
+                    ev4 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0,
+                                    C0, C1, cst, np.int64(1), d, dirv, fseg, ws, o1, o2)
+                    if ev4[0] == 1 and ev4[1] >= ll - 1e-13 * (1.0 + abs(ll)):
+                        ll = ev4[1]
+                        for i in range(m):
+                            F[i] = Fn[i]
+                            grad[i] = d[i]
+                            emn[i] = dirv[i]
+                if not use_newton:
+                    kind = KIND_MAX
+                    unverified = True
+                    break
+                hok = _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
+                               C1, H, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
+                if hok:
+                    kind = _classify(F, vb, m, T, grad, H, Hf, Vf, wf, idx, dirv)
+                else:
+                    kind = KIND_MAX
+                    unverified = True
+                if kind != KIND_SADDLE:
+                    # degenerate bound variables (zero score on a bound): a maximum only if
+                    # moving inward does not increase L; otherwise treat as a saddle and
+                    # escape inward
+                    for i in range(m):
+                        t = T[vb + i]
+                        if t <= 0.0 or (F[i] > 0.0 and F[i] < 1.0):
+                            continue
+                        if abs(grad[i]) / t > 1e-7:
+                            continue
+                        kind = KIND_SINGULAR if kind == KIND_MAX else kind
+                        for i2 in range(m):
+                            dirv[i2] = 0.0
+                        dirv[i] = 1.0 if F[i] <= 0.0 else -1.0
+                        up = False
+                        for tstep in (1e-2, 1e-4):
+                            for i2 in range(m):
+                                Fn[i2] = F[i2]
+                            Fn[i] = _clip01(F[i] + tstep * dirv[i])
+                            ev5 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var,
+                                            cls_mult, f0, C0, C1, cst, np.int64(0), grad, emn,
+                                            fseg, ws, o1, o2)
+                            if ev5[0] == 1 and ev5[1] > ll + 1e-12 * (1.0 + abs(ll)):
+                                up = True
+                                break
+                        if up:
+                            kind = KIND_SADDLE
+                            break
+                break
+            if it >= max_iter:
+                break
+            it += 1
+            stepped = False
+            if use_newton and it > em_warm:
+                hok = _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
+                               C1, H, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
+                if hok:
+                    eps = 1e-8 if pg > 1e-8 else pg
+                    nf = 0
+                    for i in range(m):
+                        d[i] = 0.0
+                        if T[vb + i] <= 0.0:
+                            continue
+                        if F[i] <= eps and grad[i] <= 0.0:
+                            d[i] = -F[i]          # ε-active: go to the bound
+                            continue
+                        if F[i] >= 1.0 - eps and grad[i] >= 0.0:
+                            d[i] = 1.0 - F[i]
+                            continue
+                        idx[nf] = i
+                        nf += 1
+                    chol = True
+                    if nf > 0:
+                        for a in range(nf):
+                            for b in range(nf):
+                                Hf[a * nf + b] = -H[idx[a] * m + idx[b]]
+                        chol = _cholesky(Hf, np.int64(nf))
+                        if chol:
+                            for a in range(nf):
+                                wf[a] = grad[idx[a]]
+                            _chol_solve(Hf, np.int64(nf), wf)
+                            for a in range(nf):
+                                d[idx[a]] = wf[a]
+                    if chol:
+                        if True:
+                            alpha = 1.0
+                            for _ in range(40):
+                                gd = 0.0
+                                for i in range(m):
+                                    Fn[i] = _clip01(F[i] + alpha * d[i])
+                                    gd += grad[i] * (Fn[i] - F[i])
+                                ev2 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var,
+                                                cls_mult, f0, C0, C1, cst, np.int64(0), grad,
+                                                emn, fseg, ws, o1, o2)
+                                if ev2[0] == 1 and ev2[1] > ll and ev2[1] >= ll + 1e-4 * gd:
+                                    for i in range(m):
+                                        F[i] = Fn[i]
+                                    stepped = True
+                                    break
+                                alpha *= 0.5
+                                if alpha < 1e-12:
+                                    break
+            if not stepped:
+                # EM step (monotone): F_i <- Σ p_j / T_i
+                # A variable exactly at a bound is an EM fixed point even when the score
+                # points inward (p_j = F a_j = 0): nudge it inward instead.
+                for i in range(m):
+                    t = T[vb + i]
+                    if t > 0.0:
+                        nv = _clip01(emn[i] / t)
+                        if (F[i] <= 0.0 and grad[i] > 0.0) or (F[i] >= 1.0 and grad[i] < 0.0):
+                            nv = _clip01(F[i] + 1e-3 * grad[i] / t)
+                        F[i] = nv
+        total_it += it
+        if kind == KIND_SADDLE and escapes < MAX_ESCAPES:
+            escapes += 1
+            for sign in (1.0, -1.0):
+                tstep = 0.1
+                while tstep >= 1e-6:
+                    for i in range(m):
+                        Fn[i] = _clip01(F[i] + sign * tstep * dirv[i])
+                    ev3 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0,
+                                    C0, C1, cst, np.int64(0), grad, emn, fseg, ws, o1, o2)
+                    if ev3[0] == 1 and ev3[1] > ll + 1e-12 * (1.0 + abs(ll)):
+                        if nq < qcap:
+                            for i in range(m):
+                                Q[nq * mm + i] = Fn[i]
+                            nq += 1
+                        break
+                    tstep *= 0.1
+        if n_ep < cap:
+            for i in range(m):
+                ep_F[eF0 + n_ep * mm + i] = F[i]
+            ep_ll[e0 + n_ep] = ll
+            ep_kind[e0 + n_ep] = kind
+            ep_it[e0 + n_ep] = it
+            n_ep += 1
+    # ---- choose the best end point
+    best = -1
+    for e in range(n_ep):
+        if ep_kind[e0 + e] == KIND_MAX or ep_kind[e0 + e] == KIND_SINGULAR:
+            if best < 0 or ep_ll[e0 + e] > ep_ll[e0 + best]:
+                best = e
+    flags = 0
+    if best < 0:
+        for e in range(n_ep):
+            if ep_kind[e0 + e] == KIND_MAXITER:
+                if best < 0 or ep_ll[e0 + e] > ep_ll[e0 + best]:
+                    best = e
+        if best >= 0:
+            flags |= FLAG_MAX_ITER
+    else:
+        flags |= FLAG_CONVERGED
+    if best < 0:
+        # every start failed: report the first start, flagged
+        for i in range(m):
+            outF[vb + i] = Q[i]
+        flags |= FLAG_NUMERIC
+        return -np.inf, total_it, flags, np.nan, np.nan, 0, -np.inf, n_ep
+    for i in range(m):
+        F[i] = ep_F[eF0 + best * mm + i]
+        outF[vb + i] = F[i]
+    best_ll = ep_ll[e0 + best]
+    # distinct maxima
+    n_max = 0
+    second = -np.inf
+    for e in range(n_ep):
+        if not (ep_kind[e0 + e] == KIND_MAX or ep_kind[e0 + e] == KIND_SINGULAR):
+            continue
+        new = True
+        for e2 in range(e):
+            if not (ep_kind[e0 + e2] == KIND_MAX or ep_kind[e0 + e2] == KIND_SINGULAR):
+                continue
+            dist = 0.0
+            for i in range(m):
+                dd = abs(ep_F[eF0 + e * mm + i] - ep_F[eF0 + e2 * mm + i])
+                if dd > dist:
+                    dist = dd
+            if dist <= SAME_POINT:
+                new = False
+                break
+        if new:
+            n_max += 1
+        dist = 0.0
+        for i in range(m):
+            dd = abs(ep_F[eF0 + e * mm + i] - F[i])
+            if dd > dist:
+                dist = dd
+        if dist > SAME_POINT and ep_ll[e0 + e] > second:
+            second = ep_ll[e0 + e]
+    if n_max >= 2:
+        flags |= FLAG_MULTIPLE_MAXIMA
+    if second >= best_ll - 1e-9 * max(1.0, abs(best_ll)):
+        flags |= FLAG_NONUNIQUE
+    if ep_kind[e0 + best] == KIND_SINGULAR:
+        flags |= FLAG_SINGULAR | FLAG_NONUNIQUE
+    for e in range(n_ep):
+        if ep_kind[e0 + e] == KIND_SADDLE:
+            flags |= FLAG_SADDLE_ESCAPED
+    if not use_newton:
+        flags |= FLAG_EM_ONLY
+    if numeric:
+        flags |= FLAG_NUMERIC
+    if unverified:
+        flags |= FLAG_UNVERIFIED
+    # residual of the papers' equations (4)-(6) and projected gradient at the answer
+    ev = _evaluate(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0, C1, cst,
+                   np.int64(1), grad, emn, fseg, ws, o1, o2)
+    res = 0.0
+    for i in range(m):
+        t = T[vb + i]
+        if t > 0.0:
+            r = abs(emn[i] / t - F[i])
+            if r > res:
+                res = r
+    pg = _pgrad(F, grad, T, vb, m)
+    return ev[1], total_it, flags, res, pg, n_max, second, n_ep
+
+
+@kernel
+def _ep_capacity(start_off, s, m, n_random, default_starts):
+    mm = m if m > 0 else 1
+    n_user = (start_off[s + 1] - start_off[s]) // mm
+    return n_user + n_random + (2 if default_starts == 1 else 0) + 2 * MAX_ESCAPES
+
+
+@kernel
+def endpoint_layout(var_off, start_off, n_random, default_starts):
+    """``(ep_off, epF_off)``: per system, the slots for its start end points and their F."""
+    S = var_off.shape[0] - 1
+    ep_off = np.zeros(S + 1, dtype=np.int64)
+    epF_off = np.zeros(S + 1, dtype=np.int64)
+    for s in range(S):
+        m = var_off[s + 1] - var_off[s]
+        cap = _ep_capacity(start_off, np.int64(s), np.int64(m), np.int64(n_random),
+                           np.int64(default_starts))
+        ep_off[s + 1] = ep_off[s] + cap
+        epF_off[s + 1] = epF_off[s] + cap * (m if m > 0 else 1)
+    return ep_off, epF_off
+
+
+@kernel(parallel=True)
+def solve_systems(var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult,
+                  f0s, consts, start_off, start_vals, n_random, seed, default_starts, max_iter,
+                  em_warm, tol, newton_max, order, nblocks, ep_off, epF_off):
+    """Solve the packed systems listed in ``order``, in parallel.
+
+    ``order`` lists all systems (most expensive first) or one (the single-system path);
+    ``nblocks`` blocks of systems are dealt round-robin from it.
+
+    Returns ``(F, loglik, iterations, flags, residual, pgrad, n_maxima, second_loglik,
+    n_endpoints, ep_F, ep_ll, ep_kind, ep_it)``; entries of systems not in ``order`` are
+    unspecified. System s's start end points are ``ep_*[ep_off[s]:ep_off[s] + n_endpoints[s]]``
+    (``ep_F`` row-major with m_s columns from ``epF_off[s]``).
+    """
+    S = var_off.shape[0] - 1
+    V = var_off[S]
+    F = np.zeros(V, dtype=np.float64)
+    ll = np.full(S, np.nan, dtype=np.float64)
+    its = np.zeros(S, dtype=np.int64)
+    flags = np.zeros(S, dtype=np.int64)
+    resid = np.full(S, np.nan, dtype=np.float64)
+    pgr = np.full(S, np.nan, dtype=np.float64)
+    nmx = np.zeros(S, dtype=np.int64)
+    sec = np.full(S, np.nan, dtype=np.float64)
+    nep = np.zeros(S, dtype=np.int64)
+    ep_F = np.zeros(epF_off[S], dtype=np.float64)
+    ep_ll = np.zeros(ep_off[S], dtype=np.float64)
+    ep_kind = np.zeros(ep_off[S], dtype=np.int64)
+    ep_it = np.zeros(ep_off[S], dtype=np.int64)
+    U = order.shape[0]
+    nb = nblocks
+    if nb > U:
+        nb = U
+    if nb < 1:
+        nb = 1
+    for b in prange(nb):
+        for u in range(b, U, nb):
+            s = np.int64(order[u])
+            r = _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var,
+                              cls_mult, f0s, consts, start_off, start_vals,
+                              np.int64(n_random), np.int64(seed), np.int64(default_starts),
+                              np.int64(max_iter), np.int64(em_warm), np.float64(tol),
+                              np.int64(newton_max), F, ep_F, ep_ll, ep_kind, ep_it,
+                              np.int64(ep_off[s]), np.int64(ep_off[s + 1] - ep_off[s]),
+                              np.int64(epF_off[s]))
+            ll[s] = r[0]
+            its[s] = r[1]
+            flags[s] = r[2]
+            resid[s] = r[3]
+            pgr[s] = r[4]
+            nmx[s] = r[5]
+            sec[s] = r[6]
+            nep[s] = r[7]
+    return F, ll, its, flags, resid, pgr, nmx, sec, nep, ep_F, ep_ll, ep_kind, ep_it
+
+
+@kernel
+def evaluate_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var,
+                    cls_mult, f0s, consts, F):
+    """``(ok, loglik, grad, em_map, hessian_ok, H)`` of system ``s`` at ``F`` (tests, reports).
+
+    ``em_map`` is the right-hand side of the papers' equations (4)-(6).
+    """
+    vb = var_off[s]
+    m = var_off[s + 1] - vb
+    gb = grp_off[s]
+    ge = grp_off[s + 1]
+    nmax = 2
+    wsz = 1
+    kmax = 1
+    for k in range(gb, ge):
+        N = grp_N[k]
+        n = grp_n[k]
+        if N > nmax:
+            nmax = N
+        K = cls_off[k + 1] - cls_off[k]
+        if K > kmax:
+            kmax = K
+        wsz = max(wsz, _ws_need(np.int64(N), np.int64(n)))
+    ws = np.empty(wsz, dtype=np.float64)
+    bufs = np.empty((8, nmax), dtype=np.float64)
+    fseg = bufs[0].copy()
+    fsub = bufs[1].copy()
+    o1 = bufs[2].copy()
+    o2 = bufs[3].copy()
+    q1 = bufs[4].copy()
+    q2 = bufs[5].copy()
+    r1 = bufs[6].copy()
+    r2 = bufs[7].copy()
+    gcls = np.empty(kmax, dtype=np.float64)
+    rep = np.empty(kmax, dtype=np.int64)
+    mm = m if m > 0 else 1
+    Fl = np.empty(mm, dtype=np.float64)
+    for i in range(m):
+        Fl[i] = F[i]
+    grad = np.zeros(mm, dtype=np.float64)
+    emn = np.zeros(mm, dtype=np.float64)
+    H = np.zeros(mm * mm, dtype=np.float64)
+    ev = _evaluate(Fl, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0s[s], C0, C1,
+                   consts[s], np.int64(1), grad, emn, fseg, ws, o1, o2)
+    emap = np.empty(m, dtype=np.float64)
+    for i in range(m):
+        t = T[vb + i]
+        emap[i] = emn[i] / t if t > 0.0 else Fl[i]
+    hok = _hessian(Fl, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0s[s], C0, C1, H,
+                   fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
+    return ev[0], ev[1], grad[:m].copy(), emap, hok, H[:m * m].copy()
+
+
+# ====================================================================== building systems
+@kernel
+def _log_binom(N, n):
+    return math.lgamma(N + 1.0) - math.lgamma(n + 1.0) - math.lgamma(N - n + 1.0)
+
+
+@kernel(parallel=True)
+def build_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x):
+    """Pack the (attribute set, value) systems of a release.
+
+    Parameters
+    ----------
+    goff, order : int64
+        Rows of group g are ``order[goff[g]:goff[g+1]]``.
+    var_rows : int32 (n_sets * n_rows,)
+        Variable (reliable signature index) of every row per attribute set, -1 unreliable.
+    gcount : int64 (n_x * G,)
+        Occurrences of value (set) x in group g at ``x * G + g``.
+    sys_a, sys_x : int64 (S,)
+        Attribute set and value of each system.
+    m_of_a : int64 (n_sets,)
+        Number of variables of each attribute set.
+    f0_x : float64 (n_x,)
+        Fixed rate (global rate) of each value.
+
+    Returns
+    -------
+    var_off, T, C0, C1, grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult, const
+
+    """
+    S = sys_a.shape[0]
+    G = goff.shape[0] - 1
+    R = order.shape[0]
+    ng = np.zeros(S, dtype=np.int64)
+    nc = np.zeros(S, dtype=np.int64)
+    for s in prange(S):
+        a = sys_a[s]
+        x = sys_x[s]
+        m = m_of_a[a]
+        seen = np.full(m + 1, -1, dtype=np.int64)
+        cg = 0
+        cc = 0
+        for g in range(G):
+            n = gcount[x * G + g]
+            N = goff[g + 1] - goff[g]
+            if n == 0 or n == N:
+                continue
+            has = False
+            cls = 0
+            for t in range(goff[g], goff[g + 1]):
+                v = var_rows[a * R + order[t]]
+                key = v if v >= 0 else m
+                if v >= 0:
+                    has = True
+                if seen[key] != g:
+                    seen[key] = g
+                    cls += 1
+            if has:
+                cg += 1
+                cc += cls
+        ng[s] = cg
+        nc[s] = cc
+    var_off = np.zeros(S + 1, dtype=np.int64)
+    grp_off = np.zeros(S + 1, dtype=np.int64)
+    csys = np.zeros(S + 1, dtype=np.int64)
+    for s in range(S):
+        var_off[s + 1] = var_off[s] + m_of_a[sys_a[s]]
+        grp_off[s + 1] = grp_off[s] + ng[s]
+        csys[s + 1] = csys[s] + nc[s]
+    V = var_off[S]
+    T = np.zeros(V, dtype=np.float64)
+    C0 = np.zeros(V, dtype=np.float64)
+    C1 = np.zeros(V, dtype=np.float64)
+    NG = grp_off[S]
+    grp_n = np.empty(NG, dtype=np.int64)
+    grp_N = np.empty(NG, dtype=np.int64)
+    cls_off = np.empty(NG + 1, dtype=np.int64)
+    cls_off[NG] = csys[S]
+    NC = csys[S]
+    cls_var = np.empty(NC, dtype=np.int64)
+    cls_mult = np.empty(NC, dtype=np.int64)
+    const = np.zeros(S, dtype=np.float64)
+    for s in prange(S):
+        a = sys_a[s]
+        x = sys_x[s]
+        m = m_of_a[a]
+        vb = var_off[s]
+        f0 = f0_x[x]
+        lf0 = math.log(f0) if f0 > 0.0 else -np.inf
+        l1f0 = math.log1p(-f0) if f0 < 1.0 else -np.inf
+        seen = np.full(m + 1, -1, dtype=np.int64)
+        slot = np.zeros(m + 1, dtype=np.int64)
+        kg = grp_off[s]
+        kc = csys[s]
+        cst = 0.0
+        for g in range(G):
+            n = gcount[x * G + g]
+            N = goff[g + 1] - goff[g]
+            if n == 0 or n == N:
+                nfix = 0
+                for t in range(goff[g], goff[g + 1]):
+                    v = var_rows[a * R + order[t]]
+                    if v >= 0:
+                        T[vb + v] += 1.0
+                        if n == 0:
+                            C0[vb + v] += 1.0
+                        else:
+                            C1[vb + v] += 1.0
+                    else:
+                        nfix += 1
+                if nfix > 0:
+                    cst += nfix * (l1f0 if n == 0 else lf0)
+                continue
+            has = False
+            for t in range(goff[g], goff[g + 1]):
+                if var_rows[a * R + order[t]] >= 0:
+                    has = True
+                    break
+            if not has:
+                cst += _log_binom(np.float64(N), np.float64(n)) + n * lf0 + (N - n) * l1f0
+                continue
+            cls_off[kg] = kc
+            grp_n[kg] = n
+            grp_N[kg] = N
+            for t in range(goff[g], goff[g + 1]):
+                v = var_rows[a * R + order[t]]
+                key = v if v >= 0 else m
+                if v >= 0:
+                    T[vb + v] += 1.0
+                if seen[key] != g:
+                    seen[key] = g
+                    slot[key] = kc
+                    cls_var[kc] = v if v >= 0 else -1
+                    cls_mult[kc] = 1
+                    kc += 1
+                else:
+                    cls_mult[slot[key]] += 1
+            kg += 1
+        const[s] = cst
+    return var_off, T, C0, C1, grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult, const
+
+
+# ====================================================================== merging groups
+@kernel
+def _mix(h, v):
+    """Fold an integer into a 64-bit hash."""
+    h ^= np.uint64(v) + np.uint64(0x9E3779B97F4A7C15) + (h << np.uint64(6)) + (h >> np.uint64(2))
+    return h * np.uint64(0x100000001B3)
+
+
+@kernel
+def _same_group(k, k2, grp_n, cls_off, cv, cm):
+    if grp_n[k] != grp_n[k2]:
+        return False
+    a = cls_off[k]
+    a2 = cls_off[k2]
+    K = cls_off[k + 1] - a
+    if cls_off[k2 + 1] - a2 != K:
+        return False
+    for i in range(K):
+        if cv[a + i] != cv[a2 + i] or cm[a + i] != cm[a2 + i]:
+            return False
+    return True
+
+
+@kernel(parallel=True)
+def dedupe_groups(grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult):
+    """Merge the identical mixed groups of each system into one group with a weight.
+
+    Two groups are identical when they have the same n_k and the same classes (variable,
+    multiplicity); their likelihood factors, scores, Hessians and EM contributions are equal,
+    so one copy with weight w (the number of copies) gives exactly the same system.
+    Returns ``(grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult)``.
+    """
+    S = grp_off.shape[0] - 1
+    NG = grp_n.shape[0]
+    cv = cls_var.copy()
+    cm = cls_mult.copy()
+    h = np.empty(NG, dtype=np.uint64)
+    for k in prange(NG):
+        a = cls_off[k]
+        b = cls_off[k + 1]
+        for i in range(a + 1, b):
+            v = cv[i]
+            mu = cm[i]
+            j = i - 1
+            while j >= a and cv[j] > v:
+                cv[j + 1] = cv[j]
+                cm[j + 1] = cm[j]
+                j -= 1
+            cv[j + 1] = v
+            cm[j + 1] = mu
+        hh = np.uint64(1469598103934665603)
+        hh = _mix(hh, np.int64(grp_n[k]))
+        hh = _mix(hh, np.int64(b - a))
+        for i in range(a, b):
+            hh = _mix(hh, np.int64(cv[i] + 1))
+            hh = _mix(hh, np.int64(cm[i]))
+        h[k] = hh
+    perm = np.empty(NG, dtype=np.int64)
+    lead = np.zeros(NG, dtype=np.bool_)
+    nu = np.zeros(S, dtype=np.int64)
+    ncl = np.zeros(S, dtype=np.int64)
+    for s in prange(S):
+        g0 = grp_off[s]
+        g1 = grp_off[s + 1]
+        idx = np.argsort(h[g0:g1], kind="mergesort")
+        for i in range(g1 - g0):
+            perm[g0 + i] = g0 + idx[i]
+        cu = 0
+        cc = 0
+        for i in range(g0, g1):
+            k = perm[i]
+            same = False
+            if i > g0:
+                k2 = perm[i - 1]
+                if h[k] == h[k2]:
+                    same = _same_group(np.int64(k), np.int64(k2), grp_n, cls_off, cv, cm)
+            if not same:
+                lead[i] = True
+                cu += 1
+                cc += cls_off[k + 1] - cls_off[k]
+        nu[s] = cu
+        ncl[s] = cc
+    ngo = np.zeros(S + 1, dtype=np.int64)
+    nco = np.zeros(S + 1, dtype=np.int64)
+    for s in range(S):
+        ngo[s + 1] = ngo[s] + nu[s]
+        nco[s + 1] = nco[s] + ncl[s]
+    G2 = ngo[S]
+    n2 = np.empty(G2, dtype=np.int64)
+    N2 = np.empty(G2, dtype=np.int64)
+    w2 = np.zeros(G2, dtype=np.float64)
+    co2 = np.empty(G2 + 1, dtype=np.int64)
+    co2[G2] = nco[S]
+    cv2 = np.empty(nco[S], dtype=np.int64)
+    cm2 = np.empty(nco[S], dtype=np.int64)
+    for s in prange(S):
+        g = ngo[s] - 1
+        c = nco[s]
+        for i in range(grp_off[s], grp_off[s + 1]):
+            k = perm[i]
+            if lead[i]:
+                g += 1
+                n2[g] = grp_n[k]
+                N2[g] = grp_N[k]
+                co2[g] = c
+                for t in range(cls_off[k], cls_off[k + 1]):
+                    cv2[c] = cv[t]
+                    cm2[c] = cm[t]
+                    c += 1
+            w2[g] += 1.0
+    return ngo, n2, N2, w2, co2, cv2, cm2

@@ -1,0 +1,298 @@
+"""Anatomy (Xiao & Tao, VLDB 2006): ℓ-diverse bucketization with two published tables.
+
+The table is partitioned into groups of ℓ or ℓ+1 rows whose sensitive values are all
+distinct; Anatomy publishes the **QI table** (every row's exact QI values and its group id)
+and the **sensitive table** (group id, value, count) — the link between a row and its value
+is hidden inside the group. Algorithm (spec ``baselines.md``): hash rows by sensitive value;
+while at least ℓ buckets are non-empty, take one row from each of the ℓ largest buckets
+(seeded random choice of the row and of ties) to form a group; each residual row (at most
+one per bucket) joins a group without its value. O(n log n) (a sort plus a heap over the
+values; kernel :mod:`fastpriv._kernels.anatomy`).
+
+Eligibility: no value may occur in more than n/ℓ rows — otherwise ``ValueError`` naming the
+value and the largest feasible ℓ.
+
+Sensitive value set (Wong et al.'s experiments, after MASK): with ``sensitive_values``,
+only those values need protecting and they count as **one** value — each group holds at
+most one row from the set, the other rows fill the groups at random. Eligibility is then
+|rows with a sensitive value| ≤ n/ℓ. This is how the foreground-attack paper anatomizes
+Adult with Education sensitive and {Preschool, 1st-4th, 5th-6th, 7th-8th} as the sensitive
+set (its case study: a 5th-6th row grouped with one Bachelors row for ℓ = 2); plain
+Anatomy on all 16 education values is not eligible beyond ℓ = 3 (HS-grad is 32.7 %).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .._validation import check_columns, check_int, kernel_array
+from ._result import Anonymized
+
+__all__ = ["anatomy", "AnatomyResult", "CLI_METHOD"]
+
+
+@dataclass(frozen=True)
+class AnatomyResult(Anonymized):
+    """An Anatomy release with its two published tables.
+
+    :class:`~fastpriv.anonymize.Anonymized` plus :meth:`qi_table`, :meth:`sensitive_table`
+    and :meth:`write_tables`.
+
+    ``table(original)`` (inherited) is the joined auditor's view: the original rows with
+    the group id — what :func:`fastpriv.foreground.attack` and
+    :func:`fastpriv.robustness.audit` read.
+    """
+
+    qi: tuple = ()
+    sensitive: str = ""
+    group_column: str = "group_id"
+    source: Any = None
+
+    def qi_table(self, original: Any = None) -> pa.Table:
+        """Return the published QI table: every row's QI columns (input order), its group."""
+        from .._arrow import as_table
+
+        src = self.source if original is None else original
+        if src is None:
+            raise ValueError("qi_table needs the original table (this result keeps none)")
+        t = as_table(src, list(self.qi), param="original")
+        if t.num_rows != self.group_ids.shape[0]:
+            raise ValueError(f"original has {t.num_rows} rows, the release covers "
+                             f"{self.group_ids.shape[0]}")
+        cols = {c: t.column(c) for c in self.qi}
+        cols[self.group_column] = pa.array(self.group_ids)
+        return pa.table(cols)
+
+    def sensitive_table(self) -> pa.Table:
+        """Return the published sensitive table: (group id, value, count) rows."""
+        c = self.release.to_counts()
+        return pa.table({self.group_column: c.column(self.group_column),
+                         self.sensitive: c.column("value"), "count": c.column("count")})
+
+    def write_tables(self, qi_path: str | os.PathLike, sensitive_path: str | os.PathLike, *,
+                     original: Any = None, overwrite: bool = False,
+                     format: str | None = None) -> tuple[str, str]:
+        """Write both published tables (Parquet or CSV by suffix), atomically."""
+        from .._io import write_table
+
+        src = self.source if original is None else original
+        inputs = [src] if isinstance(src, (str, os.PathLike)) else []
+        if os.path.abspath(os.fspath(qi_path)) == os.path.abspath(os.fspath(sensitive_path)):
+            raise ValueError("qi_path and sensitive_path must differ")
+        a = write_table(qi_path, self.qi_table(original), overwrite=overwrite, format=format,
+                        inputs=inputs)
+        b = write_table(sensitive_path, self.sensitive_table(), overwrite=overwrite,
+                        format=format, inputs=inputs)
+        return a, b
+
+
+def anatomy(table: Any, sensitive: str, l: int, *, seed: int = 0,  # noqa: E741
+            qi: Sequence[str] | None = None, sensitive_values: Sequence[Any] | None = None,
+            nulls: str = "error", group_column: str = "group_id") -> AnatomyResult:
+    """ℓ-diverse bucketization by Anatomy (Xiao & Tao 2006; spec ``baselines.md``).
+
+    Parameters
+    ----------
+    table : table-like
+        pyarrow/pandas/polars table or a Parquet/CSV path, one row per individual.
+    sensitive : str
+        Sensitive column.
+    l : int
+        ℓ ≥ 1: every group gets ℓ or ℓ+1 rows with distinct sensitive values (with
+        ``sensitive_values``: at most one row from the set). Groups can exceed ℓ+1 only when
+        there are fewer groups than residual rows (n < ℓ(ℓ-1)).
+    seed : int
+        Seed of every random choice (rows within a bucket, ties, residual placement).
+    qi : sequence of str, optional
+        Columns of the published QI table (default: every column but ``sensitive``).
+    sensitive_values : sequence, optional
+        Protect only these values, as one sensitive value set (see the module docstring).
+    nulls : {"error", "drop", "value"}
+        Nulls in the sensitive column (``drop`` removes rows: their group id is -1).
+    group_column : str
+        Name of the group-id column of the published tables.
+
+    Returns
+    -------
+    AnatomyResult
+
+    Raises
+    ------
+    ValueError
+        When the table is not eligible: a value (or the sensitive set) occurs in more than
+        n/ℓ rows.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> t = pa.table({"age": [30, 41, 52, 23, 35, 60], "disease": list("aabbcc")})
+    >>> res = anatomy(t, "disease", 2, seed=1)
+    >>> sorted(int(s) for s in res.release.sizes)
+    [2, 2, 2]
+
+    """
+    from .._arrow import apply_null_policy, as_table, encode_column
+    from .._kernels.anatomy import anatomy_groups
+    from ..release import Release
+
+    if not isinstance(sensitive, str):
+        raise TypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
+    l = check_int(l, "l", minimum=1)  # noqa: E741
+    seed = check_int(seed, "seed", minimum=0)
+    src = as_table(table, param="table")
+    check_columns([sensitive], src.column_names, "sensitive")
+    if qi is None:
+        qi = [c for c in src.column_names if c != sensitive]
+    else:
+        if isinstance(qi, str):
+            qi = [qi]
+        qi = list(qi)
+        check_columns(qi, src.column_names, "qi")
+        if sensitive in qi:
+            raise ValueError(f"sensitive column {sensitive!r} is also a qi column")
+    if group_column in qi or group_column == sensitive:
+        raise ValueError(f"group_column {group_column!r} clashes with an input column")
+    work = pa.table({"__row": pa.array(np.arange(src.num_rows, dtype=np.int64)),
+                     sensitive: src.column(sensitive)})
+    work, dropped = apply_null_policy(work, [sensitive], nulls)
+    n = work.num_rows
+    if n == 0:
+        raise ValueError("table has no rows")
+    keep_rows = work.column("__row").to_numpy()
+    enc = encode_column(work.column(sensitive), name=sensitive)
+    codes = enc.codes.astype(np.int64)
+    labels = enc.labels.to_pylist()
+    V = len(labels)
+    cnt = np.bincount(codes, minlength=V)
+    rng = np.random.default_rng(seed)
+    if sensitive_values is None:
+        top = int(cnt.argmax())
+        if cnt[top] * l > n:
+            raise ValueError(
+                f"table is not eligible for Anatomy with l={l}: value {labels[top]!r} occurs "
+                f"in {int(cnt[top])} of {n} rows (more than n/l = {n / l:.6g}); the largest "
+                f"feasible l is {n // int(cnt[top])}. Pass sensitive_values=[...] to require "
+                "diversity only for sensitive values")
+        key = rng.random(n)
+        brows = np.lexsort((key, codes)).astype(np.int64)
+        boff = np.zeros(V + 1, dtype=np.int64)
+        np.cumsum(cnt, out=boff[1:])
+        prio = rng.random(V)
+        gkey = rng.random(n // l + 1)
+        group, ng, status = anatomy_groups(kernel_array(boff, np.int64),
+                                           kernel_array(brows, np.int64),
+                                           kernel_array(prio, np.float64), int(l),
+                                           kernel_array(gkey, np.float64))
+        if status != 0:  # pragma: no cover - excluded by the eligibility test
+            raise RuntimeError(f"internal error in Anatomy (status {status})")
+        mode = "all values"
+        residual = int(n - ng * l)
+    else:
+        if isinstance(sensitive_values, (str, bytes)):
+            sensitive_values = [sensitive_values]
+        sv = list(sensitive_values)
+        if not sv:
+            raise ValueError("sensitive_values is empty")
+        idx = {v: i for i, v in enumerate(labels)}
+        sc = [idx[v] for v in sv if v in idx]
+        unknown = [v for v in sv if v not in idx]
+        if unknown:
+            raise ValueError(f"sensitive_values: {unknown[:5]} do not occur in column "
+                             f"{sensitive!r}; values: {labels[:20]}")
+        is_s = np.isin(codes, np.asarray(sc, dtype=np.int64))
+        ns = int(is_s.sum())
+        if ns * l > n:
+            raise ValueError(
+                f"table is not eligible for Anatomy with l={l}: the sensitive values occur "
+                f"in {ns} of {n} rows (more than n/l = {n / l:.6g}); the largest feasible l "
+                f"is {n // ns}")
+        group, ng, residual = _set_mode(is_s, l, rng)
+        mode = "sensitive set"
+    gid = np.full(src.num_rows, -1, dtype=np.int64)
+    gid[keep_rows] = group
+    rel = Release.from_table(pa.table({group_column: pa.array(group),
+                                       sensitive: work.column(sensitive)}),
+                             sensitive=sensitive, group=group_column)
+    sizes = np.asarray(rel.sizes)
+    info = {"mode": mode, "n_groups": int(ng), "residual_rows": int(residual),
+            "group_sizes": dict(zip(*(a.tolist() for a in np.unique(sizes,
+                                                                   return_counts=True)),
+                                    strict=True)),
+            "dropped_nulls": int(dropped), "max_value_count": int(cnt.max())}
+    params = {"l": l, "seed": seed, "sensitive": sensitive, "qi": list(qi),
+              "sensitive_values": None if sensitive_values is None else
+              list(sensitive_values), "criterion": f"anatomy l={l}"}
+    return AnatomyResult(release=rel, group_ids=gid, method="anatomy", params=params,
+                         info=info, qi=tuple(qi), sensitive=sensitive,
+                         group_column=group_column, source=table)
+
+
+def _set_mode(is_s: np.ndarray, l: int,  # noqa: E741
+              rng: np.random.Generator) -> tuple[np.ndarray, int, int]:
+    """Form groups with at most one row of the sensitive set.
+
+    Each sensitive row gets ℓ-1 random others, the remaining rows form random groups of ℓ,
+    and residual rows join distinct groups.
+    """
+    n = is_s.shape[0]
+    S = rng.permutation(np.flatnonzero(is_s))
+    NS = rng.permutation(np.flatnonzero(~is_s))
+    ns = S.shape[0]
+    G = n // l
+    residual = n - G * l
+    group = np.empty(n, dtype=np.int64)
+    group[S] = np.arange(ns)
+    need = (l - 1) * ns
+    group[NS[:need]] = np.repeat(np.arange(ns), l - 1)
+    rest = NS[need:]
+    full = (rest.shape[0] // l) * l
+    group[rest[:full]] = ns + np.arange(full) // l
+    left = rest[full:]
+    if left.size:
+        targets = rng.permutation(G)
+        group[left] = targets[np.arange(left.size) % G]
+    return group, G, residual
+
+
+# ---------------------------------------------------------------------- CLI plugin
+def _cli_arguments(g: Any) -> None:
+    g.add_argument("--anatomy-seed", type=int, default=0, metavar="SEED",
+                   help="Anatomy: seed of the random choices (default 0)")
+    g.add_argument("--anatomy-sensitive-values", nargs="+", metavar="VALUE",
+                   help="Anatomy: protect only these values, as one sensitive set (each group "
+                        "holds at most one of them)")
+    g.add_argument("--anatomy-tables", nargs=2, metavar=("QI_OUT", "SENSITIVE_OUT"),
+                   help="Anatomy: also write the two published tables (Parquet/CSV)")
+
+
+def _cli_run(args: Any, data: Any, criterion: Any) -> AnatomyResult:
+    others = [o for o in ("k", "t", "alpha", "c", "ck") if getattr(args, o, None) is not None]
+    if others:
+        raise ValueError(f"--method anatomy only takes --l (ℓ-diversity); got "
+                         f"{', '.join('--' + o for o in others)}")
+    if getattr(args, "l", None) is None:
+        raise ValueError("--method anatomy needs --l")
+    if getattr(args, "l_kind", "distinct") != "distinct":
+        raise ValueError("--method anatomy produces distinct ℓ-diversity; drop --l-kind")
+    ell = float(args.l)
+    if ell != int(ell):
+        raise ValueError(f"--l must be an integer for Anatomy, got {args.l}")
+    res = anatomy(data, args.sensitive, int(ell), seed=args.anatomy_seed, qi=args.qi,
+                  sensitive_values=args.anatomy_sensitive_values,
+                  nulls="drop" if getattr(args, "nulls", "error") == "drop" else "error")
+    if args.anatomy_tables:
+        import sys
+
+        a, b = res.write_tables(*args.anatomy_tables, overwrite=args.overwrite)
+        print(f"wrote {a}\nwrote {b}", file=sys.stderr)
+    return res
+
+
+#: ``fastpriv anonymize --method anatomy`` (see :mod:`fastpriv.cli.anonymize`).
+CLI_METHOD = ("anatomy", _cli_arguments, _cli_run)

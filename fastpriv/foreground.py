@@ -1,0 +1,1422 @@
+"""Foreground-knowledge attack (Wong, Fu, Wang, Xu, Yu): mine a release's own patterns.
+
+An adversary reads a published release (which individuals share a group, each group's
+multiset of sensitive values, everyone's exact QI values) and *mines* from it, for QI
+attribute sets A, the distributions p(s : x) — the probability that a tuple with signature
+s holds x — that best explain the published counts (maximum likelihood, binary model). Used
+as background knowledge (spec ``robustness.md``), those distributions raise some
+individuals' posteriors p(t : x) above 1/r. fastpriv runs this attack as an **audit**:
+"what would an adversary learn from this release's own utility?" (spec ``foreground.md``).
+
+What is here
+------------
+* :func:`fit_global_distribution` — one system: the maximum-likelihood F = p(s_i : x) from
+  groups ``[(signature code per tuple, n_x), …]`` with several starts, EM + safeguarded
+  Newton, and a report of every local maximum / saddle found.
+* :func:`mine` — for every attribute subset of the QI (Apriori order, pruning supersets of
+  unreliable signatures) and every sensitive value or value set, the reliable signatures
+  (Hoeffding: |S| ≥ ln(2/δ) / (2ε²)) and their mined distributions, **all systems solved in
+  one parallel Numba kernel** (:mod:`fastpriv._kernels.foreground`). Returns the
+  distributions as a :class:`~fastpriv.knowledge.Knowledge`.
+* :func:`attack` — mining plus the posterior of every tuple under every mined distribution:
+  per-tuple worst posterior with its witness, problematic tuples (p > 1/r), and, given the
+  original table, the paper's measures (recall over sensitive tuples, false flags over
+  non-sensitive tuples, average breach probability, relative error of the mined
+  distributions against the original table's).
+
+What the attack reads
+---------------------
+Only what is published: per row its QI values and group, per group the counts of each
+sensitive value. A *joined* table (QI columns, group id and the true sensitive value per
+row, e.g. :meth:`Anonymized.table`) is accepted for convenience, but **only its per-group
+value counts are used** — the row-to-value link is never read (except, separately, to
+score the attack when it is passed as ``original``). Anatomy's two published tables are
+accepted as they are (``sensitive_table=``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ._validation import check_columns, check_int, kernel_array
+from .knowledge import Knowledge, reliable_support
+
+__all__ = [
+    "fit_global_distribution",
+    "GlobalDistribution",
+    "mine",
+    "MinedDistributions",
+    "attack",
+    "ForegroundAttack",
+]
+
+#: Systems with more variables than this use EM only (no dense Hessian); flagged.
+NEWTON_MAX = 256
+
+
+def _flag_names(bits: int) -> tuple[str, ...]:
+    from ._kernels.foreground import FLAG_NAMES
+
+    return tuple(name for bit, name in FLAG_NAMES if bits & bit)
+
+
+# ====================================================================== one system
+@dataclass(frozen=True)
+class GlobalDistribution:
+    """Maximum-likelihood solution of one foreground system (one attribute set, one x).
+
+    Attributes
+    ----------
+    f : numpy.ndarray
+        p(s_i : x) per signature code (NaN for a code without tuples).
+    log_likelihood, likelihood : float
+        log L(f) = Σ_k log E_{n_k}(f) and L itself.
+    iterations : int
+        EM/Newton iterations over all starts.
+    status : str
+        ``"converged"`` (projected gradient below ``tol`` and second-order test passed),
+        ``"max_iter"`` or ``"failed"``.
+    flags : tuple of str
+        ``multiple_local_maxima``, ``non_unique_maximum`` (another maximiser with the same
+        likelihood, or a flat direction), ``singular_hessian``, ``saddle_escaped`` (a start
+        stopped at a saddle; the solver moved off it), ``em_only``, ``numerical_trouble``.
+    residual : float
+        max_i |G(f)_i - f_i| for the papers' equations (4)-(6) f = G(f).
+    projected_gradient : float
+        max_i |clip(f_i + g_i / T_i) - f_i| (g the score, T_i tuples of signature i).
+    unique : bool
+        Only one stationary point was found by any start and the Hessian is not singular.
+    unique_maximum : bool
+        No other maximiser with the same likelihood was found and the Hessian is not
+        singular at ``f``.
+    local_maxima, saddles : tuple of (tuple of float, float)
+        Distinct end points (f, log-likelihood) by kind, best first.
+    n_starts : int
+
+    """
+
+    f: np.ndarray
+    log_likelihood: float
+    likelihood: float
+    iterations: int
+    status: str
+    flags: tuple[str, ...]
+    residual: float
+    projected_gradient: float
+    unique: bool
+    unique_maximum: bool
+    local_maxima: tuple
+    saddles: tuple
+    n_starts: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"f": [None if math.isnan(v) else float(v) for v in self.f],
+                "log_likelihood": self.log_likelihood, "likelihood": self.likelihood,
+                "iterations": self.iterations, "status": self.status,
+                "flags": list(self.flags), "residual": self.residual,
+                "projected_gradient": self.projected_gradient, "unique": self.unique,
+                "unique_maximum": self.unique_maximum,
+                "local_maxima": [{"f": list(f), "log_likelihood": ll}
+                                 for f, ll in self.local_maxima],
+                "saddles": [{"f": list(f), "log_likelihood": ll} for f, ll in self.saddles],
+                "n_starts": self.n_starts}
+
+
+@dataclass(frozen=True, eq=False)
+class _Packed:
+    var_off: np.ndarray
+    T: np.ndarray
+    C0: np.ndarray
+    C1: np.ndarray
+    grp_off: np.ndarray
+    grp_n: np.ndarray
+    grp_N: np.ndarray
+    grp_w: np.ndarray
+    cls_off: np.ndarray
+    cls_var: np.ndarray
+    cls_mult: np.ndarray
+    f0: np.ndarray
+    const: np.ndarray
+
+    def arrays(self) -> tuple:
+        return (self.var_off, self.T, self.C0, self.C1, self.grp_off, self.grp_n, self.grp_N,
+                self.grp_w, self.cls_off, self.cls_var, self.cls_mult, self.f0, self.const)
+
+    @property
+    def n_systems(self) -> int:
+        return int(self.var_off.shape[0] - 1)
+
+
+def _packed(var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult,
+            f0, const) -> _Packed:
+    return _Packed(kernel_array(var_off, np.int64), kernel_array(T, np.float64),
+                   kernel_array(C0, np.float64), kernel_array(C1, np.float64),
+                   kernel_array(grp_off, np.int64), kernel_array(grp_n, np.int64),
+                   kernel_array(grp_N, np.int64), kernel_array(grp_w, np.float64),
+                   kernel_array(cls_off, np.int64),
+                   kernel_array(cls_var, np.int64), kernel_array(cls_mult, np.int64),
+                   kernel_array(f0, np.float64), kernel_array(const, np.float64))
+
+
+def _log_binom(N: int, n: int) -> float:
+    return math.lgamma(N + 1) - math.lgamma(n + 1) - math.lgamma(N - n + 1)
+
+
+def _xlogy(c: float, y: float) -> float:
+    if c == 0:
+        return 0.0
+    return c * math.log(y) if y > 0 else -math.inf
+
+
+def _pack_single(groups: list[tuple[list[int], int]], m: int, f0: float) -> _Packed:
+    """Pack one system given as Python lists (signature -1 = fixed rate f0)."""
+    T = np.zeros(m)
+    C0 = np.zeros(m)
+    C1 = np.zeros(m)
+    merged: dict[tuple, int] = {}
+    const = 0.0
+    for sigs, n in groups:
+        N = len(sigs)
+        for v in sigs:
+            if v >= 0:
+                T[v] += 1
+        nfix = sum(1 for v in sigs if v < 0)
+        if n == 0 or n == N:
+            for v in sigs:
+                if v >= 0:
+                    (C0 if n == 0 else C1)[v] += 1
+            const += _xlogy(nfix, (1.0 - f0) if n == 0 else f0)
+            continue
+        if nfix == N:
+            const += _log_binom(N, n) + _xlogy(n, f0) + _xlogy(N - n, 1.0 - f0)
+            continue
+        counts: dict[int, int] = {}
+        for v in sigs:
+            counts[v] = counts.get(v, 0) + 1
+        key = (n, N, tuple(sorted(counts.items())))
+        merged[key] = merged.get(key, 0) + 1
+    grp_n: list[int] = []
+    grp_N: list[int] = []
+    grp_w: list[float] = []
+    cls_off = [0]
+    cls_var: list[int] = []
+    cls_mult: list[int] = []
+    for (n, N, classes), w in merged.items():
+        for v, c in classes:
+            cls_var.append(v)
+            cls_mult.append(c)
+        cls_off.append(len(cls_var))
+        grp_n.append(n)
+        grp_N.append(N)
+        grp_w.append(float(w))
+    return _packed(np.array([0, m]), T, C0, C1, np.array([0, len(grp_n)]),
+                   np.array(grp_n, dtype=np.int64), np.array(grp_N, dtype=np.int64),
+                   np.array(grp_w, dtype=np.float64),
+                   np.array(cls_off, dtype=np.int64), np.array(cls_var, dtype=np.int64),
+                   np.array(cls_mult, dtype=np.int64), np.array([f0]), np.array([const]))
+
+
+@dataclass(frozen=True, eq=False)
+class _Solution:
+    F: np.ndarray
+    loglik: np.ndarray
+    iterations: np.ndarray
+    flags: np.ndarray
+    residual: np.ndarray
+    pgrad: np.ndarray
+    n_maxima: np.ndarray
+    second: np.ndarray
+    n_endpoints: np.ndarray
+    ep_F: np.ndarray
+    ep_ll: np.ndarray
+    ep_kind: np.ndarray
+    ep_it: np.ndarray
+    ep_off: np.ndarray
+    epF_off: np.ndarray
+    var_off: np.ndarray
+
+    def endpoints(self, s: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(F rows, log-likelihoods, kinds) of every start of system s."""
+        m = int(self.var_off[s + 1] - self.var_off[s])
+        k = int(self.n_endpoints[s])
+        e0 = int(self.ep_off[s])
+        f0 = int(self.epF_off[s])
+        return (self.ep_F[f0:f0 + k * max(m, 1)].reshape(k, max(m, 1))[:, :m],
+                self.ep_ll[e0:e0 + k], self.ep_kind[e0:e0 + k])
+
+
+def _nblocks() -> int:
+    import numba
+
+    return int(numba.get_num_threads()) * 4
+
+
+def _solve(P: _Packed, start_off: np.ndarray, start_vals: np.ndarray, *, n_random: int,
+           seed: int, default_starts: bool, max_iter: int, em_warm: int, tol: float,
+           newton_max: int, order: np.ndarray | None = None,
+           nblocks: int | None = None) -> _Solution:
+    """Run the batched solver kernel on the systems in ``order`` (default: all)."""
+    from ._kernels import foreground as kf
+
+    so = kernel_array(start_off, np.int64)
+    sv = kernel_array(start_vals, np.float64)
+    ds = int(bool(default_starts))
+    ep_off, epF_off = kf.endpoint_layout(P.var_off, so, int(n_random), ds)
+    if order is None:
+        cost = np.diff(np.asarray(P.cls_off)[np.asarray(P.grp_off)]) + np.diff(
+            np.asarray(P.var_off)) ** 2
+        order = np.argsort(-cost, kind="stable")
+    if nblocks is None:
+        nblocks = _nblocks()
+    out = kf.solve_systems(*P.arrays(), so, sv, int(n_random), int(seed), ds, int(max_iter),
+                           int(em_warm), float(tol), int(newton_max),
+                           kernel_array(order, np.int64), int(nblocks),
+                           kernel_array(ep_off, np.int64), kernel_array(epF_off, np.int64))
+    return _Solution(*out, ep_off=ep_off, epF_off=epF_off, var_off=np.asarray(P.var_off))
+
+
+def _check_groups(groups: Any, n_signatures: int, fixed_rate: Any) -> tuple[list, float]:
+    if isinstance(groups, (str, bytes, Mapping)) or not isinstance(groups, Sequence):
+        raise TypeError("groups must be a list of (signature codes, n_x) pairs")
+    if len(groups) == 0:
+        raise ValueError("groups is empty: the system needs at least one group")
+    out = []
+    any_fixed = False
+    for k, g in enumerate(groups):
+        if isinstance(g, Mapping):
+            if "signatures" not in g or "n_x" not in g:
+                raise ValueError(f"groups[{k}]: a mapping needs keys 'signatures' and 'n_x'")
+            sigs, n = g["signatures"], g["n_x"]
+        else:
+            try:
+                sigs, n = g
+            except (TypeError, ValueError):
+                raise TypeError(f"groups[{k}] must be a (signature codes, n_x) pair, got "
+                                f"{g!r}") from None
+        if isinstance(sigs, (str, bytes)) or not isinstance(sigs, Sequence) and not \
+                isinstance(sigs, np.ndarray):
+            raise TypeError(f"groups[{k}]: signature codes must be a sequence of integers")
+        codes = []
+        for j, v in enumerate(list(sigs)):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                raise TypeError(f"groups[{k}] signature {j} must be an integer code, got {v!r}")
+            v = int(v)
+            if not -1 <= v < n_signatures:
+                raise ValueError(f"groups[{k}] signature {j} = {v} is outside 0..n_signatures-1 "
+                                 f"(= {n_signatures - 1}); -1 marks a fixed-rate tuple")
+            any_fixed |= v < 0
+            codes.append(v)
+        if not codes:
+            raise ValueError(f"groups[{k}] has no tuples")
+        n = check_int(n, f"groups[{k}] n_x", minimum=0, maximum=len(codes))
+        out.append((codes, n))
+    if any_fixed:
+        if fixed_rate is None:
+            raise ValueError("some tuples have signature -1 (fixed rate) but fixed_rate is None")
+        from ._validation import check_probability
+
+        f0 = check_probability(fixed_rate, "fixed_rate")
+    else:
+        f0 = 0.5 if fixed_rate is None else float(fixed_rate)
+    return out, f0
+
+
+def _starts_array(starts: Any, m: int, n_systems: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    if starts is None:
+        return np.zeros(n_systems + 1, dtype=np.int64), np.zeros(1)
+    S = np.asarray(starts, dtype=np.float64)
+    if S.ndim == 1:
+        S = S[None, :]
+    if S.ndim != 2 or S.shape[1] != m:
+        raise ValueError(f"starts must be a sequence of points with {m} coordinates each, "
+                         f"got shape {S.shape}")
+    if not np.isfinite(S).all() or (S < 0).any() or (S > 1).any():
+        raise ValueError("starts must lie in [0, 1]")
+    return np.array([0, S.size], dtype=np.int64), S.ravel().copy()
+
+
+def fit_global_distribution(groups: Sequence[Any], n_signatures: int, *,
+                            fixed_rate: float | None = None, starts: Any = None,
+                            n_random: int = 8, seed: int = 0, default_starts: bool = True,
+                            max_iter: int = 500, em_warm: int = 3, tol: float = 1e-10,
+                            newton_max: int = NEWTON_MAX) -> GlobalDistribution:
+    """Maximum-likelihood global distribution p(s_i : x) of one attribute set and value.
+
+    Solves the papers' equations (4)-(6) f_i = Σ_k |L_k(s_i)| p_k(s_i : x; f) /
+    Σ_k |L_k(s_i)| — the fixed points of the EM map of the likelihood
+    L(f) = Π_k E_{n_k}(f|L_k) (Wong et al., Section 4.1; spec ``foreground.md``) — and
+    returns the **global maximum** found, never a saddle.
+
+    Parameters
+    ----------
+    groups : sequence of (sequence of int, int)
+        One entry per group: the signature code of each tuple (0 .. n_signatures-1, or -1
+        for a tuple whose probability is ``fixed_rate``) and n_x, the number of x in the
+        group. Mappings ``{"signatures": [...], "n_x": k}`` are accepted too.
+    n_signatures : int
+        Number of unknowns m.
+    fixed_rate : float, optional
+        Probability of the ``-1`` tuples (in the attack: the global rate of x).
+    starts : array-like (n_starts, m), optional
+        Extra starting points.
+    n_random : int
+        Seeded uniformly random starts.
+    seed : int
+        Seed of the random starts.
+    default_starts : bool
+        Also start from the within-group frequencies n_k / N_k and from ``fixed_rate``
+        (0.5 when there is none).
+    max_iter, em_warm, tol, newton_max :
+        Iterations per start, EM steps before Newton, projected-gradient tolerance, and
+        the largest m solved with Newton (larger: EM only, flagged).
+
+    Returns
+    -------
+    GlobalDistribution
+
+    Examples
+    --------
+    Example 2 of the paper (Tables 7/8):
+
+    >>> g = fit_global_distribution([([0, 1], 1), ([0, 0], 1), ([1, 1], 0)], 2)
+    >>> [round(float(v), 6) for v in g.f], round(g.likelihood, 6)   # (2/3, 0), 8/27
+    ([0.666667, 0.0], 0.296296)
+
+    """
+    from ._kernels import foreground as kf
+
+    m = check_int(n_signatures, "n_signatures", minimum=1)
+    grp, f0 = _check_groups(groups, m, fixed_rate)
+    n_random = check_int(n_random, "n_random", minimum=0)
+    seed = check_int(seed, "seed", minimum=0)
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    em_warm = check_int(em_warm, "em_warm", minimum=0)
+    newton_max = check_int(newton_max, "newton_max", minimum=0)
+    tol = float(tol)
+    if not tol > 0:
+        raise ValueError(f"tol must be > 0, got {tol!r}")
+    st_off, st_vals = _starts_array(starts, m)
+    if not default_starts and n_random == 0 and starts is None:
+        raise ValueError("no starting point: give starts=, n_random > 0 or default_starts=True")
+    P = _pack_single(grp, m, f0)
+    sol = _solve(P, st_off, st_vals, n_random=n_random, seed=seed,
+                 default_starts=default_starts, max_iter=max_iter, em_warm=em_warm, tol=tol,
+                 newton_max=newton_max, order=np.zeros(1, dtype=np.int64), nblocks=1)
+    F, ll, its, flags, resid, pg = (sol.F, sol.loglik[0], sol.iterations[0], sol.flags[0],
+                                    sol.residual[0], sol.pgrad[0])
+    epF, epll, epkind = sol.endpoints(0)
+    f = np.array(F, dtype=np.float64)
+    f[np.asarray(P.T) == 0] = np.nan
+    epF = epF.reshape(-1, m)
+    maxima: list[tuple[tuple, float]] = []
+    saddles: list[tuple[tuple, float]] = []
+    for e in np.argsort(-epll, kind="stable"):
+        kind = int(epkind[e])
+        target = maxima if kind in (kf.KIND_MAX, kf.KIND_SINGULAR) else \
+            saddles if kind == kf.KIND_SADDLE else None
+        if target is None:
+            continue
+        pt = tuple(float(v) for v in epF[e])
+        if all(max(abs(a - b) for a, b in zip(pt, q, strict=False)) > kf.SAME_POINT
+               for q, _ in target):
+            target.append((pt, float(epll[e])))
+    names = _flag_names(int(flags))
+    status = "converged" if "converged" in names else \
+        "max_iter" if "max_iter" in names else "failed"
+    unique_max = "non_unique_maximum" not in names and status == "converged"
+    unique = unique_max and len(maxima) == 1 and not saddles
+    return GlobalDistribution(
+        f=f, log_likelihood=float(ll), likelihood=float(math.exp(ll)) if ll > -math.inf
+        else 0.0, iterations=int(its), status=status, flags=names, residual=float(resid),
+        projected_gradient=float(pg), unique=unique, unique_maximum=unique_max,
+        local_maxima=tuple(maxima), saddles=tuple(saddles), n_starts=int(epll.shape[0]))
+
+
+# ====================================================================== reading a release
+@dataclass(frozen=True, eq=False)
+class _View:
+    """What the adversary sees, encoded: rows with QI codes and a group; per-group counts."""
+
+    n: int
+    qi: tuple[str, ...]
+    qi_codes: dict[str, np.ndarray]      # int64 codes per row
+    qi_labels: dict[str, pa.Array]       # sorted labels per column
+    row_group: np.ndarray                # int64 group index per row
+    goff: np.ndarray                     # rows of group g: order[goff[g]:goff[g+1]]
+    order: np.ndarray
+    group_labels: pa.Table
+    values: pa.Array                     # sensitive value labels (sorted)
+    indptr: np.ndarray                   # per-group CSR value counts
+    codes: np.ndarray
+    counts: np.ndarray
+    entry_group: np.ndarray
+    qi_table: pa.Table
+
+    @property
+    def G(self) -> int:
+        return int(self.goff.shape[0] - 1)
+
+
+def _read_view(release: Any, *, qi: Sequence[str], sensitive: str, group: str,
+               sensitive_table: Any, count: str, nulls: str) -> _View:
+    from ._arrow import apply_null_policy, as_table, encode_column
+    from ._kernels.counting import group_order
+    from .release import Release
+
+    qi = list(_as_names(qi, "qi"))
+    if not isinstance(group, str):
+        raise TypeError(f"group must be a column name, got {type(group).__name__}")
+    if not isinstance(sensitive, str):
+        raise TypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
+    if group in qi:
+        raise ValueError(f"group column {group!r} is also a qi column")
+    if sensitive in qi or sensitive == group:
+        raise ValueError(f"sensitive column {sensitive!r} is also a qi/group column")
+    table = as_table(release, param="release")
+    if sensitive_table is None:
+        check_columns(qi + [group, sensitive], table.column_names, "release")
+        table = table.select(qi + [group, sensitive])
+        table, _ = apply_null_policy(table, qi + [group, sensitive], nulls)
+        if table.num_rows == 0:
+            raise ValueError("release has no rows")
+        rel = Release.from_table(table, sensitive=sensitive, group=group)
+        row_group = np.asarray(rel.row_group, dtype=np.int64)
+    else:
+        check_columns(qi + [group], table.column_names, "release")
+        table = table.select(qi + [group])
+        table, _ = apply_null_policy(table, qi + [group], nulls)
+        if table.num_rows == 0:
+            raise ValueError("release (the QI table) has no rows")
+        st = as_table(sensitive_table, param="sensitive_table")
+        check_columns([group, sensitive, count], st.column_names, "sensitive_table")
+        rel = Release.from_counts(st, group=group, sensitive=sensitive, count=count)
+        import pyarrow.compute as pc
+
+        keys = rel.groups.column(group)
+        col = table.column(group)
+        try:
+            idx = pc.index_in(col, value_set=keys.combine_chunks()
+                              if isinstance(keys, pa.ChunkedArray) else keys)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            idx = pc.index_in(col.cast(keys.type), value_set=keys.combine_chunks()
+                              if isinstance(keys, pa.ChunkedArray) else keys)
+        if idx.null_count:
+            miss = col.filter(pc.is_null(idx))[0].as_py()
+            raise ValueError(f"group {miss!r} of the QI table has no row in sensitive_table "
+                             f"({idx.null_count} QI rows in such groups)")
+        row_group = idx.to_numpy(zero_copy_only=False).astype(np.int64)
+        sizes = np.bincount(row_group, minlength=rel.n_groups)
+        bad = np.flatnonzero(sizes != rel.sizes)
+        if bad.size:
+            g = int(bad[0])
+            raise ValueError(f"group {rel.group_labels[g]!r} has {sizes[g]} rows in the QI table "
+                             f"but its counts in sensitive_table add up to {rel.sizes[g]} "
+                             f"({bad.size} such group{'s' if bad.size > 1 else ''})")
+    G = rel.n_groups
+    goff, order = group_order(kernel_array(row_group, np.int32), int(G))
+    qi_codes = {}
+    qi_labels = {}
+    for a in qi:
+        enc = encode_column(table.column(a), name=a)
+        qi_codes[a] = enc.codes.astype(np.int64)
+        qi_labels[a] = enc.labels
+    return _View(n=table.num_rows, qi=tuple(qi), qi_codes=qi_codes, qi_labels=qi_labels,
+                 row_group=row_group, goff=np.asarray(goff), order=np.asarray(order),
+                 group_labels=rel.groups, values=rel.value_labels,
+                 indptr=np.asarray(rel.indptr), codes=np.asarray(rel.codes),
+                 counts=np.asarray(rel.counts), entry_group=np.asarray(rel.entry_group),
+                 qi_table=table.select(qi))
+
+
+def _as_names(cols: Any, param: str) -> tuple[str, ...]:
+    if isinstance(cols, str):
+        return (cols,)
+    if not isinstance(cols, Sequence) or not cols:
+        raise TypeError(f"{param} must be a non-empty list of column names")
+    out = tuple(cols)
+    for c in out:
+        if not isinstance(c, str):
+            raise TypeError(f"{param}: column names must be strings, got {c!r}")
+    if len(set(out)) != len(out):
+        raise ValueError(f"{param} repeats a column: {out}")
+    return out
+
+
+def _set_label(members: Sequence[Any]) -> str:
+    return "{" + ", ".join(str(v) for v in sorted(members, key=str)) + "}"
+
+
+def _targets(sensitive_values: Any, labels: list) -> list[tuple[Any, list[int]]]:
+    """[(label, value codes)] of the attacked values / value sets."""
+    index = {v: i for i, v in enumerate(labels)}
+
+    def code(v: Any, where: str) -> int:
+        try:
+            return index[v]
+        except (KeyError, TypeError):
+            shown = ", ".join(map(repr, labels[:20]))
+            raise ValueError(f"sensitive_values: {v!r} ({where}) is not a sensitive value of "
+                             f"the release; values: {shown}") from None
+
+    if sensitive_values is None:
+        return [(v, [i]) for i, v in enumerate(labels)]
+    items: list[tuple[Any, Any]]
+    if isinstance(sensitive_values, Mapping):
+        items = list(sensitive_values.items())
+    elif isinstance(sensitive_values, (str, bytes)) or not isinstance(sensitive_values,
+                                                                       (Sequence, set,
+                                                                        frozenset)):
+        raise TypeError("sensitive_values must be a list of values and/or value sets, or a "
+                        "mapping label -> value set")
+    else:
+        items = [(None, e) for e in sensitive_values]
+    out = []
+    for lab, e in items:
+        if isinstance(e, (set, frozenset, list, tuple)) and not isinstance(e, str):
+            members = list(dict.fromkeys(e))
+            if not members:
+                raise ValueError("sensitive_values: an empty value set")
+            cs = sorted(code(v, "in a value set") for v in members)
+            out.append((lab if lab is not None else
+                        (members[0] if len(members) == 1 else _set_label(members)), cs))
+        else:
+            out.append((lab if lab is not None else e, [code(e, "value")]))
+    if not out:
+        raise ValueError("sensitive_values is empty")
+    names = [o[0] for o in out]
+    if len(set(map(str, names))) != len(names):
+        raise ValueError(f"sensitive_values: two entries have the same label: {names}")
+    return out
+
+
+# ====================================================================== mining
+@dataclass(frozen=True, eq=False)
+class _AttrSet:
+    attributes: tuple[str, ...]
+    strides: np.ndarray
+    keys: np.ndarray          # sorted mixed-radix keys of the reliable signatures
+    support: np.ndarray       # rows per reliable signature (T_i)
+    var_rows: np.ndarray      # int32 per row: signature index, -1 unreliable
+
+
+def _mine_signatures(view: _View, J: int, max_size: int,
+                     progress: Callable[[int, int], None] | None
+                     ) -> tuple[list[_AttrSet], list[tuple[str, ...]]]:
+    """Reliable signatures of every attribute subset of the QI, Apriori order.
+
+    A row is a candidate for A only if its signature on every (|A|-1)-subset is reliable
+    (count monotonicity: y(v_1..v_i) < J ⇒ y(v_1..v_{i+1}) < J), so counting candidate rows
+    gives the exact count of every signature that can be reliable.
+    """
+    qi = list(view.qi)
+    n = view.n
+    alive: dict[tuple[str, ...], np.ndarray] = {}
+    kept: list[_AttrSet] = []
+    pruned: list[tuple[str, ...]] = []
+    total = 2 ** len(qi) - 1 if max_size >= len(qi) else sum(
+        math.comb(len(qi), k) for k in range(1, max_size + 1))
+    done = 0
+    card = {a: max(len(view.qi_labels[a]), 1) for a in qi}
+    for size in range(1, max_size + 1):
+        for A in itertools.combinations(qi, size):
+            done += 1
+            subs = list(itertools.combinations(A, size - 1)) if size > 1 else []
+            if any(B not in alive for B in subs):
+                pruned.append(A)
+                if progress is not None:
+                    progress(done, total)
+                continue
+            if subs:
+                cand = alive[subs[0]].copy()
+                for B in subs[1:]:
+                    cand &= alive[B]
+                rows = np.flatnonzero(cand)
+            else:
+                rows = None
+            strides = np.ones(size, dtype=np.int64)
+            span = 1
+            for i, a in enumerate(A):
+                strides[i] = span
+                span *= card[a]
+            if span >= 1 << 62:
+                raise ValueError(f"attribute set {A}: too many signature combinations to "
+                                 "index; lower max_set_size")
+            nr = n if rows is None else rows.size
+            key = np.zeros(nr, dtype=np.int64)
+            for i, a in enumerate(A):
+                c = view.qi_codes[a] if rows is None else view.qi_codes[a][rows]
+                key += c * strides[i]
+            if span <= max(4 * nr, 1 << 16):
+                cnt = np.bincount(key, minlength=span)
+                ukeys = np.flatnonzero(cnt >= J)
+                if ukeys.size:
+                    slot = np.full(span, -1, dtype=np.int64)
+                    slot[ukeys] = np.arange(ukeys.size)
+                    var = slot[key]
+                    support = cnt[ukeys]
+            else:
+                uk, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
+                rel = cnt >= J
+                ukeys = uk[rel]
+                if ukeys.size:
+                    slot = np.where(rel, np.cumsum(rel) - 1, -1)
+                    var = slot[inv]
+                    support = cnt[rel]
+            if ukeys.size == 0:
+                pruned.append(A)
+                if progress is not None:
+                    progress(done, total)
+                continue
+            var_rows = np.full(n, -1, dtype=np.int32)
+            if rows is None:
+                var_rows[:] = var
+            else:
+                var_rows[rows] = var
+            alive[A] = var_rows >= 0
+            kept.append(_AttrSet(attributes=A, strides=strides, keys=ukeys.astype(np.int64),
+                                 support=support.astype(np.int64), var_rows=var_rows))
+            if progress is not None:
+                progress(done, total)
+    return kept, pruned
+
+
+def _group_counts(view: _View, targets: list[tuple[Any, list[int]]]) -> np.ndarray:
+    """(n_x, G) int64: occurrences of each attacked value (set) per group."""
+    X = len(targets)
+    out = np.zeros((X, view.G), dtype=np.int64)
+    for t, (_, cs) in enumerate(targets):
+        mask = np.isin(view.codes, np.asarray(cs, dtype=view.codes.dtype))
+        out[t] = np.bincount(view.entry_group[mask], weights=view.counts[mask],
+                             minlength=view.G).astype(np.int64)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class MinedDistributions:
+    """Distributions p(s : x) mined from a release (foreground knowledge), with diagnostics.
+
+    One *system* per (attribute set, sensitive value or value set). Read the results with
+    :meth:`table`, :meth:`knowledge`, :meth:`systems` or :meth:`distribution`.
+
+    Attributes
+    ----------
+    attribute_sets : list of tuple of str
+        Attribute sets with at least one reliable signature (Apriori order).
+    pruned : list of tuple of str
+        Attribute sets without any reliable signature (and their pruned supersets).
+    values : list
+        Attacked values / value-set labels (x).
+    min_support : int
+        Reliable sample size J = ⌈ln(2/δ) / (2ε²)⌉ (or the explicit ``min_support``).
+    fixed_rates : numpy.ndarray
+        Global rate of each x in the release: the probability of tuples whose signature is
+        not reliable.
+    seconds : dict
+        ``signatures`` (Apriori counting), ``build`` (packing), ``solve`` (batched kernel),
+        ``total``.
+
+    """
+
+    attribute_sets: list
+    pruned: list
+    values: list
+    value_members: list
+    min_support: int
+    epsilon: float
+    delta: float
+    fixed_rates: np.ndarray
+    seconds: dict
+    _view: _View = field(repr=False)
+    _sets: list = field(repr=False)
+    _sys_a: np.ndarray = field(repr=False)
+    _sys_x: np.ndarray = field(repr=False)
+    _packed: _Packed | None = field(repr=False)
+    _sol: _Solution | None = field(repr=False)
+    _params: dict = field(repr=False)
+    _gcount: np.ndarray = field(repr=False)
+
+    def value_members_codes(self, x: int) -> np.ndarray:
+        """Release value codes making up attacked x."""
+        labs = self._view.values.to_pylist()
+        return np.asarray([labs.index(v) for v in self.value_members[x]], dtype=np.int64)
+
+    @property
+    def n_systems(self) -> int:
+        """Number of (attribute set, x) systems solved."""
+        return int(self._sys_a.shape[0])
+
+    def _system(self, a: int, x: int) -> int:
+        hit = np.flatnonzero((self._sys_a == a) & (self._sys_x == x))
+        return int(hit[0]) if hit.size else -1
+
+    def _F(self, s: int) -> np.ndarray:
+        P = self._packed
+        return self._sol.F[P.var_off[s]:P.var_off[s + 1]]
+
+    def _signature_labels(self, a: int) -> dict[str, list]:
+        st = self._sets[a]
+        rest = st.keys.copy()
+        out: dict[str, list] = {}
+        codes = {}
+        for i in range(len(st.attributes) - 1, -1, -1):
+            codes[i] = rest // st.strides[i]
+            rest = rest - codes[i] * st.strides[i]
+        for i, attr in enumerate(st.attributes):
+            out[attr] = self._view.qi_labels[attr].take(pa.array(codes[i])).to_pylist()
+        return out
+
+    def distribution(self, attribute_set: Any, value: Any) -> dict:
+        """``{signature tuple: p}`` mined for one attribute set and one x (its label)."""
+        A = _as_names(attribute_set, "attribute_set")
+        try:
+            a = [s.attributes for s in self._sets].index(A)
+        except ValueError:
+            raise ValueError(f"attribute_set {A} has no reliable signature (mined sets: "
+                             f"{self.attribute_sets[:10]})") from None
+        labs = [str(v) for v in self.values]
+        if str(value) not in labs:
+            raise ValueError(f"value {value!r} was not attacked; values: {self.values}")
+        x = labs.index(str(value))
+        s = self._system(a, x)
+        if s < 0:
+            raise ValueError(f"value {value!r} has no system (it occurs in no row, or in "
+                             "every row)")
+        sig = self._signature_labels(a)
+        F = self._F(s)
+        return {tuple(sig[c][i] for c in A): float(F[i]) for i in range(F.shape[0])}
+
+    def systems(self) -> list[dict[str, Any]]:
+        """Describe every system.
+
+        Per system: attribute set, x, signatures, log-likelihood, iterations, status,
+        flags, residual of equations (4)-(6), number of distinct local maxima found.
+        """
+        out = []
+        sol = self._sol
+        for s in range(self.n_systems):
+            a = int(self._sys_a[s])
+            names = _flag_names(int(sol.flags[s]))
+            out.append({"attribute_set": list(self._sets[a].attributes),
+                        "value": self.values[int(self._sys_x[s])],
+                        "n_signatures": int(self._sets[a].keys.shape[0]),
+                        "log_likelihood": float(sol.loglik[s]),
+                        "iterations": int(sol.iterations[s]),
+                        "status": "converged" if "converged" in names else
+                        ("max_iter" if "max_iter" in names else "failed"),
+                        "flags": list(names), "residual": float(sol.residual[s]),
+                        "n_local_maxima": int(sol.n_maxima[s])})
+        return out
+
+    def table(self) -> pa.Table:
+        """Return every mined probability as a long table.
+
+        Columns: ``attributes`` (comma-joined), one column per QI column (null where the
+        column is not in the set), ``value``, ``probability``, ``support``.
+        """
+        cols: dict[str, list] = {"attributes": []}
+        for c in self._view.qi:
+            cols[c] = []
+        cols.update({"value": [], "probability": [], "support": []})
+        for s in range(self.n_systems):
+            a = int(self._sys_a[s])
+            st = self._sets[a]
+            sig = self._signature_labels(a)
+            F = self._F(s)
+            for i in range(F.shape[0]):
+                cols["attributes"].append(",".join(st.attributes))
+                for c in self._view.qi:
+                    cols[c].append(sig[c][i] if c in st.attributes else None)
+                cols["value"].append(str(self.values[int(self._sys_x[s])]))
+                cols["probability"].append(float(F[i]))
+                cols["support"].append(int(st.support[i]))
+        arrays = {"attributes": pa.array(cols["attributes"], pa.string())}
+        for c in self._view.qi:
+            arrays[c] = pa.array(cols[c], self._view.qi_labels[c].type)
+        arrays["value"] = pa.array(cols["value"], pa.string())
+        arrays["probability"] = pa.array(cols["probability"], pa.float64())
+        arrays["support"] = pa.array(cols["support"], pa.int64())
+        return pa.table(arrays)
+
+    def knowledge(self) -> Knowledge:
+        """Return the mined distributions as a :class:`~fastpriv.knowledge.Knowledge`.
+
+        Value labels as attacked; fallback = the release's global rate of each x. Ready
+        for :func:`fastpriv.robustness.audit` or ART.
+        """
+        labels = [str(v) if isinstance(self.values[0], str) or len(m) > 1 else v
+                  for v, m in zip(self.values, self.value_members, strict=False)]
+        ks = []
+        for a, st in enumerate(self._sets):
+            P = np.full((st.keys.shape[0], len(labels)), np.nan)
+            any_sys = False
+            for x in range(len(labels)):
+                s = self._system(a, x)
+                if s >= 0:
+                    P[:, x] = self._F(s)
+                    any_sys = True
+            if not any_sys:
+                continue
+            sig = self._signature_labels(a)
+            ks.append(Knowledge.from_arrays(st.attributes, {c: sig[c] for c in st.attributes},
+                                            labels, P, support=st.support))
+        fb = {lab: float(r) for lab, r in zip(labels, self.fixed_rates, strict=False)}
+        if not ks:
+            raise ValueError("no attribute set has a reliable signature: nothing was mined")
+        return Knowledge.combine(*ks, fallback=fb)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (no per-signature table; see :meth:`table`)."""
+        return {"attribute_sets": [list(a) for a in self.attribute_sets],
+                "pruned": [list(a) for a in self.pruned], "values": [str(v) for v in
+                                                                    self.values],
+                "min_support": self.min_support, "epsilon": self.epsilon,
+                "delta": self.delta, "n_systems": self.n_systems,
+                "fixed_rates": self.fixed_rates.tolist(), "seconds": self.seconds,
+                "systems": self.systems()}
+
+
+def _fixed_rates(unreliable: Any, totals: np.ndarray, n: int) -> np.ndarray:
+    if isinstance(unreliable, str):
+        if unreliable == "global":
+            return totals / n
+        if unreliable == "uniform":
+            return np.full(totals.shape[0], 0.5)
+        raise ValueError(f"unreliable must be 'global', 'uniform' or a probability; got "
+                         f"{unreliable!r}")
+    if isinstance(unreliable, bool) or not isinstance(unreliable, numbers.Real) or \
+            not 0.0 < float(unreliable) < 1.0:
+        raise ValueError(f"unreliable must be 'global', 'uniform' or a probability in (0, 1); "
+                         f"got {unreliable!r}")
+    return np.full(totals.shape[0], float(unreliable))
+
+
+def _validate_common(eps: Any, delta: Any, min_support: Any, max_set_size: Any,
+                     nq: int) -> tuple[int, int]:
+    if min_support is None:
+        J = reliable_support(eps, delta)
+    else:
+        J = check_int(min_support, "min_support", minimum=1)
+    if max_set_size is None:
+        ms = nq
+    else:
+        ms = min(check_int(max_set_size, "max_set_size", minimum=1), nq)
+    return J, ms
+
+
+def mine(release: Any, *, qi: Sequence[str], sensitive: str, group: str,
+         sensitive_table: Any = None, count: str = "count", sensitive_values: Any = None,
+         max_set_size: int | None = None, eps: float = 0.01, delta: float = 0.9,
+         min_support: int | None = None, nulls: str = "error", n_random: int = 2,
+         seed: int = 0, max_iter: int = 300, tol: float = 1e-10,
+         newton_max: int = NEWTON_MAX, unreliable: Any = "global",
+         progress: Callable[[int, int], None] | None = None) -> MinedDistributions:
+    """Mine the foreground knowledge of a release (Wong et al., Section 4, Algorithm 1).
+
+    For every attribute set A ⊆ ``qi`` (Apriori order, |A| ≤ ``max_set_size``) the
+    signatures with a reliable sample (≥ ⌈ln(2/δ)/(2ε²)⌉ tuples; Theorem 1 of the paper,
+    Hoeffding) become unknowns f_i = p(s_i : x) for each attacked x; tuples with an
+    unreliable signature keep the release's global rate of x. Every (A, x) system is solved
+    for its maximum-likelihood f in one batched parallel kernel (EM + safeguarded Newton,
+    several starts; see :func:`fit_global_distribution`).
+
+    Parameters
+    ----------
+    release : table-like
+        Either the joined table (QI columns, group id and sensitive value per row — only the
+        per-group value counts are used) or, with ``sensitive_table``, Anatomy's QI table
+        (QI columns and group id).
+    qi : sequence of str
+        Quasi-identifier columns (exact values, as the adversary knows them).
+    sensitive : str
+        Sensitive column (of ``release``, or of ``sensitive_table``).
+    group : str
+        Group-id column.
+    sensitive_table : table-like, optional
+        Anatomy's sensitive table: (group id, value, count) rows.
+    count : str
+        Count column of ``sensitive_table``.
+    sensitive_values : optional
+        What x ranges over: ``None`` = every value separately; a list whose entries are
+        values or collections of values (a collection is ONE value set x, e.g. the paper's
+        low-education set); or a mapping label -> value set.
+    max_set_size : int, optional
+        Largest attribute set (default: all of ``qi``).
+    eps, delta : float
+        Hoeffding parameters (paper: 0.01 and 0.9, J = 3,993).
+    min_support : int, optional
+        Explicit reliable sample size (overrides ``eps``/``delta``; 1 keeps everything).
+    nulls : {"error", "drop", "value"}
+        Nulls in the used columns.
+    n_random, seed, max_iter, tol, newton_max :
+        Solver settings (random starts per system besides the within-group-frequency and
+        global-rate starts; iterations per start; projected-gradient tolerance; largest
+        system solved by Newton).
+    unreliable : {"global", "uniform"} or float
+        Probability given to tuples whose signature is not reliable: ``"global"`` (spec
+        ``foreground.md``: the release's rate of x, uninformative), ``"uniform"`` (1/2 —
+        one reading of the paper's "uniform distribution will be assumed"), or a number in
+        (0, 1).
+    progress : callable(done, total), optional
+        Called after each attribute set is counted.
+
+    """
+    from ._kernels import foreground as kf
+
+    t0 = time.perf_counter()
+    view = _read_view(release, qi=qi, sensitive=sensitive, group=group,
+                      sensitive_table=sensitive_table, count=count, nulls=nulls)
+    J, ms = _validate_common(eps, delta, min_support, max_set_size, len(view.qi))
+    n_random = check_int(n_random, "n_random", minimum=0)
+    seed = check_int(seed, "seed", minimum=0)
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    newton_max = check_int(newton_max, "newton_max", minimum=0)
+    targets = _targets(sensitive_values, view.values.to_pylist())
+    gcount = _group_counts(view, targets)
+    totals = gcount.sum(axis=1)
+    f0 = _fixed_rates(unreliable, totals, view.n)
+    t1 = time.perf_counter()
+    sets, pruned = _mine_signatures(view, J, ms, progress)
+    t2 = time.perf_counter()
+    sys_a, sys_x = [], []
+    for a in range(len(sets)):
+        for x in range(len(targets)):
+            if 0 < totals[x] < view.n:
+                sys_a.append(a)
+                sys_x.append(x)
+    sys_a_np = np.asarray(sys_a, dtype=np.int64)
+    sys_x_np = np.asarray(sys_x, dtype=np.int64)
+    params = dict(n_random=n_random, seed=seed, default_starts=True, max_iter=max_iter,
+                  em_warm=3, tol=float(tol), newton_max=newton_max)
+    P = sol = None
+    if sys_a:
+        var_rows = np.concatenate([s.var_rows for s in sets]) if sets else \
+            np.zeros(0, np.int32)
+        m_of_a = np.array([s.keys.shape[0] for s in sets], dtype=np.int64)
+        built = kf.build_systems(kernel_array(view.goff, np.int64),
+                                 kernel_array(view.order, np.int64),
+                                 kernel_array(var_rows, np.int32),
+                                 kernel_array(gcount.ravel(), np.int64),
+                                 kernel_array(sys_a_np, np.int64),
+                                 kernel_array(sys_x_np, np.int64),
+                                 kernel_array(m_of_a, np.int64),
+                                 kernel_array(f0, np.float64))
+        var_off, T, C0, C1, grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult, const = built
+        grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult = kf.dedupe_groups(
+            kernel_array(grp_off, np.int64), kernel_array(grp_n, np.int64),
+            kernel_array(grp_N, np.int64), kernel_array(cls_off, np.int64),
+            kernel_array(cls_var, np.int64), kernel_array(cls_mult, np.int64))
+        P = _packed(var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var,
+                    cls_mult, f0[sys_x_np], const)
+        t3 = time.perf_counter()
+        so = np.zeros(len(sys_a) + 1, dtype=np.int64)
+        sol = _solve(P, so, np.zeros(1), **params)
+    else:
+        t3 = time.perf_counter()
+    t4 = time.perf_counter()
+    return MinedDistributions(
+        attribute_sets=[s.attributes for s in sets], pruned=pruned,
+        values=[t[0] for t in targets],
+        value_members=[[view.values[c].as_py() for c in t[1]] for t in targets],
+        min_support=J, epsilon=float(eps), delta=float(delta), fixed_rates=f0,
+        seconds={"read": t1 - t0, "signatures": t2 - t1, "build": t3 - t2, "solve": t4 - t3,
+                 "total": t4 - t0},
+        _view=view, _sets=sets, _sys_a=sys_a_np, _sys_x=sys_x_np, _packed=P, _sol=sol,
+        _params=params, _gcount=gcount)
+
+
+# ====================================================================== attack
+@dataclass(frozen=True, eq=False)
+class ForegroundAttack:
+    """Result of :func:`attack`: every tuple's worst posterior under the mined knowledge.
+
+    Attributes
+    ----------
+    r, threshold : float
+        The privacy parameter and 1/r; a tuple is problematic when p > 1/r (relative slack
+        ``tol`` for float rounding at exact ties).
+    posterior : numpy.ndarray
+        Per row, max over attribute sets A and attacked x of p(t : x) (binary model, mined
+        f; 0 for a tuple whose group holds no attacked value).
+    witness_set, witness_value : numpy.ndarray
+        Index of the attribute set / x realising it (-1: no mined set — random-worlds
+        posterior n_x/N, or a value present in every row).
+    problematic : numpy.ndarray of bool
+    mined : MinedDistributions
+    measures : dict or None
+        With ``original``: ``n_sensitive``, ``n_non_sensitive``, ``recall`` (problematic
+        among sensitive tuples), ``false_flag_rate`` (problematic among non-sensitive
+        tuples), ``avg_breach_probability`` (mean worst posterior over sensitive tuples),
+        ``own_value_recall`` and ``avg_own_value_posterior`` (using only p(t : x) for the
+        tuple's true x), ``avg_relative_error`` / ``avg_absolute_error`` of the mined f
+        against the original table's #(s ∧ x)/#s (relative error over entries whose true
+        value is > 0; ``n_zero_truth`` entries are excluded from it).
+    seconds : dict
+        ``mining`` (everything in :func:`mine`), ``posteriors``, ``total``.
+
+    """
+
+    r: float
+    threshold: float
+    tol: float
+    posterior: np.ndarray
+    witness_set: np.ndarray
+    witness_value: np.ndarray
+    problematic: np.ndarray
+    mined: MinedDistributions
+    measures: dict | None
+    seconds: dict
+    n_undefined: int
+
+    @property
+    def n_problematic(self) -> int:
+        """Number of tuples with p > 1/r."""
+        return int(self.problematic.sum())
+
+    def tuples(self) -> pa.Table:
+        """Return a table with one row per tuple.
+
+        Columns: ``row``, ``group``, ``posterior``, ``attribute_set``, ``value``,
+        ``problematic``.
+        """
+        v = self.mined._view
+        sets = [",".join(a) for a in self.mined.attribute_sets]
+        vals = [str(x) for x in self.mined.values]
+        ws = self.witness_set
+        wv = self.witness_value
+        return pa.table({
+            "row": pa.array(np.arange(v.n, dtype=np.int64)),
+            "group": v.group_labels.column(0).take(pa.array(v.row_group)),
+            "posterior": pa.array(self.posterior),
+            "attribute_set": pa.array([sets[i] if i >= 0 else None for i in ws.tolist()],
+                                      pa.string()),
+            "value": pa.array([vals[i] if i >= 0 else None for i in wv.tolist()],
+                              pa.string()),
+            "problematic": pa.array(self.problematic)})
+
+    def witness(self, row: int) -> dict[str, Any]:
+        """Explain why tuple ``row`` is (or is not) breached.
+
+        Gives its group, the witness attribute set and x, and for each tuple of the group
+        its signature, mined f and posterior.
+        """
+        from ._kernels import possible_worlds as pw
+
+        v = self.mined._view
+        row = check_int(row, "row", minimum=0, maximum=v.n - 1)
+        g = int(v.row_group[row])
+        rows = v.order[v.goff[g]:v.goff[g + 1]]
+        a = int(self.witness_set[row])
+        x = int(self.witness_value[row])
+        out: dict[str, Any] = {"row": row, "group": v.group_labels.column(0)[g].as_py(),
+                               "posterior": float(self.posterior[row]),
+                               "problematic": bool(self.problematic[row])}
+        if x < 0:
+            out["attribute_set"] = None
+            return out
+        md = self.mined
+        n_x = int(md._gcount[x, g])
+        out["value"] = md.values[x]
+        out["n_x"] = n_x
+        if a < 0:
+            out["attribute_set"] = None
+            out["note"] = "no reliable signature: random-worlds posterior n_x / N"
+            return out
+        st = md._sets[a]
+        s = md._system(a, x)
+        F = md._F(s)
+        sig = md._signature_labels(a)
+        f0 = float(md.fixed_rates[x])
+        fs = []
+        members = []
+        for rr in rows.tolist():
+            var = int(st.var_rows[rr])
+            fs.append(float(F[var]) if var >= 0 else f0)
+            members.append({"row": rr, "signature": (tuple(sig[c][var] for c in st.attributes)
+                                                    if var >= 0 else None),
+                            "f": fs[-1], "reliable": var >= 0})
+        fa = kernel_array(np.asarray(fs), np.float64)
+        p, _, _ = pw.binary_posteriors_csr(kernel_array(np.array([0, len(fs)]), np.int64), fa,
+                                           kernel_array(np.array([n_x]), np.int64),
+                                           int(pw.PREFIX_LIMIT), _nblocks())
+        for mbr, pv in zip(members, p.tolist(), strict=False):
+            mbr["posterior"] = pv
+        out["attribute_set"] = list(st.attributes)
+        out["tuples"] = members
+        return out
+
+    def worst(self, k: int = 10) -> list[dict[str, Any]]:
+        """Return the k tuples with the highest posterior, with their witnesses."""
+        k = check_int(k, "k", minimum=0)
+        order = np.argsort(-self.posterior, kind="stable")[:k]
+        return [self.witness(int(i)) for i in order]
+
+    def to_dict(self, max_items: int = 10) -> dict[str, Any]:
+        """JSON-ready summary."""
+        return {"r": self.r, "threshold": self.threshold, "tol": self.tol,
+                "n_rows": int(self.posterior.shape[0]),
+                "n_problematic": self.n_problematic,
+                "max_posterior": float(self.posterior.max()) if self.posterior.size else None,
+                "n_undefined": self.n_undefined,
+                "measures": self.measures, "seconds": self.seconds,
+                "mined": self.mined.to_dict(), "worst": self.worst(max_items)}
+
+    def summary(self) -> str:
+        """Return a few human-readable lines."""
+        md = self.mined
+        lines = [f"foreground attack, r = {self.r:g} (breach: p > {self.threshold:.6g}): "
+                 f"{self.n_problematic} of {self.posterior.shape[0]} tuples problematic",
+                 f"mined {md.n_systems} systems over {len(md.attribute_sets)} attribute sets "
+                 f"(J = {md.min_support}) in {self.seconds['mining']:.3f} s; posteriors "
+                 f"{self.seconds['posteriors']:.3f} s"]
+        if self.measures:
+            m = self.measures
+            lines.append(f"sensitive tuples: {m['n_sensitive']}, recall {m['recall']:.4f}, "
+                         f"false flags {m['false_flag_rate']:.4f}, avg breach probability "
+                         f"{m['avg_breach_probability']:.4f}, avg relative error of mined "
+                         f"distributions {m['avg_relative_error']:.4f}")
+        return "\n".join(lines)
+
+
+def attack(release: Any, *, qi: Sequence[str], sensitive: str, group: str, r: float,
+           sensitive_table: Any = None, count: str = "count", sensitive_values: Any = None,
+           max_set_size: int | None = None, eps: float = 0.01, delta: float = 0.9,
+           min_support: int | None = None, original: Any = None, nulls: str = "error",
+           tol: float = 1e-12, n_random: int = 2, seed: int = 0, max_iter: int = 300,
+           unreliable: Any = "global",
+           progress: Callable[[int, int], None] | None = None) -> ForegroundAttack:
+    """Foreground-knowledge attack on a release (Wong et al., Sections 3-5).
+
+    Mines p(s : x) from the release itself (:func:`mine`), then computes for every tuple t,
+    attribute set A and attacked x the binary-model posterior
+    p(t : x) = f_t E_{n-1}(f_{-t}) / E_n(f) with the mined f of its group (spec
+    ``robustness.md``; one batched ESP kernel call per x), and keeps each tuple's worst
+    value with the (A, x) realising it. A tuple is problematic when p > 1/r.
+
+    Parameters
+    ----------
+    release : table-like
+        The joined table or, with ``sensitive_table``, the QI table (see :func:`mine`).
+        **Only the per-group value counts of the sensitive column are used**; the link
+        between a row and its value is never read by the attack.
+    qi : sequence of str
+        Quasi-identifier columns.
+    sensitive : str
+        Sensitive column.
+    group : str
+        Group-id column.
+    sensitive_table : table-like, optional
+        Anatomy's sensitive table (group id, value, count).
+    count : str
+        Count column of ``sensitive_table``.
+    sensitive_values : optional
+        Values and/or value sets to attack (see :func:`mine`).
+    max_set_size : int, optional
+        Largest attribute set.
+    eps, delta, min_support, nulls, n_random, seed, max_iter, unreliable :
+        As in :func:`mine`.
+    r : float
+        Privacy parameter (> 1); threshold 1/r.
+    original : table-like, optional
+        The original table, row-aligned with the release (same rows, same order, same QI
+        values; a joined release table qualifies). Enables the paper's measures, computed
+        from its ``sensitive`` column.
+    tol : float
+        Relative slack: problematic iff p > (1/r)(1 + tol).
+    progress : callable(done, total), optional
+        Progress over attribute sets.
+
+    Returns
+    -------
+    ForegroundAttack
+
+    """
+    from ._kernels import possible_worlds as pw
+
+    r = float(_check_r(r))
+    tol = float(tol)
+    if not tol >= 0:
+        raise ValueError(f"tol must be >= 0, got {tol!r}")
+    t0 = time.perf_counter()
+    md = mine(release, qi=qi, sensitive=sensitive, group=group,
+              sensitive_table=sensitive_table, count=count, sensitive_values=sensitive_values,
+              max_set_size=max_set_size, eps=eps, delta=delta, min_support=min_support,
+              nulls=nulls, n_random=n_random, seed=seed, max_iter=max_iter,
+              unreliable=unreliable, progress=progress)
+    t1 = time.perf_counter()
+    v = md._view
+    n = v.n
+    sizes = np.diff(v.goff)
+    worst = np.zeros(n, dtype=np.float64)
+    wset = np.full(n, -1, dtype=np.int64)
+    wval = np.full(n, -1, dtype=np.int64)
+    own = None
+    true_code = None
+    if original is not None:
+        true_code = _original_codes(original, v, sensitive)
+        own = np.zeros(n, dtype=np.float64)
+    n_undef = 0
+    len(md._sets)
+    limit = int(pw.PREFIX_LIMIT)
+    nb = _nblocks()
+    for x in range(len(md.values)):
+        gx = md._gcount[x]
+        segs = np.flatnonzero(gx > 0)
+        if segs.size == 0:
+            continue
+        lens = sizes[segs]
+        E = int(lens.sum())
+        seg_off = np.zeros(segs.size + 1, dtype=np.int64)
+        np.cumsum(lens, out=seg_off[1:])
+        pos = np.arange(E, dtype=np.int64) - np.repeat(seg_off[:-1] - v.goff[segs], lens)
+        entry = v.order[pos]
+        xs = [s for s in range(md.n_systems) if md._sys_x[s] == x]
+        if not xs:          # x in every row, or no mined set: random worlds n_x / N
+            p = np.repeat(gx[segs] / lens, lens)
+            upd = p > worst[entry]
+            worst[entry[upd]] = p[upd]
+            wset[entry[upd]] = -1
+            wval[entry[upd]] = x
+            if own is not None:
+                _own_update(own, entry, p, true_code, md.value_members_codes(x))
+            continue
+        f0 = float(md.fixed_rates[x])
+        chunk = max(1, (1 << 23) // max(E, 1))
+        best = np.full(E, -1.0)
+        barg = np.full(E, -1, dtype=np.int64)
+        for c0 in range(0, len(xs), chunk):
+            block = xs[c0:c0 + chunk]
+            f = np.empty(len(block) * E)
+            for b, s in enumerate(block):
+                a = int(md._sys_a[s])
+                var = md._sets[a].var_rows[entry]
+                F = md._F(s)
+                f[b * E:(b + 1) * E] = np.where(var >= 0, F[np.maximum(var, 0)], f0)
+            off = (seg_off[None, :-1] + (np.arange(len(block)) * E)[:, None]).ravel()
+            off = np.append(off, len(block) * E)
+            nn = np.tile(gx[segs], len(block))
+            p, st, _ = pw.binary_posteriors_csr(kernel_array(off, np.int64),
+                                                kernel_array(np.clip(f, 0.0, 1.0),
+                                                             np.float64),
+                                                kernel_array(nn, np.int64), limit, nb)
+            p = p.reshape(len(block), E)
+            bad = np.isnan(p)
+            if bad.any():
+                n_undef += int(bad.sum())
+                p = np.where(bad, -1.0, p)
+            k = np.argmax(p, axis=0)
+            pk = p[k, np.arange(E)]
+            upd = pk > best
+            best[upd] = pk[upd]
+            barg[upd] = np.asarray(block, dtype=np.int64)[k[upd]]
+        upd = best > worst[entry]
+        worst[entry[upd]] = best[upd]
+        wset[entry[upd]] = md._sys_a[barg[upd]]
+        wval[entry[upd]] = x
+        if own is not None:
+            _own_update(own, entry, best, true_code, md.value_members_codes(x))
+    thr = 1.0 / r
+    problematic = worst > thr * (1.0 + tol)
+    t2 = time.perf_counter()
+    measures = None
+    if original is not None:
+        measures = _measures(md, worst, problematic, own, true_code, thr, tol)
+    return ForegroundAttack(r=r, threshold=thr, tol=tol, posterior=worst, witness_set=wset,
+                            witness_value=wval, problematic=problematic, mined=md,
+                            measures=measures,
+                            seconds={"mining": t1 - t0, "posteriors": t2 - t1,
+                                     "total": time.perf_counter() - t0},
+                            n_undefined=n_undef)
+
+
+def _check_r(r: Any) -> float:
+    if isinstance(r, bool) or not isinstance(r, numbers.Real):
+        raise TypeError(f"r must be a real number > 1, got {type(r).__name__} {r!r}")
+    if not math.isfinite(float(r)) or not r > 1:
+        raise ValueError(f"r must be > 1, got {r!r}")
+    return float(r)
+
+
+def _own_update(own: np.ndarray, entry: np.ndarray, p: np.ndarray, true_code: np.ndarray,
+                members: np.ndarray) -> None:
+    mine_ = np.isin(true_code[entry], members)
+    e = entry[mine_]
+    own[e] = np.maximum(own[e], p[mine_])
+
+
+def _original_codes(original: Any, view: _View, sensitive: str) -> np.ndarray:
+    """Release value code of every original row (-1: a value absent from the release)."""
+    import pyarrow.compute as pc
+
+    from ._arrow import as_table, canonical_labels
+
+    t = as_table(original, param="original")
+    check_columns([sensitive], t.column_names, "original")
+    if t.num_rows != view.n:
+        raise ValueError(f"original has {t.num_rows} rows but the release has {view.n}: the "
+                         "rows must be aligned (same rows, same order)")
+    for c in view.qi:
+        if c in t.column_names:
+            a = canonical_labels(t.column(c).combine_chunks())
+            b = canonical_labels(view.qi_table.column(c).combine_chunks())
+            try:
+                same = a.equals(b) or a.cast(b.type).equals(b)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                same = False
+            if not same:
+                raise ValueError(f"original is not row-aligned with the release: column {c!r} "
+                                 "differs")
+    col = canonical_labels(t.column(sensitive).combine_chunks())
+    vals = canonical_labels(view.values)
+    try:
+        idx = pc.index_in(col, value_set=vals)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        idx = pc.index_in(col.cast(vals.type), value_set=vals)
+    return idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _measures(md: MinedDistributions, worst: np.ndarray, problematic: np.ndarray,
+              own: np.ndarray, true_code: np.ndarray, thr: float, tol: float) -> dict:
+    members = [md.value_members_codes(x) for x in range(len(md.values))]
+    allm = np.unique(np.concatenate(members)) if members else np.zeros(0, np.int64)
+    sens = np.isin(true_code, allm)
+    ns = int(sens.sum())
+    nn = int((~sens).sum())
+    out: dict[str, Any] = {
+        "n_sensitive": ns, "n_non_sensitive": nn,
+        "recall": float(problematic[sens].mean()) if ns else math.nan,
+        "false_flag_rate": float(problematic[~sens].mean()) if nn else math.nan,
+        "avg_breach_probability": float(worst[sens].mean()) if ns else math.nan,
+        "own_value_recall": float((own[sens] > thr * (1 + tol)).mean()) if ns else math.nan,
+        "avg_own_value_posterior": float(own[sens].mean()) if ns else math.nan,
+    }
+    rel, ab, nz = [], [], 0
+    for s in range(md.n_systems):
+        a = int(md._sys_a[s])
+        x = int(md._sys_x[s])
+        st = md._sets[a]
+        var = st.var_rows
+        ok = var >= 0
+        hit = ok & np.isin(true_code, members[x])
+        m = st.keys.shape[0]
+        true = np.bincount(var[hit], minlength=m) / st.support
+        F = md._F(s)
+        ab.append(np.abs(F - true))
+        pos = true > 0
+        nz += int((~pos).sum())
+        rel.append(np.abs(F[pos] - true[pos]) / true[pos])
+    out["avg_relative_error"] = float(np.concatenate(rel).mean()) if rel and sum(
+        len(v) for v in rel) else math.nan
+    out["avg_absolute_error"] = float(np.concatenate(ab).mean()) if ab else math.nan
+    out["n_zero_truth"] = nz
+    out["n_distribution_entries"] = int(sum(len(v) for v in ab))
+    return out
