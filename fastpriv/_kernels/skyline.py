@@ -251,6 +251,7 @@ def check_range(indptr, codes, counts, sizes, case, n_codes, pt_sig, pt_l, pt_k,
     mkey_s = np.full((n_pts, _MEMO_SLOTS), -1, dtype=np.int64)
     mval = np.empty((n_pts, _MEMO_SLOTS, 3), dtype=np.float64)
     single = n_pts == 1
+    sig0 = pt_sig[0]
     for g in range(g0, g1):
         a = indptr[g]
         b = indptr[g + 1]
@@ -259,7 +260,12 @@ def check_range(indptr, codes, counts, sizes, case, n_codes, pt_sig, pt_l, pt_k,
             continue
         n = sizes[g]
         if single:
-            r1 = find_rank(codes, a, b, np.int64(pt_sig[0]))
+            # inline search (a call per group costs as much as the search)
+            r1 = -1
+            for e in range(a, b):
+                if codes[e] == sig0:
+                    r1 = e - a
+                    break
             if r1 < 0:
                 continue
         else:
@@ -290,11 +296,18 @@ def check_range(indptr, codes, counts, sizes, case, n_codes, pt_sig, pt_l, pt_k,
                 big_s = pre[ll]
             else:
                 big_s = pre[ll + 1] - s
-            pl = 1.0
-            if case == SET:
-                pl = top_prod(counts, a, d, r, l, n)
-            t0 = t_value(n, s, big_s, np.int64(0), case, pl)
-            tk = t_value(n, s, big_s, k, case, pl)
+            if case == SVPI:
+                # T inline (same expression as t_value): helper calls dominate otherwise
+                num = n - s - big_s
+                t0 = num / s if num > 0 else 0.0
+                num -= k
+                tk = num / s if num > 0 else 0.0
+            else:
+                pl = 1.0
+                if case == SET:
+                    pl = top_prod(counts, a, d, r, l, n)
+                t0 = t_value(n, s, big_s, np.int64(0), case, pl)
+                tk = t_value(n, s, big_s, k, case, pl)
             # V values memoized by (n, s)
             h = (n * 40503 + s * 9973) & (_MEMO_SLOTS - 1)
             if mkey_n[p, h] == n and mkey_s[p, h] == s:
@@ -310,7 +323,9 @@ def check_range(indptr, codes, counts, sizes, case, n_codes, pt_sig, pt_l, pt_k,
                 mval[p, h, 0] = v0
                 mval[p, h, 1] = vk
                 mval[p, h, 2] = vk1
-            nr1 = mul(tk, vk1)
+            nr1 = tk * vk1          # mul(): T, V finite here
+            if nr1 == 0.0 and tk > 0.0 and vk1 > 0.0:
+                nr1 = TINY
             if nr1 < stats[p, 0]:
                 stats[p, 0] = nr1
                 args[p, 0] = g
@@ -656,17 +671,18 @@ def group_terms(case, nn, ss, top, l, k, m):
 
 @kernel
 def prefix_tables(case, nn, top):
-    """Per σ-group prefix tables over ℓ = 0..width: S_ℓ (int64) and P_ℓ (float64, Set)."""
+    """Per σ-group prefix tables over ℓ = 0..width, ℓ-major as in :func:`sigma_columns`:
+    ``big_s[ℓ, i]`` = S_ℓ (int64) and ``pl[ℓ, i]`` = P_ℓ (float64, Set)."""
     cnt = nn.shape[0]
     width = top.shape[1]
-    big_s = np.zeros((cnt, width + 1), dtype=np.int64)
-    pl = np.ones((cnt, width + 1), dtype=np.float64)
+    big_s = np.zeros((width + 1, cnt), dtype=np.int64)
+    pl = np.ones((width + 1, cnt), dtype=np.float64)
     for i in range(cnt):
         n = nn[i]
         for j in range(width):
-            big_s[i, j + 1] = big_s[i, j] + top[i, j]
+            big_s[j + 1, i] = big_s[j, i] + top[i, j]
             if case == SET:
-                pl[i, j + 1] = mul(pl[i, j], (n - top[i, j]) / n)
+                pl[j + 1, i] = mul(pl[j, i], (n - top[i, j]) / n)
     return big_s, pl
 
 
@@ -807,13 +823,15 @@ def sigma_columns(indptr, codes, counts, sizes, sig, width):
     """Per-group inputs of one σ over **all** groups, for repeated evaluation.
 
     Returns ``(nn, ss, big_s, pl)``: n_g, #σ_g (0 for σ-free groups), and for ℓ = 0..width
-    the prefix tables S_ℓ (int64) and P_ℓ (float64, MVPI-Set factor) of the non-σ counts.
+    the prefix tables ``big_s[ℓ, g]`` = S_ℓ (int64) and ``pl[ℓ, g]`` = P_ℓ (float64, the
+    MVPI-Set factor) of the non-σ counts — stored ℓ-major, so one evaluation streams the
+    rows of its ℓ.
     """
     n_groups = sizes.shape[0]
     nn = np.empty(n_groups, dtype=np.int64)
     ss = np.zeros(n_groups, dtype=np.int64)
-    big_s = np.zeros((n_groups, width + 1), dtype=np.int64)
-    pl = np.ones((n_groups, width + 1), dtype=np.float64)
+    big_s = np.zeros((width + 1, n_groups), dtype=np.int64)
+    pl = np.ones((width + 1, n_groups), dtype=np.float64)
     for g in range(n_groups):
         a = indptr[g]
         b = indptr[g + 1]
@@ -829,12 +847,12 @@ def sigma_columns(indptr, codes, counts, sizes, sig, width):
             if j >= width:
                 break
             c = counts[e]
-            big_s[g, j + 1] = big_s[g, j] + c
-            pl[g, j + 1] = mul(pl[g, j], (n - c) / n)
+            big_s[j + 1, g] = big_s[j, g] + c
+            pl[j + 1, g] = mul(pl[j, g], (n - c) / n)
             j += 1
         for jj in range(j, width):
-            big_s[g, jj + 1] = big_s[g, jj]
-            pl[g, jj + 1] = pl[g, jj]
+            big_s[jj + 1, g] = big_s[jj, g]
+            pl[jj + 1, g] = pl[jj, g]
     return nn, ss, big_s, pl
 
 
@@ -842,25 +860,38 @@ def sigma_columns(indptr, codes, counts, sizes, sig, width):
 def columns_stats(case, nn, ss, big_s, pl, l, k, m):
     """SkylineCheck for one (σ, ℓ, k, m) from prepared columns: (stats[5], args[5]).
 
-    Rows with ss = 0 (σ-free groups) are neutral. V is memoized by (n, s).
+    Rows with ss = 0 (σ-free groups) are neutral. V is memoized by (n, s); the SVPI T is
+    evaluated inline (the same expression as :func:`t_value`).
     """
-    stats = np.empty(5, dtype=np.float64)
-    args = np.full(5, -1, dtype=np.int64)
-    stats[0] = INF
-    stats[1] = INF
-    stats[2] = INF
-    stats[3] = 1.0
-    stats[4] = 1.0
+    ss1 = INF
+    ss2 = INF
+    ss3 = INF
+    ss4 = 1.0
+    ss5 = 1.0
+    a1 = -1
+    a2 = -1
+    a3 = -1
+    a4 = -1
+    a5 = -1
     mkey_n = np.full(_MEMO_SLOTS, -1, dtype=np.int64)
     mkey_s = np.full(_MEMO_SLOTS, -1, dtype=np.int64)
     mval = np.empty((_MEMO_SLOTS, 3), dtype=np.float64)
+    s_row = big_s[l]
+    p_row = pl[l]
     for g in range(nn.shape[0]):
         s = ss[g]
         if s == 0:
             continue
         n = nn[g]
-        t0 = t_value(n, s, big_s[g, l], np.int64(0), case, pl[g, l])
-        tk = t_value(n, s, big_s[g, l], k, case, pl[g, l])
+        if case == SVPI:
+            num = n - s - s_row[g]
+            t0 = num / s if num > 0 else 0.0
+            num -= k
+            tk = num / s if num > 0 else 0.0
+        else:
+            plg = p_row[g]
+            t0 = t_value(n, s, s_row[g], np.int64(0), case, plg)
+            tk = t_value(n, s, s_row[g], k, case, plg)
         h = (n * 40503 + s * 9973) & (_MEMO_SLOTS - 1)
         if mkey_n[h] == n and mkey_s[h] == s:
             v0 = mval[h, 0]
@@ -875,22 +906,36 @@ def columns_stats(case, nn, ss, big_s, pl, l, k, m):
             mval[h, 0] = v0
             mval[h, 1] = vk
             mval[h, 2] = vk1
-        nr1 = mul(tk, vk1)
-        if nr1 < stats[0]:
-            stats[0] = nr1
-            args[0] = g
-        if t0 < stats[1]:
-            stats[1] = t0
-            args[1] = g
-        if tk < stats[2]:
-            stats[2] = tk
-            args[2] = g
-        if v0 < stats[3]:
-            stats[3] = v0
-            args[3] = g
-        if vk < stats[4]:
-            stats[4] = vk
-            args[4] = g
+        nr1 = tk * vk1          # mul(): T, V finite here
+        if nr1 == 0.0 and tk > 0.0 and vk1 > 0.0:
+            nr1 = TINY
+        if nr1 < ss1:
+            ss1 = nr1
+            a1 = g
+        if t0 < ss2:
+            ss2 = t0
+            a2 = g
+        if tk < ss3:
+            ss3 = tk
+            a3 = g
+        if v0 < ss4:
+            ss4 = v0
+            a4 = g
+        if vk < ss5:
+            ss5 = vk
+            a5 = g
+    stats = np.empty(5, dtype=np.float64)
+    args = np.empty(5, dtype=np.int64)
+    stats[0] = ss1
+    stats[1] = ss2
+    stats[2] = ss3
+    stats[3] = ss4
+    stats[4] = ss5
+    args[0] = a1
+    args[1] = a2
+    args[2] = a3
+    args[3] = a4
+    args[4] = a5
     return stats, args
 
 
@@ -922,7 +967,7 @@ def dp_columns(case, nn, ss, big_s, pl, l, k, m):
                 for mm in range(m + 1):
                     vt[kk, mm] = 1.0
         else:
-            dp_fill_tables(nn[f], s, big_s[f, l], pl[f, l], case, k, m, tt, vt)
+            dp_fill_tables(nn[f], s, big_s[l, f], pl[l, f], case, k, m, tt, vt)
         dp_step(with_, without, new_with, new_without, tt, vt, k, m)
         with_, new_with = new_with, with_
         without, new_without = new_without, without
