@@ -1,0 +1,138 @@
+"""``fastpriv attack``: the foreground-knowledge attack (Wong et al.) as an audit."""
+
+from __future__ import annotations
+
+import argparse
+
+ORDER = 45
+
+
+def _real_gt1(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--r expects a number > 1, got {text!r}") from None
+    if not v > 1:
+        raise argparse.ArgumentTypeError(f"--r must be > 1, got {text!r}")
+    return v
+
+
+def _unreliable(text: str) -> object:
+    if text in ("global", "uniform"):
+        return text
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--unreliable expects global, uniform or a probability, got {text!r}") from None
+    return v
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``attack`` sub-command."""
+    from ._common import add_output_arguments
+
+    p = sub.add_parser(
+        "attack", help="foreground-knowledge attack: mine a release's patterns, find breaches",
+        description="Mine, from the release itself, the distributions p(signature : x) that "
+                    "best explain the published group counts (every attribute subset of the "
+                    "QI with reliable signatures, maximum likelihood, all systems solved in "
+                    "one batched kernel), then compute every tuple's posterior under them and "
+                    "flag tuples with p > 1/r. DATA is either the joined table (QI columns, "
+                    "group id, sensitive value per row: only the per-group value counts are "
+                    "used) or, with --sensitive-table, Anatomy's QI table. Exit status 1 when "
+                    "some tuple is breached.")
+    p.add_argument("data", help="Parquet/CSV file: the joined release, or the QI table")
+    p.add_argument("--qi", nargs="+", required=True, metavar="COL",
+                   help="quasi-identifier columns (exact values)")
+    p.add_argument("--sensitive", required=True, help="sensitive column")
+    p.add_argument("--group", required=True, metavar="COL", help="group-id column")
+    p.add_argument("--r", type=_real_gt1, required=True, help="privacy parameter r > 1")
+    p.add_argument("--sensitive-table", metavar="FILE",
+                   help="Anatomy's sensitive table (group id, value, count columns)")
+    p.add_argument("--count", default="count",
+                   help="count column of --sensitive-table (default count)")
+    p.add_argument("--values", nargs="+", metavar="VALUE",
+                   help="attack these values separately (default: every value)")
+    p.add_argument("--value-set", action="append", metavar="V1,V2,...",
+                   help="attack this comma-separated set of values as ONE value x "
+                        "(repeatable), e.g. Preschool,1st-4th,5th-6th,7th-8th")
+    p.add_argument("--original", metavar="FILE",
+                   help="original table, row-aligned with DATA: report recall, false flags, "
+                        "average breach probability and the error of the mined distributions")
+    p.add_argument("--max-set-size", type=int, metavar="K",
+                   help="largest attribute set (default: all of --qi)")
+    p.add_argument("--epsilon", type=float, default=0.01, help="Hoeffding ε (default 0.01)")
+    p.add_argument("--delta", type=float, default=0.9, help="Hoeffding δ (default 0.9)")
+    p.add_argument("--min-support", type=int, metavar="J",
+                   help="reliable sample size (overrides ε, δ)")
+    p.add_argument("--unreliable", type=_unreliable, default="global",
+                   help="probability of tuples with an unreliable signature: global (the "
+                        "release's rate of x, default), uniform (1/2) or a number")
+    p.add_argument("--random-starts", type=int, default=2, metavar="N",
+                   help="random solver starts per system (default 2)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random starts")
+    p.add_argument("--nulls", choices=("error", "drop", "value"), default="error",
+                   help="nulls in the used columns: raise (default), drop rows, or keep")
+    p.add_argument("--top", type=int, default=10, help="worst tuples to print (default 10)")
+    p.add_argument("--distributions", metavar="OUT",
+                   help="write the mined distributions (long table, Parquet/CSV)")
+    p.add_argument("--tuples", metavar="OUT",
+                   help="write every tuple's worst posterior and witness (Parquet/CSV)")
+    add_output_arguments(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute ``fastpriv attack``."""
+    import sys
+
+    from .. import foreground
+    from .._io import write_table
+    from ._common import Timer, emit_json, format_table, load_data
+    from .anonymize import _Progress
+
+    data = load_data(args.data)
+    targets: list = list(args.values or [])
+    for spec in args.value_set or []:
+        members = [v.strip() for v in spec.split(",") if v.strip()]
+        if not members:
+            raise ValueError(f"--value-set {spec!r} is empty")
+        targets.append(members)
+    bar = _Progress("attribute sets")
+    inputs = [args.data] + [f for f in (args.sensitive_table, args.original) if f]
+    for out in (args.distributions, args.tuples, args.json):
+        if out and any(out == i for i in inputs):
+            raise ValueError(f"refusing to write output {out!r} over an input")
+    with Timer() as t:
+        res = foreground.attack(
+            data, qi=args.qi, sensitive=args.sensitive, group=args.group, r=args.r,
+            sensitive_table=args.sensitive_table, count=args.count,
+            sensitive_values=targets or None, max_set_size=args.max_set_size,
+            eps=args.epsilon, delta=args.delta, min_support=args.min_support,
+            original=args.original, nulls=args.nulls, n_random=args.random_starts,
+            seed=args.seed, unreliable=args.unreliable, progress=bar)
+    bar.done()
+    md = res.mined
+    print(f"  solving: {md.n_systems} systems in one batched kernel", file=sys.stderr)
+    print(res.summary())
+    print(f"  total time {t.seconds:.2f} s")
+    if args.top > 0:
+        rows = []
+        for w in res.worst(args.top):
+            rows.append([w["row"], w["group"], ",".join(w.get("attribute_set") or []) or "-",
+                         str(w.get("value", "-")), w["posterior"]])
+        print()
+        print(format_table(["row", "group", "attribute set", "x", "posterior"], rows,
+                           title=f"Worst {len(rows)} tuples"))
+    if args.distributions:
+        dest = write_table(args.distributions, md.table(), overwrite=args.overwrite,
+                           inputs=inputs)
+        print(f"wrote {dest}", file=sys.stderr)
+    if args.tuples:
+        dest = write_table(args.tuples, res.tuples(), overwrite=args.overwrite, inputs=inputs)
+        print(f"wrote {dest}", file=sys.stderr)
+    payload = res.to_dict(max_items=max(args.top, 10))
+    payload["timings_s"] = {"total": t.seconds}
+    emit_json(args, payload, inputs=[f for f in (args.sensitive_table, args.original) if f])
+    return 1 if res.n_problematic else 0
