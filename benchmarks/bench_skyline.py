@@ -42,7 +42,7 @@ import os
 import random
 import time
 
-from benchmarks._common import RESULTS, best_time, cold_start, write_result
+from benchmarks._common import best_time, cold_start, write_result
 from fastpriv import Release
 from fastpriv import skyline as sky
 
@@ -166,7 +166,7 @@ def bench_skyline_figure7(benchmark, full):
         row = {"rows": n, "groups": rel.n_groups, **_point(rel, tables, 10, 10, 10)}
         # for information: the same check scanning the groups on every core (min-reduction)
         row["check_parallel_s"] = _matched_time(
-            lambda: sky.check(rel, {SIGMA: [(10, 10, 10, C)]}, parallel=True),
+            lambda rel=rel: sky.check(rel, {SIGMA: [(10, 10, 10, C)]}, parallel=True),
             max(_FLOOR["s"], min(row["dp_s"], 3.0)))
         series_a.append(row)
         print(_fmt(row, "rows"))
@@ -222,7 +222,7 @@ def _plot(out: dict, dest) -> None:
               ("b_l", "l", "(b) ℓ (k = m = 10)", "ℓ"),
               ("c_k", "k", "(c) k (ℓ = m = 10)", "k"),
               ("d_m", "m", "(d) m (ℓ = k = 10)", "m")]
-    for ax, (part, key, title, xlabel) in zip(axes.ravel(), panels):
+    for ax, (part, key, title, xlabel) in zip(axes.ravel(), panels, strict=False):
         rows = out[part]
         xs = [r[key] for r in rows]
         ax.plot(xs, [r["ratio"] for r in rows], "o-", label="end-to-end (from Release)")
@@ -262,7 +262,9 @@ def bench_skyline_points(benchmark, full):
         ref = None
         for method, par in (("classes", False), ("classes", True), ("direct", False),
                             ("direct", True)):
-            fn = lambda: sky.check(rel, skylines, parallel=par, method=method)   # noqa: E731
+            def fn(skylines=skylines, par=par, method=method):
+                return sky.check(rel, skylines, parallel=par, method=method)
+
             t0 = time.perf_counter()
             r = fn()
             first = time.perf_counter() - t0

@@ -200,6 +200,7 @@ class Witness:
         Number of v's placed.
     group_labels : dict
         Group keys of t_group, u_group, v_group (as in ``rel.group_labels``).
+
     """
 
     t_group: int
@@ -212,7 +213,7 @@ class Witness:
     group_labels: dict = field(default_factory=dict)
 
     def grounding(self) -> dict:
-        """Keyword arguments for :func:`knowledge_probability` (t, x, u, v)."""
+        """Return keyword arguments for :func:`knowledge_probability` (t, x, u, v)."""
         if self.y_values is not None:
             u = [(self.u_group, y) for y in self.y_values]
         else:
@@ -221,6 +222,7 @@ class Witness:
                 "v": [self.v_group] * self.n_v}
 
     def to_dict(self) -> dict:
+        """Return a JSON-ready dict."""
         return _to_jsonable({
             "t_group": self.t_group, "x_values": list(self.x_values),
             "u_group": self.u_group, "n_u": self.n_u,
@@ -251,6 +253,7 @@ class BreachProbability:
         u's, v's elsewhere); None when σ occurs nowhere.
     witness : Witness or None
         The worst-case grounding (None when σ occurs nowhere).
+
     """
 
     value: Any
@@ -266,11 +269,12 @@ class BreachProbability:
     exact: bool
 
     def to_dict(self) -> dict:
+        """Return a JSON-ready dict (fractions as {"frac", "float"}, ∞ as "inf")."""
         return {"sigma": _to_jsonable(self.sigma), "l": self.l, "k": self.k, "m": self.m,
                 "case": self.case, "exact": self.exact, "value": _to_jsonable(self.value),
                 "min_nr": _to_jsonable(self.min_nr),
                 "statistics": dict(zip(("SS1", "SS2", "SS3", "SS4", "SS5"),
-                                       _to_jsonable(list(self.statistics)))),
+                                       _to_jsonable(list(self.statistics)), strict=False)),
                 "case_used": self.case_used,
                 "witness": None if self.witness is None else self.witness.to_dict()}
 
@@ -289,6 +293,7 @@ class DPBreachProbability:
     exact: bool
 
     def to_dict(self) -> dict:
+        """Return a JSON-ready dict (fractions as {"frac", "float"}, ∞ as "inf")."""
         return {"sigma": _to_jsonable(self.sigma), "l": self.l, "k": self.k, "m": self.m,
                 "case": self.case, "exact": self.exact, "value": _to_jsonable(self.value),
                 "min_nr": _to_jsonable(self.min_nr)}
@@ -315,6 +320,7 @@ class PointResult:
     groups: tuple
 
     def to_dict(self) -> dict:
+        """Return a JSON-ready dict (fractions as {"frac", "float"}, ∞ as "inf")."""
         return {"sigma": _to_jsonable(self.sigma), "l": self.l, "k": self.k, "m": self.m,
                 "c": _to_jsonable(self.c), "value": _to_jsonable(self.value),
                 "min_nr": _to_jsonable(self.min_nr),
@@ -355,6 +361,7 @@ class SkylineCheck:
         return len(self.points)
 
     def to_dict(self) -> dict:
+        """Return a JSON-ready dict (fractions as {"frac", "float"}, ∞ as "inf")."""
         return {"case": self.case, "n_groups": self.n_groups, "safe": self.safe,
                 "n_violations": len(self.violations),
                 "points": [p.to_dict() for p in self.points]}
@@ -378,6 +385,7 @@ class KnowledgeSkyline(list):
         self.exact = exact
 
     def to_dict(self) -> dict:
+        """Return a JSON-ready dict (fractions as {"frac", "float"}, ∞ as "inf")."""
         return {"sigma": _to_jsonable(self.sigma), "c": _to_jsonable(self.c),
                 "caps": list(self.caps), "exact": self.exact,
                 "evaluations": self.evaluations,
@@ -564,8 +572,10 @@ def _witness(rel: Release, sigma: Any, l: int, k: int, m: int, which: int, args:
 
 
 def _distinct_pair(a: list, b: list, ia: int | None, ib: int | None) -> tuple[int, int]:
-    """Indices i ≠ j with a[i] = min a and b[j] = min b (exists when the product term wins
-    strictly: otherwise SS1 would be at least as small)."""
+    """Find indices i ≠ j with a[i] = min a and b[j] = min b.
+
+    They exist when the product term wins strictly (otherwise SS1 would be as small).
+    """
     amin, bmin = a[ia], b[ib]
     if ia != ib:
         return ia, ib
@@ -609,6 +619,7 @@ def breach_probability(rel: Release, sigma: Any, l: int, k: int, m: int, *,
     0.5
     >>> breach_probability(rel, "AIDS", 1, 1, 0, exact=True).value
     Fraction(1, 1)
+
     """
     rel = _check_release(rel)
     l, k, m = _check_lkm(l, k, m)
@@ -760,7 +771,7 @@ def _n_chunks(n_groups: int) -> int:
 
 def _check_direct(rel: Release, pt_sig: list, pt_l: list, pt_k: list, pt_m: list,
                   parallel: bool):
-    """The literal 2-D SkylineCheck kernel: every group × every point of its σ."""
+    """Run the literal 2-D SkylineCheck kernel: every group × every point of its σ."""
     from ._kernels import skyline as K
 
     indptr, codes, counts, sizes = _arrays(rel)
@@ -843,6 +854,7 @@ class SkylineState:
     >>> for part in parts:                                           # doctest: +SKIP
     ...     st.update(part)            # each part: a Release with complete groups
     >>> st.result().safe                                             # doctest: +SKIP
+
     """
 
     def __init__(self, skylines: Any, *, case: str | None = None) -> None:
@@ -862,6 +874,7 @@ class SkylineState:
 
     @property
     def case(self) -> str | None:
+        """The release case of the state (None before the first update)."""
         return self._case
 
     @property
@@ -939,13 +952,13 @@ class SkylineState:
             return
         cur, cur_ar = self._stats[sigma], self._args[sigma]
         better = st < cur
-        for p, j in zip(*np.nonzero(better | (st == cur))):
+        for p, j in zip(*np.nonzero(better | (st == cur)), strict=False):
             if better[p, j] or _label_less(ar[p][j], cur_ar[p][j]):
                 cur[p, j] = st[p, j]
                 cur_ar[p][j] = ar[p][j]
 
     def merge(self, other: "SkylineState") -> "SkylineState":
-        """A new state holding the elementwise min of ``self`` and ``other``.
+        """Return a new state holding the elementwise min of ``self`` and ``other``.
 
         Both must have been built for the same skylines (and case).
         """
@@ -1004,7 +1017,7 @@ class SkylineState:
             rows = allst.tolist()
             i = 0
             ratios: dict = {}
-            for sigma, st in zip(owners, blocks):
+            for sigma in owners:
                 ar = self._args.get(sigma)
                 for q, (l, k, m, c) in enumerate(self._points_of(sigma)):
                     nr = min_nr[i]
@@ -1079,7 +1092,7 @@ def _label_less(a: Any, b: Any) -> bool:
 
 def check(rel: Release, skylines: Any, *, exact: bool = False,
           parallel: bool | None = None, method: str = "auto") -> SkylineCheck:
-    """SkylineCheck (Chen et al. §5.1): is the release safe for every skyline point?
+    """Run SkylineCheck (Chen et al. §5.1): is the release safe at every skyline point.
 
     One pass over the groups maintains the five sufficient statistics of **every**
     (σ, point) at once — a kernel over groups × points; a group evaluates the points whose
@@ -1088,6 +1101,7 @@ def check(rel: Release, skylines: Any, *, exact: bool = False,
     Parameters
     ----------
     rel : Release
+        The release to check.
     skylines : mapping or list
         ``{sigma: [(l, k, m, c), ...]}`` — one skyline per sensitive value; the key ``"*"``
         applies its points to every value; a plain list of points means ``{"*": points}``.
@@ -1112,6 +1126,7 @@ def check(rel: Release, skylines: Any, *, exact: bool = False,
     SkylineCheck
         ``.safe`` (all points have BP < c), ``.points`` (a :class:`PointResult` per
         (σ, point): value, statistics, winning term, safe), ``.violations``.
+
     """
     rel = _check_release(rel)
     exact = _check_exact(rel, exact)
@@ -1161,22 +1176,23 @@ def _skyline_search(safe: Callable[[int, int, int], bool], l_cap: int, k_cap: in
         m = 0
         k_hi = k_cap
         while m <= m_cap and k_hi >= 0 and safe(l, 0, m):
-            k_star = last_true(lambda kk: safe(l, kk, m), 0, k_hi)
-            m_end = last_true(lambda mm: safe(l, k_star, mm), m, m_cap)
+            k_star = last_true(lambda kk, l=l, m=m: safe(l, kk, m), 0, k_hi)
+            m_end = last_true(lambda mm, l=l, ks=k_star: safe(l, ks, mm), m, m_cap)
             pts.append((l, k_star, m_end))
             k_hi = k_star - 1
             m = m_end + 1
     # remove dominated points (≤ in every coordinate, different)
-    keep = [p for p in pts if not any(q != p and all(qa >= pa for qa, pa in zip(q, p))
+    keep = [p for p in pts if not any(q != p and all(qa >= pa for qa, pa in zip(q, p, strict=False))
                                       for q in pts)]
     caps = (l_cap, k_cap, m_cap)
     out = sorted(set(keep))
-    return [tuple(math.inf if x >= cap else x for x, cap in zip(p, caps)) for p in out]
+    return [tuple(math.inf if x >= cap else x for x, cap in zip(p, caps, strict=True))
+            for p in out]
 
 
 def knowledge_skyline(rel: Release, sigma: Any, c: Any, *, exact: bool = False
                       ) -> KnowledgeSkyline | dict:
-    """The knowledge skyline of σ: the maximal (ℓ, k, m) with BP_σ(ℓ, k, m) < c.
+    """Compute the knowledge skyline of σ: the maximal (ℓ, k, m) with BP_σ(ℓ, k, m) < c.
 
     Corrected Appendix A7 (Chen et al.): break on BP ≥ c (the paper's "BP > c" emits
     spurious points at BP = c and may not terminate), with caps ℓ_cap = the largest number
@@ -1189,9 +1205,11 @@ def knowledge_skyline(rel: Release, sigma: Any, c: Any, *, exact: bool = False
     Parameters
     ----------
     rel : Release
+        The release.
     sigma : value label, or None
         None computes the skyline of every value (a dict σ -> skyline).
     c : float or Fraction in (0, 1]
+        Confidence threshold: a point is safe when BP < c.
     exact : bool
         Evaluate with ``Fraction`` (SVPI and MVPI-Set).
 
@@ -1199,6 +1217,7 @@ def knowledge_skyline(rel: Release, sigma: Any, c: Any, *, exact: bool = False
     -------
     KnowledgeSkyline
         A list of ``(ℓ, k, m)`` tuples, sorted (``math.inf`` where capped), with ``.caps``.
+
     """
     rel = _check_release(rel)
     c = _check_c(c)
@@ -1220,7 +1239,7 @@ def knowledge_skylines(rel: Release, c: Any, *, exact: bool = False) -> dict:
 
 
 def _safe_function(rel: Release, code: int, c: Any, exact: bool):
-    """A memoized predicate safe(ℓ,k,m) ⇔ BP < c, over per-σ tables built once."""
+    """Build a memoized predicate safe(ℓ,k,m) ⇔ BP < c over per-σ tables built once."""
     from ._kernels import skyline as K
 
     indptr, codes, counts, sizes = _arrays(rel)
@@ -1343,6 +1362,10 @@ def knowledge_probability(rel: Release, sigma: Any, t: int, x: Sequence[Any] = (
 
     Parameters
     ----------
+    rel : Release
+        The release.
+    sigma : value label
+        The sensitive value σ.
     t : int
         Group of the target t.
     x : sequence of value labels
@@ -1374,9 +1397,10 @@ def knowledge_probability(rel: Release, sigma: Any, t: int, x: Sequence[Any] = (
     >>> knowledge_probability(rel, "AIDS", t=1, x=["Cancer"], u=[(1, "Flu")], v=[0],
     ...                       exact=True)
     Fraction(2, 3)
+
     """
     rel = _check_release(rel)
-    code = rel.code_of(sigma, param="sigma")
+    rel.code_of(sigma, param="sigma")
     exact = _check_exact(rel, exact)
     G = rel.n_groups
     t = check_int(t, "t", minimum=0, maximum=G - 1)

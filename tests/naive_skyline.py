@@ -157,7 +157,7 @@ def joint_probability(release, case, sigma, t, x=(), u=(), v=()):
             weight *= w
         world = [wd for _, wd in combo]
 
-        def has(ind, value):
+        def has(ind, value, world=world):
             g, i = ind
             return _holds(case, world[g], value, i)
 
@@ -445,6 +445,8 @@ def knowledge_skyline_a7(bp, c, l_cap, k_cap, m_cap):
             while k < k_cap and bp(l, k + 1, m) < c:
                 k += 1
             pts.append((l, k, m))
-    keep = {p for p in pts if not any(q != p and all(a >= b for a, b in zip(q, p)) for q in pts)}
+    keep = {p for p in pts
+            if not any(q != p and all(a >= b for a, b in zip(q, p, strict=True)) for q in pts)}
     caps = (l_cap, k_cap, m_cap)
-    return sorted(tuple(INF if x >= cap else x for x, cap in zip(p, caps)) for p in keep)
+    return sorted(tuple(INF if x >= cap else x for x, cap in zip(p, caps, strict=True))
+                  for p in keep)

@@ -63,8 +63,11 @@ EXACT_INT = 9007199254740992.0
 # ---------------------------------------------------------------------------- scalars
 @kernel
 def int_pow(base, e):
-    """float(base ** e) for integers base >= 1, e >= 0; any value > 2**53 is returned as a
-    number > 2**53 (the loop stops there), so callers can test exactness cheaply."""
+    """Return float(base ** e) for integers base >= 1, e >= 0, exact up to 2**53.
+
+    A larger value is returned as some number > 2**53 (the loop stops there), so callers
+    test exactness cheaply.
+    """
     if base == 1:
         return 1.0
     r = 1.0
@@ -374,7 +377,7 @@ def check_parallel(indptr, codes, counts, sizes, case, n_codes, pt_sig, pt_l, pt
     return stats, args
 
 
-# ---------------------------------------------------------------------------- SkylineCheck by classes
+# ------------------------------------------------------------------ SkylineCheck by classes
 @kernel
 def class_layout(indptr, counts, sizes, max_cells):
     """Dense ids for the classes (n, s) of the release: ``(n_map, base, cls_n, cls_s)``.
@@ -508,8 +511,10 @@ def class_pass(indptr, codes, counts, sizes, case, sig_slot, n_sig, ells, need, 
 @kernel(parallel=True)
 def class_pass_parallel(indptr, codes, counts, sizes, case, sig_slot, n_sig, ells, need, n_map,
                         base, n_cls, n_chunks):
-    """:func:`class_pass` over ``n_chunks`` contiguous group ranges in parallel, merged in
-    group order (ties keep the earlier chunk, i.e. the smaller group)."""
+    """Run :func:`class_pass` over ``n_chunks`` group ranges in parallel and merge.
+
+    The merge visits chunks in group order (ties keep the earlier chunk: the smaller group).
+    """
     n_groups = sizes.shape[0]
     n_l = ells.shape[0]
     all_s = np.empty((n_chunks, n_sig, n_cls, n_l), dtype=np.int64)
@@ -603,9 +608,11 @@ def class_points(case, cls_n, cls_s, best_s, best_p, best_g, first_g, pt_slot, p
 # ---------------------------------------------------------------------------- per-σ tables
 @kernel
 def sigma_profile(indptr, codes, counts, sizes, sig, width):
-    """The groups containing σ: ``(group, n, s, top)`` with ``top[i, :]`` the ``width``
-    largest counts of values other than σ in that group, descending, zero-padded, and
-    ``distinct`` the number of non-σ values of each such group."""
+    """Extract the groups containing σ: ``(group, n, s, distinct, top)``.
+
+    ``top[i, :]`` holds the ``width`` largest counts of values other than σ in that group,
+    descending and zero-padded; ``distinct`` the number of non-σ values of each such group.
+    """
     n_groups = sizes.shape[0]
     cnt = 0
     for g in range(n_groups):
@@ -671,8 +678,11 @@ def group_terms(case, nn, ss, top, l, k, m):
 
 @kernel
 def prefix_tables(case, nn, top):
-    """Per σ-group prefix tables over ℓ = 0..width, ℓ-major as in :func:`sigma_columns`:
-    ``big_s[ℓ, i]`` = S_ℓ (int64) and ``pl[ℓ, i]`` = P_ℓ (float64, Set)."""
+    """Build per σ-group prefix tables over ℓ = 0..width, ℓ-major.
+
+    As in :func:`sigma_columns`: ``big_s[ℓ, i]`` = S_ℓ (int64), ``pl[ℓ, i]`` = P_ℓ
+    (float64, Set).
+    """
     cnt = nn.shape[0]
     width = top.shape[1]
     big_s = np.zeros((width + 1, cnt), dtype=np.int64)
@@ -689,8 +699,10 @@ def prefix_tables(case, nn, top):
 # ---------------------------------------------------------------------------- A6 DP
 @kernel
 def dp_group_tables(counts, a, b, n, r, case, l, k, m, tt, vt):
-    """Fill T(f,ℓ,kk) (kk ≤ k) into ``tt`` and V(f,mm,kk) into ``vt[kk, mm]`` (kk ≤ k+1)
-    for one group read from the CSR profile; ``r`` = rank of σ in the group (-1: σ-free)."""
+    """Fill T(f,ℓ,kk) (kk ≤ k) into ``tt`` and V(f,mm,kk) into ``vt[kk, mm]`` (kk ≤ k+1).
+
+    One group read from the CSR profile; ``r`` = rank of σ in the group (-1: σ-free).
+    """
     if r < 0:
         # C1: σ-free group, T = +inf, V = 1
         for kk in range(k + 1):
@@ -949,7 +961,7 @@ def columns_min_nr(case, nn, ss, big_s, pl, l, k, m):
 
 @kernel
 def dp_columns(case, nn, ss, big_s, pl, l, k, m):
-    """The A6 dynamic program from prepared columns (every group, σ-free ones included)."""
+    """Run the A6 dynamic program from prepared columns (every group, σ-free included)."""
     n_groups = nn.shape[0]
     with_ = np.full((k + 1, m + 1), INF)
     without = np.full((k + 1, m + 1), INF)

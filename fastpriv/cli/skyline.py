@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _as_value(rel, text: str):
-    """The value label matching ``text`` (labels may be non-strings, e.g. integers)."""
+    """Return the value label matching ``text`` (labels may be integers etc.)."""
     for v in rel.values:
         if str(v) == text:
             return v
