@@ -348,7 +348,7 @@ def _starts_array(starts: Any, m: int, n_systems: int = 1) -> tuple[np.ndarray, 
 def fit_global_distribution(groups: Sequence[Any], n_signatures: int, *,
                             fixed_rate: float | None = None, starts: Any = None,
                             n_random: int = 8, seed: int = 0, default_starts: bool = True,
-                            max_iter: int = 500, em_warm: int = 3, tol: float = 1e-10,
+                            max_iter: int = 500, em_warm: int = 50, tol: float = 1e-10,
                             newton_max: int = NEWTON_MAX) -> GlobalDistribution:
     """Maximum-likelihood global distribution p(s_i : x) of one attribute set and value.
 
@@ -377,8 +377,9 @@ def fit_global_distribution(groups: Sequence[Any], n_signatures: int, *,
         Also start from the within-group frequencies n_k / N_k and from ``fixed_rate``
         (0.5 when there is none).
     max_iter, em_warm, tol, newton_max :
-        Iterations per start, EM steps before Newton, projected-gradient tolerance, and
-        the largest m solved with Newton (larger: EM only, flagged).
+        Iterations per start; EM steps before Newton at most (Newton starts earlier once
+        the projected gradient is below 1e-3); projected-gradient tolerance; the largest m
+        solved with Newton (larger: EM only, flagged).
 
     Returns
     -------
@@ -996,7 +997,7 @@ def mine(release: Any, *, qi: Sequence[str], sensitive: str, group: str,
     sys_a_np = np.asarray(sys_a, dtype=np.int64)
     sys_x_np = np.asarray(sys_x, dtype=np.int64)
     params = dict(n_random=n_random, seed=seed, default_starts=True, max_iter=max_iter,
-                  em_warm=3, tol=float(tol), newton_max=newton_max)
+                  em_warm=50, tol=float(tol), newton_max=newton_max)
     P = sol = None
     if sys_a:
         var_rows = np.concatenate([s.var_rows for s in sets]) if sets else \

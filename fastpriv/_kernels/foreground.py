@@ -29,14 +29,16 @@ variable tuple) are stored, each as classes (variable index, multiplicity), vari
 Solver (per system, all systems in one parallel kernel)
 -------------------------------------------------------
 Several starts — the naive within-group frequencies, the global rate, user starts, seeded
-random points — each run: ``em_warm`` EM steps, then projected Newton on log L (gradient
-from :func:`~fastpriv._kernels.possible_worlds.loo_core` leave-one-out ratios,
+random points — each run: EM steps until the projected gradient is below 1e-3 (at most
+``em_warm`` of them), then projected Newton on log L (gradient from
+:func:`~fastpriv._kernels.possible_worlds.loo_core` leave-one-out ratios,
 ∂ log E_n / ∂ f_j = a_j - b_j; Hessian from leave-*two*-out ratios, obtained by running
-``loo_core`` at degrees n and n - 1 on the group minus one tuple of each class), with an
-ε-active set at the bounds of [0, 1], a Cholesky test of -H on the free variables and a
-projected Armijo line search. Whenever the Hessian is not negative definite or the line
-search finds no increase, the step is an EM step instead (EM never decreases L). A start
-ends when the projected gradient (scaled per tuple) is below ``tol``; the end point is then
+``loo_core`` at degrees n and n - 1 on the group minus one tuple of each class; closed
+forms when n_k = 1, the Anatomy case), with Bertsekas' ε-active set at the bounds of
+[0, 1], a Cholesky solve of -H on the free variables (Levenberg-Marquardt damping when -H
+is not positive definite) and a projected Armijo line search. Whenever the line search
+finds no increase, the step is an EM step instead (EM never decreases L). A start ends
+when the projected gradient (scaled per tuple) is below ``tol``; the end point is then
 classified with the eigenvalues of H on its free variables (cyclic Jacobi): a **saddle**
 is never returned — two new starts are pushed along ± its ascent eigenvector instead.
 The best local maximum wins; flags report several maxima, ties (non-unique maximum) and a
@@ -89,8 +91,11 @@ MAX_ESCAPES = 4
 SAME_POINT = 1e-5
 
 _LIMIT = 1 << 20
-_BOUND = 1e-12
 _CURV = 1e-8
+#: Newton starts once the projected gradient is below this (or after ``em_warm`` EM steps).
+_SWITCH = 1e-3
+#: Largest ε of the ε-active set.
+_ACTIVE = 1e-3
 
 
 # ====================================================================== small helpers
@@ -705,18 +710,20 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
                 break
             it += 1
             stepped = False
-            if use_newton and it > em_warm:
+            if use_newton and (it > em_warm or pg <= _SWITCH):
                 hok = _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
                                C1, H, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
                 if hok:
-                    eps = 1e-8 if pg > 1e-8 else pg
+                    # Bertsekas' ε-active set: near a bound with the score pointing out,
+                    # the variable goes to the bound; the others take a Newton step
+                    eps = _ACTIVE if pg > _ACTIVE else pg
                     nf = 0
                     for i in range(m):
                         d[i] = 0.0
                         if T[vb + i] <= 0.0:
                             continue
                         if F[i] <= eps and grad[i] <= 0.0:
-                            d[i] = -F[i]          # ε-active: go to the bound
+                            d[i] = -F[i]
                             continue
                         if F[i] >= 1.0 - eps and grad[i] >= 0.0:
                             d[i] = 1.0 - F[i]
@@ -725,10 +732,24 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
                         nf += 1
                     chol = True
                     if nf > 0:
+                        hscale = 0.0
                         for a in range(nf):
                             for b in range(nf):
-                                Hf[a * nf + b] = -H[idx[a] * m + idx[b]]
-                        chol = _cholesky(Hf, np.int64(nf))
+                                v = abs(H[idx[a] * m + idx[b]])
+                                if v > hscale:
+                                    hscale = v
+                        # Newton, or Levenberg-Marquardt damping (-H + μI) when -H is not
+                        # positive definite: always an ascent direction
+                        mu = 0.0
+                        for _ in range(14):
+                            for a in range(nf):
+                                for b in range(nf):
+                                    Hf[a * nf + b] = -H[idx[a] * m + idx[b]]
+                                Hf[a * nf + a] += mu
+                            chol = _cholesky(Hf, np.int64(nf))
+                            if chol:
+                                break
+                            mu = 1e-8 * hscale if mu == 0.0 else mu * 10.0
                         if chol:
                             for a in range(nf):
                                 wf[a] = grad[idx[a]]
@@ -789,22 +810,20 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
             ep_kind[e0 + n_ep] = kind
             ep_it[e0 + n_ep] = it
             n_ep += 1
-    # ---- choose the best end point
+    # ---- choose the best end point: the highest likelihood of any start that did not
+    # end at a saddle or fail (a start stopped by max_iter only counts when it is better)
     best = -1
     for e in range(n_ep):
-        if ep_kind[e0 + e] == KIND_MAX or ep_kind[e0 + e] == KIND_SINGULAR:
+        k = ep_kind[e0 + e]
+        if k == KIND_MAX or k == KIND_SINGULAR or k == KIND_MAXITER:
             if best < 0 or ep_ll[e0 + e] > ep_ll[e0 + best]:
                 best = e
     flags = 0
-    if best < 0:
-        for e in range(n_ep):
-            if ep_kind[e0 + e] == KIND_MAXITER:
-                if best < 0 or ep_ll[e0 + e] > ep_ll[e0 + best]:
-                    best = e
-        if best >= 0:
+    if best >= 0:
+        if ep_kind[e0 + best] == KIND_MAXITER:
             flags |= FLAG_MAX_ITER
-    else:
-        flags |= FLAG_CONVERGED
+        else:
+            flags |= FLAG_CONVERGED
     if best < 0:
         # every start failed: report the first start, flagged
         for i in range(m):
