@@ -39,7 +39,7 @@ CACHE_ENABLED: bool = os.environ.get("FASTPRIV_NO_CACHE", "") in ("", "0")
 KERNELS: list[Any] = []
 
 
-def kernel(fn: Callable | None = None, *, parallel: bool = False) -> Any:
+def kernel(fn: Callable | None = None, *, parallel: bool = False, inline: str = "never") -> Any:
     """Compile ``fn`` with fastpriv's JIT policy (usable as ``@kernel`` or ``@kernel(...)``).
 
     Parameters
@@ -49,6 +49,9 @@ def kernel(fn: Callable | None = None, *, parallel: bool = False) -> Any:
     parallel : bool, default False
         Enable ``numba.prange``. Parallel kernels must not race on shared arrays: they
         write per-thread buffers and reduce them afterwards.
+    inline : {"never", "always"}, default "never"
+        ``"always"`` inlines a small device function into its callers at the Numba IR
+        level (hot per-group formulas called from scan loops); it costs compile time.
     """
 
     def wrap(f: Callable) -> Any:
@@ -58,6 +61,7 @@ def kernel(fn: Callable | None = None, *, parallel: bool = False) -> Any:
             error_model="numpy",
             fastmath=set(SAFE_FASTMATH),
             parallel=parallel,
+            inline=inline,
         )(f)
         KERNELS.append(dispatcher)
         return dispatcher
