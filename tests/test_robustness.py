@@ -441,6 +441,24 @@ def test_float_path_falls_back_to_log_space_when_rows_underflow():
     np.testing.assert_allclose(p2, [float(v) for v in exact2], rtol=1e-7)
 
 
+def test_subnormal_probabilities_multivalued_and_small_path():
+    # every world must give x (prob 5e-324) to tuple 4: products lose their digits in the
+    # float DP, so it switches to log space; Ryser refuses rather than guess
+    P = [{"y": 1.0}, {"x": 0.5, "z": 0.5}, {"z": 1.0}, {"x": 1 / 3, "z": 2 / 3},
+         {"x": 5e-324, "y": 1.0}]
+    values = ["x", "x", "y", "z", "z"]
+    exp, _ = multivalued_posterior(P, values)
+    got = rb.posterior_multivalued(P, values, method="dp")
+    for x, ps in exp.items():
+        np.testing.assert_allclose(got[x], [float(v) for v in ps], rtol=1e-12, atol=1e-300)
+    with pytest.raises(ValueError, match="unreliable"):
+        rb.posterior_multivalued(P, values, method="ryser")
+    # binary closed form (n = N - 1) with odds that overflow falls back to the tables
+    f = [5e-324, 1e-300, 0.5, 0.9]
+    exact = rb.posterior([Fraction(v) for v in f], 3, exact=True)
+    np.testing.assert_allclose(rb.posterior(f, 3), [float(v) for v in exact], rtol=1e-9)
+
+
 # ================================================================= errors
 def test_undefined_posterior_names_the_group():
     with pytest.raises(ValueError, match=r"group 'L7'.*2 tuples have f = 1"):

@@ -59,6 +59,9 @@ at index 0.
     B_j = Σ P_{j-1}[a] S_{j+1}[n-a], p_j = f_j A_j / (f_j A_j + (1-f_j) B_j).
 ``loo_core_log(...)``
     The same in log space (used automatically by :func:`loo_core`).
+``posterior_small(fseg, N, n, ws, out1) -> (status, log_E)``
+    Closed form used by :func:`loo_core` in mode 0 when min(n, N - n) <= 1 (odds ratios;
+    the segment must be defined).
 
 Batched entry points (called from Python with read-only inputs)
 ---------------------------------------------------------------
@@ -102,6 +105,8 @@ PREFIX_LIMIT = 1 << 20
 
 _RESCALE = 1e-100
 _RYSER_MAX_CANCEL = 1e10
+_NOT_SMALL = 99
+_MV_TINY = 1e-150
 _DEN_MIN = 1e-280
 
 
@@ -155,6 +160,8 @@ def esp_plan(N, n, limit):
     if nc < 1:
         nc = 1
     size = nc * w + nc + b * w + b + w
+    if size < N:
+        size = N                     # posterior_small keeps N odds
     return flip, m, b, nc, size
 
 
@@ -348,13 +355,146 @@ def loo_core_log(fseg, N, n, ws, out1, out2, mode, limit):
 
 
 @kernel
+def posterior_small(fseg, N, n, ws, out1):
+    """Posteriors (mode 0) of a *defined* segment with min(n, N - n) <= 1 in closed form.
+
+    n = 0: p = 0; n = N: p = 1. n = 1: p_j = o_j / Σ o with odds o = f / (1 - f) (or the
+    one tuple with f = 1 gets p = 1). n = N - 1: the lone "not x" has odds g = (1 - f)/f,
+    p_j = Σ_{k≠j} g_k / Σ g with the leave-one-out sum from prefix and suffix sums (no
+    cancellation; or the one tuple with f = 0 gets p = 0). ``ws`` needs N entries.
+    Returns ``(status, log_E)``; status 99 when the odds leave the normal float range
+    (f below ~1e-290), in which case the caller uses the tables. O(N), no table: the common case of an audit (a value
+    occurring once in its group) at the cost of a sum.
+    """
+    le = 0.0
+    prod = 1.0            # running product, folded into le before it can underflow
+    if n == 0:
+        for i in range(N):
+            out1[i] = 0.0
+            prod *= 1.0 - fseg[i]
+            if prod < 1e-250:
+                le += math.log(prod)
+                prod = 1.0
+        return STATUS_OK, le + math.log(prod)
+    if n == N:
+        for i in range(N):
+            out1[i] = 1.0
+            x = fseg[i]
+            if x < 1e-50:              # keep prod normal: log tiny factors directly
+                le += math.log(x)
+            else:
+                prod *= x
+                if prod < 1e-250:
+                    le += math.log(prod)
+                    prod = 1.0
+        return STATUS_OK, le + math.log(prod)
+    if n == 1:
+        one = -1
+        for i in range(N):
+            if fseg[i] >= 1.0:
+                one = i
+        if one >= 0:
+            for i in range(N):
+                out1[i] = 0.0
+                if i != one:
+                    prod *= 1.0 - fseg[i]
+                    if prod < 1e-250:
+                        le += math.log(prod)
+                        prod = 1.0
+            out1[one] = 1.0
+            return STATUS_OK, le + math.log(prod)
+        tot = 0.0
+        for i in range(N):
+            fi = fseg[i]
+            q = 1.0 - fi
+            o = fi / q
+            ws[i] = o
+            tot += o
+            prod *= q
+            if prod < 1e-250:
+                le += math.log(prod)
+                prod = 1.0
+        if not tot >= 1e-290:          # odds near the subnormal range: use the tables
+            return _NOT_SMALL, 0.0
+        inv = 1.0 / tot
+        for i in range(N):
+            out1[i] = ws[i] * inv
+        return STATUS_OK, le + math.log(prod) + math.log(tot)
+    # n == N - 1
+    zero = -1
+    for i in range(N):
+        if fseg[i] <= 0.0:
+            zero = i
+    if zero >= 0:
+        for i in range(N):
+            out1[i] = 1.0
+            if i != zero:
+                x = fseg[i]
+                if x < 1e-50:
+                    le += math.log(x)
+                else:
+                    prod *= x
+                    if prod < 1e-250:
+                        le += math.log(prod)
+                        prod = 1.0
+        out1[zero] = 0.0
+        return STATUS_OK, le + math.log(prod)
+    tot = 0.0
+    for i in range(N):
+        fi = fseg[i]
+        ws[i] = tot                       # Σ_{k<i} g_k
+        tot += (1.0 - fi) / fi
+        if fi < 1e-50:
+            le += math.log(fi)
+        else:
+            prod *= fi
+            if prod < 1e-250:
+                le += math.log(prod)
+                prod = 1.0
+    if not (tot >= 1e-290 and tot <= 1e290):   # odds overflow (f ~ 1e-308): use the tables
+        return _NOT_SMALL, 0.0
+    suf = 0.0
+    for j in range(N - 1, -1, -1):
+        fj = fseg[j]
+        out1[j] = (ws[j] + suf) / tot
+        suf += (1.0 - fj) / fj
+    return STATUS_OK, le + math.log(prod) + math.log(tot)
+
+
+@kernel
 def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
-    """Stable prefix/suffix leave-one-out ESP for one segment (see module docstring)."""
-    if not esp_defined(fseg, N, n):
+    """Stable prefix/suffix leave-one-out ESP for one segment (see module docstring).
+
+    The hot loops are written out by hand (no helper calls): a call passing an array costs
+    two atomic reference-count updates, more than the arithmetic of a step.
+    """
+    ones = 0
+    pos = 0
+    for i in range(N):
+        v = fseg[i]
+        if v >= 1.0:
+            ones += 1
+        if v > 0.0:
+            pos += 1
+    if not (ones <= n and n <= pos):
         _fill_nan(out1, out2, N, mode)
         return STATUS_UNDEFINED, -np.inf
-    flip, m, b, nc, size = esp_plan(N, n, limit)
+    flip = 2 * n > N
+    m = N - n if flip else n
+    if m <= 1 and mode == 0:
+        res = posterior_small(fseg, N, n, ws, out1)
+        if res[0] != _NOT_SMALL:
+            return res
     w = m + 1
+    if N * w <= limit or N <= 1:
+        b = N if N > 0 else 1
+    else:
+        b = int(math.sqrt(N))
+        while b * b < N:
+            b += 1
+    nc = (N + b - 1) // b
+    if nc < 1:
+        nc = 1
     CK = 0
     CKL = nc * w
     BLK = CKL + nc
@@ -380,17 +520,27 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
             else:
                 up = fi
                 stay = 1.0 - fi
-            ntop = top + 1
-            if ntop > m:
-                ntop = m
-            for d in range(ntop, 0, -1):
-                ws[R + d] = stay * ws[R + d] + up * ws[R + d - 1]
-            ws[R] = stay * ws[R]
-            top = ntop
-            lf = _rescale_row(ws, R, top)
-            if lf == -np.inf:
-                return loo_core_log(fseg, N, n, ws, out1, out2, mode, limit)
-            lr += lf
+            # entries above ``top`` are never read: the new top entry is written first
+            mx = 0.0
+            if top < m:
+                v = up * ws[R + top]
+                ws[R + top + 1] = v
+                mx = v
+            for d in range(top, 0, -1):
+                v = stay * ws[R + d] + up * ws[R + d - 1]
+                ws[R + d] = v
+                mx += v
+            v = stay * ws[R]
+            ws[R] = v
+            mx += v
+            if top < m:
+                top += 1
+            if mx < _RESCALE:            # the row sum (≥ its max) is tiny: rescale
+                if mx == 0.0:
+                    return loo_core_log(fseg, N, n, ws, out1, out2, mode, limit)
+                for d in range(top + 1):
+                    ws[R + d] /= mx
+                lr += math.log(mx)
             if (i + 1) % b == 0:
                 c = (i + 1) // b
                 for d in range(w):
@@ -422,18 +572,27 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
                 stay = 1.0 - fi
             prv = BLK + (t - 1) * w
             cur = BLK + t * w
-            ntop = top + 1
-            if ntop > m:
-                ntop = m
-            for d in range(ntop + 1, w):
-                ws[cur + d] = 0.0
-            for d in range(ntop, 0, -1):
-                ws[cur + d] = stay * ws[prv + d] + up * ws[prv + d - 1]
-            ws[cur] = stay * ws[prv]
-            top = ntop
-            lf = _rescale_row(ws, cur, top)
-            if lf == -np.inf:
-                return loo_core_log(fseg, N, n, ws, out1, out2, mode, limit)
+            mx = 0.0
+            if top < m:
+                v = up * ws[prv + top]
+                ws[cur + top + 1] = v
+                mx = v
+            for d in range(top, 0, -1):
+                v = stay * ws[prv + d] + up * ws[prv + d - 1]
+                ws[cur + d] = v
+                mx += v
+            v = stay * ws[prv]
+            ws[cur] = v
+            mx += v
+            if top < m:
+                top += 1
+            lf = 0.0
+            if mx < _RESCALE:
+                if mx == 0.0:
+                    return loo_core_log(fseg, N, n, ws, out1, out2, mode, limit)
+                for d in range(top + 1):
+                    ws[cur + d] /= mx
+                lf = math.log(mx)
             ws[BLKL + t] = ws[BLKL + t - 1] + lf
         for j in range(j1 - 1, j0 - 1, -1):
             P = BLK + (j - j0) * w
@@ -445,7 +604,7 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
                 up = fj
                 stay = 1.0 - fj
             ptop = j if j < m else m          # prefix (tuples < j) degree bound
-            # A = sum_{a} P[a] S[m-1-a]; S non-zero only for degrees <= stop
+            # A = sum_a P[a] S[m-1-a]; S is non-zero only for degrees <= stop
             A = 0.0
             lo = m - 1 - stop
             if lo < 0:
@@ -457,8 +616,7 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
             lo = m - stop
             if lo < 0:
                 lo = 0
-            hi = ptop
-            for a in range(lo, hi + 1):
+            for a in range(lo, ptop + 1):
                 B += ws[P + a] * ws[SUF + m - a]
             den = up * A + stay * B
             if not den >= _DEN_MIN:
@@ -478,20 +636,28 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
                     out2[j] = B / den
             if j == 0:
                 log_e = math.log(den) + ws[BLKL] + ls
-            # fold tuple j into the suffix
-            ntop = stop + 1
-            if ntop > m:
-                ntop = m
-            for d in range(ntop, 0, -1):
-                ws[SUF + d] = stay * ws[SUF + d] + up * ws[SUF + d - 1]
-            ws[SUF] = stay * ws[SUF]
-            stop = ntop
-            lf = _rescale_row(ws, SUF, stop)
-            if lf == -np.inf:
-                if j > 0:
+                break
+            # fold tuple j into the suffix (entries above ``stop`` are never read)
+            mx = 0.0
+            if stop < m:
+                v = up * ws[SUF + stop]
+                ws[SUF + stop + 1] = v
+                mx = v
+            for d in range(stop, 0, -1):
+                v = stay * ws[SUF + d] + up * ws[SUF + d - 1]
+                ws[SUF + d] = v
+                mx += v
+            v = stay * ws[SUF]
+            ws[SUF] = v
+            mx += v
+            if stop < m:
+                stop += 1
+            if mx < _RESCALE:
+                if mx == 0.0:
                     return loo_core_log(fseg, N, n, ws, out1, out2, mode, limit)
-            else:
-                ls += lf
+                for d in range(stop + 1):
+                    ws[SUF + d] /= mx
+                ls += math.log(mx)
     return STATUS_OK, log_e
 
 
@@ -843,6 +1009,16 @@ def mv_dp_core(Pl, N, K, mult, out):
         for i in range(N * K):
             out[i] = np.nan
         return STATUS_UNDEFINED, -np.inf
+    tiny = False
+    for i in range(N * K):
+        if Pl[i] > 0.0 and Pl[i] < _MV_TINY:
+            tiny = True
+            break
+    if tiny:
+        res = mv_dp_log_core(Pl, N, K, mult, out)
+        if res[0] != STATUS_OK:
+            return res
+        return res[0], res[1] + logc
     stride = np.empty(K + 1, dtype=np.int64)
     stride[0] = 1
     for k in range(K):
@@ -920,6 +1096,66 @@ def mv_dp_core(Pl, N, K, mult, out):
             out[i] = np.nan
         return status, -np.inf
     return STATUS_OK, lf + logc
+
+
+@kernel
+def mv_dp_log_core(Pl, N, K, mult, out):
+    """Log-space twin of :func:`mv_dp_core` (used when some probability is so small,
+    e.g. subnormal, that products of it lose their digits). Same contract."""
+    stride = np.empty(K + 1, dtype=np.int64)
+    stride[0] = 1
+    for k in range(K):
+        stride[k + 1] = stride[k] * (mult[k] + 1)
+    T = stride[K]
+    order, start = _mv_layers(mult, K, N, stride, T)
+    L_ = np.empty(N * K, dtype=np.float64)
+    for i in range(N * K):
+        L_[i] = _log0(Pl[i])
+    F = np.full(T, -np.inf, dtype=np.float64)
+    Bw = np.full(T, -np.inf, dtype=np.float64)
+    F[0] = 0.0
+    for L in range(1, N + 1):
+        row = (L - 1) * K
+        for idx in range(start[L], start[L + 1]):
+            u = order[idx]
+            acc = -np.inf
+            for k in range(K):
+                if (u // stride[k]) % (mult[k] + 1) > 0:
+                    acc = _lae(acc, F[u - stride[k]] + L_[row + k])
+            F[u] = acc
+    if F[T - 1] == -np.inf:
+        for i in range(N * K):
+            out[i] = np.nan
+        return STATUS_UNDEFINED, -np.inf
+    Bw[T - 1] = 0.0
+    for L in range(N - 1, -1, -1):
+        row = L * K
+        for idx in range(start[L], start[L + 1]):
+            u = order[idx]
+            acc = -np.inf
+            for k in range(K):
+                if (u // stride[k]) % (mult[k] + 1) < mult[k]:
+                    acc = _lae(acc, L_[row + k] + Bw[u + stride[k]])
+            Bw[u] = acc
+    num = np.empty(K, dtype=np.float64)
+    for j in range(N):
+        for k in range(K):
+            num[k] = -np.inf
+        row = j * K
+        for idx in range(start[j], start[j + 1]):
+            u = order[idx]
+            fu = F[u]
+            if fu == -np.inf:
+                continue
+            for k in range(K):
+                if (u // stride[k]) % (mult[k] + 1) < mult[k]:
+                    num[k] = _lae(num[k], fu + L_[row + k] + Bw[u + stride[k]])
+        tot = -np.inf
+        for k in range(K):
+            tot = _lae(tot, num[k])
+        for k in range(K):
+            out[k * N + j] = math.exp(num[k] - tot)
+    return STATUS_OK, F[T - 1]
 
 
 @kernel
@@ -1008,6 +1244,11 @@ def ryser_core(Pl, N, K, mult, out):
         for i in range(N * K):
             out[i] = np.nan
         return STATUS_UNDEFINED, -np.inf, np.inf
+    for i in range(N * K):
+        if Pl[i] > 0.0 and Pl[i] < _MV_TINY:      # products would lose their digits
+            for q in range(N * K):
+                out[q] = np.nan
+            return STATUS_UNDERFLOW, -np.inf, np.inf
     # binomial coefficients per column
     boff = np.empty(K + 1, dtype=np.int64)
     boff[0] = 0
