@@ -1,0 +1,576 @@
+"""ART kernels: bottom-up merging for r-robustness (Wong et al.; spec robustness.md §ART).
+
+Inputs are per-row codes prepared by :mod:`fastpriv.anonymize._art`:
+
+* ``F`` (profiles × attribute sets × sensitive values, float64): f = p(sig_A(t) : x) of
+  every *profile* — a distinct vector of the adversary's probabilities over every
+  attribute set A and every value x of the sensitive set X_s; rows with equal profiles are
+  indistinguishable to ART. Profiles are numbered in lexicographic order of their vectors.
+* ``row_prof`` (profile of each row), ``row_cls`` (0 for a row whose value is outside
+  X_s, 1 + j for the j-th value of X_s), ``row_rank`` (dense lexicographic rank of the
+  row's exact QI tuple), ``sorted_rows`` (rows sorted by (profile, class, rank, row)).
+
+The merging rules (the slow reference ``tests/naive_anonymizers.art_reference`` follows the
+same text literally):
+
+1. Every row starts as its own group. For a group L and x ∈ X_s: N = |L|, and per
+   attribute set A: f_max,A / f_min,A over L's rows, Δ_A = f_max,A − f_min,A. The
+   **required size** is N′_o = max_A min_size(Δ_A, r, f_max,A) — the smallest integer
+   N ≥ max(2, ⌈r⌉) with Δ_A ≤ Δ_ceil(N, r, f_max,A) (inequality 5 and Theorem 1), infinite
+   when none exists or when it exceeds the number of rows. L satisfies the Δ condition
+   for x iff N ≥ N′_o.
+2. Passes until a pass merges nothing: for x in X_s order, for each row h holding x in row
+   order, L = group(h): while N < N′_o: merge L with the **closest** group L′ — any group
+   ≠ L with no X_s value in common with L (m-uniqueness) minimizing
+   D(L, L′) = Σ_A [(max(f_max,A(L), f_max,A(L′)) − min(f_min,A(L), f_min,A(L′))) − Δ_A(L)]
+   (Wong's Definition 6, for the value x). Ties: a single row before a larger group;
+   among single rows the lowest profile, then class 0 (no X_s value) before the X_s values
+   in order, then the row whose QI rank is nearest to h's (the higher rank on equal
+   distance; within one rank the first row in row order above h's rank, the last below);
+   among larger groups the one whose smallest row index is lowest. A group whose N′_o is
+   infinite, or which has no candidate, is left as it is ("unsatisfied").
+3. Optional padding (``pad``): rows still alone without an X_s value, in (profile, rank,
+   row) order, are cut into groups of ⌈r⌉ (the last group takes the remainder). Fewer than
+   ⌈r⌉ such rows each join the group holding X_s values with the smallest
+   Σ_{x ∈ Y(L)} D(L, {t}) for t (lowest smallest-row index on ties), and step 2 runs again.
+
+Closest-group search is indexed: candidates that are single rows are found by scanning the
+*profiles* (not the rows), each with per-class availability counts, and the row inside a
+(profile, class) is the nearest available QI rank, found by binary search plus
+union–find "next available" pointers; only when no single row has D = 0 are the (few)
+multi-row groups scanned. Cost per merge: O(profiles · (|A| + |X_s|)) + O(groups · |A|)
+in the worst case, typically O(|A|) (a D = 0 profile is found first).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._jit import kernel
+
+#: "infinite" required size
+BIG = np.int64(1) << np.int64(62)
+
+
+@kernel
+def delta_ceil_value(N, r, f):
+    """Δ_ceil(N, r, f) = (N − r) f (1 − f) / ((r − 1) f + (N − 1)(1 − f)); −(1 − f) at N = 1.
+
+    The pole-free form of Theorem 1 (same arithmetic as :func:`fastpriv.robustness.delta_ceil`).
+    """
+    if N == 1:
+        return -(1.0 - f)
+    num = (N - r) * f * (1.0 - f)
+    den = (r - 1.0) * f + (N - 1) * (1.0 - f)
+    return num / den
+
+
+@kernel
+def required_size(d, r, f, n0):
+    """Smallest N ≥ n0 with d ≤ Δ_ceil(N, r, f) (inequality 5); :data:`BIG` when none.
+
+    Same rule as :func:`fastpriv.robustness.min_group_size` (``n0`` = max(2, ⌈r⌉)): the
+    closed form (r f (1−f) + d (r−1) f − d (1−f)) / ((1−f)(f − d)) rounded up, then moved
+    to the smallest N that passes the float test.
+    """
+    if f == 0.0 or f == 1.0:
+        if d == 0.0:
+            return n0
+        return BIG
+    if d >= f:
+        return BIG
+    bound = (r * f * (1.0 - f) + d * (r - 1.0) * f - d * (1.0 - f)) / ((1.0 - f) * (f - d))
+    if not bound < 1e15:
+        return BIG
+    N = np.int64(math.ceil(bound))
+    if N < n0:
+        N = n0
+    while N > n0 and d <= delta_ceil_value(N - 1, r, f):
+        N -= 1
+    while not d <= delta_ceil_value(N, r, f):
+        N += 1
+    return N
+
+
+@kernel
+def _find(parent, i):
+    """Union–find root with path halving."""
+    while parent[i] != i:
+        parent[i] = parent[parent[i]]
+        i = parent[i]
+    return i
+
+
+@kernel
+def _next_alive(nxt, i):
+    """First alive sorted position ≥ i (``nxt`` skips deleted positions; n = none)."""
+    root = i
+    while nxt[root] != root:
+        root = nxt[root]
+    while nxt[i] != root:
+        j = nxt[i]
+        nxt[i] = root
+        i = j
+    return root
+
+
+@kernel
+def _prev_alive(prv, i):
+    """Last alive sorted position ≤ i, stored shifted by one (0 = none); pass i + 1."""
+    root = i
+    while prv[root] != root:
+        root = prv[root]
+    while prv[i] != root:
+        j = prv[i]
+        prv[i] = root
+        i = j
+    return root
+
+
+@kernel
+def group_required(F, row_prof, L, sL, gmin, gmax, x, r, n0):
+    """Required size N′_o of group L (root; slot ``sL`` or −1 for a single row) for x;
+    :data:`BIG` when infinite or larger than the table."""
+    req = n0
+    for a in range(F.shape[1]):
+        if sL >= 0:
+            fmn = gmin[sL, a, x]
+            fmx = gmax[sL, a, x]
+        else:
+            fmn = F[row_prof[L], a, x]
+            fmx = fmn
+        q = required_size(fmx - fmn, r, fmx, n0)
+        if q > req:
+            req = q
+    if req > row_prof.shape[0]:
+        return BIG            # more rows than the table has: never reachable
+    return req
+
+
+@kernel
+def closest_profile(F, cnt, ymL, lo, hi, x, self_p, self_c):
+    """Best single-row candidate by profile: ``(D, profile, class)``; profile −1 if none.
+
+    Lowest D, then lowest profile, then the first eligible class (0 first). Stops at the
+    first profile with D = 0 (no later profile can win the tie).
+    """
+    n_prof = F.shape[0]
+    nA = F.shape[1]
+    n_cls = cnt.shape[1]
+    best_d = np.inf
+    best_p = -1
+    best_c = -1
+    for p in range(n_prof):
+        ec = -1
+        for c in range(n_cls):
+            k = cnt[p, c]
+            if p == self_p and c == self_c:
+                k -= 1
+            if k > 0 and (c == 0 or ymL[c - 1] == 0):
+                ec = c
+                break
+        if ec < 0:
+            continue
+        dd = 0.0
+        for a in range(nA):
+            v = F[p, a, x]
+            mx = hi[a] if hi[a] > v else v
+            mn = lo[a] if lo[a] < v else v
+            dd += (mx - mn) - (hi[a] - lo[a])
+        if dd < best_d:
+            best_d = dd
+            best_p = p
+            best_c = ec
+            if dd == 0.0:
+                break
+    return best_d, best_p, best_c
+
+
+@kernel
+def closest_group(gmin, gmax, ymask, slot_alive, slot_root, first_row, n_slots, sL, ymL,
+                  lo, hi, x, bound):
+    """Best multi-row candidate with D < ``bound`` (ties: lowest smallest-row index); −1."""
+    nA = gmin.shape[1]
+    nX = gmin.shape[2]
+    best_gd = bound
+    best_s = -1
+    best_first = -1
+    for s2 in range(n_slots):
+        if not slot_alive[s2] or s2 == sL:
+            continue
+        clash = False
+        for y in range(nX):
+            if ymask[s2, y] and ymL[y]:
+                clash = True
+                break
+        if clash:
+            continue
+        dd = 0.0
+        for a in range(nA):
+            v2l = gmin[s2, a, x]
+            v2h = gmax[s2, a, x]
+            mx = hi[a] if hi[a] > v2h else v2h
+            mn = lo[a] if lo[a] < v2l else v2l
+            dd += (mx - mn) - (hi[a] - lo[a])
+            if dd > best_gd:
+                break
+        fr = first_row[slot_root[s2]]
+        # a larger group must beat the best single row strictly
+        if dd < best_gd or (best_s >= 0 and dd == best_gd and fr < best_first):
+            best_gd = dd
+            best_s = s2
+            best_first = fr
+    return best_s
+
+
+@kernel
+def pick_row(rstart, srank, nxt, prv, sorted_rows, b, seed, self_pos):
+    """The available row of range ``b`` (profile × class) nearest to QI rank ``seed``.
+
+    Right side (rank ≥ seed: the first in sorted order) wins ties of distance; left side:
+    the last in sorted order below ``seed``. ``self_pos`` (the seed group's own row) is
+    skipped. Returns −1 when the range has no available row.
+    """
+    b0 = rstart[b]
+    b1 = rstart[b + 1]
+    lo_i = b0
+    hi_i = b1
+    while lo_i < hi_i:
+        mid = (lo_i + hi_i) // 2
+        if srank[mid] < seed:
+            lo_i = mid + 1
+        else:
+            hi_i = mid
+    right = _next_alive(nxt, lo_i)
+    if right == self_pos:
+        right = _next_alive(nxt, right + 1)
+    if right >= b1:
+        right = -1
+    left = _prev_alive(prv, lo_i) - 1
+    if left >= 0 and left == self_pos:
+        left = _prev_alive(prv, left) - 1
+    if left < b0:
+        left = -1
+    if right < 0:
+        pick = left
+    elif left < 0:
+        pick = right
+    elif srank[right] - seed <= seed - srank[left]:
+        pick = right
+    else:
+        pick = left
+    if pick < 0:
+        return -1
+    return sorted_rows[pick]
+
+
+@kernel
+def _unindex(t, alive, nxt, prv, cnt, p, c):
+    """Remove sorted position ``t`` (profile p, class c) from the single-row index."""
+    if alive[t]:
+        alive[t] = 0
+        nxt[t] = t + 1
+        prv[t + 1] = t
+        cnt[p, c] -= 1
+
+
+@kernel
+def _slot_from_row(F, i, cls_i, sL, gmin, gmax, ymask):
+    for a in range(F.shape[1]):
+        for y in range(F.shape[2]):
+            v = F[i, a, y]
+            gmin[sL, a, y] = v
+            gmax[sL, a, y] = v
+    for y in range(F.shape[2]):
+        ymask[sL, y] = 1 if cls_i == y + 1 else 0
+
+
+@kernel
+def _absorb_row(F, p, cls_i, sL, gmin, gmax, ymask):
+    for a in range(F.shape[1]):
+        for y in range(F.shape[2]):
+            v = F[p, a, y]
+            if v < gmin[sL, a, y]:
+                gmin[sL, a, y] = v
+            if v > gmax[sL, a, y]:
+                gmax[sL, a, y] = v
+    if cls_i > 0:
+        ymask[sL, cls_i - 1] = 1
+
+
+@kernel
+def _absorb_slot(sO, sL, gmin, gmax, ymask):
+    for a in range(gmin.shape[1]):
+        for y in range(gmin.shape[2]):
+            if gmin[sO, a, y] < gmin[sL, a, y]:
+                gmin[sL, a, y] = gmin[sO, a, y]
+            if gmax[sO, a, y] > gmax[sL, a, y]:
+                gmax[sL, a, y] = gmax[sO, a, y]
+    for y in range(gmin.shape[2]):
+        if ymask[sO, y]:
+            ymask[sL, y] = 1
+
+
+@kernel
+def _pad_join_target(F, p, gmin, gmax, ymask, slot_alive, slot_root, first_row, n_slots, n):
+    """Slot of the group holding X_s values nearest to a row of profile p (Σ over its
+    values of D); lowest smallest-row index on ties; −1 when no group holds X_s values."""
+    nA = F.shape[1]
+    nX = F.shape[2]
+    best = np.inf
+    bs = -1
+    bfirst = n
+    for s2 in range(n_slots):
+        if not slot_alive[s2]:
+            continue
+        has_x = False
+        dd = 0.0
+        for y in range(nX):
+            if ymask[s2, y]:
+                has_x = True
+                for a in range(nA):
+                    v = F[p, a, y]
+                    l2 = gmin[s2, a, y]
+                    h2 = gmax[s2, a, y]
+                    mx = h2 if h2 > v else v
+                    mn = l2 if l2 < v else v
+                    dd += (mx - mn) - (h2 - l2)
+        if not has_x:
+            continue
+        fr = first_row[slot_root[s2]]
+        if dd < best or (dd == best and fr < bfirst):
+            best = dd
+            bs = s2
+            bfirst = fr
+    return bs
+
+
+@kernel
+def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad):
+    """Run ART's merging (module docstring) on prepared rows.
+
+    Returns ``(root, n_merges, n_passes, unsatisfied, n_pad_groups, pad_joined)``: the
+    group representative of every row (a row index), the number of merges, the passes of
+    step 2 (both runs), per row holding an X_s value whether its group fails the Δ condition
+    for that value at the end (1) or not (0; −1 for the other rows), the number of groups
+    padding created and the number of rows padding added to existing groups.
+    """
+    n = row_prof.shape[0]
+    n_prof = F.shape[0]
+    nA = F.shape[1]
+    nX = F.shape[2]
+    n_cls = nX + 1
+    n0 = np.int64(math.ceil(r))
+    if n0 < 2:
+        n0 = np.int64(2)
+    # groups: union-find over rows; multi-row groups own a slot of (f_min, f_max, Y)
+    parent = np.arange(n).astype(np.int64)
+    size = np.ones(n, dtype=np.int64)
+    slot_of = np.full(n, -1, dtype=np.int64)
+    first_row = np.arange(n).astype(np.int64)
+    cap = 64
+    gmin = np.empty((cap, nA, nX), dtype=np.float64)
+    gmax = np.empty((cap, nA, nX), dtype=np.float64)
+    ymask = np.zeros((cap, nX), dtype=np.uint8)
+    slot_root = np.full(cap, -1, dtype=np.int64)
+    slot_alive = np.zeros(cap, dtype=np.uint8)
+    n_slots = 0
+    # single-row index: rows sorted by (profile, class, rank, row), ranges per (p, c)
+    pos_of = np.empty(n, dtype=np.int64)
+    srank = np.empty(n, dtype=np.int64)
+    for t in range(n):
+        pos_of[sorted_rows[t]] = t
+        srank[t] = row_rank[sorted_rows[t]]
+    rstart = np.zeros(n_prof * n_cls + 1, dtype=np.int64)
+    cnt = np.zeros((n_prof, n_cls), dtype=np.int64)
+    for i in range(n):
+        rstart[row_prof[i] * n_cls + row_cls[i] + 1] += 1
+        cnt[row_prof[i], row_cls[i]] += 1
+    for b in range(n_prof * n_cls):
+        rstart[b + 1] += rstart[b]
+    nxt = np.arange(n + 1).astype(np.int64)        # nxt[t] = t while alive; n = sentinel
+    prv = np.arange(n + 1).astype(np.int64)        # shifted: prv[t+1] is position t; 0 = none
+    alive = np.ones(n, dtype=np.uint8)
+    # holders of each x, in row order
+    hstart = np.zeros(nX + 1, dtype=np.int64)
+    for i in range(n):
+        if row_cls[i] > 0:
+            hstart[row_cls[i]] += 1
+    for x in range(nX):
+        hstart[x + 1] += hstart[x]
+    holders = np.empty(hstart[nX], dtype=np.int64)
+    fill = hstart[:nX].copy()
+    for i in range(n):
+        c = row_cls[i]
+        if c > 0:
+            holders[fill[c - 1]] = i
+            fill[c - 1] += 1
+    lo = np.empty(nA, dtype=np.float64)
+    hi = np.empty(nA, dtype=np.float64)
+    ymL = np.zeros(nX, dtype=np.uint8)
+    n_merges = 0
+    n_passes = 0
+    n_pad_groups = 0
+    pad_joined = 0
+    runs = 2 if pad else 1
+    for run in range(runs):
+        changed = True
+        while changed:
+            changed = False
+            n_passes += 1
+            for x in range(nX):
+                for hh in range(hstart[x], hstart[x + 1]):
+                    h = holders[hh]
+                    while True:
+                        L = _find(parent, h)
+                        sL = slot_of[L]
+                        req = group_required(F, row_prof, L, sL, gmin, gmax, x, r, n0)
+                        if size[L] >= req or req >= BIG:
+                            break
+                        for a in range(nA):
+                            if sL >= 0:
+                                lo[a] = gmin[sL, a, x]
+                                hi[a] = gmax[sL, a, x]
+                            else:
+                                lo[a] = F[row_prof[L], a, x]
+                                hi[a] = lo[a]
+                        for y in range(nX):
+                            if sL >= 0:
+                                ymL[y] = ymask[sL, y]
+                            else:
+                                ymL[y] = 1 if row_cls[L] == y + 1 else 0
+                        self_pos = -1
+                        self_p = -1
+                        self_c = -1
+                        if sL < 0:
+                            self_pos = pos_of[L]
+                            self_p = row_prof[L]
+                            self_c = row_cls[L]
+                        best_d, best_p, best_c = closest_profile(F, cnt, ymL, lo, hi, x,
+                                                                 self_p, self_c)
+                        best_s = -1
+                        if best_d > 0.0:
+                            best_s = closest_group(gmin, gmax, ymask, slot_alive, slot_root,
+                                                   first_row, n_slots, sL, ymL, lo, hi, x,
+                                                   best_d)
+                        if best_s < 0 and best_p < 0:
+                            break                      # no candidate at all
+                        if best_s >= 0:
+                            other = slot_root[best_s]
+                        else:
+                            other = pick_row(rstart, srank, nxt, prv, sorted_rows,
+                                             best_p * n_cls + best_c, row_rank[h], self_pos)
+                        # ---- merge other into L
+                        if sL < 0:
+                            if n_slots == cap:
+                                cap2 = 2 * cap
+                                g2 = np.empty((cap2, nA, nX), dtype=np.float64)
+                                g3 = np.empty((cap2, nA, nX), dtype=np.float64)
+                                y2 = np.zeros((cap2, nX), dtype=np.uint8)
+                                r2 = np.full(cap2, -1, dtype=np.int64)
+                                a2 = np.zeros(cap2, dtype=np.uint8)
+                                g2[:cap] = gmin
+                                g3[:cap] = gmax
+                                y2[:cap] = ymask
+                                r2[:cap] = slot_root
+                                a2[:cap] = slot_alive
+                                gmin = g2
+                                gmax = g3
+                                ymask = y2
+                                slot_root = r2
+                                slot_alive = a2
+                                cap = cap2
+                            sL = n_slots
+                            n_slots += 1
+                            _slot_from_row(F, row_prof[L], row_cls[L], sL, gmin, gmax, ymask)
+                            slot_alive[sL] = 1
+                            _unindex(pos_of[L], alive, nxt, prv, cnt, row_prof[L], row_cls[L])
+                        sO = slot_of[other]
+                        if sO >= 0:
+                            _absorb_slot(sO, sL, gmin, gmax, ymask)
+                            slot_alive[sO] = 0
+                        else:
+                            _absorb_row(F, row_prof[other], row_cls[other], sL, gmin, gmax,
+                                        ymask)
+                            _unindex(pos_of[other], alive, nxt, prv, cnt, row_prof[other],
+                                     row_cls[other])
+                        if size[other] > size[L]:
+                            newr = other
+                            oldr = L
+                        else:
+                            newr = L
+                            oldr = other
+                        parent[oldr] = newr
+                        size[newr] = size[L] + size[other]
+                        first_row[newr] = min(first_row[L], first_row[other])
+                        slot_of[oldr] = -1
+                        slot_of[newr] = sL
+                        slot_root[sL] = newr
+                        n_merges += 1
+                        changed = True
+        if run == 0 and pad:
+            # ---- step 3: pad the rows left alone without an X_s value
+            m_left = 0
+            for t in range(n):
+                i = sorted_rows[t]
+                if row_cls[i] == 0 and alive[t] and size[_find(parent, i)] == 1:
+                    m_left += 1
+            if m_left == 0:
+                break
+            left_rows = np.empty(m_left, dtype=np.int64)
+            j = 0
+            for t in range(n):
+                i = sorted_rows[t]
+                if row_cls[i] == 0 and alive[t] and size[_find(parent, i)] == 1:
+                    left_rows[j] = i
+                    j += 1
+            n_chunks = m_left // n0
+            if n_chunks >= 1:
+                for c in range(n_chunks):
+                    a0 = c * n0
+                    a1 = (c + 1) * n0 if c < n_chunks - 1 else m_left
+                    root = left_rows[a0]
+                    for t2 in range(a0 + 1, a1):
+                        parent[left_rows[t2]] = root
+                    size[root] = a1 - a0
+                    n_pad_groups += 1
+                break                                  # no X_s group changed: done
+            # fewer than ⌈r⌉ rows: each joins the closest group holding X_s values
+            joined = False
+            for t2 in range(m_left):
+                i = left_rows[t2]
+                bs = _pad_join_target(F, row_prof[i], gmin, gmax, ymask, slot_alive,
+                                      slot_root, first_row, n_slots, n)
+                if bs < 0:
+                    continue
+                Lr = slot_root[bs]
+                _absorb_row(F, row_prof[i], row_cls[i], bs, gmin, gmax, ymask)
+                _unindex(pos_of[i], alive, nxt, prv, cnt, row_prof[i], row_cls[i])
+                parent[i] = Lr
+                size[Lr] += 1
+                if i < first_row[Lr]:
+                    first_row[Lr] = i
+                pad_joined += 1
+                joined = True
+            if not joined:
+                # no group holds an X_s value: the leftovers form one group
+                root = left_rows[0]
+                for t2 in range(1, m_left):
+                    parent[left_rows[t2]] = root
+                size[root] = m_left
+                n_pad_groups += 1
+                break
+    # ---------------------------------------------------------------- results
+    root = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        root[i] = _find(parent, i)
+    unsat = np.full(n, -1, dtype=np.int8)
+    for x in range(nX):
+        for hh in range(hstart[x], hstart[x + 1]):
+            h = holders[hh]
+            L = root[h]
+            req = group_required(F, row_prof, L, slot_of[L], gmin, gmax, x, r, n0)
+            unsat[h] = 1 if size[L] < req else 0
+    return root, n_merges, n_passes, unsat, n_pad_groups, pad_joined

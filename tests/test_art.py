@@ -1,0 +1,285 @@
+"""ART (Wong et al.): kernels vs the slow reference, outputs vs the exact audit."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fastpriv as fp
+from fastpriv import robustness
+from fastpriv._kernels import art as K
+from fastpriv._validation import kernel_array
+from fastpriv.anonymize._art import art, prepare_art
+from fastpriv.knowledge import Knowledge
+from tests.naive_anonymizers import art_reference
+from tests.naive_robustness import audit as naive_audit
+from tests.naive_robustness import derived_knowledge
+
+XS = ["Preschool", "1st-4th", "5th-6th", "7th-8th"]
+QI5 = ["age", "workclass", "marital_status", "occupation", "race"]
+
+
+def _vectors(name):
+    here = Path(__file__).resolve().parent / "vectors" / name
+    if here.exists():
+        return here
+    spec = Path(os.environ.get("FASTPRIV_SPEC_DIR",
+                               Path(__file__).resolve().parents[2] / "shared" / "spec"))
+    return spec / "vectors" / name
+
+
+def _wong(kind):
+    with open(_vectors("wong.jsonl")) as fh:
+        return [v for v in map(json.loads, fh) if v["kind"] == kind]
+
+
+@pytest.fixture(scope="module")
+def adult():
+    return fp.datasets.load_adult()
+
+
+# ---------------------------------------------------------------------- Δ kernels
+def test_delta_ceil_kernel_matches_table7_vector():
+    for row in _wong("delta_ceil_table")[0]["expected"]["rows"]:
+        f = float(Fraction(row["fmax"]))
+        got = K.delta_ceil_value(np.int64(row["N"]), float(row["r"]), f)
+        assert got == pytest.approx(row["delta_ceil"]["float"], rel=1e-14)
+        assert got == pytest.approx(float(robustness.delta_ceil(row["N"], float(row["r"]), f)),
+                                    rel=1e-15)
+
+
+def test_required_size_tight_vector():
+    v = _wong("theorem1_tight")[0]
+    f = [Fraction(x) for x in v["input"]["f"]]
+    d = float(max(f) - min(f))
+    # Δ = Δ_ceil(6, 3, 0.3) exactly: 6 rows are required (and suffice)
+    assert K.required_size(d, 3.0, float(max(f)), np.int64(3)) == 6
+
+
+dyadic = st.integers(0, 16).map(lambda k: k / 16)
+
+
+@given(d=dyadic, f=dyadic, r=st.sampled_from([1.5, 2.0, 2.5, 3.0, 4.0, 7.0]))
+def test_required_size_equals_min_group_size(d, f, r):
+    n0 = max(2, math.ceil(r))
+    got = int(K.required_size(float(d), float(r), float(f), np.int64(n0)))
+    if d > f:
+        assert got == int(K.BIG)
+        return
+    want = robustness.min_group_size(Fraction(d), Fraction(r), Fraction(f))
+    if want == math.inf:
+        assert got == int(K.BIG)
+    else:
+        assert got == want
+
+
+# ---------------------------------------------------------------------- kernel vs reference
+@st.composite
+def art_inputs(draw):
+    n_prof = draw(st.integers(1, 4))
+    nA = draw(st.integers(1, 3))
+    nX = draw(st.integers(1, 3))
+    F = [[[draw(st.integers(1, 15)) / 16 for _ in range(nX)] for _ in range(nA)]
+         for _ in range(n_prof)]
+    n = draw(st.integers(1, 14))
+    prof = [draw(st.integers(0, n_prof - 1)) for _ in range(n)]
+    cls = [draw(st.sampled_from([0, 0, 0] + list(range(1, nX + 1)))) for _ in range(n)]
+    rank = [draw(st.integers(0, 5)) for _ in range(n)]
+    r = draw(st.sampled_from([1.5, 2.0, 2.5, 3.0]))
+    pad = draw(st.booleans())
+    return F, prof, cls, rank, r, pad
+
+
+def _run_kernel(F, prof, cls, rank, r, pad):
+    n = len(prof)
+    order = np.lexsort((np.arange(n), rank, cls, prof))
+    root, merges, passes, unsat, npad, joined = K.art_merge(
+        kernel_array(np.array(F, dtype=np.float64), np.float64),
+        kernel_array(np.array(prof, dtype=np.int64), np.int64),
+        kernel_array(np.array(cls, dtype=np.int64), np.int64),
+        kernel_array(np.array(rank, dtype=np.int64), np.int64),
+        kernel_array(order, np.int64), float(r), bool(pad))
+    groups = {}
+    for i, g in enumerate(root.tolist()):
+        groups.setdefault(g, []).append(i)
+    return sorted(sorted(m) for m in groups.values()), {i for i in range(n) if unsat[i] == 1}
+
+
+@settings(max_examples=300)
+@given(art_inputs())
+def test_art_kernel_equals_reference(inp):
+    F, prof, cls, rank, r, pad = inp
+    got_groups, got_unsat = _run_kernel(F, prof, cls, rank, r, pad)
+    want_groups, want_unsat = art_reference(F, prof, cls, rank, r, pad)
+    assert got_groups == want_groups
+    assert got_unsat == want_unsat
+
+
+def test_art_kernel_reference_on_a_larger_input():
+    rng = np.random.default_rng(5)
+    n_prof, nA, nX, n = 6, 3, 2, 90
+    F = (rng.integers(1, 16, size=(n_prof, nA, nX)) / 16).tolist()
+    prof = rng.integers(0, n_prof, n).tolist()
+    cls = rng.choice([0] * 8 + [1, 2], n).tolist()
+    rank = rng.integers(0, 20, n).tolist()
+    for r, pad in ((2.0, False), (3.0, True), (2.5, True)):
+        assert _run_kernel(F, prof, cls, rank, r, pad) == art_reference(F, prof, cls, rank, r,
+                                                                          pad)
+
+
+# ---------------------------------------------------------------------- public API
+def _tiny_table(seed, n=14):
+    rng = np.random.default_rng(seed)
+    s = rng.choice(["x", "y", "z", "w", "w", "w"], n)
+    s[:2] = ["x", "y"]
+    return pa.table({"a": rng.integers(0, 3, n), "b": rng.choice(["u", "v"], n), "s": s})
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("r", [2, 3])
+def test_art_output_is_r_robust_exactly(seed, r):
+    t = _tiny_table(seed)
+    K_ = Knowledge.derive(t, qi=["a", "b"], sensitive="s", min_support=3)
+    res = art(t, ["a", "b"], "s", r, sensitive_values=["x", "y"], knowledge=K_,
+              on_unsatisfied="report")
+    rows = [{"a": a, "b": b, "_value": s, "g": g}
+            for a, b, s, g in zip(t.column("a").to_pylist(), t.column("b").to_pylist(),
+                                  t.column("s").to_pylist(), res.group_ids.tolist())]
+    know, rates = derived_knowledge([{"a": x["a"], "b": x["b"], "s": x["_value"]}
+                                     for x in rows], ["a", "b"], "s", 3)
+    best, problematic, undefined = naive_audit(rows, list(know), "g", r, know, rates,
+                                               sensitive_values=["x", "y"])
+    assert not undefined
+    # m-uniqueness: each value of X_s at most once per group
+    for g in set(res.group_ids.tolist()):
+        vals = [x["_value"] for x in rows if x["g"] == g]
+        assert vals.count("x") <= 1 and vals.count("y") <= 1
+    if res.info["n_unsatisfied"] == 0:
+        assert best <= Fraction(1, r)
+        assert not problematic
+    assert res.info["max_posterior"] == pytest.approx(float(best), abs=1e-12)
+    assert res.info["robust"] == (not problematic)
+
+
+def test_art_on_adult_is_robust_and_m_unique(adult):
+    res = art(adult, QI5, "education", 4, sensitive_values=XS)
+    info = res.info
+    assert info["robust"] and info["n_unsatisfied"] == 0
+    assert info["max_posterior"] <= 0.25 * (1 + 1e-12)
+    assert info["n_problematic_rows"] == 0
+    assert info["min_sensitive_group_size"] >= 4
+    # every group holds each X_s value at most once
+    M = res.release.count_matrix()
+    cols = [res.release.code_of(v) for v in XS]
+    assert M[:, cols].max() <= 1
+    # an independent audit agrees
+    t = adult.append_column("gid", pa.array(res.group_ids))
+    aud = robustness.audit(t, qi=QI5, sensitive="education", group="gid", r=4,
+                           sensitive_values=XS)
+    assert aud.robust and aud.value == pytest.approx(info["max_posterior"])
+
+
+def test_art_pad_gives_every_group_r_rows(adult):
+    small = adult.slice(0, 6000)
+    prep = prepare_art(small, QI5[:3], "education", sensitive_values=XS, min_support=300)
+    a = art(small, QI5[:3], "education", 3, prepared=prep, verify=False)
+    b = art(small, QI5[:3], "education", 3, prepared=prep, pad=True)
+    assert a.release.sizes.min() == 1 and b.release.sizes.min() >= 3
+    assert b.info["pad"] and b.info["n_pad_groups"] > 0 and b.info["robust"]
+    # padding never touches the groups holding sensitive values
+    sens = np.isin(np.asarray(small.column("education").to_pylist()), XS)
+    ga = {frozenset(np.flatnonzero(a.group_ids == g)) for g in np.unique(a.group_ids[sens])}
+    gb = {frozenset(np.flatnonzero(b.group_ids == g)) for g in np.unique(b.group_ids[sens])}
+    assert ga == gb
+
+
+def test_art_pad_with_few_leftovers_joins_sensitive_groups():
+    # 2 sensitive rows, r = 2: each pulls one partner; one non-sensitive row is left over
+    t = pa.table({"a": [0, 0, 1, 1, 2], "s": ["x", "n", "y", "n", "n"]})
+    K_ = Knowledge.from_dict({("a",): {(0,): {"x": 0.5, "y": 0.25},
+                                      (1,): {"x": 0.25, "y": 0.5},
+                                      (2,): {"x": 0.5, "y": 0.5}}}, fallback=0.5)
+    res = art(t, ["a"], "s", 2, sensitive_values=["x", "y"], knowledge=K_, pad=True)
+    assert res.release.sizes.min() >= 2
+    assert res.info["n_pad_joined"] == 1 and res.info["robust"]
+
+
+def test_art_float_r_and_nulls_drop():
+    t = pa.table({"a": [0, 0, 1, 1, None, 2, 2, 0],
+                  "s": ["x", "n", "n", "x", "n", "n", "n", "n"]})
+    res = art(t, ["a"], "s", 2.5, sensitive_values=["x"], nulls="drop",
+              min_support=1, on_unsatisfied="report")
+    assert res.group_ids[4] == -1
+    assert res.release.n_rows == 7
+    sizes = res.release.sizes
+    assert all(sizes[g] >= 3 for g in set(res.group_ids[[0, 3]].tolist()))
+
+
+def test_art_global_rates_only_when_no_reliable_signature():
+    t = _tiny_table(3, n=20)
+    res = art(t, ["a", "b"], "s", 2, sensitive_values=["x"], min_support=10_000)
+    assert res.params["attribute_sets"] == [[]]
+    assert res.info["robust"]
+
+
+def test_art_errors():
+    t = _tiny_table(1)
+    with pytest.raises(ValueError, match="r must be"):
+        art(t, ["a"], "s", 1)
+    with pytest.raises(TypeError, match="r must be"):
+        art(t, ["a"], "s", "2")
+    with pytest.raises(ValueError, match="sensitive_values"):
+        art(t, ["a"], "s", 2, sensitive_values=["nope"])
+    with pytest.raises(TypeError, match="knowledge"):
+        art(t, ["a"], "s", 2, knowledge={"a": 1})
+    with pytest.raises(ValueError, match="qi"):
+        art(t, ["zz"], "s", 2)
+    with pytest.raises(ValueError, match="on_unsatisfied"):
+        art(t, ["a"], "s", 2, on_unsatisfied="maybe")
+    with pytest.raises(TypeError, match="pad"):
+        art(t, ["a"], "s", 2, pad=1)
+
+
+def test_art_unsatisfiable_group_is_reported_or_raises():
+    # p(a=0 : x) = 1/2, p(a=1 : x) = 0: the only partners make f_min = 0 < f_max
+    t = pa.table({"a": [0, 1, 1], "s": ["x", "n", "n"]})
+    K_ = Knowledge.from_dict({("a",): {(0,): {"x": 0.5}, (1,): {"x": 0.0}}}, fallback=0.5)
+    res = art(t, ["a"], "s", 2, sensitive_values=["x"], knowledge=K_,
+              on_unsatisfied="report")
+    assert res.info["n_unsatisfied"] == 1
+    # the posterior of the lone x holder is 1 > 1/2
+    assert not res.info["robust"]
+    with pytest.raises(ValueError, match="could not satisfy"):
+        art(t, ["a"], "s", 2, sensitive_values=["x"], knowledge=K_)
+
+
+def test_art_lazy_export_and_cli(tmp_path, capsys):
+    import fastpriv.anonymize as A
+    from fastpriv.anonymize import _art
+    from fastpriv.cli import anonymize as cli_anon
+    from fastpriv.cli import main
+
+    assert A.Anonymized is not None
+    # plugin discovery skips underscore modules: register _art's CLI_METHOD explicitly
+    cli_anon.load_plugins()
+    name, add, run = _art.CLI_METHOD
+    cli_anon.METHODS.setdefault(name, cli_anon.Method(name, add, run, source=_art.__name__))
+    out = tmp_path / "art.json"
+    rc = main(["anonymize", "adult", "--qi", "age", "workclass", "marital_status",
+               "--sensitive", "education", "--method", "art", "--r", "3",
+               "--art-sensitive-values", *XS, "--json", str(out)])
+    assert rc == 0
+    payload = json.loads(out.read_text())
+    assert payload["method"] == "art" and payload["n_groups"] > 1
+    assert main(["anonymize", "adult", "--qi", "age", "--sensitive", "education",
+                 "--method", "art"]) == 2
+    assert "--r" in capsys.readouterr().err
