@@ -221,12 +221,12 @@ def test_score_hessian_and_em_map_match_finite_differences_and_the_oracle(seed):
 def test_large_groups_and_extreme_rates_stay_finite():
     rng = np.random.default_rng(3)
     groups = []
-    for _ in range(6):
-        N = 3000
-        sig = rng.integers(0, 3, N).tolist()
-        groups.append((sig, int(rng.integers(1, 60))))
-    groups.append((rng.integers(0, 3, 3000).tolist(), 2900))
-    g = fg.fit_global_distribution(groups, 3, n_random=1)
+    for _ in range(3):
+        sig = rng.integers(0, 3, 1200).tolist()
+        groups.append((sig, int(rng.integers(1, 25))))
+    groups.append((rng.integers(0, 3, 1200).tolist(), 1180))
+    groups.append(([0] * 800 + [1] * 5, 1))       # n = 1 closed form with a huge class
+    g = fg.fit_global_distribution(groups, 3, n_random=0)
     assert g.status == "converged"
     assert np.isfinite(g.f).all() and np.isfinite(g.log_likelihood)
     assert g.residual < 1e-6
@@ -297,7 +297,7 @@ def _naive_attack(table, md, qi, r):
     return worst
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(st.integers(0, 2**31))
 def test_mining_matches_brute_force_and_systems_are_the_papers(seed):
     table = _release(seed)
@@ -310,7 +310,8 @@ def test_mining_matches_brute_force_and_systems_are_the_papers(seed):
     for A in md.attribute_sets:
         a = md.attribute_sets.index(A)
         assert sorted(md._sets[a].support.tolist()) == sorted(naive[A].values())
-    for sysd in md.systems():
+    systems = md.systems()
+    for sysd in random.Random(seed).sample(systems, min(len(systems), 6)):
         A = tuple(sysd["attribute_set"])
         x = sysd["value"]
         dist = md.distribution(A, x)
@@ -328,7 +329,7 @@ def test_mining_matches_brute_force_and_systems_are_the_papers(seed):
         G = em_map(groups, F, f0)
         assert max(abs(a - b) for a, b in zip(G, F, strict=True)) < 1e-7
         st0 = [float(v) for v in naive_start(groups, len(F))]
-        fe = plain_em(groups, st0, f0, iterations=200)
+        fe = plain_em(groups, st0, f0, iterations=60)
         assert ll >= log_likelihood(groups, fe, f0) - 1e-9 * (1 + abs(ll))
 
 

@@ -4,9 +4,12 @@ Rows are hashed into buckets by sensitive value (rows of a bucket in a seeded ra
 order). While at least ℓ buckets are non-empty, one row is taken from each of the ℓ
 largest buckets (ties broken by a seeded random priority) to form a group: a max-heap
 keyed by (remaining rows, priority), O(n log V) in all. With the eligibility condition (no
-value in more than n/ℓ rows) every bucket left over holds at most one row; each such
-residual row joins a group that does not contain its value (groups visited in a seeded
-random order, fewest extra rows first).
+value in more than n/ℓ rows) every bucket left over holds at most one row; the residual
+rows (fewer than ℓ) are matched to distinct groups that do not contain their value
+(maximum bipartite matching, groups tried in a seeded random order; when no such matching
+exists, a row swap between two groups creates one — see the comments), so every group
+ends with ℓ or ℓ+1 distinct values whenever there are at least as many groups as residual
+rows (always when n ≥ ℓ(ℓ-1)).
 """
 
 from __future__ import annotations
@@ -106,6 +109,7 @@ def anatomy_groups(boff, brows, prio, l, gkey):  # noqa: E741
     taken = np.zeros(V, dtype=np.int64)
     G = n // l if l > 0 else 0
     gvals = np.empty(max(G, 1) * l, dtype=np.int64)
+    grows = np.empty(max(G, 1) * l, dtype=np.int64)
     g = 0
     popb = np.empty(l, dtype=np.int64)
     pops = np.empty(l, dtype=np.int64)
@@ -127,6 +131,7 @@ def anatomy_groups(boff, brows, prio, l, gkey):  # noqa: E741
             taken[v] += 1
             group[row] = g
             gvals[g * l + t] = v
+            grows[g * l + t] = row
             if pops[t] > 1:
                 hs[size] = pops[t] - 1
                 hp[size] = popp[t]
@@ -138,32 +143,121 @@ def anatomy_groups(boff, brows, prio, l, gkey):  # noqa: E741
     if ng == 0:
         return group, ng, 0
     # residual rows: every remaining bucket must hold exactly one row
-    order = np.argsort(gkey[:ng])
-    extra = np.zeros(ng, dtype=np.int64)
     for t in range(size):
         v = hb[t]
         if boff[v + 1] - boff[v] - taken[v] != 1:
             return group, ng, 1
-    for t in range(size):
-        v = hb[t]
-        row = brows[boff[v] + taken[v]]
-        best = -1
+    order = np.argsort(gkey[:ng])
+    R = size
+    rval = np.empty(max(R, 1), dtype=np.int64)
+    for t in range(R):
+        rval[t] = hb[t]
+    # maximum matching residual -> group without its value (BFS augmenting paths), so
+    # that every group receives at most one residual row whenever that is possible
+    gmatch = np.full(ng, -1, dtype=np.int64)
+    rmatch = np.full(max(R, 1), -1, dtype=np.int64)
+    seen = np.zeros(ng, dtype=np.bool_)
+    par = np.empty(ng, dtype=np.int64)
+    queue = np.empty(max(R, 1), dtype=np.int64)
+    for i in range(R):
         for u in range(ng):
-            gg = order[u]
-            has = False
-            for q in range(l):
-                if gvals[gg * l + q] == v:
-                    has = True
+            seen[u] = False
+        queue[0] = i
+        head = 0
+        tail = 1
+        found = -1
+        while head < tail and found < 0:
+            r = queue[head]
+            head += 1
+            for u in range(ng):
+                gg = order[u]
+                if seen[gg] or _holds(gvals, gg, l, rval[r]):
+                    continue
+                seen[gg] = True
+                par[gg] = r
+                if gmatch[gg] < 0:
+                    found = gg
                     break
-            if has:
-                continue
-            if best < 0 or extra[gg] < extra[best]:
-                best = gg
-                if extra[gg] == 0:
-                    break
+                queue[tail] = gmatch[gg]
+                tail += 1
+        gg = found
+        while gg >= 0:
+            r = par[gg]
+            prev = rmatch[r]
+            gmatch[gg] = r
+            rmatch[r] = gg
+            if r == i:
+                break
+            gg = prev
+    # Repair (Hall's condition can fail: two leftover values missing from the same single
+    # group). For an unmatched residual value v: every unmatched group Y holds v (the
+    # matching is maximum) and some group X lacks v (eligibility: v is in at most
+    # n/ℓ < G + 1 rows). Swap Y's v-row with an X-row whose value c is not in Y: both
+    # groups keep ℓ distinct values, X's residual still fits, and Y now takes v.
+    for i in range(R):
+        if rmatch[i] >= 0:
+            continue
+        v = rval[i]
+        Y = -1
+        for u in range(ng):
+            if gmatch[order[u]] < 0:
+                Y = order[u]
+                break
+        X = -1
+        for u in range(ng):
+            if not _holds(gvals, order[u], l, v):
+                X = order[u]
+                break
+        if Y < 0 or X < 0 or not _holds(gvals, Y, l, v):
+            continue
+        qy = 0
+        while gvals[Y * l + qy] != v:
+            qy += 1
+        qx = -1
+        for q in range(l):
+            if not _holds(gvals, Y, l, gvals[X * l + q]):
+                qx = q
+                break
+        if qx < 0:
+            continue
+        ry = grows[Y * l + qy]
+        rx = grows[X * l + qx]
+        c = gvals[X * l + qx]
+        group[ry] = X
+        group[rx] = Y
+        gvals[X * l + qx] = v
+        grows[X * l + qx] = ry
+        gvals[Y * l + qy] = c
+        grows[Y * l + qy] = rx
+        gmatch[Y] = i
+        rmatch[i] = Y
+    extra = np.zeros(ng, dtype=np.int64)
+    for i in range(R):
+        if rmatch[i] >= 0:
+            extra[rmatch[i]] += 1
+    for i in range(R):
+        best = rmatch[i]
         if best < 0:
-            return group, ng, 2
-        group[row] = best
-        extra[best] += 1
+            # fewer groups than residual rows: the group without v with the fewest extras
+            for u in range(ng):
+                gg = order[u]
+                if _holds(gvals, gg, l, rval[i]):
+                    continue
+                if best < 0 or extra[gg] < extra[best]:
+                    best = gg
+            if best < 0:
+                return group, ng, 2
+            extra[best] += 1
+        v = rval[i]
+        group[brows[boff[v] + taken[v]]] = best
         taken[v] += 1
     return group, ng, 0
+
+
+@kernel
+def _holds(gvals, g, l, v):  # noqa: E741
+    """Whether group g's first ℓ values include v."""
+    for q in range(l):
+        if gvals[g * l + q] == v:
+            return True
+    return False
