@@ -1,144 +1,817 @@
 """Streaming, mergeable (group, value) counts — the state behind out-of-core audits.
 
-A :class:`CountAccumulator` consumes record batches one at a time and keeps only aggregated
-``(group key…, value, count)`` rows, so memory is bounded by the number of distinct
-(group, value) pairs, not by rows. Two accumulators merge by addition (:meth:`merge`), so
-files, batches or workers can be counted independently and combined; the final
-:class:`~fastpriv.Release` is identical for any split of the data.
+A :class:`CountAccumulator` consumes record batches one at a time and keeps only the
+(group, value) counts, so memory is bounded by the number of distinct (group, value) pairs
+(plus one batch), not by rows. Two accumulators merge by addition (:meth:`merge`), so
+files, batches or cluster workers can be counted independently and combined; the final
+:class:`~fastpriv.Release` is identical (``Release.equals``) to ``Release.from_table`` on
+the concatenated data, for any batching and any split.
+
+How a batch is counted
+----------------------
+The accumulator keeps a **persistent label → code map per key column** and one for the
+sensitive column, assigning codes in order of first appearance:
+
+* integer columns (and floats, by bit pattern, NaNs unified as Arrow does): a
+  direct-address table over the value range while it is compact, an open-addressing hash
+  table beyond — one Numba pass per batch;
+* dictionary columns (e.g. Parquet's dictionary-encoded strings): only the batch's
+  dictionary is looked up (it is small), then the row codes are one ``take``; dictionaries
+  that differ from batch to batch (different files, different row groups) are unified by
+  construction;
+* any other type (strings, dates, booleans, decimals, …): Arrow's hash dictionary-encode of
+  the batch, then the batch dictionary is looked up in a Python dict.
+
+Several key columns (generalized QI tuples) are combined pairwise through hash maps of
+``code_a << 31 | code_b``, so a group is a code whatever the number of columns. The counts
+live in a **dense** group × value matrix while it is small (≤ 2**25 cells and ≤ 8 cells per
+row counted), otherwise in a **sparse** hash table over (group, value) pairs; each batch is
+one counting-kernel call into that state (optionally on several threads, see ``n_jobs``).
+Labels are sorted once, in :meth:`CountAccumulator.to_release`, which builds the canonical
+CSR profile straight from the state.
+
+Nulls follow the ``nulls=`` policy of :meth:`Release.from_table` (``"error"``, ``"drop"``,
+``"value"``: null is a label of its own, sorted last).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from ._arrow import apply_null_policy, encode_column, encode_keys, iter_batches
-from ._validation import check_columns, kernel_array
+from ._arrow import NULL_POLICIES, apply_null_policy, canonical_labels, iter_batches
+from ._validation import check_choice, check_columns, check_int, kernel_array
 
-__all__ = ["CountAccumulator"]
+__all__ = ["CountAccumulator", "merge", "DENSE_STATE_CELLS"]
 
 _COUNT = "count"
+#: Largest dense (group × value) count matrix kept by an accumulator (int64 cells).
+DENSE_STATE_CELLS = 1 << 25
+# direct-address tables up to this many slots (int32), or 8 slots per distinct key
+_DIRECT_MIN = 1 << 22
+_DIRECT_MAX = 1 << 26
+# batches below this many rows are counted on one thread even when n_jobs > 1
+_PARALLEL_MIN_ROWS = 1 << 16
+_PAIR_SHIFT = 31
+_PAIR_MASK = (1 << 31) - 1
 
 
+def _ro(a: np.ndarray, dtype: Any) -> np.ndarray:
+    return kernel_array(a, dtype)
+
+
+# ============================================================================ int64 key maps
+class _IntCodes:
+    """Persistent int64 key → code map: direct-address table, hash table when sparse."""
+
+    def __init__(self, *, force_hash: bool = False) -> None:
+        self.n = 0                    # codes in use
+        self.hash = force_hash
+        self.base = 0
+        self.table = np.empty(0, dtype=np.int32)       # direct mode
+        self.bits = 0
+        self.tkeys = np.empty(0, dtype=np.int64)       # hash mode
+        self.tvals = np.empty(0, dtype=np.int32)
+
+    # -- direct mode
+    def _direct_limit(self, incoming: int) -> int:
+        return min(max(_DIRECT_MIN, 8 * (self.n + incoming)), _DIRECT_MAX)
+
+    def _direct_fits(self, lo: int, hi: int, incoming: int) -> tuple[bool, int, int]:
+        if self.table.size:
+            lo, hi = min(lo, self.base), max(hi, self.base + self.table.size - 1)
+        return hi - lo + 1 <= self._direct_limit(incoming), lo, hi
+
+    def _direct_grow(self, lo: int, hi: int, incoming: int) -> None:
+        """Cover ``[lo, hi]`` (which includes the current table) with geometric headroom."""
+        size = self.table.size
+        if size and lo >= self.base and hi < self.base + size:
+            return
+        if size:  # headroom on the side that grows (sorted streams grow upward)
+            room = max(self._direct_limit(incoming) - (hi - lo + 1), 0)
+            if hi > self.base + size - 1:
+                extra = min(size, room)
+                hi += extra
+                room -= extra
+            if lo < self.base:
+                lo -= min(size, room)
+        table = np.full(hi - lo + 1, -1, dtype=np.int32)
+        if size:
+            off = self.base - lo
+            table[off:off + size] = self.table
+        self.table, self.base = table, lo
+
+    # -- hash mode
+    def _to_hash(self, extra: int) -> None:
+        keys = self.keys()
+        self.hash = True
+        self.table = np.empty(0, dtype=np.int32)
+        self._rehash(keys, self.n + extra)
+
+    def _rehash(self, keys: np.ndarray, want: int) -> None:
+        from ._kernels.counting import hash_insert
+
+        bits = max(4, int(math.ceil(math.log2(max(2 * want, 16)))))
+        self.bits = bits
+        self.tkeys = np.zeros(1 << bits, dtype=np.int64)
+        self.tvals = np.full(1 << bits, -1, dtype=np.int32)
+        if keys.size:
+            hash_insert(_ro(keys, np.int64), _ro(np.arange(keys.size, dtype=np.int32),
+                                                 np.int32), self.tkeys, self.tvals, bits)
+
+    def encode(self, x: np.ndarray) -> np.ndarray:
+        """Codes (int32) of the int64 keys ``x``; unseen keys get new codes."""
+        from ._kernels.counting import direct_map, hash_map, int_range
+
+        n = x.shape[0]
+        out = np.empty(n, dtype=np.int32)
+        if n == 0:
+            return out
+        x = _ro(x, np.int64)
+        if not self.hash:
+            lo, hi = (int(b) for b in int_range(x))
+            fits, lo, hi = self._direct_fits(lo, hi, n)
+            if fits:
+                self._direct_grow(lo, hi, n)
+                self.n = int(direct_map(x, int(self.base), self.table, out, int(self.n)))
+                self._check_codes()
+                return out
+            self._to_hash(min(n, 1 << 20))
+        if not self.bits:
+            self._rehash(np.empty(0, dtype=np.int64), min(n, 1 << 20))
+        start = 0
+        while True:
+            cap = 1 << self.bits
+            stop, code = hash_map(x, self.tkeys, self.tvals, int(self.bits), out, int(start),
+                                  int(self.n), int(cap // 2))
+            self.n = int(code)
+            if stop == n:
+                break
+            start = int(stop)
+            self._rehash(self.keys(), 2 * self.n + 1)
+        self._check_codes()
+        return out
+
+    def _check_codes(self) -> None:
+        if self.n >= _PAIR_MASK:
+            raise ValueError("more than 2**31 - 1 distinct keys: too many to encode")
+
+    def reserve_code(self) -> int:
+        """A new code with no key (used for the null label)."""
+        code = self.n
+        self.n += 1
+        return code
+
+    def keys(self) -> np.ndarray:
+        """Key of every code (entries of reserved codes are undefined)."""
+        from ._kernels.counting import direct_keys, table_keys
+
+        if self.hash:
+            return table_keys(self.tkeys, self.tvals, int(self.n))
+        return direct_keys(self.table, int(self.base), int(self.n))
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.table.nbytes + self.tkeys.nbytes + self.tvals.nbytes)
+
+
+# ============================================================================ label maps
+def _kind_of(t: pa.DataType) -> str:
+    if pa.types.is_integer(t) and not (pa.types.is_unsigned_integer(t) and t.bit_width == 64):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    return "generic"
+
+
+_NAN_KEY = ("__fastpriv_nan__",)
+
+
+class _LabelCodes:
+    """Persistent label → code map of one column (codes in order of first appearance)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.type: pa.DataType | None = None     # canonical label type
+        self.kind: str | None = None
+        self.ints = _IntCodes()                   # int / float kinds
+        self.lookup: dict = {}                    # generic kind
+        self.chunks: list[pa.Array] = []          # generic kind: labels in code order
+        self.null_code = -1
+        self.n_generic = 0
+
+    @property
+    def n(self) -> int:
+        return self.n_generic if self.kind == "generic" else self.ints.n
+
+    def _set_type(self, t: pa.DataType) -> None:
+        canon = canonical_labels(pa.array([], type=t)).type
+        if self.type is None:
+            self.type, self.kind = canon, _kind_of(canon)
+        elif canon != self.type:
+            raise TypeError(f"column {self.name!r} changes type between batches: "
+                            f"{self.type} then {canon}")
+
+    def _null(self) -> int:
+        if self.null_code < 0:
+            if self.kind == "generic":
+                self.null_code = self.n_generic
+                self.n_generic += 1
+                self.chunks.append(pa.array([None], type=self.type))
+                self.lookup[None] = self.null_code
+            else:
+                self.null_code = self.ints.reserve_code()
+        return self.null_code
+
+    def encode(self, col: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """Global codes (int32) of every entry of ``col``."""
+        if isinstance(col, pa.ChunkedArray):
+            if col.num_chunks == 1:
+                return self.encode(col.chunk(0))
+            parts = [self.encode(c) for c in col.chunks]
+            return np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)
+        t = col.type
+        if pa.types.is_dictionary(t):
+            return self._encode_dictionary(col)
+        self._set_type(t)
+        return self._encode_plain(col)
+
+    def _encode_dictionary(self, col: pa.DictionaryArray) -> np.ndarray:
+        # Every dictionary entry is registered, used or not (no pass over the rows to find
+        # the used ones); labels that end with a zero count are dropped by to_release.
+        from ._kernels.counting import remap_codes
+
+        self._set_type(col.type.value_type)
+        dictionary = col.dictionary
+        nd = len(dictionary)
+        idx = col.indices
+        has_null = idx.null_count > 0
+        if has_null:
+            idx = idx.fill_null(nd)
+        raw = _ro(idx.to_numpy(), np.int32)
+        remap = np.full(nd + 1, -1, dtype=np.int32)
+        if nd:
+            remap[:nd] = self._encode_plain(dictionary)
+        if has_null:
+            remap[nd] = self._null()
+        return remap_codes(raw, _ro(remap, np.int32))
+
+    def _encode_plain(self, arr: pa.Array) -> np.ndarray:
+        n = len(arr)
+        if n == 0:
+            return np.empty(0, dtype=np.int32)
+        if self.kind == "generic":
+            return self._encode_generic(arr)
+        if arr.null_count:
+            valid = pc.is_valid(arr).to_numpy(zero_copy_only=False)
+            out = np.empty(n, dtype=np.int32)
+            out[valid] = self._encode_numbers(arr.drop_null())
+            out[~valid] = self._null()
+            return out
+        return self._encode_numbers(arr)
+
+    def _encode_numbers(self, arr: pa.Array) -> np.ndarray:
+        if self.kind == "int":
+            x = arr.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        else:
+            f = arr.to_numpy(zero_copy_only=False).astype(np.float64)
+            f[np.isnan(f)] = np.nan  # one NaN bit pattern (Arrow unifies NaNs)
+            x = f.view(np.int64)
+        return self.ints.encode(x)
+
+    def _encode_generic(self, arr: pa.Array) -> np.ndarray:
+        enc = pc.dictionary_encode(arr, null_encoding="encode")
+        dictionary = enc.dictionary
+        labels = dictionary.to_pylist()
+        remap = np.empty(len(labels), dtype=np.int32)
+        new = []
+        lookup = self.lookup
+        for i, lab in enumerate(labels):
+            key = _NAN_KEY if isinstance(lab, float) and lab != lab else lab
+            code = lookup.get(key)
+            if code is None:
+                code = self.n_generic
+                self.n_generic += 1
+                lookup[key] = code
+                new.append(i)
+                if lab is None:
+                    self.null_code = code
+            remap[i] = code
+        if new:
+            chunk = dictionary.take(pa.array(new)) if len(new) < len(labels) else dictionary
+            self.chunks.append(canonical_labels(chunk))
+        return remap[enc.indices.to_numpy(zero_copy_only=False)]
+
+    def labels(self) -> pa.Array:
+        """All labels in code order (canonical type)."""
+        t = self.type if self.type is not None else pa.null()
+        if self.kind == "generic":
+            if not self.chunks:
+                return pa.array([], type=t)
+            return pa.concat_arrays([c.cast(t) if c.type != t else c for c in self.chunks])
+        keys = self.ints.keys()
+        mask = None
+        if self.null_code >= 0:
+            mask = np.zeros(keys.size, dtype=bool)
+            mask[self.null_code] = True
+            keys[self.null_code] = 0
+        if self.kind == "float":
+            return pa.array(keys.view(np.float64), mask=mask, type=pa.float64())
+        return pa.array(keys, mask=mask, type=pa.int64()).cast(t)
+
+    def sorted_ranks(self) -> tuple[np.ndarray, pa.Array]:
+        """``(rank, labels_sorted)``: rank of every code among the sorted labels."""
+        labels = self.labels()
+        order = pc.array_sort_indices(labels, null_placement="at_end").to_numpy()
+        rank = np.empty(len(order), dtype=np.int32)
+        rank[order] = np.arange(len(order), dtype=np.int32)
+        return rank, labels.take(pa.array(order))
+
+    @property
+    def nbytes(self) -> int:
+        return self.ints.nbytes + sum(c.nbytes for c in self.chunks) + 100 * len(self.lookup)
+
+
+# ============================================================================ count state
+class _CountState:
+    """(group code, value code) → count: dense matrix while small, hash table beyond."""
+
+    def __init__(self, dense_cells: int) -> None:
+        self.dense_cells = int(dense_cells)
+        self.sparse = False
+        self.mat = np.zeros(0, dtype=np.int64)
+        self.stride = 0
+        self.gcap = 0
+        self.pairs = _IntCodes(force_hash=True)
+        self.pcounts = np.zeros(0, dtype=np.int64)
+
+    def _ensure_dense(self, n_groups: int, n_values: int, rows_total: int) -> bool:
+        """Grow the dense matrix to hold the codes; False if it would exceed the limit."""
+        stride, gcap = self.stride, self.gcap
+        if n_values > stride:
+            stride = -(-n_values // 8) * 8 if n_values <= 64 else max(n_values, 2 * stride)
+        limit = min(self.dense_cells, max(1 << 22, 8 * rows_total))
+        max_g = limit // stride if stride else 0
+        if n_groups > max_g:
+            return False
+        if n_groups > gcap:
+            gcap = min(max(n_groups, 2 * gcap, 1024), max_g)
+        if (stride, gcap) != (self.stride, self.gcap):
+            mat = np.zeros(stride * gcap, dtype=np.int64)
+            if self.mat.size:
+                old = self.mat.reshape(self.gcap, self.stride)
+                mat.reshape(gcap, stride)[:self.gcap, :self.stride] = old
+            self.mat, self.stride, self.gcap = mat, stride, gcap
+        return True
+
+    def _to_sparse(self, n_values: int) -> None:
+        from ._kernels.counting import dense_nonzero
+
+        g, v, c = dense_nonzero(self.mat, int(self.stride), int(self.gcap), int(self.stride))
+        self.sparse = True
+        self.mat = np.zeros(0, dtype=np.int64)
+        self.stride = self.gcap = 0
+        self._add_sparse(g, v, c)
+
+    def add(self, g: np.ndarray, v: np.ndarray, w: np.ndarray, n_groups: int, n_values: int,
+            rows_total: int, threads: int) -> None:
+        from ._kernels.counting import dense_add, dense_add_parallel
+
+        if g.size == 0:
+            return
+        g, v, w = _ro(g, np.int32), _ro(v, np.int32), _ro(w, np.int64)
+        if not self.sparse and not self._ensure_dense(n_groups, n_values, rows_total):
+            self._to_sparse(n_values)
+        if self.sparse:
+            self._add_sparse(g, v, w)
+            return
+        if threads > 1 and g.size >= _PARALLEL_MIN_ROWS:
+            lo, hi = int(g.min()), int(g.max())
+            dense_add_parallel(g, v, w, self.mat, int(self.stride), lo, hi, int(threads))
+        else:
+            dense_add(g, v, w, self.mat, int(self.stride))
+
+    def _add_sparse(self, g: np.ndarray, v: np.ndarray, w: np.ndarray) -> None:
+        from ._kernels.counting import hash_count
+
+        g, v, w = _ro(g, np.int32), _ro(v, np.int32), _ro(w, np.int64)
+        p = self.pairs
+        if not p.bits:
+            p._rehash(np.empty(0, dtype=np.int64), max(1024, min(g.size, 1 << 20)))
+            self.pcounts = np.zeros(1 << (p.bits - 1), dtype=np.int64)
+        start = 0
+        while True:
+            cap = 1 << p.bits
+            stop, code = hash_count(g, v, w, p.tkeys, p.tvals, int(p.bits), self.pcounts,
+                                    int(start), int(p.n), int(cap // 2))
+            p.n = int(code)
+            if stop == g.size:
+                return
+            start = int(stop)
+            p._rehash(p.keys(), 2 * p.n + 1)
+            counts = np.zeros(1 << (p.bits - 1), dtype=np.int64)
+            counts[:p.n] = self.pcounts[:p.n]
+            self.pcounts = counts
+
+    def triples(self, n_groups: int, n_values: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Non-zero cells as (group code, value code, count) arrays."""
+        from ._kernels.counting import dense_nonzero
+
+        if self.sparse:
+            keys = self.pairs.keys()
+            counts = self.pcounts[:self.pairs.n].copy()
+            keep = counts != 0
+            keys, counts = keys[keep], counts[keep]
+            return ((keys >> _PAIR_SHIFT).astype(np.int32),
+                    (keys & _PAIR_MASK).astype(np.int32), counts)
+        if not self.mat.size:
+            return (np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0, np.int64))
+        return dense_nonzero(self.mat, int(self.stride), int(n_groups), int(n_values))
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.mat.nbytes + self.pairs.nbytes + self.pcounts.nbytes)
+
+
+# ============================================================================ accumulator
 class CountAccumulator:
     """Accumulate (group, value) counts from record batches.
 
     Parameters
     ----------
-    keys : list of str
-        Group key column(s): a group-id column or the generalized QI columns.
+    keys : str or list of str
+        Group key column(s): a group-id column or the generalized QI columns; any Arrow
+        types (integers, strings, dictionaries, dates, …).
     sensitive : str
         Sensitive column.
     nulls : {"error", "drop", "value"}
         Null policy for the key and sensitive columns (see :meth:`Release.from_table`).
-    compact_rows : int
-        Pending aggregated rows that trigger a consolidation (memory/speed trade-off).
+    compact_rows : int, optional
+        Accepted for backward compatibility and ignored: the state is consolidated on
+        every batch (persistent code maps), nothing is ever re-aggregated.
+    n_jobs : int, optional
+        Threads for the counting kernels (see :mod:`fastpriv._threads`); ``None`` uses the
+        current Numba setting.
+    dense_cells : int
+        Largest dense group × value matrix before switching to the sparse state.
+
+    Attributes
+    ----------
+    rows_seen, rows_dropped, batches_seen : int
+        Rows read (before the null policy), rows dropped by ``nulls="drop"``, batches.
 
     Examples
     --------
+    >>> import pyarrow as pa
     >>> acc = CountAccumulator(keys=["gid"], sensitive="disease")
-    >>> for batch in reader:            # doctest: +SKIP
-    ...     acc.add(batch)
-    >>> rel = acc.to_release()          # doctest: +SKIP
+    >>> _ = acc.add(pa.table({"gid": [1, 1, 2], "disease": ["flu", "hiv", "flu"]}))
+    >>> _ = acc.add(pa.table({"gid": [2, 3], "disease": ["hiv", "flu"]}))
+    >>> rel = acc.to_release()
+    >>> rel.group_labels, rel.profile(1)
+    ([1, 2, 3], [('flu', 1), ('hiv', 1)])
     """
 
-    def __init__(self, keys: Sequence[str], sensitive: str, *, nulls: str = "error",
-                 compact_rows: int = 4_000_000) -> None:
+    def __init__(self, keys: str | Sequence[str], sensitive: str, *, nulls: str = "error",
+                 compact_rows: int | None = None, n_jobs: int | None = None,
+                 dense_cells: int = DENSE_STATE_CELLS) -> None:
+        from ._threads import resolve_n_jobs
+
         self.keys = [keys] if isinstance(keys, str) else list(keys)
         if not self.keys:
             raise ValueError("keys: at least one group column is required")
+        for k in self.keys + [sensitive]:
+            if not isinstance(k, str):
+                raise TypeError(f"column names must be strings, got {k!r}")
+        if sensitive in self.keys:
+            raise ValueError(f"sensitive column {sensitive!r} is also a key column")
+        if len(set(self.keys)) != len(self.keys):
+            raise ValueError(f"keys: duplicate column names in {self.keys}")
         self.sensitive = sensitive
         if _COUNT in self.columns:
-            raise ValueError(f"column name {_COUNT!r} is reserved for the counts; rename it")
+            raise ValueError(f"column name {_COUNT!r} is reserved for the counts (to_table); "
+                             "rename it")
+        check_choice(nulls, "nulls", NULL_POLICIES)
         self.nulls = nulls
-        self.compact_rows = int(compact_rows)
+        self.compact_rows = compact_rows
+        resolve_n_jobs(n_jobs)  # validate now
+        self.n_jobs = n_jobs
+        self.dense_cells = check_int(dense_cells, "dense_cells", minimum=0)
         self.rows_seen = 0
         self.rows_dropped = 0
-        self._parts: list[pa.Table] = []
-        self._pending = 0
-        self._consolidated = 0
+        self.rows_counted = 0
+        self.batches_seen = 0
+        self.bytes_seen = 0
+        self._cols = [_LabelCodes(k) for k in self.keys]
+        self._values = _LabelCodes(sensitive)
+        self._levels = [_IntCodes(force_hash=True) for _ in self.keys[1:]]
+        self._state = _CountState(self.dense_cells)
 
     @property
     def columns(self) -> list[str]:
         """Columns read from each batch."""
         return self.keys + [self.sensitive]
 
+    @property
+    def n_groups(self) -> int:
+        """Distinct groups (key tuples) seen so far."""
+        return self._levels[-1].n if self._levels else self._cols[0].n
+
+    @property
+    def n_values(self) -> int:
+        """Distinct sensitive values seen so far."""
+        return self._values.n
+
+    @property
+    def nbytes(self) -> int:
+        """Approximate memory held by the state (maps and counts), in bytes."""
+        return int(self._state.nbytes + self._values.nbytes
+                   + sum(c.nbytes for c in self._cols) + sum(lv.nbytes for lv in self._levels))
+
+    # ------------------------------------------------------------------ input
     def add(self, batch: pa.RecordBatch | pa.Table) -> "CountAccumulator":
-        """Count one record batch (or table) into the state."""
-        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
-        check_columns(self.columns, table.column_names, "batch")
-        table = table.select(self.columns)
+        """Count one record batch (or table) into the state. Returns ``self``."""
+        if isinstance(batch, pa.RecordBatch):
+            batch = pa.Table.from_batches([batch])
+        elif not isinstance(batch, pa.Table):
+            raise TypeError(f"batch must be a pyarrow RecordBatch or Table, got "
+                            f"{type(batch).__name__}")
+        check_columns(self.columns, batch.column_names, "batch")
+        table = batch.select(self.columns)
         self.rows_seen += table.num_rows
+        self.batches_seen += 1
+        self.bytes_seen += table.nbytes
         table, dropped = apply_null_policy(table, self.columns, self.nulls)
         self.rows_dropped += dropped
         if table.num_rows == 0:
             return self
-        self._append(_aggregate(table, self.keys, self.sensitive, None))
+        vcodes = self._values.encode(table.column(self.sensitive))
+        key = table.column(self.keys[0])
+        start = 0
+        if self._fast_path_ok(key):
+            start = self._add_fused(key, vcodes)
+            if start == table.num_rows:
+                return self
+            table, vcodes = table.slice(start), vcodes[start:]
+        gcodes = self._group_codes([table.column(k) for k in self.keys])
+        self._count(gcodes, vcodes, np.empty(0, dtype=np.int64))
         return self
 
-    def consume(self, data: Any, *, batch_size: int = 1 << 20) -> "CountAccumulator":
-        """Count every batch of ``data`` (path, dataset, reader, table or batch iterator)."""
+    def _fast_path_ok(self, key: pa.ChunkedArray) -> bool:
+        """Single integer key column in direct-address mode, dense state, one thread."""
+        from ._threads import resolve_n_jobs
+
+        lab = self._cols[0]
+        if self._levels or self._state.sparse or key.null_count or lab.ints.hash:
+            return False
+        t = key.type
+        if not (pa.types.is_integer(t) and _kind_of(t) == "int"):
+            return False
+        if lab.kind is not None and lab.kind != "int":
+            return False
+        return resolve_n_jobs(self.n_jobs) == 1 or len(key) < _PARALLEL_MIN_ROWS
+
+    def _add_fused(self, key: pa.ChunkedArray, vcodes: np.ndarray) -> int:
+        """Map and count rows in one kernel pass; returns the rows done (the rest, if any,
+        goes through the general path: the keys outgrew the direct table or the state its
+        dense limit)."""
+        from ._kernels.counting import count_direct, int_range
+
+        lab = self._cols[0]
+        lab._set_type(key.type)
+        ints = lab.ints
+        st = self._state
+        x = _ro(key.to_numpy(), np.int64)
+        v = _ro(vcodes, np.int32)
+        n = x.shape[0]
+        start = 0
+        rows_after = self.rows_counted + n
+        while start < n:
+            if not st._ensure_dense(ints.n, self.n_values, rows_after):
+                break
+            stop, code = count_direct(x, int(ints.base), ints.table, int(ints.n), v, st.mat,
+                                      int(st.stride), int(st.gcap), int(start))
+            ints.n = int(code)
+            ints._check_codes()
+            self.rows_counted += int(stop) - start
+            start = int(stop)
+            if start == n:
+                break
+            j = int(x[start]) - ints.base
+            if 0 <= j < ints.table.size:     # a new group code needs a larger matrix
+                if not st._ensure_dense(ints.n + 1, self.n_values, rows_after):
+                    break
+                continue
+            lo, hi = (int(b) for b in int_range(x[start:]))
+            fits, lo, hi = ints._direct_fits(lo, hi, n - start)
+            if not fits:
+                break
+            ints._direct_grow(lo, hi, n - start)
+        return start
+
+    def _group_codes(self, cols: list) -> np.ndarray:
+        from ._kernels.counting import pack_pairs
+
+        codes = self._cols[0].encode(cols[0])
+        for lab, level, col in zip(self._cols[1:], self._levels, cols[1:]):
+            b = lab.encode(col)
+            codes = level.encode(pack_pairs(_ro(codes, np.int32), _ro(b, np.int32)))
+        return codes
+
+    def _count(self, g: np.ndarray, v: np.ndarray, w: np.ndarray) -> None:
+        from ._threads import n_jobs as _n_jobs
+
+        self.rows_counted += int(g.size if w.size == 0 else w.sum())
+        with _n_jobs(self.n_jobs) as threads:
+            self._state.add(g, v, w, self.n_groups, self.n_values, self.rows_counted, threads)
+
+    def consume(self, data: Any, *, batch_size: int = 1 << 20,
+                progress: Callable[[int, int], Any] | None = None) -> "CountAccumulator":
+        """Count every batch of ``data``; returns ``self``.
+
+        ``data``: a Parquet file or directory, a CSV file, a ``pyarrow.dataset.Dataset``, a
+        RecordBatchReader, a table, or any iterable of record batches / tables. Only the
+        key and sensitive columns are read (column projection). ``progress``, if given, is
+        called as ``progress(rows_seen, bytes_seen)`` after every batch (bytes of the
+        decoded Arrow columns).
+        """
         for batch in iter_batches(data, self.columns, batch_size=batch_size):
             self.add(batch)
+            if progress is not None:
+                progress(self.rows_seen, self.bytes_seen)
         return self
 
+    # ------------------------------------------------------------------ merge
     def merge(self, other: "CountAccumulator") -> "CountAccumulator":
-        """Add another accumulator's counts into this one (counts merge by addition)."""
+        """Add another accumulator's counts into this one (counts merge by addition).
+
+        Both must count the same key and sensitive columns. ``other`` is not modified.
+        Merging is associative and commutative up to the final :meth:`to_release`, which
+        is identical for any order and any split of the data. Returns ``self``.
+        """
+        if not isinstance(other, CountAccumulator):
+            raise TypeError(f"other must be a CountAccumulator, got {type(other).__name__}")
         if other.keys != self.keys or other.sensitive != self.sensitive:
             raise ValueError("cannot merge accumulators over different columns: "
                              f"{self.columns} vs {other.columns}")
         self.rows_seen += other.rows_seen
         self.rows_dropped += other.rows_dropped
-        for part in other._parts:
-            self._append(part)
+        self.batches_seen += other.batches_seen
+        self.bytes_seen += other.bytes_seen
+        if other.n_groups == 0:
+            return self
+        g, v, c = other._state.triples(other.n_groups, other.n_values)
+        # translate other's codes into ours through the labels
+        col_maps = [mine.encode(theirs.labels()) for mine, theirs in zip(self._cols, other._cols)]
+        vmap = self._values.encode(other._values.labels())
+        if self._levels:
+            comps = other._components()
+            gmap = self._group_codes_from_components([m[cc] for m, cc in zip(col_maps, comps)])
+        else:
+            gmap = col_maps[0]
+        self._count(gmap[g], vmap[v], c)
         return self
 
-    def _append(self, part: pa.Table) -> None:
-        self._parts.append(part)
-        self._pending += part.num_rows
-        if self._pending > max(self.compact_rows, 2 * self._consolidated):
-            self._compact()
+    def _components(self) -> list[np.ndarray]:
+        """Per-column codes of every group code (multi-column keys)."""
+        codes = None
+        comps: list[np.ndarray] = []
+        for level in reversed(self._levels):
+            keys = level.keys() if codes is None else level.keys()[codes]
+            comps.append((keys & _PAIR_MASK).astype(np.int32))
+            codes = (keys >> _PAIR_SHIFT).astype(np.int64)
+        comps.append(codes.astype(np.int32))
+        return comps[::-1]
 
-    def _compact(self) -> None:
-        if len(self._parts) <= 1:
-            return
-        table = pa.concat_tables(self._parts, promote_options="permissive")
-        merged = _aggregate(table, self.keys, self.sensitive, _COUNT)
-        self._parts = [merged]
-        self._pending = self._consolidated = merged.num_rows
+    def _group_codes_from_components(self, comps: list[np.ndarray]) -> np.ndarray:
+        from ._kernels.counting import pack_pairs
 
-    def to_table(self) -> pa.Table:
-        """Aggregated counts: key columns, the sensitive column and ``count``."""
-        if not self._parts:
-            raise ValueError("no rows were counted (empty input)")
-        self._compact()
-        return self._parts[0]
+        codes = comps[0]
+        for level, b in zip(self._levels, comps[1:]):
+            codes = level.encode(pack_pairs(_ro(codes, np.int32), _ro(b, np.int32)))
+        return codes
+
+    # ------------------------------------------------------------------ output
+    def _canonical(self, gused: np.ndarray, vused: np.ndarray
+                   ) -> tuple[np.ndarray, pa.Table, np.ndarray, pa.Array]:
+        """``(gorder, group_keys, vrank, values)`` over the groups/values with rows.
+
+        ``gorder``: state group codes in key order; ``vrank``: rank of every state value
+        code among the sorted labels (-1 for labels without rows, e.g. unused dictionary
+        entries).
+        """
+        vrank_all, _ = self._values.sorted_ranks()
+        labels_all = self._values.labels()
+        keep_v = np.flatnonzero(vused)
+        sub = vrank_all[keep_v]
+        order = np.argsort(sub, kind="stable")
+        vrank = np.full(vused.size, -1, dtype=np.int32)
+        vrank[keep_v[order]] = np.arange(keep_v.size, dtype=np.int32)
+        values = labels_all.take(pa.array(keep_v[order]))
+        gkeep = np.flatnonzero(gused)
+        if not self._levels:
+            grank, _ = self._cols[0].sorted_ranks()
+            gorder = gkeep[np.argsort(grank[gkeep], kind="stable")].astype(np.int64)
+            labels = self._cols[0].labels().take(pa.array(gorder))
+            return gorder, pa.table({self.keys[0]: labels}), vrank, values
+        comps = [c[gkeep] for c in self._components()]
+        ranked = []
+        for col, cc in zip(self._cols, comps):
+            rank, _ = col.sorted_ranks()
+            ranked.append(rank[cc])
+        perm = np.lexsort(ranked[::-1])
+        gorder = gkeep[perm].astype(np.int64)
+        keys = pa.table({name: col.labels().take(pa.array(cc[perm]))
+                         for name, col, cc in zip(self.keys, self._cols, comps)})
+        return gorder, keys, vrank, values
 
     def to_release(self):
-        """The :class:`~fastpriv.Release` of everything counted so far (SVPI)."""
-        from .release import Release
+        """The :class:`~fastpriv.Release` (SVPI) of everything counted so far.
 
-        return Release.from_counts(self.to_table(), group=self.keys, sensitive=self.sensitive,
-                                   count=_COUNT, nulls="value")
+        Identical to ``Release.from_table`` on the concatenated input (without
+        ``row_group``, which a stream does not keep).
+        """
+        from ._kernels.counting import (
+            DENSE_CELLS,
+            count_pairs,
+            count_pairs_parallel,
+            dense_profiles,
+            dense_profiles_parallel,
+        )
+        from ._threads import n_jobs as _n_jobs
+        from .release import SVPI, Release
+
+        st = self._state
+        G, V = self.n_groups, self.n_values
+        if st.sparse:
+            g, v, c = st.triples(G, V)
+            gused = np.bincount(g, minlength=G) > 0
+            vused = np.bincount(v, minlength=V) > 0
+        else:
+            m = st.mat.reshape(st.gcap, st.stride)[:G, :V] if st.mat.size else \
+                np.zeros((G, V), dtype=np.int64)
+            gused = (m != 0).any(axis=1)
+            vused = (m != 0).any(axis=0)
+        if not gused.any():
+            raise ValueError("no rows were counted (empty input)")
+        gorder, keys, vrank, values = self._canonical(gused, vused)
+        n_out = gorder.size
+        with _n_jobs(self.n_jobs) as threads:
+            if not st.sparse:
+                args = (st.mat, int(st.stride), _ro(gorder, np.int64), _ro(vrank, np.int32),
+                        int(V))
+                if threads > 1 and n_out >= 4096:
+                    indptr, codes, counts, sizes = dense_profiles_parallel(*args, int(threads))
+                else:
+                    indptr, codes, counts, sizes = dense_profiles(*args)
+            else:
+                pos = np.full(G, -1, dtype=np.int32)
+                pos[gorder] = np.arange(n_out, dtype=np.int32)
+                args = (_ro(pos[g], np.int32), _ro(vrank[v], np.int32), _ro(c, np.int64),
+                        int(n_out), int(len(values)))
+                if threads > 1 and c.size >= _PARALLEL_MIN_ROWS:
+                    indptr, codes, counts = count_pairs_parallel(*args, int(DENSE_CELLS),
+                                                                 int(threads))
+                else:
+                    indptr, codes, counts = count_pairs(*args, int(DENSE_CELLS))
+                sizes = np.add.reduceat(counts, indptr[:-1])
+        return Release(indptr=indptr, codes=codes, counts=counts, sizes=sizes, values=values,
+                       groups=keys, case=SVPI, row_group=None, sensitive_name=self.sensitive)
+
+    def to_table(self) -> pa.Table:
+        """Aggregated counts: the key columns, the sensitive column and ``count``.
+
+        One row per (group, value) present, groups in key order, values by count
+        descending — the form ``Release.from_counts`` reads back.
+        """
+        rel = self.to_release()
+        t = rel.to_counts()
+        return t.rename_columns(self.keys + [self.sensitive, _COUNT])
+
+    def __repr__(self) -> str:
+        mode = "sparse" if self._state.sparse else "dense"
+        return (f"CountAccumulator(keys={self.keys!r}, sensitive={self.sensitive!r}, "
+                f"rows_seen={self.rows_seen}, n_groups={self.n_groups}, "
+                f"n_values={self.n_values}, state={mode}, nbytes={self.nbytes})")
 
 
-def _aggregate(table: pa.Table, keys: list[str], sensitive: str, count: str | None) -> pa.Table:
-    """Aggregate rows to distinct (keys, value) with summed counts (or row counts)."""
-    from ._kernels.counting import DENSE_CELLS, count_pairs
+def merge(accumulators: Sequence[CountAccumulator]) -> CountAccumulator:
+    """Merge accumulators into a new one (the inputs are left unchanged).
 
-    gcodes, gkeys = encode_keys([table.column(k) for k in keys], names=keys)
-    enc = encode_column(table.column(sensitive), name=sensitive)
-    weights = (table.column(count).to_numpy().astype(np.int64) if count is not None
-               else np.empty(0, dtype=np.int64))
-    indptr, codes, counts = count_pairs(kernel_array(gcodes, np.int32),
-                                        kernel_array(enc.codes, np.int32),
-                                        kernel_array(weights, np.int64), gkeys.num_rows,
-                                        len(enc.labels), DENSE_CELLS)
-    eg = pa.array(np.repeat(np.arange(gkeys.num_rows), np.diff(indptr)))
-    cols = {k: gkeys.column(k).take(eg) for k in keys}
-    cols[sensitive] = enc.labels.take(pa.array(codes))
-    cols[_COUNT] = pa.array(counts)
-    return pa.table(cols)
+    Counts add, so the release of the result equals the release of all the data they
+    counted, whatever the split. A pairwise tree of merges (as Dask's ``split_every``
+    does) gives the same result as a left fold.
+    """
+    accs = list(accumulators)
+    if not accs:
+        raise ValueError("accumulators: need at least one CountAccumulator")
+    first = accs[0]
+    out = CountAccumulator(first.keys, first.sensitive, nulls=first.nulls,
+                           n_jobs=first.n_jobs, dense_cells=first.dense_cells)
+    for a in accs:
+        out.merge(a)
+    return out

@@ -345,22 +345,89 @@ class Release:
     @classmethod
     def from_batches(cls, batches: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
                      qi: Sequence[str] | None = None, nulls: str = "error",
-                     batch_size: int = 1 << 20) -> "Release":
+                     batch_size: int = 1 << 20, n_jobs: int | None = None,
+                     progress: Any = None) -> "Release":
         """Build an SVPI release by streaming record batches (memory ~ (group, value) pairs).
 
         ``batches`` is anything :func:`fastpriv.counts.CountAccumulator.consume` accepts:
-        an iterator of record batches, a RecordBatchReader, a Parquet/CSV path or dataset.
-        The result is identical to :meth:`from_table` on the concatenated data (without
-        ``row_group``), for any batching.
+        an iterator of record batches or tables, a RecordBatchReader, a Parquet file or
+        directory (scanned with column projection), a CSV file or a ``pyarrow.dataset``.
+        Only the group/QI and sensitive columns are read. The result is identical to
+        :meth:`from_table` on the concatenated data (without ``row_group``), for any
+        batching.
+
+        Parameters
+        ----------
+        n_jobs : int, optional
+            Threads for the counting kernels (``None``: Numba's current setting; ``1``:
+            single-threaded; ``-1``: all). See :mod:`fastpriv._threads`.
+        progress : callable, optional
+            Called as ``progress(rows_seen, bytes_seen)`` after each batch, e.g. to draw a
+            progress bar (:class:`fastpriv.cli._common.Progress`).
         """
         from .counts import CountAccumulator
 
         if (group is None) == (qi is None):
             raise ValueError("give exactly one of group= or qi=")
         keys = [group] if isinstance(group, str) else list(group if group is not None else qi)
-        acc = CountAccumulator(keys=keys, sensitive=sensitive, nulls=nulls)
-        acc.consume(batches, batch_size=batch_size)
+        acc = CountAccumulator(keys=keys, sensitive=sensitive, nulls=nulls, n_jobs=n_jobs)
+        acc.consume(batches, batch_size=batch_size, progress=progress)
         return acc.to_release()
+
+    def merge(self, *others: "Release") -> "Release":
+        """The release of the union of disjoint parts: counts add group by group.
+
+        Each part is a release of a disjoint set of rows (files, partitions, workers) over
+        the same key and sensitive columns; a group present in several parts gets the sum
+        of its counts (and, for MVPI releases, the sum of its sizes n_g — the parts must
+        then hold disjoint individuals). The result equals the release built from all rows
+        at once (``equals``; ``row_group`` is dropped). Merging is associative and
+        commutative: any split of the data, merged in any order, gives the same release.
+
+        Examples
+        --------
+        >>> a = Release.from_groups([["flu", "hiv"]])
+        >>> b = Release.from_groups([["flu"], ["cancer"]])
+        >>> a.merge(b).profile(0)
+        [('flu', 2), ('hiv', 1)]
+        """
+        parts = [self, *others]
+        for i, p in enumerate(parts):
+            if not isinstance(p, Release):
+                raise TypeError(f"others[{i - 1}] must be a Release, got {type(p).__name__}")
+            if p.case != self.case:
+                raise ValueError(f"cannot merge a {p.case!r} release into a {self.case!r} one")
+            if p.groups.column_names != self.groups.column_names:
+                raise ValueError(f"cannot merge releases with different group keys: "
+                                 f"{p.groups.column_names} vs {self.groups.column_names}")
+        keys = self.groups.column_names
+        try:
+            gtab = pa.concat_tables([p.groups for p in parts], promote_options="permissive")
+            vlab = pa.concat_arrays([p.value_labels.cast(self.value_labels.type)
+                                     if p.value_labels.type != self.value_labels.type
+                                     else p.value_labels for p in parts])
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            raise TypeError(f"cannot merge releases whose labels have different types: "
+                            f"{exc}") from None
+        gcodes, gkeys = encode_keys([gtab.column(k) for k in keys], names=keys)
+        venc = encode_column(vlab, name="values")
+        goff = np.cumsum([0] + [p.n_groups for p in parts])
+        voff = np.cumsum([0] + [p.n_values for p in parts])
+        g = np.concatenate([gcodes[goff[i]:goff[i + 1]][p.entry_group]
+                            for i, p in enumerate(parts)])
+        v = np.concatenate([venc.codes[voff[i]:voff[i + 1]][p.codes]
+                            for i, p in enumerate(parts)])
+        w = np.concatenate([p.counts for p in parts])
+        sizes = None
+        if self.case != SVPI:
+            all_sizes = np.concatenate([p.sizes for p in parts])
+            total = np.zeros(gkeys.num_rows, dtype=np.int64)
+            np.add.at(total, gcodes, all_sizes)
+            sizes = total.tolist()
+        return Release._build(g.astype(np.int32), v.astype(np.int32),
+                              w.astype(np.int64), n_groups=gkeys.num_rows, values=venc.labels,
+                              groups=gkeys, case=self.case, sizes=sizes, row_group=None,
+                              sensitive_name=self._sensitive_name)
 
     @classmethod
     def _build(cls, group_codes: np.ndarray, value_codes: np.ndarray, weights: np.ndarray, *,

@@ -9,6 +9,7 @@ this form: the top counts n_g(s^0) ≥ n_g(s^1) ≥ … are a prefix of each sli
 from __future__ import annotations
 
 import numpy as np
+from numba import prange
 
 from .._jit import kernel
 
@@ -118,6 +119,50 @@ def _sort_profile(seen, d, scratch, base):
             seen[a] = byc[perm[a]]
 
 
+#: Profiles whose counts are all below this are sorted on packed int64 keys
+#: ``(-count) << 32 | code`` (one integer comparison per step); larger counts fall back to
+#: :func:`_sort_profile`.
+_KEY_MAX = 1 << 31
+
+
+@kernel
+def _sort_keys(keys, d):
+    """Sort ``keys[:d]`` ascending (insertion sort for short profiles)."""
+    if d <= 32:
+        for a in range(1, d):
+            key = keys[a]
+            b = a - 1
+            while b >= 0 and keys[b] > key:
+                keys[b + 1] = keys[b]
+                b -= 1
+            keys[b + 1] = key
+    else:
+        keys[:d] = np.sort(keys[:d])
+
+
+@kernel
+def _emit_profile(seen, d, scratch, base, keys, codes, counts, k):
+    """Write values ``seen[:d]`` (count of v: ``scratch[base + v]``) to ``codes/counts[k:]``
+    by count descending, ties by code ascending. ``keys`` is a scratch of length ≥ d."""
+    big = False
+    for a in range(d):
+        c = scratch[base + seen[a]]
+        if c >= _KEY_MAX:
+            big = True
+            break
+        keys[a] = ((-c) << 32) | np.int64(seen[a])
+    if big:
+        _sort_profile(seen, d, scratch, base)
+        for a in range(d):
+            codes[k + a] = seen[a]
+            counts[k + a] = scratch[base + seen[a]]
+    else:
+        _sort_keys(keys, d)
+        for a in range(d):
+            codes[k + a] = np.int32(keys[a] & 0xFFFFFFFF)
+            counts[k + a] = -(keys[a] >> 32)
+
+
 #: Use a dense (group × value) count matrix up to this many cells.
 DENSE_CELLS = 1 << 24
 
@@ -172,6 +217,7 @@ def count_pairs(group, value, weights, n_groups, n_values, dense_cells):
                 nnz += 1
         codes = np.empty(nnz, dtype=np.int32)
         counts = np.empty(nnz, dtype=np.int64)
+        keys = np.empty(n_values, dtype=np.int64)
         k = 0
         for g in range(n_groups):
             base = np.int64(g) * n_values
@@ -180,11 +226,9 @@ def count_pairs(group, value, weights, n_groups, n_values, dense_cells):
                 if mat[base + v] != 0:
                     seen[d] = v
                     d += 1
-            _sort_profile(seen, np.int64(d), mat, np.int64(base))
-            for a in range(d):
-                codes[k] = seen[a]
-                counts[k] = mat[base + seen[a]]
-                k += 1
+            _emit_profile(seen, np.int64(d), mat, np.int64(base), keys, codes, counts,
+                          np.int64(k))
+            k += d
             indptr[g + 1] = k
         return indptr, codes, counts
 
@@ -204,6 +248,7 @@ def count_pairs(group, value, weights, n_groups, n_values, dense_cells):
         pos[g] += 1
 
     scratch = np.zeros(n_values, dtype=np.int64)
+    keys = np.empty(n_values, dtype=np.int64)
     codes = np.empty(n, dtype=np.int32)
     counts = np.empty(n, dtype=np.int64)
     nnz = 0
@@ -218,12 +263,492 @@ def count_pairs(group, value, weights, n_groups, n_values, dense_cells):
                 seen[d] = v
                 d += 1
             scratch[v] += w
-        _sort_profile(seen, np.int64(d), scratch, np.int64(0))
+        _emit_profile(seen, np.int64(d), scratch, np.int64(0), keys, codes, counts,
+                      np.int64(nnz))
         for a in range(d):
-            v = seen[a]
-            codes[nnz] = v
-            counts[nnz] = scratch[v]
-            nnz += 1
-            scratch[v] = 0
+            scratch[seen[a]] = 0
+        nnz += d
         indptr[g + 1] = nnz
     return indptr, codes[:nnz].copy(), counts[:nnz].copy()
+
+
+# ============================================================================ streaming state
+# Kernels behind :class:`fastpriv.counts.CountAccumulator`: persistent label -> code maps
+# (direct-address tables or open-addressing hash tables over int64 keys) and a growing
+# count state (a dense group x value matrix, or a hash table over (group, value) pairs).
+# They update *state arrays* passed in by the accumulator (writable, owned by it: the
+# ``out=`` convention); data arrays come in read-only. Codes are assigned in order of first
+# appearance; the accumulator sorts labels once at the end, so the release is canonical.
+
+#: Empty slot marker of the hash tables' value arrays.
+EMPTY = -1
+_HASH_MULT = 0x9E3779B97F4A7C15  # 2^64 / golden ratio (Fibonacci hashing)
+
+
+@kernel
+def _slot(key, bits):
+    """Home slot of an int64 key in a table of 2**bits slots (Fibonacci hashing)."""
+    h = np.uint64(key) * np.uint64(_HASH_MULT)
+    return np.int64(h >> np.uint64(64 - bits))
+
+
+@kernel
+def direct_map(x, base, table, out, next_code):
+    """Codes of int64 keys through a direct-address table; new keys get new codes.
+
+    ``table[x - base]`` holds the code of ``x`` or ``-1``; every key must lie in
+    ``[base, base + len(table))``. Writes ``out[i]`` (int32) and returns the next free code.
+    """
+    code = next_code
+    for i in range(x.shape[0]):
+        j = x[i] - base
+        c = table[j]
+        if c < 0:
+            c = code
+            table[j] = c
+            code += 1
+        out[i] = c
+    return code
+
+
+@kernel
+def hash_map(x, tkeys, tvals, bits, out, start, next_code, max_codes):
+    """Codes of int64 keys through an open-addressing (linear probing) hash table.
+
+    ``tkeys``/``tvals`` (2**bits slots; ``tvals == -1`` marks an empty slot) are updated in
+    place; new keys get codes ``next_code, next_code + 1, …``. Processing stops *before*
+    inserting a key once ``max_codes`` codes exist, so the caller can grow the table and
+    resume. Returns ``(stop, next_code)``: rows ``start..stop-1`` are done.
+    """
+    mask = (np.int64(1) << bits) - 1
+    code = next_code
+    n = x.shape[0]
+    for i in range(start, n):
+        key = x[i]
+        h = _slot(key, bits)
+        while True:
+            c = tvals[h]
+            if c < 0:
+                if code >= max_codes:
+                    return i, code
+                tkeys[h] = key
+                tvals[h] = code
+                out[i] = code
+                code += 1
+                break
+            if tkeys[h] == key:
+                out[i] = c
+                break
+            h = (h + 1) & mask
+    return n, code
+
+
+@kernel
+def hash_insert(keys, codes, tkeys, tvals, bits):
+    """Insert ``keys[i] -> codes[i]`` (distinct keys, not present) into a hash table."""
+    mask = (np.int64(1) << bits) - 1
+    for i in range(keys.shape[0]):
+        key = keys[i]
+        h = _slot(key, bits)
+        while tvals[h] >= 0:
+            h = (h + 1) & mask
+        tkeys[h] = key
+        tvals[h] = codes[i]
+
+
+@kernel
+def table_keys(tkeys, tvals, n_codes):
+    """Key of every code ``0..n_codes-1`` of a hash table (inverse map)."""
+    out = np.empty(n_codes, dtype=np.int64)
+    for h in range(tvals.shape[0]):
+        c = tvals[h]
+        if c >= 0:
+            out[c] = tkeys[h]
+    return out
+
+
+@kernel
+def direct_keys(table, base, n_codes):
+    """Key of every code ``0..n_codes-1`` of a direct-address table (inverse map)."""
+    out = np.empty(n_codes, dtype=np.int64)
+    for j in range(table.shape[0]):
+        c = table[j]
+        if c >= 0:
+            out[c] = base + j
+    return out
+
+
+@kernel
+def int_range(x):
+    """``(min, max)`` of a non-empty int64 array in one pass."""
+    lo = x[0]
+    hi = x[0]
+    for i in range(1, x.shape[0]):
+        v = x[i]
+        if v < lo:
+            lo = v
+        elif v > hi:
+            hi = v
+    return lo, hi
+
+
+@kernel
+def remap_codes(indices, remap):
+    """``remap[indices]`` as int32 (dictionary indices -> global codes)."""
+    n = indices.shape[0]
+    out = np.empty(n, dtype=np.int32)
+    for i in range(n):
+        out[i] = remap[indices[i]]
+    return out
+
+
+@kernel
+def pack_pairs(a, b):
+    """int64 key ``a << 31 | b`` of two non-negative int32 code columns."""
+    n = a.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        out[i] = (np.int64(a[i]) << 31) | np.int64(b[i])
+    return out
+
+
+@kernel
+def dense_add(group, value, weights, mat, stride):
+    """``mat[group[i] * stride + value[i]] += weights[i]`` (1 when ``weights`` is empty)."""
+    unit = weights.shape[0] == 0
+    if unit:
+        for i in range(group.shape[0]):
+            mat[np.int64(group[i]) * stride + value[i]] += 1
+    else:
+        for i in range(group.shape[0]):
+            mat[np.int64(group[i]) * stride + value[i]] += weights[i]
+
+
+@kernel
+def count_direct(x, base, table, next_code, value, mat, stride, gcap, start):
+    """Fused hot path: group codes through a direct-address table, then count densely.
+
+    For rows ``start..``: ``g = table[x[i] - base]`` (a new key gets code ``next_code``,
+    ``next_code + 1``, …) and ``mat[g * stride + value[i]] += 1``. Stops at the first row
+    whose key lies outside the table or whose new group code would reach ``gcap``, so the
+    caller can grow the table or the matrix and resume. Returns ``(stop, next_code)``.
+    """
+    code = next_code
+    tn = table.shape[0]
+    n = x.shape[0]
+    stop = n
+    for i in range(start, n):
+        j = x[i] - base
+        if j < 0 or j >= tn:
+            stop = i
+            break
+        c = table[j]
+        if c < 0:
+            if code >= gcap:
+                stop = i
+                break
+            c = code
+            table[j] = c
+            code += 1
+        mat[np.int64(c) * stride + value[i]] += 1
+    return stop, code
+
+
+@kernel(parallel=True)
+def dense_add_parallel(group, value, weights, mat, stride, g_lo, g_hi, n_chunks):
+    """:func:`dense_add` on ``n_chunks`` threads without a data race (owner computes).
+
+    Chunk c owns the group codes ``[lo_c, hi_c)`` of an equal split of ``[g_lo, g_hi]``
+    (the batch's group range) and scans every row, adding only the rows of its own groups:
+    no two threads ever write the same cell, and no per-thread matrix is needed (the
+    state matrix can be hundreds of MB). Each thread reads all rows (sequential, cheap)
+    and performs 1/n_chunks of the random-access updates.
+    """
+    unit = weights.shape[0] == 0
+    n = group.shape[0]
+    span = g_hi - g_lo + 1
+    for c in prange(n_chunks):
+        lo = g_lo + span * c // n_chunks
+        hi = g_lo + span * (c + 1) // n_chunks
+        for i in range(n):
+            g = np.int64(group[i])
+            if g >= lo and g < hi:
+                if unit:
+                    mat[g * stride + value[i]] += 1
+                else:
+                    mat[g * stride + value[i]] += weights[i]
+
+
+@kernel
+def hash_count(group, value, weights, tkeys, tvals, bits, counts, start, next_code,
+               max_codes):
+    """Add rows to a sparse (group, value) -> count state held in a hash table.
+
+    The key of a row is ``group << 31 | value``; ``counts[code]`` accumulates its weight
+    (1 when ``weights`` is empty). Stops before inserting a new pair once ``max_codes``
+    pairs exist (the caller grows the table and ``counts`` and resumes).
+    Returns ``(stop, next_code)``.
+    """
+    unit = weights.shape[0] == 0
+    mask = (np.int64(1) << bits) - 1
+    code = next_code
+    n = group.shape[0]
+    for i in range(start, n):
+        key = (np.int64(group[i]) << 31) | np.int64(value[i])
+        w = np.int64(1) if unit else weights[i]
+        h = _slot(key, bits)
+        while True:
+            c = tvals[h]
+            if c < 0:
+                if code >= max_codes:
+                    return i, code
+                tkeys[h] = key
+                tvals[h] = code
+                counts[code] = w
+                code += 1
+                break
+            if tkeys[h] == key:
+                counts[c] += w
+                break
+            h = (h + 1) & mask
+    return n, code
+
+
+@kernel
+def dense_nonzero(mat, stride, n_groups, n_values):
+    """(group, value, count) triples of the non-zero cells of a dense state."""
+    nnz = 0
+    for g in range(n_groups):
+        base = np.int64(g) * stride
+        for v in range(n_values):
+            if mat[base + v] != 0:
+                nnz += 1
+    gs = np.empty(nnz, dtype=np.int32)
+    vs = np.empty(nnz, dtype=np.int32)
+    cs = np.empty(nnz, dtype=np.int64)
+    k = 0
+    for g in range(n_groups):
+        base = np.int64(g) * stride
+        for v in range(n_values):
+            c = mat[base + v]
+            if c != 0:
+                gs[k] = g
+                vs[k] = v
+                cs[k] = c
+                k += 1
+    return gs, vs, cs
+
+
+@kernel
+def _dense_group(mat, base, vrank, n_values, seen, scratch, keys, codes, counts, k):
+    """Emit one group of a dense state (value v -> rank ``vrank[v]``); returns (d, total)."""
+    d = 0
+    tot = np.int64(0)
+    big = False
+    for v in range(n_values):
+        c = mat[base + v]
+        if c != 0:
+            if c >= _KEY_MAX:
+                big = True
+            keys[d] = ((-c) << 32) | np.int64(vrank[v])
+            tot += c
+            d += 1
+    if not big:
+        _sort_keys(keys, np.int64(d))
+        for a in range(d):
+            codes[k + a] = np.int32(keys[a] & 0xFFFFFFFF)
+            counts[k + a] = -(keys[a] >> 32)
+        return d, tot
+    d = 0
+    for v in range(n_values):
+        c = mat[base + v]
+        if c != 0:
+            r = vrank[v]
+            seen[d] = r
+            scratch[r] = c
+            d += 1
+    _emit_profile(seen, np.int64(d), scratch, np.int64(0), keys, codes, counts, k)
+    for a in range(d):
+        scratch[seen[a]] = 0
+    return d, tot
+
+
+@kernel
+def _dense_width(mat, base, n_values):
+    d = 0
+    for v in range(n_values):
+        if mat[base + v] != 0:
+            d += 1
+    return d
+
+
+@kernel
+def dense_profiles(mat, stride, gorder, vrank, n_values):
+    """Canonical CSR frequency profiles straight from a dense state.
+
+    Output group p is state group ``gorder[p]``; value code ``v`` of the state becomes
+    ``vrank[v]`` (its rank among the sorted labels). Within a group: count descending,
+    ties by (ranked) code ascending — the :func:`count_pairs` order. Returns
+    ``(indptr, codes, counts, sizes)``.
+    """
+    G = gorder.shape[0]
+    indptr = np.zeros(G + 1, dtype=np.int64)
+    for p in range(G):
+        indptr[p + 1] = indptr[p] + _dense_width(mat, np.int64(gorder[p]) * stride, n_values)
+    nnz = indptr[G]
+    codes = np.empty(nnz, dtype=np.int32)
+    counts = np.empty(nnz, dtype=np.int64)
+    sizes = np.zeros(G, dtype=np.int64)
+    seen = np.empty(n_values, dtype=np.int32)
+    scratch = np.zeros(n_values, dtype=np.int64)
+    keys = np.empty(n_values, dtype=np.int64)
+    for p in range(G):
+        _, tot = _dense_group(mat, np.int64(gorder[p]) * stride, vrank, n_values, seen,
+                              scratch, keys, codes, counts, indptr[p])
+        sizes[p] = tot
+    return indptr, codes, counts, sizes
+
+
+@kernel(parallel=True)
+def dense_profiles_parallel(mat, stride, gorder, vrank, n_values, n_chunks):
+    """:func:`dense_profiles` over ``n_chunks`` chunks of groups (per-thread scratch)."""
+    G = gorder.shape[0]
+    dcount = np.zeros(G + 1, dtype=np.int64)
+    for c in prange(n_chunks):
+        for p in range(G * c // n_chunks, G * (c + 1) // n_chunks):
+            dcount[p + 1] = _dense_width(mat, np.int64(gorder[p]) * stride, n_values)
+    indptr = np.cumsum(dcount)
+    nnz = indptr[G]
+    codes = np.empty(nnz, dtype=np.int32)
+    counts = np.empty(nnz, dtype=np.int64)
+    sizes = np.zeros(G, dtype=np.int64)
+    for c in prange(n_chunks):
+        seen = np.empty(n_values, dtype=np.int32)
+        scratch = np.zeros(n_values, dtype=np.int64)
+        keys = np.empty(n_values, dtype=np.int64)
+        for p in range(G * c // n_chunks, G * (c + 1) // n_chunks):
+            _, tot = _dense_group(mat, np.int64(gorder[p]) * stride, vrank, n_values, seen,
+                                  scratch, keys, codes, counts, indptr[p])
+            sizes[p] = tot
+    return indptr, codes, counts, sizes
+
+
+@kernel(parallel=True)
+def count_pairs_parallel(group, value, weights, n_groups, n_values, dense_cells, n_chunks):
+    """:func:`count_pairs` on ``n_chunks`` threads: identical output, no shared writes.
+
+    Rows are split into ``n_chunks`` contiguous chunks.
+
+    * **Dense** (``n_chunks · n_groups · n_values ≤ dense_cells``): each chunk counts its
+      rows into its *own* group × value matrix; the matrices are summed group-range by
+      group-range (each thread owns its groups' cells) and the profiles are extracted in
+      parallel with per-thread scratch.
+    * **Bucketed** otherwise: a parallel counting sort buckets value codes (and weights) by
+      group — per-chunk group histograms, an exclusive prefix over (group, chunk), each
+      chunk scattering its rows to its own disjoint positions — then groups are counted in
+      parallel, each thread with its own scratch array of ``n_values`` counts; profiles
+      are written in place of the group's rows and compacted with a prefix sum.
+      O(n + n_chunks · n_groups + Σ_g d_g log d_g) work.
+    """
+    n = group.shape[0]
+    unit = weights.shape[0] == 0
+    T = n_chunks
+    if T < 1:
+        T = 1
+    cells = np.int64(n_groups) * n_values
+    if cells * T <= dense_cells:
+        mats = np.zeros((T, cells), dtype=np.int64)
+        for c in prange(T):
+            for i in range(n * c // T, n * (c + 1) // T):
+                w = np.int64(1) if unit else weights[i]
+                mats[c, np.int64(group[i]) * n_values + value[i]] += w
+        for c in prange(T):
+            lo = cells * c // T
+            hi = cells * (c + 1) // T
+            for t in range(1, T):
+                for j in range(lo, hi):
+                    mats[0, j] += mats[t, j]
+        mat = mats[0]
+        dcount = np.zeros(n_groups + 1, dtype=np.int64)
+        for c in prange(T):
+            for g in range(n_groups * c // T, n_groups * (c + 1) // T):
+                dcount[g + 1] = _dense_width(mat, np.int64(g) * n_values, n_values)
+        indptr = np.cumsum(dcount)
+        nnz = indptr[n_groups]
+        codes = np.empty(nnz, dtype=np.int32)
+        counts = np.empty(nnz, dtype=np.int64)
+        for c in prange(T):
+            seen = np.empty(n_values, dtype=np.int32)
+            keys = np.empty(n_values, dtype=np.int64)
+            for g in range(n_groups * c // T, n_groups * (c + 1) // T):
+                base = np.int64(g) * n_values
+                d = 0
+                for v in range(n_values):
+                    if mat[base + v] != 0:
+                        seen[d] = v
+                        d += 1
+                _emit_profile(seen, np.int64(d), mat, base, keys, codes, counts, indptr[g])
+        return indptr, codes, counts
+    # 1. per-chunk histograms of groups
+    hist = np.zeros((T, n_groups), dtype=np.int64)
+    for c in prange(T):
+        for i in range(n * c // T, n * (c + 1) // T):
+            hist[c, group[i]] += 1
+    # 2. exclusive prefix in (group, chunk) order: chunk c of group g starts at hist[c, g]
+    start = np.zeros(n_groups + 1, dtype=np.int64)
+    run = np.int64(0)
+    for g in range(n_groups):
+        start[g] = run
+        for c in range(T):
+            h = hist[c, g]
+            hist[c, g] = run
+            run += h
+    start[n_groups] = run
+    # 3. scatter (each chunk writes its own positions)
+    bvals = np.empty(n, dtype=np.int32)
+    bw = np.empty(0 if unit else n, dtype=np.int64)
+    for c in prange(T):
+        for i in range(n * c // T, n * (c + 1) // T):
+            g = group[i]
+            p = hist[c, g]
+            bvals[p] = value[i]
+            if not unit:
+                bw[p] = weights[i]
+            hist[c, g] = p + 1
+    # 4. count each group in a per-thread scratch; the profile goes to the group's row start
+    tcodes = np.empty(n, dtype=np.int32)
+    tcounts = np.empty(n, dtype=np.int64)
+    dcount = np.zeros(n_groups + 1, dtype=np.int64)
+    for c in prange(T):
+        seen = np.empty(n_values, dtype=np.int32)
+        scratch = np.zeros(n_values, dtype=np.int64)
+        keys = np.empty(n_values, dtype=np.int64)
+        for g in range(n_groups * c // T, n_groups * (c + 1) // T):
+            d = 0
+            for p in range(start[g], start[g + 1]):
+                w = np.int64(1) if unit else bw[p]
+                if w == 0:
+                    continue
+                v = bvals[p]
+                if scratch[v] == 0:
+                    seen[d] = v
+                    d += 1
+                scratch[v] += w
+            _emit_profile(seen, np.int64(d), scratch, np.int64(0), keys, tcodes, tcounts,
+                          start[g])
+            for a in range(d):
+                scratch[seen[a]] = 0
+            dcount[g + 1] = d
+    # 5. compact
+    indptr = np.cumsum(dcount)
+    nnz = indptr[n_groups]
+    codes = np.empty(nnz, dtype=np.int32)
+    counts = np.empty(nnz, dtype=np.int64)
+    for c in prange(T):
+        for g in range(n_groups * c // T, n_groups * (c + 1) // T):
+            s0 = start[g]
+            k = indptr[g]
+            for a in range(indptr[g + 1] - k):
+                codes[k + a] = tcodes[s0 + a]
+                counts[k + a] = tcounts[s0 + a]
+    return indptr, codes, counts
