@@ -70,15 +70,12 @@ def _fmt_point(p) -> list:
 def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv skyline``."""
     from .. import skyline
-    from ..release import Release
-    from ._common import Timer, emit_json, format_table, load_data
+    from ._common import Timer, emit_json, format_table, load_release
 
     if args.c is None and not args.point:
         raise ValueError("give --c (knowledge skyline) and/or --point l,k,m,c (checks)")
     with Timer() as t_rel:
-        rel = Release.from_table(load_data(args.data), sensitive=args.sensitive,
-                                 group=args.group, qi=args.qi, individual=args.individual,
-                                 nulls=args.nulls)
+        rel = load_release(args)  # streams Parquet directories / large files (SVPI)
     print(f"{args.data}: {rel.n_rows} rows, {rel.n_groups} groups, {rel.n_values} values of "
           f"{args.sensitive!r} [{rel.case}] — built in {t_rel.seconds:.2f} s")
     sigma = None
