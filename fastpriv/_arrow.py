@@ -25,7 +25,8 @@ import pyarrow.compute as pc
 
 from ._validation import check_choice, check_columns
 
-__all__ = ["as_table", "iter_batches", "encode_column", "encode_keys", "Encoded", "NULL_POLICIES"]
+__all__ = ["as_table", "iter_batches", "encode_column", "encode_keys", "Encoded", "NULL_POLICIES",
+           "count_rows", "is_large_source"]
 
 NULL_POLICIES = ("error", "drop", "value")
 
@@ -159,6 +160,37 @@ def iter_batches(data: Any, columns: Sequence[str], *, batch_size: int = 1 << 20
                                 f"got {type(batch).__name__}")
         return
     raise TypeError(f"{param}: cannot stream a {type(data).__name__}")
+
+
+def count_rows(data: Any) -> int | None:
+    """Number of rows of ``data`` when it is cheap to know (Parquet metadata, in-memory
+    tables), else None (CSV files, readers, iterators). Used for progress bars."""
+    try:
+        if isinstance(data, (str, os.PathLike)):
+            path = os.fspath(data)
+            if not os.path.exists(path) or (_is_csv(path) and os.path.isfile(path)):
+                return None
+            return int(_dataset(path, None).count_rows())
+        if isinstance(data, (pa.Table, pa.RecordBatch)):
+            return int(data.num_rows)
+        if type(data).__module__.startswith("pyarrow") and hasattr(data, "count_rows"):
+            return int(data.count_rows())
+    except (OSError, pa.ArrowException):  # unreadable metadata: no total, not an error here
+        return None
+    return None
+
+
+def is_large_source(data: Any, threshold: int = 64 << 20) -> bool:
+    """True for a directory (a dataset) or a file of at least ``threshold`` bytes."""
+    if not isinstance(data, (str, os.PathLike)):
+        return False
+    path = os.fspath(data)
+    if os.path.isdir(path):
+        return True
+    try:
+        return os.path.getsize(path) >= threshold
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)
