@@ -160,7 +160,7 @@ def required_size(d, r, f, n0, limit):
     return N if N <= limit else None
 
 
-def art_reference(F, row_prof, row_cls, row_rank, r, pad=False):
+def art_reference(F, row_prof, row_cls, row_rank, r, pad=False, condition="delta"):
     """ART's merging rules (``fastpriv/_kernels/art.py`` module docstring), literally.
 
     ``F[p][a][x]`` probabilities per profile, ``row_prof``, ``row_cls`` (0 or 1 + index in
@@ -194,6 +194,28 @@ def art_reference(F, row_prof, row_cls, row_rank, r, pad=False):
             best = max(best, q)
         return best if best <= n else None
 
+    def infeasible(mn, mx):
+        if condition == "exact":
+            return mx == 1.0
+        return (mn == 0.0 and mx > 0.0) or (mx == 1.0 and mn < 1.0)
+
+    def odds(v):
+        return math.inf if v >= 1.0 else v / (1.0 - v)
+
+    def status(g, x):
+        """(ok, stuck) of group g for x."""
+        if condition == "delta":
+            q = req(g, x)
+            return q is not None and len(group[g]) >= q, q is None
+        ok = True
+        for a in range(nA):
+            os_ = [odds(f(i, a, x)) for i in group[g]]
+            if max(os_) == math.inf:
+                return False, True
+            if not r * max(os_) <= math.fsum(os_) * (1.0 + 1e-12):
+                ok = False
+        return ok, False
+
     def dist(g, g2, x):
         dd = 0.0
         for a in range(nA):
@@ -201,6 +223,14 @@ def art_reference(F, row_prof, row_cls, row_rank, r, pad=False):
             lo2, hi2 = bounds(g2, a, x)
             dd += (max(hi, hi2) - min(lo, lo2)) - (hi - lo)
         return dd
+
+    def feasible(g, g2, x):
+        for a in range(nA):
+            lo, hi = bounds(g, a, x)
+            lo2, hi2 = bounds(g2, a, x)
+            if infeasible(min(lo, lo2), max(hi, hi2)):
+                return False
+        return True
 
     def merge(g, g2):
         keep, gone = (g, g2) if len(group[g]) >= len(group[g2]) else (g2, g)
@@ -232,11 +262,12 @@ def art_reference(F, row_prof, row_cls, row_rank, r, pad=False):
                 for h in holders[x]:
                     while True:
                         g = of[h]
-                        q = req(g, x)
-                        if q is None or len(group[g]) >= q:
+                        ok, stuck = status(g, x)
+                        if ok or stuck:
                             break
                         yg = ys(g)
-                        cands = [g2 for g2 in group if g2 != g and not (ys(g2) & yg)]
+                        cands = [g2 for g2 in group if g2 != g and not (ys(g2) & yg)
+                                 and feasible(g, g2, x)]
                         if not cands:
                             break
                         best = min(cands, key=lambda g2: key(g, g2, x, row_rank[h]))
@@ -265,7 +296,10 @@ def art_reference(F, row_prof, row_cls, row_rank, r, pad=False):
                 g = merge(g, of[i])
             break
         for i in left:
-            targets = [g for g in group if len(group[g]) > 1 and ys(g)]
+            targets = [g for g in group if len(group[g]) > 1 and ys(g)
+                       and all(feasible(g, of[i], y) for y in ys(g))]
+            if not targets:
+                continue
 
             def pad_key(g2, i=i):
                 dd = 0.0
@@ -281,7 +315,6 @@ def art_reference(F, row_prof, row_cls, row_rank, r, pad=False):
     unsat = set()
     for x in range(nX):
         for h in holders[x]:
-            q = req(of[h], x)
-            if q is None or len(group[of[h]]) < q:
+            if not status(of[h], x)[0]:
                 unsat.add(h)
     return sorted(sorted(m) for m in group.values()), unsat

@@ -96,10 +96,11 @@ def art_inputs(draw):
     rank = [draw(st.integers(0, 5)) for _ in range(n)]
     r = draw(st.sampled_from([1.5, 2.0, 2.5, 3.0]))
     pad = draw(st.booleans())
-    return F, prof, cls, rank, r, pad
+    condition = draw(st.sampled_from(["delta", "exact"]))
+    return F, prof, cls, rank, r, pad, condition
 
 
-def _run_kernel(F, prof, cls, rank, r, pad):
+def _run_kernel(F, prof, cls, rank, r, pad, condition="delta"):
     n = len(prof)
     order = np.lexsort((np.arange(n), rank, cls, prof))
     root, merges, passes, unsat, npad, joined = K.art_merge(
@@ -107,7 +108,8 @@ def _run_kernel(F, prof, cls, rank, r, pad):
         kernel_array(np.array(prof, dtype=np.int64), np.int64),
         kernel_array(np.array(cls, dtype=np.int64), np.int64),
         kernel_array(np.array(rank, dtype=np.int64), np.int64),
-        kernel_array(order, np.int64), float(r), bool(pad))
+        kernel_array(order, np.int64), float(r), bool(pad),
+        int(K.EXACT if condition == "exact" else K.DELTA))
     groups = {}
     for i, g in enumerate(root.tolist()):
         groups.setdefault(g, []).append(i)
@@ -117,9 +119,9 @@ def _run_kernel(F, prof, cls, rank, r, pad):
 @settings(max_examples=300)
 @given(art_inputs())
 def test_art_kernel_equals_reference(inp):
-    F, prof, cls, rank, r, pad = inp
-    got_groups, got_unsat = _run_kernel(F, prof, cls, rank, r, pad)
-    want_groups, want_unsat = art_reference(F, prof, cls, rank, r, pad)
+    F, prof, cls, rank, r, pad, condition = inp
+    got_groups, got_unsat = _run_kernel(F, prof, cls, rank, r, pad, condition)
+    want_groups, want_unsat = art_reference(F, prof, cls, rank, r, pad, condition)
     assert got_groups == want_groups
     assert got_unsat == want_unsat
 
@@ -131,9 +133,10 @@ def test_art_kernel_reference_on_a_larger_input():
     prof = rng.integers(0, n_prof, n).tolist()
     cls = rng.choice([0] * 8 + [1, 2], n).tolist()
     rank = rng.integers(0, 20, n).tolist()
-    for r, pad in ((2.0, False), (3.0, True), (2.5, True)):
-        assert _run_kernel(F, prof, cls, rank, r, pad) == art_reference(F, prof, cls, rank, r,
-                                                                          pad)
+    for r, pad, cond in ((2.0, False, "delta"), (3.0, True, "delta"), (2.5, True, "exact"),
+                         (4.0, False, "exact")):
+        assert _run_kernel(F, prof, cls, rank, r, pad, cond) == art_reference(
+            F, prof, cls, rank, r, pad, cond)
 
 
 # ---------------------------------------------------------------------- public API
@@ -146,11 +149,12 @@ def _tiny_table(seed, n=14):
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("r", [2, 3])
-def test_art_output_is_r_robust_exactly(seed, r):
+@pytest.mark.parametrize("condition", ["delta", "exact"])
+def test_art_output_is_r_robust_exactly(seed, r, condition):
     t = _tiny_table(seed)
     K_ = Knowledge.derive(t, qi=["a", "b"], sensitive="s", min_support=3)
     res = art(t, ["a", "b"], "s", r, sensitive_values=["x", "y"], knowledge=K_,
-              on_unsatisfied="report")
+              condition=condition, on_unsatisfied="report")
     rows = [{"a": a, "b": b, "_value": s, "g": g}
             for a, b, s, g in zip(t.column("a").to_pylist(), t.column("b").to_pylist(),
                                   t.column("s").to_pylist(), res.group_ids.tolist())]
@@ -188,6 +192,40 @@ def test_art_on_adult_is_robust_and_m_unique(adult):
     assert aud.robust and aud.value == pytest.approx(info["max_posterior"])
 
 
+def test_art_exact_condition_needs_smaller_groups(adult):
+    qi = QI5 + ["sex", "native_country", "income"]
+    prep = prepare_art(adult, qi, "education", sensitive_values=XS, as_one_value=True)
+    d = art(adult, qi, "education", 6, prepared=prep)
+    e = art(adult, qi, "education", 6, prepared=prep, condition="exact")
+    assert d.info["robust"] and e.info["robust"]
+    assert e.info["n_unsatisfied"] == 0 and e.params["condition"] == "exact"
+    # the Δ bound is sufficient, not necessary: exact stopping merges less
+    assert e.info["n_merges"] <= d.info["n_merges"]
+    assert e.info["max_posterior"] <= 1 / 6 * (1 + 1e-12)
+
+
+def test_art_sensitive_set_as_one_value(adult):
+    qi = QI5 + ["sex", "native_country", "income"]
+    res = art(adult, qi, "education", 6, sensitive_values=XS, as_one_value=True)
+    assert res.info["robust"] and res.info["n_unsatisfied"] == 0
+    assert res.params["as_one_value"] and res.params["sensitive_values"] == [
+        "{1st-4th, 5th-6th, 7th-8th, Preschool}"]
+    # the release publishes the original values, at most one of the set per group
+    M = res.release.count_matrix()
+    cols = [res.release.code_of(v) for v in XS]
+    assert M[:, cols].sum(axis=1).max() == 1
+    # audited on the merged value
+    merged = np.where(np.isin(np.asarray(adult.column("education").to_pylist()), XS),
+                      "SET", np.asarray(adult.column("education").to_pylist()))
+    t = adult.set_column(adult.column_names.index("education"), "education",
+                         pa.array(merged)).append_column("gid", pa.array(res.group_ids))
+    aud = robustness.audit(t, qi=qi, sensitive="education", group="gid", r=6,
+                           sensitive_values=["SET"])
+    assert aud.robust and aud.value == pytest.approx(res.info["max_posterior"])
+    with pytest.raises(ValueError, match="as_one_value"):
+        art(adult, qi, "education", 10, as_one_value=True)
+
+
 def test_art_pad_gives_every_group_r_rows(adult):
     small = adult.slice(0, 6000)
     prep = prepare_art(small, QI5[:3], "education", sensitive_values=XS, min_support=300)
@@ -214,14 +252,16 @@ def test_art_pad_with_few_leftovers_joins_sensitive_groups():
 
 
 def test_art_float_r_and_nulls_drop():
-    t = pa.table({"a": [0, 0, 1, 1, None, 2, 2, 0],
+    t = pa.table({"a": [0, 0, 1, 1, None, 1, 2, 0],
                   "s": ["x", "n", "n", "x", "n", "n", "n", "n"]})
-    res = art(t, ["a"], "s", 2.5, sensitive_values=["x"], nulls="drop",
-              min_support=1, on_unsatisfied="report")
+    res = art(t, ["a"], "s", 2.5, sensitive_values=["x"], nulls="drop", min_support=1)
     assert res.group_ids[4] == -1
     assert res.release.n_rows == 7
     sizes = res.release.sizes
-    assert all(sizes[g] >= 3 for g in set(res.group_ids[[0, 3]].tolist()))
+    assert all(sizes[g] == 3 for g in set(res.group_ids[[0, 3]].tolist()))
+    assert res.info["robust"] and res.info["max_posterior"] == pytest.approx(1 / 3)
+    # the a = 2 row has p(2 : x) = 0: a partner would make f_min = 0 < f_max, never used
+    assert sizes[res.group_ids[6]] == 1
 
 
 def test_art_global_rates_only_when_no_reliable_signature():

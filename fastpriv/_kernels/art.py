@@ -18,12 +18,18 @@ same text literally):
    **required size** is N′_o = max_A min_size(Δ_A, r, f_max,A) — the smallest integer
    N ≥ max(2, ⌈r⌉) with Δ_A ≤ Δ_ceil(N, r, f_max,A) (inequality 5 and Theorem 1), infinite
    when none exists or when it exceeds the number of rows. L satisfies the Δ condition
-   for x iff N ≥ N′_o.
+   for x iff N ≥ N′_o. (``mode`` = :data:`EXACT` replaces the Δ condition by the exact
+   binary posterior of a value occurring once, p_j = o_j / Σ o with o = f / (1 − f):
+   L satisfies x iff r · max_j o_j ≤ Σ_j o_j for every A — the sizes are then whatever
+   that needs; infeasible means some f = 1.)
 2. Passes until a pass merges nothing: for x in X_s order, for each row h holding x in row
    order, L = group(h): while N < N′_o: merge L with the **closest** group L′ — any group
    ≠ L with no X_s value in common with L (m-uniqueness) minimizing
    D(L, L′) = Σ_A [(max(f_max,A(L), f_max,A(L′)) − min(f_min,A(L), f_min,A(L′))) − Δ_A(L)]
-   (Wong's Definition 6, for the value x). Ties: a single row before a larger group;
+   (Wong's Definition 6, for the value x), among the candidates that keep N′_o finite —
+   a merge giving some attribute set f_min = 0 < f_max or f_max = 1 > f_min can never
+   satisfy Theorem 1, so such candidates are skipped. Ties: a single row before a larger
+   group;
    among single rows the lowest profile, then class 0 (no X_s value) before the X_s values
    in order, then the row whose QI rank is nearest to h's (the higher rank on equal
    distance; within one rank the first row in row order above h's rank, the last below);
@@ -32,7 +38,9 @@ same text literally):
 3. Optional padding (``pad``): rows still alone without an X_s value, in (profile, rank,
    row) order, are cut into groups of ⌈r⌉ (the last group takes the remainder). Fewer than
    ⌈r⌉ such rows each join the group holding X_s values with the smallest
-   Σ_{x ∈ Y(L)} D(L, {t}) for t (lowest smallest-row index on ties), and step 2 runs again.
+   Σ_{x ∈ Y(L)} D(L, {t}) for t (lowest smallest-row index on ties; groups the row would
+   make infeasible as above are skipped, and a row with no such group stays alone), and
+   step 2 runs again.
 
 Closest-group search is indexed: candidates that are single rows are found by scanning the
 *profiles* (not the rows), each with per-class availability counts, and the row inside a
@@ -52,6 +60,11 @@ from .._jit import kernel
 
 #: "infinite" required size
 BIG = np.int64(1) << np.int64(62)
+#: stopping conditions: Wong's Δ bound (Theorem 1 / inequality 5) or the exact posterior
+DELTA = 0
+EXACT = 1
+#: relative slack of the exact condition (robustness.audit's default ``tol``)
+EXACT_TOL = 1e-12
 
 
 @kernel
@@ -150,7 +163,48 @@ def group_required(F, row_prof, L, sL, gmin, gmax, x, r, n0):
 
 
 @kernel
-def closest_profile(F, cnt, ymL, lo, hi, x, self_p, self_c):
+def infeasible(mn, mx, mode):
+    """True when a group with bounds (f_min, f_max) can never satisfy the condition:
+    Δ mode: f_min = 0 < f_max (Δ = f_max) or f_max = 1 > f_min (Δ_ceil = 0 < Δ);
+    exact mode: f_max = 1 (that tuple's odds are infinite)."""
+    if mode == EXACT:
+        return mx == 1.0
+    return (mn == 0.0 and mx > 0.0) or (mx == 1.0 and mn < 1.0)
+
+
+@kernel
+def odds(f):
+    """o = f / (1 − f) (+∞ at f = 1): in the binary model with x once, p_j = o_j / Σ o."""
+    if f >= 1.0:
+        return np.inf
+    return f / (1.0 - f)
+
+
+@kernel
+def group_status(F, row_prof, L, sL, size_L, gmin, gmax, gsum, gomax, x, r, n0, mode):
+    """(ok, stuck) of group L for x: Δ mode — N ≥ N′_o (stuck when N′_o is infinite);
+    exact mode — r · max o ≤ Σ o (1 + 1e-12) for every attribute set, the exact binary
+    posterior bound for a value occurring once (stuck when some f = 1)."""
+    if mode == DELTA:
+        req = group_required(F, row_prof, L, sL, gmin, gmax, x, r, n0)
+        return size_L >= req, req >= BIG
+    ok = True
+    for a in range(F.shape[1]):
+        if sL >= 0:
+            om = gomax[sL, a, x]
+            os_ = gsum[sL, a, x]
+        else:
+            om = odds(F[row_prof[L], a, x])
+            os_ = om
+        if om == np.inf:
+            return False, True
+        if not r * om <= os_ * (1.0 + EXACT_TOL):
+            ok = False
+    return ok, False
+
+
+@kernel
+def closest_profile(F, cnt, ymL, lo, hi, x, self_p, self_c, mode):
     """Best single-row candidate by profile: ``(D, profile, class)``; profile −1 if none.
 
     Lowest D, then lowest profile, then the first eligible class (0 first). Stops at the
@@ -174,11 +228,17 @@ def closest_profile(F, cnt, ymL, lo, hi, x, self_p, self_c):
         if ec < 0:
             continue
         dd = 0.0
+        bad = False
         for a in range(nA):
             v = F[p, a, x]
             mx = hi[a] if hi[a] > v else v
             mn = lo[a] if lo[a] < v else v
+            if infeasible(mn, mx, mode):
+                bad = True
+                break
             dd += (mx - mn) - (hi[a] - lo[a])
+        if bad:
+            continue
         if dd < best_d:
             best_d = dd
             best_p = p
@@ -190,7 +250,7 @@ def closest_profile(F, cnt, ymL, lo, hi, x, self_p, self_c):
 
 @kernel
 def closest_group(gmin, gmax, ymask, slot_alive, slot_root, first_row, n_slots, sL, ymL,
-                  lo, hi, x, bound):
+                  lo, hi, x, bound, mode):
     """Best multi-row candidate with D < ``bound`` (ties: lowest smallest-row index); −1."""
     nA = gmin.shape[1]
     nX = gmin.shape[2]
@@ -208,14 +268,20 @@ def closest_group(gmin, gmax, ymask, slot_alive, slot_root, first_row, n_slots, 
         if clash:
             continue
         dd = 0.0
+        bad = False
         for a in range(nA):
             v2l = gmin[s2, a, x]
             v2h = gmax[s2, a, x]
             mx = hi[a] if hi[a] > v2h else v2h
             mn = lo[a] if lo[a] < v2l else v2l
+            if infeasible(mn, mx, mode):
+                bad = True
+                break
             dd += (mx - mn) - (hi[a] - lo[a])
             if dd > best_gd:
                 break
+        if bad:
+            continue
         fr = first_row[slot_root[s2]]
         # a larger group must beat the best single row strictly
         if dd < best_gd or (best_s >= 0 and dd == best_gd and fr < best_first):
@@ -277,18 +343,21 @@ def _unindex(t, alive, nxt, prv, cnt, p, c):
 
 
 @kernel
-def _slot_from_row(F, i, cls_i, sL, gmin, gmax, ymask):
+def _slot_from_row(F, i, cls_i, sL, gmin, gmax, gsum, gomax, ymask):
     for a in range(F.shape[1]):
         for y in range(F.shape[2]):
             v = F[i, a, y]
             gmin[sL, a, y] = v
             gmax[sL, a, y] = v
+            o = odds(v)
+            gsum[sL, a, y] = o
+            gomax[sL, a, y] = o
     for y in range(F.shape[2]):
         ymask[sL, y] = 1 if cls_i == y + 1 else 0
 
 
 @kernel
-def _absorb_row(F, p, cls_i, sL, gmin, gmax, ymask):
+def _absorb_row(F, p, cls_i, sL, gmin, gmax, gsum, gomax, ymask):
     for a in range(F.shape[1]):
         for y in range(F.shape[2]):
             v = F[p, a, y]
@@ -296,25 +365,33 @@ def _absorb_row(F, p, cls_i, sL, gmin, gmax, ymask):
                 gmin[sL, a, y] = v
             if v > gmax[sL, a, y]:
                 gmax[sL, a, y] = v
+            o = odds(v)
+            gsum[sL, a, y] += o
+            if o > gomax[sL, a, y]:
+                gomax[sL, a, y] = o
     if cls_i > 0:
         ymask[sL, cls_i - 1] = 1
 
 
 @kernel
-def _absorb_slot(sO, sL, gmin, gmax, ymask):
+def _absorb_slot(sO, sL, gmin, gmax, gsum, gomax, ymask):
     for a in range(gmin.shape[1]):
         for y in range(gmin.shape[2]):
             if gmin[sO, a, y] < gmin[sL, a, y]:
                 gmin[sL, a, y] = gmin[sO, a, y]
             if gmax[sO, a, y] > gmax[sL, a, y]:
                 gmax[sL, a, y] = gmax[sO, a, y]
+            gsum[sL, a, y] += gsum[sO, a, y]
+            if gomax[sO, a, y] > gomax[sL, a, y]:
+                gomax[sL, a, y] = gomax[sO, a, y]
     for y in range(gmin.shape[2]):
         if ymask[sO, y]:
             ymask[sL, y] = 1
 
 
 @kernel
-def _pad_join_target(F, p, gmin, gmax, ymask, slot_alive, slot_root, first_row, n_slots, n):
+def _pad_join_target(F, p, gmin, gmax, ymask, slot_alive, slot_root, first_row, n_slots, n,
+                     mode):
     """Slot of the group holding X_s values nearest to a row of profile p (Σ over its
     values of D); lowest smallest-row index on ties; −1 when no group holds X_s values."""
     nA = F.shape[1]
@@ -326,6 +403,7 @@ def _pad_join_target(F, p, gmin, gmax, ymask, slot_alive, slot_root, first_row, 
         if not slot_alive[s2]:
             continue
         has_x = False
+        bad = False
         dd = 0.0
         for y in range(nX):
             if ymask[s2, y]:
@@ -336,8 +414,10 @@ def _pad_join_target(F, p, gmin, gmax, ymask, slot_alive, slot_root, first_row, 
                     h2 = gmax[s2, a, y]
                     mx = h2 if h2 > v else v
                     mn = l2 if l2 < v else v
+                    if infeasible(mn, mx, mode):
+                        bad = True
                     dd += (mx - mn) - (h2 - l2)
-        if not has_x:
+        if not has_x or bad:
             continue
         fr = first_row[slot_root[s2]]
         if dd < best or (dd == best and fr < bfirst):
@@ -348,7 +428,7 @@ def _pad_join_target(F, p, gmin, gmax, ymask, slot_alive, slot_root, first_row, 
 
 
 @kernel
-def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad):
+def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad, mode):
     """Run ART's merging (module docstring) on prepared rows.
 
     Returns ``(root, n_merges, n_passes, unsatisfied, n_pad_groups, pad_joined)``: the
@@ -373,6 +453,8 @@ def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad):
     cap = 64
     gmin = np.empty((cap, nA, nX), dtype=np.float64)
     gmax = np.empty((cap, nA, nX), dtype=np.float64)
+    gsum = np.empty((cap, nA, nX), dtype=np.float64)
+    gomax = np.empty((cap, nA, nX), dtype=np.float64)
     ymask = np.zeros((cap, nX), dtype=np.uint8)
     slot_root = np.full(cap, -1, dtype=np.int64)
     slot_alive = np.zeros(cap, dtype=np.uint8)
@@ -426,8 +508,9 @@ def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad):
                     while True:
                         L = _find(parent, h)
                         sL = slot_of[L]
-                        req = group_required(F, row_prof, L, sL, gmin, gmax, x, r, n0)
-                        if size[L] >= req or req >= BIG:
+                        ok, stuck = group_status(F, row_prof, L, sL, size[L], gmin, gmax,
+                                                 gsum, gomax, x, r, n0, mode)
+                        if ok or stuck:
                             break
                         for a in range(nA):
                             if sL >= 0:
@@ -449,12 +532,12 @@ def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad):
                             self_p = row_prof[L]
                             self_c = row_cls[L]
                         best_d, best_p, best_c = closest_profile(F, cnt, ymL, lo, hi, x,
-                                                                 self_p, self_c)
+                                                                 self_p, self_c, mode)
                         best_s = -1
                         if best_d > 0.0:
                             best_s = closest_group(gmin, gmax, ymask, slot_alive, slot_root,
                                                    first_row, n_slots, sL, ymL, lo, hi, x,
-                                                   best_d)
+                                                   best_d, mode)
                         if best_s < 0 and best_p < 0:
                             break                      # no candidate at all
                         if best_s >= 0:
@@ -468,32 +551,39 @@ def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad):
                                 cap2 = 2 * cap
                                 g2 = np.empty((cap2, nA, nX), dtype=np.float64)
                                 g3 = np.empty((cap2, nA, nX), dtype=np.float64)
+                                g4 = np.empty((cap2, nA, nX), dtype=np.float64)
+                                g5 = np.empty((cap2, nA, nX), dtype=np.float64)
                                 y2 = np.zeros((cap2, nX), dtype=np.uint8)
                                 r2 = np.full(cap2, -1, dtype=np.int64)
                                 a2 = np.zeros(cap2, dtype=np.uint8)
                                 g2[:cap] = gmin
                                 g3[:cap] = gmax
+                                g4[:cap] = gsum
+                                g5[:cap] = gomax
                                 y2[:cap] = ymask
                                 r2[:cap] = slot_root
                                 a2[:cap] = slot_alive
                                 gmin = g2
                                 gmax = g3
+                                gsum = g4
+                                gomax = g5
                                 ymask = y2
                                 slot_root = r2
                                 slot_alive = a2
                                 cap = cap2
                             sL = n_slots
                             n_slots += 1
-                            _slot_from_row(F, row_prof[L], row_cls[L], sL, gmin, gmax, ymask)
+                            _slot_from_row(F, row_prof[L], row_cls[L], sL, gmin, gmax, gsum, gomax,
+                                           ymask)
                             slot_alive[sL] = 1
                             _unindex(pos_of[L], alive, nxt, prv, cnt, row_prof[L], row_cls[L])
                         sO = slot_of[other]
                         if sO >= 0:
-                            _absorb_slot(sO, sL, gmin, gmax, ymask)
+                            _absorb_slot(sO, sL, gmin, gmax, gsum, gomax, ymask)
                             slot_alive[sO] = 0
                         else:
                             _absorb_row(F, row_prof[other], row_cls[other], sL, gmin, gmax,
-                                        ymask)
+                                        gsum, gomax, ymask)
                             _unindex(pos_of[other], alive, nxt, prv, cnt, row_prof[other],
                                      row_cls[other])
                         if size[other] > size[L]:
@@ -538,15 +628,29 @@ def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad):
                     n_pad_groups += 1
                 break                                  # no X_s group changed: done
             # fewer than ⌈r⌉ rows: each joins the closest group holding X_s values
+            any_target = False
+            for s2 in range(n_slots):
+                if slot_alive[s2]:
+                    for y in range(nX):
+                        if ymask[s2, y]:
+                            any_target = True
+            if not any_target:
+                # no group holds an X_s value: the leftovers form one group
+                root = left_rows[0]
+                for t2 in range(1, m_left):
+                    parent[left_rows[t2]] = root
+                size[root] = m_left
+                n_pad_groups += 1
+                break
             joined = False
             for t2 in range(m_left):
                 i = left_rows[t2]
                 bs = _pad_join_target(F, row_prof[i], gmin, gmax, ymask, slot_alive,
-                                      slot_root, first_row, n_slots, n)
+                                      slot_root, first_row, n_slots, n, mode)
                 if bs < 0:
                     continue
                 Lr = slot_root[bs]
-                _absorb_row(F, row_prof[i], row_cls[i], bs, gmin, gmax, ymask)
+                _absorb_row(F, row_prof[i], row_cls[i], bs, gmin, gmax, gsum, gomax, ymask)
                 _unindex(pos_of[i], alive, nxt, prv, cnt, row_prof[i], row_cls[i])
                 parent[i] = Lr
                 size[Lr] += 1
@@ -555,12 +659,6 @@ def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad):
                 pad_joined += 1
                 joined = True
             if not joined:
-                # no group holds an X_s value: the leftovers form one group
-                root = left_rows[0]
-                for t2 in range(1, m_left):
-                    parent[left_rows[t2]] = root
-                size[root] = m_left
-                n_pad_groups += 1
                 break
     # ---------------------------------------------------------------- results
     root = np.empty(n, dtype=np.int64)
@@ -571,6 +669,7 @@ def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad):
         for hh in range(hstart[x], hstart[x + 1]):
             h = holders[hh]
             L = root[h]
-            req = group_required(F, row_prof, L, slot_of[L], gmin, gmax, x, r, n0)
-            unsat[h] = 1 if size[L] < req else 0
+            ok, stuck = group_status(F, row_prof, L, slot_of[L], size[L], gmin, gmax, gsum,
+                                     gomax, np.int64(x), r, n0, mode)
+            unsat[h] = 0 if ok else 1
     return root, n_merges, n_passes, unsat, n_pad_groups, pad_joined

@@ -83,7 +83,8 @@ def _check_r(r: Any) -> float:
 def prepare_art(table: Any, qi: Sequence[str], sensitive: str, *,
                 sensitive_values: Sequence[Any] | None = None, knowledge: Any = None,
                 max_size: int | None = None, epsilon: float = 0.01, delta: float = 0.9,
-                min_support: int | None = None, nulls: str = "error") -> ARTInput:
+                min_support: int | None = None, as_one_value: bool = False,
+                nulls: str = "error") -> ARTInput:
     """Encode a table for ART: knowledge, per-row probability profiles, classes, QI ranks.
 
     Parameters are those of :func:`art`. Exposed for tests and for reuse across several
@@ -149,6 +150,16 @@ def prepare_art(table: Any, qi: Sequence[str], sensitive: str, *,
         if not xs:
             raise ValueError("sensitive_values is empty")
     xs_labels = [values[i] for i in xs]
+    table_released = t
+    set_label = None
+    if as_one_value:
+        if sensitive_values is None:
+            raise ValueError("as_one_value=True needs sensitive_values (the set X_s)")
+        t, set_label = _merge_values(t, sensitive, xs_labels, values)
+        senc = encode_column(t.column(sensitive), name=sensitive)
+        values = senc.labels.to_pylist()
+        xs = [values.index(set_label)]
+        xs_labels = [set_label]
     # ---- knowledge
     derived = knowledge is None
     derive_params = {"max_size": max_size, "epsilon": epsilon, "delta": delta,
@@ -213,14 +224,35 @@ def prepare_art(table: Any, qi: Sequence[str], sensitive: str, *,
     return ARTInput(F=F, row_prof=prof, row_cls=row_cls,
                     row_rank=np.asarray(rank, dtype=np.int64), attribute_sets=sets,
                     sensitive_values=xs_labels, values=values, knowledge=knowledge,
-                    kept_rows=kept, n_input_rows=n_input, table=t, qi=qi,
-                    sensitive=sensitive, derived=derived, derive_params=derive_params)
+                    kept_rows=kept, n_input_rows=n_input, table=table_released,
+                    table_model=t, set_label=set_label, qi=qi, sensitive=sensitive,
+                    derived=derived, derive_params=derive_params)
+
+
+def _merge_values(t: pa.Table, sensitive: str, xs_labels: list, values: list
+                  ) -> tuple[pa.Table, str]:
+    """The table with every value of X_s replaced by one label ``{a, b, …}`` (strings)."""
+    import pyarrow.compute as pc
+
+    label = "{" + ", ".join(map(str, xs_labels)) + "}"
+    col = t.column(sensitive)
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        col = col.cast(pa.string())
+    if label in {str(v) for v in values}:
+        raise ValueError(f"sensitive_values: the merged label {label!r} is already a value")
+    mask = pc.is_in(col, value_set=pa.array([str(v) for v in xs_labels], col.type))
+    merged = pc.if_else(mask, pa.scalar(label, col.type), col)
+    i = t.column_names.index(sensitive)
+    return t.set_column(i, sensitive, merged), label
 
 
 def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
         sensitive_values: Sequence[Any] | None = None, knowledge: Any = None,
         max_size: int | None = None, epsilon: float = 0.01, delta: float = 0.9,
-        min_support: int | None = None, pad: bool = False, verify: bool = True,
+        min_support: int | None = None, as_one_value: bool = False,
+        condition: str = "delta", pad: bool = False, verify: bool = True,
         on_unsatisfied: str = "error", nulls: str = "error",
         prepared: ARTInput | None = None) -> Anonymized:
     """ART (Wong et al.): a bucketization that is r-robust against distribution knowledge.
@@ -242,6 +274,21 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
         The adversary's distributions (attribute sets within ``qi`` are used). Default:
         :meth:`Knowledge.derive` of the table with ``max_size``, ``epsilon``, ``delta``,
         ``min_support`` (papers: ε = 0.01, δ = 0.9).
+    condition : {"delta", "exact"}
+        When a group holding x is done. ``"delta"`` (Wong et al.): the Δ bounding condition
+        of Theorem 1 for every attribute set, i.e. N ≥ N′_o of inequality (5). ``"exact"``:
+        the exact binary posterior, r · max o ≤ Σ o with o = f/(1 − f) per attribute set —
+        r-robustness itself for a value occurring once, computed incrementally (the
+        papers call the posterior intractable; for m-unique groups it is a ratio of sums),
+        so groups stop growing as soon as they are robust. Closest-group merging is the
+        same in both.
+    as_one_value : bool
+        Count the values of ``sensitive_values`` as **one** sensitive value ``{a, b, …}``
+        (Wong et al.'s experiments: the adversary links a tuple to the *set*; each group
+        then holds at most one row from the set). The knowledge, the Δ condition and the
+        audit use the merged value; the release publishes the original values. The
+        guarantee is about the set: p(t : X_s) ≤ 1/r (a single value of the set can be
+        linked more strongly).
     pad : bool
         Give every group at least ⌈r⌉ rows (rows without an X_s value are grouped too).
     verify : bool
@@ -274,18 +321,22 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
     >>> res.info["max_posterior"] <= 0.25 * (1 + 1e-12)
     True
     """
-    from .._kernels.art import art_merge
+    from .._kernels.art import DELTA, EXACT, art_merge
     from ..release import Release
 
     t0 = time.perf_counter()
     rf = _check_r(r)
     check_choice(on_unsatisfied, "on_unsatisfied", ("error", "report"))
+    check_choice(condition, "condition", ("delta", "exact"))
     if not isinstance(pad, bool):
         raise TypeError(f"pad must be True or False, got {pad!r}")
     if prepared is None:
+        if not isinstance(as_one_value, bool):
+            raise TypeError(f"as_one_value must be True or False, got {as_one_value!r}")
         prep = prepare_art(table, qi, sensitive, sensitive_values=sensitive_values,
                            knowledge=knowledge, max_size=max_size, epsilon=epsilon,
-                           delta=delta, min_support=min_support, nulls=nulls)
+                           delta=delta, min_support=min_support, as_one_value=as_one_value,
+                           nulls=nulls)
     else:
         if not isinstance(prepared, ARTInput):
             raise TypeError("prepared must come from prepare_art")
@@ -297,7 +348,8 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
     root, n_merges, n_passes, unsat, n_pad, pad_joined = art_merge(
         kernel_array(prep.F, np.float64), kernel_array(prep.row_prof, np.int64),
         kernel_array(prep.row_cls, np.int64), kernel_array(prep.row_rank, np.int64),
-        kernel_array(sorted_rows, np.int64), rf, bool(pad))
+        kernel_array(sorted_rows, np.int64), rf, bool(pad),
+        int(EXACT if condition == "exact" else DELTA))
     t2 = time.perf_counter()
     _, gid = np.unique(root, return_inverse=True)
     gid = gid.ravel().astype(np.int64)
@@ -317,20 +369,24 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
     has_x = np.zeros(G, dtype=bool)
     has_x[gid[holders]] = True
     info: dict[str, Any] = {
-        "r": rf, "pad": bool(pad), "n_groups": G, "n_merges": int(n_merges),
+        "r": rf, "pad": bool(pad), "condition": condition, "n_groups": G, "n_merges": int(n_merges),
         "n_passes": int(n_passes), "n_profiles": int(prep.F.shape[0]),
         "n_attribute_sets": len(prep.attribute_sets),
         "n_sensitive_rows": int(holders.sum()), "n_sensitive_groups": int(has_x.sum()),
         "min_sensitive_group_size": int(sizes[has_x].min()) if has_x.any() else None,
         "n_unsatisfied": n_unsat_rows, "n_pad_groups": int(n_pad),
         "n_pad_joined": int(pad_joined),
-        "guarantee": ("r-robust in the binary model (Theorem 1 holds for every group "
-                      "holding a value of X_s, each value once)" if n_unsat_rows == 0 else
-                      f"{n_unsat_rows} sensitive rows are in groups that fail the Δ "
-                      "condition: the exact posterior decides"),
+        "guarantee": (("r-robust in the binary model (Theorem 1 holds for every group "
+                       "holding a value of X_s, each value once)" if condition == "delta" else
+                       "r-robust in the binary model (exact posterior of every group holding "
+                       "a value of X_s, each value once)") if n_unsat_rows == 0 else
+                      f"{n_unsat_rows} sensitive rows are in groups that fail the "
+                      f"{condition} condition: the exact audit decides"),
         "seconds": {"prepare": t1 - t0, "merge": t2 - t1}}
     params = {"qi": list(prep.qi), "sensitive": prep.sensitive, "r": rf,
+              "condition": condition,
               "sensitive_values": list(prep.sensitive_values), "pad": bool(pad),
+              "as_one_value": prep.set_label is not None,
               "criterion": f"{rf:g}-robustness",
               "attribute_sets": [list(A) for A in prep.attribute_sets]}
     out = Anonymized(release=rel, group_ids=group_ids, method="art", params=params,
@@ -340,7 +396,7 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
         from .. import robustness
 
         t3 = time.perf_counter()
-        aud_tab = tab.append_column(group_column, pa.array(gid))
+        aud_tab = prep.table_model.append_column(group_column, pa.array(gid))
         if prep.attribute_sets == [()]:     # derived knowledge without any attribute set
             kw = dict(prep.derive_params)
         else:
@@ -358,7 +414,8 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
                                "witness": aud.witness}})
         info["seconds"]["verify"] = time.perf_counter() - t3
     if n_unsat_rows and on_unsatisfied == "error" and not robust:
-        raise ValueError(f"ART could not satisfy the Δ condition for {n_unsat_rows} sensitive "
+        raise ValueError(f"ART could not satisfy the {condition} condition for {n_unsat_rows} "
+                         "sensitive "
                          "rows (no eligible group left, or f_min = 0 < f_max for some "
                          "attribute set) and the exact audit "
                          f"{'finds a posterior above 1/r' if verify else 'was not run'}; pass "
@@ -375,6 +432,11 @@ def _cli_arguments(g: Any) -> None:
                    help="ART: the sensitive value set X_s (default: every value)")
     g.add_argument("--art-max-size", type=int, metavar="N",
                    help="ART: largest attribute set of the derived knowledge (default all)")
+    g.add_argument("--art-as-one-value", action="store_true",
+                   help="ART: count --art-sensitive-values as one sensitive value (the set)")
+    g.add_argument("--art-condition", choices=("delta", "exact"), default="delta",
+                   help="ART: stop merging at Theorem 1's Δ condition (default) or at the "
+                        "exact posterior")
     g.add_argument("--art-pad", action="store_true",
                    help="ART: give every group at least ceil(r) rows")
     g.add_argument("--art-report", action="store_true",
@@ -390,7 +452,9 @@ def _cli_run(args: Any, data: Any, criterion: Any) -> Anonymized:
                          "--k/--l/--t/--alpha/--c")
     return art(data, args.qi, args.sensitive, args.r,
                sensitive_values=args.art_sensitive_values, max_size=args.art_max_size,
-               pad=bool(args.art_pad), nulls=args.nulls,
+               as_one_value=bool(args.art_as_one_value), condition=args.art_condition,
+               pad=bool(args.art_pad),
+               nulls=args.nulls,
                on_unsatisfied="report" if args.art_report else "error")
 
 
