@@ -89,7 +89,7 @@ def _binary_pair(N: int, n: int, rng) -> dict:
 
 
 def _mv_row(N: int, rng, with_enum: bool, with_ryser: bool) -> dict:
-    P = [dict(zip(range(N), rng.dirichlet(np.ones(N)))) for _ in range(N)]
+    P = [dict(zip(range(N), rng.dirichlet(np.ones(N)), strict=True)) for _ in range(N)]
     values = list(range(N))
     out = {"N": N}
     dp = rb.posterior_multivalued(P, values, method="dp")
@@ -197,14 +197,15 @@ def bench_robustness_throughput(benchmark, full):
             f = rng.uniform(0.0, 1.0, S * g)
             off = np.arange(S + 1, dtype=np.int64) * g
             nn = np.full(S, n, dtype=np.int64)
-            t = best_time(lambda: rb.posterior_batch(f, off, nn), repeat=3)
+            t = best_time(lambda f=f, off=off, nn=nn: rb.posterior_batch(f, off, nn),
+                          repeat=3)
             row = {"group_size": g, "n": n, "tuples": S * g, "seconds": t,
                    "posteriors_per_s": S * g / t}
             p, _ = rb.posterior_batch(f, off, nn)
             sums = np.add.reduceat(p, off[:-1])
             assert np.allclose(sums, n, rtol=1e-9)
             if n == 1:
-                def numpy_odds():
+                def numpy_odds(f=f, off=off, g=g):
                     o = f / (1.0 - f)
                     tot = np.add.reduceat(o, off[:-1])
                     return o / np.repeat(tot, g)
@@ -339,7 +340,8 @@ def bench_robustness_1m(benchmark, full):
         res = rb.audit(rel, **kw)
         first = time.perf_counter() - t0
         if k == 10:
-            res = benchmark.pedantic(lambda: rb.audit(rel, **kw), rounds=1, iterations=1)
+            res = benchmark.pedantic(lambda rel=rel, kw=kw: rb.audit(rel, **kw), rounds=1,
+                                     iterations=1)
             second = benchmark.stats.stats.mean
         else:
             t0 = time.perf_counter()

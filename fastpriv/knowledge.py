@@ -135,6 +135,7 @@ class Knowledge:
         pairs: the global rates for derived knowledge.
     info : dict
         Provenance: source, ε, δ, reliable sample size, pruned attribute sets, coverage.
+
     """
 
     def __init__(self, *, values: pa.Array, domains: dict[str, pa.Array],
@@ -181,7 +182,7 @@ class Knowledge:
         return self._domains[column].to_pylist()
 
     def n_signatures(self, attribute_set: Any) -> int:
-        """Number of signatures with a distribution for ``attribute_set``."""
+        """Count the signatures with a distribution for ``attribute_set``."""
         return int(self._set(attribute_set).keys.shape[0])
 
     def matrix(self, attribute_set: Any) -> np.ndarray:
@@ -193,7 +194,7 @@ class Knowledge:
         return self._set(attribute_set).support
 
     def signatures(self, attribute_set: Any) -> pa.Table:
-        """The signatures of ``attribute_set`` as a table (one column per attribute)."""
+        """Return the signatures of ``attribute_set`` as a table (a column per attribute)."""
         sd = self._set(attribute_set)
         codes = self._decode(sd)
         return pa.table({a: self._domains[a].take(pa.array(codes[:, i]))
@@ -312,7 +313,8 @@ class Knowledge:
         sd = self._set(attribute_set)
         if 0 <= sig < sd.keys.shape[0]:
             codes = self._decode(sd)[sig]
-            s = tuple(self._domains[a][int(c)].as_py() for a, c in zip(sd.attributes, codes))
+            s = tuple(self._domains[a][int(c)].as_py()
+                      for a, c in zip(sd.attributes, codes, strict=True))
         else:
             s = "<signature not in the knowledge>"
         return f"p({s} : {label!r}) for attribute set {sd.attributes}"
@@ -326,7 +328,7 @@ class Knowledge:
             if bad.size:
                 i = int(bad[0])
                 codes = self._decode(sd)[i]
-                s = tuple(self._domains[a][int(c)].as_py() for a, c in zip(A, codes))
+                s = tuple(self._domains[a][int(c)].as_py() for a, c in zip(A, codes, strict=True))
                 raise ValueError(
                     f"knowledge: in the multi-valued model the probabilities of a signature "
                     f"must sum to <= 1, but signature {s} of attribute set {A} sums to "
@@ -340,9 +342,10 @@ class Knowledge:
 
     # ------------------------------------------------------------------ export
     def to_table(self) -> pa.Table:
-        """Long form: ``attributes`` (comma-joined set), one column per QI column (null where
-        the column is not in the set), ``value``, ``probability`` (and ``support``).
+        """Export the long form.
 
+        Columns ``attributes`` (comma-joined set), one per QI column (null where the column
+        is not in the set), ``value``, ``probability`` and ``support``;
         :meth:`from_table` with ``set_column="attributes"`` reads it back.
         """
         cols: dict[str, list] = {"attributes": []}
@@ -376,7 +379,7 @@ class Knowledge:
         return pa.table(arrays)
 
     def restrict(self, attribute_sets: Iterable[Any]) -> "Knowledge":
-        """A knowledge object with only the given attribute sets."""
+        """Return a knowledge object with only the given attribute sets."""
         keep = [_as_set(a, "attribute_sets") for a in attribute_sets]
         sets = {}
         for A in keep:
@@ -392,9 +395,12 @@ class Knowledge:
                                     np.ndarray, np.ndarray | None]],
                *, fallback: Any, model: str | None, info: dict,
                values: pa.Array | None = None) -> "Knowledge":
-        """raw: per attribute set (A, {column: labels per row}, value labels per row,
-        probability per row, support per row or None). Rows with the same signature are
-        merged; a (signature, value) pair given twice is an error."""
+        """Build from raw rows, one entry per attribute set.
+
+        Each entry is (A, {column: labels per row}, value labels per row, probability per
+        row, support per row or None). Rows with the same signature are merged; a
+        (signature, value) pair given twice is an error.
+        """
         if model is not None:
             check_choice(model, "model", MODELS)
         if values is None:
@@ -467,15 +473,20 @@ class Knowledge:
         Parameters
         ----------
         attribute_set : str or sequence of str
+            The attributes of the set.
         signatures : table-like or mapping column -> sequence
             One row per signature with a column per attribute of the set.
         values : sequence
             Sensitive value labels of the matrix columns.
         probabilities : array-like (n_signatures, len(values))
             p(signature : value); NaN = not given.
-        fallback, model : see :meth:`from_table`.
+        fallback : float or mapping, optional
+            See :meth:`from_table`.
+        model : {"binary", "multivalued"}, optional
+            See :meth:`from_table`.
         support : array-like of int, optional
             Sample size behind each signature (shown in reports).
+
         """
         A = _as_set(attribute_set, "attribute_set")
         sig = as_table(signatures, param="signatures") if not isinstance(signatures, Mapping) \
@@ -533,6 +544,7 @@ class Knowledge:
         ...                          attribute_set="nationality")
         >>> k.attribute_sets
         [('nationality',)]
+
         """
         if (attribute_set is None) == (set_column is None):
             raise ValueError("give exactly one of attribute_set= (one attribute set) or "
@@ -590,6 +602,7 @@ class Knowledge:
         ...                                          "Japanese": {"heart": 0.003}}})
         >>> float(k.matrix("nationality")[1, 0])
         0.003
+
         """
         if not isinstance(mapping, Mapping) or not mapping:
             raise TypeError("mapping must be a non-empty dict {attribute_set: {signature: "
@@ -611,7 +624,7 @@ class Knowledge:
                     raise TypeError(f"attribute set {A}, signature {s!r}: expected a dict "
                                     f"value -> probability")
                 for v, p in row.items():
-                    for a, sv in zip(A, st):
+                    for a, sv in zip(A, st, strict=True):
                         cols[a].append(sv)
                     vals.append(v)
                     probs.append(_real(p, f"p({s!r} : {v!r})"))
@@ -630,7 +643,7 @@ class Knowledge:
     def derive(cls, data: Any, *, qi: Sequence[str], sensitive: str, max_size: int | None = None,
                epsilon: float = 0.01, delta: float = 0.9, min_support: int | None = None,
                nulls: str = "error") -> "Knowledge":
-        """The true conditional frequencies of an original table (worst-case knowledge).
+        """Derive the true conditional frequencies of an original table (worst case).
 
         For every attribute set A ⊆ ``qi`` with 1 ≤ |A| ≤ ``max_size`` and every
         signature s of A with a reliable sample, p(s : x) = #(s ∧ x) / #s. Unreliable
@@ -655,6 +668,7 @@ class Knowledge:
             Explicit reliable sample size (overrides ε, δ; 1 keeps every signature).
         nulls : {"error", "drop", "value"}
             Null policy for the used columns.
+
         """
         qi = list(_as_set(qi, "qi"))
         if not isinstance(sensitive, str):
@@ -743,7 +757,7 @@ class Knowledge:
                                    probs=_ro(probs.astype(np.float64)),
                                    support=_ro(support.astype(np.int64)))
                 coverage[",".join(A)] = float(support.sum() / n)
-        fallback = {v: float(r) for v, r in zip(venc.labels.to_pylist(), rates)}
+        fallback = {v: float(r) for v, r in zip(venc.labels.to_pylist(), rates, strict=True)}
         info = {"source": "derived", "epsilon": float(epsilon), "delta": float(delta),
                 "min_support": J, "max_size": max_size, "n_rows": n, "dropped_nulls": dropped,
                 "qi": qi, "sensitive": sensitive, "pruned": pruned,

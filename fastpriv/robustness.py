@@ -198,6 +198,7 @@ def posterior(f: Sequence[float], n_x: int, *, method: str = "esp", exact: bool 
     array([0.7273, 0.7273, 0.2727, 0.2727])
     >>> posterior([Fraction(1, 2)] * 2 + [Fraction(1, 5)] * 2, 2, exact=True)[0]
     Fraction(8, 11)
+
     """
     check_choice(method, "method", ("esp", "enumerate"))
     fv = _check_f(f, exact=exact)
@@ -284,6 +285,7 @@ def posterior_batch(f: Any, offsets: Any, n_x: Any) -> tuple[np.ndarray, np.ndar
         Posteriors, aligned with ``f``; NaN for segments whose posterior is undefined.
     log_e : numpy.ndarray
         log E_n(f) per segment (-inf where undefined): the log-likelihood of the counts.
+
     """
     from ._kernels import possible_worlds as pw
 
@@ -376,6 +378,7 @@ def posterior_multivalued(P: Sequence[Mapping[Any, Any]], values: Sequence[Any],
     >>> post = posterior_multivalued([{"x": 0.4, "y": 0.4}, {"x": 0.2, "y": 0.4}], ["x", "y"])
     >>> post["x"].round(4)
     array([0.6667, 0.3333])
+
     """
     from ._kernels import possible_worlds as pw
 
@@ -428,12 +431,9 @@ def posterior_multivalued(P: Sequence[Mapping[Any, Any]], values: Sequence[Any],
         st, post, _ = pw.mv_enumerate(kernel_array(M, np.float64), kernel_array(mult, np.int64))
         cols = post.T
     else:
-        poff = np.array([0, N * K], dtype=np.int64)
-        moff = np.array([0, K], dtype=np.int64)
-        out, sts, _, cancel = pw.mv_posteriors_csr(
-            kernel_array(M.ravel(), np.float64), kernel_array(poff, np.int64),
-            kernel_array(mult, np.int64), kernel_array(moff, np.int64), int(meth))
-        st = int(sts[0])
+        out, st, _, _ = pw.mv_posteriors_one(kernel_array(M.ravel(), np.float64),
+                                             kernel_array(mult, np.int64), int(meth))
+        st = int(st)
         cols = out.reshape(K, N)
     if st == pw.STATUS_UNDEFINED:
         raise ValueError(f"posterior undefined for {_group_desc(group)}: every possible world "
@@ -466,6 +466,7 @@ def delta_ceil(N: Any, r: Any, f_max: Any) -> Any:
     --------
     >>> delta_ceil(3, 2, Fraction(1, 10))           # Table 7: 0.0474
     Fraction(9, 190)
+
     """
     if any(isinstance(a, np.ndarray) for a in (N, r, f_max)):
         Na = np.asarray(N, dtype=np.float64)
@@ -517,6 +518,7 @@ def min_group_size(delta: Any, r: Any, f_max: Any) -> Any:
     --------
     >>> min_group_size(Fraction(63, 410), 3, Fraction(3, 10))
     6
+
     """
     _check_r(r)
     for name, v in (("delta", delta), ("f_max", f_max)):
@@ -652,6 +654,7 @@ class RobustnessAudit:
         with group, attribute set, value and reason; or groups skipped as too large.
     timing : dict
         Seconds per phase.
+
     """
 
     value: float
@@ -709,7 +712,7 @@ class RobustnessAudit:
         return int((self.delta_status == DELTA_NONE).sum())
 
     def problematic_table(self) -> pa.Table:
-        """The problematic (row, group, attribute set, value, posterior) as an Arrow table."""
+        """Return the problematic (row, attribute set, value, posterior) as an Arrow table."""
         sets = [",".join(a) for a in self.attribute_sets]
         return pa.table({
             "row": pa.array(self.problematic_rows, pa.int64()),
@@ -750,7 +753,7 @@ class RobustnessAudit:
         })
 
     def summary(self) -> str:
-        """A few lines of text."""
+        """Summarise the audit in a few lines of text."""
         verdict = "r-robust" if self.robust else ("NOT r-robust" if self.complete and not
                                                  self.robust else "undetermined")
         lines = [f"r-robustness audit ({self.model} model, r = {self.r:g}, threshold "
@@ -822,6 +825,10 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
         Binary (default; the papers' Tables 4–5 and proofs) or the full multi-valued model.
     rows : table-like, optional
         With a Release: the table with the QI columns, aligned with ``release.row_group``.
+    max_size, epsilon, delta, min_support :
+        Parameters of the derived knowledge (see :meth:`Knowledge.derive`).
+    nulls : {"error", "drop", "value"}
+        Null policy for the used columns (tables only).
     tol : float
         Relative slack in the comparisons with 1/r (p > (1/r)(1 + tol) is problematic),
         absorbing float rounding at exact ties (the Δ bound is tight).
@@ -836,6 +843,7 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
     Returns
     -------
     RobustnessAudit
+
     """
     t_start = time.perf_counter()
     timing: dict[str, float] = {}
@@ -1173,7 +1181,7 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
             rws, vls = pw.absent_certain(sig_by_set[a], mat_by_set[a],
                                          kernel_array(gcode, np.int32), indptr, codes,
                                          kernel_array(xs, np.int64))
-            for i, x in zip(rws[:1000].tolist(), vls[:1000].tolist()):
+            for i, x in zip(rws[:1000].tolist(), vls[:1000].tolist(), strict=True):
                 undefined.append({"group": int(gcode[i]), "attribute_set": list(sets[a]),
                                   "value": values[x], "row": int(i),
                                   "reason": "knowledge gives p(sig : x) = 1 but x is absent "

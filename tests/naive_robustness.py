@@ -43,12 +43,29 @@ def binary_posterior(f, n):
 
 
 def distinct_permutations(values):
-    """Every distinct arrangement of the multiset ``values`` (each exactly once)."""
-    seen = set()
-    for perm in itertools.permutations(values):
-        if perm not in seen:
-            seen.add(perm)
-            yield perm
+    """Every distinct arrangement of the multiset ``values`` (each exactly once).
+
+    Recursive over the remaining counts, so it yields N!/Π m_k! arrangements without
+    generating the N! permutations.
+    """
+    counts = Counter(values)
+    keys = sorted(counts, key=str)
+    n = len(values)
+    prefix = []
+
+    def rec():
+        if len(prefix) == n:
+            yield tuple(prefix)
+            return
+        for k in keys:
+            if counts[k]:
+                counts[k] -= 1
+                prefix.append(k)
+                yield from rec()
+                prefix.pop()
+                counts[k] += 1
+
+    yield from rec()
 
 
 def multivalued_posterior(P, values):
@@ -138,7 +155,7 @@ def audit(rows, qi_sets, group, r, knowledge, fallback, sensitive_values=None,
         multiset = [rows[i]["_value"] for i in members]
         counts = Counter(multiset)
         for A in qi_sets:
-            def dist(i):
+            def dist(i, A=A):
                 s = tuple(rows[i][a] for a in A)
                 return knowledge.get(A, {}).get(s, fallback)
             if model == "binary":
@@ -149,7 +166,7 @@ def audit(rows, qi_sets, group, r, knowledge, fallback, sensitive_values=None,
                     if post is None:
                         undefined.append((g, A, x))
                         continue
-                    for i, p in zip(members, post):
+                    for i, p in zip(members, post, strict=True):
                         best = max(best, p)
                         if p > thr:
                             problematic.append((i, A, x, p))
@@ -162,7 +179,7 @@ def audit(rows, qi_sets, group, r, knowledge, fallback, sensitive_values=None,
                 for x in xs:
                     if x not in post:
                         continue
-                    for i, p in zip(members, post[x]):
+                    for i, p in zip(members, post[x], strict=True):
                         best = max(best, p)
                         if p > thr:
                             problematic.append((i, A, x, p))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import os
@@ -20,8 +19,12 @@ from fastpriv._kernels import possible_worlds as pw
 from fastpriv._validation import kernel_array
 from fastpriv.knowledge import Knowledge
 from tests.naive_robustness import audit as naive_audit
-from tests.naive_robustness import (binary_posterior, delta_ceil_paper, derived_knowledge,
-                                    multivalued_posterior)
+from tests.naive_robustness import (
+    binary_posterior,
+    delta_ceil_paper,
+    derived_knowledge,
+    multivalued_posterior,
+)
 from tests.naive_robustness import min_group_size as naive_min_group_size
 
 HERE = Path(__file__).resolve().parent
@@ -290,7 +293,7 @@ def mv_groups(draw, max_n=6):
         raw = draw(st.lists(st.one_of(st.just(0.0), st.floats(0, 1), st.just(1.0)),
                             min_size=4, max_size=4))
         s = sum(raw)
-        rows.append({v: (p / s if s > 1 else p) for v, p in zip("xyzw", raw)})
+        rows.append({v: (p / s if s > 1 else p) for v, p in zip("xyzw", raw, strict=True)})
     return rows, values
 
 
@@ -323,7 +326,7 @@ def test_ryser_and_dp_agree_on_a_larger_group():
     rng = np.random.default_rng(3)
     N = 12
     values = ["a", "b", "c", "d", "e", "f"] * 2
-    P = [dict(zip("abcdef", rng.dirichlet(np.ones(6)))) for _ in range(N)]
+    P = [dict(zip("abcdef", rng.dirichlet(np.ones(6)), strict=True)) for _ in range(N)]
     dp = rb.posterior_multivalued(P, values, method="dp")
     ry = rb.posterior_multivalued(P, values, method="ryser")
     for x in dp:
@@ -459,6 +462,16 @@ def test_subnormal_probabilities_multivalued_and_small_path():
     np.testing.assert_allclose(rb.posterior(f, 3), [float(v) for v in exact], rtol=1e-9)
 
 
+def test_multivalued_dp_falls_back_to_layers_when_the_total_underflows():
+    # x once, y 19 times; rows 0-9 hold y with 1e-30: Z ~ 1e-270 (every world uses nine)
+    P = [{"x": 1.0, "y": 1e-30}] * 10 + [{"x": 1e-30, "y": 1.0}] * 10
+    values = ["x"] + ["y"] * 19
+    exp, _ = multivalued_posterior(P, values)
+    got = rb.posterior_multivalued(P, values, method="dp")
+    for x, ps in exp.items():
+        np.testing.assert_allclose(got[x], [float(v) for v in ps], rtol=1e-12, atol=1e-300)
+
+
 # ================================================================= errors
 def test_undefined_posterior_names_the_group():
     with pytest.raises(ValueError, match=r"group 'L7'.*2 tuples have f = 1"):
@@ -531,7 +544,7 @@ def test_delta_special_values():
 def tiny_tables(draw, max_rows=7):
     n = draw(st.integers(2, max_rows))
     rows = []
-    for i in range(n):
+    for _i in range(n):
         rows.append({"a": draw(st.sampled_from("pq")), "b": draw(st.sampled_from([1, 2, 3])),
                      "g": draw(st.integers(0, 2)), "_value": draw(st.sampled_from("xyz"))})
     return rows
@@ -557,7 +570,7 @@ def test_audit_equals_brute_force_with_derived_knowledge(rows, r, support, model
     assert res.value == pytest.approx(float(best), rel=1e-9, abs=1e-12)
     got = {(int(r_), res.attribute_sets[a], res.values[v])
            for r_, a, v in zip(res.problematic_rows, res.problematic_sets,
-                               res.problematic_values)}
+                               res.problematic_values, strict=True)}
     want = {(i, A, x) for i, A, x, p in prob if p > Fraction(1, 1) / Fraction(r) * (1 + 1e-9)}
     near = {(i, A, x) for i, A, x, p in prob}
     assert want <= got <= near
@@ -586,7 +599,7 @@ def test_audit_equals_brute_force_with_user_knowledge(rows, r, data):
     assert res.value == pytest.approx(float(best), rel=1e-9, abs=1e-12)
     got = {(int(r_), res.attribute_sets[a], res.values[v])
            for r_, a, v in zip(res.problematic_rows, res.problematic_sets,
-                               res.problematic_values)}
+                               res.problematic_values, strict=True)}
     assert got == {(i, A, x) for i, A, x, p in prob}
     # undefined (group, set, value) for present values; absent values with p = 1 too
     und_present = {(u["group"], tuple(u["attribute_set"]), u["value"]) for u in res.undefined
@@ -626,8 +639,9 @@ def test_audit_chunking_and_release_input_agree():
         np.testing.assert_array_equal(other.row_max, base.row_max)
         np.testing.assert_array_equal(other.delta_status, base.delta_status)
         assert sorted(zip(other.problematic_rows, other.problematic_sets,
-                          other.problematic_values)) == \
-            sorted(zip(base.problematic_rows, base.problematic_sets, base.problematic_values))
+                          other.problematic_values, strict=True)) == \
+            sorted(zip(base.problematic_rows, base.problematic_sets, base.problematic_values,
+                       strict=True))
     # witness is consistent with the per-row maxima and the group maxima
     w = base.witness
     assert base.row_max[w["row"]] == base.value == np.nanmax(base.group_max)
@@ -704,7 +718,7 @@ def test_audit_input_errors():
     res = rb.audit(t, qi=["a"], group="g", sensitive="s", r=2, min_support=10 ** 6)
     assert res.attribute_sets == ((),)
     counts = {}
-    for g, s in zip(t.column("g").to_pylist(), t.column("s").to_pylist()):
+    for g, s in zip(t.column("g").to_pylist(), t.column("s").to_pylist(), strict=True):
         counts.setdefault(g, []).append(s)
     assert res.value == pytest.approx(max(max(v.count(x) for x in v) / len(v)
                                           for v in counts.values()))

@@ -50,7 +50,8 @@ at index 0.
     E_{n-1}(f_{-j}) / E_n(f)`` and ``out2[j] = b_j = E_n(f_{-j}) / E_n(f)``, so that
     p_j = f_j a_j, f_j a_j + (1 - f_j) b_j = 1 and ∂ log E_n / ∂ f_j = a_j - b_j (the score
     of the foreground likelihood; a_j can overflow to +inf when E_n(f) < ~1e-308 · E_{n-1},
-    e.g. a lone tuple with f = 5e-324 — use mode 0 for posteriors, which stay finite). ``log_E = log E_n(f)``. ``status``: ``STATUS_OK``;
+    e.g. a lone tuple with f = 5e-324 — use mode 0 for posteriors, which stay finite).
+    ``log_E = log E_n(f)``. ``status``: ``STATUS_OK``;
     ``STATUS_UNDEFINED`` (E_n = 0; outputs NaN, ``log_E = -inf``); ``STATUS_LOGSPACE``
     (a denominator fell below 1e-280 in the rescaled float path, so the segment was
     recomputed entirely in log space — same outputs, slower). ``ws`` has at least
@@ -132,7 +133,7 @@ def _lae(a, b):
 # ====================================================================== binary model: ESP
 @kernel
 def esp_defined(fseg, N, n):
-    """True when E_n(f_0..f_{N-1}) > 0 (exact: counts of f = 1 and of f > 0)."""
+    """Test E_n(f_0..f_{N-1}) > 0 exactly (counts of f = 1 and of f > 0)."""
     ones = 0
     pos = 0
     for i in range(N):
@@ -179,8 +180,10 @@ def esp_step(c, top, m, stay, up):
 
 @kernel
 def _rescale_row(ws, off, top):
-    """Scale ws[off:off+top+1] to max 1 when its max is tiny; returns log factor (or -inf
-    when the row is all zero)."""
+    """Scale ws[off:off+top+1] to max 1 when its max is tiny.
+
+    Returns the log of the factor removed (0 when none; -inf when the row is all zero).
+    """
     mx = 0.0
     for d in range(top + 1):
         v = ws[off + d]
@@ -230,7 +233,7 @@ def esp_coefficients(fseg, N, n, out):
 
 @kernel
 def esp_log_coefficients(fseg, N, n, out):
-    """log E_0..log E_n of the first N factors into ``out[0:n+1]`` (-inf for zeros).
+    """Log E_0..log E_n of the first N factors into ``out[0:n+1]`` (-inf for zeros).
 
     Log-space twin of :func:`esp_coefficients` for coefficients more than ~1e-280 below
     the largest one (which the single-scale float form holds only as subnormals).
@@ -354,32 +357,33 @@ def loo_core_log(fseg, N, n, ws, out1, out2, mode, limit):
     return STATUS_LOGSPACE, log_e
 
 
-@kernel
-def posterior_small(fseg, N, n, ws, out1):
+@kernel(inline="always")
+def posterior_small(fseg, lo, N, n, ws, out1, olo):
     """Posteriors (mode 0) of a *defined* segment with min(n, N - n) <= 1 in closed form.
 
     n = 0: p = 0; n = N: p = 1. n = 1: p_j = o_j / Σ o with odds o = f / (1 - f) (or the
     one tuple with f = 1 gets p = 1). n = N - 1: the lone "not x" has odds g = (1 - f)/f,
     p_j = Σ_{k≠j} g_k / Σ g with the leave-one-out sum from prefix and suffix sums (no
-    cancellation; or the one tuple with f = 0 gets p = 0). ``ws`` needs N entries.
+    cancellation; or the one tuple with f = 0 gets p = 0). Reads ``fseg[lo:lo+N]``, writes
+    ``out1[olo:olo+N]``; ``ws`` needs N entries. Inlined into its callers (any array types).
     Returns ``(status, log_E)``; status 99 when the odds leave the normal float range
-    (f below ~1e-290), in which case the caller uses the tables. O(N), no table: the common case of an audit (a value
-    occurring once in its group) at the cost of a sum.
+    (f below ~1e-290), in which case the caller uses the tables. O(N), no table: the
+    common case of an audit (a value occurring once in its group) at the cost of a sum.
     """
     le = 0.0
     prod = 1.0            # running product, folded into le before it can underflow
     if n == 0:
         for i in range(N):
-            out1[i] = 0.0
-            prod *= 1.0 - fseg[i]
+            out1[olo + i] = 0.0
+            prod *= 1.0 - fseg[lo + i]
             if prod < 1e-250:
                 le += math.log(prod)
                 prod = 1.0
         return STATUS_OK, le + math.log(prod)
     if n == N:
         for i in range(N):
-            out1[i] = 1.0
-            x = fseg[i]
+            out1[olo + i] = 1.0
+            x = fseg[lo + i]
             if x < 1e-50:              # keep prod normal: log tiny factors directly
                 le += math.log(x)
             else:
@@ -391,21 +395,21 @@ def posterior_small(fseg, N, n, ws, out1):
     if n == 1:
         one = -1
         for i in range(N):
-            if fseg[i] >= 1.0:
+            if fseg[lo + i] >= 1.0:
                 one = i
         if one >= 0:
             for i in range(N):
-                out1[i] = 0.0
+                out1[olo + i] = 0.0
                 if i != one:
-                    prod *= 1.0 - fseg[i]
+                    prod *= 1.0 - fseg[lo + i]
                     if prod < 1e-250:
                         le += math.log(prod)
                         prod = 1.0
-            out1[one] = 1.0
+            out1[olo + one] = 1.0
             return STATUS_OK, le + math.log(prod)
         tot = 0.0
         for i in range(N):
-            fi = fseg[i]
+            fi = fseg[lo + i]
             q = 1.0 - fi
             o = fi / q
             ws[i] = o
@@ -418,18 +422,18 @@ def posterior_small(fseg, N, n, ws, out1):
             return _NOT_SMALL, 0.0
         inv = 1.0 / tot
         for i in range(N):
-            out1[i] = ws[i] * inv
+            out1[olo + i] = ws[i] * inv
         return STATUS_OK, le + math.log(prod) + math.log(tot)
     # n == N - 1
     zero = -1
     for i in range(N):
-        if fseg[i] <= 0.0:
+        if fseg[lo + i] <= 0.0:
             zero = i
     if zero >= 0:
         for i in range(N):
-            out1[i] = 1.0
+            out1[olo + i] = 1.0
             if i != zero:
-                x = fseg[i]
+                x = fseg[lo + i]
                 if x < 1e-50:
                     le += math.log(x)
                 else:
@@ -437,11 +441,11 @@ def posterior_small(fseg, N, n, ws, out1):
                     if prod < 1e-250:
                         le += math.log(prod)
                         prod = 1.0
-        out1[zero] = 0.0
+        out1[olo + zero] = 0.0
         return STATUS_OK, le + math.log(prod)
     tot = 0.0
     for i in range(N):
-        fi = fseg[i]
+        fi = fseg[lo + i]
         ws[i] = tot                       # Σ_{k<i} g_k
         tot += (1.0 - fi) / fi
         if fi < 1e-50:
@@ -455,8 +459,8 @@ def posterior_small(fseg, N, n, ws, out1):
         return _NOT_SMALL, 0.0
     suf = 0.0
     for j in range(N - 1, -1, -1):
-        fj = fseg[j]
-        out1[j] = (ws[j] + suf) / tot
+        fj = fseg[lo + j]
+        out1[olo + j] = (ws[j] + suf) / tot
         suf += (1.0 - fj) / fj
     return STATUS_OK, le + math.log(prod) + math.log(tot)
 
@@ -482,7 +486,7 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
     flip = 2 * n > N
     m = N - n if flip else n
     if m <= 1 and mode == 0:
-        res = posterior_small(fseg, N, n, ws, out1)
+        res = posterior_small(fseg, 0, N, n, ws, out1, 0)
         if res[0] != _NOT_SMALL:
             return res
     w = m + 1
@@ -605,19 +609,34 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
                 stay = 1.0 - fj
             ptop = j if j < m else m          # prefix (tuples < j) degree bound
             # A = sum_a P[a] S[m-1-a]; S is non-zero only for degrees <= stop
+            # two accumulators each: halves the add-latency chain of these dots
             A = 0.0
-            lo = m - 1 - stop
-            if lo < 0:
-                lo = 0
+            A1 = 0.0
+            a = m - 1 - stop
+            if a < 0:
+                a = 0
             hi = ptop if ptop < m - 1 else m - 1
-            for a in range(lo, hi + 1):
-                A += ws[P + a] * ws[SUF + m - 1 - a]
+            base = SUF + m - 1
+            while a < hi:
+                A += ws[P + a] * ws[base - a]
+                A1 += ws[P + a + 1] * ws[base - a - 1]
+                a += 2
+            if a == hi:
+                A += ws[P + a] * ws[base - a]
+            A += A1
             B = 0.0
-            lo = m - stop
-            if lo < 0:
-                lo = 0
-            for a in range(lo, ptop + 1):
-                B += ws[P + a] * ws[SUF + m - a]
+            B1 = 0.0
+            a = m - stop
+            if a < 0:
+                a = 0
+            base = SUF + m
+            while a < ptop:
+                B += ws[P + a] * ws[base - a]
+                B1 += ws[P + a + 1] * ws[base - a - 1]
+                a += 2
+            if a == ptop:
+                B += ws[P + a] * ws[base - a]
+            B += B1
             den = up * A + stay * B
             if not den >= _DEN_MIN:
                 return loo_core_log(fseg, N, n, ws, out1, out2, mode, limit)
@@ -718,6 +737,7 @@ def binary_posteriors_csr(offsets, f, n, limit, nblocks):
     p : float64, like ``f`` (NaN for undefined segments)
     status : int8 (S,)
     log_e : float64 (S,), log E_n(f) per segment (-inf when undefined)
+
     """
     S = n.shape[0]
     p = np.empty(f.shape[0], dtype=np.float64)
@@ -744,9 +764,31 @@ def binary_posteriors_csr(offsets, f, n, limit, nblocks):
         for s in range(s0, s1):
             lo = offsets[s]
             N = offsets[s + 1] - lo
+            ns = np.int64(n[s])
+            ones = 0
+            pos = 0
+            for j in range(N):
+                v = f[lo + j]
+                if v >= 1.0:
+                    ones += 1
+                if v > 0.0:
+                    pos += 1
+            if not (ones <= ns and ns <= pos):
+                for j in range(N):
+                    p[lo + j] = np.nan
+                status[s] = STATUS_UNDEFINED
+                log_e[s] = -np.inf
+                continue
+            m = ns if 2 * ns <= N else N - ns
+            if m <= 1:                          # closed form, in place, no copies
+                res = posterior_small(f, lo, N, ns, ws, p, lo)
+                if res[0] != _NOT_SMALL:
+                    status[s] = res[0]
+                    log_e[s] = res[1]
+                    continue
             for j in range(N):
                 fs[j] = f[lo + j]
-            res = loo_core(fs, N, np.int64(n[s]), ws, o1, o2, np.int64(0), np.int64(limit))
+            res = loo_core(fs, N, ns, ws, o1, o2, np.int64(0), np.int64(limit))
             for j in range(N):
                 p[lo + j] = o1[j]
             status[s] = res[0]
@@ -756,9 +798,10 @@ def binary_posteriors_csr(offsets, f, n, limit, nblocks):
 
 @kernel
 def binary_loo(f, n, limit, logspace, mode):
-    """One segment: ``(status, out1, out2, log_E)`` of :func:`loo_core` in ``mode`` 0
-    (posteriors in ``out1``) or 1 (leave-one-out ratios a, b). ``logspace=1`` forces the
-    log-space path.
+    """Run :func:`loo_core` on one segment: ``(status, out1, out2, log_E)``.
+
+    ``mode`` 0 gives posteriors in ``out1``, 1 the leave-one-out ratios a, b;
+    ``logspace=1`` forces the log-space path.
     """
     N = f.shape[0]
     plan = esp_plan(N, n, limit)
@@ -777,7 +820,7 @@ def binary_loo(f, n, limit, logspace, mode):
 
 @kernel
 def binary_log_en(f, n):
-    """log E_n(f) of one segment via :func:`esp_coefficients` (-inf when zero)."""
+    """Log E_n(f) of one segment via :func:`esp_coefficients` (-inf when zero)."""
     N = f.shape[0]
     fs = np.empty(max(N, 1), dtype=np.float64)
     for j in range(N):
@@ -867,7 +910,7 @@ def mv_enumerate(P, mult):
     a = np.empty(N, dtype=np.int64)
     pos = 0
     for k in range(K):
-        for t in range(mult[k]):
+        for _ in range(mult[k]):
             a[pos] = k
             pos += 1
     acc = np.zeros((N, K), dtype=np.float64)
@@ -961,7 +1004,7 @@ def mv_balance(Pl, N, K, mult):
 
 @kernel
 def mv_states(mult, K):
-    """Number of DP states Π (m_k + 1) (saturates at 2^62)."""
+    """Count the DP states Π (m_k + 1) (saturating at 2^62)."""
     T = 1
     for k in range(K):
         T *= mult[k] + 1
@@ -993,8 +1036,11 @@ def _mv_layers(mult, K, N, stride, T):
 
 
 @kernel
-def mv_dp_core(Pl, N, K, mult, out):
+def _mv_dp_layered(Pl, N, K, mult, out, logc):
     """Exact multi-valued posteriors of one group by a layered DP over used multiplicities.
+
+    (Every layer renormalised; used when the odometer-order DP of :func:`mv_dp_core`
+    underflows. ``Pl`` is already balanced, ``logc`` the balancing log-factor.)
 
     ``Pl``: writable flat N*K row-major block (balanced in place); ``mult``: writable int64
     (K,); ``out``: writable flat, receives the posteriors *value-major* (``out[k*N + j]`` =
@@ -1004,21 +1050,6 @@ def mv_dp_core(Pl, N, K, mult, out):
     are non-negative (no cancellation); every layer is renormalised. O(Π(m_k+1) · K).
     Returns ``(status, log_Z)`` with Z = Σ_w p(w).
     """
-    logc = mv_balance(Pl, N, K, mult)
-    if logc == -np.inf:
-        for i in range(N * K):
-            out[i] = np.nan
-        return STATUS_UNDEFINED, -np.inf
-    tiny = False
-    for i in range(N * K):
-        if Pl[i] > 0.0 and Pl[i] < _MV_TINY:
-            tiny = True
-            break
-    if tiny:
-        res = mv_dp_log_core(Pl, N, K, mult, out)
-        if res[0] != STATUS_OK:
-            return res
-        return res[0], res[1] + logc
     stride = np.empty(K + 1, dtype=np.int64)
     stride[0] = 1
     for k in range(K):
@@ -1099,9 +1130,113 @@ def mv_dp_core(Pl, N, K, mult, out):
 
 
 @kernel
+def mv_dp_core(Pl, N, K, mult, out):
+    """Exact multi-valued posteriors of one group by a DP over used multiplicities.
+
+    ``Pl``: writable flat N*K row-major block (balanced in place); ``mult``: writable int64
+    (K,); ``out``: writable flat, receives the posteriors *value-major* (``out[k*N + j]`` =
+    p(t_j : value_k)). State u = vector of used multiplicities (mixed radix); F[u] = weight
+    of assigning those values to the first Σu tuples, B[u] = weight of assigning the rest
+    to the remaining tuples; p(t_j : k) ∝ Σ_{|u| = j} F[u] P[j, k] B[u + e_k]. All terms
+    are non-negative (no cancellation). States are visited in index order with an odometer
+    (no divisions); when the total weight is below 1e-250 the layered, per-layer
+    renormalised DP is used instead, and a log-space DP when some probability is below
+    1e-150. O(Π(m_k+1) · K). Returns ``(status, log_Z)`` with Z = Σ_w p(w).
+    """
+    logc = mv_balance(Pl, N, K, mult)
+    if logc == -np.inf:
+        for i in range(N * K):
+            out[i] = np.nan
+        return STATUS_UNDEFINED, -np.inf
+    for i in range(N * K):
+        if Pl[i] > 0.0 and Pl[i] < _MV_TINY:
+            res = mv_dp_log_core(Pl, N, K, mult, out)
+            if res[0] != STATUS_OK:
+                return res
+            return res[0], res[1] + logc
+    stride = np.empty(K + 1, dtype=np.int64)
+    stride[0] = 1
+    for k in range(K):
+        stride[k + 1] = stride[k] * (mult[k] + 1)
+    T = stride[K]
+    F = np.empty(T, dtype=np.float64)
+    F[0] = 1.0
+    d = np.zeros(K, dtype=np.int64)
+    L = 0
+    for u in range(1, T):
+        k = 0
+        while d[k] == mult[k]:          # odometer increment
+            L -= d[k]
+            d[k] = 0
+            k += 1
+        d[k] += 1
+        L += 1
+        row = (L - 1) * K
+        acc = 0.0
+        for q in range(K):
+            if d[q] > 0:
+                acc += F[u - stride[q]] * Pl[row + q]
+        F[u] = acc
+    Z = F[T - 1]
+    if not Z >= 1e-250:
+        return _mv_dp_layered(Pl, N, K, mult, out, logc)
+    Bw = np.empty(T, dtype=np.float64)
+    Bw[T - 1] = 1.0
+    for q in range(K):
+        d[q] = mult[q]
+    L = N
+    for u in range(T - 2, -1, -1):
+        k = 0
+        while d[k] == 0:                # odometer decrement
+            d[k] = mult[k]
+            L += mult[k]
+            k += 1
+        d[k] -= 1
+        L -= 1
+        row = L * K
+        acc = 0.0
+        for q in range(K):
+            if d[q] < mult[q]:
+                acc += Pl[row + q] * Bw[u + stride[q]]
+        Bw[u] = acc
+    num = np.zeros(N * K, dtype=np.float64)
+    for q in range(K):
+        d[q] = 0
+    L = 0
+    for u in range(T - 1):
+        if u > 0:
+            k = 0
+            while d[k] == mult[k]:
+                L -= d[k]
+                d[k] = 0
+                k += 1
+            d[k] += 1
+            L += 1
+        fu = F[u]
+        if fu == 0.0:
+            continue
+        row = L * K
+        for q in range(K):
+            if d[q] < mult[q]:
+                num[row + q] += fu * Pl[row + q] * Bw[u + stride[q]]
+    for j in range(N):
+        tot = 0.0
+        for q in range(K):
+            tot += num[j * K + q]
+        if not tot >= 1e-290:
+            return _mv_dp_layered(Pl, N, K, mult, out, logc)
+        for q in range(K):
+            out[q * N + j] = num[j * K + q] / tot
+    return STATUS_OK, math.log(Z) + logc
+
+
+@kernel
 def mv_dp_log_core(Pl, N, K, mult, out):
-    """Log-space twin of :func:`mv_dp_core` (used when some probability is so small,
-    e.g. subnormal, that products of it lose their digits). Same contract."""
+    """Log-space twin of :func:`mv_dp_core`; same contract.
+
+    Used when some probability is so small (e.g. subnormal) that products of it lose
+    their digits.
+    """
     stride = np.empty(K + 1, dtype=np.int64)
     stride[0] = 1
     for k in range(K):
@@ -1180,8 +1315,10 @@ def _mv_reachable(Pl, N, K, mult, stride, order, start):
 
 @kernel
 def _mv_matchable(Pl, N, K, mult):
-    """Whether some world has positive weight: a perfect matching of tuples to value slots
-    (value k repeated m_k times) over entries P[j, k] > 0 (BFS augmenting paths, O(N^3)).
+    """Test whether some world has positive weight.
+
+    That is a perfect matching of tuples to value slots (value k repeated m_k times) over
+    entries P[j, k] > 0, found with BFS augmenting paths in O(N^3).
     """
     slot_val = np.empty(N, dtype=np.int64)
     c = 0
@@ -1359,6 +1496,23 @@ def _mv_group(P_flat, poff, N, K, mult_flat, moff, method, out):
     return st, lz, cancel
 
 
+@kernel
+def mv_posteriors_one(P_flat, mult, method):
+    """One group, sequentially (no thread-pool launch): ``(post, status, log_Z, cancel)``.
+
+    ``P_flat`` is the N x K block row-major, ``mult`` the K multiplicities; ``post`` is
+    value-major (K x N).
+    """
+    K = mult.shape[0]
+    N = 0
+    for k in range(K):
+        N += mult[k]
+    post = np.empty(N * K, dtype=np.float64)
+    res = _mv_group(P_flat, np.int64(0), np.int64(N), np.int64(K), mult, np.int64(0),
+                    np.int64(method), post)
+    return post, res[0], res[1], res[2]
+
+
 @kernel(parallel=True)
 def mv_posteriors_csr(P_flat, poff, mult_flat, moff, method):
     """Multi-valued posteriors of many groups (parallel over groups).
@@ -1422,7 +1576,7 @@ def gather_segments(goff, order, grp, seg_count):
 
 @kernel
 def gather_f(sig, probs, entry_rows, seg_offsets, seg_value):
-    """f of every entry: ``probs[sig[row], value of its segment]`` (float64)."""
+    """F of every entry: ``probs[sig[row], value of its segment]`` (float64)."""
     S = seg_value.shape[0]
     f = np.empty(entry_rows.shape[0], dtype=np.float64)
     for s in range(S):

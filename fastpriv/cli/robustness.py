@@ -1,4 +1,4 @@
-"""``fastpriv robustness``: r-robustness audit under QI-based distribution knowledge (Wong et al.)."""
+"""``fastpriv robustness``: r-robustness audit under QI-based distribution knowledge (Wong)."""
 
 from __future__ import annotations
 
