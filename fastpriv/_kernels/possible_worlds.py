@@ -609,33 +609,33 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
                 stay = 1.0 - fj
             ptop = j if j < m else m          # prefix (tuples < j) degree bound
             # A = sum_a P[a] S[m-1-a]; S is non-zero only for degrees <= stop
-            # two accumulators each: halves the add-latency chain of these dots
+            # A = Σ_a P[a] S[m-1-a], B = Σ_a P[a] S[m-a] in one pass over the prefix row
+            # (S is zero above ``stop``: it starts zeroed and only grows), two accumulators
+            # each to halve the add-latency chains
             A = 0.0
             A1 = 0.0
+            B = 0.0
+            B1 = 0.0
             a = m - 1 - stop
             if a < 0:
                 a = 0
-            hi = ptop if ptop < m - 1 else m - 1
-            base = SUF + m - 1
+            hi = ptop if ptop < m else m - 1          # a <= m - 1 in the pass
+            base = SUF + m
             while a < hi:
-                A += ws[P + a] * ws[base - a]
-                A1 += ws[P + a + 1] * ws[base - a - 1]
+                p0 = ws[P + a]
+                p1 = ws[P + a + 1]
+                A += p0 * ws[base - 1 - a]
+                B += p0 * ws[base - a]
+                A1 += p1 * ws[base - 2 - a]
+                B1 += p1 * ws[base - 1 - a]
                 a += 2
             if a == hi:
-                A += ws[P + a] * ws[base - a]
+                p0 = ws[P + a]
+                A += p0 * ws[base - 1 - a]
+                B += p0 * ws[base - a]
+            if ptop == m:
+                B += ws[P + m] * ws[SUF]
             A += A1
-            B = 0.0
-            B1 = 0.0
-            a = m - stop
-            if a < 0:
-                a = 0
-            base = SUF + m
-            while a < ptop:
-                B += ws[P + a] * ws[base - a]
-                B1 += ws[P + a + 1] * ws[base - a - 1]
-                a += 2
-            if a == ptop:
-                B += ws[P + a] * ws[base - a]
             B += B1
             den = up * A + stay * B
             if not den >= _DEN_MIN:
