@@ -100,11 +100,10 @@ def n_jobs(n_jobs: Any = None) -> Iterator[int]:
 
     want = resolve_n_jobs(n_jobs)
     before = current_threads()
-    if want == before:
-        yield want
-        return
-    numba.set_num_threads(want)
+    if want != before:
+        numba.set_num_threads(want)
     try:
         yield want
-    finally:
-        numba.set_num_threads(before)
+    finally:  # restore even if the body changed the setting itself
+        if current_threads() != before:
+            numba.set_num_threads(before)

@@ -401,14 +401,14 @@ class Release:
                 raise ValueError(f"cannot merge releases with different group keys: "
                                  f"{p.groups.column_names} vs {self.groups.column_names}")
         keys = self.groups.column_names
-        try:
-            gtab = pa.concat_tables([p.groups for p in parts], promote_options="permissive")
-            vlab = pa.concat_arrays([p.value_labels.cast(self.value_labels.type)
-                                     if p.value_labels.type != self.value_labels.type
-                                     else p.value_labels for p in parts])
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-            raise TypeError(f"cannot merge releases whose labels have different types: "
-                            f"{exc}") from None
+        for p in parts:
+            if p.value_labels.type != self.value_labels.type or \
+                    p.groups.schema.types != self.groups.schema.types:
+                raise TypeError("cannot merge releases whose labels have different types: "
+                                f"values {self.value_labels.type} vs {p.value_labels.type}, "
+                                f"groups {self.groups.schema.types} vs {p.groups.schema.types}")
+        gtab = pa.concat_tables([p.groups for p in parts])
+        vlab = pa.concat_arrays([p.value_labels for p in parts])
         gcodes, gkeys = encode_keys([gtab.column(k) for k in keys], names=keys)
         venc = encode_column(vlab, name="values")
         goff = np.cumsum([0] + [p.n_groups for p in parts])

@@ -1,0 +1,269 @@
+"""``fastpriv warmup``: compile every kernel into Numba's on-disk cache, ahead of time.
+
+fastpriv's kernels are compiled on first use and cached on disk (``cache=True``, next to
+the modules in ``__pycache__``), so only the first process pays. Run ``fastpriv warmup``
+once after installing or upgrading — and **before fanning out workers** (Dask, Spark,
+multiprocessing): several processes compiling the same kernel for the first time at once
+race on the cache files (each compiles, and they overwrite each other's entries).
+
+The workload is tiny and exercises every public model that is installed: the documented
+examples (doctests) of every public module — each model's owner keeps them running — plus
+explicit calls that reach the streaming, sparse and parallel code paths that small inputs
+do not reach on their own. The report counts kernels compiled now, loaded from the cache,
+and not reached. ``FASTPRIV_NO_CACHE=1`` disables the cache (everything then compiles in
+every process; warm-up is pointless and the command says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+ORDER = 90
+
+#: Public modules whose documented examples form the warm-up workload.
+DOCTEST_MODULES = (
+    "fastpriv.release", "fastpriv.counts", "fastpriv.streaming", "fastpriv.classic",
+    "fastpriv.ck_safety", "fastpriv.skyline", "fastpriv.robustness", "fastpriv.foreground",
+    "fastpriv.knowledge", "fastpriv.predicates", "fastpriv.hierarchies", "fastpriv.metrics",
+    "fastpriv.anonymize.anatomy", "fastpriv.anonymize.mondrian", "fastpriv.anonymize.lattice",
+    "fastpriv.anonymize.skyline", "fastpriv.anonymize._art",
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``warmup`` sub-command."""
+    p = sub.add_parser(
+        "warmup", help="compile every kernel into the on-disk JIT cache (run before "
+                       "fanning out workers)",
+        description="Run a tiny workload through every installed model so that every Numba "
+                    "kernel is compiled and stored in the on-disk cache. Run it once after "
+                    "installing, and before starting parallel workers: concurrent first "
+                    "compiles race on the cache. FASTPRIV_NO_CACHE=1 disables the cache.")
+    p.add_argument("--verbose", action="store_true",
+                   help="list every kernel and the workloads that failed")
+    p.add_argument("--json", metavar="OUT", help="also write the report as JSON to OUT")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing JSON output")
+    p.set_defaults(func=run)
+
+
+# ============================================================================ workloads
+def _doctests(module_name: str) -> tuple[int, int]:
+    """Run a module's docstring examples silently; returns (attempted, failed)."""
+    import doctest
+    import importlib
+
+    mod = importlib.import_module(module_name)
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for test in finder.find(mod, module_name, globs=dict(vars(mod))):
+        runner.run(test, out=lambda _s: None)
+    return runner.tries, runner.failures
+
+
+def _streaming_paths() -> None:
+    """Counting paths small inputs do not reach: sparse state, hash maps, several keys,
+    strings, floats, parallel variants (with the exact argument types of production)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from .._kernels import counting as K
+    from .._threads import pool_size
+    from .._validation import kernel_array
+    from ..counts import CountAccumulator, merge
+    from ..datasets import synthetic
+    from ..release import Release
+
+    t = synthetic(4000, group_size=8, n_values=6, seed=0)
+    t = t.append_column("label", pa.array([f"g{i // 8:05d}" for i in range(t.num_rows)]))
+    t = t.append_column("x", pa.array(np.arange(t.num_rows, dtype=np.float64) % 7))
+    t = t.append_column("big", pa.array(np.arange(t.num_rows, dtype=np.int64) * (1 << 40)))
+    jobs = (1, 2) if pool_size() > 1 else (1,)
+    for nj in jobs:
+        for keys in (["group"], ["label"], ["group", "label"], ["x"], ["big"]):
+            for dense in (1 << 25, 0):
+                a = CountAccumulator(keys, "sensitive", n_jobs=nj, dense_cells=dense)
+                for b in t.to_batches(max_chunksize=1000):
+                    a.add(b)
+                merge([a, a]).to_release()
+        Release.from_batches(t.to_batches(max_chunksize=1000), sensitive="sensitive",
+                             group="group", n_jobs=nj)
+    # parallel kernels whose production thresholds a tiny input never reaches
+    g = kernel_array(np.repeat(np.arange(100, dtype=np.int32), 5), np.int32)
+    v = kernel_array(np.tile(np.arange(5, dtype=np.int32), 100), np.int32)
+    w = kernel_array(np.empty(0, dtype=np.int64), np.int64)
+    mat = np.zeros(100 * 8, dtype=np.int64)
+    K.dense_add_parallel(g, v, w, mat, 8, 0, 99, 2)
+    K.dense_profiles_parallel(mat, 8, kernel_array(np.arange(100), np.int64),
+                              kernel_array(np.arange(5), np.int32), 5, 2)
+    K.count_pairs_parallel(g, v, w, 100, 5, int(K.DENSE_CELLS), 2)
+
+
+def _model_paths() -> None:
+    """Model entry points with options the doctests leave out (parallel scans, exact,
+    negations, batched posteriors)."""
+    import numpy as np
+
+    from .. import ck_safety, classic, skyline
+    from ..datasets import synthetic
+    from ..release import Release
+
+    rel = Release.from_table(synthetic(3000, group_size=10, n_values=6, seed=1),
+                             sensitive="sensitive", group="group")
+    classic.audit(rel, l=2)
+    ck_safety.audit(rel, 4)
+    ck_safety.is_safe(rel, 0.9, 3)
+    ck_safety.max_safe_k(rel, 0.9)
+    pts = {"*": [(l, k, m, 0.9) for l in range(2) for k in range(3) for m in range(2)]}
+    for par in (False, True):
+        for method in ("direct", "classes"):
+            skyline.check(rel, pts, parallel=par, method=method)
+    skyline.knowledge_skyline(rel, rel.values[0], 0.9)
+    skyline.dp_breach_probability(rel, rel.values[0], 1, 2, 1)
+    tables = skyline.prepare(rel, rel.values[0])
+    for name in ("breach_probability", "dp_min_nr", "statistics"):
+        if hasattr(tables, name):
+            getattr(tables, name)(1, 2, 1)
+    # several QI columns (from_table's key combination) and (c,k) pruning (many profiles)
+    qi = synthetic(4000, qi_cardinalities=[5, 4], n_values=5, seed=2)
+    classic.audit(Release.from_table(qi, sensitive="sensitive", qi=["q0", "q1"]))
+    wide = Release.from_table(synthetic(1_200_000, group_size=200, n_values=20, seed=3),
+                              sensitive="sensitive", group="group")
+    ck_safety.audit(wide, 12)
+    for case in ("mvpi-set", "mvpi-multiset"):
+        m = Release.from_groups([(3, {"a": 1, "b": 2}), (2, {"a": 1})], case=case)
+        skyline.check(m, {"a": [(1, 1, 1, 0.9)]})
+        skyline.knowledge_skyline(m, "a", 0.9)
+
+
+def _robustness_paths() -> None:
+    """Batched binary and multi-valued posteriors through ``robustness.audit``."""
+    import numpy as np
+    import pyarrow as pa
+
+    from .. import robustness
+    from ..knowledge import Knowledge
+
+    f = np.array([0.5, 0.2, 0.7, 0.1, 0.4, 0.6])
+    robustness.posterior_batch(f, [0, 3, 6], [1, 2])
+    robustness.posterior(list(f), 2)
+    sigs = [f"s{j % 3}" for j in range(12)]
+    table = pa.table({"sig": sigs, "g": [j // 4 for j in range(12)],
+                      "s": ["x", "y", "x", "z"] * 3})
+    know = Knowledge.from_dict({"sig": {f"s{j}": {"x": 0.2 + 0.2 * j, "y": 0.1, "z": 0.3}
+                                        for j in range(3)}}, fallback=0.0)
+    for model in ("binary", "multivalued"):
+        robustness.audit(table, group="g", sensitive="s", r=2.0, knowledge=know, model=model)
+
+
+def _foreground_paths() -> None:
+    """Mining and attack (batched EM/Newton solvers) on a small joined table."""
+    import numpy as np
+    import pyarrow as pa
+
+    from .. import foreground
+
+    rng = np.random.default_rng(0)
+    n = 60
+    table = pa.table({"q0": rng.integers(0, 3, n), "q1": rng.integers(0, 2, n),
+                      "gid": np.repeat(np.arange(n // 4), 4),
+                      "s": rng.choice(list("abcd"), n)})
+    foreground.attack(table, qi=["q0", "q1"], sensitive="s", group="gid", r=2.0,
+                      min_support=3, n_random=1, original=table)
+
+
+# ============================================================================ command
+def _kernel_stats() -> dict:
+    import importlib
+    import pkgutil
+
+    import fastpriv._kernels as pkg
+
+    from .._jit import KERNELS
+
+    for info in pkgutil.iter_modules(pkg.__path__):
+        importlib.import_module(f"fastpriv._kernels.{info.name}")
+    import inspect
+    import re
+
+    sources = {}
+    for d in KERNELS:
+        try:
+            sources[id(d)] = inspect.getsource(d.py_func)
+        except (OSError, TypeError):  # pragma: no cover
+            sources[id(d)] = ""
+    rows = []
+    for d in KERNELS:
+        name = d.py_func.__name__
+        pat = re.compile(rf"\b{re.escape(name)}\(")
+        helper = any(pat.search(src) for k, src in sources.items() if k != id(d))
+        hits = sum(d.stats.cache_hits.values())
+        misses = sum(d.stats.cache_misses.values())
+        rows.append({"kernel": f"{d.py_func.__module__}.{name}", "helper": helper,
+                     "signatures": len(d.signatures), "cache_hits": int(hits),
+                     "cache_misses": int(misses)})
+    return {"kernels": rows}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute ``fastpriv warmup``."""
+    import time
+
+    from .._jit import CACHE_ENABLED
+    from ._common import format_table
+
+    t0 = time.perf_counter()
+    workloads: list[tuple[str, str, str]] = []
+
+    def attempt(name: str, fn, *a) -> None:
+        t = time.perf_counter()
+        try:
+            out = fn(*a)
+            status = "ok" if not out or out[1] == 0 else f"{out[1]} of {out[0]} examples failed"
+        except ImportError as exc:
+            status = f"not installed ({exc})"
+        except Exception as exc:  # a failing workload must not stop the warm-up
+            status = f"failed: {type(exc).__name__}: {exc}"
+        workloads.append((name, status, f"{time.perf_counter() - t:.1f} s"))
+
+    if not CACHE_ENABLED:
+        print("FASTPRIV_NO_CACHE is set: kernels are not cached on disk, so warming up has "
+              "no lasting effect (it only compiles them in this process).")
+    attempt("streaming and counting paths", _streaming_paths)
+    attempt("model entry points", _model_paths)
+    attempt("r-robustness audits", _robustness_paths)
+    attempt("foreground mining and attack", _foreground_paths)
+    for mod in DOCTEST_MODULES:
+        attempt(f"examples of {mod}", _doctests, mod)
+    stats = _kernel_stats()
+    rows = stats["kernels"]
+    compiled = sum(1 for r in rows if r["cache_misses"])
+    loaded = sum(1 for r in rows if r["cache_hits"] and not r["cache_misses"])
+    helpers = sum(1 for r in rows if not r["signatures"] and r["helper"])
+    missed = [r["kernel"] for r in rows if not r["signatures"] and not r["helper"]]
+    seconds = time.perf_counter() - t0
+    print(format_table(["workload", "status", "time"], [list(w) for w in workloads],
+                       title="fastpriv warmup"))
+    print()
+    print(f"{len(rows)} kernels: {compiled} compiled now, {loaded} loaded from the cache, "
+          f"{helpers} helpers (cached inside their callers), {len(missed)} entry points not "
+          f"reached — {seconds:.1f} s" + ("" if CACHE_ENABLED else " (cache disabled)"))
+    if missed:
+        print("not reached: " + ", ".join(missed))
+    if args.verbose:
+        print()
+        print(format_table(["kernel", "helper", "signatures", "loaded", "compiled"],
+                           [[r["kernel"], r["helper"], r["signatures"], r["cache_hits"],
+                             r["cache_misses"]] for r in rows], title="kernels"))
+    payload = {"seconds": seconds, "cache_enabled": CACHE_ENABLED, "n_kernels": len(rows),
+               "compiled": compiled, "loaded": loaded, "helpers": helpers,
+               "not_reached": missed,
+               "workloads": [{"name": n, "status": s, "time": t} for n, s, t in workloads],
+               **stats}
+    if getattr(args, "json", None):
+        import sys
+
+        from .._io import write_json
+
+        dest = write_json(args.json, payload, overwrite=args.overwrite, inputs=[])
+        print(f"wrote {dest}", file=sys.stderr)
+    return 0

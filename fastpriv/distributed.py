@@ -1,0 +1,359 @@
+"""Dask integration: counts and audits computed on a cluster, identical to one machine.
+
+Install the optional extra: ``pip install "fastpriv[dask]"``. Dask is imported lazily, inside
+the functions; ``import fastpriv.distributed`` alone imports nothing of it.
+
+What runs where
+---------------
+**Counts** (:func:`count_partitions`, :func:`release_from_dask`). Each partition — a
+partition of a ``dask.dataframe`` or a file / row group of a Parquet dataset on disk — is
+counted by a :class:`~fastpriv.counts.CountAccumulator` (the Numba streaming counter,
+single-threaded inside the task: the cluster provides the parallelism); the partial
+states are merged by addition in a tree of fan-in ``split_every`` (like Dask's own
+reductions), and the client receives one accumulator: memory ∝ (group, value) pairs. The
+:class:`~fastpriv.Release` built from it equals ``Release.from_table`` on all rows, so
+**any** audit runs on it unchanged (``classic.audit``, ``ck_safety.audit``,
+``skyline.check``, …).
+
+**Releases with more groups than fit on one machine** (:func:`groupwise_audit`). When the
+release itself is too large for the client, the data is partitioned *by group* (every group
+entirely inside one partition — ``partition_by_group=True`` shuffles on the keys), every
+partition builds the release of its own groups and folds it into a
+:class:`~fastpriv.streaming.GroupwiseState` (the classical per-group minima/maxima and the
+skyline sufficient statistics SS1..SS5), and the states are reduced by elementwise min /
+max. Only O(points) travels back. t-closeness, β-likeness and δ-disclosure need the
+distribution Q of the whole table: it is computed first by a tree reduction of per-partition
+value counts (or passed as ``q=``). (c,k)-safety combines buckets across the whole release
+(a knapsack), so it needs the counts path.
+
+Parquet on disk is read Arrow-natively (``pyarrow.dataset`` fragments with column
+projection, one task per file or row group) — faster than going through pandas, and the
+label types are exactly those of the file. A ``dask.dataframe`` is accepted as is (each
+partition is converted with ``pyarrow.Table.from_pandas``).
+
+Warm the JIT cache first (``fastpriv warmup``): concurrent first compiles in several worker
+processes race on Numba's on-disk cache.
+
+Example
+-------
+>>> from dask.distributed import Client, LocalCluster           # doctest: +SKIP
+>>> client = Client(LocalCluster(n_workers=2, threads_per_worker=1))  # doctest: +SKIP
+>>> rel = release_from_dask("data/", sensitive="disease", group="gid")  # doctest: +SKIP
+>>> fastpriv.ck_safety.audit(rel, 12)                             # doctest: +SKIP
+
+The equivalent Spark recipe
+---------------------------
+Spark (or any SQL engine) produces the same mergeable state — (group, value, count) rows —
+and :meth:`Release.from_counts` turns it into the release::
+
+    counts = (df.groupBy("gid", "disease").count()          # or several QI columns
+                .toPandas())                                   # small: one row per pair
+    rel = fastpriv.Release.from_counts(counts, group="gid", sensitive="disease",
+                                       count="count")
+
+or, Arrow end to end, with per-partition fastpriv counting inside ``mapInArrow``::
+
+    def count_part(batches):
+        acc = fastpriv.CountAccumulator(["gid"], "disease", n_jobs=1)
+        for b in batches:
+            acc.add(b)
+        if acc.n_groups:
+            yield from acc.to_table().to_batches()   # gid, disease, count
+    schema = "gid long, disease string, count long"
+    parts = df.select("gid", "disease").mapInArrow(count_part, schema)
+    counts = parts.groupBy("gid", "disease").agg(F.sum("count").alias("count"))
+    rel = fastpriv.Release.from_counts(counts.toPandas(), group="gid",
+                                       sensitive="disease", count="count")
+
+The group-partitioned audit maps to ``df.repartition("gid").mapInPandas(...)`` returning a
+pickled :class:`~fastpriv.streaming.GroupwiseState` per partition, reduced with
+``GroupwiseState.merge``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["count_partitions", "release_from_dask", "groupwise_audit", "value_counts"]
+
+
+# ============================================================================ helpers
+def _require_dask() -> Any:
+    try:
+        import dask
+    except ImportError as exc:  # pragma: no cover - the extra is installed in CI
+        raise ImportError("fastpriv.distributed needs Dask: pip install 'fastpriv[dask]'"
+                          ) from exc
+    return dask
+
+
+def _keys_of(group: Any, qi: Any) -> list[str]:
+    if (group is None) == (qi is None):
+        raise ValueError("give exactly one of group= or qi=")
+    keys = [group] if isinstance(group, str) else list(group if group is not None else qi)
+    if not keys:
+        raise ValueError("group/qi: at least one column is required")
+    return keys
+
+
+def _check_split_every(split_every: Any) -> int:
+    from ._validation import check_int
+
+    return check_int(split_every, "split_every", minimum=2)
+
+
+def _is_dask_collection(obj: Any) -> bool:
+    return type(obj).__module__.startswith("dask") and hasattr(obj, "to_delayed")
+
+
+def _parquet_pieces(path: str, columns: list[str], min_pieces: int) -> list:
+    """Parquet fragments (files, split into row groups when there are few files)."""
+    import pyarrow.dataset as ds
+
+    from ._validation import check_columns
+
+    dataset = ds.dataset(path, format="parquet")
+    check_columns(columns, dataset.schema.names, "data")
+    frags = list(dataset.get_fragments())
+    if len(frags) < min_pieces:
+        split = []
+        for f in frags:
+            split.extend(f.split_by_row_group())
+        frags = split
+    return frags
+
+
+def _pieces(data: Any, columns: list[str], min_pieces: int) -> list:
+    """``(kind, object)`` per partition: a Parquet fragment or a delayed pandas frame."""
+    if isinstance(data, (str, os.PathLike)):
+        path = os.fspath(data)
+        if not os.path.exists(path):
+            raise ValueError(f"data: no such file or directory: {path!r}")
+        return [("fragment", f) for f in _parquet_pieces(path, columns, min_pieces)]
+    if _is_dask_collection(data):
+        from ._validation import check_columns
+
+        check_columns(columns, list(data.columns), "data")
+        return [("pandas", d) for d in data[columns].to_delayed()]
+    raise TypeError("data must be a dask DataFrame or a path to Parquet data, got "
+                    f"{type(data).__name__}")
+
+
+def _to_table(kind: str, obj: Any, columns: list[str]):
+    import pyarrow as pa
+
+    if kind == "fragment":
+        return obj.to_table(columns=columns)
+    return pa.Table.from_pandas(obj, preserve_index=False).select(columns)
+
+
+# ============================================================================ counts
+def _count_piece(kind: str, obj: Any, keys: list[str], sensitive: str, nulls: str):
+    from .counts import CountAccumulator
+
+    acc = CountAccumulator(keys, sensitive, nulls=nulls, n_jobs=1)
+    acc.add(_to_table(kind, obj, keys + [sensitive]))
+    return acc
+
+
+def _merge_accs(*accs: Any):
+    from .counts import merge
+
+    return merge(accs)
+
+
+def count_partitions(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
+                     qi: Sequence[str] | None = None, nulls: str = "error",
+                     split_every: int = 8, compute: bool = True) -> Any:
+    """Count (group, value) pairs of every partition on the cluster; merge in a tree.
+
+    Parameters
+    ----------
+    data : dask.dataframe.DataFrame or path
+        A Dask DataFrame (any collection: from Parquet, CSV, ``from_pandas``, …) or a path
+        to a Parquet file / directory (read with pyarrow, one task per file or row group).
+    sensitive, group, qi, nulls :
+        As for :meth:`fastpriv.Release.from_table` (SVPI).
+    split_every : int
+        Fan-in of the merge tree.
+    compute : bool
+        Return the merged :class:`~fastpriv.counts.CountAccumulator` (default), or the
+        ``dask.delayed`` object that computes it.
+
+    Notes
+    -----
+    Runs on the current Dask scheduler (a ``distributed.Client`` if one is active). Each
+    task counts single-threaded (``n_jobs=1``); tasks only ship their partial state.
+    """
+    dask = _require_dask()
+    keys = _keys_of(group, qi)
+    split_every = _check_split_every(split_every)
+    pieces = _pieces(data, keys + [sensitive], min_pieces=2 * split_every)
+    if not pieces:
+        raise ValueError("data is empty: a release needs at least one row")
+    parts = [dask.delayed(_count_piece, pure=True)(kind, obj, keys, sensitive, nulls)
+             for kind, obj in pieces]
+    out = _reduce(dask, parts, _merge_accs, split_every)
+    return out.compute() if compute else out
+
+
+def _reduce(dask: Any, parts: list, combine: Any, split_every: int) -> Any:
+    while len(parts) > 1:
+        nxt = []
+        for i in range(0, len(parts), split_every):
+            chunk = parts[i:i + split_every]
+            nxt.append(chunk[0] if len(chunk) == 1 else
+                       dask.delayed(combine, pure=True)(*chunk))
+        parts = nxt
+    return parts[0]
+
+
+def release_from_dask(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
+                      qi: Sequence[str] | None = None, nulls: str = "error",
+                      split_every: int = 8):
+    """The :class:`~fastpriv.Release` of a Dask DataFrame or Parquet data (counts path).
+
+    Identical (``Release.equals``) to ``Release.from_table`` on all rows; run any audit on
+    it. See :func:`count_partitions`.
+    """
+    acc = count_partitions(data, sensitive=sensitive, group=group, qi=qi, nulls=nulls,
+                           split_every=split_every)
+    return acc.to_release()
+
+
+# ============================================================================ Q
+def _value_counts_piece(kind: str, obj: Any, keys: list[str], sensitive: str, nulls: str):
+    from ._arrow import apply_null_policy
+    from .streaming import value_distribution
+
+    cols = keys + [sensitive]
+    table, _ = apply_null_policy(_to_table(kind, obj, cols), cols, nulls)
+    if table.num_rows == 0:
+        return {}
+    values, totals, _ = value_distribution(table, sensitive, nulls="value")
+    return dict(zip(values, totals.tolist()))
+
+
+def _sum_counts(*dicts: dict) -> dict:
+    out: dict = {}
+    for d in dicts:
+        for k, v in d.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def value_counts(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
+                 qi: Sequence[str] | None = None, nulls: str = "error",
+                 split_every: int = 8) -> dict:
+    """``{value: count}`` of the sensitive column over all partitions (tree reduction).
+
+    Rows dropped by ``nulls="drop"`` (a null key or value) are not counted; null is a
+    value of its own with ``nulls="value"``.
+    """
+    dask = _require_dask()
+    keys = _keys_of(group, qi)
+    split_every = _check_split_every(split_every)
+    pieces = _pieces(data, keys + [sensitive], min_pieces=2 * split_every)
+    parts = [dask.delayed(_value_counts_piece, pure=True)(kind, obj, keys, sensitive, nulls)
+             for kind, obj in pieces]
+    return _reduce(dask, parts, _sum_counts, split_every).compute()
+
+
+# ============================================================================ groupwise
+def _audit_piece(kind: str, obj: Any, keys: list[str], sensitive: str, nulls: str,
+                 params: dict):
+    from ._arrow import apply_null_policy
+    from .release import Release
+    from .streaming import GroupwiseState
+
+    cols = keys + [sensitive]
+    state = GroupwiseState(**params)
+    table, _ = apply_null_policy(_to_table(kind, obj, cols), cols, nulls)
+    if table.num_rows:
+        state.update(Release.from_table(table, sensitive=sensitive, group=keys,
+                                        nulls="value"))
+    return state
+
+
+def _merge_states(*states: Any):
+    out = states[0]
+    for s in states[1:]:
+        out = out.merge(s)
+    return out
+
+
+def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
+                    qi: Sequence[str] | None = None, skylines: Any = None,
+                    classic: bool = True, l: int = 2,
+                    q: Mapping[Any, float] | str | None = "compute",
+                    order: Sequence[Any] | None = None, nulls: str = "error",
+                    partition_by_group: bool = False, split_every: int = 8):
+    """Classical models and SkylineCheck of a release too large for one machine.
+
+    Every partition must hold **complete groups** (each group inside one partition):
+    Parquet files written per group range, a Dask DataFrame indexed / shuffled on the
+    keys, or ``partition_by_group=True`` (a Dask shuffle on the keys first). Each partition
+    builds its own release and a :class:`~fastpriv.streaming.GroupwiseState`; the states
+    are reduced by min/max in a tree. Values and worst-group keys equal the single-machine
+    ``classic.audit`` / ``skyline.check`` (``worst_group`` indices are not known across
+    partitions and are ``None``).
+
+    Parameters
+    ----------
+    q : "compute", mapping or None
+        Distribution Q for t-closeness/β/δ: ``"compute"`` (default) runs a tree reduction
+        of value counts first; a mapping gives Q; None skips those models.
+    partition_by_group : bool
+        Shuffle a Dask DataFrame on the group keys before auditing.
+
+    Returns
+    -------
+    fastpriv.streaming.StreamAudit
+    """
+    dask = _require_dask()
+    from .streaming import StreamAudit, _SortKey
+
+    keys = _keys_of(group, qi)
+    split_every = _check_split_every(split_every)
+    skipped: dict = {}
+    values = qv = None
+    if classic and q is not None:
+        if isinstance(q, Mapping):
+            values = sorted(q, key=_SortKey)
+            qv = [float(q[v]) for v in values]
+        elif q == "compute":
+            counts = value_counts(data, sensitive=sensitive, group=group, qi=qi, nulls=nulls,
+                                  split_every=split_every)
+            if not counts:
+                raise ValueError("data is empty: a release needs at least one row")
+            values = sorted(counts, key=_SortKey)
+            n = sum(counts.values())
+            qv = [counts[v] / n for v in values]
+        else:
+            raise ValueError(f"q must be 'compute', a mapping label -> probability or None; "
+                             f"got {q!r}")
+    elif classic:
+        for key in ("t_closeness", "t_closeness_ordered", "basic_beta_likeness",
+                    "delta_disclosure"):
+            skipped[key] = "q=None: the distribution of the whole table was not computed"
+    if partition_by_group:
+        if not _is_dask_collection(data):
+            raise TypeError("partition_by_group=True needs a dask DataFrame")
+        data = data.shuffle(on=keys)
+    params = {"l": l, "values": values, "q": qv, "order": order, "skylines": skylines,
+              "classic": classic}
+    pieces = _pieces(data, keys + [sensitive], min_pieces=1)
+    if not pieces:
+        raise ValueError("data is empty: a release needs at least one row")
+    parts = [dask.delayed(_audit_piece, pure=True)(kind, obj, keys, sensitive, nulls, params)
+             for kind, obj in pieces]
+    state = _reduce(dask, parts, _merge_states, split_every).compute()
+    if state.n_groups == 0:
+        raise ValueError("data is empty: a release needs at least one row")
+    return StreamAudit(classic=state.classic_audit() if classic else None,
+                       skyline=state.skyline_result(), ck_safety=None,
+                       n_groups=state.n_groups, n_rows=state.n_rows,
+                       passes=2 if qv is not None and not isinstance(q, Mapping) else 1,
+                       skipped=skipped)

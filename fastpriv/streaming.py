@@ -1,0 +1,617 @@
+"""Audits of inputs of any size: streamed counts, and clustered streaming checks.
+
+Two ways to audit data that does not fit in memory, from the same building blocks.
+
+**Counts first** (:func:`audit_stream`, any row order). Every batch is counted into a
+:class:`~fastpriv.counts.CountAccumulator` (memory ∝ distinct (group, value) pairs), the
+release is built once, and every model runs on it: the classical models, (c,k)-safety and
+the privacy skyline. This is the general path and gives exactly the results of the
+in-memory API (``Release.from_table`` + the model functions).
+
+**Clustered streaming** (:func:`clustered_audit`, input sorted by group). Chen et al.
+(VLDB 2007, Theorem 3) observe that SkylineCheck needs only the five minima SS1..SS5 per
+(σ, point): a group can be evaluated, folded into the minima and forgotten as soon as its
+last row has been read. The same holds for every classical model that is a min/max over
+groups of a per-group statistic (k, α, distinct/entropy ℓ, recursive (c,ℓ)). So, when the
+rows of each group are contiguous *and the groups arrive in key order*, memory is
+O(points + one batch) — the number of groups does not matter, and an input of any size
+streams through. The per-group state is :class:`GroupwiseState`, a mergeable partial audit
+(min/max with tie-breaking by group key; :class:`~fastpriv.skyline.SkylineState` inside), also
+used by :mod:`fastpriv.distributed` for group-partitioned clusters.
+
+*Models that need the whole table.* t-closeness, β-likeness and δ-disclosure compare each
+group with the distribution Q of the **whole** table, which a single pass only knows at the
+end. :func:`clustered_audit` therefore either
+
+* takes Q from the caller (``q={label: probability}``): the models are evaluated against that
+  Q (a reference distribution, e.g. from a census); or
+* makes a **first pass** over the sensitive column alone (column projection: much cheaper
+  than the full pass) when the input can be read twice (a path, a dataset, a table) — the
+  result is then identical to the in-memory audit; or
+* leaves them out (a one-shot iterator without ``q``), saying so in the result.
+
+(c,k)-safety is not a per-group min: its worst case combines up to k+1 buckets (a
+knapsack over all groups), so it runs on the release built by :func:`audit_stream`.
+
+Verification: ``clustered_audit`` checks that group keys strictly increase from one run of
+rows to the next (O(1) memory); an unsorted input raises ``ValueError`` naming the row
+(``check_sorted=False`` skips the check — a group that reappears is then audited as two
+groups).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ._arrow import apply_null_policy, encode_column, iter_batches
+from ._validation import check_int, kernel_array
+from .counts import CountAccumulator
+from .release import Release
+
+__all__ = [
+    "GroupwiseState",
+    "StreamAudit",
+    "clustered_audit",
+    "audit_stream",
+    "value_distribution",
+    "CLASSIC_ROWS",
+]
+
+#: (key, model, title, params) of the classical models a :class:`GroupwiseState` reduces,
+#: in the order and with the titles of :func:`fastpriv.classic.audit`.
+CLASSIC_ROWS = (
+    ("k_anonymity", "k", "k-anonymity (k)", {}),
+    ("alpha_k_anonymity", "alpha", "(α,k)-anonymity (α)", {}),
+    ("l_diversity", "distinct_l", "distinct ℓ-diversity (ℓ)", {}),
+    ("entropy_l_diversity", "entropy_l", "entropy ℓ-diversity (ℓ)", {}),
+    ("c_l_diversity", "recursive_c", "recursive (c,ℓ)-diversity (c*)", None),
+    ("t_closeness", "t", "t-closeness, equal distance (t)", {}),
+    ("t_closeness_ordered", "t", "t-closeness, ordered (t)", {"ordered": True}),
+    ("basic_beta_likeness", "beta", "basic β-likeness (β)", {}),
+    ("delta_disclosure", "delta", "δ-disclosure (δ)", {}),
+)
+_WORSE_IF_LARGER = {"k": False, "alpha": True, "distinct_l": False, "entropy_l": False,
+                    "recursive_c": True, "t": True, "beta": True, "delta": True}
+_NEEDS_Q = {"t", "beta", "delta"}
+
+
+def _label_less(a: Any, b: Any) -> bool:
+    """Key order of group labels (tuples for several columns); None (null) sorts last."""
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        for x, y in zip(a, b):
+            if x == y or (x is None and y is None):
+                continue
+            return _label_less(x, y)
+        return False
+    if a is None:
+        return False
+    if b is None:
+        return True
+    try:
+        return a < b
+    except TypeError:
+        return str(a) < str(b)
+
+
+# ============================================================================ state
+class GroupwiseState:
+    """Mergeable partial audit over **complete** groups: classical min/max + SkylineState.
+
+    Each :meth:`update` folds a release whose groups are complete (no group continues in
+    another update); :meth:`merge` combines states built from disjoint sets of groups
+    (batches of a clustered stream, partitions of a cluster). The worst group of each
+    model is kept with its key; ties go to the smaller key, which is what the in-memory
+    :func:`fastpriv.classic.audit` reports (first group in key order).
+
+    Parameters
+    ----------
+    l : int
+        ℓ of recursive (c,ℓ)-diversity.
+    values : sequence, optional
+        The sensitive domain (sorted labels) and ``q`` its distribution Q (same length):
+        needed for t-closeness, β-likeness and δ-disclosure, skipped otherwise.
+    q : sequence of float, optional
+        Q(x) for every label of ``values``.
+    order : sequence, optional
+        Attribute order for ordered t-closeness (default: the sorted labels).
+    skylines : mapping or list, optional
+        Skyline points to check (see :func:`fastpriv.skyline.check`).
+    classic : bool
+        Reduce the classical models (default True).
+    """
+
+    def __init__(self, *, l: int = 2, values: Sequence[Any] | None = None,
+                 q: Sequence[float] | None = None, order: Sequence[Any] | None = None,
+                 skylines: Any = None, classic: bool = True) -> None:
+        from .skyline import SkylineState
+
+        self.l = check_int(l, "l", minimum=1)
+        if (values is None) != (q is None):
+            raise ValueError("give both values= and q= (the distribution Q) or neither")
+        self.values = None if values is None else list(values)
+        self.q = None
+        self._rank = None
+        if q is not None:
+            qa = np.asarray(q, dtype=np.float64)
+            if qa.shape != (len(self.values),):
+                raise ValueError(f"q has {qa.size} entries but values has {len(self.values)}")
+            if not np.isfinite(qa).all() or (qa < 0).any():
+                raise ValueError("q must hold finite non-negative probabilities")
+            self.q = kernel_array(qa, np.float64)
+            self._code = {v: i for i, v in enumerate(self.values)}
+            self._rank = kernel_array(_order_rank(self.values, order), np.int64)
+        self.order = None if order is None else list(order)
+        self.classic = bool(classic)
+        self.models: dict[str, dict] = {}
+        self.sky = None if skylines is None else SkylineState(skylines)
+        self.n_groups = 0
+        self.n_rows = 0
+        self.n_individuals = 0
+        self.case: str | None = None
+
+    # ------------------------------------------------------------------ update
+    def update(self, rel: Release, *, offset: int | None = None) -> "GroupwiseState":
+        """Fold the (complete) groups of ``rel``.
+
+        ``offset``: the number of groups before ``rel``'s first group in the whole
+        release's key order, when known (a sorted stream); it makes ``worst_group`` a
+        global group index. Returns ``self``.
+        """
+        if not isinstance(rel, Release):
+            raise TypeError(f"rel must be a Release, got {type(rel).__name__}")
+        if self.case is None:
+            self.case = rel.case
+        elif rel.case != self.case:
+            raise ValueError(f"rel: case {rel.case!r} differs from {self.case!r}")
+        if rel.n_groups == 0:
+            return self
+        if self.classic:
+            self._update_classic(rel, offset)
+        if self.sky is not None:
+            self.sky.update(rel)
+        self.n_groups += rel.n_groups
+        self.n_rows += rel.n_rows
+        self.n_individuals += rel.n_individuals
+        return self
+
+    def _per_group(self, rel: Release, model: str, params: dict, gcodes: Any) -> np.ndarray:
+        from . import classic
+
+        if model not in _NEEDS_Q:
+            return classic.per_group(rel, model, **params)
+        from ._kernels import classic as K
+
+        indptr = kernel_array(rel.indptr, np.int64)
+        counts = kernel_array(rel.counts, np.int64)
+        if model == "t":
+            if params.get("ordered"):
+                return K.emd_ordered(indptr, gcodes, counts, self.q, self._rank)
+            return K.emd_equal(indptr, gcodes, counts, self.q)
+        beta, delta = K.likeness(indptr, gcodes, counts, self.q)
+        return beta if model == "beta" else delta
+
+    def _update_classic(self, rel: Release, offset: int | None) -> None:
+        gcodes = None
+        if self.q is not None:
+            try:
+                gmap = np.array([self._code[v] for v in rel.values], dtype=np.int32)
+            except KeyError as exc:
+                raise ValueError(f"values: the data has sensitive value {exc.args[0]!r}, "
+                                 "which is not in the domain of q") from None
+            gcodes = kernel_array(gmap[rel.codes] if gmap.size else rel.codes, np.int32)
+        labels = rel.group_labels
+        cache: dict = {}
+        for key, model, title, params in CLASSIC_ROWS:
+            if model in _NEEDS_Q and self.q is None:
+                continue
+            kw = {"l": self.l} if params is None else dict(params)
+            ck = (model, tuple(sorted(kw.items())))
+            if ck not in cache:
+                cache[ck] = self._per_group(rel, model, kw, gcodes)
+            vals = cache[ck]
+            larger = _WORSE_IF_LARGER[model]
+            g = int(np.argmax(vals) if larger else np.argmin(vals))
+            value = float(vals[g])
+            if model in ("k", "distinct_l"):
+                value = int(value)
+            cand = {"title": title, "value": value,
+                    "worst_group": None if offset is None else offset + g,
+                    "worst_label": labels[g]}
+            self._fold(key, cand, larger)
+
+    def _fold(self, key: str, cand: dict, larger: bool) -> None:
+        cur = self.models.get(key)
+        if cur is None:
+            self.models[key] = cand
+            return
+        a, b = cand["value"], cur["value"]
+        better = a > b if larger else a < b
+        if better or (a == b and _label_less(cand["worst_label"], cur["worst_label"])):
+            self.models[key] = cand
+
+    # ------------------------------------------------------------------ merge
+    def merge(self, other: "GroupwiseState") -> "GroupwiseState":
+        """A new state for the union of two disjoint sets of groups (min/max reductions)."""
+        if not isinstance(other, GroupwiseState):
+            raise TypeError(f"other must be a GroupwiseState, got {type(other).__name__}")
+        if (self.l, self.values, self.order, self.classic) != \
+                (other.l, other.values, other.order, other.classic) or \
+                (self.q is None) != (other.q is None) or \
+                (self.q is not None and not np.array_equal(self.q, other.q)) or \
+                (self.sky is None) != (other.sky is None):
+            raise ValueError("other: states with different parameters cannot be merged")
+        if self.case and other.case and self.case != other.case:
+            raise ValueError(f"other: case {other.case!r} differs from {self.case!r}")
+        out = GroupwiseState.__new__(GroupwiseState)
+        out.__dict__.update(self.__dict__)
+        out.models = {k: dict(v) for k, v in self.models.items()}
+        for key, cand in other.models.items():
+            larger = _WORSE_IF_LARGER[next(m for k, m, _, _ in CLASSIC_ROWS if k == key)]
+            out._fold(key, dict(cand), larger)
+        out.sky = None if self.sky is None else self.sky.merge(other.sky)
+        out.n_groups = self.n_groups + other.n_groups
+        out.n_rows = self.n_rows + other.n_rows
+        out.n_individuals = self.n_individuals + other.n_individuals
+        out.case = self.case or other.case
+        return out
+
+    # ------------------------------------------------------------------ result
+    def classic_audit(self):
+        """The classical models as a :class:`fastpriv.classic.ClassicAudit`."""
+        from .classic import ClassicAudit
+
+        if self.n_groups == 0:
+            raise ValueError("no group was folded into this state")
+        models = {k: self.models[k] for k, *_ in CLASSIC_ROWS if k in self.models}
+        return ClassicAudit(n_groups=self.n_groups, n_rows=self.n_rows, case=self.case or "svpi",
+                            l=self.l, models=models)
+
+    def skyline_result(self):
+        """The :class:`fastpriv.skyline.SkylineCheck` (None without skylines).
+
+        Points are in the order of :func:`fastpriv.skyline.check` on the whole release:
+        the σ named in the skylines first, then every other σ in label order — whatever
+        order the partial states were merged in.
+        """
+        from .skyline import SkylineCheck
+
+        if self.sky is None:
+            return None
+        res = self.sky.result()
+        explicit = self.sky._explicit
+        head = [p for p in res.points if p.sigma in explicit]
+        tail = sorted((p for p in res.points if p.sigma not in explicit),
+                      key=lambda p: _SortKey(p.sigma))    # stable: per-σ order kept
+        return SkylineCheck(points=tuple(head + tail), case=res.case, n_groups=res.n_groups)
+
+
+def _order_rank(values: list, order: Sequence[Any] | None) -> np.ndarray:
+    if order is None:
+        return np.arange(len(values))
+    order = list(order)
+    pos = {v: i for i, v in enumerate(order)}
+    missing = [v for v in values if v not in pos]
+    if missing:
+        raise ValueError(f"order: values {missing[:5]} are not in the order")
+    ranks = np.array([pos[v] for v in values], dtype=np.int64)
+    return np.argsort(np.argsort(ranks))
+
+
+# ============================================================================ results
+@dataclass(frozen=True)
+class StreamAudit:
+    """Result of :func:`clustered_audit` / :func:`audit_stream`.
+
+    Attributes
+    ----------
+    classic : ClassicAudit or None
+        Classical models (the models needing Q are absent when Q was unavailable; see
+        ``skipped``).
+    skyline : SkylineCheck or None
+    ck_safety : CkAudit or None
+        Only from :func:`audit_stream` (needs all groups at once).
+    n_groups, n_rows : int
+    passes : int
+        Passes over the input (2 when Q was computed by a first pass).
+    skipped : dict
+        Model key -> reason, for models that could not be evaluated.
+    release : Release or None
+        The release (:func:`audit_stream` only; clustered streaming keeps no release).
+    """
+
+    classic: Any
+    skyline: Any
+    ck_safety: Any
+    n_groups: int
+    n_rows: int
+    passes: int
+    skipped: dict = field(default_factory=dict)
+    release: Any = None
+
+    def to_dict(self) -> dict:
+        """JSON-ready form."""
+        return {"n_groups": self.n_groups, "n_rows": self.n_rows, "passes": self.passes,
+                "classic": None if self.classic is None else self.classic.to_dict(),
+                "skyline": None if self.skyline is None else self.skyline.to_dict(),
+                "ck_safety": None if self.ck_safety is None else self.ck_safety.to_dict(),
+                "skipped": dict(self.skipped)}
+
+
+# ============================================================================ helpers
+def _keys_of(group: Any, qi: Any) -> list[str]:
+    if (group is None) == (qi is None):
+        raise ValueError("give exactly one of group= (bucketized release) or qi= "
+                         "(generalized QI columns)")
+    keys = [group] if isinstance(group, str) else list(group if group is not None else qi)
+    if not keys:
+        raise ValueError("group/qi: at least one column is required")
+    return keys
+
+
+def _reiterable(data: Any) -> bool:
+    if isinstance(data, (str, os.PathLike, pa.Table, pa.RecordBatch)):
+        return True
+    mod = type(data).__module__
+    return (mod.startswith("pyarrow") and hasattr(data, "scanner")) or \
+        mod.startswith(("pandas", "polars")) or isinstance(data, dict)
+
+
+def value_distribution(data: Any, sensitive: str, *, keys: Sequence[str] = (),
+                       nulls: str = "error", batch_size: int = 1 << 20
+                       ) -> tuple[list, np.ndarray, int]:
+    """One pass over the sensitive column: ``(values, totals, n_rows)``.
+
+    ``values`` are the sorted labels, ``totals`` their counts (int64). Q = totals / n_rows
+    is exactly what :func:`fastpriv.classic.t_closeness` uses on the in-memory release.
+    ``keys`` are read too only when ``nulls="drop"`` (a row dropped for a null key must
+    not count).
+    """
+    from .counts import _LabelCodes
+
+    cols = [sensitive] + (list(keys) if nulls == "drop" else [])
+    lab = _LabelCodes(sensitive)
+    totals = np.zeros(0, dtype=np.int64)
+    n = 0
+    for batch in iter_batches(data, cols, batch_size=batch_size):
+        t, _ = apply_null_policy(pa.Table.from_batches([batch]), cols, nulls)
+        if t.num_rows == 0:
+            continue
+        codes = lab.encode(t.column(sensitive))
+        c = np.bincount(codes, minlength=lab.n).astype(np.int64)
+        if c.size > totals.size:
+            totals = np.concatenate([totals, np.zeros(c.size - totals.size, dtype=np.int64)])
+        totals[:c.size] += c
+        n += t.num_rows
+    if n == 0:
+        raise ValueError("data is empty: a release needs at least one row")
+    rank, labels = lab.sorted_ranks()
+    full = np.zeros(rank.size, dtype=np.int64)
+    full[:totals.size] = totals          # labels never counted (unused dictionary entries): 0
+    by_label = full[np.argsort(rank)]
+    present = by_label > 0
+    values = [v for v, p in zip(labels.to_pylist(), present.tolist()) if p]
+    return values, by_label[present], n
+
+
+# ============================================================================ clustered
+def _runs(table: pa.Table, keys: list[str]) -> tuple[np.ndarray, int]:
+    """Start row of every run of equal keys, and the first row (>0) where the runs are not
+    in increasing key order (-1 when sorted)."""
+    n = table.num_rows
+    codes = [encode_column(table.column(k), name=k).codes for k in keys]
+    change = np.zeros(max(n - 1, 0), dtype=bool)
+    for c in codes:
+        change |= c[1:] != c[:-1]
+    starts = np.concatenate([[0], np.flatnonzero(change) + 1]).astype(np.int64)
+    bad = -1
+    if starts.size > 1:
+        prev, nxt = starts[:-1], starts[1:]
+        undecided = np.ones(nxt.size, dtype=bool)
+        wrong = np.zeros(nxt.size, dtype=bool)
+        for c in codes:
+            a, b = c[prev], c[nxt]
+            wrong |= undecided & (b < a)
+            undecided &= a == b
+        if wrong.any():
+            bad = int(nxt[np.flatnonzero(wrong)[0]])
+    return starts, bad
+
+
+def _key_at(table: pa.Table, keys: list[str], i: int) -> Any:
+    vals = tuple(table.column(k)[i].as_py() for k in keys)
+    return vals[0] if len(keys) == 1 else vals
+
+
+def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
+                    qi: Sequence[str] | None = None, skylines: Any = None,
+                    classic: bool = True, l: int = 2, q: Mapping[Any, float] | str | None = None,
+                    order: Sequence[Any] | None = None, nulls: str = "error",
+                    check_sorted: bool = True, batch_size: int = 1 << 20,
+                    progress: Callable[[int, int], Any] | None = None) -> StreamAudit:
+    """Audit an input **sorted by group** in one pass with O(points + batch) memory.
+
+    Each group is evaluated when its last row has been read (Chen et al., Theorem 3) and
+    folded into a :class:`GroupwiseState`; nothing per group is kept. Results equal the
+    in-memory ``classic.audit`` / ``skyline.check`` on the same data (SVPI).
+
+    Parameters
+    ----------
+    data : path, dataset, reader, table or iterable of record batches
+        Rows of each group contiguous, groups in increasing key order (nulls last).
+    sensitive, group, qi, nulls :
+        As for :meth:`Release.from_table` (SVPI).
+    skylines : mapping or list, optional
+        Skyline points to check (:func:`fastpriv.skyline.check`).
+    classic : bool
+        Evaluate the classical models.
+    l : int
+        ℓ of recursive (c,ℓ)-diversity.
+    q : mapping, "pass" or None
+        The distribution Q for t-closeness/β/δ: a ``{label: probability}`` mapping, or
+        ``"pass"`` to compute it with a first pass over the sensitive column; None (default)
+        does the first pass when the input can be read twice and skips those models
+        otherwise.
+    order : sequence, optional
+        Attribute order for ordered t-closeness.
+    check_sorted : bool
+        Verify that group keys increase (raises ``ValueError`` otherwise).
+    progress : callable, optional
+        Called as ``progress(rows, bytes)`` after every batch.
+
+    Returns
+    -------
+    StreamAudit
+    """
+    keys = _keys_of(group, qi)
+    if sensitive in keys:
+        raise ValueError(f"sensitive column {sensitive!r} is also a group column")
+    cols = keys + [sensitive]
+    skipped: dict = {}
+    passes = 1
+    values = qv = None
+    if classic:
+        if isinstance(q, Mapping):
+            values = sorted(q, key=_SortKey)
+            qv = [float(q[v]) for v in values]
+        elif q == "pass" or (q is None and _reiterable(data)):
+            values, totals, n_all = value_distribution(data, sensitive, keys=keys, nulls=nulls,
+                                                       batch_size=batch_size)
+            qv = (totals / n_all).tolist()
+            passes = 2
+        elif q is None:
+            for key in ("t_closeness", "t_closeness_ordered", "basic_beta_likeness",
+                        "delta_disclosure"):
+                skipped[key] = ("needs the distribution of the whole table: pass q= or an "
+                                "input that can be read twice")
+        else:
+            raise ValueError(f"q must be a mapping label -> probability, 'pass' or None; "
+                             f"got {q!r}")
+    state = GroupwiseState(l=l, values=values, q=qv, order=order, skylines=skylines,
+                           classic=classic)
+    carry: CountAccumulator | None = None
+    carry_key: Any = None
+    rows = nbytes = 0
+
+    def fresh() -> CountAccumulator:
+        return CountAccumulator(keys, sensitive, nulls="value", n_jobs=1)
+
+    def flush(acc: CountAccumulator) -> None:
+        rel = acc.to_release()
+        state.update(rel, offset=state.n_groups)
+
+    for batch in iter_batches(data, cols, batch_size=batch_size):
+        table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
+        rows += table.num_rows
+        nbytes += table.nbytes
+        table, _ = apply_null_policy(table, cols, nulls)
+        if table.num_rows == 0:
+            continue
+        starts, bad = _runs(table, keys)
+        if bad >= 0 and check_sorted:
+            raise ValueError(f"data is not sorted by {keys}: group {_key_at(table, keys, bad)!r} "
+                             f"follows {_key_at(table, keys, bad - 1)!r} (row {rows - table.num_rows + bad} "
+                             "of the input); sort it, or use audit_stream for any order")
+        first_key = _key_at(table, keys, 0)
+        done = fresh()
+        begin = 0
+        if carry is not None:
+            if first_key == carry_key:
+                end = int(starts[1]) if starts.size > 1 else table.num_rows
+                carry.add(table.slice(0, end))
+                if starts.size == 1:
+                    _progress(progress, rows, nbytes)
+                    continue
+                begin = end
+                starts = starts[1:]
+            elif check_sorted and not _label_less(carry_key, first_key):
+                raise ValueError(f"data is not sorted by {keys}: group {first_key!r} follows "
+                                 f"{carry_key!r} (row {rows - table.num_rows} of the input); "
+                                 "sort it, or use audit_stream for any order")
+            done.merge(carry)
+        last = int(starts[-1])
+        if last > begin:
+            done.add(table.slice(begin, last - begin))
+        if done.n_groups:
+            flush(done)
+        carry = fresh()
+        carry.add(table.slice(last))
+        carry_key = _key_at(table, keys, last)
+        _progress(progress, rows, nbytes)
+    if carry is None:
+        raise ValueError("data is empty: a release needs at least one row")
+    flush(carry)
+    return StreamAudit(classic=state.classic_audit() if classic else None,
+                       skyline=state.skyline_result(), ck_safety=None,
+                       n_groups=state.n_groups, n_rows=state.n_rows, passes=passes,
+                       skipped=skipped)
+
+
+class _SortKey:
+    """Sort labels of one type; None last."""
+
+    def __init__(self, v: Any) -> None:
+        self.v = v
+
+    def __lt__(self, other: "_SortKey") -> bool:
+        return _label_less(self.v, other.v)
+
+
+def _progress(progress: Callable | None, rows: int, nbytes: int) -> None:
+    if progress is not None:
+        progress(rows, nbytes)
+
+
+# ============================================================================ any order
+def audit_stream(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
+                 qi: Sequence[str] | None = None, classic: bool = True, l: int = 2,
+                 k: int | None = None, skylines: Any = None, nulls: str = "error",
+                 batch_size: int = 1 << 20, n_jobs: int | None = None,
+                 progress: Callable[[int, int], Any] | None = None) -> StreamAudit:
+    """Audit an input of any row order: stream the counts, build the release, run models.
+
+    Memory is bounded by the number of (group, value) pairs. Equivalent to
+    ``Release.from_table`` followed by ``classic.audit(rel, l=l)``,
+    ``ck_safety.audit(rel, k)`` (when ``k`` is given) and ``skyline.check(rel, skylines)``
+    (when ``skylines`` is given), with identical results.
+
+    Parameters
+    ----------
+    k : int, optional
+        (c,k)-safety: max disclosure against k implications and k negated atoms.
+    skylines : mapping or list, optional
+        Skyline points (:func:`fastpriv.skyline.check`).
+    n_jobs : int, optional
+        Threads for counting and the parallel model kernels (:mod:`fastpriv._threads`).
+    progress : callable, optional
+        Called as ``progress(rows, bytes)`` after every batch.
+    """
+    from ._threads import n_jobs as _n_jobs
+
+    keys = _keys_of(group, qi)
+    if k is not None:
+        k = check_int(k, "k", minimum=0)
+    acc = CountAccumulator(keys, sensitive, nulls=nulls, n_jobs=n_jobs)
+    acc.consume(data, batch_size=batch_size, progress=progress)
+    rel = acc.to_release()
+    res_classic = res_sky = res_ck = None
+    with _n_jobs(n_jobs):
+        if classic:
+            from . import classic as C
+
+            res_classic = C.audit(rel, l=l)
+        if k is not None:
+            from . import ck_safety
+
+            res_ck = ck_safety.audit(rel, k)
+        if skylines is not None:
+            from . import skyline
+
+            res_sky = skyline.check(rel, skylines)
+    return StreamAudit(classic=res_classic, skyline=res_sky, ck_safety=res_ck,
+                       n_groups=rel.n_groups, n_rows=rel.n_rows, passes=1, release=rel)

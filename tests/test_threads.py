@@ -1,0 +1,156 @@
+"""n_jobs: the thread-count context manager, and parallel kernels == serial kernels == oracle."""
+
+import threading
+
+import numba
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fastpriv import Release
+from fastpriv._kernels import counting as K
+from fastpriv._threads import current_threads, n_jobs, pool_size, resolve_n_jobs
+from fastpriv._validation import kernel_array
+from tests.naive_scale import profiles
+
+EMPTY = kernel_array(np.empty(0, dtype=np.int64), np.int64)
+
+
+# ----------------------------------------------------------------- context manager
+def test_n_jobs_sets_and_restores():
+    before = current_threads()
+    with n_jobs(1) as n:
+        assert n == 1 and numba.get_num_threads() == 1
+    assert current_threads() == before
+    with n_jobs(None) as n:
+        assert n == before
+    with n_jobs(-1) as n:
+        assert n == pool_size()
+    assert current_threads() == before
+
+
+def test_n_jobs_restores_after_an_exception():
+    before = current_threads()
+    with pytest.raises(RuntimeError), n_jobs(1):
+        raise RuntimeError("boom")
+    assert current_threads() == before
+
+
+def test_n_jobs_is_thread_local():
+    seen = []
+    with n_jobs(1):
+        t = threading.Thread(target=lambda: seen.append(current_threads()))
+        t.start()
+        t.join()
+    assert seen == [pool_size()]  # another thread keeps its own setting
+
+
+def test_resolve_n_jobs_rules_and_errors():
+    size = pool_size()
+    assert resolve_n_jobs(1) == 1
+    assert resolve_n_jobs(10_000) == size              # capped at the pool
+    assert resolve_n_jobs(-1) == size
+    assert resolve_n_jobs(-2) == max(1, size - 1)
+    assert resolve_n_jobs(-10_000) == 1                # clamped
+    assert resolve_n_jobs(np.int64(1)) == 1
+    with pytest.raises(ValueError, match="n_jobs must be a positive integer"):
+        resolve_n_jobs(0)
+    with pytest.raises(TypeError, match="n_jobs must be an integer"):
+        resolve_n_jobs(1.5)
+    with pytest.raises(TypeError, match="n_jobs must be an integer"):
+        resolve_n_jobs(True)
+    with pytest.raises(ValueError, match="n_jobs"):
+        Release.from_batches([pa.table({"g": [1], "s": ["a"]})], sensitive="s", group="g",
+                             n_jobs=0)
+
+
+# ----------------------------------------------------------------- kernels vs oracle
+rows = st.integers(1, 9).flatmap(lambda G: st.integers(1, 7).flatmap(
+    lambda V: st.tuples(st.just(G), st.just(V),
+                        st.lists(st.tuples(st.integers(0, G - 1), st.integers(0, V - 1),
+                                           st.integers(0, 4)), max_size=80))))
+
+
+@given(rows, st.booleans(), st.integers(1, 4), st.booleans())
+def test_count_pairs_parallel_equals_serial_and_oracle(data, weighted, chunks, dense):
+    G, V, rs = data
+    g = kernel_array(np.array([r[0] for r in rs], dtype=np.int32), np.int32)
+    v = kernel_array(np.array([r[1] for r in rs], dtype=np.int32), np.int32)
+    w = kernel_array(np.array([r[2] for r in rs], dtype=np.int64), np.int64) if weighted \
+        else EMPTY
+    cells = int(K.DENSE_CELLS) if dense else 0
+    par = K.count_pairs_parallel(g, v, w, G, V, cells, chunks)
+    ser = K.count_pairs(g, v, w, G, V, cells)
+    ref = profiles(g.tolist(), v.tolist(), w.tolist() if weighted else None, n_groups=G)
+    for a, b, c in zip(par, ser, ref):
+        assert a.tolist() == b.tolist() == c
+
+
+@given(rows, st.integers(1, 4))
+def test_dense_profiles_and_parallel_add_equal_oracle(data, chunks):
+    G, V, rs = data
+    g = kernel_array(np.array([r[0] for r in rs], dtype=np.int32), np.int32)
+    v = kernel_array(np.array([r[1] for r in rs], dtype=np.int32), np.int32)
+    stride = V + 3
+    serial = np.zeros(G * stride, dtype=np.int64)
+    par = np.zeros(G * stride, dtype=np.int64)
+    K.dense_add(g, v, EMPTY, serial, stride)
+    if len(rs):
+        K.dense_add_parallel(g, v, EMPTY, par, stride, int(g.min()), int(g.max()), chunks)
+    assert np.array_equal(serial, par)
+    # the state's groups in a shuffled order, values relabelled by a permutation
+    rng = np.random.default_rng(len(rs))
+    gorder = rng.permutation(G)
+    vrank = rng.permutation(V).astype(np.int32)
+    args = (serial, stride, kernel_array(gorder, np.int64), kernel_array(vrank, np.int32), V)
+    one = K.dense_profiles(*args)
+    many = K.dense_profiles_parallel(*args, chunks)
+    inv = np.argsort(gorder)
+    ref = profiles([int(inv[x]) for x in g.tolist()], [int(vrank[x]) for x in v.tolist()],
+                   n_groups=G)
+    for a, b, c in zip(one[:3], many[:3], ref):
+        assert a.tolist() == b.tolist() == c
+    sizes = [sum(ref[2][ref[0][i]:ref[0][i + 1]]) for i in range(G)]
+    assert one[3].tolist() == many[3].tolist() == sizes
+
+
+def test_profiles_with_huge_counts_use_the_exact_fallback():
+    # counts >= 2**31 cannot be packed into the sort key: same order, exact values
+    big = 3 << 31
+    g = kernel_array(np.array([0, 0, 0, 1], dtype=np.int32), np.int32)
+    v = kernel_array(np.array([2, 0, 1, 0], dtype=np.int32), np.int32)
+    w = kernel_array(np.array([big, big, 5, 1], dtype=np.int64), np.int64)
+    for out in (K.count_pairs(g, v, w, 2, 3, int(K.DENSE_CELLS)),
+                K.count_pairs(g, v, w, 2, 3, 0),
+                K.count_pairs_parallel(g, v, w, 2, 3, int(K.DENSE_CELLS), 2),
+                K.count_pairs_parallel(g, v, w, 2, 3, 0, 2)):
+        assert out[1].tolist() == [0, 2, 1, 0]
+        assert out[2].tolist() == [big, big, 5, 1]
+
+
+@given(st.lists(st.tuples(st.integers(0, 30), st.sampled_from("abcd")), min_size=1,
+                max_size=120), st.integers(1, 50))
+def test_release_from_batches_same_for_any_n_jobs(rs, chunk):
+    t = pa.table({"g": [g for g, _ in rs], "s": [s for _, s in rs]})
+    ref = Release.from_table(t, sensitive="s", group="g")
+    for jobs in (1, 2, -1):
+        rel = Release.from_batches(t.to_batches(max_chunksize=chunk), sensitive="s",
+                                   group="g", n_jobs=jobs)
+        assert rel.equals(ref)
+
+
+def test_parallel_paths_on_a_larger_input():
+    # above the thresholds where the accumulator and to_release switch to threads
+    rng = np.random.default_rng(0)
+    n = 300_000
+    t = pa.table({"g": rng.integers(0, 20_000, n), "s": rng.integers(0, 30, n)})
+    ref = Release.from_table(t, sensitive="s", group="g")
+    for dense in (True, False):
+        from fastpriv.counts import CountAccumulator
+
+        acc = CountAccumulator(["g"], "s", n_jobs=2, dense_cells=1 << 25 if dense else 0)
+        for b in t.to_batches(max_chunksize=100_000):
+            acc.add(b)
+        assert acc.to_release().equals(ref)
