@@ -255,6 +255,45 @@ class _Solution:
                 self.ep_ll[e0:e0 + k], self.ep_kind[e0:e0 + k])
 
 
+def _slice(P: _Packed, s: int) -> _Packed:
+    """System ``s`` of a pack as a pack of its own (offsets rebased)."""
+    a, b = int(P.var_off[s]), int(P.var_off[s + 1])
+    g0, g1 = int(P.grp_off[s]), int(P.grp_off[s + 1])
+    c0, c1 = int(P.cls_off[g0]), int(P.cls_off[g1])
+    return _packed(np.array([0, b - a]), P.T[a:b], P.C0[a:b], P.C1[a:b],
+                   np.array([0, g1 - g0]), P.grp_n[g0:g1], P.grp_N[g0:g1], P.grp_w[g0:g1],
+                   np.asarray(P.cls_off[g0:g1 + 1]) - c0, P.cls_var[c0:c1],
+                   P.cls_mult[c0:c1], P.f0[s:s + 1], P.const[s:s + 1])
+
+
+def _solve_one(P: _Packed, s: int, params: dict, sliced: _Packed | None = None) -> _Solution:
+    """Solve system ``s`` packed on its own in one kernel call (the single-system path)."""
+    Q = _slice(P, s) if sliced is None else sliced
+    with _one_thread():
+        return _solve(Q, np.zeros(2, dtype=np.int64), np.zeros(1), **params,
+                      order=np.zeros(1, dtype=np.int64), nblocks=1,
+                      sys_id=np.array([s], dtype=np.int64))
+
+
+class _one_thread:  # noqa: N801 - used as a context manager
+    """Run the parallel kernel on the calling thread only (numba's setting is per thread).
+
+    One system cannot use more than one thread; waking the pool costs ~0.1-10 ms per
+    call on a busy machine.
+    """
+
+    def __enter__(self) -> None:
+        import numba
+
+        self._n = numba.get_num_threads()
+        numba.set_num_threads(1)
+
+    def __exit__(self, *exc: Any) -> None:
+        import numba
+
+        numba.set_num_threads(self._n)
+
+
 def _nblocks() -> int:
     import numba
 
@@ -264,7 +303,7 @@ def _nblocks() -> int:
 def _solve(P: _Packed, start_off: np.ndarray, start_vals: np.ndarray, *, n_random: int,
            seed: int, default_starts: bool, max_iter: int, em_warm: int, tol: float,
            newton_max: int, order: np.ndarray | None = None,
-           nblocks: int | None = None) -> _Solution:
+           nblocks: int | None = None, sys_id: np.ndarray | None = None) -> _Solution:
     """Run the batched solver kernel on the systems in ``order`` (default: all)."""
     from ._kernels import foreground as kf
 
@@ -278,10 +317,13 @@ def _solve(P: _Packed, start_off: np.ndarray, start_vals: np.ndarray, *, n_rando
         order = np.argsort(-cost, kind="stable")
     if nblocks is None:
         nblocks = _nblocks()
+    if sys_id is None:
+        sys_id = np.arange(P.n_systems, dtype=np.int64)
     out = kf.solve_systems(*P.arrays(), so, sv, int(n_random), int(seed), ds, int(max_iter),
                            int(em_warm), float(tol), int(newton_max),
                            kernel_array(order, np.int64), int(nblocks),
-                           kernel_array(ep_off, np.int64), kernel_array(epF_off, np.int64))
+                           kernel_array(ep_off, np.int64), kernel_array(epF_off, np.int64),
+                           kernel_array(sys_id, np.int64))
     return _Solution(*out, ep_off=ep_off, epF_off=epF_off, var_off=np.asarray(P.var_off))
 
 
@@ -410,9 +452,11 @@ def fit_global_distribution(groups: Sequence[Any], n_signatures: int, *,
     if not default_starts and n_random == 0 and starts is None:
         raise ValueError("no starting point: give starts=, n_random > 0 or default_starts=True")
     P = _pack_single(grp, m, f0)
-    sol = _solve(P, st_off, st_vals, n_random=n_random, seed=seed,
-                 default_starts=default_starts, max_iter=max_iter, em_warm=em_warm, tol=tol,
-                 newton_max=newton_max, order=np.zeros(1, dtype=np.int64), nblocks=1)
+    with _one_thread():
+        sol = _solve(P, st_off, st_vals, n_random=n_random, seed=seed,
+                     default_starts=default_starts, max_iter=max_iter, em_warm=em_warm,
+                     tol=tol, newton_max=newton_max, order=np.zeros(1, dtype=np.int64),
+                     nblocks=1)
     F, ll, its, flags, resid, pg = (sol.F, sol.loglik[0], sol.iterations[0], sol.flags[0],
                                     sol.residual[0], sol.pgrad[0])
     epF, epll, epkind = sol.endpoints(0)
@@ -854,8 +898,9 @@ class MinedDistributions:
         Value labels as attacked; fallback = the release's global rate of each x. Ready
         for :func:`fastpriv.robustness.audit` or ART.
         """
-        labels = [str(v) if isinstance(self.values[0], str) or len(m) > 1 else v
-                  for v, m in zip(self.values, self.value_members, strict=False)]
+        plain = all(len(m) == 1 and m[0] == v
+                    for v, m in zip(self.values, self.value_members, strict=True))
+        labels = list(self.values) if plain else [str(v) for v in self.values]
         ks = []
         for a, st in enumerate(self._sets):
             P = np.full((st.keys.shape[0], len(labels)), np.nan)

@@ -362,11 +362,15 @@ def test_batched_equals_one_by_one_and_value_sets():
     P = md._packed
     so = np.zeros(md.n_systems + 1, dtype=np.int64)
     for s in range(md.n_systems):
-        one = fg._solve(P, so, np.zeros(1), **md._params, order=np.array([s]), nblocks=1)
         a, b = P.var_off[s], P.var_off[s + 1]
+        one = fg._solve(P, so, np.zeros(1), **md._params, order=np.array([s]), nblocks=1)
         assert np.array_equal(one.F[a:b], md._sol.F[a:b])
         assert one.flags[s] == md._sol.flags[s]
         assert one.loglik[s] == md._sol.loglik[s]
+        alone = fg._solve_one(P, s, md._params)       # packed on its own
+        assert np.array_equal(alone.F, md._sol.F[a:b])
+        assert alone.loglik[0] == md._sol.loglik[s]
+    assert "{b, c}" in md.knowledge().values
     # the value set is one x: its counts are the sum of b and c
     g = md._gcount
     assert np.array_equal(g[1], fg.mine(table, qi=["q0"], sensitive="s", group="gid",

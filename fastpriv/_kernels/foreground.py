@@ -538,7 +538,7 @@ def _classify(F, vb, m, T, grad, H, Hf, Vf, wf, idx, dirv):
 def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult,
                   f0s, consts, start_off, start_vals, n_random, seed, default_starts,
                   max_iter, em_warm, tol, newton_max, outF, ep_F, ep_ll, ep_kind, ep_it,
-                  e0, cap, eF0):
+                  e0, cap, eF0, sysid):
     """Solve system ``s``; best F into ``outF[var_off[s]:...]``.
 
     Returns ``(loglik, iterations, flags, em_residual, pgrad, n_maxima, second_loglik,
@@ -619,7 +619,8 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
         nq += 1
     for u in range(n_random):
         for i in range(m):
-            Q[nq * mm + i] = _uniform(np.int64(seed), np.int64(s), np.int64(u), np.int64(i))
+            Q[nq * mm + i] = _uniform(np.int64(seed), np.int64(sysid), np.int64(u),
+                                      np.int64(i))
         nq += 1
     escapes = 0
     n_ep = 0
@@ -915,11 +916,13 @@ def endpoint_layout(var_off, start_off, n_random, default_starts):
 @kernel(parallel=True)
 def solve_systems(var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult,
                   f0s, consts, start_off, start_vals, n_random, seed, default_starts, max_iter,
-                  em_warm, tol, newton_max, order, nblocks, ep_off, epF_off):
+                  em_warm, tol, newton_max, order, nblocks, ep_off, epF_off, sys_id):
     """Solve the packed systems listed in ``order``, in parallel.
 
-    ``order`` lists all systems (most expensive first) or one (the single-system path);
-    ``nblocks`` blocks of systems are dealt round-robin from it.
+    ``order`` lists the systems to solve (most expensive first); ``nblocks`` blocks of
+    systems are dealt round-robin from it. ``sys_id[s]`` identifies system s for its
+    seeded random starts (so a system packed on its own — the single-system path — gets
+    the same starts as inside a batch).
 
     Returns ``(F, loglik, iterations, flags, residual, pgrad, n_maxima, second_loglik,
     n_endpoints, ep_F, ep_ll, ep_kind, ep_it)``; entries of systems not in ``order`` are
@@ -956,7 +959,7 @@ def solve_systems(var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls
                               np.int64(max_iter), np.int64(em_warm), np.float64(tol),
                               np.int64(newton_max), F, ep_F, ep_ll, ep_kind, ep_it,
                               np.int64(ep_off[s]), np.int64(ep_off[s + 1] - ep_off[s]),
-                              np.int64(epF_off[s]))
+                              np.int64(epF_off[s]), np.int64(sys_id[s]))
             ll[s] = r[0]
             its[s] = r[1]
             flags[s] = r[2]
