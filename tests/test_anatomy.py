@@ -188,3 +188,15 @@ def test_cli_anonymize_method_anatomy(tmp_path, capsys):
     assert main(["anonymize", str(src), "--method", "anatomy", "--qi", "age",
                  "--sensitive", "d", "--k", "3", "--l", "2"]) == 2
     assert "only takes --l" in capsys.readouterr().err
+
+
+def test_callable_however_imported():
+    import importlib
+
+    import fastpriv.anonymize as an
+
+    importlib.import_module("fastpriv.anonymize.anatomy")
+    t = pa.table({"a": [1, 2, 3, 4], "d": list("abab")})
+    res = an.anatomy(t, sensitive="d", l=2, seed=0)
+    assert res.method == "anatomy" and res.release.n_groups == 2
+    assert fp.anonymize.anatomy(t, "d", 2).release.n_groups == 2
