@@ -942,7 +942,13 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
             return _key_labels(gkeys)
     R = int(gcode.shape[0])
     V = len(values)
+    # one dtype/layout/read-only-ness whichever path built them (one kernel signature)
+    indptr = kernel_array(indptr, np.int64)
+    codes = kernel_array(codes, np.int32)
+    counts = kernel_array(counts, np.int64)
     goff, order = group_order(kernel_array(gcode, np.int32), G)
+    goff = kernel_array(goff, np.int64)
+    order = kernel_array(order, np.int64)
     sizes = np.diff(goff)
     entry_group = np.repeat(np.arange(G, dtype=np.int64), np.diff(indptr))
     timing["prepare"] = time.perf_counter() - t_start

@@ -332,6 +332,13 @@ def test_ryser_and_dp_agree_on_a_larger_group():
     for x in dp:
         np.testing.assert_allclose(ry[x], dp[x], atol=1e-8)
         assert math.isclose(dp[x].sum(), 2.0, rel_tol=1e-12)
+    # the two methods really are different code paths (Ryser reports its cancellation)
+    M = np.array([[row[v] for v in "abcdef"] for row in P])
+    mult = np.full(6, 2, dtype=np.int64)
+    for meth, cancel_gt_1 in ((pw.METHOD_DP, False), (pw.METHOD_RYSER, True)):
+        post, st_, _, cancel = pw.mv_posteriors_one(kernel_array(M.ravel(), np.float64),
+                                                     kernel_array(mult, np.int64), meth)
+        assert st_ == 0 and (cancel > 1.0) == cancel_gt_1
 
 
 def test_ryser_gray_code_visits_every_state_once():

@@ -60,9 +60,10 @@ at index 0.
     B_j = Σ P_{j-1}[a] S_{j+1}[n-a], p_j = f_j A_j / (f_j A_j + (1-f_j) B_j).
 ``loo_core_log(...)``
     The same in log space (used automatically by :func:`loo_core`).
-``posterior_small(fseg, N, n, ws, out1) -> (status, log_E)``
-    Closed form used by :func:`loo_core` in mode 0 when min(n, N - n) <= 1 (odds ratios;
-    the segment must be defined).
+``posterior_small(f, lo, N, n, ws, out, olo) -> (status, log_E)``
+    Closed form used by :func:`loo_core` (mode 0) and the batched kernel when
+    min(n, N - n) <= 1 (odds ratios; the segment must be defined); reads ``f[lo:lo+N]``,
+    writes ``out[olo:olo+N]``. Compiled ``inline="always"``: any array types.
 
 Batched entry points (called from Python with read-only inputs)
 ---------------------------------------------------------------
