@@ -29,12 +29,17 @@ __all__ = [
     "metrics",
     "datasets",
     "hierarchies",
+    "knowledge",
+    "predicates",
+    "streaming",
+    "report",
 ]
 
 _ATTRS = {"Release": ("fastpriv.release", "Release"),
           "CountAccumulator": ("fastpriv.counts", "CountAccumulator")}
 _SUBMODULES = {"classic", "ck_safety", "skyline", "robustness", "foreground", "anonymize",
-               "metrics", "datasets", "hierarchies", "counts", "release", "distributed"}
+               "metrics", "datasets", "hierarchies", "counts", "release", "distributed",
+               "knowledge", "predicates", "streaming", "report"}
 
 
 def __getattr__(name: str) -> Any:
