@@ -47,9 +47,21 @@ def pool_size() -> int:
 
 
 def current_threads() -> int:
-    """Threads the calling thread's parallel kernels use now (``numba.get_num_threads()``)."""
+    """Threads the calling thread's parallel kernels use now (``numba.get_num_threads()``).
+
+    Before Numba's thread pool has been launched nobody can have masked it, so the answer
+    is the pool size — returned without launching the pool (which costs a noticeable
+    fraction of a second in a fresh process that may never run a parallel kernel).
+    """
     import numba
 
+    try:
+        from numba.np.ufunc import parallel as _parallel
+
+        if not getattr(_parallel, "_is_initialized", True):
+            return pool_size()
+    except ImportError:  # pragma: no cover - layout of a future numba
+        pass
     return int(numba.get_num_threads())
 
 
