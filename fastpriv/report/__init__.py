@@ -1,0 +1,35 @@
+"""Audit reports: one call from data to a complete JSON + HTML audit.
+
+:func:`build_report` runs every model on a release — the classical models, (c,k)-safety
+(disclosure curves against implications and negated atoms), the privacy skyline (breach
+probabilities and knowledge skylines), r-robustness and the foreground attack when the
+quasi-identifiers are available — and collects the results, the witnesses (which groups and
+individuals an adversary would target, and why), the parameters, the library versions, a
+sha256 fingerprint of the input and the timings into a :class:`Report`.
+
+``Report.to_json()`` is the payload itself (schema: :mod:`fastpriv.report.schema`,
+versioned); ``Report.to_html()`` renders it as one self-contained page (inline CSS, inline
+SVG plots, no scripts) for a data owner: verdict first, then one section per question, and
+a glossary. ``Report.write(html=..., json=...)`` writes atomically and never over the
+input. Command line: ``fastpriv report``.
+
+Examples
+--------
+>>> import fastpriv as fp
+>>> from fastpriv.report import build_report
+>>> rel = fp.Release.from_groups([["flu", "flu", "hiv"], ["flu", "cancer", "hiv"]])
+>>> rep = build_report(rel, c=0.9, k=1, k_max=3, min_k=2, min_l=2)
+>>> rep.data["classical"]["pycanon"]["k_anonymity"]
+{'k': 3}
+>>> rep.verdict["headline"]
+'The release fails 2 of the 7 checks at the chosen thresholds.'
+
+"""
+
+from __future__ import annotations
+
+from ._build import GLOSSARY, MAX_SKYLINE_VALUES, Report, build_report, fingerprint
+from .schema import SCHEMA, SCHEMA_ID, SCHEMA_VERSION, validate
+
+__all__ = ["build_report", "Report", "fingerprint", "validate", "SCHEMA", "SCHEMA_ID",
+           "SCHEMA_VERSION", "GLOSSARY", "MAX_SKYLINE_VALUES"]

@@ -1,0 +1,1135 @@
+"""Build the audit report: run every model on one release and collect a JSON-ready payload.
+
+The payload (``Report.data``) is the single source of truth: the JSON file is the payload
+itself and the HTML page is rendered from it (:mod:`fastpriv.report.html`), so both carry
+the same content. Sections embed the models' own ``to_dict()`` results unchanged (the
+tests compare them with direct API calls) and add plain-language summaries.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import math
+import numbers
+import os
+import platform
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._io import to_jsonable
+from .schema import SCHEMA_ID, SCHEMA_VERSION
+
+__all__ = ["build_report", "Report", "fingerprint", "MAX_SKYLINE_VALUES"]
+
+#: Default cap on the number of sensitive values whose knowledge skyline is computed
+#: (the most exposed ones first) when ``sigma`` is not given.
+MAX_SKYLINE_VALUES = 24
+#: Number of values whose skyline is plotted (the most exposed ones).
+PLOTTED_SKYLINES = 4
+#: Rows listed per group in the worst-groups table.
+ROWS_PER_GROUP = 20
+_READ_CHUNK = 1 << 20
+
+# Pycanon's report vocabulary (its JSON report and its printed/PDF report) -> our model keys.
+_PYCANON_NULL = {
+    "enhanced_beta_likeness": (
+        "not computed: fastpriv.classic has no enhanced β-likeness, and the two common "
+        "readings disagree (Cao & Karras: every D(P_g(x), Q(x)) ≤ min(β, −ln Q(x)), which "
+        "has no achieved β once some D exceeds −ln Q(x); pycanon: max_x min(max_g D, "
+        "−ln Q(x))). basic_beta_likeness is reported."),
+}
+
+
+# ============================================================================ helpers
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _label(x: Any) -> str:
+    """Human form of a group key or value label (tuples joined by ', ')."""
+    if isinstance(x, (tuple, list)):
+        return ", ".join(_label(v) for v in x)
+    if x is None:
+        return "(null)"
+    return str(x)
+
+
+def _pct(p: float) -> str:
+    if p is None or not math.isfinite(float(p)):
+        return str(p)
+    v = 100.0 * float(p)
+    if v >= 99.95 and p < 1:
+        return f"{v:.2f}%"
+    return f"{v:.0f}%" if abs(v - round(v)) < 0.05 else f"{v:.1f}%"
+
+
+def _n(count: int, noun: str, plural: str | None = None) -> str:
+    """'1 fact', '3 facts' (thousands separated)."""
+    word = noun if count == 1 else (plural or noun + "s")
+    return f"{count:,} {word}"
+
+
+def _f(x: Any) -> float:
+    if isinstance(x, dict) and "float" in x:
+        return float(x["float"])
+    if isinstance(x, str):
+        return float(x)
+    return float(x)
+
+
+def _sha256_file(path: str) -> tuple[str, int]:
+    h = hashlib.sha256()
+    n = 0
+    with open(path, "rb") as fh:
+        while True:
+            chunk = fh.read(_READ_CHUNK)
+            if not chunk:
+                break
+            h.update(chunk)
+            n += len(chunk)
+    return h.hexdigest(), n
+
+
+def _sha256_ipc(table: Any) -> str:
+    import pyarrow as pa
+
+    class _Sink:
+        def __init__(self) -> None:
+            self.h = hashlib.sha256()
+
+        def write(self, b: Any) -> int:
+            mv = memoryview(b)
+            self.h.update(mv)
+            return mv.nbytes
+
+        def flush(self) -> None:
+            return None
+
+        @property
+        def closed(self) -> bool:
+            return False
+
+    sink = _Sink()
+    out = pa.PythonFile(sink, mode="w")
+    with pa.ipc.new_stream(out, table.schema) as writer:
+        writer.write_table(table)
+    return sink.h.hexdigest()
+
+
+def fingerprint(data: Any) -> dict:
+    """sha256 fingerprint of a report's input.
+
+    * a file: sha256 of its bytes;
+    * a directory (Parquet dataset): sha256 over the sorted lines
+      ``"<relative path>\\t<sha256 of the file>\\n"`` of every file in it, with the list;
+    * an in-memory table (Arrow, pandas, polars): sha256 of the Arrow IPC stream of the
+      table as given (schema and record batches; re-chunking or schema metadata change it);
+    * a :class:`~fastpriv.Release`: sha256 of the IPC stream of ``release.to_counts()``.
+    """
+    from ..release import Release
+
+    if isinstance(data, (str, os.PathLike)):
+        path = os.fspath(data)
+        if os.path.isdir(path):
+            files = []
+            for root, _, names in os.walk(path):
+                for name in names:
+                    full = os.path.join(root, name)
+                    files.append(os.path.relpath(full, path))
+            files.sort()
+            h = hashlib.sha256()
+            listed = []
+            total = 0
+            for rel in files:
+                digest, n = _sha256_file(os.path.join(path, rel))
+                total += n
+                h.update(f"{rel}\t{digest}\n".encode())
+                listed.append({"path": rel, "sha256": digest, "bytes": n})
+            return {"algorithm": "sha256", "of": "directory listing (path and sha256 of "
+                    "every file, sorted)", "value": h.hexdigest(), "bytes": total,
+                    "files": listed[:200], "n_files": len(listed)}
+        digest, n = _sha256_file(path)
+        return {"algorithm": "sha256", "of": "file bytes", "value": digest, "bytes": n,
+                "files": [{"path": os.path.basename(path), "sha256": digest, "bytes": n}],
+                "n_files": 1}
+    if isinstance(data, Release):
+        return {"algorithm": "sha256", "of": "Arrow IPC stream of Release.to_counts()",
+                "value": _sha256_ipc(data.to_counts()), "bytes": None, "files": [],
+                "n_files": 0}
+    from .._arrow import as_table
+
+    table = as_table(data, param="data")
+    return {"algorithm": "sha256", "of": "Arrow IPC stream of the in-memory table",
+            "value": _sha256_ipc(table), "bytes": int(table.nbytes), "files": [],
+            "n_files": 0}
+
+
+def _versions() -> dict:
+    import numba
+    import pyarrow
+
+    from .._version import __version__
+
+    return {"fastpriv": __version__, "python": platform.python_version(),
+            "numpy": np.__version__, "numba": numba.__version__,
+            "pyarrow": pyarrow.__version__, "platform": platform.platform()}
+
+
+class _Timer:
+    def __enter__(self) -> "_Timer":
+        self.t = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.seconds = time.perf_counter() - self.t
+
+
+def _section(status: str = "ok", reason: str | None = None, seconds: float = 0.0,
+             **content: Any) -> dict:
+    return {"status": status, "reason": reason, "seconds": float(seconds), **content}
+
+
+def _skipped(reason: str) -> dict:
+    return _section("skipped", reason)
+
+
+def _run(fn: Any, *args: Any, **kw: Any) -> dict:
+    """Run a section; a model's ValueError/TypeError becomes a 'failed' section."""
+    t0 = time.perf_counter()
+    try:
+        out = fn(*args, **kw)
+    except (ValueError, TypeError) as exc:
+        return _section("failed", f"{type(exc).__name__}: {exc}", time.perf_counter() - t0)
+    if out.get("status") in (None, "ok"):
+        out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+# ============================================================================ validation
+def _check_c(c: Any) -> list[float]:
+    vals = [c] if isinstance(c, numbers.Real) and not isinstance(c, bool) else list(c)
+    if not vals:
+        raise ValueError("c: give at least one confidence threshold in (0, 1]")
+    out = []
+    for v in vals:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise TypeError(f"c: thresholds must be numbers in (0, 1], got {v!r}")
+        v = float(v)
+        if not 0 < v <= 1:
+            raise ValueError(f"c: thresholds must be in (0, 1], got {v!r}")
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def _check_nonneg_int(x: Any, name: str, minimum: int = 0) -> int:
+    from .._validation import check_int
+
+    return check_int(x, name, minimum=minimum)
+
+
+def _check_point(point: Any) -> tuple[int, int, int]:
+    try:
+        p = tuple(point)
+    except TypeError:
+        raise TypeError(f"point must be three integers (l, k, m), got {point!r}") from None
+    if len(p) != 3:
+        raise ValueError(f"point must be three integers (l, k, m), got {point!r}")
+    return tuple(_check_nonneg_int(v, f"point[{i}]") for i, v in enumerate(p))  # type: ignore
+
+
+def _as_list(x: Any, name: str) -> list | None:
+    if x is None:
+        return None
+    if isinstance(x, str):
+        return [x]
+    out = list(x)
+    for v in out:
+        if not isinstance(v, str):
+            raise TypeError(f"{name}: column names must be strings, got {v!r}")
+    return out
+
+
+# ============================================================================ sections
+def _release_section(rel: Any, grouping: str, group: Any, qi: Any) -> dict:
+    sizes = rel.sizes
+    totals = rel.value_totals
+    order = np.argsort(-totals, kind="stable")[:50]
+    return _section(
+        case=rel.case, grouping=grouping,
+        group_columns=([group] if isinstance(group, str) else list(group)) if group else
+        (list(qi) if grouping == "qi" and qi else []),
+        sensitive=rel.sensitive_name, n_groups=rel.n_groups, n_rows=rel.n_rows,
+        n_individuals=rel.n_individuals, n_values=rel.n_values,
+        group_size={"min": int(sizes.min()), "median": float(np.median(sizes)),
+                    "mean": float(sizes.mean()), "max": int(sizes.max())},
+        singleton_groups=int((sizes == 1).sum()),
+        values=[{"value": rel.values[i], "count": int(totals[i]),
+                 "share": float(totals[i] / rel.n_rows)} for i in order.tolist()],
+        values_shown=int(order.shape[0]))
+
+
+def _classical_section(rel: Any, l: int | None) -> dict:
+    from .. import classic
+
+    l_used = int(l) if l is not None else max(int(rel.distinct.min()), 1)
+    res = classic.audit(rel, l=l_used)
+    d = res.to_dict()
+    m = d["models"]
+    alpha, k = m["alpha_k_anonymity"]["value"], m["k_anonymity"]["value"]
+    c_star = m["c_l_diversity"]["value"]
+    pycanon = {
+        "k_anonymity": {"k": k},
+        "(_alpha,_k)-anonymity": {"alpha": alpha, "k": k},
+        "alpha_k_anonymity": {"alpha": alpha, "k": k},
+        "l_diversity": {"l": m["l_diversity"]["value"]},
+        "entropy_l_diversity": {"l": m["entropy_l_diversity"]["value"]},
+        "(c,l)-diversity": {"c": c_star, "l": l_used},
+        "recursive_c_l_diversity": {"c": c_star, "l": l_used},
+        "basic_beta_likeness": {"beta": m["basic_beta_likeness"]["value"]},
+        "enhanced_beta_likeness": None,
+        "delta_disclosure": {"delta": m["delta_disclosure"]["value"]},
+        "t_closeness": {"t": m["t_closeness"]["value"]},
+    }
+    notes = {
+        "(c,l)-diversity": "c is c*(ℓ) = max_g r_1 / (r_ℓ + … + r_m): the release is (c,ℓ)-"
+                           "diverse for every c > c* (strict, Machanavajjhala et al.); ℓ is "
+                           + ("the requested ℓ" if l is not None else
+                              "the achieved distinct ℓ (pycanon's convention)"),
+        "t_closeness": "equal ground distance (categorical values); t_closeness_ordered in "
+                       "models uses the sorted value order",
+        "delta_disclosure": "over the values present in each group (as pycanon); the strict "
+                            "definition is infinite as soon as a group misses a value",
+        **_PYCANON_NULL,
+    }
+    return _section(l=l_used, l_source="requested" if l is not None else "achieved "
+                    "distinct ℓ", models=m, pycanon=pycanon, notes=notes,
+                    n_groups=d["n_groups"], n_rows=d["n_rows"], case=d["case"])
+
+
+def _ck_section(rel: Any, k: int, k_max: int, cs: list[float]) -> dict:
+    from .. import ck_safety as ck
+
+    if rel.case != "svpi":
+        return _skipped("(c,k)-safety is defined for one sensitive value per individual "
+                        f"(SVPI, Martin et al.); this release is {rel.case!r}")
+    imp = ck.disclosure_curve(rel, k_max, "implications")
+    neg = ck.disclosure_curve(rel, k_max, "negations")
+    at_imp = ck.max_disclosure(rel, k, "implications")
+    at_neg = ck.max_disclosure(rel, k, "negations")
+    safe_k = []
+    for c in cs:
+        row = {"c": c}
+        for kn in ("implications", "negations"):
+            row[kn] = ck.max_safe_k(rel, c, kn, k_limit=k_max)
+            row[f"{kn}_is_safe_at_k"] = ck.is_safe(rel, c, k, kn)
+        safe_k.append(row)
+    return _section(
+        k=k, k_max=k_max,
+        curve={"k": list(range(k_max + 1)), "implications": imp.tolist(),
+               "negations": neg.tolist()},
+        at_k={"implications": at_imp.to_dict(), "negations": at_neg.to_dict()},
+        witness_text={"implications": {"summary": at_imp.witness.summary(),
+                                       "formulas": at_imp.witness.formulas()},
+                      "negations": {"summary": at_neg.witness.summary(),
+                                    "formulas": at_neg.witness.formulas()}},
+        max_safe_k=safe_k,
+        saturation_k=max(int(rel.distinct.min()) - 1, 0))
+
+
+def _skyline_section(rel: Any, sigma: list | None, cs: list[float],
+                     point: tuple[int, int, int], c_v: float) -> dict:
+    from .. import skyline as sk
+
+    l, k, m = point
+    check = sk.check(rel, {"*": [(l, k, m, c_v)]})
+    per_value = sorted(check.points, key=lambda p: (-float(p.value), str(p.sigma)))
+    if sigma is None:
+        chosen = [p.sigma for p in per_value[:MAX_SKYLINE_VALUES]]
+        selection = ("every sensitive value" if rel.n_values <= MAX_SKYLINE_VALUES else
+                     f"the {MAX_SKYLINE_VALUES} values with the highest breach probability at "
+                     f"(ℓ, k, m) = {point} (of {rel.n_values})")
+    else:
+        chosen = []
+        for v in sigma:
+            rel.code_of(v, param="sigma")
+            if v not in chosen:
+                chosen.append(v)
+        selection = "the requested values"
+    worst = per_value[0] if per_value else None
+    worst_bp = None
+    if worst is not None:
+        worst_bp = sk.breach_probability(rel, worst.sigma, l, k, m).to_dict()
+    skylines = []
+    for v in chosen:
+        for c in cs:
+            skylines.append(sk.knowledge_skyline(rel, v, c).to_dict())
+    rank = {p.sigma: i for i, p in enumerate(per_value)}
+    plotted = sorted(chosen, key=lambda v: rank.get(v, 1 << 30))[:PLOTTED_SKYLINES]
+    return _section(
+        point=list(point), c=c_v, confidences=cs, sigma_selection=selection,
+        sigmas=chosen, plotted=plotted,
+        check={"safe": check.safe, "n_violations": len(check.violations),
+               "n_values": len(per_value),
+               "points": [p.to_dict() for p in per_value[:100]]},
+        worst=worst_bp, skylines=skylines)
+
+
+def _robustness_section(table: Any, *, qi: list | None, sensitive: str, group: Any, r: float,
+                        knowledge: Any, sensitive_values: list | None, max_set_size: int,
+                        nulls: str, top: int) -> dict:
+    from .. import robustness as rb
+
+    res = rb.audit(table, qi=qi, sensitive=sensitive,
+                   group=group if isinstance(group, str) or len(group) > 1 else group[0],
+                   r=r, knowledge=knowledge, sensitive_values=sensitive_values,
+                   max_size=max_set_size if knowledge is None else None, nulls=nulls)
+    d = res.to_dict(max_items=top)
+    return _section(result=d, summary=res.summary())
+
+
+def _foreground_section(table: Any, *, qi: list, sensitive: str, group: Any, r: float,
+                        sensitive_values: list | None, max_set_size: int, nulls: str,
+                        top: int) -> dict:
+    from .. import foreground as fg
+
+    if not isinstance(group, str):
+        if len(group) != 1:
+            return _skipped("the foreground attack reads one group-id column; this release "
+                            f"has {len(group)}")
+        group = group[0]
+    res = fg.attack(table, qi=qi, sensitive=sensitive, group=group, r=r,
+                    sensitive_values=sensitive_values, max_set_size=max_set_size, nulls=nulls)
+    d = res.to_dict(max_items=top)
+    return _section(result=d, summary=res.summary())
+
+
+def _worst_groups(rel: Any, top: int, row_labels: Any) -> dict:
+    n = rel.n_groups
+    has = rel.distinct > 0
+    share = np.zeros(n)
+    share[has] = rel.counts[rel.indptr[:-1][has]] / rel.sizes[has]
+    order = np.lexsort((-rel.sizes, -share))[:top]
+    rows_known = rel.row_group is not None
+    out = []
+    for g in order.tolist():
+        prof = rel.profile(g)
+        entry = {"group": g, "label": rel.group_labels[g], "size": int(rel.sizes[g]),
+                 "distinct": int(rel.distinct[g]), "max_share": float(share[g]),
+                 "top_value": prof[0][0] if prof else None,
+                 "profile": [{"value": v, "count": c} for v, c in prof[:8]],
+                 "profile_truncated": len(prof) > 8, "rows": None, "row_labels": None}
+        if rows_known:
+            rows = rel.rows_of_group(g)
+            entry["rows"] = [int(x) for x in rows[:ROWS_PER_GROUP]]
+            entry["rows_truncated"] = int(rows.shape[0]) > ROWS_PER_GROUP
+            if row_labels is not None:
+                entry["row_labels"] = [row_labels[i] for i in entry["rows"]]
+        out.append(entry)
+    return _section(by="max_share", description=(
+        "groups where one sensitive value is most concentrated (share of the group's people "
+        "holding its most frequent value, then larger groups first: more people exposed)"), groups=out,
+        rows_known=rows_known)
+
+
+# ============================================================================ targets
+def _targets(rel: Any, sec: dict, c_v: float, table_values: Any, row_labels: Any,
+             include_values: bool) -> list[dict]:
+    """Who an adversary would go after, and why, collected from every section's witness."""
+    out: list[dict] = []
+    sens = rel.sensitive_name
+
+    def add(**t: Any) -> None:
+        row = t.get("row")
+        t.setdefault("rows", None)
+        t["row_label"] = row_labels[row] if (row_labels is not None and row is not None) \
+            else None
+        if include_values and table_values is not None and row is not None:
+            t["actual_value"] = table_values[row]
+        out.append(t)
+
+    wg = sec["worst_groups"]
+    if wg["status"] == "ok" and wg["groups"]:
+        g = wg["groups"][0]
+        add(source="alpha_k_anonymity", row=None, rows=g["rows"], group=g["group"],
+            group_label=g["label"], value=g["top_value"], certainty=g["max_share"],
+            knowledge="none: the published release alone",
+            why=(f"{g['profile'][0]['count']:,} of the {_n(g['size'], 'person', 'people')} of group "
+                 f"{_label(g['label'])} have {sens} = {_label(g['top_value'])}, so anyone known "
+                 f"to be in this group has it with probability {_pct(g['max_share'])}"))
+    ck = sec["ck_safety"]
+    if ck["status"] == "ok":
+        for kn in ("implications", "negations"):
+            r = ck["at_k"][kn]
+            w = r["witness"]
+            a = w["consequent"]
+            what = ("basic implications (statements “if A then B” about people)"
+                    if kn == "implications" else "negated atoms (“person p does not have "
+                    "value v”)")
+            add(source=f"ck_safety_{kn}", row=a["row"], group=a["group"],
+                group_label=a["group_label"], value=a["value"], certainty=_f(r["value"]),
+                knowledge=f"{len(w['antecedents'])} {what} (k = {r['k']})",
+                why=(f"with the knowledge {'; '.join(ck['witness_text'][kn]['formulas']) or '(none)'}"
+                     f", the adversary is {_pct(_f(r['value']))} sure that this person has "
+                     f"{sens} = {_label(a['value'])}"))
+    sky = sec["skyline"]
+    if sky["status"] == "ok" and sky.get("worst") and sky["worst"].get("witness"):
+        b = sky["worst"]
+        w = b["witness"]
+        t = int(w["t_group"])
+        rows = None
+        if rel.row_group is not None:
+            rows = [int(x) for x in rel.rows_of_group(t)[:ROWS_PER_GROUP]]
+        parts = []
+        if w["x_values"]:
+            parts.append(f"that the target does not have {', '.join(map(_label, w['x_values']))}")
+        if w["n_u"]:
+            ys = (f" ({', '.join(map(_label, w['y_values']))})" if w.get("y_values") else "")
+            parts.append(f"the values of {_n(w['n_u'], 'other person', 'other people')} of group "
+                         f"{_label(w['group_labels'].get('u'))}{ys}")
+        if w["n_v"]:
+            parts.append(f"{_n(w['n_v'], 'member')} of the target's same-value family in group "
+                         f"{_label(w['group_labels'].get('v'))}")
+        add(source="skyline", row=None, rows=rows, group=t, group_label=w["group_labels"]["t"],
+            value=b["sigma"], certainty=_f(b["value"]),
+            knowledge=f"(ℓ, k, m) = ({b['l']}, {b['k']}, {b['m']})",
+            why=("knowing " + ("; ".join(parts) if parts else "nothing beyond the release")
+                 + f", the adversary is {_pct(_f(b['value']))} sure that any person of this "
+                 f"group has {sens} = {_label(b['sigma'])}"))
+    rb = sec["robustness"]
+    if rb["status"] == "ok" and rb["result"].get("witness"):
+        w = rb["result"]["witness"]
+        add(source="robustness", row=w["row"], group=None, group_label=w["group"],
+            value=w["value"], certainty=float(w["posterior"]),
+            knowledge=("QI-based statistics p(signature : value) on "
+                       f"{', '.join(w['attribute_set'])}"),
+            why=(f"this person's {', '.join(w['attribute_set'])} = "
+                 f"{', '.join(map(_label, w['signature']))} makes {sens} = {_label(w['value'])} "
+                 f"{_pct(w['posterior'])} likely ({w['n_x']} of the {w['group_size']} people of "
+                 f"the group have it)"))
+    fg = sec["foreground"]
+    if fg["status"] == "ok":
+        for w in fg["result"]["worst"][:5]:
+            if not w.get("problematic"):
+                continue
+            aset = w.get("attribute_set")
+            add(source="foreground", row=w["row"], group=None, group_label=w["group"],
+                value=w.get("value"), certainty=float(w["posterior"]),
+                knowledge=("patterns mined from the release itself"
+                           + (f" on {', '.join(aset)}" if aset else "")),
+                why=(f"the release's own statistics make {sens} = {_label(w.get('value'))} "
+                     f"{_pct(w['posterior'])} likely for this person"))
+    out.sort(key=lambda t: -float(t["certainty"]))
+    for t in out:
+        t["exceeds_threshold"] = bool(float(t["certainty"]) >= c_v)
+    return out
+
+
+# ============================================================================ verdict
+def _verdict(sec: dict, params: dict, sens: str) -> dict:
+    c_v = params["c_verdict"]
+    checks: list[dict] = []
+
+    def add(id_: str, title: str, question: str, satisfied: Any, achieved: Any,
+            required: str, plain: str, status: str = "ok", reason: str | None = None) -> None:
+        checks.append({"id": id_, "title": title, "question": question,
+                       "satisfied": satisfied, "achieved": achieved, "required": required,
+                       "plain": plain, "status": status, "reason": reason})
+
+    cl = sec["classical"]
+    if cl["status"] == "ok":
+        m = cl["models"]
+        k = m["k_anonymity"]["value"]
+        add("k_anonymity", "k-anonymity",
+            "Does every group hide each person among enough others?",
+            k >= params["min_k"], k, f"k ≥ {params['min_k']}",
+            f"The smallest group has {k} {'person' if k == 1 else 'people'} "
+            f"(required: at least {params['min_k']}).")
+        ld = m["l_diversity"]["value"]
+        add("l_diversity", "distinct ℓ-diversity",
+            f"Does every group contain several different values of {sens}?",
+            ld >= params["min_l"], ld, f"ℓ ≥ {params['min_l']}",
+            f"The least varied group has {ld} different value{'s' if ld != 1 else ''} of "
+            f"{sens} (required: at least {params['min_l']}).")
+        el = m["entropy_l_diversity"]["value"]
+        add("entropy_l_diversity", "entropy ℓ-diversity",
+            f"Are the values of {sens} spread evenly enough within every group?",
+            bool(el >= params["min_l"] - 1e-12), el, f"ℓ ≥ {params['min_l']}",
+            f"The least even group is as varied as {el:.3g} equally common values "
+            f"(required: at least {params['min_l']}).")
+        t = m["t_closeness"]["value"]
+        add("t_closeness", "t-closeness",
+            f"Does every group's mix of {sens} resemble the whole table's?",
+            bool(t <= params["max_t"]), t, f"t ≤ {params['max_t']:g}",
+            f"The most unusual group differs from the overall mix by {t:.3g} (earth mover's "
+            f"distance; allowed: at most {params['max_t']:g}).")
+        a = m["alpha_k_anonymity"]["value"]
+        add("alpha", "(α,k)-anonymity (α)",
+            f"Without any background knowledge, how sure can anyone be of a person's {sens}?",
+            bool(a < c_v), a, f"α < {c_v:g}",
+            f"From the release alone, the best guess about a person is right with probability "
+            f"{_pct(a)} (the largest share of one value in a group; must stay below "
+            f"{_pct(c_v)}).")
+    else:
+        add("classical", "classical models", "", None, None, "", "", cl["status"],
+            cl["reason"])
+    ck = sec["ck_safety"]
+    if ck["status"] == "ok":
+        k = ck["k"]
+        for kn, words in (("implications", f"knows {_n(k, 'fact')} of the form “if A then "
+                                           "B” about people"),
+                          ("negations", f"can rule out {_n(k, 'value')} for people")):
+            r = ck["at_k"][kn]
+            v = _f(r["value"])
+            row = next(x for x in ck["max_safe_k"] if x["c"] == c_v)
+            safe = bool(row[f"{kn}_is_safe_at_k"])
+            ms = row[kn]
+            more = ("" if ms is None and not safe else
+                    f" It stays safe up to k = {ms}." if ms is not None and ms < ck["k_max"]
+                    else f" It stays safe for every k ≤ {ck['k_max']} tested." if ms is not None
+                    else "")
+            add(f"ck_safety_{kn}", f"(c,k)-safety, {kn}",
+                f"Can an adversary who {words} become {_pct(c_v)} sure of anyone's {sens}?",
+                safe, v, f"max disclosure < {c_v:g} at k = {k}",
+                f"An adversary who {words} can be as much as {_pct(v)} sure of someone's "
+                f"{sens} (must stay below {_pct(c_v)}).{more}")
+    else:
+        add("ck_safety", "(c,k)-safety", "", None, None, "", "", ck["status"], ck["reason"])
+    sky = sec["skyline"]
+    if sky["status"] == "ok":
+        l, k, m = sky["point"]
+        pts = sky["check"]["points"]
+        bp = max((_f(p["value"]) for p in pts), default=0.0)
+        add("skyline", "privacy skyline (basic 3D criterion)",
+            f"Can an adversary who knows {_n(l, 'value')} the target does not have, the "
+            f"values of {_n(k, 'other person', 'other people')} and "
+            f"{_n(m, 'person', 'people')} sharing the target's value become {_pct(c_v)} sure?",
+            bool(sky["check"]["safe"]), bp, f"BP < {c_v:g} at (ℓ,k,m) = ({l},{k},{m}) for "
+            "every value",
+            f"Such an adversary can be as much as {_pct(bp)} sure of someone's {sens} "
+            f"(must stay below {_pct(c_v)}).")
+    else:
+        add("skyline", "privacy skyline", "", None, None, "", "", sky["status"], sky["reason"])
+    rb = sec["robustness"]
+    r = params.get("r")
+    if rb["status"] == "ok":
+        d = rb["result"]
+        add("robustness", "r-robustness",
+            f"Can statistics linking quasi-identifiers to {sens} single anyone out?",
+            bool(d["robust"]), d["value"], f"posterior ≤ 1/r = {1 / r:.4g}",
+            f"With accurate statistics of this kind the adversary can be as much as "
+            f"{_pct(d['value'])} sure of someone's {sens} (allowed: {_pct(1 / r)}); "
+            f"{d['n_problematic_rows']:,} of {d['n_rows']:,} people exceed it.")
+    else:
+        add("robustness", "r-robustness", "", None, None, "", "", rb["status"], rb["reason"])
+    fg = sec["foreground"]
+    if fg["status"] == "ok":
+        d = fg["result"]
+        mp = d["max_posterior"] or 0.0
+        add("foreground", "foreground-knowledge attack",
+            "Can patterns mined from the release itself single anyone out?",
+            d["n_problematic"] == 0, mp, f"posterior ≤ 1/r = {1 / r:.4g}",
+            f"Using only patterns learned from this release, the adversary can be as much as "
+            f"{_pct(mp)} sure of someone's {sens}; {d['n_problematic']:,} of {d['n_rows']:,} "
+            f"people exceed {_pct(1 / r)}.")
+    else:
+        add("foreground", "foreground-knowledge attack", "", None, None, "", "",
+            fg["status"], fg["reason"])
+    satisfied = [c["id"] for c in checks if c["satisfied"] is True]
+    violated = [c["id"] for c in checks if c["satisfied"] is False]
+    risk = _key_risk(sec, checks, c_v, sens, params)
+    if not violated:
+        headline = ("The release satisfies every model that was checked at the chosen "
+                    "thresholds.")
+    else:
+        headline = (f"The release fails {len(violated)} of the {len(satisfied) + len(violated)} "
+                    "checks at the chosen thresholds.")
+    return {"threshold_c": c_v, "headline": headline, "satisfied": satisfied,
+            "violated": violated, "not_run": [c["id"] for c in checks if c["satisfied"]
+                                              is None], "checks": checks, "key_risk": risk}
+
+
+def _key_risk(sec: dict, checks: list[dict], c_v: float, sens: str, params: dict) -> dict:
+    """The single most important risk: the one needing the least adversarial knowledge."""
+    by_id = {c["id"]: c for c in checks}
+    wg = sec["worst_groups"]
+    if "alpha" in by_id and by_id["alpha"]["satisfied"] is False and wg["groups"]:
+        g = wg["groups"][0]
+        return {"model": "alpha_k_anonymity", "certainty": g["max_share"],
+                "knowledge": "none",
+                "text": (f"Without any background knowledge: {g['profile'][0]['count']:,} of "
+                         f"the {_n(g['size'], 'person', 'people')} of group "
+                         f"{_label(g['label'])} have {sens} = "
+                         f"{_label(g['top_value'])}, so anyone who knows a person is in that "
+                         f"group learns it with {_pct(g['max_share'])} certainty.")}
+    fg = by_id.get("foreground")
+    if fg and fg["satisfied"] is False:
+        d = sec["foreground"]["result"]
+        w = d["worst"][0] if d["worst"] else {}
+        return {"model": "foreground", "certainty": d["max_posterior"],
+                "knowledge": "patterns mined from the release itself",
+                "text": (f"Patterns mined from the release itself single out "
+                         f"{d['n_problematic']:,} of {d['n_rows']:,} people: the worst (row "
+                         f"{w.get('row')}) is linked to {sens} = {_label(w.get('value'))} "
+                         f"with probability {_pct(d['max_posterior'])}.")}
+    ck = sec["ck_safety"]
+    if ck["status"] == "ok":
+        row = next(x for x in ck["max_safe_k"] if x["c"] == c_v)
+        ms = row["implications"]
+        first = 0 if ms is None else ms + 1
+        if first <= ck["k_max"] and (ms is None or ms < ck["k_max"]):
+            curve = ck["curve"]["implications"]
+            return {"model": "ck_safety_implications", "certainty": curve[first],
+                    "knowledge": f"{first} implications",
+                    "text": (f"An adversary who knows only {_n(first, 'fact')} of the form "
+                             f"“if A then B” about the "
+                             f"people in this release can be {_pct(curve[first])} sure of "
+                             f"someone's {sens} (threshold {_pct(c_v)}).")}
+    sk = by_id.get("skyline")
+    if sk and sk["satisfied"] is False:
+        b = sec["skyline"]["worst"]
+        return {"model": "skyline", "certainty": _f(b["value"]),
+                "knowledge": f"(ℓ, k, m) = ({b['l']}, {b['k']}, {b['m']})",
+                "text": sk["plain"] + f" The most exposed value is {_label(b['sigma'])}."}
+    for mid in ("robustness", "k_anonymity", "l_diversity", "entropy_l_diversity",
+                "t_closeness"):
+        c = by_id.get(mid)
+        if c and c["satisfied"] is False:
+            return {"model": mid, "certainty": None, "knowledge": None, "text": c["plain"]}
+    best = None
+    for c in checks:
+        if c["satisfied"] is not None and isinstance(c["achieved"], (int, float)) and \
+                c["id"] in ("alpha", "ck_safety_implications", "skyline", "robustness",
+                            "foreground"):
+            if best is None or c["achieved"] > best["achieved"]:
+                best = c
+    if best is None:
+        return {"model": None, "certainty": None, "knowledge": None,
+                "text": "No model flags a risk at the chosen thresholds."}
+    return {"model": best["id"], "certainty": best["achieved"], "knowledge": None,
+            "text": ("No model flags a risk at the chosen thresholds. The closest is "
+                     f"{best['title']}: {best['plain']}")}
+
+
+# ============================================================================ glossary
+GLOSSARY = (
+    ("release", "The published version of the data: people are put into groups, and for "
+                "each group the list of its sensitive values is published without saying "
+                "who has which."),
+    ("group", "A set of people published together (also called a bucket or an equivalence "
+              "class). Everyone who knows who is in a group learns the group's values."),
+    ("sensitive value", "The value that must stay private (for example an illness, an "
+                        "income class or an occupation)."),
+    ("quasi-identifier (QI)", "Attributes such as age, sex or postcode that are not secret "
+                              "but, combined, can point at a person."),
+    ("background knowledge", "What an adversary knows besides the release: facts about "
+                             "people, their relatives, or statistics."),
+    ("row", "A line of the input table, numbered from 0 in input order."),
+    ("k-anonymity", "Every group has at least k people."),
+    ("(α,k)-anonymity", "No value makes up more than a share α of any group: α is how sure "
+                        "one can be of a person's value from the release alone."),
+    ("distinct ℓ-diversity", "Every group contains at least ℓ different sensitive values."),
+    ("entropy ℓ-diversity", "Every group's values are as varied as at least ℓ equally common "
+                            "values (measured by entropy)."),
+    ("recursive (c,ℓ)-diversity", "In every group the most common value is less than c times "
+                                  "as frequent as the values from the ℓ-th most common on."),
+    ("t-closeness", "Every group's distribution of values is within distance t of the whole "
+                    "table's (earth mover's distance)."),
+    ("β-likeness, δ-disclosure", "Limits on how much more (β) or how differently (δ, in log "
+                                 "ratio) a value occurs in a group than in the whole table."),
+    ("(c,k)-safety", "Even an adversary who knows k facts about the people in the release "
+                     "(basic implications such as “if Ann has flu then Bob has flu”, or "
+                     "negations such as “Bob does not have cancer”) is less than c sure of "
+                     "anyone's sensitive value (Martin et al., 2007)."),
+    ("maximum disclosure", "The highest certainty any such adversary can reach about any "
+                           "person; the disclosure curve shows it for k = 0, 1, 2, …"),
+    ("privacy skyline (ℓ, k, m)", "Knowledge in three dimensions: ℓ values the target does "
+                                  "not have, the values of k other people, and m people who "
+                                  "have the target's value if the target has it (a "
+                                  "“same-value family”, e.g. relatives with a hereditary "
+                                  "illness) (Chen et al., 2007)."),
+    ("breach probability (BP)", "The highest certainty about a target's value that an "
+                                "adversary with a given amount of (ℓ, k, m) knowledge can "
+                                "reach."),
+    ("knowledge skyline", "The largest amounts of (ℓ, k, m) knowledge under which the "
+                          "release stays safe at confidence c; ∞ means “any amount”."),
+    ("r-robustness", "Even with statistics linking quasi-identifiers to sensitive values "
+                     "(e.g. “30% of people aged 30–40 in the private sector are managers”), "
+                     "nobody can be linked to a value with probability above 1/r (Wong et "
+                     "al.)."),
+    ("foreground-knowledge attack", "The adversary learns those statistics from the release "
+                                    "itself (its utility) and uses them as in r-robustness."),
+    ("witness", "The concrete worst case behind a number: which group, which people and "
+                "which values an adversary would use."),
+    ("fingerprint", "A sha256 checksum of the input, so that anyone can check that the report "
+                    "belongs to this exact data."),
+)
+
+
+# ============================================================================ report object
+@dataclass(frozen=True, eq=False)
+class Report:
+    """A complete audit report: ``data`` is the JSON-ready payload (schema in
+    :mod:`fastpriv.report.schema`); :meth:`to_html` renders it.
+    """
+
+    data: dict
+
+    def to_dict(self) -> dict:
+        """Return the JSON-ready payload."""
+        return self.data
+
+    def to_json(self, indent: int = 2) -> str:
+        """Return the payload as JSON text (``inf`` written as the string ``"inf"``)."""
+        import json
+
+        return json.dumps(self.data, indent=indent, allow_nan=False, ensure_ascii=False) + "\n"
+
+    def to_html(self) -> str:
+        """Return the self-contained HTML page."""
+        from .html import render_html
+
+        return render_html(self.data)
+
+    @property
+    def verdict(self) -> dict:
+        """The verdict section (checks, satisfied/violated ids, key risk)."""
+        return self.data["verdict"]
+
+    def summary(self) -> str:
+        """Return a few lines of plain text: the verdict and the key risk."""
+        v = self.data["verdict"]
+        lines = [v["headline"]]
+        for c in v["checks"]:
+            mark = {True: "PASS", False: "FAIL", None: "n/a "}[c["satisfied"]]
+            text = c["plain"] if c["satisfied"] is not None else (c["reason"] or "")
+            lines.append(f"  [{mark}] {c['title']}: {text}")
+        lines.append("Most important risk: " + v["key_risk"]["text"])
+        return "\n".join(lines)
+
+    def write(self, html: str | os.PathLike | None = None, json: str | os.PathLike | None = None,
+              *, overwrite: bool = False, inputs: Sequence[Any] = ()) -> list[str]:
+        """Write the HTML and/or JSON atomically (never over an input); return the paths."""
+        from .._io import write_text
+
+        src = self.data["input"].get("path")
+        ins = list(inputs) + ([src] if src else [])
+        out = []
+        if json is not None:
+            out.append(write_text(json, self.to_json(), overwrite=overwrite, inputs=ins))
+        if html is not None:
+            out.append(write_text(html, self.to_html(), overwrite=overwrite, inputs=ins))
+        return out
+
+
+# ============================================================================ entry point
+def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
+                 qi: Sequence[str] | None = None, individual: str | None = None,
+                 nulls: str = "error", knowledge: Any = None,
+                 sigma: Sequence[Any] | None = None, c: Any = (0.8, 0.95), k: int = 3,
+                 k_max: int = 12, point: Sequence[int] = (1, 1, 1), l: int | None = None,
+                 min_k: int = 5, min_l: int = 3, max_t: float = 0.2, r: float | None = None,
+                 max_set_size: int = 2, sensitive_values: Sequence[Any] | None = None,
+                 top: int = 10, include_individual_values: bool = False,
+                 row_label: str | None = None, robustness: bool = True, attack: bool = True,
+                 stream: bool = False, title: str | None = None,
+                 source: str | None = None) -> Report:
+    """Audit a release with every model fastpriv implements and return a :class:`Report`.
+
+    Parameters
+    ----------
+    data : table-like, path or Release
+        The data: a pyarrow/pandas/polars table or a Parquet/CSV path with one row per
+        individual (the published groups plus the sensitive value), or an already built
+        :class:`~fastpriv.Release` (then the row-level sections — r-robustness, the
+        foreground attack and row numbers of individuals — are skipped, with the reason).
+    sensitive : str
+        Sensitive column (default for a Release: its own).
+    group : str or list of str, optional
+        Group-id column(s) of a bucketized release. With ``group``, ``qi`` names the exact
+        quasi-identifier columns the adversary knows (used by r-robustness and the
+        foreground attack).
+    qi : list of str, optional
+        Without ``group``: the generalized QI columns, groups = their distinct tuples (the
+        distribution attacks are then skipped: every member of a group has the same QI
+        values). With ``group``: the exact QI columns known to the adversary.
+    individual : str, optional
+        Individual-id column (MVPI tables).
+    nulls : {"error", "drop", "value"}
+        Null policy for the used columns (row numbers refer to the rows kept).
+    knowledge : Knowledge or path, optional
+        The adversary's distributions for r-robustness (default: derived from the data with
+        attribute sets up to ``max_set_size``, the worst case). A path is read with
+        :meth:`Knowledge.from_table` (long format with an ``attributes`` column).
+    sigma : list, optional
+        Sensitive values whose knowledge skyline is computed (default: every value, or the
+        :data:`MAX_SKYLINE_VALUES` most exposed ones).
+    c : float or list of float in (0, 1]
+        Confidence thresholds (an adversary succeeds when he is at least c sure). Knowledge
+        skylines and the largest (c,k)-safe k are reported for each; the **verdict uses the
+        smallest** (the strictest).
+    k : int
+        Pieces of background knowledge for the (c,k)-safety verdict (and its witnesses).
+    k_max : int
+        Last k of the disclosure curves (k = 0..k_max; Martin et al. use 12).
+    point : (l, k, m)
+        Skyline point of the verdict: BP_σ(ℓ, k, m) < c for every value σ.
+    l : int, optional
+        ℓ of recursive (c,ℓ)-diversity (default: the achieved distinct ℓ, as pycanon).
+    min_k, min_l, max_t :
+        Classical thresholds of the verdict: k-anonymity k ≥ ``min_k``, distinct and
+        entropy ℓ-diversity ℓ ≥ ``min_l``, t-closeness t ≤ ``max_t``.
+    r : float, optional
+        r of r-robustness and of the foreground attack (threshold 1/r; default 1/c of the
+        verdict, so that every model uses the same certainty threshold).
+    max_set_size : int
+        Largest QI attribute set of the adversary's statistics (r-robustness, attack).
+    sensitive_values : list, optional
+        The values X_s protected by r-robustness and attacked by the foreground attack
+        (default: every value).
+    top : int
+        Number of worst groups, problematic tuples and attacked tuples listed.
+    include_individual_values : bool
+        Also write the true sensitive value of every individual the report names (default:
+        never; the report then holds only published group-level values and the
+        adversary's inferences).
+    row_label : str, optional
+        Column whose value names each row in the report (e.g. a record number).
+    robustness, attack : bool
+        Run the r-robustness audit / the foreground attack when possible.
+    stream : bool
+        Build the release by streaming the file in record batches (large inputs; the
+        row-level sections are then skipped).
+    title : str, optional
+        Report title.
+    source : str, optional
+        How to name the input in the report (default: its path, or "in-memory table").
+
+    Returns
+    -------
+    Report
+
+    Examples
+    --------
+    >>> import fastpriv as fp
+    >>> from fastpriv.report import build_report
+    >>> rep = build_report(fp.datasets.load_adult(), sensitive="occupation",
+    ...                    qi=["age", "sex", "race"])                     # doctest: +SKIP
+    >>> rep.write("report.html", json="report.json")                      # doctest: +SKIP
+
+    """
+    from .._arrow import as_table
+    from .._validation import check_choice
+    from ..release import Release
+
+    t_start = time.perf_counter()
+    timings: dict[str, float] = {}
+    check_choice(nulls, "nulls", ("error", "drop", "value"))
+    cs = _check_c(c)
+    c_v = min(cs)
+    k = _check_nonneg_int(k, "k")
+    k_max = _check_nonneg_int(k_max, "k_max")
+    if k_max < k:
+        raise ValueError(f"k_max ({k_max}) must be at least k ({k})")
+    point = _check_point(point)
+    if l is not None:
+        l = _check_nonneg_int(l, "l", minimum=1)
+    min_k = _check_nonneg_int(min_k, "min_k", minimum=1)
+    min_l = _check_nonneg_int(min_l, "min_l", minimum=1)
+    if isinstance(max_t, bool) or not isinstance(max_t, numbers.Real) or not 0 <= max_t <= 1:
+        raise ValueError(f"max_t must be a number in [0, 1], got {max_t!r}")
+    max_set_size = _check_nonneg_int(max_set_size, "max_set_size", minimum=1)
+    top = _check_nonneg_int(top, "top", minimum=1)
+    if r is not None:
+        if isinstance(r, bool) or not isinstance(r, numbers.Real) or not r > 1:
+            raise ValueError(f"r must be a number > 1, got {r!r}")
+        r = float(r)
+    elif c_v < 1:
+        r = 1.0 / c_v
+    group_l = _as_list(group, "group")
+    qi_l = _as_list(qi, "qi")
+    if sigma is not None and (isinstance(sigma, (str, bytes)) or not hasattr(sigma, "__iter__")):
+        sigma = [sigma]
+    sigma_l = list(sigma) if sigma is not None else None
+    sv = list(sensitive_values) if sensitive_values is not None else None
+    for name, flag in (("include_individual_values", include_individual_values),
+                       ("robustness", robustness), ("attack", attack), ("stream", stream)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be True or False, got {flag!r}")
+
+    # ------------------------------------------------------------------ input
+    table = None
+    n_dropped = 0
+    with _Timer() as tf:
+        fp = fingerprint(data)
+    timings["fingerprint"] = tf.seconds
+    row_reason = None
+    with _Timer() as tr:
+        if isinstance(data, Release):
+            rel = data
+            grouping = "release"
+            if sensitive is not None and sensitive != rel.sensitive_name:
+                raise ValueError(f"sensitive={sensitive!r} but the release was built from "
+                                 f"{rel.sensitive_name!r}")
+            sensitive = rel.sensitive_name
+            kind = "release"
+            path = None
+            row_reason = ("the input is an already built Release: it has no rows or "
+                          "quasi-identifier columns, so the row-level sections (r-robustness, "
+                          "the foreground attack, row numbers of individuals) are skipped")
+            if group_l or qi_l or individual:
+                raise ValueError("group/qi/individual are for tables; a Release already has "
+                                 "its groups")
+        else:
+            if not isinstance(sensitive, str):
+                raise TypeError("sensitive must be the name of the sensitive column")
+            if not group_l and not qi_l:
+                raise ValueError("give group= (a group-id column) and/or qi= (quasi-"
+                                 "identifier columns)")
+            path = os.fspath(data) if isinstance(data, (str, os.PathLike)) else None
+            kind = ("directory" if path and os.path.isdir(path) else "file") if path else \
+                "table"
+            keys = group_l if group_l else qi_l
+            grouping = "group" if group_l else "qi"
+            if stream:
+                if path is None:
+                    raise ValueError("stream=True needs a file or directory path")
+                if individual:
+                    raise ValueError("stream=True is for SVPI tables (no individual column)")
+                rel = Release.from_batches(path, sensitive=sensitive,
+                                           group=keys if group_l else None,
+                                           qi=keys if not group_l else None, nulls=nulls)
+                row_reason = ("the input was streamed in record batches (a large input), so "
+                              "its rows are not kept: row-level sections are skipped")
+            else:
+                needed = list(dict.fromkeys([sensitive] + (group_l or []) + (qi_l or [])
+                                            + ([individual] if individual else [])
+                                            + ([row_label] if row_label else [])))
+                table = as_table(data, columns=needed, param="data")
+                if nulls == "drop":
+                    from .._arrow import apply_null_policy
+
+                    table, n_dropped = apply_null_policy(table, needed, "drop")
+                    nulls_down = "error"
+                else:
+                    nulls_down = nulls
+                kw = {"individual": individual} if individual else {}
+                rel = Release.from_table(table, sensitive=sensitive,
+                                         group=group_l if group_l else None,
+                                         qi=qi_l if not group_l else None, nulls=nulls_down,
+                                         **kw)
+    timings["release"] = tr.seconds
+    nulls_rows = "error" if nulls == "drop" else nulls
+    params = {"sensitive": sensitive, "group": group_l, "qi": qi_l, "individual": individual,
+              "nulls": nulls, "c": cs, "c_verdict": c_v, "k": k, "k_max": k_max,
+              "point": list(point), "l": l, "min_k": min_k, "min_l": min_l,
+              "max_t": float(max_t), "r": r, "max_set_size": max_set_size,
+              "sigma": sigma_l, "sensitive_values": sv, "top": top,
+              "include_individual_values": include_individual_values,
+              "row_label": row_label, "robustness": robustness, "attack": attack,
+              "stream": stream,
+              "knowledge": (os.fspath(knowledge) if isinstance(knowledge, (str, os.PathLike))
+                            else ("given (Knowledge object)" if knowledge is not None
+                                  else f"derived from the data (attribute sets up to "
+                                       f"{max_set_size}, the worst case)"))}
+
+    # ------------------------------------------------------------------ sections
+    sec: dict[str, Any] = {}
+    sec["release"] = _release_section(rel, grouping, group_l, qi_l)
+    sec["release"]["seconds"] = timings["release"]
+    sec["classical"] = _run(_classical_section, rel, l)
+    sec["ck_safety"] = _run(_ck_section, rel, k, k_max, cs)
+    sec["skyline"] = _run(_skyline_section, rel, sigma_l, cs, point, c_v)
+
+    # row-level prerequisites
+    def row_level_reason(what: str, needs_qi: bool) -> str | None:
+        if row_reason:
+            return row_reason
+        if rel.case != "svpi":
+            return (f"{what} is defined for one sensitive value per individual; this release "
+                    f"is {rel.case!r}")
+        if grouping == "qi":
+            return ("the groups are the distinct values of the QI columns, so everyone in a "
+                    "group shares every QI signature and distribution-based posteriors equal "
+                    "the group frequencies already reported by (α,k)-anonymity; give the "
+                    "group-id column (group=/--group) together with the exact QI columns "
+                    "(qi=/--qi) to audit against QI-based knowledge")
+        if needs_qi and not qi_l:
+            return ("no quasi-identifier columns were given (qi=/--qi): the adversary's "
+                    "QI-based statistics cannot be formed")
+        if r is None:
+            return "c = 1 gives no threshold 1/r < 1: pass r= (> 1) explicitly"
+        return None
+
+    kn = knowledge
+    reason = row_level_reason("r-robustness", needs_qi=knowledge is None)
+    if not robustness:
+        sec["robustness"] = _skipped("disabled (robustness=False / --no-robustness)")
+    elif reason:
+        sec["robustness"] = _skipped(reason)
+    else:
+        if isinstance(knowledge, (str, os.PathLike)):
+            from ..knowledge import Knowledge
+
+            kn = Knowledge.from_table(knowledge, set_column="attributes", model=None)
+        sec["robustness"] = _run(_robustness_section, table, qi=qi_l, sensitive=sensitive,
+                                 group=group_l, r=r, knowledge=kn, sensitive_values=sv,
+                                 max_set_size=max_set_size, nulls=nulls_rows, top=top)
+    reason = row_level_reason("the foreground attack", needs_qi=True)
+    if not attack:
+        sec["foreground"] = _skipped("disabled (attack=False / --no-attack)")
+    elif reason:
+        sec["foreground"] = _skipped(reason)
+    else:
+        sec["foreground"] = _run(_foreground_section, table, qi=qi_l, sensitive=sensitive,
+                                 group=group_l, r=r, sensitive_values=sv,
+                                 max_set_size=max_set_size, nulls=nulls_rows, top=top)
+    row_labels = None
+    if row_label and table is not None:
+        row_labels = table.column(row_label).to_pylist()
+    sec["worst_groups"] = _run(_worst_groups, rel, top, row_labels)
+    table_values = None
+    if include_individual_values and table is not None and rel.case == "svpi":
+        table_values = table.column(sensitive).to_pylist()
+    with _Timer() as tt:
+        targets = _targets(rel, sec, c_v, table_values, row_labels, include_individual_values)
+    sec_timings = {name: s["seconds"] for name, s in sec.items()}
+    verdict = _verdict(sec, params, sensitive)
+    timings.update(sec_timings)
+    timings["targets"] = tt.seconds
+    timings["total"] = time.perf_counter() - t_start
+
+    if source is None:
+        source = (path if path else ("Release (in memory)" if kind == "release"
+                                     else "in-memory table"))
+    payload = {
+        "schema": SCHEMA_ID,
+        "schema_version": SCHEMA_VERSION,
+        "title": title or f"Privacy audit of {source}",
+        "created": _now(),
+        "generator": _versions(),
+        "input": {"kind": kind, "source": source, "path": path, "fingerprint": fp,
+                  "n_input_rows": None if table is None else int(table.num_rows) + n_dropped,
+                  "n_rows_dropped_for_nulls": n_dropped,
+                  "rows_available": table is not None and rel.row_group is not None,
+                  "row_level_reason": row_reason},
+        "parameters": params,
+        "verdict": verdict,
+        "release": sec["release"],
+        "classical": sec["classical"],
+        "ck_safety": sec["ck_safety"],
+        "skyline": sec["skyline"],
+        "robustness": sec["robustness"],
+        "foreground": sec["foreground"],
+        "worst_groups": sec["worst_groups"],
+        "targets": {"individual_values_included": bool(table_values is not None),
+                    "items": targets},
+        "timings_s": timings,
+        "glossary": [{"term": t, "definition": d} for t, d in GLOSSARY],
+    }
+    return Report(to_jsonable(payload))

@@ -1,0 +1,518 @@
+"""Render a report payload as one self-contained HTML page.
+
+No JavaScript, no external resources: inline CSS and inline SVG plots
+(:mod:`fastpriv.report.plots`), and a Content-Security-Policy that forbids scripts and
+every network load, so the file can be opened offline and mailed around. Every string
+taken from the data (group keys, value labels, column names, file names) goes through
+:func:`e` (``html.escape`` with quotes), so a label such as ``<script>`` is shown, never
+run.
+
+The page is written for a data owner: the verdict and the single most important risk come
+first in plain words, then one section per question (what can an adversary learn from k
+facts, from (ℓ, k, m) knowledge, from statistics, who would be targeted, which groups are
+weakest), then the classical models, the parameters and a glossary.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+from typing import Any
+
+from . import plots
+
+__all__ = ["render_html", "e"]
+
+_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+        "base-uri 'none'; form-action 'none'")
+
+_CSS = """
+:root{--ok:#1b7f3b;--bad:#b00020;--muted:#5f6368;--line:#dadce0;--bg:#f8f9fa}
+*{box-sizing:border-box}
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;
+ color:#202124;margin:0;background:#fff;line-height:1.5}
+main{max-width:1040px;margin:0 auto;padding:24px 20px 60px}
+h1{font-size:1.7em;margin:.2em 0}h2{font-size:1.3em;margin-top:2em;border-bottom:2px solid
+ var(--line);padding-bottom:.2em}h3{font-size:1.05em;margin-top:1.4em}
+.sub{color:var(--muted);font-size:.92em}
+.verdict{border:2px solid var(--line);border-radius:10px;padding:16px 20px;margin:18px 0;
+ background:var(--bg)}
+.verdict.fail{border-color:var(--bad);background:#fdf3f4}.verdict.pass{border-color:var(--ok);
+ background:#f1f8f3}
+.headline{font-size:1.25em;font-weight:650;margin:0 0 .4em}
+.risk{border-left:5px solid var(--bad);background:#fff;padding:10px 14px;margin:12px 0}
+.risk.none{border-left-color:var(--ok)}
+.risk b{display:block;color:var(--bad);margin-bottom:2px}.risk.none b{color:var(--ok)}
+table{border-collapse:collapse;width:100%;margin:.6em 0 1em;font-size:.92em}
+th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
+th{background:var(--bg);font-weight:600}td.num{text-align:right;font-variant-numeric:
+ tabular-nums;white-space:nowrap}
+.badge{display:inline-block;border-radius:4px;padding:0 7px;font-weight:700;font-size:.82em;
+ color:#fff}.badge.pass{background:var(--ok)}.badge.fail{background:var(--bad)}
+.badge.na{background:#9aa0a6}
+.note{color:var(--muted);font-size:.9em}.skip{background:var(--bg);border:1px dashed
+ var(--line);padding:8px 12px;border-radius:6px;color:var(--muted)}
+.charts{display:flex;flex-wrap:wrap;gap:14px}.charts figure{margin:0}
+figure{margin:.6em 0}figcaption{font-size:.85em;color:var(--muted)}
+code,.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.88em;
+ word-break:break-all}
+dl.gloss dt{font-weight:650;margin-top:.6em}dl.gloss dd{margin-left:1.2em}
+details{margin:.4em 0}summary{cursor:pointer;color:#1a73e8}
+nav ul{columns:2;padding-left:1.2em;margin:.3em 0}
+@media print{details{display:block}.charts{display:block}}
+"""
+
+
+def e(x: Any) -> str:
+    """HTML-escape any value (quotes included); tuples/lists are joined with ', '."""
+    if isinstance(x, (list, tuple)):
+        return escape(", ".join(_plain(v) for v in x), quote=True)
+    return escape(_plain(x), quote=True)
+
+
+def _plain(x: Any) -> str:
+    if isinstance(x, (list, tuple)):
+        return "(" + ", ".join(_plain(v) for v in x) + ")"
+    if x is None:
+        return "–"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, float):
+        return _fmt(x)
+    return str(x)
+
+
+def _fmt(x: Any, digits: int = 4) -> str:
+    if isinstance(x, dict) and "float" in x:
+        x = x["float"]
+    if isinstance(x, str):
+        return {"inf": "∞", "-inf": "−∞", "nan": "undefined"}.get(x, x)
+    if isinstance(x, bool) or x is None:
+        return _plain(x)
+    if isinstance(x, int):
+        return f"{x:,}"
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            return "∞" if x > 0 else ("−∞" if x < 0 else "undefined")
+        if x == int(x) and abs(x) < 1e15:
+            return f"{int(x):,}"
+        return f"{x:.{digits}g}"
+    return str(x)
+
+
+def _pct(x: Any) -> str:
+    if isinstance(x, dict) and "float" in x:
+        x = x["float"]
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return e(x)
+    if not math.isfinite(v):
+        return e(_fmt(x))
+    p = 100 * v
+    if 99.95 <= p < 100:
+        return f"{p:.2f}%"
+    return f"{p:.0f}%" if abs(p - round(p)) < 0.05 else f"{p:.1f}%"
+
+
+def _num(x: Any) -> float:
+    if isinstance(x, dict) and "float" in x:
+        return float(x["float"])
+    if isinstance(x, str):
+        return float(x) if x not in ("inf", "-inf", "nan") else {"inf": math.inf,
+                                                                 "-inf": -math.inf}.get(x,
+                                                                                        math.nan)
+    return float(x)
+
+
+def _table(headers: list[str], rows: list[list[Any]], *, num: set[int] | None = None,
+           raw: set[int] | None = None) -> str:
+    """A table; cells are escaped unless their column is in ``raw`` (pre-built HTML)."""
+    num = num or set()
+    raw = raw or set()
+    out = ["<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in headers) +
+           "</tr></thead><tbody>"]
+    for r in rows:
+        cells = []
+        for i, c in enumerate(r):
+            cls = ' class="num"' if i in num else ""
+            body = c if i in raw else (e(_fmt(c)) if i in num else e(c))
+            cells.append(f"<td{cls}>{body}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _badge(sat: Any) -> str:
+    if sat is True:
+        return '<span class="badge pass">PASS</span>'
+    if sat is False:
+        return '<span class="badge fail">FAIL</span>'
+    return '<span class="badge na">NOT RUN</span>'
+
+
+def _skip(sec: dict) -> str:
+    word = "Not run" if sec.get("status") == "skipped" else "Failed"
+    return f'<p class="skip"><b>{word}.</b> {e(sec.get("reason") or "")}</p>'
+
+
+# ============================================================================ sections
+def _verdict(d: dict) -> str:
+    v = d["verdict"]
+    cls = "fail" if v["violated"] else "pass"
+    kr = v["key_risk"]
+    risk_cls = "risk" if v["violated"] else "risk none"
+    rows = []
+    for c in v["checks"]:
+        text = c["plain"] if c["satisfied"] is not None else (c.get("reason") or "")
+        rows.append([_badge(c["satisfied"]), e(c["title"]),
+                     e(c["question"]) + (f'<br><span class="note">{e(text)}</span>'
+                                         if text else "")])
+    sens = d["parameters"]["sensitive"]
+    return (
+        f'<section class="verdict {cls}" id="verdict">'
+        f'<p class="headline">{e(v["headline"])}</p>'
+        f'<p>An adversary “succeeds” when he can be at least <b>{_pct(v["threshold_c"])}</b> '
+        f'sure of a person’s <b>{e(sens)}</b>. Each line below asks one question about the '
+        f"release.</p>"
+        f'<div class="{risk_cls}"><b>Most important risk</b>{e(kr["text"])}</div>'
+        + _table(["result", "model", "question and answer"], rows, raw={0, 2})
+        + "</section>")
+
+
+def _audited(d: dict) -> str:
+    r = d["release"]
+    inp = d["input"]
+    fp = inp["fingerprint"]
+    p = d["parameters"]
+    if r.get("status") != "ok":
+        return "<h2 id='data'>What was audited</h2>" + _skip(r)
+    grouping = {"group": f"bucketized: groups given by the column(s) {', '.join(r['group_columns'])}",
+                "qi": "generalized: groups are the distinct values of the quasi-identifiers "
+                      f"{', '.join(r['group_columns'])}",
+                "release": "an already built release"}[r["grouping"]]
+    gs = r["group_size"]
+    rows = [["input", inp["source"]],
+            ["sensitive attribute", r["sensitive"]],
+            ["grouping", grouping],
+            ["people (individuals)", _fmt(r["n_individuals"])],
+            ["groups", _fmt(r["n_groups"])],
+            ["group sizes", f"{_fmt(gs['min'])} to {_fmt(gs['max'])} (median "
+                            f"{_fmt(gs['median'])}); {_fmt(r['singleton_groups'])} groups of "
+                            "one person"],
+            ["distinct sensitive values", _fmt(r["n_values"])],
+            ["quasi-identifiers known to the adversary",
+             ", ".join(p["qi"]) if p["qi"] and p["group"] else "–"],
+            ["case", {"svpi": "one value per person (SVPI)",
+                      "mvpi-set": "several values per person, each at most once (MVPI-Set)",
+                      "mvpi-multiset": "several values per person (MVPI-Multiset)"}[r["case"]]],
+            ["sha256 fingerprint", fp["value"] + f" ({fp['of']})"]]
+    if inp.get("n_rows_dropped_for_nulls"):
+        rows.append(["rows dropped (nulls)", _fmt(inp["n_rows_dropped_for_nulls"])])
+    vals = [[v["value"], v["count"], _pct(v["share"])] for v in r["values"][:20]]
+    more = (f'<p class="note">Showing the 20 most frequent of {_fmt(r["n_values"])} values.'
+            "</p>" if r["n_values"] > 20 else "")
+    return ("<h2 id='data'>What was audited</h2>" + _table(["", ""], rows)
+            + "<details><summary>Distribution of the sensitive values</summary>"
+            + _table(["value", "people", "share"], vals, num={1, 2}) + more + "</details>")
+
+
+def _ck(d: dict) -> str:
+    s = d["ck_safety"]
+    head = ("<h2 id='ck'>How much can an adversary learn from k facts? ((c,k)-safety)</h2>"
+            "<p>Martin et al. (2007): the adversary knows k facts about the people in the "
+            "release — either <i>basic implications</i> (“if Ann has flu then Bob has flu”; "
+            "any fact can be written this way) or <i>negated atoms</i> (“Bob does not have "
+            "cancer”). The curve shows the highest certainty he can reach about anyone, for "
+            "each amount of knowledge. The release is (c,k)-safe when it stays below c.</p>")
+    if s.get("status") != "ok":
+        return head + _skip(s)
+    c_v = d["verdict"]["threshold_c"]
+    svg = plots.line_chart(
+        [{"name": "basic implications", "x": s["curve"]["k"],
+          "y": [_num(y) for y in s["curve"]["implications"]]},
+         {"name": "negated atoms", "x": s["curve"]["k"],
+          "y": [_num(y) for y in s["curve"]["negations"]], "dash": True}],
+        title="Maximum disclosure vs. amount of background knowledge",
+        xlabel="k = pieces of background knowledge", ylabel="maximum disclosure",
+        y_range=(0, 1.05), hline=(c_v, f"threshold c = {c_v:g}"),
+        desc="Maximum disclosure for k = 0.." + str(s["k_max"]) + " against implications "
+             "and negated atoms", css_class="chart disclosure-curve")
+    rows = [[k, s["curve"]["implications"][i], s["curve"]["negations"][i]]
+            for i, k in enumerate(s["curve"]["k"])]
+    safe_rows = []
+    for row in s["max_safe_k"]:
+        def word(x: Any) -> str:
+            if x is None:
+                return "not even with k = 0"
+            return (f"any k ≤ {x} (tested up to {s['k_max']})" if x >= s["k_max"]
+                    else f"k ≤ {x}")
+        safe_rows.append([_pct(row["c"]), word(row["implications"]),
+                          word(row["negations"])])
+    wit = []
+    for kn in ("implications", "negations"):
+        r = s["at_k"][kn]
+        w = s["witness_text"][kn]
+        forms = "".join(f"<li><code>{e(f)}</code></li>" for f in w["formulas"][:30])
+        more = (f"<li>… {len(w['formulas']) - 30} more</li>" if len(w["formulas"]) > 30
+                else "")
+        a = r["witness"]["consequent"]
+        people = {(x["group"], x["person"]) for x in r["witness"]["antecedents"]}
+        who = (f"person {a['person']} of group <b>{e(a['group_label'])}</b>"
+               + (f" (row {a['row']})" if a.get("row") is not None else ""))
+        wit.append(f"<h3>Worst case with k = {s['k']} {e(kn)}: {_pct(r['value'])}</h3>"
+                   f"<p>Target: {who}, value <b>{e(a['value'])}</b>. The adversary's "
+                   f"knowledge is {len(r['witness']['antecedents'])} statement(s) about "
+                   f"{len(people)} person(s) in {len(r['witness']['groups'])} group(s). "
+                   "People within a group are interchangeable: any member can play each "
+                   "role.</p>"
+                   + (f"<details><summary>The adversary's knowledge "
+                      f"({len(w['formulas'])} statements)</summary><ul>{forms}{more}</ul>"
+                      "</details>" if forms else ""))
+    return (head + f"<figure>{svg}<figcaption>Disclosure reaches 1 at the latest at k = "
+            f"{s['saturation_k']} (one person, every value of the least varied group ruled "
+            "out).</figcaption></figure>"
+            + "<h3>Largest amount of knowledge the release withstands</h3>"
+            + _table(["threshold c", "implications", "negated atoms"], safe_rows)
+            + "".join(wit)
+            + "<details><summary>Disclosure curve values</summary>"
+            + _table(["k", "implications", "negated atoms"], rows, num={0, 1, 2})
+            + "</details>")
+
+
+def _skyline(d: dict) -> str:
+    s = d["skyline"]
+    sens = d["parameters"]["sensitive"]
+    head = ("<h2 id='skyline'>Knowledge in three dimensions (privacy skyline)</h2>"
+            "<p>Chen et al. (2007): to learn whether a target has a value σ, the adversary "
+            "may know ℓ values the target does <i>not</i> have, the values of k other people, "
+            "and m people who have σ if the target has it (a “same-value family”, e.g. "
+            "relatives with a hereditary illness). The <i>breach probability</i> is the "
+            "highest certainty such an adversary can reach.</p>")
+    if s.get("status") != "ok":
+        return head + _skip(s)
+    l, k, m = s["point"]
+    pts = s["check"]["points"]
+    bars = plots.bar_chart(
+        [p["sigma"] for p in pts[:30]], [_num(p["value"]) for p in pts[:30]],
+        title=f"Breach probability at (ℓ, k, m) = ({l}, {k}, {m}) per value",
+        xlabel="breach probability", x_max=1.0, threshold=(s["c"], f"c = {s['c']:g}"),
+        desc="breach probability of each sensitive value", css_class="chart bp-bars")
+    more = (f'<p class="note">The {len(pts[:30])} most exposed of {s["check"]["n_values"]} '
+            "values are shown.</p>" if s["check"]["n_values"] > 30 else "")
+    w = s.get("worst")
+    worst = ""
+    if w and w.get("witness"):
+        wt = w["witness"]
+        gl = wt["group_labels"]
+        bits = [f"the target is any person of group <b>{e(gl.get('t'))}</b>"]
+        if wt["x_values"]:
+            bits.append(f"the adversary knows the target does not have {e(wt['x_values'])}")
+        if wt["n_u"]:
+            ys = f" ({e(wt['y_values'])})" if wt.get("y_values") else ""
+            bits.append(f"knows the values of {wt['n_u']} other people of group "
+                        f"<b>{e(gl.get('u'))}</b>{ys}")
+        if wt["n_v"]:
+            bits.append(f"knows {wt['n_v']} members of the target's same-value family in "
+                        f"group <b>{e(gl.get('v'))}</b>")
+        worst = (f"<h3>Most exposed value: {e(w['sigma'])} ({_pct(w['value'])})</h3><p>"
+                 + "; ".join(bits) + ".</p>")
+    figs = []
+    by = {}
+    for sk in s["skylines"]:
+        by.setdefault(_key(sk["sigma"]), []).append(sk)
+    for v in s["plotted"]:
+        for sk in by.get(_key(v), []):
+            svg = plots.skyline_slices(
+                sk["points"], title=f"{_plain(v)} at c = {_fmt(sk['c'])}",
+                desc=f"knowledge skyline of {_plain(v)} at confidence {_fmt(sk['c'])}")
+            figs.append(f"<figure>{svg}</figure>")
+    rows = []
+    for sk in s["skylines"]:
+        text = (", ".join("(" + ", ".join(_fmt(x) for x in p) + ")" for p in sk["points"])
+                or "none: unsafe even without background knowledge")
+        rows.append([sk["sigma"], _pct(sk["c"]), text])
+    return (head + f"<figure>{bars}</figure>" + more + worst
+            + "<h3>Knowledge skylines</h3><p>The skyline lists the largest amounts of "
+              f"knowledge (ℓ, k, m) under which nobody's {e(sens)} can be inferred with "
+              "confidence c; any smaller amount is safe too, ∞ means “any amount”. Each "
+              "chart shows, for every ℓ, the safe region of (k, m) as a staircase.</p>"
+            + f'<div class="charts">{"".join(figs)}</div>'
+            + f'<p class="note">Values: {e(s["sigma_selection"])}.</p>'
+            + _table(["value σ", "confidence c", "skyline points (ℓ, k, m)"], rows))
+
+
+def _key(v: Any) -> str:
+    return repr(v)
+
+
+def _stats(d: dict) -> str:
+    rb, fg = d["robustness"], d["foreground"]
+    sens = d["parameters"]["sensitive"]
+    out = ["<h2 id='stats'>Attacks with statistics (r-robustness, foreground knowledge)</h2>",
+           "<p>Wong et al.: the adversary knows everyone's quasi-identifiers and statistics "
+           f"such as “30% of people with these quasi-identifiers have this {e(sens)}”. With "
+           "them, some people in a group become more likely than others to hold a value. "
+           "<i>r-robustness</i> uses accurate statistics of the original data (the worst "
+           "case); the <i>foreground attack</i> learns them from the release itself.</p>",
+           "<h3>r-robustness</h3>"]
+    if rb.get("status") != "ok":
+        out.append(_skip(rb))
+    else:
+        r = rb["result"]
+        out.append(f"<p>{'Robust' if r['robust'] else 'Not robust'}: the highest posterior "
+                   f"is <b>{_pct(r['value'])}</b> (threshold 1/r = {_pct(r['threshold'])}); "
+                   f"{_fmt(r['n_problematic_rows'])} of {_fmt(r['n_rows'])} people exceed it. "
+                   f"Statistics on {len(r['attribute_sets'])} attribute sets were used.</p>")
+        rows = [[w["row"], ", ".join(w["attribute_set"]), w["value"], _pct(w["posterior"])]
+                for w in r["problematic"][:d["parameters"]["top"]]]
+        if rows:
+            out.append(_table(["row", "statistics on", "value", "posterior"], rows,
+                              num={0, 3}))
+    out.append("<h3>Foreground-knowledge attack</h3>")
+    if fg.get("status") != "ok":
+        out.append(_skip(fg))
+    else:
+        r = fg["result"]
+        mined = r["mined"]
+        out.append(f"<p>Mining the release found {len(mined.get('attribute_sets', []))} "
+                   "attribute sets with reliable patterns; "
+                   f"<b>{_fmt(r['n_problematic'])}</b> of {_fmt(r['n_rows'])} people are "
+                   f"linked to a value with probability above {_pct(r['threshold'])} (highest:"
+                   f" {_pct(r['max_posterior'] if r['max_posterior'] is not None else 0)}).</p>")
+        rows = [[w["row"], w["group"], ", ".join(w.get("attribute_set") or []) or "–",
+                 w.get("value", "–"), _pct(w["posterior"])] for w in r["worst"]]
+        if rows:
+            out.append(_table(["row", "group", "patterns on", "value", "posterior"], rows,
+                              num={0, 4}))
+    return "".join(out)
+
+
+def _targets(d: dict) -> str:
+    t = d["targets"]
+    items = t["items"]
+    src = {"alpha_k_anonymity": "release alone", "ck_safety_implications":
+           "(c,k) implications", "ck_safety_negations": "(c,k) negated atoms",
+           "skyline": "privacy skyline", "robustness": "r-robustness",
+           "foreground": "foreground attack"}
+    show_val = t["individual_values_included"]
+    rows = []
+    for it in items:
+        who = []
+        if it.get("row") is not None:
+            who.append(f"row {it['row']}")
+        elif it.get("rows"):
+            rs = ", ".join(str(x) for x in it["rows"][:8])
+            who.append(f"any of the people of the group (rows {rs}"
+                       f"{', …' if len(it['rows']) > 8 else ''})")
+        else:
+            who.append("any person of the group")
+        if it.get("row_label") is not None:
+            who.append(f"[{_plain(it['row_label'])}]")
+        row = [" ".join(who), it["group_label"], src.get(it["source"], it["source"]),
+               it["value"], _pct(it["certainty"]), it["knowledge"], it["why"]]
+        if show_val:
+            row.append(it.get("actual_value", "–"))
+        rows.append(row)
+    headers = ["who", "group", "found by", "inferred value", "certainty",
+               "knowledge needed", "why"]
+    if show_val:
+        headers.append("actual value")
+    note = ("<p class='note'>The true sensitive values of these people are <b>included</b> "
+            "(requested with --include-individual-values).</p>" if show_val else
+            "<p class='note'>The report never writes anyone's true sensitive value (only the "
+            "values published for whole groups and what an adversary would infer); pass "
+            "--include-individual-values to add them.</p>")
+    if not items:
+        return "<h2 id='targets'>Who would an adversary target?</h2><p>No witness.</p>"
+    return ("<h2 id='targets'>Who would an adversary target, and why?</h2>"
+            "<p>The worst cases behind the numbers above: the people an adversary would "
+            "investigate first. Rows are numbered from 0 in input order.</p>"
+            + _table(headers, rows, num={4}) + note)
+
+
+def _groups(d: dict) -> str:
+    s = d["worst_groups"]
+    if s.get("status") != "ok":
+        return "<h2 id='groups'>Groups most at risk</h2>" + _skip(s)
+    rows = []
+    for g in s["groups"]:
+        prof = ", ".join(f"{_plain(p['value'])} ×{p['count']}" for p in g["profile"])
+        if g.get("profile_truncated"):
+            prof += ", …"
+        rws = "–" if g["rows"] is None else (", ".join(str(x) for x in g["rows"])
+                                             + (", …" if g.get("rows_truncated") else ""))
+        rows.append([g["label"], g["size"], g["distinct"], _pct(g["max_share"]), prof, rws])
+    return ("<h2 id='groups'>Groups most at risk</h2>"
+            f"<p>{e(s['description'])}.</p>"
+            + _table(["group", "people", "distinct values", "top share", "published values",
+                      "rows"], rows, num={1, 2, 3}))
+
+
+def _classical(d: dict) -> str:
+    s = d["classical"]
+    head = ("<h2 id='classical'>Classical models</h2><p>The achieved parameter of each "
+            "classical model and its worst group (the same vocabulary as other checkers, "
+            "e.g. pycanon).</p>")
+    if s.get("status") != "ok":
+        return head + _skip(s)
+    rows = [[m["title"], m["value"], m["worst_label"]] for m in s["models"].values()]
+    notes = "".join(f"<li><b>{e(k)}</b>: {e(v)}</li>" for k, v in s["notes"].items())
+    return (head + _table(["model", "achieved", "worst group"], rows, num={1})
+            + f"<ul class='note'>{notes}</ul>")
+
+
+def _params(d: dict) -> str:
+    p = d["parameters"]
+    g = d["generator"]
+    fp = d["input"]["fingerprint"]
+    prow = [[k, v if not isinstance(v, list) else ", ".join(_plain(x) for x in v)]
+            for k, v in p.items()]
+    trow = [[k, f"{_num(v):.3f} s"] for k, v in d["timings_s"].items()]
+    files = ""
+    if fp.get("files"):
+        files = "<details><summary>Files</summary>" + _table(
+            ["file", "bytes", "sha256"],
+            [[f["path"], f["bytes"], f["sha256"]] for f in fp["files"]], num={1}) + \
+            "</details>"
+    return ("<h2 id='params'>Parameters and reproducibility</h2>"
+            f"<p>Created {e(d['created'])} by fastpriv {e(g['fastpriv'])} (Python "
+            f"{e(g['python'])}, NumPy {e(g['numpy'])}, Numba {e(g['numba'])}, pyarrow "
+            f"{e(g['pyarrow'])}; {e(g['platform'])}). Input fingerprint "
+            f"<span class='mono'>sha256:{e(fp['value'])}</span> ({e(fp['of'])}). Report "
+            f"schema {e(d['schema'])} version {e(d['schema_version'])}.</p>" + files
+            + "<div class='charts'><div style='flex:1;min-width:300px'>"
+            + _table(["parameter", "value"], prow) + "</div><div style='flex:1;min-width:220px'>"
+            + _table(["step", "time"], trow, num={1}) + "</div></div>")
+
+
+def _glossary(d: dict) -> str:
+    items = "".join(f"<dt>{e(g['term'])}</dt><dd>{e(g['definition'])}</dd>"
+                    for g in d["glossary"])
+    return f"<h2 id='glossary'>Glossary</h2><dl class='gloss'>{items}</dl>"
+
+
+def render_html(d: dict) -> str:
+    """The report payload as a complete HTML document (a string)."""
+    nav = ("<nav><ul>"
+           "<li><a href='#verdict'>Verdict</a></li><li><a href='#data'>What was audited</a></li>"
+           "<li><a href='#ck'>k facts: (c,k)-safety</a></li>"
+           "<li><a href='#skyline'>Privacy skyline</a></li>"
+           "<li><a href='#stats'>Statistics-based attacks</a></li>"
+           "<li><a href='#targets'>Who would be targeted</a></li>"
+           "<li><a href='#groups'>Groups most at risk</a></li>"
+           "<li><a href='#classical'>Classical models</a></li>"
+           "<li><a href='#params'>Parameters</a></li><li><a href='#glossary'>Glossary</a></li>"
+           "</ul></nav>")
+    body = "".join([
+        f"<h1>{e(d['title'])}</h1>",
+        f"<p class='sub'>fastpriv {e(d['generator']['fastpriv'])} · {e(d['created'])} · "
+        f"input <span class='mono'>{e(d['input']['source'])}</span></p>",
+        _verdict(d), nav, _audited(d), _ck(d), _skyline(d), _stats(d), _targets(d),
+        _groups(d), _classical(d), _params(d), _glossary(d)])
+    return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+            f"<meta http-equiv='Content-Security-Policy' content=\"{_CSP}\">"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            f"<meta name='generator' content='fastpriv {e(d['generator']['fastpriv'])}'>"
+            f"<title>{e(d['title'])}</title><style>{_CSS}</style></head>"
+            f"<body><main>{body}</main></body></html>\n")
