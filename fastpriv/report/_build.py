@@ -832,7 +832,7 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
                  qi: Sequence[str] | None = None, individual: str | None = None,
                  nulls: str = "error", knowledge: Any = None,
                  sigma: Sequence[Any] | None = None, c: Any = (0.8, 0.95), k: int = 3,
-                 k_max: int = 12, point: Sequence[int] = (1, 1, 1), l: int | None = None,
+                 k_max: int | None = None, point: Sequence[int] = (1, 1, 1), l: int | None = None,
                  min_k: int = 5, min_l: int = 3, max_t: float = 0.2, r: float | None = None,
                  max_set_size: int = 2, sensitive_values: Sequence[Any] | None = None,
                  top: int = 10, include_individual_values: bool = False,
@@ -875,8 +875,9 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
         smallest** (the strictest).
     k : int
         Pieces of background knowledge for the (c,k)-safety verdict (and its witnesses).
-    k_max : int
-        Last k of the disclosure curves (k = 0..k_max; Martin et al. use 12).
+    k_max : int, optional
+        Last k of the disclosure curves (k = 0..k_max; default max(12, k): Martin et al.
+        use 12).
     point : (l, k, m)
         Skyline point of the verdict: BP_σ(ℓ, k, m) < c for every value σ.
     l : int, optional
@@ -933,7 +934,7 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
     cs = _check_c(c)
     c_v = min(cs)
     k = _check_nonneg_int(k, "k")
-    k_max = _check_nonneg_int(k_max, "k_max")
+    k_max = max(12, k) if k_max is None else _check_nonneg_int(k_max, "k_max")
     if k_max < k:
         raise ValueError(f"k_max ({k_max}) must be at least k ({k})")
     point = _check_point(point)
@@ -1024,6 +1025,10 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
                                          qi=qi_l if not group_l else None, nulls=nulls_down,
                                          **kw)
     timings["release"] = tr.seconds
+    for v in sigma_l or []:                       # parameter errors before any model runs
+        rel.code_of(v, param="sigma")
+    for v in sv or []:
+        rel.code_of(v, param="sensitive_values")
     nulls_rows = "error" if nulls == "drop" else nulls
     params = {"sensitive": sensitive, "group": group_l, "qi": qi_l, "individual": individual,
               "nulls": nulls, "c": cs, "c_verdict": c_v, "k": k, "k_max": k_max,
