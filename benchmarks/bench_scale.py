@@ -7,7 +7,10 @@
   random group order). In the same run, each in a fresh subprocess:
 
   - **bare scan**: ``pyarrow.dataset`` scanner over the same two columns (group, sensitive),
-    batches of 1M rows, nothing else — the I/O + decode floor;
+    batches of 1M rows, nothing else — the I/O + decode floor (multi-threaded decode);
+  - **bare read**: fastpriv's own Parquet reader (``_arrow.iter_batches``: one row group at
+    a time, one row group decoded ahead on a background thread — bounded memory), nothing
+    else;
   - **audit**: ``CountAccumulator.consume`` (streaming counts) → ``to_release`` →
     ``classic.audit`` + ``ck_safety.audit(rel, 12)`` + ``skyline.check`` of 100 skyline
     points (ℓ 0..3 × k 0..4 × m 0..4, c = 0.9) for every sensitive value, with each phase
@@ -90,6 +93,20 @@ t0 = time.perf_counter()
 n = 0
 for b in ds.dataset(sys.argv[1]).scanner(columns=["group", "sensitive"],
                                          batch_size=1 << 20).to_batches():
+    n += b.num_rows
+dt = time.perf_counter() - t0
+print(json.dumps({"seconds": dt, "rows": n, "import_s": t0 - t_import,
+                  "maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+"""
+
+_READ = """
+import json, resource, sys, time
+t_import = time.perf_counter()
+import pyarrow.dataset
+from fastpriv._arrow import iter_batches
+t0 = time.perf_counter()
+n = 0
+for b in iter_batches(sys.argv[1], ["group", "sensitive"]):
     n += b.num_rows
 dt = time.perf_counter() - t0
 print(json.dumps({"seconds": dt, "rows": n, "import_s": t0 - t_import,
@@ -183,26 +200,32 @@ def bench_end_to_end(benchmark, full):
                 folder = os.path.join(root, f"{shape}-{n}")
                 gen = _write_parquet(folder, n, **kw)
                 reps = []
-                for _ in range(2 if full else 1):   # scan and audit alternated, same run
+                for _ in range(3 if full else 1):   # alternated, same run
                     scan = _child(_SCAN, folder)
+                    read = _child(_READ, folder)
                     audit = _child(_AUDIT, folder, str(K), points_json)
-                    reps.append((scan, audit))
+                    reps.append((scan, read, audit))
                 scan = min((r[0] for r in reps), key=lambda r: r["seconds"])
-                audit = min((r[1] for r in reps), key=lambda r: r["seconds"])
+                read = min((r[1] for r in reps), key=lambda r: r["seconds"])
+                audit = min((r[2] for r in reps), key=lambda r: r["seconds"])
                 row = {"n_rows": n, "shape": shape, "generator": kw, "generate_write": gen,
-                       "scan": scan, "audit": audit,
+                       "scan": scan, "read": read, "audit": audit,
                        "ratio_audit_to_scan": audit["seconds"] / scan["seconds"],
                        "ratio_count_to_scan": audit["phases_s"]["count"] / scan["seconds"],
+                       "ratio_count_to_read": audit["phases_s"]["count"] / read["seconds"],
                        "peak_rss_gib": audit["maxrss_kib"] / 2**20,
-                       "all_repeats": [{"scan_s": s["seconds"], "audit_s": a["seconds"]}
-                                       for s, a in reps]}
+                       "all_repeats": [{"scan_s": s["seconds"], "read_s": r["seconds"],
+                                        "audit_s": a["seconds"],
+                                        "count_s": a["phases_s"]["count"]}
+                                       for s, r, a in reps]}
                 if not full:   # fast path == in-memory baseline
                     ref = _in_memory_reference(folder)
                     for key, val in ref.items():
                         assert audit[key] == val, (key, audit[key], val)
                     row["equal_to_in_memory"] = True
                 runs.append(row)
-                print(f"\n{shape} {n:,} rows: scan {scan['seconds']:.2f} s, audit "
+                print(f"\n{shape} {n:,} rows: scan {scan['seconds']:.2f} s, row-group read "
+                      f"{read['seconds']:.2f} s, audit "
                       f"{audit['seconds']:.2f} s (x{row['ratio_audit_to_scan']:.2f}; count "
                       f"x{row['ratio_count_to_scan']:.2f}), phases "
                       + ", ".join(f"{k} {v:.2f}" for k, v in audit["phases_s"].items())

@@ -126,6 +126,10 @@ def iter_batches(data: Any, columns: Sequence[str], *, batch_size: int = 1 << 20
             yield from reader
             return
         data = _dataset(path, columns)
+        if type(data).__name__ == "FileSystemDataset" and \
+                getattr(data.format, "default_extname", "") == "parquet":
+            yield from _parquet_batches(data, columns, batch_size, param)
+            return
     mod = type(data).__module__
     if mod.startswith("pyarrow") and hasattr(data, "scanner"):
         check_columns(columns, data.schema.names, param)
@@ -191,6 +195,57 @@ def is_large_source(data: Any, threshold: int = 64 << 20) -> bool:
         return os.path.getsize(path) >= threshold
     except OSError:
         return False
+
+
+#: Row groups up to this many times ``batch_size`` rows are decoded whole (and the next
+#: one prefetched); larger ones are streamed batch by batch.
+_ROW_GROUP_WHOLE = 4
+
+
+def _parquet_batches(dataset: Any, columns: list[str], batch_size: int,
+                     param: str) -> Iterator[pa.RecordBatch]:
+    """Record batches of a Parquet dataset, one row group at a time, with one row group of
+    read-ahead decoded on a background thread.
+
+    Memory is bounded by two row groups of the projected columns, whatever the size of the
+    files (the dataset scanner of pyarrow reads ahead as far as it can when the consumer is
+    slower than the decoder: its buffered batches grow with the file). Decoding (Arrow, GIL
+    released) overlaps with the consumer's work (Numba kernels, GIL released).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow.parquet as pq
+
+    check_columns(columns, dataset.schema.names, param)
+
+    def pieces() -> Iterator[tuple[Any, int]]:
+        for path in dataset.files:
+            pf = pq.ParquetFile(path, filesystem=dataset.filesystem)
+            check_columns(columns, pf.schema_arrow.names, f"{param} ({path})")
+            for i in range(pf.metadata.num_row_groups):
+                yield pf, i
+
+    def load(piece: tuple[Any, int]) -> Any:
+        pf, i = piece
+        if pf.metadata.row_group(i).num_rows <= _ROW_GROUP_WHOLE * batch_size:
+            return pf.read_row_group(i, columns=columns)
+        return None   # streamed below, not prefetched
+
+    it = pieces()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastpriv-parquet") as pool:
+        cur = next(it, None)
+        fut = pool.submit(load, cur) if cur is not None else None
+        while cur is not None:
+            table = fut.result()
+            nxt = next(it, None)
+            fut = pool.submit(load, nxt) if nxt is not None else None
+            if table is None:
+                pf, i = cur
+                yield from pf.iter_batches(batch_size=batch_size, row_groups=[i],
+                                           columns=columns)
+            else:
+                yield from table.to_batches(max_chunksize=batch_size)
+            cur = nxt
 
 
 @dataclass(frozen=True)

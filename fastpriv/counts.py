@@ -230,22 +230,34 @@ class _LabelCodes:
 
     def encode(self, col: pa.Array | pa.ChunkedArray) -> np.ndarray:
         """Global codes (int32) of every entry of ``col``."""
+        from ._kernels.counting import remap_codes
+
+        idx, remap = self.encode_pair(col)
+        if remap is None:
+            return idx
+        return remap_codes(idx, remap)
+
+    def encode_pair(self, col: pa.Array | pa.ChunkedArray
+                    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(indices, remap)`` with global code ``remap[indices[i]]`` for entry i (``remap``
+        None: ``indices`` already are the codes). Dictionary columns cost no pass over the
+        rows here: the kernel that consumes the rows applies the (small) remap."""
         if isinstance(col, pa.ChunkedArray):
             if col.num_chunks == 1:
-                return self.encode(col.chunk(0))
+                return self.encode_pair(col.chunk(0))
             parts = [self.encode(c) for c in col.chunks]
-            return np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)
+            return (np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)), None
         t = col.type
         if pa.types.is_dictionary(t):
             return self._encode_dictionary(col)
         self._set_type(t)
-        return self._encode_plain(col)
+        if self.kind == "generic" and len(col):
+            return self._encode_generic(col)
+        return self._encode_plain(col), None
 
-    def _encode_dictionary(self, col: pa.DictionaryArray) -> np.ndarray:
+    def _encode_dictionary(self, col: pa.DictionaryArray) -> tuple[np.ndarray, np.ndarray]:
         # Every dictionary entry is registered, used or not (no pass over the rows to find
         # the used ones); labels that end with a zero count are dropped by to_release.
-        from ._kernels.counting import remap_codes
-
         self._set_type(col.type.value_type)
         dictionary = col.dictionary
         nd = len(dictionary)
@@ -259,14 +271,14 @@ class _LabelCodes:
             remap[:nd] = self._encode_plain(dictionary)
         if has_null:
             remap[nd] = self._null()
-        return remap_codes(raw, _ro(remap, np.int32))
+        return raw, _ro(remap, np.int32)
 
     def _encode_plain(self, arr: pa.Array) -> np.ndarray:
         n = len(arr)
         if n == 0:
             return np.empty(0, dtype=np.int32)
         if self.kind == "generic":
-            return self._encode_generic(arr)
+            return self.encode(arr)
         if arr.null_count:
             valid = pc.is_valid(arr).to_numpy(zero_copy_only=False)
             out = np.empty(n, dtype=np.int32)
@@ -284,7 +296,7 @@ class _LabelCodes:
             x = f.view(np.int64)
         return self.ints.encode(x)
 
-    def _encode_generic(self, arr: pa.Array) -> np.ndarray:
+    def _encode_generic(self, arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         enc = pc.dictionary_encode(arr, null_encoding="encode")
         dictionary = enc.dictionary
         labels = dictionary.to_pylist()
@@ -305,7 +317,7 @@ class _LabelCodes:
         if new:
             chunk = dictionary.take(pa.array(new)) if len(new) < len(labels) else dictionary
             self.chunks.append(canonical_labels(chunk))
-        return remap[enc.indices.to_numpy(zero_copy_only=False)]
+        return _ro(enc.indices.to_numpy(zero_copy_only=False), np.int32), _ro(remap, np.int32)
 
     def labels(self) -> pa.Array:
         """All labels in code order (canonical type)."""
@@ -549,14 +561,19 @@ class CountAccumulator:
         self.rows_dropped += dropped
         if table.num_rows == 0:
             return self
-        vcodes = self._values.encode(table.column(self.sensitive))
+        from ._kernels.counting import remap_codes
+
+        vidx, vremap = self._values.encode_pair(table.column(self.sensitive))
         key = table.column(self.keys[0])
         start = 0
         if self._fast_path_ok(key):
-            start = self._add_fused(key, vcodes)
+            if vremap is None:   # the codes themselves: an identity remap
+                vremap = _ro(np.arange(self.n_values, dtype=np.int32), np.int32)
+            start = self._add_fused(key, vidx, vremap)
             if start == table.num_rows:
                 return self
-            table, vcodes = table.slice(start), vcodes[start:]
+            table, vidx = table.slice(start), vidx[start:]
+        vcodes = vidx if vremap is None else remap_codes(_ro(vidx, np.int32), vremap)
         gcodes = self._group_codes([table.column(k) for k in self.keys])
         self._count(gcodes, vcodes, np.empty(0, dtype=np.int64))
         return self
@@ -575,7 +592,7 @@ class CountAccumulator:
             return False
         return resolve_n_jobs(self.n_jobs) == 1 or len(key) < _PARALLEL_MIN_ROWS
 
-    def _add_fused(self, key: pa.ChunkedArray, vcodes: np.ndarray) -> int:
+    def _add_fused(self, key: pa.ChunkedArray, vidx: np.ndarray, vremap: np.ndarray) -> int:
         """Map and count rows in one kernel pass; returns the rows done (the rest, if any,
         goes through the general path: the keys outgrew the direct table or the state its
         dense limit)."""
@@ -586,15 +603,15 @@ class CountAccumulator:
         ints = lab.ints
         st = self._state
         x = _ro(key.to_numpy(), np.int64)
-        v = _ro(vcodes, np.int32)
+        v = _ro(vidx, np.int32)
         n = x.shape[0]
         start = 0
         rows_after = self.rows_counted + n
         while start < n:
             if not st._ensure_dense(ints.n, self.n_values, rows_after):
                 break
-            stop, code = count_direct(x, int(ints.base), ints.table, int(ints.n), v, st.mat,
-                                      int(st.stride), int(st.gcap), int(start))
+            stop, code = count_direct(x, int(ints.base), ints.table, int(ints.n), v, vremap,
+                                      st.mat, int(st.stride), int(st.gcap), int(start))
             ints.n = int(code)
             ints._check_codes()
             self.rows_counted += int(stop) - start

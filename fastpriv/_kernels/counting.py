@@ -425,11 +425,12 @@ def dense_add(group, value, weights, mat, stride):
 
 
 @kernel
-def count_direct(x, base, table, next_code, value, mat, stride, gcap, start):
-    """Fused hot path: group codes through a direct-address table, then count densely.
+def count_direct(x, base, table, next_code, vidx, vremap, mat, stride, gcap, start):
+    """Fused hot path: group codes through a direct-address table, value codes through a
+    small remap (dictionary indices -> global codes), then count densely — one pass.
 
     For rows ``start..``: ``g = table[x[i] - base]`` (a new key gets code ``next_code``,
-    ``next_code + 1``, …) and ``mat[g * stride + value[i]] += 1``. Stops at the first row
+    ``next_code + 1``, …) and ``mat[g * stride + vremap[vidx[i]]] += 1``. Stops at the first row
     whose key lies outside the table or whose new group code would reach ``gcap``, so the
     caller can grow the table or the matrix and resume. Returns ``(stop, next_code)``.
     """
@@ -450,7 +451,7 @@ def count_direct(x, base, table, next_code, value, mat, stride, gcap, start):
             c = code
             table[j] = c
             code += 1
-        mat[np.int64(c) * stride + value[i]] += 1
+        mat[np.int64(c) * stride + vremap[vidx[i]]] += 1
     return stop, code
 
 
