@@ -390,7 +390,7 @@ def _starts_array(starts: Any, m: int, n_systems: int = 1) -> tuple[np.ndarray, 
 def fit_global_distribution(groups: Sequence[Any], n_signatures: int, *,
                             fixed_rate: float | None = None, starts: Any = None,
                             n_random: int = 8, seed: int = 0, default_starts: bool = True,
-                            max_iter: int = 500, em_warm: int = 50, tol: float = 1e-10,
+                            max_iter: int = 500, em_warm: int = 10, tol: float = 1e-10,
                             newton_max: int = NEWTON_MAX) -> GlobalDistribution:
     """Maximum-likelihood global distribution p(s_i : x) of one attribute set and value.
 
@@ -461,7 +461,8 @@ def fit_global_distribution(groups: Sequence[Any], n_signatures: int, *,
                                     sol.residual[0], sol.pgrad[0])
     epF, epll, epkind = sol.endpoints(0)
     f = np.array(F, dtype=np.float64)
-    f[np.asarray(P.T) == 0] = np.nan
+    unused = np.asarray(P.T) == 0
+    f[unused] = np.nan
     epF = epF.reshape(-1, m)
     maxima: list[tuple[tuple, float]] = []
     saddles: list[tuple[tuple, float]] = []
@@ -471,9 +472,9 @@ def fit_global_distribution(groups: Sequence[Any], n_signatures: int, *,
             saddles if kind == kf.KIND_SADDLE else None
         if target is None:
             continue
-        pt = tuple(float(v) for v in epF[e])
-        if all(max(abs(a - b) for a, b in zip(pt, q, strict=False)) > kf.SAME_POINT
-               for q, _ in target):
+        pt = tuple(math.nan if u else float(v) for v, u in zip(epF[e], unused, strict=True))
+        if all(max([abs(a - b) for a, b in zip(pt, q, strict=True) if a == a] or [0.0])
+               > kf.SAME_POINT for q, _ in target):
             target.append((pt, float(epll[e])))
     names = _flag_names(int(flags))
     status = "converged" if "converged" in names else \
@@ -1042,7 +1043,7 @@ def mine(release: Any, *, qi: Sequence[str], sensitive: str, group: str,
     sys_a_np = np.asarray(sys_a, dtype=np.int64)
     sys_x_np = np.asarray(sys_x, dtype=np.int64)
     params = dict(n_random=n_random, seed=seed, default_starts=True, max_iter=max_iter,
-                  em_warm=50, tol=float(tol), newton_max=newton_max)
+                  em_warm=10, tol=float(tol), newton_max=newton_max)
     P = sol = None
     if sys_a:
         var_rows = np.concatenate([s.var_rows for s in sets]) if sets else \

@@ -130,6 +130,18 @@ def test_plain_newton_stops_at_the_saddle_but_the_solver_does_not():
     assert g.likelihood == 1.0 and "saddle_escaped" in g.flags
 
 
+def test_degenerate_boundary_maximum_and_flat_ridge():
+    # L(F1) = F1 (1/2 - F1/4) with F2 = 0: the maximum sits on the bound F1 = 1 with a
+    # zero score (Newton's last gain is below round-off; it must still converge)
+    g = fg.fit_global_distribution([([-1, -1, 2, 1], 1), ([1], 1)], 3, fixed_rate=0.5)
+    assert g.status == "converged" and g.unique_maximum and g.flags == ("converged",)
+    assert g.f[1] == 1.0 and g.f[2] == 0.0 and math.isnan(g.f[0])
+    # a ridge: L = 1/4 for every F1 once F0 = 0 and F2 = 1
+    g = fg.fit_global_distribution([([0, 1, -1], 1), ([-1, 2, 1], 2)], 3, fixed_rate=0.5)
+    assert g.status == "converged" and not g.unique_maximum
+    assert g.likelihood == pytest.approx(0.25, rel=1e-9)
+
+
 def test_fixed_rate_tuples_and_signatures_without_tuples():
     # signature 2 has no tuple: NaN; -1 tuples keep the fixed rate
     groups = [([0, -1], 1), ([1, -1, 0], 1), ([1, 1], 0)]

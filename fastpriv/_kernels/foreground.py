@@ -83,6 +83,7 @@ KIND_SADDLE = 1
 KIND_MAXITER = 2
 KIND_FAILED = 3
 KIND_SINGULAR = 4
+KIND_UNRESOLVED = 5      # internal to the second-order test
 KIND_NAMES = ("maximum", "saddle", "max_iter", "failed", "singular_maximum")
 
 #: Escapes from saddles per system (each pushes up to two new starts).
@@ -483,14 +484,27 @@ def _pgrad(F, grad, T, vb, m):
 
 
 @kernel
+def _neg_definite(H, m, idx, nf, Hf, scale):
+    """Whether H restricted to ``idx[:nf]`` is negative definite (with margin δ·scale)."""
+    for a in range(nf):
+        for b in range(nf):
+            Hf[a * nf + b] = -H[idx[a] * m + idx[b]]
+        Hf[a * nf + a] -= _CURV * scale
+    return _cholesky(Hf, np.int64(nf))
+
+
+@kernel
 def _classify(F, vb, m, T, grad, H, Hf, Vf, wf, idx, dirv):
     """Second-order test at a stationary point (Hessian ``H``).
 
-    Tests the variables strictly inside (0, 1) and returns the kind (maximum, singular
-    maximum or saddle). For a saddle, the ascent eigenvector (expanded to all m
-    variables) is left in ``dirv``. Variables on a bound are handled by the caller:
-    strict ones are fixed by the first-order condition, degenerate ones (zero score) are
-    probed by moving them inward.
+    Returns the kind: ``KIND_MAX`` when H is negative definite on the interior variables
+    together with the *degenerate* bound variables (zero score on a bound) — the
+    second-order sufficient condition; ``KIND_SADDLE`` when H has an ascent direction
+    among the interior variables (its eigenvector, expanded to all m variables, is left
+    in ``dirv``); ``KIND_UNRESOLVED`` when the interior is strictly concave but degenerate
+    bound variables are not (the caller probes them by moving inward); else
+    ``KIND_SINGULAR`` (a flat direction). Strict bound variables (score pointing out) are
+    fixed by the first-order condition.
     """
     nf = 0
     for i in range(m):
@@ -498,6 +512,14 @@ def _classify(F, vb, m, T, grad, H, Hf, Vf, wf, idx, dirv):
         if t <= 0.0:
             continue
         if F[i] > 0.0 and F[i] < 1.0:
+            idx[nf] = i
+            nf += 1
+    ni = nf
+    for i in range(m):
+        t = T[vb + i]
+        if t <= 0.0 or (F[i] > 0.0 and F[i] < 1.0):
+            continue
+        if abs(grad[i]) / t <= 1e-7:
             idx[nf] = i
             nf += 1
     if nf == 0:
@@ -510,26 +532,25 @@ def _classify(F, vb, m, T, grad, H, Hf, Vf, wf, idx, dirv):
                 scale = v
     if not scale > 0.0:
         return KIND_SINGULAR
-    # strictly concave on the free variables?  -H - δ·scale·I positive definite
-    for a in range(nf):
-        for b in range(nf):
-            Hf[a * nf + b] = -H[idx[a] * m + idx[b]]
-        Hf[a * nf + a] -= _CURV * scale
-    if _cholesky(Hf, np.int64(nf)):
+    if _neg_definite(H, m, idx, np.int64(nf), Hf, scale):
         return KIND_MAX
-    for a in range(nf):
-        for b in range(nf):
-            Hf[a * nf + b] = H[idx[a] * m + idx[b]]
-    _jacobi_eigen(Hf, np.int64(nf), Vf, wf)
+    if ni == 0:
+        return KIND_UNRESOLVED
+    if _neg_definite(H, m, idx, np.int64(ni), Hf, scale):
+        return KIND_UNRESOLVED
+    for a in range(ni):
+        for b in range(ni):
+            Hf[a * ni + b] = H[idx[a] * m + idx[b]]
+    _jacobi_eigen(Hf, np.int64(ni), Vf, wf)
     top = 0
-    for a in range(1, nf):
+    for a in range(1, ni):
         if wf[a] > wf[top]:
             top = a
     if wf[top] > _CURV * scale:
         for i in range(m):
             dirv[i] = 0.0
-        for a in range(nf):
-            dirv[idx[a]] = Vf[a * nf + top]
+        for a in range(ni):
+            dirv[idx[a]] = Vf[a * ni + top]
         return KIND_SADDLE
     return KIND_SINGULAR
 
@@ -678,17 +699,17 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
                 else:
                     kind = KIND_MAX
                     unverified = True
-                if kind != KIND_SADDLE:
-                    # degenerate bound variables (zero score on a bound): a maximum only if
-                    # moving inward does not increase L; otherwise treat as a saddle and
-                    # escape inward
+                if kind == KIND_UNRESOLVED or kind == KIND_SINGULAR:
+                    # degenerate bound variables (zero score on a bound) whose curvature
+                    # is not negative: a maximum only if moving inward does not increase
+                    # L; otherwise treat as a saddle and escape inward
+                    kind = KIND_SINGULAR
                     for i in range(m):
                         t = T[vb + i]
                         if t <= 0.0 or (F[i] > 0.0 and F[i] < 1.0):
                             continue
                         if abs(grad[i]) / t > 1e-7:
                             continue
-                        kind = KIND_SINGULAR if kind == KIND_MAX else kind
                         for i2 in range(m):
                             dirv[i2] = 0.0
                         dirv[i] = 1.0 if F[i] <= 0.0 else -1.0
@@ -768,7 +789,12 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
                                 ev2 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var,
                                                 cls_mult, f0, C0, C1, cst, np.int64(0), grad,
                                                 emn, fseg, ws, o1, o2)
-                                if ev2[0] == 1 and ev2[1] > ll and ev2[1] >= ll + 1e-4 * gd:
+                                # Armijo; near convergence the predicted gain can be
+                                # below round-off: then not decreasing is enough
+                                tiny = gd <= 1e-12 * (1.0 + abs(ll))
+                                if ev2[0] == 1 and ((ev2[1] > ll and ev2[1] >= ll + 1e-4 * gd)
+                                                    or (tiny and ev2[1] >= ll - 1e-14 * (
+                                                        1.0 + abs(ll)))):
                                     for i in range(m):
                                         F[i] = Fn[i]
                                     stepped = True
@@ -816,8 +842,13 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
     best = -1
     for e in range(n_ep):
         k = ep_kind[e0 + e]
-        if k == KIND_MAX or k == KIND_SINGULAR or k == KIND_MAXITER:
+        if k == KIND_MAX or k == KIND_SINGULAR:
             if best < 0 or ep_ll[e0 + e] > ep_ll[e0 + best]:
+                best = e
+    for e in range(n_ep):
+        if ep_kind[e0 + e] == KIND_MAXITER:
+            if best < 0 or ep_ll[e0 + e] > ep_ll[e0 + best] + 1e-9 * (
+                    1.0 + abs(ep_ll[e0 + best])):
                 best = e
     flags = 0
     if best >= 0:
@@ -847,6 +878,8 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
                 continue
             dist = 0.0
             for i in range(m):
+                if T[vb + i] <= 0.0:
+                    continue
                 dd = abs(ep_F[eF0 + e * mm + i] - ep_F[eF0 + e2 * mm + i])
                 if dd > dist:
                     dist = dd
@@ -857,6 +890,8 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
             n_max += 1
         dist = 0.0
         for i in range(m):
+            if T[vb + i] <= 0.0:
+                continue
             dd = abs(ep_F[eF0 + e * mm + i] - F[i])
             if dd > dist:
                 dist = dd
