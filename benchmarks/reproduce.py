@@ -220,8 +220,8 @@ def _trend(xs: list[float]) -> str:
     """'increasing' / 'decreasing' / 'flat' / 'mixed' from first-to-last and step signs."""
     if len(xs) < 2:
         return "–"
-    ups = sum(b > a for a, b in zip(xs, xs[1:]))
-    downs = sum(b < a for a, b in zip(xs, xs[1:]))
+    ups = sum(b > a for a, b in zip(xs, xs[1:], strict=False))
+    downs = sum(b < a for a, b in zip(xs, xs[1:], strict=False))
     rel = (xs[-1] - xs[0]) / max(abs(xs[0]), 1e-300)
     if abs(rel) < 0.25 and max(xs) / max(min(xs), 1e-300) < 1.6:
         return "flat"
@@ -323,12 +323,12 @@ def _fig8_measure(path: str) -> dict:
     tri = _fig8_triples(path)
     t_agg = time.perf_counter() - t0
     out = {"n_triples": tri.num_rows, "aggregate_s": t_agg, "settings": []}
-    for (l, k, m) in _FIG8_SETTINGS:
+    for (ell, k, m) in _FIG8_SETTINGS:
         t0 = time.perf_counter()
-        res = skyline_anonymize(tri, _FIG8_QI, "sensitive", {"*": [(l, k, m, _FIG8_C)]},
+        res = skyline_anonymize(tri, _FIG8_QI, "sensitive", {"*": [(ell, k, m, _FIG8_C)]},
                                 count="count")
         dt = time.perf_counter() - t0
-        out["settings"].append({"point": [l, k, m], "c": _FIG8_C, "anonymize_s": dt,
+        out["settings"].append({"point": [ell, k, m], "c": _FIG8_C, "anonymize_s": dt,
                                 "total_s": dt + t_agg, "n_groups": res.info["n_groups"],
                                 "check": res.info.get("check"),
                                 "seconds": res.info["seconds"]})
@@ -534,8 +534,8 @@ def _martin_fig5(ctx: Context) -> dict:
         title="Adult, Age in 20-year intervals (Martin et al. Fig. 5)",
         xlabel="k (pieces of background knowledge)", ylabel="maximum disclosure",
         y_range=(0, 1.05)))
-    ge = all(a >= b - 1e-12 for a, b in zip(imp, neg))
-    gap = max(a - b for a, b in zip(imp, neg))
+    ge = all(a >= b - 1e-12 for a, b in zip(imp, neg, strict=True))
+    gap = max(a - b for a, b in zip(imp, neg, strict=True))
     rows = [
         ["release", "Age in 20-year intervals, rest suppressed",
          f"{len(d['release']['groups'])} groups, sizes {d['release']['sizes']}, distinct "

@@ -122,7 +122,7 @@ def _sha256_ipc(table: Any) -> str:
 
 
 def fingerprint(data: Any) -> dict:
-    """sha256 fingerprint of a report's input.
+    r"""Return the sha256 fingerprint of a report's input.
 
     * a file: sha256 of its bytes;
     * a directory (Parquet dataset): sha256 over the sorted lines
@@ -274,7 +274,7 @@ def _release_section(rel: Any, grouping: str, group: Any, qi: Any) -> dict:
         values_shown=int(order.shape[0]))
 
 
-def _classical_section(rel: Any, l: int | None) -> dict:
+def _classical_section(rel: Any, l: int | None) -> dict:  # noqa: E741 - spec name
     from .. import classic
 
     l_used = int(l) if l is not None else max(int(rel.distinct.min()), 1)
@@ -346,8 +346,8 @@ def _skyline_section(rel: Any, sigma: list | None, cs: list[float],
                      point: tuple[int, int, int], c_v: float) -> dict:
     from .. import skyline as sk
 
-    l, k, m = point
-    check = sk.check(rel, {"*": [(l, k, m, c_v)]})
+    ell, k, m = point
+    check = sk.check(rel, {"*": [(ell, k, m, c_v)]})
     per_value = sorted(check.points, key=lambda p: (-float(p.value), str(p.sigma)))
     if sigma is None:
         chosen = [p.sigma for p in per_value[:MAX_SKYLINE_VALUES]]
@@ -364,7 +364,7 @@ def _skyline_section(rel: Any, sigma: list | None, cs: list[float],
     worst = per_value[0] if per_value else None
     worst_bp = None
     if worst is not None:
-        worst_bp = sk.breach_probability(rel, worst.sigma, l, k, m).to_dict()
+        worst_bp = sk.breach_probability(rel, worst.sigma, ell, k, m).to_dict()
     skylines = []
     for v in chosen:
         for c in cs:
@@ -433,7 +433,8 @@ def _worst_groups(rel: Any, top: int, row_labels: Any) -> dict:
         out.append(entry)
     return _section(by="max_share", description=(
         "groups where one sensitive value is most concentrated (share of the group's people "
-        "holding its most frequent value, then larger groups first: more people exposed)"), groups=out,
+        "holding its most frequent value, then larger groups first: more people exposed)"),
+        groups=out,
         rows_known=rows_known)
 
 
@@ -459,7 +460,8 @@ def _targets(rel: Any, sec: dict, c_v: float, table_values: Any, row_labels: Any
         add(source="alpha_k_anonymity", row=None, rows=g["rows"], group=g["group"],
             group_label=g["label"], value=g["top_value"], certainty=g["max_share"],
             knowledge="none: the published release alone",
-            why=(f"{g['profile'][0]['count']:,} of the {_n(g['size'], 'person', 'people')} of group "
+            why=(f"{g['profile'][0]['count']:,} of the {_n(g['size'], 'person', 'people')} of "
+                 "group "
                  f"{_label(g['label'])} have {sens} = {_label(g['top_value'])}, so anyone known "
                  f"to be in this group has it with probability {_pct(g['max_share'])}"))
     ck = sec["ck_safety"]
@@ -474,8 +476,9 @@ def _targets(rel: Any, sec: dict, c_v: float, table_values: Any, row_labels: Any
             add(source=f"ck_safety_{kn}", row=a["row"], group=a["group"],
                 group_label=a["group_label"], value=a["value"], certainty=_f(r["value"]),
                 knowledge=f"{len(w['antecedents'])} {what} (k = {r['k']})",
-                why=(f"with the knowledge {'; '.join(ck['witness_text'][kn]['formulas']) or '(none)'}"
-                     f", the adversary is {_pct(_f(r['value']))} sure that this person has "
+                why=("with the knowledge "
+                     + ("; ".join(ck["witness_text"][kn]["formulas"]) or "(none)")
+                     + f", the adversary is {_pct(_f(r['value']))} sure that this person has "
                      f"{sens} = {_label(a['value'])}"))
     sky = sec["skyline"]
     if sky["status"] == "ok" and sky.get("worst") and sky["worst"].get("witness"):
@@ -602,14 +605,14 @@ def _verdict(sec: dict, params: dict, sens: str) -> dict:
         add("ck_safety", "(c,k)-safety", "", None, None, "", "", ck["status"], ck["reason"])
     sky = sec["skyline"]
     if sky["status"] == "ok":
-        l, k, m = sky["point"]
+        ell, k, m = sky["point"]
         pts = sky["check"]["points"]
         bp = max((_f(p["value"]) for p in pts), default=0.0)
         add("skyline", "privacy skyline (basic 3D criterion)",
-            f"Can an adversary who knows {_n(l, 'value')} the target does not have, the "
+            f"Can an adversary who knows {_n(ell, 'value')} the target does not have, the "
             f"values of {_n(k, 'other person', 'other people')} and "
             f"{_n(m, 'person', 'people')} sharing the target's value become {_pct(c_v)} sure?",
-            bool(sky["check"]["safe"]), bp, f"BP < {c_v:g} at (ℓ,k,m) = ({l},{k},{m}) for "
+            bool(sky["check"]["safe"]), bp, f"BP < {c_v:g} at (ℓ,k,m) = ({ell},{k},{m}) for "
             "every value",
             f"Such an adversary can be as much as {_pct(bp)} sure of someone's {sens} "
             f"(must stay below {_pct(c_v)}).")
@@ -655,7 +658,7 @@ def _verdict(sec: dict, params: dict, sens: str) -> dict:
 
 
 def _key_risk(sec: dict, checks: list[dict], c_v: float, sens: str, params: dict) -> dict:
-    """The single most important risk: the one needing the least adversarial knowledge."""
+    """Pick the single most important risk: the one needing the least knowledge."""
     by_id = {c["id"]: c for c in checks}
     wg = sec["worst_groups"]
     if "alpha" in by_id and by_id["alpha"]["satisfied"] is False and wg["groups"]:
@@ -774,8 +777,10 @@ GLOSSARY = (
 # ============================================================================ report object
 @dataclass(frozen=True, eq=False)
 class Report:
-    """A complete audit report: ``data`` is the JSON-ready payload (schema in
-    :mod:`fastpriv.report.schema`); :meth:`to_html` renders it.
+    """A complete audit report.
+
+    ``data`` is the JSON-ready payload (schema in :mod:`fastpriv.report.schema`);
+    :meth:`to_html` renders it and :meth:`write` writes both files.
     """
 
     data: dict
@@ -832,7 +837,8 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
                  qi: Sequence[str] | None = None, individual: str | None = None,
                  nulls: str = "error", knowledge: Any = None,
                  sigma: Sequence[Any] | None = None, c: Any = (0.8, 0.95), k: int = 3,
-                 k_max: int | None = None, point: Sequence[int] = (1, 1, 1), l: int | None = None,
+                 k_max: int | None = None, point: Sequence[int] = (1, 1, 1),
+                 l: int | None = None,  # noqa: E741 - the spec's name
                  min_k: int = 5, min_l: int = 3, max_t: float = 0.2, r: float | None = None,
                  max_set_size: int = 2, sensitive_values: Sequence[Any] | None = None,
                  top: int = 10, include_individual_values: bool = False,
@@ -939,7 +945,7 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
         raise ValueError(f"k_max ({k_max}) must be at least k ({k})")
     point = _check_point(point)
     if l is not None:
-        l = _check_nonneg_int(l, "l", minimum=1)
+        l = _check_nonneg_int(l, "l", minimum=1)  # noqa: E741
     min_k = _check_nonneg_int(min_k, "min_k", minimum=1)
     min_l = _check_nonneg_int(min_l, "min_l", minimum=1)
     if isinstance(max_t, bool) or not isinstance(max_t, numbers.Real) or not 0 <= max_t <= 1:

@@ -127,7 +127,7 @@ def _num(x: Any) -> float:
 
 def _table(headers: list[str], rows: list[list[Any]], *, num: set[int] | None = None,
            raw: set[int] | None = None) -> str:
-    """A table; cells are escaped unless their column is in ``raw`` (pre-built HTML)."""
+    """Build a table; cells are escaped unless their column is in ``raw`` (built HTML)."""
     num = num or set()
     raw = raw or set()
     out = ["<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in headers) +
@@ -187,9 +187,10 @@ def _audited(d: dict) -> str:
     p = d["parameters"]
     if r.get("status") != "ok":
         return "<h2 id='data'>What was audited</h2>" + _skip(r)
-    grouping = {"group": f"bucketized: groups given by the column(s) {', '.join(r['group_columns'])}",
+    cols = ", ".join(r["group_columns"])
+    grouping = {"group": f"bucketized: groups given by the column(s) {cols}",
                 "qi": "generalized: groups are the distinct values of the quasi-identifiers "
-                      f"{', '.join(r['group_columns'])}",
+                      f"{cols}",
                 "release": "an already built release"}[r["grouping"]]
     gs = r["group_size"]
     rows = [["input", inp["source"]],
@@ -291,11 +292,11 @@ def _skyline(d: dict) -> str:
             "highest certainty such an adversary can reach.</p>")
     if s.get("status") != "ok":
         return head + _skip(s)
-    l, k, m = s["point"]
+    ell, k, m = s["point"]
     pts = s["check"]["points"]
     bars = plots.bar_chart(
         [p["sigma"] for p in pts[:30]], [_num(p["value"]) for p in pts[:30]],
-        title=f"Breach probability at (ℓ, k, m) = ({l}, {k}, {m}) per value",
+        title=f"Breach probability at (ℓ, k, m) = ({ell}, {k}, {m}) per value",
         xlabel="breach probability", x_max=1.0, threshold=(s["c"], f"c = {s['c']:g}"),
         desc="breach probability of each sensitive value", css_class="chart bp-bars")
     more = (f'<p class="note">The {len(pts[:30])} most exposed of {s["check"]["n_values"]} '
@@ -493,7 +494,7 @@ def _glossary(d: dict) -> str:
 
 
 def render_html(d: dict) -> str:
-    """The report payload as a complete HTML document (a string)."""
+    """Render the report payload as a complete HTML document (a string)."""
     nav = ("<nav><ul>"
            "<li><a href='#verdict'>Verdict</a></li><li><a href='#data'>What was audited</a></li>"
            "<li><a href='#ck'>k facts: (c,k)-safety</a></li>"

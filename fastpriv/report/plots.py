@@ -144,13 +144,23 @@ def line_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: str,
                hline: tuple[float, str] | None = None, width: int = 640, height: int = 360,
                integer_x: bool = True, desc: str = "", css_class: str = "chart line-chart",
                log_y: bool = False) -> str:
-    """A line chart with markers.
+    """Draw a line chart with markers.
 
     Parameters
     ----------
     series : list of dict
         Each ``{"name": str, "x": [...], "y": [...]}`` with optional ``"dash"`` (bool) and
         ``"color"``. Non-finite y values are skipped (the line is broken there).
+    title, xlabel, ylabel : str
+        Texts (escaped).
+    y_range : (float, float), optional
+        Y axis limits (default: from the data, from 0).
+    width, height : int
+        Size in pixels (the legend below adds to the height).
+    integer_x : bool
+        Integer x ticks.
+    desc, css_class : str
+        Accessible description and CSS class of the ``<svg>``.
     hline : (value, label), optional
         A horizontal reference line (e.g. the confidence threshold c).
     log_y : bool
@@ -246,7 +256,7 @@ def _is_inf(v: Any) -> bool:
 def skyline_slices(points: Sequence[Sequence[Any]], *, title: str, desc: str = "",
                    width: int = 380, height: int = 300,
                    css_class: str = "chart skyline-chart") -> str:
-    """The knowledge skyline of one value as 2-D slices: the safe (k, m) amounts per ℓ.
+    """Draw the knowledge skyline of one value as 2-D slices: safe (k, m) amounts per ℓ.
 
     ``points`` are the maximal safe points (ℓ, k, m) (``math.inf`` or ``"inf"`` where a
     coordinate is unbounded). Safety is monotone, so for a given ℓ the safe amounts of
@@ -380,14 +390,14 @@ def bar_chart(labels: Sequence[Any], values: Sequence[float], *, title: str, xla
 
 
 def standalone(svg: str) -> str:
-    """An SVG element as a standalone ``.svg`` file (XML declaration added)."""
+    """Return an SVG element as a standalone ``.svg`` file (XML declaration added)."""
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + svg + "\n"
 
 
 def png_line_chart(series: Sequence[dict], path: str, *, title: str, xlabel: str,
                    ylabel: str, hline: tuple[float, str] | None = None,
                    log_y: bool = False) -> str:
-    """The :func:`line_chart` content as a PNG via matplotlib (the ``plot`` extra).
+    """Draw the :func:`line_chart` content as a PNG via matplotlib (the ``plot`` extra).
 
     Writes atomically through :mod:`fastpriv._io` and returns the path. Raises
     ``ImportError`` with an installation hint when matplotlib is missing.

@@ -63,7 +63,7 @@ def _arr(items: dict, **kw: Any) -> dict:
 
 
 def _section(ok_required: dict, optional: dict | None = None) -> dict:
-    """A model section: status/reason/seconds, plus ``ok_required`` when status is "ok"."""
+    """Describe a model section: status/reason/seconds, and ``ok_required`` when "ok"."""
     base = {"status": {"enum": ["ok", "skipped", "failed"]}, "reason": _STR_OR_NULL,
             "seconds": _NUM}
     return {
