@@ -15,8 +15,7 @@ import pytest
 import fastpriv as fp
 from fastpriv import ck_safety, classic, foreground, robustness, skyline
 from fastpriv._io import to_jsonable
-from fastpriv.report import SCHEMA, SCHEMA_VERSION, build_report, fingerprint, validate
-from fastpriv.report import plots
+from fastpriv.report import SCHEMA, SCHEMA_VERSION, build_report, fingerprint, plots, validate
 
 EVIL = "<script>alert('x')</script>"
 
