@@ -579,8 +579,9 @@ def _verdict(sec: dict, params: dict, sens: str) -> dict:
             f"{_pct(a)} (the largest share of one value in a group; must stay below "
             f"{_pct(c_v)}).")
     else:
-        add("classical", "classical models", "", None, None, "", "", cl["status"],
-            cl["reason"])
+        add("classical", "classical models",
+            f"How well do the groups hide each person's {sens}?", None, None, "", "",
+            cl["status"], cl["reason"])
     ck = sec["ck_safety"]
     if ck["status"] == "ok":
         k = ck["k"]
@@ -602,7 +603,9 @@ def _verdict(sec: dict, params: dict, sens: str) -> dict:
                 f"An adversary who {words} can be as much as {_pct(v)} sure of someone's "
                 f"{sens} (must stay below {_pct(c_v)}).{more}")
     else:
-        add("ck_safety", "(c,k)-safety", "", None, None, "", "", ck["status"], ck["reason"])
+        add("ck_safety", "(c,k)-safety",
+            f"Can an adversary who knows k facts about people become {_pct(c_v)} sure of "
+            f"anyone's {sens}?", None, None, "", "", ck["status"], ck["reason"])
     sky = sec["skyline"]
     if sky["status"] == "ok":
         ell, k, m = sky["point"]
@@ -617,7 +620,10 @@ def _verdict(sec: dict, params: dict, sens: str) -> dict:
             f"Such an adversary can be as much as {_pct(bp)} sure of someone's {sens} "
             f"(must stay below {_pct(c_v)}).")
     else:
-        add("skyline", "privacy skyline", "", None, None, "", "", sky["status"], sky["reason"])
+        add("skyline", "privacy skyline",
+            "Can an adversary with (ℓ, k, m) knowledge about the target, other people and "
+            f"relatives become {_pct(c_v)} sure?", None, None, "", "", sky["status"],
+            sky["reason"])
     rb = sec["robustness"]
     r = params.get("r")
     if rb["status"] == "ok":
@@ -629,7 +635,9 @@ def _verdict(sec: dict, params: dict, sens: str) -> dict:
             f"{_pct(d['value'])} sure of someone's {sens} (allowed: {_pct(1 / r)}); "
             f"{d['n_problematic_rows']:,} of {d['n_rows']:,} people exceed it.")
     else:
-        add("robustness", "r-robustness", "", None, None, "", "", rb["status"], rb["reason"])
+        add("robustness", "r-robustness",
+            f"Can statistics linking quasi-identifiers to {sens} single anyone out?", None,
+            None, "", "", rb["status"], rb["reason"])
     fg = sec["foreground"]
     if fg["status"] == "ok":
         d = fg["result"]
@@ -641,8 +649,9 @@ def _verdict(sec: dict, params: dict, sens: str) -> dict:
             f"{_pct(mp)} sure of someone's {sens}; {d['n_problematic']:,} of {d['n_rows']:,} "
             f"people exceed {_pct(1 / r)}.")
     else:
-        add("foreground", "foreground-knowledge attack", "", None, None, "", "",
-            fg["status"], fg["reason"])
+        add("foreground", "foreground-knowledge attack",
+            "Can patterns mined from the release itself single anyone out?", None, None, "",
+            "", fg["status"], fg["reason"])
     satisfied = [c["id"] for c in checks if c["satisfied"] is True]
     violated = [c["id"] for c in checks if c["satisfied"] is False]
     risk = _key_risk(sec, checks, c_v, sens, params)
