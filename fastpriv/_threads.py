@@ -107,6 +107,7 @@ def n_jobs(n_jobs: Any = None) -> Iterator[int]:
     >>> with n_jobs(1) as n:
     ...     n, current_threads()
     (1, 1)
+
     """
     import numba
 

@@ -241,7 +241,8 @@ class _LabelCodes:
                     ) -> tuple[np.ndarray, np.ndarray | None]:
         """``(indices, remap)`` with global code ``remap[indices[i]]`` for entry i (``remap``
         None: ``indices`` already are the codes). Dictionary columns cost no pass over the
-        rows here: the kernel that consumes the rows applies the (small) remap."""
+        rows here: the kernel that consumes the rows applies the (small) remap.
+        """
         if isinstance(col, pa.ChunkedArray):
             if col.num_chunks == 1:
                 return self.encode_pair(col.chunk(0))
@@ -467,8 +468,13 @@ class CountAccumulator:
         Accepted for backward compatibility and ignored: the state is consolidated on
         every batch (persistent code maps), nothing is ever re-aggregated.
     n_jobs : int, optional
-        Threads for the counting kernels (see :mod:`fastpriv._threads`); ``None`` uses the
-        current Numba setting.
+        Threads for the counting kernels (see :mod:`fastpriv._threads`). ``None`` (default):
+        batches are counted by the single-threaded fused kernel — the reader already decodes
+        the next row group on another thread, and measured on 2 cores the parallel batch
+        kernel does not pay (``benchmarks/bench_scale.py``) — and the final profile
+        extraction uses Numba's current thread setting. An explicit ``n_jobs >= 2`` also
+        counts each large batch on that many threads (owner-computes ``dense_add_parallel``:
+        no shared writes, no per-thread copy of the state).
     dense_cells : int
         Largest dense group × value matrix before switching to the sparse state.
 
@@ -486,6 +492,7 @@ class CountAccumulator:
     >>> rel = acc.to_release()
     >>> rel.group_labels, rel.profile(1)
     ([1, 2, 3], [('flu', 1), ('hiv', 1)])
+
     """
 
     def __init__(self, keys: str | Sequence[str], sensitive: str, *, nulls: str = "error",
@@ -580,8 +587,6 @@ class CountAccumulator:
 
     def _fast_path_ok(self, key: pa.ChunkedArray) -> bool:
         """Single integer key column in direct-address mode, dense state, one thread."""
-        from ._threads import resolve_n_jobs
-
         lab = self._cols[0]
         if self._levels or self._state.sparse or key.null_count or lab.ints.hash:
             return False
@@ -590,12 +595,13 @@ class CountAccumulator:
             return False
         if lab.kind is not None and lab.kind != "int":
             return False
-        return resolve_n_jobs(self.n_jobs) == 1 or len(key) < _PARALLEL_MIN_ROWS
+        return not self._batch_threads or len(key) < _PARALLEL_MIN_ROWS
 
     def _add_fused(self, key: pa.ChunkedArray, vidx: np.ndarray, vremap: np.ndarray) -> int:
         """Map and count rows in one kernel pass; returns the rows done (the rest, if any,
         goes through the general path: the keys outgrew the direct table or the state its
-        dense limit)."""
+        dense limit).
+        """
         from ._kernels.counting import count_direct, int_range
 
         lab = self._cols[0]
@@ -634,7 +640,7 @@ class CountAccumulator:
         from ._kernels.counting import pack_pairs
 
         codes = self._cols[0].encode(cols[0])
-        for lab, level, col in zip(self._cols[1:], self._levels, cols[1:]):
+        for lab, level, col in zip(self._cols[1:], self._levels, cols[1:], strict=False):
             b = lab.encode(col)
             codes = level.encode(pack_pairs(_ro(codes, np.int32), _ro(b, np.int32)))
         return codes
@@ -644,7 +650,17 @@ class CountAccumulator:
 
         self.rows_counted += int(g.size if w.size == 0 else w.sum())
         with _n_jobs(self.n_jobs) as threads:
-            self._state.add(g, v, w, self.n_groups, self.n_values, self.rows_counted, threads)
+            self._state.add(g, v, w, self.n_groups, self.n_values, self.rows_counted,
+                            threads if self._batch_threads else 1)
+
+    @property
+    def _batch_threads(self) -> bool:
+        """Whether batches are counted on several threads: only when ``n_jobs`` asks for it
+        explicitly (see the class notes: on few cores it does not pay).
+        """
+        from ._threads import resolve_n_jobs
+
+        return self.n_jobs is not None and resolve_n_jobs(self.n_jobs) > 1
 
     def consume(self, data: Any, *, batch_size: int = 1 << 20,
                 progress: Callable[[int, int], Any] | None = None) -> "CountAccumulator":
@@ -683,11 +699,11 @@ class CountAccumulator:
             return self
         g, v, c = other._state.triples(other.n_groups, other.n_values)
         # translate other's codes into ours through the labels
-        col_maps = [mine.encode(theirs.labels()) for mine, theirs in zip(self._cols, other._cols)]
+        col_maps = [mine.encode(theirs.labels()) for mine, theirs in zip(self._cols, other._cols, strict=False)]
         vmap = self._values.encode(other._values.labels())
         if self._levels:
             comps = other._components()
-            gmap = self._group_codes_from_components([m[cc] for m, cc in zip(col_maps, comps)])
+            gmap = self._group_codes_from_components([m[cc] for m, cc in zip(col_maps, comps, strict=False)])
         else:
             gmap = col_maps[0]
         self._count(gmap[g], vmap[v], c)
@@ -708,7 +724,7 @@ class CountAccumulator:
         from ._kernels.counting import pack_pairs
 
         codes = comps[0]
-        for level, b in zip(self._levels, comps[1:]):
+        for level, b in zip(self._levels, comps[1:], strict=False):
             codes = level.encode(pack_pairs(_ro(codes, np.int32), _ro(b, np.int32)))
         return codes
 
@@ -737,13 +753,13 @@ class CountAccumulator:
             return gorder, pa.table({self.keys[0]: labels}), vrank, values
         comps = [c[gkeep] for c in self._components()]
         ranked = []
-        for col, cc in zip(self._cols, comps):
+        for col, cc in zip(self._cols, comps, strict=False):
             rank, _ = col.sorted_ranks()
             ranked.append(rank[cc])
         perm = np.lexsort(ranked[::-1])
         gorder = gkeep[perm].astype(np.int64)
         keys = pa.table({name: col.labels().take(pa.array(cc[perm]))
-                         for name, col, cc in zip(self.keys, self._cols, comps)})
+                         for name, col, cc in zip(self.keys, self._cols, comps, strict=False)})
         return gorder, keys, vrank, values
 
     def to_release(self):

@@ -34,7 +34,7 @@ partition is converted with ``pyarrow.Table.from_pandas``).
 Warm the JIT cache first (``fastpriv warmup``): concurrent first compiles in several worker
 processes race on Numba's on-disk cache.
 
-Example
+Example:
 -------
 >>> from dask.distributed import Client, LocalCluster           # doctest: +SKIP
 >>> client = Client(LocalCluster(n_workers=2, threads_per_worker=1))  # doctest: +SKIP
@@ -68,6 +68,7 @@ or, Arrow end to end, with per-partition fastpriv counting inside ``mapInArrow``
 The group-partitioned audit maps to ``df.repartition("gid").mapInPandas(...)`` returning a
 pickled :class:`~fastpriv.streaming.GroupwiseState` per partition, reduced with
 ``GroupwiseState.merge``.
+
 """
 
 from __future__ import annotations
@@ -186,6 +187,7 @@ def count_partitions(data: Any, *, sensitive: str, group: str | Sequence[str] | 
     -----
     Runs on the current Dask scheduler (a ``distributed.Client`` if one is active). Each
     task counts single-threaded (``n_jobs=1``); tasks only ship their partial state.
+
     """
     dask = _require_dask()
     keys = _keys_of(group, qi)
@@ -233,7 +235,7 @@ def _value_counts_piece(kind: str, obj: Any, keys: list[str], sensitive: str, nu
     if table.num_rows == 0:
         return {}
     values, totals, _ = value_distribution(table, sensitive, nulls="value")
-    return dict(zip(values, totals.tolist()))
+    return dict(zip(values, totals.tolist(), strict=False))
 
 
 def _sum_counts(*dicts: dict) -> dict:
@@ -311,6 +313,7 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
     Returns
     -------
     fastpriv.streaming.StreamAudit
+
     """
     dask = _require_dask()
     from .streaming import StreamAudit, _SortKey

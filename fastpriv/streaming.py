@@ -84,7 +84,7 @@ _NEEDS_Q = {"t", "beta", "delta"}
 def _label_less(a: Any, b: Any) -> bool:
     """Key order of group labels (tuples for several columns); None (null) sorts last."""
     if isinstance(a, tuple) and isinstance(b, tuple):
-        for x, y in zip(a, b):
+        for x, y in zip(a, b, strict=False):
             if x == y or (x is None and y is None):
                 continue
             return _label_less(x, y)
@@ -124,6 +124,7 @@ class GroupwiseState:
         Skyline points to check (see :func:`fastpriv.skyline.check`).
     classic : bool
         Reduce the classical models (default True).
+
     """
 
     def __init__(self, *, l: int = 2, values: Sequence[Any] | None = None,
@@ -323,6 +324,7 @@ class StreamAudit:
         Model key -> reason, for models that could not be evaluated.
     release : Release or None
         The release (:func:`audit_stream` only; clustered streaming keeps no release).
+
     """
 
     classic: Any
@@ -395,14 +397,15 @@ def value_distribution(data: Any, sensitive: str, *, keys: Sequence[str] = (),
     full[:totals.size] = totals          # labels never counted (unused dictionary entries): 0
     by_label = full[np.argsort(rank)]
     present = by_label > 0
-    values = [v for v, p in zip(labels.to_pylist(), present.tolist()) if p]
+    values = [v for v, p in zip(labels.to_pylist(), present.tolist(), strict=False) if p]
     return values, by_label[present], n
 
 
 # ============================================================================ clustered
 def _runs(table: pa.Table, keys: list[str]) -> tuple[np.ndarray, int]:
     """Start row of every run of equal keys, and the first row (>0) where the runs are not
-    in increasing key order (-1 when sorted)."""
+    in increasing key order (-1 when sorted).
+    """
     n = table.num_rows
     codes = [encode_column(table.column(k), name=k).codes for k in keys]
     change = np.zeros(max(n - 1, 0), dtype=bool)
@@ -467,6 +470,7 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
     Returns
     -------
     StreamAudit
+
     """
     keys = _keys_of(group, qi)
     if sensitive in keys:
@@ -514,9 +518,10 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
             continue
         starts, bad = _runs(table, keys)
         if bad >= 0 and check_sorted:
+            row = rows - table.num_rows + bad
             raise ValueError(f"data is not sorted by {keys}: group {_key_at(table, keys, bad)!r} "
-                             f"follows {_key_at(table, keys, bad - 1)!r} (row {rows - table.num_rows + bad} "
-                             "of the input); sort it, or use audit_stream for any order")
+                             f"follows {_key_at(table, keys, bad - 1)!r} (row {row} of the "
+                             "input); sort it, or use audit_stream for any order")
         first_key = _key_at(table, keys, 0)
         done = fresh()
         begin = 0
@@ -590,6 +595,7 @@ def audit_stream(data: Any, *, sensitive: str, group: str | Sequence[str] | None
         Threads for counting and the parallel model kernels (:mod:`fastpriv._threads`).
     progress : callable, optional
         Called as ``progress(rows, bytes)`` after every batch.
+
     """
     from ._threads import n_jobs as _n_jobs
 

@@ -4,7 +4,7 @@ give results identical to the single-machine path."""
 import os
 
 import dask.dataframe as dd
-import distributed   # the 'dask' extra is part of the test install (.[all])
+import distributed  # the 'dask' extra is part of the test install (.[all])
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest

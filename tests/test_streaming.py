@@ -259,7 +259,7 @@ def test_clustered_audit_two_passes_from_parquet_and_given_q(tmp_path):
     # an explicit Q equal to the table's distribution gives the same values in one pass
     values, totals, n = value_distribution(path, "sensitive")
     assert values == rel.values and totals.tolist() == rel.value_totals.tolist()
-    q = {v: c / n for v, c in zip(values, totals.tolist())}
+    q = {v: c / n for v, c in zip(values, totals.tolist(), strict=False)}
     res_q = clustered_audit(iter(t.to_batches(max_chunksize=450)), sensitive="sensitive",
                             group="group", q=q, l=3)
     assert res_q.passes == 1
@@ -351,3 +351,29 @@ def test_cli_streams_a_parquet_directory_with_a_progress_bar(tmp_path, capsys):
     p2 = json.loads(out2.read_text())
     assert p2["classic"] == payload["classic"]
     assert p2["ck_safety"]["curve"] == payload["ck_safety"]["curve"]
+
+
+def test_warmup_command_reports_kernels(tmp_path, capsys, monkeypatch):
+    from fastpriv.cli import main, warmup
+
+    # the real workloads take minutes on a cold cache: keep one cheap doctest module and
+    # the streaming paths, and check the report and its JSON
+    monkeypatch.setattr(warmup, "DOCTEST_MODULES", ("fastpriv.counts",))
+    for name in ("_model_paths", "_robustness_paths", "_foreground_paths"):
+        monkeypatch.setattr(warmup, name, lambda: None)
+    out = tmp_path / "warm.json"
+    assert main(["warmup", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "streaming and counting paths" in text and "examples of fastpriv.counts" in text
+    assert "kernels:" in text and "loaded from the cache" in text
+    payload = json.loads(out.read_text())
+    assert payload["n_kernels"] == len(payload["kernels"]) > 50
+    names = {k["kernel"]: k for k in payload["kernels"]}
+    assert names["fastpriv._kernels.counting.count_direct"]["signatures"] == 1
+    assert all(w["status"] == "ok" for w in payload["workloads"])
+    # a failing workload is reported, not fatal; the disabled cache is said
+    monkeypatch.setattr(warmup, "_streaming_paths", lambda: 1 / 0)
+    monkeypatch.setattr("fastpriv._jit.CACHE_ENABLED", False)
+    assert main(["warmup"]) == 0
+    text = capsys.readouterr().out
+    assert "failed: ZeroDivisionError" in text and "FASTPRIV_NO_CACHE is set" in text

@@ -84,7 +84,7 @@ def test_count_pairs_parallel_equals_serial_and_oracle(data, weighted, chunks, d
     par = K.count_pairs_parallel(g, v, w, G, V, cells, chunks)
     ser = K.count_pairs(g, v, w, G, V, cells)
     ref = profiles(g.tolist(), v.tolist(), w.tolist() if weighted else None, n_groups=G)
-    for a, b, c in zip(par, ser, ref):
+    for a, b, c in zip(par, ser, ref, strict=False):
         assert a.tolist() == b.tolist() == c
 
 
@@ -110,7 +110,7 @@ def test_dense_profiles_and_parallel_add_equal_oracle(data, chunks):
     inv = np.argsort(gorder)
     ref = profiles([int(inv[x]) for x in g.tolist()], [int(vrank[x]) for x in v.tolist()],
                    n_groups=G)
-    for a, b, c in zip(one[:3], many[:3], ref):
+    for a, b, c in zip(one[:3], many[:3], ref, strict=False):
         assert a.tolist() == b.tolist() == c
     sizes = [sum(ref[2][ref[0][i]:ref[0][i + 1]]) for i in range(G)]
     assert one[3].tolist() == many[3].tolist() == sizes

@@ -143,7 +143,8 @@ def _sort_keys(keys, d):
 @kernel
 def _emit_profile(seen, d, scratch, base, keys, codes, counts, k):
     """Write values ``seen[:d]`` (count of v: ``scratch[base + v]``) to ``codes/counts[k:]``
-    by count descending, ties by code ascending. ``keys`` is a scratch of length ≥ d."""
+    by count descending, ties by code ascending. ``keys`` is a scratch of length ≥ d.
+    """
     big = False
     for a in range(d):
         c = scratch[base + seen[a]]
@@ -198,6 +199,7 @@ def count_pairs(group, value, weights, n_groups, n_values, dense_cells):
     counted in a scratch array of size ``n_values`` reset by touching only the values seen:
     O(n + n_groups + n_values + Σ_g d_g log d_g) time and O(n + n_values) memory, whatever
     the number of groups.
+
     """
     n = group.shape[0]
     unit = weights.shape[0] == 0

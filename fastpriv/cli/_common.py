@@ -97,6 +97,7 @@ class Progress:
     >>> bar(100, 2_000_000); bar.close()
     >>> "50%" in out.getvalue() and "100 rows" in out.getvalue()
     True
+
     """
 
     def __init__(self, total_rows: int | None = None, *, stream: Any = None,
@@ -182,10 +183,10 @@ def format_table(headers: list[str], rows: list[list[Any]], *, title: str | None
     out = []
     if title:
         out.append(title)
-    out.append("  ".join(h.ljust(w) for h, w in zip(headers, widths)))
+    out.append("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=False)))
     out.append(line)
     for r in cells:
-        out.append("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+        out.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)))
     return "\n".join(out)
 
 

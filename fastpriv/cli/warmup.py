@@ -62,7 +62,8 @@ def _doctests(module_name: str) -> tuple[int, int]:
 
 def _streaming_paths() -> None:
     """Counting paths small inputs do not reach: sparse state, hash maps, several keys,
-    strings, floats, parallel variants (with the exact argument types of production)."""
+    strings, floats, parallel variants (with the exact argument types of production).
+    """
     import numpy as np
     import pyarrow as pa
 
@@ -100,9 +101,8 @@ def _streaming_paths() -> None:
 
 def _model_paths() -> None:
     """Model entry points with options the doctests leave out (parallel scans, exact,
-    negations, batched posteriors)."""
-    import numpy as np
-
+    negations, batched posteriors).
+    """
     from .. import ck_safety, classic, skyline
     from ..datasets import synthetic
     from ..release import Release
