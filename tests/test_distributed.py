@@ -30,7 +30,27 @@ def _same_classic(got, ref):
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def reference(data):
+    """Single-machine results, computed first: this also compiles every kernel the workers
+    need into the on-disk cache, so the worker processes load them instead of compiling
+    concurrently (the race `fastpriv warmup` exists for)."""
+    from fastpriv.distributed import _audit_piece, _count_piece, _value_counts_piece
+
+    t, folder = data
+    rel = Release.from_table(t, sensitive="sensitive", group="group")
+    piece = ("pandas", t.slice(0, 400).to_pandas())
+    _count_piece(*piece, ["group"], "sensitive", "error").to_release()
+    _count_piece(*piece, ["group", "region"], "sensitive", "error").to_release()
+    _value_counts_piece(*piece, ["group"], "sensitive", "error")
+    _audit_piece(*piece, ["group"], "sensitive", "error",
+                 {"l": 2, "values": rel.values, "q": [1 / rel.n_values] * rel.n_values,
+                  "order": None, "skylines": {"*": POINTS}, "classic": True})
+    return {"rel": rel, "classic": classic.audit(rel),
+            "skyline": skyline.check(rel, {"*": POINTS})}
+
+
+@pytest.fixture(scope="module")
+def cluster(reference):
     """Two worker processes with one thread each; always shut down."""
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None, silence_logs=40) as lc, \
@@ -49,12 +69,12 @@ def data(tmp_path_factory):
     return t, str(folder)
 
 
-def test_counts_on_the_cluster_equal_single_machine(cluster, data):
+def test_counts_on_the_cluster_equal_single_machine(cluster, data, reference):
     from fastpriv.distributed import count_partitions, release_from_dask, value_counts
 
     t, folder = data
     assert len(cluster.scheduler_info()["workers"]) == 2
-    ref = Release.from_table(t, sensitive="sensitive", group="group")
+    ref = reference["rel"]
     # Parquet on disk: one task per row group (fewer files than 2 * split_every)
     assert release_from_dask(folder, sensitive="sensitive", group="group",
                              split_every=2).equals(ref)
@@ -71,22 +91,22 @@ def test_counts_on_the_cluster_equal_single_machine(cluster, data):
     assert [counts[v] for v in ref.values] == ref.value_totals.tolist()
 
 
-def test_groupwise_audit_on_the_cluster_equals_single_machine(cluster, data):
+def test_groupwise_audit_on_the_cluster_equals_single_machine(cluster, data, reference):
     from fastpriv.distributed import groupwise_audit
 
     t, folder = data
-    rel = Release.from_table(t, sensitive="sensitive", group="group")
+    rel = reference["rel"]
     res = groupwise_audit(folder, sensitive="sensitive", group="group",
                           skylines={"*": POINTS}, split_every=2)
-    _same_classic(res.classic, classic.audit(rel))
-    assert _sky(res.skyline) == _sky(skyline.check(rel, {"*": POINTS}))
+    _same_classic(res.classic, reference["classic"])
+    assert _sky(res.skyline) == _sky(reference["skyline"])
     assert (res.n_groups, res.n_rows, res.passes) == (rel.n_groups, rel.n_rows, 2)
     # a Dask DataFrame whose partitions split groups: shuffled on the keys first
     ddf = dd.from_pandas(t.to_pandas(), npartitions=3)
     res2 = groupwise_audit(ddf, sensitive="sensitive", group="group",
                            skylines={"*": POINTS}, partition_by_group=True)
-    _same_classic(res2.classic, classic.audit(rel))
-    assert _sky(res2.skyline) == _sky(skyline.check(rel, {"*": POINTS}))
+    _same_classic(res2.classic, reference["classic"])
+    assert _sky(res2.skyline) == _sky(reference["skyline"])
 
 
 def test_distributed_argument_errors():
