@@ -217,17 +217,28 @@ def _secs(x: float) -> str:
 
 
 def _trend(xs: list[float]) -> str:
-    """'increasing' / 'decreasing' / 'flat' / 'mixed' from first-to-last and step signs."""
-    if len(xs) < 2:
+    """Shape of a positive series: the least-squares fit of log(x) against the position.
+
+    'increasing' / 'decreasing' when the fitted change from the first to the last point is
+    more than 25 % (more than a quarter of the steps going the other way adds "not
+    monotone"), else 'flat'.
+    """
+    ys = [math.log(max(x, 1e-300)) for x in xs]
+    n = len(ys)
+    if n < 2:
         return "–"
+    mx = (n - 1) / 2
+    my = sum(ys) / n
+    slope = sum((i - mx) * (y - my) for i, y in enumerate(ys)) / \
+        sum((i - mx) ** 2 for i in range(n))
+    change = math.exp(slope * (n - 1))
     ups = sum(b > a for a, b in zip(xs, xs[1:], strict=False))
     downs = sum(b < a for a, b in zip(xs, xs[1:], strict=False))
-    rel = (xs[-1] - xs[0]) / max(abs(xs[0]), 1e-300)
-    if abs(rel) < 0.25 and max(xs) / max(min(xs), 1e-300) < 1.6:
-        return "flat"
-    if rel > 0:
-        return "increasing" if downs <= len(xs) // 4 else "increasing overall (not monotone)"
-    return "decreasing" if ups <= len(xs) // 4 else "decreasing overall (not monotone)"
+    if change > 1.25:
+        return "increasing" + (" (not monotone)" if downs > (n - 1) / 4 else "")
+    if change < 0.8:
+        return "decreasing" + (" (not monotone)" if ups > (n - 1) / 4 else "")
+    return "flat"
 
 
 # ============================================================================ Chen Fig. 7
@@ -246,9 +257,10 @@ def _chen_fig7(ctx: Context) -> dict:
          f"end-to-end {size_txt} ({_trend(ratios(a, 'ratio'))}); algorithms alone on prepared "
          f"inputs {prep_txt}"],
         ["(b) ℓ = 0..16 (k = m = 10)", "decreases as ℓ grows",
-         f"{b[0]['ratio']:.0f}× at ℓ = {b[0]['l']} → {b[-1]['ratio']:.0f}× at ℓ = {b[-1]['l']}: "
-         f"{_trend(ratios(b, 'ratio'))} (prepared: {b[0]['prepared_ratio']:.0f}× → "
-         f"{b[-1]['prepared_ratio']:.0f}×)"],
+         f"{b[0]['ratio']:.0f}× at ℓ = {b[0]['l']} → {b[-1]['ratio']:.0f}× at ℓ = {b[-1]['l']} "
+         f"(range {min(ratios(b, 'ratio')):.0f}–{max(ratios(b, 'ratio')):.0f}×): "
+         f"{_trend(ratios(b, 'ratio'))}; prepared {b[0]['prepared_ratio']:.0f}× → "
+         f"{b[-1]['prepared_ratio']:.0f}×: {_trend(ratios(b, 'prepared_ratio'))}"],
         ["(c) k = 0..32 (ℓ = m = 10)", "grows with k; ≈ 1000× at k = 32",
          f"{c[0]['ratio']:.0f}× at k = {c[0]['k']} → {c[-1]['ratio']:.0f}× at k = {c[-1]['k']}: "
          f"{_trend(ratios(c, 'ratio'))} (prepared: {c[-1]['prepared_ratio']:.0f}× at k = "
@@ -703,7 +715,7 @@ def _wong_art(ctx: Context) -> dict:
         sel = [x for x in runs if x["method"] == mth]
         rows.append([f"{mth}: time / average Δ", "–",
                      ", ".join(f"r={x['r']},q={x['q']}: {x['seconds']:.2f} s / "
-                               f"{x['average_delta']:.3f}" for x in sel)])
+                               f"{x['average_delta']:.2g}" for x in sel)])
     notes = ["Driver in benchmarks/reproduce.py (no benchmark module implements the ART "
              "comparison yet): fastpriv.anonymize.art (as_one_value=True, pad=True: every "
              "group ≥ r rows, the fair utility comparison of the spec), anatomy (ℓ = r, the "
@@ -956,7 +968,6 @@ def run(out: str | os.PathLike, *, quick: bool = False, only: list[str] | None =
         if bad:
             raise ValueError(f"unknown experiment(s) {bad}; known: {sorted(known)}")
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    t_all = time.perf_counter()
     results = []
     for exp in EXPERIMENTS:
         if only and exp.id not in only:
@@ -989,12 +1000,29 @@ def run(out: str | os.PathLike, *, quick: bool = False, only: list[str] | None =
         if echo:
             echo(f"[reproduce] {exp.id}: {status} in {dt:.1f} s"
                  + (f" ({error})" if error else ""))
+    previous = out / "reproduction.json"
+    if only and previous.exists():              # a partial rerun updates the full index
+        try:
+            old = json.loads(previous.read_text())
+        except (OSError, ValueError):
+            old = None
+        if old and old.get("mode") == ("quick" if quick else "full"):
+            mine = {e["id"]: e for e in results}
+            kept = {e["id"]: e for e in old.get("experiments", []) if e["id"] not in mine}
+            for e in kept.values():
+                e.setdefault("generated", old.get("generated"))
+            for e in results:
+                e["generated"] = started
+            order = [e.id for e in EXPERIMENTS]
+            merged = {**kept, **mine}
+            results = [merged[i] for i in order if i in merged]
+            started = f"{old.get('generated')} (rerun of {', '.join(only)}: {started})"
     index = {"generated": started, "mode": "quick" if quick else "full",
              "command": "python -m benchmarks.reproduce --out "
                         f"{_rel(out)}" + (" --quick" if quick else "")
                         + (f" --markdown {_rel(Path(markdown).resolve())}" if markdown else ""),
              "commit": _git(), "machine": machine(),
-             "total_seconds": time.perf_counter() - t_all, "experiments": results}
+             "total_seconds": sum(e["seconds"] for e in results), "experiments": results}
     write_json(out / "reproduction.json", index, overwrite=True)
     write_text(out / "REPRODUCTION.md", render_markdown(index), overwrite=True)
     if markdown is not None:

@@ -114,3 +114,13 @@ def test_cli_reproduce(tmp_path, capsys):
     assert (tmp_path / "o" / "ck_figure5.svg").is_file()
     assert Path(tmp_path / "o" / "REPRODUCTION.md").read_text().count("## ") >= 2
     assert "REPRODUCTION.md" in capsys.readouterr().out
+
+
+def test_partial_rerun_updates_the_index(tmp_path):
+    R.run(tmp_path, only=["martin_fig5"], quick=True, echo=None)
+    index = R.run(tmp_path, only=["chen_case_study"], quick=True, echo=None)
+    ids = [e["id"] for e in index["experiments"]]
+    assert ids == ["chen_case_study", "martin_fig5"]            # registry order, both kept
+    assert "rerun of chen_case_study" in index["generated"]
+    text = (tmp_path / "REPRODUCTION.md").read_text()
+    assert "Figure 5" in text and "Section 7.3" in text
