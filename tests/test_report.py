@@ -414,3 +414,27 @@ def test_html_structure(bucketized_report):
                    "params", "glossary"):
         assert f"id='{anchor}'" in html or f'id="{anchor}"' in html
     assert np.isfinite(bucketized_report.data["timings_s"]["total"])
+
+
+def test_knowledge_file(tmp_path, bucketized):
+    from fastpriv.knowledge import Knowledge
+
+    k = Knowledge.derive(bucketized, qi=["q0", "q1"], sensitive="sensitive", max_size=2,
+                         min_support=100)
+    path = tmp_path / "know.parquet"
+    pq.write_table(k.to_table().slice(1), path)        # one (signature, value) pair missing
+    d = build_report(bucketized, sensitive="sensitive", group="group_id", qi=["q0", "q1"],
+                     knowledge=str(path), knowledge_fallback=0.1, k=1, k_max=2,
+                     sigma=["v0"], attack=False).data
+    assert d["parameters"]["knowledge"] == str(path)
+    assert d["foreground"]["status"] == "skipped"
+    kn = Knowledge.from_table(str(path), set_column="attributes", fallback=0.1, model=None)
+    direct = robustness.audit(bucketized, qi=["q0", "q1"], sensitive="sensitive",
+                              group="group_id", r=1 / 0.8, knowledge=kn)
+    assert _strip(d["robustness"]["result"]) == _strip(to_jsonable(direct.to_dict(
+        max_items=10)))
+    # without a fallback the file does not cover every signature: the section says why
+    d2 = build_report(bucketized, sensitive="sensitive", group="group_id", qi=["q0", "q1"],
+                      knowledge=str(path), k=1, k_max=2, sigma=["v0"], attack=False).data
+    assert d2["robustness"]["status"] == "failed" and "fallback" in d2["robustness"]["reason"]
+    validate(d2)

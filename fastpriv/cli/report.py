@@ -70,6 +70,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="adversary's distributions for r-robustness: long table (Parquet/CSV) "
                         "with columns attributes (comma-joined set), the QI columns, value, "
                         "probability (default: derived from DATA, the worst case)")
+    p.add_argument("--fallback", type=float, metavar="P",
+                   help="with --knowledge: probability for signatures/pairs the file does not "
+                        "list")
     p.add_argument("--max-set-size", type=int, default=2,
                    help="largest QI attribute set of the adversary's statistics (default 2)")
     p.add_argument("--sensitive-values", nargs="+", metavar="VALUE",
@@ -118,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
     rep = build_report(
         data, sensitive=args.sensitive, group=args.group, qi=args.qi,
         individual=args.individual, nulls=args.nulls, knowledge=args.knowledge,
+        knowledge_fallback=args.fallback,
         sigma=args.sigma, c=args.c, k=args.k, k_max=args.k_max, point=tuple(args.point),
         l=args.l, min_k=args.min_k, min_l=args.min_l, max_t=args.max_t, r=args.r,
         max_set_size=args.max_set_size, sensitive_values=args.sensitive_values, top=args.top,

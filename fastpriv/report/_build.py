@@ -821,6 +821,8 @@ class Report:
         lines = [v["headline"]]
         for c in v["checks"]:
             mark = {True: "PASS", False: "FAIL", None: "n/a "}[c["satisfied"]]
+            if c["status"] == "failed":
+                mark = "ERR "
             text = c["plain"] if c["satisfied"] is not None else (c["reason"] or "")
             lines.append(f"  [{mark}] {c['title']}: {text}")
         lines.append("Most important risk: " + v["key_risk"]["text"])
@@ -844,7 +846,7 @@ class Report:
 # ============================================================================ entry point
 def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
                  qi: Sequence[str] | None = None, individual: str | None = None,
-                 nulls: str = "error", knowledge: Any = None,
+                 nulls: str = "error", knowledge: Any = None, knowledge_fallback: Any = None,
                  sigma: Sequence[Any] | None = None, c: Any = (0.8, 0.95), k: int = 3,
                  k_max: int | None = None, point: Sequence[int] = (1, 1, 1),
                  l: int | None = None,  # noqa: E741 - the spec's name
@@ -881,6 +883,9 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
         The adversary's distributions for r-robustness (default: derived from the data with
         attribute sets up to ``max_set_size``, the worst case). A path is read with
         :meth:`Knowledge.from_table` (long format with an ``attributes`` column).
+    knowledge_fallback : float or mapping, optional
+        With a knowledge *path*: the probability of signatures / pairs the file does not
+        list (as ``fastpriv robustness --fallback``).
     sigma : list, optional
         Sensitive values whose knowledge skyline is computed (default: every value, or the
         :data:`MAX_SKYLINE_VALUES` most exposed ones).
@@ -1096,7 +1101,8 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
         if isinstance(knowledge, (str, os.PathLike)):
             from ..knowledge import Knowledge
 
-            kn = Knowledge.from_table(knowledge, set_column="attributes", model=None)
+            kn = Knowledge.from_table(knowledge, set_column="attributes",
+                                      fallback=knowledge_fallback, model=None)
         sec["robustness"] = _run(_robustness_section, table, qi=qi_l, sensitive=sensitive,
                                  group=group_l, r=r, knowledge=kn, sensitive_values=sv,
                                  max_set_size=max_set_size, nulls=nulls_rows, top=top)
