@@ -659,7 +659,7 @@ def group_terms(case, nn, ss, top, l, k, m):
         n = nn[i]
         s = ss[i]
         ll = l if l < width else width
-        big_s = 0
+        big_s = np.int64(0)
         pl = 1.0
         for j in range(ll):
             c = top[i, j]
