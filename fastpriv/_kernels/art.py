@@ -204,47 +204,126 @@ def group_status(F, row_prof, L, sL, size_L, gmin, gmax, gsum, gomax, x, r, n0, 
 
 
 @kernel
-def closest_profile(F, cnt, ymL, lo, hi, x, self_p, self_c, mode):
+def _profile_candidate(F, cnt, ymL, lo, hi, x, self_p, self_c, mode, p):
+    """(D, class) of profile p as a candidate (class −1: no eligible row / infeasible)."""
+    n_cls = cnt.shape[1]
+    ec = -1
+    for c in range(n_cls):
+        k = cnt[p, c]
+        if p == self_p and c == self_c:
+            k -= 1
+        if k > 0 and (c == 0 or ymL[c - 1] == 0):
+            ec = c
+            break
+    if ec < 0:
+        return np.inf, -1
+    dd = 0.0
+    for a in range(F.shape[1]):
+        v = F[p, a, x]
+        mx = hi[a] if hi[a] > v else v
+        mn = lo[a] if lo[a] < v else v
+        if infeasible(mn, mx, mode):
+            return np.inf, -1
+        dd += (mx - mn) - (hi[a] - lo[a])
+    return dd, ec
+
+
+@kernel
+def _dead(cnt, p):
+    """True when profile p has no single row left in any class."""
+    for c in range(cnt.shape[1]):
+        if cnt[p, c] > 0:
+            return False
+    return True
+
+
+@kernel
+def _kill(nxs, pvs, t):
+    """Remove sorted position t from a (next, previous) skip structure."""
+    nxs[t] = t + 1
+    pvs[t + 1] = t
+
+
+@kernel
+def closest_profile(F, cnt, ymL, lo, hi, x, self_p, self_c, mode, sorder, svals, nxs, pvs):
     """Best single-row candidate by profile: ``(D, profile, class)``; profile −1 if none.
 
-    Lowest D, then lowest profile, then the first eligible class (0 first). Stops at the
-    first profile with D = 0 (no later profile can win the tie).
+    Lowest D, then lowest profile index, then the first eligible class (0 first).
+    Indexed by the sum of each profile's probabilities over the attribute sets,
+    S_p = Σ_A f_A (``svals[x]`` sorted, ``sorder[x]`` the profiles in that order): since
+    D = Σ_A dist(f_A, [f_min,A, f_max,A]) ≥ max(S_p − Σ f_max, Σ f_min − S_p, 0), profiles
+    are visited by increasing lower bound from the slab Σ f_min ≤ S_p ≤ Σ f_max outwards,
+    and the walk stops once the bound exceeds the best D found (exact: ties included).
+    Profiles without any single row left are unlinked from x's order when met
+    (``nxs[x]``/``pvs[x]``: next / previous live position skip lists, ``pvs`` shifted by one).
     """
     n_prof = F.shape[0]
     nA = F.shape[1]
-    n_cls = cnt.shape[1]
+    nx = nxs[x]
+    pv = pvs[x]
+    s_lo = 0.0
+    s_hi = 0.0
+    for a in range(nA):
+        s_lo += lo[a]
+        s_hi += hi[a]
+    eps = 1e-12 * (1.0 + nA)
+    # slab [i0, i1): svals within [s_lo, s_hi]
+    a0 = 0
+    b0 = n_prof
+    while a0 < b0:
+        mid = (a0 + b0) // 2
+        if svals[x, mid] < s_lo:
+            a0 = mid + 1
+        else:
+            b0 = mid
+    i0 = a0
+    a0 = i0
+    b0 = n_prof
+    while a0 < b0:
+        mid = (a0 + b0) // 2
+        if svals[x, mid] <= s_hi:
+            a0 = mid + 1
+        else:
+            b0 = mid
+    i1 = a0
     best_d = np.inf
     best_p = -1
     best_c = -1
-    for p in range(n_prof):
-        ec = -1
-        for c in range(n_cls):
-            k = cnt[p, c]
-            if p == self_p and c == self_c:
-                k -= 1
-            if k > 0 and (c == 0 or ymL[c - 1] == 0):
-                ec = c
-                break
-        if ec < 0:
+    t = _next_alive(nx, i0)
+    while t < i1:
+        p = sorder[x, t]
+        if _dead(cnt, p):
+            _kill(nx, pv, t)
+        else:
+            dd, ec = _profile_candidate(F, cnt, ymL, lo, hi, x, self_p, self_c, mode, p)
+            if ec >= 0 and (dd < best_d or (dd == best_d and p < best_p)):
+                best_d = dd
+                best_p = p
+                best_c = ec
+        t = _next_alive(nx, t + 1)
+    left = _prev_alive(pv, i0) - 1
+    right = _next_alive(nx, i1)
+    while left >= 0 or right < n_prof:
+        bl = s_lo - svals[x, left] if left >= 0 else np.inf
+        br = svals[x, right] - s_hi if right < n_prof else np.inf
+        go_left = bl <= br
+        bound = bl if go_left else br
+        if bound - eps > best_d:
+            break
+        t = left if go_left else right
+        if go_left:
+            left = _prev_alive(pv, left) - 1
+        else:
+            right = _next_alive(nx, right + 1)
+        p = sorder[x, t]
+        if _dead(cnt, p):
+            _kill(nx, pv, t)
             continue
-        dd = 0.0
-        bad = False
-        for a in range(nA):
-            v = F[p, a, x]
-            mx = hi[a] if hi[a] > v else v
-            mn = lo[a] if lo[a] < v else v
-            if infeasible(mn, mx, mode):
-                bad = True
-                break
-            dd += (mx - mn) - (hi[a] - lo[a])
-        if bad:
-            continue
-        if dd < best_d:
+        dd, ec = _profile_candidate(F, cnt, ymL, lo, hi, x, self_p, self_c, mode, p)
+        if ec >= 0 and (dd < best_d or (dd == best_d and p < best_p)):
             best_d = dd
             best_p = p
             best_c = ec
-            if dd == 0.0:
-                break
     return best_d, best_p, best_c
 
 
@@ -458,7 +537,7 @@ def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad, mode):
     ymask = np.zeros((cap, nX), dtype=np.uint8)
     slot_root = np.full(cap, -1, dtype=np.int64)
     slot_alive = np.zeros(cap, dtype=np.uint8)
-    n_slots = 0
+    n_slots = np.int64(0)
     # single-row index: rows sorted by (profile, class, rank, row), ranges per (p, c)
     pos_of = np.empty(n, dtype=np.int64)
     srank = np.empty(n, dtype=np.int64)
@@ -489,6 +568,26 @@ def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad, mode):
         if c > 0:
             holders[fill[c - 1]] = i
             fill[c - 1] += 1
+    # profile index per x: profiles sorted by S_p = Σ_A f (see closest_profile)
+    svals = np.zeros((nX, n_prof), dtype=np.float64)
+    sorder = np.empty((nX, n_prof), dtype=np.int64)
+    for x in range(nX):
+        tmp = np.zeros(n_prof, dtype=np.float64)
+        for p in range(n_prof):
+            acc = 0.0
+            for a in range(nA):
+                acc += F[p, a, x]
+            tmp[p] = acc
+        o = np.argsort(tmp, kind="mergesort")
+        for t in range(n_prof):
+            sorder[x, t] = o[t]
+            svals[x, t] = tmp[o[t]]
+    pnxt = np.empty((nX, n_prof + 1), dtype=np.int64)
+    pprv = np.empty((nX, n_prof + 1), dtype=np.int64)
+    for x in range(nX):
+        for t in range(n_prof + 1):
+            pnxt[x, t] = t
+            pprv[x, t] = t
     lo = np.empty(nA, dtype=np.float64)
     hi = np.empty(nA, dtype=np.float64)
     ymL = np.zeros(nX, dtype=np.uint8)
@@ -532,7 +631,8 @@ def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad, mode):
                             self_p = row_prof[L]
                             self_c = row_cls[L]
                         best_d, best_p, best_c = closest_profile(F, cnt, ymL, lo, hi, x,
-                                                                 self_p, self_c, mode)
+                                                                 self_p, self_c, mode, sorder,
+                                                                 svals, pnxt, pprv)
                         best_s = -1
                         if best_d > 0.0:
                             best_s = closest_group(gmin, gmax, ymask, slot_alive, slot_root,

@@ -149,8 +149,8 @@ def split_candidate(q, s, w, iw, perm, a, b, j, cut, n_values, case, pt_sig, pt_
     """
     hl = np.zeros(n_values, dtype=np.int64)
     hr = np.zeros(n_values, dtype=np.int64)
-    nl = 0
-    nr = 0
+    nl = np.int64(0)
+    nr = np.int64(0)
     for t in range(a, b):
         c = perm[t]
         if q[j, c] <= cut:
@@ -179,7 +179,7 @@ def split_candidate(q, s, w, iw, perm, a, b, j, cut, n_values, case, pt_sig, pt_
 def whole_terms(s, w, iw, n_values, case, pt_sig, pt_l, pt_k, pt_m):
     """Terms of the single group made of every cell (the initial statistics)."""
     hist = np.zeros(n_values, dtype=np.int64)
-    n = 0
+    n = np.int64(0)
     for c in range(s.shape[0]):
         hist[s[c]] += w[c]
         n += iw[c]
