@@ -59,6 +59,7 @@ _DIRECT_MAX = 1 << 26
 _PARALLEL_MIN_ROWS = 1 << 16
 _PAIR_SHIFT = 31
 _PAIR_MASK = (1 << 31) - 1
+_INT32_MAX = (1 << 31) - 1
 
 
 def _ro(a: np.ndarray, dtype: Any) -> np.ndarray:
@@ -352,12 +353,20 @@ class _LabelCodes:
 
 # ============================================================================ count state
 class _CountState:
-    """(group code, value code) → count: dense matrix while small, hash table beyond."""
+    """(group code, value code) → count: dense matrix while small, hash table beyond.
+
+    The dense matrix holds **int32** counts (half the memory traffic of int64: random-order
+    groups count ~1.5x faster) and is flushed into an int64 matrix of the same layout
+    before it could overflow — after 2**31 - 1 rows, so only huge inputs ever allocate the
+    second matrix. Weighted additions (merges of partial states) go to the int64 matrix.
+    """
 
     def __init__(self, dense_cells: int) -> None:
         self.dense_cells = int(dense_cells)
         self.sparse = False
-        self.mat = np.zeros(0, dtype=np.int64)
+        self.mat = np.zeros(0, dtype=np.int32)
+        self.mat64: np.ndarray | None = None
+        self.since_flush = 0
         self.stride = 0
         self.gcap = 0
         self.pairs = _IntCodes(force_hash=True)
@@ -375,19 +384,44 @@ class _CountState:
         if n_groups > gcap:
             gcap = min(max(n_groups, 2 * gcap, 1024), max_g)
         if (stride, gcap) != (self.stride, self.gcap):
-            mat = np.zeros(stride * gcap, dtype=np.int64)
-            if self.mat.size:
-                old = self.mat.reshape(self.gcap, self.stride)
-                mat.reshape(gcap, stride)[:self.gcap, :self.stride] = old
-            self.mat, self.stride, self.gcap = mat, stride, gcap
+            self.mat = self._regrid(self.mat, stride, gcap)
+            if self.mat64 is not None:
+                self.mat64 = self._regrid(self.mat64, stride, gcap)
+            self.stride, self.gcap = stride, gcap
         return True
+
+    def _regrid(self, old: np.ndarray, stride: int, gcap: int) -> np.ndarray:
+        mat = np.zeros(stride * gcap, dtype=old.dtype)
+        if old.size:
+            mat.reshape(gcap, stride)[:self.gcap, :self.stride] = \
+                old.reshape(self.gcap, self.stride)
+        return mat
+
+    def reserve(self, rows: int) -> None:
+        """Make room for ``rows`` more unit counts in the int32 matrix (flush if needed)."""
+        if self.since_flush + rows > _INT32_MAX:
+            if self.mat64 is None:
+                self.mat64 = np.zeros(self.mat.size, dtype=np.int64)
+            self.mat64 += self.mat
+            self.mat[:] = 0
+            self.since_flush = 0
+        self.since_flush += rows
+
+    def dense64(self) -> np.ndarray:
+        """The dense counts as one int64 matrix (a new array)."""
+        out = self.mat.astype(np.int64)
+        if self.mat64 is not None:
+            out += self.mat64
+        return out
 
     def _to_sparse(self, n_values: int) -> None:
         from ._kernels.counting import dense_nonzero
 
-        g, v, c = dense_nonzero(self.mat, int(self.stride), int(self.gcap), int(self.stride))
+        g, v, c = dense_nonzero(self.dense64(), int(self.stride), int(self.gcap),
+                                int(self.stride))
         self.sparse = True
-        self.mat = np.zeros(0, dtype=np.int64)
+        self.mat = np.zeros(0, dtype=np.int32)
+        self.mat64 = None
         self.stride = self.gcap = 0
         self._add_sparse(g, v, c)
 
@@ -403,11 +437,17 @@ class _CountState:
         if self.sparse:
             self._add_sparse(g, v, w)
             return
+        if w.size:   # weighted (a merge): straight into the int64 matrix
+            if self.mat64 is None:
+                self.mat64 = np.zeros(self.mat.size, dtype=np.int64)
+            np.add.at(self.mat64, g.astype(np.int64) * self.stride + v, w)
+            return
+        self.reserve(g.size)
         if threads > 1 and g.size >= _PARALLEL_MIN_ROWS:
             lo, hi = int(g.min()), int(g.max())
-            dense_add_parallel(g, v, w, self.mat, int(self.stride), lo, hi, int(threads))
+            dense_add_parallel(g, v, self.mat, int(self.stride), lo, hi, int(threads))
         else:
-            dense_add(g, v, w, self.mat, int(self.stride))
+            dense_add(g, v, self.mat, int(self.stride))
 
     def _add_sparse(self, g: np.ndarray, v: np.ndarray, w: np.ndarray) -> None:
         from ._kernels.counting import hash_count
@@ -444,11 +484,12 @@ class _CountState:
                     (keys & _PAIR_MASK).astype(np.int32), counts)
         if not self.mat.size:
             return (np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0, np.int64))
-        return dense_nonzero(self.mat, int(self.stride), int(n_groups), int(n_values))
+        return dense_nonzero(self.dense64(), int(self.stride), int(n_groups), int(n_values))
 
     @property
     def nbytes(self) -> int:
-        return int(self.mat.nbytes + self.pairs.nbytes + self.pcounts.nbytes)
+        extra = 0 if self.mat64 is None else self.mat64.nbytes
+        return int(self.mat.nbytes + extra + self.pairs.nbytes + self.pcounts.nbytes)
 
 
 # ============================================================================ accumulator
@@ -616,10 +657,12 @@ class CountAccumulator:
         while start < n:
             if not st._ensure_dense(ints.n, self.n_values, rows_after):
                 break
+            st.reserve(n - start)
             stop, code = count_direct(x, int(ints.base), ints.table, int(ints.n), v, vremap,
                                       st.mat, int(st.stride), int(st.gcap), int(start))
             ints.n = int(code)
             ints._check_codes()
+            st.since_flush -= n - int(stop)   # reserved for rows not counted yet
             self.rows_counted += int(stop) - start
             start = int(stop)
             if start == n:
@@ -785,17 +828,20 @@ class CountAccumulator:
             gused = np.bincount(g, minlength=G) > 0
             vused = np.bincount(v, minlength=V) > 0
         else:
-            m = st.mat.reshape(st.gcap, st.stride)[:G, :V] if st.mat.size else \
+            mat64 = st.dense64()
+            m = mat64.reshape(st.gcap, st.stride)[:G, :V] if mat64.size else \
                 np.zeros((G, V), dtype=np.int64)
-            gused = (m != 0).any(axis=1)
-            vused = (m != 0).any(axis=0)
+            nz = m != 0
+            gused = nz.any(axis=1)
+            vused = nz.any(axis=0)
+            del nz
         if not gused.any():
             raise ValueError("no rows were counted (empty input)")
         gorder, keys, vrank, values = self._canonical(gused, vused)
         n_out = gorder.size
         with _n_jobs(self.n_jobs) as threads:
             if not st.sparse:
-                args = (st.mat, int(st.stride), _ro(gorder, np.int64), _ro(vrank, np.int32),
+                args = (mat64, int(st.stride), _ro(gorder, np.int64), _ro(vrank, np.int32),
                         int(V))
                 if threads > 1 and n_out >= 4096:
                     indptr, codes, counts, sizes = dense_profiles_parallel(*args, int(threads))

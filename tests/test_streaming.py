@@ -200,6 +200,32 @@ def test_state_is_bounded_by_pairs_not_rows():
     assert rel.n_rows == 21 * batch.num_rows and rel.n_groups == 200
 
 
+@given(st.lists(st.tuples(st.integers(0, 5), st.sampled_from("abc")), min_size=1,
+                max_size=60), st.integers(1, 9), st.integers(1, 7), st.booleans())
+def test_int32_state_flushes_into_int64_before_overflow(rs, limit, chunk, two_keys):
+    # the dense state counts in int32 and moves its counts into an int64 matrix before a
+    # cell could overflow; a tiny limit exercises that path on small data
+    import fastpriv.counts as counts_mod
+
+    t = pa.table({"g": [g for g, _ in rs], "h": [g % 2 for g, _ in rs],
+                  "s": [s for _, s in rs]})
+    keys = ["g", "h"] if two_keys else ["g"]
+    ref = Release.from_table(t, sensitive="s", group=keys)
+    saved = counts_mod._INT32_MAX
+    counts_mod._INT32_MAX = limit
+    try:
+        acc = CountAccumulator(keys, "s")
+        for b in t.to_batches(max_chunksize=chunk):
+            acc.add(b)
+        other = CountAccumulator(keys, "s").add(t)
+        merged = counts_mod.merge([acc, other])
+    finally:
+        counts_mod._INT32_MAX = saved
+    assert acc.to_release().equals(ref)
+    assert merged.to_release().n_rows == 2 * t.num_rows
+    assert (acc._state.mat64 is not None) == (t.num_rows > limit)
+
+
 def test_progress_callback_and_counters(tmp_path):
     t = synthetic(3000, group_size=30, seed=1)
     calls = []

@@ -94,12 +94,13 @@ def test_dense_profiles_and_parallel_add_equal_oracle(data, chunks):
     g = kernel_array(np.array([r[0] for r in rs], dtype=np.int32), np.int32)
     v = kernel_array(np.array([r[1] for r in rs], dtype=np.int32), np.int32)
     stride = V + 3
-    serial = np.zeros(G * stride, dtype=np.int64)
-    par = np.zeros(G * stride, dtype=np.int64)
-    K.dense_add(g, v, EMPTY, serial, stride)
+    serial = np.zeros(G * stride, dtype=np.int32)
+    par = np.zeros(G * stride, dtype=np.int32)
+    K.dense_add(g, v, serial, stride)
     if len(rs):
-        K.dense_add_parallel(g, v, EMPTY, par, stride, int(g.min()), int(g.max()), chunks)
+        K.dense_add_parallel(g, v, par, stride, int(g.min()), int(g.max()), chunks)
     assert np.array_equal(serial, par)
+    serial = serial.astype(np.int64)
     # the state's groups in a shuffled order, values relabelled by a permutation
     rng = np.random.default_rng(len(rs))
     gorder = rng.permutation(G)

@@ -415,15 +415,11 @@ def pack_pairs(a, b):
 
 
 @kernel
-def dense_add(group, value, weights, mat, stride):
-    """``mat[group[i] * stride + value[i]] += weights[i]`` (1 when ``weights`` is empty)."""
-    unit = weights.shape[0] == 0
-    if unit:
-        for i in range(group.shape[0]):
-            mat[np.int64(group[i]) * stride + value[i]] += 1
-    else:
-        for i in range(group.shape[0]):
-            mat[np.int64(group[i]) * stride + value[i]] += weights[i]
+def dense_add(group, value, mat, stride):
+    """``mat[group[i] * stride + value[i]] += 1`` (int32 state: the caller keeps the total
+    below 2**31, see ``counts._CountState.reserve``)."""
+    for i in range(group.shape[0]):
+        mat[np.int64(group[i]) * stride + value[i]] += 1
 
 
 @kernel
@@ -458,7 +454,7 @@ def count_direct(x, base, table, next_code, vidx, vremap, mat, stride, gcap, sta
 
 
 @kernel(parallel=True)
-def dense_add_parallel(group, value, weights, mat, stride, g_lo, g_hi, n_chunks):
+def dense_add_parallel(group, value, mat, stride, g_lo, g_hi, n_chunks):
     """:func:`dense_add` on ``n_chunks`` threads without a data race (owner computes).
 
     Chunk c owns the group codes ``[lo_c, hi_c)`` of an equal split of ``[g_lo, g_hi]``
@@ -467,7 +463,6 @@ def dense_add_parallel(group, value, weights, mat, stride, g_lo, g_hi, n_chunks)
     state matrix can be hundreds of MB). Each thread reads all rows (sequential, cheap)
     and performs 1/n_chunks of the random-access updates.
     """
-    unit = weights.shape[0] == 0
     n = group.shape[0]
     span = g_hi - g_lo + 1
     for c in prange(n_chunks):
@@ -476,10 +471,7 @@ def dense_add_parallel(group, value, weights, mat, stride, g_lo, g_hi, n_chunks)
         for i in range(n):
             g = np.int64(group[i])
             if g >= lo and g < hi:
-                if unit:
-                    mat[g * stride + value[i]] += 1
-                else:
-                    mat[g * stride + value[i]] += weights[i]
+                mat[g * stride + value[i]] += 1
 
 
 @kernel
