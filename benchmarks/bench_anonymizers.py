@@ -192,7 +192,7 @@ def _plot_case_study(out: dict, dest: Path) -> None:
         if j == 0:
             ax.legend(fontsize=7)
     ax = fig.add_subplot(1, 3, 3, projection="3d")
-    for label, pts, color, marker in series:
+    for _label, pts, color, marker in series:
         ax.scatter([p[0] for p in pts], [p[1] for p in pts], [p[2] for p in pts], c=color,
                    marker=marker, s=40)
     ax.set_xlabel("ℓ")
@@ -297,7 +297,7 @@ def bench_chen_figure8(benchmark, full):
             pq.write_table(table, path, compression="zstd")
             file_mib = os.path.getsize(path) / 2**20
             for label, pt in FIG8_POINTS.items():
-                rows = {}
+                rows: dict = {}
                 for mode in ("rows", "triples"):
                     if full:
                         proc = subprocess.run(

@@ -43,15 +43,15 @@ def _mul(a, b):
     return a * b
 
 
-def svpi_terms(values, sigma, l, k, m):
-    """(minNR, T(ℓ,0), T(ℓ,k), V(m,0), V(m,k)) of one SVPI group (list of values)."""
+def svpi_terms(values, sigma, ell, k, m):
+    """(minNR, T(ℓ,0), T(ℓ,k), V(m,0), V(m,k)) of one SVPI group (list of values), ℓ = ell."""
     cnt = Counter(values)
     n = len(values)
     s = cnt.get(sigma, 0)
     if s == 0:
         return [INF, INF, INF, Fraction(1), Fraction(1)]
     others = sorted((c for v, c in cnt.items() if v != sigma), reverse=True)
-    big_s = sum(others[:l])
+    big_s = sum(others[:ell])
     tk = svpi_t(n, s, big_s, k)
     return [_mul(tk, svpi_v(n, s, m, k + 1)), svpi_t(n, s, big_s, 0), tk,
             svpi_v(n, s, m, 0), svpi_v(n, s, m, k)]
@@ -76,10 +76,11 @@ def median_cut(values):
     target = (len(values) + 1) // 2
     cum = 0
     i = 0
-    for i, v in enumerate(distinct):
+    for v in distinct:
         cum += cnt[v]
         if cum >= target:
             break
+        i += 1
     if i == len(distinct) - 1:
         i -= 1
     return distinct[i]
@@ -99,10 +100,10 @@ def skyline_anonymize_reference(rows, qi, sensitive, pairs):
 
     def terms(idx):
         vals = [rows[i][sensitive] for i in idx]
-        return [svpi_terms(vals, sig, l, k, m) for sig, l, k, m, _ in pairs]
+        return [svpi_terms(vals, sig, ell, k, m) for sig, ell, k, m, _ in pairs]
 
     stats = terms(range(len(rows)))
-    if not all(_safe(st, p[4]) for st, p in zip(stats, pairs)):
+    if not all(_safe(st, p[4]) for st, p in zip(stats, pairs, strict=True)):
         return None
     queue = deque([list(range(len(rows)))])
     final = []
@@ -122,9 +123,9 @@ def skyline_anonymize_reference(rows, qi, sensitive, pairs):
             left = [i for i in g if rows[i][a] <= cut]
             right = [i for i in g if rows[i][a] > cut]
             tl, tr = terms(left), terms(right)
-            merged = [[min(x, y, z) for x, y, z in zip(s0, s1, s2)]
-                      for s0, s1, s2 in zip(stats, tl, tr)]
-            if all(_safe(st, p[4]) for st, p in zip(merged, pairs)):
+            merged = [[min(x, y, z) for x, y, z in zip(s0, s1, s2, strict=True)]
+                      for s0, s1, s2 in zip(stats, tl, tr, strict=True)]
+            if all(_safe(st, p[4]) for st, p in zip(merged, pairs, strict=True)):
                 stats = merged
                 queue.append(left)
                 queue.append(right)

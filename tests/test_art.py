@@ -157,7 +157,8 @@ def test_art_output_is_r_robust_exactly(seed, r, condition):
               condition=condition, on_unsatisfied="report")
     rows = [{"a": a, "b": b, "_value": s, "g": g}
             for a, b, s, g in zip(t.column("a").to_pylist(), t.column("b").to_pylist(),
-                                  t.column("s").to_pylist(), res.group_ids.tolist())]
+                                  t.column("s").to_pylist(), res.group_ids.tolist(),
+                                  strict=True)]
     know, rates = derived_knowledge([{"a": x["a"], "b": x["b"], "s": x["_value"]}
                                      for x in rows], ["a", "b"], "s", 3)
     best, problematic, undefined = naive_audit(rows, list(know), "g", r, know, rates,

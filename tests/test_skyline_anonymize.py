@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 
 import fastpriv as fp
 from fastpriv import skyline as sk
-from fastpriv.anonymize.skyline import (SplitContext, parse_skyline_spec,
-                                        skyline_anonymize)
+from fastpriv.anonymize.skyline import SplitContext, parse_skyline_spec, skyline_anonymize
 from fastpriv.release import Release
 from tests.naive_anonymizers import median_cut, skyline_anonymize_reference
 
@@ -45,16 +44,16 @@ def svpi_tables(draw, max_rows=40):
 
 def _skylines(pts):
     out: dict = {}
-    for sigma, l, k, m, c in pts:
-        out.setdefault(sigma, []).append((l, k, m, c))
+    for sigma, ell, k, m, c in pts:
+        out.setdefault(sigma, []).append((ell, k, m, c))
     return out
 
 
 def _pairs(pts, values):
     out = []
-    for sigma, l, k, m, c in pts:
+    for sigma, ell, k, m, c in pts:
         for v in (values if sigma == "*" else [sigma]):
-            out.append((v, l, k, m, c))
+            out.append((v, ell, k, m, c))
     return out
 
 
@@ -73,7 +72,7 @@ def test_equals_the_exact_reference(inp):
     t = pa.table(cols)
     qi = [c for c in cols if c != "s"]
     values = sorted(set(cols["s"]))
-    rows = [dict(zip(cols, vals)) for vals in zip(*cols.values())]
+    rows = [dict(zip(cols, vals, strict=True)) for vals in zip(*cols.values(), strict=True)]
     want = skyline_anonymize_reference(rows, qi, "s", _pairs(pts, values))
     if want is None:
         with pytest.raises(ValueError, match="no release"):
@@ -101,7 +100,7 @@ def _split_release(rel, group_rows, s_col, g, left, right):
 @given(svpi_tables(max_rows=40), st.sampled_from([0.75, 0.9, 2 / 3, 0.8]))
 def test_svpi_output_is_safe_and_minimal(inp, c):
     cols, pts = inp
-    pts = [(s, l, k, m, c) for s, l, k, m, _ in pts]     # also the "round" thresholds
+    pts = [(s, ell, k, m, c) for s, ell, k, m, _ in pts]     # also "round" thresholds
     t = pa.table(cols)
     qi = [x for x in cols if x != "s"]
     sky = _skylines(pts)
@@ -237,7 +236,8 @@ def test_orders_and_custom_callable():
     qi_order = skyline_anonymize(t, ["a", "b", "c"], "s", sky, order="qi")
     assert widest.info["path"] == "compiled" and qi_order.info["check"]["safe"]
 
-    from fastpriv._kernels.mondrian import attribute_order, median_cut as kmedian
+    from fastpriv._kernels.mondrian import attribute_order
+    from fastpriv._kernels.mondrian import median_cut as kmedian
     from fastpriv._validation import kernel_array
 
     tree_meta = {}

@@ -144,8 +144,11 @@ def _prev_alive(prv, i):
 
 @kernel
 def group_required(F, row_prof, L, sL, gmin, gmax, x, r, n0):
-    """Required size N′_o of group L (root; slot ``sL`` or −1 for a single row) for x;
-    :data:`BIG` when infinite or larger than the table."""
+    """Return the required size N′_o of group L for x (:data:`BIG`: none is reachable).
+
+    L is a root; ``sL`` its slot, or −1 for a single row. :data:`BIG` when N′_o is
+    infinite or larger than the table.
+    """
     req = n0
     for a in range(F.shape[1]):
         if sL >= 0:
@@ -164,9 +167,11 @@ def group_required(F, row_prof, L, sL, gmin, gmax, x, r, n0):
 
 @kernel
 def infeasible(mn, mx, mode):
-    """True when a group with bounds (f_min, f_max) can never satisfy the condition:
+    """Tell whether a group with bounds (f_min, f_max) can never satisfy the condition.
+
     Δ mode: f_min = 0 < f_max (Δ = f_max) or f_max = 1 > f_min (Δ_ceil = 0 < Δ);
-    exact mode: f_max = 1 (that tuple's odds are infinite)."""
+    exact mode: f_max = 1 (that tuple's odds are infinite).
+    """
     if mode == EXACT:
         return mx == 1.0
     return (mn == 0.0 and mx > 0.0) or (mx == 1.0 and mn < 1.0)
@@ -174,7 +179,7 @@ def infeasible(mn, mx, mode):
 
 @kernel
 def odds(f):
-    """o = f / (1 − f) (+∞ at f = 1): in the binary model with x once, p_j = o_j / Σ o."""
+    """Return the odds f / (1 − f) (+∞ at f = 1); binary model, x once: p_j = o_j / Σ o."""
     if f >= 1.0:
         return np.inf
     return f / (1.0 - f)
@@ -182,9 +187,12 @@ def odds(f):
 
 @kernel
 def group_status(F, row_prof, L, sL, size_L, gmin, gmax, gsum, gomax, x, r, n0, mode):
-    """(ok, stuck) of group L for x: Δ mode — N ≥ N′_o (stuck when N′_o is infinite);
-    exact mode — r · max o ≤ Σ o (1 + 1e-12) for every attribute set, the exact binary
-    posterior bound for a value occurring once (stuck when some f = 1)."""
+    """Return (ok, stuck) of group L for x.
+
+    Δ mode: N ≥ N′_o (stuck when N′_o is infinite); exact mode: r · max o ≤ Σ o (1 + 1e-12)
+    for every attribute set, the exact binary posterior bound for a value occurring once
+    (stuck when some f = 1).
+    """
     if mode == DELTA:
         req = group_required(F, row_prof, L, sL, gmin, gmax, x, r, n0)
         return size_L >= req, req >= BIG
@@ -230,7 +238,7 @@ def _profile_candidate(F, cnt, ymL, lo, hi, x, self_p, self_c, mode, p):
 
 @kernel
 def _dead(cnt, p):
-    """True when profile p has no single row left in any class."""
+    """Tell whether profile p has no single row left in any class."""
     for c in range(cnt.shape[1]):
         if cnt[p, c] > 0:
             return False
@@ -372,7 +380,7 @@ def closest_group(gmin, gmax, ymask, slot_alive, slot_root, first_row, n_slots, 
 
 @kernel
 def pick_row(rstart, srank, nxt, prv, sorted_rows, b, seed, self_pos):
-    """The available row of range ``b`` (profile × class) nearest to QI rank ``seed``.
+    """Return the available row of range ``b`` (profile × class) nearest to rank ``seed``.
 
     Right side (rank ≥ seed: the first in sorted order) wins ties of distance; left side:
     the last in sorted order below ``seed``. ``self_pos`` (the seed group's own row) is
@@ -471,8 +479,11 @@ def _absorb_slot(sO, sL, gmin, gmax, gsum, gomax, ymask):
 @kernel
 def _pad_join_target(F, p, gmin, gmax, ymask, slot_alive, slot_root, first_row, n_slots, n,
                      mode):
-    """Slot of the group holding X_s values nearest to a row of profile p (Σ over its
-    values of D); lowest smallest-row index on ties; −1 when no group holds X_s values."""
+    """Return the slot of the group holding X_s values nearest to a row of profile p.
+
+    Nearest: smallest Σ over its values of D; lowest smallest-row index on ties; groups the
+    row would make infeasible are skipped; −1 when there is none.
+    """
     nA = F.shape[1]
     nX = F.shape[2]
     best = np.inf

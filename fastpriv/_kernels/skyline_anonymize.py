@@ -37,7 +37,7 @@ from .skyline import INF, SET, combine, mul, t_value, v_value
 
 @kernel
 def profile_terms(hist, n, case, pt_sig, pt_l, pt_k, pt_m):
-    """The five per-group terms of every pair for one group.
+    """Return the five per-group terms of every pair for one group.
 
     ``hist`` is the group's dense histogram of value occurrences (int64, one slot per
     sensitive code), ``n`` its number of individuals. Row ``p`` of the result is

@@ -65,6 +65,7 @@ class ARTInput:
     knowledge : Knowledge
     kept_rows : numpy.ndarray or None
         Input rows kept (``nulls="drop"``), None when every row is kept.
+
     """
 
     def __init__(self, **kw: Any) -> None:
@@ -231,7 +232,7 @@ def prepare_art(table: Any, qi: Sequence[str], sensitive: str, *,
 
 def _merge_values(t: pa.Table, sensitive: str, xs_labels: list, values: list
                   ) -> tuple[pa.Table, str]:
-    """The table with every value of X_s replaced by one label ``{a, b, …}`` (strings)."""
+    """Replace every value of X_s by one label ``{a, b, …}`` (the column becomes strings)."""
     import pyarrow.compute as pc
 
     label = "{" + ", ".join(map(str, xs_labels)) + "}"
@@ -272,8 +273,10 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
         once per group (m-uniqueness); other values are unconstrained.
     knowledge : Knowledge, optional
         The adversary's distributions (attribute sets within ``qi`` are used). Default:
-        :meth:`Knowledge.derive` of the table with ``max_size``, ``epsilon``, ``delta``,
-        ``min_support`` (papers: ε = 0.01, δ = 0.9).
+        :meth:`Knowledge.derive` of the table (the true frequencies: the worst case).
+    max_size, epsilon, delta, min_support
+        Options of the derived knowledge: largest attribute set, Hoeffding parameters of a
+        reliable signature (papers: ε = 0.01, δ = 0.9) or an explicit minimum support.
     condition : {"delta", "exact"}
         When a group holding x is done. ``"delta"`` (Wong et al.): the Δ bounding condition
         of Theorem 1 for every attribute set, i.e. N ≥ N′_o of inequality (5). ``"exact"``:
@@ -320,6 +323,7 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
     ...                        sensitive_values=["Preschool", "1st-4th", "5th-6th", "7th-8th"])
     >>> res.info["max_posterior"] <= 0.25 * (1 + 1e-12)
     True
+
     """
     from .._kernels.art import DELTA, EXACT, art_merge
     from ..release import Release

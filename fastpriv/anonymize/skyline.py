@@ -83,6 +83,7 @@ class SplitContext:
     ``attribute`` an index into ``qi`` or a column name, ``cut`` a domain code; the left
     child holds the cells with code ≤ cut. The first candidate that keeps every point safe
     is applied; invalid candidates (an empty child) are skipped.
+
     """
 
     qi: tuple
@@ -135,7 +136,7 @@ def _pairs(skylines: Any, values: list) -> _Pairs:
     if not pts:
         raise ValueError("skylines has no point: give {sigma: [(l, k, m, c), ...]} or a list "
                          "of points for every value")
-    thr, strict = zip(*(_threshold(p[3]) for p in pts))
+    thr, strict = zip(*(_threshold(p[3]) for p in pts), strict=True)
     arr = lambda x, dt: kernel_array(np.asarray(x, dtype=dt), dt)  # noqa: E731
     return _Pairs(sigma=owners, points=pts, sig=arr(sig, np.int64),
                   l=arr([p[0] for p in pts], np.int64), k=arr([p[1] for p in pts], np.int64),
@@ -410,6 +411,7 @@ def skyline_anonymize(table: Any, qi: Sequence[str], sensitive: str, skylines: A
     ...                         {"*": [(4, 0, 0, 0.75)]})
     >>> res.info["check"]["safe"]
     True
+
     """
     t0 = time.perf_counter()
     if not (order in ("widest", "qi") if isinstance(order, str) else callable(order)):
@@ -529,7 +531,7 @@ def _point_summary(stats: np.ndarray, pairs: _Pairs) -> list:
 
 def _describe(pairs: _Pairs) -> str:
     seen: dict = {}
-    for sigma, p in zip(pairs.sigma, pairs.points):
+    for sigma, p in zip(pairs.sigma, pairs.points, strict=True):
         seen.setdefault(tuple(p[:3]) + (float(p[3]),), set()).add(sigma)
     n_values = len(set(pairs.sigma))
     parts = []
@@ -542,7 +544,7 @@ def _describe(pairs: _Pairs) -> str:
 
 def _jsonable_skylines(pairs: _Pairs) -> list:
     return [{"sigma": s, "l": p[0], "k": p[1], "m": p[2], "c": float(p[3])}
-            for s, p in zip(pairs.sigma, pairs.points)]
+            for s, p in zip(pairs.sigma, pairs.points, strict=True)]
 
 
 # ---------------------------------------------------------------------- CLI plugin
