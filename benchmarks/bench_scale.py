@@ -363,8 +363,7 @@ def bench_threads(benchmark, full):
     stride = 24
     mat32 = np.zeros(G * stride, dtype=np.int32)
     C.dense_add(g, v, mat32, stride)
-    mat = mat32.astype(np.int64)
-    args = (mat, stride, kernel_array(np.arange(G), np.int64),
+    args = (mat32, np.zeros(0, dtype=np.int64), stride, kernel_array(np.arange(G), np.int64),
             kernel_array(np.arange(20), np.int32), 20)
     one, two = _alternate(lambda: C.dense_profiles(*args),
                           lambda: C.dense_profiles_parallel(*args, 2), repeats)

@@ -407,17 +407,15 @@ class _CountState:
             self.since_flush = 0
         self.since_flush += rows
 
-    def dense64(self) -> np.ndarray:
-        """The dense counts as one int64 matrix (a new array)."""
-        out = self.mat.astype(np.int64)
-        if self.mat64 is not None:
-            out += self.mat64
-        return out
+    def dense_parts(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(mat, mat64)`` for the dense readers (``mat64`` empty when never needed)."""
+        return self.mat, (self.mat64 if self.mat64 is not None
+                          else np.zeros(0, dtype=np.int64))
 
     def _to_sparse(self, n_values: int) -> None:
         from ._kernels.counting import dense_nonzero
 
-        g, v, c = dense_nonzero(self.dense64(), int(self.stride), int(self.gcap),
+        g, v, c = dense_nonzero(*self.dense_parts(), int(self.stride), int(self.gcap),
                                 int(self.stride))
         self.sparse = True
         self.mat = np.zeros(0, dtype=np.int32)
@@ -484,7 +482,8 @@ class _CountState:
                     (keys & _PAIR_MASK).astype(np.int32), counts)
         if not self.mat.size:
             return (np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0, np.int64))
-        return dense_nonzero(self.dense64(), int(self.stride), int(n_groups), int(n_values))
+        return dense_nonzero(*self.dense_parts(), int(self.stride), int(n_groups),
+                             int(n_values))
 
     @property
     def nbytes(self) -> int:
@@ -823,30 +822,30 @@ class CountAccumulator:
 
         st = self._state
         G, V = self.n_groups, self.n_values
+        if G == 0:
+            raise ValueError("no rows were counted (empty input)")
         if st.sparse:
             g, v, c = st.triples(G, V)
             gused = np.bincount(g, minlength=G) > 0
             vused = np.bincount(v, minlength=V) > 0
-        else:
-            mat64 = st.dense64()
-            m = mat64.reshape(st.gcap, st.stride)[:G, :V] if mat64.size else \
-                np.zeros((G, V), dtype=np.int64)
-            nz = m != 0
-            gused = nz.any(axis=1)
-            vused = nz.any(axis=0)
-            del nz
+        else:   # every label/group first; the few without rows are dropped afterwards
+            gused = np.ones(G, dtype=bool)
+            vused = np.ones(V, dtype=bool)
         if not gused.any():
             raise ValueError("no rows were counted (empty input)")
         gorder, keys, vrank, values = self._canonical(gused, vused)
         n_out = gorder.size
         with _n_jobs(self.n_jobs) as threads:
             if not st.sparse:
-                args = (mat64, int(st.stride), _ro(gorder, np.int64), _ro(vrank, np.int32),
-                        int(V))
+                args = (*st.dense_parts(), int(st.stride), _ro(gorder, np.int64),
+                        _ro(vrank, np.int32), int(V))
                 if threads > 1 and n_out >= 4096:
-                    indptr, codes, counts, sizes = dense_profiles_parallel(*args, int(threads))
+                    out = dense_profiles_parallel(*args, int(threads))
                 else:
-                    indptr, codes, counts, sizes = dense_profiles(*args)
+                    out = dense_profiles(*args)
+                indptr, codes, counts, sizes, vtot = out
+                indptr, codes, sizes, keys, values = _drop_empty(indptr, codes, sizes, keys,
+                                                                 values, vtot)
             else:
                 pos = np.full(G, -1, dtype=np.int32)
                 pos[gorder] = np.arange(n_out, dtype=np.int32)
@@ -858,6 +857,8 @@ class CountAccumulator:
                 else:
                     indptr, codes, counts = count_pairs(*args, int(DENSE_CELLS))
                 sizes = np.add.reduceat(counts, indptr[:-1])
+        if not keys.num_rows:
+            raise ValueError("no rows were counted (empty input)")
         return Release(indptr=indptr, codes=codes, counts=counts, sizes=sizes, values=values,
                        groups=keys, case=SVPI, row_group=None, sensitive_name=self.sensitive)
 
@@ -876,6 +877,23 @@ class CountAccumulator:
         return (f"CountAccumulator(keys={self.keys!r}, sensitive={self.sensitive!r}, "
                 f"rows_seen={self.rows_seen}, n_groups={self.n_groups}, "
                 f"n_values={self.n_values}, state={mode}, nbytes={self.nbytes})")
+
+
+def _drop_empty(indptr: np.ndarray, codes: np.ndarray, sizes: np.ndarray, keys: pa.Table,
+                values: pa.Array, vtot: np.ndarray):
+    """Remove groups and values without rows (unused dictionary entries, registered as
+    labels without a pass over the rows): renumber the codes, drop empty groups."""
+    if (vtot == 0).any():
+        keep = vtot > 0
+        newcode = (np.cumsum(keep) - 1).astype(np.int32)
+        codes = newcode[codes]
+        values = values.filter(pa.array(keep))
+    if (sizes == 0).any():
+        keep = sizes > 0
+        indptr = np.concatenate([[0], indptr[1:][keep]]).astype(np.int64)
+        sizes = sizes[keep]
+        keys = keys.filter(pa.array(keep))
+    return indptr, codes, sizes, keys, values
 
 
 def merge(accumulators: Sequence[CountAccumulator]) -> CountAccumulator:

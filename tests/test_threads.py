@@ -100,12 +100,15 @@ def test_dense_profiles_and_parallel_add_equal_oracle(data, chunks):
     if len(rs):
         K.dense_add_parallel(g, v, par, stride, int(g.min()), int(g.max()), chunks)
     assert np.array_equal(serial, par)
-    serial = serial.astype(np.int64)
+    # the state's int64 overflow part: split the counts between the two matrices
+    over = (serial // 2).astype(np.int64)
+    serial = serial - (serial // 2)
     # the state's groups in a shuffled order, values relabelled by a permutation
     rng = np.random.default_rng(len(rs))
     gorder = rng.permutation(G)
     vrank = rng.permutation(V).astype(np.int32)
-    args = (serial, stride, kernel_array(gorder, np.int64), kernel_array(vrank, np.int32), V)
+    args = (serial, over, stride, kernel_array(gorder, np.int64), kernel_array(vrank, np.int32),
+            V)
     one = K.dense_profiles(*args)
     many = K.dense_profiles_parallel(*args, chunks)
     inv = np.argsort(gorder)
@@ -115,6 +118,9 @@ def test_dense_profiles_and_parallel_add_equal_oracle(data, chunks):
         assert a.tolist() == b.tolist() == c
     sizes = [sum(ref[2][ref[0][i]:ref[0][i + 1]]) for i in range(G)]
     assert one[3].tolist() == many[3].tolist() == sizes
+    totals = [sum(c for code, c in zip(ref[1], ref[2], strict=True) if code == r)
+              for r in range(V)]
+    assert one[4].tolist() == many[4].tolist() == totals
 
 
 def test_profiles_with_huge_counts_use_the_exact_fallback():

@@ -509,14 +509,26 @@ def hash_count(group, value, weights, tkeys, tvals, bits, counts, start, next_co
     return n, code
 
 
+# Dense state readers: ``mat`` is the int32 matrix, ``mat64`` the int64 overflow matrix of
+# the same layout (empty when the state never needed it); a cell's count is their sum.
+
 @kernel
-def dense_nonzero(mat, stride, n_groups, n_values):
+def _cell(mat, mat64, i):
+    """Count of dense cell ``i``: int32 part plus int64 overflow part (if any)."""
+    c = np.int64(mat[i])
+    if mat64.shape[0]:
+        c += mat64[i]
+    return c
+
+
+@kernel
+def dense_nonzero(mat, mat64, stride, n_groups, n_values):
     """(group, value, count) triples of the non-zero cells of a dense state."""
     nnz = 0
     for g in range(n_groups):
         base = np.int64(g) * stride
         for v in range(n_values):
-            if mat[base + v] != 0:
+            if _cell(mat, mat64, base + v) != 0:
                 nnz += 1
     gs = np.empty(nnz, dtype=np.int32)
     vs = np.empty(nnz, dtype=np.int32)
@@ -525,7 +537,7 @@ def dense_nonzero(mat, stride, n_groups, n_values):
     for g in range(n_groups):
         base = np.int64(g) * stride
         for v in range(n_values):
-            c = mat[base + v]
+            c = _cell(mat, mat64, base + v)
             if c != 0:
                 gs[k] = g
                 vs[k] = v
@@ -535,17 +547,22 @@ def dense_nonzero(mat, stride, n_groups, n_values):
 
 
 @kernel
-def _dense_group(mat, base, vrank, n_values, seen, scratch, keys, codes, counts, k):
-    """Emit one group of a dense state (value v -> rank ``vrank[v]``); returns (d, total)."""
+def _dense_group(mat, mat64, base, vrank, n_values, seen, scratch, keys, codes, counts, k,
+                 vtot):
+    """Emit one group of a dense state (value v -> rank ``vrank[v]``); returns (d, total).
+
+    ``vtot[rank]`` accumulates the value totals."""
     d = 0
     tot = np.int64(0)
     big = False
     for v in range(n_values):
-        c = mat[base + v]
+        c = _cell(mat, mat64, base + v)
         if c != 0:
             if c >= _KEY_MAX:
                 big = True
-            keys[d] = ((-c) << 32) | np.int64(vrank[v])
+            r = vrank[v]
+            keys[d] = ((-c) << 32) | np.int64(r)
+            vtot[r] += c
             tot += c
             d += 1
     if not big:
@@ -556,7 +573,7 @@ def _dense_group(mat, base, vrank, n_values, seen, scratch, keys, codes, counts,
         return d, tot
     d = 0
     for v in range(n_values):
-        c = mat[base + v]
+        c = _cell(mat, mat64, base + v)
         if c != 0:
             r = vrank[v]
             seen[d] = r
@@ -569,27 +586,28 @@ def _dense_group(mat, base, vrank, n_values, seen, scratch, keys, codes, counts,
 
 
 @kernel
-def _dense_width(mat, base, n_values):
+def _dense_width(mat, mat64, base, n_values):
     d = 0
     for v in range(n_values):
-        if mat[base + v] != 0:
+        if _cell(mat, mat64, base + v) != 0:
             d += 1
     return d
 
 
 @kernel
-def dense_profiles(mat, stride, gorder, vrank, n_values):
+def dense_profiles(mat, mat64, stride, gorder, vrank, n_values):
     """Canonical CSR frequency profiles straight from a dense state.
 
     Output group p is state group ``gorder[p]``; value code ``v`` of the state becomes
     ``vrank[v]`` (its rank among the sorted labels). Within a group: count descending,
     ties by (ranked) code ascending — the :func:`count_pairs` order. Returns
-    ``(indptr, codes, counts, sizes)``.
+    ``(indptr, codes, counts, sizes, value_totals)`` (totals indexed by rank).
     """
     G = gorder.shape[0]
     indptr = np.zeros(G + 1, dtype=np.int64)
     for p in range(G):
-        indptr[p + 1] = indptr[p] + _dense_width(mat, np.int64(gorder[p]) * stride, n_values)
+        indptr[p + 1] = indptr[p] + _dense_width(mat, mat64, np.int64(gorder[p]) * stride,
+                                                 n_values)
     nnz = indptr[G]
     codes = np.empty(nnz, dtype=np.int32)
     counts = np.empty(nnz, dtype=np.int64)
@@ -597,35 +615,42 @@ def dense_profiles(mat, stride, gorder, vrank, n_values):
     seen = np.empty(n_values, dtype=np.int32)
     scratch = np.zeros(n_values, dtype=np.int64)
     keys = np.empty(n_values, dtype=np.int64)
+    vtot = np.zeros(n_values, dtype=np.int64)
     for p in range(G):
-        _, tot = _dense_group(mat, np.int64(gorder[p]) * stride, vrank, n_values, seen,
-                              scratch, keys, codes, counts, indptr[p])
+        _, tot = _dense_group(mat, mat64, np.int64(gorder[p]) * stride, vrank, n_values, seen,
+                              scratch, keys, codes, counts, indptr[p], vtot)
         sizes[p] = tot
-    return indptr, codes, counts, sizes
+    return indptr, codes, counts, sizes, vtot
 
 
 @kernel(parallel=True)
-def dense_profiles_parallel(mat, stride, gorder, vrank, n_values, n_chunks):
+def dense_profiles_parallel(mat, mat64, stride, gorder, vrank, n_values, n_chunks):
     """:func:`dense_profiles` over ``n_chunks`` chunks of groups (per-thread scratch)."""
     G = gorder.shape[0]
     dcount = np.zeros(G + 1, dtype=np.int64)
     for c in prange(n_chunks):
         for p in range(G * c // n_chunks, G * (c + 1) // n_chunks):
-            dcount[p + 1] = _dense_width(mat, np.int64(gorder[p]) * stride, n_values)
+            dcount[p + 1] = _dense_width(mat, mat64, np.int64(gorder[p]) * stride, n_values)
     indptr = np.cumsum(dcount)
     nnz = indptr[G]
     codes = np.empty(nnz, dtype=np.int32)
     counts = np.empty(nnz, dtype=np.int64)
     sizes = np.zeros(G, dtype=np.int64)
+    vtots = np.zeros((n_chunks, n_values), dtype=np.int64)   # per-thread value totals
     for c in prange(n_chunks):
         seen = np.empty(n_values, dtype=np.int32)
         scratch = np.zeros(n_values, dtype=np.int64)
         keys = np.empty(n_values, dtype=np.int64)
+        vt = vtots[c]
         for p in range(G * c // n_chunks, G * (c + 1) // n_chunks):
-            _, tot = _dense_group(mat, np.int64(gorder[p]) * stride, vrank, n_values, seen,
-                                  scratch, keys, codes, counts, indptr[p])
+            _, tot = _dense_group(mat, mat64, np.int64(gorder[p]) * stride, vrank, n_values,
+                                  seen, scratch, keys, codes, counts, indptr[p], vt)
             sizes[p] = tot
-    return indptr, codes, counts, sizes
+    vtot = np.zeros(n_values, dtype=np.int64)
+    for c in range(n_chunks):
+        for v in range(n_values):
+            vtot[v] += vtots[c, v]
+    return indptr, codes, counts, sizes, vtot
 
 
 @kernel(parallel=True)
@@ -667,7 +692,12 @@ def count_pairs_parallel(group, value, weights, n_groups, n_values, dense_cells,
         dcount = np.zeros(n_groups + 1, dtype=np.int64)
         for c in prange(T):
             for g in range(n_groups * c // T, n_groups * (c + 1) // T):
-                dcount[g + 1] = _dense_width(mat, np.int64(g) * n_values, n_values)
+                base = np.int64(g) * n_values
+                d = 0
+                for v in range(n_values):
+                    if mat[base + v] != 0:
+                        d += 1
+                dcount[g + 1] = d
         indptr = np.cumsum(dcount)
         nnz = indptr[n_groups]
         codes = np.empty(nnz, dtype=np.int32)

@@ -94,7 +94,8 @@ def _streaming_paths() -> None:
     w = kernel_array(np.empty(0, dtype=np.int64), np.int64)
     mat = np.zeros(100 * 8, dtype=np.int32)
     K.dense_add_parallel(g, v, mat, 8, 0, 99, 2)
-    K.dense_profiles_parallel(mat.astype(np.int64), 8, kernel_array(np.arange(100), np.int64),
+    K.dense_profiles_parallel(mat, np.zeros(0, dtype=np.int64), 8,
+                              kernel_array(np.arange(100), np.int64),
                               kernel_array(np.arange(5), np.int32), 5, 2)
     K.count_pairs_parallel(g, v, w, 100, 5, int(K.DENSE_CELLS), 2)
 
