@@ -6,6 +6,12 @@ directory, a CSV file (optionally ``.gz``/``.bz2``/``.zst``), pandas and polars 
 any object exporting the Arrow PyCapsule stream interface, and a ``dict`` of columns.
 pandas/polars are never imported here: they convert through their own Arrow export.
 
+Streaming (:func:`iter_batches`): Parquet is read one row group at a time with the next
+row group decoded on a background thread — memory bounded by two row groups of the
+projected columns (the ``pyarrow.dataset`` scanner buffers decoded batches ahead without
+bound when its consumer is slower than the decoder); CSV incrementally; readers and
+iterators pass through.
+
 Encoding (:func:`encode_column`) yields dense int32 codes whose order is the sorted order of
 the labels, so a release built from any batching or any source of the same data is
 identical (``Release.equals``), and ordered attributes (t-closeness EMD) keep their order.

@@ -25,10 +25,18 @@ sensitive column, assigning codes in order of first appearance:
 Several key columns (generalized QI tuples) are combined pairwise through hash maps of
 ``code_a << 31 | code_b``, so a group is a code whatever the number of columns. The counts
 live in a **dense** group × value matrix while it is small (≤ 2**25 cells and ≤ 8 cells per
-row counted), otherwise in a **sparse** hash table over (group, value) pairs; each batch is
-one counting-kernel call into that state (optionally on several threads, see ``n_jobs``).
-Labels are sorted once, in :meth:`CountAccumulator.to_release`, which builds the canonical
-CSR profile straight from the state.
+row counted; int32 cells, moved into an int64 matrix before they could overflow),
+otherwise in a **sparse** hash table over (group, value) pairs. For the common case — one
+integer key column and a dictionary (or integer) sensitive column — a batch is **one
+fused kernel pass**: key → group code through the direct-address table, dictionary index →
+value code through the small remap, count. Labels are sorted once, in
+:meth:`CountAccumulator.to_release`, which builds the canonical CSR profile straight from
+the state.
+
+Performance (``benchmarks/bench_scale.py``, 2-core shared machine): counting 100M Parquet
+rows costs 1.1–1.9x a bare multi-threaded ``pyarrow.dataset`` scan of the same columns,
+with a state of ~100 MB for 1M groups × 20 values; the Parquet reader of
+:func:`fastpriv._arrow.iter_batches` keeps two row groups in memory, whatever the file size.
 
 Nulls follow the ``nulls=`` policy of :meth:`Release.from_table` (``"error"``, ``"drop"``,
 ``"value"``: null is a label of its own, sorted last).
