@@ -485,7 +485,7 @@ def _atom(rel: Any, g: int, person: int, code: int) -> Atom:
     if rel.row_group is not None:
         row = int(rel.rows_of_group(g)[person])
     return Atom(group=g, person=person, value=rel.values[code],
-                group_label=rel.group_labels[g], row=row)
+                group_label=rel.group_label(g), row=row)
 
 
 def _implication_witness(rel: Any, sol: list) -> Witness:
@@ -509,14 +509,14 @@ def _implication_witness(rel: Any, sol: list) -> Witness:
     assert consequent is not None
     order = sorted(set(groups), key=groups.index)
     return Witness("implications", consequent, tuple(antecedents), tuple(order),
-                   tuple(rel.group_labels[g] for g in order))
+                   tuple(rel.group_label(g) for g in order))
 
 
 def _negation_witness(rel: Any, g: int, k: int) -> Witness:
     n, counts, codes = _group_top(rel, g, k + 1)
     cons = _atom(rel, g, 0, codes[0])
     ants = tuple(_atom(rel, g, 0, c) for c in codes[1:k + 1])
-    return Witness("negations", cons, ants, (g,), (rel.group_labels[g],))
+    return Witness("negations", cons, ants, (g,), (rel.group_label(g),))
 
 
 def _negations(prof: _Profiles, K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

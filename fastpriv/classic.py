@@ -238,7 +238,7 @@ def violations(rel: Release, model: str, threshold: float, **params: Any) -> Vio
     idx = np.flatnonzero(bad)
     order = np.argsort(-vals[idx] if larger else vals[idx], kind="stable")
     idx = idx[order]
-    labels = [rel.group_labels[i] for i in idx.tolist()]
+    labels = rel.labels_of(idx)
     return Violations(model, float(threshold), idx, labels, vals[idx])
 
 
@@ -292,7 +292,7 @@ def audit(rel: Release, *, l: int = 2, order: Sequence[Any] | None = None) -> Cl
         if model in ("k", "distinct_l"):
             value = int(value)
         models[key] = {"title": title, "value": value, "worst_group": g,
-                       "worst_label": rel.group_labels[g]}
+                       "worst_label": rel.group_label(g)}
     models["k_anonymity"]["value"] = int(rel.sizes.min())
     return ClassicAudit(n_groups=rel.n_groups, n_rows=rel.n_rows, case=rel.case, l=l,
                         models=models)

@@ -565,7 +565,7 @@ def _read_view(release: Any, *, qi: Sequence[str], sensitive: str, group: str,
         bad = np.flatnonzero(sizes != rel.sizes)
         if bad.size:
             g = int(bad[0])
-            raise ValueError(f"group {rel.group_labels[g]!r} has {sizes[g]} rows in the QI table "
+            raise ValueError(f"group {rel.group_label(g)!r} has {sizes[g]} rows in the QI table "
                              f"but its counts in sensitive_table add up to {rel.sizes[g]} "
                              f"({bad.size} such group{'s' if bad.size > 1 else ''})")
     G = rel.n_groups

@@ -556,6 +556,19 @@ class Release:
         """Group keys as Python objects (a tuple per group when there are several columns)."""
         return _key_labels(self._groups)
 
+    def group_label(self, g: int) -> Any:
+        """Key of group ``g`` alone (no list of every label is built)."""
+        if "group_labels" in self.__dict__:
+            return self.__dict__["group_labels"][g]
+        return _key_labels(self._groups.slice(int(g), 1))[0]
+
+    def labels_of(self, groups: np.ndarray) -> list:
+        """Keys of the given group indices, in that order."""
+        if "group_labels" in self.__dict__:
+            lab = self.__dict__["group_labels"]
+            return [lab[i] for i in np.asarray(groups).tolist()]
+        return _key_labels(self._groups.take(pa.array(np.asarray(groups, dtype=np.int64))))
+
     @cached_property
     def distinct(self) -> np.ndarray:
         """Number of distinct values per group."""

@@ -67,8 +67,18 @@ def test_demo_runs_on_bundled_adult(capsys, tmp_path):
     assert main(["demo", "--json", str(tmp_path / "demo.json")]) == 0
     text = capsys.readouterr().out
     assert "UCI Adult" in text and "Classical models" in text
+    assert "(c,k)-safety" in text and "Knowledge skyline" in text
     payload = json.loads((tmp_path / "demo.json").read_text())
     assert payload["release"]["n_rows"] == 45222
+    assert payload["release"]["n_groups"] == 10
+    # every reported number comes from the models, not the demo: recompute two of them
+    from fastpriv import Release, ck_safety, skyline
+    from fastpriv.cli.demo import QI, demo_table
+    rel = Release.from_table(demo_table(), sensitive="occupation", qi=QI)
+    md = ck_safety.max_disclosure(rel, 5).value
+    assert payload["ck_safety"]["implications"]["value"] == pytest.approx(md)
+    (sigma, sky), = payload["skyline"]["knowledge_skyline"].items()
+    assert len(sky["points"]) == len(skyline.knowledge_skyline(rel, sigma, 0.95))
 
 
 def test_console_script_entry_point():

@@ -229,7 +229,7 @@ def profile_ok(codes, counts, a, b, n_indiv, kinds, iparams, fparams, q, qrank, 
             l = iparams[r, 0]
             if d < l:
                 return False
-            tail = 0
+            tail = np.int64(0)
             for i in range(a + l - 1, b):
                 tail += counts[i]
             if not _less(counts[a], tail, iparams[r, 1], iparams[r, 2], fparams[r]):

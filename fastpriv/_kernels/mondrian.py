@@ -174,7 +174,7 @@ def half_profiles(q, s, w, perm, a, b, j, cut, n_values):
     codes = np.empty(2 * n_values, dtype=np.int32)
     counts = np.empty(2 * n_values, dtype=np.int64)
     bounds = np.zeros(3, dtype=np.int64)
-    nnz = _sorted_profile(left, codes, counts, 0)
+    nnz = _sorted_profile(left, codes, counts, np.int64(0))
     bounds[1] = nnz
     nnz = _sorted_profile(right, codes, counts, nnz)
     bounds[2] = nnz

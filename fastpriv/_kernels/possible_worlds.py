@@ -205,7 +205,7 @@ def esp_coefficients(fseg, N, n, out):
     for d in range(n + 1):
         out[d] = 0.0
     out[0] = 1.0
-    top = 0
+    top = np.int64(0)
     lscale = 0.0
     for i in range(N):
         fi = fseg[i]

@@ -419,7 +419,7 @@ def _worst_groups(rel: Any, top: int, row_labels: Any) -> dict:
     out = []
     for g in order.tolist():
         prof = rel.profile(g)
-        entry = {"group": g, "label": rel.group_labels[g], "size": int(rel.sizes[g]),
+        entry = {"group": g, "label": rel.group_label(g), "size": int(rel.sizes[g]),
                  "distinct": int(rel.distinct[g]), "max_share": float(share[g]),
                  "top_value": prof[0][0] if prof else None,
                  "profile": [{"value": v, "count": c} for v, c in prof[:8]],
