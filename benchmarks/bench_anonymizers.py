@@ -97,7 +97,7 @@ def _witness_rows(adult: pa.Table, rel, bp, qi: list) -> dict:
 def bench_chen_case_study(benchmark, full):
     import fastpriv as fp
     from fastpriv import skyline as sk
-    from fastpriv.anonymize.mondrian import mondrian
+    from fastpriv.anonymize._mondrian import mondrian
     from fastpriv.anonymize.skyline import skyline_anonymize
     from fastpriv.predicates import SkylinePoint
 
@@ -450,8 +450,8 @@ def _evaluate(adult, merged, sens_rows, qi, r, K, wl, res, seconds) -> dict:
 
 def _methods(adult, qi, r, K):
     from fastpriv.anonymize._art import art
-    from fastpriv.anonymize.anatomy import anatomy
-    from fastpriv.anonymize.mondrian import mondrian
+    from fastpriv.anonymize._anatomy import anatomy
+    from fastpriv.anonymize._mondrian import mondrian
 
     common = {"sensitive_values": XS, "as_one_value": True, "verify": False,
               "on_unsatisfied": "report"}

@@ -5,7 +5,7 @@ The protocol (:class:`Predicate`) is deliberately small: a callable ``pred(rel) 
 with a ``name`` and a ``monotone`` flag. *Monotone* means: if a release satisfies the
 criterion, every coarser release (each group a union of its groups — the partial order of
 Martin et al. §3.4) satisfies it too. Lattice search (:mod:`fastpriv.anonymize.lattice`)
-and Mondrian (:mod:`fastpriv.anonymize.mondrian`) rely on it; a predicate declaring
+and Mondrian (:mod:`fastpriv.anonymize._mondrian`) rely on it; a predicate declaring
 ``monotone = False`` makes lattice search check every node.
 
 Built-in criteria (subclasses of :class:`Criterion`)

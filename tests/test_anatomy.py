@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fastpriv as fp
-from fastpriv.anonymize.anatomy import anatomy
+from fastpriv.anonymize._anatomy import anatomy
 
 
 def _groups(res, values):
@@ -195,7 +195,7 @@ def test_callable_however_imported():
 
     import fastpriv.anonymize as an
 
-    importlib.import_module("fastpriv.anonymize.anatomy")
+    importlib.import_module("fastpriv.anonymize._anatomy")
     t = pa.table({"a": [1, 2, 3, 4], "d": list("abab")})
     res = an.anatomy(t, sensitive="d", l=2, seed=0)
     assert res.method == "anatomy" and res.release.n_groups == 2

@@ -392,7 +392,7 @@ def test_batched_equals_one_by_one_and_value_sets():
 
 
 def test_joined_table_and_two_published_tables_agree():
-    from fastpriv.anonymize.anatomy import anatomy
+    from fastpriv.anonymize._anatomy import anatomy
 
     rng = np.random.default_rng(5)
     n = 400

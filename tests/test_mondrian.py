@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import fastpriv.predicates as P
 from fastpriv.anonymize import mondrian
-from fastpriv.anonymize.mondrian import MondrianTree
+from fastpriv.anonymize._mondrian import MondrianTree
 from fastpriv.datasets import load_adult
 from tests.naive_anonymize import group_passes, split, table_distribution
 
@@ -238,7 +238,7 @@ def test_non_local_criteria_safe_and_minimal(rows):
 
 
 def test_package_export_survives_a_direct_submodule_import():
-    code = ("import fastpriv.anonymize.mondrian\n"
+    code = ("import fastpriv.anonymize._mondrian\n"
             "import pyarrow as pa, fastpriv as fp\n"
             "t = pa.table({'a': [1, 2, 3, 4], 's': ['x', 'y', 'x', 'y']})\n"
             "r = fp.anonymize.mondrian(t, ['a'], 's', k=2)\n"

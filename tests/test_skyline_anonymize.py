@@ -255,7 +255,7 @@ def test_orders_and_custom_callable():
                 out.append((ctx.qi[j], int(cut)))
         return out
 
-    from fastpriv.anonymize.mondrian import MondrianTree
+    from fastpriv.anonymize._mondrian import MondrianTree
 
     tr = MondrianTree(t, ["a", "b", "c"], "s")
     tree_meta["pos"] = (tr._pos, tr._pos_off, tr._ord, tr._gspan)

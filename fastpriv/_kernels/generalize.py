@@ -203,7 +203,7 @@ def profile_ok(codes, counts, a, b, n_indiv, kinds, iparams, fparams, q, qrank, 
     (``inv_q[qrank[c]] = q[c]``), ``dense`` a zeroed float64 scratch of length ``len(q)``
     (left zeroed on return).
     """
-    total = 0
+    total = np.int64(0)
     for i in range(a, b):
         total += counts[i]
     d = b - a

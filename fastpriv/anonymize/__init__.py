@@ -20,16 +20,21 @@ from typing import Any
 
 from ._result import Anonymized
 
-__all__ = ["Anonymized", "anatomy", "mondrian", "lattice_search", "minimal_ck_safe",
+__all__ = ["Anonymized", "anatomy", "AnatomyResult", "mondrian", "MondrianTree", "lattice_search", "minimal_ck_safe",
            "skyline_anonymize", "art"]
 
+# Implementation modules whose name would equal their function's (anatomy, mondrian, art)
+# are private (``_anatomy``…): a public submodule named like the function would replace the
+# package attribute as soon as it is imported directly.
 _LAZY = {
-    "anatomy": ("fastpriv.anonymize.anatomy", "anatomy"),
-    "mondrian": ("fastpriv.anonymize.mondrian", "mondrian"),
+    "anatomy": ("fastpriv.anonymize._anatomy", "anatomy"),
+    "AnatomyResult": ("fastpriv.anonymize._anatomy", "AnatomyResult"),
+    "mondrian": ("fastpriv.anonymize._mondrian", "mondrian"),
+    "MondrianTree": ("fastpriv.anonymize._mondrian", "MondrianTree"),
     "lattice_search": ("fastpriv.anonymize.lattice", "lattice_search"),
     "minimal_ck_safe": ("fastpriv.anonymize.lattice", "minimal_ck_safe"),
     "skyline_anonymize": ("fastpriv.anonymize.skyline", "skyline_anonymize"),
-    "art": ("fastpriv.anonymize.art", "art"),
+    "art": ("fastpriv.anonymize._art", "art"),
 }
 
 

@@ -12,7 +12,7 @@ SS4). Checking a split never looks at other groups.
 
 Split ordering (pluggable): the default is Mondrian's — the attribute with the widest
 normalized range first, cut at the weighted lower median (weights: individuals) — reusing
-the compiled split machinery of :mod:`fastpriv.anonymize.mondrian`; ``order="qi"`` tries
+the compiled split machinery of :mod:`fastpriv.anonymize._mondrian`; ``order="qi"`` tries
 the attributes in the given QI order; a callable ``order(part)`` proposes any candidate
 (attribute, cut) list (see :class:`SplitContext`). Groups are processed first-in
 first-out (the paper's queue).
@@ -183,7 +183,7 @@ class _Cells:
                  individual: str | None, case: str | None, count: str | None,
                  categorical: Sequence[str] | None, nulls: str) -> None:
         from .._arrow import as_table
-        from .mondrian import MondrianTree
+        from ._mondrian import MondrianTree
 
         t = as_table(table, param="table")
         extra = [c for c in (individual, count) if c is not None]

@@ -2,7 +2,7 @@
 
 Methods are a small registry, :data:`METHODS` (name → :class:`Method`). ``lattice`` and
 ``mondrian`` are built in. **Adding a method** never touches this file: put, in any module
-``fastpriv/anonymize/<name>.py``, a module-level ::
+``fastpriv/anonymize/<name>.py`` (or ``_<name>.py``), a module-level ::
 
     CLI_METHOD = ("anatomy", add_arguments, run)
 
@@ -135,7 +135,7 @@ def _mondrian_args(g: Any) -> None:
 
 
 def _mondrian_run(args: argparse.Namespace, data: Any, crit: Any) -> Any:
-    from ..anonymize.mondrian import mondrian
+    from ..anonymize._mondrian import mondrian
 
     if crit is None:
         raise ValueError("the mondrian method needs a criterion (--k, --l, --t, --alpha, "
@@ -161,7 +161,7 @@ def load_plugins() -> None:
     import fastpriv.anonymize as pkg
 
     for info in pkgutil.iter_modules(pkg.__path__):
-        if info.name.startswith("_") or info.name in ("lattice", "mondrian"):
+        if info.name in ("_result", "lattice", "_mondrian"):    # not plugins / built-ins
             continue
         modname = f"{pkg.__name__}.{info.name}"
         try:

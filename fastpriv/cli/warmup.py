@@ -25,7 +25,7 @@ DOCTEST_MODULES = (
     "fastpriv.release", "fastpriv.counts", "fastpriv.streaming", "fastpriv.classic",
     "fastpriv.ck_safety", "fastpriv.skyline", "fastpriv.robustness", "fastpriv.foreground",
     "fastpriv.knowledge", "fastpriv.predicates", "fastpriv.hierarchies", "fastpriv.metrics",
-    "fastpriv.anonymize.anatomy", "fastpriv.anonymize.mondrian", "fastpriv.anonymize.lattice",
+    "fastpriv.anonymize._anatomy", "fastpriv.anonymize._mondrian", "fastpriv.anonymize.lattice",
     "fastpriv.anonymize.skyline", "fastpriv.anonymize._art",
 )
 

@@ -455,20 +455,3 @@ def mondrian(table: Any, qi: Sequence[str], sensitive: str, *, k: int | None = N
     out = tree.anonymized(g, n, crit=crit, info=info)
     info["seconds"]["output"] = time.perf_counter() - t2
     return out
-
-
-class _CallableModule(types.ModuleType):
-    """This module, callable as :func:`mondrian`.
-
-    ``fastpriv.anonymize.mondrian`` names both this module and the function. Python sets the
-    package attribute to the *module* when the module is first imported directly (``import
-    fastpriv.anonymize.mondrian``, ``from fastpriv.anonymize.mondrian import …``), which
-    would shadow the package's lazy function export; making the module callable keeps
-    ``fastpriv.anonymize.mondrian(table, …)`` working whichever way it was imported.
-    """
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Anonymized:
-        return mondrian(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -298,19 +298,3 @@ def _cli_run(args: Any, data: Any, criterion: Any) -> AnatomyResult:
 
 #: ``fastpriv anonymize --method anatomy`` (see :mod:`fastpriv.cli.anonymize`).
 CLI_METHOD = ("anatomy", _cli_arguments, _cli_run)
-
-
-class _CallableModule(types.ModuleType):
-    """Make this module callable as :func:`anatomy`.
-
-    ``fastpriv.anonymize.anatomy`` names both this module and the function; Python sets the
-    package attribute to the *module* when it is imported directly (the CLI plugin loader
-    does), which would shadow the package's lazy function export. Making the module
-    callable keeps ``fastpriv.anonymize.anatomy(table, …)`` working either way.
-    """
-
-    def __call__(self, *args: Any, **kwargs: Any) -> AnatomyResult:
-        return anatomy(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
