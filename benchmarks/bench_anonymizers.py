@@ -449,8 +449,8 @@ def _evaluate(adult, merged, sens_rows, qi, r, K, wl, res, seconds) -> dict:
 
 
 def _methods(adult, qi, r, K):
-    from fastpriv.anonymize._art import art
     from fastpriv.anonymize._anatomy import anatomy
+    from fastpriv.anonymize._art import art
     from fastpriv.anonymize._mondrian import mondrian
 
     common = {"sensitive_values": XS, "as_one_value": True, "verify": False,

@@ -83,11 +83,11 @@ def t_closeness(groups, ordered=False, order=None):
 
 # ------------------------------------------------------- model-specific oracles (re-exported)
 # ``from tests import naive; naive.ck.max_disclosure(...)`` reaches every oracle from one place.
-from tests import naive_anonymize as anonymize  # noqa: E402  (after the shared helpers)
-from tests import naive_anonymizers as anonymizers  # noqa: E402
-from tests import naive_ck as ck  # noqa: E402
-from tests import naive_foreground as foreground  # noqa: E402
-from tests import naive_robustness as robustness  # noqa: E402
-from tests import naive_scale as scale  # noqa: E402
-from tests import naive_skyline as skyline  # noqa: E402
+from tests import naive_anonymize as anonymize  # noqa: E402, F401  (after the shared helpers)
+from tests import naive_anonymizers as anonymizers  # noqa: E402, F401
+from tests import naive_ck as ck  # noqa: E402, F401
+from tests import naive_foreground as foreground  # noqa: E402, F401
+from tests import naive_robustness as robustness  # noqa: E402, F401
+from tests import naive_scale as scale  # noqa: E402, F401
+from tests import naive_skyline as skyline  # noqa: E402, F401
 

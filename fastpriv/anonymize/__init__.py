@@ -20,8 +20,8 @@ from typing import Any
 
 from ._result import Anonymized
 
-__all__ = ["Anonymized", "anatomy", "AnatomyResult", "mondrian", "MondrianTree", "lattice_search", "minimal_ck_safe",
-           "skyline_anonymize", "art"]
+__all__ = ["Anonymized", "anatomy", "AnatomyResult", "mondrian", "MondrianTree",
+           "lattice_search", "minimal_ck_safe", "skyline_anonymize", "art"]
 
 # Implementation modules whose name would equal their function's (anatomy, mondrian, art)
 # are private (``_anatomy``…): a public submodule named like the function would replace the

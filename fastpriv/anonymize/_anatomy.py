@@ -24,8 +24,6 @@ Anatomy on all 16 education values is not eligible beyond ℓ = 3 (HS-grad is 32
 from __future__ import annotations
 
 import os
-import sys
-import types
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any

@@ -42,7 +42,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .._validation import check_choice, check_columns, kernel_array
+from .._validation import check_choice, kernel_array
+from ._input import check_qi_sensitive, prepare_input
 from ._result import Anonymized
 
 __all__ = ["art", "prepare_art", "ARTInput", "CLI_METHOD"]
@@ -91,49 +92,18 @@ def prepare_art(table: Any, qi: Sequence[str], sensitive: str, *,
     Parameters are those of :func:`art`. Exposed for tests and for reuse across several
     values of r (the preparation does not depend on r).
     """
-    from .._arrow import apply_null_policy, as_table, encode_column, encode_keys
+    from .._arrow import encode_column, encode_keys
     from ..knowledge import Knowledge
 
-    if isinstance(qi, str):
-        qi = [qi]
-    qi = list(qi)
-    if not qi:
-        raise ValueError("qi: at least one quasi-identifier column is required")
-    if len(set(qi)) != len(qi):
-        raise ValueError(f"qi: duplicate columns in {qi}")
-    if not isinstance(sensitive, str):
-        raise TypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
-    if sensitive in qi:
-        raise ValueError(f"sensitive column {sensitive!r} is also a qi column")
+    qi = check_qi_sensitive(qi, sensitive)
     check_choice(nulls, "nulls", ("error", "drop"))
     if knowledge is not None and not isinstance(knowledge, Knowledge):
         raise TypeError(f"knowledge must be a fastpriv.knowledge.Knowledge, got "
                         f"{type(knowledge).__name__}")
-    t = as_table(table, param="table")
-    check_columns(qi, t.column_names, "qi")
-    check_columns([sensitive], t.column_names, "sensitive")
+    t, qi, n_input, kept = prepare_input(table, qi, sensitive, nulls, checked=True)
     kcols = [c for A in knowledge.attribute_sets for c in A] if knowledge is not None else []
     kcols = [c for c in dict.fromkeys(kcols) if c in qi]
-    cols = qi + [sensitive]
-    n_input = t.num_rows
-    kept = None
-    t = t.select(cols)
-    if nulls == "drop":
-        import pyarrow.compute as pc
-
-        mask = None
-        for c in cols:
-            if t.column(c).null_count:
-                m = pc.is_valid(t.column(c))
-                mask = m if mask is None else pc.and_(mask, m)
-        if mask is not None:
-            kept = np.flatnonzero(np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool))
-            t = t.filter(mask)
-    else:
-        t, _ = apply_null_policy(t, cols, "error")
     n = t.num_rows
-    if n == 0:
-        raise ValueError("table is empty: a release needs at least one row")
     senc = encode_column(t.column(sensitive), name=sensitive)
     values = senc.labels.to_pylist()
     if sensitive_values is None:

@@ -29,20 +29,18 @@ columns to treat as categorical anyway.
 
 from __future__ import annotations
 
-import sys
 import time
-import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from .._arrow import apply_null_policy, as_table, encode_column
+from .._arrow import encode_column
 from .._validation import check_choice, check_columns, kernel_array
 from ..predicates import Criterion, LocalCriterion, criteria_from, kernel_spec
 from ..release import SVPI, Release
+from ._input import check_qi_sensitive, prepare_input
 from ._result import Anonymized, GeneralizedAttribute
 from .lattice import compress
 
@@ -66,40 +64,12 @@ class MondrianTree:
 
     def __init__(self, table: Any, qi: Sequence[str], sensitive: str, *,
                  categorical: Sequence[str] | None = None, nulls: str = "error") -> None:
-        if isinstance(qi, str):
-            qi = [qi]
-        qi = list(qi)
-        if not qi:
-            raise ValueError("qi: at least one quasi-identifier column is required")
-        if len(set(qi)) != len(qi):
-            raise ValueError(f"qi: duplicate columns in {qi}")
-        if not isinstance(sensitive, str):
-            raise TypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
-        if sensitive in qi:
-            raise ValueError(f"sensitive column {sensitive!r} is also a qi column")
+        qi = check_qi_sensitive(qi, sensitive)
         check_choice(nulls, "nulls", ("error", "drop"))
-        t = as_table(table, param="table")
-        check_columns(qi, t.column_names, "qi")
-        check_columns([sensitive], t.column_names, "sensitive")
         cat = set(categorical or ())
         check_columns(sorted(cat), qi, "categorical")
-        t = t.select(qi + [sensitive])
-        self.n_input_rows = t.num_rows
-        self.kept_rows: np.ndarray | None = None
-        if nulls == "drop":
-            mask = None
-            for c in qi + [sensitive]:
-                if t.column(c).null_count:
-                    m = pc.is_valid(t.column(c))
-                    mask = m if mask is None else pc.and_(mask, m)
-            if mask is not None:
-                keep = np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
-                self.kept_rows = np.flatnonzero(keep)
-                t = t.filter(mask)
-        else:
-            t, _ = apply_null_policy(t, qi + [sensitive], "error")
-        if t.num_rows == 0:
-            raise ValueError("table is empty: a release needs at least one row")
+        t, qi, self.n_input_rows, self.kept_rows = prepare_input(table, qi, sensitive, nulls,
+                                                                 checked=True)
         self.qi = tuple(qi)
         self.sensitive = sensitive
         self.n_rows = t.num_rows

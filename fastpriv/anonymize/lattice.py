@@ -53,11 +53,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .._arrow import apply_null_policy, as_table, encode_column
-from .._validation import check_choice, check_columns, kernel_array
+from .._arrow import encode_column
+from .._validation import check_choice, kernel_array
 from ..hierarchies import BoundHierarchy, resolve_hierarchies
 from ..predicates import Criterion, LocalCriterion, as_criterion, criteria_from
 from ..release import SVPI, Release
+from ._input import prepare_input
 from ._result import Anonymized, GeneralizedAttribute
 
 __all__ = ["GeneralizationLattice", "LatticeSearch", "ChainSearch", "lattice_search",
@@ -249,40 +250,7 @@ class GeneralizationLattice:
 
     def __init__(self, table: Any, qi: Sequence[str], sensitive: str,
                  hierarchies: Any = None, *, nulls: str = "error") -> None:
-        if isinstance(qi, str):
-            qi = [qi]
-        qi = list(qi)
-        if not qi:
-            raise ValueError("qi: at least one quasi-identifier column is required")
-        if len(set(qi)) != len(qi):
-            raise ValueError(f"qi: duplicate columns in {qi}")
-        if not isinstance(sensitive, str):
-            raise TypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
-        if sensitive in qi:
-            raise ValueError(f"sensitive column {sensitive!r} is also a qi column")
-        check_choice(nulls, "nulls", ("error", "drop"))
-        t = as_table(table, param="table")
-        check_columns(qi, t.column_names, "qi")
-        check_columns([sensitive], t.column_names, "sensitive")
-        t = t.select(qi + [sensitive])
-        self.n_input_rows = t.num_rows
-        self.kept_rows: np.ndarray | None = None
-        if nulls == "drop":
-            mask = None
-            import pyarrow.compute as pc
-
-            for c in qi + [sensitive]:
-                if t.column(c).null_count:
-                    m = pc.is_valid(t.column(c))
-                    mask = m if mask is None else pc.and_(mask, m)
-            if mask is not None:
-                keep = np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
-                self.kept_rows = np.flatnonzero(keep)
-                t = t.filter(mask)
-        else:
-            t, _ = apply_null_policy(t, qi + [sensitive], "error")
-        if t.num_rows == 0:
-            raise ValueError("table is empty: a release needs at least one row")
+        t, qi, self.n_input_rows, self.kept_rows = prepare_input(table, qi, sensitive, nulls)
         self.table = t
         self.qi = tuple(qi)
         self.sensitive = sensitive

@@ -1,0 +1,74 @@
+"""Shared input preparation of the anonymizers: validated (QI, sensitive) table and nulls."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .._arrow import apply_null_policy, as_table
+from .._validation import check_choice, check_columns
+
+
+class AnonymizerInput(NamedTuple):
+    """The selected columns (QI then sensitive), after the null policy."""
+
+    table: pa.Table
+    qi: list
+    n_input_rows: int
+    #: input row index of every kept row (``nulls="drop"`` dropped some), else None
+    kept_rows: np.ndarray | None
+
+
+def check_qi_sensitive(qi: Sequence[str] | str, sensitive: str) -> list:
+    """Return ``qi`` as a list: non-empty, no duplicates, not containing ``sensitive``."""
+    if isinstance(qi, str):
+        qi = [qi]
+    qi = list(qi)
+    if not qi:
+        raise ValueError("qi: at least one quasi-identifier column is required")
+    if len(set(qi)) != len(qi):
+        raise ValueError(f"qi: duplicate columns in {qi}")
+    if not isinstance(sensitive, str):
+        raise TypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
+    if sensitive in qi:
+        raise ValueError(f"sensitive column {sensitive!r} is also a qi column")
+    return qi
+
+
+def prepare_input(table: Any, qi: Sequence[str] | str, sensitive: str, nulls: str,
+                  *, checked: bool = False) -> AnonymizerInput:
+    """Select ``qi + [sensitive]``, apply ``nulls`` and reject an empty result.
+
+    ``nulls="error"`` raises naming the column; ``"drop"`` drops the rows and records which
+    input rows were kept. ``checked=True`` skips :func:`check_qi_sensitive` and the ``nulls``
+    check (the caller already ran them).
+    """
+    if not checked:
+        qi = check_qi_sensitive(qi, sensitive)
+        check_choice(nulls, "nulls", ("error", "drop"))
+    qi = list(qi)
+    t = as_table(table, param="table")
+    check_columns(qi, t.column_names, "qi")
+    check_columns([sensitive], t.column_names, "sensitive")
+    cols = qi + [sensitive]
+    t = t.select(cols)
+    n_input = t.num_rows
+    kept = None
+    if nulls == "drop":
+        mask = None
+        for c in cols:
+            if t.column(c).null_count:
+                m = pc.is_valid(t.column(c))
+                mask = m if mask is None else pc.and_(mask, m)
+        if mask is not None:
+            kept = np.flatnonzero(np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool))
+            t = t.filter(mask)
+    else:
+        t, _ = apply_null_policy(t, cols, "error")
+    if t.num_rows == 0:
+        raise ValueError("table is empty: a release needs at least one row")
+    return AnonymizerInput(t, qi, n_input, kept)
