@@ -34,12 +34,13 @@ partition is converted with ``pyarrow.Table.from_pandas``).
 Warm the JIT cache first (``fastpriv warmup``): concurrent first compiles in several worker
 processes race on Numba's on-disk cache.
 
-Example:
--------
->>> from dask.distributed import Client, LocalCluster           # doctest: +SKIP
->>> client = Client(LocalCluster(n_workers=2, threads_per_worker=1))  # doctest: +SKIP
->>> rel = release_from_dask("data/", sensitive="disease", group="gid")  # doctest: +SKIP
->>> fastpriv.ck_safety.audit(rel, 12)                             # doctest: +SKIP
+Example (needs a Parquet directory; ``tests/test_distributed.py`` runs the same on a real
+LocalCluster)::
+
+    from dask.distributed import Client, LocalCluster
+    client = Client(LocalCluster(n_workers=2, threads_per_worker=1))
+    rel = release_from_dask("data/", sensitive="disease", group="gid")
+    fastpriv.ck_safety.audit(rel, 12)
 
 The equivalent Spark recipe
 ---------------------------

@@ -1,4 +1,4 @@
-"""Runs after the rest of the suite: no kernel compiled more than one specialization.
+"""Runs after everything else (conftest orders it last): no kernel compiled twice.
 
 Every test above called kernels through the public API with all kinds of inputs (Arrow,
 pandas, polars, lists, streams); if any boundary forgot to normalize a dtype or the

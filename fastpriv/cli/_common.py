@@ -95,7 +95,7 @@ class Progress:
     >>> out = io.StringIO()
     >>> bar = Progress(total_rows=200, stream=out, min_interval=0)
     >>> bar(100, 2_000_000); bar.close()
-    >>> "50%" in out.getvalue() and "100 rows" in out.getvalue()
+    >>> "50%" in out.getvalue() and "100/200 rows" in out.getvalue()
     True
 
     """
