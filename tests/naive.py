@@ -81,6 +81,29 @@ def t_closeness(groups, ordered=False, order=None):
     return worst
 
 
+def _table_distribution(groups):
+    cs = as_counters(groups)
+    total = Counter()
+    for c in cs:
+        total.update(c)
+    n = sum(total.values())
+    return cs, {v: Fraction(k, n) for v, k in total.items()}
+
+
+def beta_per_group(groups):
+    """Basic β-likeness of every group: max over its values of (P − Q)/Q (exact)."""
+    cs, q = _table_distribution(groups)
+    return [max((Fraction(k, sum(c.values())) - q[v]) / q[v] for v, k in c.items())
+            for c in cs]
+
+
+def delta_per_group(groups):
+    """δ-disclosure of every group: max over its values of |log(P/Q)|."""
+    cs, q = _table_distribution(groups)
+    return [max(abs(math.log(Fraction(k, sum(c.values())) / q[v])) for v, k in c.items())
+            for c in cs]
+
+
 # ------------------------------------------------------- model-specific oracles (re-exported)
 # ``from tests import naive; naive.ck.max_disclosure(...)`` reaches every oracle from one place.
 from tests import naive_anonymize as anonymize  # noqa: E402, F401  (after the shared helpers)

@@ -31,6 +31,13 @@ def test_against_oracles(groups):
         else:
             assert got == pytest.approx(float(expect), rel=1e-12)
     assert classic.t_closeness(rel) == pytest.approx(float(naive.t_closeness(groups)), abs=1e-12)
+    beta, delta = classic.per_group(rel, "beta"), classic.per_group(rel, "delta")
+    by_label = {lab: g for g, lab in enumerate(rel.group_labels)}
+    for i, (b, d) in enumerate(zip(naive.beta_per_group(groups), naive.delta_per_group(groups),
+                                   strict=True)):
+        g = by_label[i]
+        assert beta[g] == pytest.approx(float(b), rel=1e-12, abs=1e-12)
+        assert delta[g] == pytest.approx(d, rel=1e-12, abs=1e-12)
     assert classic.t_closeness(rel, ordered=True) == pytest.approx(
         float(naive.t_closeness(groups, ordered=True)), abs=1e-12)
 

@@ -129,16 +129,20 @@ def likeness(indptr, codes, counts, q):
         for i in range(a, b):
             total += counts[i]
         bmax = -1.0
-        dmax = 0.0
+        # |log r| is largest at the largest or the smallest ratio r = P/Q: one log per group
+        rmax = 1.0
+        rmin = 1.0
         for i in range(a, b):
             qx = q[codes[i]]
             px = counts[i] / total
             r = (px - qx) / qx
             if r > bmax:
                 bmax = r
-            d = abs(math.log(px / qx))
-            if d > dmax:
-                dmax = d
+            ratio = px / qx
+            if ratio > rmax:
+                rmax = ratio
+            if ratio < rmin:
+                rmin = ratio
         beta[g] = bmax
-        delta[g] = dmax
+        delta[g] = max(math.log(rmax), -math.log(rmin))
     return beta, delta
