@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -98,7 +99,7 @@ def _check_release(rel: Any) -> Release:
     return rel
 
 
-class Criterion:
+class Criterion(ABC):
     """Base class of the built-in criteria (subclass it for your own).
 
     Attributes
@@ -116,8 +117,9 @@ class Criterion:
     monotone: bool = True
     local: bool = False
 
+    @abstractmethod
     def __call__(self, rel: Release) -> bool:
-        raise NotImplementedError
+        """True iff ``rel`` satisfies the criterion."""
 
     def value(self, rel: Release) -> Any:
         """The achieved parameter on ``rel`` (``None`` when the criterion has none)."""
@@ -161,11 +163,11 @@ class LocalCriterion(Criterion):
     union_monotone = False
     order: Sequence[Any] | None = None
 
+    @abstractmethod
     def rows(self) -> list[tuple[int, int, Any]]:
         """Kernel rows ``(kind, int parameter, real parameter)``; the real parameter of
         thresholds (c, α) may be a ``Fraction`` and is compared exactly.
         """
-        raise NotImplementedError
 
     def group_ok(self, rel: Release, q: np.ndarray | None = None) -> np.ndarray:
         """Boolean array: does each group pass? ``q`` = reference distribution by code."""
