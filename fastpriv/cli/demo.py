@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from ..release import Release
     from ._common import Timer, emit_json, format_table
     from .audit import audit_payload, release_summary
+    from .skyline import _fmt_point
 
     print("fastpriv demo — UCI Adult (Becker & Kohavi 1996, CC BY 4.0), 45,222 rows")
     print("(the first run compiles the kernels, about a minute; later runs use the cache)")
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         ["sensitive value", "breach probability", f"< {CONFIDENCE}", "worst case"], rows,
         title=f"Privacy skyline (Chen et al.): adversary with (ℓ,k,m) = {POINT}, "
               "five most exposed values"))
-    pts = [["inf" if x == float("inf") else int(x) for x in p] for p in sky]
+    pts = [_fmt_point(p) for p in sky]
     blocks.append(format_table(
         ["l", "k", "m"], pts or [["-", "-", "-"]],
         title=f"Knowledge skyline of {worst.sigma!r} at c = {CONFIDENCE}: the most an "
