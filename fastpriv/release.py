@@ -656,8 +656,10 @@ class Release:
         if not isinstance(other, Release):
             return False
         return (self._case == other._case
-                and self._labels.equals(other._labels)
-                and self._groups.equals(other._groups)
+                and _arrow_equal(self._labels, other._labels)
+                and self._groups.schema.equals(other._groups.schema)
+                and all(_arrow_equal(a, b) for a, b in
+                        zip(self._groups.columns, other._groups.columns, strict=True))
                 and np.array_equal(self._sizes, other._sizes)
                 and np.array_equal(self._indptr, other._indptr)
                 and np.array_equal(self._codes, other._codes)
@@ -669,6 +671,19 @@ class Release:
 
     def __len__(self) -> int:
         return self.n_groups
+
+
+def _arrow_equal(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray) -> bool:
+    """Arrow equality, except that NaN equals NaN (a NaN group key or value is one label)."""
+    if a.equals(b):
+        return True
+    if len(a) != len(b) or a.type != b.type or not pa.types.is_floating(a.type):
+        return False
+    if a.null_count != b.null_count or (a.null_count and not a.is_null().equals(b.is_null())):
+        return False
+    na = a.to_numpy(zero_copy_only=False)
+    nb = b.to_numpy(zero_copy_only=False)
+    return bool(np.array_equal(na, nb, equal_nan=True))
 
 
 def _key_labels(keys: pa.Table) -> list:

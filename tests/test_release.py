@@ -388,3 +388,18 @@ def test_dense_and_sparse_counting_paths_agree(rs, weighted):
         lo, hi = dense[0][gi], dense[0][gi + 1]
         assert dict(zip(dense[1][lo:hi].tolist(), dense[2][lo:hi].tolist())) == c
         assert list(dense[2][lo:hi]) == sorted(dense[2][lo:hi], reverse=True)
+
+
+def test_equals_treats_nan_keys_and_values_as_one_label():
+    nan = float("nan")
+    t = pa.table({"g": [1.0, nan, 1.0, nan], "s": [0.5, nan, nan, 0.5]})
+    a = Release.from_table(t, group="g", sensitive="s", nulls="value")
+    b = Release.from_table(t, group="g", sensitive="s", nulls="value")
+    assert a.n_groups == 2 and a.equals(b)
+    other = Release.from_table(t.set_column(0, "g", pa.array([1.0, 2.0, 1.0, 2.0])),
+                               group="g", sensitive="s", nulls="value")
+    assert not a.equals(other)
+    # a null key is not a NaN key
+    with_null = Release.from_table(t.set_column(0, "g", pa.array([1.0, None, 1.0, None])),
+                                   group="g", sensitive="s", nulls="value")
+    assert not a.equals(with_null)
