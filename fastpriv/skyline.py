@@ -850,10 +850,14 @@ class SkylineState:
 
     Examples
     --------
-    >>> st = SkylineState({"hiv": [(1, 2, 1, 0.5)]})
-    >>> for part in parts:                                           # doctest: +SKIP
-    ...     st.update(part)            # each part: a Release with complete groups
-    >>> st.result().safe                                             # doctest: +SKIP
+    >>> import fastpriv as fp
+    >>> parts = [fp.Release.from_groups([["hiv", "flu", "cold"]]),     # e.g. two files
+    ...          fp.Release.from_groups([["flu", "flu", "hiv", "cold"]])]
+    >>> st = SkylineState({"hiv": [(0, 0, 0, 0.5), (1, 1, 0, 0.5)]})
+    >>> for part in parts:
+    ...     _ = st.update(part)        # each part: a Release with complete groups
+    >>> [(p.l, p.k, p.m, round(float(p.value), 4), p.safe) for p in st.result().points]
+    [(0, 0, 0, 0.3333, True), (1, 1, 0, 1.0, False)]
 
     """
 
