@@ -999,7 +999,12 @@ class SkylineState:
             seen = ", ".join(map(repr, list(self._seen)[:20]))
             raise ValueError(f"skylines: {missing[0]!r} is not a sensitive value of the data; "
                              f"values: {seen}")
-        order = list(self._explicit) + [v for v in self._seen if v not in self._explicit]
+        rest = [v for v in self._seen if v not in self._explicit]
+        try:        # label order, as check() on the whole release: merge order is irrelevant
+            rest.sort()
+        except TypeError:
+            pass    # mixed label types: first-seen order
+        order = list(self._explicit) + rest
         blocks, owners = [], []
         for sigma in order:
             pts = self._points_of(sigma)
