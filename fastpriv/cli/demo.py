@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from .skyline import _fmt_point
 
     print("fastpriv demo — UCI Adult (Becker & Kohavi 1996, CC BY 4.0), 45,222 rows")
-    print("(the first run compiles the kernels, about a minute; later runs use the cache)")
+    print("(the first run compiles the kernels, about 30 s; later runs use the on-disk cache)")
     with Timer() as t:
         rel = Release.from_table(demo_table(), sensitive="occupation", qi=QI)
     s = release_summary(rel)
