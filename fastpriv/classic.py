@@ -280,15 +280,34 @@ _AUDIT_ROWS = (
 
 
 def audit(rel: Release, *, l: int = 2, order: Sequence[Any] | None = None) -> ClassicAudit:
-    """Evaluate every classical model (``l`` for recursive (c,ℓ)-diversity)."""
+    """Evaluate every classical model (``l`` for recursive (c,ℓ)-diversity).
+
+    The per-group kernels run fused (:func:`fastpriv._kernels.classic.audit_columns`): the
+    profile is read once for all models, with the same per-group formulas as
+    :func:`per_group`.
+    """
+    from ._kernels import classic as K
+
     rel = _check_release(rel)
     l = check_int(l, "l", minimum=1)
+    indptr, codes, counts = _arrays(rel)
+    cols = K.audit_columns(indptr, codes, counts, _global_distribution(rel),
+                           _order_rank(rel, order), l)
+    per_model = {
+        "k": lambda kw: rel.sizes.astype(np.float64),
+        "alpha": lambda kw: per_group(rel, "alpha"),
+        "distinct_l": lambda kw: rel.distinct.astype(np.float64),
+        "entropy_l": lambda kw: np.exp(cols[:, K.ENTROPY]),
+        "recursive_c": lambda kw: cols[:, K.RECURSIVE],
+        "t": lambda kw: cols[:, K.EMD_ORDERED if kw.get("ordered") else K.EMD_EQUAL],
+        "beta": lambda kw: cols[:, K.BETA],
+        "delta": lambda kw: cols[:, K.DELTA],
+    }
     models: dict[str, dict[str, Any]] = {}
     for key, model, title, params in _AUDIT_ROWS:
-        kw = {"l": l} if params is None else dict(params)
-        if model == "t" and kw.get("ordered") and order is not None:
-            kw["order"] = order
-        value, g = _worst(rel, model, **kw)
+        vals = per_model[model]({} if params is None else params)
+        g = int(np.argmax(vals) if _WORSE_IF_LARGER[model] else np.argmin(vals))
+        value = float(vals[g])
         if model in ("k", "distinct_l"):
             value = int(value)
         models[key] = {"title": title, "value": value, "worst_group": g,

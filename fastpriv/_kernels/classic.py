@@ -14,26 +14,116 @@ import numpy as np
 from .._jit import kernel
 
 
+# --------------------------------------------------------------- one group (inlined helpers)
+@kernel(inline="always")
+def _total(counts, a, b):
+    total = 0
+    for i in range(a, b):
+        total += counts[i]
+    return total
+
+
+#: counts below this use a table of c·log c (exactly the same products, computed once)
+_CLOGC_TABLE = 4096
+
+
+@kernel(inline="always")
+def _clogc_table():
+    t = np.empty(_CLOGC_TABLE, dtype=np.float64)
+    t[0] = 0.0
+    for c in range(1, _CLOGC_TABLE):
+        t[c] = c * math.log(c)
+    return t
+
+
+@kernel(inline="always")
+def _entropy_g(counts, a, b, total, clogc):
+    if total == 0:
+        return 0.0
+    # H = log N − (1/N) Σ c log c : no p_x round-off on tiny p; c log c from the table
+    s = 0.0
+    for i in range(a, b):
+        c = counts[i]
+        s += clogc[c] if c < _CLOGC_TABLE else c * math.log(c)
+    h = math.log(total) - s / total
+    return h if h > 0.0 else 0.0
+
+
+@kernel(inline="always")
+def _recursive_g(counts, a, b, l):
+    if b - a < l:
+        return np.inf
+    tail = 0
+    for i in range(a + l - 1, b):
+        tail += counts[i]
+    return counts[a] / tail
+
+
+@kernel(inline="always")
+def _emd_equal_g(codes, counts, a, b, total, q):
+    s = 0.0
+    qin = 0.0
+    for i in range(a, b):
+        qx = q[codes[i]]
+        s += abs(counts[i] / total - qx)
+        qin += qx
+    rest = 1.0 - qin
+    return 0.5 * (s + (rest if rest > 0.0 else 0.0))
+
+
+@kernel(inline="always")
+def _emd_ordered_g(codes, counts, a, b, total, rank, qs, p):
+    m = qs.shape[0]
+    for i in range(a, b):
+        p[rank[codes[i]]] = counts[i] / total
+    run = 0.0
+    acc = 0.0
+    for j in range(m):
+        run += p[j] - qs[j]
+        acc += abs(run)
+    for i in range(a, b):
+        p[rank[codes[i]]] = 0.0
+    return acc / (m - 1) if m > 1 else 0.0
+
+
+@kernel(inline="always")
+def _likeness_g(codes, counts, a, b, total, q):
+    bmax = -1.0
+    # |log r| is largest at the largest or the smallest ratio r = P/Q: one log per group
+    rmax = 1.0
+    rmin = 1.0
+    for i in range(a, b):
+        qx = q[codes[i]]
+        px = counts[i] / total
+        r = (px - qx) / qx
+        if r > bmax:
+            bmax = r
+        ratio = px / qx
+        if ratio > rmax:
+            rmax = ratio
+        if ratio < rmin:
+            rmin = ratio
+    return bmax, max(math.log(rmax), -math.log(rmin))
+
+
+@kernel(inline="always")
+def _ordered_reference(q, rank):
+    qs = np.empty(q.shape[0], dtype=np.float64)
+    for c in range(q.shape[0]):
+        qs[rank[c]] = q[c]
+    return qs
+
+
+# ------------------------------------------------------------------- one model, every group
 @kernel
 def group_entropy(indptr, counts):
     """H_g = −Σ_x p_x log p_x with p_x = #x_g / Σ_x #x_g (natural log)."""
     n_groups = indptr.shape[0] - 1
     out = np.empty(n_groups, dtype=np.float64)
+    clogc = _clogc_table()
     for g in range(n_groups):
         a, b = indptr[g], indptr[g + 1]
-        total = 0
-        for i in range(a, b):
-            total += counts[i]
-        if total == 0:
-            out[g] = 0.0
-            continue
-        # H = log N − (1/N) Σ c log c : one log per entry, no p_x round-off on tiny p.
-        s = 0.0
-        for i in range(a, b):
-            c = counts[i]
-            s += c * math.log(c)
-        h = math.log(total) - s / total
-        out[g] = h if h > 0.0 else 0.0
+        out[g] = _entropy_g(counts, a, b, _total(counts, a, b), clogc)
     return out
 
 
@@ -43,14 +133,7 @@ def recursive_ratio(indptr, counts, l):
     n_groups = indptr.shape[0] - 1
     out = np.empty(n_groups, dtype=np.float64)
     for g in range(n_groups):
-        a, b = indptr[g], indptr[g + 1]
-        if b - a < l:
-            out[g] = np.inf
-            continue
-        tail = 0
-        for i in range(a + l - 1, b):
-            tail += counts[i]
-        out[g] = counts[a] / tail
+        out[g] = _recursive_g(counts, indptr[g], indptr[g + 1], l)
     return out
 
 
@@ -65,17 +148,7 @@ def emd_equal(indptr, codes, counts, q):
     out = np.empty(n_groups, dtype=np.float64)
     for g in range(n_groups):
         a, b = indptr[g], indptr[g + 1]
-        total = 0
-        for i in range(a, b):
-            total += counts[i]
-        s = 0.0
-        qin = 0.0
-        for i in range(a, b):
-            qx = q[codes[i]]
-            s += abs(counts[i] / total - qx)
-            qin += qx
-        rest = 1.0 - qin
-        out[g] = 0.5 * (s + (rest if rest > 0.0 else 0.0))
+        out[g] = _emd_equal_g(codes, counts, a, b, _total(counts, a, b), q)
     return out
 
 
@@ -87,27 +160,12 @@ def emd_ordered(indptr, codes, counts, q, rank):
     Uses a dense scratch of size m per group: O(G · m).
     """
     n_groups = indptr.shape[0] - 1
-    m = q.shape[0]
-    qs = np.empty(m, dtype=np.float64)
-    for c in range(m):
-        qs[rank[c]] = q[c]
-    p = np.zeros(m, dtype=np.float64)
+    qs = _ordered_reference(q, rank)
+    p = np.zeros(q.shape[0], dtype=np.float64)
     out = np.empty(n_groups, dtype=np.float64)
     for g in range(n_groups):
         a, b = indptr[g], indptr[g + 1]
-        total = 0
-        for i in range(a, b):
-            total += counts[i]
-        for i in range(a, b):
-            p[rank[codes[i]]] = counts[i] / total
-        run = 0.0
-        acc = 0.0
-        for j in range(m):
-            run += p[j] - qs[j]
-            acc += abs(run)
-        for i in range(a, b):
-            p[rank[codes[i]]] = 0.0
-        out[g] = acc / (m - 1) if m > 1 else 0.0
+        out[g] = _emd_ordered_g(codes, counts, a, b, _total(counts, a, b), rank, qs, p)
     return out
 
 
@@ -125,24 +183,34 @@ def likeness(indptr, codes, counts, q):
     delta = np.empty(n_groups, dtype=np.float64)
     for g in range(n_groups):
         a, b = indptr[g], indptr[g + 1]
-        total = 0
-        for i in range(a, b):
-            total += counts[i]
-        bmax = -1.0
-        # |log r| is largest at the largest or the smallest ratio r = P/Q: one log per group
-        rmax = 1.0
-        rmin = 1.0
-        for i in range(a, b):
-            qx = q[codes[i]]
-            px = counts[i] / total
-            r = (px - qx) / qx
-            if r > bmax:
-                bmax = r
-            ratio = px / qx
-            if ratio > rmax:
-                rmax = ratio
-            if ratio < rmin:
-                rmin = ratio
-        beta[g] = bmax
-        delta[g] = max(math.log(rmax), -math.log(rmin))
+        beta[g], delta[g] = _likeness_g(codes, counts, a, b, _total(counts, a, b), q)
     return beta, delta
+
+
+# ---------------------------------------------------------------- every model, one pass
+#: columns of :func:`audit_columns`
+ENTROPY, RECURSIVE, EMD_EQUAL, EMD_ORDERED, BETA, DELTA = range(6)
+
+
+@kernel
+def audit_columns(indptr, codes, counts, q, rank, l):
+    """Every per-group model above in one pass over the profile (``classic.audit``).
+
+    Returns a (G, 6) array with the columns :data:`ENTROPY` (H_g, not exp), :data:`RECURSIVE`,
+    :data:`EMD_EQUAL`, :data:`EMD_ORDERED` (order ``rank``), :data:`BETA`, :data:`DELTA` —
+    the same numbers as the one-model kernels (same helpers), reading the profile once.
+    """
+    n_groups = indptr.shape[0] - 1
+    qs = _ordered_reference(q, rank)
+    p = np.zeros(q.shape[0], dtype=np.float64)
+    clogc = _clogc_table()
+    out = np.empty((n_groups, 6), dtype=np.float64)
+    for g in range(n_groups):
+        a, b = indptr[g], indptr[g + 1]
+        total = _total(counts, a, b)
+        out[g, ENTROPY] = _entropy_g(counts, a, b, total, clogc)
+        out[g, RECURSIVE] = _recursive_g(counts, a, b, l)
+        out[g, EMD_EQUAL] = _emd_equal_g(codes, counts, a, b, total, q)
+        out[g, EMD_ORDERED] = _emd_ordered_g(codes, counts, a, b, total, rank, qs, p)
+        out[g, BETA], out[g, DELTA] = _likeness_g(codes, counts, a, b, total, q)
+    return out
