@@ -51,6 +51,7 @@ import pyarrow as pa
 
 from ._arrow import apply_null_policy, encode_column, iter_batches
 from ._validation import check_int, kernel_array
+from .classic import _AUDIT_ROWS, _WORSE_IF_LARGER
 from .counts import CountAccumulator
 from .release import Release
 
@@ -64,20 +65,8 @@ __all__ = [
 ]
 
 #: (key, model, title, params) of the classical models a :class:`GroupwiseState` reduces,
-#: in the order and with the titles of :func:`fastpriv.classic.audit`.
-CLASSIC_ROWS = (
-    ("k_anonymity", "k", "k-anonymity (k)", {}),
-    ("alpha_k_anonymity", "alpha", "(α,k)-anonymity (α)", {}),
-    ("l_diversity", "distinct_l", "distinct ℓ-diversity (ℓ)", {}),
-    ("entropy_l_diversity", "entropy_l", "entropy ℓ-diversity (ℓ)", {}),
-    ("c_l_diversity", "recursive_c", "recursive (c,ℓ)-diversity (c*)", None),
-    ("t_closeness", "t", "t-closeness, equal distance (t)", {}),
-    ("t_closeness_ordered", "t", "t-closeness, ordered (t)", {"ordered": True}),
-    ("basic_beta_likeness", "beta", "basic β-likeness (β)", {}),
-    ("delta_disclosure", "delta", "δ-disclosure (δ)", {}),
-)
-_WORSE_IF_LARGER = {"k": False, "alpha": True, "distinct_l": False, "entropy_l": False,
-                    "recursive_c": True, "t": True, "beta": True, "delta": True}
+#: in the order and with the titles of :func:`fastpriv.classic.audit` (the same table).
+CLASSIC_ROWS = _AUDIT_ROWS
 _NEEDS_Q = {"t", "beta", "delta"}
 
 
