@@ -42,6 +42,7 @@ import math
 import numpy as np
 
 from .._jit import kernel
+from .classic import _emd_ordered_g
 
 K_ANON = 0
 DISTINCT_L = 1
@@ -247,18 +248,8 @@ def profile_ok(codes, counts, a, b, n_indiv, kinds, iparams, fparams, q, qrank, 
         elif kind == 5:
             if total == 0:
                 return False
-            m = q.shape[0]
-            if m > 1:
-                for i in range(a, b):
-                    dense[qrank[codes[i]]] = counts[i] / total
-                acc = 0.0
-                emd = 0.0
-                for j in range(m):
-                    acc += dense[j] - inv_q[j]
-                    emd += abs(acc)
-                for i in range(a, b):
-                    dense[qrank[codes[i]]] = 0.0
-                emd /= m - 1
+            if q.shape[0] > 1:
+                emd = _emd_ordered_g(codes, counts, a, b, total, qrank, inv_q, dense)
                 if emd > fparams[r] + 1e-12:
                     return False
         elif kind == 6:

@@ -72,3 +72,22 @@ def prepare_input(table: Any, qi: Sequence[str] | str, sensitive: str, nulls: st
     if t.num_rows == 0:
         raise ValueError("table is empty: a release needs at least one row")
     return AnonymizerInput(t, qi, n_input, kept)
+
+
+def expand_rows(x: np.ndarray, kept_rows: np.ndarray | None, n_input_rows: int) -> np.ndarray:
+    """Per-kept-row values → per-input-row (int64; rows dropped for nulls get −1)."""
+    if kept_rows is None:
+        return np.asarray(x, dtype=np.int64)
+    out = np.full(n_input_rows, -1, dtype=np.int64)
+    out[kept_rows] = x
+    return out
+
+
+def expand_arrow(arr: pa.Array, kept_rows: np.ndarray | None, n_input_rows: int) -> pa.Array:
+    """Per-kept-row Arrow values → per-input-row (rows dropped for nulls get null)."""
+    if kept_rows is None:
+        return arr
+    idx = np.full(n_input_rows, -1, dtype=np.int64)
+    idx[kept_rows] = np.arange(len(kept_rows))
+    mask = idx < 0
+    return arr.take(pa.array(np.where(mask, 0, idx), mask=mask))

@@ -40,7 +40,7 @@ from .._arrow import encode_column
 from .._validation import check_choice, check_columns, kernel_array
 from ..predicates import Criterion, LocalCriterion, criteria_from, kernel_spec
 from ..release import SVPI, Release
-from ._input import check_qi_sensitive, prepare_input
+from ._input import check_qi_sensitive, expand_arrow, expand_rows, prepare_input
 from ._result import Anonymized, GeneralizedAttribute
 from .lattice import compress
 
@@ -256,19 +256,10 @@ class MondrianTree:
                           attributes=tuple(attrs))
 
     def _expand(self, x: np.ndarray) -> np.ndarray:
-        if self.kept_rows is None:
-            return np.asarray(x, dtype=np.int64)
-        out = np.full(self.n_input_rows, -1, dtype=np.int64)
-        out[self.kept_rows] = x
-        return out
+        return expand_rows(x, self.kept_rows, self.n_input_rows)
 
     def _expand_arrow(self, arr: pa.Array) -> pa.Array:
-        if self.kept_rows is None:
-            return arr
-        idx = np.full(self.n_input_rows, -1, dtype=np.int64)
-        idx[self.kept_rows] = np.arange(len(self.kept_rows))
-        mask = idx < 0
-        return arr.take(pa.array(np.where(mask, 0, idx), mask=mask))
+        return expand_arrow(arr, self.kept_rows, self.n_input_rows)
 
 
 class _LeafStore:

@@ -58,7 +58,7 @@ from .._validation import check_choice, kernel_array
 from ..hierarchies import BoundHierarchy, resolve_hierarchies
 from ..predicates import Criterion, LocalCriterion, as_criterion, criteria_from
 from ..release import SVPI, Release
-from ._input import prepare_input
+from ._input import expand_arrow, expand_rows, prepare_input
 from ._result import Anonymized, GeneralizedAttribute
 
 __all__ = ["GeneralizationLattice", "LatticeSearch", "ChainSearch", "lattice_search",
@@ -707,19 +707,10 @@ class GeneralizationLattice:
                           generalized=gen_table, info=meta, attributes=tuple(attrs))
 
     def _expand(self, x: np.ndarray) -> np.ndarray:
-        if self.kept_rows is None:
-            return np.asarray(x, dtype=np.int64)
-        out = np.full(self.n_input_rows, -1, dtype=np.int64)
-        out[self.kept_rows] = x
-        return out
+        return expand_rows(x, self.kept_rows, self.n_input_rows)
 
     def _expand_arrow(self, arr: pa.Array) -> pa.Array:
-        if self.kept_rows is None:
-            return arr
-        idx = np.full(self.n_input_rows, -1, dtype=np.int64)
-        idx[self.kept_rows] = np.arange(len(self.kept_rows))
-        mask = idx < 0
-        return arr.take(pa.array(np.where(mask, 0, idx), mask=mask))
+        return expand_arrow(arr, self.kept_rows, self.n_input_rows)
 
 
 def compress(columns: Sequence[np.ndarray], cards: Sequence[int]
