@@ -179,6 +179,30 @@ def esp_step(c, top, m, stay, up):
     return new_top
 
 
+@kernel(inline="always")
+def _esp_row(ws, src, dst, top, m, stay, up):
+    """Row ``ws[src:]`` times (stay + up·z), truncated at degree m, into ``ws[dst:]``.
+
+    ``dst`` may equal ``src`` (in place: degrees are updated downwards and the new top entry is
+    written first, so entries above ``top`` are never read). Returns ``(new_top, row_sum)``.
+    """
+    mx = 0.0
+    if top < m:
+        v = up * ws[src + top]
+        ws[dst + top + 1] = v
+        mx = v
+    for d in range(top, 0, -1):
+        v = stay * ws[src + d] + up * ws[src + d - 1]
+        ws[dst + d] = v
+        mx += v
+    v = stay * ws[src]
+    ws[dst] = v
+    mx += v
+    if top < m:
+        top += 1
+    return top, mx
+
+
 @kernel
 def _rescale_row(ws, off, top):
     """Scale ws[off:off+top+1] to max 1 when its max is tiny.
@@ -515,7 +539,7 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
         for d in range(w):
             ws[R + d] = ws[CK + d]
         lr = 0.0
-        top = 0
+        top = np.int64(0)
         last = (nc - 1) * b
         for i in range(last):
             fi = fseg[i]
@@ -525,21 +549,7 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
             else:
                 up = fi
                 stay = 1.0 - fi
-            # entries above ``top`` are never read: the new top entry is written first
-            mx = 0.0
-            if top < m:
-                v = up * ws[R + top]
-                ws[R + top + 1] = v
-                mx = v
-            for d in range(top, 0, -1):
-                v = stay * ws[R + d] + up * ws[R + d - 1]
-                ws[R + d] = v
-                mx += v
-            v = stay * ws[R]
-            ws[R] = v
-            mx += v
-            if top < m:
-                top += 1
+            top, mx = _esp_row(ws, R, R, top, m, stay, up)
             if mx < _RESCALE:            # the row sum (≥ its max) is tiny: rescale
                 if mx == 0.0:
                     return loo_core_log(fseg, N, n, ws, out1, out2, mode, limit)
@@ -556,7 +566,7 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
         ws[SUF + d] = 0.0
     ws[SUF] = 1.0
     ls = 0.0
-    stop = 0
+    stop = np.int64(0)
     log_e = -np.inf
     for c in range(nc - 1, -1, -1):
         j0 = c * b
@@ -575,22 +585,8 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
             else:
                 up = fi
                 stay = 1.0 - fi
-            prv = BLK + (t - 1) * w
             cur = BLK + t * w
-            mx = 0.0
-            if top < m:
-                v = up * ws[prv + top]
-                ws[cur + top + 1] = v
-                mx = v
-            for d in range(top, 0, -1):
-                v = stay * ws[prv + d] + up * ws[prv + d - 1]
-                ws[cur + d] = v
-                mx += v
-            v = stay * ws[prv]
-            ws[cur] = v
-            mx += v
-            if top < m:
-                top += 1
+            top, mx = _esp_row(ws, cur - w, cur, top, m, stay, up)
             lf = 0.0
             if mx < _RESCALE:
                 if mx == 0.0:
@@ -657,21 +653,8 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
             if j == 0:
                 log_e = math.log(den) + ws[BLKL] + ls
                 break
-            # fold tuple j into the suffix (entries above ``stop`` are never read)
-            mx = 0.0
-            if stop < m:
-                v = up * ws[SUF + stop]
-                ws[SUF + stop + 1] = v
-                mx = v
-            for d in range(stop, 0, -1):
-                v = stay * ws[SUF + d] + up * ws[SUF + d - 1]
-                ws[SUF + d] = v
-                mx += v
-            v = stay * ws[SUF]
-            ws[SUF] = v
-            mx += v
-            if stop < m:
-                stop += 1
+            # fold tuple j into the suffix
+            stop, mx = _esp_row(ws, SUF, SUF, stop, m, stay, up)
             if mx < _RESCALE:
                 if mx == 0.0:
                     return loo_core_log(fseg, N, n, ws, out1, out2, mode, limit)
