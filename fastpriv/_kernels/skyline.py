@@ -760,6 +760,16 @@ def dp_fill_tables(n, s, big_s, pl, case, k, m, tt, vt):
                 vt[kk, mm] = v_value(n, s, np.int64(mm), np.int64(kk), case)
 
 
+@kernel(inline="always")
+def _dp_buffers(k, m):
+    """A6 state at the start (without[0,0] = 1, all else +∞) and its scratch tables."""
+    with_ = np.full((k + 1, m + 1), INF)
+    without = np.full((k + 1, m + 1), INF)
+    without[0, 0] = 1.0
+    return (with_, without, np.empty((k + 1, m + 1)), np.empty((k + 1, m + 1)),
+            np.empty(k + 1), np.empty((k + 2, m + 1)))
+
+
 @kernel
 def dp_step(with_, without, new_with, new_without, tt, vt, k, m):
     """One group of the A6 recurrences (O(k²m²)); see :func:`dp_min_nr`.
@@ -811,13 +821,7 @@ def dp_min_nr(indptr, codes, counts, sizes, case, sig, l, k, m):
     minimizing placement is the same.
     """
     n_groups = sizes.shape[0]
-    with_ = np.full((k + 1, m + 1), INF)
-    without = np.full((k + 1, m + 1), INF)
-    without[0, 0] = 1.0
-    new_with = np.empty((k + 1, m + 1))
-    new_without = np.empty((k + 1, m + 1))
-    tt = np.empty(k + 1)
-    vt = np.empty((k + 2, m + 1))
+    with_, without, new_with, new_without, tt, vt = _dp_buffers(k, m)
     for f in range(n_groups):
         a = indptr[f]
         b = indptr[f + 1]
@@ -963,13 +967,7 @@ def columns_min_nr(case, nn, ss, big_s, pl, l, k, m):
 def dp_columns(case, nn, ss, big_s, pl, l, k, m):
     """Run the A6 dynamic program from prepared columns (every group, σ-free included)."""
     n_groups = nn.shape[0]
-    with_ = np.full((k + 1, m + 1), INF)
-    without = np.full((k + 1, m + 1), INF)
-    without[0, 0] = 1.0
-    new_with = np.empty((k + 1, m + 1))
-    new_without = np.empty((k + 1, m + 1))
-    tt = np.empty(k + 1)
-    vt = np.empty((k + 2, m + 1))
+    with_, without, new_with, new_without, tt, vt = _dp_buffers(k, m)
     for f in range(n_groups):
         s = ss[f]
         if s == 0:
