@@ -580,6 +580,37 @@ class Release:
         return _ro(np.repeat(np.arange(self.n_groups, dtype=np.int64), self.distinct))
 
     @cached_property
+    def value_index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The profile transposed: where each value occurs, built once and kept.
+
+        ``(ptr, entry, group, rank, count)`` (read-only int64): value code c occurs at the
+        profile entries ``entry[ptr[c]:ptr[c+1]]`` (ascending, i.e. by group), in the
+        groups ``group[...]``, at position ``rank[...]`` of the group's profile (by count
+        descending) and ``count[...]`` times. One O(entries) pass, 32 bytes per entry.
+        Per-value scans (the privacy skyline) read only the groups holding the value.
+        """
+        from ._kernels.counting import value_index
+
+        out = value_index(self._indptr, kernel_array(self._codes, np.int32), self._counts,
+                          self.n_values)
+        return tuple(_ro(a) for a in out)
+
+    @cached_property
+    def top_prefix(self) -> np.ndarray | None:
+        """Sums of each group's ℓ largest counts for every ℓ, ℓ-major: ``[ℓ, g]``.
+
+        Row ℓ (0 ≤ ℓ ≤ max distinct values of a group) is saturated at the group total.
+        Kept only when dense — at most 2 × entries + n_groups cells (groups of similar
+        diversity); ``None`` otherwise (callers then sum the profile directly).
+        """
+        from ._kernels.counting import top_prefix
+
+        width = int(self.distinct.max()) if self.n_groups else 0
+        if self.n_groups * (width + 1) > 2 * self._codes.shape[0] + self.n_groups:
+            return None
+        return _ro(top_prefix(self._indptr, self._counts, width))
+
+    @cached_property
     def value_totals(self) -> np.ndarray:
         """Total count of each value over the whole release."""
         return _ro(np.bincount(self._codes, weights=self._counts,

@@ -51,6 +51,7 @@ themselves exactly.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
@@ -118,6 +119,7 @@ def _check_exact(rel: Release, exact: bool) -> bool:
     return exact
 
 
+@functools.lru_cache(maxsize=256)
 def _threshold_ratio(c: Any) -> Fraction:
     """(1 − c)/c exactly, from the exact value of c (a float is taken at its binary value)."""
     cf = Fraction(c)
@@ -750,6 +752,11 @@ def _normalize_skylines(skylines: Any) -> tuple[dict, list]:
     return {}, [_normalize_point(p, "skylines") for p in skylines]
 
 
+#: up to this many groups a check caches every group label of the release (fast repeated
+#: checks); larger releases look up only the witness groups' labels
+_ALL_LABELS_MAX_GROUPS = 1_000_000
+
+
 def _auto_parallel(n_groups: int, n_points: int) -> bool:
     import numba
 
@@ -769,18 +776,49 @@ def _n_chunks(n_groups: int) -> int:
     return int(min(max(numba.config.NUMBA_NUM_THREADS, 1) * 4, max(n_groups, 1)))
 
 
+_NO_TOP = np.zeros((0, 0), dtype=np.int64)
+_NO_TOP.flags.writeable = False
+
+
+def _sigma_scan_args(rel: Release) -> tuple:
+    """Kernel inputs of a per-σ scan (cached index of the release)."""
+    top = rel.top_prefix
+    _, entry, group, rank, count = rel.value_index
+    return (rel.indptr, rel.counts, rel.sizes, _NO_TOP if top is None else top, entry, group,
+            rank, count)
+
+
 def _check_direct(rel: Release, pt_sig: list, pt_l: list, pt_k: list, pt_m: list,
                   parallel: bool):
-    """Run the literal 2-D SkylineCheck kernel: every group × every point of its σ."""
+    """SkylineCheck per σ: each point streams the occurrences of its σ (σ-free groups are
+    neutral, so they are not visited). Returns (stats, args) in point order."""
     from ._kernels import skyline as K
 
-    indptr, codes, counts, sizes = _arrays(rel)
-    arrs = [kernel_array(np.asarray(x, np.int64), np.int64) for x in (pt_sig, pt_l, pt_k, pt_m)]
-    if parallel:
-        return K.check_parallel(indptr, codes, counts, sizes, _CASE_ID[rel.case], rel.n_values,
-                                *arrs, _n_chunks(rel.n_groups))
-    return K.check_range(indptr, codes, counts, sizes, _CASE_ID[rel.case], rel.n_values, *arrs,
-                         0, rel.n_groups)
+    common = _sigma_scan_args(rel)
+    ptr = rel.value_index[0]
+    case = _CASE_ID[rel.case]
+    by_sig: dict = {}
+    for i, c in enumerate(pt_sig):
+        by_sig.setdefault(c, []).append(i)
+    stats = np.empty((len(pt_sig), 5), dtype=np.float64)
+    args = np.empty((len(pt_sig), 5), dtype=np.int64)
+    for c, idx in by_sig.items():
+        if len(by_sig) == 1:
+            ls, ks, ms = (kernel_array(x, np.int64) for x in (pt_l, pt_k, pt_m))
+        else:
+            ls, ks, ms = (kernel_array([x[i] for i in idx], np.int64)
+                          for x in (pt_l, pt_k, pt_m))
+        i0, i1 = int(ptr[c]), int(ptr[c + 1])
+        if parallel:
+            st, ar = K.check_sigma_parallel(*common, i0, i1, case, ls, ks, ms,
+                                            min(_n_chunks(rel.n_groups), max(i1 - i0, 1)))
+        else:
+            st, ar = K.check_sigma(*common, i0, i1, case, ls, ks, ms)
+        if len(by_sig) == 1:
+            return st, ar
+        stats[idx] = st
+        args[idx] = ar
+    return stats, args
 
 
 def _check_by_classes(rel: Release, pt_sig: list, pt_l: list, pt_k: list, pt_m: list,
@@ -907,15 +945,17 @@ class SkylineState:
         elif rel.case != self._case:
             raise ValueError(f"data: release case {rel.case!r} differs from the state's case "
                              f"{self._case!r}")
-        if labels is None:
-            glabels = rel.group_labels
-        else:
-            glabels = list(labels)
-            if len(glabels) != rel.n_groups:
-                raise ValueError(f"labels has {len(glabels)} entries but the data has "
+        if labels is not None:
+            labels = list(labels)
+            if len(labels) != rel.n_groups:
+                raise ValueError(f"labels has {len(labels)} entries but the data has "
                                  f"{rel.n_groups} groups")
         values = rel.values
-        sig_list = [v for v in values if self._star or v in self._explicit]
+        if self._star:
+            sig_list = values
+        else:
+            index = rel._code_index
+            sig_list = [v for v in self._explicit if v in index]
         pt_sig, pt_l, pt_k, pt_m, owners = [], [], [], [], []
         for v in sig_list:
             code = rel.code_of(v)
@@ -925,8 +965,7 @@ class SkylineState:
                 pt_k.append(p[1])
                 pt_m.append(p[2])
             owners.append(v)
-        for v in values:
-            self._seen.setdefault(v, None)
+        self._seen.update(dict.fromkeys(values))
         self._n_groups += rel.n_groups
         if not owners:
             return self
@@ -940,13 +979,23 @@ class SkylineState:
                                  "is too large; use method='direct' or 'auto'")
         if stats is None:
             stats, args = _check_direct(rel, pt_sig, pt_l, pt_k, pt_m, parallel)
+        # witness groups -> labels: every label of a release up to a million groups (built
+        # once, cached on the release); beyond, only the witness groups' labels
+        rows = args.tolist()
+        hit = sorted({g for row in rows for g in row if g >= 0})
+        if labels is None and rel.n_groups <= _ALL_LABELS_MAX_GROUPS:
+            labels = rel.group_labels
+        if labels is None:
+            named = dict(zip(hit, rel.labels_of(np.array(hit, dtype=np.int64)), strict=True))
+        else:
+            named = {g: labels[g] for g in hit}
+        named[-1] = None
         pos = 0
         for v in owners:
             cnt = len(self._points_of(v))
-            st = stats[pos:pos + cnt]
-            ar = [[None if g < 0 else glabels[g] for g in row] for row in args[pos:pos + cnt]]
+            ar = [[named[g] for g in row] for row in rows[pos:pos + cnt]]
+            self._fold(v, np.array(stats[pos:pos + cnt]), ar)
             pos += cnt
-            self._fold(v, np.array(st), ar)
         return self
 
     def _fold(self, sigma: Any, st: np.ndarray, ar: list) -> None:
@@ -999,7 +1048,7 @@ class SkylineState:
             seen = ", ".join(map(repr, list(self._seen)[:20]))
             raise ValueError(f"skylines: {missing[0]!r} is not a sensitive value of the data; "
                              f"values: {seen}")
-        rest = [v for v in self._seen if v not in self._explicit]
+        rest = [v for v in self._seen if v not in self._explicit] if self._star else []
         try:        # label order, as check() on the whole release: merge order is irrelevant
             rest.sort()
         except TypeError:

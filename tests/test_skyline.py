@@ -720,3 +720,98 @@ def test_prepared_tables_match_and_validate():
     small = sky.prepare(rel, "a", l_max=1)
     with pytest.raises(ValueError, match="exceeds l_max=1"):
         small.min_nr(2, 0, 0)
+
+
+def _every_group_scan(rel, sigma, l, k, m):
+    """SkylineCheck by definition: evaluate every group holding σ (same kernel helpers for T
+    and V), keep the first group attaining each strict minimum."""
+    cid = CASE_ID[rel.case]
+    stats = [math.inf, math.inf, math.inf, 1.0, 1.0]
+    args = [-1] * 5
+    for g in range(rel.n_groups):
+        n, s, big_s, pl, _ = _group_inputs(rel, sigma, g, l)
+        if s == 0:
+            continue
+        tk = K.t_value(n, s, big_s, k, cid, pl)
+        vals = (K.mul(tk, K.v_value(n, s, m, k + 1, cid)), K.t_value(n, s, big_s, 0, cid, pl),
+                tk, K.v_value(n, s, m, 0, cid), K.v_value(n, s, m, k, cid))
+        for j, x in enumerate(vals):
+            if x < stats[j]:
+                stats[j], args[j] = x, g
+    return stats, args
+
+
+@st.composite
+def many_groups(draw):
+    """Releases with many groups of few sizes, so (n, #σ) classes repeat (the kernel skips
+    dominated groups of a class) and memo slots collide."""
+    case = draw(st.sampled_from(["svpi", "mvpi-set", "mvpi-multiset"]))
+    n_groups = draw(st.integers(1, 40))
+    groups, sizes = [], []
+    for _ in range(n_groups):
+        d = draw(st.integers(1, 5))
+        counts = {f"v{i}": draw(st.integers(1, 4)) for i in
+                  draw(st.lists(st.integers(0, 6), min_size=d, max_size=d, unique=True))}
+        groups.append(counts)
+        sizes.append(max(counts.values()) + draw(st.integers(0, 2)) if case != "svpi" else None)
+    sigma = draw(st.sampled_from(sorted({v for g in groups for v in g})))
+    if case == "svpi":
+        return fp.Release.from_counts(_counts_table(groups), group="g", sensitive="v",
+                                      count="c"), sigma
+    return fp.Release.from_counts(_counts_table(groups, sizes), group="g", sensitive="v",
+                                  count="c", sizes="n", case=case), sigma
+
+
+def _counts_table(groups, sizes=None):
+    import pyarrow as pa
+
+    rows = [(gi, v, c) for gi, g in enumerate(groups) for v, c in g.items()]
+    cols = {"g": pa.array([r[0] for r in rows]), "v": pa.array([r[1] for r in rows]),
+            "c": pa.array([r[2] for r in rows])}
+    if sizes is not None:
+        cols["n"] = pa.array([sizes[r[0]] for r in rows])
+    return pa.table(cols)
+
+
+@settings(max_examples=300, deadline=None)
+@given(many_groups(), st.integers(0, 6), st.integers(0, 6), st.integers(0, 6))
+def test_sigma_scan_equals_every_group_scan(data, l, k, m):
+    """The per-σ kernel (occurrence index, ℓ-major table or profile sums, dominated groups of
+    a class skipped) gives the statistics and witness groups of evaluating every group."""
+    rel, sigma = data
+    want = _every_group_scan(rel, sigma, l, k, m)
+    code = rel.code_of(sigma)
+    ptr = rel.value_index[0]
+    common = list(sky._sigma_scan_args(rel))
+    for top in (common[3], sky._NO_TOP):          # with and without the ℓ-major table
+        if top is None:
+            continue
+        common[3] = top
+        st_, ar = K.sigma_stats(*common, int(ptr[code]), int(ptr[code + 1]),
+                                CASE_ID[rel.case], l, k, m)
+        assert st_.tolist() == want[0] and ar.tolist() == want[1], (top.shape, st_, want)
+    res = sky.check(rel, {sigma: [(l, k, m, 0.5)]}, method="direct").points[0]
+    assert list(res.statistics) == want[0]
+    labels = rel.group_labels
+    assert list(res.groups) == [None if g < 0 else labels[g] for g in want[1]]
+
+
+def test_top_prefix_table_and_value_index():
+    rel = fp.Release.from_groups([["a", "a", "b", "c"], ["b"], ["c", "c", "c", "a"]])
+    ptr, entry, group, rank, count = rel.value_index
+    for c, v in enumerate(rel.values):
+        occ = [(int(g), int(r), int(n)) for g, r, n in
+               zip(group[ptr[c]:ptr[c + 1]], rank[ptr[c]:ptr[c + 1]], count[ptr[c]:ptr[c + 1]])]
+        want = [(g, r, n) for g in range(rel.n_groups)
+                for r, (x, n) in enumerate(rel.profile(g)) if x == v]
+        assert occ == want
+        assert all(rel.codes[e] == c for e in entry[ptr[c]:ptr[c + 1]])
+    top = rel.top_prefix
+    for g in range(rel.n_groups):
+        cnt = [n for _, n in rel.profile(g)]
+        assert top[:, g].tolist() == [sum(cnt[:j]) for j in range(top.shape[0])]
+    # a sparse release (one very diverse group, many small ones) keeps no dense table
+    sparse = fp.Release.from_groups([[f"v{i}" for i in range(200)]] + [["v0"]] * 10)
+    assert sparse.top_prefix is None
+    r = sky.check(sparse, {"v0": [(3, 1, 1, 0.9)]}).points[0]
+    assert r.value == sky.breach_probability(sparse, "v0", 3, 1, 1).value

@@ -86,6 +86,62 @@ def group_order(group, n_groups):
 
 
 @kernel
+def value_index(indptr, codes, counts, n_values):
+    """Transpose a CSR frequency profile: the occurrences of every value, in group order.
+
+    Returns ``(ptr, entry, group, rank, count)``: value code c occurs at the profile
+    entries ``entry[ptr[c]:ptr[c+1]]`` (ascending, hence by group), in groups
+    ``group[...]``, at position ``rank[...]`` within its group and with ``count[...]``
+    occurrences. One counting sort, O(entries + n_values); the per-occurrence facts are
+    stored so a per-value scan reads only sequential arrays.
+    """
+    n_groups = indptr.shape[0] - 1
+    n_entries = codes.shape[0]
+    ptr = np.zeros(n_values + 1, dtype=np.int64)
+    for e in range(n_entries):
+        ptr[codes[e] + 1] += 1
+    for c in range(n_values):
+        ptr[c + 1] += ptr[c]
+    pos = ptr[:-1].copy()
+    entry = np.empty(n_entries, dtype=np.int64)
+    group = np.empty(n_entries, dtype=np.int64)
+    rank = np.empty(n_entries, dtype=np.int64)
+    count = np.empty(n_entries, dtype=np.int64)
+    for g in range(n_groups):
+        a = indptr[g]
+        for e in range(a, indptr[g + 1]):
+            q = pos[codes[e]]
+            entry[q] = e
+            group[q] = g
+            rank[q] = e - a
+            count[q] = counts[e]
+            pos[codes[e]] = q + 1
+    return ptr, entry, group, rank, count
+
+
+@kernel
+def top_prefix(indptr, counts, width):
+    """ℓ-major table of the sums of each group's ℓ largest counts, ℓ = 0 .. ``width``.
+
+    ``out[ℓ, g]`` = counts[a] + … + counts[a + min(ℓ, d_g) − 1] for the group's entries
+    a .. a + d_g − 1 (counts descending within a group), i.e. saturated at the group total.
+    Row ℓ is contiguous, so a scan at one ℓ reads it sequentially.
+    """
+    n_groups = indptr.shape[0] - 1
+    out = np.empty((width + 1, n_groups), dtype=np.int64)
+    for g in range(n_groups):
+        a = indptr[g]
+        d = indptr[g + 1] - a
+        acc = np.int64(0)
+        out[0, g] = acc
+        for j in range(width):
+            if j < d:
+                acc += counts[a + j]
+            out[j + 1, g] = acc
+    return out
+
+
+@kernel
 def first_index(group, n_groups):
     """Index of the first row of each group (``-1`` for a group with no row)."""
     out = np.full(n_groups, -1, dtype=np.int64)

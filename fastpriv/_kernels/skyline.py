@@ -220,150 +220,158 @@ def combine(ss1, ss2, ss3, ss4, ss5):
 
 # ---------------------------------------------------------------------------- SkylineCheck
 @kernel
-def check_range(indptr, codes, counts, sizes, case, n_codes, pt_sig, pt_l, pt_k, pt_m,
-                g0, g1):
-    """SkylineCheck over groups ``g0 .. g1-1``: the five statistics of every point.
+def sigma_stats(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, i0, i1, case,
+                l, k, m):
+    """SkylineCheck of one (σ, ℓ, k, m): the five statistics and their first groups.
 
-    One pass over the groups; for each group, each point (σ_p, ℓ_p, k_p, m_p) whose σ occurs
-    in the group updates its five minima (σ-free groups are neutral, C1). Returns
-    ``(stats, args)``: ``stats[p] = (SS1, SS2, SS3, SS4, SS5)`` and ``args[p]`` the first
-    group attaining each (-1 while a statistic keeps its neutral value ∞ / 1).
+    Streams σ's occurrences ``i0 .. i1-1`` of :attr:`Release.value_index` (group, rank,
+    count: sequential arrays, groups ascending); σ-free groups are neutral (C1) and never
+    visited. S_ℓ (the ℓ largest non-σ counts; counts are descending within a group) is
+    ``top[ℓ, g]`` when σ ranks ℓ or later, else ``top[ℓ+1, g] − #σ`` — one read of the
+    ℓ-major table :attr:`Release.top_prefix`; without the table (``top`` with 0 rows) it
+    is summed from the profile.
 
-    The V values of a point depend only on (n, s); they are memoized per point, so a group
-    whose (n, s) was seen before costs O(1) per point besides S_ℓ.
+    Groups of one class (n, s) share their V values, and their T is non-increasing in S_ℓ
+    (SVPI, multiset). A direct-mapped table keyed by (n, s) keeps the class's V values and
+    the largest S_ℓ seen so far: a later group of the class with S_ℓ no larger has every
+    term ≥ that earlier group's, so under the strict "<" of the minima it cannot change a
+    statistic or its witness and is skipped after two integer comparisons. The result is
+    identical to evaluating every group. Returns ``(stats, args)``:
+    ``stats = (SS1, SS2, SS3, SS4, SS5)`` and ``args`` the first group attaining each (-1
+    while a statistic keeps its neutral value ∞ / 1).
     """
-    n_pts = pt_sig.shape[0]
-    stats = np.empty((n_pts, 5), dtype=np.float64)
-    args = np.full((n_pts, 5), -1, dtype=np.int64)
-    for p in range(n_pts):
-        stats[p, 0] = INF
-        stats[p, 1] = INF
-        stats[p, 2] = INF
-        stats[p, 3] = 1.0
-        stats[p, 4] = 1.0
-    if n_pts == 0:
-        return stats, args
-    l_max = 0
-    for p in range(n_pts):
-        if pt_l[p] > l_max:
-            l_max = pt_l[p]
-    stamp = np.full(n_codes, -1, dtype=np.int64)
-    pos = np.zeros(n_codes, dtype=np.int64)
-    pre = np.zeros(l_max + 2, dtype=np.int64)
-    mkey_n = np.full((n_pts, _MEMO_SLOTS), -1, dtype=np.int64)
-    mkey_s = np.full((n_pts, _MEMO_SLOTS), -1, dtype=np.int64)
-    mval = np.empty((n_pts, _MEMO_SLOTS, 3), dtype=np.float64)
-    single = n_pts == 1
-    sig0 = pt_sig[0]
-    for g in range(g0, g1):
-        a = indptr[g]
-        b = indptr[g + 1]
-        d = b - a
-        if d == 0:
-            continue
+    ss1 = INF
+    ss2 = INF
+    ss3 = INF
+    ss4 = 1.0
+    ss5 = 1.0
+    a1 = -1
+    a2 = -1
+    a3 = -1
+    a4 = -1
+    a5 = -1
+    mkey_n = np.full(_MEMO_SLOTS, -1, dtype=np.int64)
+    mkey_s = np.full(_MEMO_SLOTS, -1, dtype=np.int64)
+    mval = np.empty((_MEMO_SLOTS, 3), dtype=np.float64)
+    mbest = np.empty(_MEMO_SLOTS, dtype=np.int64)
+    rows = top.shape[0]
+    lt = l if l < rows - 1 else rows - 1
+    for i in range(i0, i1):
+        g = p_group[i]
+        r = p_rank[i]
+        s = p_count[i]
         n = sizes[g]
-        if single:
-            # inline search (a call per group costs as much as the search)
-            r1 = -1
-            for e in range(a, b):
-                if codes[e] == sig0:
-                    r1 = e - a
-                    break
-            if r1 < 0:
-                continue
+        pl = 1.0
+        if case == SET:
+            a = p_entry[i] - r
+            big_s = np.int64(0)
+            pl = top_prod(counts, a, indptr[g + 1] - a, r, l, n)
+        elif rows > 0:
+            if r >= l:
+                big_s = top[lt, g]
+            else:
+                big_s = top[lt + 1 if lt < rows - 1 else lt, g] - s
         else:
-            for e in range(a, b):
-                c = codes[e]
-                stamp[c] = g
-                pos[c] = e - a
-        lim = d if d < l_max + 1 else l_max + 1
-        acc = 0
-        pre[0] = 0
-        for j in range(lim):
-            acc += counts[a + j]
-            pre[j + 1] = acc
-        for p in range(n_pts):
-            sg = pt_sig[p]
-            if single:
-                r = r1
-            else:
-                if stamp[sg] != g:
-                    continue
-                r = pos[sg]
-            s = counts[a + r]
-            l = pt_l[p]
-            k = pt_k[p]
-            m = pt_m[p]
-            ll = l if l < d - 1 else d - 1
-            if r >= ll:
-                big_s = pre[ll]
-            else:
-                big_s = pre[ll + 1] - s
-            if case == SVPI:
-                # T inline (same expression as t_value): helper calls dominate otherwise
-                num = n - s - big_s
-                t0 = num / s if num > 0 else 0.0
-                num -= k
-                tk = num / s if num > 0 else 0.0
-            else:
-                pl = 1.0
-                if case == SET:
-                    pl = top_prod(counts, a, d, r, l, n)
-                t0 = t_value(n, s, big_s, np.int64(0), case, pl)
-                tk = t_value(n, s, big_s, k, case, pl)
-            # V values memoized by (n, s)
-            h = (n * 40503 + s * 9973) & (_MEMO_SLOTS - 1)
-            if mkey_n[p, h] == n and mkey_s[p, h] == s:
-                v0 = mval[p, h, 0]
-                vk = mval[p, h, 1]
-                vk1 = mval[p, h, 2]
-            else:
-                v0 = v_value(n, s, m, np.int64(0), case)
-                vk = v_value(n, s, m, k, case)
-                vk1 = v_value(n, s, m, k + 1, case)
-                mkey_n[p, h] = n
-                mkey_s[p, h] = s
-                mval[p, h, 0] = v0
-                mval[p, h, 1] = vk
-                mval[p, h, 2] = vk1
-            nr1 = tk * vk1          # mul(): T, V finite here
-            if nr1 == 0.0 and tk > 0.0 and vk1 > 0.0:
-                nr1 = TINY
-            if nr1 < stats[p, 0]:
-                stats[p, 0] = nr1
-                args[p, 0] = g
-            if t0 < stats[p, 1]:
-                stats[p, 1] = t0
-                args[p, 1] = g
-            if tk < stats[p, 2]:
-                stats[p, 2] = tk
-                args[p, 2] = g
-            if v0 < stats[p, 3]:
-                stats[p, 3] = v0
-                args[p, 3] = g
-            if vk < stats[p, 4]:
-                stats[p, 4] = vk
-                args[p, 4] = g
+            a = p_entry[i] - r
+            big_s = top_sum(counts, a, indptr[g + 1] - a, r, l)
+        h = (n * 40503 + s * 9973) & (_MEMO_SLOTS - 1)
+        if mkey_n[h] == n and mkey_s[h] == s:
+            if case != SET:
+                if big_s <= mbest[h]:
+                    continue            # dominated by an earlier group of its class
+                mbest[h] = big_s
+            v0 = mval[h, 0]
+            vk = mval[h, 1]
+            vk1 = mval[h, 2]
+        else:
+            v0 = v_value(n, s, m, np.int64(0), case)
+            vk = v_value(n, s, m, k, case)
+            vk1 = v_value(n, s, m, k + 1, case)
+            mkey_n[h] = n
+            mkey_s[h] = s
+            mval[h, 0] = v0
+            mval[h, 1] = vk
+            mval[h, 2] = vk1
+            mbest[h] = big_s
+        if case == SVPI:
+            # T inline (same expression as t_value): helper calls dominate otherwise
+            num = n - s - big_s
+            t0 = num / s if num > 0 else 0.0
+            num -= k
+            tk = num / s if num > 0 else 0.0
+        else:
+            t0 = t_value(n, s, big_s, np.int64(0), case, pl)
+            tk = t_value(n, s, big_s, k, case, pl)
+        nr1 = tk * vk1          # mul(): T, V finite here
+        if nr1 == 0.0 and tk > 0.0 and vk1 > 0.0:
+            nr1 = TINY
+        if nr1 < ss1:
+            ss1 = nr1
+            a1 = g
+        if t0 < ss2:
+            ss2 = t0
+            a2 = g
+        if tk < ss3:
+            ss3 = tk
+            a3 = g
+        if v0 < ss4:
+            ss4 = v0
+            a4 = g
+        if vk < ss5:
+            ss5 = vk
+            a5 = g
+    stats = np.empty(5, dtype=np.float64)
+    args = np.empty(5, dtype=np.int64)
+    stats[0] = ss1
+    stats[1] = ss2
+    stats[2] = ss3
+    stats[3] = ss4
+    stats[4] = ss5
+    args[0] = a1
+    args[1] = a2
+    args[2] = a3
+    args[3] = a4
+    args[4] = a5
+    return stats, args
+
+
+@kernel
+def check_sigma(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, i0, i1, case,
+                pt_l, pt_k, pt_m):
+    """SkylineCheck of one σ and several points: :func:`sigma_stats` for each point.
+
+    Point-major: every point streams σ's occurrences (sequential, cache-resident arrays),
+    which is faster than one group-major pass carrying per-point state. Returns
+    ``(stats, args)`` of shape ``(points, 5)``.
+    """
+    n_pts = pt_l.shape[0]
+    stats = np.empty((n_pts, 5), dtype=np.float64)
+    args = np.empty((n_pts, 5), dtype=np.int64)
+    for p in range(n_pts):
+        st, ar = sigma_stats(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count,
+                             i0, i1, case, pt_l[p], pt_k[p], pt_m[p])
+        stats[p] = st
+        args[p] = ar
     return stats, args
 
 
 @kernel(parallel=True)
-def check_parallel(indptr, codes, counts, sizes, case, n_codes, pt_sig, pt_l, pt_k, pt_m,
-                   n_chunks):
-    """:func:`check_range` over ``n_chunks`` contiguous group ranges in parallel, merged.
+def check_sigma_parallel(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, i0,
+                         i1, case, pt_l, pt_k, pt_m, n_chunks):
+    """:func:`check_sigma` over ``n_chunks`` contiguous ranges of σ's occurrences, merged.
 
     The statistics are min-reductions, so chunks are independent; the merge visits chunks
     in group order, so ties resolve to the first group exactly as in the sequential scan.
     """
-    n_groups = sizes.shape[0]
-    n_pts = pt_sig.shape[0]
+    n_pts = pt_l.shape[0]
+    span = i1 - i0
     all_stats = np.empty((n_chunks, n_pts, 5), dtype=np.float64)
     all_args = np.empty((n_chunks, n_pts, 5), dtype=np.int64)
     for c in prange(n_chunks):
-        g0 = (n_groups * c) // n_chunks
-        g1 = (n_groups * (c + 1)) // n_chunks
-        st, ar = check_range(indptr, codes, counts, sizes, case, n_codes, pt_sig, pt_l, pt_k,
-                             pt_m, g0, g1)
+        a = i0 + (span * c) // n_chunks
+        b = i0 + (span * (c + 1)) // n_chunks
+        st, ar = check_sigma(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, a,
+                             b, case, pt_l, pt_k, pt_m)
         all_stats[c] = st
         all_args[c] = ar
     stats = all_stats[0].copy()
@@ -816,8 +824,8 @@ def dp_min_nr(indptr, codes, counts, sizes, case, sig, l, k, m):
       min_{i,j} without[i,j] · T(f,ℓ,K−i) · V(f, M−j, K−i+1) )
 
     Base: without[0,0] = 1, everything else +∞; the answer is with[k, m] after the last
-    group. Reads the CSR profile directly (like :func:`check_range`); the per-group T and V
-    use the same helpers as SkylineCheck, so the two agree to the last bit whenever the
+    group. Reads the CSR profile directly, searching σ in every group; the per-group T and
+    V use the same helpers as SkylineCheck, so the two agree to the last bit whenever the
     minimizing placement is the same.
     """
     n_groups = sizes.shape[0]
@@ -876,8 +884,8 @@ def sigma_columns(indptr, codes, counts, sizes, sig, width):
 def columns_stats(case, nn, ss, big_s, pl, l, k, m):
     """SkylineCheck for one (σ, ℓ, k, m) from prepared columns: (stats[5], args[5]).
 
-    Rows with ss = 0 (σ-free groups) are neutral. V is memoized by (n, s); the SVPI T is
-    evaluated inline (the same expression as :func:`t_value`).
+    Rows with ss = 0 (σ-free groups) are neutral. The same loop as :func:`sigma_stats`
+    (class table of V values and largest S_ℓ, dominated groups skipped) on prepared rows.
     """
     ss1 = INF
     ss2 = INF
@@ -892,6 +900,7 @@ def columns_stats(case, nn, ss, big_s, pl, l, k, m):
     mkey_n = np.full(_MEMO_SLOTS, -1, dtype=np.int64)
     mkey_s = np.full(_MEMO_SLOTS, -1, dtype=np.int64)
     mval = np.empty((_MEMO_SLOTS, 3), dtype=np.float64)
+    mbest = np.empty(_MEMO_SLOTS, dtype=np.int64)
     s_row = big_s[l]
     p_row = pl[l]
     for g in range(nn.shape[0]):
@@ -899,17 +908,14 @@ def columns_stats(case, nn, ss, big_s, pl, l, k, m):
         if s == 0:
             continue
         n = nn[g]
-        if case == SVPI:
-            num = n - s - s_row[g]
-            t0 = num / s if num > 0 else 0.0
-            num -= k
-            tk = num / s if num > 0 else 0.0
-        else:
-            plg = p_row[g]
-            t0 = t_value(n, s, s_row[g], np.int64(0), case, plg)
-            tk = t_value(n, s, s_row[g], k, case, plg)
+        sv = s_row[g]
+        pv = p_row[g]
         h = (n * 40503 + s * 9973) & (_MEMO_SLOTS - 1)
         if mkey_n[h] == n and mkey_s[h] == s:
+            if case != SET:
+                if sv <= mbest[h]:
+                    continue            # dominated by an earlier group of its class
+                mbest[h] = sv
             v0 = mval[h, 0]
             vk = mval[h, 1]
             vk1 = mval[h, 2]
@@ -922,6 +928,16 @@ def columns_stats(case, nn, ss, big_s, pl, l, k, m):
             mval[h, 0] = v0
             mval[h, 1] = vk
             mval[h, 2] = vk1
+            mbest[h] = sv
+        if case == SVPI:
+            # T inline (same expression as t_value): helper calls dominate otherwise
+            num = n - s - sv
+            t0 = num / s if num > 0 else 0.0
+            num -= k
+            tk = num / s if num > 0 else 0.0
+        else:
+            t0 = t_value(n, s, sv, np.int64(0), case, pv)
+            tk = t_value(n, s, sv, k, case, pv)
         nr1 = tk * vk1          # mul(): T, V finite here
         if nr1 == 0.0 and tk > 0.0 and vk1 > 0.0:
             nr1 = TINY
