@@ -1074,24 +1074,48 @@ class SkylineState:
                 min_nr, which = min_nr.tolist(), which.tolist()
             rows = allst.tolist()
             i = 0
-            ratios: dict = {}
             for sigma in owners:
                 ar = self._args.get(sigma)
-                for q, (l, k, m, c) in enumerate(self._points_of(sigma)):
-                    nr = min_nr[i]
-                    w = which[i]
-                    key = (type(c), c)
-                    if key not in ratios:
-                        ratios[key] = _threshold_ratio(c)
-                    out.append(PointResult(
-                        sigma=sigma, l=l, k=k, m=m, c=c, value=_bp(nr), min_nr=nr,
-                        statistics=tuple(rows[i]),
-                        case_used=None if w < 0 else TERMS[w],
-                        safe=_is_safe(nr, ratios[key]),
-                        groups=(None,) * 5 if ar is None else tuple(ar[q])))
+                for q, point in enumerate(self._points_of(sigma)):
+                    out.append(_point_result(sigma, point, rows[i], min_nr[i], which[i],
+                                             (None,) * 5 if ar is None else tuple(ar[q])))
                     i += 1
         return SkylineCheck(points=tuple(out), case=self._case or SVPI,
                             n_groups=self._n_groups)
+
+
+def _point_result(sigma: Any, point: _Point, row: list, min_nr: float, which: int,
+                  groups: tuple) -> PointResult:
+    """A :class:`PointResult` from the five statistics of (σ, point) and Theorem 2."""
+    l, k, m, c = point
+    return PointResult(sigma=sigma, l=l, k=k, m=m, c=c, value=_bp(min_nr), min_nr=min_nr,
+                       statistics=tuple(row), case_used=None if which < 0 else TERMS[which],
+                       safe=_is_safe(min_nr, _threshold_ratio(c)), groups=groups)
+
+
+def _check_explicit(rel: Release, explicit: dict) -> SkylineCheck:
+    """:func:`check` for a few explicit (σ, point) pairs, sequentially: the per-σ kernel and
+    the results directly, without building a mergeable :class:`SkylineState` (identical
+    results; this is the latency path of one-point questions)."""
+    from ._kernels import skyline as K
+
+    common = _sigma_scan_args(rel)
+    ptr = rel.value_index[0]
+    case = _CASE_ID[rel.case]
+    labels = rel.group_labels if rel.n_groups <= _ALL_LABELS_MAX_GROUPS else None
+    out = []
+    for sigma, pts in explicit.items():
+        if not pts:
+            continue
+        code = rel.code_of(sigma, param="skylines")
+        ls, ks, ms = (kernel_array([p[j] for p in pts], np.int64) for j in range(3))
+        st, ar = K.check_sigma(*common, int(ptr[code]), int(ptr[code + 1]), case, ls, ks, ms)
+        for point, row, grow in zip(pts, st.tolist(), ar.tolist(), strict=True):
+            nr, which = _combine_row(row)
+            groups = tuple(None if g < 0 else labels[g] if labels is not None
+                           else rel.group_label(g) for g in grow)
+            out.append(_point_result(sigma, point, row, nr, which, groups))
+    return SkylineCheck(points=tuple(out), case=rel.case, n_groups=rel.n_groups)
 
 
 def _pmul(a: float, b: float) -> float:
@@ -1191,6 +1215,11 @@ def check(rel: Release, skylines: Any, *, exact: bool = False,
     state = SkylineState(skylines, case=rel.case)
     for sigma in state._explicit:
         rel.code_of(sigma, param="skylines")
+    pairs = sum(map(len, state._explicit.values()))
+    if (not exact and not state._star and method in ("auto", "direct")
+            and pairs <= _DIRECT_MAX_PAIRS and parallel is not True
+            and (parallel is False or not _auto_parallel(rel.n_groups, pairs))):
+        return _check_explicit(rel, state._explicit)
     if not exact:
         return state.update(rel, parallel=parallel, method=method).result()
     out = []

@@ -792,6 +792,9 @@ def test_sigma_scan_equals_every_group_scan(data, l, k, m):
         assert st_.tolist() == want[0] and ar.tolist() == want[1], (top.shape, st_, want)
     res = sky.check(rel, {sigma: [(l, k, m, 0.5)]}, method="direct").points[0]
     assert list(res.statistics) == want[0]
+    # check()'s latency path equals the mergeable state's result
+    state = sky.SkylineState({sigma: [(l, k, m, 0.5)]}).update(rel, method="direct")
+    assert state.result().points[0] == res
     labels = rel.group_labels
     assert list(res.groups) == [None if g < 0 else labels[g] for g in want[1]]
 
