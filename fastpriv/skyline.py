@@ -757,6 +757,23 @@ def _normalize_skylines(skylines: Any) -> tuple[dict, list]:
 _ALL_LABELS_MAX_GROUPS = 1_000_000
 
 
+def _group_names(rel: Release, rows: list, labels: list | None = None) -> dict:
+    """``{group index: label}`` for the indices in ``rows`` (lists of ints), ``-1 → None``.
+
+    Labels come from ``labels`` if given, else from the release: every label of a release
+    up to a million groups (built once, cached on it), beyond that only the named groups'.
+    """
+    hit = sorted({g for row in rows for g in row if g >= 0})
+    if labels is None and rel.n_groups <= _ALL_LABELS_MAX_GROUPS:
+        labels = rel.group_labels
+    if labels is None:
+        named = dict(zip(hit, rel.labels_of(np.array(hit, dtype=np.int64)), strict=True))
+    else:
+        named = {g: labels[g] for g in hit}
+    named[-1] = None
+    return named
+
+
 def _auto_parallel(n_groups: int, n_points: int) -> bool:
     import numba
 
@@ -979,17 +996,8 @@ class SkylineState:
                                  "is too large; use method='direct' or 'auto'")
         if stats is None:
             stats, args = _check_direct(rel, pt_sig, pt_l, pt_k, pt_m, parallel)
-        # witness groups -> labels: every label of a release up to a million groups (built
-        # once, cached on the release); beyond, only the witness groups' labels
         rows = args.tolist()
-        hit = sorted({g for row in rows for g in row if g >= 0})
-        if labels is None and rel.n_groups <= _ALL_LABELS_MAX_GROUPS:
-            labels = rel.group_labels
-        if labels is None:
-            named = dict(zip(hit, rel.labels_of(np.array(hit, dtype=np.int64)), strict=True))
-        else:
-            named = {g: labels[g] for g in hit}
-        named[-1] = None
+        named = _group_names(rel, rows, labels)
         pos = 0
         for v in owners:
             cnt = len(self._points_of(v))
@@ -1102,7 +1110,6 @@ def _check_explicit(rel: Release, explicit: dict) -> SkylineCheck:
     common = _sigma_scan_args(rel)
     ptr = rel.value_index[0]
     case = _CASE_ID[rel.case]
-    labels = rel.group_labels if rel.n_groups <= _ALL_LABELS_MAX_GROUPS else None
     out = []
     for sigma, pts in explicit.items():
         if not pts:
@@ -1110,11 +1117,12 @@ def _check_explicit(rel: Release, explicit: dict) -> SkylineCheck:
         code = rel.code_of(sigma, param="skylines")
         ls, ks, ms = (kernel_array([p[j] for p in pts], np.int64) for j in range(3))
         st, ar = K.check_sigma(*common, int(ptr[code]), int(ptr[code + 1]), case, ls, ks, ms)
-        for point, row, grow in zip(pts, st.tolist(), ar.tolist(), strict=True):
+        grows = ar.tolist()
+        named = _group_names(rel, grows)
+        for point, row, grow in zip(pts, st.tolist(), grows, strict=True):
             nr, which = _combine_row(row)
-            groups = tuple(None if g < 0 else labels[g] if labels is not None
-                           else rel.group_label(g) for g in grow)
-            out.append(_point_result(sigma, point, row, nr, which, groups))
+            out.append(_point_result(sigma, point, row, nr, which,
+                                     tuple(named[g] for g in grow)))
     return SkylineCheck(points=tuple(out), case=rel.case, n_groups=rel.n_groups)
 
 
