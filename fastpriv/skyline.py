@@ -805,33 +805,68 @@ def _sigma_scan_args(rel: Release) -> tuple:
             rank, count)
 
 
-def _check_direct(rel: Release, pt_sig: list, pt_l: list, pt_k: list, pt_m: list,
-                  parallel: bool):
-    """SkylineCheck per σ: each point streams the occurrences of its σ (σ-free groups are
-    neutral, so they are not visited). Returns (stats, args) in point order."""
+#: the (σ, ℓ) record lists kept on a release hold at most this many occurrences in all
+#: (beyond it the cache is emptied first) — or the release's entry count, if larger
+_RECORDS_KEPT = 1 << 22
+
+
+def _records(rel: Release, common: tuple, code: int, l: int) -> np.ndarray:
+    """The occurrences of value ``code`` that can set a statistic at ℓ, for every (k, m)
+    (:func:`_kernels.skyline.sigma_records`), built at the first check of (σ, ℓ) and kept
+    in :attr:`Release.index_cache`: later checks of that σ and ℓ at any k, m evaluate only
+    these — usually a few per (n, #σ) class, not one per group."""
+    from ._kernels import skyline as K
+
+    cache = rel.index_cache
+    key = ("skyline.records", code, l)
+    rec = cache.get(key)
+    if rec is None:
+        ptr = rel.value_index[0]
+        rec = K.sigma_records(*common, int(ptr[code]), int(ptr[code + 1]),
+                              _CASE_ID[rel.case], l)
+        rec.flags.writeable = False
+        kept = cache.get("skyline.records.size", 0) + rec.size
+        if kept > max(_RECORDS_KEPT, rel.codes.size):
+            for old in [x for x in cache if x[0].startswith("skyline.records")]:
+                del cache[old]
+            kept = rec.size
+        cache[key] = rec
+        cache["skyline.records.size"] = kept
+    return rec
+
+
+def _scan_points(rel: Release, pt_sig: list, pt_l: list, pt_k: list, pt_m: list,
+                 parallel: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The five statistics and first-group witnesses of (σ, point) pairs by per-σ scans.
+
+    Points are batched by (σ, ℓ); each batch streams the (σ, ℓ) records (:func:`_records`).
+    σ-free groups are neutral, so they are never visited. Returns ``(stats, args)`` in point
+    order, shape ``(points, 5)``.
+    """
     from ._kernels import skyline as K
 
     common = _sigma_scan_args(rel)
-    ptr = rel.value_index[0]
     case = _CASE_ID[rel.case]
-    by_sig: dict = {}
-    for i, c in enumerate(pt_sig):
-        by_sig.setdefault(c, []).append(i)
-    stats = np.empty((len(pt_sig), 5), dtype=np.float64)
-    args = np.empty((len(pt_sig), 5), dtype=np.int64)
-    for c, idx in by_sig.items():
-        if len(by_sig) == 1:
-            ls, ks, ms = (kernel_array(x, np.int64) for x in (pt_l, pt_k, pt_m))
+    batches: dict = {}
+    for i, key in enumerate(zip(pt_sig, pt_l)):
+        batches.setdefault(key, []).append(i)
+    one = len(batches) == 1
+    if not one:
+        stats = np.empty((len(pt_sig), 5), dtype=np.float64)
+        args = np.empty((len(pt_sig), 5), dtype=np.int64)
+    for (c, l), idx in batches.items():
+        lkm = np.array([pt_l, pt_k, pt_m] if one else
+                       [[x[i] for i in idx] for x in (pt_l, pt_k, pt_m)], dtype=np.int64)
+        lkm.flags.writeable = False           # rows: read-only C-contiguous int64 views
+        ls, ks, ms = lkm
+        rec = _records(rel, common, c, l)
+        n = rec.size
+        if parallel and n >= 4096:
+            st, ar = K.check_sigma_parallel(*common, rec, 0, n, case, ls, ks, ms,
+                                            min(_n_chunks(rel.n_groups), n))
         else:
-            ls, ks, ms = (kernel_array([x[i] for i in idx], np.int64)
-                          for x in (pt_l, pt_k, pt_m))
-        i0, i1 = int(ptr[c]), int(ptr[c + 1])
-        if parallel:
-            st, ar = K.check_sigma_parallel(*common, i0, i1, case, ls, ks, ms,
-                                            min(_n_chunks(rel.n_groups), max(i1 - i0, 1)))
-        else:
-            st, ar = K.check_sigma(*common, i0, i1, case, ls, ks, ms)
-        if len(by_sig) == 1:
+            st, ar = K.check_sigma(*common, rec, 0, n, case, ls, ks, ms)
+        if one:
             return st, ar
         stats[idx] = st
         args[idx] = ar
@@ -995,7 +1030,7 @@ class SkylineState:
                 raise ValueError("method='classes': the (n, s) class table of this release "
                                  "is too large; use method='direct' or 'auto'")
         if stats is None:
-            stats, args = _check_direct(rel, pt_sig, pt_l, pt_k, pt_m, parallel)
+            stats, args = _scan_points(rel, pt_sig, pt_l, pt_k, pt_m, parallel)
         rows = args.tolist()
         named = _group_names(rel, rows, labels)
         pos = 0
@@ -1105,18 +1140,12 @@ def _check_explicit(rel: Release, explicit: dict) -> SkylineCheck:
     """:func:`check` for a few explicit (σ, point) pairs, sequentially: the per-σ kernel and
     the results directly, without building a mergeable :class:`SkylineState` (identical
     results; this is the latency path of one-point questions)."""
-    from ._kernels import skyline as K
-
-    common = _sigma_scan_args(rel)
-    ptr = rel.value_index[0]
-    case = _CASE_ID[rel.case]
     out = []
     for sigma, pts in explicit.items():
         if not pts:
             continue
         code = rel.code_of(sigma, param="skylines")
-        ls, ks, ms = (kernel_array([p[j] for p in pts], np.int64) for j in range(3))
-        st, ar = K.check_sigma(*common, int(ptr[code]), int(ptr[code + 1]), case, ls, ks, ms)
+        st, ar = _scan_points(rel, [code] * len(pts), *([p[j] for p in pts] for j in range(3)))
         grows = ar.tolist()
         named = _group_names(rel, grows)
         for point, row, grow in zip(pts, st.tolist(), grows, strict=True):
@@ -1220,14 +1249,15 @@ def check(rel: Release, skylines: Any, *, exact: bool = False,
     """
     rel = _check_release(rel)
     exact = _check_exact(rel, exact)
-    state = SkylineState(skylines, case=rel.case)
-    for sigma in state._explicit:
+    explicit, star = _normalize_skylines(skylines)
+    for sigma in explicit:
         rel.code_of(sigma, param="skylines")
-    pairs = sum(map(len, state._explicit.values()))
-    if (not exact and not state._star and method in ("auto", "direct")
+    pairs = sum(map(len, explicit.values()))
+    if (not exact and not star and method in ("auto", "direct")
             and pairs <= _DIRECT_MAX_PAIRS and parallel is not True
             and (parallel is False or not _auto_parallel(rel.n_groups, pairs))):
-        return _check_explicit(rel, state._explicit)
+        return _check_explicit(rel, explicit)
+    state = SkylineState(skylines, case=rel.case)
     if not exact:
         return state.update(rel, parallel=parallel, method=method).result()
     out = []

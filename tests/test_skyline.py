@@ -10,6 +10,7 @@ from decimal import Decimal, getcontext
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -741,6 +742,37 @@ def _every_group_scan(rel, sigma, l, k, m):
     return stats, args
 
 
+def _class_records(rel, sigma, l):
+    """Groups holding σ whose S_ℓ beats every earlier group of their (n, #σ) class."""
+    best, out = {}, []
+    for g in range(rel.n_groups):
+        n, s, big_s, _, _ = _group_inputs(rel, sigma, g, l)
+        if s and big_s > best.get((n, s), -1):
+            best[(n, s)] = big_s
+            out.append(g)
+    return out
+
+
+def test_sigma_records_are_the_class_staircases():
+    """On a release shaped like Chen's Figure 7 (groups of 100, 20 values) the (σ, ℓ)
+    records are exactly each class's S_ℓ records: a small fraction of the groups, kept on
+    the release and reused for every k and m."""
+    rng = np.random.default_rng(5)
+    vals = rng.integers(0, 20, size=(2000, 100))
+    rel = fp.Release.from_groups([[f"v{x:02d}" for x in row] for row in vals])
+    code = rel.code_of("v03")
+    common = sky._sigma_scan_args(rel)
+    ptr, _, groups = rel.value_index[:3]
+    for l in (0, 3, 10):
+        rec = sky._records(rel, common, code, l)
+        assert [int(groups[i]) for i in rec] == _class_records(rel, "v03", l)
+        assert rec.size < (ptr[code + 1] - ptr[code]) / 5
+        assert sky._records(rel, common, code, l) is rec          # kept, not rebuilt
+    for k, m in [(0, 0), (4, 7), (30, 2)]:
+        got = sky.check(rel, {"v03": [(10, k, m, 0.9)]}).points[0]
+        assert got.min_nr == sky.dp_breach_probability(rel, "v03", 10, k, m).min_nr
+
+
 @st.composite
 def many_groups(draw):
     """Releases with many groups of few sizes, so (n, #σ) classes repeat (the kernel skips
@@ -777,19 +809,30 @@ def _counts_table(groups, sizes=None):
 @given(many_groups(), st.integers(0, 6), st.integers(0, 6), st.integers(0, 6))
 def test_sigma_scan_equals_every_group_scan(data, l, k, m):
     """The per-σ kernel (occurrence index, ℓ-major table or profile sums, dominated groups of
-    a class skipped) gives the statistics and witness groups of evaluating every group."""
+    a class skipped) gives the statistics and witness groups of evaluating every group —
+    over all of σ's occurrences and over the (σ, ℓ) records only."""
     rel, sigma = data
     want = _every_group_scan(rel, sigma, l, k, m)
     code = rel.code_of(sigma)
     ptr = rel.value_index[0]
     common = list(sky._sigma_scan_args(rel))
+    every = np.arange(ptr[code], ptr[code + 1], dtype=np.int64)
+    every.flags.writeable = False                 # kernels see read-only arrays only
     for top in (common[3], sky._NO_TOP):          # with and without the ℓ-major table
-        if top is None:
-            continue
         common[3] = top
-        st_, ar = K.sigma_stats(*common, int(ptr[code]), int(ptr[code + 1]),
-                                CASE_ID[rel.case], l, k, m)
-        assert st_.tolist() == want[0] and ar.tolist() == want[1], (top.shape, st_, want)
+        rec = K.sigma_records(*common, int(ptr[code]), int(ptr[code + 1]), CASE_ID[rel.case],
+                              l)
+        rec.flags.writeable = False
+        assert set(rec.tolist()) <= set(every.tolist()) and list(rec) == sorted(rec)
+        for occ in (every, rec):
+            st_, ar = K.sigma_stats(*common, occ, 0, occ.size, CASE_ID[rel.case], l, k, m)
+            assert st_.tolist() == want[0] and ar.tolist() == want[1], (top.shape, st_, want)
+        groups = rel.value_index[2]
+        kept = [int(groups[i]) for i in rec]
+        if rel.case == "mvpi-set":
+            assert rec.tolist() == every.tolist()
+        else:
+            assert set(_class_records(rel, sigma, l)) <= set(kept)
     res = sky.check(rel, {sigma: [(l, k, m, 0.5)]}, method="direct").points[0]
     assert list(res.statistics) == want[0]
     # check()'s latency path equals the mergeable state's result

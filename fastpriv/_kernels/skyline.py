@@ -54,6 +54,8 @@ LONG_PRODUCT = 64
 
 # Memo of the V values per point, keyed by (n, s): slots per point (power of two).
 _MEMO_SLOTS = 64
+# Class table of :func:`sigma_records` (a power of two; run once per (σ, ℓ)).
+_RECORD_SLOTS = 1024
 
 
 #: integers up to 2**53 are exact in float64
@@ -220,13 +222,66 @@ def combine(ss1, ss2, ss3, ss4, ss5):
 
 # ---------------------------------------------------------------------------- SkylineCheck
 @kernel
-def sigma_stats(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, i0, i1, case,
-                l, k, m):
+def sigma_records(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, i0, i1,
+                  case, l):
+    """The occurrences of σ (``i0 .. i1-1`` of the value index) that can set a statistic at ℓ.
+
+    Within a class (n, #σ) the V values are equal and T(ℓ,k) does not increase with S_ℓ
+    (SVPI, multiset) for **every** k and m, so an occurrence whose S_ℓ is no larger than an
+    earlier one of its class never changes a strict minimum or its first-group witness.
+    What remains is each class's staircase of strict S_ℓ records, in group order — usually
+    a few per class. :func:`sigma_stats` over this list returns exactly what it returns over
+    all occurrences, for every (k, m): an index built once per (σ, ℓ). Classes sit in a
+    direct-mapped table; a slot collision forgets a class's record, which only keeps extra
+    occurrences (never drops one). MVPI-Set keeps every occurrence (T depends on P_ℓ).
+    """
+    out = np.empty(i1 - i0, dtype=np.int64)
+    if case == SET:
+        for i in range(i0, i1):
+            out[i - i0] = i
+        return out
+    key_n = np.full(_RECORD_SLOTS, -1, dtype=np.int64)
+    key_s = np.full(_RECORD_SLOTS, -1, dtype=np.int64)
+    best = np.empty(_RECORD_SLOTS, dtype=np.int64)
+    rows = top.shape[0]
+    lt = l if l < rows - 1 else rows - 1
+    j = 0
+    for i in range(i0, i1):
+        g = p_group[i]
+        s = p_count[i]
+        n = sizes[g]
+        r = p_rank[i]
+        # S_ℓ as in sigma_stats (written out: a helper taking ``top`` costs 5× here)
+        if rows > 0:
+            if r >= l:
+                big_s = top[lt, g]
+            else:
+                big_s = top[lt + 1 if lt < rows - 1 else lt, g] - s
+        else:
+            a = p_entry[i] - r
+            big_s = top_sum(counts, a, indptr[g + 1] - a, r, l)
+        h = (n * 40503 + s * 9973) & (_RECORD_SLOTS - 1)
+        if key_n[h] == n and key_s[h] == s:
+            if big_s <= best[h]:
+                continue
+        else:
+            key_n[h] = n
+            key_s[h] = s
+        best[h] = big_s
+        out[j] = i
+        j += 1
+    return out[:j].copy()
+
+
+@kernel
+def sigma_stats(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, occ, j0, j1,
+                case, l, k, m):
     """SkylineCheck of one (σ, ℓ, k, m): the five statistics and their first groups.
 
-    Streams σ's occurrences ``i0 .. i1-1`` of :attr:`Release.value_index` (group, rank,
-    count: sequential arrays, groups ascending); σ-free groups are neutral (C1) and never
-    visited. S_ℓ (the ℓ largest non-σ counts; counts are descending within a group) is
+    Streams σ's occurrences ``occ[j0 .. j1-1]`` — positions in :attr:`Release.value_index`
+    (group, rank, count), groups ascending: all of σ's occurrences, or the ones
+    :func:`sigma_records` keeps at this ℓ (same result); σ-free groups are neutral (C1) and
+    never visited. S_ℓ (the ℓ largest non-σ counts; counts are descending within a group) is
     ``top[ℓ, g]`` when σ ranks ℓ or later, else ``top[ℓ+1, g] − #σ`` — one read of the
     ℓ-major table :attr:`Release.top_prefix`; without the table (``top`` with 0 rows) it
     is summed from the profile.
@@ -256,7 +311,8 @@ def sigma_stats(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, i
     mbest = np.empty(_MEMO_SLOTS, dtype=np.int64)
     rows = top.shape[0]
     lt = l if l < rows - 1 else rows - 1
-    for i in range(i0, i1):
+    for j in range(j0, j1):
+        i = occ[j]
         g = p_group[i]
         r = p_rank[i]
         s = p_count[i]
@@ -336,42 +392,43 @@ def sigma_stats(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, i
 
 
 @kernel
-def check_sigma(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, i0, i1, case,
-                pt_l, pt_k, pt_m):
+def check_sigma(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, occ, j0, j1,
+                case, pt_l, pt_k, pt_m):
     """SkylineCheck of one σ and several points: :func:`sigma_stats` for each point.
 
-    Point-major: every point streams σ's occurrences (sequential, cache-resident arrays),
-    which is faster than one group-major pass carrying per-point state. Returns
-    ``(stats, args)`` of shape ``(points, 5)``.
+    Point-major: every point streams the occurrences ``occ[j0 .. j1-1]`` (all of σ's, or
+    the :func:`sigma_records` of the points' common ℓ), which is faster than one
+    group-major pass carrying per-point state. Returns ``(stats, args)`` of shape
+    ``(points, 5)``.
     """
     n_pts = pt_l.shape[0]
     stats = np.empty((n_pts, 5), dtype=np.float64)
     args = np.empty((n_pts, 5), dtype=np.int64)
     for p in range(n_pts):
         st, ar = sigma_stats(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count,
-                             i0, i1, case, pt_l[p], pt_k[p], pt_m[p])
+                             occ, j0, j1, case, pt_l[p], pt_k[p], pt_m[p])
         stats[p] = st
         args[p] = ar
     return stats, args
 
 
 @kernel(parallel=True)
-def check_sigma_parallel(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, i0,
-                         i1, case, pt_l, pt_k, pt_m, n_chunks):
-    """:func:`check_sigma` over ``n_chunks`` contiguous ranges of σ's occurrences, merged.
+def check_sigma_parallel(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, occ,
+                         j0, j1, case, pt_l, pt_k, pt_m, n_chunks):
+    """:func:`check_sigma` over ``n_chunks`` contiguous ranges of ``occ[j0:j1]``, merged.
 
     The statistics are min-reductions, so chunks are independent; the merge visits chunks
     in group order, so ties resolve to the first group exactly as in the sequential scan.
     """
     n_pts = pt_l.shape[0]
-    span = i1 - i0
+    span = j1 - j0
     all_stats = np.empty((n_chunks, n_pts, 5), dtype=np.float64)
     all_args = np.empty((n_chunks, n_pts, 5), dtype=np.int64)
     for c in prange(n_chunks):
-        a = i0 + (span * c) // n_chunks
-        b = i0 + (span * (c + 1)) // n_chunks
-        st, ar = check_sigma(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, a,
-                             b, case, pt_l, pt_k, pt_m)
+        a = j0 + (span * c) // n_chunks
+        b = j0 + (span * (c + 1)) // n_chunks
+        st, ar = check_sigma(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, occ,
+                             a, b, case, pt_l, pt_k, pt_m)
         all_stats[c] = st
         all_args[c] = ar
     stats = all_stats[0].copy()
