@@ -811,10 +811,12 @@ _RECORDS_KEPT = 1 << 22
 
 
 def _records(rel: Release, common: tuple, code: int, l: int) -> np.ndarray:
-    """The occurrences of value ``code`` that can set a statistic at ℓ, for every (k, m)
-    (:func:`_kernels.skyline.sigma_records`), built at the first check of (σ, ℓ) and kept
-    in :attr:`Release.index_cache`: later checks of that σ and ℓ at any k, m evaluate only
-    these — usually a few per (n, #σ) class, not one per group."""
+    """Return the occurrences of value ``code`` that can set a statistic at ℓ.
+
+    Valid for every (k, m) (:func:`_kernels.skyline.sigma_records`); built at the first
+    check of (σ, ℓ) and kept in :attr:`Release.index_cache`: later checks of that σ and ℓ at
+    any k, m evaluate only these — usually a few per (n, #σ) class, not one per group.
+    """
     from ._kernels import skyline as K
 
     cache = rel.index_cache
@@ -837,7 +839,7 @@ def _records(rel: Release, common: tuple, code: int, l: int) -> np.ndarray:
 
 def _scan_points(rel: Release, pt_sig: list, pt_l: list, pt_k: list, pt_m: list,
                  parallel: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """The five statistics and first-group witnesses of (σ, point) pairs by per-σ scans.
+    """Compute the five statistics and first-group witnesses of (σ, point) pairs.
 
     Points are batched by (σ, ℓ); each batch streams the (σ, ℓ) records (:func:`_records`).
     σ-free groups are neutral, so they are never visited. Returns ``(stats, args)`` in point
@@ -848,7 +850,7 @@ def _scan_points(rel: Release, pt_sig: list, pt_l: list, pt_k: list, pt_m: list,
     common = _sigma_scan_args(rel)
     case = _CASE_ID[rel.case]
     batches: dict = {}
-    for i, key in enumerate(zip(pt_sig, pt_l)):
+    for i, key in enumerate(zip(pt_sig, pt_l, strict=True)):
         batches.setdefault(key, []).append(i)
     one = len(batches) == 1
     if not one:

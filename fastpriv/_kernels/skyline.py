@@ -224,7 +224,8 @@ def combine(ss1, ss2, ss3, ss4, ss5):
 @kernel
 def sigma_records(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, i0, i1,
                   case, l):
-    """The occurrences of σ (``i0 .. i1-1`` of the value index) that can set a statistic at ℓ.
+    """Select the occurrences of σ (``i0 .. i1-1`` of the value index) that can set a
+    statistic at ℓ.
 
     Within a class (n, #σ) the V values are equal and T(ℓ,k) does not increase with S_ℓ
     (SVPI, multiset) for **every** k and m, so an occurrence whose S_ℓ is no larger than an
