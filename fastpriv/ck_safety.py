@@ -575,8 +575,15 @@ def max_disclosure(rel: Any, k: int, knowledge: str = "implications", *,
     rel = _check_release(rel)
     k = check_int(k, "k", minimum=0)
     knowledge = _check_knowledge(knowledge)
-    exact = bool(exact)
-    prof = _Profiles(rel)
+    return _disclosure(rel, _Profiles(rel), k, knowledge, bool(exact))[0]
+
+
+def _disclosure(rel: Any, prof: _Profiles, k: int, knowledge: str,
+                exact: bool) -> tuple[DisclosureResult, np.ndarray]:
+    """Return :func:`max_disclosure` at ``k`` and the float curve k' = 0..k.
+
+    One pass gives both: the knapsack and the negation scan produce every k' ≤ k at once.
+    """
     if knowledge == "negations":
         num, den, grp = _negations(prof, k)
         nk, dk, g = int(num[k]), int(den[k]), int(grp[k])
@@ -585,11 +592,14 @@ def max_disclosure(rel: Any, k: int, knowledge: str = "implications", *,
             ratio: Any = Fraction(dk - nk, nk)
         else:
             value, ratio = nk / dk, (dk - nk) / nk
-        return DisclosureResult(value, ratio, _negation_witness(rel, g, k), k, knowledge, exact)
+        return (DisclosureResult(value, ratio, _negation_witness(rel, g, k), k, knowledge,
+                                 exact), num / den)
     R, sol = _implications(prof, k, exact=exact, witness_t=k)
     r = R[k]
     value = (Fraction(1) / (1 + r)) if exact else 1.0 / (1.0 + r)
-    return DisclosureResult(value, r, _implication_witness(rel, sol), k, knowledge, exact)
+    curve = 1.0 / (1.0 + np.asarray([float(x) for x in R], dtype=np.float64))
+    return (DisclosureResult(value, r, _implication_witness(rel, sol), k, knowledge, exact),
+            curve)
 
 
 def disclosure_curve(rel: Any, k_max: int, knowledge: str = "implications") -> np.ndarray:
@@ -732,8 +742,7 @@ def audit(rel: Any, k: int) -> CkAudit:
     """
     rel = _check_release(rel)
     k = check_int(k, "k", minimum=0)
-    imp = max_disclosure(rel, k, "implications")
-    neg = max_disclosure(rel, k, "negations")
-    ci = disclosure_curve(rel, k, "implications")
-    cn = disclosure_curve(rel, k, "negations")
+    prof = _Profiles(rel)
+    imp, ci = _disclosure(rel, prof, k, "implications", False)
+    neg, cn = _disclosure(rel, prof, k, "negations", False)
     return CkAudit(k, imp, neg, tuple(float(x) for x in ci), tuple(float(x) for x in cn))
