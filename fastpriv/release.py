@@ -620,8 +620,10 @@ class Release:
     @cached_property
     def value_totals(self) -> np.ndarray:
         """Total count of each value over the whole release."""
-        return _ro(np.bincount(self._codes, weights=self._counts,
-                               minlength=self.n_values).astype(np.int64))
+        from ._kernels.counting import value_totals
+
+        return _ro(value_totals(kernel_array(self._codes, np.int32), self._counts,
+                                self.n_values))
 
     def code_of(self, value: Any, *, param: str = "value") -> int:
         """Code of a sensitive value label; ``ValueError`` listing the values otherwise."""

@@ -120,6 +120,16 @@ def value_index(indptr, codes, counts, n_values):
 
 
 @kernel
+def value_totals(codes, counts, n_values):
+    """Σ of ``counts`` per value code (int64; ``np.bincount`` with weights would go through
+    float64, slower and inexact beyond 2**53)."""
+    out = np.zeros(n_values, dtype=np.int64)
+    for i in range(codes.shape[0]):
+        out[codes[i]] += counts[i]
+    return out
+
+
+@kernel
 def top_prefix(indptr, counts, width):
     """ℓ-major table of the sums of each group's ℓ largest counts, ℓ = 0 .. ``width``.
 
@@ -182,18 +192,27 @@ _KEY_MAX = 1 << 31
 
 
 @kernel
-def _sort_keys(keys, d):
-    """Sort ``keys[:d]`` ascending (insertion sort for short profiles)."""
-    if d <= 32:
-        for a in range(1, d):
-            key = keys[a]
-            b = a - 1
-            while b >= 0 and keys[b] > key:
-                keys[b + 1] = keys[b]
-                b -= 1
-            keys[b + 1] = key
-    else:
+def _emit_keys(keys, d, codes, counts, k):
+    """Write the distinct packed keys ``keys[:d]`` ((−count) << 32 | code) in ascending order
+    to ``codes/counts[k:k+d]``: by count descending, ties by code ascending.
+
+    Short profiles (d ≤ 32) are placed by rank — each key's position is the number of
+    smaller keys, a branch-free O(d²) count that vectorizes; an insertion sort mispredicts
+    at every element and was 2–3× slower on 20 values. Longer ones use ``np.sort``.
+    """
+    if d > 32:
         keys[:d] = np.sort(keys[:d])
+        for a in range(d):
+            codes[k + a] = np.int32(keys[a] & 0xFFFFFFFF)
+            counts[k + a] = -(keys[a] >> 32)
+        return
+    for a in range(d):
+        x = keys[a]
+        pos = 0
+        for b in range(d):
+            pos += keys[b] < x
+        codes[k + pos] = np.int32(x & 0xFFFFFFFF)
+        counts[k + pos] = -(x >> 32)
 
 
 @kernel
@@ -214,10 +233,7 @@ def _emit_profile(seen, d, scratch, base, keys, codes, counts, k):
             codes[k + a] = seen[a]
             counts[k + a] = scratch[base + seen[a]]
     else:
-        _sort_keys(keys, d)
-        for a in range(d):
-            codes[k + a] = np.int32(keys[a] & 0xFFFFFFFF)
-            counts[k + a] = -(keys[a] >> 32)
+        _emit_keys(keys, d, codes, counts, k)
 
 
 #: Use a dense (group × value) count matrix up to this many cells.
@@ -622,10 +638,7 @@ def _dense_group(mat, mat64, base, vrank, n_values, seen, scratch, keys, codes, 
             tot += c
             d += 1
     if not big:
-        _sort_keys(keys, np.int64(d))
-        for a in range(d):
-            codes[k + a] = np.int32(keys[a] & 0xFFFFFFFF)
-            counts[k + a] = -(keys[a] >> 32)
+        _emit_keys(keys, np.int64(d), codes, counts, k)
         return d, tot
     d = 0
     for v in range(n_values):
