@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ._threads import current_threads
 from ._validation import check_choice, check_int, kernel_array
 from .release import Release
 
@@ -266,6 +267,9 @@ class ClassicAudit:
                 "l": self.l, "models": self.models}
 
 
+#: ``audit`` runs the fused kernel on every thread from this many groups on
+_PARALLEL_MIN_GROUPS = 65_536
+
 _AUDIT_ROWS = (
     ("k_anonymity", "k", "k-anonymity (k)", {}),
     ("alpha_k_anonymity", "alpha", "(α,k)-anonymity (α)", {}),
@@ -284,15 +288,20 @@ def audit(rel: Release, *, l: int = 2, order: Sequence[Any] | None = None) -> Cl
 
     The per-group kernels run fused (:func:`fastpriv._kernels.classic.audit_columns`): the
     profile is read once for all models, with the same per-group formulas as
-    :func:`per_group`.
+    :func:`per_group` — on every thread of the caller's Numba setting (see
+    :mod:`fastpriv._threads`) from 65,536 groups on (identical results).
     """
     from ._kernels import classic as K
 
     rel = _check_release(rel)
     l = check_int(l, "l", minimum=1)
     indptr, codes, counts = _arrays(rel)
-    cols = K.audit_columns(indptr, codes, counts, _global_distribution(rel),
-                           _order_rank(rel, order), l)
+    args = (indptr, codes, counts, _global_distribution(rel), _order_rank(rel, order), l)
+    threads = current_threads()
+    if threads > 1 and rel.n_groups >= _PARALLEL_MIN_GROUPS:
+        cols = K.audit_columns_parallel(*args, 4 * threads)
+    else:
+        cols = K.audit_columns(*args)
     per_model = {
         "k": lambda kw: rel.sizes.astype(np.float64),
         "alpha": lambda kw: per_group(rel, "alpha"),

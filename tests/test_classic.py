@@ -124,6 +124,32 @@ def test_fused_audit_equals_the_one_model_kernels(groups, l, perm):
         assert res.models[key]["worst_group"] == worst, key
 
 
+@given(groups_st, st.integers(1, 4), st.integers(1, 9))
+def test_parallel_fused_audit_is_bit_identical(groups, l, chunks):
+    """The multi-threaded fused kernel (chunks of groups, own scratch each; used by
+    ``audit`` from 65,536 groups on) returns exactly the sequential kernel's array —
+    also with more chunks than groups."""
+    from fastpriv._kernels import classic as K
+
+    rel = Release.from_groups(groups)
+    args = (*classic._arrays(rel), classic._global_distribution(rel),
+            classic._order_rank(rel, None), l)
+    seq = K.audit_columns(*args)
+    par = K.audit_columns_parallel(*args, chunks)
+    assert np.array_equal(seq, par, equal_nan=True)
+
+
+def test_audit_takes_the_parallel_kernel_on_large_releases(monkeypatch):
+    rel = Release.from_groups([["a", "b", "b"], ["a", "c"], ["c", "c", "b"]] * 10)
+    before = classic.audit(rel)
+    monkeypatch.setattr(classic, "_PARALLEL_MIN_GROUPS", 1)
+    from fastpriv._threads import n_jobs
+
+    with n_jobs(2):
+        after = classic.audit(rel)
+    assert after.models == before.models
+
+
 def test_mvpi_distributions_over_occurrences():
     rel = Release.from_groups([{"a": 2, "b": 1}, {"a": 1}], sizes=[2, 4], case="mvpi-set")
     assert classic.k_anonymity(rel) == 2
