@@ -810,22 +810,28 @@ def _sigma_scan_args(rel: Release) -> tuple:
 _RECORDS_KEPT = 1 << 22
 
 
-def _records(rel: Release, common: tuple, code: int, l: int) -> np.ndarray:
-    """Return the occurrences of value ``code`` that can set a statistic at ℓ.
+def _records(rel: Release, common: tuple, code: int, ells: tuple) -> np.ndarray:
+    """Return the occurrences of value ``code`` that can set a statistic at any ℓ in ``ells``.
 
-    Valid for every (k, m) (:func:`_kernels.skyline.sigma_records`); built at the first
-    check of (σ, ℓ) and kept in :attr:`Release.index_cache`: later checks of that σ and ℓ at
-    any k, m evaluate only these — usually a few per (n, #σ) class, not one per group.
+    For one ℓ these are valid for every (k, m) (:func:`_kernels.skyline.sigma_records`);
+    for several, the union of each ℓ's (extra occurrences never change a result). Built at
+    the first check of (σ, ℓs) and kept in :attr:`Release.index_cache`: later checks of
+    that σ and those ℓ at any k, m evaluate only these — usually a few per (n, #σ) class,
+    not one per group.
     """
     from ._kernels import skyline as K
 
     cache = rel.index_cache
-    key = ("skyline.records", code, l)
+    key = ("skyline.records", code, ells)
     rec = cache.get(key)
     if rec is None:
-        ptr = rel.value_index[0]
-        rec = K.sigma_records(*common, int(ptr[code]), int(ptr[code + 1]),
-                              _CASE_ID[rel.case], l)
+        if len(ells) == 1:
+            ptr = rel.value_index[0]
+            rec = K.sigma_records(*common, int(ptr[code]), int(ptr[code + 1]),
+                                  _CASE_ID[rel.case], ells[0])
+        else:
+            rec = np.unique(np.concatenate([_records(rel, common, code, (x,))
+                                            for x in ells]))
         rec.flags.writeable = False
         kept = cache.get("skyline.records.size", 0) + rec.size
         if kept > max(_RECORDS_KEPT, rel.codes.size):
@@ -841,27 +847,38 @@ def _scan_points(rel: Release, pt_sig: list, pt_l: list, pt_k: list, pt_m: list,
                  parallel: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Compute the five statistics and first-group witnesses of (σ, point) pairs.
 
-    Points are batched by (σ, ℓ); each batch streams the (σ, ℓ) records (:func:`_records`).
-    σ-free groups are neutral, so they are never visited. Returns ``(stats, args)`` in point
-    order, shape ``(points, 5)``.
+    A σ with many points is one batch over the union of its ℓs' records, evaluated
+    group-major (each distinct T and V once per group); a σ with a few points is batched
+    per ℓ over that ℓ's records (:func:`_records`), point-major. σ-free groups are
+    neutral, so they are never visited. Returns ``(stats, args)`` in point order, shape
+    ``(points, 5)``.
     """
     from ._kernels import skyline as K
 
     common = _sigma_scan_args(rel)
     case = _CASE_ID[rel.case]
-    batches: dict = {}
-    for i, key in enumerate(zip(pt_sig, pt_l, strict=True)):
-        batches.setdefault(key, []).append(i)
+    by_sig: dict = {}
+    for i, c in enumerate(pt_sig):
+        by_sig.setdefault(c, []).append(i)
+    batches: list = []
+    for c, idx in by_sig.items():
+        if len(idx) >= K.GROUP_MAJOR_POINTS:
+            batches.append((c, tuple(sorted({pt_l[i] for i in idx})), idx))
+            continue
+        by_l: dict = {}
+        for i in idx:
+            by_l.setdefault(pt_l[i], []).append(i)
+        batches.extend((c, (l,), ix) for l, ix in by_l.items())
     one = len(batches) == 1
     if not one:
         stats = np.empty((len(pt_sig), 5), dtype=np.float64)
         args = np.empty((len(pt_sig), 5), dtype=np.int64)
-    for (c, l), idx in batches.items():
+    for c, ells, idx in batches:
         lkm = np.array([pt_l, pt_k, pt_m] if one else
                        [[x[i] for i in idx] for x in (pt_l, pt_k, pt_m)], dtype=np.int64)
         lkm.flags.writeable = False           # rows: read-only C-contiguous int64 views
         ls, ks, ms = lkm
-        rec = _records(rel, common, c, l)
+        rec = _records(rel, common, c, ells)
         n = rec.size
         if parallel and n >= 4096:
             st, ar = K.check_sigma_parallel(*common, rec, 0, n, case, ls, ks, ms,

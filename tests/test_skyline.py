@@ -764,10 +764,10 @@ def test_sigma_records_are_the_class_staircases():
     common = sky._sigma_scan_args(rel)
     ptr, _, groups = rel.value_index[:3]
     for l in (0, 3, 10):
-        rec = sky._records(rel, common, code, l)
+        rec = sky._records(rel, common, code, (l,))
         assert [int(groups[i]) for i in rec] == _class_records(rel, "v03", l)
         assert rec.size < (ptr[code + 1] - ptr[code]) / 5
-        assert sky._records(rel, common, code, l) is rec          # kept, not rebuilt
+        assert sky._records(rel, common, code, (l,)) is rec       # kept, not rebuilt
     for k, m in [(0, 0), (4, 7), (30, 2)]:
         got = sky.check(rel, {"v03": [(10, k, m, 0.9)]}).points[0]
         assert got.min_nr == sky.dp_breach_probability(rel, "v03", 10, k, m).min_nr
@@ -840,6 +840,32 @@ def test_sigma_scan_equals_every_group_scan(data, l, k, m):
     assert state.result().points[0] == res
     labels = rel.group_labels
     assert list(res.groups) == [None if g < 0 else labels[g] for g in want[1]]
+
+
+@settings(max_examples=150, deadline=None)
+@given(many_groups(), st.lists(st.tuples(st.integers(0, 5), st.integers(0, 6),
+                                         st.integers(0, 6)), min_size=8, max_size=20))
+def test_group_major_points_equal_every_group_scan(data, points):
+    """Many points of one σ are evaluated group-major (each distinct T and V once per group)
+    over all occurrences or the union of their ℓs' records: same statistics and witnesses
+    as evaluating every group for each point; check() agrees point by point."""
+    rel, sigma = data
+    code = rel.code_of(sigma)
+    ptr = rel.value_index[0]
+    common = sky._sigma_scan_args(rel)
+    every = np.arange(ptr[code], ptr[code + 1], dtype=np.int64)
+    every.flags.writeable = False
+    union = sky._records(rel, common, code, tuple(sorted({p[0] for p in points})))
+    lkm = np.array(list(zip(*points, strict=True)), dtype=np.int64)
+    lkm.flags.writeable = False
+    for occ in (every, union):
+        st_, ar = K.points_stats(*common, occ, 0, occ.size, CASE_ID[rel.case], *lkm)
+        for p, (l, k, m) in enumerate(points):
+            want = _every_group_scan(rel, sigma, l, k, m)
+            assert st_[p].tolist() == want[0] and ar[p].tolist() == want[1], (l, k, m)
+    got = sky.check(rel, {sigma: [(l, k, m, 0.5) for l, k, m in points]}, method="direct")
+    for p, (l, k, m) in enumerate(points):
+        assert list(got.points[p].statistics) == _every_group_scan(rel, sigma, l, k, m)[0]
 
 
 def test_top_prefix_table_and_value_index():

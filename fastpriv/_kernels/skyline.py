@@ -54,6 +54,8 @@ LONG_PRODUCT = 64
 
 # Memo of the V values per point, keyed by (n, s): slots per point (power of two).
 _MEMO_SLOTS = 64
+# check_sigma evaluates this many points or more group-major (:func:`points_stats`).
+GROUP_MAJOR_POINTS = 8
 # Class table of :func:`sigma_records` (a power of two; run once per (σ, ℓ)).
 _RECORD_SLOTS = 1024
 
@@ -403,6 +405,9 @@ def check_sigma(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, o
     ``(points, 5)``.
     """
     n_pts = pt_l.shape[0]
+    if n_pts >= GROUP_MAJOR_POINTS:
+        return points_stats(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count,
+                            occ, j0, j1, case, pt_l, pt_k, pt_m)
     stats = np.empty((n_pts, 5), dtype=np.float64)
     args = np.empty((n_pts, 5), dtype=np.int64)
     for p in range(n_pts):
@@ -410,6 +415,123 @@ def check_sigma(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, o
                              occ, j0, j1, case, pt_l[p], pt_k[p], pt_m[p])
         stats[p] = st
         args[p] = ar
+    return stats, args
+
+
+@kernel
+def _combo_ids(a, b):
+    """Dense ids of the distinct pairs (a[i], b[i]): ``(ids, first_a, first_b)``."""
+    n = a.shape[0]
+    ids = np.empty(n, dtype=np.int64)
+    ua = np.empty(n, dtype=np.int64)
+    ub = np.empty(n, dtype=np.int64)
+    u = 0
+    for i in range(n):
+        found = -1
+        for q in range(u):
+            if ua[q] == a[i] and ub[q] == b[i]:
+                found = q
+                break
+        if found < 0:
+            ua[u] = a[i]
+            ub[u] = b[i]
+            found = u
+            u += 1
+        ids[i] = found
+    return ids, ua[:u].copy(), ub[:u].copy()
+
+
+@kernel
+def points_stats(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, occ, j0, j1,
+                 case, pt_l, pt_k, pt_m):
+    """:func:`check_sigma` for many points of one σ, group-major: identical results.
+
+    Every point needs T at (ℓ, 0) and (ℓ, k) and V at (m, 0), (m, k), (m, k+1); across a
+    skyline these repeat (V does not depend on ℓ, T not on m). Each occurrence computes
+    every *distinct* T and V once, then each point reads its five terms and updates its
+    minima — O(occurrences · (distinct terms + points)) instead of
+    O(occurrences · points · 3 V products). Groups are visited in order and every minimum
+    is strict, so the witnesses are the first groups, as in :func:`sigma_stats`. ``occ``
+    may hold extra occurrences (e.g. the union of several ℓ's records): an occurrence
+    dominated within its class never changes a strict minimum.
+    """
+    n_pts = pt_l.shape[0]
+    zero = np.zeros(n_pts, dtype=np.int64)
+    kp1 = pt_k + 1
+    # distinct S_ℓ (or P_ℓ), T and V arguments
+    l_id, ells, _ = _combo_ids(pt_l.copy(), zero)   # (one specialization: writable)
+    tall = np.concatenate((l_id, l_id))
+    tks = np.concatenate((zero, pt_k))
+    t_id, t_li, t_k = _combo_ids(tall, tks)
+    v_all_m = np.concatenate((pt_m, pt_m, pt_m))
+    v_all_k = np.concatenate((zero, pt_k, kp1))
+    v_id, v_m, v_k = _combo_ids(v_all_m, v_all_k)
+    n_l = ells.shape[0]
+    n_t = t_li.shape[0]
+    n_v = v_m.shape[0]
+    big = np.empty(n_l, dtype=np.int64)
+    pls = np.ones(n_l, dtype=np.float64)
+    tv = np.empty(n_t, dtype=np.float64)
+    vv = np.empty(n_v, dtype=np.float64)
+    stats = np.empty((n_pts, 5), dtype=np.float64)
+    args = np.full((n_pts, 5), -1, dtype=np.int64)
+    for p in range(n_pts):
+        stats[p, 0] = INF
+        stats[p, 1] = INF
+        stats[p, 2] = INF
+        stats[p, 3] = 1.0
+        stats[p, 4] = 1.0
+    rows = top.shape[0]
+    for j in range(j0, j1):
+        i = occ[j]
+        g = p_group[i]
+        r = p_rank[i]
+        s = p_count[i]
+        n = sizes[g]
+        a = p_entry[i] - r
+        d = indptr[g + 1] - a
+        for li in range(n_l):
+            l = ells[li]
+            if case == SET:
+                big[li] = 0
+                pls[li] = top_prod(counts, a, d, r, l, n)
+            elif rows > 0:
+                lt = l if l < rows - 1 else rows - 1
+                if r >= l:
+                    big[li] = top[lt, g]
+                else:
+                    big[li] = top[lt + 1 if lt < rows - 1 else lt, g] - s
+            else:
+                big[li] = top_sum(counts, a, d, r, l)
+        for q in range(n_t):
+            li = t_li[q]
+            tv[q] = t_value(n, s, big[li], t_k[q], case, pls[li])
+        for q in range(n_v):
+            vv[q] = v_value(n, s, v_m[q], v_k[q], case)
+        for p in range(n_pts):
+            tk = tv[t_id[n_pts + p]]
+            vk1 = vv[v_id[2 * n_pts + p]]
+            nr1 = tk * vk1          # mul(): T, V finite here
+            if nr1 == 0.0 and tk > 0.0 and vk1 > 0.0:
+                nr1 = TINY
+            if nr1 < stats[p, 0]:
+                stats[p, 0] = nr1
+                args[p, 0] = g
+            t0 = tv[t_id[p]]
+            if t0 < stats[p, 1]:
+                stats[p, 1] = t0
+                args[p, 1] = g
+            if tk < stats[p, 2]:
+                stats[p, 2] = tk
+                args[p, 2] = g
+            v0 = vv[v_id[p]]
+            if v0 < stats[p, 3]:
+                stats[p, 3] = v0
+                args[p, 3] = g
+            vk = vv[v_id[n_pts + p]]
+            if vk < stats[p, 4]:
+                stats[p, 4] = vk
+                args[p, 4] = g
     return stats, args
 
 
