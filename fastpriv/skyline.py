@@ -785,6 +785,10 @@ def _auto_parallel(n_groups: int, n_points: int) -> bool:
 _CLASS_CELLS = 4_000_000
 #: method="auto" scans directly up to this many (σ, point) pairs (no class-table setup)
 _DIRECT_MAX_PAIRS = 8
+#: method="auto" also scans directly when the release has more than one (n, s) class per
+#: this many groups: classes then barely group anything, and the class pass evaluates every
+#: V per point, where the direct group-major scan evaluates each distinct V once per group
+_CLASSES_PER_GROUP = 8
 
 
 def _n_chunks(n_groups: int) -> int:
@@ -893,7 +897,7 @@ def _scan_points(rel: Release, pt_sig: list, pt_l: list, pt_k: list, pt_m: list,
 
 
 def _check_by_classes(rel: Release, pt_sig: list, pt_l: list, pt_k: list, pt_m: list,
-                      parallel: bool):
+                      parallel: bool, auto: bool = False):
     """SkylineCheck through per-(σ, class (n, s), ℓ) bests; None if the table is too big.
 
     Pass 1 scans the groups once and keeps, for each requested σ, class and requested ℓ,
@@ -911,7 +915,7 @@ def _check_by_classes(rel: Release, pt_sig: list, pt_l: list, pt_k: list, pt_m: 
     cap = _CLASS_CELLS // max(1, n_sig * n_l)
     indptr, codes, counts, sizes = _arrays(rel)
     n_map, base, cls_n, cls_s = K.class_layout(indptr, counts, sizes, cap)
-    if n_map.size == 0:
+    if n_map.size == 0 or (auto and cls_n.size * _CLASSES_PER_GROUP > rel.n_groups):
         return None, None
     slot_of = {c: i for i, c in enumerate(sig_codes)}
     li_of = {x: i for i, x in enumerate(ells)}
@@ -1044,7 +1048,8 @@ class SkylineState:
             parallel = _auto_parallel(rel.n_groups, len(pt_sig))
         stats, args = None, None
         if method == "classes" or (method == "auto" and len(pt_sig) > _DIRECT_MAX_PAIRS):
-            stats, args = _check_by_classes(rel, pt_sig, pt_l, pt_k, pt_m, parallel)
+            stats, args = _check_by_classes(rel, pt_sig, pt_l, pt_k, pt_m, parallel,
+                                            auto=method == "auto")
             if stats is None and method == "classes":
                 raise ValueError("method='classes': the (n, s) class table of this release "
                                  "is too large; use method='direct' or 'auto'")
@@ -1251,13 +1256,18 @@ def check(rel: Release, skylines: Any, *, exact: bool = False,
         Split the groups into chunks scanned by several threads and merged (min-reduction).
         Default: automatic for large inputs.
     method : {"auto", "classes", "direct"}
-        ``"direct"``: the literal kernel, every group × every point of its σ,
-        O(groups · points). ``"classes"``: one scan keeps, per σ, class (n_g, #σ_g) and ℓ,
+        ``"direct"``: per σ, a scan of the groups holding σ — only the (σ, ℓ) *records*,
+        the groups whose S_ℓ beats every earlier group of their (n_g, #σ_g) class (found
+        by the first check of that σ and ℓ and kept on the release: later checks at any
+        k, m read only these); many points of one σ are evaluated group-major, each
+        distinct T and V once per group. Same results as evaluating every group.
+        ``"classes"``: one scan keeps, per σ, class (n_g, #σ_g) and ℓ,
         the group with the largest S_ℓ (within a class T is monotone in it and V is
         constant), then each point is evaluated on the classes,
         O(entries · distinct ℓ + points · classes). Same values; on ties between groups the
         witness group may differ. ``"auto"`` (default): direct for at most 8 (σ, point)
-        pairs, else classes unless the class table would be too large.
+        pairs, else classes unless the class table would be too large or barely smaller
+        than the number of groups (large, diverse groups).
 
     Returns
     -------

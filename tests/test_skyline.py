@@ -484,6 +484,24 @@ def test_class_method_equals_direct_kernel(seed, case, parallel):
                 assert terms[row[g], j] == c.statistics[j]
 
 
+def test_auto_scans_directly_when_classes_barely_group():
+    """Large, diverse groups: nearly one (n, #σ) class per group, so method="auto" takes the
+    direct group-major scan (each V once per group) instead of the class pass; the results
+    are the class method's."""
+    rng = np.random.default_rng(2)
+    groups = [[f"v{x}" for x in rng.integers(0, 6, size=int(rng.integers(150, 400)))]
+              for _ in range(60)]
+    rel = fp.Release.from_groups(groups)
+    pts = [(l, k, m, 0.9) for l in range(3) for k in range(3) for m in range(2)]
+    pt = ([rel.code_of("v1")] * len(pts), *([p[j] for p in pts] for j in range(3)))
+    assert sky._check_by_classes(rel, *pt, False, auto=True) == (None, None)
+    assert sky._check_by_classes(rel, *pt, False)[0] is not None
+    auto = sky.check(rel, {"*": pts})
+    classes = sky.check(rel, {"*": pts}, method="classes")
+    assert [(p.sigma, p.value, p.statistics) for p in auto.points] == \
+        [(p.sigma, p.value, p.statistics) for p in classes.points]
+
+
 def test_state_update_incrementally_and_parallel_identical():
     rng = random.Random(7)
     groups, _ = _random_release(rng, 3000)
