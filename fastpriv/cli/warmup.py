@@ -100,6 +100,26 @@ def _streaming_paths() -> None:
     K.count_pairs_parallel(g, v, w, 100, 5, int(K.DENSE_CELLS), 2)
 
 
+def _large_input_kernels(rel) -> None:
+    """Multi-threaded model kernels that only large releases reach (classic.audit from
+    65,536 groups, the skyline scan from 4096 records), called with production's types."""
+    import numpy as np
+
+    from .. import classic, skyline
+    from .._kernels import classic as KC
+    from .._kernels import skyline as KS
+
+    KC.audit_columns_parallel(*classic._arrays(rel), classic._global_distribution(rel),
+                              classic._order_rank(rel, None), 2, 2)
+    common = skyline._sigma_scan_args(rel)
+    rec = skyline._records(rel, common, 0, (1,))
+    for n_pts in (1, KS.GROUP_MAJOR_POINTS):
+        lkm = np.ones((3, n_pts), dtype=np.int64)
+        lkm.flags.writeable = False
+        KS.check_sigma_parallel(*common, rec, 0, rec.size, skyline._CASE_ID[rel.case], *lkm,
+                                2)
+
+
 def _model_paths() -> None:
     """Model entry points with options the doctests leave out (parallel scans, exact,
     negations, batched posteriors).
@@ -120,6 +140,7 @@ def _model_paths() -> None:
             skyline.check(rel, pts, parallel=par, method=method)
     skyline.knowledge_skyline(rel, rel.values[0], 0.9)
     skyline.dp_breach_probability(rel, rel.values[0], 1, 2, 1)
+    _large_input_kernels(rel)
     tables = skyline.prepare(rel, rel.values[0])
     for name in ("breach_probability", "dp_min_nr", "statistics"):
         if hasattr(tables, name):
