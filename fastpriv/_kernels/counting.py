@@ -198,7 +198,8 @@ def _emit_keys(keys, d, codes, counts, k):
 
     Short profiles (d ≤ 32) are placed by rank — each key's position is the number of
     smaller keys, a branch-free O(d²) count that vectorizes; an insertion sort mispredicts
-    at every element and was 2–3× slower on 20 values. Longer ones use ``np.sort``.
+    at every element: the profile build was 2× slower with it on 20 values. Longer ones use
+    ``np.sort``.
     """
     if d > 32:
         keys[:d] = np.sort(keys[:d])
