@@ -368,18 +368,20 @@ def bench_threads(benchmark, full):
         rows.append(_speedup(label, one, two))
     stride = 24
     mat32 = np.zeros(G * stride, dtype=np.int32)
-    C.dense_add(g, v, mat32, stride)
+    mat8 = np.zeros(G * stride, dtype=np.uint8)
+    C.dense_add(g, v, mat8, mat32, stride)
+    mat32 += mat8
     args = (mat32, np.zeros(0, dtype=np.int64), stride, kernel_array(np.arange(G), np.int64),
             kernel_array(np.arange(20), np.int32), 20)
     one, two = _alternate(lambda: C.dense_profiles(*args),
                           lambda: C.dense_profiles_parallel(*args, 2), repeats)
     rows.append(_speedup("dense_profiles", one, two))
-    m1 = np.zeros_like(mat32)
-    m2 = np.zeros_like(mat32)
-    one, two = _alternate(lambda: C.dense_add(g, v, m1, stride),
-                          lambda: C.dense_add_parallel(g, v, m2, stride, 0, G - 1, 2),
+    m1, m2 = np.zeros_like(mat32), np.zeros_like(mat32)
+    b1, b2 = np.zeros_like(mat8), np.zeros_like(mat8)
+    one, two = _alternate(lambda: C.dense_add(g, v, b1, m1, stride),
+                          lambda: C.dense_add_parallel(g, v, b2, m2, stride, 0, G - 1, 2),
                           repeats)
-    assert np.array_equal(m1, m2)
+    assert np.array_equal(m1, m2) and np.array_equal(b1, b2)
     rows.append(_speedup("dense_add (owner computes)", one, two))
     table = pa.table({"group": np.asarray(g).astype(np.int64), "sensitive": np.asarray(v)})
     batches = table.to_batches(max_chunksize=1 << 20)

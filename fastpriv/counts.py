@@ -363,18 +363,23 @@ class _LabelCodes:
 class _CountState:
     """(group code, value code) → count: dense matrix while small, hash table beyond.
 
-    The dense matrix holds **int32** counts (half the memory traffic of int64: random-order
-    groups count ~1.5x faster) and is flushed into an int64 matrix of the same layout
-    before it could overflow — after 2**31 - 1 rows, so only huge inputs ever allocate the
-    second matrix. Weighted additions (merges of partial states) go to the int64 matrix.
+    Unit counts land in **uint8** front counters (``mat8``) that spill 255 at a time into
+    an **int32** matrix (``mat``): the byte matrix is a quarter of the int32 one, so
+    random-order groups stay in cache far longer (10k groups: 2x faster counting, see
+    ``_kernels.counting.dense_add``). ``fold`` adds the bytes into ``mat`` before any
+    read. The int32 matrix is flushed into an int64 matrix of the same layout before it
+    could overflow — after 2**31 - 1 rows, so only huge inputs ever allocate the third
+    matrix. Weighted additions (merges of partial states) go to the int64 matrix.
     """
 
     def __init__(self, dense_cells: int) -> None:
         self.dense_cells = int(dense_cells)
         self.sparse = False
         self.mat = np.zeros(0, dtype=np.int32)
+        self.mat8 = np.zeros(0, dtype=np.uint8)
         self.mat64: np.ndarray | None = None
         self.since_flush = 0
+        self.unfolded = False
         self.stride = 0
         self.gcap = 0
         self.pairs = _IntCodes(force_hash=True)
@@ -393,6 +398,7 @@ class _CountState:
             gcap = min(max(n_groups, 2 * gcap, 1024), max_g)
         if (stride, gcap) != (self.stride, self.gcap):
             self.mat = self._regrid(self.mat, stride, gcap)
+            self.mat8 = self._regrid(self.mat8, stride, gcap)
             if self.mat64 is not None:
                 self.mat64 = self._regrid(self.mat64, stride, gcap)
             self.stride, self.gcap = stride, gcap
@@ -408,15 +414,26 @@ class _CountState:
     def reserve(self, rows: int) -> None:
         """Make room for ``rows`` more unit counts in the int32 matrix (flush if needed)."""
         if self.since_flush + rows > _INT32_MAX:
+            self.fold()
             if self.mat64 is None:
                 self.mat64 = np.zeros(self.mat.size, dtype=np.int64)
             self.mat64 += self.mat
             self.mat[:] = 0
             self.since_flush = 0
         self.since_flush += rows
+        self.unfolded = True
+
+    def fold(self) -> None:
+        """Add the uint8 front counters into the int32 matrix and clear them (their rows
+        were reserved, so the int32 total stays below 2**31)."""
+        if self.unfolded:
+            self.mat += self.mat8
+            self.mat8[:] = 0
+            self.unfolded = False
 
     def dense_parts(self) -> tuple[np.ndarray, np.ndarray]:
         """``(mat, mat64)`` for the dense readers (``mat64`` empty when never needed)."""
+        self.fold()
         return self.mat, (self.mat64 if self.mat64 is not None
                           else np.zeros(0, dtype=np.int64))
 
@@ -427,6 +444,7 @@ class _CountState:
                                 int(self.stride))
         self.sparse = True
         self.mat = np.zeros(0, dtype=np.int32)
+        self.mat8 = np.zeros(0, dtype=np.uint8)
         self.mat64 = None
         self.stride = self.gcap = 0
         self._add_sparse(g, v, c)
@@ -451,9 +469,10 @@ class _CountState:
         self.reserve(g.size)
         if threads > 1 and g.size >= _PARALLEL_MIN_ROWS:
             lo, hi = int(g.min()), int(g.max())
-            dense_add_parallel(g, v, self.mat, int(self.stride), lo, hi, int(threads))
+            dense_add_parallel(g, v, self.mat8, self.mat, int(self.stride), lo, hi,
+                               int(threads))
         else:
-            dense_add(g, v, self.mat, int(self.stride))
+            dense_add(g, v, self.mat8, self.mat, int(self.stride))
 
     def _add_sparse(self, g: np.ndarray, v: np.ndarray, w: np.ndarray) -> None:
         from ._kernels.counting import hash_count
@@ -496,7 +515,7 @@ class _CountState:
     @property
     def nbytes(self) -> int:
         extra = 0 if self.mat64 is None else self.mat64.nbytes
-        return int(self.mat.nbytes + extra + self.pairs.nbytes + self.pcounts.nbytes)
+        return int(self.mat.nbytes + self.mat8.nbytes + extra + self.pairs.nbytes + self.pcounts.nbytes)
 
 
 # ============================================================================ accumulator
@@ -666,7 +685,8 @@ class CountAccumulator:
                 break
             st.reserve(n - start)
             stop, code = count_direct(x, int(ints.base), ints.table, int(ints.n), v, vremap,
-                                      st.mat, int(st.stride), int(st.gcap), int(start))
+                                      st.mat8, st.mat, int(st.stride), int(st.gcap),
+                                      int(start))
             ints.n = int(code)
             ints._check_codes()
             st.since_flush -= n - int(stop)   # reserved for rows not counted yet

@@ -226,6 +226,24 @@ def test_int32_state_flushes_into_int64_before_overflow(rs, limit, chunk, two_ke
     assert (acc._state.mat64 is not None) == (t.num_rows > limit)
 
 
+@pytest.mark.parametrize("key", [[7, 7, 8], ["x", "x", "y"]])   # fused and general path
+def test_byte_front_counters_spill_and_fold(key):
+    # the dense state counts through uint8 cells that spill 255 at a time into int32; a
+    # cell hit 1000 times, read (folded) between additions, must still count exactly
+    rows = 999
+    t = pa.table({"g": [key[i % 3] for i in range(rows)], "s": ["a", "b", "a"] * (rows // 3)})
+    acc = CountAccumulator(["g"], "s")
+    for b in t.to_batches(max_chunksize=100):
+        acc.add(b)
+    first = acc.to_release()
+    acc.add(t)                                   # more counts after a fold
+    second = acc.to_release()
+    ref = Release.from_table(t, sensitive="s", group="g")
+    assert first.equals(ref)
+    assert second.n_rows == 2 * rows and second.counts.sum() == 2 * rows
+    assert sorted(second.counts.tolist()) == sorted((2 * ref.counts).tolist())
+
+
 def test_progress_callback_and_counters(tmp_path):
     t = synthetic(3000, group_size=30, seed=1)
     calls = []

@@ -96,10 +96,19 @@ def test_dense_profiles_and_parallel_add_equal_oracle(data, chunks):
     stride = V + 3
     serial = np.zeros(G * stride, dtype=np.int32)
     par = np.zeros(G * stride, dtype=np.int32)
-    K.dense_add(g, v, serial, stride)
+    # uint8 front counters that start near the spill point, so 255-spills happen
+    start8 = np.random.default_rng(len(rs)).integers(240, 255, G * stride, dtype=np.uint8)
+    s8, p8 = start8.copy(), start8.copy()
+    K.dense_add(g, v, s8, serial, stride)
     if len(rs):
-        K.dense_add_parallel(g, v, par, stride, int(g.min()), int(g.max()), chunks)
-    assert np.array_equal(serial, par)
+        K.dense_add_parallel(g, v, p8, par, stride, int(g.min()), int(g.max()), chunks)
+    else:
+        p8 = s8
+    assert np.array_equal(serial, par) and np.array_equal(s8, p8)
+    serial = serial + s8 - start8          # the fold, minus the counters' starting values
+    expect = np.zeros(G * stride, dtype=np.int64)
+    np.add.at(expect, g.astype(np.int64) * stride + v, 1)
+    assert np.array_equal(serial, expect)
     # the state's int64 overflow part: split the counts between the two matrices
     over = (serial // 2).astype(np.int64)
     serial = serial - (serial // 2)

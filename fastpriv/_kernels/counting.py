@@ -488,20 +488,34 @@ def pack_pairs(a, b):
 
 
 @kernel
-def dense_add(group, value, mat, stride):
-    """``mat[group[i] * stride + value[i]] += 1`` (int32 state: the caller keeps the total
-    below 2**31, see ``counts._CountState.reserve``)."""
+def dense_add(group, value, mat8, mat, stride):
+    """``+1`` at cell ``group[i] * stride + value[i]``, through uint8 front counters.
+
+    ``mat8`` (uint8) takes each increment; a cell reaching 255 spills 255 into ``mat``
+    (int32: the caller keeps its total below 2**31, see ``counts._CountState.reserve``) and
+    restarts at 0. The byte matrix is a quarter of the int32 one, so random-order groups
+    stay in L2 far longer: 10k groups × 24 cells count in 3.3 ns/row instead of 6.7 (min
+    of 7, same process; 1M sorted groups 2.8 vs 3.9). The caller folds ``mat8`` into
+    ``mat`` before reading (``_CountState.fold``). The three spill sites (here,
+    :func:`count_direct`, :func:`dense_add_parallel`) are written out in the loops.
+    """
     for i in range(group.shape[0]):
-        mat[np.int64(group[i]) * stride + value[i]] += 1
+        k = np.int64(group[i]) * stride + value[i]
+        y = mat8[k] + 1
+        if y == 255:
+            mat[k] += 255
+            y = 0
+        mat8[k] = y
 
 
 @kernel
-def count_direct(x, base, table, next_code, vidx, vremap, mat, stride, gcap, start):
+def count_direct(x, base, table, next_code, vidx, vremap, mat8, mat, stride, gcap, start):
     """Fused hot path: group codes through a direct-address table, value codes through a
     small remap (dictionary indices -> global codes), then count densely — one pass.
 
     For rows ``start..``: ``g = table[x[i] - base]`` (a new key gets code ``next_code``,
-    ``next_code + 1``, …) and ``mat[g * stride + vremap[vidx[i]]] += 1``. Stops at the first row
+    ``next_code + 1``, …) and cell ``g * stride + vremap[vidx[i]]`` gets ``+1`` through the
+    uint8 front counters of :func:`dense_add`. Stops at the first row
     whose key lies outside the table or whose new group code would reach ``gcap``, so the
     caller can grow the table or the matrix and resume. Returns ``(stop, next_code)``.
     """
@@ -522,12 +536,17 @@ def count_direct(x, base, table, next_code, vidx, vremap, mat, stride, gcap, sta
             c = code
             table[j] = c
             code += 1
-        mat[np.int64(c) * stride + vremap[vidx[i]]] += 1
+        k = np.int64(c) * stride + vremap[vidx[i]]
+        y = mat8[k] + 1
+        if y == 255:
+            mat[k] += 255
+            y = 0
+        mat8[k] = y
     return stop, code
 
 
 @kernel(parallel=True)
-def dense_add_parallel(group, value, mat, stride, g_lo, g_hi, n_chunks):
+def dense_add_parallel(group, value, mat8, mat, stride, g_lo, g_hi, n_chunks):
     """:func:`dense_add` on ``n_chunks`` threads without a data race (owner computes).
 
     Chunk c owns the group codes ``[lo_c, hi_c)`` of an equal split of ``[g_lo, g_hi]``
@@ -544,7 +563,12 @@ def dense_add_parallel(group, value, mat, stride, g_lo, g_hi, n_chunks):
         for i in range(n):
             g = np.int64(group[i])
             if g >= lo and g < hi:
-                mat[g * stride + value[i]] += 1
+                k = g * stride + value[i]
+                y = mat8[k] + 1
+                if y == 255:
+                    mat[k] += 255
+                    y = 0
+                mat8[k] = y
 
 
 @kernel
