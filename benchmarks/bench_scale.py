@@ -91,13 +91,16 @@ _SCAN = """
 import json, resource, sys, time
 t_import = time.perf_counter()
 import pyarrow.dataset as ds
-t0 = time.perf_counter()
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+t0, c0 = time.perf_counter(), cpu()
 n = 0
 for b in ds.dataset(sys.argv[1]).scanner(columns=["group", "sensitive"],
                                          batch_size=1 << 20).to_batches():
     n += b.num_rows
 dt = time.perf_counter() - t0
-print(json.dumps({"seconds": dt, "rows": n, "import_s": t0 - t_import,
+print(json.dumps({"seconds": dt, "cpu_s": cpu() - c0, "rows": n, "import_s": t0 - t_import,
                   "maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """
 
@@ -106,12 +109,15 @@ import json, resource, sys, time
 t_import = time.perf_counter()
 import pyarrow.dataset
 from fastpriv._arrow import iter_batches
-t0 = time.perf_counter()
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+t0, c0 = time.perf_counter(), cpu()
 n = 0
 for b in iter_batches(sys.argv[1], ["group", "sensitive"]):
     n += b.num_rows
 dt = time.perf_counter() - t0
-print(json.dumps({"seconds": dt, "rows": n, "import_s": t0 - t_import,
+print(json.dumps({"seconds": dt, "cpu_s": cpu() - c0, "rows": n, "import_s": t0 - t_import,
                   "maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 """
 
@@ -132,9 +138,12 @@ small = CountAccumulator(["group"], "sensitive").consume(tiny).to_release()
 classic.audit(small); ck_safety.audit(small, 1)
 for method in ("classes", "direct"):   # a release with huge groups takes the direct path
     skyline.check(small, {"*": [tuple(p) for p in points]}, method=method)
-t0 = time.perf_counter()
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+t0, c0 = time.perf_counter(), cpu()
 acc = CountAccumulator(["group"], "sensitive").consume(path)
-t1 = time.perf_counter()
+t1, c1 = time.perf_counter(), cpu()
 rel = acc.to_release()
 t2 = time.perf_counter()
 ca = classic.audit(rel)
@@ -142,9 +151,10 @@ t3 = time.perf_counter()
 ck = ck_safety.audit(rel, k)
 t4 = time.perf_counter()
 sk = skyline.check(rel, {"*": [tuple(p) for p in points]})
-t5 = time.perf_counter()
+t5, c5 = time.perf_counter(), cpu()
 print(json.dumps({
-    "seconds": t5 - t0, "import_s": t_load - t_import, "first_calls_s": t0 - t_load,
+    "seconds": t5 - t0, "cpu_s": c5 - c0, "count_cpu_s": c1 - c0,
+    "import_s": t_load - t_import, "first_calls_s": t0 - t_load,
     "phases_s": {"count": t1 - t0, "release": t2 - t1, "classic": t3 - t2, "ck_safety": t4 - t3,
                  "skyline": t5 - t4},
     "n_groups": rel.n_groups, "n_rows": rel.n_rows, "state_nbytes": acc.nbytes,
@@ -221,10 +231,16 @@ def bench_end_to_end(benchmark, full):
                        "ratio_audit_to_scan": audit["seconds"] / scan["seconds"],
                        "ratio_count_to_scan": audit["phases_s"]["count"] / scan["seconds"],
                        "ratio_count_to_read": audit["phases_s"]["count"] / read["seconds"],
+                       # CPU seconds (user + sys, every thread) of the same best runs: the
+                       # scan already keeps both cores busy, so wall ratios below
+                       # cpu_audit / (2 · wall_scan) are out of reach on 2 cores
+                       "cpu_s": {"scan": scan["cpu_s"], "read": read["cpu_s"],
+                                 "count": audit["count_cpu_s"], "audit": audit["cpu_s"]},
                        "peak_rss_gib": audit["maxrss_kib"] / 2**20,
                        "all_repeats": [{"scan_s": s["seconds"], "read_s": r["seconds"],
                                         "audit_s": a["seconds"],
-                                        "count_s": a["phases_s"]["count"]}
+                                        "count_s": a["phases_s"]["count"],
+                                        "scan_cpu_s": s["cpu_s"], "audit_cpu_s": a["cpu_s"]}
                                        for s, r, a in reps]}
                 if not full:   # fast path == in-memory baseline
                     ref = _in_memory_reference(folder)
@@ -237,7 +253,9 @@ def bench_end_to_end(benchmark, full):
                       f"{audit['seconds']:.2f} s (x{row['ratio_audit_to_scan']:.2f}; count "
                       f"x{row['ratio_count_to_scan']:.2f}), phases "
                       + ", ".join(f"{k} {v:.2f}" for k, v in audit["phases_s"].items())
-                      + f", peak RSS {row['peak_rss_gib']:.2f} GiB")
+                      + f", peak RSS {row['peak_rss_gib']:.2f} GiB; CPU s: scan "
+                      f"{scan['cpu_s']:.2f}, count {audit['count_cpu_s']:.2f}, audit "
+                      f"{audit['cpu_s']:.2f}")
                 if shape == "many_groups":
                     headline = folder
                 else:
