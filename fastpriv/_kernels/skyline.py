@@ -454,6 +454,12 @@ def points_stats(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, 
     is strict, so the witnesses are the first groups, as in :func:`sigma_stats`. ``occ``
     may hold extra occurrences (e.g. the union of several ℓ's records): an occurrence
     dominated within its class never changes a strict minimum.
+
+    Four of the five statistics are minima of one term (T(ℓ,0), T(ℓ,k), V(m,0), V(m,k)), so
+    the minima are kept per *distinct term* and handed to the points at the end; only
+    min T(ℓ,k)·V(m,k+1) is kept per point. On a 100-point skyline that is ~50 term minima
+    and 100 products per occurrence instead of 500 point minima (same first-group
+    witnesses: the same strict comparisons in the same order).
     """
     n_pts = pt_l.shape[0]
     zero = np.zeros(n_pts, dtype=np.int64)
@@ -473,14 +479,15 @@ def points_stats(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, 
     pls = np.ones(n_l, dtype=np.float64)
     tv = np.empty(n_t, dtype=np.float64)
     vv = np.empty(n_v, dtype=np.float64)
-    stats = np.empty((n_pts, 5), dtype=np.float64)
-    args = np.full((n_pts, 5), -1, dtype=np.int64)
-    for p in range(n_pts):
-        stats[p, 0] = INF
-        stats[p, 1] = INF
-        stats[p, 2] = INF
-        stats[p, 3] = 1.0
-        stats[p, 4] = 1.0
+    # running minima: per point (the product), per T term (init +inf), per V term (init 1)
+    pmin = np.full(n_pts, INF)
+    parg = np.full(n_pts, -1, dtype=np.int64)
+    tmin = np.full(n_t, INF)
+    targ = np.full(n_t, -1, dtype=np.int64)
+    vmin = np.ones(n_v, dtype=np.float64)
+    varg = np.full(n_v, -1, dtype=np.int64)
+    p_tk = t_id[n_pts:].copy()           # T(ℓ, k) and V(m, k+1) of each point
+    p_vk1 = v_id[2 * n_pts:].copy()
     rows = top.shape[0]
     for j in range(j0, j1):
         i = occ[j]
@@ -505,33 +512,37 @@ def points_stats(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, 
                 big[li] = top_sum(counts, a, d, r, l)
         for q in range(n_t):
             li = t_li[q]
-            tv[q] = t_value(n, s, big[li], t_k[q], case, pls[li])
+            x = t_value(n, s, big[li], t_k[q], case, pls[li])
+            tv[q] = x
+            if x < tmin[q]:
+                tmin[q] = x
+                targ[q] = g
         for q in range(n_v):
-            vv[q] = v_value(n, s, v_m[q], v_k[q], case)
+            x = v_value(n, s, v_m[q], v_k[q], case)
+            vv[q] = x
+            if x < vmin[q]:
+                vmin[q] = x
+                varg[q] = g
         for p in range(n_pts):
-            tk = tv[t_id[n_pts + p]]
-            vk1 = vv[v_id[2 * n_pts + p]]
+            tk = tv[p_tk[p]]
+            vk1 = vv[p_vk1[p]]
             nr1 = tk * vk1          # mul(): T, V finite here
             if nr1 == 0.0 and tk > 0.0 and vk1 > 0.0:
                 nr1 = TINY
-            if nr1 < stats[p, 0]:
-                stats[p, 0] = nr1
-                args[p, 0] = g
-            t0 = tv[t_id[p]]
-            if t0 < stats[p, 1]:
-                stats[p, 1] = t0
-                args[p, 1] = g
-            if tk < stats[p, 2]:
-                stats[p, 2] = tk
-                args[p, 2] = g
-            v0 = vv[v_id[p]]
-            if v0 < stats[p, 3]:
-                stats[p, 3] = v0
-                args[p, 3] = g
-            vk = vv[v_id[n_pts + p]]
-            if vk < stats[p, 4]:
-                stats[p, 4] = vk
-                args[p, 4] = g
+            if nr1 < pmin[p]:
+                pmin[p] = nr1
+                parg[p] = g
+    stats = np.empty((n_pts, 5), dtype=np.float64)
+    args = np.empty((n_pts, 5), dtype=np.int64)
+    for p in range(n_pts):
+        stats[p, 0] = pmin[p]
+        args[p, 0] = parg[p]
+        for j, q in ((1, t_id[p]), (2, t_id[n_pts + p])):
+            stats[p, j] = tmin[q]
+            args[p, j] = targ[q]
+        for j, q in ((3, v_id[p]), (4, v_id[n_pts + p])):
+            stats[p, j] = vmin[q]
+            args[p, j] = varg[q]
     return stats, args
 
 
