@@ -829,13 +829,15 @@ def _records(rel: Release, common: tuple, code: int, ells: tuple) -> np.ndarray:
     key = ("skyline.records", code, ells)
     rec = cache.get(key)
     if rec is None:
+        ptr = rel.value_index[0]
+        lo, hi = int(ptr[code]), int(ptr[code + 1])
         if len(ells) == 1:
-            ptr = rel.value_index[0]
-            rec = K.sigma_records(*common, int(ptr[code]), int(ptr[code + 1]),
-                                  _CASE_ID[rel.case], ells[0])
-        else:
-            rec = np.unique(np.concatenate([_records(rel, common, code, (x,))
-                                            for x in ells]))
+            rec = K.sigma_records(*common, lo, hi, _CASE_ID[rel.case], ells[0])
+        else:   # union of sorted occurrence ids in [lo, hi): a mark per occurrence, O(hi - lo)
+            mark = np.zeros(hi - lo, dtype=np.bool_)
+            for x in ells:
+                mark[_records(rel, common, code, (x,)) - lo] = True
+            rec = np.flatnonzero(mark) + lo
         rec.flags.writeable = False
         kept = cache.get("skyline.records.size", 0) + rec.size
         if kept > max(_RECORDS_KEPT, rel.codes.size):
