@@ -905,3 +905,19 @@ def test_top_prefix_table_and_value_index():
     assert sparse.top_prefix is None
     r = sky.check(sparse, {"v0": [(3, 1, 1, 0.9)]}).points[0]
     assert r.value == sky.breach_probability(sparse, "v0", 3, 1, 1).value
+
+
+def test_witness_labels_of_large_releases_are_looked_up(monkeypatch):
+    # beyond _ALL_LABELS_MAX_GROUPS a check names only the witness groups (Arrow take)
+    # instead of listing every label; the names must be the same either way
+    from fastpriv.datasets import synthetic
+
+    t = synthetic(6000, group_size=6, n_values=5, seed=3)
+    pts = [(1, 1, 1, 0.9), (0, 2, 1, 0.7), (2, 0, 2, 0.8)]
+    small = sky.check(fp.Release.from_table(t, sensitive="sensitive", group="group"), pts)
+    monkeypatch.setattr(sky, "_ALL_LABELS_MAX_GROUPS", 0)
+    rel = fp.Release.from_table(t, sensitive="sensitive", group="group")
+    large = sky.check(rel, pts)
+    assert "group_labels" not in rel.__dict__          # no full label list was built
+    assert [p.groups for p in large.points] == [p.groups for p in small.points]
+    assert any(g is not None for p in large.points for g in p.groups)
