@@ -73,10 +73,10 @@ def _emd_equal_g(codes, counts, a, b, total, q):
 
 
 @kernel(inline="always")
-def _emd_ordered_g(codes, counts, a, b, total, rank, qs, p):
+def _ordered_cost(codes, a, b, rank, qs, p):
+    """(1/(m−1)) Σ_j |Σ_{i≤j} (P(i) − Q(i))| of the group's P scattered in ``p`` (by rank),
+    which it clears again."""
     m = qs.shape[0]
-    for i in range(a, b):
-        p[rank[codes[i]]] = counts[i] / total
     run = 0.0
     acc = 0.0
     for j in range(m):
@@ -88,22 +88,34 @@ def _emd_ordered_g(codes, counts, a, b, total, rank, qs, p):
 
 
 @kernel(inline="always")
+def _emd_ordered_g(codes, counts, a, b, total, rank, qs, p):
+    for i in range(a, b):
+        p[rank[codes[i]]] = counts[i] / total
+    return _ordered_cost(codes, a, b, rank, qs, p)
+
+
+@kernel(inline="always")
+def _likeness_step(px, qx, bmax, rmax, rmin):
+    """One value's update of (max (P − Q)/Q, max P/Q, min P/Q)."""
+    r = (px - qx) / qx
+    if r > bmax:
+        bmax = r
+    ratio = px / qx
+    if ratio > rmax:
+        rmax = ratio
+    if ratio < rmin:
+        rmin = ratio
+    return bmax, rmax, rmin
+
+
+@kernel(inline="always")
 def _likeness_g(codes, counts, a, b, total, q):
     bmax = -1.0
     # |log r| is largest at the largest or the smallest ratio r = P/Q: one log per group
     rmax = 1.0
     rmin = 1.0
     for i in range(a, b):
-        qx = q[codes[i]]
-        px = counts[i] / total
-        r = (px - qx) / qx
-        if r > bmax:
-            bmax = r
-        ratio = px / qx
-        if ratio > rmax:
-            rmax = ratio
-        if ratio < rmin:
-            rmin = ratio
+        bmax, rmax, rmin = _likeness_step(counts[i] / total, q[codes[i]], bmax, rmax, rmin)
     return bmax, max(math.log(rmax), -math.log(rmin))
 
 
@@ -232,13 +244,13 @@ def _audit_range(indptr, codes, counts, q, rank, l, qs, clogc, out, g0, g1):
 
     One loop over a group's entries feeds all six models: each P_g(x) = #x / N_g is
     divided once, not once per model. Every sum runs over the same terms in the same
-    order as the one-model helpers above (``_entropy_g`` … ``_likeness_g``), so the
-    numbers are bit-identical to theirs (``tests/test_classic.py`` checks it), and the
-    pass is 1.6–2× faster than calling the helpers in turn (1M groups × 20 values:
-    0.30–0.46 s vs 0.58–0.77 s, one thread, same process).
+    order as the one-model helpers above (``_entropy_g`` … ``_likeness_g``; the likeness
+    update and the ordered-EMD sum are those helpers' own pieces), so the numbers are
+    bit-identical to theirs (``tests/test_classic.py`` checks it). One thread, against
+    calling the helpers in turn: 1M groups × ~13 values 298 → 204 ms (min of 9, separate
+    processes, alternated); 1M groups × 20 values 0.58–0.77 → 0.30–0.46 s (same process).
     """
-    m = q.shape[0]
-    p = np.zeros(m, dtype=np.float64)
+    p = np.zeros(q.shape[0], dtype=np.float64)
     for g in range(g0, g1):
         a, b = indptr[g], indptr[g + 1]
         total = _total(counts, a, b)
@@ -260,14 +272,7 @@ def _audit_range(indptr, codes, counts, q, rank, l, qs, clogc, out, g0, g1):
             e += abs(px - qx)
             qin += qx
             p[rank[x]] = px
-            r = (px - qx) / qx
-            if r > bmax:
-                bmax = r
-            ratio = px / qx
-            if ratio > rmax:
-                rmax = ratio
-            if ratio < rmin:
-                rmin = ratio
+            bmax, rmax, rmin = _likeness_step(px, qx, bmax, rmax, rmin)
         if total == 0:
             out[g, ENTROPY] = 0.0
         else:
@@ -276,13 +281,6 @@ def _audit_range(indptr, codes, counts, q, rank, l, qs, clogc, out, g0, g1):
         out[g, RECURSIVE] = np.inf if b - a < l else counts[a] / tail
         rest = 1.0 - qin
         out[g, EMD_EQUAL] = 0.5 * (e + (rest if rest > 0.0 else 0.0))
-        run = 0.0
-        acc = 0.0
-        for j in range(m):
-            run += p[j] - qs[j]
-            acc += abs(run)
-        for i in range(a, b):
-            p[rank[codes[i]]] = 0.0
-        out[g, EMD_ORDERED] = acc / (m - 1) if m > 1 else 0.0
+        out[g, EMD_ORDERED] = _ordered_cost(codes, a, b, rank, qs, p)
         out[g, BETA] = bmax
         out[g, DELTA] = max(math.log(rmax), -math.log(rmin))
