@@ -1,0 +1,128 @@
+"""Time kernels of two commits against each other, alternated, on one noisy machine.
+
+    python -m benchmarks.ab_commits BASE [--probes count,classic,skyline] [--rounds 3]
+
+``BASE`` is any git revision (e.g. the previous stop's commit). It is checked out into a
+temporary ``git worktree``; every probe then runs in fresh interpreters, base and current
+tree **alternated** ``--rounds`` times, each interpreter importing fastpriv from its own
+tree (``sys.path``) and reporting the minimum of several repeats after a warm-up call. The
+shared machine drifts by 2× within minutes, so only the alternated, same-run comparison is
+meaningful. Probes (synthetic data, seeded):
+
+* ``count``: ``CountAccumulator.add`` over in-memory batches (the fused dense count),
+  10k random groups and 1M groups in order, ns per row;
+* ``classic``: the fused classical audit kernel ``audit_columns``, one thread, 1M groups;
+* ``skyline``: ``skyline.check(method="direct")`` of 100 points × 20 values on 10k large
+  groups, records kept (repeated check).
+
+A probe that the base tree cannot run (an API it does not have yet) reports the error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_PRELUDE = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import fastpriv
+assert fastpriv.__file__.startswith(sys.argv[1]), fastpriv.__file__
+def best(fn, repeat):
+    fn()
+    out = []
+    for _ in range(repeat):
+        t = time.perf_counter(); fn(); out.append(time.perf_counter() - t)
+    return min(out)
+"""
+
+PROBES = {
+    "count": """
+import pyarrow as pa
+from fastpriv.counts import CountAccumulator
+rng = np.random.default_rng(0)
+res = {}
+for name, keys in (("10k random groups", rng.integers(0, 10_000, 8 << 20)),
+                   ("1M groups in order", np.repeat(np.arange(1 << 20), 8))):
+    v = rng.integers(0, 20, keys.size).astype(np.int32)
+    batches = pa.table({"group": keys.astype(np.int64), "sensitive": v}).to_batches(1 << 20)
+    def run():
+        acc = CountAccumulator(["group"], "sensitive")
+        for b in batches:
+            acc.add(b)
+    res[name + " (ns/row)"] = best(run, 5) / keys.size * 1e9
+print(json.dumps(res))
+""",
+    "classic": """
+from fastpriv import Release, classic
+from fastpriv._kernels import classic as K
+from fastpriv.datasets import synthetic
+rel = Release.from_table(synthetic(20_000_000, group_size=20, n_values=20, seed=1),
+                         sensitive="sensitive", group="group")
+args = (*classic._arrays(rel), classic._global_distribution(rel),
+        classic._order_rank(rel, None), 2)
+print(json.dumps({"audit_columns, 1M groups, one thread (ms)":
+                  best(lambda: K.audit_columns(*args), 9) * 1e3}))
+""",
+    "skyline": """
+from fastpriv import Release, skyline
+from fastpriv.datasets import synthetic
+rel = Release.from_table(synthetic(5_000_000, n_groups=10_000, n_values=20, seed=0),
+                         sensitive="sensitive", group="group")
+pts = [(l, k, m, 0.9) for l in range(4) for k in range(5) for m in range(5)]
+print(json.dumps({"check 2000 pairs, 10k groups, records kept (ms)":
+                  best(lambda: skyline.check(rel, {"*": pts}, method="direct"), 5) * 1e3}))
+""",
+}
+
+
+def _run(tree: str, probe: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", _PRELUDE + PROBES[probe], tree],
+                         capture_output=True, text=True, cwd=tempfile.gettempdir())
+    if out.returncode != 0:
+        return {"error": (out.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("base", help="git revision to compare the working tree against")
+    ap.add_argument("--probes", default=",".join(PROBES), help="comma-separated probes")
+    ap.add_argument("--rounds", type=int, default=3, help="alternated rounds per probe")
+    a = ap.parse_args(argv)
+    probes = [p.strip() for p in a.probes.split(",") if p.strip()]
+    unknown = [p for p in probes if p not in PROBES]
+    if unknown:
+        ap.error(f"unknown probe {unknown[0]!r}; available: {', '.join(PROBES)}")
+    with tempfile.TemporaryDirectory(prefix="fastpriv-ab-") as tmp:
+        base = os.path.join(tmp, "base")
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-f", base,
+                        a.base], check=True, capture_output=True)
+        try:
+            for probe in probes:
+                rows: dict = {}
+                for _ in range(a.rounds):
+                    for label, tree in (("base", base), ("current", str(ROOT))):
+                        for key, val in _run(tree, probe).items():
+                            rows.setdefault(key, {}).setdefault(label, []).append(val)
+                for key, by in rows.items():
+                    cells = [f"{label} " + (", ".join(f"{x:.1f}" for x in vals)
+                                            if not isinstance(vals[0], str) else vals[0])
+                             for label, vals in by.items()]
+                    print(f"{probe}: {key}: " + " | ".join(cells))
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", base],
+                           capture_output=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
