@@ -515,7 +515,8 @@ class _CountState:
     @property
     def nbytes(self) -> int:
         extra = 0 if self.mat64 is None else self.mat64.nbytes
-        return int(self.mat.nbytes + self.mat8.nbytes + extra + self.pairs.nbytes + self.pcounts.nbytes)
+        return int(self.mat.nbytes + self.mat8.nbytes + extra + self.pairs.nbytes
+                   + self.pcounts.nbytes)
 
 
 # ============================================================================ accumulator
