@@ -816,29 +816,30 @@ def _sigma_scan_args(rel: Release) -> tuple:
 _RECORDS_KEPT = 1 << 22
 
 
-def _records(rel: Release, common: tuple, code: int, ells: tuple) -> np.ndarray:
+def _records(rel: Release, common: tuple, code: int, ells: tuple, m_max: int) -> np.ndarray:
     """Return the occurrences of value ``code`` that can set a statistic at any ℓ in ``ells``.
 
-    For one ℓ these are valid for every (k, m) (:func:`_kernels.skyline.sigma_records`);
-    for several, the union of each ℓ's (extra occurrences never change a result). Built at
-    the first check of (σ, ℓs) and kept in :attr:`Release.index_cache`: later checks of
-    that σ and those ℓ at any k, m evaluate only these — usually a few per (n, #σ) class,
-    not one per group.
+    For one ℓ these are valid for every k and every m <= ``m_max``
+    (:func:`_kernels.skyline.sigma_records`: occurrences dominated by an earlier group are
+    dropped); for several ℓ, the union of each ℓ's (extra occurrences never change a
+    result). Built at the first check of (σ, ℓs, m_max) and kept in
+    :attr:`Release.index_cache`: later checks of that σ and those ℓ at any k and m <= m_max
+    evaluate only these — usually a few hundred, not one per group.
     """
     from ._kernels import skyline as K
 
     cache = rel.index_cache
-    key = ("skyline.records", code, ells)
+    key = ("skyline.records", code, ells, m_max)
     rec = cache.get(key)
     if rec is None:
         ptr = rel.value_index[0]
         lo, hi = int(ptr[code]), int(ptr[code + 1])
         if len(ells) == 1:
-            rec = K.sigma_records(*common, lo, hi, _CASE_ID[rel.case], ells[0])
+            rec = K.sigma_records(*common, lo, hi, _CASE_ID[rel.case], ells[0], m_max)
         else:   # union of sorted occurrence ids in [lo, hi): a mark per occurrence, O(hi - lo)
             mark = np.zeros(hi - lo, dtype=np.bool_)
             for x in ells:
-                mark[_records(rel, common, code, (x,)) - lo] = True
+                mark[_records(rel, common, code, (x,), m_max) - lo] = True
             rec = np.flatnonzero(mark) + lo
         rec.flags.writeable = False
         kept = cache.get("skyline.records.size", 0) + rec.size
@@ -886,7 +887,7 @@ def _scan_points(rel: Release, pt_sig: list, pt_l: list, pt_k: list, pt_m: list,
                        [[x[i] for i in idx] for x in (pt_l, pt_k, pt_m)], dtype=np.int64)
         lkm.flags.writeable = False           # rows: read-only C-contiguous int64 views
         ls, ks, ms = lkm
-        rec = _records(rel, common, c, ells)
+        rec = _records(rel, common, c, ells, int(lkm[2].max()))
         n = rec.size
         if parallel and n >= 4096:
             st, ar = K.check_sigma_parallel(*common, rec, 0, n, case, ls, ks, ms,

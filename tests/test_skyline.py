@@ -771,10 +771,35 @@ def _class_records(rel, sigma, l):
     return out
 
 
-def test_sigma_records_are_the_class_staircases():
+def _falling_exact(n, m):
+    """n (n-1) ... (n-m+1) <= 2**53, in exact integers."""
+    return math.prod(range(n - m + 1, n + 1)) <= 2 ** 53 if m <= n else True
+
+
+def _undominated(rel, sigma, l, m_max):
+    """Groups holding σ that no earlier group dominates: same (n, #σ) class with S_ℓ at least
+    as large, or (SVPI, products exact at m_max) n and n − #σ − S_ℓ no larger, #σ no
+    smaller. The records must keep these (and only drop dominated ones)."""
+    seen, out = [], []
+    for g in range(rel.n_groups):
+        n, s, big_s, _, _ = _group_inputs(rel, sigma, g, l)
+        if not s:
+            continue
+        cross = rel.case == "svpi" and _falling_exact(n, m_max)
+        if rel.case == "mvpi-set" or not any(
+                na == n and sa == s and ba >= big_s
+                or cross and na <= n and sa >= s and na - sa - ba <= n - s - big_s
+                for na, sa, ba in seen):
+            out.append(g)
+        seen.append((n, s, big_s))
+    return out
+
+
+def test_sigma_records_drop_dominated_groups():
     """On a release shaped like Chen's Figure 7 (groups of 100, 20 values) the (σ, ℓ)
-    records are exactly each class's S_ℓ records: a small fraction of the groups, kept on
-    the release and reused for every k and m."""
+    records keep every undominated group, drop groups dominated by an earlier group of
+    another class too (fewer than the class staircases), are kept on the release and reused
+    for every k and every m <= m_max."""
     rng = np.random.default_rng(5)
     vals = rng.integers(0, 20, size=(2000, 100))
     rel = fp.Release.from_groups([[f"v{x:02d}" for x in row] for row in vals])
@@ -782,13 +807,35 @@ def test_sigma_records_are_the_class_staircases():
     common = sky._sigma_scan_args(rel)
     ptr, _, groups = rel.value_index[:3]
     for l in (0, 3, 10):
-        rec = sky._records(rel, common, code, (l,))
-        assert [int(groups[i]) for i in rec] == _class_records(rel, "v03", l)
-        assert rec.size < (ptr[code + 1] - ptr[code]) / 5
-        assert sky._records(rel, common, code, (l,)) is rec       # kept, not rebuilt
+        rec = sky._records(rel, common, code, (l,), 7)
+        kept = [int(groups[i]) for i in rec]
+        staircase = _class_records(rel, "v03", l)
+        assert set(_undominated(rel, "v03", l, 7)) <= set(kept) <= set(staircase)
+        assert len(kept) < len(staircase) and rec.size < (ptr[code + 1] - ptr[code]) / 20
+        assert sky._records(rel, common, code, (l,), 7) is rec       # kept, not rebuilt
     for k, m in [(0, 0), (4, 7), (30, 2)]:
         got = sky.check(rel, {"v03": [(10, k, m, 0.9)]}).points[0]
         assert got.min_nr == sky.dp_breach_probability(rel, "v03", 10, k, m).min_nr
+
+
+def test_sigma_records_cross_class_only_where_products_are_exact():
+    """Across classes a group is dropped only when its V products are exact integer
+    quotients at m_max (rounding then keeps the order of the true values): two groups of
+    100,000 with 10 and 5 σ — the second is dominated at m_max = 3 (10^15 < 2^53) but kept
+    at m_max = 4 (10^20 > 2^53); both give the every-group statistics."""
+    groups = [{"s": 10, "x": 99_990}, {"s": 5, "x": 99_995}]
+    rel = fp.Release.from_counts(_counts_table(groups), group="g", sensitive="v", count="c")
+    code = rel.code_of("s")
+    common = sky._sigma_scan_args(rel)
+    ptr, _, grp = rel.value_index[:3]
+    for m_max, want in [(3, [0]), (4, [0, 1])]:
+        rec = K.sigma_records(*common, int(ptr[code]), int(ptr[code + 1]), CASE_ID["svpi"], 0,
+                              m_max)
+        assert [int(grp[i]) for i in rec] == want == _undominated(rel, "s", 0, m_max)
+        rec.flags.writeable = False
+        for k in range(3):
+            st_, ar = K.sigma_stats(*common, rec, 0, rec.size, CASE_ID["svpi"], 0, k, m_max)
+            assert (st_.tolist(), ar.tolist()) == _every_group_scan(rel, "s", 0, k, m_max)
 
 
 @st.composite
@@ -839,7 +886,7 @@ def test_sigma_scan_equals_every_group_scan(data, l, k, m):
     for top in (common[3], sky._NO_TOP):          # with and without the ℓ-major table
         common[3] = top
         rec = K.sigma_records(*common, int(ptr[code]), int(ptr[code + 1]), CASE_ID[rel.case],
-                              l)
+                              l, m)
         rec.flags.writeable = False
         assert set(rec.tolist()) <= set(every.tolist()) and list(rec) == sorted(rec)
         for occ in (every, rec):
@@ -850,7 +897,7 @@ def test_sigma_scan_equals_every_group_scan(data, l, k, m):
         if rel.case == "mvpi-set":
             assert rec.tolist() == every.tolist()
         else:
-            assert set(_class_records(rel, sigma, l)) <= set(kept)
+            assert set(_undominated(rel, sigma, l, m)) <= set(kept)
     res = sky.check(rel, {sigma: [(l, k, m, 0.5)]}, method="direct").points[0]
     assert list(res.statistics) == want[0]
     # check()'s latency path equals the mergeable state's result
@@ -873,7 +920,8 @@ def test_group_major_points_equal_every_group_scan(data, points):
     common = sky._sigma_scan_args(rel)
     every = np.arange(ptr[code], ptr[code + 1], dtype=np.int64)
     every.flags.writeable = False
-    union = sky._records(rel, common, code, tuple(sorted({p[0] for p in points})))
+    union = sky._records(rel, common, code, tuple(sorted({p[0] for p in points})),
+                         max(p[2] for p in points))
     lkm = np.array(list(zip(*points, strict=True)), dtype=np.int64)
     lkm.flags.writeable = False
     for occ in (every, union):
