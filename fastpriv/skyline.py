@@ -816,30 +816,67 @@ def _sigma_scan_args(rel: Release) -> tuple:
 _RECORDS_KEPT = 1 << 22
 
 
-def _records(rel: Release, common: tuple, code: int, ells: tuple, m_max: int) -> np.ndarray:
+@functools.lru_cache(maxsize=64)
+def _cross_class_guard(m_max: int, k_max: int) -> tuple[np.ndarray, int]:
+    """``(v_bands, n_cross)`` of :func:`_kernels.skyline.sigma_records` for points with
+    m <= ``m_max`` and k <= ``k_max``.
+
+    V(m, k) of a group of n is an exact integer quotient while
+    (n−k) (n−k−1) ··· (n−k−m+1) <= 2**53, else a product of rounded factors: ``v_bands``
+    are the n where that switches (the largest exact N for each m in 1..m_max, plus each k
+    in 0..k_max+1). ``n_cross`` bounds n so that the products of at most ``m_max`` factors
+    (each >= 1/n) stay above 1e-300, clear of the log path; -1 (no cross-class test) past
+    :data:`_kernels.skyline.LONG_PRODUCT` factors.
+    """
+    from ._kernels import skyline as K
+
+    exact = 2 ** 53
+    if m_max == 0:                      # V = 1 everywhere: no path to keep apart
+        return kernel_array(np.empty(0, dtype=np.int64), np.int64), 2 ** 62
+    if m_max > K.LONG_PRODUCT:
+        return kernel_array(np.empty(0, dtype=np.int64), np.int64), -1
+    bands = set()
+    for m in range(1, m_max + 1):
+        lo, hi = m, exact               # largest N with N (N-1) ... (N-m+1) <= 2**53
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if math.prod(range(mid - m + 1, mid + 1)) <= exact:
+                lo = mid
+            else:
+                hi = mid - 1
+        bands.update(lo + k for k in range(k_max + 2))
+    n_cross = min(int(10 ** (300 / m_max)), 2 ** 62)
+    while n_cross ** m_max > 10 ** 300:
+        n_cross -= 1
+    return kernel_array(np.array(sorted(bands), dtype=np.int64), np.int64), n_cross
+
+
+def _records(rel: Release, common: tuple, code: int, ells: tuple, m_max: int,
+             k_max: int) -> np.ndarray:
     """Return the occurrences of value ``code`` that can set a statistic at any ℓ in ``ells``.
 
-    For one ℓ these are valid for every k and every m <= ``m_max``
+    For one ℓ these are valid for every k <= ``k_max`` and m <= ``m_max``
     (:func:`_kernels.skyline.sigma_records`: occurrences dominated by an earlier group are
     dropped); for several ℓ, the union of each ℓ's (extra occurrences never change a
-    result). Built at the first check of (σ, ℓs, m_max) and kept in
-    :attr:`Release.index_cache`: later checks of that σ and those ℓ at any k and m <= m_max
-    evaluate only these — usually a few hundred, not one per group.
+    result). Built at the first check of (σ, ℓs, m_max, k_max) and kept in
+    :attr:`Release.index_cache`: later checks with the same key evaluate only these —
+    usually a few dozen per (σ, ℓ), not one per group.
     """
     from ._kernels import skyline as K
 
     cache = rel.index_cache
-    key = ("skyline.records", code, ells, m_max)
+    key = ("skyline.records", code, ells, m_max, k_max)
     rec = cache.get(key)
     if rec is None:
         ptr = rel.value_index[0]
         lo, hi = int(ptr[code]), int(ptr[code + 1])
         if len(ells) == 1:
-            rec = K.sigma_records(*common, lo, hi, _CASE_ID[rel.case], ells[0], m_max)
+            rec = K.sigma_records(*common, lo, hi, _CASE_ID[rel.case], ells[0],
+                                  *_cross_class_guard(m_max, k_max))
         else:   # union of sorted occurrence ids in [lo, hi): a mark per occurrence, O(hi - lo)
             mark = np.zeros(hi - lo, dtype=np.bool_)
             for x in ells:
-                mark[_records(rel, common, code, (x,), m_max) - lo] = True
+                mark[_records(rel, common, code, (x,), m_max, k_max) - lo] = True
             rec = np.flatnonzero(mark) + lo
         rec.flags.writeable = False
         kept = cache.get("skyline.records.size", 0) + rec.size
@@ -887,7 +924,7 @@ def _scan_points(rel: Release, pt_sig: list, pt_l: list, pt_k: list, pt_m: list,
                        [[x[i] for i in idx] for x in (pt_l, pt_k, pt_m)], dtype=np.int64)
         lkm.flags.writeable = False           # rows: read-only C-contiguous int64 views
         ls, ks, ms = lkm
-        rec = _records(rel, common, c, ells, int(lkm[2].max()))
+        rec = _records(rel, common, c, ells, int(ms.max()), int(ks.max()))
         n = rec.size
         if parallel and n >= 4096:
             st, ar = K.check_sigma_parallel(*common, rec, 0, n, case, ls, ks, ms,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -771,24 +772,34 @@ def _class_records(rel, sigma, l):
     return out
 
 
-def _falling_exact(n, m):
-    """n (n-1) ... (n-m+1) <= 2**53, in exact integers."""
-    return math.prod(range(n - m + 1, n + 1)) <= 2 ** 53 if m <= n else True
+def _exact_quotient(n, m):
+    """V(m, ·) of n individuals is an exact integer quotient: n (n-1) ... (n-m+1) <= 2**53."""
+    return m > n or math.prod(range(n - m + 1, n + 1)) <= 2 ** 53
 
 
-def _undominated(rel, sigma, l, m_max):
+@functools.lru_cache(maxsize=None)
+def _same_v_path(na, nb, m_max, k_max):
+    """Both group sizes take the same path of V (exact quotient or rounded factors) at every
+    m <= m_max and k <= k_max + 1, and their products stay far from underflow."""
+    return m_max <= 64 and nb ** m_max <= 10 ** 300 and all(
+        _exact_quotient(na - k, m) == _exact_quotient(nb - k, m)
+        for m in range(1, m_max + 1) for k in range(k_max + 2))
+
+
+def _undominated(rel, sigma, l, m_max, k_max):
     """Groups holding σ that no earlier group dominates: same (n, #σ) class with S_ℓ at least
-    as large, or (SVPI, products exact at m_max) n and n − #σ − S_ℓ no larger, #σ no
-    smaller. The records must keep these (and only drop dominated ones)."""
+    as large, or (SVPI, same V path) n and n − #σ − S_ℓ no larger, #σ no smaller. The
+    records must keep these (and only drop dominated ones)."""
     seen, out = [], []
     for g in range(rel.n_groups):
         n, s, big_s, _, _ = _group_inputs(rel, sigma, g, l)
         if not s:
             continue
-        cross = rel.case == "svpi" and _falling_exact(n, m_max)
+        svpi = rel.case == "svpi"
         if rel.case == "mvpi-set" or not any(
                 na == n and sa == s and ba >= big_s
-                or cross and na <= n and sa >= s and na - sa - ba <= n - s - big_s
+                or svpi and na <= n and sa >= s and na - sa - ba <= n - s - big_s
+                and _same_v_path(na, n, m_max, k_max)
                 for na, sa, ba in seen):
             out.append(g)
         seen.append((n, s, big_s))
@@ -799,7 +810,7 @@ def test_sigma_records_drop_dominated_groups():
     """On a release shaped like Chen's Figure 7 (groups of 100, 20 values) the (σ, ℓ)
     records keep every undominated group, drop groups dominated by an earlier group of
     another class too (fewer than the class staircases), are kept on the release and reused
-    for every k and every m <= m_max."""
+    for the same (m_max, k_max)."""
     rng = np.random.default_rng(5)
     vals = rng.integers(0, 20, size=(2000, 100))
     rel = fp.Release.from_groups([[f"v{x:02d}" for x in row] for row in vals])
@@ -807,35 +818,60 @@ def test_sigma_records_drop_dominated_groups():
     common = sky._sigma_scan_args(rel)
     ptr, _, groups = rel.value_index[:3]
     for l in (0, 3, 10):
-        rec = sky._records(rel, common, code, (l,), 7)
+        rec = sky._records(rel, common, code, (l,), 7, 30)
         kept = [int(groups[i]) for i in rec]
         staircase = _class_records(rel, "v03", l)
-        assert set(_undominated(rel, "v03", l, 7)) <= set(kept) <= set(staircase)
+        assert set(_undominated(rel, "v03", l, 7, 30)) <= set(kept) <= set(staircase)
         assert len(kept) < len(staircase) and rec.size < (ptr[code + 1] - ptr[code]) / 20
-        assert sky._records(rel, common, code, (l,), 7) is rec       # kept, not rebuilt
+        assert sky._records(rel, common, code, (l,), 7, 30) is rec   # kept, not rebuilt
     for k, m in [(0, 0), (4, 7), (30, 2)]:
         got = sky.check(rel, {"v03": [(10, k, m, 0.9)]}).points[0]
         assert got.min_nr == sky.dp_breach_probability(rel, "v03", 10, k, m).min_nr
 
 
-def test_sigma_records_cross_class_only_where_products_are_exact():
-    """Across classes a group is dropped only when its V products are exact integer
-    quotients at m_max (rounding then keeps the order of the true values): two groups of
-    100,000 with 10 and 5 σ — the second is dominated at m_max = 3 (10^15 < 2^53) but kept
-    at m_max = 4 (10^20 > 2^53); both give the every-group statistics."""
-    groups = [{"s": 10, "x": 99_990}, {"s": 5, "x": 99_995}]
-    rel = fp.Release.from_counts(_counts_table(groups), group="g", sensitive="v", count="c")
-    code = rel.code_of("s")
-    common = sky._sigma_scan_args(rel)
-    ptr, _, grp = rel.value_index[:3]
-    for m_max, want in [(3, [0]), (4, [0, 1])]:
-        rec = K.sigma_records(*common, int(ptr[code]), int(ptr[code + 1]), CASE_ID["svpi"], 0,
-                              m_max)
-        assert [int(grp[i]) for i in rec] == want == _undominated(rel, "s", 0, m_max)
-        rec.flags.writeable = False
-        for k in range(3):
-            st_, ar = K.sigma_stats(*common, rec, 0, rec.size, CASE_ID["svpi"], 0, k, m_max)
-            assert (st_.tolist(), ar.tolist()) == _every_group_scan(rel, "s", 0, k, m_max)
+def test_sigma_records_cross_class_only_on_one_v_path():
+    """Across classes a group is dropped only when both groups' V values take the same path
+    (exact integer quotient, or product of rounded factors): rounding then keeps the order
+    of the true values. N = 9743 is the largest N with N (N-1) (N-2) (N-3) <= 2**53; groups
+    of N and N + 1 straddle it at m = 4 (the second is kept) but not at m = 3 (dropped);
+    two groups of 100,000 are both on the factor path at m = 4 (dropped). Every variant
+    gives the every-group statistics."""
+    big = 9743
+    assert _exact_quotient(big, 4) and not _exact_quotient(big + 1, 4)
+    cases = [([{"s": 10, "x": big - 10}, {"s": 5, "x": big - 4}], [(3, 0, [0]), (4, 0, [0, 1]),
+                                                                   (3, 2, [0])]),
+             ([{"s": 10, "x": 99_990}, {"s": 5, "x": 99_995}], [(4, 2, [0])])]
+    for groups, runs in cases:
+        rel = fp.Release.from_counts(_counts_table(groups), group="g", sensitive="v",
+                                     count="c")
+        code = rel.code_of("s")
+        common = sky._sigma_scan_args(rel)
+        ptr, _, grp = rel.value_index[:3]
+        for m_max, k_max, want in runs:
+            rec = K.sigma_records(*common, int(ptr[code]), int(ptr[code + 1]), CASE_ID["svpi"],
+                                  0, *sky._cross_class_guard(m_max, k_max))
+            assert [int(grp[i]) for i in rec] == want == _undominated(rel, "s", 0, m_max,
+                                                                      k_max)
+            rec.flags.writeable = False
+            for k in range(k_max + 1):
+                st_, ar = K.sigma_stats(*common, rec, 0, rec.size, CASE_ID["svpi"], 0, k,
+                                        m_max)
+                assert (st_.tolist(), ar.tolist()) == _every_group_scan(rel, "s", 0, k, m_max)
+
+
+def test_cross_class_guard_bands():
+    """The bands are exactly the n where some V(m, k), m <= m_max, k <= k_max + 1, changes
+    path; m = 0 needs none; past 64 factors there is no cross-class test."""
+    bands, n_cross = sky._cross_class_guard(4, 2)
+    last_exact = {1: 2 ** 53, 2: 94_906_266, 3: 208_064, 4: 9743}
+    for m, x in last_exact.items():
+        assert _exact_quotient(x, m) and not _exact_quotient(x + 1, m)
+    want = sorted({x + k for x in last_exact.values() for k in range(4)})
+    assert bands.tolist() == want and n_cross == 2 ** 62        # 10**75 > int64: capped
+    n64 = sky._cross_class_guard(64, 0)[1]                       # products of 64 factors
+    assert n64 ** 64 <= 10 ** 300 < (n64 + 1) ** 64
+    assert sky._cross_class_guard(0, 5)[0].size == 0
+    assert sky._cross_class_guard(65, 0)[1] == -1
 
 
 @st.composite
@@ -886,7 +922,7 @@ def test_sigma_scan_equals_every_group_scan(data, l, k, m):
     for top in (common[3], sky._NO_TOP):          # with and without the ℓ-major table
         common[3] = top
         rec = K.sigma_records(*common, int(ptr[code]), int(ptr[code + 1]), CASE_ID[rel.case],
-                              l, m)
+                              l, *sky._cross_class_guard(m, k))
         rec.flags.writeable = False
         assert set(rec.tolist()) <= set(every.tolist()) and list(rec) == sorted(rec)
         for occ in (every, rec):
@@ -897,7 +933,7 @@ def test_sigma_scan_equals_every_group_scan(data, l, k, m):
         if rel.case == "mvpi-set":
             assert rec.tolist() == every.tolist()
         else:
-            assert set(_undominated(rel, sigma, l, m)) <= set(kept)
+            assert set(_undominated(rel, sigma, l, m, k)) <= set(kept)
     res = sky.check(rel, {sigma: [(l, k, m, 0.5)]}, method="direct").points[0]
     assert list(res.statistics) == want[0]
     # check()'s latency path equals the mergeable state's result
@@ -921,7 +957,7 @@ def test_group_major_points_equal_every_group_scan(data, points):
     every = np.arange(ptr[code], ptr[code + 1], dtype=np.int64)
     every.flags.writeable = False
     union = sky._records(rel, common, code, tuple(sorted({p[0] for p in points})),
-                         max(p[2] for p in points))
+                         max(p[2] for p in points), max(p[1] for p in points))
     lkm = np.array(list(zip(*points, strict=True)), dtype=np.int64)
     lkm.flags.writeable = False
     for occ in (every, union):

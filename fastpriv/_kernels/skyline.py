@@ -226,26 +226,11 @@ def combine(ss1, ss2, ss3, ss4, ss5):
 
 
 # ---------------------------------------------------------------------------- SkylineCheck
-@kernel(inline="always")
-def falling_exact(n, m):
-    """Return n (n−1) ··· (n−m+1) <= 2**53.
-
-    Then every V(m', k) with m' <= m, k >= 0 of a group of n is one correctly rounded
-    division of exact integers (SVPI, Set).
-    """
-    den = 1.0
-    for i in range(m):
-        den *= n - i
-        if den > EXACT_INT:
-            return False
-    return True
-
-
 @kernel
 def sigma_records(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, i0, i1,
-                  case, l, m_max):
+                  case, l, v_bands, n_cross):
     """Select the occurrences of σ (``i0 .. i1-1`` of the value index) that can set a
-    statistic at ℓ, for every k and every m <= ``m_max``.
+    statistic at ℓ.
 
     An occurrence is dropped when an **earlier** group A *dominates* it: every term of A is
     <= the same term of this group B, so under the strict "<" of the minima B never changes
@@ -255,19 +240,22 @@ def sigma_records(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count,
     * same class (n, #σ), S_ℓ(A) >= S_ℓ(B): V equal, T(ℓ,k) non-increasing in S_ℓ (SVPI,
       multiset) — valid for every (k, m). Classes sit in a direct-mapped table; a slot
       collision forgets a class's record, which only keeps extra occurrences.
-    * SVPI, across classes: n_A <= n_B, #σ_A >= #σ_B and d_A <= d_B with d = n − s − S_ℓ.
-      T(ℓ,k) = max(0, d − k)/s and each V factor 1 − s/(n−k−i) are then no larger for A;
-      the computed values keep that order because each is a correctly rounded quotient of
-      exact integers — for V, checked by :func:`falling_exact` for B at ``m_max`` (then
-      for A, with n_A <= n_B, too). Candidate dominators: a list of up to
-      ``_FRONT_SLOTS`` earlier occurrences.
+    * SVPI, across classes (``n_B <= n_cross``): n_A <= n_B, #σ_A >= #σ_B and d_A <= d_B
+      with d = n − s − S_ℓ. T(ℓ,k) = max(0, d − k)/s and each V factor 1 − s/(n−k−i) are
+      then no larger for A, and so are the computed values *when both groups take the same
+      path* in :func:`v_value` (a correctly rounded quotient of exact integers, or a product
+      of correctly rounded factors: both monotone). The path of V(m, k) changes where
+      n − k crosses the largest N with N (N−1) ··· (N−m+1) <= 2**53; ``v_bands`` (sorted)
+      holds those n for the m and k of the points checked, and A and B must lie in the
+      same band (as many ``v_bands`` below n). ``n_cross`` keeps the products clear of
+      underflow (the log path). Candidate dominators: up to ``_FRONT_SLOTS`` earlier
+      occurrences. ``fastpriv.skyline._cross_class_guard`` derives both from the points.
 
     What remains is usually a few dozen occurrences per (σ, ℓ) even when every group is its
     own class (10k groups of ~1000 rows, 20 values: 1.2k of 200k occurrences over 20 σ ×
-    4 ℓ). :func:`sigma_stats`
-    and :func:`points_stats` over this list return exactly what they return over all
-    occurrences for points with m <= ``m_max``: an index built once per (σ, ℓ, m_max).
-    MVPI-Set keeps every occurrence (T depends on P_ℓ).
+    4 ℓ). :func:`sigma_stats` and :func:`points_stats` over this list return exactly what
+    they return over all occurrences, for the points the guard was built for. MVPI-Set keeps
+    every occurrence (T depends on P_ℓ).
     """
     out = np.empty(i1 - i0, dtype=np.int64)
     if case == SET:
@@ -280,6 +268,7 @@ def sigma_records(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count,
     f_n = np.empty(_FRONT_SLOTS, dtype=np.int64)
     f_s = np.empty(_FRONT_SLOTS, dtype=np.int64)
     f_d = np.empty(_FRONT_SLOTS, dtype=np.int64)
+    f_band = np.empty(_FRONT_SLOTS, dtype=np.int64)
     n_front = 0
     rows = top.shape[0]
     lt = l if l < rows - 1 else rows - 1
@@ -306,18 +295,20 @@ def sigma_records(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count,
             key_n[h] = n
             key_s[h] = s
         best[h] = big_s
-        if case == SVPI and falling_exact(n, m_max):
+        if case == SVPI and n <= n_cross:
             d = n - s - big_s
+            band = np.searchsorted(v_bands, n)      # bands below n ("left")
             dominated = False
             for q in range(n_front):
-                # non-short-circuit &: three compares, one branch
-                if (f_n[q] <= n) & (f_s[q] >= s) & (f_d[q] <= d):
+                # non-short-circuit &: four compares, one branch
+                if (f_n[q] <= n) & (f_s[q] >= s) & (f_d[q] <= d) & (f_band[q] == band):
                     dominated = True
                     if q > 0:               # a useful dominator moves half-way up
                         p = q >> 1
                         f_n[q], f_n[p] = f_n[p], f_n[q]
                         f_s[q], f_s[p] = f_s[p], f_s[q]
                         f_d[q], f_d[p] = f_d[p], f_d[q]
+                        f_band[q], f_band[p] = f_band[p], f_band[q]
                     break
             if dominated:
                 continue
@@ -325,6 +316,7 @@ def sigma_records(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count,
             f_n[q] = n
             f_s[q] = s
             f_d[q] = d
+            f_band[q] = band
             if n_front < _FRONT_SLOTS:
                 n_front += 1
         out[j] = i

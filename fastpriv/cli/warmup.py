@@ -112,7 +112,7 @@ def _large_input_kernels(rel) -> None:
     KC.audit_columns_parallel(*classic._arrays(rel), classic._global_distribution(rel),
                               classic._order_rank(rel, None), 2, 2)
     common = skyline._sigma_scan_args(rel)
-    rec = skyline._records(rel, common, 0, (1,), 1)
+    rec = skyline._records(rel, common, 0, (1,), 1, 1)
     for n_pts in (1, KS.GROUP_MAJOR_POINTS):
         lkm = np.ones((3, n_pts), dtype=np.int64)
         lkm.flags.writeable = False
