@@ -818,10 +818,9 @@ _RECORDS_KEPT = 1 << 22
 
 @functools.lru_cache(maxsize=64)
 def _cross_class_guard(m_max: int, k_max: int) -> tuple[np.ndarray, int]:
-    """``(v_bands, n_cross)`` of :func:`_kernels.skyline.sigma_records` for points with
-    m <= ``m_max`` and k <= ``k_max``.
+    """Return ``(v_bands, n_cross)`` of :func:`_kernels.skyline.sigma_records`.
 
-    V(m, k) of a group of n is an exact integer quotient while
+    For points with m <= ``m_max`` and k <= ``k_max``: V(m, k) of a group of n is an exact integer quotient while
     (n−k) (n−k−1) ··· (n−k−m+1) <= 2**53, else a product of rounded factors: ``v_bands``
     are the n where that switches (the largest exact N for each m in 1..m_max, plus each k
     in 0..k_max+1). ``n_cross`` bounds n so that the products of at most ``m_max`` factors
