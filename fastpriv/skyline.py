@@ -126,6 +126,11 @@ def _threshold_ratio(c: Any) -> Fraction:
     return (1 - cf) / cf
 
 
+@functools.lru_cache(maxsize=256)
+def _threshold_float(c: Any) -> float:
+    return float(_threshold_ratio(c))
+
+
 def _is_safe(min_nr: Any, ratio: Fraction) -> bool:
     """BP < c  ⇔  minNR > (1 − c)/c, decided exactly for the given minNR."""
     if isinstance(min_nr, float):
@@ -138,6 +143,18 @@ def _is_safe(min_nr: Any, ratio: Fraction) -> bool:
             return False
         return Fraction(min_nr) > ratio
     return min_nr > ratio
+
+
+def _safe_flags(min_nr: np.ndarray, cs: list) -> list:
+    """:func:`_is_safe` of float minNR values against thresholds ``cs``: the clear cases
+    with the same float tests, vectorized; near-ties exactly, one by one."""
+    r = np.array([_threshold_float(c) for c in cs], dtype=np.float64)
+    safe = np.isinf(min_nr) | (min_nr > r * (1 + 1e-9) + 1e-300)
+    unclear = ~safe & ~(min_nr < r * (1 - 1e-9))
+    out = safe.tolist()
+    for i in np.flatnonzero(unclear).tolist():
+        out[i] = Fraction(float(min_nr[i])) > _threshold_ratio(cs[i])
+    return out
 
 
 def _bp(min_nr: Any, exact: bool = False) -> Any:
@@ -1173,21 +1190,33 @@ class SkylineState:
         out = []
         if blocks:
             allst = np.concatenate(blocks)
+            rows = allst.tolist()
             if len(allst) <= 64:
-                pairs = [_combine_row(row) for row in allst.tolist()]
+                pairs = [_combine_row(row) for row in rows]
                 min_nr = [p[0] for p in pairs]
                 which = [p[1] for p in pairs]
-            else:
-                min_nr, which = _combine_arrays(allst)
-                min_nr, which = min_nr.tolist(), which.tolist()
-            rows = allst.tolist()
-            i = 0
-            for sigma in owners:
-                ar = self._args.get(sigma)
-                for q, point in enumerate(self._points_of(sigma)):
-                    out.append(_point_result(sigma, point, rows[i], min_nr[i], which[i],
-                                             (None,) * 5 if ar is None else tuple(ar[q])))
-                    i += 1
+                i = 0
+                for sigma in owners:
+                    ar = self._args.get(sigma)
+                    for q, point in enumerate(self._points_of(sigma)):
+                        out.append(_point_result(sigma, point, rows[i], min_nr[i], which[i],
+                                                 (None,) * 5 if ar is None else tuple(ar[q])))
+                        i += 1
+            else:   # the same values, with BP and safety computed on arrays
+                nr, wh = _combine_arrays(allst)
+                pts = [(sigma, p) for sigma in owners for p in self._points_of(sigma)]
+                safe = _safe_flags(nr, [p[3] for _, p in pts])
+                value = (1.0 / (1.0 + nr)).tolist()       # _bp: 1/(1 + ∞) = 0.0
+                min_nr = nr.tolist()
+                used = [None if w < 0 else TERMS[w] for w in wh.tolist()]
+                groups = []
+                for sigma in owners:
+                    ar = self._args.get(sigma)
+                    groups.extend([(None,) * 5] * len(self._points_of(sigma)) if ar is None
+                                  else map(tuple, ar))
+                out = [PointResult(sigma, l, k, m, c, value[i], min_nr[i], tuple(rows[i]),
+                                   used[i], safe[i], groups[i])
+                       for i, (sigma, (l, k, m, c)) in enumerate(pts)]
         return SkylineCheck(points=tuple(out), case=self._case or SVPI,
                             n_groups=self._n_groups)
 

@@ -1005,3 +1005,21 @@ def test_witness_labels_of_large_releases_are_looked_up(monkeypatch):
     assert "group_labels" not in rel.__dict__          # no full label list was built
     assert [p.groups for p in large.points] == [p.groups for p in small.points]
     assert any(g is not None for p in large.points for g in p.groups)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.5, 0.9, 0.25, Fraction(2, 3), 1, Fraction(1, 3)]),
+                          st.sampled_from(["tie", "near", "far", "inf", "zero"]),
+                          st.integers(-3, 3)), min_size=65, max_size=90))
+def test_safe_flags_equal_is_safe(cases):
+    """The vectorized safety test of large results (float tests for clear cases, exact
+    fractions at near-ties) decides every point as the scalar _is_safe does."""
+    cs, nr = [], []
+    for c, kind, d in cases:
+        r = float(sky._threshold_ratio(c))
+        x = {"tie": r, "near": r * (1 + d * 1e-12), "far": r * 2.0 ** d, "inf": math.inf,
+             "zero": 0.0}[kind]
+        cs.append(c)
+        nr.append(x)
+    got = sky._safe_flags(np.array(nr), cs)
+    assert got == [sky._is_safe(x, sky._threshold_ratio(c)) for x, c in zip(nr, cs, strict=True)]
