@@ -833,6 +833,10 @@ def _sigma_scan_args(rel: Release) -> tuple:
 _RECORDS_KEPT = 1 << 22
 
 
+#: at most this many band edges (m_max · (k_max + 2)) for the cross-class records test
+_MAX_BANDS = 1 << 16
+
+
 @functools.lru_cache(maxsize=64)
 def _cross_class_guard(m_max: int, k_max: int) -> tuple[np.ndarray, int]:
     """Return ``(v_bands, n_cross)`` of :func:`_kernels.skyline.sigma_records`.
@@ -842,14 +846,15 @@ def _cross_class_guard(m_max: int, k_max: int) -> tuple[np.ndarray, int]:
     are the n where that switches (the largest exact N for each m in 1..m_max, plus each k
     in 0..k_max+1). ``n_cross`` bounds n so that the products of at most ``m_max`` factors
     (each >= 1/n) stay above 1e-300, clear of the log path; -1 (no cross-class test) past
-    :data:`_kernels.skyline.LONG_PRODUCT` factors.
+    :data:`_kernels.skyline.LONG_PRODUCT` factors or :data:`_MAX_BANDS` band edges (then
+    only the same-class test prunes, as it does for every m and k).
     """
     from ._kernels import skyline as K
 
     exact = 2 ** 53
     if m_max == 0:                      # V = 1 everywhere: no path to keep apart
         return kernel_array(np.empty(0, dtype=np.int64), np.int64), 2 ** 62
-    if m_max > K.LONG_PRODUCT:
+    if m_max > K.LONG_PRODUCT or m_max * (k_max + 2) > _MAX_BANDS:
         return kernel_array(np.empty(0, dtype=np.int64), np.int64), -1
     bands = set()
     for m in range(1, m_max + 1):

@@ -872,6 +872,7 @@ def test_cross_class_guard_bands():
     assert n64 ** 64 <= 10 ** 300 < (n64 + 1) ** 64
     assert sky._cross_class_guard(0, 5)[0].size == 0
     assert sky._cross_class_guard(65, 0)[1] == -1
+    assert sky._cross_class_guard(2, sky._MAX_BANDS)[1] == -1     # huge k: same class only
 
 
 @st.composite
