@@ -146,8 +146,11 @@ def _is_safe(min_nr: Any, ratio: Fraction) -> bool:
 
 
 def _safe_flags(min_nr: np.ndarray, cs: list) -> list:
-    """:func:`_is_safe` of float minNR values against thresholds ``cs``: the clear cases
-    with the same float tests, vectorized; near-ties exactly, one by one."""
+    """Return :func:`_is_safe` of float minNR values against the thresholds ``cs``.
+
+    The clear cases use the same float tests, vectorized; near-ties are decided exactly,
+    one by one.
+    """
     r = np.array([_threshold_float(c) for c in cs], dtype=np.float64)
     safe = np.isinf(min_nr) | (min_nr > r * (1 + 1e-9) + 1e-300)
     unclear = ~safe & ~(min_nr < r * (1 - 1e-9))
@@ -841,13 +844,14 @@ _MAX_BANDS = 1 << 16
 def _cross_class_guard(m_max: int, k_max: int) -> tuple[np.ndarray, int]:
     """Return ``(v_bands, n_cross)`` of :func:`_kernels.skyline.sigma_records`.
 
-    For points with m <= ``m_max`` and k <= ``k_max``: V(m, k) of a group of n is an exact integer quotient while
-    (n−k) (n−k−1) ··· (n−k−m+1) <= 2**53, else a product of rounded factors: ``v_bands``
-    are the n where that switches (the largest exact N for each m in 1..m_max, plus each k
-    in 0..k_max+1). ``n_cross`` bounds n so that the products of at most ``m_max`` factors
-    (each >= 1/n) stay above 1e-300, clear of the log path; -1 (no cross-class test) past
-    :data:`_kernels.skyline.LONG_PRODUCT` factors or :data:`_MAX_BANDS` band edges (then
-    only the same-class test prunes, as it does for every m and k).
+    For points with m <= ``m_max`` and k <= ``k_max``: V(m, k) of a group of n is an exact
+    integer quotient while (n−k) (n−k−1) ··· (n−k−m+1) <= 2**53, else a product of rounded
+    factors: ``v_bands`` are the n where that switches (the largest exact N for each m in
+    1..m_max, plus each k in 0..k_max+1). ``n_cross`` bounds n so that the products of at
+    most ``m_max`` factors (each >= 1/n) stay above 1e-300, clear of the log path; -1 (no
+    cross-class test) past :data:`_kernels.skyline.LONG_PRODUCT` factors or
+    :data:`_MAX_BANDS` band edges (then only the same-class test prunes, as it does for
+    every m and k).
     """
     from ._kernels import skyline as K
 
@@ -872,6 +876,10 @@ def _cross_class_guard(m_max: int, k_max: int) -> tuple[np.ndarray, int]:
     return kernel_array(np.array(sorted(bands), dtype=np.int64), np.int64), n_cross
 
 
+#: several ℓ's records are found on threads (one ℓ each) from this many occurrences of σ
+_RECORDS_PARALLEL = 4096
+
+
 def _records(rel: Release, common: tuple, code: int, ells: tuple, m_max: int,
              k_max: int) -> np.ndarray:
     """Return the occurrences of value ``code`` that can set a statistic at any ℓ in ``ells``.
@@ -879,9 +887,10 @@ def _records(rel: Release, common: tuple, code: int, ells: tuple, m_max: int,
     For one ℓ these are valid for every k <= ``k_max`` and m <= ``m_max``
     (:func:`_kernels.skyline.sigma_records`: occurrences dominated by an earlier group are
     dropped); for several ℓ, the union of each ℓ's (extra occurrences never change a
-    result). Built at the first check of (σ, ℓs, m_max, k_max) and kept in
-    :attr:`Release.index_cache`: later checks with the same key evaluate only these —
-    usually a few dozen per (σ, ℓ), not one per group.
+    result), found one ℓ per thread from :data:`_RECORDS_PARALLEL` occurrences
+    (:func:`_kernels.skyline.records_union`). Built at the first check of
+    (σ, ℓs, m_max, k_max) and kept in :attr:`Release.index_cache`: later checks with the
+    same key evaluate only these — usually a few dozen per (σ, ℓ), not one per group.
     """
     from ._kernels import skyline as K
 
@@ -893,6 +902,10 @@ def _records(rel: Release, common: tuple, code: int, ells: tuple, m_max: int,
         lo, hi = int(ptr[code]), int(ptr[code + 1])
         if len(ells) == 1:
             rec = K.sigma_records(*common, lo, hi, _CASE_ID[rel.case], ells[0],
+                                  *_cross_class_guard(m_max, k_max))
+        elif hi - lo >= _RECORDS_PARALLEL:
+            rec = K.records_union(*common, lo, hi, _CASE_ID[rel.case],
+                                  kernel_array(np.array(ells), np.int64),
                                   *_cross_class_guard(m_max, k_max))
         else:   # union of sorted occurrence ids in [lo, hi): a mark per occurrence, O(hi - lo)
             mark = np.zeros(hi - lo, dtype=np.bool_)

@@ -971,6 +971,45 @@ def test_group_major_points_equal_every_group_scan(data, points):
         assert list(got.points[p].statistics) == _every_group_scan(rel, sigma, l, k, m)[0]
 
 
+@settings(max_examples=150, deadline=None)
+@given(many_groups(), st.lists(st.integers(0, 6), min_size=2, max_size=4, unique=True),
+       st.integers(0, 6), st.integers(0, 6))
+def test_records_union_on_threads_equals_union_of_each_l(data, ells, m_max, k_max):
+    """The threaded union (one ℓ per thread, a byte row each) is exactly the sorted union
+    of the per-ℓ records; _records takes it from _RECORDS_PARALLEL occurrences on."""
+    rel, sigma = data
+    code = rel.code_of(sigma)
+    ptr = rel.value_index[0]
+    common = sky._sigma_scan_args(rel)
+    lo, hi = int(ptr[code]), int(ptr[code + 1])
+    guard = sky._cross_class_guard(m_max, k_max)
+    each = set()
+    for x in ells:
+        each.update(K.sigma_records(*common, lo, hi, CASE_ID[rel.case], x, *guard).tolist())
+    ells_arr = np.array(sorted(ells), dtype=np.int64)
+    ells_arr.flags.writeable = False
+    got = K.records_union(*common, lo, hi, CASE_ID[rel.case], ells_arr, *guard)
+    assert got.tolist() == sorted(each)
+
+
+def test_records_union_is_used_for_many_occurrences(monkeypatch):
+    """Above the threshold check() builds the union on threads: same statistics."""
+    rng = np.random.default_rng(3)
+    rel = fp.Release.from_groups([[f"v{x}" for x in rng.integers(0, 4, 30)]
+                                  for _ in range(300)])
+    pts = {"v1": [(l, k, m, 0.9) for l in range(3) for k in range(3) for m in range(2)]}
+    seq = sky.check(rel, pts, method="direct")
+    calls = []
+    orig = K.records_union
+    monkeypatch.setattr(K, "records_union", lambda *a: calls.append(1) or orig(*a))
+    monkeypatch.setattr(sky, "_RECORDS_PARALLEL", 1)
+    for key in [x for x in rel.index_cache if isinstance(x, tuple)
+                and x[0] == "skyline.records"]:
+        del rel.index_cache[key]                 # the same release: records found again
+    par = sky.check(rel, pts, method="direct")
+    assert calls and [p.statistics for p in par.points] == [p.statistics for p in seq.points]
+
+
 def test_top_prefix_table_and_value_index():
     rel = fp.Release.from_groups([["a", "a", "b", "c"], ["b"], ["c", "c", "c", "a"]])
     ptr, entry, group, rank, count = rel.value_index

@@ -324,6 +324,37 @@ def sigma_records(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count,
     return out[:j].copy()
 
 
+@kernel(parallel=True)
+def records_union(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, i0, i1,
+                  case, ells, v_bands, n_cross):
+    """Return the union of :func:`sigma_records` over several ℓ (``ells``), one ℓ a thread.
+
+    Each ℓ marks its records in its own row of a ``(len(ells), i1 − i0)`` byte table (no
+    two threads write one cell); the union is read off the table in occurrence order, so
+    the result is sorted, as the per-ℓ lists are.
+    """
+    n_l = ells.shape[0]
+    span = i1 - i0
+    mark = np.zeros((n_l, span), dtype=np.uint8)
+    for li in prange(n_l):
+        rec = sigma_records(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, i0,
+                            i1, case, ells[li], v_bands, n_cross)
+        for q in range(rec.shape[0]):
+            mark[li, rec[q] - i0] = 1
+    out = np.empty(span, dtype=np.int64)
+    j = 0
+    for q in range(span):
+        hit = False
+        for li in range(n_l):
+            if mark[li, q]:
+                hit = True
+                break
+        if hit:
+            out[j] = i0 + q
+            j += 1
+    return out[:j].copy()
+
+
 @kernel
 def sigma_stats(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, occ, j0, j1,
                 case, l, k, m):

@@ -113,6 +113,11 @@ def _large_input_kernels(rel) -> None:
                               classic._order_rank(rel, None), 2, 2)
     common = skyline._sigma_scan_args(rel)
     rec = skyline._records(rel, common, 0, (1,), 1, 1)
+    ptr = rel.value_index[0]
+    ells = np.array([0, 1], dtype=np.int64)
+    ells.flags.writeable = False
+    KS.records_union(*common, int(ptr[0]), int(ptr[1]), skyline._CASE_ID[rel.case], ells,
+                     *skyline._cross_class_guard(1, 1))
     for n_pts in (1, KS.GROUP_MAJOR_POINTS):
         lkm = np.ones((3, n_pts), dtype=np.int64)
         lkm.flags.writeable = False
