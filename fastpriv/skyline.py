@@ -1209,32 +1209,27 @@ class SkylineState:
         if blocks:
             allst = np.concatenate(blocks)
             rows = allst.tolist()
-            if len(allst) <= 64:
+            pts = [(sigma, p) for sigma in owners for p in self._points_of(sigma)]
+            if len(rows) <= 64:     # scalar Theorem 2, BP and safety: no array overhead
                 pairs = [_combine_row(row) for row in rows]
                 min_nr = [p[0] for p in pairs]
                 which = [p[1] for p in pairs]
-                i = 0
-                for sigma in owners:
-                    ar = self._args.get(sigma)
-                    for q, point in enumerate(self._points_of(sigma)):
-                        out.append(_point_result(sigma, point, rows[i], min_nr[i], which[i],
-                                                 (None,) * 5 if ar is None else tuple(ar[q])))
-                        i += 1
-            else:   # the same values, with BP and safety computed on arrays
+                value = [_bp(x) for x in min_nr]
+                safe = [_is_safe(x, _threshold_ratio(p[3])) for x, (_, p) in zip(min_nr, pts,
+                                                                                strict=True)]
+            else:                   # the same values on arrays; near-ties still exact
                 nr, wh = _combine_arrays(allst)
-                pts = [(sigma, p) for sigma in owners for p in self._points_of(sigma)]
                 safe = _safe_flags(nr, [p[3] for _, p in pts])
                 value = (1.0 / (1.0 + nr)).tolist()       # _bp: 1/(1 + ∞) = 0.0
-                min_nr = nr.tolist()
-                used = [None if w < 0 else TERMS[w] for w in wh.tolist()]
-                groups = []
-                for sigma in owners:
-                    ar = self._args.get(sigma)
-                    groups.extend([(None,) * 5] * len(self._points_of(sigma)) if ar is None
-                                  else map(tuple, ar))
-                out = [PointResult(sigma, l, k, m, c, value[i], min_nr[i], tuple(rows[i]),
-                                   used[i], safe[i], groups[i])
-                       for i, (sigma, (l, k, m, c)) in enumerate(pts)]
+                min_nr, which = nr.tolist(), wh.tolist()
+            groups = []
+            for sigma in owners:
+                ar = self._args.get(sigma)
+                groups.extend([(None,) * 5] * len(self._points_of(sigma)) if ar is None
+                              else map(tuple, ar))
+            out = [PointResult(sigma, l, k, m, c, value[i], min_nr[i], tuple(rows[i]),
+                               None if which[i] < 0 else TERMS[which[i]], safe[i], groups[i])
+                   for i, (sigma, (l, k, m, c)) in enumerate(pts)]
         return SkylineCheck(points=tuple(out), case=self._case or SVPI,
                             n_groups=self._n_groups)
 
