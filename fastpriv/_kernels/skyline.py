@@ -308,21 +308,10 @@ def stats_step(g, n, s, big_s, pl, case, k, m, memo_n, memo_s, memo_v, memo_best
     nr1 = tk * vk1          # mul(): T, V finite here
     if nr1 == 0.0 and tk > 0.0 and vk1 > 0.0:
         nr1 = TINY
-    if nr1 < stats[0]:
-        stats[0] = nr1
-        args[0] = g
-    if t0 < stats[1]:
-        stats[1] = t0
-        args[1] = g
-    if tk < stats[2]:
-        stats[2] = tk
-        args[2] = g
-    if v0 < stats[3]:
-        stats[3] = v0
-        args[3] = g
-    if vk < stats[4]:
-        stats[4] = vk
-        args[4] = g
+    for q, x in enumerate((nr1, t0, tk, v0, vk)):
+        if x < stats[q]:
+            stats[q] = x
+            args[q] = g
 
 
 # ---------------------------------------------------------------------------- SkylineCheck
