@@ -25,8 +25,8 @@ specialization** each (tests count ``dispatcher.signatures``), call them only wi
 int32 array) and ``float64`` floats. Segment arrays are *local*: the segment's values start
 at index 0.
 
-``esp_defined(fseg, N, n) -> bool``
-    E_n(f) > 0 for the first N entries of ``fseg`` (exact structural test).
+``esp_defined(f, lo, N, n) -> bool``
+    E_n > 0 for the N entries of ``f`` from ``lo`` (exact structural test; inlined).
 ``esp_plan(N, n, limit) -> (flip, m, b, nc, size)``
     Work plan of :func:`loo_core`: ``flip`` when 2n > N (the complement "not x" with
     N - n occurrences is computed instead — same result, cost O(N·min(n, N-n))); ``m`` the
@@ -132,13 +132,24 @@ def _lae(a, b):
 
 
 # ====================================================================== binary model: ESP
-@kernel
-def esp_defined(fseg, N, n):
-    """Test E_n(f_0..f_{N-1}) > 0 exactly (counts of f = 1 and of f > 0)."""
+@kernel(inline="always")
+def _factor(f, flip):
+    """``(up, stay)`` of one tuple's factor (stay + up·z).
+
+    (f, 1 − f), or (1 − f, f) for the complement count when ``flip`` (2n > N).
+    """
+    if flip:
+        return 1.0 - f, f
+    return f, 1.0 - f
+
+
+@kernel(inline="always")
+def esp_defined(f, lo, N, n):
+    """Test E_n(f_lo..f_{lo+N-1}) > 0 exactly: #(f = 1) <= n <= #(f > 0)."""
     ones = 0
     pos = 0
-    for i in range(N):
-        v = fseg[i]
+    for i in range(lo, lo + N):
+        v = f[i]
         if v >= 1.0:
             ones += 1
         if v > 0.0:
@@ -284,10 +295,21 @@ def _fill_nan(out1, out2, N, mode):
             out2[j] = np.nan
 
 
+@kernel(inline="always")
+def _log_row(ws, src, dst, m, lsv, lu):
+    """Log-space row ``ws[src:]`` times (stay + up·z) into ``ws[dst:]``, degrees 0..m.
+
+    ``lsv`` = log stay, ``lu`` = log up; ``dst`` may equal ``src`` (degrees go downwards).
+    """
+    for d in range(m, 0, -1):
+        ws[dst + d] = _lae(lsv + ws[src + d], lu + ws[src + d - 1])
+    ws[dst] = lsv + ws[src]
+
+
 @kernel
 def loo_core_log(fseg, N, n, ws, out1, out2, mode, limit):
     """Log-space twin of :func:`loo_core` (same workspace, same outputs)."""
-    if not esp_defined(fseg, N, n):
+    if not esp_defined(fseg, np.int64(0), N, n):
         _fill_nan(out1, out2, N, mode)
         return STATUS_UNDEFINED, -np.inf
     flip, m, b, nc, size = esp_plan(N, n, limit)
@@ -306,15 +328,10 @@ def loo_core_log(fseg, N, n, ws, out1, out2, mode, limit):
         last = (nc - 1) * b
         for i in range(last):
             fi = fseg[i]
-            if flip:
-                lu = _log0(1.0 - fi)
-                lsv = _log0(fi)
-            else:
-                lu = _log0(fi)
-                lsv = _log0(1.0 - fi)
-            for d in range(m, 0, -1):
-                ws[R + d] = _lae(lsv + ws[R + d], lu + ws[R + d - 1])
-            ws[R] = lsv + ws[R]
+            up, stay = _factor(fi, flip)
+            lu = _log0(up)
+            lsv = _log0(stay)
+            _log_row(ws, R, R, m, lsv, lu)
             if (i + 1) % b == 0:
                 c = (i + 1) // b
                 for d in range(w):
@@ -332,26 +349,18 @@ def loo_core_log(fseg, N, n, ws, out1, out2, mode, limit):
             ws[BLK + d] = ws[CK + c * w + d]
         for t in range(1, j1 - j0):
             fi = fseg[j0 + t - 1]
-            if flip:
-                lu = _log0(1.0 - fi)
-                lsv = _log0(fi)
-            else:
-                lu = _log0(fi)
-                lsv = _log0(1.0 - fi)
+            up, stay = _factor(fi, flip)
+            lu = _log0(up)
+            lsv = _log0(stay)
             prv = BLK + (t - 1) * w
             cur = BLK + t * w
-            for d in range(m, 0, -1):
-                ws[cur + d] = _lae(lsv + ws[prv + d], lu + ws[prv + d - 1])
-            ws[cur] = lsv + ws[prv]
+            _log_row(ws, prv, cur, m, lsv, lu)
         for j in range(j1 - 1, j0 - 1, -1):
             P = BLK + (j - j0) * w
             fj = fseg[j]
-            if flip:
-                lu = _log0(1.0 - fj)
-                lsv = _log0(fj)
-            else:
-                lu = _log0(fj)
-                lsv = _log0(1.0 - fj)
+            up, stay = _factor(fj, flip)
+            lu = _log0(up)
+            lsv = _log0(stay)
             la = ninf
             for a in range(m):
                 la = _lae(la, ws[P + a] + ws[SUF + m - 1 - a])
@@ -376,9 +385,7 @@ def loo_core_log(fseg, N, n, ws, out1, out2, mode, limit):
                     out2[j] = math.exp(lb - lden)
             if j == 0:
                 log_e = lden
-            for d in range(m, 0, -1):
-                ws[SUF + d] = _lae(lsv + ws[SUF + d], lu + ws[SUF + d - 1])
-            ws[SUF] = lsv + ws[SUF]
+            _log_row(ws, SUF, SUF, m, lsv, lu)
     return STATUS_LOGSPACE, log_e
 
 
@@ -494,36 +501,19 @@ def posterior_small(fseg, lo, N, n, ws, out1, olo):
 def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
     """Stable prefix/suffix leave-one-out ESP for one segment (see module docstring).
 
-    The hot loops are written out by hand (no helper calls): a call passing an array costs
-    two atomic reference-count updates, more than the arithmetic of a step.
+    Helpers in the hot loops are ``inline="always"`` (:func:`_esp_row`, :func:`_factor`,
+    :func:`esp_defined`): a real call passing an array costs two atomic reference-count
+    updates, more than the arithmetic of a step.
     """
-    ones = 0
-    pos = 0
-    for i in range(N):
-        v = fseg[i]
-        if v >= 1.0:
-            ones += 1
-        if v > 0.0:
-            pos += 1
-    if not (ones <= n and n <= pos):
+    if not esp_defined(fseg, np.int64(0), N, n):
         _fill_nan(out1, out2, N, mode)
         return STATUS_UNDEFINED, -np.inf
-    flip = 2 * n > N
-    m = N - n if flip else n
+    flip, m, b, nc, _ = esp_plan(N, n, limit)
     if m <= 1 and mode == 0:
         res = posterior_small(fseg, 0, N, n, ws, out1, 0)
         if res[0] != _NOT_SMALL:
             return res
     w = m + 1
-    if N * w <= limit or N <= 1:
-        b = N if N > 0 else 1
-    else:
-        b = int(math.sqrt(N))
-        while b * b < N:
-            b += 1
-    nc = (N + b - 1) // b
-    if nc < 1:
-        nc = 1
     CK = 0
     CKL = nc * w
     BLK = CKL + nc
@@ -543,12 +533,7 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
         last = (nc - 1) * b
         for i in range(last):
             fi = fseg[i]
-            if flip:
-                up = 1.0 - fi
-                stay = fi
-            else:
-                up = fi
-                stay = 1.0 - fi
+            up, stay = _factor(fi, flip)
             top, mx = _esp_row(ws, R, R, top, m, stay, up)
             if mx < _RESCALE:            # the row sum (≥ its max) is tiny: rescale
                 if mx == 0.0:
@@ -579,12 +564,7 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
         top = j0 if j0 < m else m
         for t in range(1, j1 - j0):
             fi = fseg[j0 + t - 1]
-            if flip:
-                up = 1.0 - fi
-                stay = fi
-            else:
-                up = fi
-                stay = 1.0 - fi
+            up, stay = _factor(fi, flip)
             cur = BLK + t * w
             top, mx = _esp_row(ws, cur - w, cur, top, m, stay, up)
             lf = 0.0
@@ -598,12 +578,7 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
         for j in range(j1 - 1, j0 - 1, -1):
             P = BLK + (j - j0) * w
             fj = fseg[j]
-            if flip:
-                up = 1.0 - fj
-                stay = fj
-            else:
-                up = fj
-                stay = 1.0 - fj
+            up, stay = _factor(fj, flip)
             ptop = j if j < m else m          # prefix (tuples < j) degree bound
             # A = sum_a P[a] S[m-1-a]; S is non-zero only for degrees <= stop
             # A = Σ_a P[a] S[m-1-a], B = Σ_a P[a] S[m-a] in one pass over the prefix row
@@ -749,15 +724,7 @@ def binary_posteriors_csr(offsets, f, n, limit, nblocks):
             lo = offsets[s]
             N = offsets[s + 1] - lo
             ns = np.int64(n[s])
-            ones = 0
-            pos = 0
-            for j in range(N):
-                v = f[lo + j]
-                if v >= 1.0:
-                    ones += 1
-                if v > 0.0:
-                    pos += 1
-            if not (ones <= ns and ns <= pos):
+            if not esp_defined(f, lo, N, ns):
                 for j in range(N):
                     p[lo + j] = np.nan
                 status[s] = STATUS_UNDEFINED
