@@ -367,6 +367,21 @@ def _slot(key, bits):
     return np.int64(h >> np.uint64(64 - bits))
 
 
+@kernel(inline="always")
+def _probe(tkeys, tvals, key, bits):
+    """``(slot, code)`` of ``key`` in a linear-probing table.
+
+    Its slot and code when present, else the empty slot where it belongs and -1.
+    """
+    mask = (np.int64(1) << bits) - 1
+    h = _slot(key, bits)
+    c = tvals[h]
+    while c >= 0 and tkeys[h] != key:
+        h = (h + 1) & mask
+        c = tvals[h]
+    return h, c
+
+
 @kernel
 def direct_map(x, base, table, out, next_code):
     """Codes of int64 keys through a direct-address table; new keys get new codes.
@@ -395,26 +410,19 @@ def hash_map(x, tkeys, tvals, bits, out, start, next_code, max_codes):
     inserting a key once ``max_codes`` codes exist, so the caller can grow the table and
     resume. Returns ``(stop, next_code)``: rows ``start..stop-1`` are done.
     """
-    mask = (np.int64(1) << bits) - 1
     code = next_code
     n = x.shape[0]
     for i in range(start, n):
         key = x[i]
-        h = _slot(key, bits)
-        while True:
-            c = tvals[h]
-            if c < 0:
-                if code >= max_codes:
-                    return i, code
-                tkeys[h] = key
-                tvals[h] = code
-                out[i] = code
-                code += 1
-                break
-            if tkeys[h] == key:
-                out[i] = c
-                break
-            h = (h + 1) & mask
+        h, c = _probe(tkeys, tvals, key, bits)
+        if c < 0:
+            if code >= max_codes:
+                return i, code
+            tkeys[h] = key
+            tvals[h] = code
+            c = code
+            code += 1
+        out[i] = c
     return n, code
 
 
@@ -582,27 +590,21 @@ def hash_count(group, value, weights, tkeys, tvals, bits, counts, start, next_co
     Returns ``(stop, next_code)``.
     """
     unit = weights.shape[0] == 0
-    mask = (np.int64(1) << bits) - 1
     code = next_code
     n = group.shape[0]
     for i in range(start, n):
         key = (np.int64(group[i]) << 31) | np.int64(value[i])
         w = np.int64(1) if unit else weights[i]
-        h = _slot(key, bits)
-        while True:
-            c = tvals[h]
-            if c < 0:
-                if code >= max_codes:
-                    return i, code
-                tkeys[h] = key
-                tvals[h] = code
-                counts[code] = w
-                code += 1
-                break
-            if tkeys[h] == key:
-                counts[c] += w
-                break
-            h = (h + 1) & mask
+        h, c = _probe(tkeys, tvals, key, bits)
+        if c >= 0:
+            counts[c] += w
+            continue
+        if code >= max_codes:
+            return i, code
+        tkeys[h] = key
+        tvals[h] = code
+        counts[code] = w
+        code += 1
     return n, code
 
 
