@@ -229,6 +229,33 @@ def _ws_need(N, n):
     return w
 
 
+@kernel(inline="always")
+def _system_workspace(gb, ge, grp_n, grp_N, cls_off):
+    """Scratch for the groups ``gb .. ge-1`` of one system.
+
+    ``(ws, fseg, fsub, o1, o2, q1, q2, r1, r2, gcls, rep)``: the ESP workspace
+    (:func:`_ws_need` of the largest group), eight segment buffers of the largest N and
+    two of the most classes in a group.
+    """
+    nmax = 2
+    wsz = 1
+    kmax = 1
+    for k in range(gb, ge):
+        N = grp_N[k]
+        if N > nmax:
+            nmax = N
+        K = cls_off[k + 1] - cls_off[k]
+        if K > kmax:
+            kmax = K
+        wsz = max(wsz, _ws_need(np.int64(N), np.int64(grp_n[k])))
+    return (np.empty(wsz, dtype=np.float64), np.empty(nmax, dtype=np.float64),
+            np.empty(nmax, dtype=np.float64), np.empty(nmax, dtype=np.float64),
+            np.empty(nmax, dtype=np.float64), np.empty(nmax, dtype=np.float64),
+            np.empty(nmax, dtype=np.float64), np.empty(nmax, dtype=np.float64),
+            np.empty(nmax, dtype=np.float64), np.empty(kmax, dtype=np.float64),
+            np.empty(kmax, dtype=np.int64))
+
+
 @kernel
 def _fill_group(F, k, cls_off, cls_var, cls_mult, f0, fseg):
     """Tuple probabilities of mixed group k into ``fseg``; returns N."""
@@ -572,30 +599,8 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
     ge = grp_off[s + 1]
     f0 = f0s[s]
     cst = consts[s]
-    # ---- workspace sizes
-    nmax = 2
-    wsz = 1
-    kmax = 1
-    for k in range(gb, ge):
-        N = grp_N[k]
-        n = grp_n[k]
-        if N > nmax:
-            nmax = N
-        K = cls_off[k + 1] - cls_off[k]
-        if K > kmax:
-            kmax = K
-        wsz = max(wsz, _ws_need(np.int64(N), np.int64(n)))
-    ws = np.empty(wsz, dtype=np.float64)
-    fseg = np.empty(nmax, dtype=np.float64)
-    fsub = np.empty(nmax, dtype=np.float64)
-    o1 = np.empty(nmax, dtype=np.float64)
-    o2 = np.empty(nmax, dtype=np.float64)
-    q1 = np.empty(nmax, dtype=np.float64)
-    q2 = np.empty(nmax, dtype=np.float64)
-    r1 = np.empty(nmax, dtype=np.float64)
-    r2 = np.empty(nmax, dtype=np.float64)
-    gcls = np.empty(kmax, dtype=np.float64)
-    rep = np.empty(kmax, dtype=np.int64)
+    ws, fseg, fsub, o1, o2, q1, q2, r1, r2, gcls, rep = _system_workspace(gb, ge, grp_n, grp_N,
+                                                                        cls_off)
     mm = m if m > 0 else 1
     F = np.empty(mm, dtype=np.float64)
     Fn = np.empty(mm, dtype=np.float64)
@@ -1017,30 +1022,8 @@ def evaluate_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off
     m = var_off[s + 1] - vb
     gb = grp_off[s]
     ge = grp_off[s + 1]
-    nmax = 2
-    wsz = 1
-    kmax = 1
-    for k in range(gb, ge):
-        N = grp_N[k]
-        n = grp_n[k]
-        if N > nmax:
-            nmax = N
-        K = cls_off[k + 1] - cls_off[k]
-        if K > kmax:
-            kmax = K
-        wsz = max(wsz, _ws_need(np.int64(N), np.int64(n)))
-    ws = np.empty(wsz, dtype=np.float64)
-    bufs = np.empty((8, nmax), dtype=np.float64)
-    fseg = bufs[0].copy()
-    fsub = bufs[1].copy()
-    o1 = bufs[2].copy()
-    o2 = bufs[3].copy()
-    q1 = bufs[4].copy()
-    q2 = bufs[5].copy()
-    r1 = bufs[6].copy()
-    r2 = bufs[7].copy()
-    gcls = np.empty(kmax, dtype=np.float64)
-    rep = np.empty(kmax, dtype=np.int64)
+    ws, fseg, fsub, o1, o2, q1, q2, r1, r2, gcls, rep = _system_workspace(gb, ge, grp_n, grp_N,
+                                                                        cls_off)
     mm = m if m > 0 else 1
     Fl = np.empty(mm, dtype=np.float64)
     for i in range(m):
