@@ -237,10 +237,10 @@ def occurrence_s_ell(indptr, counts, top, p_entry, i, g, r, s, l, n, case):
     (S_ℓ = 0); the others have P_ℓ = 1. Inlined into the scan loops (a call costs 5×).
     """
     rows = top.shape[0]
-    a = p_entry[i] - r
-    if case == SET:
-        return np.int64(0), top_prod(counts, a, indptr[g + 1] - a, r, l, n)
-    if rows == 0:
+    if case == SET or rows == 0:
+        a = p_entry[i] - r              # the group's first entry
+        if case == SET:
+            return np.int64(0), top_prod(counts, a, indptr[g + 1] - a, r, l, n)
         return top_sum(counts, a, indptr[g + 1] - a, r, l), 1.0
     lt = l if l < rows - 1 else rows - 1
     if r >= l:
