@@ -225,95 +225,6 @@ def combine(ss1, ss2, ss3, ss4, ss5):
     return best, which
 
 
-# ---------------------------------------------------------------------------- scan steps
-@kernel(inline="always")
-def occurrence_s_ell(indptr, counts, top, p_entry, i, g, r, s, l, n, case):
-    """(S_ℓ, P_ℓ) of σ's occurrence ``i`` (group ``g``, σ at rank ``r`` with count ``s``).
-
-    S_ℓ (the ℓ largest non-σ counts; counts are descending within a group) is ``top[ℓ, g]``
-    when σ ranks ℓ or later, else ``top[ℓ+1, g] − #σ`` — one read of the ℓ-major table
-    :attr:`Release.top_prefix` (rows past its last repeat the last); without the table
-    (``top`` with 0 rows) it is summed from the profile. MVPI-Set needs P_ℓ instead
-    (S_ℓ = 0); the others have P_ℓ = 1. Inlined into the scan loops (a call costs 5×).
-    """
-    rows = top.shape[0]
-    if case == SET or rows == 0:
-        a = p_entry[i] - r              # the group's first entry
-        if case == SET:
-            return np.int64(0), top_prod(counts, a, indptr[g + 1] - a, r, l, n)
-        return top_sum(counts, a, indptr[g + 1] - a, r, l), 1.0
-    lt = l if l < rows - 1 else rows - 1
-    if r >= l:
-        return top[lt, g], 1.0
-    return top[lt + 1 if lt < rows - 1 else lt, g] - s, 1.0
-
-
-@kernel
-def stats_scratch():
-    """Empty state of :func:`stats_step`: the class table and the five minima.
-
-    ``(memo_n, memo_s, memo_v, memo_best, stats, args)``: stats start at their neutral
-    values (∞, ∞, ∞, 1, 1), args at -1.
-    """
-    memo_n = np.full(_MEMO_SLOTS, -1, dtype=np.int64)
-    memo_s = np.full(_MEMO_SLOTS, -1, dtype=np.int64)
-    memo_v = np.empty((_MEMO_SLOTS, 3), dtype=np.float64)
-    memo_best = np.empty(_MEMO_SLOTS, dtype=np.int64)
-    stats = np.array([INF, INF, INF, 1.0, 1.0])
-    args = np.full(5, -1, dtype=np.int64)
-    return memo_n, memo_s, memo_v, memo_best, stats, args
-
-
-@kernel(inline="always")
-def stats_step(g, n, s, big_s, pl, case, k, m, memo_n, memo_s, memo_v, memo_best, stats,
-               args):
-    """Fold group ``g`` (size n, #σ = s, S_ℓ, P_ℓ) into the five Theorem-2 minima.
-
-    ``stats = (SS1, SS2, SS3, SS4, SS5)`` = min of T(ℓ,k)·V(m,k+1), T(ℓ,0), T(ℓ,k),
-    V(m,0), V(m,k); ``args`` the first group attaining each (strict "<"). Groups of one
-    class (n, s) share their V values, and their T is non-increasing in S_ℓ (SVPI,
-    multiset): a direct-mapped table keyed by (n, s) keeps the class's V values and the
-    largest S_ℓ seen so far, and a later group of the class with S_ℓ no larger — every
-    term ≥ the earlier group's, so it cannot change a minimum or its witness — returns
-    after two integer comparisons. Scratch from :func:`stats_scratch`.
-    """
-    h = (n * 40503 + s * 9973) & (_MEMO_SLOTS - 1)
-    if memo_n[h] == n and memo_s[h] == s:
-        if case != SET:
-            if big_s <= memo_best[h]:
-                return                  # dominated by an earlier group of its class
-            memo_best[h] = big_s
-        v0 = memo_v[h, 0]
-        vk = memo_v[h, 1]
-        vk1 = memo_v[h, 2]
-    else:
-        v0 = v_value(n, s, m, np.int64(0), case)
-        vk = v_value(n, s, m, k, case)
-        vk1 = v_value(n, s, m, k + 1, case)
-        memo_n[h] = n
-        memo_s[h] = s
-        memo_v[h, 0] = v0
-        memo_v[h, 1] = vk
-        memo_v[h, 2] = vk1
-        memo_best[h] = big_s
-    if case == SVPI:
-        # T inline (same expression as t_value): helper calls dominate otherwise
-        num = n - s - big_s
-        t0 = num / s if num > 0 else 0.0
-        num -= k
-        tk = num / s if num > 0 else 0.0
-    else:
-        t0 = t_value(n, s, big_s, np.int64(0), case, pl)
-        tk = t_value(n, s, big_s, k, case, pl)
-    nr1 = tk * vk1          # mul(): T, V finite here
-    if nr1 == 0.0 and tk > 0.0 and vk1 > 0.0:
-        nr1 = TINY
-    for q, x in enumerate((nr1, t0, tk, v0, vk)):
-        if x < stats[q]:
-            stats[q] = x
-            args[q] = g
-
-
 # ---------------------------------------------------------------------------- SkylineCheck
 @kernel
 def sigma_records(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, i0, i1,
@@ -359,13 +270,23 @@ def sigma_records(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count,
     f_d = np.empty(_FRONT_SLOTS, dtype=np.int64)
     f_band = np.empty(_FRONT_SLOTS, dtype=np.int64)
     n_front = 0
+    rows = top.shape[0]
+    lt = l if l < rows - 1 else rows - 1
     j = 0
     for i in range(i0, i1):
         g = p_group[i]
         s = p_count[i]
         n = sizes[g]
-        big_s, _ = occurrence_s_ell(indptr, counts, top, p_entry, i, g, p_rank[i], s, l, n,
-                                    case)
+        r = p_rank[i]
+        # S_ℓ as in sigma_stats (written out: a helper taking ``top`` costs 5× here)
+        if rows > 0:
+            if r >= l:
+                big_s = top[lt, g]
+            else:
+                big_s = top[lt + 1 if lt < rows - 1 else lt, g] - s
+        else:
+            a = p_entry[i] - r
+            big_s = top_sum(counts, a, indptr[g + 1] - a, r, l)
         h = (n * 40503 + s * 9973) & (_RECORD_SLOTS - 1)
         if key_n[h] == n and key_s[h] == s:
             if big_s <= best[h]:
@@ -442,22 +363,113 @@ def sigma_stats(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, o
     Streams σ's occurrences ``occ[j0 .. j1-1]`` — positions in :attr:`Release.value_index`
     (group, rank, count), groups ascending: all of σ's occurrences, or the ones
     :func:`sigma_records` keeps at this ℓ (same result); σ-free groups are neutral (C1) and
-    never visited. S_ℓ from :func:`occurrence_s_ell`; each occurrence folded in by
-    :func:`stats_step`, which skips the groups dominated within their class (n, #σ) — the
-    result is identical to evaluating every group. Returns ``(stats, args)``:
+    never visited. S_ℓ (the ℓ largest non-σ counts; counts are descending within a group) is
+    ``top[ℓ, g]`` when σ ranks ℓ or later, else ``top[ℓ+1, g] − #σ`` — one read of the
+    ℓ-major table :attr:`Release.top_prefix`; without the table (``top`` with 0 rows) it
+    is summed from the profile.
+
+    Groups of one class (n, s) share their V values, and their T is non-increasing in S_ℓ
+    (SVPI, multiset). A direct-mapped table keyed by (n, s) keeps the class's V values and
+    the largest S_ℓ seen so far: a later group of the class with S_ℓ no larger has every
+    term ≥ that earlier group's, so under the strict "<" of the minima it cannot change a
+    statistic or its witness and is skipped after two integer comparisons. The result is
+    identical to evaluating every group. Returns ``(stats, args)``:
     ``stats = (SS1, SS2, SS3, SS4, SS5)`` and ``args`` the first group attaining each (-1
     while a statistic keeps its neutral value ∞ / 1).
     """
-    memo_n, memo_s, memo_v, memo_best, stats, args = stats_scratch()
+    ss1 = INF
+    ss2 = INF
+    ss3 = INF
+    ss4 = 1.0
+    ss5 = 1.0
+    a1 = -1
+    a2 = -1
+    a3 = -1
+    a4 = -1
+    a5 = -1
+    mkey_n = np.full(_MEMO_SLOTS, -1, dtype=np.int64)
+    mkey_s = np.full(_MEMO_SLOTS, -1, dtype=np.int64)
+    mval = np.empty((_MEMO_SLOTS, 3), dtype=np.float64)
+    mbest = np.empty(_MEMO_SLOTS, dtype=np.int64)
+    rows = top.shape[0]
+    lt = l if l < rows - 1 else rows - 1
     for j in range(j0, j1):
         i = occ[j]
         g = p_group[i]
-        n = sizes[g]
+        r = p_rank[i]
         s = p_count[i]
-        big_s, pl = occurrence_s_ell(indptr, counts, top, p_entry, i, g, p_rank[i], s, l, n,
-                                     case)
-        stats_step(g, n, s, big_s, pl, case, k, m, memo_n, memo_s, memo_v, memo_best, stats,
-                   args)
+        n = sizes[g]
+        pl = 1.0
+        if case == SET:
+            a = p_entry[i] - r
+            big_s = np.int64(0)
+            pl = top_prod(counts, a, indptr[g + 1] - a, r, l, n)
+        elif rows > 0:
+            if r >= l:
+                big_s = top[lt, g]
+            else:
+                big_s = top[lt + 1 if lt < rows - 1 else lt, g] - s
+        else:
+            a = p_entry[i] - r
+            big_s = top_sum(counts, a, indptr[g + 1] - a, r, l)
+        h = (n * 40503 + s * 9973) & (_MEMO_SLOTS - 1)
+        if mkey_n[h] == n and mkey_s[h] == s:
+            if case != SET:
+                if big_s <= mbest[h]:
+                    continue            # dominated by an earlier group of its class
+                mbest[h] = big_s
+            v0 = mval[h, 0]
+            vk = mval[h, 1]
+            vk1 = mval[h, 2]
+        else:
+            v0 = v_value(n, s, m, np.int64(0), case)
+            vk = v_value(n, s, m, k, case)
+            vk1 = v_value(n, s, m, k + 1, case)
+            mkey_n[h] = n
+            mkey_s[h] = s
+            mval[h, 0] = v0
+            mval[h, 1] = vk
+            mval[h, 2] = vk1
+            mbest[h] = big_s
+        if case == SVPI:
+            # T inline (same expression as t_value): helper calls dominate otherwise
+            num = n - s - big_s
+            t0 = num / s if num > 0 else 0.0
+            num -= k
+            tk = num / s if num > 0 else 0.0
+        else:
+            t0 = t_value(n, s, big_s, np.int64(0), case, pl)
+            tk = t_value(n, s, big_s, k, case, pl)
+        nr1 = tk * vk1          # mul(): T, V finite here
+        if nr1 == 0.0 and tk > 0.0 and vk1 > 0.0:
+            nr1 = TINY
+        if nr1 < ss1:
+            ss1 = nr1
+            a1 = g
+        if t0 < ss2:
+            ss2 = t0
+            a2 = g
+        if tk < ss3:
+            ss3 = tk
+            a3 = g
+        if v0 < ss4:
+            ss4 = v0
+            a4 = g
+        if vk < ss5:
+            ss5 = vk
+            a5 = g
+    stats = np.empty(5, dtype=np.float64)
+    args = np.empty(5, dtype=np.int64)
+    stats[0] = ss1
+    stats[1] = ss2
+    stats[2] = ss3
+    stats[3] = ss4
+    stats[4] = ss5
+    args[0] = a1
+    args[1] = a2
+    args[2] = a3
+    args[3] = a4
+    args[4] = a5
     return stats, args
 
 
@@ -555,15 +567,28 @@ def points_stats(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, 
     varg = np.full(n_v, -1, dtype=np.int64)
     p_tk = t_id[n_pts:].copy()           # T(ℓ, k) and V(m, k+1) of each point
     p_vk1 = v_id[2 * n_pts:].copy()
+    rows = top.shape[0]
     for j in range(j0, j1):
         i = occ[j]
         g = p_group[i]
         r = p_rank[i]
         s = p_count[i]
         n = sizes[g]
+        a = p_entry[i] - r
+        d = indptr[g + 1] - a
         for li in range(n_l):
-            big[li], pls[li] = occurrence_s_ell(indptr, counts, top, p_entry, i, g, r, s,
-                                                ells[li], n, case)
+            l = ells[li]
+            if case == SET:
+                big[li] = 0
+                pls[li] = top_prod(counts, a, d, r, l, n)
+            elif rows > 0:
+                lt = l if l < rows - 1 else rows - 1
+                if r >= l:
+                    big[li] = top[lt, g]
+                else:
+                    big[li] = top[lt + 1 if lt < rows - 1 else lt, g] - s
+            else:
+                big[li] = top_sum(counts, a, d, r, l)
         for q in range(n_t):
             li = t_li[q]
             x = t_value(n, s, big[li], t_k[q], case, pls[li])
@@ -1132,14 +1157,87 @@ def columns_stats(case, nn, ss, big_s, pl, l, k, m):
     Rows with ss = 0 (σ-free groups) are neutral. The same loop as :func:`sigma_stats`
     (class table of V values and largest S_ℓ, dominated groups skipped) on prepared rows.
     """
-    memo_n, memo_s, memo_v, memo_best, stats, args = stats_scratch()
+    ss1 = INF
+    ss2 = INF
+    ss3 = INF
+    ss4 = 1.0
+    ss5 = 1.0
+    a1 = -1
+    a2 = -1
+    a3 = -1
+    a4 = -1
+    a5 = -1
+    mkey_n = np.full(_MEMO_SLOTS, -1, dtype=np.int64)
+    mkey_s = np.full(_MEMO_SLOTS, -1, dtype=np.int64)
+    mval = np.empty((_MEMO_SLOTS, 3), dtype=np.float64)
+    mbest = np.empty(_MEMO_SLOTS, dtype=np.int64)
     s_row = big_s[l]
     p_row = pl[l]
     for g in range(nn.shape[0]):
         s = ss[g]
-        if s != 0:
-            stats_step(g, nn[g], s, s_row[g], p_row[g], case, k, m, memo_n, memo_s, memo_v,
-                       memo_best, stats, args)
+        if s == 0:
+            continue
+        n = nn[g]
+        sv = s_row[g]
+        pv = p_row[g]
+        h = (n * 40503 + s * 9973) & (_MEMO_SLOTS - 1)
+        if mkey_n[h] == n and mkey_s[h] == s:
+            if case != SET:
+                if sv <= mbest[h]:
+                    continue            # dominated by an earlier group of its class
+                mbest[h] = sv
+            v0 = mval[h, 0]
+            vk = mval[h, 1]
+            vk1 = mval[h, 2]
+        else:
+            v0 = v_value(n, s, m, np.int64(0), case)
+            vk = v_value(n, s, m, k, case)
+            vk1 = v_value(n, s, m, k + 1, case)
+            mkey_n[h] = n
+            mkey_s[h] = s
+            mval[h, 0] = v0
+            mval[h, 1] = vk
+            mval[h, 2] = vk1
+            mbest[h] = sv
+        if case == SVPI:
+            # T inline (same expression as t_value): helper calls dominate otherwise
+            num = n - s - sv
+            t0 = num / s if num > 0 else 0.0
+            num -= k
+            tk = num / s if num > 0 else 0.0
+        else:
+            t0 = t_value(n, s, sv, np.int64(0), case, pv)
+            tk = t_value(n, s, sv, k, case, pv)
+        nr1 = tk * vk1          # mul(): T, V finite here
+        if nr1 == 0.0 and tk > 0.0 and vk1 > 0.0:
+            nr1 = TINY
+        if nr1 < ss1:
+            ss1 = nr1
+            a1 = g
+        if t0 < ss2:
+            ss2 = t0
+            a2 = g
+        if tk < ss3:
+            ss3 = tk
+            a3 = g
+        if v0 < ss4:
+            ss4 = v0
+            a4 = g
+        if vk < ss5:
+            ss5 = vk
+            a5 = g
+    stats = np.empty(5, dtype=np.float64)
+    args = np.empty(5, dtype=np.int64)
+    stats[0] = ss1
+    stats[1] = ss2
+    stats[2] = ss3
+    stats[3] = ss4
+    stats[4] = ss5
+    args[0] = a1
+    args[1] = a2
+    args[2] = a3
+    args[3] = a4
+    args[4] = a5
     return stats, args
 
 
