@@ -13,7 +13,11 @@ meaningful. Probes (synthetic data, seeded):
   10k random groups and 1M groups in order, ns per row;
 * ``classic``: the fused classical audit kernel ``audit_columns``, one thread, 1M groups;
 * ``skyline``: ``skyline.check(method="direct")`` of 100 points × 20 values on 10k large
-  groups, records kept (repeated check) and re-found at each call (as a first check).
+  groups, records kept (repeated check) and re-found at each call (as a first check);
+* ``prepared``: ``SigmaTables.statistics`` (the knowledge-skyline kernel ``columns_stats``)
+  at 100 (ℓ, k, m) on 200k groups of 100 rows;
+* ``posterior``: ``robustness.posterior_batch`` on one thread, many short segments and a
+  few long ones (the prefix/suffix ESP kernel ``loo_core``).
 
 A probe that the base tree cannot run (an API it does not have yet) reports the error.
 """
@@ -86,6 +90,30 @@ def refind():   # drop the kept (σ, ℓ) records: the check finds them again (a
 print(json.dumps({"check 2000 pairs, 10k groups, records kept (ms)":
                   best(lambda: skyline.check(rel, {"*": pts}, method="direct"), 5) * 1e3,
                   "check 2000 pairs, 10k groups, records re-found (ms)": best(refind, 5) * 1e3}))
+""",
+    "prepared": """
+from fastpriv import Release, skyline
+from fastpriv.datasets import synthetic
+rel = Release.from_table(synthetic(20_000_000, group_size=100, n_values=20, seed=0),
+                         sensitive="sensitive", group="group")
+tabs = skyline.prepare(rel, rel.values[3], l_max=4)
+pts = [(l, k, m) for l in range(4) for k in range(5) for m in range(5)]
+print(json.dumps({"prepared statistics, 100 points, 200k groups (ms)":
+                  best(lambda: [tabs.statistics(*p) for p in pts], 5) * 1e3}))
+""",
+    "posterior": """
+from fastpriv import robustness as rb
+from fastpriv._threads import n_jobs
+rng = np.random.default_rng(0)
+res = {}
+for name, S, N in (("20k segments of 50", 20_000, 50), ("20 segments of 3000", 20, 3000)):
+    f = rng.uniform(0.01, 0.99, S * N)
+    off = np.arange(0, S * N + 1, N)
+    n = rng.integers(2, N - 2, S) if N < 100 else np.full(S, N // 3)
+    with n_jobs(1):
+        res[f"posterior_batch, {name}, one thread (ms)"] = best(
+            lambda f=f, off=off, n=n: rb.posterior_batch(f, off, n), 5) * 1e3
+print(json.dumps(res))
 """,
 }
 
