@@ -52,6 +52,10 @@ def kernel(fn: Callable | None = None, *, parallel: bool = False, inline: str = 
     inline : {"never", "always"}, default "never"
         ``"always"`` inlines a small device function into its callers at the Numba IR
         level (hot per-group formulas called from scan loops); it costs compile time.
+        Inlining does not always remove reference counting of *array* arguments: in the
+        skyline scan kernels it added NRT increfs to the loop and made the prepared-columns
+        scan 23× slower. Compare the caller's ``NRT_incref`` count (``inspect_llvm``) and time it
+        against the previous commit (``python -m benchmarks.ab_commits REV``).
     """
 
     def wrap(f: Callable) -> Any:
