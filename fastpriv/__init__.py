@@ -15,9 +15,12 @@ import importlib
 from typing import Any
 
 from ._version import __version__
+from .errors import InputError, InputTypeError
 
 __all__ = [
     "__version__",
+    "InputError",
+    "InputTypeError",
     "Release",
     "CountAccumulator",
     "classic",

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._validation import check_choice, check_columns
+from .errors import InputError, InputTypeError
 
 __all__ = ["as_table", "iter_batches", "encode_column", "encode_keys", "Encoded", "NULL_POLICIES",
            "count_rows", "is_large_source"]
@@ -74,7 +75,7 @@ def _to_table(data: Any, columns: Sequence[str] | None, param: str) -> pa.Table:
     if isinstance(data, (str, os.PathLike)):
         path = os.fspath(data)
         if not os.path.exists(path):
-            raise ValueError(f"{param}: no such file or directory: {path!r}")
+            raise InputError(f"{param}: no such file or directory: {path!r}")
         if _is_csv(path) and os.path.isfile(path):
             import pyarrow.csv as pacsv
 
@@ -94,7 +95,7 @@ def _to_table(data: Any, columns: Sequence[str] | None, param: str) -> pa.Table:
         return data.to_table(columns=cols)
     if mod.startswith("pandas"):
         if not hasattr(data, "columns"):
-            raise TypeError(f"{param}: expected a DataFrame, got {type(data).__name__}")
+            raise InputTypeError(f"{param}: expected a DataFrame, got {type(data).__name__}")
         return pa.Table.from_pandas(data, preserve_index=False)
     if mod.startswith("polars"):
         if hasattr(data, "collect"):  # LazyFrame
@@ -104,7 +105,7 @@ def _to_table(data: Any, columns: Sequence[str] | None, param: str) -> pa.Table:
         return pa.table(data)
     if hasattr(data, "__arrow_c_stream__"):
         return pa.table(data)
-    raise TypeError(
+    raise InputTypeError(
         f"{param}: expected a pyarrow Table/RecordBatch/RecordBatchReader/Dataset, a Parquet or "
         f"CSV path, a pandas or polars DataFrame, or a dict of columns; got {type(data).__name__}"
     )
@@ -121,7 +122,7 @@ def iter_batches(data: Any, columns: Sequence[str], *, batch_size: int = 1 << 20
     if isinstance(data, (str, os.PathLike)):
         path = os.fspath(data)
         if not os.path.exists(path):
-            raise ValueError(f"{param}: no such file or directory: {path!r}")
+            raise InputError(f"{param}: no such file or directory: {path!r}")
         if _is_csv(path) and os.path.isfile(path):
             import pyarrow.csv as pacsv
 
@@ -165,10 +166,10 @@ def iter_batches(data: Any, columns: Sequence[str], *, batch_size: int = 1 << 20
                 check_columns(columns, batch.schema.names, param)
                 yield batch.select(columns)
             else:
-                raise TypeError(f"{param}: iterator must yield pyarrow RecordBatch or Table, "
+                raise InputTypeError(f"{param}: iterator must yield pyarrow RecordBatch or Table, "
                                 f"got {type(batch).__name__}")
         return
-    raise TypeError(f"{param}: cannot stream a {type(data).__name__}")
+    raise InputTypeError(f"{param}: cannot stream a {type(data).__name__}")
 
 
 def count_rows(data: Any) -> int | None:
@@ -389,7 +390,7 @@ def encode_keys(columns: Sequence[Any], *, names: Sequence[str]) -> tuple[np.nda
             e = encode_column(pa.array(key), name="key")
             codes, card = e.codes, len(e.labels)
         else:  # pragma: no cover - needs > 2^62 key combinations
-            raise ValueError("too many distinct key combinations to encode")
+            raise InputError("too many distinct key combinations to encode")
     if len(encs) == 1:
         keys = pa.table({names[0]: encs[0].labels})
         return codes, keys
@@ -413,7 +414,7 @@ def apply_null_policy(table: pa.Table, columns: Sequence[str], nulls: str,
         return table, 0
     if nulls == "error":
         desc = ", ".join(f"{c!r} has {k} null{'s' if k > 1 else ''}" for c, k in bad.items())
-        raise ValueError(f"{desc}; pass nulls='drop' to remove those rows or nulls='value' to "
+        raise InputError(f"{desc}; pass nulls='drop' to remove those rows or nulls='value' to "
                          f"treat null as a value")
     mask = None
     for c in bad:

@@ -13,6 +13,8 @@ import tempfile
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .errors import InputError
+
 __all__ = ["atomic_write", "write_text", "write_json", "write_table"]
 
 PathLike = "str | os.PathLike[str]"
@@ -51,10 +53,10 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], None], *,
                 _same_file(dest, os.fspath(inp))
                 or os.path.commonpath([dest, os.path.abspath(inp)]) == os.path.abspath(inp)
                 and os.path.isdir(inp)):
-            raise ValueError(f"refusing to write output {dest!r} over (or inside) the input "
+            raise InputError(f"refusing to write output {dest!r} over (or inside) the input "
                              f"{os.fspath(inp)!r}")
     if os.path.isdir(dest):
-        raise ValueError(f"output {dest!r} is a directory")
+        raise InputError(f"output {dest!r} is a directory")
     if os.path.exists(dest) and not overwrite:
         raise FileExistsError(f"output {dest!r} exists; pass overwrite=True (CLI: --overwrite) "
                               "to replace it")
@@ -138,7 +140,7 @@ def write_table(path: str | os.PathLike, table: Any, *, format: str | None = Non
     p = os.fspath(path)
     fmt = format or ("csv" if p.lower().endswith((".csv", ".csv.gz")) else "parquet")
     if fmt not in ("csv", "parquet"):
-        raise ValueError(f"format must be 'parquet' or 'csv', got {fmt!r}")
+        raise InputError(f"format must be 'parquet' or 'csv', got {fmt!r}")
 
     def _w(tmp: str) -> None:
         if fmt == "csv":

@@ -36,6 +36,8 @@ import numbers
 from collections.abc import Iterator
 from typing import Any
 
+from .errors import InputError, InputTypeError
+
 __all__ = ["n_jobs", "resolve_n_jobs", "pool_size", "current_threads"]
 
 
@@ -74,11 +76,11 @@ def resolve_n_jobs(n_jobs: Any, *, name: str = "n_jobs") -> int:
     if n_jobs is None:
         return current_threads()
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
-        raise TypeError(f"{name} must be an integer or None, got {type(n_jobs).__name__} "
+        raise InputTypeError(f"{name} must be an integer or None, got {type(n_jobs).__name__} "
                         f"{n_jobs!r}")
     n = int(n_jobs)
     if n == 0:
-        raise ValueError(f"{name} must be a positive integer, -1 (all threads), -2 (all but "
+        raise InputError(f"{name} must be a positive integer, -1 (all threads), -2 (all but "
                          "one), ... or None; got 0")
     size = pool_size()
     if n < 0:

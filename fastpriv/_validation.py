@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from .errors import InputError, InputTypeError
+
 __all__ = [
     "kernel_array",
     "check_columns",
@@ -47,7 +49,7 @@ def check_columns(names: Iterable[str], available: Sequence[str], param: str) ->
     if missing:
         what = ", ".join(repr(m) for m in missing)
         plural = "s" if len(missing) > 1 else ""
-        raise ValueError(
+        raise InputError(
             f"{param}: column{plural} {what} not found; available: {', '.join(map(str, available))}"
         )
     return names
@@ -57,21 +59,21 @@ def check_int(value: Any, name: str, *, minimum: int | None = None,
               maximum: int | None = None) -> int:
     """Return ``value`` as an ``int`` after checking its type and range."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+        raise InputTypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
     value = int(value)
     if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+        raise InputError(f"{name} must be >= {minimum}, got {value}")
     if maximum is not None and value > maximum:
-        raise ValueError(f"{name} must be <= {maximum}, got {value}")
+        raise InputError(f"{name} must be <= {maximum}, got {value}")
     return value
 
 
 def _as_real(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+        raise InputTypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
     out = float(value)
     if not math.isfinite(out):
-        raise ValueError(f"{name} must be finite, got {value!r}")
+        raise InputError(f"{name} must be finite, got {value!r}")
     return out
 
 
@@ -79,7 +81,7 @@ def check_probability(value: Any, name: str) -> float:
     """A finite number in [0, 1]."""
     out = _as_real(value, name)
     if not 0.0 <= out <= 1.0:
-        raise ValueError(f"{name} must be in [0, 1], got {value!r}")
+        raise InputError(f"{name} must be in [0, 1], got {value!r}")
     return out
 
 
@@ -87,7 +89,7 @@ def check_threshold(value: Any, name: str = "c") -> Any:
     """A confidence threshold in (0, 1]; ``Fraction`` values are kept exact."""
     _as_real(value, name)
     if not 0 < value <= 1:
-        raise ValueError(f"{name} must be in (0, 1], got {value!r}")
+        raise InputError(f"{name} must be in (0, 1], got {value!r}")
     return value
 
 
@@ -97,16 +99,16 @@ def check_finite_probabilities(arr: Any, name: str) -> np.ndarray:
     bad = ~np.isfinite(a)
     if bad.any():
         idx = np.flatnonzero(bad.ravel())[:5].tolist()
-        raise ValueError(f"{name} has non-finite values at positions {idx}")
+        raise InputError(f"{name} has non-finite values at positions {idx}")
     out = (a < 0) | (a > 1)
     if out.any():
         idx = np.flatnonzero(out.ravel())[:5].tolist()
-        raise ValueError(f"{name} must be in [0, 1]; out of range at positions {idx}")
+        raise InputError(f"{name} must be in [0, 1]; out of range at positions {idx}")
     return a
 
 
 def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
     """One of a fixed set of strings."""
     if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
+        raise InputError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
     return value

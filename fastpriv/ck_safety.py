@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from ._validation import check_choice, check_int, check_threshold, kernel_array
+from .errors import InputError, InputTypeError
 
 __all__ = [
     "KNOWLEDGE",
@@ -211,16 +212,16 @@ def _check_release(rel: Any) -> Any:
     from .release import SVPI, Release
 
     if not isinstance(rel, Release):
-        raise TypeError(f"rel must be a fastpriv.Release, got {type(rel).__name__}")
+        raise InputTypeError(f"rel must be a fastpriv.Release, got {type(rel).__name__}")
     if rel.case != SVPI:
-        raise ValueError(f"rel: (c,k)-safety is defined for SVPI releases only (one sensitive "
+        raise InputError(f"rel: (c,k)-safety is defined for SVPI releases only (one sensitive "
                          f"value per individual, Martin et al.); this release is {rel.case!r}")
     return rel
 
 
 def _check_knowledge(knowledge: Any) -> str:
     if not isinstance(knowledge, str):
-        raise TypeError(f"knowledge must be a string, one of {', '.join(map(repr, KNOWLEDGE))};"
+        raise InputTypeError(f"knowledge must be a string, one of {', '.join(map(repr, KNOWLEDGE))};"
                         f" got {type(knowledge).__name__}")
     return check_choice(knowledge, "knowledge", KNOWLEDGE)
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from ._threads import current_threads
 from ._validation import check_choice, check_int, kernel_array
+from .errors import InputError, InputTypeError
 from .release import Release
 
 __all__ = [
@@ -63,7 +64,7 @@ _WORSE_IF_LARGER = {"k": False, "alpha": True, "distinct_l": False, "entropy_l":
 
 def _check_release(rel: Any) -> Release:
     if not isinstance(rel, Release):
-        raise TypeError(f"rel must be a fastpriv.Release, got {type(rel).__name__}; build one "
+        raise InputTypeError(f"rel must be a fastpriv.Release, got {type(rel).__name__}; build one "
                         "with Release.from_table / from_groups / from_counts")
     return rel
 
@@ -83,11 +84,11 @@ def _order_rank(rel: Release, order: Sequence[Any] | None) -> np.ndarray:
         return kernel_array(np.arange(rel.n_values), np.int64)
     order = list(order)
     if len(set(order)) != len(order):
-        raise ValueError("order: values must be distinct")
+        raise InputError("order: values must be distinct")
     pos = {v: i for i, v in enumerate(order)}
     missing = [v for v in rel.values if v not in pos]
     if missing:
-        raise ValueError(f"order: values {missing[:5]} of the release are not in the order")
+        raise InputError(f"order: values {missing[:5]} of the release are not in the order")
     ranks = np.array([pos[v] for v in rel.values], dtype=np.int64)
     # compact to 0..m-1 (the order may list values absent from this release)
     return kernel_array(np.argsort(np.argsort(ranks)), np.int64)
@@ -123,7 +124,7 @@ def per_group(rel: Release, model: str, *, l: int | None = None, ordered: bool =
         return np.exp(K.group_entropy(indptr, counts))
     if model == "recursive_c":
         if l is None:
-            raise ValueError("model 'recursive_c' needs l")
+            raise InputError("model 'recursive_c' needs l")
         l = check_int(l, "l", minimum=1)
         return K.recursive_ratio(indptr, counts, l)
     q = _global_distribution(rel)

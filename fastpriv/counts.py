@@ -54,6 +54,7 @@ import pyarrow.compute as pc
 
 from ._arrow import NULL_POLICIES, apply_null_policy, canonical_labels, iter_batches
 from ._validation import check_choice, check_columns, check_int, kernel_array
+from .errors import InputError, InputTypeError
 
 __all__ = ["CountAccumulator", "merge", "DENSE_STATE_CELLS"]
 
@@ -168,7 +169,7 @@ class _IntCodes:
 
     def _check_codes(self) -> None:
         if self.n >= _PAIR_MASK:
-            raise ValueError("more than 2**31 - 1 distinct keys: too many to encode")
+            raise InputError("more than 2**31 - 1 distinct keys: too many to encode")
 
     def reserve_code(self) -> int:
         """A new code with no key (used for the null label)."""
@@ -223,7 +224,7 @@ class _LabelCodes:
         if self.type is None:
             self.type, self.kind = canon, _kind_of(canon)
         elif canon != self.type:
-            raise TypeError(f"column {self.name!r} changes type between batches: "
+            raise InputTypeError(f"column {self.name!r} changes type between batches: "
                             f"{self.type} then {canon}")
 
     def _null(self) -> int:
@@ -572,17 +573,17 @@ class CountAccumulator:
 
         self.keys = [keys] if isinstance(keys, str) else list(keys)
         if not self.keys:
-            raise ValueError("keys: at least one group column is required")
+            raise InputError("keys: at least one group column is required")
         for k in self.keys + [sensitive]:
             if not isinstance(k, str):
-                raise TypeError(f"column names must be strings, got {k!r}")
+                raise InputTypeError(f"column names must be strings, got {k!r}")
         if sensitive in self.keys:
-            raise ValueError(f"sensitive column {sensitive!r} is also a key column")
+            raise InputError(f"sensitive column {sensitive!r} is also a key column")
         if len(set(self.keys)) != len(self.keys):
-            raise ValueError(f"keys: duplicate column names in {self.keys}")
+            raise InputError(f"keys: duplicate column names in {self.keys}")
         self.sensitive = sensitive
         if _COUNT in self.columns:
-            raise ValueError(f"column name {_COUNT!r} is reserved for the counts (to_table); "
+            raise InputError(f"column name {_COUNT!r} is reserved for the counts (to_table); "
                              "rename it")
         check_choice(nulls, "nulls", NULL_POLICIES)
         self.nulls = nulls
@@ -627,7 +628,7 @@ class CountAccumulator:
         if isinstance(batch, pa.RecordBatch):
             batch = pa.Table.from_batches([batch])
         elif not isinstance(batch, pa.Table):
-            raise TypeError(f"batch must be a pyarrow RecordBatch or Table, got "
+            raise InputTypeError(f"batch must be a pyarrow RecordBatch or Table, got "
                             f"{type(batch).__name__}")
         check_columns(self.columns, batch.column_names, "batch")
         table = batch.select(self.columns)
@@ -760,9 +761,9 @@ class CountAccumulator:
         is identical for any order and any split of the data. Returns ``self``.
         """
         if not isinstance(other, CountAccumulator):
-            raise TypeError(f"other must be a CountAccumulator, got {type(other).__name__}")
+            raise InputTypeError(f"other must be a CountAccumulator, got {type(other).__name__}")
         if other.keys != self.keys or other.sensitive != self.sensitive:
-            raise ValueError("cannot merge accumulators over different columns: "
+            raise InputError("cannot merge accumulators over different columns: "
                              f"{self.columns} vs {other.columns}")
         self.rows_seen += other.rows_seen
         self.rows_dropped += other.rows_dropped
@@ -854,7 +855,7 @@ class CountAccumulator:
         st = self._state
         G, V = self.n_groups, self.n_values
         if G == 0:
-            raise ValueError("no rows were counted (empty input)")
+            raise InputError("no rows were counted (empty input)")
         if st.sparse:
             g, v, c = st.triples(G, V)
             gused = np.bincount(g, minlength=G) > 0
@@ -863,7 +864,7 @@ class CountAccumulator:
             gused = np.ones(G, dtype=bool)
             vused = np.ones(V, dtype=bool)
         if not gused.any():
-            raise ValueError("no rows were counted (empty input)")
+            raise InputError("no rows were counted (empty input)")
         gorder, keys, vrank, values = self._canonical(gused, vused)
         n_out = gorder.size
         with _n_jobs(self.n_jobs) as threads:
@@ -889,7 +890,7 @@ class CountAccumulator:
                     indptr, codes, counts = count_pairs(*args, int(DENSE_CELLS))
                 sizes = np.add.reduceat(counts, indptr[:-1])
         if not keys.num_rows:
-            raise ValueError("no rows were counted (empty input)")
+            raise InputError("no rows were counted (empty input)")
         return Release(indptr=indptr, codes=codes, counts=counts, sizes=sizes, values=values,
                        groups=keys, case=SVPI, row_group=None, sensitive_name=self.sensitive)
 
@@ -936,7 +937,7 @@ def merge(accumulators: Sequence[CountAccumulator]) -> CountAccumulator:
     """
     accs = list(accumulators)
     if not accs:
-        raise ValueError("accumulators: need at least one CountAccumulator")
+        raise InputError("accumulators: need at least one CountAccumulator")
     first = accs[0]
     out = CountAccumulator(first.keys, first.sensitive, nulls=first.nulls,
                            n_jobs=first.n_jobs, dense_cells=first.dense_cells)

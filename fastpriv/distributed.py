@@ -78,6 +78,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .errors import InputError, InputTypeError
+
 __all__ = ["count_partitions", "release_from_dask", "groupwise_audit", "value_counts"]
 
 
@@ -93,10 +95,10 @@ def _require_dask() -> Any:
 
 def _keys_of(group: Any, qi: Any) -> list[str]:
     if (group is None) == (qi is None):
-        raise ValueError("give exactly one of group= or qi=")
+        raise InputError("give exactly one of group= or qi=")
     keys = [group] if isinstance(group, str) else list(group if group is not None else qi)
     if not keys:
-        raise ValueError("group/qi: at least one column is required")
+        raise InputError("group/qi: at least one column is required")
     return keys
 
 
@@ -132,14 +134,14 @@ def _pieces(data: Any, columns: list[str], min_pieces: int) -> list:
     if isinstance(data, (str, os.PathLike)):
         path = os.fspath(data)
         if not os.path.exists(path):
-            raise ValueError(f"data: no such file or directory: {path!r}")
+            raise InputError(f"data: no such file or directory: {path!r}")
         return [("fragment", f) for f in _parquet_pieces(path, columns, min_pieces)]
     if _is_dask_collection(data):
         from ._validation import check_columns
 
         check_columns(columns, list(data.columns), "data")
         return [("pandas", d) for d in data[columns].to_delayed()]
-    raise TypeError("data must be a dask DataFrame or a path to Parquet data, got "
+    raise InputTypeError("data must be a dask DataFrame or a path to Parquet data, got "
                     f"{type(data).__name__}")
 
 
@@ -195,7 +197,7 @@ def count_partitions(data: Any, *, sensitive: str, group: str | Sequence[str] | 
     split_every = _check_split_every(split_every)
     pieces = _pieces(data, keys + [sensitive], min_pieces=2 * split_every)
     if not pieces:
-        raise ValueError("data is empty: a release needs at least one row")
+        raise InputError("data is empty: a release needs at least one row")
     parts = [dask.delayed(_count_piece, pure=True)(kind, obj, keys, sensitive, nulls)
              for kind, obj in pieces]
     out = _reduce(dask, parts, _merge_accs, split_every)
@@ -331,12 +333,12 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
             counts = value_counts(data, sensitive=sensitive, group=group, qi=qi, nulls=nulls,
                                   split_every=split_every)
             if not counts:
-                raise ValueError("data is empty: a release needs at least one row")
+                raise InputError("data is empty: a release needs at least one row")
             values = sorted(counts, key=_SortKey)
             n = sum(counts.values())
             qv = [counts[v] / n for v in values]
         else:
-            raise ValueError(f"q must be 'compute', a mapping label -> probability or None; "
+            raise InputError(f"q must be 'compute', a mapping label -> probability or None; "
                              f"got {q!r}")
     elif classic:
         for key in ("t_closeness", "t_closeness_ordered", "basic_beta_likeness",
@@ -344,18 +346,18 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
             skipped[key] = "q=None: the distribution of the whole table was not computed"
     if partition_by_group:
         if not _is_dask_collection(data):
-            raise TypeError("partition_by_group=True needs a dask DataFrame")
+            raise InputTypeError("partition_by_group=True needs a dask DataFrame")
         data = data.shuffle(on=keys)
     params = {"l": l, "values": values, "q": qv, "order": order, "skylines": skylines,
               "classic": classic}
     pieces = _pieces(data, keys + [sensitive], min_pieces=1)
     if not pieces:
-        raise ValueError("data is empty: a release needs at least one row")
+        raise InputError("data is empty: a release needs at least one row")
     parts = [dask.delayed(_audit_piece, pure=True)(kind, obj, keys, sensitive, nulls, params)
              for kind, obj in pieces]
     state = _reduce(dask, parts, _merge_states, split_every).compute()
     if state.n_groups == 0:
-        raise ValueError("data is empty: a release needs at least one row")
+        raise InputError("data is empty: a release needs at least one row")
     return StreamAudit(classic=state.classic_audit() if classic else None,
                        skyline=state.skyline_result(), ck_safety=None,
                        n_groups=state.n_groups, n_rows=state.n_rows,

@@ -48,6 +48,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._validation import check_columns, check_int, kernel_array
+from .errors import InputError, InputTypeError
 from .knowledge import Knowledge, reliable_support
 
 __all__ = [
@@ -329,42 +330,42 @@ def _solve(P: _Packed, start_off: np.ndarray, start_vals: np.ndarray, *, n_rando
 
 def _check_groups(groups: Any, n_signatures: int, fixed_rate: Any) -> tuple[list, float]:
     if isinstance(groups, (str, bytes, Mapping)) or not isinstance(groups, Sequence):
-        raise TypeError("groups must be a list of (signature codes, n_x) pairs")
+        raise InputTypeError("groups must be a list of (signature codes, n_x) pairs")
     if len(groups) == 0:
-        raise ValueError("groups is empty: the system needs at least one group")
+        raise InputError("groups is empty: the system needs at least one group")
     out = []
     any_fixed = False
     for k, g in enumerate(groups):
         if isinstance(g, Mapping):
             if "signatures" not in g or "n_x" not in g:
-                raise ValueError(f"groups[{k}]: a mapping needs keys 'signatures' and 'n_x'")
+                raise InputError(f"groups[{k}]: a mapping needs keys 'signatures' and 'n_x'")
             sigs, n = g["signatures"], g["n_x"]
         else:
             try:
                 sigs, n = g
             except (TypeError, ValueError):
-                raise TypeError(f"groups[{k}] must be a (signature codes, n_x) pair, got "
+                raise InputTypeError(f"groups[{k}] must be a (signature codes, n_x) pair, got "
                                 f"{g!r}") from None
         if isinstance(sigs, (str, bytes)) or not isinstance(sigs, Sequence) and not \
                 isinstance(sigs, np.ndarray):
-            raise TypeError(f"groups[{k}]: signature codes must be a sequence of integers")
+            raise InputTypeError(f"groups[{k}]: signature codes must be a sequence of integers")
         codes = []
         for j, v in enumerate(list(sigs)):
             if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-                raise TypeError(f"groups[{k}] signature {j} must be an integer code, got {v!r}")
+                raise InputTypeError(f"groups[{k}] signature {j} must be an integer code, got {v!r}")
             v = int(v)
             if not -1 <= v < n_signatures:
-                raise ValueError(f"groups[{k}] signature {j} = {v} is outside 0..n_signatures-1 "
+                raise InputError(f"groups[{k}] signature {j} = {v} is outside 0..n_signatures-1 "
                                  f"(= {n_signatures - 1}); -1 marks a fixed-rate tuple")
             any_fixed |= v < 0
             codes.append(v)
         if not codes:
-            raise ValueError(f"groups[{k}] has no tuples")
+            raise InputError(f"groups[{k}] has no tuples")
         n = check_int(n, f"groups[{k}] n_x", minimum=0, maximum=len(codes))
         out.append((codes, n))
     if any_fixed:
         if fixed_rate is None:
-            raise ValueError("some tuples have signature -1 (fixed rate) but fixed_rate is None")
+            raise InputError("some tuples have signature -1 (fixed rate) but fixed_rate is None")
         from ._validation import check_probability
 
         f0 = check_probability(fixed_rate, "fixed_rate")
@@ -380,10 +381,10 @@ def _starts_array(starts: Any, m: int, n_systems: int = 1) -> tuple[np.ndarray, 
     if S.ndim == 1:
         S = S[None, :]
     if S.ndim != 2 or S.shape[1] != m:
-        raise ValueError(f"starts must be a sequence of points with {m} coordinates each, "
+        raise InputError(f"starts must be a sequence of points with {m} coordinates each, "
                          f"got shape {S.shape}")
     if not np.isfinite(S).all() or (S < 0).any() or (S > 1).any():
-        raise ValueError("starts must lie in [0, 1]")
+        raise InputError("starts must lie in [0, 1]")
     return np.array([0, S.size], dtype=np.int64), S.ravel().copy()
 
 
@@ -447,10 +448,10 @@ def fit_global_distribution(groups: Sequence[Any], n_signatures: int, *,
     newton_max = check_int(newton_max, "newton_max", minimum=0)
     tol = float(tol)
     if not tol > 0:
-        raise ValueError(f"tol must be > 0, got {tol!r}")
+        raise InputError(f"tol must be > 0, got {tol!r}")
     st_off, st_vals = _starts_array(starts, m)
     if not default_starts and n_random == 0 and starts is None:
-        raise ValueError("no starting point: give starts=, n_random > 0 or default_starts=True")
+        raise InputError("no starting point: give starts=, n_random > 0 or default_starts=True")
     P = _pack_single(grp, m, f0)
     with _one_thread():
         sol = _solve(P, st_off, st_vals, n_random=n_random, seed=seed,
@@ -521,20 +522,20 @@ def _read_view(release: Any, *, qi: Sequence[str], sensitive: str, group: str,
 
     qi = list(_as_names(qi, "qi"))
     if not isinstance(group, str):
-        raise TypeError(f"group must be a column name, got {type(group).__name__}")
+        raise InputTypeError(f"group must be a column name, got {type(group).__name__}")
     if not isinstance(sensitive, str):
-        raise TypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
+        raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
     if group in qi:
-        raise ValueError(f"group column {group!r} is also a qi column")
+        raise InputError(f"group column {group!r} is also a qi column")
     if sensitive in qi or sensitive == group:
-        raise ValueError(f"sensitive column {sensitive!r} is also a qi/group column")
+        raise InputError(f"sensitive column {sensitive!r} is also a qi/group column")
     table = as_table(release, param="release")
     if sensitive_table is None:
         check_columns(qi + [group, sensitive], table.column_names, "release")
         table = table.select(qi + [group, sensitive])
         table, _ = apply_null_policy(table, qi + [group, sensitive], nulls)
         if table.num_rows == 0:
-            raise ValueError("release has no rows")
+            raise InputError("release has no rows")
         rel = Release.from_table(table, sensitive=sensitive, group=group)
         row_group = np.asarray(rel.row_group, dtype=np.int64)
     else:
@@ -542,7 +543,7 @@ def _read_view(release: Any, *, qi: Sequence[str], sensitive: str, group: str,
         table = table.select(qi + [group])
         table, _ = apply_null_policy(table, qi + [group], nulls)
         if table.num_rows == 0:
-            raise ValueError("release (the QI table) has no rows")
+            raise InputError("release (the QI table) has no rows")
         st = as_table(sensitive_table, param="sensitive_table")
         check_columns([group, sensitive, count], st.column_names, "sensitive_table")
         rel = Release.from_counts(st, group=group, sensitive=sensitive, count=count)
@@ -558,14 +559,14 @@ def _read_view(release: Any, *, qi: Sequence[str], sensitive: str, group: str,
                               if isinstance(keys, pa.ChunkedArray) else keys)
         if idx.null_count:
             miss = col.filter(pc.is_null(idx))[0].as_py()
-            raise ValueError(f"group {miss!r} of the QI table has no row in sensitive_table "
+            raise InputError(f"group {miss!r} of the QI table has no row in sensitive_table "
                              f"({idx.null_count} QI rows in such groups)")
         row_group = idx.to_numpy(zero_copy_only=False).astype(np.int64)
         sizes = np.bincount(row_group, minlength=rel.n_groups)
         bad = np.flatnonzero(sizes != rel.sizes)
         if bad.size:
             g = int(bad[0])
-            raise ValueError(f"group {rel.group_label(g)!r} has {sizes[g]} rows in the QI table "
+            raise InputError(f"group {rel.group_label(g)!r} has {sizes[g]} rows in the QI table "
                              f"but its counts in sensitive_table add up to {rel.sizes[g]} "
                              f"({bad.size} such group{'s' if bad.size > 1 else ''})")
     G = rel.n_groups
@@ -588,13 +589,13 @@ def _as_names(cols: Any, param: str) -> tuple[str, ...]:
     if isinstance(cols, str):
         return (cols,)
     if not isinstance(cols, Sequence) or not cols:
-        raise TypeError(f"{param} must be a non-empty list of column names")
+        raise InputTypeError(f"{param} must be a non-empty list of column names")
     out = tuple(cols)
     for c in out:
         if not isinstance(c, str):
-            raise TypeError(f"{param}: column names must be strings, got {c!r}")
+            raise InputTypeError(f"{param}: column names must be strings, got {c!r}")
     if len(set(out)) != len(out):
-        raise ValueError(f"{param} repeats a column: {out}")
+        raise InputError(f"{param} repeats a column: {out}")
     return out
 
 
@@ -611,7 +612,7 @@ def _targets(sensitive_values: Any, labels: list) -> list[tuple[Any, list[int]]]
             return index[v]
         except (KeyError, TypeError):
             shown = ", ".join(map(repr, labels[:20]))
-            raise ValueError(f"sensitive_values: {v!r} ({where}) is not a sensitive value of "
+            raise InputError(f"sensitive_values: {v!r} ({where}) is not a sensitive value of "
                              f"the release; values: {shown}") from None
 
     if sensitive_values is None:
@@ -622,7 +623,7 @@ def _targets(sensitive_values: Any, labels: list) -> list[tuple[Any, list[int]]]
     elif isinstance(sensitive_values, (str, bytes)) or not isinstance(sensitive_values,
                                                                        (Sequence, set,
                                                                         frozenset)):
-        raise TypeError("sensitive_values must be a list of values and/or value sets, or a "
+        raise InputTypeError("sensitive_values must be a list of values and/or value sets, or a "
                         "mapping label -> value set")
     else:
         items = [(None, e) for e in sensitive_values]
@@ -631,17 +632,17 @@ def _targets(sensitive_values: Any, labels: list) -> list[tuple[Any, list[int]]]
         if isinstance(e, (set, frozenset, list, tuple)) and not isinstance(e, str):
             members = list(dict.fromkeys(e))
             if not members:
-                raise ValueError("sensitive_values: an empty value set")
+                raise InputError("sensitive_values: an empty value set")
             cs = sorted(code(v, "in a value set") for v in members)
             out.append((lab if lab is not None else
                         (members[0] if len(members) == 1 else _set_label(members)), cs))
         else:
             out.append((lab if lab is not None else e, [code(e, "value")]))
     if not out:
-        raise ValueError("sensitive_values is empty")
+        raise InputError("sensitive_values is empty")
     names = [o[0] for o in out]
     if len(set(map(str, names))) != len(names):
-        raise ValueError(f"sensitive_values: two entries have the same label: {names}")
+        raise InputError(f"sensitive_values: two entries have the same label: {names}")
     return out
 
 
@@ -695,7 +696,7 @@ def _mine_signatures(view: _View, J: int, max_size: int,
                 strides[i] = span
                 span *= card[a]
             if span >= 1 << 62:
-                raise ValueError(f"attribute set {A}: too many signature combinations to "
+                raise InputError(f"attribute set {A}: too many signature combinations to "
                                  "index; lower max_set_size")
             nr = n if rows is None else rows.size
             key = np.zeros(nr, dtype=np.int64)
@@ -827,15 +828,15 @@ class MinedDistributions:
         try:
             a = [s.attributes for s in self._sets].index(A)
         except ValueError:
-            raise ValueError(f"attribute_set {A} has no reliable signature (mined sets: "
+            raise InputError(f"attribute_set {A} has no reliable signature (mined sets: "
                              f"{self.attribute_sets[:10]})") from None
         labs = [str(v) for v in self.values]
         if str(value) not in labs:
-            raise ValueError(f"value {value!r} was not attacked; values: {self.values}")
+            raise InputError(f"value {value!r} was not attacked; values: {self.values}")
         x = labs.index(str(value))
         s = self._system(a, x)
         if s < 0:
-            raise ValueError(f"value {value!r} has no system (it occurs in no row, or in "
+            raise InputError(f"value {value!r} has no system (it occurs in no row, or in "
                              "every row)")
         sig = self._signature_labels(a)
         F = self._F(s)
@@ -918,7 +919,7 @@ class MinedDistributions:
                                             labels, P, support=st.support))
         fb = {lab: float(r) for lab, r in zip(labels, self.fixed_rates, strict=False)}
         if not ks:
-            raise ValueError("no attribute set has a reliable signature: nothing was mined")
+            raise InputError("no attribute set has a reliable signature: nothing was mined")
         return Knowledge.combine(*ks, fallback=fb)
 
     def to_dict(self) -> dict[str, Any]:
@@ -938,11 +939,11 @@ def _fixed_rates(unreliable: Any, totals: np.ndarray, n: int) -> np.ndarray:
             return totals / n
         if unreliable == "uniform":
             return np.full(totals.shape[0], 0.5)
-        raise ValueError(f"unreliable must be 'global', 'uniform' or a probability; got "
+        raise InputError(f"unreliable must be 'global', 'uniform' or a probability; got "
                          f"{unreliable!r}")
     if isinstance(unreliable, bool) or not isinstance(unreliable, numbers.Real) or \
             not 0.0 < float(unreliable) < 1.0:
-        raise ValueError(f"unreliable must be 'global', 'uniform' or a probability in (0, 1); "
+        raise InputError(f"unreliable must be 'global', 'uniform' or a probability in (0, 1); "
                          f"got {unreliable!r}")
     return np.full(totals.shape[0], float(unreliable))
 
@@ -1292,7 +1293,7 @@ def attack(release: Any, *, qi: Sequence[str], sensitive: str, group: str, r: fl
     r = float(_check_r(r))
     tol = float(tol)
     if not tol >= 0:
-        raise ValueError(f"tol must be >= 0, got {tol!r}")
+        raise InputError(f"tol must be >= 0, got {tol!r}")
     t0 = time.perf_counter()
     md = mine(release, qi=qi, sensitive=sensitive, group=group,
               sensitive_table=sensitive_table, count=count, sensitive_values=sensitive_values,
@@ -1387,9 +1388,9 @@ def attack(release: Any, *, qi: Sequence[str], sensitive: str, group: str, r: fl
 
 def _check_r(r: Any) -> float:
     if isinstance(r, bool) or not isinstance(r, numbers.Real):
-        raise TypeError(f"r must be a real number > 1, got {type(r).__name__} {r!r}")
+        raise InputTypeError(f"r must be a real number > 1, got {type(r).__name__} {r!r}")
     if not math.isfinite(float(r)) or not r > 1:
-        raise ValueError(f"r must be > 1, got {r!r}")
+        raise InputError(f"r must be > 1, got {r!r}")
     return float(r)
 
 
@@ -1409,7 +1410,7 @@ def _original_codes(original: Any, view: _View, sensitive: str) -> np.ndarray:
     t = as_table(original, param="original")
     check_columns([sensitive], t.column_names, "original")
     if t.num_rows != view.n:
-        raise ValueError(f"original has {t.num_rows} rows but the release has {view.n}: the "
+        raise InputError(f"original has {t.num_rows} rows but the release has {view.n}: the "
                          "rows must be aligned (same rows, same order)")
     for c in view.qi:
         if c in t.column_names:
@@ -1420,7 +1421,7 @@ def _original_codes(original: Any, view: _View, sensitive: str) -> np.ndarray:
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
                 same = False
             if not same:
-                raise ValueError(f"original is not row-aligned with the release: column {c!r} "
+                raise InputError(f"original is not row-aligned with the release: column {c!r} "
                                  "differs")
     col = canonical_labels(t.column(sensitive).combine_chunks())
     vals = canonical_labels(view.values)

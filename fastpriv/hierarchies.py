@@ -48,6 +48,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .errors import InputError, InputTypeError
+
 __all__ = ["Hierarchy", "BoundHierarchy", "HierarchyError", "resolve_hierarchies"]
 
 
@@ -101,14 +103,14 @@ class Hierarchy:
 
     def __init__(self, rows: Sequence[Sequence[Any]], *, name: str = "attribute") -> None:
         if not isinstance(name, str):
-            raise TypeError(f"name must be a string, got {type(name).__name__}")
+            raise InputTypeError(f"name must be a string, got {type(name).__name__}")
         self.name = name
         if isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
-            raise TypeError(f"hierarchy {name!r}: rows must be a list of rows (lists of labels)")
+            raise InputTypeError(f"hierarchy {name!r}: rows must be a list of rows (lists of labels)")
         clean: list[tuple[str, ...]] = []
         for i, row in enumerate(rows):
             if isinstance(row, (str, bytes)) or not isinstance(row, Iterable):
-                raise TypeError(f"hierarchy {name!r}: row {i} must be a list of labels, got "
+                raise InputTypeError(f"hierarchy {name!r}: row {i} must be a list of labels, got "
                                 f"{type(row).__name__}")
             cells = tuple(str(c) for c in row)
             if not cells:
@@ -181,7 +183,7 @@ class Hierarchy:
         """
         p = os.fspath(path)
         if not os.path.isfile(p):
-            raise ValueError(f"hierarchy file not found: {p!r}")
+            raise InputError(f"hierarchy file not found: {p!r}")
         with open(p, encoding=encoding, newline="") as fh:
             text = fh.read()
         if name is None:
@@ -200,7 +202,7 @@ class Hierarchy:
         if sep is None:
             sep = ";" if ";" in lines[0] else ","
         if sep not in (";", ",", "\t"):
-            raise ValueError(f"sep must be ';', ',' or a tab, got {sep!r}")
+            raise InputError(f"sep must be ';', ',' or a tab, got {sep!r}")
         rows = [list(r) for r in csv.reader(io.StringIO("\n".join(lines)), delimiter=sep)]
         if header is None:
             header = _looks_like_header(rows, name)
@@ -215,7 +217,7 @@ class Hierarchy:
                      name: str = "attribute") -> "Hierarchy":
         """``{value: [level-1 label, level-2 label, …]}`` (level 0 is the key)."""
         if not isinstance(mapping, Mapping):
-            raise TypeError(f"mapping must be a dict value -> labels, got {type(mapping).__name__}")
+            raise InputTypeError(f"mapping must be a dict value -> labels, got {type(mapping).__name__}")
         rows = []
         for v, ups in mapping.items():
             if isinstance(ups, (str, bytes)):
@@ -259,18 +261,18 @@ class Hierarchy:
         for i, w in enumerate(widths):
             if isinstance(w, bool) or not isinstance(w, numbers.Real) or not math.isfinite(w) \
                     or w <= 0:
-                raise ValueError(f"widths[{i}] must be a positive number, got {w!r}")
+                raise InputError(f"widths[{i}] must be a positive number, got {w!r}")
             if ws:
                 ratio = w / ws[-1]
                 if w <= ws[-1] or abs(ratio - round(ratio)) > 1e-9:
-                    raise ValueError(f"widths must nest: each width must be a multiple of the "
+                    raise InputError(f"widths must nest: each width must be a multiple of the "
                                      f"previous one larger than it; {w!r} after {ws[-1]!r}")
             ws.append(w)
         vals = _distinct(values, "values")
         bad = [v for v in vals if isinstance(v, bool) or not isinstance(v, numbers.Real)
                or not math.isfinite(float(v))]
         if bad:
-            raise ValueError(f"values: interval hierarchy {name!r} needs finite numbers, got "
+            raise InputError(f"values: interval hierarchy {name!r} needs finite numbers, got "
                              f"{_show(bad)}")
         rows = []
         for v in sorted(vals):
@@ -302,7 +304,7 @@ class Hierarchy:
     def level(self, lev: int) -> list[str]:
         """Labels of every row at level ``lev``."""
         if not 0 <= lev < self.height:
-            raise ValueError(f"level must be in 0..{self.height - 1}, got {lev}")
+            raise InputError(f"level must be in 0..{self.height - 1}, got {lev}")
         return [r[lev] for r in self._rows]
 
     def __repr__(self) -> str:
@@ -404,14 +406,14 @@ def _distinct(values: Iterable[Any], param: str) -> list[Any]:
     elif isinstance(values, np.ndarray):
         values = values.tolist()
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise TypeError(f"{param} must be an iterable of values, got {type(values).__name__}")
+        raise InputTypeError(f"{param} must be an iterable of values, got {type(values).__name__}")
     seen: dict[Any, None] = {}
     for v in values:
         if v is None:
-            raise ValueError(f"{param} contains a null")
+            raise InputError(f"{param} contains a null")
         seen.setdefault(v, None)
     if not seen:
-        raise ValueError(f"{param} is empty")
+        raise InputError(f"{param} is empty")
     return list(seen)
 
 
@@ -528,23 +530,23 @@ def _resolve_one(spec: Any, attr: str, table: pa.Table) -> Hierarchy:
         try:
             path = hierarchy_path(attr)
         except ValueError as exc:
-            raise ValueError(f"hierarchies: no hierarchy given for {attr!r} and no bundled "
+            raise InputError(f"hierarchies: no hierarchy given for {attr!r} and no bundled "
                              f"one ({exc})") from None
         return Hierarchy.from_csv(path, name=attr)
     if isinstance(spec, (str, os.PathLike)):
         folder = os.fspath(spec)
         if not os.path.isdir(folder):
-            raise ValueError(f"hierarchies: {folder!r} is not a directory")
+            raise InputError(f"hierarchies: {folder!r} is not a directory")
         for cand in (attr, attr.replace("_", "-"), attr.replace("-", "_"), attr.lower()):
             for ext in (".csv", ".CSV", ".txt"):
                 p = os.path.join(folder, cand + ext)
                 if os.path.isfile(p):
                     return Hierarchy.from_csv(p, name=attr)
-        raise ValueError(f"hierarchies: no file for {attr!r} in {folder!r} (expected "
+        raise InputError(f"hierarchies: no file for {attr!r} in {folder!r} (expected "
                          f"{attr}.csv); files there: {', '.join(sorted(os.listdir(folder))[:20])}")
     if isinstance(spec, Mapping):
         if attr not in spec:
-            raise ValueError(f"hierarchies: no entry for QI attribute {attr!r}; given: "
+            raise InputError(f"hierarchies: no entry for QI attribute {attr!r}; given: "
                              f"{', '.join(map(str, spec))}")
         h = spec[attr]
         if isinstance(h, Hierarchy):
@@ -557,7 +559,7 @@ def _resolve_one(spec: Any, attr: str, table: pa.Table) -> Hierarchy:
             return Hierarchy.from_csv(h, name=attr)
         if isinstance(h, Sequence):
             return Hierarchy.intervals(table.column(attr).unique(), list(h), name=attr)
-        raise TypeError(f"hierarchies[{attr!r}] must be a Hierarchy, a CSV path, interval "
+        raise InputTypeError(f"hierarchies[{attr!r}] must be a Hierarchy, a CSV path, interval "
                         f"widths or 'suppress', got {type(h).__name__}")
-    raise TypeError("hierarchies must be None (bundled), a directory, or a mapping attribute -> "
+    raise InputTypeError("hierarchies must be None (bundled), a directory, or a mapping attribute -> "
                     f"hierarchy; got {type(spec).__name__}")

@@ -54,6 +54,7 @@ import pyarrow.compute as pc
 
 from ._arrow import apply_null_policy, as_table, canonical_labels, encode_column
 from ._validation import check_choice, check_columns
+from .errors import InputError, InputTypeError
 
 __all__ = ["Knowledge", "reliable_support", "MODELS"]
 
@@ -72,18 +73,18 @@ def reliable_support(epsilon: float = 0.01, delta: float = 0.9) -> int:
     eps = _real(epsilon, "epsilon")
     dl = _real(delta, "delta")
     if not 0 < eps:
-        raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
+        raise InputError(f"epsilon must be > 0, got {epsilon!r}")
     if not 0 < dl < 2:
-        raise ValueError(f"delta must be in (0, 2), got {delta!r}")
+        raise InputError(f"delta must be in (0, 2), got {delta!r}")
     return max(1, math.ceil(math.log(2.0 / dl) / (2.0 * eps * eps) - 1e-9))
 
 
 def _real(x: Any, name: str) -> float:
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(x).__name__} {x!r}")
+        raise InputTypeError(f"{name} must be a real number, got {type(x).__name__} {x!r}")
     v = float(x)
     if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {x!r}")
+        raise InputError(f"{name} must be finite, got {x!r}")
     return v
 
 
@@ -91,16 +92,16 @@ def _as_set(attrs: Any, param: str) -> tuple[str, ...]:
     if isinstance(attrs, str):
         return (attrs,)
     if not isinstance(attrs, Iterable):
-        raise TypeError(f"{param} must be a column name or a sequence of column names, "
+        raise InputTypeError(f"{param} must be a column name or a sequence of column names, "
                         f"got {type(attrs).__name__}")
     out = tuple(attrs)
     if not out:
-        raise ValueError(f"{param} is empty: an attribute set needs at least one column")
+        raise InputError(f"{param} is empty: an attribute set needs at least one column")
     for a in out:
         if not isinstance(a, str):
-            raise TypeError(f"{param}: column names must be strings, got {a!r}")
+            raise InputTypeError(f"{param}: column names must be strings, got {a!r}")
     if len(set(out)) != len(out):
-        raise ValueError(f"{param} repeats a column: {out}")
+        raise InputError(f"{param} repeats a column: {out}")
     return out
 
 
@@ -213,12 +214,12 @@ class Knowledge:
             return self._sets[key]
         except KeyError:
             shown = ", ".join(str(s) for s in list(self._sets)[:10])
-            raise ValueError(f"attribute_set {key} is not in this knowledge; known: "
+            raise InputError(f"attribute_set {key} is not in this knowledge; known: "
                              f"{shown}") from None
 
     def _check_column(self, column: str) -> None:
         if column not in self._domains:
-            raise ValueError(f"column {column!r} is not used by this knowledge; columns: "
+            raise InputError(f"column {column!r} is not used by this knowledge; columns: "
                              f"{', '.join(self._domains)}")
 
     def _decode(self, sd: _SetData) -> np.ndarray:
@@ -239,14 +240,14 @@ class Knowledge:
         dom = self._domains[column]
         ctype = col.type.value_type if pa.types.is_dictionary(col.type) else col.type
         if _family(ctype) != _family(dom.type):
-            raise TypeError(f"column {column!r} has type {col.type} but the knowledge's "
+            raise InputTypeError(f"column {column!r} has type {col.type} but the knowledge's "
                             f"signatures for it have type {dom.type}")
         try:
             if ctype != dom.type:
                 col = col.cast(dom.type)
             idx = pc.index_in(col, value_set=dom)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-            raise TypeError(f"column {column!r} ({col.type}) cannot be matched with the "
+            raise InputTypeError(f"column {column!r} ({col.type}) cannot be matched with the "
                             f"knowledge's signatures ({dom.type}): {exc}") from None
         return idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
@@ -329,7 +330,7 @@ class Knowledge:
                 i = int(bad[0])
                 codes = self._decode(sd)[i]
                 s = tuple(self._domains[a][int(c)].as_py() for a, c in zip(A, codes, strict=True))
-                raise ValueError(
+                raise InputError(
                     f"knowledge: in the multi-valued model the probabilities of a signature "
                     f"must sum to <= 1, but signature {s} of attribute set {A} sums to "
                     f"{sums[i]:.12g} ({bad.size} such signature{'s' if bad.size > 1 else ''})")
@@ -337,7 +338,7 @@ class Knowledge:
         if isinstance(fb, dict):
             tot = sum(fb.values())
             if tot > 1.0 + _SUM_TOL:
-                raise ValueError(f"knowledge: fallback probabilities sum to {tot:.12g} > 1 "
+                raise InputError(f"knowledge: fallback probabilities sum to {tot:.12g} > 1 "
                                  "(multi-valued model)")
 
     # ------------------------------------------------------------------ export
@@ -406,7 +407,7 @@ class Knowledge:
         if values is None:
             allv = [canonical_labels(v) for _, _, v, _, _ in raw if len(v)]
             if not allv:
-                raise ValueError("knowledge is empty: no (signature, value, probability) rows")
+                raise InputError("knowledge is empty: no (signature, value, probability) rows")
             values = _unique_sorted(_concat(allv, "value"))
         else:
             values = canonical_labels(values)
@@ -420,14 +421,14 @@ class Knowledge:
         nv = len(values)
         for A, sig, vals, probs, support in raw:
             if A in sets:
-                raise ValueError(f"attribute set {A} given twice")
+                raise InputError(f"attribute set {A} given twice")
             strides = np.ones(len(A), dtype=np.int64)
             span = 1
             for i in range(len(A) - 1, -1, -1):   # lexicographic key order
                 strides[i] = span
                 span *= max(len(domains[A[i]]), 1)
                 if span >= _MAX_KEY:
-                    raise ValueError(f"attribute set {A}: too many signature combinations "
+                    raise InputError(f"attribute set {A}: too many signature combinations "
                                      f"(> 2^62) to index; use smaller attribute sets")
             n = len(vals)
             key = np.zeros(n, dtype=np.int64)
@@ -436,7 +437,7 @@ class Knowledge:
                 key += c.to_numpy(zero_copy_only=False).astype(np.int64) * strides[i]
             vcode = pc.index_in(canonical_labels(vals), value_set=values)
             if vcode.null_count:
-                raise ValueError(f"attribute set {A}: value labels not in values")
+                raise InputError(f"attribute set {A}: value labels not in values")
             vcode = vcode.to_numpy(zero_copy_only=False).astype(np.int64)
             probs = np.asarray(probs, dtype=np.float64)
             _check_probs(probs, A, sig, vals)
@@ -447,7 +448,7 @@ class Knowledge:
             if dup.size:
                 i = int(order[dup[0]])
                 s = tuple(sig[a][i].as_py() for a in A)
-                raise ValueError(f"attribute set {A}: p({s} : {vals[i].as_py()!r}) is given "
+                raise InputError(f"attribute set {A}: p({s} : {vals[i].as_py()!r}) is given "
                                  "more than once")
             mat = np.full((ukeys.shape[0], nv), np.nan, dtype=np.float64)
             mat[inv, vcode] = probs
@@ -495,7 +496,7 @@ class Knowledge:
         P = np.asarray(probabilities, dtype=np.float64)
         vals = list(values)
         if P.ndim != 2 or P.shape != (sig.num_rows, len(vals)):
-            raise ValueError(f"probabilities must have shape (n_signatures, n_values) = "
+            raise InputError(f"probabilities must have shape (n_signatures, n_values) = "
                              f"({sig.num_rows}, {len(vals)}), got {P.shape}")
         ns, nv = P.shape
         keep = ~np.isnan(P)
@@ -506,7 +507,7 @@ class Knowledge:
         if support is not None:
             s = np.asarray(support, dtype=np.int64)
             if s.shape != (ns,):
-                raise ValueError(f"support must have one entry per signature ({ns})")
+                raise InputError(f"support must have one entry per signature ({ns})")
             sup = s[rows]
         return cls._build([(A, sigcols, varr, P[rows, cols], sup)], fallback=fallback,
                           model=model, info={"source": "arrays"},
@@ -547,17 +548,17 @@ class Knowledge:
 
         """
         if (attribute_set is None) == (set_column is None):
-            raise ValueError("give exactly one of attribute_set= (one attribute set) or "
+            raise InputError("give exactly one of attribute_set= (one attribute set) or "
                              "set_column= (long form naming each row's attribute set)")
         table = as_table(data, param="data")
         check_columns([value, probability], table.column_names, "data")
         ptype = table.schema.field(probability).type
         if not (pa.types.is_floating(ptype) or pa.types.is_integer(ptype)
                 or pa.types.is_decimal(ptype)):
-            raise TypeError(f"probability column {probability!r} must be numeric, got {ptype}")
+            raise InputTypeError(f"probability column {probability!r} must be numeric, got {ptype}")
         for c in (value, probability):
             if table.column(c).null_count:
-                raise ValueError(f"column {c!r} has {table.column(c).null_count} nulls")
+                raise InputError(f"column {c!r} has {table.column(c).null_count} nulls")
         probs = table.column(probability).to_numpy().astype(np.float64)
         vals = table.column(value).combine_chunks()
         raw = []
@@ -566,14 +567,14 @@ class Knowledge:
             check_columns(A, table.column_names, "attribute_set")
             for a in A:
                 if table.column(a).null_count:
-                    raise ValueError(f"signature column {a!r} has "
+                    raise InputError(f"signature column {a!r} has "
                                      f"{table.column(a).null_count} nulls")
             raw.append((A, {a: table.column(a).combine_chunks() for a in A}, vals, probs, None))
         else:
             check_columns([set_column], table.column_names, "set_column")
             names = table.column(set_column)
             if names.null_count:
-                raise ValueError(f"set_column {set_column!r} has nulls")
+                raise InputError(f"set_column {set_column!r} has nulls")
             names_np = np.asarray(names.to_pylist(), dtype=object)
             for name in dict.fromkeys(names_np.tolist()):
                 A = tuple(s.strip() for s in str(name).split(",") if s.strip())
@@ -583,7 +584,7 @@ class Knowledge:
                 sig = {a: table.column(a).combine_chunks().take(idx) for a in A}
                 for a in A:
                     if sig[a].null_count:
-                        raise ValueError(f"attribute set {A}: signature column {a!r} has "
+                        raise InputError(f"attribute set {A}: signature column {a!r} has "
                                          "nulls in rows of that set")
                 raw.append((A, sig, vals.take(idx), probs[idx.to_numpy()], None))
         return cls._build(raw, fallback=fallback, model=model, info={"source": "table"})
@@ -605,23 +606,23 @@ class Knowledge:
 
         """
         if not isinstance(mapping, Mapping) or not mapping:
-            raise TypeError("mapping must be a non-empty dict {attribute_set: {signature: "
+            raise InputTypeError("mapping must be a non-empty dict {attribute_set: {signature: "
                             "{value: probability}}}")
         raw = []
         for A_in, dist in mapping.items():
             A = _as_set(A_in, "attribute set")
             if not isinstance(dist, Mapping):
-                raise TypeError(f"attribute set {A}: expected a dict signature -> "
+                raise InputTypeError(f"attribute set {A}: expected a dict signature -> "
                                 f"{{value: probability}}, got {type(dist).__name__}")
             cols: dict[str, list] = {a: [] for a in A}
             vals, probs = [], []
             for s, row in dist.items():
                 st = s if isinstance(s, tuple) else (s,)
                 if len(st) != len(A):
-                    raise ValueError(f"attribute set {A}: signature {s!r} has {len(st)} "
+                    raise InputError(f"attribute set {A}: signature {s!r} has {len(st)} "
                                      f"values, expected {len(A)}")
                 if not isinstance(row, Mapping):
-                    raise TypeError(f"attribute set {A}, signature {s!r}: expected a dict "
+                    raise InputTypeError(f"attribute set {A}, signature {s!r}: expected a dict "
                                     f"value -> probability")
                 for v, p in row.items():
                     for a, sv in zip(A, st, strict=True):
@@ -629,12 +630,12 @@ class Knowledge:
                     vals.append(v)
                     probs.append(_real(p, f"p({s!r} : {v!r})"))
             if not vals:
-                raise ValueError(f"attribute set {A} has no probabilities")
+                raise InputError(f"attribute set {A} has no probabilities")
             try:
                 sig = {a: pa.array(cols[a]) for a in A}
                 varr = pa.array(vals)
             except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-                raise TypeError(f"attribute set {A}: labels of one column must share one "
+                raise InputTypeError(f"attribute set {A}: labels of one column must share one "
                                 f"type: {exc}") from None
             raw.append((A, sig, varr, np.asarray(probs, dtype=np.float64), None))
         return cls._build(raw, fallback=fallback, model=model, info={"source": "dict"})
@@ -672,21 +673,21 @@ class Knowledge:
         """
         qi = list(_as_set(qi, "qi"))
         if not isinstance(sensitive, str):
-            raise TypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
+            raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
         if sensitive in qi:
-            raise ValueError(f"sensitive column {sensitive!r} is also a qi column")
+            raise InputError(f"sensitive column {sensitive!r} is also a qi column")
         if max_size is None:
             max_size = len(qi)
         if isinstance(max_size, bool) or not isinstance(max_size, numbers.Integral) \
                 or max_size < 1:
-            raise ValueError(f"max_size must be a positive integer, got {max_size!r}")
+            raise InputError(f"max_size must be a positive integer, got {max_size!r}")
         max_size = min(int(max_size), len(qi))
         if min_support is None:
             J = reliable_support(epsilon, delta)
         else:
             if isinstance(min_support, bool) or not isinstance(min_support, numbers.Integral) \
                     or min_support < 1:
-                raise ValueError(f"min_support must be a positive integer, got {min_support!r}")
+                raise InputError(f"min_support must be a positive integer, got {min_support!r}")
             J = int(min_support)
         table = as_table(data, param="data")
         check_columns(qi, table.column_names, "qi")
@@ -695,7 +696,7 @@ class Knowledge:
                                            nulls)
         n = table.num_rows
         if n == 0:
-            raise ValueError("data has no rows")
+            raise InputError("data has no rows")
         encs = {c: encode_column(table.column(c), name=c) for c in qi}
         venc = encode_column(table.column(sensitive), name=sensitive)
         vcode = venc.codes.astype(np.int64)
@@ -719,7 +720,7 @@ class Knowledge:
                     strides[i] = span
                     span *= max(len(domains[A[i]]), 1)
                 if span >= _MAX_KEY // max(nv, 1):
-                    raise ValueError(f"attribute set {A}: too many signature combinations to "
+                    raise InputError(f"attribute set {A}: too many signature combinations to "
                                      "index; lower max_size")
                 key = np.zeros(n, dtype=np.int64)
                 for i, a in enumerate(A):
@@ -772,10 +773,10 @@ class Knowledge:
         ``fallback="first"`` keeps the first object's fallback; pass a value to replace it.
         """
         if not knowledges:
-            raise ValueError("combine needs at least one Knowledge")
+            raise InputError("combine needs at least one Knowledge")
         for k in knowledges:
             if not isinstance(k, Knowledge):
-                raise TypeError(f"combine takes Knowledge objects, got {type(k).__name__}")
+                raise InputTypeError(f"combine takes Knowledge objects, got {type(k).__name__}")
         raw = []
         for k in knowledges:
             for A, sd in k._sets.items():
@@ -813,13 +814,13 @@ def _concat(arrays: list[pa.Array], what: str) -> pa.Array:
     try:
         return pa.concat_arrays([a if a.type == t else a.cast(t) for a in arrays])
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-        raise TypeError(f"{what} labels of different types cannot be combined: {exc}") from None
+        raise InputTypeError(f"{what} labels of different types cannot be combined: {exc}") from None
 
 
 def _unique_sorted(arr: pa.Array) -> pa.Array:
     arr = canonical_labels(arr)
     if arr.null_count:
-        raise ValueError("labels must not be null")
+        raise InputError("labels must not be null")
     u = pc.unique(arr)
     return u.take(pc.array_sort_indices(u))
 
@@ -831,7 +832,7 @@ def _check_probs(probs: np.ndarray, A: tuple[str, ...], sig: dict[str, pa.Array]
         i = int(np.flatnonzero(bad)[0])
         s = tuple(sig[a][i].as_py() for a in A)
         what = "is not finite" if not np.isfinite(probs[i]) else "is outside [0, 1]"
-        raise ValueError(f"knowledge: p({s} : {vals[i].as_py()!r}) = {probs[i]!r} {what} "
+        raise InputError(f"knowledge: p({s} : {vals[i].as_py()!r}) = {probs[i]!r} {what} "
                          f"(attribute set {A}; {int(bad.sum())} bad entr"
                          f"{'ies' if bad.sum() > 1 else 'y'})")
 
@@ -844,10 +845,10 @@ def _check_fallback(fallback: Any, values: pa.Array) -> Any:
         for v, p in fallback.items():
             pv = _real(p, f"fallback[{v!r}]")
             if not 0.0 <= pv <= 1.0:
-                raise ValueError(f"fallback[{v!r}] must be in [0, 1], got {p!r}")
+                raise InputError(f"fallback[{v!r}] must be in [0, 1], got {p!r}")
             out[v] = pv
         return out
     pv = _real(fallback, "fallback")
     if not 0.0 <= pv <= 1.0:
-        raise ValueError(f"fallback must be in [0, 1], got {fallback!r}")
+        raise InputError(f"fallback must be in [0, 1], got {fallback!r}")
     return pv

@@ -45,6 +45,7 @@ import pyarrow as pa
 
 from ._arrow import apply_null_policy, as_table, encode_column
 from ._validation import check_choice, check_columns, check_int, kernel_array
+from .errors import InputError, InputTypeError
 from .release import Release
 
 __all__ = ["CountQueries", "QueryError", "query_error", "discernibility",
@@ -130,14 +131,14 @@ class CountQueries:
             qi = [qi]
         qi = list(qi)
         if not qi:
-            raise ValueError("qi: at least one quasi-identifier column is required")
+            raise InputError("qi: at least one quasi-identifier column is required")
         if sensitive in qi:
-            raise ValueError(f"sensitive column {sensitive!r} is also a qi column")
+            raise InputError(f"sensitive column {sensitive!r} is also a qi column")
         self.n_queries = check_int(n_queries, "n_queries", minimum=1)
         self.qd = len(qi) if qd is None else check_int(qd, "qd", minimum=1, maximum=len(qi))
         if isinstance(selectivity, bool) or not isinstance(selectivity, (int, float)) or \
                 not 0 < float(selectivity) <= 1:
-            raise ValueError(f"selectivity must be in (0, 1], got {selectivity!r}")
+            raise InputError(f"selectivity must be in (0, 1], got {selectivity!r}")
         self.selectivity = float(selectivity)
         self.seed = check_int(seed, "seed")
         t = as_table(table, param="table")
@@ -146,7 +147,7 @@ class CountQueries:
         t = t.select(qi + [sensitive])
         t, _ = apply_null_policy(t, qi + [sensitive], "error")
         if t.num_rows == 0:
-            raise ValueError("table is empty")
+            raise InputError("table is empty")
         self.qi = tuple(qi)
         self.sensitive = sensitive
         self.n_rows = t.num_rows
@@ -208,7 +209,7 @@ class CountQueries:
             if have >= self.n_queries:
                 break
         else:
-            raise ValueError(f"could not draw {self.n_queries} queries with a non-zero answer "
+            raise InputError(f"could not draw {self.n_queries} queries with a non-zero answer "
                              f"in {max_rounds} rounds (got {have}); raise selectivity")
         self.masks = kernel_array(np.concatenate(masks_out), np.uint8)
         self.smask = kernel_array(np.concatenate(smask_out), np.uint8)
@@ -248,12 +249,12 @@ class CountQueries:
         from .anonymize._result import Anonymized
 
         if not isinstance(anonymized, Anonymized):
-            raise TypeError("anonymized must be an Anonymized result (from an anonymizer), "
+            raise InputTypeError("anonymized must be an Anonymized result (from an anonymizer), "
                             f"got {type(anonymized).__name__}")
         check_choice(estimator, "estimator", ("auto", "bucketized", "generalized"))
         gids = np.asarray(anonymized.group_ids)
         if gids.shape[0] != self.n_rows:
-            raise ValueError(f"anonymized covers {gids.shape[0]} rows but the table has "
+            raise InputError(f"anonymized covers {gids.shape[0]} rows but the table has "
                              f"{self.n_rows}")
         if estimator == "auto":
             estimator = "generalized" if anonymized.attributes else "bucketized"
@@ -275,16 +276,16 @@ class CountQueries:
         index = {v: i for i, v in enumerate(self.values.to_pylist())}
         missing = [v for v in labels if v not in index]
         if missing:
-            raise ValueError(f"the release has sensitive values not in the table: {missing[:5]}")
+            raise InputError(f"the release has sensitive values not in the table: {missing[:5]}")
         return np.array([index[v] for v in labels], dtype=np.int32)
 
     def _bucketized(self, rel: Release, gids: np.ndarray) -> np.ndarray:
         if rel.case != "svpi":
-            raise ValueError("the bucketized estimator needs an SVPI release")
+            raise InputError("the bucketized estimator needs an SVPI release")
         keep = np.flatnonzero(gids >= 0)
         G = rel.n_groups
         if keep.size and gids[keep].max() >= G:
-            raise ValueError("group_ids refer to groups the release does not have")
+            raise InputError("group_ids refer to groups the release does not have")
         g = gids[keep].astype(np.int32)
         vmap = self._sens_remap(rel.values)
         trie = _Trie([(0, a, c[keep], D) for a, (c, D) in
@@ -305,7 +306,7 @@ class CountQueries:
                 continue
             codes = np.asarray(x.codes)
             if codes.shape[0] != self.n_rows:
-                raise ValueError(f"attribute {name!r}: {codes.shape[0]} rows, table has "
+                raise InputError(f"attribute {name!r}: {codes.shape[0]} rows, table has "
                                  f"{self.n_rows}")
             mem = np.asarray(x.members, dtype=np.int64)
             if not x.domain.equals(self.domains[a]):
@@ -313,7 +314,7 @@ class CountQueries:
                 try:
                     remap = np.array([index[v] for v in x.domain.to_pylist()], dtype=np.int64)
                 except KeyError as exc:
-                    raise ValueError(f"attribute {name!r}: generalized domain has value "
+                    raise InputError(f"attribute {name!r}: generalized domain has value "
                                      f"{exc.args[0]!r} absent from the table") from None
                 mem = remap[mem]
             keep &= codes >= 0
@@ -441,7 +442,7 @@ def query_error(table: Any, anonymized: Any, *, qi: Sequence[str] | None = None,
     qi = qi if qi is not None else params.get("qi")
     sensitive = sensitive if sensitive is not None else params.get("sensitive")
     if qi is None or sensitive is None:
-        raise ValueError("qi and sensitive are needed (the anonymized result does not name "
+        raise InputError("qi and sensitive are needed (the anonymized result does not name "
                          "them)")
     wl = CountQueries(table, qi, sensitive, n_queries=n_queries, qd=qd,
                       selectivity=selectivity, ordered=ordered, seed=seed)
@@ -458,10 +459,10 @@ def _sizes_and_suppressed(x: Any) -> tuple[np.ndarray, int]:
         return np.asarray(x.sizes, dtype=np.int64), 0
     a = np.asarray(x)
     if a.ndim != 1 or (a.size and not np.issubdtype(a.dtype, np.integer)):
-        raise TypeError("expected an Anonymized result, a Release or a 1-D array of group "
+        raise InputTypeError("expected an Anonymized result, a Release or a 1-D array of group "
                         f"sizes; got {type(x).__name__}")
     if (a <= 0).any():
-        raise ValueError("group sizes must be positive")
+        raise InputError("group sizes must be positive")
     return a.astype(np.int64), 0
 
 
@@ -510,17 +511,17 @@ def average_delta(f: Any, group_ids: Any = None, *, data: Any = None,
         group_ids = group_ids.group_ids
     if isinstance(group_ids, Release):
         if group_ids.row_group is None:
-            raise ValueError("group_ids: this release does not know the group of each row")
+            raise InputError("group_ids: this release does not know the group of each row")
         group_ids = group_ids.row_group
     if group_ids is None:
-        raise ValueError("group_ids is required (array, Anonymized or table-built Release)")
+        raise InputError("group_ids is required (array, Anonymized or table-built Release)")
     g = np.asarray(group_ids)
     if g.ndim != 1 or not np.issubdtype(g.dtype, np.integer):
-        raise TypeError("group_ids must be a 1-D integer array")
+        raise InputTypeError("group_ids must be a 1-D integer array")
     mats = []
     if hasattr(f, "probability_matrix") and hasattr(f, "signature_index"):
         if data is None:
-            raise ValueError("data (the original table) is needed to compute signatures "
+            raise InputError("data (the original table) is needed to compute signatures "
                              "with a Knowledge object")
         labels = list(values) if values is not None else list(f.values)
         for A in f.attribute_sets:
@@ -531,25 +532,25 @@ def average_delta(f: Any, group_ids: Any = None, *, data: Any = None,
         keys = list(values) if values is not None else list(f)
         missing = [v for v in keys if v not in f]
         if missing:
-            raise ValueError(f"values {missing[:5]} are not in f")
+            raise InputError(f"values {missing[:5]} are not in f")
         mats.append(np.column_stack([np.asarray(f[v], dtype=np.float64) for v in keys]))
     else:
         a = np.asarray(f, dtype=np.float64)
         if a.ndim == 1:
             a = a[:, None]
         if a.ndim != 2:
-            raise ValueError("f must be 1-D (rows) or 2-D (rows × values)")
+            raise InputError("f must be 1-D (rows) or 2-D (rows × values)")
         mats.append(a)
     spreads = []
     n_groups = int(g.max()) + 1 if g.size and g.max() >= 0 else 0
     if n_groups == 0:
-        raise ValueError("group_ids has no group")
+        raise InputError("group_ids has no group")
     for M in mats:
         if M.shape[0] != g.shape[0]:
-            raise ValueError(f"f has {M.shape[0]} rows but group_ids has {g.shape[0]}")
+            raise InputError(f"f has {M.shape[0]} rows but group_ids has {g.shape[0]}")
         bad = np.isfinite(M) & ((M < 0) | (M > 1))
         if bad.any():
-            raise ValueError("f: probabilities must be in [0, 1]")
+            raise InputError("f: probabilities must be in [0, 1]")
         spreads.append(group_spread(kernel_array(g, np.int64), kernel_array(M, np.float64),
                                     n_groups).ravel())
     allv = np.concatenate(spreads)
@@ -557,5 +558,5 @@ def average_delta(f: Any, group_ids: Any = None, *, data: Any = None,
     per = np.concatenate([np.repeat(present, M.shape[1]) for M in mats])
     allv = allv[per]
     if not np.isfinite(allv).any():
-        raise ValueError("f has no finite probability")
+        raise InputError("f has no finite probability")
     return float(np.nanmean(allv))

@@ -59,6 +59,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ._validation import check_choice, check_int, check_probability, kernel_array
+from .errors import InputError, InputTypeError
 from .release import SVPI, Release
 
 __all__ = [
@@ -95,7 +96,7 @@ class Predicate(Protocol):
 
 def _check_release(rel: Any) -> Release:
     if not isinstance(rel, Release):
-        raise TypeError(f"rel must be a fastpriv.Release, got {type(rel).__name__}")
+        raise InputTypeError(f"rel must be a fastpriv.Release, got {type(rel).__name__}")
     return rel
 
 
@@ -238,7 +239,7 @@ def _orders(criterion: Criterion) -> Sequence[Any] | None:
     crits = criterion.parts if isinstance(criterion, AllOf) else (criterion,)
     orders = [c.order for c in crits if isinstance(c, TCloseness) and c.order is not None]
     if len({tuple(o) for o in orders}) > 1:
-        raise ValueError("predicate: several ordered t-closeness criteria with different "
+        raise InputError("predicate: several ordered t-closeness criteria with different "
                          "orders cannot be combined")
     return orders[0] if orders else None
 
@@ -251,7 +252,7 @@ def _order_rank(values: Sequence[Any], order: Sequence[Any] | None) -> np.ndarra
     pos = {v: i for i, v in enumerate(order)}
     missing = [v for v in values if v not in pos]
     if missing:
-        raise ValueError(f"order: sensitive values {missing[:5]} are not in the given order")
+        raise InputError(f"order: sensitive values {missing[:5]} are not in the given order")
     ranks = np.array([pos[v] for v in values], dtype=np.int64)
     return np.argsort(np.argsort(ranks, kind="stable"), kind="stable").astype(np.int64)
 
@@ -303,12 +304,12 @@ class DistinctLDiversity(LocalCriterion):
 
 def _real(x: Any, name: str, *, minimum: float | None = None, strict: bool = False) -> float:
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(x).__name__} {x!r}")
+        raise InputTypeError(f"{name} must be a real number, got {type(x).__name__} {x!r}")
     v = float(x)
     if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {x!r}")
+        raise InputError(f"{name} must be finite, got {x!r}")
     if minimum is not None and (v <= minimum if strict else v < minimum):
-        raise ValueError(f"{name} must be {'>' if strict else '>='} {minimum}, got {x!r}")
+        raise InputError(f"{name} must be {'>' if strict else '>='} {minimum}, got {x!r}")
     return v
 
 
@@ -365,7 +366,7 @@ class TCloseness(LocalCriterion):
         if order is not None:
             order = list(order)
             if len(set(order)) != len(order):
-                raise ValueError("order: values must be distinct")
+                raise InputError("order: values must be distinct")
             ordered = True
         self.ordered = bool(ordered)
         self.order = order
@@ -507,7 +508,7 @@ class SkylinePoint(Criterion):
 
         rel = _check_release(rel)
         if rel.case != SVPI:
-            raise ValueError("SkylinePoint is a monotone predicate for SVPI releases only "
+            raise InputError("SkylinePoint is a monotone predicate for SVPI releases only "
                              f"(Theorem 4 fails for {rel.case}); got a {rel.case} release")
         pts = {s: [(self.l, self.k, self.m, self.c)] for s in self._sigmas(rel)}
         return True if not pts else bool(skyline.check(rel, pts).safe)
@@ -534,7 +535,7 @@ class AllOf(Criterion):
             p = as_criterion(p)
             flat.extend(p.parts if isinstance(p, AllOf) else [p])
         if not flat:
-            raise ValueError("AllOf needs at least one criterion")
+            raise InputError("AllOf needs at least one criterion")
         self.parts = tuple(flat)
         self.monotone = all(getattr(p, "monotone", True) for p in flat)
         self.local = all(isinstance(p, LocalCriterion) for p in flat)
@@ -548,7 +549,7 @@ class AllOf(Criterion):
 
     def rows(self) -> list[tuple[int, int, float]]:
         if not self.local:
-            raise ValueError(f"{self.name}: not every part is a built-in local criterion")
+            raise InputError(f"{self.name}: not every part is a built-in local criterion")
         return [r for p in self.parts for r in p.rows()]  # type: ignore[attr-defined]
 
     def group_ok(self, rel: Release, q: np.ndarray | None = None) -> np.ndarray:
@@ -568,7 +569,7 @@ class FunctionCriterion(Criterion):
     def __init__(self, fn: Callable[[Release], bool], name: str | None = None, *,
                  monotone: bool = True) -> None:
         if not callable(fn):
-            raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+            raise InputTypeError(f"fn must be callable, got {type(fn).__name__}")
         self.fn = fn
         self.name = name or getattr(fn, "name", None) or getattr(fn, "__name__", "predicate")
         self.monotone = bool(monotone)
@@ -585,7 +586,7 @@ def as_criterion(obj: Any) -> Criterion:
         return AllOf(*obj)
     if callable(obj):
         return FunctionCriterion(obj, monotone=bool(getattr(obj, "monotone", True)))
-    raise TypeError("predicate must be a Criterion, a callable rel -> bool, or a list of "
+    raise InputTypeError("predicate must be a Criterion, a callable rel -> bool, or a list of "
                     f"them; got {type(obj).__name__}")
 
 
@@ -625,20 +626,20 @@ def criteria_from(*, predicate: Any = None, k: int | None = None, l: float | Non
             parts.append(EntropyLDiversity(l))
         else:
             if c_l is None:
-                raise ValueError("l_kind='recursive' needs c_l (the c of recursive (c,l)-"
+                raise InputError("l_kind='recursive' needs c_l (the c of recursive (c,l)-"
                                  "diversity)")
             parts.append(RecursiveCLDiversity(c_l, l))  # type: ignore[arg-type]
     elif c_l is not None:
-        raise ValueError("c_l given without l")
+        raise InputError("c_l given without l")
     if t is not None:
         parts.append(TCloseness(t, ordered=t_ordered))
     if alpha is not None:
         parts.append(AlphaKAnonymity(alpha))
     if (c is None) != (ck is None):
-        raise ValueError("(c,k)-safety needs both c and ck")
+        raise InputError("(c,k)-safety needs both c and ck")
     if c is not None:
         parts.append(CKSafety(c, ck, knowledge))  # type: ignore[arg-type]
     if not parts:
-        raise ValueError("no privacy criterion given: pass k=, l=, t=, alpha=, c= and ck=, or "
+        raise InputError("no privacy criterion given: pass k=, l=, t=, alpha=, c= and ck=, or "
                          "predicate=")
     return parts[0] if len(parts) == 1 else AllOf(*parts)

@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from ._arrow import apply_null_policy, as_table, encode_column, encode_keys
 from ._validation import check_choice, check_columns, kernel_array
+from .errors import InputError, InputTypeError
 
 __all__ = ["Release", "CASES", "SVPI", "MVPI_SET", "MVPI_MULTISET"]
 
@@ -110,11 +111,11 @@ class Release:
         (2, ['cancer', 'flu', 'hiv'])
         """
         if isinstance(groups, (str, bytes, Mapping)) or not isinstance(groups, Iterable):
-            raise TypeError("groups must be a list of groups (lists of values, value->count "
+            raise InputTypeError("groups must be a list of groups (lists of values, value->count "
                             f"dicts or (n_g, values) pairs), got {type(groups).__name__}")
         groups = list(groups)
         if not groups:
-            raise ValueError("groups is empty: a release needs at least one group")
+            raise InputError("groups is empty: a release needs at least one group")
         pair_sizes: list[int | None] = []
         gids: list[int] = []
         labels: list[Any] = []
@@ -128,25 +129,25 @@ class Release:
             if isinstance(grp, Mapping):
                 items = list(grp.items())
             elif isinstance(grp, (str, bytes)) or not isinstance(grp, Iterable):
-                raise TypeError(f"groups[{g}] must be a list of values or a value->count dict, "
+                raise InputTypeError(f"groups[{g}] must be a list of values or a value->count dict, "
                                 f"got {type(grp).__name__}")
             else:
                 items = [(v, 1) for v in grp]
             for v, c in items:
                 if isinstance(c, bool) or not isinstance(c, (int, np.integer)):
-                    raise TypeError(f"groups[{g}]: count of {v!r} must be an integer, got {c!r}")
+                    raise InputTypeError(f"groups[{g}]: count of {v!r} must be an integer, got {c!r}")
                 if c < 0:
-                    raise ValueError(f"groups[{g}]: count of {v!r} is negative ({c})")
+                    raise InputError(f"groups[{g}]: count of {v!r} is negative ({c})")
                 if v is None:
-                    raise ValueError(f"groups[{g}] contains a null value")
+                    raise InputError(f"groups[{g}] contains a null value")
                 gids.append(g)
                 labels.append(v)
                 weights.append(int(c))
         if any(s is not None for s in pair_sizes):
             if sizes is not None:
-                raise ValueError("sizes given twice: both (n_g, values) pairs and sizes=")
+                raise InputError("sizes given twice: both (n_g, values) pairs and sizes=")
             if any(s is None for s in pair_sizes):
-                raise ValueError("groups: give (n_g, values) pairs for every group or none")
+                raise InputError("groups: give (n_g, values) pairs for every group or none")
             sizes = pair_sizes
         if case is None:
             case = SVPI if sizes is None else MVPI_SET
@@ -154,7 +155,7 @@ class Release:
         try:
             value_arr = pa.array(labels) if labels else pa.array([], pa.string())
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise TypeError(f"groups: values must be of one type (all strings, all ints, ...): "
+            raise InputTypeError(f"groups: values must be of one type (all strings, all ints, ...): "
                             f"{exc}") from None
         enc = encode_column(value_arr, name="values")
         group_codes = np.asarray(gids, dtype=np.int32)
@@ -193,19 +194,19 @@ class Release:
             and the count).
         """
         if (group is None) == (qi is None):
-            raise ValueError("give exactly one of group= (bucketized release) or qi= "
+            raise InputError("give exactly one of group= (bucketized release) or qi= "
                              "(generalized QI columns)")
         keys = [group] if isinstance(group, str) else list(group if group is not None else qi)
         param = "group" if group is not None else "qi"
         if not keys:
-            raise ValueError(f"{param}: at least one column is required")
+            raise InputError(f"{param}: at least one column is required")
         if not isinstance(sensitive, str):
-            raise TypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
+            raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
         for k in keys:
             if not isinstance(k, str):
-                raise TypeError(f"{param}: column names must be strings, got {k!r}")
+                raise InputTypeError(f"{param}: column names must be strings, got {k!r}")
         if sensitive in keys:
-            raise ValueError(f"sensitive column {sensitive!r} is also a {param} column")
+            raise InputError(f"sensitive column {sensitive!r} is also a {param} column")
         table = as_table(data, param="data")
         check_columns([sensitive], table.column_names, "sensitive")
         check_columns(keys, table.column_names, param)
@@ -214,12 +215,12 @@ class Release:
             check_columns([individual], table.column_names, "individual")
         table = table.select(cols)
         if table.num_rows == 0:
-            raise ValueError("data is empty: a release needs at least one row")
+            raise InputError("data is empty: a release needs at least one row")
         sens_type = table.schema.field(sensitive).type
         is_list = pa.types.is_list(sens_type) or pa.types.is_large_list(sens_type)
         table, _ = apply_null_policy(table, cols, nulls)
         if table.num_rows == 0:
-            raise ValueError("data has no rows left after dropping nulls")
+            raise InputError("data has no rows left after dropping nulls")
         group_codes, group_keys = encode_keys([table.column(k) for k in keys], names=keys)
         n_groups = group_keys.num_rows
         row_group = group_codes
@@ -227,7 +228,7 @@ class Release:
         indiv_codes = None
         if is_list:
             if individual is not None:
-                raise ValueError("individual= cannot be combined with a list-valued sensitive "
+                raise InputError("individual= cannot be combined with a list-valued sensitive "
                                  "column (each row already is one individual)")
             import pyarrow.compute as pc
 
@@ -238,7 +239,7 @@ class Release:
                     ok = pc.is_valid(flat).to_numpy(zero_copy_only=False)
                     flat, parents = flat.filter(pa.array(ok)), parents[ok]
                 elif nulls == "error":
-                    raise ValueError(f"{sensitive!r} has {flat.null_count} null list "
+                    raise InputError(f"{sensitive!r} has {flat.null_count} null list "
                                      "elements; pass nulls='drop' or nulls='value'")
             indiv_codes = parents.astype(np.int32)
             n_indiv_rows = table.num_rows
@@ -256,7 +257,7 @@ class Release:
             n_indiv_rows = len(ienc.labels)
         if indiv_codes is None:
             if case not in (None, SVPI):
-                raise ValueError(f"case={case!r} needs individual= (one row per individual and "
+                raise InputError(f"case={case!r} needs individual= (one row per individual and "
                                  "value) or a list-valued sensitive column")
             case = SVPI
             sizes = None
@@ -293,7 +294,7 @@ class Release:
         """
         keys = [group] if isinstance(group, str) else list(group)
         if not keys:
-            raise ValueError("group: at least one column is required")
+            raise InputError("group: at least one column is required")
         table = as_table(data, param="data")
         check_columns(keys, table.column_names, "group")
         check_columns([sensitive], table.column_names, "sensitive")
@@ -304,17 +305,17 @@ class Release:
         cols = keys + [sensitive, count] + ([size_col] if size_col else [])
         table = table.select(cols)
         if table.num_rows == 0:
-            raise ValueError("data is empty: a release needs at least one (group, value, count) "
+            raise InputError("data is empty: a release needs at least one (group, value, count) "
                              "row")
         table, _ = apply_null_policy(table, keys + [sensitive], nulls)
         if table.column(count).null_count or (size_col and table.column(size_col).null_count):
-            raise ValueError(f"count column {count!r} (or sizes) has nulls")
+            raise InputError(f"count column {count!r} (or sizes) has nulls")
         ctype = table.schema.field(count).type
         if not pa.types.is_integer(ctype):
-            raise TypeError(f"count column {count!r} must hold integers, got {ctype}")
+            raise InputTypeError(f"count column {count!r} must hold integers, got {ctype}")
         weights = table.column(count).to_numpy().astype(np.int64)
         if (weights < 0).any():
-            raise ValueError(f"count column {count!r} has negative counts")
+            raise InputError(f"count column {count!r} has negative counts")
         group_codes, group_keys = encode_keys([table.column(k) for k in keys], names=keys)
         n_groups = group_keys.num_rows
         enc = encode_column(table.column(sensitive), name=sensitive)
@@ -324,13 +325,13 @@ class Release:
             per = np.full(n_groups, -1, dtype=np.int64)
             per[group_codes] = sz
             if (per[group_codes] != sz).any():
-                raise ValueError(f"sizes column {size_col!r} is not constant within each group")
+                raise InputError(f"sizes column {size_col!r} is not constant within each group")
             size_list = per.tolist()
         elif isinstance(sizes, Mapping):
             labels = _key_labels(group_keys)
             missing = [lb for lb in labels if lb not in sizes]
             if missing:
-                raise ValueError(f"sizes: no size for groups {missing[:5]}")
+                raise InputError(f"sizes: no size for groups {missing[:5]}")
             size_list = [sizes[lb] for lb in labels]
         elif sizes is not None:
             size_list = list(sizes)
@@ -368,7 +369,7 @@ class Release:
         from .counts import CountAccumulator
 
         if (group is None) == (qi is None):
-            raise ValueError("give exactly one of group= or qi=")
+            raise InputError("give exactly one of group= or qi=")
         keys = [group] if isinstance(group, str) else list(group if group is not None else qi)
         acc = CountAccumulator(keys=keys, sensitive=sensitive, nulls=nulls, n_jobs=n_jobs)
         acc.consume(batches, batch_size=batch_size, progress=progress)
@@ -394,17 +395,17 @@ class Release:
         parts = [self, *others]
         for i, p in enumerate(parts):
             if not isinstance(p, Release):
-                raise TypeError(f"others[{i - 1}] must be a Release, got {type(p).__name__}")
+                raise InputTypeError(f"others[{i - 1}] must be a Release, got {type(p).__name__}")
             if p.case != self.case:
-                raise ValueError(f"cannot merge a {p.case!r} release into a {self.case!r} one")
+                raise InputError(f"cannot merge a {p.case!r} release into a {self.case!r} one")
             if p.groups.column_names != self.groups.column_names:
-                raise ValueError(f"cannot merge releases with different group keys: "
+                raise InputError(f"cannot merge releases with different group keys: "
                                  f"{p.groups.column_names} vs {self.groups.column_names}")
         keys = self.groups.column_names
         for p in parts:
             if p.value_labels.type != self.value_labels.type or \
                     p.groups.schema.types != self.groups.schema.types:
-                raise TypeError("cannot merge releases whose labels have different types: "
+                raise InputTypeError("cannot merge releases whose labels have different types: "
                                 f"values {self.value_labels.type} vs {p.value_labels.type}, "
                                 f"groups {self.groups.schema.types} vs {p.groups.schema.types}")
         gtab = pa.concat_tables([p.groups for p in parts])
@@ -451,20 +452,20 @@ class Release:
                 bad = np.flatnonzero(sz != totals)
                 if bad.size:
                     g = bad[0]
-                    raise ValueError(f"sizes: group {labels[g]!r} has {totals[g]} values but "
+                    raise InputError(f"sizes: group {labels[g]!r} has {totals[g]} values but "
                                      f"sizes says {sz[g]} (SVPI: one value per individual)")
             if empty.size:
-                raise ValueError(f"group {labels[empty[0]]!r} has zero individuals "
+                raise InputError(f"group {labels[empty[0]]!r} has zero individuals "
                                  f"({empty.size} such group{'s' if empty.size > 1 else ''})")
             sz = totals
         else:
             if sizes is None:
-                raise ValueError(f"case={case!r} needs sizes= (the number of individuals n_g "
+                raise InputError(f"case={case!r} needs sizes= (the number of individuals n_g "
                                  "per group)")
             sz = _check_sizes(sizes, n_groups)
             zero = np.flatnonzero(sz <= 0)
             if zero.size:
-                raise ValueError(f"sizes: group {labels[zero[0]]!r} has {sz[zero[0]]} "
+                raise InputError(f"sizes: group {labels[zero[0]]!r} has {sz[zero[0]]} "
                                  "individuals (must be >= 1)")
             if case == MVPI_SET and counts.size:
                 top = counts[indptr[:-1][np.diff(indptr) > 0]]
@@ -472,7 +473,7 @@ class Release:
                 over = nonempty[top > sz[nonempty]]
                 if over.size:
                     g = over[0]
-                    raise ValueError(
+                    raise InputError(
                         f"group {labels[g]!r}: value {values[codes[indptr[g]]].as_py()!r} occurs "
                         f"{counts[indptr[g]]} times but the group has {sz[g]} individuals; in "
                         "the mvpi-set case a value occurs at most once per individual "
@@ -632,7 +633,7 @@ class Release:
         except (KeyError, TypeError):
             shown = ", ".join(map(repr, self.values[:20]))
             more = f" … ({self.n_values} in all)" if self.n_values > 20 else ""
-            raise ValueError(f"{param}: {value!r} is not a sensitive value of this release; "
+            raise InputError(f"{param}: {value!r} is not a sensitive value of this release; "
                              f"values: {shown}{more}") from None
 
     @cached_property
@@ -651,7 +652,7 @@ class Release:
         """Dense ``(n_groups, n_values)`` count matrix (refuses more than ``max_cells``)."""
         cells = self.n_groups * self.n_values
         if cells > max_cells:
-            raise ValueError(f"count matrix would have {cells} cells (> max_cells={max_cells})")
+            raise InputError(f"count matrix would have {cells} cells (> max_cells={max_cells})")
         out = np.zeros((self.n_groups, self.n_values), dtype=np.int64)
         out[self.entry_group, self._codes] = self._counts
         return out
@@ -665,7 +666,7 @@ class Release:
     def rows_of_group(self, g: int) -> np.ndarray:
         """Input row indices of group ``g`` (releases built from a table)."""
         if self._row_group is None:
-            raise ValueError("this release was not built from a table with one row per "
+            raise InputError("this release was not built from a table with one row per "
                              "individual; rows are unknown")
         offsets, order = self._row_order
         return order[offsets[g]:offsets[g + 1]]
@@ -734,12 +735,12 @@ def _key_labels(keys: pa.Table) -> list:
 
 def _check_sizes(sizes: Sequence[int], n_groups: int) -> np.ndarray:
     if isinstance(sizes, (str, bytes)):
-        raise TypeError("sizes must be a sequence of integers")
+        raise InputTypeError("sizes must be a sequence of integers")
     sz = np.asarray(list(sizes))
     if sz.shape != (n_groups,):
-        raise ValueError(f"sizes has {sz.size} entries but there are {n_groups} groups")
+        raise InputError(f"sizes has {sz.size} entries but there are {n_groups} groups")
     if sz.size and not np.issubdtype(sz.dtype, np.integer):
-        raise TypeError(f"sizes must hold integers, got dtype {sz.dtype}")
+        raise InputTypeError(f"sizes must hold integers, got dtype {sz.dtype}")
     return sz.astype(np.int64)
 
 
@@ -756,7 +757,7 @@ def _mvpi_sizes(pair_group: np.ndarray, indiv: np.ndarray, value: np.ndarray, n_
                            DENSE_CELLS)
     multi = np.flatnonzero(np.diff(ip) > 1)
     if multi.size:
-        raise ValueError(f"{indiv_name}: individual #{multi[0]} appears in more than one group "
+        raise InputError(f"{indiv_name}: individual #{multi[0]} appears in more than one group "
                          f"({multi.size} such individuals)")
     gp, _, _ = count_pairs(kernel_array(pair_group, np.int32), ig, empty, n_groups, n_indiv,
                            DENSE_CELLS)
@@ -768,9 +769,9 @@ def _mvpi_sizes(pair_group: np.ndarray, indiv: np.ndarray, value: np.ndarray, n_
         case = MVPI_MULTISET if has_dup else MVPI_SET
     elif case == SVPI:
         if has_dup or (np.bincount(indiv, minlength=n_indiv) > 1).any():
-            raise ValueError(f"case='svpi' but some {indiv_name} has several values; use "
+            raise InputError(f"case='svpi' but some {indiv_name} has several values; use "
                              "case='mvpi-set' or 'mvpi-multiset'")
     elif case == MVPI_SET and has_dup:
-        raise ValueError(f"case='mvpi-set' but some {indiv_name} holds a value more than once; "
+        raise InputError(f"case='mvpi-set' but some {indiv_name} holds a value more than once; "
                          "use case='mvpi-multiset'")
     return case, sizes

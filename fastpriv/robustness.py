@@ -42,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._validation import check_choice, check_columns, kernel_array
+from .errors import InputError, InputTypeError
 from .knowledge import Knowledge
 
 __all__ = [
@@ -87,9 +88,9 @@ def _group_desc(group: Any) -> str:
 
 def _check_r(r: Any) -> Any:
     if isinstance(r, bool) or not isinstance(r, numbers.Real):
-        raise TypeError(f"r must be a real number > 1, got {type(r).__name__} {r!r}")
+        raise InputTypeError(f"r must be a real number > 1, got {type(r).__name__} {r!r}")
     if not math.isfinite(float(r)) or not r > 1:
-        raise ValueError(f"r must be > 1, got {r!r}")
+        raise InputError(f"r must be > 1, got {r!r}")
     return r
 
 
@@ -99,46 +100,46 @@ def _is_exact(x: Any) -> bool:
 
 def _check_f(f: Any, *, exact: bool, name: str = "f") -> Any:
     if isinstance(f, (str, bytes, Mapping)):
-        raise TypeError(f"{name} must be a sequence of probabilities, got {type(f).__name__}")
+        raise InputTypeError(f"{name} must be a sequence of probabilities, got {type(f).__name__}")
     if exact:
         out = []
         for i, v in enumerate(list(f)):
             if isinstance(v, bool) or not isinstance(v, numbers.Real):
-                raise TypeError(f"{name}[{i}] must be a real number, got {v!r}")
+                raise InputTypeError(f"{name}[{i}] must be a real number, got {v!r}")
             if isinstance(v, float) and not math.isfinite(v):
-                raise ValueError(f"{name}[{i}] is not finite: {v!r}")
+                raise InputError(f"{name}[{i}] is not finite: {v!r}")
             q = Fraction(v)
             if not 0 <= q <= 1:
-                raise ValueError(f"{name}[{i}] must be in [0, 1], got {v!r}")
+                raise InputError(f"{name}[{i}] must be in [0, 1], got {v!r}")
             out.append(q)
         if not out:
-            raise ValueError(f"{name} is empty: a group has at least one tuple")
+            raise InputError(f"{name} is empty: a group has at least one tuple")
         return out
     try:
         a = np.asarray(f, dtype=np.float64)
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a sequence of real numbers") from None
+        raise InputTypeError(f"{name} must be a sequence of real numbers") from None
     if a.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
+        raise InputError(f"{name} must be one-dimensional, got shape {a.shape}")
     if a.size == 0:
-        raise ValueError(f"{name} is empty: a group has at least one tuple")
+        raise InputError(f"{name} is empty: a group has at least one tuple")
     bad = ~np.isfinite(a)
     if bad.any():
-        raise ValueError(f"{name} has non-finite values at positions "
+        raise InputError(f"{name} has non-finite values at positions "
                          f"{np.flatnonzero(bad)[:5].tolist()}")
     out_ = (a < 0) | (a > 1)
     if out_.any():
         i = int(np.flatnonzero(out_)[0])
-        raise ValueError(f"{name} must be in [0, 1]; {name}[{i}] = {a[i]!r}")
+        raise InputError(f"{name} must be in [0, 1]; {name}[{i}] = {a[i]!r}")
     return a
 
 
 def _check_n(n_x: Any, N: int) -> int:
     if isinstance(n_x, bool) or not isinstance(n_x, numbers.Integral):
-        raise TypeError(f"n_x must be an integer, got {type(n_x).__name__} {n_x!r}")
+        raise InputTypeError(f"n_x must be an integer, got {type(n_x).__name__} {n_x!r}")
     n = int(n_x)
     if not 0 <= n <= N:
-        raise ValueError(f"n_x must be between 0 and the group size {N}, got {n}")
+        raise InputError(f"n_x must be between 0 and the group size {N}, got {n}")
     return n
 
 
@@ -207,7 +208,7 @@ def posterior(f: Sequence[float], n_x: int, *, method: str = "esp", exact: bool 
     ones = sum(1 for v in fv if v >= 1)
     pos = sum(1 for v in fv if v > 0)
     if not ones <= n <= pos:
-        raise ValueError(_undefined_message(list(fv), n, group))
+        raise InputError(_undefined_message(list(fv), n, group))
     if exact:
         if method == "enumerate":
             return _exact_enumerate(fv, n)
@@ -217,7 +218,7 @@ def posterior(f: Sequence[float], n_x: int, *, method: str = "esp", exact: bool 
     if method == "enumerate":
         worlds = math.comb(N, n)
         if worlds > MAX_ENUMERATION_WORLDS:
-            raise ValueError(f"method='enumerate': {_group_desc(group)} has C({N}, {n}) = "
+            raise InputError(f"method='enumerate': {_group_desc(group)} has C({N}, {n}) = "
                              f"{worlds} possible worlds (limit {MAX_ENUMERATION_WORLDS}); "
                              "use method='esp'")
         st, p, _ = pw.binary_enumerate(kernel_array(fv, np.float64), n)
@@ -225,7 +226,7 @@ def posterior(f: Sequence[float], n_x: int, *, method: str = "esp", exact: bool 
         st, p, _, _ = pw.binary_loo(kernel_array(fv, np.float64), n, int(pw.PREFIX_LIMIT),
                                     0, 0)
     if st == pw.STATUS_UNDEFINED:  # pragma: no cover - excluded by the structural test
-        raise ValueError(_undefined_message(list(fv), n, group))
+        raise InputError(_undefined_message(list(fv), n, group))
     return np.minimum(p, 1.0)
 
 
@@ -253,7 +254,7 @@ def _exact_enumerate(f: list[Fraction], n: int) -> list[Fraction]:
 
     N = len(f)
     if math.comb(N, n) > MAX_ENUMERATION_WORLDS:
-        raise ValueError(f"method='enumerate': C({N}, {n}) possible worlds is too many")
+        raise InputError(f"method='enumerate': C({N}, {n}) possible worlds is too many")
     acc = [Fraction(0)] * N
     tot = Fraction(0)
     for pos in itertools.combinations(range(N), n):
@@ -292,17 +293,17 @@ def posterior_batch(f: Any, offsets: Any, n_x: Any) -> tuple[np.ndarray, np.ndar
     fa = _check_f(f, exact=False)
     off = np.asarray(offsets)
     if off.ndim != 1 or off.size < 2 or not np.issubdtype(off.dtype, np.integer):
-        raise ValueError("offsets must be a 1-D integer array of length S + 1 >= 2")
+        raise InputError("offsets must be a 1-D integer array of length S + 1 >= 2")
     off = off.astype(np.int64)
     if off[0] != 0 or off[-1] != fa.size or (np.diff(off) < 1).any():
-        raise ValueError("offsets must start at 0, end at len(f) and increase strictly")
+        raise InputError("offsets must start at 0, end at len(f) and increase strictly")
     n = np.asarray(n_x)
     if n.shape != (off.size - 1,) or not np.issubdtype(n.dtype, np.integer):
-        raise ValueError(f"n_x must be an integer array with one entry per segment "
+        raise InputError(f"n_x must be an integer array with one entry per segment "
                          f"({off.size - 1})")
     n = n.astype(np.int64)
     if (n < 0).any() or (n > np.diff(off)).any():
-        raise ValueError("n_x must satisfy 0 <= n_x[s] <= segment size")
+        raise InputError("n_x must satisfy 0 <= n_x[s] <= segment size")
     p, st, log_e = pw.binary_posteriors_csr(kernel_array(off, np.int64),
                                             kernel_array(fa, np.float64),
                                             kernel_array(n, np.int64), int(pw.PREFIX_LIMIT),
@@ -320,12 +321,12 @@ def _mv_method(method: str, N: int, mult: Sequence[int], max_states: int,
         states *= m + 1
     if method == "dp" or (method == "auto" and states <= max_states):
         if states > max_states:
-            raise ValueError(f"method='dp': {_group_desc(group)} needs Π(m_k + 1) = {states} "
+            raise InputError(f"method='dp': {_group_desc(group)} needs Π(m_k + 1) = {states} "
                              f"DP states (limit max_states={max_states})")
         return pw.METHOD_DP
     if method in ("ryser", "auto"):
         if N > MAX_RYSER_TUPLES:
-            raise ValueError(
+            raise InputError(
                 f"{_group_desc(group)} has {N} tuples and {states} multiset DP states: the "
                 f"exact multi-valued posterior (a permanent, #P-hard) is limited to "
                 f"{MAX_RYSER_TUPLES} tuples (Ryser) or {max_states} DP states. Use the "
@@ -384,16 +385,16 @@ def posterior_multivalued(P: Sequence[Mapping[Any, Any]], values: Sequence[Any],
 
     check_choice(method, "method", ("auto", "dp", "ryser", "enumerate"))
     if isinstance(P, Mapping) or isinstance(P, (str, bytes)):
-        raise TypeError("P must be a sequence with one mapping value -> probability per tuple")
+        raise InputTypeError("P must be a sequence with one mapping value -> probability per tuple")
     P = list(P)
     vals = list(values) if not isinstance(values, (str, bytes)) else None
     if vals is None:
-        raise TypeError("values must be a sequence (the group's multiset of values)")
+        raise InputTypeError("values must be a sequence (the group's multiset of values)")
     N = len(P)
     if N == 0:
-        raise ValueError("P is empty: a group has at least one tuple")
+        raise InputError("P is empty: a group has at least one tuple")
     if len(vals) != N:
-        raise ValueError(f"values has {len(vals)} entries but P has {N} tuples (one value "
+        raise InputError(f"values has {len(vals)} entries but P has {N} tuples (one value "
                          "per tuple)")
     try:
         distinct = sorted(set(vals))
@@ -403,19 +404,19 @@ def posterior_multivalued(P: Sequence[Mapping[Any, Any]], values: Sequence[Any],
     M = np.zeros((N, K), dtype=np.float64)
     for j, row in enumerate(P):
         if not isinstance(row, Mapping):
-            raise TypeError(f"P[{j}] must be a mapping value -> probability, got "
+            raise InputTypeError(f"P[{j}] must be a mapping value -> probability, got "
                             f"{type(row).__name__}")
         tot = 0.0
         for v, p in row.items():
             if isinstance(p, bool) or not isinstance(p, numbers.Real):
-                raise TypeError(f"P[{j}][{v!r}] must be a real number, got {p!r}")
+                raise InputTypeError(f"P[{j}][{v!r}] must be a real number, got {p!r}")
             pf = float(p)
             if not math.isfinite(pf) or not 0.0 <= pf <= 1.0:
-                raise ValueError(f"P[{j}][{v!r}] must be a finite probability in [0, 1], "
+                raise InputError(f"P[{j}][{v!r}] must be a finite probability in [0, 1], "
                                  f"got {p!r}")
             tot += pf
         if tot > 1.0 + 1e-9:
-            raise ValueError(f"P[{j}]: probabilities sum to {tot:.12g} > 1 (a distribution "
+            raise InputError(f"P[{j}]: probabilities sum to {tot:.12g} > 1 (a distribution "
                              "over the sensitive values)")
         for k, v in enumerate(distinct):
             M[j, k] = float(row.get(v, 0.0))
@@ -426,7 +427,7 @@ def posterior_multivalued(P: Sequence[Mapping[Any, Any]], values: Sequence[Any],
         for m in mult:
             worlds //= math.factorial(int(m))
         if worlds > MAX_ENUMERATION_WORLDS:
-            raise ValueError(f"method='enumerate': {_group_desc(group)} has {worlds} distinct "
+            raise InputError(f"method='enumerate': {_group_desc(group)} has {worlds} distinct "
                              f"worlds (limit {MAX_ENUMERATION_WORLDS}); use method='auto'")
         st, post, _ = pw.mv_enumerate(kernel_array(M, np.float64), kernel_array(mult, np.int64))
         cols = post.T
@@ -436,11 +437,11 @@ def posterior_multivalued(P: Sequence[Mapping[Any, Any]], values: Sequence[Any],
         st = int(st)
         cols = out.reshape(K, N)
     if st == pw.STATUS_UNDEFINED:
-        raise ValueError(f"posterior undefined for {_group_desc(group)}: every possible world "
+        raise InputError(f"posterior undefined for {_group_desc(group)}: every possible world "
                          "has probability 0 (no assignment of the multiset gives every tuple "
                          "a value with positive probability)")
     if st == pw.STATUS_UNDERFLOW:
-        raise ValueError(f"{_group_desc(group)}: the multi-valued posterior is numerically "
+        raise InputError(f"{_group_desc(group)}: the multi-valued posterior is numerically "
                          "unreliable with this method (underflow, or Ryser cancellation "
                          "above 1e10); try method='dp'")
     return {v: np.clip(cols[k].copy(), 0.0, 1.0) for k, v in enumerate(distinct)}
@@ -474,19 +475,19 @@ def delta_ceil(N: Any, r: Any, f_max: Any) -> Any:
         fa = np.asarray(f_max, dtype=np.float64)
         if (Na < 1).any() or (ra <= 1).any() or ((fa < 0) | (fa > 1)).any() \
                 or not np.isfinite(fa).all():
-            raise ValueError("delta_ceil: need N >= 1, r > 1 and f_max in [0, 1]")
+            raise InputError("delta_ceil: need N >= 1, r > 1 and f_max in [0, 1]")
         num = (Na - ra) * fa * (1 - fa)
         den = (ra - 1) * fa + (Na - 1) * (1 - fa)
         with np.errstate(invalid="ignore", divide="ignore"):
             out = np.where(Na == 1, -(1 - fa), num / np.where(den == 0, 1, den))
         return out
     if isinstance(N, bool) or not isinstance(N, numbers.Integral):
-        raise TypeError(f"N must be an integer (group size), got {type(N).__name__} {N!r}")
+        raise InputTypeError(f"N must be an integer (group size), got {type(N).__name__} {N!r}")
     if N < 1:
-        raise ValueError(f"N must be >= 1, got {N}")
+        raise InputError(f"N must be >= 1, got {N}")
     _check_r(r)
     if isinstance(f_max, bool) or not isinstance(f_max, numbers.Real):
-        raise TypeError(f"f_max must be a real number, got {type(f_max).__name__} {f_max!r}")
+        raise InputTypeError(f"f_max must be a real number, got {type(f_max).__name__} {f_max!r}")
     exact = _is_exact(r) and _is_exact(f_max)
     if exact:
         f = Fraction(f_max)
@@ -495,9 +496,9 @@ def delta_ceil(N: Any, r: Any, f_max: Any) -> Any:
         f = float(f_max)
         rr = float(r)
         if not math.isfinite(f):
-            raise ValueError(f"f_max must be finite, got {f_max!r}")
+            raise InputError(f"f_max must be finite, got {f_max!r}")
     if not 0 <= f <= 1:
-        raise ValueError(f"f_max must be in [0, 1], got {f_max!r}")
+        raise InputError(f"f_max must be in [0, 1], got {f_max!r}")
     if N == 1:
         return -(1 - f)
     num = (N - rr) * f * (1 - f)
@@ -523,13 +524,13 @@ def min_group_size(delta: Any, r: Any, f_max: Any) -> Any:
     _check_r(r)
     for name, v in (("delta", delta), ("f_max", f_max)):
         if isinstance(v, bool) or not isinstance(v, numbers.Real):
-            raise TypeError(f"{name} must be a real number, got {type(v).__name__} {v!r}")
+            raise InputTypeError(f"{name} must be a real number, got {type(v).__name__} {v!r}")
         if not math.isfinite(float(v)):
-            raise ValueError(f"{name} must be finite, got {v!r}")
+            raise InputError(f"{name} must be finite, got {v!r}")
     if not 0 <= f_max <= 1:
-        raise ValueError(f"f_max must be in [0, 1], got {f_max!r}")
+        raise InputError(f"f_max must be in [0, 1], got {f_max!r}")
     if delta < 0:
-        raise ValueError(f"delta must be >= 0, got {delta!r}")
+        raise InputError(f"delta must be >= 0, got {delta!r}")
     exact = _is_exact(delta) and _is_exact(r) and _is_exact(f_max)
     conv = Fraction if exact else float
     d, rr, f = conv(delta), conv(r), conv(f_max)
@@ -856,39 +857,39 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
     check_choice(on_large, "on_large", ("error", "report"))
     r = _check_r(r)
     if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not 0 <= tol < 1e-3:
-        raise ValueError(f"tol must be a small non-negative number, got {tol!r}")
+        raise InputError(f"tol must be a small non-negative number, got {tol!r}")
     if knowledge is not None and not isinstance(knowledge, Knowledge):
-        raise TypeError(f"knowledge must be a fastpriv.knowledge.Knowledge, got "
+        raise InputTypeError(f"knowledge must be a fastpriv.knowledge.Knowledge, got "
                         f"{type(knowledge).__name__}")
     if qi is not None:
         qi = [qi] if isinstance(qi, str) else list(qi)
         for c in qi:
             if not isinstance(c, str):
-                raise TypeError(f"qi: column names must be strings, got {c!r}")
+                raise InputTypeError(f"qi: column names must be strings, got {c!r}")
         if not qi:
-            raise ValueError("qi is empty")
+            raise InputError("qi is empty")
     if knowledge is None and qi is None:
-        raise ValueError("qi= is required when knowledge is not given (the knowledge is "
+        raise InputError("qi= is required when knowledge is not given (the knowledge is "
                          "derived from the QI columns of data)")
 
     # ---------------------------------------------------------------- the release
     if isinstance(data, Release):
         rel = data
         if rel.case != "svpi":
-            raise ValueError(f"r-robustness is defined for one value per individual; this "
+            raise InputError(f"r-robustness is defined for one value per individual; this "
                              f"release is {rel.case!r}")
         if rel.row_group is None:
-            raise ValueError("this Release has no row -> group map (built from counts or a "
+            raise InputError("this Release has no row -> group map (built from counts or a "
                              "stream); build it with Release.from_table, or pass the table")
         if rows is None:
-            raise ValueError("with a Release, pass rows= (the table with the QI columns, in "
+            raise InputError("with a Release, pass rows= (the table with the QI columns, in "
                              "the order of the table the release was built from)")
         if group is not None:
-            raise ValueError("group= is only for tables; a Release already has its groups")
+            raise InputError("group= is only for tables; a Release already has its groups")
         sensitive = sensitive or rel.sensitive_name
         table = as_table(rows, param="rows")
         if table.num_rows != rel.row_group.shape[0]:
-            raise ValueError(f"rows has {table.num_rows} rows but the release was built from "
+            raise InputError(f"rows has {table.num_rows} rows but the release was built from "
                              f"{rel.row_group.shape[0]}")
         gcode = np.asarray(rel.row_group, dtype=np.int32)
         G = rel.n_groups
@@ -901,16 +902,16 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
             [c for A in knowledge.attribute_sets for c in A] if knowledge else []))))
         for c in table.column_names:
             if table.column(c).null_count:
-                raise ValueError(f"rows: column {c!r} has {table.column(c).null_count} nulls")
+                raise InputError(f"rows: column {c!r} has {table.column(c).null_count} nulls")
     else:
         if group is None:
-            raise ValueError("group= is required: the group (bucket) id of every row. For a "
+            raise InputError("group= is required: the group (bucket) id of every row. For a "
                              "generalized table pass the group ids with the exact QI values "
                              "(the adversary links individuals through their exact QI)")
         if sensitive is None:
-            raise ValueError("sensitive= is required")
+            raise InputError("sensitive= is required")
         if not isinstance(sensitive, str):
-            raise TypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
+            raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
         gcols = [group] if isinstance(group, str) else list(group)
         table = as_table(data, param="data")
         kcols = [c for A in knowledge.attribute_sets for c in A] if knowledge else []
@@ -920,11 +921,11 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
         if qi is not None:
             check_columns(qi, table.column_names, "qi")
         if sensitive in gcols or (qi and sensitive in qi):
-            raise ValueError(f"sensitive column {sensitive!r} is also a group/qi column")
+            raise InputError(f"sensitive column {sensitive!r} is also a group/qi column")
         present = [c for c in want if c in table.column_names]
         table, _ = apply_null_policy(table.select(present), present, nulls)
         if table.num_rows == 0:
-            raise ValueError("data has no rows")
+            raise InputError("data has no rows")
         gcode, gkeys = encode_keys([table.column(c) for c in gcols], names=gcols)
         gcode = np.asarray(gcode, dtype=np.int32)
         G = gkeys.num_rows
@@ -965,7 +966,7 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
         sets = [A for A in sets if set(A) <= set(qi)]
     if not sets:
         if not derived or knowledge.fallback is None:
-            raise ValueError("the knowledge has no attribute set within qi")
+            raise InputError("the knowledge has no attribute set within qi")
         # no reliable signature at all: the adversary knows only the global rates, i.e. the
         # empty attribute set (posterior n_x / N); any other set would give at least that
         sets = [()]
@@ -983,7 +984,7 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
         idx = {v: i for i, v in enumerate(values)}
         missing = [v for v in sensitive_values if v not in idx]
         if missing:
-            raise ValueError(f"sensitive_values: {missing[:5]} not among the sensitive values "
+            raise InputError(f"sensitive_values: {missing[:5]} not among the sensitive values "
                              f"of the data ({', '.join(map(repr, values[:20]))}"
                              f"{' …' if V > 20 else ''})")
         xs = np.unique(np.array([idx[v] for v in sensitive_values], dtype=np.int64))
@@ -1011,7 +1012,7 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
         sub = M[np.ix_(used, need)]
         if np.isnan(sub).any():
             i, j = np.argwhere(np.isnan(sub))[0]
-            raise ValueError(
+            raise InputError(
                 f"knowledge has no probability for "
                 f"{knowledge.describe_missing(A, int(used[i]), values[int(need[j])])} and no "
                 "fallback; give it, or build the knowledge with fallback= (e.g. the global "
@@ -1065,7 +1066,7 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
                 mv_method[g] = pw.METHOD_RYSER
             else:
                 if on_large == "error":
-                    raise ValueError(
+                    raise InputError(
                         f"group {group_labels_fn()[g]!r} has {int(sizes[g])} tuples and more "
                         f"than {max_states} multiset DP states: the exact multi-valued "
                         f"posterior (a permanent, #P-hard) is limited to {MAX_RYSER_TUPLES} "

@@ -62,6 +62,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ._validation import check_int, check_threshold, kernel_array
+from .errors import InputError, InputTypeError
 from .release import MVPI_MULTISET, MVPI_SET, SVPI, Release
 
 __all__ = [
@@ -92,7 +93,7 @@ _NEUTRAL = (math.inf, math.inf, math.inf, 1.0, 1.0)
 # ============================================================================ validation
 def _check_release(rel: Any, name: str = "rel") -> Release:
     if not isinstance(rel, Release):
-        raise TypeError(f"{name} must be a fastpriv.Release, got {type(rel).__name__}; build one "
+        raise InputTypeError(f"{name} must be a fastpriv.Release, got {type(rel).__name__}; build one "
                         "with Release.from_table / from_groups / from_counts")
     return rel
 
@@ -104,16 +105,16 @@ def _check_lkm(l: Any, k: Any, m: Any) -> tuple[int, int, int]:
 
 def _check_c(c: Any, name: str = "c") -> Any:
     if isinstance(c, bool) or not isinstance(c, numbers.Real):
-        raise TypeError(f"{name} must be a real number in (0, 1], got {type(c).__name__} {c!r}")
+        raise InputTypeError(f"{name} must be a real number in (0, 1], got {type(c).__name__} {c!r}")
     check_threshold(c, name)
     return c if isinstance(c, Fraction) else float(c)
 
 
 def _check_exact(rel: Release, exact: bool) -> bool:
     if not isinstance(exact, bool):
-        raise TypeError(f"exact must be True or False, got {exact!r}")
+        raise InputTypeError(f"exact must be True or False, got {exact!r}")
     if exact and rel.case == MVPI_MULTISET:
-        raise ValueError("exact=True is available for the 'svpi' and 'mvpi-set' cases only; "
+        raise InputError("exact=True is available for the 'svpi' and 'mvpi-set' cases only; "
                          "the multiset probabilities are powers with exponents up to the "
                          "value counts — use exact=False (log-space floats)")
     return exact
@@ -738,9 +739,9 @@ def _normalize_point(p: Any, where: str) -> _Point:
         try:
             p = (p["l"], p["k"], p["m"], p["c"])
         except KeyError as exc:
-            raise ValueError(f"{where}: a point needs keys l, k, m, c (missing {exc})") from None
+            raise InputError(f"{where}: a point needs keys l, k, m, c (missing {exc})") from None
     if isinstance(p, (str, bytes)) or not isinstance(p, Sequence) or len(p) != 4:
-        raise TypeError(f"{where}: a skyline point is a tuple (l, k, m, c), got {p!r}")
+        raise InputTypeError(f"{where}: a skyline point is a tuple (l, k, m, c), got {p!r}")
     l, k, m, c = p
     if not (type(l) is int and type(k) is int and type(m) is int and l >= 0 and k >= 0
             and m >= 0):
@@ -758,7 +759,7 @@ def _normalize_skylines(skylines: Any) -> tuple[dict, list]:
         star: list = []
         for key, pts in skylines.items():
             if isinstance(pts, (str, bytes)) or not isinstance(pts, Iterable):
-                raise TypeError(f"skylines[{key!r}] must be a list of (l, k, m, c) points")
+                raise InputTypeError(f"skylines[{key!r}] must be a list of (l, k, m, c) points")
             pts = [_normalize_point(p, f"skylines[{key!r}]") for p in pts]
             if isinstance(key, str) and key == "*":
                 star.extend(pts)
@@ -766,7 +767,7 @@ def _normalize_skylines(skylines: Any) -> tuple[dict, list]:
                 explicit.setdefault(key, []).extend(pts)
         return explicit, star
     if isinstance(skylines, (str, bytes)) or not isinstance(skylines, Iterable):
-        raise TypeError("skylines must be {sigma: [(l, k, m, c), ...]} (key '*' = every value) "
+        raise InputTypeError("skylines must be {sigma: [(l, k, m, c), ...]} (key '*' = every value) "
                         f"or a list of (l, k, m, c) points for every value; got "
                         f"{type(skylines).__name__}")
     return {}, [_normalize_point(p, "skylines") for p in skylines]
@@ -1053,7 +1054,7 @@ class SkylineState:
     def __init__(self, skylines: Any, *, case: str | None = None) -> None:
         self._explicit, self._star = _normalize_skylines(skylines)
         if case is not None and case not in _CASE_ID:
-            raise ValueError(f"case must be one of {', '.join(map(repr, _CASE_ID))}; "
+            raise InputError(f"case must be one of {', '.join(map(repr, _CASE_ID))}; "
                              f"got {case!r}")
         self._case = case
         self._stats: dict = {}    # sigma -> float64 array (P_sigma, 5)
@@ -1086,7 +1087,7 @@ class SkylineState:
         Returns ``self``.
         """
         if method not in ("auto", "classes", "direct"):
-            raise ValueError(f"method must be 'auto', 'classes' or 'direct'; got {method!r}")
+            raise InputError(f"method must be 'auto', 'classes' or 'direct'; got {method!r}")
         if isinstance(data, Release):
             rel = data
         else:
@@ -1094,12 +1095,12 @@ class SkylineState:
         if self._case is None:
             self._case = rel.case
         elif rel.case != self._case:
-            raise ValueError(f"data: release case {rel.case!r} differs from the state's case "
+            raise InputError(f"data: release case {rel.case!r} differs from the state's case "
                              f"{self._case!r}")
         if labels is not None:
             labels = list(labels)
             if len(labels) != rel.n_groups:
-                raise ValueError(f"labels has {len(labels)} entries but the data has "
+                raise InputError(f"labels has {len(labels)} entries but the data has "
                                  f"{rel.n_groups} groups")
         values = rel.values
         if self._star:
@@ -1127,7 +1128,7 @@ class SkylineState:
             stats, args = _check_by_classes(rel, pt_sig, pt_l, pt_k, pt_m, parallel,
                                             auto=method == "auto")
             if stats is None and method == "classes":
-                raise ValueError("method='classes': the (n, s) class table of this release "
+                raise InputError("method='classes': the (n, s) class table of this release "
                                  "is too large; use method='direct' or 'auto'")
         if stats is None:
             stats, args = _scan_points(rel, pt_sig, pt_l, pt_k, pt_m, parallel)
@@ -1159,11 +1160,11 @@ class SkylineState:
         Both must have been built for the same skylines (and case).
         """
         if not isinstance(other, SkylineState):
-            raise TypeError(f"other must be a SkylineState, got {type(other).__name__}")
+            raise InputTypeError(f"other must be a SkylineState, got {type(other).__name__}")
         if (other._explicit, other._star) != (self._explicit, self._star):
-            raise ValueError("other: states for different skylines cannot be merged")
+            raise InputError("other: states for different skylines cannot be merged")
         if self._case is not None and other._case is not None and self._case != other._case:
-            raise ValueError(f"other: case {other._case!r} differs from {self._case!r}")
+            raise InputError(f"other: case {other._case!r} differs from {self._case!r}")
         out = SkylineState.__new__(SkylineState)
         out._explicit, out._star = self._explicit, self._star
         out._case = self._case or other._case
@@ -1189,7 +1190,7 @@ class SkylineState:
         missing = [s for s in self._explicit if s not in self._seen]
         if missing:
             seen = ", ".join(map(repr, list(self._seen)[:20]))
-            raise ValueError(f"skylines: {missing[0]!r} is not a sensitive value of the data; "
+            raise InputError(f"skylines: {missing[0]!r} is not a sensitive value of the data; "
                              f"values: {seen}")
         rest = [v for v in self._seen if v not in self._explicit] if self._star else []
         try:        # label order, as check() on the whole release: merge order is irrelevant
@@ -1551,7 +1552,7 @@ class SigmaTables:
         l, k, m = _check_lkm(l, k, m)
         if l > self.l_max:
             if self.l_max < self._l_cap:
-                raise ValueError(f"l={l} exceeds l_max={self.l_max} of these tables; "
+                raise InputError(f"l={l} exceeds l_max={self.l_max} of these tables; "
                                  f"prepare(..., l_max={l})")
             l = self.l_max      # BP is constant in ℓ beyond the number of values
         return l, k, m
@@ -1645,15 +1646,15 @@ def knowledge_probability(rel: Release, sigma: Any, t: int, x: Sequence[Any] = (
     for val in x:
         rel.code_of(val, param="x")
         if val == sigma:
-            raise ValueError("x: the excluded values must differ from sigma")
+            raise InputError("x: the excluded values must differ from sigma")
         if val in xs:
-            raise ValueError(f"x: value {val!r} given twice")
+            raise InputError(f"x: value {val!r} given twice")
         xs.append(val)
     u_by_group: dict = {}
     for item in u:
         if rel.case == SVPI:
             if isinstance(item, (str, bytes)) or not isinstance(item, Sequence) or len(item) != 2:
-                raise TypeError(f"u: SVPI knowledge about others is (group, value) pairs, got "
+                raise InputTypeError(f"u: SVPI knowledge about others is (group, value) pairs, got "
                                 f"{item!r}")
             g = check_int(item[0], "u group", minimum=0, maximum=G - 1)
             rel.code_of(item[1], param="u value")
@@ -1668,7 +1669,7 @@ def knowledge_probability(rel: Release, sigma: Any, t: int, x: Sequence[Any] = (
     for g in set(u_by_group) | set(v_by_group) | {t}:
         need = (g == t) + len(u_by_group.get(g, [])) + v_by_group.get(g, 0)
         if need > int(rel.sizes[g]):
-            raise ValueError(f"group {g} has {int(rel.sizes[g])} individuals but the knowledge "
+            raise InputError(f"group {g} has {int(rel.sizes[g])} individuals but the knowledge "
                              f"names {need} distinct ones in it")
     if rel.case == MVPI_MULTISET:
         return _knowledge_probability_ms(rel, sigma, t, xs, u_by_group, v_by_group)
@@ -1684,7 +1685,7 @@ def knowledge_probability(rel: Release, sigma: Any, t: int, x: Sequence[Any] = (
             for y in u_by_group.get(g, []):
                 counts[y] = counts.get(y, 0) - 1
                 if counts[y] < 0:
-                    raise ValueError(f"u: group {g} has no (more) individuals with value {y!r}: "
+                    raise InputError(f"u: group {g} has no (more) individuals with value {y!r}: "
                                      "the knowledge is impossible")
             n1 = n - ku
             s1 = counts.get(sigma, 0)
@@ -1698,7 +1699,7 @@ def knowledge_probability(rel: Release, sigma: Any, t: int, x: Sequence[Any] = (
         else:  # MVPI-Set: sigma holders are a uniform s-subset of the n - ku others
             n1 = n - ku
             if s > n1:
-                raise ValueError(f"u: in group {g}, {ku} individuals lacking {sigma!r} leave "
+                raise InputError(f"u: in group {g}, {ku} individuals lacking {sigma!r} leave "
                                  f"too few for its {s} holders: the knowledge is impossible")
             if g == t:
                 den = Fraction(s, n1)
@@ -1710,7 +1711,7 @@ def knowledge_probability(rel: Release, sigma: Any, t: int, x: Sequence[Any] = (
         num *= f
     total = den + num
     if total == 0:
-        raise ValueError("the knowledge has probability 0 (it contradicts the release)")
+        raise InputError("the knowledge has probability 0 (it contradicts the release)")
     out = den / total
     return out if exact else float(out)
 
@@ -1739,7 +1740,7 @@ def _knowledge_probability_ms(rel: Release, sigma: Any, t: int, xs: list, u_by_g
         s = counts.get(sigma, 0)
         n1 = n - ku
         if s and n1 <= 0:
-            raise ValueError(f"u: every individual of group {g} lacks {sigma!r}, which occurs "
+            raise InputError(f"u: every individual of group {g} lacks {sigma!r}, which occurs "
                              "there: the knowledge is impossible")
         if g == t:
             if not s:
@@ -1764,6 +1765,6 @@ def _knowledge_probability_ms(rel: Release, sigma: Any, t: int, xs: list, u_by_g
                 log_num += s * math.log1p(-mv / n1)
     num = math.exp(log_num) if log_num != -math.inf else 0.0
     if den + num == 0:
-        raise ValueError("the knowledge has probability 0 (it contradicts the release)")
+        raise InputError("the knowledge has probability 0 (it contradicts the release)")
     return den / (den + num)
 

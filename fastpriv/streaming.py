@@ -53,6 +53,7 @@ from ._arrow import apply_null_policy, encode_column, iter_batches
 from ._validation import check_int, kernel_array
 from .classic import _AUDIT_ROWS, _WORSE_IF_LARGER
 from .counts import CountAccumulator
+from .errors import InputError, InputTypeError
 from .release import Release
 
 __all__ = [
@@ -123,16 +124,16 @@ class GroupwiseState:
 
         self.l = check_int(l, "l", minimum=1)
         if (values is None) != (q is None):
-            raise ValueError("give both values= and q= (the distribution Q) or neither")
+            raise InputError("give both values= and q= (the distribution Q) or neither")
         self.values = None if values is None else list(values)
         self.q = None
         self._rank = None
         if q is not None:
             qa = np.asarray(q, dtype=np.float64)
             if qa.shape != (len(self.values),):
-                raise ValueError(f"q has {qa.size} entries but values has {len(self.values)}")
+                raise InputError(f"q has {qa.size} entries but values has {len(self.values)}")
             if not np.isfinite(qa).all() or (qa < 0).any():
-                raise ValueError("q must hold finite non-negative probabilities")
+                raise InputError("q must hold finite non-negative probabilities")
             self.q = kernel_array(qa, np.float64)
             self._code = {v: i for i, v in enumerate(self.values)}
             self._rank = kernel_array(_order_rank(self.values, order), np.int64)
@@ -154,11 +155,11 @@ class GroupwiseState:
         global group index. Returns ``self``.
         """
         if not isinstance(rel, Release):
-            raise TypeError(f"rel must be a Release, got {type(rel).__name__}")
+            raise InputTypeError(f"rel must be a Release, got {type(rel).__name__}")
         if self.case is None:
             self.case = rel.case
         elif rel.case != self.case:
-            raise ValueError(f"rel: case {rel.case!r} differs from {self.case!r}")
+            raise InputError(f"rel: case {rel.case!r} differs from {self.case!r}")
         if rel.n_groups == 0:
             return self
         if self.classic:
@@ -192,7 +193,7 @@ class GroupwiseState:
             try:
                 gmap = np.array([self._code[v] for v in rel.values], dtype=np.int32)
             except KeyError as exc:
-                raise ValueError(f"values: the data has sensitive value {exc.args[0]!r}, "
+                raise InputError(f"values: the data has sensitive value {exc.args[0]!r}, "
                                  "which is not in the domain of q") from None
             gcodes = kernel_array(gmap[rel.codes] if gmap.size else rel.codes, np.int32)
         labels = rel.group_labels
@@ -229,15 +230,15 @@ class GroupwiseState:
     def merge(self, other: "GroupwiseState") -> "GroupwiseState":
         """A new state for the union of two disjoint sets of groups (min/max reductions)."""
         if not isinstance(other, GroupwiseState):
-            raise TypeError(f"other must be a GroupwiseState, got {type(other).__name__}")
+            raise InputTypeError(f"other must be a GroupwiseState, got {type(other).__name__}")
         if (self.l, self.values, self.order, self.classic) != \
                 (other.l, other.values, other.order, other.classic) or \
                 (self.q is None) != (other.q is None) or \
                 (self.q is not None and not np.array_equal(self.q, other.q)) or \
                 (self.sky is None) != (other.sky is None):
-            raise ValueError("other: states with different parameters cannot be merged")
+            raise InputError("other: states with different parameters cannot be merged")
         if self.case and other.case and self.case != other.case:
-            raise ValueError(f"other: case {other.case!r} differs from {self.case!r}")
+            raise InputError(f"other: case {other.case!r} differs from {self.case!r}")
         out = GroupwiseState.__new__(GroupwiseState)
         out.__dict__.update(self.__dict__)
         out.models = {k: dict(v) for k, v in self.models.items()}
@@ -257,7 +258,7 @@ class GroupwiseState:
         from .classic import ClassicAudit
 
         if self.n_groups == 0:
-            raise ValueError("no group was folded into this state")
+            raise InputError("no group was folded into this state")
         models = {k: self.models[k] for k, *_ in CLASSIC_ROWS if k in self.models}
         return ClassicAudit(n_groups=self.n_groups, n_rows=self.n_rows, case=self.case or "svpi",
                             l=self.l, models=models)
@@ -288,7 +289,7 @@ def _order_rank(values: list, order: Sequence[Any] | None) -> np.ndarray:
     pos = {v: i for i, v in enumerate(order)}
     missing = [v for v in values if v not in pos]
     if missing:
-        raise ValueError(f"order: values {missing[:5]} are not in the order")
+        raise InputError(f"order: values {missing[:5]} are not in the order")
     ranks = np.array([pos[v] for v in values], dtype=np.int64)
     return np.argsort(np.argsort(ranks))
 
@@ -337,11 +338,11 @@ class StreamAudit:
 # ============================================================================ helpers
 def _keys_of(group: Any, qi: Any) -> list[str]:
     if (group is None) == (qi is None):
-        raise ValueError("give exactly one of group= (bucketized release) or qi= "
+        raise InputError("give exactly one of group= (bucketized release) or qi= "
                          "(generalized QI columns)")
     keys = [group] if isinstance(group, str) else list(group if group is not None else qi)
     if not keys:
-        raise ValueError("group/qi: at least one column is required")
+        raise InputError("group/qi: at least one column is required")
     return keys
 
 
@@ -380,7 +381,7 @@ def value_distribution(data: Any, sensitive: str, *, keys: Sequence[str] = (),
         totals[:c.size] += c
         n += t.num_rows
     if n == 0:
-        raise ValueError("data is empty: a release needs at least one row")
+        raise InputError("data is empty: a release needs at least one row")
     rank, labels = lab.sorted_ranks()
     full = np.zeros(rank.size, dtype=np.int64)
     full[:totals.size] = totals          # labels never counted (unused dictionary entries): 0
@@ -463,7 +464,7 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
     """
     keys = _keys_of(group, qi)
     if sensitive in keys:
-        raise ValueError(f"sensitive column {sensitive!r} is also a group column")
+        raise InputError(f"sensitive column {sensitive!r} is also a group column")
     cols = keys + [sensitive]
     skipped: dict = {}
     passes = 1
@@ -483,7 +484,7 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
                 skipped[key] = ("needs the distribution of the whole table: pass q= or an "
                                 "input that can be read twice")
         else:
-            raise ValueError(f"q must be a mapping label -> probability, 'pass' or None; "
+            raise InputError(f"q must be a mapping label -> probability, 'pass' or None; "
                              f"got {q!r}")
     state = GroupwiseState(l=l, values=values, q=qv, order=order, skylines=skylines,
                            classic=classic)
@@ -508,7 +509,7 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
         starts, bad = _runs(table, keys)
         if bad >= 0 and check_sorted:
             row = rows - table.num_rows + bad
-            raise ValueError(f"data is not sorted by {keys}: group {_key_at(table, keys, bad)!r} "
+            raise InputError(f"data is not sorted by {keys}: group {_key_at(table, keys, bad)!r} "
                              f"follows {_key_at(table, keys, bad - 1)!r} (row {row} of the "
                              "input); sort it, or use audit_stream for any order")
         first_key = _key_at(table, keys, 0)
@@ -524,7 +525,7 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
                 begin = end
                 starts = starts[1:]
             elif check_sorted and not _label_less(carry_key, first_key):
-                raise ValueError(f"data is not sorted by {keys}: group {first_key!r} follows "
+                raise InputError(f"data is not sorted by {keys}: group {first_key!r} follows "
                                  f"{carry_key!r} (row {rows - table.num_rows} of the input); "
                                  "sort it, or use audit_stream for any order")
             done.merge(carry)
@@ -538,7 +539,7 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
         carry_key = _key_at(table, keys, last)
         _progress(progress, rows, nbytes)
     if carry is None:
-        raise ValueError("data is empty: a release needs at least one row")
+        raise InputError("data is empty: a release needs at least one row")
     flush(carry)
     return StreamAudit(classic=state.classic_audit() if classic else None,
                        skyline=state.skyline_result(), ck_safety=None,

@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from .._validation import check_columns, check_int, kernel_array
+from ..errors import InputError, InputTypeError
 from ._result import Anonymized
 
 __all__ = ["anatomy", "AnatomyResult", "CLI_METHOD"]
@@ -60,10 +61,10 @@ class AnatomyResult(Anonymized):
 
         src = self.source if original is None else original
         if src is None:
-            raise ValueError("qi_table needs the original table (this result keeps none)")
+            raise InputError("qi_table needs the original table (this result keeps none)")
         t = as_table(src, list(self.qi), param="original")
         if t.num_rows != self.group_ids.shape[0]:
-            raise ValueError(f"original has {t.num_rows} rows, the release covers "
+            raise InputError(f"original has {t.num_rows} rows, the release covers "
                              f"{self.group_ids.shape[0]}")
         cols = {c: t.column(c) for c in self.qi}
         cols[self.group_column] = pa.array(self.group_ids)
@@ -84,7 +85,7 @@ class AnatomyResult(Anonymized):
         src = self.source if original is None else original
         inputs = [src] if isinstance(src, (str, os.PathLike)) else []
         if os.path.abspath(os.fspath(qi_path)) == os.path.abspath(os.fspath(sensitive_path)):
-            raise ValueError("qi_path and sensitive_path must differ")
+            raise InputError("qi_path and sensitive_path must differ")
         a = write_table(qi_path, self.qi_table(original), overwrite=overwrite, format=format,
                         inputs=inputs)
         b = write_table(sensitive_path, self.sensitive_table(), overwrite=overwrite,
@@ -142,7 +143,7 @@ def anatomy(table: Any, sensitive: str, l: int, *, seed: int = 0,  # noqa: E741
     from ..release import Release
 
     if not isinstance(sensitive, str):
-        raise TypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
+        raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
     l = check_int(l, "l", minimum=1)  # noqa: E741
     seed = check_int(seed, "seed", minimum=0)
     src = as_table(table, param="table")
@@ -155,15 +156,15 @@ def anatomy(table: Any, sensitive: str, l: int, *, seed: int = 0,  # noqa: E741
         qi = list(qi)
         check_columns(qi, src.column_names, "qi")
         if sensitive in qi:
-            raise ValueError(f"sensitive column {sensitive!r} is also a qi column")
+            raise InputError(f"sensitive column {sensitive!r} is also a qi column")
     if group_column in qi or group_column == sensitive:
-        raise ValueError(f"group_column {group_column!r} clashes with an input column")
+        raise InputError(f"group_column {group_column!r} clashes with an input column")
     work = pa.table({"__row": pa.array(np.arange(src.num_rows, dtype=np.int64)),
                      sensitive: src.column(sensitive)})
     work, dropped = apply_null_policy(work, [sensitive], nulls)
     n = work.num_rows
     if n == 0:
-        raise ValueError("table has no rows")
+        raise InputError("table has no rows")
     keep_rows = work.column("__row").to_numpy()
     enc = encode_column(work.column(sensitive), name=sensitive)
     codes = enc.codes.astype(np.int64)
@@ -174,7 +175,7 @@ def anatomy(table: Any, sensitive: str, l: int, *, seed: int = 0,  # noqa: E741
     if sensitive_values is None:
         top = int(cnt.argmax())
         if cnt[top] * l > n:
-            raise ValueError(
+            raise InputError(
                 f"table is not eligible for Anatomy with l={l}: value {labels[top]!r} occurs "
                 f"in {int(cnt[top])} of {n} rows (more than n/l = {n / l:.6g}); the largest "
                 f"feasible l is {n // int(cnt[top])}. Pass sensitive_values=[...] to require "
@@ -198,17 +199,17 @@ def anatomy(table: Any, sensitive: str, l: int, *, seed: int = 0,  # noqa: E741
             sensitive_values = [sensitive_values]
         sv = list(sensitive_values)
         if not sv:
-            raise ValueError("sensitive_values is empty")
+            raise InputError("sensitive_values is empty")
         idx = {v: i for i, v in enumerate(labels)}
         sc = [idx[v] for v in sv if v in idx]
         unknown = [v for v in sv if v not in idx]
         if unknown:
-            raise ValueError(f"sensitive_values: {unknown[:5]} do not occur in column "
+            raise InputError(f"sensitive_values: {unknown[:5]} do not occur in column "
                              f"{sensitive!r}; values: {labels[:20]}")
         is_s = np.isin(codes, np.asarray(sc, dtype=np.int64))
         ns = int(is_s.sum())
         if ns * l > n:
-            raise ValueError(
+            raise InputError(
                 f"table is not eligible for Anatomy with l={l}: the sensitive values occur "
                 f"in {ns} of {n} rows (more than n/l = {n / l:.6g}); the largest feasible l "
                 f"is {n // ns}")
@@ -274,15 +275,15 @@ def _cli_arguments(g: Any) -> None:
 def _cli_run(args: Any, data: Any, criterion: Any) -> AnatomyResult:
     others = [o for o in ("k", "t", "alpha", "c", "ck") if getattr(args, o, None) is not None]
     if others:
-        raise ValueError(f"--method anatomy only takes --l (ℓ-diversity); got "
+        raise InputError(f"--method anatomy only takes --l (ℓ-diversity); got "
                          f"{', '.join('--' + o for o in others)}")
     if getattr(args, "l", None) is None:
-        raise ValueError("--method anatomy needs --l")
+        raise InputError("--method anatomy needs --l")
     if getattr(args, "l_kind", "distinct") != "distinct":
-        raise ValueError("--method anatomy produces distinct ℓ-diversity; drop --l-kind")
+        raise InputError("--method anatomy produces distinct ℓ-diversity; drop --l-kind")
     ell = float(args.l)
     if ell != int(ell):
-        raise ValueError(f"--l must be an integer for Anatomy, got {args.l}")
+        raise InputError(f"--l must be an integer for Anatomy, got {args.l}")
     res = anatomy(data, args.sensitive, int(ell), seed=args.anatomy_seed, qi=args.qi,
                   sensitive_values=args.anatomy_sensitive_values,
                   nulls="drop" if getattr(args, "nulls", "error") == "drop" else "error")

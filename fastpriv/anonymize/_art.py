@@ -43,6 +43,7 @@ import numpy as np
 import pyarrow as pa
 
 from .._validation import check_choice, kernel_array
+from ..errors import InputError, InputTypeError
 from ._input import check_qi_sensitive, prepare_input
 from ._result import Anonymized
 
@@ -75,10 +76,10 @@ class ARTInput:
 
 def _check_r(r: Any) -> float:
     if isinstance(r, bool) or not isinstance(r, numbers.Real):
-        raise TypeError(f"r must be a real number > 1, got {type(r).__name__} {r!r}")
+        raise InputTypeError(f"r must be a real number > 1, got {type(r).__name__} {r!r}")
     rf = float(r)
     if not math.isfinite(rf) or not rf > 1:
-        raise ValueError(f"r must be a finite number > 1, got {r!r}")
+        raise InputError(f"r must be a finite number > 1, got {r!r}")
     return rf
 
 
@@ -98,7 +99,7 @@ def prepare_art(table: Any, qi: Sequence[str], sensitive: str, *,
     qi = check_qi_sensitive(qi, sensitive)
     check_choice(nulls, "nulls", ("error", "drop"))
     if knowledge is not None and not isinstance(knowledge, Knowledge):
-        raise TypeError(f"knowledge must be a fastpriv.knowledge.Knowledge, got "
+        raise InputTypeError(f"knowledge must be a fastpriv.knowledge.Knowledge, got "
                         f"{type(knowledge).__name__}")
     t, qi, n_input, kept = prepare_input(table, qi, sensitive, nulls, checked=True)
     kcols = [c for A in knowledge.attribute_sets for c in A] if knowledge is not None else []
@@ -114,18 +115,18 @@ def prepare_art(table: Any, qi: Sequence[str], sensitive: str, *,
         index = {v: i for i, v in enumerate(values)}
         missing = [v for v in sensitive_values if v not in index]
         if missing:
-            raise ValueError(f"sensitive_values: {missing[:5]} not among the values of "
+            raise InputError(f"sensitive_values: {missing[:5]} not among the values of "
                              f"{sensitive!r} ({', '.join(map(repr, values[:20]))}"
                              f"{' …' if len(values) > 20 else ''})")
         xs = sorted({index[v] for v in sensitive_values})
         if not xs:
-            raise ValueError("sensitive_values is empty")
+            raise InputError("sensitive_values is empty")
     xs_labels = [values[i] for i in xs]
     table_released = t
     set_label = None
     if as_one_value:
         if sensitive_values is None:
-            raise ValueError("as_one_value=True needs sensitive_values (the set X_s)")
+            raise InputError("as_one_value=True needs sensitive_values (the set X_s)")
         t, set_label = _merge_values(t, sensitive, xs_labels, values)
         senc = encode_column(t.column(sensitive), name=sensitive)
         values = senc.labels.to_pylist()
@@ -140,7 +141,7 @@ def prepare_art(table: Any, qi: Sequence[str], sensitive: str, *,
     sets = [A for A in knowledge.attribute_sets if set(A) <= set(qi)]
     if not sets:
         if not derived:
-            raise ValueError("knowledge: none of its attribute sets is within qi")
+            raise InputError("knowledge: none of its attribute sets is within qi")
         sets = [()]       # no reliable signature: only the global rates (as robustness.audit)
     # ---- per-row probabilities, compressed to profiles
     cache: dict = {}
@@ -159,7 +160,7 @@ def prepare_art(table: Any, qi: Sequence[str], sensitive: str, *,
         sub = M[used]
         if np.isnan(sub).any():
             i, j = np.argwhere(np.isnan(sub))[0]
-            raise ValueError(f"knowledge has no probability for "
+            raise InputError(f"knowledge has no probability for "
                              f"{knowledge.describe_missing(A, int(used[i]), xs_labels[j])} "
                              "and no fallback; give it, or build the knowledge with a "
                              "fallback (e.g. the global rates)")
@@ -212,7 +213,7 @@ def _merge_values(t: pa.Table, sensitive: str, xs_labels: list, values: list
     if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
         col = col.cast(pa.string())
     if label in {str(v) for v in values}:
-        raise ValueError(f"sensitive_values: the merged label {label!r} is already a value")
+        raise InputError(f"sensitive_values: the merged label {label!r} is already a value")
     mask = pc.is_in(col, value_set=pa.array([str(v) for v in xs_labels], col.type))
     merged = pc.if_else(mask, pa.scalar(label, col.type), col)
     i = t.column_names.index(sensitive)
@@ -303,17 +304,17 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
     check_choice(on_unsatisfied, "on_unsatisfied", ("error", "report"))
     check_choice(condition, "condition", ("delta", "exact"))
     if not isinstance(pad, bool):
-        raise TypeError(f"pad must be True or False, got {pad!r}")
+        raise InputTypeError(f"pad must be True or False, got {pad!r}")
     if prepared is None:
         if not isinstance(as_one_value, bool):
-            raise TypeError(f"as_one_value must be True or False, got {as_one_value!r}")
+            raise InputTypeError(f"as_one_value must be True or False, got {as_one_value!r}")
         prep = prepare_art(table, qi, sensitive, sensitive_values=sensitive_values,
                            knowledge=knowledge, max_size=max_size, epsilon=epsilon,
                            delta=delta, min_support=min_support, as_one_value=as_one_value,
                            nulls=nulls)
     else:
         if not isinstance(prepared, ARTInput):
-            raise TypeError("prepared must come from prepare_art")
+            raise InputTypeError("prepared must come from prepare_art")
         prep = prepared
     t1 = time.perf_counter()
     n = prep.row_prof.shape[0]
@@ -388,7 +389,7 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
                                "witness": aud.witness}})
         info["seconds"]["verify"] = time.perf_counter() - t3
     if n_unsat_rows and on_unsatisfied == "error" and not robust:
-        raise ValueError(f"ART could not satisfy the {condition} condition for {n_unsat_rows} "
+        raise InputError(f"ART could not satisfy the {condition} condition for {n_unsat_rows} "
                          "sensitive "
                          "rows (no eligible group left, or f_min = 0 < f_max for some "
                          "attribute set) and the exact audit "
@@ -420,9 +421,9 @@ def _cli_arguments(g: Any) -> None:
 
 def _cli_run(args: Any, data: Any, criterion: Any) -> Anonymized:
     if getattr(args, "r", None) is None:
-        raise ValueError("--method art needs --r (r-robustness)")
+        raise InputError("--method art needs --r (r-robustness)")
     if criterion is not None:
-        raise ValueError("--method art takes only --r (and --art-* options); drop "
+        raise InputError("--method art takes only --r (and --art-* options); drop "
                          "--k/--l/--t/--alpha/--c")
     return art(data, args.qi, args.sensitive, args.r,
                sensitive_values=args.art_sensitive_values, max_size=args.art_max_size,

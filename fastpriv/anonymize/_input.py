@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 
 from .._arrow import apply_null_policy, as_table
 from .._validation import check_choice, check_columns
+from ..errors import InputError, InputTypeError
 
 
 class AnonymizerInput(NamedTuple):
@@ -29,13 +30,13 @@ def check_qi_sensitive(qi: Sequence[str] | str, sensitive: str) -> list:
         qi = [qi]
     qi = list(qi)
     if not qi:
-        raise ValueError("qi: at least one quasi-identifier column is required")
+        raise InputError("qi: at least one quasi-identifier column is required")
     if len(set(qi)) != len(qi):
-        raise ValueError(f"qi: duplicate columns in {qi}")
+        raise InputError(f"qi: duplicate columns in {qi}")
     if not isinstance(sensitive, str):
-        raise TypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
+        raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
     if sensitive in qi:
-        raise ValueError(f"sensitive column {sensitive!r} is also a qi column")
+        raise InputError(f"sensitive column {sensitive!r} is also a qi column")
     return qi
 
 
@@ -70,7 +71,7 @@ def prepare_input(table: Any, qi: Sequence[str] | str, sensitive: str, nulls: st
     else:
         t, _ = apply_null_policy(t, cols, "error")
     if t.num_rows == 0:
-        raise ValueError("table is empty: a release needs at least one row")
+        raise InputError("table is empty: a release needs at least one row")
     return AnonymizerInput(t, qi, n_input, kept)
 
 

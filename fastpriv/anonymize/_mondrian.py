@@ -38,6 +38,7 @@ import pyarrow as pa
 
 from .._arrow import encode_column
 from .._validation import check_choice, check_columns, kernel_array
+from ..errors import InputError
 from ..predicates import Criterion, LocalCriterion, criteria_from, kernel_spec
 from ..release import SVPI, Release
 from ._input import check_qi_sensitive, expand_arrow, expand_rows, prepare_input
@@ -109,7 +110,7 @@ class MondrianTree:
         """Partition the cells; returns ``(group of each cell, n_groups, n_splits, path)``."""
         whole = self._release_of([self._profile_all()])
         if not self._ok(crit, whole):
-            raise ValueError(f"the whole table does not satisfy {crit.name}; no release can "
+            raise InputError(f"the whole table does not satisfy {crit.name}; no release can "
                              "(Mondrian only refines the single-group release)")
         if _kernel_evaluable(crit):
             from .._kernels.mondrian import mondrian_local

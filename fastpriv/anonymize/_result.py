@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..errors import InputError
 from ..release import Release
 
 __all__ = ["Anonymized", "GeneralizedAttribute"]
@@ -93,7 +94,7 @@ class Anonymized:
         if original is not None:
             t = as_table(original, param="original")
             if t.num_rows != self.group_ids.shape[0]:
-                raise ValueError(f"original has {t.num_rows} rows, the result covers "
+                raise InputError(f"original has {t.num_rows} rows, the result covers "
                                  f"{self.group_ids.shape[0]}")
             for name in t.column_names:
                 cols[name] = t.column(name)

@@ -55,6 +55,7 @@ import pyarrow as pa
 
 from .._arrow import encode_column
 from .._validation import check_choice, kernel_array
+from ..errors import InputError, InputTypeError
 from ..hierarchies import BoundHierarchy, resolve_hierarchies
 from ..predicates import Criterion, LocalCriterion, as_criterion, criteria_from
 from ..release import SVPI, Release
@@ -132,9 +133,9 @@ class LatticeSearch:
     def _need(self) -> Anonymized:
         if self.anonymized is None:
             if self.best is None:
-                raise ValueError(f"no node of the lattice satisfies {self.criterion} (not even "
+                raise InputError(f"no node of the lattice satisfies {self.criterion} (not even "
                                  "the top node); nothing to release")
-            raise ValueError("the release was not materialized (materialize=False)")
+            raise InputError("the release was not materialized (materialize=False)")
         return self.anonymized
 
     @property
@@ -197,14 +198,14 @@ class ChainSearch:
     def release(self) -> Release:
         """The release at the found node."""
         if self.anonymized is None:
-            raise ValueError(f"no node of the chain satisfies {self.criterion}")
+            raise InputError(f"no node of the chain satisfies {self.criterion}")
         return self.anonymized.release
 
     @property
     def group_ids(self) -> np.ndarray:
         """Group id of each input row at the found node."""
         if self.anonymized is None:
-            raise ValueError(f"no node of the chain satisfies {self.criterion}")
+            raise InputError(f"no node of the chain satisfies {self.criterion}")
         return self.anonymized.group_ids
 
     def to_dict(self) -> dict[str, Any]:
@@ -312,10 +313,10 @@ class GeneralizationLattice:
         try:
             t = tuple(int(x) for x in node)
         except TypeError:
-            raise TypeError(f"node must be a sequence of levels, got {node!r}") from None
+            raise InputTypeError(f"node must be a sequence of levels, got {node!r}") from None
         if len(t) != len(self.heights) or any(not 0 <= x < h for x, h in
                                                zip(t, self.heights)):
-            raise ValueError(f"node {node!r} is not in the lattice: one level per QI "
+            raise InputError(f"node {node!r} is not in the lattice: one level per QI "
                              f"attribute {self.qi}, level a in 0..{[h - 1 for h in self.heights]}")
         return t
 
@@ -368,9 +369,9 @@ class GeneralizationLattice:
     def _budget(self, crit: Criterion, suppression: float) -> int:
         if isinstance(suppression, bool) or not isinstance(suppression, (int, float)) or \
                 not 0.0 <= float(suppression) < 1.0:
-            raise ValueError(f"suppression must be a fraction in [0, 1), got {suppression!r}")
+            raise InputError(f"suppression must be a fraction in [0, 1), got {suppression!r}")
         if suppression and not (getattr(crit, "local", False) and hasattr(crit, "group_ok")):
-            raise ValueError(f"suppression needs a group-local criterion (k-anonymity, "
+            raise InputError(f"suppression needs a group-local criterion (k-anonymity, "
                              f"ℓ-diversity, t-closeness, (c,k)-safety with negations); "
                              f"{crit.name} is not")
         return int(math.floor(float(suppression) * self.n_rows))
@@ -424,7 +425,7 @@ class GeneralizationLattice:
         if budget > 0 and not getattr(crit, "union_monotone", False):
             monotone = False  # suppression keeps monotonicity only for k / distinct ℓ
         if strategy == "flash" and not monotone:
-            raise ValueError(f"strategy='flash' needs a monotone criterion; {crit.name} "
+            raise InputError(f"strategy='flash' needs a monotone criterion; {crit.name} "
                              f"{'with suppression ' if budget else ''}is not")
         use_flash = monotone and strategy != "exhaustive"
         N = self.n_nodes
@@ -586,10 +587,10 @@ class GeneralizationLattice:
         crit = as_criterion(predicate)
         nodes = [self._node(n) for n in (chain if chain is not None else self.default_chain())]
         if not nodes:
-            raise ValueError("chain is empty")
+            raise InputError("chain is empty")
         for a, b in zip(nodes, nodes[1:]):
             if not all(x <= y for x, y in zip(a, b)) or a == b:
-                raise ValueError(f"chain must be strictly increasing componentwise; {list(a)} "
+                raise InputError(f"chain must be strictly increasing componentwise; {list(a)} "
                                  f"is followed by {list(b)}")
         lo, hi, found, n_checked = 0, len(nodes) - 1, None, 0
         while lo <= hi:
@@ -638,7 +639,7 @@ class GeneralizationLattice:
         crit = None if predicate is None else as_criterion(predicate)
         if suppression:
             if crit is None:
-                raise ValueError("suppression needs the predicate")
+                raise InputError("suppression needs the predicate")
             self._budget(crit, suppression)
             keep_group = crit.group_ok(rel_cells, self._q)  # type: ignore[attr-defined]
         row_group = g[self._row_cell]

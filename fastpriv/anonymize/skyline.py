@@ -54,6 +54,7 @@ import numpy as np
 import pyarrow as pa
 
 from .._validation import check_choice, check_columns, kernel_array
+from ..errors import InputError, InputTypeError
 from ..release import MVPI_MULTISET, MVPI_SET, SVPI, Release
 from ._result import Anonymized
 
@@ -125,7 +126,7 @@ def _pairs(skylines: Any, values: list) -> _Pairs:
     for sigma in explicit:
         if sigma not in index:
             shown = ", ".join(map(repr, values[:20]))
-            raise ValueError(f"skylines: {sigma!r} is not a sensitive value of the data; "
+            raise InputError(f"skylines: {sigma!r} is not a sensitive value of the data; "
                              f"values: {shown}{' …' if len(values) > 20 else ''}")
     sig, pts, owners = [], [], []
     for sigma in list(explicit) + [v for v in values if v not in explicit]:
@@ -134,7 +135,7 @@ def _pairs(skylines: Any, values: list) -> _Pairs:
             pts.append(p)
             sig.append(index[sigma])
     if not pts:
-        raise ValueError("skylines has no point: give {sigma: [(l, k, m, c), ...]} or a list "
+        raise InputError("skylines has no point: give {sigma: [(l, k, m, c), ...]} or a list "
                          "of points for every value")
     thr, strict = zip(*(_threshold(p[3]) for p in pts), strict=True)
     arr = lambda x, dt: kernel_array(np.asarray(x, dtype=dt), dt)  # noqa: E731
@@ -151,27 +152,27 @@ def parse_skyline_spec(text: str) -> dict:
     sigma is everything before the last ``:`` of an entry.
     """
     if not isinstance(text, str) or not text.strip():
-        raise ValueError("--skyline expects 'sigma:l,k,m,c;...' (e.g. '*:4,0,0,0.75')")
+        raise InputError("--skyline expects 'sigma:l,k,m,c;...' (e.g. '*:4,0,0,0.75')")
     out: dict = {}
     for entry in text.split(";"):
         entry = entry.strip()
         if not entry:
             continue
         if ":" not in entry:
-            raise ValueError(f"--skyline entry {entry!r}: expected sigma:l,k,m,c")
+            raise InputError(f"--skyline entry {entry!r}: expected sigma:l,k,m,c")
         sigma, pt = entry.rsplit(":", 1)
         parts = [x.strip() for x in pt.split(",")]
         if len(parts) != 4:
-            raise ValueError(f"--skyline entry {entry!r}: expected four numbers l,k,m,c")
+            raise InputError(f"--skyline entry {entry!r}: expected four numbers l,k,m,c")
         try:
             l, k, m = (int(x) for x in parts[:3])
             c = Fraction(parts[3])
         except ValueError:
-            raise ValueError(f"--skyline entry {entry!r}: l, k, m must be integers and c a "
+            raise InputError(f"--skyline entry {entry!r}: l, k, m must be integers and c a "
                              "number such as 0.75 or 3/4") from None
         out.setdefault(sigma.strip(), []).append((l, k, m, c))
     if not out:
-        raise ValueError("--skyline has no entry")
+        raise InputError("--skyline has no entry")
     return out
 
 
@@ -189,11 +190,11 @@ class _Cells:
         extra = [c for c in (individual, count) if c is not None]
         check_columns(extra, t.column_names, "individual/count")
         if individual is not None and count is not None:
-            raise ValueError("count= (aggregated SVPI triples) cannot be combined with "
+            raise InputError("count= (aggregated SVPI triples) cannot be combined with "
                              "individual= (MVPI rows)")
         for name, col in (("individual", individual), ("count", count)):
             if col is not None and (col == sensitive or col in qi):
-                raise ValueError(f"{name} column {col!r} is also a qi/sensitive column")
+                raise InputError(f"{name} column {col!r} is also a qi/sensitive column")
         self.tree = MondrianTree(t, qi, sensitive, categorical=categorical, nulls=nulls)
         tree = self.tree
         kept = tree.kept_rows
@@ -201,14 +202,14 @@ class _Cells:
         if count is not None:
             col = t.column(count)
             if col.null_count:
-                raise ValueError(f"count column {count!r} has {col.null_count} nulls")
+                raise InputError(f"count column {count!r} has {col.null_count} nulls")
             if not pa.types.is_integer(col.type):
-                raise TypeError(f"count column {count!r} must hold integers, got {col.type}")
+                raise InputTypeError(f"count column {count!r} must hold integers, got {col.type}")
             cnt = np.asarray(col.to_numpy(), dtype=np.int64)
             if kept is not None:
                 cnt = cnt[kept]
             if (cnt <= 0).any():
-                raise ValueError(f"count column {count!r} must be >= 1 (row "
+                raise InputError(f"count column {count!r} must be >= 1 (row "
                                  f"{int(np.flatnonzero(cnt <= 0)[0])} has {int(cnt.min())})")
             # the tree counted each triple row once: weight its cells by the counts
             w = np.bincount(tree._row_cell, weights=cnt, minlength=tree.n_cells)
@@ -222,7 +223,7 @@ class _Cells:
         if individual is not None:
             self._mvpi(t, qi, sensitive, individual, case)
         elif case not in (None, SVPI):
-            raise ValueError(f"case={case!r} needs individual= (one row per individual and "
+            raise InputError(f"case={case!r} needs individual= (one row per individual and "
                              "value)")
 
     def _mvpi(self, t: pa.Table, qi: Sequence[str], sensitive: str, individual: str,
@@ -235,7 +236,7 @@ class _Cells:
         if tree.kept_rows is not None:
             col = col.take(pa.array(tree.kept_rows))
         if col.null_count:
-            raise ValueError(f"individual column {individual!r} has {col.null_count} nulls")
+            raise InputError(f"individual column {individual!r} has {col.null_count} nulls")
         ienc = encode_column(col, name=individual)
         ind = np.asarray(ienc.codes, dtype=np.int64)
         n_ind = len(ienc.labels)
@@ -248,7 +249,7 @@ class _Cells:
         np.maximum.at(hi, ind, qcell)
         bad = np.flatnonzero(lo != hi)
         if bad.size:
-            raise ValueError(f"individual {ienc.labels[int(bad[0])].as_py()!r} has rows with "
+            raise InputError(f"individual {ienc.labels[int(bad[0])].as_py()!r} has rows with "
                              f"different QI values ({bad.size} such individuals); each "
                              "individual needs one QI tuple")
         first = np.full(n_ind, -1, dtype=np.int64)
@@ -265,7 +266,7 @@ class _Cells:
             sensitive=sensitive, group="_g", individual=individual, case=case)
         self.case = whole.case
         if self.case == SVPI:
-            raise ValueError("individual= was given but every individual has one value; use "
+            raise InputError("individual= was given but every individual has one value; use "
                              "the SVPI form (no individual=) or case='mvpi-set'")
         self.release_all = whole
 
@@ -314,14 +315,14 @@ def _run_python(cells: _Cells, pairs: _Pairs, order: Callable,
             try:
                 attr, cut = cand
             except (TypeError, ValueError):
-                raise TypeError(f"order must return (attribute, cut) pairs, got {cand!r}") \
+                raise InputTypeError(f"order must return (attribute, cut) pairs, got {cand!r}") \
                     from None
             j = names.get(attr, attr) if isinstance(attr, str) else attr
             if isinstance(j, str) or not isinstance(j, (int, np.integer)) or not 0 <= j < d:
-                raise ValueError(f"order: attribute {attr!r} is not one of {list(tr.qi)} or an "
+                raise InputError(f"order: attribute {attr!r} is not one of {list(tr.qi)} or an "
                                  f"index below {d}")
             if isinstance(cut, bool) or not isinstance(cut, (int, np.integer)):
-                raise TypeError(f"order: cut must be an integer domain code, got {cut!r}")
+                raise InputTypeError(f"order: cut must be an integer domain code, got {cut!r}")
             ok, merged = split_candidate(tr._q, tr._s, tr._w, cells.iw, perm, int(a), int(b),
                                          int(j), int(cut), V, case, pairs.sig, pairs.l,
                                          pairs.k, pairs.m, stats, pairs.thr, pairs.strict)
@@ -415,7 +416,7 @@ def skyline_anonymize(table: Any, qi: Sequence[str], sensitive: str, skylines: A
     """
     t0 = time.perf_counter()
     if not (order in ("widest", "qi") if isinstance(order, str) else callable(order)):
-        raise ValueError(f"order must be 'widest', 'qi' or a callable, got {order!r}")
+        raise InputError(f"order must be 'widest', 'qi' or a callable, got {order!r}")
     check_choice(nulls, "nulls", ("error", "drop"))
     if case is not None:
         check_choice(case, "case", (SVPI, MVPI_SET, MVPI_MULTISET))
@@ -436,7 +437,7 @@ def skyline_anonymize(table: Any, qi: Sequence[str], sensitive: str, skylines: A
     t2 = time.perf_counter()
     if not ok:
         bad = _violations(stats, pairs)
-        raise ValueError(f"the whole table as one group already breaches {bad}; no release "
+        raise InputError(f"the whole table as one group already breaches {bad}; no release "
                          "can be safe (SkylineAnonymize only splits the single-group release)")
     n = int(n)
     desc = _describe(pairs)
@@ -560,9 +561,9 @@ def _cli_arguments(g: Any) -> None:
 
 def _cli_run(args: Any, data: Any, criterion: Any) -> Anonymized:
     if not getattr(args, "skyline", None):
-        raise ValueError("--method skyline needs --skyline 'sigma:l,k,m,c;...'")
+        raise InputError("--method skyline needs --skyline 'sigma:l,k,m,c;...'")
     if criterion is not None:
-        raise ValueError("--method skyline takes its criterion from --skyline only; drop "
+        raise InputError("--method skyline takes its criterion from --skyline only; drop "
                          "--k/--l/--t/--alpha/--c")
     return skyline_anonymize(data, args.qi, args.sensitive, parse_skyline_spec(args.skyline),
                              individual=getattr(args, "skyline_individual", None),

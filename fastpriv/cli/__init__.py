@@ -12,9 +12,18 @@ import argparse
 import importlib
 import pkgutil
 import sys
+import traceback
 from collections.abc import Sequence
 
 from .._version import __version__
+from ..errors import InputError
+
+#: Exit statuses of every command: the verdict, then why there is none.
+EXIT_HOLDS = 0
+EXIT_FAILS = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
 
 
 def _command_modules() -> list:
@@ -48,13 +57,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         return int(args.func(args) or 0)
-    except (ValueError, TypeError, FileExistsError, FileNotFoundError) as exc:
+    except (InputError, FileExistsError, FileNotFoundError, IsADirectoryError,
+            NotADirectoryError, PermissionError) as exc:
         print(f"fastpriv {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # pragma: no cover
-        print("interrupted", file=sys.stderr)
-        return 130
-
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"fastpriv {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception:  # anything else is a bug in fastpriv, not bad input
+        traceback.print_exc()
+        print(f"fastpriv {args.command}: internal error (a bug in fastpriv, not in your input); "
+              "please report it with the traceback above", file=sys.stderr)
+        return EXIT_INTERNAL
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -28,6 +28,8 @@ import types
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from ..errors import InputError
+
 ORDER = 30
 
 
@@ -50,7 +52,7 @@ def _parse_intervals(specs: list[str] | None) -> dict[str, list]:
     out: dict[str, list] = {}
     for spec in specs or []:
         if "=" not in spec:
-            raise ValueError(f"--interval expects ATTR=W1,W2,...[,*], got {spec!r}")
+            raise InputError(f"--interval expects ATTR=W1,W2,...[,*], got {spec!r}")
         attr, ws = spec.split("=", 1)
         widths: list[Any] = []
         for w in ws.split(","):
@@ -61,7 +63,7 @@ def _parse_intervals(specs: list[str] | None) -> dict[str, list]:
             try:
                 widths.append(int(w) if w.lstrip("-").isdigit() else float(w))
             except ValueError:
-                raise ValueError(f"--interval {spec!r}: {w!r} is not a number") from None
+                raise InputError(f"--interval {spec!r}: {w!r} is not a number") from None
         out[attr.strip()] = widths
     return out
 
@@ -109,7 +111,7 @@ def _lattice_run(args: argparse.Namespace, data: Any, crit: Any) -> Any:
     from ..anonymize.lattice import GeneralizationLattice
 
     if crit is None:
-        raise ValueError("the lattice method needs a criterion (--k, --l, --t, --alpha, "
+        raise InputError("the lattice method needs a criterion (--k, --l, --t, --alpha, "
                          "--c/--ck)")
     lat = GeneralizationLattice(data, args.qi, args.sensitive, _hierarchy_spec(args),
                                 nulls=args.nulls)
@@ -118,14 +120,14 @@ def _lattice_run(args: argparse.Namespace, data: Any, crit: Any) -> Any:
     if args.search == "chain":
         res = lat.chain_search(crit)
         if res.anonymized is None:
-            raise ValueError(f"no node of the chain satisfies {crit.name}")
+            raise InputError(f"no node of the chain satisfies {crit.name}")
         return res.anonymized
     bar = _Progress("nodes tagged")
     res = lat.search(crit, utility=args.utility, suppression=args.suppression,
                      strategy=args.search, progress=bar)
     bar.done()
     if res.anonymized is None:
-        raise ValueError(f"no node of the lattice satisfies {crit.name} (not even the top)")
+        raise InputError(f"no node of the lattice satisfies {crit.name} (not even the top)")
     return res.anonymized
 
 
@@ -138,7 +140,7 @@ def _mondrian_run(args: argparse.Namespace, data: Any, crit: Any) -> Any:
     from ..anonymize._mondrian import mondrian
 
     if crit is None:
-        raise ValueError("the mondrian method needs a criterion (--k, --l, --t, --alpha, "
+        raise InputError("the mondrian method needs a criterion (--k, --l, --t, --alpha, "
                          "--c/--ck)")
     return mondrian(data, args.qi, args.sensitive, predicate=crit,
                     categorical=args.categorical, nulls=args.nulls,
@@ -278,7 +280,7 @@ def _criterion(args: argparse.Namespace) -> Any:
     l = args.l
     if l is not None and args.l_kind != "entropy":
         if float(l) != int(l):
-            raise ValueError(f"--l must be an integer for {args.l_kind} ℓ-diversity, got {l}")
+            raise InputError(f"--l must be an integer for {args.l_kind} ℓ-diversity, got {l}")
         l = int(l)
     return criteria_from(k=args.k, l=l, l_kind=args.l_kind, c_l=args.c_l, t=args.t,
                          t_ordered=args.t_ordered, alpha=args.alpha, c=args.c, ck=args.ck,
@@ -328,12 +330,12 @@ def run(args: argparse.Namespace) -> int:
     load_plugins()
     if args.method not in METHODS:
         if args.method in _PLUGIN_ERRORS:
-            raise ValueError(f"--method {args.method!r}: its module failed to import: "
+            raise InputError(f"--method {args.method!r}: its module failed to import: "
                              f"{_PLUGIN_ERRORS[args.method]}")
-        raise ValueError(f"--method must be one of {', '.join(sorted(METHODS))}; got "
+        raise InputError(f"--method must be one of {', '.join(sorted(METHODS))}; got "
                          f"{args.method!r}")
     if args.output and args.json and args.output == args.json:
-        raise ValueError("--output and --json must be different files")
+        raise InputError("--output and --json must be different files")
     crit = _criterion(args)
     data = load_data(args.data)
     with Timer() as t:
@@ -354,7 +356,7 @@ def run(args: argparse.Namespace) -> int:
             tab = as_table(data, param="data")
             original = pa.table({args.sensitive: tab.column(args.sensitive)})
         if not hasattr(result, "table"):
-            raise ValueError(f"method {args.method!r} returned no publishable table")
+            raise InputError(f"method {args.method!r} returned no publishable table")
         from .._io import write_table
 
         dest = write_table(args.output, result.table(original), overwrite=args.overwrite,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import InputError
+
 ORDER = 45
 
 
@@ -97,13 +99,13 @@ def run(args: argparse.Namespace) -> int:
     for spec in args.value_set or []:
         members = [v.strip() for v in spec.split(",") if v.strip()]
         if not members:
-            raise ValueError(f"--value-set {spec!r} is empty")
+            raise InputError(f"--value-set {spec!r} is empty")
         targets.append(members)
     bar = _Progress("attribute sets")
     inputs = [args.data] + [f for f in (args.sensitive_table, args.original) if f]
     for out in (args.distributions, args.tuples, args.json):
         if out and any(out == i for i in inputs):
-            raise ValueError(f"refusing to write output {out!r} over an input")
+            raise InputError(f"refusing to write output {out!r} over an input")
     with Timer() as t:
         res = foreground.attack(
             data, qi=args.qi, sensitive=args.sensitive, group=args.group, r=args.r,

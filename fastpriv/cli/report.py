@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import InputError
+
 ORDER = 5
 
 
@@ -102,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from ._common import load_data
 
     if args.group is None and args.qi is None:
-        raise ValueError("give --group (a bucketized release) and/or --qi (quasi-identifier "
+        raise InputError("give --group (a bucketized release) and/or --qi (quasi-identifier "
                          "columns)")
     data = load_data(args.data)
     source = ("bundled UCI Adult (fastpriv.datasets.load_adult)" if args.data == "adult"
@@ -111,9 +113,9 @@ def run(args: argparse.Namespace) -> int:
     for out in (args.output, args.json):
         if out and any(os.path.exists(i) and os.path.abspath(out) == os.path.abspath(i)
                        for i in inputs):
-            raise ValueError(f"refusing to write output {out!r} over an input")
+            raise InputError(f"refusing to write output {out!r} over an input")
     if args.output and args.json and os.path.abspath(args.output) == os.path.abspath(args.json):
-        raise ValueError("-o/--output and --json name the same file")
+        raise InputError("-o/--output and --json name the same file")
     for out in (args.output, args.json):      # fail before the (possibly long) audit
         if out and os.path.exists(out) and not args.overwrite:
             raise FileExistsError(f"output {os.path.abspath(out)!r} exists; pass --overwrite "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import InputError
+
 ORDER = 90
 
 
@@ -42,7 +44,7 @@ def _runner():
         if os.path.isfile(os.path.join(root, "benchmarks", "reproduce.py")):
             sys.path.insert(0, root)
             return importlib.import_module("benchmarks.reproduce")
-    raise ValueError("fastpriv reproduce needs a source checkout of fastpriv (the benchmarks/ "
+    raise InputError("fastpriv reproduce needs a source checkout of fastpriv (the benchmarks/ "
                      "folder); run it from the repository root")
 
 

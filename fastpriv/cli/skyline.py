@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import InputError
+
 ORDER = 30
 
 
@@ -73,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     from ._common import Timer, emit_json, format_table, load_release
 
     if args.c is None and not args.point:
-        raise ValueError("give --c (knowledge skyline) and/or --point l,k,m,c (checks)")
+        raise InputError("give --c (knowledge skyline) and/or --point l,k,m,c (checks)")
     with Timer() as t_rel:
         rel = load_release(args)  # streams Parquet directories / large files (SVPI)
     print(f"{args.data}: {rel.n_rows} rows, {rel.n_groups} groups, {rel.n_values} values of "

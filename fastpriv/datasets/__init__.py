@@ -95,6 +95,7 @@ ADULT_LICENSE = "CC BY 4.0"
 # synthetic.py imports NumPy/pyarrow inside its functions, so this import is cheap. Importing
 # the names here (not lazily) keeps ``fastpriv.datasets.synthetic`` the *function* even when
 # someone imports the submodule ``fastpriv.datasets.synthetic`` first.
+from ..errors import InputError, InputTypeError
 from .synthetic import synthetic, synthetic_batches, synthetic_release  # noqa: E402
 
 
@@ -149,7 +150,7 @@ def load_adult(columns: Sequence[str] | None = None) -> "pa.Table":
         from .._validation import check_columns
 
         if isinstance(columns, str):
-            raise TypeError("columns must be a sequence of column names, not a string")
+            raise InputTypeError("columns must be a sequence of column names, not a string")
         columns = check_columns(columns, ADULT_COLUMNS, "columns")
     table = pq.read_table(adult_path(), columns=list(columns) if columns is not None else None)
     return table.replace_schema_metadata(None)
@@ -182,10 +183,10 @@ def hierarchy_path(attribute: str) -> str:
 
     """
     if not isinstance(attribute, str):
-        raise TypeError(f"attribute must be a string, got {type(attribute).__name__}")
+        raise InputTypeError(f"attribute must be a string, got {type(attribute).__name__}")
     name = attribute.strip().replace("-", "_")
     path = _HIERARCHIES / f"{name}.csv"
     if not name or os.sep in name or not path.is_file():
-        raise ValueError(f"attribute: no bundled hierarchy for {attribute!r}; available: "
+        raise InputError(f"attribute: no bundled hierarchy for {attribute!r}; available: "
                          f"{', '.join(list_hierarchies())}")
     return str(path)

@@ -37,6 +37,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from ..errors import InputError
+
 #: (file name, size in bytes, sha256) of the unchanged UCI files.
 SOURCES = (
     ("adult.data", 3_974_305,
@@ -84,7 +86,7 @@ def verify_sources(source: str) -> list[str]:
         actual_size = os.path.getsize(path)
         actual = sha256_of(path)
         if actual_size != size or actual != digest:
-            raise ValueError(
+            raise InputError(
                 f"source: {path!r} is not the original UCI {name} "
                 f"(size {actual_size}, sha256 {actual}; expected size {size}, sha256 {digest}); "
                 "refusing to build from different files")
@@ -116,7 +118,7 @@ def clean(data_path: str, test_path: str, *, check_counts: bool = True) -> pa.Ta
     for name, path, skip in (("adult.data", data_path, 0), ("adult.test", test_path, 1)):
         raw = _read_raw(path, skip)
         if check_counts and raw.num_rows != EXPECTED_RAW_RECORDS[name]:
-            raise ValueError(f"{name}: read {raw.num_rows} records, expected "
+            raise InputError(f"{name}: read {raw.num_rows} records, expected "
                              f"{EXPECTED_RAW_RECORDS[name]}")
         cols = [pc.utf8_ltrim(raw.column(c), characters=" ") for c in COLUMNS]
         income = COLUMNS.index("income")
@@ -140,7 +142,7 @@ def clean(data_path: str, test_path: str, *, check_counts: bool = True) -> pa.Ta
         out.append(col)
     result = pa.Table.from_arrays(out, schema=pa.schema(fields))
     if check_counts and result.num_rows != EXPECTED_ROWS:
-        raise ValueError(f"cleaned table has {result.num_rows} rows, expected {EXPECTED_ROWS}")
+        raise InputError(f"cleaned table has {result.num_rows} rows, expected {EXPECTED_ROWS}")
     return result
 
 

@@ -36,6 +36,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InputError, InputTypeError
+
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import pyarrow as pa
@@ -127,7 +129,7 @@ def _validate(n_rows: Any, n_groups: Any, group_size: Any, qi_cardinalities: Any
     given = [name for name, v in (("n_groups", n_groups), ("group_size", group_size),
                                   ("qi_cardinalities", qi_cardinalities)) if v is not None]
     if len(given) != 1:
-        raise ValueError("give exactly one of n_groups=, group_size= or qi_cardinalities= "
+        raise InputError("give exactly one of n_groups=, group_size= or qi_cardinalities= "
                          f"(got {', '.join(given) if given else 'none'})")
     gs = ng = 0
     cards: tuple[int, ...] = ()
@@ -135,7 +137,7 @@ def _validate(n_rows: Any, n_groups: Any, group_size: Any, qi_cardinalities: Any
         mode = "group_size"
         gs = check_int(group_size, "group_size", minimum=1)
         if n_rows % gs:
-            raise ValueError(f"group_size: n_rows ({n_rows}) must be a multiple of group_size "
+            raise InputError(f"group_size: n_rows ({n_rows}) must be a multiple of group_size "
                              f"({gs}) so that every group has exactly group_size rows")
         ng = n_rows // gs
     elif n_groups is not None:
@@ -145,21 +147,21 @@ def _validate(n_rows: Any, n_groups: Any, group_size: Any, qi_cardinalities: Any
         mode = "qi"
         if isinstance(qi_cardinalities, (str, bytes)) or not isinstance(
                 qi_cardinalities, Sequence) and not isinstance(qi_cardinalities, np.ndarray):
-            raise TypeError("qi_cardinalities must be a sequence of integers, got "
+            raise InputTypeError("qi_cardinalities must be a sequence of integers, got "
                             f"{type(qi_cardinalities).__name__}")
         if len(qi_cardinalities) == 0:
-            raise ValueError("qi_cardinalities: at least one QI column is required")
+            raise InputError("qi_cardinalities: at least one QI column is required")
         cards = tuple(check_int(c, f"qi_cardinalities[{j}]", minimum=1, maximum=_MAX_INT32)
                       for j, c in enumerate(qi_cardinalities))
     n_values = check_int(n_values, "n_values", minimum=1, maximum=_MAX_INT32)
     if not isinstance(distribution, str):
-        raise TypeError(f"distribution must be a string, got {type(distribution).__name__}")
+        raise InputTypeError(f"distribution must be a string, got {type(distribution).__name__}")
     distribution = check_choice(distribution, "distribution", _DISTRIBUTIONS)
     if isinstance(zipf_s, bool) or not isinstance(zipf_s, numbers.Real):
-        raise TypeError(f"zipf_s must be a real number, got {type(zipf_s).__name__} {zipf_s!r}")
+        raise InputTypeError(f"zipf_s must be a real number, got {type(zipf_s).__name__} {zipf_s!r}")
     zipf_s = float(zipf_s)
     if not math.isfinite(zipf_s) or zipf_s < 0:
-        raise ValueError(f"zipf_s must be a finite number >= 0, got {zipf_s!r}")
+        raise InputError(f"zipf_s must be a finite number >= 0, got {zipf_s!r}")
     seed = check_int(seed, "seed", minimum=0)
     return _Spec(n_rows=n_rows, mode=mode, group_size=gs, n_groups=ng, qi_cardinalities=cards,
                  n_values=n_values, distribution=distribution, zipf_s=zipf_s, seed=seed)
@@ -341,7 +343,7 @@ def synthetic_batches(n_rows: int, *, batch_rows: int = 1_000_000,
                "zipf_s", "seed"}
     unknown = sorted(set(kwargs) - allowed)
     if unknown:
-        raise TypeError(f"synthetic_batches() got unexpected keyword argument(s) {unknown}; "
+        raise InputTypeError(f"synthetic_batches() got unexpected keyword argument(s) {unknown}; "
                         f"allowed: {sorted(allowed)}")
     spec = _validate(n_rows, kwargs.get("n_groups"), kwargs.get("group_size"),
                      kwargs.get("qi_cardinalities"), kwargs.get("n_values", 20),

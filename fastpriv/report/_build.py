@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .._io import to_jsonable
+from ..errors import InputError, InputTypeError
 from .schema import SCHEMA_ID, SCHEMA_VERSION
 
 __all__ = ["build_report", "Report", "fingerprint", "MAX_SKYLINE_VALUES"]
@@ -214,14 +215,14 @@ def _run(fn: Any, *args: Any, **kw: Any) -> dict:
 def _check_c(c: Any) -> list[float]:
     vals = [c] if isinstance(c, numbers.Real) and not isinstance(c, bool) else list(c)
     if not vals:
-        raise ValueError("c: give at least one confidence threshold in (0, 1]")
+        raise InputError("c: give at least one confidence threshold in (0, 1]")
     out = []
     for v in vals:
         if isinstance(v, bool) or not isinstance(v, numbers.Real):
-            raise TypeError(f"c: thresholds must be numbers in (0, 1], got {v!r}")
+            raise InputTypeError(f"c: thresholds must be numbers in (0, 1], got {v!r}")
         v = float(v)
         if not 0 < v <= 1:
-            raise ValueError(f"c: thresholds must be in (0, 1], got {v!r}")
+            raise InputError(f"c: thresholds must be in (0, 1], got {v!r}")
         if v not in out:
             out.append(v)
     return out
@@ -237,9 +238,9 @@ def _check_point(point: Any) -> tuple[int, int, int]:
     try:
         p = tuple(point)
     except TypeError:
-        raise TypeError(f"point must be three integers (l, k, m), got {point!r}") from None
+        raise InputTypeError(f"point must be three integers (l, k, m), got {point!r}") from None
     if len(p) != 3:
-        raise ValueError(f"point must be three integers (l, k, m), got {point!r}")
+        raise InputError(f"point must be three integers (l, k, m), got {point!r}")
     return tuple(_check_nonneg_int(v, f"point[{i}]") for i, v in enumerate(p))  # type: ignore
 
 
@@ -251,7 +252,7 @@ def _as_list(x: Any, name: str) -> list | None:
     out = list(x)
     for v in out:
         if not isinstance(v, str):
-            raise TypeError(f"{name}: column names must be strings, got {v!r}")
+            raise InputTypeError(f"{name}: column names must be strings, got {v!r}")
     return out
 
 
@@ -956,19 +957,19 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
     k = _check_nonneg_int(k, "k")
     k_max = max(12, k) if k_max is None else _check_nonneg_int(k_max, "k_max")
     if k_max < k:
-        raise ValueError(f"k_max ({k_max}) must be at least k ({k})")
+        raise InputError(f"k_max ({k_max}) must be at least k ({k})")
     point = _check_point(point)
     if l is not None:
         l = _check_nonneg_int(l, "l", minimum=1)  # noqa: E741
     min_k = _check_nonneg_int(min_k, "min_k", minimum=1)
     min_l = _check_nonneg_int(min_l, "min_l", minimum=1)
     if isinstance(max_t, bool) or not isinstance(max_t, numbers.Real) or not 0 <= max_t <= 1:
-        raise ValueError(f"max_t must be a number in [0, 1], got {max_t!r}")
+        raise InputError(f"max_t must be a number in [0, 1], got {max_t!r}")
     max_set_size = _check_nonneg_int(max_set_size, "max_set_size", minimum=1)
     top = _check_nonneg_int(top, "top", minimum=1)
     if r is not None:
         if isinstance(r, bool) or not isinstance(r, numbers.Real) or not r > 1:
-            raise ValueError(f"r must be a number > 1, got {r!r}")
+            raise InputError(f"r must be a number > 1, got {r!r}")
         r = float(r)
     elif c_v < 1:
         r = 1.0 / c_v
@@ -981,7 +982,7 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
     for name, flag in (("include_individual_values", include_individual_values),
                        ("robustness", robustness), ("attack", attack), ("stream", stream)):
         if not isinstance(flag, bool):
-            raise TypeError(f"{name} must be True or False, got {flag!r}")
+            raise InputTypeError(f"{name} must be True or False, got {flag!r}")
 
     # ------------------------------------------------------------------ input
     table = None
@@ -995,7 +996,7 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
             rel = data
             grouping = "release"
             if sensitive is not None and sensitive != rel.sensitive_name:
-                raise ValueError(f"sensitive={sensitive!r} but the release was built from "
+                raise InputError(f"sensitive={sensitive!r} but the release was built from "
                                  f"{rel.sensitive_name!r}")
             sensitive = rel.sensitive_name
             kind = "release"
@@ -1004,13 +1005,13 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
                           "quasi-identifier columns, so the row-level sections (r-robustness, "
                           "the foreground attack, row numbers of individuals) are skipped")
             if group_l or qi_l or individual:
-                raise ValueError("group/qi/individual are for tables; a Release already has "
+                raise InputError("group/qi/individual are for tables; a Release already has "
                                  "its groups")
         else:
             if not isinstance(sensitive, str):
-                raise TypeError("sensitive must be the name of the sensitive column")
+                raise InputTypeError("sensitive must be the name of the sensitive column")
             if not group_l and not qi_l:
-                raise ValueError("give group= (a group-id column) and/or qi= (quasi-"
+                raise InputError("give group= (a group-id column) and/or qi= (quasi-"
                                  "identifier columns)")
             path = os.fspath(data) if isinstance(data, (str, os.PathLike)) else None
             kind = ("directory" if path and os.path.isdir(path) else "file") if path else \
@@ -1019,9 +1020,9 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
             grouping = "group" if group_l else "qi"
             if stream:
                 if path is None:
-                    raise ValueError("stream=True needs a file or directory path")
+                    raise InputError("stream=True needs a file or directory path")
                 if individual:
-                    raise ValueError("stream=True is for SVPI tables (no individual column)")
+                    raise InputError("stream=True is for SVPI tables (no individual column)")
                 rel = Release.from_batches(path, sensitive=sensitive,
                                            group=keys if group_l else None,
                                            qi=keys if not group_l else None, nulls=nulls)

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import InputError
+
 __all__ = ["SCHEMA", "SCHEMA_ID", "SCHEMA_VERSION", "validate"]
 
 SCHEMA_VERSION = "1.0.0"
@@ -261,5 +263,5 @@ def validate(payload: dict) -> None:
     if errors:
         e = errors[0]
         where = "/".join(str(p) for p in e.path) or "(root)"
-        raise ValueError(f"report does not match schema {SCHEMA_ID} v{SCHEMA_VERSION}: at "
+        raise InputError(f"report does not match schema {SCHEMA_ID} v{SCHEMA_VERSION}: at "
                          f"{where}: {e.message} ({len(errors)} error(s))")
