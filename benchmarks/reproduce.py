@@ -628,7 +628,7 @@ def _sample_report(ctx: Context) -> dict:
     if ctx.quick:
         adult = adult.slice(0, 8000)
     an = anatomy(adult, "occupation", 3, seed=0)
-    table = an.table(adult)
+    table = an.auditor_view(adult)
     rep = build_report(table, sensitive="occupation", group="group_id",
                        qi=["age", "workclass", "marital_status", "race", "sex"],
                        source="UCI Adult, Anatomy (ℓ = 3) bucketization of occupation",

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .errors import InputError
+from .errors import InputError, OutputError
 
-__all__ = ["atomic_write", "write_text", "write_json", "write_table"]
+__all__ = ["atomic_write", "check_output", "check_outputs", "write_text", "write_json",
+           "write_table"]
 
 PathLike = "str | os.PathLike[str]"
 
@@ -27,25 +29,22 @@ def _same_file(a: str, b: str) -> bool:
         return os.path.abspath(a) == os.path.abspath(b)
 
 
-def atomic_write(path: str | os.PathLike, write: Callable[[str], None], *,
-                 overwrite: bool = False, inputs: Iterable[Any] = ()) -> str:
-    """Write ``path`` atomically by calling ``write(tmp_path)`` and renaming.
+def check_output(path: str | os.PathLike, *, overwrite: bool = False,
+                 inputs: Iterable[Any] = ()) -> str:
+    """Check, before any work, that ``path`` can be written; return its absolute path.
 
-    Parameters
-    ----------
-    path : path-like
-        Destination file.
-    write : callable
-        Receives a temporary path in the same directory and writes the full content there.
-    overwrite : bool
-        Replace an existing ``path`` (default: refuse with ``FileExistsError``).
-    inputs : iterable of path-like
-        Input files of the job; writing over any of them raises ``ValueError``.
+    Refused: an input of the job (or a path inside an input folder), anything that exists
+    and is not a regular file (directory, device, FIFO, socket — never replaced, even with
+    ``overwrite``), an existing file without ``overwrite``, and a folder that is not
+    writable.
 
-    Returns
-    -------
-    str
-        The absolute destination path.
+    Raises
+    ------
+    OutputError
+        The path is an input, not a regular file, or not writable.
+    FileExistsError
+        The file exists and ``overwrite`` is false.
+
     """
     dest = os.path.abspath(os.fspath(path))
     for inp in inputs:
@@ -53,29 +52,92 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], None], *,
                 _same_file(dest, os.fspath(inp))
                 or os.path.commonpath([dest, os.path.abspath(inp)]) == os.path.abspath(inp)
                 and os.path.isdir(inp)):
-            raise InputError(f"refusing to write output {dest!r} over (or inside) the input "
-                             f"{os.fspath(inp)!r}")
-    if os.path.isdir(dest):
-        raise InputError(f"output {dest!r} is a directory")
-    if os.path.exists(dest) and not overwrite:
-        raise FileExistsError(f"output {dest!r} exists; pass overwrite=True (CLI: --overwrite) "
-                              "to replace it")
-    directory = os.path.dirname(dest) or "."
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(dest)}.", suffix=".tmp",
-                               dir=directory)
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
+            raise OutputError(f"refusing to write output {dest!r} over (or inside) the input "
+                              f"{os.fspath(inp)!r}")
+    if os.path.lexists(dest):
+        if os.path.isdir(dest):
+            raise OutputError(f"output {dest!r} is a directory")
+        if not stat.S_ISREG(os.stat(dest).st_mode):
+            raise OutputError(f"output {dest!r} is not a regular file (a device, FIFO or "
+                              "socket); fastpriv writes only regular files")
+        if not overwrite:
+            raise FileExistsError(f"output {dest!r} exists; pass overwrite=True (CLI: "
+                                  "--overwrite) to replace it")
+    folder = os.path.dirname(dest)
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputError(f"cannot write output {dest!r}: folder {folder!r} is not writable")
+    return dest
+
+
+def check_outputs(paths: Iterable[Any], *, overwrite: bool = False,
+                  inputs: Iterable[Any] = ()) -> list[str]:
+    """:func:`check_output` for every given path (``None`` skipped); they must differ."""
+    inputs = list(inputs)
+    out = [check_output(p, overwrite=overwrite, inputs=inputs) for p in paths if p]
+    if len(set(out)) != len(out):
+        raise OutputError(f"two outputs name the same file: {', '.join(out)}")
+    return out
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[str], None], *,
+                 overwrite: bool = False, inputs: Iterable[Any] = ()) -> str:
+    """Write ``path`` atomically by calling ``write(tmp_path)``, syncing and renaming.
+
+    Parameters
+    ----------
+    path : path-like
+        Destination file (checked by :func:`check_output`).
+    write : callable
+        Receives a temporary path in the same directory and writes the full content there.
+    overwrite : bool
+        Replace an existing regular file (default: refuse with ``FileExistsError``).
+    inputs : iterable of path-like
+        Input files of the job; writing over any of them raises :class:`OutputError`.
+
+    Returns
+    -------
+    str
+        The absolute destination path.
+
+    Raises
+    ------
+    OutputError
+        When the write, the flush to disk or the rename fails (no partial file is left).
+
+    """
+    dest = check_output(path, overwrite=overwrite, inputs=inputs)
+    tmp = None
     try:
+        directory = os.path.dirname(dest)
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(dest)}.", suffix=".tmp",
+                                   dir=directory)
+        os.close(fd)
+        umask = os.umask(0)
+        os.umask(umask)
         write(tmp)
+        _fsync(tmp)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; outputs get the usual mode
         os.replace(tmp, dest)
-    except BaseException:
-        if os.path.exists(tmp):
+        tmp = None
+        _fsync(directory, directory=True)
+    except OSError as exc:
+        raise OutputError(f"cannot write output {dest!r}: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
-        raise
     return dest
+
+
+def _fsync(path: str, *, directory: bool = False) -> None:
+    """Flush ``path`` to disk (a failed flush is a failed write)."""
+    fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_text(path: str | os.PathLike, text: str, **kw: Any) -> str:

@@ -11,7 +11,7 @@ internal error (exit status 3) with its traceback instead of disguising it as a 
 
 from __future__ import annotations
 
-__all__ = ["InputError", "InputTypeError"]
+__all__ = ["InputError", "InputTypeError", "OutputError"]
 
 
 class InputError(ValueError):
@@ -20,3 +20,12 @@ class InputError(ValueError):
 
 class InputTypeError(InputError, TypeError):
     """Bad input of the wrong kind (a string where a number was expected, say)."""
+
+
+class OutputError(InputError):
+    """An output cannot be written where it was asked for.
+
+    The path is not a regular file (a directory, device, FIFO or socket), its folder is not
+    writable, or the write, flush or rename failed (read-only or full file system). Nothing
+    partial is left behind. The command line treats it like bad input (exit status 2).
+    """

@@ -239,7 +239,7 @@ def adult_report_html(tmp_path_factory):
 
     adult = fp.datasets.load_adult()
     an = anatomy(adult, "occupation", 3, seed=0)
-    table = an.table(adult)
+    table = an.auditor_view(adult)
     rep = build_report(table, sensitive="occupation", group="group_id",
                        qi=["age", "workclass", "marital_status", "race", "sex"], max_set_size=1,
                        sigma=["Exec-managerial", "Prof-specialty", "Armed-Forces"])

@@ -40,7 +40,7 @@ def release_file(tmp_path):
 def test_audit_prints_table_and_writes_json(release_file, tmp_path, capsys):
     out = tmp_path / "audit.json"
     assert main(["audit", str(release_file), "--sensitive", "disease", "--group", "gid",
-                 "--json", str(out)]) == 0
+                 "--json", str(out)]) == 1          # groups of 3 fail the default k >= 5
     text = capsys.readouterr().out
     assert "k-anonymity (k)" in text and "6 rows, 2 groups" in text
     payload = json.loads(out.read_text())
@@ -64,21 +64,27 @@ def test_audit_unknown_column_is_a_clean_error(release_file, capsys):
 
 
 def test_demo_runs_on_bundled_adult(capsys, tmp_path):
+    # the demo's exit status is the verdict of the release it ends with: the fixed one
     assert main(["demo", "--json", str(tmp_path / "demo.json")]) == 0
     text = capsys.readouterr().out
     assert "UCI Adult" in text and "Classical models" in text
     assert "(c,k)-safety" in text and "Knowledge skyline" in text
+    assert "FAIL: " in text and "To fix: fastpriv anonymize adult" in text and "PASS: " in text
+    assert "SS1" not in text and "antecedent atoms" not in text     # no internal codes
     payload = json.loads((tmp_path / "demo.json").read_text())
-    assert payload["release"]["n_rows"] == 45222
-    assert payload["release"]["n_groups"] == 10
+    before, after = payload["before"], payload["after"]
+    assert before["release"]["n_rows"] == 45222 and before["release"]["n_groups"] == 10
+    assert before["verdict"]["passed"] is False and after["verdict"]["passed"] is True
     # every reported number comes from the models, not the demo: recompute two of them
     from fastpriv import Release, ck_safety, skyline
-    from fastpriv.cli.demo import QI, demo_table
+    from fastpriv.cli.demo import CK, QI, demo_table
     rel = Release.from_table(demo_table(), sensitive="occupation", qi=QI)
-    md = ck_safety.max_disclosure(rel, 5).value
-    assert payload["ck_safety"]["implications"]["value"] == pytest.approx(md)
-    (sigma, sky), = payload["skyline"]["knowledge_skyline"].items()
-    assert len(sky["points"]) == len(skyline.knowledge_skyline(rel, sigma, 0.95))
+    md = ck_safety.max_disclosure(rel, CK).value
+    assert before["ck_safety"]["at_k"]["implications"]["value"] == pytest.approx(md)
+    from fastpriv.cli.demo import CONFIDENCE, _remedy
+    fixed = _remedy(demo_table())[0].release
+    (sigma, sky), = payload["knowledge_skyline"].items()
+    assert len(sky["points"]) == len(skyline.knowledge_skyline(fixed, sigma, CONFIDENCE))
 
 
 def test_console_script_entry_point():

@@ -399,7 +399,7 @@ def test_joined_table_and_two_published_tables_agree():
     t = pa.table({"age": rng.integers(20, 24, n), "sex": rng.choice(["F", "M"], n),
                   "d": rng.choice(list("abcdef"), n)})
     res = anatomy(t, "d", 3, seed=2)
-    joined = res.table(t)
+    joined = res.auditor_view(t)
     a1 = fg.attack(joined, qi=["age", "sex"], sensitive="d", group="group_id", r=2,
                    min_support=30, original=t)
     a2 = fg.attack(res.qi_table(), qi=["age", "sex"], sensitive="d", group="group_id", r=2,

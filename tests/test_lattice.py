@@ -374,10 +374,10 @@ def test_cli_lattice(tmp_path):
     assert again.returncode == 2 and "exists" in again.stderr
     csv = tmp_path / "released.csv"
     r = _run_cli("anonymize", "adult", "--qi", "age", "sex", "--sensitive", "occupation",
-                 "--k", "5", "--interval", "age=10,20,*", "--columns", "released",
+                 "--k", "5", "--interval", "age=10,20,*",
                  "--search", "chain", "-o", str(csv))
     assert r.returncode == 0, r.stderr
-    assert csv.read_text().splitlines()[0] == '"occupation","age","sex","group_id"'
+    assert csv.read_text().splitlines()[0] == '"age","sex","occupation","group_id"'
     bad = _run_cli("anonymize", "adult", "--qi", "age", "--sensitive", "occupation")
     assert bad.returncode == 2 and "needs a criterion" in bad.stderr
 

@@ -32,7 +32,7 @@ def bucketized():
     t = t.set_column(t.schema.get_field_index("sensitive"), "sensitive",
                      t.column("sensitive").cast(pa.string()))
     an = anatomy(t, "sensitive", 3, seed=1)
-    return an.table(t)
+    return an.auditor_view(t)
 
 
 @pytest.fixture(scope="module")
@@ -387,11 +387,11 @@ def test_cli_report(tmp_path, bucketized, capsys):
     rc = main(["report", str(p), "--sensitive", "sensitive", "--group", "group_id", "--qi",
                "q0", "q1", "--k", "1", "--k-max", "4", "--max-set-size", "1", "--sigma", "v0",
                "v1", "-o", str(html), "--json", str(js)])
-    assert rc == 0
     out = capsys.readouterr().out
     assert "Most important risk" in out
     d = json.loads(js.read_text())
     validate(d)
+    assert rc == d["verdict"]["exit_code"] == (1 if d["verdict"]["violated"] else 0)
     assert d["input"]["fingerprint"]["value"] == hashlib.sha256(p.read_bytes()).hexdigest()
     assert d["skyline"]["sigmas"] == ["v0", "v1"]
     assert html.read_text().startswith("<!DOCTYPE html>")

@@ -18,9 +18,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ._result import Anonymized
+from ._result import Anonymized, release_paths
 
-__all__ = ["Anonymized", "anatomy", "AnatomyResult", "mondrian", "MondrianTree",
+__all__ = ["Anonymized", "release_paths", "anatomy", "AnatomyResult", "mondrian", "MondrianTree",
            "lattice_search", "minimal_ck_safe", "skyline_anonymize", "art"]
 
 # Implementation modules whose name would equal their function's (anatomy, mondrian, art)

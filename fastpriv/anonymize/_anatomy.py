@@ -43,11 +43,10 @@ class AnatomyResult(Anonymized):
     """An Anatomy release with its two published tables.
 
     :class:`~fastpriv.anonymize.Anonymized` plus :meth:`qi_table`, :meth:`sensitive_table`
-    and :meth:`write_tables`.
-
-    ``table(original)`` (inherited) is the joined auditor's view: the original rows with
-    the group id — what :func:`fastpriv.foreground.attack` and
-    :func:`fastpriv.robustness.audit` read.
+    (inherited) and :meth:`write_tables`. ``write(path, original)`` writes both tables
+    (``<stem>.qi.parquet``, ``<stem>.sensitive.parquet``); :meth:`auditor_view` is the
+    joined table (original rows with the group id) that :func:`fastpriv.foreground.attack`
+    and :func:`fastpriv.robustness.audit` read — never a release.
     """
 
     qi: tuple = ()
@@ -57,24 +56,16 @@ class AnatomyResult(Anonymized):
 
     def qi_table(self, original: Any = None) -> pa.Table:
         """Return the published QI table: every row's QI columns (input order), its group."""
-        from .._arrow import as_table
-
         src = self.source if original is None else original
         if src is None:
             raise InputError("qi_table needs the original table (this result keeps none)")
-        t = as_table(src, list(self.qi), param="original")
-        if t.num_rows != self.group_ids.shape[0]:
-            raise InputError(f"original has {t.num_rows} rows, the release covers "
-                             f"{self.group_ids.shape[0]}")
-        cols = {c: t.column(c) for c in self.qi}
-        cols[self.group_column] = pa.array(self.group_ids)
-        return pa.table(cols)
+        return self.release_tables(src, group_column=self.group_column)["qi"]
 
-    def sensitive_table(self) -> pa.Table:
-        """Return the published sensitive table: (group id, value, count) rows."""
-        c = self.release.to_counts()
-        return pa.table({self.group_column: c.column(self.group_column),
-                         self.sensitive: c.column("value"), "count": c.column("count")})
+    def auditor_view(self, original: Any = None, *, group_column: str | None = None
+                     ) -> pa.Table:
+        """Return the joined auditor's view (see :meth:`Anonymized.auditor_view`); not a release."""
+        src = self.source if original is None else original
+        return super().auditor_view(src, group_column=group_column or self.group_column)
 
     def write_tables(self, qi_path: str | os.PathLike, sensitive_path: str | os.PathLike, *,
                      original: Any = None, overwrite: bool = False,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +13,7 @@ import pyarrow as pa
 from ..errors import InputError
 from ..release import Release
 
-__all__ = ["Anonymized", "GeneralizedAttribute"]
+__all__ = ["Anonymized", "GeneralizedAttribute", "release_paths"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,38 +84,205 @@ class Anonymized:
     info: dict[str, Any] = field(default_factory=dict)
     attributes: tuple = ()
 
-    def table(self, original: Any = None, *, group_column: str = "group_id") -> pa.Table:
-        """The publishable table: ``original`` rows with generalized QI and a group id.
+    @property
+    def is_bucketization(self) -> bool:
+        """True when the release publishes exact QI values and hides the link in groups.
 
-        Without ``original``, only the generalized columns (if any) and the group id.
+        Bucketizations (Anatomy, ART) publish two tables — the QI table (exact QI values and
+        a group id) and the sensitive table (group id, value, count) — that must never be
+        joined. Generalizations (lattice search, Mondrian, SkylineAnonymize) publish one
+        table with generalized QI values.
         """
-        from .._arrow import as_table
+        return self.generalized is None
 
+    @property
+    def sensitive(self) -> str:
+        """The sensitive column."""
+        return str(self.params.get("sensitive") or self.release.sensitive_name)
+
+    @property
+    def qi(self) -> list[str]:
+        """The quasi-identifier columns."""
+        return list(self.params.get("qi") or [])
+
+    def table(self, original: Any = None, *, keep: Sequence[str] = (),
+              group_column: str = "group_id") -> pa.Table:
+        """Return the publishable table of a generalization, safe under its criterion.
+
+        Columns: the generalized QI columns, the sensitive column, the group id and the
+        columns named in ``keep`` (published unchanged: name them only when they are not
+        identifying). Every other column of ``original`` is left out and suppressed rows
+        are dropped. The Parquet metadata says it is a release and which model it claims.
+
+        Parameters
+        ----------
+        original : table-like
+            The anonymized input (row-aligned with :attr:`group_ids`): the source of the
+            sensitive values and of the ``keep`` columns.
+        keep : sequence of str
+            Extra columns published unchanged.
+        group_column : str
+            Name of the group-id column.
+
+        Raises
+        ------
+        InputError
+            For a bucketization (Anatomy, ART), whose release is two tables: use
+            :meth:`release_tables` (or :meth:`write`), or :meth:`auditor_view` for the joined
+            table the row-level audits read.
+
+        """
+        if self.is_bucketization:
+            raise InputError(
+                f"the {self.method} release is two tables (QI table and sensitive table) that "
+                "must not be joined: use release_tables() or write(); auditor_view() gives "
+                "the joined table for audits (never publish it)")
+        t = self._original(original, [self.sensitive, *keep])
+        mask = self.group_ids >= 0
         cols: dict[str, Any] = {}
-        if original is not None:
-            t = as_table(original, param="original")
-            if t.num_rows != self.group_ids.shape[0]:
-                raise InputError(f"original has {t.num_rows} rows, the result covers "
-                                 f"{self.group_ids.shape[0]}")
-            for name in t.column_names:
-                cols[name] = t.column(name)
+        for name in self.generalized.column_names:
+            cols[name] = self.generalized.column(name)
+        cols[self.sensitive] = t.column(self.sensitive)
+        for name in keep:
+            cols[name] = t.column(name)
+        cols[group_column] = pa.array(self.group_ids)
+        out = pa.table(cols)
+        if not mask.all():
+            out = out.filter(pa.array(mask))
+        return out.replace_schema_metadata(self._metadata("release", keep))
+
+    def release_tables(self, original: Any = None, *, keep: Sequence[str] = (),
+                       group_column: str = "group_id") -> dict[str, pa.Table]:
+        """Return every table of the release by name (``release``, or ``qi`` and ``sensitive``).
+
+        A generalization has one table (:meth:`table`). A bucketization has the QI table
+        (the exact QI columns, the ``keep`` columns and the group id, one row per published
+        person) and the sensitive table (group id, value, count).
+        """
+        if not self.is_bucketization:
+            return {"release": self.table(original, keep=keep, group_column=group_column)}
+        if not self.qi:
+            raise InputError(f"this {self.method} result names no QI columns; pass qi= to the "
+                             "anonymizer to publish its QI table")
+        t = self._original(original, [*self.qi, *keep])
+        mask = self.group_ids >= 0
+        cols = {c: t.column(c) for c in [*self.qi, *keep]}
+        cols[group_column] = pa.array(self.group_ids)
+        qi_tab = pa.table(cols)
+        if not mask.all():
+            qi_tab = qi_tab.filter(pa.array(mask))
+        return {"qi": qi_tab.replace_schema_metadata(self._metadata("release: QI table", keep)),
+                "sensitive": self.sensitive_table(group_column=group_column)}
+
+    def sensitive_table(self, *, group_column: str = "group_id") -> pa.Table:
+        """Return the sensitive table: one (group id, value, count) row per entry."""
+        rel = self.release
+        values = pa.array(rel.values)
+        tab = pa.table({group_column: pa.array(rel.entry_group, pa.int64()),
+                        self.sensitive: values.take(pa.array(rel.codes)),
+                        "count": pa.array(rel.counts)})
+        return tab.replace_schema_metadata(self._metadata("release: sensitive table", ()))
+
+    def auditor_view(self, original: Any, *, group_column: str = "group_id") -> pa.Table:
+        """Return the auditor's view, every original row with its group id: not a release.
+
+        This joined table links each person's exact QI values to their exact sensitive
+        value — it is the input of the row-level audits (:func:`fastpriv.robustness.audit`,
+        :func:`fastpriv.foreground.attack`), never something to publish. Its Parquet
+        metadata says so (``fastpriv.kind = auditor_view``).
+        """
+        t = self._original(original, [])
+        cols = {name: t.column(name) for name in t.column_names}
         if self.generalized is not None:
             for name in self.generalized.column_names:
                 cols[name] = self.generalized.column(name)
         cols[group_column] = pa.array(self.group_ids)
-        return pa.table(cols)
+        return pa.table(cols).replace_schema_metadata(self._metadata("auditor_view", ()))
 
-    def write(self, path: str | os.PathLike, original: Any = None, *, overwrite: bool = False,
-              format: str | None = None) -> str:
-        """Write :meth:`table` to Parquet/CSV atomically (never over ``original``'s file)."""
-        from .._io import write_table
+    def write(self, path: str | os.PathLike, original: Any = None, *,
+              keep: Sequence[str] = (), overwrite: bool = False,
+              format: str | None = None) -> list[str]:
+        """Write the release atomically; return the paths written.
+
+        A generalization is written to ``path``; a bucketization to two files named after
+        it, ``<stem>.qi<suffix>`` and ``<stem>.sensitive<suffix>`` (:func:`release_paths`).
+        Never over ``original``'s file.
+        """
+        from .._io import check_outputs, write_table
 
         inputs = [original] if isinstance(original, (str, os.PathLike)) else []
-        return write_table(path, self.table(original), overwrite=overwrite, format=format,
-                           inputs=inputs)
+        tables = self.release_tables(original, keep=keep)
+        paths = release_paths(path, bucketization=self.is_bucketization)
+        check_outputs(list(paths.values()), overwrite=overwrite, inputs=inputs)
+        return [write_table(paths[name], tab, overwrite=overwrite, format=format,
+                            inputs=inputs) for name, tab in tables.items()]
 
-    def summary(self) -> dict[str, Any]:
-        """Small JSON-ready description."""
-        return {"method": self.method, "params": self.params, "n_groups": self.release.n_groups,
-                "n_rows": int(self.group_ids.shape[0]),
-                "min_group_size": int(self.release.sizes.min()), **self.info}
+    def _original(self, original: Any, needed: Sequence[str]) -> pa.Table:
+        from .._arrow import as_table
+        from .._validation import check_columns
+
+        if original is None:
+            raise InputError("original: the anonymized input table is needed (the result "
+                             "keeps no rows)")
+        t = as_table(original, param="original")
+        check_columns(needed, t.column_names, "keep" if needed else "original")
+        if t.num_rows != self.group_ids.shape[0]:
+            raise InputError(f"original has {t.num_rows} rows, the result covers "
+                             f"{self.group_ids.shape[0]}")
+        return t
+
+    def _metadata(self, kind: str, keep: Sequence[str]) -> dict[bytes, bytes]:
+        import json
+
+        note = ("NOT A RELEASE: every row with its exact quasi-identifiers and exact "
+                "sensitive value; for auditing only, never publish" if kind == "auditor_view"
+                else f"fastpriv {self.method} release")
+        return {b"fastpriv.kind": kind.encode(), b"fastpriv.method": self.method.encode(),
+                b"fastpriv.criterion": str(self.params.get("criterion")).encode(),
+                b"fastpriv.published_unchanged": json.dumps(list(keep)).encode(),
+                b"fastpriv.note": note.encode()}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description: method, parameters, group sizes and the algorithm's facts."""
+        from .._io import to_jsonable
+
+        sizes = self.release.sizes
+        return to_jsonable({
+            "method": self.method, "params": self.params, "n_groups": self.release.n_groups,
+            "n_rows": int(self.group_ids.shape[0]),
+            "n_suppressed": int(np.sum(self.group_ids < 0)),
+            "min_group_size": int(sizes.min()) if sizes.size else 0,
+            "published_as": "two tables (QI, sensitive)" if self.is_bucketization
+            else "one generalized table", **self.info})
+
+    def summary(self) -> str:
+        """Return a few lines of plain text: what was published, the criterion it meets."""
+        d = self.to_dict()
+        crit = self.params.get("criterion") or "its criterion"
+        lines = [f"{self.method}: {d['n_groups']:,} groups of at least {d['min_group_size']:,} "
+                 f"people from {d['n_rows']:,} rows ({d['n_suppressed']:,} suppressed), "
+                 f"meeting {crit}."]
+        levels = self.info.get("levels")
+        if levels:
+            lines.append("generalization: " + ", ".join(
+                f"{a} at level {lv}" for a, lv in levels.items()))
+        lines.append("published as " + d["published_as"] + ".")
+        return "\n".join(lines)
+
+
+def release_paths(path: str | os.PathLike, *, bucketization: bool) -> dict[str, str]:
+    """Where :meth:`Anonymized.write` puts each table of a release written to ``path``.
+
+    Examples
+    --------
+    >>> release_paths("out/anat.parquet", bucketization=True)
+    {'qi': 'out/anat.qi.parquet', 'sensitive': 'out/anat.sensitive.parquet'}
+
+    """
+    p = os.fspath(path)
+    if not bucketization:
+        return {"release": p}
+    head, name = os.path.split(p)
+    stem, dot, suffix = name.partition(".")
+    suffix = dot + suffix if dot else ".parquet"
+    return {part: os.path.join(head, f"{stem}.{part}{suffix}") for part in ("qi", "sensitive")}

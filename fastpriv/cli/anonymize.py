@@ -149,6 +149,10 @@ def _mondrian_run(args: argparse.Namespace, data: Any, crit: Any) -> Any:
 
 METHODS["lattice"] = Method("lattice", _lattice_args, _lattice_run)
 METHODS["mondrian"] = Method("mondrian", _mondrian_args, _mondrian_run)
+#: built-in methods whose release is two tables (QI table, sensitive table)
+BUCKETIZATIONS = ("anatomy", "art")
+#: built-in methods (plugins may add others, of either kind)
+METHODS_KNOWN = ("lattice", "mondrian", "skyline", "anatomy", "art")
 
 
 def load_plugins() -> None:
@@ -208,6 +212,8 @@ class _Progress:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``anonymize`` sub-command."""
+    from ._common import epilog
+
     p = sub.add_parser(
         "anonymize", help="anonymize a table (lattice search, Mondrian, plugins)",
         description="Produce a release of DATA that satisfies the given criteria (the "
@@ -215,7 +221,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "atomically, and summarise its utility. Methods: lattice (full-domain "
                     "generalization, minimal nodes, needs hierarchies), mondrian (strict "
                     "multidimensional partitioning), and any method a module in "
-                    "fastpriv/anonymize/ registers with CLI_METHOD.")
+                    "fastpriv/anonymize/ registers with CLI_METHOD. Exit status: 0 a release "
+                    "meeting the criteria was produced, 2 bad input (or no release meets "
+                    "them), 3 internal error.",
+        epilog=epilog("fastpriv anonymize adult --method mondrian --qi age sex race "
+                      "--sensitive occupation --k 5 --l 3 -o release.parquet --overwrite",
+                      "fastpriv anonymize adult --method anatomy --qi age sex race "
+                      "--sensitive occupation --l 4 -o anatomy.parquet --overwrite"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", help="Parquet/CSV file or directory, or 'adult' (bundled UCI Adult)")
     p.add_argument("--qi", nargs="+", required=True, metavar="COL", help="quasi-identifiers")
     p.add_argument("--sensitive", required=True, help="sensitive column")
@@ -238,11 +251,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="(c,k)-safety knowledge kind (default implications)")
     o = p.add_argument_group("output")
     o.add_argument("-o", "--output", metavar="OUT",
-                   help="write the anonymized table (Parquet, or CSV by suffix / --format)")
+                   help="write the release (Parquet, or CSV by suffix / --format): one table "
+                        "of generalized QI, sensitive value and group id for generalizations "
+                        "(lattice, mondrian, skyline); for bucketizations (anatomy, art) its "
+                        "two tables, OUT's name with .qi and .sensitive before the suffix")
     o.add_argument("--format", choices=("parquet", "csv"), help="output format")
-    o.add_argument("--columns", choices=("all", "released"), default="all",
-                   help="all input columns with QI generalized (default), or only the QI, "
-                        "sensitive and group columns")
+    o.add_argument("--keep", nargs="+", metavar="COL", default=[],
+                   help="also publish these columns unchanged (every other column is left "
+                        "out; name only columns that identify nobody)")
+    o.add_argument("--auditor-view", metavar="PATH",
+                   help="also write the auditor's view: every input row with its exact values "
+                        "and its group id — the input of `fastpriv robustness` / `attack`, "
+                        "NOT a release (its Parquet metadata says so)")
     o.add_argument("--overwrite", action="store_true", help="replace existing output files")
     o.add_argument("--json", metavar="OUT", help="write the summary as JSON")
     o.add_argument("--query-error", type=int, metavar="N", default=0,
@@ -306,7 +326,7 @@ def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
            "discernibility": metrics.discernibility(result if isinstance(result, Anonymized)
                                                     else rel),
            "avg_group_size_c_avg": metrics.average_group_size(rel, k),
-           "seconds": seconds}
+           "published_unchanged": list(args.keep), "seconds": seconds}
     info = getattr(result, "info", {}) or {}
     for key in ("node", "levels"):
         if key in info:
@@ -323,9 +343,49 @@ def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
     return out
 
 
+def summary_text(payload: dict, result: Any) -> str:
+    """The plain-text summary: what was published, how, and what it costs in utility."""
+    lines = [f"{payload['method']}: published {payload['n_rows'] - payload['n_suppressed']:,} "
+             f"of {payload['n_rows']:,} rows in {payload['n_groups']:,} groups of "
+             f"{payload['min_group_size']:,}–{payload['max_group_size']:,} people "
+             f"({payload['n_suppressed']:,} suppressed)",
+             f"criterion: {payload['criterion']} — holds for every published group"]
+    if "levels" in payload:
+        lines.append("generalization chosen: " + ", ".join(
+            f"{a} at level {lv}" for a, lv in payload["levels"].items())
+            + (f" (best of {len(payload['minimal_nodes'])} minimal nodes, "
+               f"{payload['nodes_checked']} of {payload['n_nodes']} checked)"
+               if payload.get("minimal_nodes") else ""))
+    if getattr(result, "is_bucketization", False):
+        lines.append("published as two tables: the QI table (exact QI values, group id) and "
+                     "the sensitive table (group id, value, count); never join them")
+    if payload["published_unchanged"]:
+        lines.append("published unchanged (--keep): " + ", ".join(payload["published_unchanged"]))
+    lines.append(f"utility: discernibility {payload['discernibility']:.4g}, normalized average "
+                 f"group size {payload['avg_group_size_c_avg']:.4g}"
+                 + (f", count-query relative error {payload['query_error']['relative_error']:.3g}"
+                    if "query_error" in payload else ""))
+    return "\n".join(lines)
+
+
+def _outputs(args: argparse.Namespace, bucketization: bool | None) -> list[str]:
+    """Every path this run writes (the release's tables, the auditor's view, the JSON)."""
+    from ..anonymize import release_paths
+
+    out: list[str] = []
+    if args.output:
+        if bucketization is None:      # unknown before the method runs: check both forms
+            out += list(release_paths(args.output, bucketization=True).values())
+            out.append(args.output)
+        else:
+            out += list(release_paths(args.output, bucketization=bucketization).values())
+    return out + [p for p in (args.auditor_view, args.json) if p]
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv anonymize``."""
-    from ._common import Timer, emit_json, format_table, load_data
+    from .._io import check_outputs, write_table
+    from ._common import Timer, emit_json, load_data
 
     load_plugins()
     if args.method not in METHODS:
@@ -334,33 +394,49 @@ def run(args: argparse.Namespace) -> int:
                              f"{_PLUGIN_ERRORS[args.method]}")
         raise InputError(f"--method must be one of {', '.join(sorted(METHODS))}; got "
                          f"{args.method!r}")
-    if args.output and args.json and args.output == args.json:
-        raise InputError("--output and --json must be different files")
+    bucket = args.method in BUCKETIZATIONS
+    check_outputs(_outputs(args, bucket if args.method in METHODS_KNOWN else None),
+                  overwrite=args.overwrite, inputs=[args.data])
     crit = _criterion(args)
     data = load_data(args.data)
+    _check_keep(args, data)
     with Timer() as t:
         result = METHODS[args.method].run(args, data, crit)
     payload = summary_payload(result, args, t.seconds, data)
-    rows = [[k, v] for k, v in payload.items() if not isinstance(v, (dict, list))]
-    if "query_error" in payload:
-        rows.append(["query relative error", payload["query_error"]["relative_error"]])
-    print(format_table(["measure", "value"], rows,
-                       title=f"{args.method}: {payload.get('criterion')}"))
+    print(summary_text(payload, result))
     if args.output:
-        original = data
-        if args.columns == "released":
-            import pyarrow as pa
-
-            from .._arrow import as_table
-
-            tab = as_table(data, param="data")
-            original = pa.table({args.sensitive: tab.column(args.sensitive)})
-        if not hasattr(result, "table"):
+        if not hasattr(result, "write"):
             raise InputError(f"method {args.method!r} returned no publishable table")
-        from .._io import write_table
-
-        dest = write_table(args.output, result.table(original), overwrite=args.overwrite,
-                           format=args.format, inputs=[args.data])
-        print(f"wrote {dest}", file=sys.stderr)
+        for dest in result.write(args.output, data, keep=args.keep, overwrite=args.overwrite,
+                                 format=args.format):
+            print(f"wrote {dest} (release)", file=sys.stderr)
+    if args.auditor_view:
+        dest = write_table(args.auditor_view, result.auditor_view(data),
+                           overwrite=args.overwrite, format=args.format, inputs=[args.data])
+        print(f"wrote {dest} (auditor's view: NOT a release, never publish it)",
+              file=sys.stderr)
     emit_json(args, payload)
     return 0
+
+
+def _check_keep(args: argparse.Namespace, data: Any) -> None:
+    """--keep names existing columns other than the QI and the sensitive column."""
+    import os
+
+    from .._arrow import as_table
+    from .._validation import check_columns
+
+    if not args.keep:
+        return
+    if isinstance(data, (str, os.PathLike)):
+        import pyarrow.dataset as ds
+
+        names = ds.dataset(os.fspath(data), format="csv" if os.fspath(data).lower().endswith(
+            (".csv", ".csv.gz")) else "parquet").schema.names
+    else:
+        names = as_table(data, param="data").column_names
+    check_columns(args.keep, names, "--keep")
+    clash = [c for c in args.keep if c in args.qi or c == args.sensitive]
+    if clash:
+        raise InputError(f"--keep: {', '.join(clash)} is a QI or the sensitive column, "
+                         "which the release already holds in its protected form")

@@ -32,7 +32,7 @@ def _unreliable(text: str) -> object:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``attack`` sub-command."""
-    from ._common import add_output_arguments
+    from ._common import add_bucketize_argument, add_output_arguments, epilog
 
     p = sub.add_parser(
         "attack", help="foreground-knowledge attack: mine a release's patterns, find breaches",
@@ -43,12 +43,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "flag tuples with p > 1/r. DATA is either the joined table (QI columns, "
                     "group id, sensitive value per row: only the per-group value counts are "
                     "used) or, with --sensitive-table, Anatomy's QI table. Exit status 1 when "
-                    "some tuple is breached.")
+                    "some tuple is breached (0 none, 2 bad input, 3 internal error).",
+        epilog=epilog("fastpriv attack adult --qi age sex race --sensitive occupation "
+                      "--bucketize anatomy:4 --r 2"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", help="Parquet/CSV file: the joined release, or the QI table")
     p.add_argument("--qi", nargs="+", required=True, metavar="COL",
                    help="quasi-identifier columns (exact values)")
     p.add_argument("--sensitive", required=True, help="sensitive column")
-    p.add_argument("--group", required=True, metavar="COL", help="group-id column")
+    p.add_argument("--group", metavar="COL", help="group-id column (or --bucketize)")
+    add_bucketize_argument(p)
     p.add_argument("--r", type=_real_gt1, required=True, help="privacy parameter r > 1")
     p.add_argument("--sensitive-table", metavar="FILE",
                    help="Anatomy's sensitive table (group id, value, count columns)")
@@ -90,11 +94,14 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from .. import foreground
-    from .._io import write_table
-    from ._common import Timer, emit_json, format_table, load_data
+    from .._io import check_outputs, write_table
+    from ._common import Timer, bucketize, emit_json, format_table, load_data
     from .anonymize import _Progress
 
-    data = load_data(args.data)
+    inputs = [args.data] + [f for f in (args.sensitive_table, args.original) if f]
+    check_outputs([args.distributions, args.tuples, args.json], overwrite=args.overwrite,
+                  inputs=inputs)
+    data, group = bucketize(args, load_data(args.data))
     targets: list = list(args.values or [])
     for spec in args.value_set or []:
         members = [v.strip() for v in spec.split(",") if v.strip()]
@@ -102,13 +109,9 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"--value-set {spec!r} is empty")
         targets.append(members)
     bar = _Progress("attribute sets")
-    inputs = [args.data] + [f for f in (args.sensitive_table, args.original) if f]
-    for out in (args.distributions, args.tuples, args.json):
-        if out and any(out == i for i in inputs):
-            raise InputError(f"refusing to write output {out!r} over an input")
     with Timer() as t:
         res = foreground.attack(
-            data, qi=args.qi, sensitive=args.sensitive, group=args.group, r=args.r,
+            data, qi=args.qi, sensitive=args.sensitive, group=group, r=args.r,
             sensitive_table=args.sensitive_table, count=args.count,
             sensitive_values=targets or None, max_set_size=args.max_set_size,
             eps=args.epsilon, delta=args.delta, min_support=args.min_support,

@@ -1,4 +1,4 @@
-"""``fastpriv audit``: evaluate a release against every model that applies."""
+"""``fastpriv audit``: evaluate a release against every count-based model, with a verdict."""
 
 from __future__ import annotations
 
@@ -6,47 +6,61 @@ import argparse
 
 ORDER = 10
 
+EXAMPLE = "fastpriv audit adult --sensitive occupation --qi age sex"
+
+
+def add_threshold_arguments(p: argparse.ArgumentParser) -> None:
+    """The thresholds of the verdict (shared by ``audit`` and ``report``)."""
+    from .report import _confidence
+
+    t = p.add_argument_group("thresholds of the verdict (PASS/FAIL per model)")
+    t.add_argument("--min-k", type=int, default=5, metavar="K",
+                   help="k-anonymity: every group has at least K people (default 5)")
+    t.add_argument("--min-l", type=int, default=3, metavar="L",
+                   help="distinct and entropy ℓ-diversity: at least L values (default 3)")
+    t.add_argument("--max-t", type=float, default=0.2, metavar="T",
+                   help="t-closeness: distance to the whole table at most T (default 0.2)")
+    t.add_argument("--c", nargs="+", type=_confidence, default=[0.8], metavar="C",
+                   help="confidence an adversary needs, in (0, 1]: (α,k), (c,k)-safety and "
+                        "the skyline must stay below the smallest (default 0.8)")
+    t.add_argument("--ck", type=int, default=3, metavar="K",
+                   help="(c,k)-safety: pieces of background knowledge (default 3)")
+    t.add_argument("--point", nargs=3, type=int, default=[1, 1, 1], metavar=("L", "K", "M"),
+                   help="privacy skyline point (ℓ, k, m) of the verdict (default 1 1 1)")
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``audit`` sub-command."""
-    from ._common import add_data_arguments, add_output_arguments
+    from ._common import add_data_arguments, add_output_arguments, epilog
 
     p = sub.add_parser(
-        "audit", help="audit a release: classical models (and worst-case models)",
-        description="Build the release described by DATA (groups from --group or --qi) and "
-                    "report what each privacy model achieves, with the worst group.")
+        "audit", help="audit a release: classical models, (c,k)-safety, skyline; PASS/FAIL",
+        description="Build the release described by DATA (groups from --group or --qi), "
+                    "report what each privacy model achieves with the worst group, and give "
+                    "the verdict against the thresholds below: PASS/FAIL per model, the most "
+                    "important risk, and the `fastpriv anonymize` command that fixes a "
+                    "failing release. Exit status: 0 every check holds, 1 one fails, 2 bad "
+                    "input, 3 internal error.",
+        epilog=epilog(EXAMPLE), formatter_class=argparse.RawDescriptionHelpFormatter)
     add_data_arguments(p)
-    p.add_argument("--l", type=int, default=2, metavar="L",
-                   help="ℓ for recursive (c,ℓ)-diversity (default 2)")
-    p.add_argument("--ck", type=int, default=None, metavar="K",
-                   help="(c,k)-safety: max disclosure against K basic implications and K "
-                        "negated atoms, with witnesses (the JSON adds the curves k = 0..K)")
+    p.add_argument("--l", type=int, default=None, metavar="L",
+                   help="ℓ of recursive (c,ℓ)-diversity (default: the achieved distinct ℓ)")
+    add_threshold_arguments(p)
+    p.add_argument("--verbose", action="store_true",
+                   help="also list the checks that did not run, with the reason")
     add_output_arguments(p)
     p.set_defaults(func=run)
 
 
-def audit_payload(rel, args: argparse.Namespace) -> tuple[dict, list[str]]:
-    """Run the audit; return the JSON payload and the printable text blocks."""
-    from .. import classic
-    from ._common import Timer, format_table
+def classical_table(rel, models: dict) -> str:
+    """The achieved value and the worst group (named with its columns) of every model."""
+    from ..report.text import describe_key
+    from ._common import format_table
 
-    with Timer() as t:
-        res = classic.audit(rel, l=args.l)
-    rows = [[m["title"], m["value"], m["worst_label"]] for m in res.models.values()]
-    blocks = [format_table(["model", "achieved", "worst group"], rows,
-                           title="Classical models")]
-    payload = {"release": release_summary(rel), "classic": res.to_dict(),
-               "timings_s": {"classic": t.seconds}}
-    if getattr(args, "ck", None) is not None:
-        from .. import ck_safety
-
-        with Timer() as tc:
-            ck = ck_safety.audit(rel, args.ck)
-        blocks.append(format_table(["knowledge", "max disclosure", "worst group", "witness"],
-                                   ck.rows(), title="(c,k)-safety (Martin et al.)"))
-        payload["ck_safety"] = ck.to_dict()
-        payload["timings_s"]["ck_safety"] = tc.seconds
-    return payload, blocks
+    names = rel.groups.column_names
+    rows = [[m["title"], m["value"], describe_key(names, m["worst_label"])]
+            for m in models.values()]
+    return format_table(["model", "achieved", "worst group"], rows, title="Classical models")
 
 
 def release_summary(rel) -> dict:
@@ -57,20 +71,37 @@ def release_summary(rel) -> dict:
             "max_group_size": int(rel.sizes.max())}
 
 
+def audit_release(rel, args: argparse.Namespace, data_spec: str):
+    """Run the verdict's models on a built release; return the report object."""
+    from ..report import build_report
+
+    return build_report(rel, c=args.c, k=args.ck, point=tuple(args.point), l=args.l,
+                        min_k=args.min_k, min_l=args.min_l, max_t=args.max_t,
+                        robustness=False, attack=False, knowledge_skylines=False,
+                        data_spec=data_spec, source=data_spec, remedy_qi=args.qi)
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv audit``."""
+    from .._io import check_outputs
     from ._common import Timer, emit_json, load_release
 
+    check_outputs([args.json], overwrite=args.overwrite, inputs=[args.data])
     with Timer() as t:
         rel = load_release(args)
     s = release_summary(rel)
     print(f"{args.data}: {s['n_rows']} rows, {s['n_groups']} groups (sizes {s['min_group_size']}"
           f"–{s['max_group_size']}), {s['n_values']} values of {args.sensitive!r} [{s['case']}]"
           f" — built in {t.seconds:.2f} s")
-    payload, blocks = audit_payload(rel, args)
-    payload["timings_s"]["release"] = t.seconds
-    for b in blocks:
+    rep = audit_release(rel, args, args.data)
+    d = rep.to_dict()
+    if d["classical"]["status"] == "ok":
         print()
-        print(b)
+        print(classical_table(rel, d["classical"]["models"]))
+    print()
+    print(rep.summary(verbose=args.verbose))
+    payload = {"release": s, "classic": d["classical"], "ck_safety": d["ck_safety"],
+               "skyline": d["skyline"], "verdict": d["verdict"],
+               "timings_s": {**d["timings_s"], "release": t.seconds}}
     emit_json(args, payload)
-    return 0
+    return rep.exit_code

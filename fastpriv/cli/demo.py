@@ -1,4 +1,10 @@
-"""``fastpriv demo``: the main job on the bundled UCI Adult data, no arguments needed."""
+"""``fastpriv demo``: the main job on the bundled UCI Adult data, no arguments needed.
+
+It audits a naive release of Adult (age in 20-year bands and sex, occupation sensitive),
+shows the verdict and the remedy the verdict computes, runs that remedy (a Mondrian
+release meeting every threshold), audits the result and prints the knowledge skyline of its
+most exposed value. The exit status is the verdict of the release it produces.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +12,27 @@ import argparse
 
 ORDER = 1
 
+#: the naive release: Martin et al.'s Figure 5 setting plus sex (10 groups)
+QI = ["age_band", "sex"]
+#: the columns the remedy generalizes instead (the original, exact values)
+REMEDY_QI = ["age", "sex"]
+#: confidence an adversary needs, pieces of knowledge for (c,k)-safety
+CONFIDENCE, CK = 0.8, 3
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``demo`` sub-command."""
+    from ._common import epilog
+
     p = sub.add_parser(
-        "demo", help="audit the bundled UCI Adult data (no arguments needed)",
-        description="Generalize the bundled UCI Adult table (age in 20-year bands and sex; "
-                    "the rest suppressed), publish occupation as the sensitive attribute, and "
-                    "audit the release with the classical models, (c,k)-safety and the "
-                    "privacy skyline (see `fastpriv report` for r-robustness and the "
-                    "foreground attack as well).")
+        "demo", help="audit the bundled UCI Adult data, then fix it (no arguments needed)",
+        description="Audit a naive release of the bundled UCI Adult table (age in 20-year "
+                    "bands and sex; occupation sensitive) with the classical models, "
+                    "(c,k)-safety and the privacy skyline; show what fails and why; run the "
+                    "remedy the verdict computes (a Mondrian release meeting every "
+                    "threshold) and audit that. Exit status: the verdict of the fixed "
+                    "release (0 it passes, 1 it fails).",
+        epilog=epilog("fastpriv demo"), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
     p.add_argument("--overwrite", action="store_true", help="replace an existing JSON output")
     p.set_defaults(func=run)
@@ -32,61 +49,94 @@ def demo_table():
     return adult.append_column("age_band", band)
 
 
-#: the demo's release: Martin et al.'s Figure 5 setting plus sex (10 groups)
-QI = ["age_band", "sex"]
-#: (ℓ, k, m) checked for every occupation, and the confidence an adversary needs
-POINT, CONFIDENCE, CK = (1, 1, 1), 0.95, 5
+def _audit(rel, qi: list[str]):
+    from ..report import build_report
+
+    return build_report(rel, c=CONFIDENCE, k=CK, robustness=False, attack=False,
+                        knowledge_skylines=False, data_spec="adult", remedy_qi=qi)
 
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv demo``."""
-    from .. import skyline
+    from .._io import check_outputs
     from ..release import Release
-    from ._common import Timer, emit_json, format_table
-    from .audit import audit_payload, release_summary
-    from .skyline import _fmt_point
+    from ._common import Timer, emit_json
+    from .audit import classical_table
 
-    print("fastpriv demo — UCI Adult (Becker & Kohavi 1996, CC BY 4.0), 45,222 rows")
-    print("(the first run compiles the kernels, about 30 s; later runs use the on-disk cache)")
+    check_outputs([args.json], overwrite=args.overwrite)
+    table = demo_table()
+    print("fastpriv demo — UCI Adult (Becker & Kohavi 1996, CC BY 4.0), 45,222 rows\n")
     with Timer() as t:
-        rel = Release.from_table(demo_table(), sensitive="occupation", qi=QI)
-    s = release_summary(rel)
-    print(f"release: QI {', '.join(QI)} (everything else suppressed), sensitive 'occupation': "
-          f"{s['n_groups']} groups of {s['min_group_size']}–{s['max_group_size']} people, "
-          f"{s['n_values']} values — built in {t.seconds:.2f} s")
-    payload, blocks = audit_payload(rel, argparse.Namespace(l=3, ck=CK))
-    payload["timings_s"]["release"] = t.seconds
-
-    # privacy skyline: BP at one (ℓ,k,m) point for every value, then the knowledge skyline
-    # of the most exposed value
-    l_, k_, m_ = POINT
-    with Timer() as t:
-        chk = skyline.check(rel, {"*": [(l_, k_, m_, CONFIDENCE)]})
-    worst = max(chk.points, key=lambda p: float(p.value))
-    with Timer() as t2:
-        sky = skyline.knowledge_skyline(rel, worst.sigma, CONFIDENCE)
-    rows = [[p.sigma, float(p.value), "yes" if p.safe else "NO", p.case_used or "-"]
-            for p in sorted(chk.points, key=lambda p: -float(p.value))[:5]]
-    blocks.append(format_table(
-        ["sensitive value", "breach probability", f"< {CONFIDENCE}", "worst case"], rows,
-        title=f"Privacy skyline (Chen et al.): adversary with (ℓ,k,m) = {POINT}, "
-              "five most exposed values"))
-    pts = [_fmt_point(p) for p in sky]
-    blocks.append(format_table(
-        ["l", "k", "m"], pts or [["-", "-", "-"]],
-        title=f"Knowledge skyline of {worst.sigma!r} at c = {CONFIDENCE}: the most an "
-              "adversary may know and still be < c sure"))
-    payload["skyline"] = {"check": chk.to_dict(),
-                          "knowledge_skyline": {str(worst.sigma): sky.to_dict()}}
-    payload["timings_s"].update({"skyline_check": t.seconds, "knowledge_skyline": t2.seconds})
-    for b in blocks:
-        print()
-        print(b)
+        rel = Release.from_table(table, sensitive="occupation", qi=QI)
+    print(f"1. A naive release: age in 20-year bands and sex published, occupation sensitive, "
+          f"the rest removed — {rel.n_groups} groups of {int(rel.sizes.min()):,}–"
+          f"{int(rel.sizes.max()):,} people ({t.seconds:.2f} s).\n")
+    before = _audit(rel, REMEDY_QI)
+    print(classical_table(rel, before.data["classical"]["models"]))
     print()
-    print("More: fastpriv report adult --sensitive occupation --qi age sex race -o r.html "
-          "(every model, HTML);\n      fastpriv robustness / attack / anonymize --help "
-          "(r-robustness, foreground attack, safe releases).")
+    print(before.summary())
+    payload = {"before": _payload(rel, before)}
+    status = before.exit_code
+    if before.exit_code:
+        fixed, seconds = _remedy(table)
+        print(f"\n2. The remedy, run ({seconds:.2f} s): {fixed.release.n_groups} groups of at "
+              f"least {int(fixed.release.sizes.min()):,} people, age and sex generalized "
+              "where needed.\n")
+        after = _audit(fixed.release, REMEDY_QI)
+        print(after.summary())
+        payload["after"] = _payload(fixed.release, after)
+        status = after.exit_code
+        rel = fixed.release
+    payload["knowledge_skyline"] = _print_skyline(rel)
+    print("\nMore: fastpriv report adult --sensitive occupation --qi age sex race -o r.html "
+          "(every model, HTML); fastpriv anonymize / robustness / attack --help.")
     if args.json:
         args.data = "adult"
         emit_json(args, payload)
-    return 0
+    return status
+
+
+def _remedy(table):
+    """Run the Mondrian release the verdict's remedy command describes."""
+    from ..anonymize import mondrian
+    from ..predicates import criteria_from
+    from ._common import Timer
+
+    crit = criteria_from(k=5, l=3, l_kind="entropy", t=0.2, c=CONFIDENCE, ck=CK)
+    with Timer() as t:
+        res = mondrian(table, REMEDY_QI, "occupation", predicate=crit)
+    return res, t.seconds
+
+
+def _payload(rel, rep) -> dict:
+    from .audit import release_summary
+
+    d = rep.to_dict()
+    return {"release": release_summary(rel), "classic": d["classical"],
+            "ck_safety": d["ck_safety"], "skyline": d["skyline"], "verdict": d["verdict"]}
+
+
+def _print_skyline(rel) -> dict:
+    """Knowledge skyline of the most exposed value, in words."""
+    from .. import skyline
+    from ._common import format_table
+
+    chk = skyline.check(rel, {"*": [(1, 1, 1, CONFIDENCE)]})
+    worst = max(chk.points, key=lambda p: float(p.value))
+    sky = skyline.knowledge_skyline(rel, worst.sigma, CONFIDENCE)
+    rows = [[_amount(pt[0]), _amount(pt[1])] for pt in sky if pt[2] == 0]
+    print()
+    print(format_table(
+        ["values the adversary rules out for the target (ℓ)",
+         "other people whose values he knows (k)"], rows or [["-", "-"]],
+        title=f"How much may an adversary know before being {CONFIDENCE:.0%} sure that "
+              f"someone is in {worst.sigma!r} (the most exposed occupation)? Knowledge "
+              "skyline at m = 0; `fastpriv skyline` gives every point"))
+    if not rows:
+        print(f"  (none: even without background knowledge the certainty reaches "
+              f"{CONFIDENCE:.0%})")
+    return {str(worst.sigma): sky.to_dict()}
+
+
+def _amount(x: float) -> str | int:
+    return "any number" if x == float("inf") else int(x)

@@ -21,6 +21,8 @@ def _confidence(text: str) -> float:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``report`` sub-command."""
+    from ._common import epilog
+
     p = sub.add_parser(
         "report", help="complete audit report of a release (self-contained HTML and JSON)",
         description="Audit a release with every model fastpriv implements — classical models, "
@@ -29,7 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "exact quasi-identifiers are given with --group) — and write a "
                     "self-contained HTML page for the data owner (verdict first, plots, "
                     "tables, glossary) and/or the same content as JSON (documented schema). "
-                    "Outputs are written atomically and never over the input.")
+                    "Outputs are written atomically and never over the input. Exit status: 0 "
+                    "every check holds, 1 one fails, 2 bad input, 3 internal error.",
+        epilog=epilog("fastpriv report adult --sensitive occupation --qi age sex race "
+                      "-o report.html --json report.json --overwrite"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", help="Parquet/CSV file or Parquet directory with one row per "
                                 "individual, or 'adult' for the bundled UCI Adult table")
     p.add_argument("--sensitive", required=True, help="sensitive column")
@@ -89,6 +95,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-robustness", action="store_true", help="skip r-robustness")
     p.add_argument("--no-attack", action="store_true", help="skip the foreground attack")
     p.add_argument("--title", help="report title")
+    p.add_argument("--verbose", action="store_true",
+                   help="also list the checks that did not run, with the reason")
     p.add_argument("-o", "--output", metavar="HTML", help="write the HTML report to HTML")
     p.add_argument("--json", metavar="OUT", help="write the JSON report to OUT")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
@@ -97,9 +105,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv report``."""
-    import os
     import sys
 
+    from .._io import check_outputs
     from ..report import build_report
     from ._common import load_data
 
@@ -110,16 +118,7 @@ def run(args: argparse.Namespace) -> int:
     source = ("bundled UCI Adult (fastpriv.datasets.load_adult)" if args.data == "adult"
               else None)
     inputs = [args.data] + ([args.knowledge] if args.knowledge else [])
-    for out in (args.output, args.json):
-        if out and any(os.path.exists(i) and os.path.abspath(out) == os.path.abspath(i)
-                       for i in inputs):
-            raise InputError(f"refusing to write output {out!r} over an input")
-    if args.output and args.json and os.path.abspath(args.output) == os.path.abspath(args.json):
-        raise InputError("-o/--output and --json name the same file")
-    for out in (args.output, args.json):      # fail before the (possibly long) audit
-        if out and os.path.exists(out) and not args.overwrite:
-            raise FileExistsError(f"output {os.path.abspath(out)!r} exists; pass --overwrite "
-                                  "to replace it")
+    check_outputs([args.output, args.json], overwrite=args.overwrite, inputs=inputs)
     rep = build_report(
         data, sensitive=args.sensitive, group=args.group, qi=args.qi,
         individual=args.individual, nulls=args.nulls, knowledge=args.knowledge,
@@ -129,10 +128,10 @@ def run(args: argparse.Namespace) -> int:
         max_set_size=args.max_set_size, sensitive_values=args.sensitive_values, top=args.top,
         include_individual_values=args.include_individual_values, row_label=args.row_label,
         robustness=not args.no_robustness, attack=not args.no_attack, stream=args.stream,
-        title=args.title, source=source)
-    print(rep.summary())
+        title=args.title, source=source, data_spec=args.data)
+    print(rep.summary(verbose=args.verbose))
     print(f"(report built in {rep.data['timings_s']['total']:.2f} s)")
     for dest in rep.write(html=args.output, json=args.json, overwrite=args.overwrite,
                           inputs=inputs):
         print(f"wrote {dest}", file=sys.stderr)
-    return 0
+    return rep.exit_code

@@ -11,6 +11,8 @@ ORDER = 90
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``reproduce`` sub-command."""
+    from ._common import epilog
+
     p = sub.add_parser(
         "reproduce", help="rerun the papers' experiments and write REPRODUCTION.md",
         description="Run every experiment of the specification's experiments.md that is in "
@@ -18,7 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "benchmarks/reproduce.py), write their result JSON and plots to OUT and "
                     "REPRODUCTION.md with our numbers beside the published ones and the "
                     "machine. Same as `python -m benchmarks.reproduce`; needs the source "
-                    "tree (the benchmarks/ folder is not installed with the package).")
+                    "tree (the benchmarks/ folder is not installed with the package).",
+        epilog=epilog("fastpriv reproduce --out repro --quick --only martin_fig5"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created)")
     p.add_argument("--quick", action="store_true",
                    help="small sizes: a smoke run of every experiment (about a minute)")

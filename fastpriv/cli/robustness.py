@@ -19,7 +19,7 @@ def _real_gt1(text: str) -> float:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``robustness`` sub-command."""
-    from ._common import add_output_arguments
+    from ._common import add_bucketize_argument, add_output_arguments, epilog
 
     p = sub.add_parser(
         "robustness", help="r-robustness: posteriors under QI-based distribution knowledge",
@@ -29,15 +29,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "the exact possible-world posterior of every tuple, value and attribute "
                     "set and flag those above 1/r. DATA has one row per individual: exact QI "
                     "columns, the group id and the sensitive value. Exit status 1 when the "
-                    "release is not r-robust.")
+                    "release is not r-robust (0 robust, 2 bad input, 3 internal error).",
+        epilog=epilog("fastpriv robustness adult --qi age sex race --sensitive occupation "
+                      "--bucketize anatomy:4 --r 4"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("data", help="Parquet/CSV file or directory, or 'adult' for the bundled "
-                                "UCI Adult table (then --group must name a column you added; "
-                                "use the Python API to bucketize first)")
+                                "UCI Adult table (with --bucketize)")
     p.add_argument("--qi", nargs="+", required=True, metavar="COL",
                    help="quasi-identifier columns (exact values)")
     p.add_argument("--sensitive", required=True, help="sensitive column")
-    p.add_argument("--group", nargs="+", required=True, metavar="COL",
-                   help="group-id column(s) of the release")
+    p.add_argument("--group", nargs="+", metavar="COL",
+                   help="group-id column(s) of the release (or --bucketize)")
+    add_bucketize_argument(p)
     p.add_argument("--r", type=_real_gt1, required=True, help="privacy parameter r > 1")
     p.add_argument("--sensitive-values", nargs="+", metavar="VALUE",
                    help="the sensitive values X_s (default: every value)")
@@ -67,10 +70,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv robustness``."""
     from .. import robustness
+    from .._io import check_outputs
     from ..knowledge import Knowledge
-    from ._common import Timer, emit_json, format_table, load_data
+    from ._common import Timer, bucketize, emit_json, format_table, load_data
 
-    data = load_data(args.data)
+    check_outputs([args.json], overwrite=args.overwrite,
+                  inputs=[args.data] + ([args.knowledge] if args.knowledge else []))
+    data, group = bucketize(args, load_data(args.data))
     knowledge = None
     if args.knowledge:
         knowledge = Knowledge.from_table(args.knowledge, set_column="attributes",
@@ -78,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     with Timer() as t:
         res = robustness.audit(
             data, qi=args.qi, sensitive=args.sensitive,
-            group=args.group if len(args.group) > 1 else args.group[0], r=args.r,
+            group=group if isinstance(group, str) or len(group) > 1 else group[0], r=args.r,
             knowledge=knowledge, sensitive_values=args.sensitive_values, model=args.model,
             max_size=args.max_size, epsilon=args.epsilon, delta=args.delta,
             min_support=args.min_support, nulls=args.nulls)

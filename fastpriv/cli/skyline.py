@@ -36,7 +36,7 @@ def _threshold(text: str):
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``skyline`` sub-command."""
-    from ._common import add_data_arguments, add_output_arguments
+    from ._common import add_data_arguments, add_output_arguments, epilog
 
     p = sub.add_parser(
         "skyline", help="privacy skyline: worst-case (ℓ,k,m) background knowledge",
@@ -44,7 +44,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "breach probability stays below c) of a sensitive value, and checks of "
                     "(ℓ,k,m,c) skyline points. ℓ: facts about the target, k: about other "
                     "individuals, m: same-value family members. Exit status 1 when a "
-                    "--point is violated.")
+                    "--point is violated (0 every point holds, 2 bad input, 3 internal "
+                    "error).",
+        epilog=epilog("fastpriv skyline adult --sensitive occupation --qi age sex "
+                      "--sigma Sales --c 0.95 --point 1,1,1,0.95"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_data_arguments(p)
     p.add_argument("--individual", metavar="COL",
                    help="individual-id column of an MVPI table (one row per individual and "
@@ -59,6 +63,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="check a skyline point (repeatable)")
     p.add_argument("--exact", action="store_true",
                    help="exact rational arithmetic (SVPI and MVPI-Set)")
+    p.add_argument("--verbose", action="store_true",
+                   help="also print the internal terms (the skyline's caps, which of the "
+                        "paper's sufficient statistics realises the worst case)")
     add_output_arguments(p)
     p.set_defaults(func=run)
 
@@ -72,10 +79,13 @@ def _fmt_point(p) -> list:
 def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv skyline``."""
     from .. import skyline
+    from .._io import check_outputs
+    from ..report.text import describe_key
     from ._common import Timer, emit_json, format_table, load_release
 
     if args.c is None and not args.point:
         raise InputError("give --c (knowledge skyline) and/or --point l,k,m,c (checks)")
+    check_outputs([args.json], overwrite=args.overwrite, inputs=[args.data])
     with Timer() as t_rel:
         rel = load_release(args)  # streams Parquet directories / large files (SVPI)
     print(f"{args.data}: {rel.n_rows} rows, {rel.n_groups} groups, {rel.n_values} values of "
@@ -95,12 +105,16 @@ def run(args: argparse.Namespace) -> int:
         for s, v in skies.items():
             rows = [_fmt_point(p) for p in v]
             print()
-            print(format_table(["l", "k", "m"], rows or [["-", "-", "-"]],
-                               title=f"Knowledge skyline of {s!r} at c = {float(args.c):g} "
-                                     f"(safe iff BP < c for knowledge ≤ a point; caps "
-                                     f"{list(v.caps)})"))
+            caps = f"; caps {list(v.caps)}" if args.verbose else ""
+            print(format_table(
+                ["values ruled out (ℓ)", "others' values known (k)", "relatives known (m)"],
+                rows or [["-", "-", "-"]],
+                title=f"Knowledge skyline of {s!r} at c = {float(args.c):g}: an adversary "
+                      f"whose knowledge is at most one row in every dimension stays below "
+                      f"{float(args.c):g} certainty{caps}"))
             if not rows:
-                print("  (no safe point: BP(0,0,0) >= c)")
+                print(f"  no safe knowledge: even from the release alone an adversary is at "
+                      f"least {float(args.c):g} sure that someone has {s!r}")
     if args.point:
         key = "*" if sigma is None else sigma
         with Timer() as t:
@@ -110,23 +124,28 @@ def run(args: argparse.Namespace) -> int:
         rows = []
         for pr in res.points:
             rows.append([pr.sigma, pr.l, pr.k, pr.m, float(pr.c), float(pr.value),
-                         "yes" if pr.safe else "NO", pr.case_used or "-"])
+                         "PASS" if pr.safe else "FAIL"]
+                        + ([pr.case_used or "-"] if args.verbose else []))
         print()
-        print(format_table(["sigma", "l", "k", "m", "c", "BP", "safe", "worst case"], rows,
-                           title="Skyline points"))
+        print(format_table(["value", "ℓ", "k", "m", "c", "breach probability", "verdict"]
+                           + (["worst case"] if args.verbose else []), rows,
+                           title="Skyline points: an adversary with (ℓ, k, m) knowledge must "
+                                 "stay below c"))
         for pr in res.violations[:5]:
             w = skyline.breach_probability(rel, pr.sigma, pr.l, pr.k, pr.m).witness
             if w is not None:
-                parts = [f"target in group {w.group_labels['t']!r}"]
+                names = rel.groups.column_names
+                parts = [f"target in the group {describe_key(names, w.group_labels['t'])}"]
                 if w.x_values:
                     parts.append(f"known not to have / implying σ: {list(w.x_values)}")
                 if w.n_u:
                     what = (f"with values {list(w.y_values)}" if w.y_values
                             else f"known to lack {pr.sigma!r}")
-                    parts.append(f"{w.n_u} other(s) in group {w.group_labels.get('u')!r} {what}")
+                    parts.append(f"{w.n_u} other(s) in the group "
+                                 f"{describe_key(names, w.group_labels.get('u'))} {what}")
                 if w.n_v:
-                    parts.append(f"{w.n_v} family member(s) in group "
-                                 f"{w.group_labels.get('v')!r}")
+                    parts.append(f"{w.n_v} family member(s) in the group "
+                                 f"{describe_key(names, w.group_labels.get('v'))}")
                 print(f"  worst case for {pr.sigma!r} at ({pr.l},{pr.k},{pr.m}), BP = "
                       f"{float(pr.value):.4g}: " + "; ".join(parts))
         status = 0 if res.safe else 1

@@ -22,7 +22,7 @@ Examples
 >>> rep.data["classical"]["pycanon"]["k_anonymity"]
 {'k': 3}
 >>> rep.verdict["headline"]
-'The release fails 4 of the 8 checks at the chosen thresholds.'
+'FAIL: the release fails 4 of the 8 checks at the chosen thresholds.'
 
 """
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import math
 import numbers
 import os
 import platform
@@ -24,6 +23,8 @@ import numpy as np
 from .._io import to_jsonable
 from ..errors import InputError, InputTypeError
 from .schema import SCHEMA_ID, SCHEMA_VERSION
+from .text import as_float, describe_key, fmt_count, fmt_label, fmt_pct
+from .verdict import build_verdict, verdict_text
 
 __all__ = ["build_report", "Report", "fingerprint", "MAX_SKYLINE_VALUES"]
 
@@ -49,38 +50,6 @@ _PYCANON_NULL = {
 # ============================================================================ helpers
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def _label(x: Any) -> str:
-    """Human form of a group key or value label (tuples joined by ', ')."""
-    if isinstance(x, (tuple, list)):
-        return ", ".join(_label(v) for v in x)
-    if x is None:
-        return "(null)"
-    return str(x)
-
-
-def _pct(p: float) -> str:
-    if p is None or not math.isfinite(float(p)):
-        return str(p)
-    v = 100.0 * float(p)
-    if v >= 99.95 and p < 1:
-        return f"{v:.2f}%"
-    return f"{v:.0f}%" if abs(v - round(v)) < 0.05 else f"{v:.1f}%"
-
-
-def _n(count: int, noun: str, plural: str | None = None) -> str:
-    """'1 fact', '3 facts' (thousands separated)."""
-    word = noun if count == 1 else (plural or noun + "s")
-    return f"{count:,} {word}"
-
-
-def _f(x: Any) -> float:
-    if isinstance(x, dict) and "float" in x:
-        return float(x["float"])
-    if isinstance(x, str):
-        return float(x)
-    return float(x)
 
 
 def _sha256_file(path: str) -> tuple[str, int]:
@@ -200,11 +169,11 @@ def _skipped(reason: str) -> dict:
 
 
 def _run(fn: Any, *args: Any, **kw: Any) -> dict:
-    """Run a section; a model's ValueError/TypeError becomes a 'failed' section."""
+    """Run a section; a model's InputError becomes a 'failed' section (bugs propagate)."""
     t0 = time.perf_counter()
     try:
         out = fn(*args, **kw)
-    except (ValueError, TypeError) as exc:
+    except InputError as exc:       # a model refusing this input; a bug propagates
         return _section("failed", f"{type(exc).__name__}: {exc}", time.perf_counter() - t0)
     if out.get("status") in (None, "ok"):
         out["seconds"] = time.perf_counter() - t0
@@ -381,6 +350,22 @@ def _skyline_section(rel: Any, sigma: list | None, cs: list[float],
         worst=worst_bp, skylines=skylines)
 
 
+def _whole_table_section(rel: Any, k: int, c_v: float) -> dict:
+    """Audit the whole table as one group: the best any generalization can reach."""
+    from .. import ck_safety as ck
+    from .. import classic
+    from ..release import Release
+
+    totals = rel.value_totals
+    one = Release.from_groups([{v: int(n) for v, n in zip(rel.values, totals.tolist(),
+                                                          strict=True) if n > 0}])
+    m = classic.audit(one, l=1).to_dict()["models"]
+    disclosure = (float(ck.max_disclosure(one, k=k).value) if rel.case == "svpi" else 0.0)
+    return _section(l=int(m["l_diversity"]["value"]),
+                    entropy_l=float(m["entropy_l_diversity"]["value"]),
+                    alpha=float(m["alpha_k_anonymity"]["value"]), ck=disclosure)
+
+
 def _robustness_section(table: Any, *, qi: list | None, sensitive: str, group: Any, r: float,
                         knowledge: Any, sensitive_values: list | None, max_set_size: int,
                         nulls: str, top: int) -> dict:
@@ -420,7 +405,9 @@ def _worst_groups(rel: Any, top: int, row_labels: Any) -> dict:
     out = []
     for g in order.tolist():
         prof = rel.profile(g)
-        entry = {"group": g, "label": rel.group_label(g), "size": int(rel.sizes[g]),
+        entry = {"group": g, "label": rel.group_label(g),
+                 "described": describe_key(rel.groups.column_names, rel.group_label(g)),
+                 "size": int(rel.sizes[g]),
                  "distinct": int(rel.distinct[g]), "max_share": float(share[g]),
                  "top_value": prof[0][0] if prof else None,
                  "profile": [{"value": v, "count": c} for v, c in prof[:8]],
@@ -461,10 +448,10 @@ def _targets(rel: Any, sec: dict, c_v: float, table_values: Any, row_labels: Any
         add(source="alpha_k_anonymity", row=None, rows=g["rows"], group=g["group"],
             group_label=g["label"], value=g["top_value"], certainty=g["max_share"],
             knowledge="none: the published release alone",
-            why=(f"{g['profile'][0]['count']:,} of the {_n(g['size'], 'person', 'people')} of "
-                 "group "
-                 f"{_label(g['label'])} have {sens} = {_label(g['top_value'])}, so anyone known "
-                 f"to be in this group has it with probability {_pct(g['max_share'])}"))
+            why=(f"{g['profile'][0]['count']:,} of the "
+                 f"{fmt_count(g['size'], 'person', 'people')} of the group {g['described']} "
+                 f"have {sens} = {fmt_label(g['top_value'])}, so anyone known to be in this "
+                 f"group has it with probability {fmt_pct(g['max_share'])}"))
     ck = sec["ck_safety"]
     if ck["status"] == "ok":
         for kn in ("implications", "negations"):
@@ -475,12 +462,12 @@ def _targets(rel: Any, sec: dict, c_v: float, table_values: Any, row_labels: Any
                     if kn == "implications" else "negated atoms (“person p does not have "
                     "value v”)")
             add(source=f"ck_safety_{kn}", row=a["row"], group=a["group"],
-                group_label=a["group_label"], value=a["value"], certainty=_f(r["value"]),
+                group_label=a["group_label"], value=a["value"], certainty=as_float(r["value"]),
                 knowledge=f"{len(w['antecedents'])} {what} (k = {r['k']})",
                 why=("with the knowledge "
                      + ("; ".join(ck["witness_text"][kn]["formulas"]) or "(none)")
-                     + f", the adversary is {_pct(_f(r['value']))} sure that this person has "
-                     f"{sens} = {_label(a['value'])}"))
+                     + f", the adversary is {fmt_pct(as_float(r['value']))} sure that this "
+                     f"person has {sens} = {fmt_label(a['value'])}"))
     sky = sec["skyline"]
     if sky["status"] == "ok" and sky.get("worst") and sky["worst"].get("witness"):
         b = sky["worst"]
@@ -491,20 +478,21 @@ def _targets(rel: Any, sec: dict, c_v: float, table_values: Any, row_labels: Any
             rows = [int(x) for x in rel.rows_of_group(t)[:ROWS_PER_GROUP]]
         parts = []
         if w["x_values"]:
-            parts.append(f"that the target does not have {', '.join(map(_label, w['x_values']))}")
+            lacks = ", ".join(map(fmt_label, w["x_values"]))
+            parts.append(f"that the target does not have {lacks}")
         if w["n_u"]:
-            ys = (f" ({', '.join(map(_label, w['y_values']))})" if w.get("y_values") else "")
-            parts.append(f"the values of {_n(w['n_u'], 'other person', 'other people')} of group "
-                         f"{_label(w['group_labels'].get('u'))}{ys}")
+            ys = (f" ({', '.join(map(fmt_label, w['y_values']))})" if w.get("y_values") else "")
+            parts.append(f"the values of {fmt_count(w['n_u'], 'other person', 'other people')}"
+                         f" of group {fmt_label(w['group_labels'].get('u'))}{ys}")
         if w["n_v"]:
-            parts.append(f"{_n(w['n_v'], 'member')} of the target's same-value family in group "
-                         f"{_label(w['group_labels'].get('v'))}")
+            parts.append(f"{fmt_count(w['n_v'], 'member')} of the target's same-value family "
+                         f"in group {fmt_label(w['group_labels'].get('v'))}")
         add(source="skyline", row=None, rows=rows, group=t, group_label=w["group_labels"]["t"],
-            value=b["sigma"], certainty=_f(b["value"]),
+            value=b["sigma"], certainty=as_float(b["value"]),
             knowledge=f"(ℓ, k, m) = ({b['l']}, {b['k']}, {b['m']})",
             why=("knowing " + ("; ".join(parts) if parts else "nothing beyond the release")
-                 + f", the adversary is {_pct(_f(b['value']))} sure that any person of this "
-                 f"group has {sens} = {_label(b['sigma'])}"))
+                 + f", the adversary is {fmt_pct(as_float(b['value']))} sure that any person "
+                 f"of this group has {sens} = {fmt_label(b['sigma'])}"))
     rb = sec["robustness"]
     if rb["status"] == "ok" and rb["result"].get("witness"):
         w = rb["result"]["witness"]
@@ -513,8 +501,9 @@ def _targets(rel: Any, sec: dict, c_v: float, table_values: Any, row_labels: Any
             knowledge=("QI-based statistics p(signature : value) on "
                        f"{', '.join(w['attribute_set'])}"),
             why=(f"this person's {', '.join(w['attribute_set'])} = "
-                 f"{', '.join(map(_label, w['signature']))} makes {sens} = {_label(w['value'])} "
-                 f"{_pct(w['posterior'])} likely ({w['n_x']} of the {w['group_size']} people of "
+                 f"{', '.join(map(fmt_label, w['signature']))} makes {sens} = "
+                 f"{fmt_label(w['value'])} "
+                 f"{fmt_pct(w['posterior'])} likely ({w['n_x']} of the {w['group_size']} people of "
                  f"the group have it)"))
     fg = sec["foreground"]
     if fg["status"] == "ok":
@@ -526,207 +515,12 @@ def _targets(rel: Any, sec: dict, c_v: float, table_values: Any, row_labels: Any
                 value=w.get("value"), certainty=float(w["posterior"]),
                 knowledge=("patterns mined from the release itself"
                            + (f" on {', '.join(aset)}" if aset else "")),
-                why=(f"the release's own statistics make {sens} = {_label(w.get('value'))} "
-                     f"{_pct(w['posterior'])} likely for this person"))
+                why=(f"the release's own statistics make {sens} = {fmt_label(w.get('value'))} "
+                     f"{fmt_pct(w['posterior'])} likely for this person"))
     out.sort(key=lambda t: -float(t["certainty"]))
     for t in out:
         t["exceeds_threshold"] = bool(float(t["certainty"]) >= c_v)
     return out
-
-
-# ============================================================================ verdict
-def _verdict(sec: dict, params: dict, sens: str) -> dict:
-    c_v = params["c_verdict"]
-    checks: list[dict] = []
-
-    def add(id_: str, title: str, question: str, satisfied: Any, achieved: Any,
-            required: str, plain: str, status: str = "ok", reason: str | None = None) -> None:
-        checks.append({"id": id_, "title": title, "question": question,
-                       "satisfied": satisfied, "achieved": achieved, "required": required,
-                       "plain": plain, "status": status, "reason": reason})
-
-    cl = sec["classical"]
-    if cl["status"] == "ok":
-        m = cl["models"]
-        k = m["k_anonymity"]["value"]
-        add("k_anonymity", "k-anonymity",
-            "Does every group hide each person among enough others?",
-            k >= params["min_k"], k, f"k ≥ {params['min_k']}",
-            f"The smallest group has {k} {'person' if k == 1 else 'people'} "
-            f"(required: at least {params['min_k']}).")
-        ld = m["l_diversity"]["value"]
-        add("l_diversity", "distinct ℓ-diversity",
-            f"Does every group contain several different values of {sens}?",
-            ld >= params["min_l"], ld, f"ℓ ≥ {params['min_l']}",
-            f"The least varied group has {ld} different value{'s' if ld != 1 else ''} of "
-            f"{sens} (required: at least {params['min_l']}).")
-        el = m["entropy_l_diversity"]["value"]
-        add("entropy_l_diversity", "entropy ℓ-diversity",
-            f"Are the values of {sens} spread evenly enough within every group?",
-            bool(el >= params["min_l"] - 1e-12), el, f"ℓ ≥ {params['min_l']}",
-            f"The least even group is as varied as {el:.3g} equally common values "
-            f"(required: at least {params['min_l']}).")
-        t = m["t_closeness"]["value"]
-        add("t_closeness", "t-closeness",
-            f"Does every group's mix of {sens} resemble the whole table's?",
-            bool(t <= params["max_t"]), t, f"t ≤ {params['max_t']:g}",
-            f"The most unusual group differs from the overall mix by {t:.3g} (earth mover's "
-            f"distance; allowed: at most {params['max_t']:g}).")
-        a = m["alpha_k_anonymity"]["value"]
-        add("alpha", "(α,k)-anonymity (α)",
-            f"Without any background knowledge, how sure can anyone be of a person's {sens}?",
-            bool(a < c_v), a, f"α < {c_v:g}",
-            f"From the release alone, the best guess about a person is right with probability "
-            f"{_pct(a)} (the largest share of one value in a group; must stay below "
-            f"{_pct(c_v)}).")
-    else:
-        add("classical", "classical models",
-            f"How well do the groups hide each person's {sens}?", None, None, "", "",
-            cl["status"], cl["reason"])
-    ck = sec["ck_safety"]
-    if ck["status"] == "ok":
-        k = ck["k"]
-        for kn, words in (("implications", f"knows {_n(k, 'fact')} of the form “if A then "
-                                           "B” about people"),
-                          ("negations", f"can rule out {_n(k, 'value')} for people")):
-            r = ck["at_k"][kn]
-            v = _f(r["value"])
-            row = next(x for x in ck["max_safe_k"] if x["c"] == c_v)
-            safe = bool(row[f"{kn}_is_safe_at_k"])
-            ms = row[kn]
-            more = ("" if ms is None and not safe else
-                    f" It stays safe up to k = {ms}." if ms is not None and ms < ck["k_max"]
-                    else f" It stays safe for every k ≤ {ck['k_max']} tested." if ms is not None
-                    else "")
-            add(f"ck_safety_{kn}", f"(c,k)-safety, {kn}",
-                f"Can an adversary who {words} become {_pct(c_v)} sure of anyone's {sens}?",
-                safe, v, f"max disclosure < {c_v:g} at k = {k}",
-                f"An adversary who {words} can be as much as {_pct(v)} sure of someone's "
-                f"{sens} (must stay below {_pct(c_v)}).{more}")
-    else:
-        add("ck_safety", "(c,k)-safety",
-            f"Can an adversary who knows k facts about people become {_pct(c_v)} sure of "
-            f"anyone's {sens}?", None, None, "", "", ck["status"], ck["reason"])
-    sky = sec["skyline"]
-    if sky["status"] == "ok":
-        ell, k, m = sky["point"]
-        pts = sky["check"]["points"]
-        bp = max((_f(p["value"]) for p in pts), default=0.0)
-        add("skyline", "privacy skyline (basic 3D criterion)",
-            f"Can an adversary who knows {_n(ell, 'value')} the target does not have, the "
-            f"values of {_n(k, 'other person', 'other people')} and "
-            f"{_n(m, 'person', 'people')} sharing the target's value become {_pct(c_v)} sure?",
-            bool(sky["check"]["safe"]), bp, f"BP < {c_v:g} at (ℓ,k,m) = ({ell},{k},{m}) for "
-            "every value",
-            f"Such an adversary can be as much as {_pct(bp)} sure of someone's {sens} "
-            f"(must stay below {_pct(c_v)}).")
-    else:
-        add("skyline", "privacy skyline",
-            "Can an adversary with (ℓ, k, m) knowledge about the target, other people and "
-            f"relatives become {_pct(c_v)} sure?", None, None, "", "", sky["status"],
-            sky["reason"])
-    rb = sec["robustness"]
-    r = params.get("r")
-    if rb["status"] == "ok":
-        d = rb["result"]
-        add("robustness", "r-robustness",
-            f"Can statistics linking quasi-identifiers to {sens} single anyone out?",
-            bool(d["robust"]), d["value"], f"posterior ≤ 1/r = {1 / r:.4g}",
-            f"With accurate statistics of this kind the adversary can be as much as "
-            f"{_pct(d['value'])} sure of someone's {sens} (allowed: {_pct(1 / r)}); "
-            f"{d['n_problematic_rows']:,} of {d['n_rows']:,} people exceed it.")
-    else:
-        add("robustness", "r-robustness",
-            f"Can statistics linking quasi-identifiers to {sens} single anyone out?", None,
-            None, "", "", rb["status"], rb["reason"])
-    fg = sec["foreground"]
-    if fg["status"] == "ok":
-        d = fg["result"]
-        mp = d["max_posterior"] or 0.0
-        add("foreground", "foreground-knowledge attack",
-            "Can patterns mined from the release itself single anyone out?",
-            d["n_problematic"] == 0, mp, f"posterior ≤ 1/r = {1 / r:.4g}",
-            f"Using only patterns learned from this release, the adversary can be as much as "
-            f"{_pct(mp)} sure of someone's {sens}; {d['n_problematic']:,} of {d['n_rows']:,} "
-            f"people exceed {_pct(1 / r)}.")
-    else:
-        add("foreground", "foreground-knowledge attack",
-            "Can patterns mined from the release itself single anyone out?", None, None, "",
-            "", fg["status"], fg["reason"])
-    satisfied = [c["id"] for c in checks if c["satisfied"] is True]
-    violated = [c["id"] for c in checks if c["satisfied"] is False]
-    risk = _key_risk(sec, checks, c_v, sens, params)
-    if not violated:
-        headline = ("The release satisfies every model that was checked at the chosen "
-                    "thresholds.")
-    else:
-        headline = (f"The release fails {len(violated)} of the {len(satisfied) + len(violated)} "
-                    "checks at the chosen thresholds.")
-    return {"threshold_c": c_v, "headline": headline, "satisfied": satisfied,
-            "violated": violated, "not_run": [c["id"] for c in checks if c["satisfied"]
-                                              is None], "checks": checks, "key_risk": risk}
-
-
-def _key_risk(sec: dict, checks: list[dict], c_v: float, sens: str, params: dict) -> dict:
-    """Pick the single most important risk: the one needing the least knowledge."""
-    by_id = {c["id"]: c for c in checks}
-    wg = sec["worst_groups"]
-    if "alpha" in by_id and by_id["alpha"]["satisfied"] is False and wg["groups"]:
-        g = wg["groups"][0]
-        return {"model": "alpha_k_anonymity", "certainty": g["max_share"],
-                "knowledge": "none",
-                "text": (f"Without any background knowledge: {g['profile'][0]['count']:,} of "
-                         f"the {_n(g['size'], 'person', 'people')} of group "
-                         f"{_label(g['label'])} have {sens} = "
-                         f"{_label(g['top_value'])}, so anyone who knows a person is in that "
-                         f"group learns it with {_pct(g['max_share'])} certainty.")}
-    fg = by_id.get("foreground")
-    if fg and fg["satisfied"] is False:
-        d = sec["foreground"]["result"]
-        w = d["worst"][0] if d["worst"] else {}
-        return {"model": "foreground", "certainty": d["max_posterior"],
-                "knowledge": "patterns mined from the release itself",
-                "text": (f"Patterns mined from the release itself single out "
-                         f"{d['n_problematic']:,} of {d['n_rows']:,} people: the worst (row "
-                         f"{w.get('row')}) is linked to {sens} = {_label(w.get('value'))} "
-                         f"with probability {_pct(d['max_posterior'])}.")}
-    ck = sec["ck_safety"]
-    if ck["status"] == "ok":
-        row = next(x for x in ck["max_safe_k"] if x["c"] == c_v)
-        ms = row["implications"]
-        first = 0 if ms is None else ms + 1
-        if first <= ck["k_max"] and (ms is None or ms < ck["k_max"]):
-            curve = ck["curve"]["implications"]
-            return {"model": "ck_safety_implications", "certainty": curve[first],
-                    "knowledge": f"{first} implications",
-                    "text": (f"An adversary who knows only {_n(first, 'fact')} of the form "
-                             f"“if A then B” about the "
-                             f"people in this release can be {_pct(curve[first])} sure of "
-                             f"someone's {sens} (threshold {_pct(c_v)}).")}
-    sk = by_id.get("skyline")
-    if sk and sk["satisfied"] is False:
-        b = sec["skyline"]["worst"]
-        return {"model": "skyline", "certainty": _f(b["value"]),
-                "knowledge": f"(ℓ, k, m) = ({b['l']}, {b['k']}, {b['m']})",
-                "text": sk["plain"] + f" The most exposed value is {_label(b['sigma'])}."}
-    for mid in ("robustness", "k_anonymity", "l_diversity", "entropy_l_diversity",
-                "t_closeness"):
-        c = by_id.get(mid)
-        if c and c["satisfied"] is False:
-            return {"model": mid, "certainty": None, "knowledge": None, "text": c["plain"]}
-    best = None
-    for c in checks:
-        if c["satisfied"] is not None and isinstance(c["achieved"], (int, float)) and \
-                c["id"] in ("alpha", "ck_safety_implications", "skyline", "robustness",
-                            "foreground"):
-            if best is None or c["achieved"] > best["achieved"]:
-                best = c
-    if best is None:
-        return {"model": None, "certainty": None, "knowledge": None,
-                "text": "No model flags a risk at the chosen thresholds."}
-    return {"model": best["id"], "certainty": best["achieved"], "knowledge": None,
-            "text": ("No model flags a risk at the chosen thresholds. The closest is "
-                     f"{best['title']}: {best['plain']}")}
 
 
 # ============================================================================ glossary
@@ -816,18 +610,14 @@ class Report:
         """The verdict section (checks, satisfied/violated ids, key risk)."""
         return self.data["verdict"]
 
-    def summary(self) -> str:
-        """Return a few lines of plain text: the verdict and the key risk."""
-        v = self.data["verdict"]
-        lines = [v["headline"]]
-        for c in v["checks"]:
-            mark = {True: "PASS", False: "FAIL", None: "n/a "}[c["satisfied"]]
-            if c["status"] == "failed":
-                mark = "ERR "
-            text = c["plain"] if c["satisfied"] is not None else (c["reason"] or "")
-            lines.append(f"  [{mark}] {c['title']}: {text}")
-        lines.append("Most important risk: " + v["key_risk"]["text"])
-        return "\n".join(lines)
+    def summary(self, *, verbose: bool = False) -> str:
+        """Return the verdict as plain text: PASS/FAIL per check, the key risk, the remedy."""
+        return verdict_text(self.data["verdict"], verbose=verbose)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every check that ran holds, 1 when one fails (the CLI's exit status)."""
+        return int(self.data["verdict"]["exit_code"])
 
     def write(self, html: str | os.PathLike | None = None, json: str | os.PathLike | None = None,
               *, overwrite: bool = False, inputs: Sequence[Any] = ()) -> list[str]:
@@ -856,7 +646,9 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
                  top: int = 10, include_individual_values: bool = False,
                  row_label: str | None = None, robustness: bool = True, attack: bool = True,
                  stream: bool = False, title: str | None = None,
-                 source: str | None = None) -> Report:
+                 source: str | None = None, data_spec: str | None = None,
+                 knowledge_skylines: bool = True,
+                 remedy_qi: Sequence[str] | None = None) -> Report:
     """Audit a release with every model fastpriv implements and return a :class:`Report`.
 
     Parameters
@@ -931,6 +723,14 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
         Report title.
     source : str, optional
         How to name the input in the report (default: its path, or "in-memory table").
+    data_spec : str, optional
+        How the remedy commands of the verdict name the data (default: its path, else
+        ``DATA``).
+    knowledge_skylines : bool
+        Compute the knowledge skylines of the chosen values (default); ``False`` keeps only
+        the skyline check of the verdict (``fastpriv audit``).
+    remedy_qi : list of str, optional
+        The quasi-identifiers the remedy commands generalize (default: ``qi``).
 
     Returns
     -------
@@ -1070,7 +870,9 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
     sec["release"]["seconds"] = timings["release"]
     sec["classical"] = _run(_classical_section, rel, l)
     sec["ck_safety"] = _run(_ck_section, rel, k, k_max, cs)
-    sec["skyline"] = _run(_skyline_section, rel, sigma_l, cs, point, c_v)
+    sec["skyline"] = _run(_skyline_section, rel, sigma_l if knowledge_skylines else [], cs,
+                          point, c_v)
+    sec["whole_table"] = _run(_whole_table_section, rel, k, c_v)
 
     # row-level prerequisites
     def row_level_reason(what: str, needs_qi: bool) -> str | None:
@@ -1126,7 +928,10 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
     with _Timer() as tt:
         targets = _targets(rel, sec, c_v, table_values, row_labels, include_individual_values)
     sec_timings = {name: s["seconds"] for name, s in sec.items()}
-    verdict = _verdict(sec, params, sensitive)
+    verdict = build_verdict(sec, {**params, "qi": list(remedy_qi) if remedy_qi else qi_l},
+                            sensitive,
+                            data_spec=data_spec or (path if isinstance(data, (str, os.PathLike))
+                                                    else None))
     timings.update(sec_timings)
     timings["targets"] = tt.seconds
     timings["total"] = time.perf_counter() - t_start

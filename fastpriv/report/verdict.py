@@ -1,0 +1,358 @@
+"""The verdict: PASS/FAIL per model against stated thresholds, in plain words, with remedies.
+
+Every command that audits (``fastpriv audit``, ``report``, ``demo``) and the HTML report read
+the same verdict: one check per model (the question it answers, whether it holds, the
+achieved number, one sentence on what that number means for a person in the worst group),
+the single most important risk, and — for every failing check — the ``fastpriv anonymize``
+command that produces a release meeting the thresholds. The remedy is computed: a criterion
+that not even one group holding the whole table meets is reported as unreachable by any
+generalization, with the value the whole table reaches, instead of a command that would fail.
+
+The exit status of a command is the verdict: :data:`EXIT_HOLDS` when every check that ran
+holds, :data:`EXIT_FAILS` otherwise.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from .text import as_float, fmt_count, fmt_label, fmt_pct
+
+__all__ = ["build_verdict", "verdict_text", "EXIT_HOLDS", "EXIT_FAILS"]
+
+#: Exit status when every requested check holds.
+EXIT_HOLDS = 0
+#: Exit status when at least one check fails.
+EXIT_FAILS = 1
+
+
+def build_verdict(sec: dict, params: dict, sens: str, *, data_spec: str | None = None) -> dict:
+    """Collect the checks of the report sections ``sec`` into the verdict.
+
+    Parameters
+    ----------
+    sec : dict
+        Report sections (``classical``, ``ck_safety``, ``skyline``, ``robustness``,
+        ``foreground``, ``worst_groups`` and ``whole_table``, the one-group audit that decides
+        which thresholds any generalization can reach).
+    params : dict
+        The report parameters (thresholds ``min_k``, ``min_l``, ``max_t``, ``c_verdict``,
+        ``k``, ``point``, ``r``; columns ``qi``, ``group``, ``sensitive``).
+    sens : str
+        Name of the sensitive column (for the sentences).
+    data_spec : str, optional
+        How the remedy commands name the data (a path, ``adult``); default ``DATA``.
+
+    Returns
+    -------
+    dict
+        ``headline``, ``passed`` (bool), ``exit_code``, ``satisfied`` / ``violated`` /
+        ``not_run`` check ids, ``checks`` (each with a ``remedy`` when it fails),
+        ``remedies`` (the distinct commands) and ``key_risk``.
+
+    """
+    checks = _checks(sec, params, sens)
+    remedies = _add_remedies(checks, sec.get("whole_table"), params, data_spec or "DATA")
+    satisfied = [c["id"] for c in checks if c["satisfied"] is True]
+    violated = [c["id"] for c in checks if c["satisfied"] is False]
+    risk = _key_risk(sec, checks, params["c_verdict"], sens, params)
+    if not violated:
+        headline = ("PASS: the release satisfies every model that was checked at the chosen "
+                    "thresholds.")
+    else:
+        headline = (f"FAIL: the release fails {len(violated)} of the "
+                    f"{len(satisfied) + len(violated)} checks at the chosen thresholds.")
+    return {"threshold_c": params["c_verdict"], "headline": headline,
+            "passed": not violated, "exit_code": EXIT_FAILS if violated else EXIT_HOLDS,
+            "satisfied": satisfied, "violated": violated,
+            "not_run": [c["id"] for c in checks if c["satisfied"] is None],
+            "checks": checks, "remedies": remedies, "key_risk": risk}
+
+
+def _checks(sec: dict, params: dict, sens: str) -> list[dict]:
+    """One check per model: the question, PASS/FAIL, the achieved value and a sentence."""
+    c_v = params["c_verdict"]
+    checks: list[dict] = []
+
+    def add(id_: str, title: str, question: str, satisfied: Any, achieved: Any,
+            required: str, plain: str, status: str = "ok", reason: str | None = None) -> None:
+        checks.append({"id": id_, "title": title, "question": question,
+                       "satisfied": satisfied, "achieved": achieved, "required": required,
+                       "plain": plain, "status": status, "reason": reason})
+
+    cl = sec["classical"]
+    if cl["status"] == "ok":
+        m = cl["models"]
+        k = m["k_anonymity"]["value"]
+        add("k_anonymity", "k-anonymity",
+            "Does every group hide each person among enough others?",
+            k >= params["min_k"], k, f"k ≥ {params['min_k']}",
+            f"The smallest group has {k} {'person' if k == 1 else 'people'} "
+            f"(required: at least {params['min_k']}).")
+        ld = m["l_diversity"]["value"]
+        add("l_diversity", "distinct ℓ-diversity",
+            f"Does every group contain several different values of {sens}?",
+            ld >= params["min_l"], ld, f"ℓ ≥ {params['min_l']}",
+            f"The least varied group has {ld} different value{'s' if ld != 1 else ''} of "
+            f"{sens} (required: at least {params['min_l']}).")
+        el = m["entropy_l_diversity"]["value"]
+        add("entropy_l_diversity", "entropy ℓ-diversity",
+            f"Are the values of {sens} spread evenly enough within every group?",
+            bool(el >= params["min_l"] - 1e-12), el, f"ℓ ≥ {params['min_l']}",
+            f"The least even group is as varied as {el:.3g} equally common values "
+            f"(required: at least {params['min_l']}).")
+        t = m["t_closeness"]["value"]
+        add("t_closeness", "t-closeness",
+            f"Does every group's mix of {sens} resemble the whole table's?",
+            bool(t <= params["max_t"]), t, f"t ≤ {params['max_t']:g}",
+            f"The most unusual group differs from the overall mix by {t:.3g} (earth mover's "
+            f"distance; allowed: at most {params['max_t']:g}).")
+        a = m["alpha_k_anonymity"]["value"]
+        add("alpha", "(α,k)-anonymity (α)",
+            f"Without any background knowledge, how sure can anyone be of a person's {sens}?",
+            bool(a < c_v), a, f"α < {c_v:g}",
+            f"From the release alone, the best guess about a person is right with probability "
+            f"{fmt_pct(a)} (the largest share of one value in a group; must stay below "
+            f"{fmt_pct(c_v)}).")
+    else:
+        add("classical", "classical models",
+            f"How well do the groups hide each person's {sens}?", None, None, "", "",
+            cl["status"], cl["reason"])
+    ck = sec["ck_safety"]
+    if ck["status"] == "ok":
+        k = ck["k"]
+        for kn, words in (("implications", f"knows {fmt_count(k, 'fact')} of the form “if A then "
+                                           "B” about people"),
+                          ("negations", f"can rule out {fmt_count(k, 'value')} for people")):
+            r = ck["at_k"][kn]
+            v = as_float(r["value"])
+            row = next(x for x in ck["max_safe_k"] if x["c"] == c_v)
+            safe = bool(row[f"{kn}_is_safe_at_k"])
+            ms = row[kn]
+            more = ("" if ms is None and not safe else
+                    f" It stays safe up to k = {ms}." if ms is not None and ms < ck["k_max"]
+                    else f" It stays safe for every k ≤ {ck['k_max']} tested." if ms is not None
+                    else "")
+            add(f"ck_safety_{kn}", f"(c,k)-safety, {kn}",
+                f"Can an adversary who {words} become {fmt_pct(c_v)} sure of anyone's {sens}?",
+                safe, v, f"max disclosure < {c_v:g} at k = {k}",
+                f"An adversary who {words} can be as much as {fmt_pct(v)} sure of someone's "
+                f"{sens} (must stay below {fmt_pct(c_v)}).{more}")
+    else:
+        add("ck_safety", "(c,k)-safety",
+            f"Can an adversary who knows k facts about people become {fmt_pct(c_v)} sure of "
+            f"anyone's {sens}?", None, None, "", "", ck["status"], ck["reason"])
+    sky = sec["skyline"]
+    if sky["status"] == "ok":
+        ell, k, m = sky["point"]
+        pts = sky["check"]["points"]
+        bp = max((as_float(p["value"]) for p in pts), default=0.0)
+        add("skyline", "privacy skyline (basic 3D criterion)",
+            f"Can an adversary who knows {fmt_count(ell, 'value')} the target does not have, the "
+            f"values of {fmt_count(k, 'other person', 'other people')} and "
+            f"{fmt_count(m, 'person', 'people')} sharing the target's value become "
+            f"{fmt_pct(c_v)} sure?",
+            bool(sky["check"]["safe"]), bp, f"BP < {c_v:g} at (ℓ,k,m) = ({ell},{k},{m}) for "
+            "every value",
+            f"Such an adversary can be as much as {fmt_pct(bp)} sure of someone's {sens} "
+            f"(must stay below {fmt_pct(c_v)}).")
+    else:
+        add("skyline", "privacy skyline",
+            "Can an adversary with (ℓ, k, m) knowledge about the target, other people and "
+            f"relatives become {fmt_pct(c_v)} sure?", None, None, "", "", sky["status"],
+            sky["reason"])
+    rb = sec["robustness"]
+    r = params.get("r")
+    if rb["status"] == "ok":
+        d = rb["result"]
+        add("robustness", "r-robustness",
+            f"Can statistics linking quasi-identifiers to {sens} single anyone out?",
+            bool(d["robust"]), d["value"], f"posterior ≤ 1/r = {1 / r:.4g}",
+            f"With accurate statistics of this kind the adversary can be as much as "
+            f"{fmt_pct(d['value'])} sure of someone's {sens} (allowed: {fmt_pct(1 / r)}); "
+            f"{d['n_problematic_rows']:,} of {d['n_rows']:,} people exceed it.")
+    else:
+        add("robustness", "r-robustness",
+            f"Can statistics linking quasi-identifiers to {sens} single anyone out?", None,
+            None, "", "", rb["status"], rb["reason"])
+    fg = sec["foreground"]
+    if fg["status"] == "ok":
+        d = fg["result"]
+        mp = d["max_posterior"] or 0.0
+        add("foreground", "foreground-knowledge attack",
+            "Can patterns mined from the release itself single anyone out?",
+            d["n_problematic"] == 0, mp, f"posterior ≤ 1/r = {1 / r:.4g}",
+            f"Using only patterns learned from this release, the adversary can be as much as "
+            f"{fmt_pct(mp)} sure of someone's {sens}; {d['n_problematic']:,} of {d['n_rows']:,} "
+            f"people exceed {fmt_pct(1 / r)}.")
+    else:
+        add("foreground", "foreground-knowledge attack",
+            "Can patterns mined from the release itself single anyone out?", None, None, "",
+            "", fg["status"], fg["reason"])
+    return checks
+
+
+def _key_risk(sec: dict, checks: list[dict], c_v: float, sens: str, params: dict) -> dict:
+    """Pick the single most important risk: the one needing the least knowledge."""
+    by_id = {c["id"]: c for c in checks}
+    wg = sec["worst_groups"]
+    if "alpha" in by_id and by_id["alpha"]["satisfied"] is False and wg["groups"]:
+        g = wg["groups"][0]
+        return {"model": "alpha_k_anonymity", "certainty": g["max_share"],
+                "knowledge": "none",
+                "text": (f"Without any background knowledge: {g['profile'][0]['count']:,} of "
+                         f"the {fmt_count(g['size'], 'person', 'people')} of the group "
+                         f"{g.get('described') or fmt_label(g['label'])} have {sens} = "
+                         f"{fmt_label(g['top_value'])}, so anyone who knows a person is in that "
+                         f"group learns it with {fmt_pct(g['max_share'])} certainty.")}
+    fg = by_id.get("foreground")
+    if fg and fg["satisfied"] is False:
+        d = sec["foreground"]["result"]
+        w = d["worst"][0] if d["worst"] else {}
+        return {"model": "foreground", "certainty": d["max_posterior"],
+                "knowledge": "patterns mined from the release itself",
+                "text": (f"Patterns mined from the release itself single out "
+                         f"{d['n_problematic']:,} of {d['n_rows']:,} people: the worst (row "
+                         f"{w.get('row')}) is linked to {sens} = {fmt_label(w.get('value'))} "
+                         f"with probability {fmt_pct(d['max_posterior'])}.")}
+    ck = sec["ck_safety"]
+    if ck["status"] == "ok":
+        row = next(x for x in ck["max_safe_k"] if x["c"] == c_v)
+        ms = row["implications"]
+        first = 0 if ms is None else ms + 1
+        if first <= ck["k_max"] and (ms is None or ms < ck["k_max"]):
+            curve = ck["curve"]["implications"]
+            return {"model": "ck_safety_implications", "certainty": curve[first],
+                    "knowledge": f"{first} implications",
+                    "text": (f"An adversary who knows only {fmt_count(first, 'fact')} of the form "
+                             f"“if A then B” about the "
+                             f"people in this release can be {fmt_pct(curve[first])} sure of "
+                             f"someone's {sens} (threshold {fmt_pct(c_v)}).")}
+    sk = by_id.get("skyline")
+    if sk and sk["satisfied"] is False:
+        b = sec["skyline"]["worst"]
+        return {"model": "skyline", "certainty": as_float(b["value"]),
+                "knowledge": f"(ℓ, k, m) = ({b['l']}, {b['k']}, {b['m']})",
+                "text": sk["plain"] + f" The most exposed value is {fmt_label(b['sigma'])}."}
+    for mid in ("robustness", "k_anonymity", "l_diversity", "entropy_l_diversity",
+                "t_closeness"):
+        c = by_id.get(mid)
+        if c and c["satisfied"] is False:
+            return {"model": mid, "certainty": None, "knowledge": None, "text": c["plain"]}
+    best = None
+    for c in checks:
+        if c["satisfied"] is not None and isinstance(c["achieved"], (int, float)) and \
+                c["id"] in ("alpha", "ck_safety_implications", "skyline", "robustness",
+                            "foreground"):
+            if best is None or c["achieved"] > best["achieved"]:
+                best = c
+    if best is None:
+        return {"model": None, "certainty": None, "knowledge": None,
+                "text": "No model flags a risk at the chosen thresholds."}
+    return {"model": best["id"], "certainty": best["achieved"], "knowledge": None,
+            "text": ("No model flags a risk at the chosen thresholds. The closest is "
+                     f"{best['title']}: {best['plain']}")}
+
+
+# ============================================================================ remedies
+#: checks a Mondrian release with the classical and (c,k) criteria fixes in one command
+_GENERALIZABLE = ("k_anonymity", "l_diversity", "entropy_l_diversity", "t_closeness", "alpha",
+                  "ck_safety_implications", "ck_safety_negations")
+
+
+def _add_remedies(checks: list[dict], whole: dict | None, params: dict, data: str) -> list[str]:
+    """Give every failing check its remedy (a command, or why none exists); list them."""
+    by_id = {c["id"]: c for c in checks}
+    failing = [c for c in checks if c["satisfied"] is False]
+    out: list[str] = []
+    if any(c["id"] in _GENERALIZABLE for c in failing):
+        text = _generalize_remedy(by_id, whole, params, data)
+        for c in failing:
+            if c["id"] in _GENERALIZABLE:
+                c["remedy"] = text
+        out.append(text)
+    if "skyline" in by_id and by_id["skyline"]["satisfied"] is False:
+        ell, k, m = params["point"]
+        text = _command(data, params, "skyline",
+                        ["--skyline", f"*:{ell},{k},{m},{params['c_verdict']:g}"])
+        by_id["skyline"]["remedy"] = text
+        out.append(text)
+    for cid in ("robustness", "foreground"):
+        if cid in by_id and by_id[cid]["satisfied"] is False and params.get("r"):
+            text = _command(data, params, "art", ["--r", f"{params['r']:g}"])
+            by_id[cid]["remedy"] = text
+            if text not in out:
+                out.append(text)
+    return out
+
+
+def _generalize_remedy(by_id: dict, whole: dict | None, params: dict, data: str) -> str:
+    """Return the Mondrian command meeting every classical and (c,k) threshold, or why not."""
+    unreachable = _unreachable(by_id, whole, params)
+    if unreachable:
+        return ("No generalization of these quasi-identifiers can pass: even one group of "
+                "the whole table fails " + "; ".join(unreachable) + ". Lower the threshold "
+                "or protect fewer sensitive values.")
+    crit = ["--k", str(params["min_k"])]
+    if "entropy_l_diversity" in by_id:
+        crit += ["--l", str(params["min_l"]), "--l-kind", "entropy"]
+    elif "l_diversity" in by_id:
+        crit += ["--l", str(params["min_l"])]
+    if "t_closeness" in by_id:
+        crit += ["--t", f"{params['max_t']:g}"]
+    if any(cid.startswith("ck_safety") for cid in by_id):
+        crit += ["--c", f"{params['c_verdict']:g}", "--ck", str(params["k"])]
+    elif "alpha" in by_id:
+        crit += ["--c", f"{params['c_verdict']:g}", "--ck", "0"]
+    return _command(data, params, "mondrian", crit)
+
+
+def _unreachable(by_id: dict, whole: dict | None, params: dict) -> list[str]:
+    """Thresholds that the whole table as one group misses (so no generalization meets)."""
+    if not whole:
+        return []
+    c_v = params["c_verdict"]
+    out = []
+    if "l_diversity" in by_id and whole["l"] < params["min_l"]:
+        out.append(f"distinct ℓ ≥ {params['min_l']} (the table has {whole['l']} values)")
+    if "entropy_l_diversity" in by_id and whole["entropy_l"] < params["min_l"] - 1e-12:
+        out.append(f"entropy ℓ ≥ {params['min_l']} (the table reaches "
+                   f"{whole['entropy_l']:.3g})")
+    if "alpha" in by_id and whole["alpha"] >= c_v:
+        out.append(f"α < {c_v:g} (the most common value is {fmt_pct(whole['alpha'])} of all "
+                   "rows)")
+    if any(cid.startswith("ck_safety") for cid in by_id) and whole["ck"] >= c_v:
+        out.append(f"(c,k)-safety at k = {params['k']} (disclosure {fmt_pct(whole['ck'])} "
+                   f"with one group, must stay below {fmt_pct(c_v)})")
+    return out
+
+
+def _command(data: str, params: dict, method: str, criteria: list[str]) -> str:
+    qi = params.get("qi") or ["QI_COLUMNS..."]
+    args = ["fastpriv", "anonymize", data, "--method", method, "--qi", *qi,
+            "--sensitive", params["sensitive"], *criteria, "-o", "release.parquet"]
+    return " ".join(a if a.endswith("...") else shlex.quote(str(a)) for a in args)
+
+
+# ============================================================================ text
+def verdict_text(verdict: dict, *, verbose: bool = False) -> str:
+    """Render a verdict as plain text: headline, PASS/FAIL per check, risk and remedies.
+
+    Checks that were not run are listed only with ``verbose``.
+    """
+    lines = [verdict["headline"]]
+    for c in verdict["checks"]:
+        if c["satisfied"] is None and not verbose and c["status"] != "failed":
+            continue
+        mark = {True: "PASS", False: "FAIL", None: "n/a "}[c["satisfied"]]
+        if c["status"] == "failed":
+            mark = "ERR "
+        text = c["plain"] if c["satisfied"] is not None else (c["reason"] or "")
+        req = f" [{c['required']}]" if c.get("required") and c["satisfied"] is not None else ""
+        lines.append(f"  {mark}  {c['title']}{req}: {text}")
+    lines.append(("Most important risk: " if verdict["violated"] else
+                  "Closest risk beyond the thresholds: ") + verdict["key_risk"]["text"])
+    for r in verdict.get("remedies", []):
+        lines.append(("To fix: " + r) if r.startswith("fastpriv ") else r)
+    return "\n".join(lines)
