@@ -23,6 +23,7 @@ __all__ = [
     "InputTypeError",
     "Release",
     "CountAccumulator",
+    "read_csv",
     "classic",
     "ck_safety",
     "skyline",
@@ -39,6 +40,7 @@ __all__ = [
 ]
 
 _ATTRS = {"Release": ("fastpriv.release", "Release"),
+          "read_csv": ("fastpriv._arrow", "read_csv"),
           "CountAccumulator": ("fastpriv.counts", "CountAccumulator")}
 _SUBMODULES = {"classic", "ck_safety", "skyline", "robustness", "foreground", "anonymize",
                "metrics", "datasets", "hierarchies", "counts", "release", "distributed",

@@ -19,6 +19,7 @@ identical (``Release.equals``), and ordered attributes (t-closeness EMD) keep th
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -39,14 +40,81 @@ NULL_POLICIES = ("error", "drop", "value")
 _CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.zst", ".tsv")
 
 
-def _is_csv(path: str) -> bool:
-    return path.lower().endswith(_CSV_SUFFIXES)
+def is_csv(path: str) -> bool:
+    """CSV by suffix; a file with another suffix is CSV unless it starts like Parquet/Arrow."""
+    if path.lower().endswith(_CSV_SUFFIXES):
+        return True
+    if path.lower().endswith((".parquet", ".pq", ".parq")) or not os.path.isfile(path):
+        return False
+    with open(path, "rb") as fh:
+        head = fh.read(6)
+    return not (head[:4] == b"PAR1" or head == b"ARROW1")
+
+
+def read_csv(path: str, *, encoding: str = "utf8", param: str = "data") -> pa.Table:
+    """Read a CSV file as pandas and DuckDB do: empty fields are missing values (nulls).
+
+    Text must be valid in ``encoding`` (default UTF-8): invalid bytes raise
+    :class:`~fastpriv.errors.InputError` naming the column and suggesting an encoding,
+    instead of labels silently read as bytes.
+    """
+    import pyarrow.csv as pacsv
+
+    try:
+        table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(encoding=encoding),
+                               convert_options=pacsv.ConvertOptions(strings_can_be_null=True))
+    except (pa.ArrowInvalid, LookupError, UnicodeDecodeError) as exc:
+        raise InputError(f"{param}: cannot read {path!r} as CSV ({encoding}): "
+                         f"{str(exc).splitlines()[0]}") from None
+    binary = [f.name for f in table.schema if pa.types.is_binary(f.type)
+              or pa.types.is_large_binary(f.type)]
+    if binary:
+        raise InputError(f"{param}: column {binary[0]!r} of {path!r} is not valid {encoding} "
+                         "text; give the file's encoding (CLI: --encoding latin-1; Python: "
+                         "fastpriv.read_csv(path, encoding='latin-1'))")
+    return table
+
+
+@contextlib.contextmanager
+def reading(path: str, param: str = "data") -> Iterator[None]:
+    """Turn Arrow's complaints about a file it cannot read into an InputError naming it.
+
+    A corrupt or truncated file, a schema Arrow cannot read (duplicate column names, say)
+    or an unreadable file is bad input, not a bug.
+    """
+    try:
+        yield
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError,
+            PermissionError, IsADirectoryError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"{param}: cannot read {path!r}: {first}") from None
+
+
+def _from_pandas(df: Any, param: str) -> pa.Table:
+    """A pandas DataFrame as Arrow, with clear errors for what Arrow cannot convert."""
+    if not hasattr(df, "columns"):
+        raise InputTypeError(f"{param}: expected a DataFrame, got {type(df).__name__}")
+    names = [str(c) for c in df.columns]
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise InputError(f"{param}: the DataFrame has duplicate column names "
+                         f"({', '.join(map(repr, twice))}); rename them so each is unique")
+    try:
+        return pa.Table.from_pandas(df, preserve_index=False)
+    except (pa.ArrowTypeError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        msg = str(exc)
+        col = msg.split("for column ")[-1].split(" with type")[0] if "for column " in msg \
+            else "?"
+        detail = str(exc.args[0]) if exc.args else msg
+        raise InputError(f"{param}: column {col!r} mixes value types that Arrow cannot hold in "
+                         f"one column ({detail}); convert it to one type first, e.g. "
+                         f"df[{col!r}].astype(str)") from None
 
 
 def _dataset(path: str, columns: Sequence[str] | None):
     import pyarrow.dataset as ds
 
-    fmt = "csv" if _is_csv(path) else "parquet"
+    fmt = "csv" if is_csv(path) else "parquet"
     if fmt == "csv" and os.path.isfile(path):
         return None  # read with pyarrow.csv (handles compression, streaming)
     return ds.dataset(path, format=fmt)
@@ -59,6 +127,11 @@ def as_table(data: Any, columns: Sequence[str] | None = None, *, param: str = "d
     converted without their index; polars through ``to_arrow`` (zero-copy).
     """
     table = _to_table(data, columns, param)
+    names = table.column_names
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise InputError(f"{param}: the table has duplicate column names "
+                         f"({', '.join(map(repr, twice))}); rename them so each is unique")
     if columns is not None:
         check_columns(columns, table.column_names, param)
         table = table.select(list(columns))
@@ -76,16 +149,15 @@ def _to_table(data: Any, columns: Sequence[str] | None, param: str) -> pa.Table:
         path = os.fspath(data)
         if not os.path.exists(path):
             raise InputError(f"{param}: no such file or directory: {path!r}")
-        if _is_csv(path) and os.path.isfile(path):
-            import pyarrow.csv as pacsv
-
-            return pacsv.read_csv(path)
-        dataset = _dataset(path, columns)
-        cols = None
-        if columns is not None:
-            check_columns(columns, dataset.schema.names, param)
-            cols = list(columns)
-        return dataset.to_table(columns=cols)
+        if is_csv(path) and os.path.isfile(path):
+            return read_csv(path, param=param)
+        with reading(path, param):
+            dataset = _dataset(path, columns)
+            cols = None
+            if columns is not None:
+                check_columns(columns, dataset.schema.names, param)
+                cols = list(columns)
+            return dataset.to_table(columns=cols)
     mod = type(data).__module__
     if mod.startswith("pyarrow") and hasattr(data, "to_table"):  # pyarrow.dataset.Dataset
         cols = None
@@ -94,9 +166,7 @@ def _to_table(data: Any, columns: Sequence[str] | None, param: str) -> pa.Table:
             cols = list(columns)
         return data.to_table(columns=cols)
     if mod.startswith("pandas"):
-        if not hasattr(data, "columns"):
-            raise InputTypeError(f"{param}: expected a DataFrame, got {type(data).__name__}")
-        return pa.Table.from_pandas(data, preserve_index=False)
+        return _from_pandas(data, param)
     if mod.startswith("polars"):
         if hasattr(data, "collect"):  # LazyFrame
             data = data.collect()
@@ -123,19 +193,20 @@ def iter_batches(data: Any, columns: Sequence[str], *, batch_size: int = 1 << 20
         path = os.fspath(data)
         if not os.path.exists(path):
             raise InputError(f"{param}: no such file or directory: {path!r}")
-        if _is_csv(path) and os.path.isfile(path):
+        if is_csv(path) and os.path.isfile(path):
             import pyarrow.csv as pacsv
 
             reader = pacsv.open_csv(path, convert_options=pacsv.ConvertOptions(
-                include_columns=columns))
+                include_columns=columns, strings_can_be_null=True))
             check_columns(columns, reader.schema.names, param)
             yield from reader
             return
-        data = _dataset(path, columns)
-        if type(data).__name__ == "FileSystemDataset" and \
-                getattr(data.format, "default_extname", "") == "parquet":
-            yield from _parquet_batches(data, columns, batch_size, param)
-            return
+        with reading(path, param):
+            data = _dataset(path, columns)
+            if type(data).__name__ == "FileSystemDataset" and \
+                    getattr(data.format, "default_extname", "") == "parquet":
+                yield from _parquet_batches(data, columns, batch_size, param)
+                return
     mod = type(data).__module__
     if mod.startswith("pyarrow") and hasattr(data, "scanner"):
         check_columns(columns, data.schema.names, param)
@@ -174,11 +245,12 @@ def iter_batches(data: Any, columns: Sequence[str], *, batch_size: int = 1 << 20
 
 def count_rows(data: Any) -> int | None:
     """Number of rows of ``data`` when it is cheap to know (Parquet metadata, in-memory
-    tables), else None (CSV files, readers, iterators). Used for progress bars."""
+    tables), else None (CSV files, readers, iterators). Used for progress bars.
+    """
     try:
         if isinstance(data, (str, os.PathLike)):
             path = os.fspath(data)
-            if not os.path.exists(path) or (_is_csv(path) and os.path.isfile(path)):
+            if not os.path.exists(path) or (is_csv(path) and os.path.isfile(path)):
                 return None
             return int(_dataset(path, None).count_rows())
         if isinstance(data, (pa.Table, pa.RecordBatch)):
@@ -302,6 +374,10 @@ def encode_column(col: Any, *, name: str = "column") -> Encoded:
     col = _chunked(col)
     n = len(col)
     typ = col.type
+    if pa.types.is_nested(typ) or (pa.types.is_dictionary(typ)
+                                   and pa.types.is_nested(typ.value_type)):
+        raise InputError(f"column {name!r} holds {typ} values; a QI, group or value column "
+                         "must hold scalar values (numbers, strings, dates, times)")
     if n == 0:
         return Encoded(np.empty(0, dtype=np.int32), canonical_labels(pa.array([], type=typ)))
     if pa.types.is_integer(typ) and col.null_count == 0:

@@ -24,6 +24,7 @@ __all__ = [
     "check_threshold",
     "check_finite_probabilities",
     "check_choice",
+    "check_roles",
 ]
 
 
@@ -45,6 +46,10 @@ def kernel_array(x: Any, dtype: Any) -> np.ndarray:
 def check_columns(names: Iterable[str], available: Sequence[str], param: str) -> list[str]:
     """Check that every column in ``names`` exists; list the available ones otherwise."""
     names = list(names)
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(f"{param}: column {', '.join(map(repr, twice))} is named twice; each "
+                         "column may be given once")
     missing = [n for n in names if n not in available]
     if missing:
         what = ", ".join(repr(m) for m in missing)
@@ -53,6 +58,22 @@ def check_columns(names: Iterable[str], available: Sequence[str], param: str) ->
             f"{param}: column{plural} {what} not found; available: {', '.join(map(str, available))}"
         )
     return names
+
+
+def check_roles(**roles: Any) -> None:
+    """Check that no column plays two roles (``group`` and ``sensitive``, say).
+
+    Each keyword is a role and its column name or list of names (``None`` skipped).
+    """
+    seen: dict[str, str] = {}
+    for role, names in roles.items():
+        if names is None:
+            continue
+        for name in [names] if isinstance(names, str) else list(names):
+            if name in seen and seen[name] != role:
+                raise InputError(f"column {name!r} is given both as {seen[name]} and as {role}; "
+                                 "each column plays one role")
+            seen[name] = role
 
 
 def check_int(value: Any, name: str, *, minimum: int | None = None,

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import functools
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -61,6 +61,7 @@ __all__ = [
     "Atom",
     "Witness",
     "DisclosureResult",
+    "saturation_k",
     "max_disclosure",
     "disclosure_curve",
     "is_safe",
@@ -576,15 +577,24 @@ def max_disclosure(rel: Any, k: int, knowledge: str = "implications", *,
     rel = _check_release(rel)
     k = check_int(k, "k", minimum=0)
     knowledge = _check_knowledge(knowledge)
-    return _disclosure(rel, _Profiles(rel), k, knowledge, bool(exact))[0]
+    return _disclosure(rel, _Profiles(rel), k, knowledge, bool(exact), curve=False)[0]
 
 
 def _disclosure(rel: Any, prof: _Profiles, k: int, knowledge: str,
-                exact: bool) -> tuple[DisclosureResult, np.ndarray]:
+                exact: bool, curve: bool = True) -> tuple[DisclosureResult, Any]:
     """Return :func:`max_disclosure` at ``k`` and the float curve k' = 0..k.
 
     One pass gives both: the knapsack and the negation scan produce every k' ≤ k at once.
+    Past the saturation point s = min_b d_b − 1 the disclosure is 1 for every k, so the
+    kernels run to min(k, s) only (a huge ``k`` costs nothing) and the curve is padded with
+    ones; the result keeps the ``k`` that was asked for.
     """
+    s = saturation_k(rel)
+    if k > s:
+        if curve:
+            _check_curve_size(k)
+        res, head = _disclosure(rel, prof, s, knowledge, exact, curve)
+        return replace(res, k=k), (np.concatenate([head, np.ones(k - s)]) if curve else None)
     if knowledge == "negations":
         num, den, grp = _negations(prof, k)
         nk, dk, g = int(num[k]), int(den[k]), int(grp[k])
@@ -614,12 +624,38 @@ def disclosure_curve(rel: Any, k_max: int, knowledge: str = "implications") -> n
     rel = _check_release(rel)
     k_max = check_int(k_max, "k_max", minimum=0)
     knowledge = _check_knowledge(knowledge)
+    _check_curve_size(k_max)
     prof = _Profiles(rel)
+    top = min(k_max, saturation_k(rel))        # 1 from the saturation point on
     if knowledge == "negations":
-        num, den, _ = _negations(prof, k_max)
-        return num / den
-    R, _ = _implications(prof, k_max, exact=False, witness_t=None)
-    return 1.0 / (1.0 + np.asarray(R, dtype=np.float64))
+        num, den, _ = _negations(prof, top)
+        curve = num / den
+    else:
+        R, _ = _implications(prof, top, exact=False, witness_t=None)
+        curve = 1.0 / (1.0 + np.asarray(R, dtype=np.float64))
+    return np.concatenate([curve, np.ones(k_max - top)]) if k_max > top else curve
+
+
+#: the largest disclosure curve returned (entries); beyond it the request is refused
+MAX_CURVE_LENGTH = 1 << 24
+
+
+def saturation_k(rel: Any) -> int:
+    """The k from which the maximum disclosure is 1: s = min_b d_b − 1 (Martin et al.).
+
+    With s pieces of knowledge an adversary rules out every value but one of the least
+    diverse group's member (negations), or chains them (implications); more knowledge
+    cannot raise a probability of 1.
+    """
+    return max(int(rel.distinct.min()) - 1, 0)
+
+
+def _check_curve_size(k_max: int) -> None:
+    if k_max + 1 > MAX_CURVE_LENGTH:
+        raise InputError(f"k_max = {k_max:,}: a curve of {k_max + 1:,} values needs "
+                         f"{8 * (k_max + 1) / 2**30:.1f} GiB; the disclosure is 1 from "
+                         "saturation_k(rel) on, so ask for k_max ≤ that (or use "
+                         "max_disclosure, which accepts any k)")
 
 
 def _exact_ratio(prof: _Profiles, t: int) -> Fraction:

@@ -184,8 +184,14 @@ class Hierarchy:
         p = os.fspath(path)
         if not os.path.isfile(p):
             raise InputError(f"hierarchy file not found: {p!r}")
-        with open(p, encoding=encoding, newline="") as fh:
-            text = fh.read()
+        try:
+            with open(p, encoding=encoding, newline="") as fh:
+                text = fh.read()
+        except UnicodeDecodeError as exc:
+            raise InputError(f"hierarchy {p!r} is not valid {encoding} text (byte "
+                             f"{exc.start}); pass its encoding, e.g. encoding='latin-1'") from None
+        except LookupError:
+            raise InputError(f"encoding: unknown text encoding {encoding!r}") from None
         if name is None:
             name = os.path.splitext(os.path.basename(p))[0]
         return cls.from_text(text, name=name, sep=sep, header=header, source=p)

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._arrow import apply_null_policy, as_table, encode_column, encode_keys
-from ._validation import check_choice, check_columns, kernel_array
+from ._validation import check_choice, check_columns, check_roles, kernel_array
 from .errors import InputError, InputTypeError
 
 __all__ = ["Release", "CASES", "SVPI", "MVPI_SET", "MVPI_MULTISET"]
@@ -68,6 +68,7 @@ class Release:
         Sensitive value labels, sorted; code ``i`` is ``values[i]``.
     sizes, indptr, codes, counts : numpy.ndarray
         Read-only arrays of the frequency profile (see the module docstring).
+
     """
 
     def __init__(self, *, indptr: np.ndarray, codes: np.ndarray, counts: np.ndarray,
@@ -109,6 +110,7 @@ class Release:
         >>> rel = Release.from_groups([["flu", "flu", "hiv"], ["flu", "cancer"]])
         >>> rel.n_groups, rel.values
         (2, ['cancer', 'flu', 'hiv'])
+
         """
         if isinstance(groups, (str, bytes, Mapping)) or not isinstance(groups, Iterable):
             raise InputTypeError("groups must be a list of groups (lists of values, value->count "
@@ -192,6 +194,7 @@ class Release:
         nulls : {"error", "drop", "value"}
             What to do with nulls in the used columns (default: raise, naming the column
             and the count).
+
         """
         if (group is None) == (qi is None):
             raise InputError("give exactly one of group= (bucketized release) or qi= "
@@ -207,6 +210,7 @@ class Release:
                 raise InputTypeError(f"{param}: column names must be strings, got {k!r}")
         if sensitive in keys:
             raise InputError(f"sensitive column {sensitive!r} is also a {param} column")
+        check_roles(**{param: keys, "sensitive": sensitive, "individual": individual})
         table = as_table(data, param="data")
         check_columns([sensitive], table.column_names, "sensitive")
         check_columns(keys, table.column_names, param)
@@ -291,10 +295,13 @@ class Release:
             group key -> n_g, or a sequence aligned with the sorted group keys.
         case : optional
             Default ``"svpi"`` (sizes = Σ counts), ``"mvpi-set"`` when ``sizes`` is given.
+
         """
         keys = [group] if isinstance(group, str) else list(group)
         if not keys:
             raise InputError("group: at least one column is required")
+        check_roles(group=keys, sensitive=sensitive, count=count,
+                    sizes=sizes if isinstance(sizes, str) else None)
         table = as_table(data, param="data")
         check_columns(keys, table.column_names, "group")
         check_columns([sensitive], table.column_names, "sensitive")
@@ -365,6 +372,7 @@ class Release:
         progress : callable, optional
             Called as ``progress(rows_seen, bytes_seen)`` after each batch, e.g. to draw a
             progress bar (:class:`fastpriv.cli._common.Progress`).
+
         """
         from .counts import CountAccumulator
 
@@ -391,6 +399,7 @@ class Release:
         >>> b = Release.from_groups([["flu"], ["cancer"]])
         >>> a.merge(b).profile(0)
         [('flu', 2), ('hiv', 1)]
+
         """
         parts = [self, *others]
         for i, p in enumerate(parts):
@@ -600,7 +609,8 @@ class Release:
     def index_cache(self) -> dict:
         """Indexes that model modules derive from this release and keep (keys are tuples
         whose first item names the module). A release never changes, so an entry never goes
-        stale; a module bounds what it keeps here."""
+        stale; a module bounds what it keeps here.
+        """
         return {}
 
     @cached_property

@@ -445,8 +445,9 @@ def test_cli_audit_ck(tmp_path, capsys):
     pq.write_table(pa.table({"gid": ["m"] * 5 + ["f"] * 5, "disease": FIG3[0] + FIG3[1]}),
                    path)
     out = tmp_path / "audit.json"
+    # the release fails (c,k)-safety at k = 2 (disclosure 1 ≥ 0.8): exit status 1
     assert main(["audit", str(path), "--sensitive", "disease", "--group", "gid",
-                 "--ck", "2", "--json", str(out)]) == 0
+                 "--ck", "2", "--verbose", "--json", str(out)]) == 1
     text = capsys.readouterr().out
     assert "(c,k)-safety" in text and "k=2 implications" in text and "k=2 negations" in text
     payload = json.loads(out.read_text())["ck_safety"]
@@ -456,11 +457,12 @@ def test_cli_audit_ck(tmp_path, capsys):
     assert payload["curve"]["implications"] == pytest.approx([0.4, 2 / 3, 1.0])
     assert payload["curve"]["negations"] == pytest.approx([0.4, 2 / 3, 1.0])
     assert payload["implications"]["witness"]["consequent"]["group_label"] == "m"
-    # without --ck the audit has no ck section; a negative K is a clean error
+    # the verdict at k = 0 with c = 0.5 passes (0.4 < 0.5): exit status 0
     out2 = tmp_path / "plain.json"
-    assert main(["audit", str(path), "--sensitive", "disease", "--group", "gid",
-                 "--json", str(out2)]) == 0
-    assert "ck_safety" not in json.loads(out2.read_text())
+    assert main(["audit", str(path), "--sensitive", "disease", "--group", "gid", "--ck", "0",
+                 "--c", "0.5", "--min-k", "5", "--min-l", "2", "--max-t", "0.5",
+                 "--point", "0", "0", "0", "--json", str(out2)]) == 0
+    assert json.loads(out2.read_text())["verdict"]["passed"] is True
     capsys.readouterr()
     assert main(["audit", str(path), "--sensitive", "disease", "--group", "gid",
                  "--ck", "-1"]) == 2

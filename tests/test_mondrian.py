@@ -207,7 +207,7 @@ def test_cli_mondrian(tmp_path):
                         "--k", "10", "--t", "0.3", "-o", str(out)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert "mondrian" in r.stdout and "n_groups" in r.stdout
+    assert "mondrian: published" in r.stdout and " groups of " in r.stdout
     head = out.read_text().splitlines()[0]
     assert head.endswith('"group_id"') and '"age"' in head
 

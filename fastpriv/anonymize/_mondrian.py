@@ -55,8 +55,9 @@ def _is_ordered(typ: pa.DataType) -> bool:
 
 def _positions(labels: pa.Array) -> np.ndarray:
     typ = labels.type
-    if pa.types.is_temporal(typ):
-        return np.asarray(labels.cast(pa.int64()).to_numpy(zero_copy_only=False), np.float64)
+    if pa.types.is_temporal(typ):       # dates/times: their integer storage is ordered
+        storage = pa.int32() if typ.bit_width == 32 else pa.int64()
+        return np.asarray(labels.view(storage).to_numpy(zero_copy_only=False), np.float64)
     return np.asarray(labels.cast(pa.float64()).to_numpy(zero_copy_only=False), np.float64)
 
 

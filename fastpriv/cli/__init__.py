@@ -64,11 +64,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"fastpriv {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except SystemError as exc:
+        # Ctrl-C inside a compiled kernel surfaces as "returned a result with an exception
+        # set", the KeyboardInterrupt as its cause: still an interruption, not a bug
+        if _interrupted(exc):
+            print(f"fastpriv {args.command}: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        return _internal_error(args.command)
     except Exception:  # anything else is a bug in fastpriv, not bad input
-        traceback.print_exc()
-        print(f"fastpriv {args.command}: internal error (a bug in fastpriv, not in your input); "
-              "please report it with the traceback above", file=sys.stderr)
-        return EXIT_INTERNAL
+        return _internal_error(args.command)
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` was caused, directly or through its chain, by a KeyboardInterrupt."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _internal_error(command: str) -> int:
+    traceback.print_exc()
+    print(f"fastpriv {command}: internal error (a bug in fastpriv, not in your input); "
+          "please report it with the traceback above", file=sys.stderr)
+    return EXIT_INTERNAL
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

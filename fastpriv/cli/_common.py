@@ -18,8 +18,9 @@ def add_data_arguments(p: argparse.ArgumentParser, *, require_grouping: bool = T
     g.add_argument("--qi", nargs="+", metavar="COL",
                    help="generalized quasi-identifier columns (groups = distinct tuples)")
     p.add_argument("--nulls", choices=("error", "drop", "value"), default="error",
-                   help="nulls in the used columns: raise (default), drop rows, or keep as a "
-                        "value")
+                   help="nulls in the used columns (empty CSV fields are nulls): raise "
+                        "(default), drop rows, or keep as a value")
+    add_encoding_argument(p)
     p.add_argument("--stream", choices=("auto", "yes", "no"), default="auto",
                    help="read the input in record batches with memory bounded by the number "
                         "of (group, value) pairs (auto: for Parquet directories and files "
@@ -73,18 +74,32 @@ def bucketize(args: argparse.Namespace, data: Any) -> tuple[Any, Any]:
     return res.auditor_view(data), "group_id"
 
 
+def add_encoding_argument(p: argparse.ArgumentParser) -> None:
+    """``--encoding`` of CSV input."""
+    p.add_argument("--encoding", metavar="NAME",
+                   help="text encoding of a CSV input (default utf-8; e.g. latin-1)")
+
+
 def add_output_arguments(p: argparse.ArgumentParser) -> None:
     """``--json OUT`` and ``--overwrite``."""
     p.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
 
 
-def load_data(spec: str) -> Any:
-    """The bundled Adult table for ``"adult"``, else the path itself (read lazily)."""
+def load_data(spec: str, encoding: str | None = None) -> Any:
+    """The bundled Adult table for ``"adult"``, else the path itself (read lazily).
+
+    With ``encoding`` (``--encoding``), a CSV file is read in that text encoding.
+    """
     if spec == "adult":
         from ..datasets import load_adult
 
         return load_adult()
+    if encoding:
+        from .._arrow import is_csv, read_csv
+
+        if is_csv(spec):
+            return read_csv(spec, encoding=encoding, param="DATA")
     return spec
 
 
@@ -106,7 +121,7 @@ def load_release(args: argparse.Namespace):
         from .._threads import resolve_n_jobs
 
         numba.set_num_threads(resolve_n_jobs(n_jobs, name="--n-jobs"))
-    data = load_data(args.data)
+    data = load_data(args.data, getattr(args, "encoding", None))
     individual = getattr(args, "individual", None)
     mode = getattr(args, "stream", "auto") or "auto"
     stream = individual is None and (mode == "yes" or (mode == "auto" and is_large_source(data)))

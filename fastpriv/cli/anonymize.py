@@ -212,7 +212,7 @@ class _Progress:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``anonymize`` sub-command."""
-    from ._common import epilog
+    from ._common import add_encoding_argument, epilog
 
     p = sub.add_parser(
         "anonymize", help="anonymize a table (lattice search, Mondrian, plugins)",
@@ -270,6 +270,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--seed", type=int, default=0, help="seed of the query workload")
     p.add_argument("--nulls", choices=("error", "drop"), default="error",
                    help="nulls in the used columns: raise (default) or drop the row")
+    add_encoding_argument(p)
     p.set_defaults(func=run)
     _lazy_method_arguments(p)
 
@@ -398,7 +399,7 @@ def run(args: argparse.Namespace) -> int:
     check_outputs(_outputs(args, bucket if args.method in METHODS_KNOWN else None),
                   overwrite=args.overwrite, inputs=[args.data])
     crit = _criterion(args)
-    data = load_data(args.data)
+    data = load_data(args.data, getattr(args, "encoding", None))
     _check_keep(args, data)
     with Timer() as t:
         result = METHODS[args.method].run(args, data, crit)

@@ -32,7 +32,7 @@ def _unreliable(text: str) -> object:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``attack`` sub-command."""
-    from ._common import add_bucketize_argument, add_output_arguments, epilog
+    from ._common import add_bucketize_argument, add_encoding_argument, add_output_arguments, epilog
 
     p = sub.add_parser(
         "attack", help="foreground-knowledge attack: mine a release's patterns, find breaches",
@@ -86,6 +86,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tuples", metavar="OUT",
                    help="write every tuple's worst posterior and witness (Parquet/CSV)")
     add_output_arguments(p)
+    add_encoding_argument(p)
     p.set_defaults(func=run)
 
 
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = [args.data] + [f for f in (args.sensitive_table, args.original) if f]
     check_outputs([args.distributions, args.tuples, args.json], overwrite=args.overwrite,
                   inputs=inputs)
-    data, group = bucketize(args, load_data(args.data))
+    data, group = bucketize(args, load_data(args.data, getattr(args, "encoding", None)))
     targets: list = list(args.values or [])
     for spec in args.value_set or []:
         members = [v.strip() for v in spec.split(",") if v.strip()]

@@ -98,10 +98,20 @@ def run(args: argparse.Namespace) -> int:
     if d["classical"]["status"] == "ok":
         print()
         print(classical_table(rel, d["classical"]["models"]))
+    classical = {k: v for k, v in d["classical"].items() if k != "seconds"}  # deterministic
+    payload = {"release": s, "classic": classical, "skyline": d["skyline"],
+               "verdict": d["verdict"], "timings_s": {**d["timings_s"], "release": t.seconds}}
+    if rel.case == "svpi":
+        from .. import ck_safety
+        from ._common import format_table
+
+        ck = ck_safety.audit(rel, args.ck)
+        payload["ck_safety"] = ck.to_dict()
+        if args.verbose:
+            print()
+            print(format_table(["knowledge", "max disclosure", "worst group", "witness"],
+                               ck.rows(), title="(c,k)-safety (Martin et al.)"))
     print()
     print(rep.summary(verbose=args.verbose))
-    payload = {"release": s, "classic": d["classical"], "ck_safety": d["ck_safety"],
-               "skyline": d["skyline"], "verdict": d["verdict"],
-               "timings_s": {**d["timings_s"], "release": t.seconds}}
     emit_json(args, payload)
     return rep.exit_code

@@ -21,7 +21,7 @@ def _confidence(text: str) -> float:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``report`` sub-command."""
-    from ._common import epilog
+    from ._common import add_encoding_argument, epilog
 
     p = sub.add_parser(
         "report", help="complete audit report of a release (self-contained HTML and JSON)",
@@ -100,6 +100,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", metavar="HTML", help="write the HTML report to HTML")
     p.add_argument("--json", metavar="OUT", help="write the JSON report to OUT")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
+    add_encoding_argument(p)
     p.set_defaults(func=run)
 
 
@@ -114,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     if args.group is None and args.qi is None:
         raise InputError("give --group (a bucketized release) and/or --qi (quasi-identifier "
                          "columns)")
-    data = load_data(args.data)
+    data = load_data(args.data, getattr(args, "encoding", None))
     source = ("bundled UCI Adult (fastpriv.datasets.load_adult)" if args.data == "adult"
               else None)
     inputs = [args.data] + ([args.knowledge] if args.knowledge else [])

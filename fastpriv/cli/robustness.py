@@ -19,7 +19,7 @@ def _real_gt1(text: str) -> float:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``robustness`` sub-command."""
-    from ._common import add_bucketize_argument, add_output_arguments, epilog
+    from ._common import add_bucketize_argument, add_encoding_argument, add_output_arguments, epilog
 
     p = sub.add_parser(
         "robustness", help="r-robustness: posteriors under QI-based distribution knowledge",
@@ -64,6 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="nulls in the used columns: raise (default), drop rows, or keep")
     p.add_argument("--top", type=int, default=10, help="worst triples to print (default 10)")
     add_output_arguments(p)
+    add_encoding_argument(p)
     p.set_defaults(func=run)
 
 
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_outputs([args.json], overwrite=args.overwrite,
                   inputs=[args.data] + ([args.knowledge] if args.knowledge else []))
-    data, group = bucketize(args, load_data(args.data))
+    data, group = bucketize(args, load_data(args.data, getattr(args, "encoding", None)))
     knowledge = None
     if args.knowledge:
         knowledge = Knowledge.from_table(args.knowledge, set_column="attributes",

@@ -17,21 +17,24 @@ def _point(text: str):
         raise argparse.ArgumentTypeError(f"--point expects l,k,m,c (e.g. 1,5,2,0.9); got {text!r}")
     try:
         l, k, m = (int(p) for p in parts[:3])
-        c = Fraction(parts[3].strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"--point expects integers l,k,m and a number c; "
                                          f"got {text!r}") from None
-    return (l, k, m, c)
+    return (l, k, m, _threshold(parts[3]))
 
 
 def _threshold(text: str):
     from fractions import Fraction
 
     try:
-        return Fraction(text.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--c expects a number such as 0.95 or 19/20; "
+        c = Fraction(text.strip())
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"c expects a number such as 0.95 or 19/20; "
                                          f"got {text!r}") from None
+    if not 0 < float(c) <= 1:        # also refuses values too small for a float (1e-400)
+        raise argparse.ArgumentTypeError(f"c must be a number in (0, 1] that a float can hold; "
+                                         f"got {text!r}")
+    return c
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -102,7 +102,8 @@ def _streaming_paths() -> None:
 
 def _large_input_kernels(rel) -> None:
     """Multi-threaded model kernels that only large releases reach (classic.audit from
-    65,536 groups, the skyline scan from 4096 records), called with production's types."""
+    65,536 groups, the skyline scan from 4096 records), called with production's types.
+    """
     import numpy as np
 
     from .. import classic, skyline
