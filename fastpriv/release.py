@@ -308,6 +308,8 @@ class Release:
             raise InputError("data is empty: a release needs at least one (group, value, count) "
                              "row")
         table, _ = apply_null_policy(table, keys + [sensitive], nulls)
+        if table.num_rows == 0:
+            raise InputError("data has no rows left after dropping nulls")
         if table.column(count).null_count or (size_col and table.column(size_col).null_count):
             raise InputError(f"count column {count!r} (or sizes) has nulls")
         ctype = table.schema.field(count).type

@@ -93,6 +93,8 @@ def test_release_bad_input():
        nulls=st.sampled_from(["error", "drop", "value"]))
 @example(data=(pa.table({"k0 float": [float("nan"), 1.5, float("nan")], "s": ["a", "a", "b"],
                          "unused": [0, 1, 2]}), ["k0 float"], "s"), kind="qi", nulls="error")
+@example(data=(pa.table({"k0": [0], "s": pa.array([None], pa.string()), "unused": [0]}),
+               ["k0"], "s"), kind="qi", nulls="drop")   # nothing left: both raise
 def test_duckdb_pushdown_equals_in_memory(con, data, kind, nulls):
     table, keys, sens = data
     try:
