@@ -168,7 +168,8 @@ class Release:
     @classmethod
     def from_table(cls, data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
                    qi: Sequence[str] | None = None, individual: str | None = None,
-                   case: str | None = None, nulls: str = "error") -> "Release":
+                   case: str | None = None, nulls: str = "error",
+                   weight: str | None = None) -> "Release":
         """Build a release from a table with one row per individual (or per value, MVPI).
 
         Parameters
@@ -192,6 +193,13 @@ class Release:
         nulls : {"error", "drop", "value"}
             What to do with nulls in the used columns (default: raise, naming the column
             and the count).
+        weight : str, optional
+            Multiplicity column (SVPI only): each row stands for ``weight`` individuals with
+            its key and value, so an aggregate of distinct rows counts as its expansion,
+            n_g(s) = Σ weight over the rows of group g with value s. Non-negative integers,
+            no nulls; rows of weight 0 stand for nobody and are dropped. The release equals
+            the one of the expanded table except that it keeps no row index (``row_group``
+            is None, as for :meth:`from_counts`).
         """
         if (group is None) == (qi is None):
             raise InputError("give exactly one of group= (bucketized release) or qi= "
@@ -213,7 +221,9 @@ class Release:
         cols = keys + [sensitive] + ([individual] if individual is not None else [])
         if individual is not None:
             check_columns([individual], table.column_names, "individual")
-        table = table.select(cols)
+        if weight is not None:
+            table = _weighted_rows(table, weight, cols, individual)
+        table = table.select(cols + ([weight] if weight is not None else []))
         if table.num_rows == 0:
             raise InputError("data is empty: a release needs at least one row")
         sens_type = table.schema.field(sensitive).type
@@ -223,10 +233,15 @@ class Release:
             raise InputError("data has no rows left after dropping nulls")
         group_codes, group_keys = encode_keys([table.column(k) for k in keys], names=keys)
         n_groups = group_keys.num_rows
-        row_group = group_codes
+        row_group = group_codes if weight is None else None
+        weights = (np.empty(0, dtype=np.int64) if weight is None
+                   else table.column(weight).to_numpy().astype(np.int64))
         sens = table.column(sensitive)
         indiv_codes = None
         if is_list:
+            if weight is not None:
+                raise InputError("weight= is for SVPI tables (one value per row); "
+                                 f"{sensitive!r} is a list column")
             if individual is not None:
                 raise InputError("individual= cannot be combined with a list-valued sensitive "
                                  "column (each row already is one individual)")
@@ -265,7 +280,7 @@ class Release:
             case, sizes = _mvpi_sizes(pair_group, indiv_codes, enc.codes, n_groups, n_indiv_rows,
                                       len(enc.labels), case, individual or "row")
         return cls._build(pair_group.astype(np.int32, copy=False), enc.codes,
-                          np.empty(0, dtype=np.int64), n_groups=n_groups, values=enc.labels,
+                          weights, n_groups=n_groups, values=enc.labels,
                           groups=group_keys, case=case, sizes=sizes,
                           row_group=row_group,
                           sensitive_name=sensitive)
@@ -727,6 +742,32 @@ def _arrow_equal(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray) -
     na = a.to_numpy(zero_copy_only=False)
     nb = b.to_numpy(zero_copy_only=False)
     return bool(np.array_equal(na, nb, equal_nan=True))
+
+
+def _weighted_rows(table: pa.Table, weight: Any, cols: list[str],
+                   individual: str | None) -> pa.Table:
+    """Check the ``weight=`` column of :meth:`Release.from_table`; drop rows of weight 0."""
+    if not isinstance(weight, str):
+        raise InputTypeError(f"weight must be a column name, got {type(weight).__name__}")
+    check_columns([weight], table.column_names, "weight")
+    if weight in cols:
+        raise InputError(f"weight column {weight!r} is also a key, sensitive or individual "
+                         "column")
+    if individual is not None:
+        raise InputError("weight= is for SVPI tables (one row per individual, or per "
+                         "distinct row with its multiplicity); it cannot be combined with "
+                         "individual=")
+    col = table.column(weight)
+    if not pa.types.is_integer(col.type):
+        raise InputTypeError(f"weight column {weight!r} must hold integers, got {col.type}")
+    if col.null_count:
+        raise InputError(f"weight column {weight!r} has {col.null_count} nulls")
+    w = col.to_numpy()
+    if (w < 0).any() or (w.dtype == np.uint64 and (w > np.iinfo(np.int64).max).any()):
+        raise InputError(f"weight column {weight!r} has negative (or over 2**63 - 1) weights")
+    if (w == 0).any():
+        table = table.filter(pa.array(w > 0))
+    return table
 
 
 def _key_labels(keys: pa.Table) -> list:

@@ -12,7 +12,7 @@ import sys
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from fastpriv import InputError, InputTypeError, Release
@@ -137,6 +137,7 @@ def test_random_tables_on_spark_equal_in_memory(spark, data, kind, nulls, way, n
             fs.release(df, sensitive=sens, nulls=nulls, method=method, merge=merge,
                        **{kind: keys})
         return
+    event("compared")
     rel = fs.release(df, sensitive=sens, nulls=nulls, method=method, merge=merge,
                      **{kind: keys})
     assert_same(rel, ref)
