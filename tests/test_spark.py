@@ -26,7 +26,9 @@ METHODS = [("groupby", "driver"), ("partitions", "driver"), ("partitions", "clus
 
 @pytest.fixture(scope="module")
 def spark():
-    """One local[2] session for every test of this module; always stopped."""
+    """One local[2] session for every test of this module. It is not stopped: the smoke run
+    of benchmarks/bench_engines.py later in the same pytest process reuses it (a second JVM
+    start costs ~10-20 s); the JVM exits with the interpreter."""
     try:
         from pyspark.sql import SparkSession
     except ImportError as exc:
@@ -43,8 +45,7 @@ def spark():
                .config("spark.pyspark.driver.python", sys.executable)
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    return session
 
 
 def _warm_kernels():
