@@ -32,9 +32,12 @@ cells (``"error"``, ``"drop"`` — drop the triples, as dropping the rows would 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, InputTypeError
+
+if TYPE_CHECKING:
+    from .release import Release
 
 __all__ = ["count_query", "release", "quote_identifier"]
 
@@ -155,7 +158,8 @@ def count_query(table_name: str | Sequence[str], *, sensitive: str,
 
 
 def release(result: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
-            qi: Sequence[str] | None = None, count: str = "count", nulls: str = "error"):
+            qi: Sequence[str] | None = None, count: str = "count",
+            nulls: str = "error") -> Release:
     """Build the :class:`~fastpriv.Release` of a :func:`count_query` result.
 
     ``Release.from_counts(result, group=<group or qi columns>, sensitive=sensitive,

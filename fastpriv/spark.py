@@ -46,11 +46,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from .errors import InputError, InputTypeError
+
+if TYPE_CHECKING:
+    from .release import Release
 
 __all__ = ["release", "counts", "METHODS", "MERGES"]
 
@@ -200,7 +203,7 @@ def counts(df: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
 
 def release(df: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
             qi: Sequence[str] | None = None, nulls: str = "error", method: str = "groupby",
-            merge: str = "driver"):
+            merge: str = "driver") -> Release:
     """Build the :class:`~fastpriv.Release` of a Spark DataFrame, counting on the cluster.
 
     ``Release.from_counts(counts(df, ...))``: equal (``Release.equals``) to
@@ -223,10 +226,13 @@ def release(df: Any, *, sensitive: str, group: str | Sequence[str] | None = None
         An SVPI release.
 
     """
+    from ._arrow import NULL_POLICIES
+    from ._validation import check_choice
     from .release import Release
 
+    check_choice(nulls, "nulls", NULL_POLICIES)   # before the cluster job, not after
     table = counts(df, sensitive=sensitive, group=group, qi=qi, method=method, merge=merge)
-    keys = [c for c in table.column_names[:-2]]
+    keys = list(table.column_names[:-2])
     if table.num_rows == 0:
         raise InputError("df is empty: a release needs at least one row")
     return Release.from_counts(table, group=keys, sensitive=sensitive,

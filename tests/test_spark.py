@@ -89,6 +89,7 @@ def test_bad_input(spark):
         (dict(df=df, group="s"), InputError, "also a group column"),
         (dict(df=df, group="g", method="collect"), InputError, "method must be one of"),
         (dict(df=df, group="g", merge="nowhere"), InputError, "merge must be one of"),
+        (dict(df=df, group="g", nulls="skip"), InputError, "nulls must be one of"),
     ]
     for kw, exc, match in cases:
         data = kw.pop("df")
