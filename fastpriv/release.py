@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._arrow import apply_null_policy, as_table, encode_column, encode_keys
+from ._arrow import apply_null_policy, apply_weights, as_table, encode_column, encode_keys
 from ._validation import check_choice, check_columns, kernel_array
 from .errors import InputError, InputTypeError
 
@@ -364,7 +364,7 @@ class Release:
     def from_batches(cls, batches: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
                      qi: Sequence[str] | None = None, nulls: str = "error",
                      batch_size: int = 1 << 20, n_jobs: int | None = None,
-                     progress: Any = None) -> "Release":
+                     progress: Any = None, weight: str | None = None) -> "Release":
         """Build an SVPI release by streaming record batches (memory ~ (group, value) pairs).
 
         ``batches`` is anything :func:`fastpriv.counts.CountAccumulator.consume` accepts:
@@ -382,13 +382,17 @@ class Release:
         progress : callable, optional
             Called as ``progress(rows_seen, bytes_seen)`` after each batch, e.g. to draw a
             progress bar (:class:`fastpriv.cli._common.Progress`).
+        weight : str, optional
+            Multiplicity column, as in :meth:`from_table` (each row counts ``weight``
+            times).
         """
         from .counts import CountAccumulator
 
         if (group is None) == (qi is None):
             raise InputError("give exactly one of group= or qi=")
         keys = [group] if isinstance(group, str) else list(group if group is not None else qi)
-        acc = CountAccumulator(keys=keys, sensitive=sensitive, nulls=nulls, n_jobs=n_jobs)
+        acc = CountAccumulator(keys=keys, sensitive=sensitive, nulls=nulls, n_jobs=n_jobs,
+                               weight=weight)
         acc.consume(batches, batch_size=batch_size, progress=progress)
         return acc.to_release()
 
@@ -757,17 +761,7 @@ def _weighted_rows(table: pa.Table, weight: Any, cols: list[str],
         raise InputError("weight= is for SVPI tables (one row per individual, or per "
                          "distinct row with its multiplicity); it cannot be combined with "
                          "individual=")
-    col = table.column(weight)
-    if not pa.types.is_integer(col.type):
-        raise InputTypeError(f"weight column {weight!r} must hold integers, got {col.type}")
-    if col.null_count:
-        raise InputError(f"weight column {weight!r} has {col.null_count} nulls")
-    w = col.to_numpy()
-    if (w < 0).any() or (w.dtype == np.uint64 and (w > np.iinfo(np.int64).max).any()):
-        raise InputError(f"weight column {weight!r} has negative (or over 2**63 - 1) weights")
-    if (w == 0).any():
-        table = table.filter(pa.array(w > 0))
-    return table
+    return apply_weights(table, weight)[0]
 
 
 def _key_labels(keys: pa.Table) -> list:

@@ -72,3 +72,65 @@ def test_weight_bad_input(table, kw, exc, match):
     kw = {"weight": "w", **kw}
     with pytest.raises(exc, match=match):
         Release.from_table(pa.table(cols), group="g", sensitive="s", **kw)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=tables(max_rows=15), nulls=st.sampled_from(["drop", "value"]),
+       seed=st.integers(0, 2**32 - 1), n_batches=st.integers(1, 4),
+       dense_cells=st.sampled_from([0, 1 << 25]))
+def test_weighted_stream_equals_weighted_table(data, nulls, seed, n_batches, dense_cells):
+    """CountAccumulator(weight=) over any batching (dense or sparse state) and
+    Release.from_batches(weight=) equal Release.from_table(weight=)."""
+    from fastpriv import CountAccumulator
+    from fastpriv.counts import merge
+
+    table, keys, sens = data
+    rng = np.random.default_rng(seed)
+    table = table.append_column("w", pa.array(rng.integers(0, 5, table.num_rows)))
+    try:
+        ref = Release.from_table(table, qi=keys, sensitive=sens, nulls=nulls, weight="w")
+    except InputError:
+        return
+    event("compared")
+    cuts = sorted(rng.integers(0, table.num_rows + 1, n_batches - 1).tolist())
+    bounds = [0, *cuts, table.num_rows]
+    parts = [table.slice(a, b - a) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    accs = []
+    for part in parts:   # one accumulator per part, merged: as workers would
+        acc = CountAccumulator(keys, sens, nulls=nulls, weight="w", dense_cells=dense_cells)
+        accs.append(acc.add(part))
+    assert merge(accs).to_release().equals(ref)
+    one = CountAccumulator(keys, sens, nulls=nulls, weight="w", dense_cells=dense_cells)
+    for part in parts:
+        one.add(part)
+    assert one.to_release().equals(ref)
+    assert one.rows_counted == ref.n_rows
+    assert Release.from_batches(iter(parts), qi=keys, sensitive=sens, nulls=nulls,
+                                weight="w").equals(ref)
+
+
+def test_weighted_stream_from_parquet(tmp_path):
+    """Exported (QI, value, count) rows on disk, streamed: the release of the raw rows."""
+    import pyarrow.parquet as pq
+
+    adult = load_adult(["education", "sex", "income"])
+    agg = adult.group_by(["education", "sex", "income"]).aggregate([([], "count_all")])
+    path = str(tmp_path / "agg.parquet")
+    pq.write_table(agg, path, row_group_size=7)
+    rel = Release.from_batches(path, qi=["education", "sex"], sensitive="income",
+                               weight="count_all", batch_size=5)
+    assert rel.equals(Release.from_table(adult, qi=["education", "sex"], sensitive="income"))
+
+
+def test_accumulator_weight_bad_input():
+    from fastpriv import CountAccumulator
+
+    with pytest.raises(InputTypeError, match="weight must be a column name"):
+        CountAccumulator(["g"], "s", weight=1)
+    with pytest.raises(InputError, match="also a key or sensitive"):
+        CountAccumulator(["g"], "s", weight="s")
+    acc = CountAccumulator(["g"], "s", weight="w")
+    with pytest.raises(InputError, match="negative"):
+        acc.add(pa.table({"g": [1], "s": ["a"], "w": [-2]}))
+    with pytest.raises(InputError, match="w"):
+        acc.add(pa.table({"g": [1], "s": ["a"]}))
