@@ -498,3 +498,23 @@ def apply_null_policy(table: pa.Table, columns: Sequence[str], nulls: str,
         mask = m if mask is None else pc.and_(mask, m)
     out = table.filter(mask)
     return out, table.num_rows - out.num_rows
+
+
+def apply_weights(table: pa.Table, weight: str) -> tuple[pa.Table, np.ndarray]:
+    """Check a multiplicity column (``weight=``) and drop the rows of weight 0.
+
+    Returns the table without those rows and its weights as int64. Weights must be
+    non-negative integers below 2**63, without nulls.
+    """
+    col = table.column(weight)
+    if not pa.types.is_integer(col.type):
+        raise InputTypeError(f"weight column {weight!r} must hold integers, got {col.type}")
+    if col.null_count:
+        raise InputError(f"weight column {weight!r} has {col.null_count} nulls")
+    w = col.to_numpy()
+    if (w < 0).any() or (w.dtype == np.uint64 and (w > np.iinfo(np.int64).max).any()):
+        raise InputError(f"weight column {weight!r} has negative (or over 2**63 - 1) weights")
+    if (w == 0).any():
+        keep = w > 0
+        table, w = table.filter(pa.array(keep)), w[keep]
+    return table, w.astype(np.int64)

@@ -52,7 +52,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._arrow import NULL_POLICIES, apply_null_policy, canonical_labels, iter_batches
+from ._arrow import (
+    NULL_POLICIES,
+    apply_null_policy,
+    apply_weights,
+    canonical_labels,
+    iter_batches,
+)
 from ._validation import check_choice, check_columns, check_int, kernel_array
 from .errors import InputError, InputTypeError
 
@@ -548,6 +554,10 @@ class CountAccumulator:
         machines where the random updates, not the row reads, are the bottleneck).
     dense_cells : int
         Largest dense group × value matrix before switching to the sparse state.
+    weight : str, optional
+        Multiplicity column: each row counts ``weight`` times (non-negative integers, no
+        nulls; see ``Release.from_table(..., weight=)``). Weighted batches take the general
+        (not the fused) counting path.
 
     Attributes
     ----------
@@ -568,7 +578,7 @@ class CountAccumulator:
 
     def __init__(self, keys: str | Sequence[str], sensitive: str, *, nulls: str = "error",
                  compact_rows: int | None = None, n_jobs: int | None = None,
-                 dense_cells: int = DENSE_STATE_CELLS) -> None:
+                 dense_cells: int = DENSE_STATE_CELLS, weight: str | None = None) -> None:
         from ._threads import resolve_n_jobs
 
         self.keys = [keys] if isinstance(keys, str) else list(keys)
@@ -582,7 +592,12 @@ class CountAccumulator:
         if len(set(self.keys)) != len(self.keys):
             raise InputError(f"keys: duplicate column names in {self.keys}")
         self.sensitive = sensitive
-        if _COUNT in self.columns:
+        if weight is not None and not isinstance(weight, str):
+            raise InputTypeError(f"weight must be a column name, got {type(weight).__name__}")
+        if weight is not None and weight in self.keys + [sensitive]:
+            raise InputError(f"weight column {weight!r} is also a key or sensitive column")
+        self.weight = weight
+        if _COUNT in self.keys + [sensitive]:
             raise InputError(f"column name {_COUNT!r} is reserved for the counts (to_table); "
                              "rename it")
         check_choice(nulls, "nulls", NULL_POLICIES)
@@ -603,8 +618,8 @@ class CountAccumulator:
 
     @property
     def columns(self) -> list[str]:
-        """Columns read from each batch."""
-        return self.keys + [self.sensitive]
+        """Columns read from each batch (keys, sensitive, and the weight column if any)."""
+        return self.keys + [self.sensitive] + ([self.weight] if self.weight else [])
 
     @property
     def n_groups(self) -> int:
@@ -635,11 +650,19 @@ class CountAccumulator:
         self.rows_seen += table.num_rows
         self.batches_seen += 1
         self.bytes_seen += table.nbytes
-        table, dropped = apply_null_policy(table, self.columns, self.nulls)
+        table, dropped = apply_null_policy(table, self.keys + [self.sensitive], self.nulls)
         self.rows_dropped += dropped
+        if self.weight is not None:
+            table, weights = apply_weights(table, self.weight)
         if table.num_rows == 0:
             return self
         from ._kernels.counting import remap_codes
+
+        if self.weight is not None:   # weighted rows: the general path, int64 weights
+            vcodes = self._values.encode(table.column(self.sensitive))
+            gcodes = self._group_codes([table.column(k) for k in self.keys])
+            self._count(gcodes, vcodes, weights)
+            return self
 
         vidx, vremap = self._values.encode_pair(table.column(self.sensitive))
         key = table.column(self.keys[0])
@@ -940,7 +963,8 @@ def merge(accumulators: Sequence[CountAccumulator]) -> CountAccumulator:
         raise InputError("accumulators: need at least one CountAccumulator")
     first = accs[0]
     out = CountAccumulator(first.keys, first.sensitive, nulls=first.nulls,
-                           n_jobs=first.n_jobs, dense_cells=first.dense_cells)
+                           n_jobs=first.n_jobs, dense_cells=first.dense_cells,
+                           weight=first.weight)
     for a in accs:
         out.merge(a)
     return out

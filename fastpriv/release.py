@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._arrow import apply_null_policy, as_table, encode_column, encode_keys
+from ._arrow import (apply_null_policy, apply_weights, as_table, encode_column,
+                     encode_keys)
 from ._validation import check_choice, check_columns, check_roles, kernel_array
 from .errors import InputError, InputTypeError
 
@@ -170,7 +171,8 @@ class Release:
     @classmethod
     def from_table(cls, data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
                    qi: Sequence[str] | None = None, individual: str | None = None,
-                   case: str | None = None, nulls: str = "error") -> "Release":
+                   case: str | None = None, nulls: str = "error",
+                   weight: str | None = None) -> "Release":
         """Build a release from a table with one row per individual (or per value, MVPI).
 
         Parameters
@@ -194,6 +196,13 @@ class Release:
         nulls : {"error", "drop", "value"}
             What to do with nulls in the used columns (default: raise, naming the column
             and the count).
+        weight : str, optional
+            Multiplicity column (SVPI only): each row stands for ``weight`` individuals with
+            its key and value, so an aggregate of distinct rows counts as its expansion,
+            n_g(s) = Σ weight over the rows of group g with value s. Non-negative integers,
+            no nulls; rows of weight 0 stand for nobody and are dropped. The release equals
+            the one of the expanded table except that it keeps no row index (``row_group``
+            is None, as for :meth:`from_counts`).
 
         """
         if (group is None) == (qi is None):
@@ -217,7 +226,9 @@ class Release:
         cols = keys + [sensitive] + ([individual] if individual is not None else [])
         if individual is not None:
             check_columns([individual], table.column_names, "individual")
-        table = table.select(cols)
+        if weight is not None:
+            table = _weighted_rows(table, weight, cols, individual)
+        table = table.select(cols + ([weight] if weight is not None else []))
         if table.num_rows == 0:
             raise InputError("data is empty: a release needs at least one row")
         sens_type = table.schema.field(sensitive).type
@@ -227,10 +238,15 @@ class Release:
             raise InputError("data has no rows left after dropping nulls")
         group_codes, group_keys = encode_keys([table.column(k) for k in keys], names=keys)
         n_groups = group_keys.num_rows
-        row_group = group_codes
+        row_group = group_codes if weight is None else None
+        weights = (np.empty(0, dtype=np.int64) if weight is None
+                   else table.column(weight).to_numpy().astype(np.int64))
         sens = table.column(sensitive)
         indiv_codes = None
         if is_list:
+            if weight is not None:
+                raise InputError("weight= is for SVPI tables (one value per row); "
+                                 f"{sensitive!r} is a list column")
             if individual is not None:
                 raise InputError("individual= cannot be combined with a list-valued sensitive "
                                  "column (each row already is one individual)")
@@ -269,7 +285,7 @@ class Release:
             case, sizes = _mvpi_sizes(pair_group, indiv_codes, enc.codes, n_groups, n_indiv_rows,
                                       len(enc.labels), case, individual or "row")
         return cls._build(pair_group.astype(np.int32, copy=False), enc.codes,
-                          np.empty(0, dtype=np.int64), n_groups=n_groups, values=enc.labels,
+                          weights, n_groups=n_groups, values=enc.labels,
                           groups=group_keys, case=case, sizes=sizes,
                           row_group=row_group,
                           sensitive_name=sensitive)
@@ -315,6 +331,8 @@ class Release:
             raise InputError("data is empty: a release needs at least one (group, value, count) "
                              "row")
         table, _ = apply_null_policy(table, keys + [sensitive], nulls)
+        if table.num_rows == 0:
+            raise InputError("data has no rows left after dropping nulls")
         if table.column(count).null_count or (size_col and table.column(size_col).null_count):
             raise InputError(f"count column {count!r} (or sizes) has nulls")
         ctype = table.schema.field(count).type
@@ -354,7 +372,7 @@ class Release:
     def from_batches(cls, batches: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
                      qi: Sequence[str] | None = None, nulls: str = "error",
                      batch_size: int = 1 << 20, n_jobs: int | None = None,
-                     progress: Any = None) -> "Release":
+                     progress: Any = None, weight: str | None = None) -> "Release":
         """Build an SVPI release by streaming record batches (memory ~ (group, value) pairs).
 
         ``batches`` is anything :func:`fastpriv.counts.CountAccumulator.consume` accepts:
@@ -372,6 +390,9 @@ class Release:
         progress : callable, optional
             Called as ``progress(rows_seen, bytes_seen)`` after each batch, e.g. to draw a
             progress bar (:class:`fastpriv.cli._common.Progress`).
+        weight : str, optional
+            Multiplicity column, as in :meth:`from_table` (each row counts ``weight``
+            times).
 
         """
         from .counts import CountAccumulator
@@ -379,7 +400,8 @@ class Release:
         if (group is None) == (qi is None):
             raise InputError("give exactly one of group= or qi=")
         keys = [group] if isinstance(group, str) else list(group if group is not None else qi)
-        acc = CountAccumulator(keys=keys, sensitive=sensitive, nulls=nulls, n_jobs=n_jobs)
+        acc = CountAccumulator(keys=keys, sensitive=sensitive, nulls=nulls, n_jobs=n_jobs,
+                               weight=weight)
         acc.consume(batches, batch_size=batch_size, progress=progress)
         return acc.to_release()
 
@@ -735,6 +757,22 @@ def _arrow_equal(a: pa.Array | pa.ChunkedArray, b: pa.Array | pa.ChunkedArray) -
     na = a.to_numpy(zero_copy_only=False)
     nb = b.to_numpy(zero_copy_only=False)
     return bool(np.array_equal(na, nb, equal_nan=True))
+
+
+def _weighted_rows(table: pa.Table, weight: Any, cols: list[str],
+                   individual: str | None) -> pa.Table:
+    """Check the ``weight=`` column of :meth:`Release.from_table`; drop rows of weight 0."""
+    if not isinstance(weight, str):
+        raise InputTypeError(f"weight must be a column name, got {type(weight).__name__}")
+    check_columns([weight], table.column_names, "weight")
+    if weight in cols:
+        raise InputError(f"weight column {weight!r} is also a key, sensitive or individual "
+                         "column")
+    if individual is not None:
+        raise InputError("weight= is for SVPI tables (one row per individual, or per "
+                         "distinct row with its multiplicity); it cannot be combined with "
+                         "individual=")
+    return apply_weights(table, weight)[0]
 
 
 def _key_labels(keys: pa.Table) -> list:
