@@ -18,11 +18,12 @@ def _blocks(lang: str) -> list[str]:
 def test_quickstart_is_two_commands_and_ci_runs_the_same_test_command():
     quick = README.split("## Quickstart", 1)[1]
     cmds = [ln.split("#")[0].strip() for ln in _blocks("bash")[0].splitlines() if ln.strip()]
-    assert cmds == ['pip install -e ".[all]" && fastpriv demo', "python -m pytest -q"]
+    assert cmds == ['pip install -e ".[all]" && fastpriv demo',
+                    "bash scripts/install-system-deps && python -m pytest -q"]
     assert quick.index("pip install") < quick.index("pytest")
     ci = (ROOT / ".ci" / "run").read_text()
     assert 'pip install --quiet -e ".[all]"' in ci
-    assert ci.rstrip().splitlines()[-1] == "python -m pytest -q"
+    assert ci.rstrip().splitlines()[-1] == cmds[1]
 
 
 def test_python_examples_run():
