@@ -162,19 +162,24 @@ def load_plugins() -> None:
         return
     _LOADED = True
     import importlib
+    import os
     import pkgutil
 
     import fastpriv.anonymize as pkg
 
+    own = os.path.dirname(os.path.abspath(pkg.__file__))
     for info in pkgutil.iter_modules(pkg.__path__):
         if info.name in ("_result", "lattice", "_mondrian"):    # not plugins / built-ins
             continue
         modname = f"{pkg.__name__}.{info.name}"
-        try:
-            mod = importlib.import_module(modname)
-        except Exception as exc:  # a broken plugin must not break the other methods
-            _PLUGIN_ERRORS[info.name] = f"{type(exc).__name__}: {exc}"
-            continue
+        if os.path.abspath(getattr(info.module_finder, "path", "")) == own:
+            mod = importlib.import_module(modname)   # a broken built-in is a bug: no hiding
+        else:
+            try:
+                mod = importlib.import_module(modname)
+            except Exception as exc:  # a third-party plugin must not break the built-ins
+                _PLUGIN_ERRORS[info.name] = f"{type(exc).__name__}: {exc}"
+                continue
         spec = getattr(mod, "CLI_METHOD", None)
         if spec is None:
             continue

@@ -20,6 +20,7 @@ from html import escape
 from typing import Any
 
 from . import plots
+from .text import fmt_count
 
 __all__ = ["render_html", "e"]
 
@@ -42,6 +43,8 @@ h1{font-size:1.7em;margin:.2em 0}h2{font-size:1.3em;margin-top:2em;border-bottom
 .headline{font-size:1.25em;font-weight:650;margin:0 0 .4em}
 .risk{border-left:5px solid var(--bad);background:#fff;padding:10px 14px;margin:12px 0}
 .risk.none{border-left-color:var(--ok)}
+.remedy{border-left:5px solid var(--ok);background:#fff;padding:10px 14px;margin:12px 0}
+.remedy code{white-space:pre-wrap}
 .risk b{display:block;color:var(--bad);margin-bottom:2px}.risk.none b{color:var(--ok)}
 table{border-collapse:collapse;width:100%;margin:.6em 0 1em;font-size:.92em}
 th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
@@ -169,15 +172,30 @@ def _verdict(d: dict) -> str:
                      e(c["question"]) + (f'<br><span class="note">{e(text)}</span>'
                                          if text else "")])
     sens = d["parameters"]["sensitive"]
+    risk_title = ("Most important risk" if v["violated"]
+                  else "Closest risk beyond the thresholds")
     return (
         f'<section class="verdict {cls}" id="verdict">'
         f'<p class="headline">{e(v["headline"])}</p>'
         f'<p>An adversary “succeeds” when he can be at least <b>{_pct(v["threshold_c"])}</b> '
         f'sure of a person’s <b>{e(sens)}</b>. Each line below asks one question about the '
         f"release.</p>"
-        f'<div class="{risk_cls}"><b>Most important risk</b>{e(kr["text"])}</div>'
+        f'<div class="{risk_cls}"><b>{risk_title}</b>{e(kr["text"])}</div>'
+        + _remedies(v)
         + _table(["result", "model", "question and answer"], rows, raw={0, 2})
         + "</section>")
+
+
+def _remedies(v: dict) -> str:
+    """Render the verdict's remedies: the commands that fix the release, or why none can."""
+    items = v.get("remedies") or []
+    if not items:
+        return ""
+    lis = "".join(f"<li><code>{e(r)}</code></li>" if r.startswith("fastpriv ")
+                  else f"<li>{e(r)}</li>" for r in items)
+    return (f'<div class="remedy"><b>How to fix it</b><p>Each command writes a release that '
+            f"meets the thresholds of the failing checks it targets (a computed command, "
+            f"checked against what the whole table can reach):</p><ul>{lis}</ul></div>")
 
 
 def _audited(d: dict) -> str:
@@ -261,18 +279,25 @@ def _ck(d: dict) -> str:
         people = {(x["group"], x["person"]) for x in r["witness"]["antecedents"]}
         who = (f"person {a['person']} of group <b>{e(a['group_label'])}</b>"
                + (f" (row {a['row']})" if a.get("row") is not None else ""))
+        n_st = len(r["witness"]["antecedents"])
+        knows = ("The adversary needs no knowledge at all: the release alone gives this."
+                 if n_st == 0 else
+                 f"The adversary's knowledge is {fmt_count(n_st, 'statement')} about "
+                 f"{fmt_count(len(people), 'person', 'people')} in "
+                 f"{fmt_count(len(r['witness']['groups']), 'group')}.")
         wit.append(f"<h3>Worst case with k = {s['k']} {e(kn)}: {_pct(r['value'])}</h3>"
-                   f"<p>Target: {who}, value <b>{e(a['value'])}</b>. The adversary's "
-                   f"knowledge is {len(r['witness']['antecedents'])} statement(s) about "
-                   f"{len(people)} person(s) in {len(r['witness']['groups'])} group(s). "
+                   f"<p>Target: {who}, value <b>{e(a['value'])}</b>. {knows} "
                    "People within a group are interchangeable: any member can play each "
                    "role.</p>"
                    + (f"<details><summary>The adversary's knowledge "
                       f"({len(w['formulas'])} statements)</summary><ul>{forms}{more}</ul>"
                       "</details>" if forms else ""))
-    return (head + f"<figure>{svg}<figcaption>Disclosure reaches 1 at the latest at k = "
-            f"{s['saturation_k']} (one person, every value of the least varied group ruled "
-            "out).</figcaption></figure>"
+    sat = s["saturation_k"]
+    reach = ("Disclosure is 1 already without knowledge (k = 0): some group holds one value "
+             "only." if sat == 0 else
+             f"Disclosure reaches 1 at k = {sat} at the latest (one person, every value of "
+             "the least varied group ruled out).")
+    return (head + f"<figure>{svg}<figcaption>{reach}</figcaption></figure>"
             + "<h3>Largest amount of knowledge the release withstands</h3>"
             + _table(["threshold c", "implications", "negated atoms"], safe_rows)
             + "".join(wit)
