@@ -753,23 +753,35 @@ class RobustnessAudit:
             "timing": self.timing,
         })
 
-    def summary(self) -> str:
-        """Summarise the audit in a few lines of text."""
-        verdict = "r-robust" if self.robust else ("NOT r-robust" if self.complete and not
-                                                 self.robust else "undetermined")
-        lines = [f"r-robustness audit ({self.model} model, r = {self.r:g}, threshold "
-                 f"1/r = {self.threshold:.6g}): {verdict}",
-                 f"  max posterior {self.value:.6g}"]
+    def summary(self, *, verbose: bool = False) -> str:
+        """Summarise the audit in plain words: the verdict, who is exposed and how much.
+
+        ``verbose`` adds the internal counts (problematic (tuple, set, value) triples, groups
+        certified by the Δ bound or decided by the exact posterior).
+        """
+        verdict = ("PASS" if self.robust else "FAIL" if self.complete else "UNDECIDED")
+        lines = [f"{verdict}: r-robustness at r = {self.r:g} — nobody may be linked to a "
+                 f"sensitive value with probability above 1/r = {self.threshold:.4g} by "
+                 f"statistics over the quasi-identifiers ({self.model} model)."]
+        if self.n_problematic_rows:
+            lines.append(f"  {self.n_problematic_rows:,} of {self.n_rows:,} people exceed it; "
+                         f"the worst posterior is {self.value:.4g}.")
+        else:
+            lines.append(f"  The highest posterior is {self.value:.4g}.")
         if self.witness:
             w = self.witness
-            lines.append(f"    at row {w['row']} (group {w['group']!r}), attribute set "
-                         f"{tuple(w['attribute_set'])}, signature {tuple(w['signature'])}, "
-                         f"value {w['value']!r} (x occurs {w['n_x']} of {w['group_size']})")
-        lines.append(f"  problematic: {self.n_problematic} (tuple, set, value) triples on "
-                     f"{self.n_problematic_rows} of {self.n_rows} rows")
-        lines.append(f"  groups: {self.n_certified} certified by the Δ bound, {self.n_exact} "
-                     f"needed the exact posterior, {self.n_no_sensitive} without a sensitive "
-                     f"value (of {self.n_groups})")
+            sig = ", ".join(f"{a}={v}" for a, v in zip(w["attribute_set"], w["signature"],
+                                                       strict=False))
+            lines.append(f"  Worst case: row {w['row']} in group {w['group']!r}; knowing that "
+                         f"people with {sig} have {w['value']!r} at the adversary's rate "
+                         f"singles them out ({w['n_x']} of the group's {w['group_size']} "
+                         f"have {w['value']!r}).")
+        if verbose:
+            lines.append(f"  problematic: {self.n_problematic} (tuple, set, value) triples on "
+                         f"{self.n_problematic_rows} of {self.n_rows} rows")
+            lines.append(f"  groups: {self.n_certified} certified by the Δ bound, "
+                         f"{self.n_exact} needed the exact posterior, {self.n_no_sensitive} "
+                         f"without a sensitive value (of {self.n_groups})")
         if self.undefined:
             lines.append(f"  undefined posteriors: {len(self.undefined)}")
         return "\n".join(lines)

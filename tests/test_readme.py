@@ -32,7 +32,7 @@ def test_python_examples_run():
                           cwd=ROOT, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
-    assert "r-robustness audit" in out and "foreground attack" in out
+    assert "r-robustness at r =" in out and "foreground attack" in out
 
 
 def test_every_results_file_named_in_the_performance_table_exists():

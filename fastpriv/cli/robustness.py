@@ -62,7 +62,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="reliable sample size of derived knowledge (overrides ε, δ)")
     p.add_argument("--nulls", choices=("error", "drop", "value"), default="error",
                    help="nulls in the used columns: raise (default), drop rows, or keep")
-    p.add_argument("--top", type=int, default=10, help="worst triples to print (default 10)")
+    p.add_argument("--top", type=int, default=10,
+                   help="worst (person, attribute set, value) cases to print (default 10)")
+    p.add_argument("--verbose", action="store_true",
+                   help="also print the audit's internal counts (triples, Δ-certified groups)")
     add_output_arguments(p)
     add_encoding_argument(p)
     p.set_defaults(func=run)
@@ -70,6 +73,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv robustness``."""
+    import shlex
+
     from .. import robustness
     from .._io import check_outputs
     from ..knowledge import Knowledge
@@ -89,7 +94,11 @@ def run(args: argparse.Namespace) -> int:
             knowledge=knowledge, sensitive_values=args.sensitive_values, model=args.model,
             max_size=args.max_size, epsilon=args.epsilon, delta=args.delta,
             min_support=args.min_support, nulls=args.nulls)
-    print(res.summary())
+    print(res.summary(verbose=args.verbose))
+    if not res.robust:
+        print("  To fix: " + " ".join(shlex.quote(a) for a in [
+            "fastpriv", "anonymize", args.data, "--method", "art", "--qi", *args.qi,
+            "--sensitive", args.sensitive, "--r", f"{args.r:g}", "-o", "release.parquet"]))
     print(f"  audit time {t.seconds:.2f} s")
     if res.n_problematic:
         d = res.to_dict(max_items=args.top)
@@ -97,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
                 for w in d["problematic"]]
         print()
         print(format_table(["row", "attribute set", "value", "posterior"], rows,
-                           title=f"Worst {len(rows)} problematic (tuple, set, value)"))
+                           title=f"The {len(rows)} most exposed people: row, the statistics "
+                                 "that expose them, the value, its probability"))
     payload = res.to_dict(max_items=max(args.top, 100))
     payload["timings_s"] = {"audit": t.seconds}
     extra = [args.knowledge] if args.knowledge else []
