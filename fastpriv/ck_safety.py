@@ -330,6 +330,7 @@ def _implications(prof: _Profiles, K: int, *, exact: bool, witness_t: int | None
     sat = prof.saturation_k
     Keff = min(K, sat)
     H = Keff + 1
+    _check_m1_memory(H, Keff, sat)
     pid, keys, mult = dedupe_profiles(prof.indptr, prof.counts, prof.sizes, H)
     P = keys.shape[0]
     keys_k = kernel_array(keys, np.int64)
@@ -373,6 +374,28 @@ def _implications(prof: _Profiles, K: int, *, exact: bool, witness_t: int | None
         g = int(groups_of[p][copy_idx[j]])
         out.append((g, h, is_a))
     return R, out
+
+
+#: memory the implication tables may take before a request is refused (bytes)
+MAX_TABLE_BYTES = 4 << 30
+
+
+def _check_m1_memory(H: int, k: int, sat: int) -> None:
+    """Refuse, before allocating, an M1 table that cannot fit.
+
+    The M1 recurrence keeps two (H + 1)² tables per lane of profiles (8 bytes an entry), so
+    k in the tens of thousands — possible only with a group of that many distinct values —
+    needs terabytes.
+    """
+    from ._kernels.ck_safety import LANES
+
+    need = 2 * (H + 1) ** 2 * LANES * 8
+    if need > MAX_TABLE_BYTES:
+        raise InputError(f"k = {k:,} implications: the MINIMIZE1 tables need "
+                         f"{need / 2**30:,.1f} GiB (more than {MAX_TABLE_BYTES / 2**30:g} "
+                         "GiB); ask for a smaller k (the disclosure is 1 from k = "
+                         f"{sat:,} on, the least diverse group's distinct values minus one) "
+                         "or use knowledge='negations'")
 
 
 def _m1_threaded(m1_profiles: Any, keys: np.ndarray, rows: np.ndarray, H: int) -> np.ndarray:

@@ -1386,6 +1386,10 @@ def check(rel: Release, skylines: Any, *, exact: bool = False,
 
 
 # ---------------------------------------------------------------------------- skyline search
+#: default bound on the seconds one knowledge skyline may search (None: no bound)
+MAX_SKYLINE_SECONDS = 120.0
+
+
 def _skyline_search(safe: Callable[[int, int, int], bool], l_cap: int, k_cap: int,
                     m_cap: int) -> list:
     """Corrected Appendix A7, walked as a staircase.
@@ -1419,16 +1423,19 @@ def _skyline_search(safe: Callable[[int, int, int], bool], l_cap: int, k_cap: in
             pts.append((l, k_star, m_end))
             k_hi = k_star - 1
             m = m_end + 1
-    # remove dominated points (≤ in every coordinate, different)
-    keep = [p for p in pts if not any(q != p and all(qa >= pa for qa, pa in zip(q, p, strict=False))
-                                      for q in pts)]
+    # Remove dominated points. Corners of one ℓ never dominate each other (k falls, m rises),
+    # and the corners of ℓ + 1 are the maximal points of its safe region, which is
+    # downward closed: a corner (ℓ, k, m) is dominated iff (ℓ + 1, k, m) is still safe.
+    # One evaluation per point instead of comparing every pair (quadratic in the skyline).
+    keep = [p for p in pts if p[0] >= l_cap or not safe(p[0] + 1, p[1], p[2])]
     caps = (l_cap, k_cap, m_cap)
     out = sorted(set(keep))
     return [tuple(math.inf if x >= cap else x for x, cap in zip(p, caps, strict=True))
             for p in out]
 
 
-def knowledge_skyline(rel: Release, sigma: Any, c: Any, *, exact: bool = False
+def knowledge_skyline(rel: Release, sigma: Any, c: Any, *, exact: bool = False,
+                      max_seconds: float | None = MAX_SKYLINE_SECONDS
                       ) -> KnowledgeSkyline | dict:
     """Compute the knowledge skyline of σ: the maximal (ℓ, k, m) with BP_σ(ℓ, k, m) < c.
 
@@ -1450,6 +1457,11 @@ def knowledge_skyline(rel: Release, sigma: Any, c: Any, *, exact: bool = False
         Confidence threshold: a point is safe when BP < c.
     exact : bool
         Evaluate with ``Fraction`` (SVPI and MVPI-Set).
+    max_seconds : float or None
+        Bound on the search time of one σ (default :data:`MAX_SKYLINE_SECONDS`; ``None``:
+        none). The search costs O(levels · corners · log N) evaluations, and a group with
+        ~10⁵ distinct values has a skyline too large to enumerate: past the bound an
+        ``InputError`` says so instead of running for hours.
 
     Returns
     -------
@@ -1460,10 +1472,14 @@ def knowledge_skyline(rel: Release, sigma: Any, c: Any, *, exact: bool = False
     rel = _check_release(rel)
     c = _check_c(c)
     exact = _check_exact(rel, exact)
+    if max_seconds is not None and not (isinstance(max_seconds, (int, float))
+                                        and max_seconds > 0):
+        raise InputError(f"max_seconds must be a positive number or None, got {max_seconds!r}")
     if sigma is None:
-        return {v: knowledge_skyline(rel, v, c, exact=exact) for v in rel.values}
+        return {v: knowledge_skyline(rel, v, c, exact=exact, max_seconds=max_seconds)
+                for v in rel.values}
     code = rel.code_of(sigma, param="sigma")
-    safe, l_cap, n_eval = _safe_function(rel, code, c, exact)
+    safe, l_cap, n_eval = _safe_function(rel, code, c, exact, max_seconds)
     n = rel.n_individuals
     caps = (l_cap, n, n)
     pts = _skyline_search(safe, *caps)
@@ -1476,8 +1492,17 @@ def knowledge_skylines(rel: Release, c: Any, *, exact: bool = False) -> dict:
     return knowledge_skyline(rel, None, c, exact=exact)
 
 
-def _safe_function(rel: Release, code: int, c: Any, exact: bool):
-    """Build a memoized predicate safe(ℓ,k,m) ⇔ BP < c over per-σ tables built once."""
+def _safe_function(rel: Release, code: int, c: Any, exact: bool,
+                   max_seconds: float | None = MAX_SKYLINE_SECONDS):
+    """Build a memoized predicate safe(ℓ,k,m) ⇔ BP < c over per-σ tables built once.
+
+    Past ``max_seconds`` an evaluation raises :class:`InputError`: the staircase search
+    costs O(levels · corners · log N) evaluations of O(groups · (k + m)) each, which a group
+    with 10⁵ distinct values makes unbounded for practical purposes.
+    """
+    import time
+
+    deadline = None if max_seconds is None else time.monotonic() + max_seconds
     from ._kernels import skyline as K
 
     indptr, codes, counts, sizes = _arrays(rel)
@@ -1512,6 +1537,14 @@ def _safe_function(rel: Release, code: int, c: Any, exact: bool):
         key = (l, k, m)
         if key not in cache:
             n_eval[0] += 1
+            if deadline is not None and not n_eval[0] & 1023 and time.monotonic() > deadline:
+                raise InputError(
+                    f"the knowledge skyline of {rel.values[code]!r} did not finish within "
+                    f"max_seconds = {max_seconds:g} s ({n_eval[0]:,} breach probabilities "
+                    f"evaluated; a group holds {l_cap + 1:,} distinct values, so the skyline "
+                    f"can have {l_cap + 1:,} levels of up to {rel.n_individuals:,} corners); "
+                    "check the points you need with skyline.check / breach_probability, or "
+                    "pass max_seconds=None to wait")
             cache[key] = _is_safe(min_nr(l, k, m), ratio)
         return cache[key]
 

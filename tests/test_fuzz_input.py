@@ -126,3 +126,28 @@ def test_cli_fails_only_with_exit_2(tmp_path_factory, capsys, case):
         assert "error:" in err and not (d / "out.json").exists()
     else:
         assert (d / "out.json").exists()
+
+
+def test_pathological_shapes_end_in_bounded_time():
+    """One group of 20,000 distinct values: (c,k) with a huge k, BP, and a bounded skyline."""
+    import time
+
+    import numpy as np
+
+    from fastpriv import ck_safety, skyline
+
+    n = 20_000
+    rel = Release.from_table(pa.table({"g": np.zeros(n, dtype=np.int64),
+                                       "d": np.arange(n).astype(str)}),
+                             group="g", sensitive="d")
+    # any k: saturated at min_b d_b − 1, where the disclosure is 1
+    assert ck_safety.max_disclosure(rel, k=10**9, knowledge="negations").value == 1.0
+    with pytest.raises(InputError, match="GiB"):
+        ck_safety.max_disclosure(rel, k=10**9)          # refused before allocating
+    with pytest.raises(InputError, match="k_max"):
+        ck_safety.disclosure_curve(rel, 10**9)
+    assert skyline.breach_probability(rel, "5", 10, 10, 10).value < 1e-3
+    t0 = time.monotonic()
+    with pytest.raises(InputError, match="did not finish within max_seconds"):
+        skyline.knowledge_skyline(rel, "5", 0.95, max_seconds=1)
+    assert time.monotonic() - t0 < 30
