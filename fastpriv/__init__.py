@@ -42,7 +42,7 @@ _ATTRS = {"Release": ("fastpriv.release", "Release"),
           "CountAccumulator": ("fastpriv.counts", "CountAccumulator")}
 _SUBMODULES = {"classic", "ck_safety", "skyline", "robustness", "foreground", "anonymize",
                "metrics", "datasets", "hierarchies", "counts", "release", "distributed",
-               "knowledge", "predicates", "streaming", "report"}
+               "knowledge", "predicates", "streaming", "report", "risk"}
 
 
 def __getattr__(name: str) -> Any:
