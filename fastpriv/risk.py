@@ -44,6 +44,7 @@ import itertools
 import math
 import numbers
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,7 @@ import pyarrow as pa
 
 from ._arrow import apply_null_policy, as_table, encode_column, encode_keys
 from ._kernels import risk as _k
+from ._threads import resolve_n_jobs
 from ._validation import check_columns, check_int, check_probability, kernel_array
 from .errors import InputError, InputTypeError
 
@@ -613,7 +615,8 @@ class CombinationResult:
 
 
 def combinations(data: Any, *, qi: Sequence[str] | None = None, m: int | None = None,
-                 nulls: str = "error", max_memory: int = 1 << 30) -> CombinationResult:
+                 nulls: str = "error", max_memory: int = 1 << 30,
+                 n_jobs: int | None = None) -> CombinationResult:
     """Uniques and minimal sample uniques (SUDA2) for every QI subset up to size ``m``.
 
     A record is *unique* on a subset S when no other record shares its values on S. S is a
@@ -644,6 +647,10 @@ def combinations(data: Any, *, qi: Sequence[str] | None = None, m: int | None = 
         Null policy for the QI columns.
     max_memory : int
         Bound in bytes on the uniqueness bits kept between levels.
+    n_jobs : int or None
+        Subsets of one level are counted on this many threads (the kernels release the GIL;
+        ``fastpriv._threads`` convention: None = all threads of the pool). Each thread's
+        counting pass holds about 100 bytes per distinct tuple while it runs.
 
     """
     cc = class_counts(data, qi=qi, nulls=nulls)
@@ -658,30 +665,35 @@ def combinations(data: Any, *, qi: Sequence[str] | None = None, m: int | None = 
                          f"{d:,} distinct tuples needs {need:,} bytes > max_memory={max_memory:,};"
                          " lower m or raise max_memory")
     encs = [encode_column(cc.keys.column(c), name=c) for c in cc.qi]
-    codes = kernel_array(np.stack([e.codes for e in encs]) if d else
-                         np.zeros((q, 0), np.int32), np.int32)
+    codes = kernel_array(np.stack([e.codes for e in encs]), np.int32)
     cards = kernel_array([max(len(e.labels), 1) for e in encs], np.int64)
     w = kernel_array(cc.sizes, np.int64)
     bits = max(2, int(math.ceil(math.log2(max(2 * d, 4)))))
+    workers = resolve_n_jobs(n_jobs)
+
+    def count(sub: tuple) -> tuple:
+        sz, ncls = _k.subset_class_sizes(codes, kernel_array(sub, np.int64), cards, w, bits)
+        return sz == 1, int(ncls)
+
     rows, prev = [], {}
-    for k in range(1, m + 1):
-        cur = {}
-        weight_k = math.prod(q - i for i in range(k, m))
-        for sub in itertools.combinations(range(q), k):
-            sz, ncls = _k.subset_class_sizes(codes, kernel_array(sub, np.int64), cards, w, bits)
-            uniq = sz == 1
-            msu = uniq.copy()
-            if k > 1 and uniq.any():
-                for drop in range(k):
-                    bitsarr = prev.get(sub[:drop] + sub[drop + 1:])
-                    if bitsarr is not None:
-                        msu &= ~np.unpackbits(bitsarr, count=d).astype(bool)
-            nu, nm = int(uniq.sum()), int(msu.sum())
-            if k < m and nu:
-                cur[sub] = np.packbits(uniq)
-            rows.append({"qi": [cc.qi[i] for i in sub], "size": k, "classes": int(ncls),
-                         "uniques": nu, "msu": nm, "score": nm * weight_k})
-        prev = cur
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for k in range(1, m + 1):
+            cur = {}
+            weight_k = math.prod(q - i for i in range(k, m))
+            subs = list(itertools.combinations(range(q), k))
+            for sub, (uniq, ncls) in zip(subs, pool.map(count, subs), strict=True):
+                msu = uniq.copy()
+                if k > 1 and uniq.any():
+                    for drop in range(k):
+                        packed = prev.get(sub[:drop] + sub[drop + 1:])
+                        if packed is not None:
+                            msu &= ~np.unpackbits(packed, count=d).astype(bool)
+                nu, nm = int(uniq.sum()), int(msu.sum())
+                if k < m and nu:
+                    cur[sub] = np.packbits(uniq)
+                rows.append({"qi": [cc.qi[i] for i in sub], "size": k, "classes": ncls,
+                             "uniques": nu, "msu": nm, "score": nm * weight_k})
+            prev = cur
     total = sum(r["score"] for r in rows)
     contrib = {c: (sum(r["score"] for r in rows if c in r["qi"]) / total if total else 0.0)
                for c in cc.qi}

@@ -320,3 +320,22 @@ def test_combination_errors():
     rel = fp.Release.from_table(pa.table({"a": [1, 2], "s": [1, 1]}), qi=["a"], sensitive="s")
     with pytest.raises(InputError, match="qi"):
         risk.audit(rel, qi=["b"])
+
+
+# --------------------------------------------------------------------- report section
+def test_report_section_chart_and_html():
+    from fastpriv.report._risk import render_risk_html, risk_section, risk_verdict_check
+
+    adult = fp.datasets.load_adult()
+    sec = risk_section(adult, qi=["age", "education", "occupation", "sex"], threshold=0.2,
+                       population=1_000_000, m=2)
+    assert sec["status"] == "ok"
+    json.dumps(sec)
+    assert sec["chart"]["labels"] and len(sec["chart"]["labels"]) == len(sec["chart"]["values"])
+    assert risk_verdict_check(sec)["passed"] is False
+    page = render_risk_html(sec)
+    assert "<svg" in page and "FAIL" in page and "Generalize first" in page
+    bad = risk_section(adult, qi=["nope"])
+    assert bad["status"] == "failed" and "qi" in bad["reason"]
+    assert risk_verdict_check(bad)["passed"] is None
+    assert "Failed" in render_risk_html(bad)
