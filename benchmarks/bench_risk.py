@@ -152,14 +152,17 @@ def bench_risk(benchmark, full):
     payload = {}
 
     def go():
-        payload["audit"] = run_audit(n, 3 if full else 1)
+        repeat = int(os.environ.get("FASTPRIV_RISK_REPEAT", "3")) if full else 1
+        payload["audit"] = run_audit(n, repeat)
         payload["combinations"] = run_combinations(n, 4 if full else 2, m_big)
 
     benchmark.pedantic(go, rounds=1, iterations=1)
     a = payload["audit"]
     assert a["classes"] > 0 and a["audit_to_release_ratio"] > 0
     assert payload["combinations"]["adult"]["subsets"] == (1470 if full else 105)
-    payload["command"] = "FASTPRIV_BENCH=full python -m pytest benchmarks/bench_risk.py -q"
+    payload["command"] = ("FASTPRIV_BENCH=full FASTPRIV_RISK_REPEAT=%s FASTPRIV_RISK_M=%s "
+                          "python -m benchmarks.bench_risk"
+                          % (os.environ.get("FASTPRIV_RISK_REPEAT", "3"), m_big))
     payload["goals"] = {"audit_to_release_ratio_at_most": 2.0,
                         "population_models_on_histogram_s_at_most": 1.0}
     write_result("risk", payload, full)

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._arrow import apply_null_policy, as_table, encode_column, encode_keys
+from ._arrow import apply_null_policy, as_table, encode_column, encode_keys, iter_batches
 from ._kernels import risk as _k
 from ._threads import resolve_n_jobs
 from ._validation import check_columns, check_int, check_probability, kernel_array
@@ -154,6 +154,24 @@ class ClassCounts:
         return cls(tuple(cols), keys, _ro(sizes), None if wsum is None else _ro(wsum))
 
     @classmethod
+    def from_batches(cls, data: Any, *, qi: Sequence[str], weight: str | None = None,
+                     nulls: str = "error", batch_size: int = 1 << 20) -> "ClassCounts":
+        """Count the classes batch by batch (Parquet/CSV/reader/iterable of batches).
+
+        Only the QI (and weight) columns are read; each batch is counted on its own and the
+        per-batch classes are merged once at the end, so memory is bounded by the number of
+        (batch, class) pairs, never by the whole decoded table.
+        """
+        cols = _check_qi(qi)
+        used = cols + ([weight] if weight is not None else [])
+        parts = [cls.from_table(b, qi=cols, weight=weight, nulls=nulls)
+                 for b in iter_batches(data, used, batch_size=batch_size)
+                 if b.num_rows and _keep(b, used, nulls)]
+        if not parts:
+            raise InputError("data has no rows (after the null policy)")
+        return parts[0].merge(*parts[1:])
+
+    @classmethod
     def from_release(cls, release: Any, *, qi: Sequence[str] | None = None) -> "ClassCounts":
         """Classes of a :class:`fastpriv.Release` built with ``qi=`` (its groups)."""
         keys = release.groups
@@ -201,6 +219,14 @@ class ClassCounts:
     def values_of(self, j: int) -> dict:
         """QI values of class ``j`` as ``{column: value}``."""
         return {c: self.keys.column(c)[j].as_py() for c in self.qi}
+
+
+def _keep(batch: Any, used: list, nulls: str) -> bool:
+    """Return False for a batch that the null policy ``"drop"`` empties completely."""
+    if nulls != "drop":
+        return True
+    table, _ = apply_null_policy(pa.Table.from_batches([batch]), used, nulls)
+    return table.num_rows > 0
 
 
 def _weights(col: Any) -> np.ndarray:

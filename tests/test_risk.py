@@ -339,3 +339,22 @@ def test_report_section_chart_and_html():
     assert bad["status"] == "failed" and "qi" in bad["reason"]
     assert risk_verdict_check(bad)["passed"] is None
     assert "Failed" in render_risk_html(bad)
+
+
+# ----------------------------------------------------------------------- streaming
+def test_from_batches_and_count_accumulator_give_the_table_audit(tmp_path):
+    import pyarrow.parquet as pq
+
+    adult = fp.datasets.load_adult()
+    qi = ["age", "education", "sex"]
+    path = tmp_path / "adult.parquet"
+    pq.write_table(adult, path, row_group_size=5000)
+    whole = risk.audit(adult, qi=qi, population=500_000).to_dict()
+    streamed = risk.ClassCounts.from_batches(str(path), qi=qi, batch_size=4000)
+    assert streamed.to_table().equals(risk.class_counts(adult, qi=qi).to_table())
+    assert risk.audit(streamed, population=500_000).to_dict() == whole
+    # the streaming/Dask state of the rest of fastpriv: a CountAccumulator keyed by the QIs
+    acc = fp.CountAccumulator(qi, "income")
+    for i in range(0, adult.num_rows, 10_000):
+        acc.add(adult.slice(i, 10_000))
+    assert risk.audit(acc.to_release(), population=500_000).to_dict() == whole
