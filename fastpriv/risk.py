@@ -120,8 +120,9 @@ class ClassCounts:
 
     def histogram(self) -> tuple[np.ndarray, np.ndarray]:
         """``(size, count)``: ``count[i]`` classes have ``size[i]`` records (size ascending)."""
-        size, count = np.unique(self.sizes, return_counts=True)
-        return size.astype(np.int64), count.astype(np.int64)
+        counts = np.bincount(self.sizes)
+        size = np.flatnonzero(counts)
+        return size.astype(np.int64), counts[size].astype(np.int64)
 
     @classmethod
     def from_table(cls, data: Any, *, qi: Sequence[str], weight: str | None = None,

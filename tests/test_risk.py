@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import fastpriv as fp
 from fastpriv import InputError, risk
 from fastpriv._kernels import risk as kr
+from fastpriv._validation import kernel_array
 
 from . import naive_risk as nv
 
@@ -114,7 +115,7 @@ def test_individual_risk_from_population_size(tab, ratio):
 @given(st.integers(1, 80), st.floats(1.0, 200.0))
 def test_bf_kernel_matches_negative_binomial_series(f, ratio):
     big_w = f * ratio
-    got = kr.bf_individual_risk(np.array([f], np.int64), np.array([big_w]))[0]
+    got = kr.bf_individual_risk(kernel_array([f], np.int64), kernel_array([big_w], np.float64))[0]
     assert close(got, nv.bf_risk(f, big_w), 1e-9)
 
 
@@ -126,7 +127,7 @@ def test_bf_matches_mu_argus_closed_forms(p):
     r2 = p / q ** 2 * (p * math.log(p) + q)
     r3 = p / (2 * q ** 3) * (q * (3 * q - 2) - 2 * p ** 2 * math.log(p))
     f = np.array([1, 2, 3], np.int64)
-    got = kr.bf_individual_risk(f, f / p)
+    got = kr.bf_individual_risk(kernel_array(f, np.int64), kernel_array(f / p, np.float64))
     assert np.allclose(got, [r1, r2, r3], rtol=1e-9, atol=1e-15)
 
 
