@@ -1,15 +1,15 @@
 """Re-identification risk at scale (issue 26).
 
-* ``bench_audit_vs_release``: n rows × 9 QIs from Parquet (full: 10M). Times, in one
+* audit vs Release: n rows × 9 QIs from Parquet (full: 10M). Times, in one
   process, alternating A/B and keeping the best of ``repeat``: building the Release grouped by
   the QIs (A), :func:`fastpriv.risk.audit` from the same Parquet file with a population size
   (B: counting pass + every measure), the measures alone on the class counts, and the
   population-uniqueness models alone on the class-size histogram. Goals: B/A ≤ 2, models ≤ 1 s.
   Anchor (different hardware, unknown): ARX's population-uniqueness analysis of IHIS
   (1.19M rows, 9 QIs) is reported at 171–230 s.
-* ``bench_combinations``: risk by QI combination on Adult (14 QIs, every subset up to size 4:
+* combinations: risk by QI combination on Adult (14 QIs, every subset up to size 4:
   1,470 subsets) and on n rows × 10 QIs (full: 10M, subsets up to size ``FASTPRIV_RISK_M``,
-  default 3), each in a fresh subprocess reporting its time and peak RSS.
+  default 3), each in a fresh subprocess reporting its time and its own peak RSS (VmHWM).
 
 Smoke mode (default) uses tiny sizes; ``FASTPRIV_BENCH=full`` runs the sizes above and writes
 ``benchmarks/results/risk.json``.
@@ -111,7 +111,7 @@ def run_audit(n: int, repeat: int) -> dict:
 
 
 _COMBO_CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
 import fastpriv as fp
 from fastpriv import risk
 src, qi, m = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
@@ -120,10 +120,13 @@ risk.combinations(data if src == "adult" else src, qi=qi[:2], m=1)   # JIT warm-
 t0 = time.perf_counter()
 res = risk.combinations(data, qi=qi, m=m)
 dt = time.perf_counter() - t0
+# VmHWM: this process's own peak RSS (ru_maxrss would include the parent's peak on Linux,
+# which survives fork + exec)
+hwm = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM"))
 print(json.dumps({"seconds": dt, "subsets": res.params["n_subsets"],
                   "distinct_tuples": res.params["n_distinct_tuples"],
                   "generalize_first": res.generalize_first(3),
-                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "peak_rss_mib": hwm / 1024}))
 """
 
 
