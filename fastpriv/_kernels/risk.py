@@ -21,6 +21,7 @@ import numpy as np
 from .._jit import kernel
 
 _KEY_LIMIT = 1 << 62
+_DENSE_LIMIT = 1 << 26  # counting-array path when the radix product is at most this (and ≤ 4n)
 
 
 @kernel
@@ -92,6 +93,9 @@ def subset_class_sizes(codes, cols, cards, weights, n_slots_bits):
     n_slots_bits : int
         log2 of the hash table size (at least 2 × n_rows slots).
 
+    When the radix product Π card is small (≤ max(2^22, 4·n_rows) and ≤ 2^26) the key
+    indexes a counting array directly; otherwise keys are densified by hashing.
+
     Returns
     -------
     sizes : int64 array (n_rows,)
@@ -101,6 +105,32 @@ def subset_class_sizes(codes, cols, cards, weights, n_slots_bits):
 
     """
     n = codes.shape[1]
+    prod = np.int64(1)
+    for j in range(cols.shape[0]):
+        card = cards[cols[j]]
+        if prod > _DENSE_LIMIT // max(card, 1):
+            prod = _DENSE_LIMIT + 1
+            break
+        prod *= card
+    if prod <= max(_DENSE_LIMIT >> 4, 4 * n) and prod <= _DENSE_LIMIT:
+        # dense path: the mixed-radix key indexes a counting array directly (no hashing)
+        key = np.zeros(n, dtype=np.int64)
+        for j in range(cols.shape[0]):
+            c = cols[j]
+            card = cards[c]
+            for i in range(n):
+                key[i] = key[i] * card + codes[c, i]
+        tot = np.zeros(prod, dtype=np.int64)
+        for i in range(n):
+            tot[key[i]] += weights[i]
+        nd = 0
+        for v in range(prod):
+            if tot[v] > 0:
+                nd += 1
+        out = np.empty(n, dtype=np.int64)
+        for i in range(n):
+            out[i] = tot[key[i]]
+        return out, nd
     ids, nd = subset_ids(codes, cols, cards, n_slots_bits)
     tot = np.zeros(nd, dtype=np.int64)
     for i in range(n):
