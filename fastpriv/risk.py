@@ -155,6 +155,44 @@ class ClassCounts:
         return cls(tuple(cols), keys, _ro(sizes), None if wsum is None else _ro(wsum))
 
     @classmethod
+    def from_counts(cls, data: Any, *, qi: Sequence[str], count: str = "count",
+                    weight_sum: str | None = None, nulls: str = "error") -> "ClassCounts":
+        """Classes from aggregated rows ``(qi..., count[, weight_sum])`` (SQL ``GROUP BY``).
+
+        Rows with the same QI values are added, so partial aggregates (per partition, per
+        day) can be passed together. ``count`` must hold integers ≥ 0; classes whose total
+        is 0 are dropped.
+        """
+        cols = _check_qi(qi)
+        table = as_table(data, param="data")
+        extra = [count] + ([weight_sum] if weight_sum is not None else [])
+        check_columns(cols, table.column_names, "qi")
+        check_columns([count], table.column_names, "count")
+        if weight_sum is not None:
+            check_columns([weight_sum], table.column_names, "weight_sum")
+        table, _ = apply_null_policy(table.select(cols + extra), cols + extra, nulls)
+        if table.num_rows == 0:
+            raise InputError("data has no rows (after the null policy)")
+        cnt = table.column(count)
+        if not pa.types.is_integer(cnt.type):
+            raise InputTypeError(f"count: expected an integer column, got {cnt.type}")
+        c = np.asarray(cnt.to_numpy(), dtype=np.int64)
+        if (c < 0).any():
+            raise InputError(f"count: {int((c < 0).sum())} negative counts")
+        codes, keys = encode_keys([table.column(x) for x in cols], names=cols)
+        sizes = np.bincount(codes, weights=c, minlength=keys.num_rows)
+        keep = np.flatnonzero(sizes > 0)
+        if keep.size == 0:
+            raise InputError("count: every class has count 0")
+        wsum = None
+        if weight_sum is not None:
+            wsum = np.bincount(codes, weights=_weights(table.column(weight_sum)),
+                               minlength=keys.num_rows)[keep]
+        keys = keys.take(pa.array(keep))
+        return cls(tuple(cols), keys, _ro(np.rint(sizes[keep]).astype(np.int64)),
+                   None if wsum is None else _ro(wsum))
+
+    @classmethod
     def from_batches(cls, data: Any, *, qi: Sequence[str], weight: str | None = None,
                      nulls: str = "error", batch_size: int = 1 << 20) -> "ClassCounts":
         """Count the classes batch by batch (Parquet/CSV/reader/iterable of batches).

@@ -359,3 +359,29 @@ def test_from_batches_and_count_accumulator_give_the_table_audit(tmp_path):
     for i in range(0, adult.num_rows, 10_000):
         acc.add(adult.slice(i, 10_000))
     assert risk.audit(acc.to_release(), population=500_000).to_dict() == whole
+
+
+@FAST
+@given(tables(min_rows=1), st.data())
+def test_from_counts_equals_rows(tab, data):
+    rows, qi, _ = tab
+    w = [float(data.draw(st.integers(1, 9))) for _ in rows]
+    t = to_table(rows, qi, {"w": w})
+    # aggregate in two overlapping partial GROUP BYs (per half), as a SQL engine would
+    cut = len(rows) // 2
+    parts = []
+    for part in (t.slice(0, cut), t.slice(cut)):
+        if part.num_rows:
+            parts.append(part.group_by(qi).aggregate([("w", "count"), ("w", "sum")]))
+    agg = pa.concat_tables(parts)
+    cc = risk.ClassCounts.from_counts(agg, qi=qi, count="w_count", weight_sum="w_sum")
+    ref = risk.class_counts(t, qi=qi, weight="w")
+    assert cc.to_table().equals(ref.to_table())
+
+
+def test_from_counts_errors():
+    t = pa.table({"a": [1, 2], "n": [1, -1]})
+    with pytest.raises(InputError, match="count"):
+        risk.ClassCounts.from_counts(t, qi=["a"], count="n")
+    with pytest.raises(InputError, match="count"):
+        risk.ClassCounts.from_counts(pa.table({"a": [1], "n": [0.5]}), qi=["a"], count="n")
