@@ -44,7 +44,8 @@ _ATTRS = {"Release": ("fastpriv.release", "Release"),
           "CountAccumulator": ("fastpriv.counts", "CountAccumulator")}
 _SUBMODULES = {"classic", "ck_safety", "skyline", "robustness", "foreground", "anonymize",
                "metrics", "datasets", "hierarchies", "counts", "release", "distributed",
-               "knowledge", "predicates", "streaming", "report", "spark", "pushdown"}
+               "knowledge", "predicates", "streaming", "report", "spark", "pushdown",
+               "risk"}
 
 
 def __getattr__(name: str) -> Any:
