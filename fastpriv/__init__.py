@@ -37,6 +37,9 @@ __all__ = [
     "predicates",
     "streaming",
     "report",
+    "risk",
+    "pushdown",
+    "spark",
 ]
 
 _ATTRS = {"Release": ("fastpriv.release", "Release"),

@@ -46,6 +46,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--l", type=int, default=None, metavar="L",
                    help="ℓ of recursive (c,ℓ)-diversity (default: the achieved distinct ℓ)")
     add_threshold_arguments(p)
+    r = p.add_argument_group("re-identification risk (needs --qi)")
+    r.add_argument("--risk", action="store_true",
+                   help="also measure re-identification risk from the QI class sizes: "
+                        "prosecutor/journalist/marketer, sample and population uniques "
+                        "(Pitman, Zayatz, SNB, Dankar's rule)")
+    r.add_argument("--max-risk", type=float, default=0.2, metavar="R",
+                   help="highest acceptable prosecutor risk, 1/(smallest class) (default 0.2)")
+    r.add_argument("--population", type=int, metavar="N",
+                   help="population size for journalist risk and population uniques")
     p.add_argument("--verbose", action="store_true",
                    help="also list the checks that did not run, with the reason")
     add_output_arguments(p)
@@ -113,5 +122,37 @@ def run(args: argparse.Namespace) -> int:
                                ck.rows(), title="(c,k)-safety (Martin et al.)"))
     print()
     print(rep.summary(verbose=args.verbose))
+    status = rep.exit_code
+    if args.risk:
+        payload["risk"], risk_ok = _risk(args)
+        status = max(status, 0 if risk_ok else 1)
     emit_json(args, payload)
-    return rep.exit_code
+    return status
+
+
+def _risk(args: argparse.Namespace) -> tuple[dict, bool]:
+    """Re-identification risk of the QI classes (``--risk``): print it, return it and PASS."""
+    import math
+    import shlex
+
+    from .. import risk
+    from ..errors import InputError
+    from ._common import load_data
+
+    if not args.qi:
+        raise InputError("--risk: give the quasi-identifiers with --qi (the classes are "
+                         "their distinct tuples)")
+    res = risk.audit(load_data(args.data, getattr(args, "encoding", None)), qi=args.qi,
+                     threshold=args.max_risk, population=args.population, nulls=args.nulls)
+    ok, lines = risk.verdict(res, args.max_risk)
+    print()
+    print("Re-identification risk")
+    print(res.summary())
+    for line in lines:
+        print("  " + line)
+    if not ok:
+        k = math.ceil(1 / args.max_risk) if args.max_risk > 0 else 2
+        print("  To fix: " + " ".join(shlex.quote(a) for a in [
+            "fastpriv", "anonymize", args.data, "--method", "mondrian", "--qi", *args.qi,
+            "--sensitive", args.sensitive, "--k", str(k), "-o", "release.parquet"]))
+    return res.to_dict(), ok

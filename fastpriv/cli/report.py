@@ -94,6 +94,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(default: never)")
     p.add_argument("--no-robustness", action="store_true", help="skip r-robustness")
     p.add_argument("--no-attack", action="store_true", help="skip the foreground attack")
+    p.add_argument("--no-risk", action="store_true",
+                   help="skip the re-identification risk of the QI classes")
+    p.add_argument("--max-risk", type=float, default=0.2, metavar="R",
+                   help="highest acceptable prosecutor risk, 1/(smallest class) (default 0.2)")
+    p.add_argument("--population", type=int, metavar="N",
+                   help="population size: journalist risk and population uniques")
     p.add_argument("--title", help="report title")
     p.add_argument("--verbose", action="store_true",
                    help="also list the checks that did not run, with the reason")
@@ -129,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
         max_set_size=args.max_set_size, sensitive_values=args.sensitive_values, top=args.top,
         include_individual_values=args.include_individual_values, row_label=args.row_label,
         robustness=not args.no_robustness, attack=not args.no_attack, stream=args.stream,
+        risk=not args.no_risk, max_risk=args.max_risk, population=args.population,
         title=args.title, source=source, data_spec=args.data)
     print(rep.summary(verbose=args.verbose))
     print(f"(report built in {rep.data['timings_s']['total']:.2f} s)")

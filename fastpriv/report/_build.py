@@ -648,7 +648,8 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
                  stream: bool = False, title: str | None = None,
                  source: str | None = None, data_spec: str | None = None,
                  knowledge_skylines: bool = True,
-                 remedy_qi: Sequence[str] | None = None) -> Report:
+                 remedy_qi: Sequence[str] | None = None, risk: bool = True,
+                 max_risk: float = 0.2, population: Any = None) -> Report:
     """Audit a release with every model fastpriv implements and return a :class:`Report`.
 
     Parameters
@@ -731,6 +732,10 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
         the skyline check of the verdict (``fastpriv audit``).
     remedy_qi : list of str, optional
         The quasi-identifiers the remedy commands generalize (default: ``qi``).
+    risk, max_risk, population :
+        Re-identification risk of the QI classes (:mod:`fastpriv.risk`; needs ``qi`` and the
+        rows): PASS when the highest prosecutor risk is at most ``max_risk``; ``population``
+        (a size or a table) adds journalist risk and population uniques.
 
     Returns
     -------
@@ -855,6 +860,7 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
               "nulls": nulls, "c": cs, "c_verdict": c_v, "k": k, "k_max": k_max,
               "point": list(point), "l": l, "min_k": min_k, "min_l": min_l,
               "max_t": float(max_t), "r": r, "max_set_size": max_set_size,
+              "max_risk": float(max_risk),
               "sigma": sigma_l, "sensitive_values": sv, "top": top,
               "include_individual_values": include_individual_values,
               "row_label": row_label, "robustness": robustness, "attack": attack,
@@ -922,12 +928,17 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
     if row_label and table is not None:
         row_labels = table.column(row_label).to_pylist()
     sec["worst_groups"] = _run(_worst_groups, rel, top, row_labels)
+    if risk and qi_l and table is not None:
+        from ._risk import risk_section
+
+        sec["risk"] = risk_section(table, qi=qi_l, threshold=max_risk,
+                                   population=population, nulls=nulls_rows)
     table_values = None
     if include_individual_values and table is not None and rel.case == "svpi":
         table_values = table.column(sensitive).to_pylist()
     with _Timer() as tt:
         targets = _targets(rel, sec, c_v, table_values, row_labels, include_individual_values)
-    sec_timings = {name: s["seconds"] for name, s in sec.items()}
+    sec_timings = {name: s["seconds"] for name, s in sec.items() if "seconds" in s}
     verdict = build_verdict(sec, {**params, "qi": list(remedy_qi) if remedy_qi else qi_l},
                             sensitive,
                             data_spec=data_spec or (path if isinstance(data, (str, os.PathLike))
@@ -959,6 +970,7 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
         "robustness": sec["robustness"],
         "foreground": sec["foreground"],
         "worst_groups": sec["worst_groups"],
+        **({"risk": sec["risk"]} if "risk" in sec else {}),
         "targets": {"individual_values_included": bool(table_values is not None),
                     "items": targets},
         "timings_s": timings,

@@ -44,7 +44,7 @@ def risk_section(data: Any, *, qi: list, threshold: float = 0.2, weight: str | N
         res = _risk.audit(cc, population=population, threshold=threshold)
         mm = None if m is None else min(m, len(cc.qi))
         comb = _risk.combinations(cc, m=mm)
-    except ValueError as exc:  # InputError (and InputTypeError) are ValueErrors
+    except InputError as exc:      # bad input for this section; a bug propagates
         return {"status": "failed", "reason": f"{type(exc).__name__}: {exc}",
                 "seconds": time.perf_counter() - t0}
     passed, lines = _risk.verdict(res, threshold)

@@ -20,6 +20,7 @@ from html import escape
 from typing import Any
 
 from . import plots
+from ._risk import render_risk_html
 from .text import fmt_count
 
 __all__ = ["render_html", "e"]
@@ -534,7 +535,8 @@ def render_html(d: dict) -> str:
         f"<h1>{e(d['title'])}</h1>",
         f"<p class='sub'>fastpriv {e(d['generator']['fastpriv'])} · {e(d['created'])} · "
         f"input <span class='mono'>{e(d['input']['source'])}</span></p>",
-        _verdict(d), nav, _audited(d), _ck(d), _skyline(d), _stats(d), _targets(d),
+        _verdict(d), nav, _audited(d), _ck(d), _skyline(d), _stats(d),
+        render_risk_html(d["risk"]) if d.get("risk") else "", _targets(d),
         _groups(d), _classical(d), _params(d), _glossary(d)])
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"{_CSP}\">"

@@ -14,6 +14,7 @@ holds, :data:`EXIT_FAILS` otherwise.
 
 from __future__ import annotations
 
+import math
 import shlex
 from typing import Any
 
@@ -190,6 +191,22 @@ def _checks(sec: dict, params: dict, sens: str) -> list[dict]:
         add("foreground", "foreground-knowledge attack",
             "Can patterns mined from the release itself single anyone out?", None, None, "",
             "", fg["status"], fg["reason"])
+    rk = sec.get("risk")
+    if rk is not None:
+        if rk["status"] == "ok":
+            a = rk["audit"]
+            add("risk", "re-identification risk",
+                "Can someone who knows a person's quasi-identifiers pick out their record?",
+                bool(rk["verdict"]["passed"]), a["prosecutor_max"],
+                f"prosecutor risk ≤ {a['params']['threshold']:g}",
+                f"The smallest class of identical quasi-identifiers makes a record "
+                f"{fmt_pct(a['prosecutor_max'])} likely to be re-identified "
+                f"({a['sample_uniques']:,} records are unique; allowed: "
+                f"{fmt_pct(a['params']['threshold'])}).")
+        else:
+            add("risk", "re-identification risk",
+                "Can someone who knows a person's quasi-identifiers pick out their record?",
+                None, None, "", "", rk["status"], rk["reason"])
     return checks
 
 
@@ -258,7 +275,7 @@ def _key_risk(sec: dict, checks: list[dict], c_v: float, sens: str, params: dict
 # ============================================================================ remedies
 #: checks a Mondrian release with the classical and (c,k) criteria fixes in one command
 _GENERALIZABLE = ("k_anonymity", "l_diversity", "entropy_l_diversity", "t_closeness", "alpha",
-                  "ck_safety_implications", "ck_safety_negations")
+                  "ck_safety_implications", "ck_safety_negations", "risk")
 
 
 def _add_remedies(checks: list[dict], whole: dict | None, params: dict, data: str) -> list[str]:
@@ -294,7 +311,10 @@ def _generalize_remedy(by_id: dict, whole: dict | None, params: dict, data: str)
         return ("No generalization of these quasi-identifiers can pass: even one group of "
                 "the whole table fails " + "; ".join(unreachable) + ". Lower the threshold "
                 "or protect fewer sensitive values.")
-    crit = ["--k", str(params["min_k"])]
+    k = params["min_k"]
+    if "risk" in by_id and params.get("max_risk"):      # prosecutor risk 1/k ≤ max_risk
+        k = max(k, math.ceil(1 / params["max_risk"] - 1e-12))
+    crit = ["--k", str(k)]
     if "entropy_l_diversity" in by_id:
         crit += ["--l", str(params["min_l"]), "--l-kind", "entropy"]
     elif "l_diversity" in by_id:
