@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from .. import risk as _risk
+from ..errors import InputError
 from .plots import bar_chart
 
 __all__ = ["risk_section", "risk_verdict_check", "render_risk_html", "combination_chart"]
