@@ -3,10 +3,13 @@
 Every kernel in :mod:`fastpriv._kernels` is decorated with :func:`kernel`, never with a raw
 ``numba.njit``; ``tests/test_jit_policy.py`` fails otherwise. The policy:
 
-* ``cache=True``: compiled machine code is kept on disk next to the module, so only the
-  first process pays the compile time (``fastpriv warmup`` fills the cache ahead of time).
-  Set ``FASTPRIV_NO_CACHE=1`` to disable the on-disk cache (e.g. on read-only installs or
-  to measure cold compiles).
+* On-disk cache: compiled machine code is kept in ``FASTPRIV_CACHE_DIR`` (default: the
+  user cache directory), keyed on the kernel module's source *contents*, the Numba
+  version and the CPU (see :mod:`fastpriv._cache`), so only the first process pays the
+  compile time, and a cache built in one install directory, image layer or cluster node
+  is reused by every other copy of the same release (``fastpriv warmup`` fills it ahead of
+  time). Set ``FASTPRIV_NO_CACHE=1`` to disable the on-disk cache (e.g. to measure cold
+  compiles).
 * ``nogil=True``: kernels release the GIL, so threads (Dask's threaded scheduler, user
   thread pools) run them concurrently.
 * ``error_model="numpy"``: division by zero gives inf/nan like NumPy instead of raising;
@@ -26,6 +29,8 @@ import os
 from typing import Any, Callable
 
 import numba
+
+from ._cache import make_cache
 
 __all__ = ["kernel", "KERNELS", "SAFE_FASTMATH", "CACHE_ENABLED"]
 
@@ -56,17 +61,22 @@ def kernel(fn: Callable | None = None, *, parallel: bool = False, inline: str = 
         skyline scan kernels it added NRT increfs to the loop and made the prepared-columns
         scan 23× slower. Compare the caller's ``NRT_incref`` count (``inspect_llvm``) and time it
         against the previous commit (``python -m benchmarks.ab_commits REV``).
+
     """
 
     def wrap(f: Callable) -> Any:
+        # cache=False here and our own cache object below: numba's default cache would
+        # first create __pycache__ entries next to the (possibly read-only) install.
         dispatcher = numba.njit(
-            cache=CACHE_ENABLED,
+            cache=False,
             nogil=True,
             error_model="numpy",
             fastmath=set(SAFE_FASTMATH),
             parallel=parallel,
             inline=inline,
         )(f)
+        if CACHE_ENABLED:
+            dispatcher._cache = make_cache(f)
         KERNELS.append(dispatcher)
         return dispatcher
 

@@ -40,7 +40,7 @@ def test_every_kernel_goes_through_the_policy_decorator():
         assert opts["error_model"] == "numpy", name
         assert set(opts.get("fastmath") or ()) <= _jit.SAFE_FASTMATH, name
         assert "nnan" not in set(opts.get("fastmath") or ()), name
-        assert type(disp._cache).__name__ == ("FunctionCache" if _jit.CACHE_ENABLED
+        assert type(disp._cache).__name__ == ("FastprivCache" if _jit.CACHE_ENABLED
                                                else "NullCache"), name
 
 

@@ -1,10 +1,13 @@
 """``fastpriv warmup``: compile every kernel into Numba's on-disk cache, ahead of time.
 
-fastpriv's kernels are compiled on first use and cached on disk (``cache=True``, next to
-the modules in ``__pycache__``), so only the first process pays. Run ``fastpriv warmup``
-once after installing or upgrading — and **before fanning out workers** (Dask, Spark,
-multiprocessing): several processes compiling the same kernel for the first time at once
-race on the cache files (each compiles, and they overwrite each other's entries).
+fastpriv's kernels are compiled on first use and cached on disk in ``FASTPRIV_CACHE_DIR``
+(default: the user cache directory; see :mod:`fastpriv._cache`), keyed on the kernels'
+source contents, so only the first process pays — and a cache filled in a Docker build step
+or in a directory shared by cluster workers serves every copy of the same release. Run
+``fastpriv warmup`` once after installing or upgrading — and **before fanning out
+workers** (Dask, Spark, multiprocessing): several processes compiling the same kernel for
+the first time at once all pay the compile (Numba writes cache files atomically, so they do
+not corrupt each other's entries, but each process compiles).
 
 The workload is tiny and exercises every public model that is installed: the documented
 examples (doctests) of every public module — each model's owner keeps them running — plus
@@ -61,8 +64,10 @@ def _doctests(module_name: str) -> tuple[int, int]:
 
 
 def _streaming_paths() -> None:
-    """Counting paths small inputs do not reach: sparse state, hash maps, several keys,
-    strings, floats, parallel variants (with the exact argument types of production).
+    """Reach the counting paths small inputs do not reach.
+
+    Sparse state, hash maps, several keys, strings, floats, parallel variants (with the
+    exact argument types of production).
     """
     import numpy as np
     import pyarrow as pa
@@ -101,8 +106,11 @@ def _streaming_paths() -> None:
 
 
 def _large_input_kernels(rel) -> None:
-    """Multi-threaded model kernels that only large releases reach (classic.audit from
-    65,536 groups, the skyline scan from 4096 records), called with production's types."""
+    """Call the multi-threaded model kernels that only large releases reach.
+
+    classic.audit from 65,536 groups, the skyline scan from 4096 records; called with
+    production's types.
+    """
     import numpy as np
 
     from .. import classic, skyline
@@ -126,8 +134,9 @@ def _large_input_kernels(rel) -> None:
 
 
 def _model_paths() -> None:
-    """Model entry points with options the doctests leave out (parallel scans, exact,
-    negations, batched posteriors).
+    """Call model entry points with options the doctests leave out.
+
+    Parallel scans, exact, negations, batched posteriors.
     """
     from .. import ck_safety, classic, skyline
     from ..datasets import synthetic
@@ -139,7 +148,7 @@ def _model_paths() -> None:
     ck_safety.audit(rel, 4)
     ck_safety.is_safe(rel, 0.9, 3)
     ck_safety.max_safe_k(rel, 0.9)
-    pts = {"*": [(l, k, m, 0.9) for l in range(2) for k in range(3) for m in range(2)]}
+    pts = {"*": [(ell, k, m, 0.9) for ell in range(2) for k in range(3) for m in range(2)]}
     for par in (False, True):
         for method in ("direct", "classes"):
             skyline.check(rel, pts, parallel=par, method=method)
@@ -276,12 +285,17 @@ def run(args: argparse.Namespace) -> int:
           f"reached — {seconds:.1f} s" + ("" if CACHE_ENABLED else " (cache disabled)"))
     if missed:
         print("not reached: " + ", ".join(missed))
+    if CACHE_ENABLED:
+        from .._cache import cache_root
+
+        print(f"cache directory: {cache_root()}")
     if args.verbose:
         print()
         print(format_table(["kernel", "helper", "signatures", "loaded", "compiled"],
                            [[r["kernel"], r["helper"], r["signatures"], r["cache_hits"],
                              r["cache_misses"]] for r in rows], title="kernels"))
-    payload = {"seconds": seconds, "cache_enabled": CACHE_ENABLED, "n_kernels": len(rows),
+    payload = {"seconds": seconds, "cache_enabled": CACHE_ENABLED,
+               "cache_dir": str(cache_root()) if CACHE_ENABLED else None, "n_kernels": len(rows),
                "compiled": compiled, "loaded": loaded, "helpers": helpers,
                "not_reached": missed,
                "workloads": [{"name": n, "status": s, "time": t} for n, s, t in workloads],
