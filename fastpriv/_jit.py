@@ -10,6 +10,9 @@ Every kernel in :mod:`fastpriv._kernels` is decorated with :func:`kernel`, never
   is reused by every other copy of the same release (``fastpriv warmup`` fills it ahead of
   time). Set ``FASTPRIV_NO_CACHE=1`` to disable the on-disk cache (e.g. to measure cold
   compiles).
+* Never wait blind: every real compilation triggers Numba's ``numba:compile`` event, which
+  :func:`fastpriv._progress.compile_progress` counts and, on a terminal (or with
+  ``FASTPRIV_PROGRESS=1``), shows as a transient line on stderr.
 * ``nogil=True``: kernels release the GIL, so threads (Dask's threaded scheduler, user
   thread pools) run them concurrently.
 * ``error_model="numpy"``: division by zero gives inf/nan like NumPy instead of raising;
@@ -31,6 +34,7 @@ from typing import Any, Callable
 import numba
 
 from ._cache import make_cache
+from ._progress import compile_progress
 
 __all__ = ["kernel", "KERNELS", "SAFE_FASTMATH", "CACHE_ENABLED"]
 
@@ -42,6 +46,9 @@ CACHE_ENABLED: bool = os.environ.get("FASTPRIV_NO_CACHE", "") in ("", "0")
 
 #: Every dispatcher created through :func:`kernel`, in definition order.
 KERNELS: list[Any] = []
+
+# Count compilations; say so on stderr while they run (a terminal, or FASTPRIV_PROGRESS=1).
+compile_progress()
 
 
 def kernel(fn: Callable | None = None, *, parallel: bool = False, inline: str = "never") -> Any:

@@ -187,3 +187,51 @@ def test_read_only_locator_loads_and_never_fails_a_save(monkeypatch, tmp_path):
     assert list(target.iterdir()) == []
     target.rmdir()  # neither writable nor existing: numba's default locators take over
     assert _cache._ContentLocator.from_function(M.group_spread.py_func, py_file) is None
+
+
+# ============================================================================ progress
+def test_compile_progress_goes_to_stderr_only_when_asked(installs, tmp_path):
+    _, b = installs
+    res, err = _run(b, str(tmp_path / "c1"), FASTPRIV_PROGRESS="1")  # stdout JSON parses
+    assert "compiling metrics kernels" in err
+    assert "fastpriv: compiled 1 kernels (metrics)" in err
+    res, err = _run(b, str(tmp_path / "c2"))  # stderr is a pipe: nothing
+    assert res["compiles"] and err == ""
+    res, err = _run(b, str(tmp_path / "c2"), FASTPRIV_PROGRESS="1")  # cached: nothing to say
+    assert res["compiles"] == [] and err == ""
+
+
+def test_progress_callback_live_and_quiet(monkeypatch):
+    import io
+
+    from fastpriv._progress import Progress, wanted
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.delenv("FASTPRIV_PROGRESS", raising=False)
+    tty = Tty()
+    assert wanted(stream=tty) and not wanted(stream=io.StringIO())
+    bar = Progress("nodes tagged", stream=tty)
+    for i in range(1, 11):
+        bar(i, 10)
+    bar.done()
+    assert "nodes tagged" in tty.getvalue() and "10/10" in tty.getvalue()
+    quiet = io.StringIO()
+    bar = Progress("groups", stream=quiet)
+    bar(3, 7)
+    assert quiet.getvalue() == ""       # no live bar off a terminal ...
+    bar.done()
+    assert quiet.getvalue().startswith("  groups: 3/7 in ")  # ... one summary line at the end
+
+
+def test_progress_env_switch(monkeypatch):
+    import io
+
+    from fastpriv._progress import wanted
+
+    monkeypatch.setenv("FASTPRIV_PROGRESS", "1")
+    assert wanted(stream=io.StringIO())
+    monkeypatch.setenv("FASTPRIV_PROGRESS", "0")
+    assert not wanted(True, io.StringIO())

@@ -91,8 +91,8 @@ def run(args: argparse.Namespace) -> int:
 
     from .. import foreground
     from .._io import write_table
+    from .._progress import Progress
     from ._common import Timer, emit_json, format_table, load_data
-    from .anonymize import _Progress
 
     data = load_data(args.data)
     targets: list = list(args.values or [])
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         if not members:
             raise InputError(f"--value-set {spec!r} is empty")
         targets.append(members)
-    bar = _Progress("attribute sets")
+    bar = Progress("attribute sets")
     inputs = [args.data] + [f for f in (args.sensitive_table, args.original) if f]
     for out in (args.distributions, args.tuples, args.json):
         if out and any(out == i for i in inputs):
