@@ -87,6 +87,7 @@ def installs(tmp_path_factory):
     return a, b
 
 
+@pytest.mark.slow
 def test_cache_built_in_one_install_is_hit_by_a_copy(installs, tmp_path):
     a, b = installs
     cache = str(tmp_path / "shared-cache")
@@ -104,6 +105,7 @@ def test_cache_built_in_one_install_is_hit_by_a_copy(installs, tmp_path):
                                                    Path(cache))
 
 
+@pytest.mark.slow
 def test_changed_source_is_recompiled(installs, tmp_path):
     a, b = installs
     cache = str(tmp_path / "cache")
@@ -126,6 +128,7 @@ def test_helper_module_edit_changes_the_callers_hash(tmp_path):
     assert _cache.source_hash(kern / "caller.py") != before
 
 
+@pytest.mark.slow
 def test_read_only_cache_is_read_and_unusable_dir_falls_back(installs, tmp_path):
     a, b = installs
     cache = tmp_path / "ro-cache"
@@ -147,6 +150,7 @@ def test_read_only_cache_is_read_and_unusable_dir_falls_back(installs, tmp_path)
     assert len(notes) == 1 and "FASTPRIV_CACHE_DIR" in notes[0], err
 
 
+@pytest.mark.slow
 def test_no_cache_switch(installs, tmp_path):
     _, b = installs
     cache = tmp_path / "unused"
@@ -190,6 +194,7 @@ def test_read_only_locator_loads_and_never_fails_a_save(monkeypatch, tmp_path):
 
 
 # ============================================================================ progress
+@pytest.mark.slow
 def test_compile_progress_goes_to_stderr_only_when_asked(installs, tmp_path):
     _, b = installs
     res, err = _run(b, str(tmp_path / "c1"), FASTPRIV_PROGRESS="1")  # stdout JSON parses

@@ -73,6 +73,7 @@ def test_vectors_were_found():
     assert len(MAXD) >= 70 and len(SPECIFIC) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("vec", MAXD, ids=[v["id"] for v in MAXD])
 def test_max_disclosure_vectors(vec):
     buckets, k = vec["input"]["buckets"], vec["input"]["k"]
@@ -125,6 +126,7 @@ def test_paper_ed_and_charlie():
         == Fraction(10, 19)
 
 
+@pytest.mark.slow
 def test_paper_figure3_curve_exact():
     rel = Release.from_groups(FIG3)
     got = [ck.max_disclosure(rel, k, exact=True).value for k in range(4)]
@@ -148,6 +150,7 @@ def test_paper_figure3_distinct_people_gives_4_7():
 
 
 # ------------------------------------------------------------------------ oracle, random
+@pytest.mark.slow
 @given(svpi_groups(max_people=7, max_groups=3, max_values=4), st.integers(0, 3))
 def test_kernels_match_brute_force(groups, k):
     rel = Release.from_groups(groups)
@@ -165,6 +168,7 @@ def test_kernels_match_brute_force(groups, k):
     assert curve[k] == pytest.approx(float(val), rel=1e-12)
 
 
+@pytest.mark.slow
 @given(svpi_groups(max_people=7, max_groups=1, max_values=7), st.integers(0, 3))
 def test_kernels_match_brute_force_one_wide_bucket(groups, k):
     rel = Release.from_groups(groups)
@@ -184,6 +188,7 @@ def _random_release_groups(rng, n_groups, max_size=12, n_values=6):
     return groups
 
 
+@pytest.mark.slow
 @given(st.integers(0, 2**32 - 1), st.integers(2, 8), st.integers(0, 5))
 def test_merging_buckets_never_raises_disclosure(seed, n_groups, k):
     """Theorem 14: B ⪯ B' (every bucket of B' a union of buckets of B) ⇒ w(B') ≤ w(B)."""
@@ -215,6 +220,7 @@ def _counts_release(rng, n_groups, size_lo, size_hi, dmax, conc):
     return Release.from_groups(groups)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(12))
 def test_fast_path_matches_reference_knapsack(seed):
     rng = np.random.default_rng(seed)
@@ -327,6 +333,7 @@ def test_k_beyond_saturation():
 
 
 # ------------------------------------------------------------------------ safety
+@pytest.mark.slow
 def test_is_safe_strict_threshold_and_ties():
     rel = Release.from_groups(FIG3)
     assert not ck.is_safe(rel, 0.4, 0)                  # equal is unsafe

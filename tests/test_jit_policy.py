@@ -8,6 +8,7 @@ from pathlib import Path
 import numba
 import numpy as np
 import pyarrow as pa
+import pytest
 from numba.core.registry import CPUDispatcher
 
 import fastpriv
@@ -44,6 +45,7 @@ def test_every_kernel_goes_through_the_policy_decorator():
                                                else "NullCache"), name
 
 
+@pytest.mark.slow
 def test_no_raw_numba_decorators_outside_jit_module():
     offenders = []
     for path in PKG.rglob("*.py"):

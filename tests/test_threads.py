@@ -73,6 +73,7 @@ rows = st.integers(1, 9).flatmap(lambda G: st.integers(1, 7).flatmap(
                                            st.integers(0, 4)), max_size=80))))
 
 
+@pytest.mark.slow
 @given(rows, st.booleans(), st.integers(1, 4), st.booleans())
 def test_count_pairs_parallel_equals_serial_and_oracle(data, weighted, chunks, dense):
     G, V, rs = data
@@ -88,6 +89,7 @@ def test_count_pairs_parallel_equals_serial_and_oracle(data, weighted, chunks, d
         assert a.tolist() == b.tolist() == c
 
 
+@pytest.mark.slow
 @given(rows, st.integers(1, 4))
 def test_dense_profiles_and_parallel_add_equal_oracle(data, chunks):
     G, V, rs = data
@@ -146,6 +148,7 @@ def test_profiles_with_huge_counts_use_the_exact_fallback():
         assert out[2].tolist() == [big, big, 5, 1]
 
 
+@pytest.mark.slow
 @given(st.lists(st.tuples(st.integers(0, 30), st.sampled_from("abcd")), min_size=1,
                 max_size=120), st.integers(1, 50))
 def test_release_from_batches_same_for_any_n_jobs(rs, chunk):
@@ -157,6 +160,7 @@ def test_release_from_batches_same_for_any_n_jobs(rs, chunk):
         assert rel.equals(ref)
 
 
+@pytest.mark.slow
 def test_parallel_paths_on_a_larger_input():
     # above the thresholds where the accumulator and to_release switch to threads
     rng = np.random.default_rng(0)
