@@ -19,6 +19,7 @@ from fastpriv import Release
 from fastpriv import ck_safety as ck
 from fastpriv._kernels import ck_safety as kern
 from fastpriv._validation import kernel_array
+from tests import kernels_reference as kref
 from tests.naive_ck import (
     World,
     implication_disclosure,
@@ -228,7 +229,7 @@ def test_fast_path_matches_reference_knapsack(seed):
                           [0.3, 1.0, 5.0][seed % 3])
     K = int(rng.integers(1, 13))
     prof = ck._Profiles(rel)
-    ref = kern.reference_min_ratio(prof.indptr, prof.counts, prof.sizes, K)
+    ref = kref.reference_min_ratio(prof.indptr, prof.counts, prof.sizes, K)
     for prune in (False, True):
         R, _ = ck._implications(prof, K, exact=False, witness_t=None, prune=prune)
         np.testing.assert_allclose(R, ref, rtol=1e-12, atol=0)
@@ -276,7 +277,7 @@ def test_fast_m1_matches_paper_recursion():
         assert mult.sum() == rel.n_groups
         rows = kernel_array(np.arange(keys.shape[0]), np.int64)
         fast = kern.m1_profiles(kernel_array(keys, np.int64), rows, H)
-        paper = kern.reference_m1(prof.indptr, prof.counts, prof.sizes, H)
+        paper = kref.reference_m1(prof.indptr, prof.counts, prof.sizes, H)
         np.testing.assert_allclose(fast[pid], paper, rtol=1e-13, atol=0)
         assert np.all(np.diff(fast, axis=1) <= 1e-15)        # non-increasing in h
         # keys are (n, top-H counts) of the groups they stand for
@@ -293,7 +294,7 @@ def test_pruning_discards_most_profiles_and_keeps_the_answer():
     pid, keys, mult = kern.dedupe_profiles(prof.indptr, prof.counts, prof.sizes, K + 1)
     keep = kern.prune_profiles(kernel_array(keys, np.int64), kernel_array(mult, np.int64), K)
     assert keep.sum() < keys.shape[0] / 5
-    ref = kern.reference_min_ratio(prof.indptr, prof.counts, prof.sizes, K)
+    ref = kref.reference_min_ratio(prof.indptr, prof.counts, prof.sizes, K)
     R, _ = ck._implications(prof, K, exact=False, witness_t=None, prune=True)
     np.testing.assert_allclose(R, ref, rtol=1e-12, atol=0)
     # without pruning, M1 runs on every profile, split over threads (work above the cut)
@@ -309,7 +310,7 @@ def test_repeated_profiles_and_many_buckets():
     rel = Release.from_groups([["a", "a", "b", "c", "d"]] * 50 + [["x", "y"]] * 3)
     prof = ck._Profiles(rel)
     for K in range(0, 6):
-        ref = kern.reference_min_ratio(prof.indptr, prof.counts, prof.sizes, K)
+        ref = kref.reference_min_ratio(prof.indptr, prof.counts, prof.sizes, K)
         R, _ = ck._implications(prof, K, exact=False, witness_t=None)
         np.testing.assert_allclose(R, ref, rtol=1e-13, atol=0)
     # 3 identical 5-person buckets: A in one, k = 1 atoms elsewhere beats a single bucket

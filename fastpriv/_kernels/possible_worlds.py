@@ -801,21 +801,6 @@ def binary_loo(f, n, limit, logspace, mode):
     return res[0], a[:N].copy(), b[:N].copy(), res[1]
 
 
-@kernel
-def binary_log_en(f, n):
-    """Log E_n(f) of one segment via :func:`esp_coefficients` (-inf when zero)."""
-    N = f.shape[0]
-    fs = np.empty(max(N, 1), dtype=np.float64)
-    for j in range(N):
-        fs[j] = f[j]
-    out = np.empty(n + 1, dtype=np.float64)
-    ls = esp_coefficients(fs, np.int64(N), n, out)
-    if out[n] >= _DEN_MIN:
-        return math.log(out[n]) + ls
-    esp_log_coefficients(fs, np.int64(N), n, out)
-    return out[n]
-
-
 # ====================================================================== enumeration
 @kernel
 def binary_enumerate(f, n):
