@@ -3,7 +3,9 @@
 Every measurement runs in a **fresh subprocess** and records wall seconds, seconds to the
 first line on stdout, CPU seconds of the subprocess (user + sys, less noisy than wall on a
 shared machine) and the Numba compilations it made (``numba:compile`` events: count and
-seconds per fastpriv kernel, nested compiles of callees counted in the callee).
+CPU seconds per kernel, each compile's own time — callees compiled inside a caller are
+charged to the callee; ``compile_s`` sums them, ``fastpriv_compile_s`` only fastpriv's
+kernels).
 
 * **commands, cold** — each CLI command (``demo``, ``audit``, ``skyline``, ``robustness``,
   ``attack``, ``anonymize --method art``, ``report``) with ``FASTPRIV_NO_CACHE=1``.
@@ -46,20 +48,20 @@ import atexit, json, os, runpy, sys, time
 from numba.core import event as ev
 
 stack, per = [], {}
+clock = time.process_time  # CPU seconds of this process: steadier than wall on a busy machine
 
 class Rec(ev.Listener):
     def on_start(self, event):
         d = event.data["dispatcher"]
-        stack.append((f"{d.py_func.__module__}.{d.py_func.__qualname__}", time.perf_counter()))
+        stack.append([f"{d.py_func.__module__}.{d.py_func.__qualname__}", clock(), 0.0])
 
     def on_end(self, event):
-        name, t0 = stack.pop()
-        dt = time.perf_counter() - t0
-        if stack:  # charge nested compiles to the callee only
-            pname, pt0 = stack[-1]
-            stack[-1] = (pname, pt0 + dt)
+        name, t0, inner = stack.pop()
+        total = clock() - t0
+        if stack:  # a callee compiled inside its caller: charge it to the callee only
+            stack[-1][2] += total
         n, s = per.get(name, (0, 0.0))
-        per[name] = (n + 1, s + dt)
+        per[name] = (n + 1, s + total - inner)
 
 ev.register("numba:compile", Rec())
 

@@ -149,6 +149,21 @@ def test_profiles_with_huge_counts_use_the_exact_fallback():
 
 
 @pytest.mark.slow
+@given(st.lists(st.integers(1, 5), min_size=33, max_size=90), st.booleans())
+def test_profiles_with_huge_counts_and_many_values_sort_exactly(mults, dense):
+    # more than 32 values with counts >= 2**31: the merge-sort fallback of _sort_profile
+    big = 1 << 31
+    V = len(mults)
+    g = kernel_array(np.zeros(V, dtype=np.int32), np.int32)
+    v = kernel_array(np.arange(V, dtype=np.int32)[::-1].copy(), np.int32)
+    w = kernel_array(np.array([big * m for m in mults][::-1], dtype=np.int64), np.int64)
+    ref = profiles(g.tolist(), v.tolist(), w.tolist(), n_groups=1)
+    cells = int(K.DENSE_CELLS) if dense else 0
+    for out in (K.count_pairs(g, v, w, 1, V, cells), K.count_pairs_parallel(g, v, w, 1, V,
+                                                                             cells, 2)):
+        assert [a.tolist() for a in out] == list(ref)
+
+
 @given(st.lists(st.tuples(st.integers(0, 30), st.sampled_from("abcd")), min_size=1,
                 max_size=120), st.integers(1, 50))
 def test_release_from_batches_same_for_any_n_jobs(rs, chunk):

@@ -175,14 +175,40 @@ def _sort_profile(seen, d, scratch, base):
                 seen[b + 1] = seen[b]
                 b -= 1
             seen[b + 1] = va
-    else:
-        byc = np.sort(seen[:d])
-        neg = np.empty(d, dtype=np.int64)
-        for a in range(d):
-            neg[a] = -scratch[base + byc[a]]
-        perm = np.argsort(neg, kind="mergesort")  # stable: ties stay by code
-        for a in range(d):
-            seen[a] = byc[perm[a]]
+    else:  # bottom-up merge sort: no np.sort/np.argsort to compile for this rare path
+        src = seen
+        dst = np.empty(seen.shape[0], dtype=seen.dtype)
+        in_buf = False
+        w = 1
+        while w < d:
+            for lo in range(0, d, 2 * w):
+                mid = min(lo + w, d)
+                hi = min(lo + 2 * w, d)
+                i, j, k = lo, mid, lo
+                while i < mid and j < hi:
+                    ci = scratch[base + src[i]]
+                    cj = scratch[base + src[j]]
+                    if cj > ci or (cj == ci and src[j] < src[i]):
+                        dst[k] = src[j]
+                        j += 1
+                    else:
+                        dst[k] = src[i]
+                        i += 1
+                    k += 1
+                while i < mid:
+                    dst[k] = src[i]
+                    i += 1
+                    k += 1
+                while j < hi:
+                    dst[k] = src[j]
+                    j += 1
+                    k += 1
+            src, dst = dst, src
+            in_buf = not in_buf
+            w *= 2
+        if in_buf:
+            for a in range(d):
+                seen[a] = src[a]
 
 
 #: Profiles whose counts are all below this are sorted on packed int64 keys
