@@ -240,3 +240,27 @@ def test_progress_env_switch(monkeypatch):
     assert wanted(stream=io.StringIO())
     monkeypatch.setenv("FASTPRIV_PROGRESS", "0")
     assert not wanted(True, io.StringIO())
+
+
+# ============================================================================ cluster
+@pytest.mark.slow
+def test_dask_workers_share_one_cache(monkeypatch, tmp_path):
+    """fastpriv.distributed.warm_workers on a LocalCluster of worker processes sharing one
+    FASTPRIV_CACHE_DIR: the first worker compiles, the second only loads."""
+    distributed = pytest.importorskip("distributed")
+    from fastpriv.distributed import warm_workers
+
+    cache = tmp_path / "cluster-cache"
+    monkeypatch.setenv("FASTPRIV_CACHE_DIR", str(cache))  # inherited by the worker processes
+    monkeypatch.delenv("FASTPRIV_NO_CACHE", raising=False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=40) as lc, \
+            distributed.Client(lc) as client:
+        report = warm_workers(client, models=["metrics"])
+    first, second = (report[w] for w in sorted(report))
+    assert first["pid"] != second["pid"]
+    assert first["cache_dir"] == second["cache_dir"] == str(cache)
+    assert first["compiled"] > 0 and not first["failed"]
+    # the entry points load from the cache (their helpers are linked inside them)
+    assert second["compiled"] == 0 and 0 < second["loaded"] <= first["compiled"]
+    assert not second["failed"]
