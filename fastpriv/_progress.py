@@ -128,14 +128,12 @@ class Progress:
 
 
 # ============================================================================ compiling
-def _listener_base() -> type:
-    from numba.core.event import Listener
+class _CompileListener:
+    """Counts Numba compilations and draws one transient bar while they run.
 
-    return Listener
-
-
-class _CompileListener(_listener_base()):  # type: ignore[misc]
-    """Counts Numba compilations and draws one transient bar while they run."""
+    Registered through a subclass that also derives from ``numba.core.event.Listener``
+    (made in :func:`compile_progress`, so importing this module does not import Numba).
+    """
 
     def __init__(self, stream: Any, live: bool) -> None:
         self.stream = stream
@@ -229,7 +227,8 @@ def compile_progress(enabled: bool | None = None, stream: Any = None) -> None:
     stream = sys.stderr if stream is None else stream
     live = wanted(enabled, stream)
     if _LISTENER is None:
-        _LISTENER = _CompileListener(stream, live)
+        listener_cls = type("CompileListener", (_CompileListener, ev.Listener), {})
+        _LISTENER = listener_cls(stream, live)
         ev.register("numba:compile", _LISTENER)
         atexit.register(lambda: _LISTENER is not None and _LISTENER.summary())
     elif live:

@@ -184,8 +184,10 @@ def test_read_only_locator_loads_and_never_fails_a_save(monkeypatch, tmp_path):
         loc.ensure_cache_path()
     cache = _cache.FastprivCache(M.group_spread.py_func)
     assert cache.cache_path == str(target)
-    disp = M.group_spread
-    disp(np.zeros(1, dtype=np.int64), np.zeros((1, 1)), 1)
+    from fastpriv._validation import kernel_array
+
+    disp = M.group_spread   # read-only inputs: production's one signature
+    disp(kernel_array(np.zeros(1), np.int64), kernel_array(np.zeros((1, 1)), np.float64), 1)
     sig = disp.signatures[0]
     cache.save_overload(sig, disp.overloads[sig])  # swallowed: read-only
     assert list(target.iterdir()) == []
