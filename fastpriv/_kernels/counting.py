@@ -587,9 +587,10 @@ def dense_add_range(group, value, mat8, mat, stride, lo, hi):
     updates only its own groups' cells, so chunks with disjoint ranges never write the same
     cell and run concurrently (``nogil``).
     """
+    span = np.uint64(hi - lo)
     for i in range(group.shape[0]):
         g = np.int64(group[i])
-        if g >= lo and g < hi:
+        if np.uint64(g - lo) < span:    # lo <= g < hi in one unsigned comparison
             k = g * stride + value[i]
             y = mat8[k] + 1
             if y == 255:
@@ -609,6 +610,9 @@ def dense_add_parallel(group, value, mat8, mat, stride, g_lo, g_hi, n_chunks):
     run on :func:`fastpriv._threads.run_chunks`.
     """
     n_chunks = max(int(n_chunks), 1)
+    if n_chunks == 1:     # one owner: the plain kernel, no range test per row
+        dense_add(group, value, mat8, mat, stride)
+        return
     span = int(g_hi) - int(g_lo) + 1
 
     def chunk(c: int) -> None:
