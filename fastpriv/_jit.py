@@ -60,7 +60,10 @@ def kernel(fn: Callable | None = None, *, parallel: bool = False, inline: str = 
         A function using only NumPy arrays and scalars.
     parallel : bool, default False
         Enable ``numba.prange``. Parallel kernels must not race on shared arrays: they
-        write per-thread buffers and reduce them afterwards.
+        write per-thread buffers and reduce them afterwards. Prefer a serial kernel over
+        a chunk (a range of rows or groups) run on :func:`fastpriv._threads.run_chunks`:
+        Numba's parfor lowering of ``parallel=True`` is the most expensive compile there
+        is, and one serial kernel then serves the one- and the many-thread path.
     inline : {"never", "always"}, default "never"
         ``"always"`` inlines a small device function into its callers at the Numba IR
         level (hot per-group formulas called from scan loops); it costs compile time.
