@@ -189,3 +189,36 @@ def test_parallel_paths_on_a_larger_input():
         for b in t.to_batches(max_chunksize=100_000):
             acc.add(b)
         assert acc.to_release().equals(ref)
+
+
+# ----------------------------------------------------------------- the chunk thread pool
+def test_run_chunks_order_threads_and_errors():
+    from fastpriv._threads import chunk_bounds, run_chunks
+
+    seen = []
+    out = run_chunks(lambda c: seen.append(threading.get_ident()) or c * 10, 7, threads=2)
+    assert out == [0, 10, 20, 30, 40, 50, 60]
+    if pool_size() > 1:
+        assert len(set(seen)) == 2          # the caller and one pool thread
+    assert run_chunks(lambda c: c, 3, threads=1) == [0, 1, 2]
+    assert run_chunks(lambda c: c, 0) == [0]   # at least one chunk
+    with n_jobs(1):                           # the calling thread's setting is the default
+        ids = set()
+        run_chunks(lambda c: ids.add(threading.get_ident()), 4)
+        assert ids == {threading.get_ident()}
+
+    def boom(c):
+        if c == 3:
+            raise ValueError("chunk 3")
+        return c
+
+    with pytest.raises(ValueError, match="chunk 3"):
+        run_chunks(boom, 5, threads=2)
+    # nested: a chunk that itself splits runs its inner chunks serially (never waits on the
+    # pool it occupies)
+    nested = run_chunks(lambda c: run_chunks(lambda d: (c, d), 3, threads=2), 4, threads=2)
+    assert nested == [[(c, d) for d in range(3)] for c in range(4)]
+    for n, k in ((10, 3), (0, 2), (5, 8)):
+        bounds = [chunk_bounds(n, k, c) for c in range(k)]
+        assert bounds[0][0] == 0 and bounds[-1][1] == n
+        assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:], strict=False))
