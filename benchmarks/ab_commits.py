@@ -17,7 +17,11 @@ meaningful. Probes (synthetic data, seeded):
 * ``prepared``: ``SigmaTables.statistics`` (the knowledge-skyline kernel ``columns_stats``)
   at 100 (ℓ, k, m) on 200k groups of 100 rows;
 * ``posterior``: ``robustness.posterior_batch`` on one thread, many short segments and a
-  few long ones (the prefix/suffix ESP kernel ``loo_core``).
+  few long ones (the prefix/suffix ESP kernel ``loo_core``);
+* ``threads``: the multi-threaded paths (``count_pairs_parallel`` dense and bucketed,
+  ``dense_profiles_parallel``, ``dense_add_parallel``, ``audit_columns_parallel``,
+  ``posterior_batch``) on 1 and 2 threads — same names and arguments whether they are
+  ``prange`` kernels (older trees) or serial chunk kernels on the thread pool.
 
 A probe that the base tree cannot run (an API it does not have yet) reports the error.
 """
@@ -113,6 +117,50 @@ for name, S, N in (("20k segments of 50", 20_000, 50), ("20 segments of 3000", 2
     with n_jobs(1):
         res[f"posterior_batch, {name}, one thread (ms)"] = best(
             lambda f=f, off=off, n=n: rb.posterior_batch(f, off, n), 5) * 1e3
+print(json.dumps(res))
+""",
+    "threads": """
+from fastpriv import Release, classic
+from fastpriv import robustness as rb
+from fastpriv._kernels import classic as KC
+from fastpriv._kernels import counting as C
+from fastpriv._threads import n_jobs
+from fastpriv._validation import kernel_array
+from fastpriv.datasets import synthetic
+rng = np.random.default_rng(0)
+n, G, V = 4_000_000, 200_000, 20
+g = kernel_array(rng.integers(0, G, n).astype(np.int32), np.int32)
+v = kernel_array(rng.integers(0, V, n).astype(np.int32), np.int32)
+w = kernel_array(np.empty(0, dtype=np.int64), np.int64)
+mat = np.zeros(G * V, dtype=np.int32)
+np.add.at(mat, g.astype(np.int64) * V + v, 1)
+m64 = np.zeros(0, dtype=np.int64)
+go = kernel_array(np.arange(G), np.int64)
+vr = kernel_array(np.arange(V), np.int32)
+m8 = np.zeros(G * V, dtype=np.uint8)
+m32 = np.zeros(G * V, dtype=np.int32)
+rel = Release.from_table(synthetic(2_000_000, group_size=10, n_values=20, seed=1),
+                         sensitive="sensitive", group="group")
+args = (*classic._arrays(rel), classic._global_distribution(rel),
+        classic._order_rank(rel, None), 2)
+f = rng.uniform(0.01, 0.99, 20_000 * 50)
+off = np.arange(0, f.size + 1, 50)
+nx = rng.integers(2, 48, 20_000)
+res = {}
+for t in (1, 2):
+    with n_jobs(t):
+        res[f"count_pairs_parallel dense, {t} thread(s) (ms)"] = best(
+            lambda: C.count_pairs_parallel(g, v, w, G, V, int(C.DENSE_CELLS), t), 3) * 1e3
+        res[f"count_pairs_parallel bucketed, {t} thread(s) (ms)"] = best(
+            lambda: C.count_pairs_parallel(g, v, w, G, V, 0, t), 3) * 1e3
+        res[f"dense_profiles_parallel, {t} thread(s) (ms)"] = best(
+            lambda: C.dense_profiles_parallel(mat, m64, V, go, vr, V, t), 3) * 1e3
+        res[f"dense_add_parallel, {t} thread(s) (ms)"] = best(
+            lambda: C.dense_add_parallel(g, v, m8, m32, V, 0, G - 1, t), 3) * 1e3
+        res[f"audit_columns_parallel 200k groups, {t} thread(s) (ms)"] = best(
+            lambda: KC.audit_columns_parallel(*args, 4 * t), 3) * 1e3
+        res[f"posterior_batch 20k segments of 50, {t} thread(s) (ms)"] = best(
+            lambda: rb.posterior_batch(f, off, nx), 3) * 1e3
 print(json.dumps(res))
 """,
 }

@@ -41,6 +41,7 @@ from fastpriv import Release
 from fastpriv import ck_safety as ck
 from fastpriv._kernels import ck_safety as kern
 from fastpriv._validation import kernel_array
+from tests import kernels_reference as kref
 
 K = 12
 
@@ -68,8 +69,8 @@ def bench_figure5_adult(benchmark, full):
     imp, neg = benchmark.pedantic(both, rounds=5, iterations=1)
     t_both = best_time(both, repeat=5)
     prof = ck._Profiles(rel)
-    ref = kern.reference_min_ratio(prof.indptr, prof.counts, prof.sizes, K)
-    t_ref = best_time(lambda: kern.reference_min_ratio(prof.indptr, prof.counts, prof.sizes,
+    ref = kref.reference_min_ratio(prof.indptr, prof.counts, prof.sizes, K)
+    t_ref = best_time(lambda: kref.reference_min_ratio(prof.indptr, prof.counts, prof.sizes,
                                                        K), repeat=5)
     np.testing.assert_allclose(imp, 1 / (1 + ref), rtol=1e-12)
     assert np.all(imp >= neg * (1 - 1e-12)) and np.all(np.diff(imp) >= 0)
@@ -173,7 +174,7 @@ def bench_synthetic_scale(benchmark, full):
         prof = ck._Profiles(rel)
 
         def reference(prof=prof):
-            return kern.reference_min_ratio(prof.indptr, prof.counts, prof.sizes, K)
+            return kref.reference_min_ratio(prof.indptr, prof.counts, prof.sizes, K)
 
         ref = reference()
         # alternate fast and reference runs and keep the best of each, so that a burst of
@@ -187,10 +188,10 @@ def bench_synthetic_scale(benchmark, full):
         # the fast path stops at k = min_b d_b − 1 (disclosure is 1 from there on); give
         # the reference the same cut too, so the ratio is not only that shortcut
         Ksat = min(K, prof.saturation_k)
-        t_ref_sat = min(best_time(lambda prof=prof, Ksat=Ksat: kern.reference_min_ratio(
+        t_ref_sat = min(best_time(lambda prof=prof, Ksat=Ksat: kref.reference_min_ratio(
             prof.indptr, prof.counts, prof.sizes, Ksat), repeat=2 if full else 3), t_ref)
         H = Ksat + 1
-        t_ref_m1 = best_time(lambda prof=prof, H=H: kern.reference_m1(
+        t_ref_m1 = best_time(lambda prof=prof, H=H: kref.reference_m1(
             prof.indptr, prof.counts, prof.sizes, H), repeat=2 if full else 3)
 
         def end_to_end(table=table):

@@ -3,10 +3,16 @@
 Every kernel in :mod:`fastpriv._kernels` is decorated with :func:`kernel`, never with a raw
 ``numba.njit``; ``tests/test_jit_policy.py`` fails otherwise. The policy:
 
-* ``cache=True``: compiled machine code is kept on disk next to the module, so only the
-  first process pays the compile time (``fastpriv warmup`` fills the cache ahead of time).
-  Set ``FASTPRIV_NO_CACHE=1`` to disable the on-disk cache (e.g. on read-only installs or
-  to measure cold compiles).
+* On-disk cache: compiled machine code is kept in ``FASTPRIV_CACHE_DIR`` (default: the
+  user cache directory), keyed on the kernel module's source *contents*, the Numba
+  version and the CPU (see :mod:`fastpriv._cache`), so only the first process pays the
+  compile time, and a cache built in one install directory, image layer or cluster node
+  is reused by every other copy of the same release (``fastpriv warmup`` fills it ahead of
+  time). Set ``FASTPRIV_NO_CACHE=1`` to disable the on-disk cache (e.g. to measure cold
+  compiles).
+* Never wait blind: every real compilation triggers Numba's ``numba:compile`` event, which
+  :func:`fastpriv._progress.compile_progress` counts and, on a terminal (or with
+  ``FASTPRIV_PROGRESS=1``), shows as a transient line on stderr.
 * ``nogil=True``: kernels release the GIL, so threads (Dask's threaded scheduler, user
   thread pools) run them concurrently.
 * ``error_model="numpy"``: division by zero gives inf/nan like NumPy instead of raising;
@@ -27,6 +33,9 @@ from typing import Any, Callable
 
 import numba
 
+from ._cache import make_cache
+from ._progress import compile_progress
+
 __all__ = ["kernel", "KERNELS", "SAFE_FASTMATH", "CACHE_ENABLED"]
 
 #: Fast-math flags considered value-safe for fastpriv's kernels.
@@ -38,6 +47,9 @@ CACHE_ENABLED: bool = os.environ.get("FASTPRIV_NO_CACHE", "") in ("", "0")
 #: Every dispatcher created through :func:`kernel`, in definition order.
 KERNELS: list[Any] = []
 
+# Count compilations; say so on stderr while they run (a terminal, or FASTPRIV_PROGRESS=1).
+compile_progress()
+
 
 def kernel(fn: Callable | None = None, *, parallel: bool = False, inline: str = "never") -> Any:
     """Compile ``fn`` with fastpriv's JIT policy (usable as ``@kernel`` or ``@kernel(...)``).
@@ -48,7 +60,10 @@ def kernel(fn: Callable | None = None, *, parallel: bool = False, inline: str = 
         A function using only NumPy arrays and scalars.
     parallel : bool, default False
         Enable ``numba.prange``. Parallel kernels must not race on shared arrays: they
-        write per-thread buffers and reduce them afterwards.
+        write per-thread buffers and reduce them afterwards. Prefer a serial kernel over
+        a chunk (a range of rows or groups) run on :func:`fastpriv._threads.run_chunks`:
+        Numba's parfor lowering of ``parallel=True`` is the most expensive compile there
+        is, and one serial kernel then serves the one- and the many-thread path.
     inline : {"never", "always"}, default "never"
         ``"always"`` inlines a small device function into its callers at the Numba IR
         level (hot per-group formulas called from scan loops); it costs compile time.
@@ -56,17 +71,22 @@ def kernel(fn: Callable | None = None, *, parallel: bool = False, inline: str = 
         skyline scan kernels it added NRT increfs to the loop and made the prepared-columns
         scan 23× slower. Compare the caller's ``NRT_incref`` count (``inspect_llvm``) and time it
         against the previous commit (``python -m benchmarks.ab_commits REV``).
+
     """
 
     def wrap(f: Callable) -> Any:
+        # cache=False here and our own cache object below: numba's default cache would
+        # first create __pycache__ entries next to the (possibly read-only) install.
         dispatcher = numba.njit(
-            cache=CACHE_ENABLED,
+            cache=False,
             nogil=True,
             error_model="numpy",
             fastmath=set(SAFE_FASTMATH),
             parallel=parallel,
             inline=inline,
         )(f)
+        if CACHE_ENABLED:
+            dispatcher._cache = make_cache(f)
         KERNELS.append(dispatcher)
         return dispatcher
 

@@ -1,11 +1,15 @@
-"""Thread count of fastpriv's parallel kernels: the ``n_jobs`` convention.
+"""Thread count of fastpriv's multi-threaded kernels: the ``n_jobs`` convention.
 
-fastpriv's ``parallel=True`` kernels (``prange`` loops) run on Numba's thread pool. Numba
-launches ``numba.config.NUMBA_NUM_THREADS`` threads once (default: the number of cores;
-set the ``NUMBA_NUM_THREADS`` environment variable *before* the first parallel call to
-change the pool) and lets each calling thread **mask** how many of them it uses with
-:func:`numba.set_num_threads`. The mask is thread-local: setting it in one thread does not
-change it in another (a Dask worker thread, a web-server thread, …).
+Most multi-threaded work runs as **serial** ``nogil`` kernels over chunks (a range of rows
+or groups each), called from a small Python thread pool by :func:`run_chunks` — one
+compiled kernel serves the one-thread and the many-thread path, and nothing is compiled
+with ``parallel=True`` (whose parfor lowering is the slowest part of a cold start). The
+pool has ``numba.config.NUMBA_NUM_THREADS`` threads (default: the number of cores; set the
+``NUMBA_NUM_THREADS`` environment variable before the first call to change it); each calling
+thread **masks** how many of them it uses with :func:`numba.set_num_threads` — the same
+mask Numba's own ``prange`` kernels (``parallel=True``, a few remain) obey. The mask is
+thread-local: setting it in one thread does not change it in another (a Dask worker
+thread, a web-server thread, …).
 
 :func:`n_jobs` is a context manager that sets the mask for the calling thread and restores
 the previous value on exit, also when the body raises::
@@ -33,12 +37,16 @@ from __future__ import annotations
 
 import contextlib
 import numbers
-from collections.abc import Iterator
-from typing import Any
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from .errors import InputError, InputTypeError
 
-__all__ = ["n_jobs", "resolve_n_jobs", "pool_size", "current_threads"]
+__all__ = ["n_jobs", "resolve_n_jobs", "pool_size", "current_threads", "run_chunks",
+           "chunk_bounds"]
+
+T = TypeVar("T")
 
 
 def pool_size() -> int:
@@ -68,7 +76,7 @@ def current_threads() -> int:
 
 
 def resolve_n_jobs(n_jobs: Any, *, name: str = "n_jobs") -> int:
-    """The number of threads ``n_jobs`` stands for (see the module docstring).
+    """Return the number of threads ``n_jobs`` stands for (see the module docstring).
 
     Raises ``TypeError`` for a non-integer and ``ValueError`` for 0. Negative values below
     ``-pool_size()`` are clamped to 1 thread.
@@ -122,3 +130,73 @@ def n_jobs(n_jobs: Any = None) -> Iterator[int]:
     finally:  # restore even if the body changed the setting itself
         if current_threads() != before:
             numba.set_num_threads(before)
+
+
+# ============================================================================ thread pool
+_POOL: Any = None
+_POOL_LOCK = threading.Lock()
+_IN_POOL = threading.local()
+
+
+def _executor() -> Any:
+    """Return the shared pool (``pool_size() - 1`` workers; the caller is the last thread)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            def mark() -> None:
+                _IN_POOL.active = True
+
+            _POOL = ThreadPoolExecutor(max_workers=max(pool_size() - 1, 1),
+                                       thread_name_prefix="fastpriv", initializer=mark)
+        return _POOL
+
+
+def chunk_bounds(n: int, n_chunks: int, c: int) -> tuple[int, int]:
+    """Bounds ``[lo, hi)`` of chunk ``c`` of an equal split of ``range(n)`` in ``n_chunks``.
+
+    >>> [chunk_bounds(10, 3, c) for c in range(3)]
+    [(0, 3), (3, 6), (6, 10)]
+    """
+    return n * c // n_chunks, n * (c + 1) // n_chunks
+
+
+def run_chunks(fn: Callable[[int], T], n_chunks: int, threads: int | None = None) -> list[T]:
+    """Call ``fn(c)`` for every chunk ``c in range(n_chunks)`` on up to ``threads`` threads.
+
+    ``fn`` calls ``nogil`` kernels, so the threads run them concurrently. ``threads``
+    defaults to :func:`current_threads` (the calling thread's ``n_jobs`` setting). Chunks
+    are dealt round-robin to ``threads`` workers: the calling thread is one of them, the
+    others come from a shared pool of ``pool_size() - 1`` threads. Called from inside a pool
+    thread (nested) it runs serially, so it never waits on itself. The results are returned
+    in chunk order; the first exception raised by a chunk is re-raised.
+
+    >>> run_chunks(lambda c: c * c, 5, threads=2)
+    [0, 1, 4, 9, 16]
+    """
+    n_chunks = max(int(n_chunks), 1)
+    t = current_threads() if threads is None else int(threads)
+    t = max(1, min(t, n_chunks, pool_size()))
+    if t == 1 or getattr(_IN_POOL, "active", False):
+        return [fn(c) for c in range(n_chunks)]
+    out: list[Any] = [None] * n_chunks
+
+    def worker(w: int) -> None:
+        for c in range(w, n_chunks, t):
+            out[c] = fn(c)
+
+    pool = _executor()
+    futures = [pool.submit(worker, w) for w in range(1, t)]
+    try:
+        worker(0)
+    finally:
+        errors = []
+        for f in futures:
+            try:
+                f.result()
+            except BaseException as exc:  # noqa: BLE001 - re-raised below
+                errors.append(exc)
+    if errors:
+        raise errors[0]
+    return out

@@ -31,8 +31,10 @@ projection, one task per file or row group) — faster than going through pandas
 label types are exactly those of the file. A ``dask.dataframe`` is accepted as is (each
 partition is converted with ``pyarrow.Table.from_pandas``).
 
-Warm the JIT cache first (``fastpriv warmup``): concurrent first compiles in several worker
-processes race on Numba's on-disk cache.
+Warm the JIT cache once per cluster: give every worker the same ``FASTPRIV_CACHE_DIR`` (a
+shared file system, or a directory baked into the worker image by ``fastpriv warmup``) and
+call :func:`warm_workers` — one worker compiles, all the others only load from the cache.
+Concurrent *first* compiles in several worker processes would each pay the compile.
 
 Example (needs a Parquet directory; ``tests/test_distributed.py`` runs the same on a real
 LocalCluster)::
@@ -80,7 +82,8 @@ from typing import Any
 
 from .errors import InputError, InputTypeError
 
-__all__ = ["count_partitions", "release_from_dask", "groupwise_audit", "value_counts"]
+__all__ = ["count_partitions", "release_from_dask", "groupwise_audit", "value_counts",
+           "warm_workers"]
 
 
 # ============================================================================ helpers
@@ -363,3 +366,58 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
                        n_groups=state.n_groups, n_rows=state.n_rows,
                        passes=2 if qv is not None and not isinstance(q, Mapping) else 1,
                        skipped=skipped)
+
+
+# ============================================================================ warm-up
+def _warm_here(models: Sequence[str] | None) -> dict:
+    """Run the warm-up workload in this process; a short report of what it did."""
+    import os as _os
+
+    from .cli.warmup import warm
+
+    rep = warm(models)
+    return {"pid": _os.getpid(), "cache_dir": rep["cache_dir"], "compiled": rep["compiled"],
+            "loaded": rep["loaded"], "seconds": rep["seconds"],
+            "failed": [w["name"] for w in rep["workloads"] if w["status"] != "ok"]}
+
+
+def warm_workers(client: Any = None, *, models: Sequence[str] | None = None
+                 ) -> dict[str, dict]:
+    """Compile fastpriv's kernels once for a whole Dask cluster, then load them everywhere.
+
+    One worker runs the warm-up workload of ``fastpriv warmup`` first: every kernel is
+    compiled and written to its kernel cache (``FASTPRIV_CACHE_DIR``). Then every other
+    worker runs it, and — when the workers share that directory — only *loads* the kernels
+    (milliseconds each) instead of compiling them again. Later tasks start warm.
+
+    Parameters
+    ----------
+    client : distributed.Client, optional
+        The cluster's client (default: the current one, ``distributed.get_client()``).
+    models : sequence of str, optional
+        Warm only these models (the names of ``fastpriv warmup --models``); default all.
+
+    Returns
+    -------
+    dict
+        Per worker address: ``pid``, ``cache_dir``, ``compiled`` and ``loaded`` (kernels),
+        ``seconds`` and the names of failed workloads. Workers whose ``cache_dir`` differs
+        do not share the cache (each compiles once).
+
+    """
+    _require_dask()
+    import distributed
+
+    client = client if client is not None else distributed.get_client()
+    workers = sorted(client.scheduler_info()["workers"])
+    if not workers:
+        raise InputError("warm_workers: the cluster has no workers")
+    models = list(models) if models is not None else None
+
+    def on(worker: str) -> Any:
+        return client.submit(_warm_here, models, workers=[worker], allow_other_workers=False,
+                             pure=False, key=f"fastpriv-warm-{worker}")
+
+    first = on(workers[0]).result()
+    rest = client.gather([on(w) for w in workers[1:]])
+    return dict(zip(workers, [first, *rest], strict=True))

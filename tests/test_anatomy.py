@@ -46,6 +46,7 @@ def eligible_tables(draw):
     return l, pa.table({"age": list(range(n)), "d": vals})
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(eligible_tables(), st.integers(0, 2**31))
 def test_every_group_has_l_or_l_plus_1_distinct_values(case, seed):

@@ -116,6 +116,7 @@ def _run_kernel(F, prof, cls, rank, r, pad, condition="delta"):
     return sorted(sorted(m) for m in groups.values()), {i for i in range(n) if unsat[i] == 1}
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(art_inputs())
 def test_art_kernel_equals_reference(inp):
@@ -147,6 +148,7 @@ def _tiny_table(seed, n=14):
     return pa.table({"a": rng.integers(0, 3, n), "b": rng.choice(["u", "v"], n), "s": s})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("r", [2, 3])
 @pytest.mark.parametrize("condition", ["delta", "exact"])
@@ -175,6 +177,7 @@ def test_art_output_is_r_robust_exactly(seed, r, condition):
     assert res.info["robust"] == (not problematic)
 
 
+@pytest.mark.slow
 def test_art_on_adult_is_robust_and_m_unique(adult):
     res = art(adult, QI5, "education", 4, sensitive_values=XS)
     info = res.info
@@ -193,6 +196,7 @@ def test_art_on_adult_is_robust_and_m_unique(adult):
     assert aud.robust and aud.value == pytest.approx(info["max_posterior"])
 
 
+@pytest.mark.slow
 def test_art_exact_condition_needs_smaller_groups(adult):
     qi = QI5 + ["sex", "native_country", "income"]
     prep = prepare_art(adult, qi, "education", sensitive_values=XS, as_one_value=True)
@@ -205,6 +209,7 @@ def test_art_exact_condition_needs_smaller_groups(adult):
     assert e.info["max_posterior"] <= 1 / 6 * (1 + 1e-12)
 
 
+@pytest.mark.slow
 def test_art_sensitive_set_as_one_value(adult):
     qi = QI5 + ["sex", "native_country", "income"]
     res = art(adult, qi, "education", 6, sensitive_values=XS, as_one_value=True)

@@ -248,6 +248,7 @@ def adult_report_html(tmp_path_factory):
     return path, rep
 
 
+@pytest.mark.slow
 def test_report_loads_without_errors_and_plots_render(adult_report_html):
     path, rep = adult_report_html
     res = load_in_chromium(path)

@@ -19,6 +19,7 @@ from fastpriv import Release
 from fastpriv import ck_safety as ck
 from fastpriv._kernels import ck_safety as kern
 from fastpriv._validation import kernel_array
+from tests import kernels_reference as kref
 from tests.naive_ck import (
     World,
     implication_disclosure,
@@ -73,6 +74,7 @@ def test_vectors_were_found():
     assert len(MAXD) >= 70 and len(SPECIFIC) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("vec", MAXD, ids=[v["id"] for v in MAXD])
 def test_max_disclosure_vectors(vec):
     buckets, k = vec["input"]["buckets"], vec["input"]["k"]
@@ -125,6 +127,7 @@ def test_paper_ed_and_charlie():
         == Fraction(10, 19)
 
 
+@pytest.mark.slow
 def test_paper_figure3_curve_exact():
     rel = Release.from_groups(FIG3)
     got = [ck.max_disclosure(rel, k, exact=True).value for k in range(4)]
@@ -148,6 +151,7 @@ def test_paper_figure3_distinct_people_gives_4_7():
 
 
 # ------------------------------------------------------------------------ oracle, random
+@pytest.mark.slow
 @given(svpi_groups(max_people=7, max_groups=3, max_values=4), st.integers(0, 3))
 def test_kernels_match_brute_force(groups, k):
     rel = Release.from_groups(groups)
@@ -165,6 +169,7 @@ def test_kernels_match_brute_force(groups, k):
     assert curve[k] == pytest.approx(float(val), rel=1e-12)
 
 
+@pytest.mark.slow
 @given(svpi_groups(max_people=7, max_groups=1, max_values=7), st.integers(0, 3))
 def test_kernels_match_brute_force_one_wide_bucket(groups, k):
     rel = Release.from_groups(groups)
@@ -184,6 +189,7 @@ def _random_release_groups(rng, n_groups, max_size=12, n_values=6):
     return groups
 
 
+@pytest.mark.slow
 @given(st.integers(0, 2**32 - 1), st.integers(2, 8), st.integers(0, 5))
 def test_merging_buckets_never_raises_disclosure(seed, n_groups, k):
     """Theorem 14: B ⪯ B' (every bucket of B' a union of buckets of B) ⇒ w(B') ≤ w(B)."""
@@ -215,6 +221,7 @@ def _counts_release(rng, n_groups, size_lo, size_hi, dmax, conc):
     return Release.from_groups(groups)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(12))
 def test_fast_path_matches_reference_knapsack(seed):
     rng = np.random.default_rng(seed)
@@ -222,7 +229,7 @@ def test_fast_path_matches_reference_knapsack(seed):
                           [0.3, 1.0, 5.0][seed % 3])
     K = int(rng.integers(1, 13))
     prof = ck._Profiles(rel)
-    ref = kern.reference_min_ratio(prof.indptr, prof.counts, prof.sizes, K)
+    ref = kref.reference_min_ratio(prof.indptr, prof.counts, prof.sizes, K)
     for prune in (False, True):
         R, _ = ck._implications(prof, K, exact=False, witness_t=None, prune=prune)
         np.testing.assert_allclose(R, ref, rtol=1e-12, atol=0)
@@ -270,7 +277,7 @@ def test_fast_m1_matches_paper_recursion():
         assert mult.sum() == rel.n_groups
         rows = kernel_array(np.arange(keys.shape[0]), np.int64)
         fast = kern.m1_profiles(kernel_array(keys, np.int64), rows, H)
-        paper = kern.reference_m1(prof.indptr, prof.counts, prof.sizes, H)
+        paper = kref.reference_m1(prof.indptr, prof.counts, prof.sizes, H)
         np.testing.assert_allclose(fast[pid], paper, rtol=1e-13, atol=0)
         assert np.all(np.diff(fast, axis=1) <= 1e-15)        # non-increasing in h
         # keys are (n, top-H counts) of the groups they stand for
@@ -287,7 +294,7 @@ def test_pruning_discards_most_profiles_and_keeps_the_answer():
     pid, keys, mult = kern.dedupe_profiles(prof.indptr, prof.counts, prof.sizes, K + 1)
     keep = kern.prune_profiles(kernel_array(keys, np.int64), kernel_array(mult, np.int64), K)
     assert keep.sum() < keys.shape[0] / 5
-    ref = kern.reference_min_ratio(prof.indptr, prof.counts, prof.sizes, K)
+    ref = kref.reference_min_ratio(prof.indptr, prof.counts, prof.sizes, K)
     R, _ = ck._implications(prof, K, exact=False, witness_t=None, prune=True)
     np.testing.assert_allclose(R, ref, rtol=1e-12, atol=0)
     # without pruning, M1 runs on every profile, split over threads (work above the cut)
@@ -303,7 +310,7 @@ def test_repeated_profiles_and_many_buckets():
     rel = Release.from_groups([["a", "a", "b", "c", "d"]] * 50 + [["x", "y"]] * 3)
     prof = ck._Profiles(rel)
     for K in range(0, 6):
-        ref = kern.reference_min_ratio(prof.indptr, prof.counts, prof.sizes, K)
+        ref = kref.reference_min_ratio(prof.indptr, prof.counts, prof.sizes, K)
         R, _ = ck._implications(prof, K, exact=False, witness_t=None)
         np.testing.assert_allclose(R, ref, rtol=1e-13, atol=0)
     # 3 identical 5-person buckets: A in one, k = 1 atoms elsewhere beats a single bucket
@@ -327,6 +334,7 @@ def test_k_beyond_saturation():
 
 
 # ------------------------------------------------------------------------ safety
+@pytest.mark.slow
 def test_is_safe_strict_threshold_and_ties():
     rel = Release.from_groups(FIG3)
     assert not ck.is_safe(rel, 0.4, 0)                  # equal is unsafe

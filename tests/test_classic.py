@@ -15,6 +15,7 @@ from tests.strategies import svpi_groups
 groups_st = svpi_groups(max_people=30, max_groups=6, max_values=6)
 
 
+@pytest.mark.slow
 @given(groups_st)
 def test_against_oracles(groups):
     rel = Release.from_groups(groups)
@@ -42,6 +43,7 @@ def test_against_oracles(groups):
         float(naive.t_closeness(groups, ordered=True)), abs=1e-12)
 
 
+@pytest.mark.slow
 @given(groups_st, st.permutations("abcdef"))
 def test_ordered_emd_with_explicit_order(groups, perm):
     rel = Release.from_groups(groups)
@@ -108,6 +110,7 @@ def test_audit_reports_every_model():
     assert res.models["k_anonymity"]["worst_label"] == 1
 
 
+@pytest.mark.slow
 @given(groups_st, st.integers(1, 4), st.permutations("abcdef"))
 def test_fused_audit_equals_the_one_model_kernels(groups, l, perm):
     """classic.audit reads the profile once (fused kernel): same numbers, same worst groups."""
@@ -124,6 +127,7 @@ def test_fused_audit_equals_the_one_model_kernels(groups, l, perm):
         assert res.models[key]["worst_group"] == worst, key
 
 
+@pytest.mark.slow
 @given(groups_st, st.integers(1, 4), st.integers(1, 9))
 def test_parallel_fused_audit_is_bit_identical(groups, l, chunks):
     """The multi-threaded fused kernel (chunks of groups, own scratch each; used by

@@ -63,6 +63,7 @@ def test_audit_unknown_column_is_a_clean_error(release_file, capsys):
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_demo_runs_on_bundled_adult(capsys, tmp_path):
     # the demo's exit status is the verdict of the release it ends with: the fixed one
     assert main(["demo", "--json", str(tmp_path / "demo.json")]) == 0

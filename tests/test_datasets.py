@@ -503,6 +503,7 @@ def test_synthetic_batches_equal_whole_across_blocks(kwargs):
         assert pa.Table.from_batches(batches).equals(whole)
 
 
+@pytest.mark.slow
 @given(n_rows=st.integers(1, 60), batch_rows=st.integers(1, 70), block=st.integers(1, 9),
        mode=st.sampled_from(["group_size", "n_groups", "qi"]), seed=st.integers(0, 3),
        dist=st.sampled_from(["uniform", "zipf"]))

@@ -167,6 +167,7 @@ def systems(draw):
     return groups, m, fixed
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(systems())
 def test_fixed_point_satisfies_equations_4_6_and_beats_plain_em(case):
@@ -195,6 +196,7 @@ def _evaluate(groups, m, fixed, F):
     return kf.evaluate_system(0, *P.arrays(), np.asarray(F, dtype=np.float64))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1))
 def test_score_hessian_and_em_map_match_finite_differences_and_the_oracle(seed):
@@ -309,6 +311,7 @@ def _naive_attack(table, md, qi, r):
     return worst
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None)
 @given(st.integers(0, 2**31))
 def test_mining_matches_brute_force_and_systems_are_the_papers(seed):
@@ -345,6 +348,7 @@ def test_mining_matches_brute_force_and_systems_are_the_papers(seed):
         assert ll >= log_likelihood(groups, fe, f0) - 1e-9 * (1 + abs(ll))
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 2**31), st.sampled_from([2.0, 3.0]))
 def test_attack_posteriors_match_enumeration(seed, r):
@@ -365,6 +369,7 @@ def test_attack_posteriors_match_enumeration(seed, r):
     assert m["n_sensitive"] == table.num_rows and m["n_non_sensitive"] == 0
 
 
+@pytest.mark.slow
 def test_batched_equals_one_by_one_and_value_sets():
     table = _release(11, n_groups=40, gmax=5)
     md = fg.mine(table, qi=["q0", "q1", "q2"], sensitive="s", group="gid", min_support=4,
@@ -391,6 +396,7 @@ def test_batched_equals_one_by_one_and_value_sets():
                                     min_support=4, sensitive_values=["c"])._gcount[0])
 
 
+@pytest.mark.slow
 def test_joined_table_and_two_published_tables_agree():
     from fastpriv.anonymize._anatomy import anatomy
 
@@ -436,6 +442,7 @@ def test_measures_against_direct_computation():
     assert m["avg_absolute_error"] == pytest.approx(np.mean(ab))
 
 
+@pytest.mark.slow
 def test_knowledge_export_feeds_the_robustness_audit():
     from fastpriv import robustness
 
@@ -451,6 +458,7 @@ def test_knowledge_export_feeds_the_robustness_audit():
                                for A in res.mined.attribute_sets for x in res.mined.values)
 
 
+@pytest.mark.slow
 def test_attack_results_serialise_and_explain():
     table = _release(8, n_groups=30)
     res = fg.attack(table, qi=["q0", "q1"], sensitive="s", group="gid", r=2, min_support=4)
@@ -478,6 +486,7 @@ def test_no_reliable_signature_gives_random_world_posteriors():
         res.mined.knowledge()
 
 
+@pytest.mark.slow
 def test_unreliable_rate_options():
     table = _release(9, n_groups=30)
     a = fg.mine(table, qi=["q0", "q1"], sensitive="s", group="gid", min_support=6,
@@ -520,6 +529,7 @@ def test_attack_input_errors():
 
 
 # ====================================================================== CLI
+@pytest.mark.slow
 def test_cli_attack(tmp_path, capsys):
     import pyarrow.parquet as pq
 

@@ -136,6 +136,7 @@ def test_integers_and_integral_floats_match_text_labels():
     assert h.bind(pa.array([39.0])).labels[2] == ("[30, 40)",)
 
 
+@pytest.mark.slow
 @given(st.lists(st.integers(0, 60), min_size=1, max_size=40))
 def test_interval_gather_equals_direct_computation(values):
     h = Hierarchy.intervals(range(0, 61), [4, 8, 16], name="v")

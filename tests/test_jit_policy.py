@@ -8,6 +8,7 @@ from pathlib import Path
 import numba
 import numpy as np
 import pyarrow as pa
+import pytest
 from numba.core.registry import CPUDispatcher
 
 import fastpriv
@@ -40,10 +41,11 @@ def test_every_kernel_goes_through_the_policy_decorator():
         assert opts["error_model"] == "numpy", name
         assert set(opts.get("fastmath") or ()) <= _jit.SAFE_FASTMATH, name
         assert "nnan" not in set(opts.get("fastmath") or ()), name
-        assert type(disp._cache).__name__ == ("FunctionCache" if _jit.CACHE_ENABLED
+        assert type(disp._cache).__name__ == ("FastprivCache" if _jit.CACHE_ENABLED
                                                else "NullCache"), name
 
 
+@pytest.mark.slow
 def test_no_raw_numba_decorators_outside_jit_module():
     offenders = []
     for path in PKG.rglob("*.py"):

@@ -137,6 +137,7 @@ def small_tables(draw):
     return rows
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(small_tables(), st.integers(1, 8), st.integers(1, 3))
 def test_derive_equals_brute_force(rows, support, max_size):

@@ -76,6 +76,7 @@ def _naive_sat(rows, hier, crits, q):
     return sat
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(rows=small_tables())
 def test_search_equals_exhaustive_for_every_criterion(rows):
@@ -105,6 +106,7 @@ WORST_CASE = [P.CKSafety(0.7, 1), P.CKSafety(Fraction(9, 10), 2),
               P.CKSafety(0.7, 1) & P.KAnonymity(2)]
 
 
+@pytest.mark.slow
 @settings(max_examples=20)
 @given(rows=small_tables(max_rows=12))
 def test_search_equals_exhaustive_for_worst_case_models(rows):
@@ -125,6 +127,7 @@ def test_search_equals_exhaustive_for_worst_case_models(rows):
         assert res.strategy == "flash"
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(rows=small_tables(), node_i=st.integers(0, 23))
 def test_node_release_equals_brute_force_grouping(rows, node_i):
@@ -146,6 +149,7 @@ def test_node_release_equals_brute_force_grouping(rows, node_i):
     assert np.array_equal(np.bincount(gids, minlength=an.release.n_groups), an.release.sizes)
 
 
+@pytest.mark.slow
 @settings(max_examples=30)
 @given(rows=small_tables(min_rows=4), frac=st.sampled_from([0.1, 0.25, 0.5]),
        k=st.integers(2, 4))
@@ -355,6 +359,7 @@ def _run_cli(*args, cwd=None):
                           text=True, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_cli_lattice(tmp_path):
     out = tmp_path / "adult_k10.parquet"
     js = tmp_path / "summary.json"

@@ -30,6 +30,7 @@ def _row_split(n, labels):
     return [labels[i % len(labels)] for i in range(n)]
 
 
+@pytest.mark.slow
 @given(rows, st.lists(st.integers(0, 3), min_size=1, max_size=40), st.randoms(),
        st.booleans())
 def test_counts_merge_any_row_split_any_order(rs, labels, rnd, two_keys):
@@ -60,6 +61,7 @@ def test_counts_merge_any_row_split_any_order(rs, labels, rnd, two_keys):
     assert classic.audit(got).to_dict() == classic.audit(ref).to_dict()
 
 
+@pytest.mark.slow
 @given(mvpi_groups(case="mvpi-set"), mvpi_groups(case="mvpi-set"))
 def test_release_merge_mvpi_adds_sizes(a, b):
     sa, ga = a
@@ -94,6 +96,7 @@ def test_release_merge_errors():
         a.merge(b)
 
 
+@pytest.mark.slow
 @given(st.lists(st.tuples(st.integers(0, 12), st.sampled_from("abcd")), min_size=1,
                 max_size=80), st.lists(st.integers(0, 2), min_size=13, max_size=13),
        st.randoms())

@@ -68,6 +68,7 @@ def _gen_sets(an, n):
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(rows=tables(), qd=st.integers(1, 3), seed=st.integers(0, 10**6),
        groups=st.lists(st.integers(0, 3), min_size=30, max_size=30))
@@ -174,6 +175,7 @@ def test_discernibility_and_average_group_size():
         average_group_size(rel, 0)
 
 
+@pytest.mark.slow
 @given(st.lists(st.tuples(st.integers(-1, 3), st.floats(0, 1), st.floats(0, 1)),
                 min_size=1, max_size=20))
 def test_average_delta_equals_brute_force(items):

@@ -57,6 +57,7 @@ def _passes(part, crits, q):
     return all(group_passes([r["s"] for r in part], c, q) for c in crits)
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(rows=tables())
 def test_groups_satisfy_and_are_minimal_under_the_split_rule(rows):
@@ -79,6 +80,7 @@ def test_groups_satisfy_and_are_minimal_under_the_split_rule(rows):
         assert np.array_equal(np.bincount(res.group_ids), res.release.sizes)
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(rows=tables(max_rows=20))
 def test_python_path_equals_compiled_path(rows):
@@ -108,6 +110,7 @@ def test_python_path_equals_compiled_path(rows):
         assert np.array_equal(fast.group_ids, two.group_ids)
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(rows=tables())
 def test_generalized_values_cover_each_group(rows):
@@ -200,6 +203,7 @@ def test_tree_reuse_runs_several_criteria():
     assert n50 < n5
 
 
+@pytest.mark.slow
 def test_cli_mondrian(tmp_path):
     out = tmp_path / "m.csv"
     r = subprocess.run([sys.executable, "-m", "fastpriv", "anonymize", "adult", "--qi", "age",
@@ -212,6 +216,7 @@ def test_cli_mondrian(tmp_path):
     assert head.endswith('"group_id"') and '"age"' in head
 
 
+@pytest.mark.slow
 @settings(max_examples=25)
 @given(rows=tables(max_rows=16))
 def test_non_local_criteria_safe_and_minimal(rows):
@@ -237,6 +242,7 @@ def test_non_local_criteria_safe_and_minimal(rows):
                 assert not crit(Release.from_groups(finer)), (crit.name, attr)
 
 
+@pytest.mark.slow
 def test_package_export_survives_a_direct_submodule_import():
     code = ("import fastpriv.anonymize._mondrian\n"
             "import pyarrow as pa, fastpriv as fp\n"

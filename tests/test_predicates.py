@@ -37,6 +37,7 @@ def _q(groups):
     return {v: Fraction(total.count(v), len(total)) for v in set(total)}
 
 
+@pytest.mark.slow
 @given(groups=svpi_groups(max_people=9, max_groups=4, max_values=4))
 def test_group_ok_matches_the_oracle(groups):
     rel = Release.from_groups(groups)
@@ -49,6 +50,7 @@ def test_group_ok_matches_the_oracle(groups):
         assert crit(rel) == all(want)
 
 
+@pytest.mark.slow
 @given(groups=svpi_groups(max_people=9, max_groups=4, max_values=4),
        l=st.integers(1, 4), k=st.integers(1, 5))
 def test_achieved_parameters_agree_with_classic(groups, l, k):
@@ -79,6 +81,7 @@ def test_exact_ties():
     assert P.AlphaKAnonymity(0.8)(r45) and not P.AlphaKAnonymity(0.79)(r45)
 
 
+@pytest.mark.slow
 @given(groups=svpi_groups(max_people=9, max_groups=4, max_values=4), k=st.integers(0, 3))
 def test_ck_negations_against_the_formula(groups, k):
     rel = Release.from_groups(groups)
@@ -102,6 +105,7 @@ def _merge(groups, rnd):
     return out
 
 
+@pytest.mark.slow
 @given(groups=svpi_groups(max_people=10, max_groups=5, max_values=4), seed=st.integers(0, 99))
 def test_monotone_under_merging_groups(groups, seed):
     fine = Release.from_groups(groups)
@@ -226,6 +230,7 @@ def test_group_ok_with_external_reference_distribution():
 
 
 # ---------------------------------------------------------------------- worst-case models
+@pytest.mark.slow
 @given(groups=svpi_groups(max_people=8, max_groups=3, max_values=4), k=st.integers(0, 3),
        seed=st.integers(0, 99))
 def test_ck_safety_implications_uses_ck_safety_and_is_monotone(groups, k, seed):
@@ -244,6 +249,7 @@ def test_ck_safety_implications_uses_ck_safety_and_is_monotone(groups, k, seed):
     assert P.CKSafety(0.5, k).value(rel) == ck_safety.max_disclosure(rel, k).value
 
 
+@pytest.mark.slow
 @given(groups=svpi_groups(max_people=9, max_groups=4, max_values=4), k=st.integers(0, 3))
 def test_ck_negations_kernel_equals_ck_safety(groups, k):
     from fastpriv import ck_safety
@@ -257,6 +263,7 @@ def test_ck_negations_kernel_equals_ck_safety(groups, k):
         assert crit(rel) == ck_safety.is_safe(rel, c, k, knowledge="negations")
 
 
+@pytest.mark.slow
 @given(groups=svpi_groups(max_people=8, max_groups=3, max_values=3), l=st.integers(0, 2),
        k=st.integers(0, 2), m=st.integers(0, 2), seed=st.integers(0, 99))
 def test_skyline_point_uses_skyline_and_is_monotone_for_svpi(groups, l, k, m, seed):

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -26,6 +28,7 @@ def test_quickstart_is_two_commands_and_ci_runs_the_same_test_command():
     assert ci.rstrip().splitlines()[-1] == cmds[1]
 
 
+@pytest.mark.slow
 def test_python_examples_run():
     code = "\n".join(_blocks("python"))        # the sections build on each other
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -297,6 +297,7 @@ def test_streaming_identical_for_any_batching(rs, cuts, rnd):
     assert Release.from_table(t.take(perm), sensitive="s", group="g").equals(ref)
 
 
+@pytest.mark.slow
 @given(rows, st.integers(1, 5))
 def test_accumulators_merge_like_one(rs, parts):
     t = pa.table({"g": [g for g, _ in rs], "s": [s for _, s in rs]})
@@ -316,6 +317,7 @@ def test_accumulators_merge_like_one(rs, parts):
     assert total.rows_seen == t.num_rows
 
 
+@pytest.mark.slow
 @given(svpi_groups(max_people=12, max_groups=4))
 def test_counts_form_is_a_fixed_point(groups):
     rel = Release.from_groups(groups)

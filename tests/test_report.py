@@ -168,6 +168,7 @@ def test_verdict_matches_sections(bucketized_report):
     assert v["threshold_c"] == 0.6
 
 
+@pytest.mark.slow
 def test_safe_release_has_no_risk():
     # 20 distinct values in every group of 20: nothing reaches c = 0.95
     groups = [[f"v{j:02d}" for j in range(20)] for _ in range(10)]

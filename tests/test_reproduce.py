@@ -19,6 +19,7 @@ def quick_run(tmp_path_factory):
     return out, md, index
 
 
+@pytest.mark.slow
 def test_quick_reproduction_runs_every_experiment(quick_run):
     out, md, index = quick_run
     statuses = {e["id"]: (e["status"], e["error"]) for e in index["experiments"]}
@@ -33,6 +34,7 @@ def test_quick_reproduction_runs_every_experiment(quick_run):
     assert index["machine"]["cores"] >= 1
 
 
+@pytest.mark.slow
 def test_reproduction_markdown(quick_run):
     out, md, index = quick_run
     text = (out / "REPRODUCTION.md").read_text()
@@ -113,6 +115,7 @@ def test_stub_benchmark():
     b.extra_info["a"] = 1
 
 
+@pytest.mark.slow
 def test_cli_reproduce(tmp_path, capsys):
     from fastpriv.cli import main
 
@@ -124,6 +127,7 @@ def test_cli_reproduce(tmp_path, capsys):
     assert "REPRODUCTION.md" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_partial_rerun_updates_the_index(tmp_path):
     R.run(tmp_path, only=["martin_fig5"], quick=True, echo=None)
     index = R.run(tmp_path, only=["chen_case_study"], quick=True, echo=None)

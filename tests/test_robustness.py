@@ -18,6 +18,7 @@ from fastpriv import robustness as rb
 from fastpriv._kernels import possible_worlds as pw
 from fastpriv._validation import kernel_array
 from fastpriv.knowledge import Knowledge
+from tests import kernels_reference as kref
 from tests.naive_robustness import audit as naive_audit
 from tests.naive_robustness import (
     binary_posterior,
@@ -215,6 +216,7 @@ def binary_groups(draw, max_n=10):
     return f, n
 
 
+@pytest.mark.slow
 @given(binary_groups())
 def test_esp_equals_enumeration_and_oracle(case):
     f, n = case
@@ -237,6 +239,7 @@ def test_esp_equals_enumeration_and_oracle(case):
         np.testing.assert_allclose(p, want, rtol=1e-9, atol=1e-14)
 
 
+@pytest.mark.slow
 @given(binary_groups(max_n=7))
 def test_exact_esp_equals_oracle_exactly(case):
     f, n = case
@@ -245,6 +248,7 @@ def test_exact_esp_equals_oracle_exactly(case):
     assert rb.posterior([Fraction(v) for v in f], n, exact=True) == exp
 
 
+@pytest.mark.slow
 @given(binary_groups(max_n=8))
 def test_leave_one_out_identities(case):
     f, n = case
@@ -262,10 +266,11 @@ def test_leave_one_out_identities(case):
                                rtol=1e-10, atol=1e-300)
     log_tot = math.log(tot.numerator) - math.log(tot.denominator)   # exact, no underflow
     assert log_e == pytest.approx(log_tot, rel=1e-10, abs=1e-10)
-    assert pw.binary_log_en(kernel_array(fa, np.float64), int(n)) == pytest.approx(
+    assert kref.binary_log_en(kernel_array(fa, np.float64), int(n)) == pytest.approx(
         log_tot, rel=1e-10, abs=1e-10)
 
 
+@pytest.mark.slow
 @given(st.lists(binary_groups(max_n=6), min_size=1, max_size=6))
 def test_batched_kernel_equals_single_groups(cases):
     f = np.concatenate([np.asarray(c[0], float) for c in cases])
@@ -297,6 +302,7 @@ def mv_groups(draw, max_n=6):
     return rows, values
 
 
+@pytest.mark.slow
 @given(mv_groups())
 def test_multivalued_methods_equal_oracle(case):
     P, values = case
@@ -359,6 +365,7 @@ def test_ryser_gray_code_visits_every_state_once():
 rs = st.integers(2, 6)
 
 
+@pytest.mark.slow
 @given(st.integers(1, 40), rs, st.fractions(0, 1))
 def test_delta_ceil_forms_and_monotone(N, r, f):
     d = rb.delta_ceil(N, r, f)
@@ -370,6 +377,7 @@ def test_delta_ceil_forms_and_monotone(N, r, f):
     assert rb.delta_ceil(N, r, float(f)) == pytest.approx(float(d), rel=1e-12, abs=1e-15)
 
 
+@pytest.mark.slow
 @given(st.fractions(0, 1, max_denominator=60), rs, st.fractions(0, 1, max_denominator=60))
 def test_min_group_size_matches_scan(delta, r, f):
     got = rb.min_group_size(delta, r, f)
@@ -381,6 +389,7 @@ def test_min_group_size_matches_scan(delta, r, f):
         assert rb.min_group_size(float(delta), r, float(f)) in (want, want - 1, want + 1)
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(st.integers(2, 7), st.data())
 def test_theorem1_certificate_is_sound_binary_x_once(N, data):
@@ -417,6 +426,7 @@ def test_near_zero_and_near_one_against_exact_fractions():
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-300)
 
 
+@pytest.mark.slow
 def test_large_groups_do_not_underflow():
     rng = np.random.default_rng(0)
     for N, n in ((5000, 7), (4000, 2000), (20000, 40)):
@@ -436,6 +446,7 @@ def test_checkpointed_prefix_matches_full_table():
     np.testing.assert_allclose(blocked, full, rtol=1e-11)
 
 
+@pytest.mark.slow
 def test_float_path_falls_back_to_log_space_when_rows_underflow():
     # forcing ~60 "unlikely" events pushes coefficients below 1e-308 relative
     f = [1 - 1e-12] * 60 + [1e-12] * 60
@@ -562,6 +573,7 @@ def _to_table(rows):
                      "g": [r["g"] for r in rows], "s": [r["_value"] for r in rows]})
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(tiny_tables(), st.sampled_from([2, 3, 1.5]), st.integers(1, 3),
        st.sampled_from(["binary", "multivalued"]))
@@ -584,6 +596,7 @@ def test_audit_equals_brute_force_with_derived_knowledge(rows, r, support, model
     assert res.robust == (best <= 1 / Fraction(r))
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(tiny_tables(), st.sampled_from([2, 3]), st.data())
 def test_audit_equals_brute_force_with_user_knowledge(rows, r, data):
@@ -631,6 +644,7 @@ def _anatomy_like(n=600, seed=0, r=3):
     return pa.table({"a": a, "b": b.astype(str), "g": g, "s": [f"v{v}" for v in s]})
 
 
+@pytest.mark.slow
 def test_audit_chunking_and_release_input_agree():
     t = _anatomy_like()
     base = rb.audit(t, qi=["a", "b"], group="g", sensitive="s", r=3, min_support=20)

@@ -81,6 +81,7 @@ def test_local_vector_copy_matches_spec():
 
 
 # ================================================================= vectors
+@pytest.mark.slow
 @pytest.mark.parametrize("vec", vectors("breach_probability_grid"))
 def test_grid_vector(vec):
     case = CASES[vec["input"]["case"]]
@@ -254,6 +255,7 @@ def _compare_with_oracle(rel, sigma, lmax, kmax, mmax, exact):
     assert N.bp_from_min_nr(N.dp_min_nr(orel, rel.case, sigma, *key)) == grid[key]
 
 
+@pytest.mark.slow
 @given(svpi_case())
 def test_svpi_against_brute_force(data):
     groups, sigma = data
@@ -261,6 +263,7 @@ def test_svpi_against_brute_force(data):
     _compare_with_oracle(rel, sigma, 2, 2, 2, exact=True)
 
 
+@pytest.mark.slow
 @given(mvpi_case("mvpi-set"))
 def test_set_against_brute_force(data):
     sizes, groups, sigma = data
@@ -268,6 +271,7 @@ def test_set_against_brute_force(data):
     _compare_with_oracle(rel, sigma, 2, 2, 2, exact=True)
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(mvpi_case("mvpi-multiset"))
 def test_multiset_against_brute_force(data):
@@ -291,6 +295,7 @@ def any_case(draw, max_people=7, max_count=4):
     return rel, sigma
 
 
+@pytest.mark.slow
 @given(any_case(max_people=5, max_count=3), st.integers(0, 3), st.integers(0, 3),
        st.integers(0, 3))
 def test_per_group_terms_against_brute_force(data, l, k, m):
@@ -305,6 +310,7 @@ def test_per_group_terms_against_brute_force(data, l, k, m):
         assert close(K.v_value(n, s, m, k, cid), N.group_v(orel, rel.case, sigma, g, m, k))
 
 
+@pytest.mark.slow
 @given(any_case(max_people=12), st.integers(0, 4), st.integers(0, 6), st.integers(0, 6))
 def test_witness_reproduces_breach_probability(data, l, k, m):
     rel, sigma = data
@@ -347,6 +353,7 @@ def grounding_case(draw):
     return rel, sigma, t, x, u, v
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(grounding_case())
 def test_knowledge_probability_against_joint_enumeration(data):
@@ -384,6 +391,7 @@ def test_monotone_in_l_k_m(data, l, k, m):
         assert min(ex[1:]) >= ex[0]
 
 
+@pytest.mark.slow
 @given(svpi_case(max_people=10, max_groups=3, max_values=4), st.integers(0, 3),
        st.integers(0, 4), st.integers(0, 4), st.data())
 def test_theorem4_splitting_never_lowers_bp_svpi(data, l, k, m, draw):
@@ -461,6 +469,7 @@ def test_state_split_and_merge_is_identical(seed, case, n_parts, method):
     assert key(got) == key(want)
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(st.integers(0, 2**32 - 1), st.sampled_from(["svpi", "mvpi-set", "mvpi-multiset"]),
        st.booleans())
@@ -574,6 +583,7 @@ def test_long_v_products_log_space():
 
 
 # ================================================================= knowledge skyline
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(any_case(max_people=7), st.fractions(min_value=Fraction(1, 10), max_value=1,
                                               max_denominator=12))
@@ -807,6 +817,7 @@ def _undominated(rel, sigma, l, m_max, k_max):
     return out
 
 
+@pytest.mark.slow
 def test_sigma_records_drop_dominated_groups():
     """On a release shaped like Chen's Figure 7 (groups of 100, 20 values) the (σ, ℓ)
     records keep every undominated group, drop groups dominated by an earlier group of
@@ -908,6 +919,7 @@ def _counts_table(groups, sizes=None):
     return pa.table(cols)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(many_groups(), st.integers(0, 6), st.integers(0, 6), st.integers(0, 6))
 def test_sigma_scan_equals_every_group_scan(data, l, k, m):
@@ -945,6 +957,7 @@ def test_sigma_scan_equals_every_group_scan(data, l, k, m):
     assert list(res.groups) == [None if g < 0 else labels[g] for g in want[1]]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(many_groups(), st.lists(st.tuples(st.integers(0, 5), st.integers(0, 6),
                                          st.integers(0, 6)), min_size=8, max_size=20))
@@ -972,6 +985,7 @@ def test_group_major_points_equal_every_group_scan(data, points):
         assert list(got.points[p].statistics) == _every_group_scan(rel, sigma, l, k, m)[0]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(many_groups(), st.lists(st.integers(0, 6), min_size=2, max_size=4, unique=True),
        st.integers(0, 6), st.integers(0, 6))
@@ -1048,6 +1062,7 @@ def test_witness_labels_of_large_releases_are_looked_up(monkeypatch):
     assert any(g is not None for p in large.points for g in p.groups)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from([0.5, 0.9, 0.25, Fraction(2, 3), 1, Fraction(1, 3)]),
                           st.sampled_from(["tie", "near", "far", "inf", "zero"]),

@@ -65,6 +65,7 @@ def _groups(res):
 
 
 # ---------------------------------------------------------------------- reference equality
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(svpi_tables())
 def test_equals_the_exact_reference(inp):
@@ -96,6 +97,7 @@ def _split_release(rel, group_rows, s_col, g, left, right):
     return Release.from_groups(groups)
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(svpi_tables(max_rows=40), st.sampled_from([0.75, 0.9, 2 / 3, 0.8]))
 def test_svpi_output_is_safe_and_minimal(inp, c):
@@ -164,6 +166,7 @@ def mvpi_tables(draw):
     return pa.table({"id": ind, "q0": q0, "s": s}), {sigma: [pt]}, multiset
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(mvpi_tables())
 def test_mvpi_output_is_safe(inp):

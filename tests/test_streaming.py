@@ -59,6 +59,7 @@ def _split(table, cuts):
 
 
 # ----------------------------------------------------------------- label maps
+@pytest.mark.slow
 @given(st.lists(st.one_of(st.integers(-5, 5), st.integers(-2**62, 2**62)), max_size=60),
        st.integers(1, 20))
 def test_int_codes_assign_first_appearance_codes(keys, chunk):
@@ -97,6 +98,7 @@ rows = st.lists(st.tuples(st.sampled_from(sorted(KEYS)), st.integers(0, 6),
                           st.sampled_from("abcde")), min_size=1, max_size=60)
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(st.sampled_from(sorted(KEYS)), st.data(), st.lists(st.integers(1, 15), max_size=6),
        st.sampled_from(["plain", "dictionary", "per-batch-dictionary"]), st.booleans(),
@@ -124,6 +126,7 @@ def test_accumulator_equals_from_table(kind, data, cuts, encoding, sparse, two_k
     assert acc.rows_seen == table.num_rows
 
 
+@pytest.mark.slow
 @given(st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 3)),
                           st.one_of(st.none(), st.sampled_from("ab"))), min_size=1,
                 max_size=30), st.sampled_from(["drop", "value"]), st.integers(1, 10))
@@ -200,6 +203,7 @@ def test_state_is_bounded_by_pairs_not_rows():
     assert rel.n_rows == 21 * batch.num_rows and rel.n_groups == 200
 
 
+@pytest.mark.slow
 @given(st.lists(st.tuples(st.integers(0, 5), st.sampled_from("abc")), min_size=1,
                 max_size=60), st.integers(1, 9), st.integers(1, 7), st.booleans())
 def test_int32_state_flushes_into_int64_before_overflow(rs, limit, chunk, two_keys):
@@ -398,6 +402,7 @@ def test_cli_streams_a_parquet_directory_with_a_progress_bar(tmp_path, capsys):
     assert p2["ck_safety"]["curve"] == payload["ck_safety"]["curve"]
 
 
+@pytest.mark.slow
 def test_warmup_command_reports_kernels(tmp_path, capsys, monkeypatch):
     from fastpriv.cli import main, warmup
 

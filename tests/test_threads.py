@@ -73,6 +73,7 @@ rows = st.integers(1, 9).flatmap(lambda G: st.integers(1, 7).flatmap(
                                            st.integers(0, 4)), max_size=80))))
 
 
+@pytest.mark.slow
 @given(rows, st.booleans(), st.integers(1, 4), st.booleans())
 def test_count_pairs_parallel_equals_serial_and_oracle(data, weighted, chunks, dense):
     G, V, rs = data
@@ -88,6 +89,7 @@ def test_count_pairs_parallel_equals_serial_and_oracle(data, weighted, chunks, d
         assert a.tolist() == b.tolist() == c
 
 
+@pytest.mark.slow
 @given(rows, st.integers(1, 4))
 def test_dense_profiles_and_parallel_add_equal_oracle(data, chunks):
     G, V, rs = data
@@ -146,6 +148,22 @@ def test_profiles_with_huge_counts_use_the_exact_fallback():
         assert out[2].tolist() == [big, big, 5, 1]
 
 
+@pytest.mark.slow
+@given(st.lists(st.integers(1, 5), min_size=33, max_size=90), st.booleans())
+def test_profiles_with_huge_counts_and_many_values_sort_exactly(mults, dense):
+    # more than 32 values with counts >= 2**31: the merge-sort fallback of _sort_profile
+    big = 1 << 31
+    V = len(mults)
+    g = kernel_array(np.zeros(V, dtype=np.int32), np.int32)
+    v = kernel_array(np.arange(V, dtype=np.int32)[::-1].copy(), np.int32)
+    w = kernel_array(np.array([big * m for m in mults][::-1], dtype=np.int64), np.int64)
+    ref = profiles(g.tolist(), v.tolist(), w.tolist(), n_groups=1)
+    cells = int(K.DENSE_CELLS) if dense else 0
+    for out in (K.count_pairs(g, v, w, 1, V, cells), K.count_pairs_parallel(g, v, w, 1, V,
+                                                                             cells, 2)):
+        assert [a.tolist() for a in out] == list(ref)
+
+
 @given(st.lists(st.tuples(st.integers(0, 30), st.sampled_from("abcd")), min_size=1,
                 max_size=120), st.integers(1, 50))
 def test_release_from_batches_same_for_any_n_jobs(rs, chunk):
@@ -157,6 +175,7 @@ def test_release_from_batches_same_for_any_n_jobs(rs, chunk):
         assert rel.equals(ref)
 
 
+@pytest.mark.slow
 def test_parallel_paths_on_a_larger_input():
     # above the thresholds where the accumulator and to_release switch to threads
     rng = np.random.default_rng(0)
@@ -170,3 +189,36 @@ def test_parallel_paths_on_a_larger_input():
         for b in t.to_batches(max_chunksize=100_000):
             acc.add(b)
         assert acc.to_release().equals(ref)
+
+
+# ----------------------------------------------------------------- the chunk thread pool
+def test_run_chunks_order_threads_and_errors():
+    from fastpriv._threads import chunk_bounds, run_chunks
+
+    seen = []
+    out = run_chunks(lambda c: seen.append(threading.get_ident()) or c * 10, 7, threads=2)
+    assert out == [0, 10, 20, 30, 40, 50, 60]
+    if pool_size() > 1:
+        assert len(set(seen)) == 2          # the caller and one pool thread
+    assert run_chunks(lambda c: c, 3, threads=1) == [0, 1, 2]
+    assert run_chunks(lambda c: c, 0) == [0]   # at least one chunk
+    with n_jobs(1):                           # the calling thread's setting is the default
+        ids = set()
+        run_chunks(lambda c: ids.add(threading.get_ident()), 4)
+        assert ids == {threading.get_ident()}
+
+    def boom(c):
+        if c == 3:
+            raise ValueError("chunk 3")
+        return c
+
+    with pytest.raises(ValueError, match="chunk 3"):
+        run_chunks(boom, 5, threads=2)
+    # nested: a chunk that itself splits runs its inner chunks serially (never waits on the
+    # pool it occupies)
+    nested = run_chunks(lambda c: run_chunks(lambda d: (c, d), 3, threads=2), 4, threads=2)
+    assert nested == [[(c, d) for d in range(3)] for c in range(4)]
+    for n, k in ((10, 3), (0, 2), (5, 8)):
+        bounds = [chunk_bounds(n, k, c) for c in range(k)]
+        assert bounds[0][0] == 0 and bounds[-1][1] == n
+        assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:], strict=False))

@@ -10,13 +10,14 @@ contributes the factor f(i, m) = max(0, n − i − pref[m]) / (n − i) (Lemma 
 
 (the corrected MINIMIZE2 of the spec). Max disclosure = 1 / (1 + R*).
 
-Two independent implementations live here:
+Two independent implementations exist:
 
-* the **reference** (:func:`reference_min_ratio`): the paper's MINIMIZE1 recursion
+* the **reference** (``reference_min_ratio`` in ``tests/kernels_reference.py``, kept out
+  of the package because only the tests and benchmarks run it): the paper's MINIMIZE1 recursion
   M(i, k̂_i, k̂) = min_{k_i ≤ min(k̂_i, k̂)} f(i, k_i) · M(i+1, k_i, k̂ − k_i) tabulated per
   bucket (no sharing between buckets), followed by the straightforward O(|B|·k²) knapsack
   over every bucket. It is what the fast path is tested and benchmarked against.
-* the **fast path**: frequency profiles are de-duplicated by (n, top-(k+1) counts) with a
+* the **fast path** (here): frequency profiles are de-duplicated by (n, top-(k+1) counts) with a
   hash table (:func:`dedupe_profiles`); cheap upper/lower bounds discard the profiles that
   provably cannot be among the k+1 best buckets for any h (:func:`prune_profiles`); M1 is
   computed for the rest with an O(k³) DP whose every state costs O(1) (:func:`m1_profiles`);
@@ -254,96 +255,6 @@ def m1_profiles(keys, rows, H):
         cnt = min(LANES, Q - lo)
         _m1_block(keys, rows, lo, cnt, H, pref, nn, fi, prev, cur, best, out)
     return out
-
-
-@kernel
-def _m1_paper(n, pref, H, memo, out_row):
-    """Tabulate the paper's MINIMIZE1(b, i, k̂_i, k̂) as memo[i, kcap, rem]; O(H⁴)."""
-    L = H if H < n else n
-    for kc in range(H + 1):
-        memo[L, kc, 0] = 1.0
-        for rem in range(1, H + 1):
-            memo[L, kc, rem] = _INF
-    for i in range(L - 1, -1, -1):
-        ni = n - i
-        for kc in range(H + 1):
-            memo[i, kc, 0] = 1.0
-            for rem in range(1, H - i + 1):
-                pmin = _INF
-                top = kc if kc < rem else rem
-                for ki in range(1, top + 1):
-                    num = ni - pref[ki]
-                    f = num / ni if num > 0 else 0.0
-                    sub = memo[i + 1, ki, rem - ki]
-                    if sub < _INF:
-                        p = f * sub
-                        if p < pmin:
-                            pmin = p
-                memo[i, kc, rem] = pmin
-    out_row[0] = 1.0
-    for h in range(1, H + 1):
-        out_row[h] = memo[0, h, h]
-
-
-@kernel
-def reference_m1(indptr, counts, sizes, H):
-    """M1(b, h), h = 0..H, for every bucket with the paper's recursion (no sharing)."""
-    G = sizes.shape[0]
-    out = np.empty((G, H + 1))
-    memo = np.empty((H + 2, H + 1, H + 1))
-    pref = np.zeros(H + 1, dtype=np.int64)
-    for g in range(G):
-        a, b = indptr[g], indptr[g + 1]
-        for m in range(1, H + 1):
-            j = a + m - 1
-            pref[m] = pref[m - 1] + (counts[j] if j < b else 0)
-        _m1_paper(sizes[g], pref, H, memo, out[g])
-    return out
-
-
-@kernel
-def reference_min_ratio(indptr, counts, sizes, K):
-    """R*(t) for t = 0..K: paper MINIMIZE1 per bucket + O(|B|·K²) knapsack over all buckets.
-
-    U[t] (no A placed yet) and V[t] (A placed) are the minimal products over the buckets
-    seen so far using exactly t antecedent atoms; M1 is non-increasing in h, so exactly t
-    equals at most t. Returns V.
-    """
-    H = K + 1
-    G = sizes.shape[0]
-    memo = np.empty((H + 2, H + 1, H + 1))
-    pref = np.zeros(H + 1, dtype=np.int64)
-    u = np.empty(H + 1)
-    U = _filled1(K + 1, _INF)
-    V = _filled1(K + 1, _INF)
-    U[0] = 1.0
-    for g in range(G):
-        a, b = indptr[g], indptr[g + 1]
-        for m in range(1, H + 1):
-            j = a + m - 1
-            pref[m] = pref[m - 1] + (counts[j] if j < b else 0)
-        _m1_paper(sizes[g], pref, H, memo, u)
-        ratio = sizes[g] / counts[a]
-        for t in range(K, -1, -1):
-            nu = _INF
-            nv = _INF
-            for h in range(t + 1):
-                x = U[t - h]
-                if x < _INF:
-                    c = x * u[h]
-                    if c < nu:
-                        nu = c
-                    c = x * (ratio * u[h + 1])
-                    if c < nv:
-                        nv = c
-                y = V[t - h]
-                if y < _INF:
-                    c = y * u[h]
-                    if c < nv:
-                        nv = c
-            U[t] = nu
-            V[t] = nv
-    return V
 
 
 # --------------------------------------------------------------------------- pruning

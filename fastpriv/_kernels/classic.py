@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import prange
 
 from .._jit import kernel
+from .._threads import chunk_bounds, run_chunks
 
 
 # --------------------------------------------------------------- one group (inlined helpers)
@@ -206,40 +206,46 @@ ENTROPY, RECURSIVE, EMD_EQUAL, EMD_ORDERED, BETA, DELTA = range(6)
 
 
 @kernel
+def audit_tables(q, rank):
+    """Return the tables of :func:`audit_range`: Q in the order ``rank``, and c·log c."""
+    return _ordered_reference(q, rank), _clogc_table()
+
+
 def audit_columns(indptr, codes, counts, q, rank, l):
     """Every per-group model above in one pass over the profile (``classic.audit``).
 
     Returns a (G, 6) array with the columns :data:`ENTROPY` (H_g, not exp), :data:`RECURSIVE`,
     :data:`EMD_EQUAL`, :data:`EMD_ORDERED` (order ``rank``), :data:`BETA`, :data:`DELTA` —
     the same numbers as the one-model kernels (same terms, same order), reading the
-    profile once.
+    profile once. A Python driver of the kernels :func:`audit_tables` and
+    :func:`audit_range` (one chunk).
     """
-    n_groups = indptr.shape[0] - 1
-    out = np.empty((n_groups, 6), dtype=np.float64)
-    _audit_range(indptr, codes, counts, q, rank, l, _ordered_reference(q, rank),
-                 _clogc_table(), out, np.int64(0), n_groups)
-    return out
+    return audit_columns_parallel(indptr, codes, counts, q, rank, l, 1)
 
 
-@kernel(parallel=True)
 def audit_columns_parallel(indptr, codes, counts, q, rank, l, n_chunks):
-    """:func:`audit_columns` on ``n_chunks`` contiguous group ranges in parallel.
+    """:func:`audit_columns` on ``n_chunks`` contiguous group ranges, on threads.
 
     Groups are independent and each chunk writes only its own rows of the output (and has
-    its own scratch), so the result is identical to the sequential kernel.
+    its own scratch), so the result is identical to one chunk. The chunks run
+    :func:`audit_range` (serial, ``nogil``) on :func:`fastpriv._threads.run_chunks`
+    (the calling thread's ``n_jobs`` setting).
     """
     n_groups = indptr.shape[0] - 1
     out = np.empty((n_groups, 6), dtype=np.float64)
-    qs = _ordered_reference(q, rank)
-    clogc = _clogc_table()
-    for c in prange(n_chunks):
-        _audit_range(indptr, codes, counts, q, rank, l, qs, clogc, out,
-                     n_groups * c // n_chunks, n_groups * (c + 1) // n_chunks)
+    qs, clogc = audit_tables(q, rank)
+    n_chunks = max(int(n_chunks), 1)
+
+    def chunk(c: int) -> None:
+        g0, g1 = chunk_bounds(n_groups, n_chunks, c)
+        audit_range(indptr, codes, counts, q, rank, l, qs, clogc, out, g0, g1)
+
+    run_chunks(chunk, n_chunks)
     return out
 
 
 @kernel
-def _audit_range(indptr, codes, counts, q, rank, l, qs, clogc, out, g0, g1):
+def audit_range(indptr, codes, counts, q, rank, l, qs, clogc, out, g0, g1):
     """Rows ``g0 .. g1-1`` of :func:`audit_columns` (a scratch of its own for ordered EMD).
 
     One loop over a group's entries feeds all six models: each P_g(x) = #x / N_g is

@@ -9,9 +9,9 @@ this form: the top counts n_g(s^0) ≥ n_g(s^1) ≥ … are a prefix of each sli
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
 from .._jit import kernel
+from .._threads import chunk_bounds, run_chunks
 
 
 @kernel
@@ -175,14 +175,40 @@ def _sort_profile(seen, d, scratch, base):
                 seen[b + 1] = seen[b]
                 b -= 1
             seen[b + 1] = va
-    else:
-        byc = np.sort(seen[:d])
-        neg = np.empty(d, dtype=np.int64)
-        for a in range(d):
-            neg[a] = -scratch[base + byc[a]]
-        perm = np.argsort(neg, kind="mergesort")  # stable: ties stay by code
-        for a in range(d):
-            seen[a] = byc[perm[a]]
+    else:  # bottom-up merge sort: no np.sort/np.argsort to compile for this rare path
+        src = seen
+        dst = np.empty(seen.shape[0], dtype=seen.dtype)
+        in_buf = False
+        w = 1
+        while w < d:
+            for lo in range(0, d, 2 * w):
+                mid = min(lo + w, d)
+                hi = min(lo + 2 * w, d)
+                i, j, k = lo, mid, lo
+                while i < mid and j < hi:
+                    ci = scratch[base + src[i]]
+                    cj = scratch[base + src[j]]
+                    if cj > ci or (cj == ci and src[j] < src[i]):
+                        dst[k] = src[j]
+                        j += 1
+                    else:
+                        dst[k] = src[i]
+                        i += 1
+                    k += 1
+                while i < mid:
+                    dst[k] = src[i]
+                    i += 1
+                    k += 1
+                while j < hi:
+                    dst[k] = src[j]
+                    j += 1
+                    k += 1
+            src, dst = dst, src
+            in_buf = not in_buf
+            w *= 2
+        if in_buf:
+            for a in range(d):
+                seen[a] = src[a]
 
 
 #: Profiles whose counts are all below this are sorted on packed int64 keys
@@ -553,30 +579,47 @@ def count_direct(x, base, table, next_code, vidx, vremap, mat8, mat, stride, gca
     return stop, code
 
 
-@kernel(parallel=True)
+@kernel
+def dense_add_range(group, value, mat8, mat, stride, lo, hi):
+    """:func:`dense_add` of the rows whose group code lies in ``[lo, hi)`` only.
+
+    One chunk of :func:`dense_add_parallel` (owner computes): it scans every row and
+    updates only its own groups' cells, so chunks with disjoint ranges never write the same
+    cell and run concurrently (``nogil``).
+    """
+    span = np.uint64(hi - lo)
+    for i in range(group.shape[0]):
+        g = np.int64(group[i])
+        if np.uint64(g - lo) < span:    # lo <= g < hi in one unsigned comparison
+            k = g * stride + value[i]
+            y = mat8[k] + 1
+            if y == 255:
+                mat[k] += 255
+                y = 0
+            mat8[k] = y
+
+
 def dense_add_parallel(group, value, mat8, mat, stride, g_lo, g_hi, n_chunks):
     """:func:`dense_add` on ``n_chunks`` threads without a data race (owner computes).
 
     Chunk c owns the group codes ``[lo_c, hi_c)`` of an equal split of ``[g_lo, g_hi]``
-    (the batch's group range) and scans every row, adding only the rows of its own groups:
-    no two threads ever write the same cell, and no per-thread matrix is needed (the
-    state matrix can be hundreds of MB). Each thread reads all rows (sequential, cheap)
-    and performs 1/n_chunks of the random-access updates.
+    (the batch's group range) and runs :func:`dense_add_range` over every row, adding only
+    the rows of its own groups: no two threads ever write the same cell, and no per-thread
+    matrix is needed (the state matrix can be hundreds of MB). Each thread reads all rows
+    (sequential, cheap) and performs 1/n_chunks of the random-access updates. The chunks
+    run on :func:`fastpriv._threads.run_chunks`.
     """
-    n = group.shape[0]
-    span = g_hi - g_lo + 1
-    for c in prange(n_chunks):
-        lo = g_lo + span * c // n_chunks
-        hi = g_lo + span * (c + 1) // n_chunks
-        for i in range(n):
-            g = np.int64(group[i])
-            if g >= lo and g < hi:
-                k = g * stride + value[i]
-                y = mat8[k] + 1
-                if y == 255:
-                    mat[k] += 255
-                    y = 0
-                mat8[k] = y
+    n_chunks = max(int(n_chunks), 1)
+    if n_chunks == 1:     # one owner: the plain kernel, no range test per row
+        dense_add(group, value, mat8, mat, stride)
+        return
+    span = int(g_hi) - int(g_lo) + 1
+
+    def chunk(c: int) -> None:
+        lo, hi = chunk_bounds(span, n_chunks, c)
+        dense_add_range(group, value, mat8, mat, stride, int(g_lo) + lo, int(g_lo) + hi)
+
+    run_chunks(chunk, n_chunks)
 
 
 @kernel
@@ -691,132 +734,125 @@ def _dense_width(mat, mat64, base, n_values):
 
 
 @kernel
+def dense_widths(mat, mat64, stride, gorder, n_values, p0, p1, dcount):
+    """``dcount[p + 1]`` = number of non-zero cells of output group p, for p in [p0, p1)."""
+    for p in range(p0, p1):
+        dcount[p + 1] = _dense_width(mat, mat64, np.int64(gorder[p]) * stride, n_values)
+
+
+@kernel
+def dense_emit(mat, mat64, stride, gorder, vrank, n_values, indptr, codes, counts, sizes,
+               vtot, p0, p1):
+    """Write the profiles of output groups ``[p0, p1)`` (see :func:`dense_profiles`).
+
+    ``sizes[p]`` gets the group's total and ``vtot[rank]`` accumulates the value totals of
+    these groups; the scratch arrays are the chunk's own.
+    """
+    seen = np.empty(n_values, dtype=np.int32)
+    scratch = np.zeros(n_values, dtype=np.int64)
+    keys = np.empty(n_values, dtype=np.int64)
+    for p in range(p0, p1):
+        _, tot = _dense_group(mat, mat64, np.int64(gorder[p]) * stride, vrank, n_values, seen,
+                              scratch, keys, codes, counts, indptr[p], vtot)
+        sizes[p] = tot
+
+
 def dense_profiles(mat, mat64, stride, gorder, vrank, n_values):
     """Canonical CSR frequency profiles straight from a dense state.
 
     Output group p is state group ``gorder[p]``; value code ``v`` of the state becomes
     ``vrank[v]`` (its rank among the sorted labels). Within a group: count descending,
     ties by (ranked) code ascending — the :func:`count_pairs` order. Returns
-    ``(indptr, codes, counts, sizes, value_totals)`` (totals indexed by rank).
+    ``(indptr, codes, counts, sizes, value_totals)`` (totals indexed by rank). One chunk
+    of :func:`dense_profiles_parallel`.
     """
-    G = gorder.shape[0]
-    indptr = np.zeros(G + 1, dtype=np.int64)
-    for p in range(G):
-        indptr[p + 1] = indptr[p] + _dense_width(mat, mat64, np.int64(gorder[p]) * stride,
-                                                 n_values)
-    nnz = indptr[G]
-    codes = np.empty(nnz, dtype=np.int32)
-    counts = np.empty(nnz, dtype=np.int64)
-    sizes = np.zeros(G, dtype=np.int64)
-    seen = np.empty(n_values, dtype=np.int32)
-    scratch = np.zeros(n_values, dtype=np.int64)
-    keys = np.empty(n_values, dtype=np.int64)
-    vtot = np.zeros(n_values, dtype=np.int64)
-    for p in range(G):
-        _, tot = _dense_group(mat, mat64, np.int64(gorder[p]) * stride, vrank, n_values, seen,
-                              scratch, keys, codes, counts, indptr[p], vtot)
-        sizes[p] = tot
-    return indptr, codes, counts, sizes, vtot
+    return dense_profiles_parallel(mat, mat64, stride, gorder, vrank, n_values, 1)
 
 
-@kernel(parallel=True)
 def dense_profiles_parallel(mat, mat64, stride, gorder, vrank, n_values, n_chunks):
-    """:func:`dense_profiles` over ``n_chunks`` chunks of groups (per-thread scratch)."""
+    """:func:`dense_profiles` over ``n_chunks`` chunks of groups, on threads.
+
+    Two passes of serial ``nogil`` kernels over contiguous chunks of output groups
+    (:func:`dense_widths`, then :func:`dense_emit` with per-chunk scratch and value
+    totals) on :func:`fastpriv._threads.run_chunks`; identical output for any chunking.
+    """
+    n_chunks = max(int(n_chunks), 1)
     G = gorder.shape[0]
     dcount = np.zeros(G + 1, dtype=np.int64)
-    for c in prange(n_chunks):
-        for p in range(G * c // n_chunks, G * (c + 1) // n_chunks):
-            dcount[p + 1] = _dense_width(mat, mat64, np.int64(gorder[p]) * stride, n_values)
+    run_chunks(lambda c: dense_widths(mat, mat64, stride, gorder, n_values,
+                                      *chunk_bounds(G, n_chunks, c), dcount), n_chunks)
     indptr = np.cumsum(dcount)
-    nnz = indptr[G]
+    nnz = int(indptr[G])
     codes = np.empty(nnz, dtype=np.int32)
     counts = np.empty(nnz, dtype=np.int64)
     sizes = np.zeros(G, dtype=np.int64)
-    vtots = np.zeros((n_chunks, n_values), dtype=np.int64)   # per-thread value totals
-    for c in prange(n_chunks):
-        seen = np.empty(n_values, dtype=np.int32)
-        scratch = np.zeros(n_values, dtype=np.int64)
-        keys = np.empty(n_values, dtype=np.int64)
-        vt = vtots[c]
-        for p in range(G * c // n_chunks, G * (c + 1) // n_chunks):
-            _, tot = _dense_group(mat, mat64, np.int64(gorder[p]) * stride, vrank, n_values,
-                                  seen, scratch, keys, codes, counts, indptr[p], vt)
-            sizes[p] = tot
-    vtot = np.zeros(n_values, dtype=np.int64)
-    for c in range(n_chunks):
-        for v in range(n_values):
-            vtot[v] += vtots[c, v]
-    return indptr, codes, counts, sizes, vtot
+    vtots = np.zeros((n_chunks, n_values), dtype=np.int64)   # per-chunk value totals
+    run_chunks(lambda c: dense_emit(mat, mat64, stride, gorder, vrank, n_values, indptr,
+                                    codes, counts, sizes, vtots[c],
+                                    *chunk_bounds(G, n_chunks, c)), n_chunks)
+    return indptr, codes, counts, sizes, vtots.sum(axis=0)
 
 
-@kernel(parallel=True)
-def count_pairs_parallel(group, value, weights, n_groups, n_values, dense_cells, n_chunks):
-    """:func:`count_pairs` on ``n_chunks`` threads: identical output, no shared writes.
-
-    Rows are split into ``n_chunks`` contiguous chunks.
-
-    * **Dense** (``n_chunks · n_groups · n_values ≤ dense_cells``): each chunk counts its
-      rows into its *own* group × value matrix; the matrices are summed group-range by
-      group-range (each thread owns its groups' cells) and the profiles are extracted in
-      parallel with per-thread scratch.
-    * **Bucketed** otherwise: a parallel counting sort buckets value codes (and weights) by
-      group — per-chunk group histograms, an exclusive prefix over (group, chunk), each
-      chunk scattering its rows to its own disjoint positions — then groups are counted in
-      parallel, each thread with its own scratch array of ``n_values`` counts; profiles
-      are written in place of the group's rows and compacted with a prefix sum.
-      O(n + n_chunks · n_groups + Σ_g d_g log d_g) work.
-    """
-    n = group.shape[0]
+# count_pairs on threads: serial nogil phase kernels over chunks (rows or groups)
+@kernel
+def pairs_count_rows(group, value, weights, n_values, i0, i1, mat):
+    """Dense phase 1: rows ``[i0, i1)`` counted into this chunk's own matrix ``mat``."""
     unit = weights.shape[0] == 0
-    T = n_chunks
-    if T < 1:
-        T = 1
-    cells = np.int64(n_groups) * n_values
-    if cells * T <= dense_cells:
-        mats = np.zeros((T, cells), dtype=np.int64)
-        for c in prange(T):
-            for i in range(n * c // T, n * (c + 1) // T):
-                w = np.int64(1) if unit else weights[i]
-                mats[c, np.int64(group[i]) * n_values + value[i]] += w
-        for c in prange(T):
-            lo = cells * c // T
-            hi = cells * (c + 1) // T
-            for t in range(1, T):
-                for j in range(lo, hi):
-                    mats[0, j] += mats[t, j]
-        mat = mats[0]
-        dcount = np.zeros(n_groups + 1, dtype=np.int64)
-        for c in prange(T):
-            for g in range(n_groups * c // T, n_groups * (c + 1) // T):
-                base = np.int64(g) * n_values
-                d = 0
-                for v in range(n_values):
-                    if mat[base + v] != 0:
-                        d += 1
-                dcount[g + 1] = d
-        indptr = np.cumsum(dcount)
-        nnz = indptr[n_groups]
-        codes = np.empty(nnz, dtype=np.int32)
-        counts = np.empty(nnz, dtype=np.int64)
-        for c in prange(T):
-            seen = np.empty(n_values, dtype=np.int32)
-            keys = np.empty(n_values, dtype=np.int64)
-            for g in range(n_groups * c // T, n_groups * (c + 1) // T):
-                base = np.int64(g) * n_values
-                d = 0
-                for v in range(n_values):
-                    if mat[base + v] != 0:
-                        seen[d] = v
-                        d += 1
-                _emit_profile(seen, np.int64(d), mat, base, keys, codes, counts, indptr[g])
-        return indptr, codes, counts
-    # 1. per-chunk histograms of groups
-    hist = np.zeros((T, n_groups), dtype=np.int64)
-    for c in prange(T):
-        for i in range(n * c // T, n * (c + 1) // T):
-            hist[c, group[i]] += 1
-    # 2. exclusive prefix in (group, chunk) order: chunk c of group g starts at hist[c, g]
-    start = np.zeros(n_groups + 1, dtype=np.int64)
+    for i in range(i0, i1):
+        w = np.int64(1) if unit else weights[i]
+        mat[np.int64(group[i]) * n_values + value[i]] += w
+
+
+@kernel
+def pairs_sum_mats(mats, lo, hi):
+    """Dense phase 2: cells ``[lo, hi)`` of every chunk's matrix added into ``mats[0]``."""
+    for t in range(1, mats.shape[0]):
+        for j in range(lo, hi):
+            mats[0, j] += mats[t, j]
+
+
+@kernel
+def pairs_dense_widths(mat, n_values, g0, g1, dcount):
+    """Dense phase 3: ``dcount[g + 1]`` = non-zero cells of group g, g in ``[g0, g1)``."""
+    for g in range(g0, g1):
+        base = np.int64(g) * n_values
+        d = 0
+        for v in range(n_values):
+            if mat[base + v] != 0:
+                d += 1
+        dcount[g + 1] = d
+
+
+@kernel
+def pairs_dense_emit(mat, n_values, g0, g1, indptr, codes, counts):
+    """Dense phase 4: profiles of groups ``[g0, g1)`` written at ``indptr[g]``."""
+    seen = np.empty(n_values, dtype=np.int32)
+    keys = np.empty(n_values, dtype=np.int64)
+    for g in range(g0, g1):
+        base = np.int64(g) * n_values
+        d = 0
+        for v in range(n_values):
+            if mat[base + v] != 0:
+                seen[d] = v
+                d += 1
+        _emit_profile(seen, np.int64(d), mat, base, keys, codes, counts, indptr[g])
+
+
+@kernel
+def pairs_group_hist(group, i0, i1, hist):
+    """Bucketed phase 1: histogram of the group codes of rows ``[i0, i1)``."""
+    for i in range(i0, i1):
+        hist[group[i]] += 1
+
+
+@kernel
+def pairs_prefix(hist, start):
+    """Bucketed phase 2: exclusive prefix in (group, chunk) order, in place.
+
+    Afterwards chunk c of group g starts at ``hist[c, g]``; ``start[g]`` is where group g
+    starts and ``start[n_groups]`` the number of rows.
+    """
+    T, n_groups = hist.shape
     run = np.int64(0)
     for g in range(n_groups):
         start[g] = run
@@ -825,51 +861,121 @@ def count_pairs_parallel(group, value, weights, n_groups, n_values, dense_cells,
             hist[c, g] = run
             run += h
     start[n_groups] = run
-    # 3. scatter (each chunk writes its own positions)
+
+
+@kernel
+def pairs_scatter(group, value, weights, i0, i1, pos, bvals, bw):
+    """Bucketed phase 3: rows ``[i0, i1)`` to their chunk's own positions ``pos[g]``."""
+    unit = weights.shape[0] == 0
+    for i in range(i0, i1):
+        g = group[i]
+        p = pos[g]
+        bvals[p] = value[i]
+        if not unit:
+            bw[p] = weights[i]
+        pos[g] = p + 1
+
+
+@kernel
+def pairs_bucket_count(bvals, bw, start, n_values, g0, g1, tcodes, tcounts, dcount):
+    """Bucketed phase 4: count groups ``[g0, g1)``, each chunk in a scratch of its own.
+
+    A group's profile goes to its first row position ``start[g]``, its width to
+    ``dcount[g + 1]``.
+    """
+    unit = bw.shape[0] == 0
+    seen = np.empty(n_values, dtype=np.int32)
+    scratch = np.zeros(n_values, dtype=np.int64)
+    keys = np.empty(n_values, dtype=np.int64)
+    for g in range(g0, g1):
+        d = 0
+        for p in range(start[g], start[g + 1]):
+            w = np.int64(1) if unit else bw[p]
+            if w == 0:
+                continue
+            v = bvals[p]
+            if scratch[v] == 0:
+                seen[d] = v
+                d += 1
+            scratch[v] += w
+        _emit_profile(seen, np.int64(d), scratch, np.int64(0), keys, tcodes, tcounts,
+                      start[g])
+        for a in range(d):
+            scratch[seen[a]] = 0
+        dcount[g + 1] = d
+
+
+@kernel
+def pairs_compact(start, indptr, tcodes, tcounts, g0, g1, codes, counts):
+    """Bucketed phase 5: move the profiles of groups ``[g0, g1)`` to their CSR place."""
+    for g in range(g0, g1):
+        s0 = start[g]
+        k = indptr[g]
+        for a in range(indptr[g + 1] - k):
+            codes[k + a] = tcodes[s0 + a]
+            counts[k + a] = tcounts[s0 + a]
+
+
+def count_pairs_parallel(group, value, weights, n_groups, n_values, dense_cells, n_chunks):
+    """:func:`count_pairs` on ``n_chunks`` threads: identical output, no shared writes.
+
+    Rows are split into ``n_chunks`` contiguous chunks; every phase is a serial ``nogil``
+    kernel over one chunk of rows or of groups, run on :func:`fastpriv._threads.run_chunks`.
+
+    * **Dense** (``n_chunks · n_groups · n_values ≤ dense_cells``): each chunk counts its
+      rows into its *own* group × value matrix; the matrices are summed cell-range by
+      cell-range (each thread owns its cells) and the profiles are extracted by group
+      ranges with per-chunk scratch.
+    * **Bucketed** otherwise: a counting sort buckets value codes (and weights) by group —
+      per-chunk group histograms, an exclusive prefix over (group, chunk), each chunk
+      scattering its rows to its own disjoint positions — then groups are counted by
+      ranges, each chunk with its own scratch array of ``n_values`` counts; profiles are
+      written in place of the group's rows and compacted with a prefix sum.
+      O(n + n_chunks · n_groups + Σ_g d_g log d_g) work.
+    """
+    n = group.shape[0]
+    T = max(int(n_chunks), 1)
+    n_groups, n_values = int(n_groups), int(n_values)
+    cells = n_groups * n_values
+    dcount = np.zeros(n_groups + 1, dtype=np.int64)
+
+    def by_rows(c: int) -> tuple[int, int]:
+        return chunk_bounds(n, T, c)
+
+    def by_groups(c: int) -> tuple[int, int]:
+        return chunk_bounds(n_groups, T, c)
+
+    if cells * T <= dense_cells:
+        mats = np.zeros((T, cells), dtype=np.int64)
+        run_chunks(lambda c: pairs_count_rows(group, value, weights, n_values, *by_rows(c),
+                                              mats[c]), T)
+        if T > 1:
+            run_chunks(lambda c: pairs_sum_mats(mats, *chunk_bounds(cells, T, c)), T)
+        mat = mats[0]
+        run_chunks(lambda c: pairs_dense_widths(mat, n_values, *by_groups(c), dcount), T)
+        indptr = np.cumsum(dcount)
+        nnz = int(indptr[n_groups])
+        codes = np.empty(nnz, dtype=np.int32)
+        counts = np.empty(nnz, dtype=np.int64)
+        run_chunks(lambda c: pairs_dense_emit(mat, n_values, *by_groups(c), indptr, codes,
+                                              counts), T)
+        return indptr, codes, counts
+    hist = np.zeros((T, n_groups), dtype=np.int64)
+    run_chunks(lambda c: pairs_group_hist(group, *by_rows(c), hist[c]), T)
+    start = np.zeros(n_groups + 1, dtype=np.int64)
+    pairs_prefix(hist, start)
     bvals = np.empty(n, dtype=np.int32)
-    bw = np.empty(0 if unit else n, dtype=np.int64)
-    for c in prange(T):
-        for i in range(n * c // T, n * (c + 1) // T):
-            g = group[i]
-            p = hist[c, g]
-            bvals[p] = value[i]
-            if not unit:
-                bw[p] = weights[i]
-            hist[c, g] = p + 1
-    # 4. count each group in a per-thread scratch; the profile goes to the group's row start
+    bw = np.empty(0 if weights.shape[0] == 0 else n, dtype=np.int64)
+    run_chunks(lambda c: pairs_scatter(group, value, weights, *by_rows(c), hist[c], bvals,
+                                       bw), T)
     tcodes = np.empty(n, dtype=np.int32)
     tcounts = np.empty(n, dtype=np.int64)
-    dcount = np.zeros(n_groups + 1, dtype=np.int64)
-    for c in prange(T):
-        seen = np.empty(n_values, dtype=np.int32)
-        scratch = np.zeros(n_values, dtype=np.int64)
-        keys = np.empty(n_values, dtype=np.int64)
-        for g in range(n_groups * c // T, n_groups * (c + 1) // T):
-            d = 0
-            for p in range(start[g], start[g + 1]):
-                w = np.int64(1) if unit else bw[p]
-                if w == 0:
-                    continue
-                v = bvals[p]
-                if scratch[v] == 0:
-                    seen[d] = v
-                    d += 1
-                scratch[v] += w
-            _emit_profile(seen, np.int64(d), scratch, np.int64(0), keys, tcodes, tcounts,
-                          start[g])
-            for a in range(d):
-                scratch[seen[a]] = 0
-            dcount[g + 1] = d
-    # 5. compact
+    run_chunks(lambda c: pairs_bucket_count(bvals, bw, start, n_values, *by_groups(c), tcodes,
+                                            tcounts, dcount), T)
     indptr = np.cumsum(dcount)
-    nnz = indptr[n_groups]
+    nnz = int(indptr[n_groups])
     codes = np.empty(nnz, dtype=np.int32)
     counts = np.empty(nnz, dtype=np.int64)
-    for c in prange(T):
-        for g in range(n_groups * c // T, n_groups * (c + 1) // T):
-            s0 = start[g]
-            k = indptr[g]
-            for a in range(indptr[g + 1] - k):
-                codes[k + a] = tcodes[s0 + a]
-                counts[k + a] = tcounts[s0 + a]
+    run_chunks(lambda c: pairs_compact(start, indptr, tcodes, tcounts, *by_groups(c), codes,
+                                       counts), T)
     return indptr, codes, counts

@@ -12,7 +12,8 @@ weight ``w``). Each level is one column: a QI attribute (its domain code, or a g
 code whose member values are known), the sensitive value, or a group id. A query walks the
 trie multiplying one factor per level and skips every subtree whose factor is 0, so it
 touches only the part of the table its predicates can reach. Queries are independent and
-run in parallel (``prange``), each writing its own output slot.
+run in chunks on threads (:func:`fastpriv._threads.run_chunks`), each writing its own output
+slots.
 
 Level kinds (``lev_kind``): 0 = QI domain code, factor ``masks[q, off[a] + code]``;
 1 = generalized QI code, factor |gen ∩ b_A| / |gen| from the member CSR; 2 = sensitive
@@ -23,22 +24,39 @@ value, factor ``smask[q, code]``; 3 = group id (bucketized release), factor
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
 from .._jit import kernel
+from .._threads import chunk_bounds, current_threads, run_chunks
 
 
-@kernel(parallel=True)
 def trie_sums(node_code, lev_start, child_lo, child_hi, w, lev_kind, lev_attr, masks, off,
               smask, gindptr, gmem, gip_off, gmem_off, frac_off, n_frac, gp_indptr, gp_codes,
               gp_counts, gp_sizes):
-    """Σ over cells of w · ∏_levels factor, for every query (see the module docstring)."""
+    """Σ over cells of w · ∏_levels factor, for every query (see the module docstring).
+
+    Chunks of queries run :func:`trie_sums_range` (serial, ``nogil``) on
+    :func:`fastpriv._threads.run_chunks`.
+    """
     n_q = masks.shape[0]
+    out = np.zeros(n_q, dtype=np.float64)
+    n_chunks = min(n_q, 4 * current_threads())
+    run_chunks(lambda c: trie_sums_range(node_code, lev_start, child_lo, child_hi, w, lev_kind,
+                                         lev_attr, masks, off, smask, gindptr, gmem, gip_off,
+                                         gmem_off, frac_off, n_frac, gp_indptr, gp_codes,
+                                         gp_counts, gp_sizes, *chunk_bounds(n_q, n_chunks, c),
+                                         out), n_chunks)
+    return out
+
+
+@kernel
+def trie_sums_range(node_code, lev_start, child_lo, child_hi, w, lev_kind, lev_attr, masks,
+                    off, smask, gindptr, gmem, gip_off, gmem_off, frac_off, n_frac, gp_indptr,
+                    gp_codes, gp_counts, gp_sizes, q0, q1, out):
+    """Compute queries ``[q0, q1)`` of :func:`trie_sums` into ``out``."""
     L = lev_start.shape[0] - 1
     d_gen = gip_off.shape[0] - 1
     n_groups = gp_sizes.shape[0]
-    out = np.zeros(n_q, dtype=np.float64)
-    for q in prange(n_q):
+    for q in range(q0, q1):
         frac = np.zeros(n_frac, dtype=np.float64)
         for a in range(d_gen):
             n_g = gip_off[a + 1] - gip_off[a] - 1
@@ -97,7 +115,6 @@ def trie_sums(node_code, lev_start, child_lo, child_hi, w, lev_kind, lev_attr, m
                 end[lev + 1] = child_hi[node]
                 lev += 1
         out[q] = est
-    return out
 
 
 @kernel

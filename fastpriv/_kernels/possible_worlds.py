@@ -89,9 +89,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import prange
 
 from .._jit import kernel
+from .._threads import chunk_bounds, current_threads, run_chunks
 
 STATUS_OK = 0
 STATUS_UNDEFINED = 1
@@ -676,8 +676,75 @@ def _balanced_bounds(offsets, n, nblocks):
     return bounds
 
 
-@kernel(parallel=True)
-def binary_posteriors_csr(offsets, f, n, limit, nblocks):
+class _Threaded:
+    """A Python driver over a serial ``nogil`` chunk kernel, run on a thread pool.
+
+    Called like the kernel it replaces; ``signatures`` are those of the chunk kernel (the
+    only compiled code behind it), so the one-specialization checks keep covering it.
+    """
+
+    def __init__(self, driver, chunk_kernel):
+        self._driver = driver
+        self.chunk_kernel = chunk_kernel
+        self.__doc__ = driver.__doc__
+        self.__name__ = driver.__name__
+        self.__wrapped__ = driver
+
+    def __call__(self, *args):
+        return self._driver(*args)
+
+    @property
+    def signatures(self):
+        return self.chunk_kernel.signatures
+
+
+@kernel
+def binary_posteriors_range(offsets, f, n, limit, s0, s1, p, status, log_e):
+    """Posteriors of segments ``[s0, s1)`` of a CSR batch, into ``p``, ``status``, ``log_e``.
+
+    One work block of :func:`binary_posteriors_csr` (serial, ``nogil``; scratch of its
+    own).
+    """
+    size = 1
+    nmax = 1
+    for s in range(s0, s1):
+        N = offsets[s + 1] - offsets[s]
+        plan = esp_plan(N, np.int64(n[s]), np.int64(limit))
+        if plan[4] > size:
+            size = plan[4]
+        if N > nmax:
+            nmax = N
+    ws = np.empty(size, dtype=np.float64)
+    fs = np.empty(nmax, dtype=np.float64)
+    o1 = np.empty(nmax, dtype=np.float64)
+    o2 = np.empty(nmax, dtype=np.float64)
+    for s in range(s0, s1):
+        lo = offsets[s]
+        N = offsets[s + 1] - lo
+        ns = np.int64(n[s])
+        if not esp_defined(f, lo, N, ns):
+            for j in range(N):
+                p[lo + j] = np.nan
+            status[s] = STATUS_UNDEFINED
+            log_e[s] = -np.inf
+            continue
+        m = ns if 2 * ns <= N else N - ns
+        if m <= 1:                          # closed form, in place, no copies
+            res = posterior_small(f, lo, N, ns, ws, p, lo)
+            if res[0] != _NOT_SMALL:
+                status[s] = res[0]
+                log_e[s] = res[1]
+                continue
+        for j in range(N):
+            fs[j] = f[lo + j]
+        res = loo_core(fs, N, ns, ws, o1, o2, np.int64(0), np.int64(limit))
+        for j in range(N):
+            p[lo + j] = o1[j]
+        status[s] = res[0]
+        log_e[s] = res[1]
+
+
+def _binary_posteriors_csr(offsets, f, n, limit, nblocks):
     """Posteriors of every segment of a CSR batch (parallel over balanced blocks).
 
     Parameters
@@ -703,48 +770,13 @@ def binary_posteriors_csr(offsets, f, n, limit, nblocks):
     status = np.zeros(S, dtype=np.int8)
     log_e = np.empty(S, dtype=np.float64)
     bounds = _balanced_bounds(offsets, n, nblocks)
-    nb = bounds.shape[0] - 1
-    for bi in prange(nb):
-        s0 = bounds[bi]
-        s1 = bounds[bi + 1]
-        size = 1
-        nmax = 1
-        for s in range(s0, s1):
-            N = offsets[s + 1] - offsets[s]
-            plan = esp_plan(N, np.int64(n[s]), np.int64(limit))
-            if plan[4] > size:
-                size = plan[4]
-            if N > nmax:
-                nmax = N
-        ws = np.empty(size, dtype=np.float64)
-        fs = np.empty(nmax, dtype=np.float64)
-        o1 = np.empty(nmax, dtype=np.float64)
-        o2 = np.empty(nmax, dtype=np.float64)
-        for s in range(s0, s1):
-            lo = offsets[s]
-            N = offsets[s + 1] - lo
-            ns = np.int64(n[s])
-            if not esp_defined(f, lo, N, ns):
-                for j in range(N):
-                    p[lo + j] = np.nan
-                status[s] = STATUS_UNDEFINED
-                log_e[s] = -np.inf
-                continue
-            m = ns if 2 * ns <= N else N - ns
-            if m <= 1:                          # closed form, in place, no copies
-                res = posterior_small(f, lo, N, ns, ws, p, lo)
-                if res[0] != _NOT_SMALL:
-                    status[s] = res[0]
-                    log_e[s] = res[1]
-                    continue
-            for j in range(N):
-                fs[j] = f[lo + j]
-            res = loo_core(fs, N, ns, ws, o1, o2, np.int64(0), np.int64(limit))
-            for j in range(N):
-                p[lo + j] = o1[j]
-            status[s] = res[0]
-            log_e[s] = res[1]
+    run_chunks(lambda b: binary_posteriors_range(offsets, f, n, limit, bounds[b],
+                                                 bounds[b + 1], p, status, log_e),
+               bounds.shape[0] - 1)
     return p, status, log_e
+
+
+binary_posteriors_csr = _Threaded(_binary_posteriors_csr, binary_posteriors_range)
 
 
 @kernel
@@ -767,21 +799,6 @@ def binary_loo(f, n, limit, logspace, mode):
     else:
         res = loo_core(fs, N, n, ws, a, b, mode, limit)
     return res[0], a[:N].copy(), b[:N].copy(), res[1]
-
-
-@kernel
-def binary_log_en(f, n):
-    """Log E_n(f) of one segment via :func:`esp_coefficients` (-inf when zero)."""
-    N = f.shape[0]
-    fs = np.empty(max(N, 1), dtype=np.float64)
-    for j in range(N):
-        fs[j] = f[j]
-    out = np.empty(n + 1, dtype=np.float64)
-    ls = esp_coefficients(fs, np.int64(N), n, out)
-    if out[n] >= _DEN_MIN:
-        return math.log(out[n]) + ls
-    esp_log_coefficients(fs, np.int64(N), n, out)
-    return out[n]
 
 
 # ====================================================================== enumeration
@@ -1464,21 +1481,11 @@ def mv_posteriors_one(P_flat, mult, method):
     return post, res[0], res[1], res[2]
 
 
-@kernel(parallel=True)
-def mv_posteriors_csr(P_flat, poff, mult_flat, moff, method):
-    """Multi-valued posteriors of many groups (parallel over groups).
-
-    Group g: ``K = moff[g+1] - moff[g]`` distinct values with multiplicities
-    ``mult_flat[moff[g]:moff[g+1]]`` (N = Σ), its N x K block of P row-major at
-    ``P_flat[poff[g]:poff[g+1]]``. Returns ``(post, status, log_Z, cancellation)`` with
-    ``post`` in the same positions, each block value-major (K x N).
-    """
-    G = moff.shape[0] - 1
-    post = np.empty(P_flat.shape[0], dtype=np.float64)
-    status = np.zeros(G, dtype=np.int8)
-    logz = np.empty(G, dtype=np.float64)
-    cancel = np.ones(G, dtype=np.float64)
-    for g in prange(G):
+@kernel
+def mv_posteriors_range(P_flat, poff, mult_flat, moff, method, g0, g1, post, status, logz,
+                        cancel):
+    """Compute groups ``[g0, g1)`` of :func:`mv_posteriors_csr` into its outputs."""
+    for g in range(g0, g1):
         K = moff[g + 1] - moff[g]
         N = 0
         for k in range(moff[g], moff[g + 1]):
@@ -1488,7 +1495,30 @@ def mv_posteriors_csr(P_flat, poff, mult_flat, moff, method):
         status[g] = res[0]
         logz[g] = res[1]
         cancel[g] = res[2]
+
+
+def _mv_posteriors_csr(P_flat, poff, mult_flat, moff, method):
+    """Multi-valued posteriors of many groups (chunks of groups on threads).
+
+    Group g: ``K = moff[g+1] - moff[g]`` distinct values with multiplicities
+    ``mult_flat[moff[g]:moff[g+1]]`` (N = Σ), its N x K block of P row-major at
+    ``P_flat[poff[g]:poff[g+1]]``. Returns ``(post, status, log_Z, cancellation)`` with
+    ``post`` in the same positions, each block value-major (K x N). Chunks of groups run
+    :func:`mv_posteriors_range` (serial, ``nogil``) on :func:`fastpriv._threads.run_chunks`.
+    """
+    G = moff.shape[0] - 1
+    post = np.empty(P_flat.shape[0], dtype=np.float64)
+    status = np.zeros(G, dtype=np.int8)
+    logz = np.empty(G, dtype=np.float64)
+    cancel = np.ones(G, dtype=np.float64)
+    n_chunks = min(G, 4 * current_threads())
+    run_chunks(lambda c: mv_posteriors_range(P_flat, poff, mult_flat, moff, method,
+                                             *chunk_bounds(G, n_chunks, c), post, status,
+                                             logz, cancel), n_chunks)
     return post, status, logz, cancel
+
+
+mv_posteriors_csr = _Threaded(_mv_posteriors_csr, mv_posteriors_range)
 
 
 # ====================================================================== audit helpers

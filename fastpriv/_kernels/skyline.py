@@ -38,9 +38,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import prange
 
 from .._jit import kernel
+from .._threads import chunk_bounds, run_chunks
 
 SVPI = 0
 SET = 1
@@ -324,35 +324,21 @@ def sigma_records(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count,
     return out[:j].copy()
 
 
-@kernel(parallel=True)
 def records_union(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, i0, i1,
                   case, ells, v_bands, n_cross):
     """Return the union of :func:`sigma_records` over several ℓ (``ells``), one ℓ a thread.
 
-    Each ℓ marks its records in its own row of a ``(len(ells), i1 − i0)`` byte table (no
-    two threads write one cell); the union is read off the table in occurrence order, so
-    the result is sorted, as the per-ℓ lists are.
+    Each ℓ's records come from one serial ``nogil`` call of :func:`sigma_records` on
+    :func:`fastpriv._threads.run_chunks`; the per-ℓ lists are sorted, and so is their union
+    (``np.unique``), as the per-ℓ lists are.
     """
     n_l = ells.shape[0]
-    span = i1 - i0
-    mark = np.zeros((n_l, span), dtype=np.uint8)
-    for li in prange(n_l):
-        rec = sigma_records(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, i0,
-                            i1, case, ells[li], v_bands, n_cross)
-        for q in range(rec.shape[0]):
-            mark[li, rec[q] - i0] = 1
-    out = np.empty(span, dtype=np.int64)
-    j = 0
-    for q in range(span):
-        hit = False
-        for li in range(n_l):
-            if mark[li, q]:
-                hit = True
-                break
-        if hit:
-            out[j] = i0 + q
-            j += 1
-    return out[:j].copy()
+    recs = run_chunks(lambda li: sigma_records(indptr, counts, sizes, top, p_entry, p_group,
+                                               p_rank, p_count, i0, i1, case, ells[li],
+                                               v_bands, n_cross), n_l)
+    if not recs:
+        return np.empty(0, dtype=np.int64)
+    return np.unique(np.concatenate(recs)).astype(np.int64, copy=False)
 
 
 @kernel
@@ -625,33 +611,29 @@ def points_stats(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, 
     return stats, args
 
 
-@kernel(parallel=True)
 def check_sigma_parallel(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, occ,
                          j0, j1, case, pt_l, pt_k, pt_m, n_chunks):
     """:func:`check_sigma` over ``n_chunks`` contiguous ranges of ``occ[j0:j1]``, merged.
 
-    The statistics are min-reductions, so chunks are independent; the merge visits chunks
-    in group order, so ties resolve to the first group exactly as in the sequential scan.
+    The statistics are min-reductions, so chunks are independent: each is one serial
+    ``nogil`` call of :func:`check_sigma` on :func:`fastpriv._threads.run_chunks`. The
+    merge visits chunks in group order and takes a chunk's value only when strictly
+    smaller, so ties resolve to the first group exactly as in the sequential scan.
     """
-    n_pts = pt_l.shape[0]
+    n_chunks = max(int(n_chunks), 1)
     span = j1 - j0
-    all_stats = np.empty((n_chunks, n_pts, 5), dtype=np.float64)
-    all_args = np.empty((n_chunks, n_pts, 5), dtype=np.int64)
-    for c in prange(n_chunks):
-        a = j0 + (span * c) // n_chunks
-        b = j0 + (span * (c + 1)) // n_chunks
-        st, ar = check_sigma(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, occ,
-                             a, b, case, pt_l, pt_k, pt_m)
-        all_stats[c] = st
-        all_args[c] = ar
-    stats = all_stats[0].copy()
-    args = all_args[0].copy()
-    for c in range(1, n_chunks):
-        for p in range(n_pts):
-            for j in range(5):
-                if all_stats[c, p, j] < stats[p, j]:
-                    stats[p, j] = all_stats[c, p, j]
-                    args[p, j] = all_args[c, p, j]
+
+    def chunk(c: int):
+        a, b = chunk_bounds(span, n_chunks, c)
+        return check_sigma(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, occ,
+                           j0 + a, j0 + b, case, pt_l, pt_k, pt_m)
+
+    parts = run_chunks(chunk, n_chunks)
+    stats, args = parts[0][0].copy(), parts[0][1].copy()
+    for st, ar in parts[1:]:
+        better = st < stats
+        stats[better] = st[better]
+        args[better] = ar[better]
     return stats, args
 
 
@@ -786,48 +768,27 @@ def class_pass(indptr, codes, counts, sizes, case, sig_slot, n_sig, ells, need, 
     return best_s, best_p, best_g, first_g
 
 
-@kernel(parallel=True)
 def class_pass_parallel(indptr, codes, counts, sizes, case, sig_slot, n_sig, ells, need, n_map,
                         base, n_cls, n_chunks):
-    """Run :func:`class_pass` over ``n_chunks`` group ranges in parallel and merge.
+    """Run :func:`class_pass` over ``n_chunks`` group ranges on threads and merge.
 
-    The merge visits chunks in group order (ties keep the earlier chunk: the smaller group).
+    Each range is one serial ``nogil`` call of :func:`class_pass` on
+    :func:`fastpriv._threads.run_chunks`. The merge visits chunks in group order (ties keep
+    the earlier chunk: the smaller group).
     """
+    n_chunks = max(int(n_chunks), 1)
     n_groups = sizes.shape[0]
-    n_l = ells.shape[0]
-    all_s = np.empty((n_chunks, n_sig, n_cls, n_l), dtype=np.int64)
-    all_p = np.empty((n_chunks, n_sig, n_cls, n_l), dtype=np.float64)
-    all_g = np.empty((n_chunks, n_sig, n_cls, n_l), dtype=np.int64)
-    all_f = np.empty((n_chunks, n_sig, n_cls), dtype=np.int64)
-    for c in prange(n_chunks):
-        g0 = (n_groups * c) // n_chunks
-        g1 = (n_groups * (c + 1)) // n_chunks
-        bs, bp, bg, fg = class_pass(indptr, codes, counts, sizes, case, sig_slot, n_sig, ells,
-                                    need, n_map, base, n_cls, g0, g1)
-        all_s[c] = bs
-        all_p[c] = bp
-        all_g[c] = bg
-        all_f[c] = fg
-    best_s = all_s[0].copy()
-    best_p = all_p[0].copy()
-    best_g = all_g[0].copy()
-    first_g = all_f[0].copy()
-    for c in range(1, n_chunks):
-        for a in range(n_sig):
-            for b in range(n_cls):
-                if first_g[a, b] < 0:
-                    first_g[a, b] = all_f[c, a, b]
-                for li in range(n_l):
-                    if all_g[c, a, b, li] < 0:
-                        continue
-                    if case == SET:
-                        better = all_p[c, a, b, li] < best_p[a, b, li]
-                    else:
-                        better = all_s[c, a, b, li] > best_s[a, b, li]
-                    if better or best_g[a, b, li] < 0:
-                        best_s[a, b, li] = all_s[c, a, b, li]
-                        best_p[a, b, li] = all_p[c, a, b, li]
-                        best_g[a, b, li] = all_g[c, a, b, li]
+    parts = run_chunks(lambda c: class_pass(indptr, codes, counts, sizes, case, sig_slot,
+                                            n_sig, ells, need, n_map, base, n_cls,
+                                            *chunk_bounds(n_groups, n_chunks, c)), n_chunks)
+    best_s, best_p, best_g, first_g = (x.copy() for x in parts[0])
+    for bs, bp, bg, fg in parts[1:]:
+        np.copyto(first_g, fg, where=first_g < 0)
+        better = (bp < best_p) if case == SET else (bs > best_s)
+        take = (bg >= 0) & (better | (best_g < 0))
+        best_s[take] = bs[take]
+        best_p[take] = bp[take]
+        best_g[take] = bg[take]
     return best_s, best_p, best_g, first_g
 
 

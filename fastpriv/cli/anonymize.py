@@ -28,6 +28,7 @@ import types
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from .._progress import Progress
 from ..errors import InputError
 
 ORDER = 30
@@ -122,7 +123,7 @@ def _lattice_run(args: argparse.Namespace, data: Any, crit: Any) -> Any:
         if res.anonymized is None:
             raise InputError(f"no node of the chain satisfies {crit.name}")
         return res.anonymized
-    bar = _Progress("nodes tagged")
+    bar = Progress("nodes tagged")
     res = lat.search(crit, utility=args.utility, suppression=args.suppression,
                      strategy=args.search, progress=bar)
     bar.done()
@@ -144,7 +145,7 @@ def _mondrian_run(args: argparse.Namespace, data: Any, crit: Any) -> Any:
                          "--c/--ck)")
     return mondrian(data, args.qi, args.sensitive, predicate=crit,
                     categorical=args.categorical, nulls=args.nulls,
-                    progress=_Progress("groups"))
+                    progress=Progress("groups"))
 
 
 METHODS["lattice"] = Method("lattice", _lattice_args, _lattice_run)
@@ -192,27 +193,6 @@ def load_plugins() -> None:
             _PLUGIN_ERRORS[name] = f"{modname} redefines the method {name!r}"
             continue
         METHODS[name] = Method(name, add, run, source=modname)
-
-
-class _Progress:
-    """A one-line progress indicator on stderr (``\\r`` on a terminal, sparse lines else)."""
-
-    def __init__(self, what: str) -> None:
-        self.what = what
-        self.tty = sys.stderr.isatty()
-        self.last = -1
-
-    def __call__(self, done: int, total: int) -> None:
-        pct = int(100 * done / max(total, 1))
-        if self.tty:
-            print(f"\r  {self.what}: {done}/{total} ({pct}%)", end="", file=sys.stderr)
-        elif pct // 25 != self.last // 25:
-            print(f"  {self.what}: {done}/{total} ({pct}%)", file=sys.stderr)
-        self.last = pct
-
-    def done(self) -> None:
-        if self.tty and self.last >= 0:
-            print(file=sys.stderr)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

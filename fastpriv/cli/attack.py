@@ -96,8 +96,8 @@ def run(args: argparse.Namespace) -> int:
 
     from .. import foreground
     from .._io import check_outputs, write_table
+    from .._progress import Progress
     from ._common import Timer, bucketize, emit_json, format_table, load_data
-    from .anonymize import _Progress
 
     inputs = [args.data] + [f for f in (args.sensitive_table, args.original) if f]
     check_outputs([args.distributions, args.tuples, args.json], overwrite=args.overwrite,
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         if not members:
             raise InputError(f"--value-set {spec!r} is empty")
         targets.append(members)
-    bar = _Progress("attribute sets")
+    bar = Progress("attribute sets")
     with Timer() as t:
         res = foreground.attack(
             data, qi=args.qi, sensitive=args.sensitive, group=group, r=args.r,

@@ -1,10 +1,13 @@
 """``fastpriv warmup``: compile every kernel into Numba's on-disk cache, ahead of time.
 
-fastpriv's kernels are compiled on first use and cached on disk (``cache=True``, next to
-the modules in ``__pycache__``), so only the first process pays. Run ``fastpriv warmup``
-once after installing or upgrading — and **before fanning out workers** (Dask, Spark,
-multiprocessing): several processes compiling the same kernel for the first time at once
-race on the cache files (each compiles, and they overwrite each other's entries).
+fastpriv's kernels are compiled on first use and cached on disk in ``FASTPRIV_CACHE_DIR``
+(default: the user cache directory; see :mod:`fastpriv._cache`), keyed on the kernels'
+source contents, so only the first process pays — and a cache filled in a Docker build step
+or in a directory shared by cluster workers serves every copy of the same release. Run
+``fastpriv warmup`` once after installing or upgrading — and **before fanning out
+workers** (Dask, Spark, multiprocessing): several processes compiling the same kernel for
+the first time at once all pay the compile (Numba writes cache files atomically, so they do
+not corrupt each other's entries, but each process compiles).
 
 The workload is tiny and exercises every public model that is installed: the documented
 examples (doctests) of every public module — each model's owner keeps them running — plus
@@ -29,6 +32,23 @@ DOCTEST_MODULES = (
     "fastpriv.anonymize.skyline", "fastpriv.anonymize._art",
 )
 
+#: The model (``--models`` name) each doctest module belongs to.
+DOCTEST_MODEL = {
+    "fastpriv.release": "counting", "fastpriv.counts": "counting",
+    "fastpriv.streaming": "counting", "fastpriv.classic": "classic",
+    "fastpriv.ck_safety": "ck_safety", "fastpriv.skyline": "skyline",
+    "fastpriv.robustness": "robustness", "fastpriv.foreground": "foreground",
+    "fastpriv.knowledge": "robustness", "fastpriv.predicates": "anonymize",
+    "fastpriv.hierarchies": "anonymize", "fastpriv.metrics": "metrics",
+    "fastpriv.anonymize._anatomy": "anonymize", "fastpriv.anonymize._mondrian": "anonymize",
+    "fastpriv.anonymize.lattice": "anonymize", "fastpriv.anonymize.skyline": "anonymize",
+    "fastpriv.anonymize._art": "art",
+}
+
+#: Every model name ``--models`` accepts.
+MODELS = ("anonymize", "art", "ck_safety", "classic", "counting", "foreground", "metrics",
+          "robustness", "skyline")
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``warmup`` sub-command."""
@@ -39,6 +59,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "kernel is compiled and stored in the on-disk cache. Run it once after "
                     "installing, and before starting parallel workers: concurrent first "
                     "compiles race on the cache. FASTPRIV_NO_CACHE=1 disables the cache.")
+    p.add_argument("--models", nargs="+", choices=MODELS, metavar="MODEL",
+                   help="warm only these models' kernels (default: all): "
+                        + ", ".join(MODELS))
     p.add_argument("--verbose", action="store_true",
                    help="list every kernel and the workloads that failed")
     p.add_argument("--json", metavar="OUT", help="also write the report as JSON to OUT")
@@ -61,8 +84,10 @@ def _doctests(module_name: str) -> tuple[int, int]:
 
 
 def _streaming_paths() -> None:
-    """Counting paths small inputs do not reach: sparse state, hash maps, several keys,
-    strings, floats, parallel variants (with the exact argument types of production).
+    """Reach the counting paths small inputs do not reach.
+
+    Sparse state, hash maps, several keys, strings, floats, parallel variants (with the
+    exact argument types of production).
     """
     import numpy as np
     import pyarrow as pa
@@ -101,8 +126,10 @@ def _streaming_paths() -> None:
 
 
 def _large_input_kernels(rel) -> None:
-    """Multi-threaded model kernels that only large releases reach (classic.audit from
-    65,536 groups, the skyline scan from 4096 records), called with production's types.
+    """Call the multi-threaded model kernels that only large releases reach.
+
+    classic.audit from 65,536 groups, the skyline scan from 4096 records; called with
+    production's types.
     """
     import numpy as np
 
@@ -127,8 +154,9 @@ def _large_input_kernels(rel) -> None:
 
 
 def _model_paths() -> None:
-    """Model entry points with options the doctests leave out (parallel scans, exact,
-    negations, batched posteriors).
+    """Call model entry points with options the doctests leave out.
+
+    Parallel scans, exact, negations, batched posteriors.
     """
     from .. import ck_safety, classic, skyline
     from ..datasets import synthetic
@@ -140,7 +168,7 @@ def _model_paths() -> None:
     ck_safety.audit(rel, 4)
     ck_safety.is_safe(rel, 0.9, 3)
     ck_safety.max_safe_k(rel, 0.9)
-    pts = {"*": [(l, k, m, 0.9) for l in range(2) for k in range(3) for m in range(2)]}
+    pts = {"*": [(ell, k, m, 0.9) for ell in range(2) for k in range(3) for m in range(2)]}
     for par in (False, True):
         for method in ("direct", "classes"):
             skyline.check(rel, pts, parallel=par, method=method)
@@ -232,13 +260,25 @@ def _kernel_stats() -> dict:
     return {"kernels": rows}
 
 
-def run(args: argparse.Namespace) -> int:
-    """Execute ``fastpriv warmup``."""
+def warm(models: list[str] | tuple[str, ...] | None = None) -> dict:
+    """Run the warm-up workload (of ``models``, default all) and report on every kernel.
+
+    Returns the JSON payload of ``fastpriv warmup --json``: ``seconds``, ``cache_enabled``,
+    ``cache_dir``, ``compiled`` (kernels compiled now), ``loaded`` (from the cache),
+    ``helpers``, ``not_reached``, ``workloads`` and the per-kernel rows. Used by the command
+    and by :func:`fastpriv.distributed.warm_workers`.
+    """
     import time
 
+    from .._cache import cache_root
     from .._jit import CACHE_ENABLED
-    from ._common import format_table
 
+    wanted = set(MODELS if not models else models)
+    unknown = wanted - set(MODELS)
+    if unknown:
+        from ..errors import InputError
+
+        raise InputError(f"models: unknown {sorted(unknown)}; expected some of {list(MODELS)}")
     t0 = time.perf_counter()
     workloads: list[tuple[str, str, str]] = []
 
@@ -253,40 +293,59 @@ def run(args: argparse.Namespace) -> int:
             status = f"failed: {type(exc).__name__}: {exc}"
         workloads.append((name, status, f"{time.perf_counter() - t:.1f} s"))
 
-    if not CACHE_ENABLED:
-        print("FASTPRIV_NO_CACHE is set: kernels are not cached on disk, so warming up has "
-              "no lasting effect (it only compiles them in this process).")
-    attempt("streaming and counting paths", _streaming_paths)
-    attempt("model entry points", _model_paths)
-    attempt("r-robustness audits", _robustness_paths)
-    attempt("foreground mining and attack", _foreground_paths)
+    for name, fn, owners in (("streaming and counting paths", _streaming_paths, {"counting"}),
+                             ("model entry points", _model_paths,
+                              {"classic", "ck_safety", "skyline"}),
+                             ("r-robustness audits", _robustness_paths, {"robustness"}),
+                             ("foreground mining and attack", _foreground_paths,
+                              {"foreground"})):
+        if owners & wanted:
+            attempt(name, fn)
     for mod in DOCTEST_MODULES:
-        attempt(f"examples of {mod}", _doctests, mod)
+        if not models or DOCTEST_MODEL.get(mod) in wanted:
+            attempt(f"examples of {mod}", _doctests, mod)
     stats = _kernel_stats()
     rows = stats["kernels"]
     compiled = sum(1 for r in rows if r["cache_misses"])
     loaded = sum(1 for r in rows if r["cache_hits"] and not r["cache_misses"])
     helpers = sum(1 for r in rows if not r["signatures"] and r["helper"])
     missed = [r["kernel"] for r in rows if not r["signatures"] and not r["helper"]]
-    seconds = time.perf_counter() - t0
-    print(format_table(["workload", "status", "time"], [list(w) for w in workloads],
+    return {"seconds": time.perf_counter() - t0, "cache_enabled": CACHE_ENABLED,
+            "cache_dir": str(cache_root()) if CACHE_ENABLED else None,
+            "models": sorted(wanted), "n_kernels": len(rows), "compiled": compiled,
+            "loaded": loaded, "helpers": helpers, "not_reached": missed,
+            "workloads": [{"name": n, "status": st, "time": t} for n, st, t in workloads],
+            **stats}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute ``fastpriv warmup``."""
+    from .._jit import CACHE_ENABLED
+    from ._common import format_table
+
+    if not CACHE_ENABLED:
+        print("FASTPRIV_NO_CACHE is set: kernels are not cached on disk, so warming up has "
+              "no lasting effect (it only compiles them in this process).")
+    payload = warm(getattr(args, "models", None))
+    rows = payload["kernels"]
+    missed = payload["not_reached"]
+    print(format_table(["workload", "status", "time"],
+                       [[w["name"], w["status"], w["time"]] for w in payload["workloads"]],
                        title="fastpriv warmup"))
     print()
-    print(f"{len(rows)} kernels: {compiled} compiled now, {loaded} loaded from the cache, "
-          f"{helpers} helpers (cached inside their callers), {len(missed)} entry points not "
-          f"reached — {seconds:.1f} s" + ("" if CACHE_ENABLED else " (cache disabled)"))
-    if missed:
+    print(f"{len(rows)} kernels: {payload['compiled']} compiled now, {payload['loaded']} loaded "
+          f"from the cache, {payload['helpers']} helpers (cached inside their callers), "
+          f"{len(missed)} entry points not reached — {payload['seconds']:.1f} s"
+          + ("" if CACHE_ENABLED else " (cache disabled)"))
+    if missed and not getattr(args, "models", None):
         print("not reached: " + ", ".join(missed))
+    if CACHE_ENABLED:
+        print(f"cache directory: {payload['cache_dir']}")
     if args.verbose:
         print()
         print(format_table(["kernel", "helper", "signatures", "loaded", "compiled"],
                            [[r["kernel"], r["helper"], r["signatures"], r["cache_hits"],
                              r["cache_misses"]] for r in rows], title="kernels"))
-    payload = {"seconds": seconds, "cache_enabled": CACHE_ENABLED, "n_kernels": len(rows),
-               "compiled": compiled, "loaded": loaded, "helpers": helpers,
-               "not_reached": missed,
-               "workloads": [{"name": n, "status": s, "time": t} for n, s, t in workloads],
-               **stats}
     if getattr(args, "json", None):
         import sys
 

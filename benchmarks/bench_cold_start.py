@@ -1,0 +1,249 @@
+"""Issue 22 benchmarks: cold start — what a fresh process pays before its first answer.
+
+Every measurement runs in a **fresh subprocess** and records wall seconds, seconds to the
+first line on stdout, CPU seconds of the subprocess (user + sys, less noisy than wall on a
+shared machine) and the Numba compilations it made (``numba:compile`` events: count and
+CPU seconds per kernel, each compile's own time — callees compiled inside a caller are
+charged to the callee; ``compile_s`` sums them, ``fastpriv_compile_s`` only fastpriv's
+kernels).
+
+* **commands, cold** — each CLI command (``demo``, ``audit``, ``skyline``, ``robustness``,
+  ``attack``, ``anonymize --method art``, ``report``) with ``FASTPRIV_NO_CACHE=1``.
+* **commands, cached** — the same commands with a cache filled by a previous run
+  (``FASTPRIV_CACHE_DIR`` in a temporary directory), the first call of a new process.
+* **warmup, cold** — ``fastpriv warmup`` with ``FASTPRIV_NO_CACHE=1``: every kernel, with
+  the per-kernel compile profile (``cold_start_kernels`` in the JSON, slowest first).
+
+Full mode (``FASTPRIV_BENCH=full``; ``python -m benchmarks.bench_cold_start [--only audit,demo]
+[--skip-warmup]``) writes ``benchmarks/results/cold_start_commands.json``. Smoke mode (the
+default, and inside the test run) compiles one small kernel cold and loads it cached, a
+few seconds, into ``benchmarks/results/smoke/cold_start_commands.json``.
+
+Targets (issue 22, 2-core machine): all kernels cold ≤ 25 s; any command cold ≤ 10 s to
+its first output line and ≤ 20 s in all; cached ``audit adult --sensitive occupation --qi
+age sex`` ≤ 1 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks._common import write_result
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGETS = {"warmup_cold_cpu_s": 25.0, "command_first_line_s": 10.0, "command_total_s": 20.0,
+           "audit_cached_s": 1.0}
+
+#: Runs a module or code under a numba:compile recorder; writes the profile to $BENCH_OUT.
+_RECORDER = r"""
+import atexit, json, os, runpy, sys, time
+from numba.core import event as ev
+
+stack, per = [], {}
+clock = time.process_time  # CPU seconds of this process: steadier than wall on a busy machine
+
+class Rec(ev.Listener):
+    def on_start(self, event):
+        d = event.data["dispatcher"]
+        stack.append([f"{d.py_func.__module__}.{d.py_func.__qualname__}", clock(), 0.0])
+
+    def on_end(self, event):
+        name, t0, inner = stack.pop()
+        total = clock() - t0
+        if stack:  # a callee compiled inside its caller: charge it to the callee only
+            stack[-1][2] += total
+        n, s = per.get(name, (0, 0.0))
+        per[name] = (n + 1, s + total - inner)
+
+ev.register("numba:compile", Rec())
+
+def dump():
+    with open(os.environ["BENCH_OUT"], "w") as fh:
+        json.dump({k: {"n": n, "s": s} for k, (n, s) in per.items()}, fh)
+
+atexit.register(dump)
+mode, target, *argv = sys.argv[1:]
+sys.argv = [target, *argv]
+if mode == "module":
+    runpy.run_module(target, run_name="__main__", alter_sys=True)
+else:
+    exec(compile(target, "<bench>", "exec"), {"__name__": "__main__"})
+"""
+
+
+def _env(cache: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("FASTPRIV_NO_CACHE", "FASTPRIV_CACHE_DIR", "FASTPRIV_PROGRESS")}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    if cache is None:
+        env["FASTPRIV_NO_CACHE"] = "1"
+    else:
+        env["FASTPRIV_CACHE_DIR"] = cache
+    return env
+
+
+def run_fresh(mode: str, target: str, argv: list[str], *, cache: str | None,
+              cwd: str | None = None, timeout: float = 1800) -> dict[str, Any]:
+    """Run ``python -m target argv`` (mode "module") or code in a fresh interpreter.
+
+    ``cache=None`` disables the disk cache. Returns wall, first-line and CPU seconds, the
+    exit code and the compile profile (``{"kernel": {"n": .., "s": ..}}``).
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "compiles.json")
+        env = dict(_env(cache), BENCH_OUT=out)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-c", _RECORDER, mode, target, *argv],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                cwd=cwd or str(ROOT), text=True)
+        first = None
+        lines = 0
+        assert proc.stdout is not None
+        for _line in proc.stdout:
+            if first is None:
+                first = time.perf_counter() - t0
+            lines += 1
+        err = proc.stderr.read() if proc.stderr else ""
+        rc = proc.wait(timeout=timeout)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        try:
+            with open(out) as fh:
+                compiles = json.load(fh)
+        except (OSError, ValueError):
+            compiles = {}
+    fp = {k: v for k, v in compiles.items() if k.startswith("fastpriv.")}
+    return {"rc": rc, "wall_s": wall, "first_line_s": first, "stdout_lines": lines,
+            "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+            "compiled_kernels": len(fp), "compile_events": sum(v["n"] for v in compiles.values()),
+            "compile_s": sum(v["s"] for v in compiles.values()),
+            "fastpriv_compile_s": sum(v["s"] for v in fp.values()),
+            "compiles": fp, "stderr_tail": err[-400:] if rc else ""}
+
+
+def _inputs(folder: Path) -> dict[str, str]:
+    """A bucketized Adult sample (groups of 10 rows) for the commands that need groups."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from fastpriv.datasets import load_adult
+
+    t = load_adult().select(["age", "sex", "race", "education", "occupation"]).slice(0, 3000)
+    t = t.append_column("gid", pa.array(np.arange(t.num_rows, dtype=np.int64) // 10))
+    path = folder / "adult_groups.parquet"
+    pq.write_table(t, path)
+    sigma = str(t.column("occupation")[0])
+    return {"data": str(path), "sigma": sigma, "out": str(folder)}
+
+
+def commands(inp: dict[str, str]) -> dict[str, list[str]]:
+    """The command lines measured (``fastpriv <argv>``)."""
+    d, out = inp["data"], inp["out"]
+    return {
+        "demo": ["demo"],
+        "audit": ["audit", "adult", "--sensitive", "occupation", "--qi", "age", "sex"],
+        "skyline": ["skyline", d, "--sensitive", "occupation", "--group", "gid", "--sigma",
+                    inp["sigma"], "--c", "0.95"],
+        "robustness": ["robustness", d, "--qi", "age", "sex", "--group", "gid", "--sensitive",
+                       "occupation", "--r", "4"],
+        "attack": ["attack", d, "--qi", "age", "sex", "--group", "gid", "--sensitive",
+                   "occupation", "--r", "2"],
+        "anonymize_art": ["anonymize", "adult", "--qi", "age", "workclass", "marital_status",
+                          "--sensitive", "education", "--method", "art", "--r", "3",
+                          "--art-sensitive-values", "Preschool", "1st-4th", "5th-6th",
+                          "7th-8th", "-o", os.path.join(out, "art.parquet"), "--overwrite"],
+        "report": ["report", d, "--sensitive", "occupation", "--qi", "age", "sex", "--group",
+                   "gid", "-o", os.path.join(out, "r.html"), "--json",
+                   os.path.join(out, "r.json"), "--overwrite"],
+    }
+
+
+def _kernel_table(profile: dict[str, dict]) -> list[dict]:
+    rows = [{"kernel": k, "compiles": v["n"], "seconds": round(v["s"], 3)}
+            for k, v in profile.items()]
+    return sorted(rows, key=lambda r: -r["seconds"])
+
+
+def measure(only: list[str] | None = None, warmup: bool = True) -> dict[str, Any]:
+    """Full run: every command cold and cached, then ``fastpriv warmup`` cold."""
+    res: dict[str, Any] = {"targets": TARGETS, "commands": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        inp = _inputs(Path(tmp))
+        cache = os.path.join(tmp, "cache")
+        for name, argv in commands(inp).items():
+            if only and name not in only:
+                continue
+            cold = run_fresh("module", "fastpriv", argv, cache=None)
+            fill = run_fresh("module", "fastpriv", argv, cache=cache)
+            cached = run_fresh("module", "fastpriv", argv, cache=cache)
+            res["commands"][name] = {
+                "argv": argv, "cold": {k: v for k, v in cold.items() if k != "compiles"},
+                "cached": {k: v for k, v in cached.items() if k != "compiles"},
+                "fill_compiled_kernels": fill["compiled_kernels"],
+                "cold_kernels": _kernel_table(cold["compiles"])}
+            print(f"{name:14s} cold {cold['wall_s']:6.1f} s (first line "
+                  f"{cold['first_line_s'] or float('nan'):5.1f} s, cpu {cold['cpu_s']:6.1f} s, "
+                  f"{cold['compiled_kernels']} kernels) cached {cached['wall_s']:5.2f} s "
+                  f"(cpu {cached['cpu_s']:.2f} s, {cached['compiled_kernels']} compiled) "
+                  f"rc={cold['rc']}/{cached['rc']}", flush=True)
+        if warmup:
+            w = run_fresh("module", "fastpriv", ["warmup"], cache=None)
+            res["warmup_cold"] = {k: v for k, v in w.items() if k != "compiles"}
+            res["cold_start_kernels"] = _kernel_table(w["compiles"])
+            by_module: dict[str, float] = {}
+            for k, v in w["compiles"].items():
+                mod = ".".join(k.split(".")[:3])
+                by_module[mod] = by_module.get(mod, 0.0) + v["s"]
+            res["warmup_cold_by_module_s"] = dict(sorted(by_module.items(),
+                                                         key=lambda kv: -kv[1]))
+            print(f"warmup cold: {w['wall_s']:.1f} s wall, {w['cpu_s']:.1f} s cpu, "
+                  f"{w['compiled_kernels']} kernels, {w['compile_s']:.1f} s compiling",
+                  flush=True)
+    return res
+
+
+SMOKE_CODE = ("import numpy as np\nfrom fastpriv._kernels import metrics as M\n"
+              "print(M.group_spread(np.zeros(3, dtype=np.int64), np.ones((3, 2)), 1))")
+
+
+def smoke() -> dict[str, Any]:
+    """Seconds-long check: one small kernel cold, then cached in a second process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cold = run_fresh("code", SMOKE_CODE, [], cache=None)
+        run_fresh("code", SMOKE_CODE, [], cache=tmp)
+        cached = run_fresh("code", SMOKE_CODE, [], cache=tmp)
+    assert cold["rc"] == 0 and cached["rc"] == 0, (cold["stderr_tail"], cached["stderr_tail"])
+    assert cold["compiled_kernels"] == 1 and cached["compiled_kernels"] == 0
+    return {"smoke": {"cold": cold, "cached": cached}}
+
+
+def test_cold_start(full):
+    payload = measure() if full else smoke()
+    write_result("cold_start_commands", payload, full)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--only", help="comma-separated command names (demo,audit,...)")
+    p.add_argument("--skip-warmup", action="store_true", help="do not time fastpriv warmup")
+    p.add_argument("--name", default="cold_start_commands", help="result file name")
+    a = p.parse_args(argv)
+    payload = measure(a.only.split(",") if a.only else None, warmup=not a.skip_warmup)
+    print(write_result(a.name, payload, True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

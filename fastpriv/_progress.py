@@ -1,0 +1,247 @@
+"""Progress on stderr, one API for everything long: compiling kernels and long CLI steps.
+
+Built on `tqdm <https://tqdm.github.io>`_. Every bar goes to **stderr**, never stdout, so
+JSON or tables on stdout stay machine-readable. Live bars are shown only when they are
+wanted (:func:`wanted`): when stderr is a terminal, or when asked for with ``enabled=True``
+(the CLI's ``--progress``) or ``FASTPRIV_PROGRESS=1``; ``FASTPRIV_PROGRESS=0`` turns them
+off everywhere. When no live bar is shown, :class:`Progress` still ends with one summary
+line (``what: done/total in s``) so logs say what ran, and the compile notice says
+nothing at all.
+
+Two uses:
+
+* :class:`Progress` — a ``progress(done, total)`` callback for loops that report their
+  own progress (the lattice search, Mondrian, the foreground attack).
+* :func:`compile_progress` — a listener on Numba's ``numba:compile`` event: when a kernel is
+  about to be compiled (it was not found in the on-disk cache), a line on stderr says which
+  model's kernels are compiling, how many so far and for how long, and it disappears when
+  compiling is done; at exit one line sums up. :mod:`fastpriv._jit` installs it when
+  :func:`wanted` says so.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+__all__ = ["wanted", "Progress", "compile_progress", "compile_stats"]
+
+_OFF = ("0", "false", "no", "off")
+_ON = ("1", "true", "yes", "on")
+
+
+def wanted(enabled: bool | None = None, stream: Any = None) -> bool:
+    """Decide whether a live progress bar should be drawn on ``stream`` (default stderr).
+
+    ``FASTPRIV_PROGRESS=0`` wins over everything; then an explicit ``enabled``; then
+    ``FASTPRIV_PROGRESS=1``; else only when ``stream`` is a terminal.
+    """
+    env = os.environ.get("FASTPRIV_PROGRESS", "").strip().lower()
+    if env in _OFF:
+        return False
+    if enabled is not None:
+        return bool(enabled)
+    if env in _ON:
+        return True
+    stream = sys.stderr if stream is None else stream
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # closed or file-like without isatty
+        return False
+
+
+def _tqdm(**kw: Any) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(dynamic_ncols=True, mininterval=0.2, **kw)
+
+
+class Progress:
+    """A ``progress(done, total)`` callback drawn as a tqdm bar on stderr.
+
+    Parameters
+    ----------
+    what : str
+        What is counted ("nodes tagged", "groups", "attribute sets").
+    enabled : bool, optional
+        Force the live bar on or off; default: :func:`wanted`.
+    stream : file-like, optional
+        Where to draw (default ``sys.stderr``).
+
+    Examples
+    --------
+    >>> import io
+    >>> out = io.StringIO()
+    >>> bar = Progress("groups", stream=out)     # not a terminal: no live bar
+    >>> for i in range(1, 5):
+    ...     bar(i, 4)
+    >>> bar.done()
+    >>> out.getvalue().startswith("  groups: 4/4 in ")
+    True
+
+    """
+
+    def __init__(self, what: str, *, enabled: bool | None = None, stream: Any = None) -> None:
+        self.what = what
+        self.stream = sys.stderr if stream is None else stream
+        self.live = wanted(enabled, self.stream)
+        self.done_n = 0
+        self.total: int | None = None
+        self._bar: Any = None
+        self._t0 = time.perf_counter()
+
+    def __call__(self, done: int, total: int | None = None) -> None:
+        self.done_n = int(done)
+        self.total = None if total is None else int(total)
+        if not self.live:
+            return
+        if self._bar is None:
+            self._bar = _tqdm(desc=f"  {self.what}", total=self.total, file=self.stream,
+                              leave=True)
+        if self.total is not None and self._bar.total != self.total:
+            self._bar.total = self.total
+        self._bar.update(self.done_n - self._bar.n)
+
+    def done(self) -> None:
+        """Close the bar (or, without a live bar, write one summary line)."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        elif self.done_n or self.total:
+            total = f"/{self.total}" if self.total is not None else ""
+            self.stream.write(f"  {self.what}: {self.done_n}{total} in "
+                              f"{time.perf_counter() - self._t0:.1f} s\n")
+            self.stream.flush()
+        self.done_n, self.total = 0, None
+
+    close = done
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.done()
+
+
+# ============================================================================ compiling
+class _CompileListener:
+    """Counts Numba compilations and draws one transient bar while they run.
+
+    Registered through a subclass that also derives from ``numba.core.event.Listener``
+    (made in :func:`compile_progress`, so importing this module does not import Numba).
+    """
+
+    def __init__(self, stream: Any, live: bool) -> None:
+        self.stream = stream
+        self.live = live
+        self.lock = threading.RLock()
+        self.depth = 0
+        self.count = 0
+        self.seconds = 0.0
+        self.models: dict[str, int] = {}
+        self._bar: Any = None
+        self._t0 = 0.0
+        self._ticker: threading.Thread | None = None
+
+    @staticmethod
+    def _model(event: Any) -> str | None:
+        """Return the fastpriv kernel module being compiled, or None (Numba's own code)."""
+        try:
+            mod = event.data["dispatcher"].py_func.__module__
+        except (AttributeError, KeyError, TypeError):
+            return None
+        return mod.rsplit(".", 1)[-1] if mod.startswith("fastpriv.") else None
+
+    def on_start(self, event: Any) -> None:
+        with self.lock:
+            model = self._model(event)
+            if self.depth == 0:
+                self._t0 = time.perf_counter()
+                if self.live:
+                    self._open(model or "numba")
+            self.depth += 1
+            if model is not None and self._bar is not None:
+                self._bar.set_description_str(f"compiling {model} kernels", refresh=False)
+
+    def on_end(self, event: Any) -> None:
+        with self.lock:
+            model = self._model(event)
+            if model is not None:
+                self.count += 1
+                self.models[model] = self.models.get(model, 0) + 1
+                if self._bar is not None:
+                    self._bar.update(1)
+            self.depth = max(self.depth - 1, 0)
+            if self.depth == 0:
+                self.seconds += time.perf_counter() - self._t0
+                if self._bar is not None:
+                    self._bar.close()
+                    self._bar = None
+
+    def _open(self, model: str) -> None:
+        self._bar = _tqdm(desc=f"compiling {model} kernels", file=self.stream, leave=False,
+                          initial=self.count,
+                          bar_format="{desc}: {n} done, {elapsed} (first run only: cached "
+                                     "on disk)")
+        self._bar.start_t -= self.seconds  # elapsed counts every compile of this process
+        if self._ticker is None:
+            self._ticker = threading.Thread(target=self._tick, name="fastpriv-compile-bar",
+                                            daemon=True)
+            self._ticker.start()
+
+    def _tick(self) -> None:
+        """Redraw the elapsed time while one long compilation runs."""
+        while True:
+            time.sleep(0.5)
+            with self.lock:
+                if self._bar is not None:
+                    self._bar.refresh()
+
+    def summary(self) -> None:
+        if self.live and self.count:
+            names = ", ".join(sorted(self.models))
+            self.stream.write(f"fastpriv: compiled {self.count} kernels ({names}) in "
+                              f"{self.seconds:.1f} s; later runs load them from the cache\n")
+            self.stream.flush()
+
+
+_LISTENER: _CompileListener | None = None
+
+
+def compile_progress(enabled: bool | None = None, stream: Any = None) -> None:
+    """Count Numba compilations in this process and, if wanted, show them on stderr.
+
+    Installs (once) a listener on Numba's ``numba:compile`` event, which Numba triggers
+    around every real compilation — cache loads do not trigger it. With a live display
+    (:func:`wanted`), a transient line ``compiling <model> kernels: n done [elapsed]`` is
+    drawn while kernels compile and one summary line is written at exit. Calling it again
+    with ``enabled=True`` switches the display on.
+    """
+    global _LISTENER
+    from numba.core import event as ev
+
+    stream = sys.stderr if stream is None else stream
+    live = wanted(enabled, stream)
+    if _LISTENER is None:
+        listener_cls = type("CompileListener", (_CompileListener, ev.Listener), {})
+        _LISTENER = listener_cls(stream, live)
+        ev.register("numba:compile", _LISTENER)
+        atexit.register(lambda: _LISTENER is not None and _LISTENER.summary())
+    elif live:
+        _LISTENER.live, _LISTENER.stream = True, stream
+
+
+def compile_stats() -> dict[str, Any]:
+    """Compilations seen since :func:`compile_progress` was installed.
+
+    ``{"kernels": n, "seconds": s, "by_model": {model: n}}`` (zeros if not installed).
+    """
+    if _LISTENER is None:
+        return {"kernels": 0, "seconds": 0.0, "by_model": {}}
+    with _LISTENER.lock:
+        return {"kernels": _LISTENER.count, "seconds": _LISTENER.seconds,
+                "by_model": dict(_LISTENER.models)}
