@@ -28,7 +28,7 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["wanted", "Progress", "compile_progress", "compile_stats"]
+__all__ = ["wanted", "Progress", "RowsProgress", "compile_progress", "compile_stats"]
 
 _OFF = ("0", "false", "no", "off")
 _ON = ("1", "true", "yes", "on")
@@ -125,6 +125,37 @@ class Progress:
 
     def __exit__(self, *exc: Any) -> None:
         self.done()
+
+
+class RowsProgress(Progress):
+    """A ``progress(rows_seen, bytes_seen)`` callback for streamed reads (rows, rate, bytes).
+
+    The ``progress=`` callback of :meth:`fastpriv.Release.from_batches`; with ``total_rows``
+    (Parquet metadata) the bar shows the share read and the time left.
+
+    Examples
+    --------
+    >>> import io
+    >>> out = io.StringIO()
+    >>> bar = RowsProgress(total_rows=200, stream=out, enabled=True)
+    >>> bar(100, 2_000_000); bar(200, 4_000_000); bar.close()
+    >>> "100%" in out.getvalue() and "200/200" in out.getvalue()
+    True
+
+    """
+
+    def __init__(self, total_rows: int | None = None, *, enabled: bool | None = None,
+                 stream: Any = None) -> None:
+        super().__init__("reading rows", enabled=enabled, stream=stream)
+        self.total_rows = total_rows if total_rows and total_rows > 0 else None
+
+    def __call__(self, rows: int, nbytes: int = 0) -> None:  # type: ignore[override]
+        if self.live and self._bar is None:
+            self._bar = _tqdm(desc="  reading", total=self.total_rows, unit=" rows",
+                              file=self.stream, leave=True)
+        super().__call__(rows, self.total_rows)
+        if self._bar is not None:
+            self._bar.set_postfix_str(f"{nbytes / 1e6:,.1f} MB", refresh=False)
 
 
 # ============================================================================ compiling

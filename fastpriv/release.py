@@ -389,7 +389,7 @@ class Release:
             single-threaded; ``-1``: all). See :mod:`fastpriv._threads`.
         progress : callable, optional
             Called as ``progress(rows_seen, bytes_seen)`` after each batch, e.g. to draw a
-            progress bar (:class:`fastpriv.cli._common.Progress`).
+            progress bar (:class:`fastpriv._progress.RowsProgress`).
         weight : str, optional
             Multiplicity column, as in :meth:`from_table` (each row counts ``weight``
             times).

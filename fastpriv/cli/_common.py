@@ -129,106 +129,15 @@ def load_release(args: argparse.Namespace):
         kw = {"individual": individual} if individual is not None else {}
         return Release.from_table(data, sensitive=args.sensitive, group=args.group, qi=args.qi,
                                   nulls=args.nulls, **kw)
-    show = getattr(args, "progress", False) or sys.stderr.isatty()
-    bar = Progress(total_rows=count_rows(data) if show else None, enabled=show)
+    from .._progress import RowsProgress, wanted
+
+    show = wanted(True if getattr(args, "progress", False) else None)
+    bar = RowsProgress(total_rows=count_rows(data) if show else None, enabled=show)
     try:
         return Release.from_batches(data, sensitive=args.sensitive, group=args.group,
                                     qi=args.qi, nulls=args.nulls, progress=bar)
     finally:
         bar.close()
-
-
-class Progress:
-    """A progress bar on stderr for streamed inputs: rows, bytes, rows/s (and % if known).
-
-    Call it as ``bar(rows_seen, bytes_seen)`` after every batch (the ``progress=`` callback
-    of :meth:`fastpriv.Release.from_batches`); :meth:`close` ends the line. Redraws at most
-    every ``min_interval`` seconds; no dependency on a terminal library.
-
-    Examples
-    --------
-    >>> import io
-    >>> out = io.StringIO()
-    >>> bar = Progress(total_rows=200, stream=out, min_interval=0)
-    >>> bar(100, 2_000_000); bar.close()
-    >>> "50%" in out.getvalue() and "100/200 rows" in out.getvalue()
-    True
-
-    """
-
-    def __init__(self, total_rows: int | None = None, *, stream: Any = None,
-                 enabled: bool = True, min_interval: float = 0.2, width: int = 24,
-                 label: str = "reading") -> None:
-        self.total = total_rows if total_rows and total_rows > 0 else None
-        self.stream = sys.stderr if stream is None else stream
-        self.enabled = enabled
-        self.min_interval = min_interval
-        self.width = width
-        self.label = label
-        self.rows = 0
-        self.nbytes = 0
-        self._t0 = time.perf_counter()
-        self._last = -1.0
-        self._drawn = False
-        self._width_drawn = 0
-
-    def __call__(self, rows: int, nbytes: int) -> None:
-        self.rows, self.nbytes = int(rows), int(nbytes)
-        now = time.perf_counter()
-        if self.enabled and (now - self._last >= self.min_interval):
-            self._last = now
-            self._draw(now)
-
-    def line(self, now: float | None = None) -> str:
-        """The current status line (without carriage return)."""
-        now = time.perf_counter() if now is None else now
-        dt = max(now - self._t0, 1e-9)
-        rate = self.rows / dt
-        parts = [self.label]
-        if self.total:
-            frac = min(self.rows / self.total, 1.0)
-            fill = int(round(frac * self.width))
-            parts.append(f"[{'#' * fill}{'.' * (self.width - fill)}] {frac:4.0%}")
-            parts.append(f"{self.rows:,}/{self.total:,} rows")
-        else:
-            parts.append(f"{self.rows:,} rows")
-        parts.append(_human_bytes(self.nbytes))
-        parts.append(f"{_human_rate(rate)} rows/s")
-        if self.total and rate > 0 and self.rows < self.total:
-            parts.append(f"ETA {(self.total - self.rows) / rate:.0f} s")
-        return "  ".join(parts)
-
-    def _draw(self, now: float) -> None:
-        text = self.line(now)
-        pad = " " * max(self._width_drawn - len(text), 0)   # erase a longer previous line
-        self.stream.write("\r" + text + pad)
-        self.stream.flush()
-        self._width_drawn = len(text)
-        self._drawn = True
-
-    def close(self) -> None:
-        """Draw the final state and end the line."""
-        if self.enabled and (self._drawn or self.rows):
-            self._draw(time.perf_counter())
-            self.stream.write("\n")
-            self.stream.flush()
-        self.enabled = False
-
-
-def _human_bytes(n: float) -> str:
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if abs(n) < 1000 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return f"{n:.1f} TB"  # pragma: no cover
-
-
-def _human_rate(r: float) -> str:
-    if r >= 1e6:
-        return f"{r / 1e6:.1f} M"
-    if r >= 1e3:
-        return f"{r / 1e3:.1f} k"
-    return f"{r:.0f}"
 
 
 def format_table(headers: list[str], rows: list[list[Any]], *, title: str | None = None) -> str:

@@ -52,13 +52,20 @@ MODELS = ("anonymize", "art", "ck_safety", "classic", "counting", "foreground", 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``warmup`` sub-command."""
+    from ._common import epilog
+
     p = sub.add_parser(
         "warmup", help="compile every kernel into the on-disk JIT cache (run before "
                        "fanning out workers)",
         description="Run a tiny workload through every installed model so that every Numba "
                     "kernel is compiled and stored in the on-disk cache. Run it once after "
                     "installing, and before starting parallel workers: concurrent first "
-                    "compiles race on the cache. FASTPRIV_NO_CACHE=1 disables the cache.")
+                    "compiles race on the cache. The cache lives in FASTPRIV_CACHE_DIR "
+                    "(default the user cache dir), keyed on the kernels' source, so it can "
+                    "be built in a Docker layer or shared by cluster workers; "
+                    "FASTPRIV_NO_CACHE=1 disables it.",
+        epilog=epilog("fastpriv warmup --models classic"),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", nargs="+", choices=MODELS, metavar="MODEL",
                    help="warm only these models' kernels (default: all): "
                         + ", ".join(MODELS))
