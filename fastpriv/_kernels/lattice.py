@@ -9,8 +9,8 @@ merging equal tuples: Flash's roll-up, with work proportional to the lower node'
 far fewer than the table's distinct cells once any attribute is generalized.
 
 :func:`rollup` ranks the mixed-radix keys of the generalized tuples by direct addressing
-when the key space is small (≤ 2·rows + 1024 slots) and with an open-addressing hash table
-otherwise, numbering classes in order of first appearance (not lexicographic: the search
+when the key space is small (≤ 4·rows + 4096 slots) and with an open-addressing hash
+table otherwise (sized to the classes found, so it stays in cache), numbering classes in order of first appearance (not lexicographic: the search
 only needs the partition). Keys that do not fit 62 bits are reported (``n_groups = -1``)
 and the caller falls back to the sorting regroup of :mod:`fastpriv._kernels.generalize`.
 
@@ -28,8 +28,26 @@ from .._jit import kernel
 from .generalize import profile_ok
 
 
+_BLOCK = 2048
+
+
 @kernel
-def rollup(q, maps, offsets, cards, w):
+def _block_keys(q, maps, offsets, cards, start, stop, key):
+    """Mixed-radix keys of rows ``start:stop`` into ``key[0:stop-start]``, attribute by
+    attribute (a block small enough to stay in L1 between attributes)."""
+    n = stop - start
+    o = offsets[0]
+    for j in range(n):
+        key[j] = maps[o + q[0, start + j]]
+    for a in range(1, q.shape[0]):
+        c = cards[a]
+        o = offsets[a]
+        for j in range(n):
+            key[j] = key[j] * c + maps[o + q[a, start + j]]
+
+
+@kernel
+def rollup(q, maps, offsets, cards, w, max_groups):
     """Merge rows whose generalized tuples are equal.
 
     Parameters
@@ -43,6 +61,10 @@ def rollup(q, maps, offsets, cards, w):
         Offset of each attribute's table and number of codes at the higher level.
     w : int64 (m,)
         Individuals per row.
+    max_groups : int
+        Stop as soon as more classes than this appear (fail fast: under k-anonymity with
+        a budget of b suppressed individuals no node with more than n/k + b classes can
+        pass); ``n_groups`` is then ``-2``.
 
     Returns
     -------
@@ -53,7 +75,8 @@ def rollup(q, maps, offsets, cards, w):
     first : int64 (n_groups,)
         First row of each class.
     n_groups : int
-        ``-1`` when the key space exceeds 62 bits (nothing else is computed).
+        ``-1`` when the key space exceeds 62 bits (nothing else is computed), ``-2`` when
+        the scan stopped past ``max_groups``.
 
     """
     d = q.shape[0]
@@ -68,46 +91,66 @@ def rollup(q, maps, offsets, cards, w):
     group = np.empty(m, dtype=np.int32)
     sizes = np.zeros(m, dtype=np.int64)
     first = np.empty(m, dtype=np.int64)
+    key = np.empty(_BLOCK, dtype=np.int64)
     g = 0
-    if space <= 2 * m + 1024:
+    if space <= 4 * m + 4096:
         slot = np.full(space, -1, dtype=np.int32)
-        for i in range(m):
-            k = np.int64(0)
-            for a in range(d):
-                k = k * cards[a] + maps[offsets[a] + q[a, i]]
-            s = slot[k]
-            if s < 0:
-                s = g
-                slot[k] = g
-                first[g] = i
-                g += 1
-            group[i] = s
-            sizes[s] += w[i]
+        for start in range(0, m, _BLOCK):
+            stop = min(start + _BLOCK, m)
+            _block_keys(q, maps, offsets, cards, start, stop, key)
+            for i in range(start, stop):
+                k = key[i - start]
+                s = slot[k]
+                if s < 0:
+                    if g >= max_groups:
+                        return group, sizes[:0].copy(), first[:0].copy(), -2
+                    s = g
+                    slot[k] = g
+                    first[g] = i
+                    g += 1
+                group[i] = s
+                sizes[s] += w[i]
         return group, sizes[:g].copy(), first[:g].copy(), g
-    bits = 1
-    while (1 << bits) < 2 * m:
-        bits += 1
+    # open addressing, sized to the classes found so far (doubled at half load), so the
+    # table stays in cache when a node has few classes however many rows it rolls up
+    bits = 12
     mask = (np.int64(1) << bits) - 1
-    shift = np.uint64(64 - bits)
-    mult = np.uint64(0x9E3779B97F4A7C15)
     keys = np.full(mask + 1, -1, dtype=np.int64)
     vals = np.empty(mask + 1, dtype=np.int32)
+    mult = np.uint64(0x9E3779B97F4A7C15)
     for i in range(m):
-        k = np.int64(0)
-        for a in range(d):
-            k = k * cards[a] + maps[offsets[a] + q[a, i]]
-        h = np.int64((np.uint64(k) * mult) >> shift)
+        if i % _BLOCK == 0:
+            _block_keys(q, maps, offsets, cards, i, min(i + _BLOCK, m), key)
+        k = key[i % _BLOCK]
+        h = np.int64((np.uint64(k) * mult) >> np.uint64(64 - bits))
         while True:
             kk = keys[h]
             if kk == k:
                 s = vals[h]
                 break
             if kk < 0:
+                if g >= max_groups:
+                    return group, sizes[:0].copy(), first[:0].copy(), -2
                 keys[h] = k
                 vals[h] = g
                 s = g
                 first[g] = i
                 g += 1
+                if 2 * g > mask:
+                    bits += 1
+                    mask = (np.int64(1) << bits) - 1
+                    nkeys = np.full(mask + 1, -1, dtype=np.int64)
+                    nvals = np.empty(mask + 1, dtype=np.int32)
+                    for j in range(keys.shape[0]):
+                        kj = keys[j]
+                        if kj >= 0:
+                            hj = np.int64((np.uint64(kj) * mult) >> np.uint64(64 - bits))
+                            while nkeys[hj] >= 0:
+                                hj = (hj + 1) & mask
+                            nkeys[hj] = kj
+                            nvals[hj] = vals[j]
+                    keys = nkeys
+                    vals = nvals
                 break
             h = (h + 1) & mask
         group[i] = s

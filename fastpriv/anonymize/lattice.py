@@ -293,13 +293,16 @@ class _RollUp:
     """
 
     def __init__(self, lat: GeneralizationLattice, crit: Criterion, budget: int,
-                 cache_bytes: int = _CACHE_BYTES) -> None:
+                 cache_bytes: int | None = None) -> None:
         from ..predicates import kernel_spec
 
-        self.lat, self.budget, self.cache_bytes = lat, budget, cache_bytes
+        self.lat, self.budget = lat, budget
+        self.cache_bytes = _CACHE_BYTES if cache_bytes is None else cache_bytes
         self.spec = kernel_spec(crit, lat.values, lat._q)  # type: ignore[arg-type]
         self.sizes_only = bool(np.all(np.asarray(self.spec.kinds) == 0))
         self.k = int(np.asarray(self.spec.iparams)[:, 0].max()) if self.sizes_only else 0
+        # kept classes hold ≥ k individuals, suppressed ones ≥ 1: at most n/k + b classes
+        self.max_groups = lat.n_rows // self.k + budget if self.sizes_only else lat.n_rows + 1
         self.maps, self.offs, consistent = lat._level_tables()
         d = len(lat.heights)
         if self.sizes_only:
@@ -310,6 +313,8 @@ class _RollUp:
                                    lat._cw)
         self.cache = [bottom]
         self._index()
+        self.rows_scanned = 0
+        self.keep_ratio = 0.5
         self.use_cache = consistent
         self.used = 0
         self.tick = 0
@@ -339,7 +344,7 @@ class _RollUp:
         else:
             self.levels[n], self.rows[n] = mat.levels, mat.m
 
-    def classes(self, node: tuple[int, ...]) -> tuple[_Materialized, np.ndarray, np.ndarray,
+    def classes(self, node: tuple[int, ...], max_groups: int | None = None) -> tuple[_Materialized, np.ndarray, np.ndarray,
                                                       np.ndarray, int, np.ndarray]:
         """Roll ``node`` up: (source, group of each source row, sizes, first rows, number
         of classes, level-to-level offsets)."""
@@ -351,12 +356,14 @@ class _RollUp:
         src = self._source(nd)
         self.tick += 1
         src.last = self.tick
+        self.rows_scanned += src.m
         offs = kernel_array([self.offs[a][int(src.levels[a])][lev]
                              for a, lev in enumerate(node)], np.int64)
         cards = kernel_array([h.cardinality(lev) for h, lev in zip(self.lat.hierarchies, node)],
                              np.int64)
-        group, sizes, first, ng = rollup(src.q, self.maps, offs, cards, src.w)
-        if ng < 0:  # key space beyond 62 bits: rank by sorting the tuples
+        limit = src.m if max_groups is None else min(max_groups, src.m)
+        group, sizes, first, ng = rollup(src.q, self.maps, offs, cards, src.w, limit)
+        if ng == -1:  # key space beyond 62 bits: rank by sorting the tuples
             group, ng = regroup(src.q, self.maps, offs, cards, 0)
             sizes, first = weighted_first(kernel_array(group, np.int32), src.w, int(ng))
         self.seconds["rollup"] += time.perf_counter() - t0
@@ -370,8 +377,11 @@ class _RollUp:
         from .._kernels.counting import DENSE_CELLS, count_pairs
         from .._kernels.lattice import profile_stats, size_stats
 
+        src, group, sizes, first, ng, offs = self.classes(
+            node, self.max_groups if budget is None else None)
         budget = self.budget if budget is None else budget
-        src, group, sizes, first, ng, offs = self.classes(node)
+        if ng == -2:  # more classes than can pass: failed before the end of the scan
+            return NodeCheck(node, False, self.max_groups + 1, 0), (0, 0, 0, -1)
         t0 = time.perf_counter()
         csr = None
         if not self.sizes_only:
@@ -401,7 +411,7 @@ class _RollUp:
     def _keep(self, node: tuple[int, ...], src: _Materialized, sizes: np.ndarray,
               first: np.ndarray, ng: int, offs: np.ndarray, csr: Any) -> None:
         rows = ng if csr is None else int(csr[1].shape[0])
-        if rows > 0.9 * src.m:
+        if rows > self.keep_ratio * src.m:
             return
         d = len(node)
         need = rows * (4 * d + 8 + (0 if csr is None else 4))
@@ -784,6 +794,7 @@ class GeneralizationLattice:
         phases = {"bookkeeping": t_book}
         if engine is not None:
             phases.update(engine.seconds)
+            phases["rows_rolled_up"] = engine.rows_scanned
         seconds = time.perf_counter() - t0
         res = LatticeSearch(qi=self.qi, heights=self.heights, criterion=crit.name,
                             minimal=tuple(minimal), best=best, utility=name,
