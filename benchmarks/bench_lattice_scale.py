@@ -177,10 +177,11 @@ def compare(base: str | None, full: bool, rounds: int, repeat: int,
                     result["datasets"][ds].get("base")
                 if cur and bas and "runs" in cur and "runs" in bas:
                     result["datasets"][ds]["speedup"] = [
-                        b["search_s"] / c["search_s"] for b, c in zip(bas["runs"], cur["runs"])]
+                        b["search_s"] / c["search_s"]
+                        for b, c in zip(bas["runs"], cur["runs"], strict=True)]
                     result["datasets"][ds]["same_result"] = [
                         b["best"] == c["best"] and b["n_minimal"] == c["n_minimal"]
-                        for b, c in zip(bas["runs"], cur["runs"])]
+                        for b, c in zip(bas["runs"], cur["runs"], strict=True)]
         finally:
             if base:
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",

@@ -6,12 +6,13 @@ distinct (class, sensitive value) pairs) with their generalized code per attribu
 is obtained by mapping every row's codes one step of the hierarchy further (a gather
 ``maps[offsets[a] + q[a, i]]`` from the lower node's level to the higher node's) and
 merging equal tuples: Flash's roll-up, with work proportional to the lower node's rows —
-far fewer than the table's distinct cells once any attribute is generalized.
+far fewer than the table's distinct cells once any attribute is generalized. Keys are
+computed in blocks of rows, attribute by attribute, so a block stays in L1.
 
 :func:`rollup` ranks the mixed-radix keys of the generalized tuples by direct addressing
-when the key space is small (≤ 4·rows + 4096 slots) and with an open-addressing hash
-table otherwise (sized to the classes found, so it stays in cache), numbering classes in order of first appearance (not lexicographic: the search
-only needs the partition). Keys that do not fit 62 bits are reported (``n_groups = -1``)
+when the key space is small (≤ 32·rows + 65536 slots) and with an open-addressing hash
+table otherwise (sized to the classes found, so it stays in cache), numbering classes in
+order of first appearance (not lexicographic: the search only needs the partition). Keys that do not fit 62 bits are reported (``n_groups = -1``)
 and the caller falls back to the sorting regroup of :mod:`fastpriv._kernels.generalize`.
 
 :func:`size_stats` and :func:`profile_stats` decide a node under a suppression budget and
@@ -27,14 +28,15 @@ import numpy as np
 from .._jit import kernel
 from .generalize import profile_ok
 
-
 _BLOCK = 2048
 
 
 @kernel
 def _block_keys(q, maps, offsets, cards, start, stop, key):
-    """Mixed-radix keys of rows ``start:stop`` into ``key[0:stop-start]``, attribute by
-    attribute (a block small enough to stay in L1 between attributes)."""
+    """Write the mixed-radix keys of rows ``start:stop`` into ``key[0:stop-start]``.
+
+    Attribute by attribute: the block stays in L1 between attributes.
+    """
     n = stop - start
     o = offsets[0]
     for j in range(n):
@@ -93,7 +95,7 @@ def rollup(q, maps, offsets, cards, w, max_groups):
     first = np.empty(m, dtype=np.int64)
     key = np.empty(_BLOCK, dtype=np.int64)
     g = 0
-    if space <= 4 * m + 4096:
+    if space <= 32 * m + 65536:
         slot = np.full(space, -1, dtype=np.int32)
         for start in range(0, m, _BLOCK):
             stop = min(start + _BLOCK, m)
@@ -184,8 +186,10 @@ def size_stats(sizes, k, budget):
 @kernel
 def profile_stats(indptr, codes, counts, sizes, kinds, iparams, fparams, q, qrank, inv_q,
                   budget):
-    """:func:`size_stats` for any conjunction of local criteria (CSR profiles, counts
-    descending), failing groups decided by :func:`~fastpriv._kernels.generalize.profile_ok`.
+    """Apply :func:`size_stats` to any conjunction of local criteria.
+
+    Profiles in CSR form (counts descending); failing groups are decided by
+    :func:`~fastpriv._kernels.generalize.profile_ok`.
     """
     dense = np.zeros(q.shape[0], dtype=np.float64)
     wcodes = codes.copy()

@@ -305,6 +305,15 @@ class _RollUp:
         self.max_groups = lat.n_rows // self.k + budget if self.sizes_only else lat.n_rows + 1
         self.maps, self.offs, consistent = lat._level_tables()
         d = len(lat.heights)
+        hmax = max(lat.heights)
+        self.attrs = np.arange(d)
+        self.off_tab = np.zeros((d, hmax, hmax), dtype=np.int64)
+        self.card_tab = np.ones((d, hmax), dtype=np.int64)
+        for a, h in enumerate(lat.hierarchies):
+            for i in range(h.height):
+                self.card_tab[a, i] = h.cardinality(i)
+                for j in range(i, h.height):
+                    self.off_tab[a, i, j] = self.offs[a][i][j]
         if self.sizes_only:
             q, w = lat._qi_classes_table()
             bottom = _Materialized(np.zeros(d, np.int64), q, None, w)
@@ -322,7 +331,7 @@ class _RollUp:
         self.stats: dict[tuple[int, ...], tuple[int, int, int]] = {}
 
     def _source(self, nd: np.ndarray) -> _Materialized:
-        """The cached node below ``nd`` with the fewest rows (one vectorized test)."""
+        """Pick the cached node below ``nd`` with the fewest rows (one vectorized test)."""
         n = len(self.cache)
         below = np.all(self.levels[:n] <= nd, axis=1)
         rows = np.where(below, self.rows[:n], np.iinfo(np.int64).max)
@@ -344,10 +353,12 @@ class _RollUp:
         else:
             self.levels[n], self.rows[n] = mat.levels, mat.m
 
-    def classes(self, node: tuple[int, ...], max_groups: int | None = None) -> tuple[_Materialized, np.ndarray, np.ndarray,
-                                                      np.ndarray, int, np.ndarray]:
-        """Roll ``node`` up: (source, group of each source row, sizes, first rows, number
-        of classes, level-to-level offsets)."""
+    def classes(self, node: tuple[int, ...], max_groups: int | None = None) -> tuple:
+        """Roll ``node`` up from the best cached node below it.
+
+        Returns (source, class of each source row, sizes, first rows, number of classes —
+        −2 past ``max_groups`` —, level-to-level offsets).
+        """
         from .._kernels.generalize import regroup, weighted_first
         from .._kernels.lattice import rollup
 
@@ -357,10 +368,8 @@ class _RollUp:
         self.tick += 1
         src.last = self.tick
         self.rows_scanned += src.m
-        offs = kernel_array([self.offs[a][int(src.levels[a])][lev]
-                             for a, lev in enumerate(node)], np.int64)
-        cards = kernel_array([h.cardinality(lev) for h, lev in zip(self.lat.hierarchies, node)],
-                             np.int64)
+        offs = kernel_array(self.off_tab[self.attrs, src.levels, nd], np.int64)
+        cards = kernel_array(self.card_tab[self.attrs, nd], np.int64)
         limit = src.m if max_groups is None else min(max_groups, src.m)
         group, sizes, first, ng = rollup(src.q, self.maps, offs, cards, src.w, limit)
         if ng == -1:  # key space beyond 62 bits: rank by sorting the tuples
@@ -371,9 +380,12 @@ class _RollUp:
 
     def check(self, node: tuple[int, ...], budget: int | None = None, *,
               bound: bool = False) -> tuple[NodeCheck, tuple[int, int, int, int]]:
-        """Decide ``node`` (stopping early past ``budget``); also its (suppressed, kept
-        classes, Σ n_g² over kept classes, bound) — ``bound`` = Σ_g n_g·max(n_g, k) over
-        all classes when asked (see :meth:`loss_and_bound`), else −1."""
+        """Decide ``node``, stopping early past ``budget``.
+
+        Also returns (suppressed individuals, kept classes, Σ n_g² over kept classes,
+        bound): ``bound`` = Σ_g n_g·max(n_g, k) over all classes when asked (see
+        :meth:`loss_and_bound`), else −1.
+        """
         from .._kernels.counting import DENSE_CELLS, count_pairs
         from .._kernels.lattice import profile_stats, size_stats
 
@@ -439,11 +451,13 @@ class _RollUp:
         self.used += mat.nbytes
 
     def loss_and_bound(self, node: tuple[int, ...]) -> tuple[int, int]:
-        """Discernibility of ``node`` with its failing classes suppressed, and a lower bound
-        of the discernibility of every node above it: each individual ends up suppressed
+        """Return the discernibility of ``node`` and a lower bound for every node above it.
+
+        Failing classes are suppressed. Above ``node`` each individual ends up suppressed
         (cost n) or in a class at least as large as its class here (and ≥ k under
-        k-anonymity), so Σ_g n_g·max(n_g, k) over this node's classes bounds them all
-        (with n_g ≤ n). Both exact integers."""
+        k-anonymity), so Σ_g n_g·max(n_g, min(k, n)) over this node's classes bounds the
+        discernibility of them all. Both exact integers.
+        """
         _, (sup, _, sq, b) = self.check(node, budget=self.lat.n_rows, bound=True)
         return sq + sup * self.lat.n_rows, b
 
@@ -528,6 +542,7 @@ class GeneralizationLattice:
         self._level_maps: tuple[np.ndarray, list, bool] | None = None
         self._qi_classes: tuple[np.ndarray, np.ndarray] | None = None
         self._cq0: np.ndarray | None = None
+        self._tuples: list[tuple[int, ...]] | None = None
 
     # ------------------------------------------------------------------ basic facts
     @property
@@ -558,10 +573,13 @@ class GeneralizationLattice:
 
     # ------------------------------------------------------------------ roll-up tables
     def _level_tables(self) -> tuple[np.ndarray, list[list[list[int]]], bool]:
-        """Flat level-to-level gather tables: attribute ``a`` from level ``i`` to ``j ≥ i``
-        at offset ``offs[a][i][j]`` (codes of level ``i`` → codes of level ``j``), and
-        whether every hierarchy is consistent (one level-``j`` parent per level-``i``
-        code; else only the level-0 tables are meaningful and roll-up starts at the cells)."""
+        """Build the flat level-to-level gather tables.
+
+        Attribute ``a`` from level ``i`` to ``j ≥ i`` at offset ``offs[a][i][j]`` (codes of
+        level ``i`` → codes of level ``j``); also whether every hierarchy is consistent
+        (one level-``j`` parent per level-``i`` code; else nodes roll up from the cells
+        only).
+        """
         if self._level_maps is None:
             flat, offs, pos, consistent = [], [], 0, True
             for h in self.hierarchies:
@@ -589,8 +607,10 @@ class GeneralizationLattice:
         return self._cq0
 
     def _qi_classes_table(self) -> tuple[np.ndarray, np.ndarray]:
-        """The bottom node's classes (distinct QI tuples, sensitive ignored): codes
-        ``(d, classes)`` and individuals per class."""
+        """Return the bottom node's classes (distinct QI tuples, sensitive ignored).
+
+        Level-0 codes ``(d, classes)`` and individuals per class.
+        """
         from .._kernels.generalize import regroup, weighted_first
 
         if self._qi_classes is None:
@@ -732,10 +752,11 @@ class GeneralizationLattice:
         stats: dict[tuple[int, ...], tuple[int, int, int, int]] = {}
         order: list[tuple[int, ...]] = []
         t_book = 0.0
+        tuples = self._node_tuples()
 
         def evaluate(i: int) -> bool:
             nonlocal t_book
-            node = tuple(int(x) for x in self.nodes[i])
+            node = tuples[i]
             if engine is not None:
                 res, st = engine.check(node)
                 stats[node] = st
@@ -765,7 +786,7 @@ class GeneralizationLattice:
             for i in range(N):
                 if flat[gidx[i]] != UNKNOWN:
                     continue
-                path = self._upward_path(node=tuple(int(x) for x in self.nodes[i]), grid=grid)
+                path = self._upward_path(node=tuples[i], grid=grid)
                 lo, hi = 0, len(path) - 1
                 while lo <= hi:
                     mid = (lo + hi) // 2
@@ -810,6 +831,12 @@ class GeneralizationLattice:
             object.__setattr__(res, "anonymized", anonymized)
         return res
 
+    def _node_tuples(self) -> list[tuple[int, ...]]:
+        """Every node as a tuple of ints, in node order (built once)."""
+        if self._tuples is None:
+            self._tuples = [tuple(n) for n in self.nodes.tolist()]
+        return self._tuples
+
     def _rolls_up(self, crit: Criterion) -> bool:
         """Whether node checks can use :class:`_RollUp` (built-in local criteria)."""
         if isinstance(crit, LocalCriterion):
@@ -819,7 +846,7 @@ class GeneralizationLattice:
         return isinstance(crit, AllOf) and bool(crit.local)
 
     def _upward_path(self, node: tuple[int, ...], grid: np.ndarray) -> list[tuple[int, ...]]:
-        """A chain from ``node`` upwards through untagged nodes (Flash's path)."""
+        """Extend a chain from ``node`` upwards through untagged nodes (Flash's path)."""
         path = [node]
         cur = list(node)
         rel_step = [1.0 / max(h - 1, 1) for h in self.heights]
@@ -840,11 +867,12 @@ class GeneralizationLattice:
             path.append(nxt)
 
     def _minimal_grid(self, sat_grid: np.ndarray) -> list[tuple[int, ...]]:
-        """Satisfying nodes with no satisfying node strictly below them (any set).
+        """Return the satisfying nodes with no satisfying node strictly below (any set).
 
         ``below[x]`` = some satisfying ``y ≤ x`` exists (prefix-OR along every axis); a
         satisfying ``x`` is minimal iff ``below[x − e_a]`` is false for every ``a`` with
-        ``x_a > 0`` (every ``y ≤ x, y ≠ x`` lies below one of those)."""
+        ``x_a > 0`` (every ``y ≤ x, y ≠ x`` lies below one of those).
+        """
         below = sat_grid.copy()
         for ax in range(below.ndim):
             np.logical_or.accumulate(below, axis=ax, out=below)
@@ -865,7 +893,7 @@ class GeneralizationLattice:
 
     def _score_from(self, node: tuple[int, ...], utility: Any, crit: Criterion, budget: int,
                     st: tuple[int, int, int, int] | None) -> float:
-        """A minimal node's utility, from the counts of its check when they were kept."""
+        """Score a minimal node from the counts of its check when they were kept."""
         if st is not None and utility in ("discernibility", "avg_group_size"):
             sup, kept, sq, _ = st
             if utility == "discernibility":
@@ -876,7 +904,7 @@ class GeneralizationLattice:
     def _optimum(self, sat_grid: np.ndarray, minimal: list[tuple[int, ...]], scores: dict,
                  best: tuple[int, ...], utility: Any, crit: Criterion, budget: int,
                  engine: _RollUp | None) -> tuple[tuple[int, ...], int]:
-        """The satisfying node minimizing (utility, height, lexicographic) — ARX's optimum."""
+        """Find the satisfying node minimizing (utility, height, lexicographic): ARX's optimum."""
         if not callable(utility) and (budget == 0 or utility in ("height", "precision")):
             return best, 0   # the measure only grows upwards: the optimum is minimal
         key = (scores[best], sum(best), best)
