@@ -12,8 +12,9 @@ computed in blocks of rows, attribute by attribute, so a block stays in L1.
 :func:`rollup` ranks the mixed-radix keys of the generalized tuples by direct addressing
 when the key space is small (≤ 32·rows + 65536 slots) and with an open-addressing hash
 table otherwise (sized to the classes found, so it stays in cache), numbering classes in
-order of first appearance (not lexicographic: the search only needs the partition). Keys that do not fit 62 bits are reported (``n_groups = -1``)
-and the caller falls back to the sorting regroup of :mod:`fastpriv._kernels.generalize`.
+order of first appearance (not lexicographic: the search only needs the partition). Keys
+that do not fit 62 bits are reported (``n_groups = -1``) and the caller falls back to the
+sorting regroup of :mod:`fastpriv._kernels.generalize`.
 
 :func:`size_stats` and :func:`profile_stats` decide a node under a suppression budget and
 stop as soon as the suppressed individuals exceed it (fail fast); otherwise they return
