@@ -1,6 +1,6 @@
 """Issue 27 benchmark: full-domain generalization at ARX's scale (``lattice_scale.json``).
 
-* **IHIS shape**: a seeded table of IHIS's shape — 1,193,504 rows (smoke: 60,000), 9 QIs
+* **IHIS shape**: a seeded table of IHIS's shape — 1,193,504 rows (smoke: 20,000), 9 QIs
   with Zipf-like values (exponent 1.1, domains 96, 64, 50, 40, 24, 16, 12, 8, 2) and
   hierarchies of heights (5, 4, 3, 3, 3, 3, 2, 2, 2) — 12,960 nodes, ≈1.17M distinct QI
   cells at full size; sensitive attribute: 10 Zipf-like values.
@@ -94,7 +94,7 @@ def measure(dataset: str, full: bool, repeat: int, objective: bool = True) -> di
     from fastpriv.anonymize.lattice import GeneralizationLattice
 
     if dataset == "ihis":
-        table, hier = ihis_table(IHIS_ROWS if full else 60_000)
+        table, hier = ihis_table(IHIS_ROWS if full else 20_000)
         qi, sens = [f"q{i}" for i in range(9)], "s"
     else:
         table, hier = adult_table(full)
@@ -153,7 +153,7 @@ def _subprocess(tree: str, dataset: str, full: bool, repeat: int) -> dict[str, A
 
 
 def compare(base: str | None, full: bool, rounds: int, repeat: int,
-            base_repeat: int) -> dict[str, Any]:
+            base_repeat: int, datasets: tuple[str, ...] = ("adult", "ihis")) -> dict[str, Any]:
     """Base revision and working tree, alternated ``rounds`` times per dataset."""
     result: dict[str, Any] = {"arx_published": ARX, "base": base, "datasets": {}}
     with tempfile.TemporaryDirectory(prefix="fastpriv-lattice-ab-") as tmp:
@@ -164,7 +164,7 @@ def compare(base: str | None, full: bool, rounds: int, repeat: int,
                             base], check=True, capture_output=True)
             trees.insert(0, ("base", path))
         try:
-            for ds in ("adult", "ihis"):
+            for ds in datasets:
                 by: dict[str, list] = {}
                 for _ in range(rounds):
                     for label, tree in trees:
@@ -220,7 +220,7 @@ def profile(dataset: str, full: bool, sup: float) -> None:
     from fastpriv.anonymize.lattice import GeneralizationLattice
 
     if dataset == "ihis":
-        table, hier = ihis_table(IHIS_ROWS if full else 60_000)
+        table, hier = ihis_table(IHIS_ROWS if full else 20_000)
         qi, sens = [f"q{i}" for i in range(9)], "s"
     else:
         table, hier = adult_table(full)
@@ -261,14 +261,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="timed repeats of the base (0: the first call only)")
     ap.add_argument("--profile", choices=("ihis", "adult"))
     ap.add_argument("--suppression", type=float, default=0.0)
+    ap.add_argument("--datasets", default="adult,ihis", help="comma-separated: adult, ihis")
+    ap.add_argument("--out", default="lattice_scale", help="result file name (no .json)")
     a = ap.parse_args(argv)
     full = is_full()
     if a.profile:
         profile(a.profile, full, a.suppression)
         return 0
-    res = compare(a.base, full, a.rounds, a.repeat, a.base_repeat)
+    res = compare(a.base, full, a.rounds, a.repeat, a.base_repeat,
+                  tuple(x.strip() for x in a.datasets.split(",") if x.strip()))
     print(json.dumps({ds: v.get("speedup") for ds, v in res["datasets"].items()}))
-    write_result("lattice_scale", res, full)
+    write_result(a.out, res, full)
     return 0
 
 

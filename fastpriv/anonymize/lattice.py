@@ -20,10 +20,27 @@ criterion). A criterion declaring ``monotone = False`` — or a suppression budg
 criterion for which suppression is not monotone — is checked exhaustively instead.
 
 Each check is cheap: the table is compressed once to its distinct (QI codes, sensitive
-value) combinations with counts; a node check gathers each attribute's generalized codes
-(one table lookup per cell), ranks the mixed-radix keys densely (a Numba kernel, no Arrow
-round trip) and counts (group, value) pairs into the frequency profile every criterion
-reads.
+value) combinations with counts. For the built-in group-local criteria (k-anonymity,
+ℓ-diversity, t-closeness, (c,k)-safety against negated atoms, (α,k)-anonymity and their
+conjunctions) a node's classes are **rolled up** from the smallest already-materialized
+node below it — the cells at the bottom, or a failing node checked earlier (only failing
+nodes can lie below a node still to check), kept in a cache bounded to 256 MiB, least
+recently used evicted first — by mapping each row's codes up the hierarchies and merging
+equal tuples (Numba kernels in :mod:`fastpriv._kernels.lattice`; pure k-anonymity counts
+class sizes only). A check **fails fast**: under k-anonymity with a budget of b suppressed
+individuals a node with more than n/k + b classes cannot pass and the merge stops there,
+and the criterion scan stops once the suppressed individuals exceed the budget. The counts
+of each check also give the discernibility and average class size of the minimal nodes,
+which are scored without recounting. Tagging is O(what it changes): the lattice is held
+as a grid of shape ``heights``, and a node's successors (predecessors) are one box slice
+of it; the minimal nodes come from a prefix-OR of the satisfying set along every axis.
+Other criteria are checked on the node's :class:`~fastpriv.release.Release`, regrouped
+from the cells (a Numba kernel, no Arrow round trip).
+
+``search(..., objective="optimal")`` also answers ARX's question — the single
+loss-optimal node among *all* satisfying nodes (with suppression a higher node can cost
+less) — and ``on_check`` receives a :class:`SearchProgress` (nodes checked, nodes tagged,
+elapsed seconds) after every check.
 
 :meth:`GeneralizationLattice.chain_search` is the binary search along one chain of the
 lattice that Martin et al. §3.4 mention: O(log height) checks, minimal *on the chain*
