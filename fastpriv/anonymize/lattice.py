@@ -1167,13 +1167,17 @@ def lattice_search(table: Any, qi: Sequence[str], sensitive: str, hierarchies: A
                    knowledge: str = "implications", utility: str | Callable = "discernibility",
                    suppression: float = 0.0, strategy: str = "auto", materialize: bool = True,
                    nulls: str = "error",
-                   progress: Callable[[int, int], None] | None = None) -> LatticeSearch:
+                   progress: Callable[[int, int], None] | None = None,
+                   objective: str = "minimal",
+                   on_check: Callable[[SearchProgress], None] | None = None) -> LatticeSearch:
     """Full-domain generalization: all minimal nodes satisfying a monotone criterion.
 
     The criterion is the conjunction of ``predicate`` and the keyword criteria (see
     :func:`fastpriv.predicates.criteria_from`: ``k``, ``l``/``l_kind``/``c_l``, ``t``,
     ``c``/``ck``/``knowledge``). Returns a :class:`LatticeSearch` whose ``.release`` /
-    ``.group_ids`` / ``.anonymized`` are the best minimal node's release.
+    ``.group_ids`` / ``.anonymized`` are the best minimal node's release (the best
+    satisfying node's with ``objective="optimal"``; see
+    :meth:`GeneralizationLattice.search` for ``objective``, ``progress`` and ``on_check``).
 
     Examples
     --------
@@ -1188,7 +1192,8 @@ def lattice_search(table: Any, qi: Sequence[str], sensitive: str, hierarchies: A
                          t_ordered=t_ordered, c=c, ck=ck, knowledge=knowledge)
     lat = GeneralizationLattice(table, qi, sensitive, hierarchies, nulls=nulls)
     return lat.search(crit, utility=utility, suppression=suppression, strategy=strategy,
-                      materialize=materialize, progress=progress)
+                      materialize=materialize, progress=progress, objective=objective,
+                      on_check=on_check)
 
 
 def minimal_ck_safe(table: Any, qi: Sequence[str], sensitive: str, hierarchies: Any = None, *,
