@@ -190,3 +190,24 @@ def average_delta(f_rows, group_of_row):
             col = [x[v] for x in fs]
             spreads.append(max(col) - min(col))
     return sum(spreads) / len(spreads)
+
+
+# ---------------------------------------------------------------------- lattice utility
+def suppressed_groups(groups, passes):
+    """Split groups (lists of values) into (kept, suppressed) by a per-group test."""
+    kept = [g for g in groups if passes(g)]
+    return kept, [g for g in groups if not passes(g)]
+
+
+def discernibility(groups, passes, n_rows):
+    """Σ_{kept g} n_g² + (suppressed individuals)·n — failing groups suppressed."""
+    kept, bad = suppressed_groups(groups, passes)
+    return sum(len(g) ** 2 for g in kept) + sum(len(g) for g in bad) * n_rows
+
+
+def best_node(nodes, loss):
+    """The node minimizing (loss, height, lexicographic), or None."""
+    nodes = list(nodes)
+    if not nodes:
+        return None
+    return min(nodes, key=lambda n: (loss(n), sum(n), n))

@@ -439,3 +439,150 @@ def test_cli_discovers_plugin_methods(tmp_path, monkeypatch, capsys):
     assert main(["anonymize", str(src), "--qi", "a", "--sensitive", "s", "--method",
                  "brokenplug", "--k", "2"]) == 2
     assert "failed to import" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------- issue 27: roll-up
+ROLLUP_CRITERIA = [
+    (lambda k: P.KAnonymity(k), lambda k: [("k", k)]),
+    (lambda k: P.DistinctLDiversity(2) & P.KAnonymity(k), lambda k: [("distinct", 2), ("k", k)]),
+    (lambda k: P.TCloseness(0.4), lambda k: [("t", Fraction(2, 5))]),
+    (lambda k: P.CKSafety(0.8, 1, "negations"), lambda k: [("ck_neg", Fraction(4, 5), 1)]),
+]
+
+
+@st.composite
+def wide_tables(draw):
+    """Up to 60 rows over 4 QIs (lattice 4·3·2·3 = 72 nodes)."""
+    n = draw(st.integers(1, 60))
+    rows = []
+    for _ in range(n):
+        rows.append({"a": draw(st.sampled_from(A_VALUES)),
+                     "b": draw(st.sampled_from("xyzw")),
+                     "c": draw(st.sampled_from("mf")),
+                     "d": draw(st.sampled_from([0, 1, 2, 3, 4, 5])),
+                     "s": draw(st.sampled_from(["s0", "s1", "s2", "s3"]))})
+    return rows
+
+
+WIDE_HIER = {"a": [2, 4, "*"], "b": Hierarchy(B_ROWS, name="b"), "c": "suppress",
+             "d": [3, "*"]}
+
+
+def _wide_dicts():
+    h = _hier_dicts()
+    d = Hierarchy.intervals(list(range(6)), [3], name="d")
+    h["d"] = {int(r[0]): list(r) for r in d.rows}
+    return h
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=wide_tables(), frac=st.sampled_from([0.0, 0.05, 0.1, 0.3]), k=st.integers(1, 5),
+       which=st.integers(0, len(ROLLUP_CRITERIA) - 1), tiny_cache=st.booleans())
+def test_rollup_search_equals_exhaustive_oracle(rows, frac, k, which, tiny_cache):
+    """Roll-up checks, grid tagging, counted scores and objective='optimal' against plain
+    Python: every node's groups recomputed from the rows, failing groups suppressed."""
+    import fastpriv.anonymize.lattice as L
+    from tests.naive_anonymize import best_node, discernibility
+
+    qi = ["a", "b", "c", "d"]
+    make, oracle = ROLLUP_CRITERIA[which]
+    crit, crits = make(k), oracle(k)
+    table = pa.table({c: [r[c] for r in rows] for c in qi + ["s"]})
+    lat = GeneralizationLattice(table, qi, "s", WIDE_HIER)
+    hier, q, n = _wide_dicts(), table_distribution(rows, "s"), len(rows)
+    budget = math.floor(frac * n)
+
+    def passes(g):
+        return all(group_passes(g, c, q) for c in crits)
+
+    def groups(node):
+        return list(node_groups(rows, qi, "s", hier, node).values())
+
+    def sat(node):
+        gs = groups(node)
+        bad = sum(len(g) for g in gs if not passes(g))
+        if budget == 0:
+            return bad == 0
+        return bad <= budget and any(passes(g) for g in gs)
+
+    def loss(node):
+        return discernibility(groups(node), passes, n) if budget else \
+            sum(len(g) ** 2 for g in groups(node))
+
+    if budget and not getattr(crit, "union_monotone", False):
+        return  # exhaustive path, covered by test_suppression_equals_exhaustive
+    from unittest import mock
+
+    # a tiny cache: evictions at every materialization
+    with mock.patch.object(L, "_CACHE_BYTES", 256 if tiny_cache else L._CACHE_BYTES):
+        res = lat.search(crit, suppression=frac, materialize=False)
+    want = minimal_nodes(lat.heights, sat)
+    assert list(res.minimal) == want
+    assert res.best == best_node(want, loss)
+    for m in want:
+        assert res.scores[m] == float(loss(m))
+    all_sat = [nd for nd in all_nodes(lat.heights) if sat(nd)]
+    assert res.n_satisfying == len(all_sat)
+    opt = lat.search(crit, suppression=frac, materialize=False, objective="optimal")
+    assert opt.minimal == res.minimal
+    assert opt.best == best_node(all_sat, loss)
+    if opt.best is not None:
+        assert opt.scores[opt.best] == float(loss(opt.best))
+    exh = lat.search(crit, suppression=frac, strategy="exhaustive", materialize=False)
+    assert exh.minimal == res.minimal and exh.best == res.best
+
+
+def test_rollup_matches_cell_regrouping_on_adult():
+    """Every node of a 9-QI Adult lattice slice: roll-up class sizes equal the cell regroup."""
+    from fastpriv.anonymize.lattice import _RollUp
+
+    qi = ["age", "education", "marital_status", "race", "sex", "workclass"]
+    adult = load_adult(qi + ["occupation"]).slice(0, 3000)
+    lat = GeneralizationLattice(adult, qi, "occupation")
+    for crit in (P.KAnonymity(3), P.DistinctLDiversity(2)):
+        eng = _RollUp(lat, crit, 0)
+        rng = np.random.default_rng(0)
+        for i in rng.permutation(lat.n_nodes)[:300]:
+            node = tuple(int(x) for x in lat.nodes[i])
+            res, (sup, kept, sq, _) = eng.check(node, budget=lat.n_rows, bound=True)
+            sizes = lat.release(node).sizes
+            ok = crit.group_ok(lat.release(node))
+            assert res.n_groups == sizes.shape[0]
+            assert sup == int(sizes[~ok].sum()) and kept == int(ok.sum())
+            assert sq == int((sizes[ok].astype(np.int64) ** 2).sum())
+        assert len(eng.cache) > 1  # failing nodes were materialized and reused
+
+
+def test_search_progress_hook():
+    adult = load_adult(["age", "marital_status", "race", "sex", "occupation"])
+    lat = GeneralizationLattice(adult, ["age", "marital_status", "race", "sex"], "occupation")
+    seen = []
+    res = lat.search(P.KAnonymity(10), materialize=False, on_check=seen.append)
+    assert len(seen) == res.n_checked and seen[-1].n_tagged == lat.n_nodes
+    assert [s.n_checked for s in seen] == list(range(1, res.n_checked + 1))
+    assert [s.node for s in seen] == list(res.checked)
+    assert all(b.seconds >= a.seconds and b.n_tagged >= a.n_tagged
+               for a, b in zip(seen, seen[1:], strict=False))
+    assert set(res.phases) >= {"rollup", "count", "criterion", "bookkeeping"}
+    with pytest.raises(ValueError, match="objective"):
+        lat.search(P.KAnonymity(10), objective="best")
+
+
+def test_objective_optimal_front_end_with_suppression():
+    adult = load_adult(["age", "marital_status", "race", "sex", "workclass", "occupation"])
+    qi = ["age", "marital_status", "race", "sex", "workclass"]
+    lat = GeneralizationLattice(adult, qi, "occupation")
+    res = lattice_search(adult, qi, "occupation", k=50, suppression=0.02, objective="optimal",
+                         materialize=False)
+    mins = lat.search(P.KAnonymity(50), suppression=0.02, materialize=False)
+    assert res.objective == "optimal" and res.minimal == mins.minimal
+    assert res.scores[res.best] <= mins.scores[mins.best]
+    # the optimum is the least discernibility over every satisfying node (exhaustively)
+    def loss(node):
+        rel = lat.release(node)
+        ok = P.KAnonymity(50).group_ok(rel)
+        return float((rel.sizes[ok].astype(np.int64) ** 2).sum()
+                     + rel.sizes[~ok].sum() * lat.n_rows)
+    sat = [tuple(int(x) for x in n) for n in lat.nodes[mins.satisfying]]
+    want = min(sat, key=lambda n: (loss(n), sum(n), n))
+    assert res.best == want and res.scores[want] == loss(want)

@@ -20,10 +20,27 @@ criterion). A criterion declaring ``monotone = False`` — or a suppression budg
 criterion for which suppression is not monotone — is checked exhaustively instead.
 
 Each check is cheap: the table is compressed once to its distinct (QI codes, sensitive
-value) combinations with counts; a node check gathers each attribute's generalized codes
-(one table lookup per cell), ranks the mixed-radix keys densely (a Numba kernel, no Arrow
-round trip) and counts (group, value) pairs into the frequency profile every criterion
-reads.
+value) combinations with counts. For the built-in group-local criteria (k-anonymity,
+ℓ-diversity, t-closeness, (c,k)-safety against negated atoms, (α,k)-anonymity and their
+conjunctions) a node's classes are **rolled up** from the smallest already-materialized
+node below it — the cells at the bottom, or a failing node checked earlier (only failing
+nodes can lie below a node still to check), kept in a cache bounded to 256 MiB, least
+recently used evicted first — by mapping each row's codes up the hierarchies and merging
+equal tuples (Numba kernels in :mod:`fastpriv._kernels.lattice`; pure k-anonymity counts
+class sizes only). A check **fails fast**: under k-anonymity with a budget of b suppressed
+individuals a node with more than n/k + b classes cannot pass and the merge stops there,
+and the criterion scan stops once the suppressed individuals exceed the budget. The counts
+of each check also give the discernibility and average class size of the minimal nodes,
+which are scored without recounting. Tagging is O(what it changes): the lattice is held
+as a grid of shape ``heights``, and a node's successors (predecessors) are one box slice
+of it; the minimal nodes come from a prefix-OR of the satisfying set along every axis.
+Other criteria are checked on the node's :class:`~fastpriv.release.Release`, regrouped
+from the cells (a Numba kernel, no Arrow round trip).
+
+``search(..., objective="optimal")`` also answers ARX's question — the single
+loss-optimal node among *all* satisfying nodes (with suppression a higher node can cost
+less) — and ``on_check`` receives a :class:`SearchProgress` (nodes checked, nodes tagged,
+elapsed seconds) after every check.
 
 :meth:`GeneralizationLattice.chain_search` is the binary search along one chain of the
 lattice that Martin et al. §3.4 mention: O(log height) checks, minimal *on the chain*
@@ -62,7 +79,8 @@ from ..release import SVPI, Release
 from ._input import expand_arrow, expand_rows, prepare_input
 from ._result import Anonymized, GeneralizedAttribute
 
-__all__ = ["GeneralizationLattice", "LatticeSearch", "ChainSearch", "lattice_search",
+__all__ = ["GeneralizationLattice", "LatticeSearch", "ChainSearch", "SearchProgress",
+           "lattice_search",
            "minimal_ck_safe", "UTILITIES"]
 
 UTILITIES = ("discernibility", "avg_group_size", "height", "precision")
@@ -110,6 +128,16 @@ class LatticeSearch:
     seconds : float
     anonymized : Anonymized or None
         The release at ``best`` (materialized unless ``materialize=False``).
+    objective : str
+        ``"minimal"`` (``best`` = best minimal node) or ``"optimal"`` (``best`` = best
+        satisfying node; it is added to ``scores``).
+    n_scored : int
+        Satisfying non-minimal nodes evaluated for ``objective="optimal"``.
+    phases : dict
+        Seconds spent per phase of the node checks: ``rollup`` (merging classes),
+        ``count`` ((class, value) profiles), ``criterion``, ``materialize`` (caching
+        failing nodes) — for built-in local criteria — and ``bookkeeping`` (tagging,
+        progress callbacks).
 
     """
 
@@ -129,6 +157,9 @@ class LatticeSearch:
     seconds: float
     anonymized: Anonymized | None = None
     satisfying: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+    objective: str = "minimal"
+    n_scored: int = 0
+    phases: dict = field(default_factory=dict, repr=False)
 
     def _need(self) -> Anonymized:
         if self.anonymized is None:
@@ -165,7 +196,9 @@ class LatticeSearch:
                 "scores": {",".join(map(str, n)): v for n, v in self.scores.items()},
                 "n_nodes": self.n_nodes, "n_checked": self.n_checked,
                 "n_satisfying": self.n_satisfying, "strategy": self.strategy,
-                "suppression": self.suppression, "seconds": self.seconds}
+                "suppression": self.suppression, "seconds": self.seconds,
+                "objective": self.objective, "n_scored": self.n_scored,
+                "phases": dict(self.phases)}
 
 
 @dataclass(frozen=True)
@@ -216,6 +249,234 @@ class ChainSearch:
                 "minimal_in_lattice": self.minimal_in_lattice,
                 "n_checked_predecessors": self.n_checked_predecessors,
                 "seconds": self.seconds}
+
+
+_CACHE_BYTES = 1 << 28
+_PHASES = ("rollup", "count", "criterion", "materialize")
+
+
+@dataclass(frozen=True)
+class SearchProgress:
+    """State of a running search, passed to ``on_check`` after every node check.
+
+    Attributes
+    ----------
+    n_checked : int
+        Nodes evaluated so far.
+    n_tagged : int
+        Nodes whose status is known (checked or inferred by predictive tagging).
+    n_nodes : int
+    seconds : float
+        Elapsed time since the search started.
+    node : tuple
+        The node just checked.
+    ok : bool
+        Whether it satisfied.
+
+    """
+
+    n_checked: int
+    n_tagged: int
+    n_nodes: int
+    seconds: float
+    node: tuple[int, ...]
+    ok: bool
+
+
+class _Materialized:
+    """The distinct rows of one node: codes at its levels, sensitive codes, individuals."""
+
+    __slots__ = ("levels", "q", "s", "w", "nbytes", "last")
+
+    def __init__(self, levels: np.ndarray, q: np.ndarray, s: np.ndarray | None,
+                 w: np.ndarray) -> None:
+        self.levels, self.q, self.s, self.w = levels, q, s, w
+        self.nbytes = q.nbytes + w.nbytes + (0 if s is None else s.nbytes)
+        self.last = 0
+
+    @property
+    def m(self) -> int:
+        return int(self.w.shape[0])
+
+
+class _RollUp:
+    """Node checks of a built-in local criterion by roll-up from materialized nodes.
+
+    A node's classes are merged from the smallest cached node below it (the table's cells
+    at the bottom node, always cached); failing nodes are cached (only they are sources
+    for later checks: the successors of a satisfying node are tagged, never checked)
+    while the cache stays under ``cache_bytes``, least recently used evicted first. Pure
+    k-anonymity needs only class sizes, so its rows are classes without sensitive values.
+    """
+
+    def __init__(self, lat: GeneralizationLattice, crit: Criterion, budget: int,
+                 cache_bytes: int | None = None) -> None:
+        from ..predicates import kernel_spec
+
+        self.lat, self.budget = lat, budget
+        self.cache_bytes = _CACHE_BYTES if cache_bytes is None else cache_bytes
+        self.spec = kernel_spec(crit, lat.values, lat._q)  # type: ignore[arg-type]
+        self.sizes_only = bool(np.all(np.asarray(self.spec.kinds) == 0))
+        self.k = int(np.asarray(self.spec.iparams)[:, 0].max()) if self.sizes_only else 0
+        # kept classes hold ≥ k individuals, suppressed ones ≥ 1: at most n/k + b classes
+        self.max_groups = lat.n_rows // self.k + budget if self.sizes_only else lat.n_rows + 1
+        self.maps, self.offs, consistent = lat._level_tables()
+        d = len(lat.heights)
+        hmax = max(lat.heights)
+        self.attrs = np.arange(d)
+        self.off_tab = np.zeros((d, hmax, hmax), dtype=np.int64)
+        self.card_tab = np.ones((d, hmax), dtype=np.int64)
+        for a, h in enumerate(lat.hierarchies):
+            for i in range(h.height):
+                self.card_tab[a, i] = h.cardinality(i)
+                for j in range(i, h.height):
+                    self.off_tab[a, i, j] = self.offs[a][i][j]
+        if self.sizes_only:
+            q, w = lat._qi_classes_table()
+            bottom = _Materialized(np.zeros(d, np.int64), q, None, w)
+        else:
+            bottom = _Materialized(np.zeros(d, np.int64), lat._cells_level0(), lat._cs,
+                                   lat._cw)
+        self.cache = [bottom]
+        self._index()
+        self.rows_scanned = 0
+        self.keep_ratio = 0.5
+        self.use_cache = consistent
+        self.used = 0
+        self.tick = 0
+        self.seconds = dict.fromkeys(_PHASES, 0.0)
+        self.stats: dict[tuple[int, ...], tuple[int, int, int]] = {}
+
+    def _source(self, nd: np.ndarray) -> _Materialized:
+        """Pick the cached node below ``nd`` with the fewest rows (one vectorized test)."""
+        n = len(self.cache)
+        below = np.all(self.levels[:n] <= nd, axis=1)
+        rows = np.where(below, self.rows[:n], np.iinfo(np.int64).max)
+        return self.cache[int(np.argmin(rows))]
+
+    def _index(self) -> None:
+        """Rebuild the (levels, rows) arrays of the cache (after an eviction)."""
+        cap = max(64, 2 * len(self.cache))
+        self.levels = np.zeros((cap, len(self.lat.heights)), dtype=np.int64)
+        self.rows = np.zeros(cap, dtype=np.int64)
+        for i, m in enumerate(self.cache):
+            self.levels[i], self.rows[i] = m.levels, m.m
+
+    def _append(self, mat: _Materialized) -> None:
+        n = len(self.cache)
+        self.cache.append(mat)
+        if n >= self.rows.shape[0]:
+            self._index()
+        else:
+            self.levels[n], self.rows[n] = mat.levels, mat.m
+
+    def classes(self, node: tuple[int, ...], max_groups: int | None = None) -> tuple:
+        """Roll ``node`` up from the best cached node below it.
+
+        Returns (source, class of each source row, sizes, first rows, number of classes —
+        −2 past ``max_groups`` —, level-to-level offsets).
+        """
+        from .._kernels.generalize import regroup, weighted_first
+        from .._kernels.lattice import rollup
+
+        t0 = time.perf_counter()
+        nd = np.asarray(node, dtype=np.int64)
+        src = self._source(nd)
+        self.tick += 1
+        src.last = self.tick
+        self.rows_scanned += src.m
+        offs = kernel_array(self.off_tab[self.attrs, src.levels, nd], np.int64)
+        cards = kernel_array(self.card_tab[self.attrs, nd], np.int64)
+        limit = src.m if max_groups is None else min(max_groups, src.m)
+        group, sizes, first, ng = rollup(src.q, self.maps, offs, cards, src.w, limit)
+        if ng == -1:  # key space beyond 62 bits: rank by sorting the tuples
+            group, ng = regroup(src.q, self.maps, offs, cards, 0)
+            sizes, first = weighted_first(kernel_array(group, np.int32), src.w, int(ng))
+        self.seconds["rollup"] += time.perf_counter() - t0
+        return src, group, sizes, first, int(ng), offs
+
+    def check(self, node: tuple[int, ...], budget: int | None = None, *,
+              bound: bool = False) -> tuple[NodeCheck, tuple[int, int, int, int]]:
+        """Decide ``node``, stopping early past ``budget``.
+
+        Also returns (suppressed individuals, kept classes, Σ n_g² over kept classes,
+        bound): ``bound`` = Σ_g n_g·max(n_g, k) over all classes when asked (see
+        :meth:`loss_and_bound`), else −1.
+        """
+        from .._kernels.counting import DENSE_CELLS, count_pairs
+        from .._kernels.lattice import profile_stats, size_stats
+
+        src, group, sizes, first, ng, offs = self.classes(
+            node, self.max_groups if budget is None else None)
+        budget = self.budget if budget is None else budget
+        if ng == -2:  # more classes than can pass: failed before the end of the scan
+            return NodeCheck(node, False, self.max_groups + 1, 0), (0, 0, 0, -1)
+        t0 = time.perf_counter()
+        csr = None
+        if not self.sizes_only:
+            csr = count_pairs(kernel_array(group, np.int32), src.s, src.w, ng,
+                              len(self.lat.values), DENSE_CELLS)
+        t1 = time.perf_counter()
+        self.seconds["count"] += t1 - t0
+        sz = kernel_array(sizes, np.int64)
+        if self.sizes_only:
+            sup, exceeded, kept, sq = size_stats(sz, self.k, budget)
+        else:
+            sp = self.spec
+            sup, exceeded, kept, sq = profile_stats(
+                kernel_array(csr[0], np.int64), kernel_array(csr[1], np.int32),
+                kernel_array(csr[2], np.int64), sz, sp.kinds, sp.iparams, sp.fparams, sp.q,
+                sp.qrank, sp.inv_q, budget)
+        t2 = time.perf_counter()
+        self.seconds["criterion"] += t2 - t1
+        ok = not exceeded and (budget == 0 or kept > 0)
+        if (bound or not ok) and self.use_cache:
+            self._keep(node, src, sizes, first, ng, offs, csr)
+        self.seconds["materialize"] += time.perf_counter() - t2
+        b = int(np.sum(sizes * np.maximum(sizes, min(self.k, self.lat.n_rows)))) if bound else -1
+        res = NodeCheck(node, ok, ng, int(sup) if ok and budget > 0 else 0)
+        return res, (int(sup), int(kept), int(sq), b)
+
+    def _keep(self, node: tuple[int, ...], src: _Materialized, sizes: np.ndarray,
+              first: np.ndarray, ng: int, offs: np.ndarray, csr: Any) -> None:
+        rows = ng if csr is None else int(csr[1].shape[0])
+        if rows > self.keep_ratio * src.m:
+            return
+        d = len(node)
+        need = rows * (4 * d + 8 + (0 if csr is None else 4))
+        if need > self.cache_bytes:
+            return
+        if self.used + need > self.cache_bytes:
+            for old in sorted(self.cache[1:], key=lambda m: m.last):
+                self.cache.remove(old)
+                self.used -= old.nbytes
+                if self.used + need <= self.cache_bytes:
+                    break
+            self._index()
+        qg = np.empty((d, ng), dtype=np.int32)
+        for a in range(d):
+            qg[a] = self.maps[offs[a] + src.q[a, first]]
+        if csr is None:
+            mat = _Materialized(np.asarray(node, np.int64), kernel_array(qg, np.int32), None,
+                                kernel_array(sizes, np.int64))
+        else:
+            rep = np.repeat(np.arange(ng), np.diff(csr[0]))
+            mat = _Materialized(np.asarray(node, np.int64), kernel_array(qg[:, rep], np.int32),
+                                kernel_array(csr[1], np.int32), kernel_array(csr[2], np.int64))
+        mat.last = self.tick
+        self._append(mat)
+        self.used += mat.nbytes
+
+    def loss_and_bound(self, node: tuple[int, ...]) -> tuple[int, int]:
+        """Return the discernibility of ``node`` and a lower bound for every node above it.
+
+        Failing classes are suppressed. Above ``node`` each individual ends up suppressed
+        (cost n) or in a class at least as large as its class here (and ≥ k under
+        k-anonymity), so Σ_g n_g·max(n_g, min(k, n)) over this node's classes bounds the
+        discernibility of them all. Both exact integers.
+        """
+        _, (sup, _, sq, b) = self.check(node, budget=self.lat.n_rows, bound=True)
+        return sq + sup * self.lat.n_rows, b
 
 
 class GeneralizationLattice:
@@ -292,6 +553,13 @@ class GeneralizationLattice:
         self.nodes = nodes[order]
         self.nodes.flags.writeable = False
         self._index = {tuple(int(x) for x in n): i for i, n in enumerate(self.nodes)}
+        # position of each node in the C-ordered grid of shape ``heights`` (tagging works on
+        # the grid: a node's successors / predecessors are one box slice of it)
+        self._grid = np.ravel_multi_index(tuple(self.nodes.T), self.heights)
+        self._level_maps: tuple[np.ndarray, list, bool] | None = None
+        self._qi_classes: tuple[np.ndarray, np.ndarray] | None = None
+        self._cq0: np.ndarray | None = None
+        self._tuples: list[tuple[int, ...]] | None = None
 
     # ------------------------------------------------------------------ basic facts
     @property
@@ -319,6 +587,57 @@ class GeneralizationLattice:
             raise InputError(f"node {node!r} is not in the lattice: one level per QI "
                              f"attribute {self.qi}, level a in 0..{[h - 1 for h in self.heights]}")
         return t
+
+    # ------------------------------------------------------------------ roll-up tables
+    def _level_tables(self) -> tuple[np.ndarray, list[list[list[int]]], bool]:
+        """Build the flat level-to-level gather tables.
+
+        Attribute ``a`` from level ``i`` to ``j ≥ i`` at offset ``offs[a][i][j]`` (codes of
+        level ``i`` → codes of level ``j``); also whether every hierarchy is consistent
+        (one level-``j`` parent per level-``i`` code; else nodes roll up from the cells
+        only).
+        """
+        if self._level_maps is None:
+            flat, offs, pos, consistent = [], [], 0, True
+            for h in self.hierarchies:
+                per = []
+                for i in range(h.height):
+                    row = [0] * h.height
+                    for j in range(i, h.height):
+                        t = np.zeros(h.cardinality(i), dtype=np.int32)
+                        t[h.maps[i]] = h.maps[j]
+                        consistent &= bool(np.array_equal(t[h.maps[i]], h.maps[j]))
+                        flat.append(t)
+                        row[j] = pos
+                        pos += t.shape[0]
+                    per.append(row)
+                offs.append(per)
+            self._level_maps = (kernel_array(np.concatenate(flat), np.int32), offs,
+                                consistent)
+        return self._level_maps
+
+    def _cells_level0(self) -> np.ndarray:
+        """Level-0 codes of every compressed cell, ``(d, n_cells)``."""
+        if self._cq0 is None:
+            self._cq0 = kernel_array(np.stack([h.maps[0][self._cq[a]] for a, h in
+                                               enumerate(self.hierarchies)]), np.int32)
+        return self._cq0
+
+    def _qi_classes_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """Return the bottom node's classes (distinct QI tuples, sensitive ignored).
+
+        Level-0 codes ``(d, classes)`` and individuals per class.
+        """
+        from .._kernels.generalize import regroup, weighted_first
+
+        if self._qi_classes is None:
+            o = kernel_array([self._off[a][0] for a in range(len(self.heights))], np.int64)
+            cards = kernel_array([h.cardinality(0) for h in self.hierarchies], np.int64)
+            g, n = regroup(self._cq, self._maps, o, cards, max(_DENSE_LIMIT, 4 * self.n_cells))
+            sizes, first = weighted_first(kernel_array(g, np.int32), self._cw, int(n))
+            self._qi_classes = (kernel_array(self._cells_level0()[:, first], np.int32),
+                                kernel_array(sizes, np.int64))
+        return self._qi_classes
 
     # ------------------------------------------------------------------ per-node work
     def cell_groups(self, node: Any) -> tuple[np.ndarray, int]:
@@ -395,7 +714,9 @@ class GeneralizationLattice:
     # ------------------------------------------------------------------ search
     def search(self, predicate: Any, *, utility: str | Callable = "discernibility",
                suppression: float = 0.0, strategy: str = "auto", materialize: bool = True,
-               progress: Callable[[int, int], None] | None = None) -> LatticeSearch:
+               progress: Callable[[int, int], None] | None = None,
+               objective: str = "minimal",
+               on_check: Callable[[SearchProgress], None] | None = None) -> LatticeSearch:
         """Every minimal node satisfying ``predicate``, and the best by ``utility``.
 
         Parameters
@@ -413,11 +734,22 @@ class GeneralizationLattice:
             Build the :class:`Anonymized` release of the best node.
         progress : callable, optional
             Called as ``progress(n_tagged, n_nodes)`` after each check.
+        objective : {"minimal", "optimal"}
+            ``"minimal"``: ``best`` is the best *minimal* node. ``"optimal"``: ``best`` is
+            the loss-optimal node among *all* satisfying nodes (ARX's question). Without
+            suppression every measure but a custom callable only grows upwards, so both
+            agree; with suppression a higher node can suppress fewer rows and cost less,
+            and the satisfying nodes above the minimal ones are scored too (pruned for
+            discernibility: no node above ``X`` costs less than Σ_g n_g·max(n_g, k)).
+        on_check : callable, optional
+            Called with a :class:`SearchProgress` (nodes checked, nodes tagged, elapsed
+            seconds, the node and its outcome) after each check.
 
         """
         t0 = time.perf_counter()
         crit = as_criterion(predicate)
         check_choice(strategy, "strategy", ("auto", "flash", "exhaustive"))
+        check_choice(objective, "objective", ("minimal", "optimal"))
         if not callable(utility):
             check_choice(utility, "utility", UTILITIES)
         budget = self._budget(crit, suppression)
@@ -429,39 +761,54 @@ class GeneralizationLattice:
                              f"{'with suppression ' if budget else ''}is not")
         use_flash = monotone and strategy != "exhaustive"
         N = self.n_nodes
-        status = np.zeros(N, dtype=np.int8)
+        grid = np.zeros(self.heights, dtype=np.int8)
+        flat = grid.reshape(-1)
+        gidx = self._grid
+        engine = _RollUp(self, crit, budget) if self._rolls_up(crit) else None
         checks: dict[tuple[int, ...], NodeCheck] = {}
+        stats: dict[tuple[int, ...], tuple[int, int, int, int]] = {}
         order: list[tuple[int, ...]] = []
+        t_book = 0.0
+        tuples = self._node_tuples()
 
         def evaluate(i: int) -> bool:
-            node = tuple(int(x) for x in self.nodes[i])
-            res = self._check(node, crit, budget)
+            nonlocal t_book
+            node = tuples[i]
+            if engine is not None:
+                res, st = engine.check(node)
+                stats[node] = st
+            else:
+                res = self._check(node, crit, budget)
             checks[node] = res
             order.append(node)
-            if use_flash:
+            tb = time.perf_counter()
+            if use_flash:   # the up-set / down-set of a node is one box of the grid
                 if res.ok:
-                    status[np.all(self.nodes >= self.nodes[i], axis=1)] = SAT
+                    grid[tuple(slice(x, None) for x in node)] = SAT
                 else:
-                    status[np.all(self.nodes <= self.nodes[i], axis=1)] = UNSAT
+                    grid[tuple(slice(0, x + 1) for x in node)] = UNSAT
             else:
-                status[i] = SAT if res.ok else UNSAT
-            if progress is not None:
-                progress(int(np.count_nonzero(status)), N)
+                flat[gidx[i]] = SAT if res.ok else UNSAT
+            if progress is not None or on_check is not None:
+                tagged = int(np.count_nonzero(grid))
+                if progress is not None:
+                    progress(tagged, N)
+                if on_check is not None:
+                    on_check(SearchProgress(len(order), tagged, N, time.perf_counter() - t0,
+                                            node, res.ok))
+            t_book += time.perf_counter() - tb
             return res.ok
 
         if use_flash:
             for i in range(N):
-                if status[i] != UNKNOWN:
+                if flat[gidx[i]] != UNKNOWN:
                     continue
-                path = self._upward_path(i, status)
+                path = self._upward_path(node=tuples[i], grid=grid)
                 lo, hi = 0, len(path) - 1
                 while lo <= hi:
                     mid = (lo + hi) // 2
-                    j = path[mid]
-                    if status[j] == UNKNOWN:
-                        ok = evaluate(j)
-                    else:
-                        ok = status[j] == SAT
+                    st = grid[path[mid]]
+                    ok = evaluate(self._index[path[mid]]) if st == UNKNOWN else st == SAT
                     if ok:
                         hi = mid - 1
                     else:
@@ -469,14 +816,23 @@ class GeneralizationLattice:
         else:
             for i in range(N):
                 evaluate(i)
-        sat = status == SAT
-        minimal = self._minimal(sat)
-        scores = {m: self._score(m, utility, crit, budget, checks.get(m)) for m in minimal}
+        sat_grid = grid == SAT
+        sat = flat[gidx] == SAT
+        minimal = self._minimal_grid(sat_grid)
+        scores = {m: self._score_from(m, utility, crit, budget, stats.get(m))
+                  for m in minimal}
         best = None
         if minimal:
             best = min(minimal, key=lambda m: (scores[m], sum(m), m))
+        n_scored = 0
+        if objective == "optimal" and best is not None:
+            best, n_scored = self._optimum(sat_grid, minimal, scores, best, utility, crit,
+                                           budget, engine)
         name = utility if isinstance(utility, str) else getattr(utility, "__name__", "custom")
-        anonymized = None
+        phases = {"bookkeeping": t_book}
+        if engine is not None:
+            phases.update(engine.seconds)
+            phases["rows_rolled_up"] = engine.rows_scanned
         seconds = time.perf_counter() - t0
         res = LatticeSearch(qi=self.qi, heights=self.heights, criterion=crit.name,
                             minimal=tuple(minimal), best=best, utility=name,
@@ -484,43 +840,113 @@ class GeneralizationLattice:
                             n_satisfying=int(sat.sum()), checked=tuple(order),
                             strategy="flash" if use_flash else "exhaustive",
                             suppression=float(suppression), seconds=seconds,
-                            satisfying=sat)
+                            satisfying=sat, objective=objective, n_scored=n_scored,
+                            phases=phases)
         if materialize and best is not None:
             anonymized = self.anonymize(best, crit, suppression=suppression,
                                         info={"search": res.to_dict()})
             object.__setattr__(res, "anonymized", anonymized)
         return res
 
-    def _upward_path(self, i: int, status: np.ndarray) -> list[int]:
-        """A chain from node ``i`` upwards through untagged nodes (Flash's path)."""
-        path = [i]
-        cur = self.nodes[i].copy()
+    def _node_tuples(self) -> list[tuple[int, ...]]:
+        """Every node as a tuple of ints, in node order (built once)."""
+        if self._tuples is None:
+            self._tuples = [tuple(n) for n in self.nodes.tolist()]
+        return self._tuples
+
+    def _rolls_up(self, crit: Criterion) -> bool:
+        """Whether node checks can use :class:`_RollUp` (built-in local criteria)."""
+        if isinstance(crit, LocalCriterion):
+            return True
+        from ..predicates import AllOf
+
+        return isinstance(crit, AllOf) and bool(crit.local)
+
+    def _upward_path(self, node: tuple[int, ...], grid: np.ndarray) -> list[tuple[int, ...]]:
+        """Extend a chain from ``node`` upwards through untagged nodes (Flash's path)."""
+        path = [node]
+        cur = list(node)
+        rel_step = [1.0 / max(h - 1, 1) for h in self.heights]
         while True:
             nxt = None
             # raise the attribute with the lowest relative level first (a "diagonal" path)
-            rel = [(cur[a] / max(h - 1, 1), a) for a, h in enumerate(self.heights)
-                   if cur[a] < h - 1]
-            for _, a in sorted(rel):
-                cand = cur.copy()
-                cand[a] += 1
-                j = self._index[tuple(int(x) for x in cand)]
-                if status[j] == UNKNOWN:
-                    nxt = (j, cand)
+            rel = sorted((cur[a] * rel_step[a] if h > 1 else 0.0, a)
+                         for a, h in enumerate(self.heights) if cur[a] < h - 1)
+            for _, a in rel:
+                cur[a] += 1
+                cand = tuple(cur)
+                if grid[cand] == UNKNOWN:
+                    nxt = cand
                     break
+                cur[a] -= 1
             if nxt is None:
                 return path
-            path.append(nxt[0])
-            cur = nxt[1]
+            path.append(nxt)
+
+    def _minimal_grid(self, sat_grid: np.ndarray) -> list[tuple[int, ...]]:
+        """Return the satisfying nodes with no satisfying node strictly below (any set).
+
+        ``below[x]`` = some satisfying ``y ≤ x`` exists (prefix-OR along every axis); a
+        satisfying ``x`` is minimal iff ``below[x − e_a]`` is false for every ``a`` with
+        ``x_a > 0`` (every ``y ≤ x, y ≠ x`` lies below one of those).
+        """
+        below = sat_grid.copy()
+        for ax in range(below.ndim):
+            np.logical_or.accumulate(below, axis=ax, out=below)
+        strictly = np.zeros_like(sat_grid)
+        for ax in range(below.ndim):
+            dst = [slice(None)] * below.ndim
+            src = [slice(None)] * below.ndim
+            dst[ax], src[ax] = slice(1, None), slice(None, -1)
+            strictly[tuple(dst)] |= below[tuple(src)]
+        mins = (sat_grid & ~strictly).reshape(-1)[self._grid]
+        return [tuple(int(x) for x in n) for n in self.nodes[mins]]
 
     def _minimal(self, sat: np.ndarray) -> list[tuple[int, ...]]:
-        """Satisfying nodes with no satisfying node strictly below them."""
-        out = []
-        sat_nodes = self.nodes[sat]
-        for n in sat_nodes:
-            below = np.all(sat_nodes <= n, axis=1) & np.any(sat_nodes != n, axis=1)
-            if not below.any():
-                out.append(tuple(int(x) for x in n))
-        return out
+        """Satisfying nodes (boolean per node, in node order) with none strictly below."""
+        grid = np.zeros(self.heights, dtype=bool).reshape(-1)
+        grid[self._grid] = sat
+        return self._minimal_grid(grid.reshape(self.heights))
+
+    def _score_from(self, node: tuple[int, ...], utility: Any, crit: Criterion, budget: int,
+                    st: tuple[int, int, int, int] | None) -> float:
+        """Score a minimal node from the counts of its check when they were kept."""
+        if st is not None and utility in ("discernibility", "avg_group_size"):
+            sup, kept, sq, _ = st
+            if utility == "discernibility":
+                return float(sq + sup * self.n_rows)
+            return float((self.n_rows - sup) / max(kept, 1))
+        return self._score(node, utility, crit, budget, None)
+
+    def _optimum(self, sat_grid: np.ndarray, minimal: list[tuple[int, ...]], scores: dict,
+                 best: tuple[int, ...], utility: Any, crit: Criterion, budget: int,
+                 engine: _RollUp | None) -> tuple[tuple[int, ...], int]:
+        """Find the satisfying node minimizing (utility, height, lexicographic): ARX's optimum."""
+        if not callable(utility) and (budget == 0 or utility in ("height", "precision")):
+            return best, 0   # the measure only grows upwards: the optimum is minimal
+        key = (scores[best], sum(best), best)
+        pruned = np.zeros(self.heights, dtype=bool)
+        mins = set(minimal)
+        n = 0
+        for i in np.flatnonzero(sat_grid.reshape(-1)[self._grid]):
+            node = tuple(int(x) for x in self.nodes[i])
+            if pruned[node]:
+                continue
+            if utility == "discernibility" and engine is not None:
+                loss, bound = engine.loss_and_bound(node)
+                score = float(loss)
+                n += 0 if node in mins else 1
+                if bound > key[0] or (bound == key[0] and sum(node) + 1 > key[1]):
+                    pruned[tuple(slice(x, None) for x in node)] = True
+            elif node in mins:
+                score = scores[node]
+            else:
+                score = self._score(node, utility, crit, budget, None)
+                n += 1
+            if (score, sum(node), node) < key:
+                key = (score, sum(node), node)
+                scores[node] = score
+        return key[2], n
 
     def _score(self, node: tuple[int, ...], utility: Any, crit: Criterion, budget: int,
                res: NodeCheck | None) -> float:
@@ -741,13 +1167,17 @@ def lattice_search(table: Any, qi: Sequence[str], sensitive: str, hierarchies: A
                    knowledge: str = "implications", utility: str | Callable = "discernibility",
                    suppression: float = 0.0, strategy: str = "auto", materialize: bool = True,
                    nulls: str = "error",
-                   progress: Callable[[int, int], None] | None = None) -> LatticeSearch:
+                   progress: Callable[[int, int], None] | None = None,
+                   objective: str = "minimal",
+                   on_check: Callable[[SearchProgress], None] | None = None) -> LatticeSearch:
     """Full-domain generalization: all minimal nodes satisfying a monotone criterion.
 
     The criterion is the conjunction of ``predicate`` and the keyword criteria (see
     :func:`fastpriv.predicates.criteria_from`: ``k``, ``l``/``l_kind``/``c_l``, ``t``,
     ``c``/``ck``/``knowledge``). Returns a :class:`LatticeSearch` whose ``.release`` /
-    ``.group_ids`` / ``.anonymized`` are the best minimal node's release.
+    ``.group_ids`` / ``.anonymized`` are the best minimal node's release (the best
+    satisfying node's with ``objective="optimal"``; see
+    :meth:`GeneralizationLattice.search` for ``objective``, ``progress`` and ``on_check``).
 
     Examples
     --------
@@ -762,7 +1192,8 @@ def lattice_search(table: Any, qi: Sequence[str], sensitive: str, hierarchies: A
                          t_ordered=t_ordered, c=c, ck=ck, knowledge=knowledge)
     lat = GeneralizationLattice(table, qi, sensitive, hierarchies, nulls=nulls)
     return lat.search(crit, utility=utility, suppression=suppression, strategy=strategy,
-                      materialize=materialize, progress=progress)
+                      materialize=materialize, progress=progress, objective=objective,
+                      on_check=on_check)
 
 
 def minimal_ck_safe(table: Any, qi: Sequence[str], sensitive: str, hierarchies: Any = None, *,

@@ -1,0 +1,211 @@
+"""Lattice-search kernels: roll a node's equivalence classes up from a lower node's.
+
+A *materialized node* is the list of its distinct rows — the equivalence classes (or the
+distinct (class, sensitive value) pairs) with their generalized code per attribute
+(``q[a, i]``, int32) and their number of individuals (``w[i]``, int64). Any node above it
+is obtained by mapping every row's codes one step of the hierarchy further (a gather
+``maps[offsets[a] + q[a, i]]`` from the lower node's level to the higher node's) and
+merging equal tuples: Flash's roll-up, with work proportional to the lower node's rows —
+far fewer than the table's distinct cells once any attribute is generalized. Keys are
+computed in blocks of rows, attribute by attribute, so a block stays in L1.
+
+:func:`rollup` ranks the mixed-radix keys of the generalized tuples by direct addressing
+when the key space is small (≤ 32·rows + 65536 slots) and with an open-addressing hash
+table otherwise (sized to the classes found, so it stays in cache), numbering classes in
+order of first appearance (not lexicographic: the search only needs the partition). Keys
+that do not fit 62 bits are reported (``n_groups = -1``) and the caller falls back to the
+sorting regroup of :mod:`fastpriv._kernels.generalize`.
+
+:func:`size_stats` and :func:`profile_stats` decide a node under a suppression budget and
+stop as soon as the suppressed individuals exceed it (fail fast); otherwise they return
+what the utility measures need (Σ n_g² and number of kept groups), so minimal nodes are
+scored without being recounted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import kernel
+from .generalize import profile_ok
+
+_BLOCK = 2048
+
+
+@kernel
+def _block_keys(q, maps, offsets, cards, start, stop, key):
+    """Write the mixed-radix keys of rows ``start:stop`` into ``key[0:stop-start]``.
+
+    Attribute by attribute: the block stays in L1 between attributes.
+    """
+    n = stop - start
+    o = offsets[0]
+    for j in range(n):
+        key[j] = maps[o + q[0, start + j]]
+    for a in range(1, q.shape[0]):
+        c = cards[a]
+        o = offsets[a]
+        for j in range(n):
+            key[j] = key[j] * c + maps[o + q[a, start + j]]
+
+
+@kernel
+def rollup(q, maps, offsets, cards, w, max_groups):
+    """Merge rows whose generalized tuples are equal.
+
+    Parameters
+    ----------
+    q : int32 (d, m)
+        Codes of each row at the lower node's levels.
+    maps : int32 (total,)
+        Concatenated level-to-level gather tables; attribute ``a`` uses
+        ``maps[offsets[a] + code]``.
+    offsets, cards : int64 (d,)
+        Offset of each attribute's table and number of codes at the higher level.
+    w : int64 (m,)
+        Individuals per row.
+    max_groups : int
+        Stop as soon as more classes than this appear (fail fast: under k-anonymity with
+        a budget of b suppressed individuals no node with more than n/k + b classes can
+        pass); ``n_groups`` is then ``-2``.
+
+    Returns
+    -------
+    group : int32 (m,)
+        Class of each row (first-appearance order).
+    sizes : int64 (n_groups,)
+        Σ w over each class.
+    first : int64 (n_groups,)
+        First row of each class.
+    n_groups : int
+        ``-1`` when the key space exceeds 62 bits (nothing else is computed), ``-2`` when
+        the scan stopped past ``max_groups``.
+
+    """
+    d = q.shape[0]
+    m = q.shape[1]
+    space = np.int64(1)
+    for a in range(d):
+        c = max(cards[a], 1)
+        if space > (np.int64(1) << 62) // c:
+            return (np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int64),
+                    -1)
+        space *= c
+    group = np.empty(m, dtype=np.int32)
+    sizes = np.zeros(m, dtype=np.int64)
+    first = np.empty(m, dtype=np.int64)
+    key = np.empty(_BLOCK, dtype=np.int64)
+    g = 0
+    if space <= 32 * m + 65536:
+        slot = np.full(space, -1, dtype=np.int32)
+        for start in range(0, m, _BLOCK):
+            stop = min(start + _BLOCK, m)
+            _block_keys(q, maps, offsets, cards, start, stop, key)
+            for i in range(start, stop):
+                k = key[i - start]
+                s = slot[k]
+                if s < 0:
+                    if g >= max_groups:
+                        return group, sizes[:0].copy(), first[:0].copy(), -2
+                    s = g
+                    slot[k] = g
+                    first[g] = i
+                    g += 1
+                group[i] = s
+                sizes[s] += w[i]
+        return group, sizes[:g].copy(), first[:g].copy(), g
+    # open addressing, sized to the classes found so far (doubled at half load), so the
+    # table stays in cache when a node has few classes however many rows it rolls up
+    bits = 12
+    mask = (np.int64(1) << bits) - 1
+    keys = np.full(mask + 1, -1, dtype=np.int64)
+    vals = np.empty(mask + 1, dtype=np.int32)
+    mult = np.uint64(0x9E3779B97F4A7C15)
+    for i in range(m):
+        if i % _BLOCK == 0:
+            _block_keys(q, maps, offsets, cards, i, min(i + _BLOCK, m), key)
+        k = key[i % _BLOCK]
+        h = np.int64((np.uint64(k) * mult) >> np.uint64(64 - bits))
+        while True:
+            kk = keys[h]
+            if kk == k:
+                s = vals[h]
+                break
+            if kk < 0:
+                if g >= max_groups:
+                    return group, sizes[:0].copy(), first[:0].copy(), -2
+                keys[h] = k
+                vals[h] = g
+                s = g
+                first[g] = i
+                g += 1
+                if 2 * g > mask:
+                    bits += 1
+                    mask = (np.int64(1) << bits) - 1
+                    nkeys = np.full(mask + 1, -1, dtype=np.int64)
+                    nvals = np.empty(mask + 1, dtype=np.int32)
+                    for j in range(keys.shape[0]):
+                        kj = keys[j]
+                        if kj >= 0:
+                            hj = np.int64((np.uint64(kj) * mult) >> np.uint64(64 - bits))
+                            while nkeys[hj] >= 0:
+                                hj = (hj + 1) & mask
+                            nkeys[hj] = kj
+                            nvals[hj] = vals[j]
+                    keys = nkeys
+                    vals = nvals
+                break
+            h = (h + 1) & mask
+        group[i] = s
+        sizes[s] += w[i]
+    return group, sizes[:g].copy(), first[:g].copy(), g
+
+
+@kernel
+def size_stats(sizes, k, budget):
+    """k-anonymity of classes of the given sizes under a suppression budget.
+
+    Returns ``(suppressed, exceeded, n_kept, sum_sq_kept)``: individuals in classes smaller
+    than ``k``, whether that exceeds ``budget`` (then the scan stopped there and the other
+    numbers are partial), the number of kept classes and Σ n_g² over them.
+    """
+    sup = np.int64(0)
+    kept = np.int64(0)
+    sq = np.int64(0)
+    for g in range(sizes.shape[0]):
+        n = sizes[g]
+        if n < k:
+            sup += n
+            if sup > budget:
+                return sup, True, kept, sq
+        else:
+            kept += 1
+            sq += n * n
+    return sup, False, kept, sq
+
+
+@kernel
+def profile_stats(indptr, codes, counts, sizes, kinds, iparams, fparams, q, qrank, inv_q,
+                  budget):
+    """Apply :func:`size_stats` to any conjunction of local criteria.
+
+    Profiles in CSR form (counts descending); failing groups are decided by
+    :func:`~fastpriv._kernels.generalize.profile_ok`.
+    """
+    dense = np.zeros(q.shape[0], dtype=np.float64)
+    wcodes = codes.copy()
+    wcounts = counts.copy()
+    sup = np.int64(0)
+    kept = np.int64(0)
+    sq = np.int64(0)
+    for g in range(indptr.shape[0] - 1):
+        n = sizes[g]
+        if profile_ok(wcodes, wcounts, indptr[g], indptr[g + 1], n, kinds, iparams, fparams,
+                      q, qrank, inv_q, dense):
+            kept += 1
+            sq += n * n
+        else:
+            sup += n
+            if sup > budget:
+                return sup, True, kept, sq
+    return sup, False, kept, sq
