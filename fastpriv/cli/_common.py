@@ -21,6 +21,10 @@ def add_data_arguments(p: argparse.ArgumentParser, *, require_grouping: bool = T
                    help="nulls in the used columns (empty CSV fields are nulls): raise "
                         "(default), drop rows, or keep as a value")
     add_encoding_argument(p)
+    p.add_argument("--weight", metavar="COL",
+                   help="multiplicity column: each row stands for that many individuals, "
+                        "e.g. the count of (group, value, count) triples exported by a SQL "
+                        "GROUP BY or Spark")
     p.add_argument("--stream", choices=("auto", "yes", "no"), default="auto",
                    help="read the input in record batches with memory bounded by the number "
                         "of (group, value) pairs (auto: for Parquet directories and files "
@@ -125,17 +129,18 @@ def load_release(args: argparse.Namespace):
     individual = getattr(args, "individual", None)
     mode = getattr(args, "stream", "auto") or "auto"
     stream = individual is None and (mode == "yes" or (mode == "auto" and is_large_source(data)))
+    weight = getattr(args, "weight", None)
     if not stream:
         kw = {"individual": individual} if individual is not None else {}
         return Release.from_table(data, sensitive=args.sensitive, group=args.group, qi=args.qi,
-                                  nulls=args.nulls, **kw)
+                                  nulls=args.nulls, weight=weight, **kw)
     from .._progress import RowsProgress, wanted
 
     show = wanted(True if getattr(args, "progress", False) else None)
     bar = RowsProgress(total_rows=count_rows(data) if show else None, enabled=show)
     try:
         return Release.from_batches(data, sensitive=args.sensitive, group=args.group,
-                                    qi=args.qi, nulls=args.nulls, progress=bar)
+                                    qi=args.qi, nulls=args.nulls, progress=bar, weight=weight)
     finally:
         bar.close()
 
