@@ -787,6 +787,28 @@ class RobustnessAudit:
         return "\n".join(lines)
 
 
+#: the most (tuple, tested value) entries one group may need (8 bytes each, several arrays)
+MAX_GROUP_ENTRIES = 1 << 27
+
+
+def _check_group_cost(cost: np.ndarray, groups: np.ndarray, sizes: np.ndarray,
+                      labels: Any) -> None:
+    """Refuse, before allocating, a group whose posterior tables cannot fit in memory.
+
+    A group's posteriors are computed for every tuple and every value tested in it; one group
+    of 10⁵ tuples with 10⁵ values needs 10¹⁰ entries, and chunking cannot split a group.
+    """
+    if cost.size == 0 or int(cost.max()) <= MAX_GROUP_ENTRIES:
+        return
+    i = int(np.argmax(cost))
+    g = int(groups[i])
+    raise InputError(f"group {labels()[g]!r} has {int(sizes[g]):,} tuples and "
+                     f"{int(cost[i]) // max(int(sizes[g]), 1):,} values to test: its posteriors "
+                     f"need {int(cost[i]):,} entries (about {int(cost[i]) * 8 * 4 / 2**30:,.0f} "
+                     "GiB); restrict sensitive_values= to the values that need protecting, or "
+                     "split the group")
+
+
 def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None = None,
           group: str | Sequence[str] | None = None, r: float,
           knowledge: Knowledge | None = None, sensitive_values: Sequence[Any] | None = None,
@@ -1092,6 +1114,7 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
     # chunks of groups bounded by entries
     cost = (k_per_group * sizes)[groups_with] if model == "binary" else \
         (np.diff(indptr) * sizes)[groups_with]
+    _check_group_cost(cost, groups_with, sizes, group_labels_fn)
     chunk_bounds = [0]
     acc = 0
     for i, c in enumerate(cost.tolist()):

@@ -151,3 +151,16 @@ def test_pathological_shapes_end_in_bounded_time():
     with pytest.raises(InputError, match="did not finish within max_seconds"):
         skyline.knowledge_skyline(rel, "5", 0.95, max_seconds=1)
     assert time.monotonic() - t0 < 30
+
+
+def test_robustness_refuses_a_group_too_large_to_hold():
+    """10⁴ tuples × 10⁴ values in one group: refused by name before allocating."""
+    import numpy as np
+
+    from fastpriv import robustness
+
+    n = 20_000
+    t = pa.table({"q": np.arange(n) % 5, "g": np.zeros(n, dtype=np.int64),
+                  "d": np.arange(n).astype(str)})
+    with pytest.raises(InputError, match="values to test"):
+        robustness.audit(t, qi=["q"], sensitive="d", group="g", r=2, min_support=5)
