@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fastpriv import foreground as fg
@@ -140,6 +140,19 @@ def test_degenerate_boundary_maximum_and_flat_ridge():
     g = fg.fit_global_distribution([([0, 1, -1], 1), ([-1, 2, 1], 2)], 3, fixed_rate=0.5)
     assert g.status == "converged" and not g.unique_maximum
     assert g.likelihood == pytest.approx(0.25, rel=1e-9)
+
+
+def test_flat_likelihood_is_a_singular_maximum_not_a_failure():
+    # one signature beside two tuples fixed at f0 = 1/3, one x per group:
+    # E_1 = (1 - f0) (F (1 - 3 f0) + 2 f0) does not depend on F. The Hessian is round-off;
+    # no start is a saddle (nothing increases L) and the system is not a failure.
+    groups = [([-1, -1, 0], 1)] * 3
+    g = fg.fit_global_distribution(groups, 1, fixed_rate=1 / 3, n_random=1)
+    ll = log_likelihood(groups, [0.5], 1 / 3)
+    assert g.status == "converged" and math.isfinite(g.log_likelihood)
+    assert g.log_likelihood == pytest.approx(ll, rel=1e-12)
+    assert "singular_hessian" in g.flags and not g.unique_maximum
+    assert not g.saddles and "numerical_trouble" not in g.flags
 
 
 def test_fixed_rate_tuples_and_signatures_without_tuples():
@@ -311,11 +324,18 @@ def _naive_attack(table, md, qi, r):
 
 @settings(max_examples=20, deadline=None)
 @given(st.integers(0, 2**31))
+# 186: a flat likelihood (one signature beside two tuples fixed at f0 = 1/3 in groups with
+# one x: E_1 does not depend on F) whose round-off Hessian was read as a saddle at every
+# start, so the system was reported failed with log L = -inf
+@example(186)
 def test_mining_matches_brute_force_and_systems_are_the_papers(seed):
     table = _release(seed)
     qi = ["q0", "q1", "q2"]
     J = 3
     md = fg.mine(table, qi=qi, sensitive="s", group="gid", min_support=J, n_random=1)
+    for sysd in md.systems():
+        assert sysd["status"] == "converged", sysd
+        assert math.isfinite(sysd["log_likelihood"]), sysd
     naive = reliable_signatures(_rows(table), qi, J)
     assert sorted(md.attribute_sets) == sorted(naive)
     rows = _rows(table)
