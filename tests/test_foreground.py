@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from fastpriv import foreground as fg
 from fastpriv._kernels import foreground as kf
 from tests.naive_foreground import (
+    brute_force_mle,
     em_map,
     group_posteriors,
     likelihood,
@@ -25,6 +26,7 @@ from tests.naive_foreground import (
     naive_start,
     plain_em,
     plain_newton,
+    pooled,
     random_release,
     reliable_signatures,
     true_distribution,
@@ -306,12 +308,12 @@ def _naive_attack(table, md, qi, r):
         groups.setdefault(row["gid"], []).append(i)
     worst = [0.0] * len(rows)
     for x, members in zip(md.values, md.value_members, strict=True):
-        f0 = float(md.fixed_rates[md.values.index(x)])
         for A in md.attribute_sets:
             try:
                 dist = md.distribution(A, x)
             except ValueError:
                 continue
+            f0 = md.unreliable_rate(A, x)
             for _, idx in groups.items():
                 n = sum(1 for i in idx if rows[i]["s"] in members)
                 if n == 0:
@@ -350,12 +352,16 @@ def test_mining_matches_brute_force_and_systems_are_the_papers(seed):
         sigs = sorted(dist, key=str)
         code = {sg: i for i, sg in enumerate(sigs)}
         F = [dist[sg] for sg in sigs]
-        f0 = float(md.fixed_rates[md.values.index(x)])
+        f0 = md.unreliable_rate(A, x)
         gmap: dict = {}
         for row in rows:
             gmap.setdefault(row["gid"], []).append(row)
         groups = [([code.get(tuple(rw[c] for c in A), -1) for rw in g],
                    sum(1 for rw in g if rw["s"] == x)) for g in gmap.values()]
+        if md.unreliable == "pooled" and not math.isnan(f0):
+            # the pooled rate is one more unknown of the same system
+            groups = pooled(groups, len(F))
+            F = F + [f0]
         ll = log_likelihood(groups, F, f0)
         assert sysd["log_likelihood"] == pytest.approx(ll, rel=1e-9, abs=1e-9)
         G = em_map(groups, F, f0)
@@ -508,6 +514,91 @@ def test_unreliable_rate_options():
     assert np.all(b.fixed_rates == 0.2)
     with pytest.raises(ValueError, match="unreliable"):
         fg.mine(table, qi=["q0"], sensitive="s", group="gid", unreliable="flat")
+    assert a.unreliable == "uniform" and b.unreliable == "fixed"
+    c = fg.mine(table, qi=["q0", "q1"], sensitive="s", group="gid", min_support=6)
+    assert c.unreliable == "pooled" and c.to_dict()["unreliable"] == "pooled"
+    for sysd in c.systems():
+        A, x = sysd["attribute_set"], sysd["value"]
+        u = c.unreliable_rate(A, x)
+        a_ = c.attribute_sets.index(tuple(A))
+        if (c._sets[a_].var_rows < 0).any():
+            assert sysd["unreliable_rate"] == u and 0.0 <= u <= 1.0
+        else:                                    # every tuple reliable: no pooled unknown
+            assert sysd["unreliable_rate"] is None and math.isnan(u)
+
+
+def _example2_release():
+    """Example 2 (Tables 7/8) with signature s2 split into three unreliable signatures.
+
+    Groups {a, b}: one x; {a, a}: one x; {c, d}: no x. With J = 2 only ``a`` is reliable;
+    pooling b, c, d into one unknown gives exactly Example 2: (f_a, f_other) = (2/3, 0),
+    likelihood 8/27.
+    """
+    return pa.table({"q": ["a", "b", "a", "a", "c", "d"], "gid": [0, 0, 1, 1, 2, 2],
+                     "s": ["x", "y", "x", "y", "y", "y"]})
+
+
+def test_pooled_rule_solves_example2_in_closed_form_and_matches_brute_force():
+    t = _example2_release()
+    md = fg.mine(t, qi=["q"], sensitive="s", group="gid", min_support=2,
+                 sensitive_values=["x"])
+    assert md.unreliable == "pooled" and md.pooled
+    assert md.distribution(["q"], "x")[("a",)] == pytest.approx(2 / 3, abs=1e-10)
+    assert md.unreliable_rate(["q"], "x") == pytest.approx(0.0, abs=1e-10)
+    (sysd,) = md.systems()
+    assert sysd["log_likelihood"] == pytest.approx(math.log(8 / 27), rel=1e-12)
+    assert sysd["unreliable_rate"] == pytest.approx(0.0, abs=1e-10)
+    groups = [([0, -1], 1), ([0, 0], 1), ([-1, -1], 0)]
+    f, ll = brute_force_mle(pooled(groups, 1), 2)
+    assert f == pytest.approx([2 / 3, 0.0], abs=1e-6)
+    assert ll == pytest.approx(math.log(8 / 27), rel=1e-9)
+    # the fixed rules: one unknown, the b/c/d tuples at 1/3 (global rate) or 1/2
+    for rule, rate in (("global", 1 / 3), ("uniform", 0.5)):
+        mg = fg.mine(t, qi=["q"], sensitive="s", group="gid", min_support=2,
+                     sensitive_values=["x"], unreliable=rule)
+        assert mg.unreliable == rule and mg.unreliable_rate(["q"], "x") == rate
+        fb, llb = brute_force_mle(groups, 1, fixed_rate=rate)
+        assert mg.systems()[0]["log_likelihood"] == pytest.approx(llb, rel=1e-9)
+        assert mg.distribution(["q"], "x")[("a",)] == pytest.approx(fb[0], abs=1e-6)
+        assert llb < math.log(8 / 27)
+    # the attack uses the pooled rate for the unreliable tuples, and says which rule
+    res = fg.attack(t, qi=["q"], sensitive="s", group="gid", r=2, min_support=2,
+                    sensitive_values=["x"], original=t)
+    assert res.posterior[[4, 5]].tolist() == [0.0, 0.0]     # group without x
+    assert res.posterior[1] == pytest.approx(0.0, abs=1e-9)  # b: f_other = 0
+    assert res.posterior[0] == pytest.approx(1.0, abs=1e-9)
+    assert res.to_dict()["mined"]["unreliable"] == "pooled"
+    assert "pooled" in res.summary()
+
+
+def _known_f_release(seed):
+    """A release drawn from known f: 4 common values (reliable), 100 rare (unreliable).
+
+    Rare values hold x far more often than common ones, so the global rate of x is wrong
+    for them; rows are grouped at random in threes.
+    """
+    rng = np.random.default_rng(seed)
+    common = rng.uniform(0.02, 0.2, 4)
+    rare = rng.uniform(0.5, 0.8, 100)
+    q = np.concatenate([rng.integers(0, 4, 2000), 4 + rng.integers(0, 100, 400)])
+    f = np.concatenate([common, rare])[q]
+    s = np.where(rng.random(q.size) < f, "x", "y")
+    gid = rng.permutation(q.size) // 3
+    return pa.table({"q": q, "gid": gid, "s": s})
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(0, 2**31))
+def test_pooled_mining_recovers_f_better_than_the_global_rule(seed):
+    t = _known_f_release(seed)
+    err = {}
+    for rule in ("pooled", "global"):
+        res = fg.attack(t, qi=["q"], sensitive="s", group="gid", r=2, min_support=100,
+                        sensitive_values=["x"], unreliable=rule, original=t)
+        assert res.mined.attribute_sets == [("q",)]
+        assert res.measures["unreliable"] == rule
+        err[rule] = res.measures["avg_absolute_error"]
+    assert err["pooled"] < err["global"]
 
 
 def test_attack_input_errors():
