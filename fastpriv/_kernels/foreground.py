@@ -598,6 +598,54 @@ def _classify(F, vb, m, T, grad, H, Ha, Hf, Vf, wf, idx, dirv):
     return KIND_SINGULAR
 
 
+#: Largest number of free variables for which an indefinite Newton step is probed.
+_PROBE_MAX = 64
+
+
+@kernel
+def _probe_both_sides(F, m, idx, nf, H, Ha, Hf, Vf, wf, Fn, dirv, ll, Q, nq, qcap, mm, vb, gb,
+                      ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0, C1, cst, grad, emn,
+                      fseg, ws, o1, o2):
+    """Queue starts at F ± t·v (v the top eigenvector of H on ``idx[:nf]``) that raise L.
+
+    Used where the Newton step met an indefinite Hessian near a stationary point. Returns
+    the new number of queued starts (unchanged when the top eigenvalue is not clearly
+    positive or no side raises L).
+    """
+    scale = 0.0
+    for a in range(nf):
+        for b in range(nf):
+            Hf[a * nf + b] = H[idx[a] * m + idx[b]]
+            if Ha[idx[a] * m + idx[b]] > scale:
+                scale = Ha[idx[a] * m + idx[b]]
+    _jacobi_eigen(Hf, nf, Vf, wf)
+    top = 0
+    for a in range(1, nf):
+        if wf[a] > wf[top]:
+            top = a
+    if not wf[top] > _CURV * scale:
+        return nq
+    for i in range(m):
+        dirv[i] = 0.0
+    for a in range(nf):
+        dirv[idx[a]] = Vf[a * nf + top]
+    for sign in (1.0, -1.0):
+        tstep = 0.1
+        while tstep >= 1e-4:
+            for i in range(m):
+                Fn[i] = _clip01(F[i] + sign * tstep * dirv[i])
+            ev = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0,
+                           C0, C1, cst, np.int64(0), grad, emn, fseg, ws, o1, o2)
+            if ev[0] == 1 and ev[1] > ll + 1e-12 * (1.0 + abs(ll)):
+                if nq < qcap:
+                    for i in range(m):
+                        Q[nq * mm + i] = Fn[i]
+                    nq += 1
+                break
+            tstep *= 0.1
+    return nq
+
+
 @kernel
 def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult,
                   f0s, consts, start_off, start_vals, n_random, seed, default_starts,
@@ -678,6 +726,7 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
         it = 0
         kind = KIND_MAXITER
         ll = -np.inf
+        probed = False
         while True:
             ev = _evaluate(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0, C1,
                            cst, np.int64(1), grad, emn, fseg, ws, o1, o2)
@@ -800,6 +849,24 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
                             _chol_solve(Hf, np.int64(nf), wf)
                             for a in range(nf):
                                 d[idx[a]] = wf[a]
+                        if (mu > 0.0 and not probed and escapes < MAX_ESCAPES
+                                and nf <= _PROBE_MAX):
+                            # the first Newton step of a start (where EM has brought it
+                            # near a stationary point) meets an indefinite H: a saddle
+                            # region, where the damped step climbs one side only (EM
+                            # would drift to either side by round-off); push starts on
+                            # both sides of the ascent eigenvector so both basins are
+                            # searched
+                            nq2 = _probe_both_sides(F, m, idx, np.int64(nf), H, Ha, Hf, Vf,
+                                                    wf, Fn, dirv, ll, Q, np.int64(nq),
+                                                    np.int64(qcap), np.int64(mm), vb, gb, ge,
+                                                    grp_n, grp_w, cls_off, cls_var, cls_mult,
+                                                    f0, C0, C1, cst, grad, emn, fseg, ws, o1,
+                                                    o2)
+                            if nq2 > nq:
+                                escapes += 1
+                                nq = nq2
+                        probed = True
                     if chol:
                         if True:
                             alpha = 1.0
