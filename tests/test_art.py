@@ -370,7 +370,7 @@ def _exact_unsatisfied(t, res, r):
         undefined
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(crowded_tables(), st.sampled_from(["delta", "exact"]))
 @example((pa.table({"a": [0, 0, 0, 1], "b": ["u"] * 4, "s": ["x", "x", "x", "n"]}), 2),
          "delta")

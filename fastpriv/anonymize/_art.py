@@ -650,9 +650,13 @@ def _cli_arguments(g: Any) -> None:
                         "exact posterior")
     g.add_argument("--art-pad", action="store_true",
                    help="ART: give every group at least ceil(r) rows")
+    g.add_argument("--art-on-unsatisfied", choices=("merge", "suppress", "report", "raise"),
+                   default="merge",
+                   help="ART: a group still failing the condition when no merge candidate is "
+                        "left: merge it into the least-harm group (default), suppress it, "
+                        "publish it (counted), or fail")
     g.add_argument("--art-report", action="store_true",
-                   help="ART: return the release even if some group fails the condition "
-                        "and the exact audit finds a breach (default: error)")
+                   help="ART: same as --art-on-unsatisfied report")
 
 
 def _cli_run(args: Any, data: Any, criterion: Any) -> Anonymized:
@@ -666,7 +670,7 @@ def _cli_run(args: Any, data: Any, criterion: Any) -> Anonymized:
                as_one_value=bool(args.art_as_one_value), condition=args.art_condition,
                pad=bool(args.art_pad),
                nulls=args.nulls,
-               on_unsatisfied="report" if args.art_report else "error")
+               on_unsatisfied="report" if args.art_report else args.art_on_unsatisfied)
 
 
 #: ``fastpriv anonymize --method art`` (see :mod:`fastpriv.cli.anonymize`).
