@@ -559,7 +559,7 @@ class _Groups:
 
 
 #: Candidates whose merged group is checked exactly, per stranded group.
-RESCUE_TRIES = 64
+RESCUE_TRIES = 16
 
 
 def _resolve_stranded(prep: ARTInput, gid: np.ndarray, unsat: np.ndarray, rf: float,
