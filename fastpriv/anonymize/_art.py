@@ -350,6 +350,9 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
                          "on_unsatisfied='merge', 'suppress' or 'report'")
     t2 = time.perf_counter()
     keep = gid >= 0
+    if not keep.any():
+        raise InputError("on_unsatisfied='suppress' would suppress every row (no group can be "
+                         "made r-robust); use 'merge' or 'report' to see the release")
     _, gk = np.unique(gid[keep], return_inverse=True)
     gid = np.full(gid.shape[0], -1, dtype=np.int64)
     gid[keep] = gk.ravel()
@@ -613,10 +616,13 @@ def _resolve_stranded(prep: ARTInput, gid: np.ndarray, unsat: np.ndarray, rf: fl
                 break
         if done:
             continue
-        if on_unsatisfied == "merge" and order.size:
-            S.merge(g, int(order[0]))
-            counts["n_merged_unsatisfied_groups"] += 1
-            anyway.append(int(order[0]))
+        if on_unsatisfied == "merge":
+            if order.size:
+                S.merge(g, int(order[0]))
+                counts["n_merged_unsatisfied_groups"] += 1
+                anyway.append(int(order[0]))
+            else:                                  # no other group at all: kept, counted
+                anyway.append(g)
         else:
             counts["n_suppressed_groups"] += 1
             counts["n_suppressed_rows"] += int(S.size[g])
@@ -625,9 +631,10 @@ def _resolve_stranded(prep: ARTInput, gid: np.ndarray, unsat: np.ndarray, rf: fl
     left = 0
     final = set()
     for c in anyway:
-        while not S.alive[c]:
+        while c >= 0 and not S.alive[c]:
             c = int(S.gid[S.members[c][0]])
-        final.add(c)
+        if c >= 0:
+            final.add(c)
     for c in sorted(final):
         if _group_max_posterior(prep, S.members[c]) > thr:
             left += int((prep.row_cls[S.members[c]] > 0).sum())
