@@ -352,7 +352,8 @@ def _check_groups(groups: Any, n_signatures: int, fixed_rate: Any) -> tuple[list
         codes = []
         for j, v in enumerate(list(sigs)):
             if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-                raise InputTypeError(f"groups[{k}] signature {j} must be an integer code, got {v!r}")
+                raise InputTypeError(f"groups[{k}] signature {j} must be an integer code, "
+                                     f"got {v!r}")
             v = int(v)
             if not -1 <= v < n_signatures:
                 raise InputError(f"groups[{k}] signature {j} = {v} is outside 0..n_signatures-1 "
@@ -766,8 +767,14 @@ class MinedDistributions:
     min_support : int
         Reliable sample size J = ⌈ln(2/δ) / (2ε²)⌉ (or the explicit ``min_support``).
     fixed_rates : numpy.ndarray
-        Global rate of each x in the release: the probability of tuples whose signature is
-        not reliable.
+        Per x: the fixed probability of tuples whose signature is not reliable under the
+        ``"global"`` rule (the release's rate of x), ``"uniform"`` (1/2) or a number; under
+        ``"pooled"`` the release's rate of x, used as a starting point and as the
+        fallback for signatures absent from the release.
+    unreliable : str
+        The rule used for tuples with an unreliable signature: ``"pooled"`` (one extra
+        unknown per system, see :meth:`unreliable_rate`), ``"uniform"``, ``"global"`` or
+        ``"fixed"`` (a number given by the caller).
     seconds : dict
         ``signatures`` (Apriori counting), ``build`` (packing), ``solve`` (batched kernel),
         ``total``.
@@ -782,6 +789,7 @@ class MinedDistributions:
     epsilon: float
     delta: float
     fixed_rates: np.ndarray
+    unreliable: str
     seconds: dict
     _view: _View = field(repr=False)
     _sets: list = field(repr=False)
@@ -806,13 +814,65 @@ class MinedDistributions:
         hit = np.flatnonzero((self._sys_a == a) & (self._sys_x == x))
         return int(hit[0]) if hit.size else -1
 
-    def _F(self, s: int) -> np.ndarray:
-        P = self._packed
-        return self._sol.F[P.var_off[s]:P.var_off[s + 1]]
+    @property
+    def pooled(self) -> bool:
+        """Whether unreliable tuples share one mined unknown per system (``"pooled"``)."""
+        return self.unreliable == "pooled"
 
-    def _signature_labels(self, a: int) -> dict[str, list]:
+    def _F(self, s: int) -> np.ndarray:
+        """Mined f of the reliable signatures of system s (the pooled unknown excluded)."""
+        P = self._packed
+        m = int(self._sets[int(self._sys_a[s])].keys.shape[0])
+        return self._sol.F[P.var_off[s]:P.var_off[s] + m]
+
+    def _unreliable_rate(self, s: int) -> float:
+        """Probability of the unreliable tuples of system s (NaN: pooled, none exist)."""
+        x = int(self._sys_x[s])
+        if not self.pooled:
+            return float(self.fixed_rates[x])
+        P = self._packed
+        i = int(P.var_off[s + 1]) - 1
+        return float(self._sol.F[i]) if P.T[i] > 0 else math.nan
+
+    def unreliable_rate(self, attribute_set: Any, value: Any) -> float:
+        """Probability given to the tuples of ``attribute_set`` whose signature is unreliable.
+
+        Under ``unreliable="pooled"`` the maximum-likelihood pooled rate f_other, mined
+        with the reliable f (NaN when every tuple's signature is reliable); otherwise the
+        fixed rate of ``value``.
+        """
+        return self._unreliable_rate(self._system_of(attribute_set, value))
+
+    def _system_of(self, attribute_set: Any, value: Any) -> int:
+        A = _as_names(attribute_set, "attribute_set")
+        try:
+            a = [s.attributes for s in self._sets].index(A)
+        except ValueError:
+            raise InputError(f"attribute_set {A} has no reliable signature (mined sets: "
+                             f"{self.attribute_sets[:10]})") from None
+        labs = [str(v) for v in self.values]
+        if str(value) not in labs:
+            raise InputError(f"value {value!r} was not attacked; values: {self.values}")
+        s = self._system(a, labs.index(str(value)))
+        if s < 0:
+            raise InputError(f"value {value!r} has no system (it occurs in no row, or in "
+                             "every row)")
+        return s
+
+    def _unreliable_keys(self, a: int) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted keys, row counts) of the unreliable signatures of set a in the release."""
         st = self._sets[a]
-        rest = st.keys.copy()
+        rows = np.flatnonzero(st.var_rows < 0)
+        key = np.zeros(rows.size, dtype=np.int64)
+        for i, attr in enumerate(st.attributes):
+            key += self._view.qi_codes[attr][rows] * st.strides[i]
+        uk, cnt = np.unique(key, return_counts=True)
+        keep = ~np.isin(uk, st.keys)
+        return uk[keep], cnt[keep].astype(np.int64)
+
+    def _signature_labels(self, a: int, keys: np.ndarray | None = None) -> dict[str, list]:
+        st = self._sets[a]
+        rest = (st.keys if keys is None else keys).copy()
         out: dict[str, list] = {}
         codes = {}
         for i in range(len(st.attributes) - 1, -1, -1):
@@ -825,19 +885,8 @@ class MinedDistributions:
     def distribution(self, attribute_set: Any, value: Any) -> dict:
         """``{signature tuple: p}`` mined for one attribute set and one x (its label)."""
         A = _as_names(attribute_set, "attribute_set")
-        try:
-            a = [s.attributes for s in self._sets].index(A)
-        except ValueError:
-            raise InputError(f"attribute_set {A} has no reliable signature (mined sets: "
-                             f"{self.attribute_sets[:10]})") from None
-        labs = [str(v) for v in self.values]
-        if str(value) not in labs:
-            raise InputError(f"value {value!r} was not attacked; values: {self.values}")
-        x = labs.index(str(value))
-        s = self._system(a, x)
-        if s < 0:
-            raise InputError(f"value {value!r} has no system (it occurs in no row, or in "
-                             "every row)")
+        s = self._system_of(A, value)
+        a = int(self._sys_a[s])
         sig = self._signature_labels(a)
         F = self._F(s)
         return {tuple(sig[c][i] for c in A): float(F[i]) for i in range(F.shape[0])}
@@ -861,7 +910,8 @@ class MinedDistributions:
                         "status": "converged" if "converged" in names else
                         ("max_iter" if "max_iter" in names else "failed"),
                         "flags": list(names), "residual": float(sol.residual[s]),
-                        "n_local_maxima": int(sol.n_maxima[s])})
+                        "n_local_maxima": int(sol.n_maxima[s]),
+                        "unreliable_rate": _json_float(self._unreliable_rate(s))})
         return out
 
     def table(self) -> pa.Table:
@@ -897,26 +947,36 @@ class MinedDistributions:
     def knowledge(self) -> Knowledge:
         """Return the mined distributions as a :class:`~fastpriv.knowledge.Knowledge`.
 
-        Value labels as attacked; fallback = the release's global rate of each x. Ready
-        for :func:`fastpriv.robustness.audit` or ART.
+        Value labels as attacked; fallback = :attr:`fixed_rates`. Under
+        ``unreliable="pooled"`` every unreliable signature present in the release is listed
+        with its set's pooled rate f_other, so an audit of the same release with this
+        knowledge sees exactly the attack's probabilities. Ready for
+        :func:`fastpriv.robustness.audit` or ART.
         """
         plain = all(len(m) == 1 and m[0] == v
                     for v, m in zip(self.values, self.value_members, strict=True))
         labels = list(self.values) if plain else [str(v) for v in self.values]
         ks = []
         for a, st in enumerate(self._sets):
-            P = np.full((st.keys.shape[0], len(labels)), np.nan)
+            keys, support = st.keys, st.support
+            if self.pooled:
+                ukeys, ucount = self._unreliable_keys(a)
+                keys = np.concatenate([keys, ukeys])
+                support = np.concatenate([support, ucount])
+            P = np.full((keys.shape[0], len(labels)), np.nan)
+            m = st.keys.shape[0]
             any_sys = False
             for x in range(len(labels)):
                 s = self._system(a, x)
                 if s >= 0:
-                    P[:, x] = self._F(s)
+                    P[:m, x] = self._F(s)
+                    P[m:, x] = self._unreliable_rate(s)
                     any_sys = True
             if not any_sys:
                 continue
-            sig = self._signature_labels(a)
+            sig = self._signature_labels(a, keys)
             ks.append(Knowledge.from_arrays(st.attributes, {c: sig[c] for c in st.attributes},
-                                            labels, P, support=st.support))
+                                            labels, P, support=support))
         fb = {lab: float(r) for lab, r in zip(labels, self.fixed_rates, strict=False)}
         if not ks:
             raise InputError("no attribute set has a reliable signature: nothing was mined")
@@ -929,23 +989,28 @@ class MinedDistributions:
                                                                     self.values],
                 "min_support": self.min_support, "epsilon": self.epsilon,
                 "delta": self.delta, "n_systems": self.n_systems,
+                "unreliable": self.unreliable,
                 "fixed_rates": self.fixed_rates.tolist(), "seconds": self.seconds,
                 "systems": self.systems()}
 
 
-def _fixed_rates(unreliable: Any, totals: np.ndarray, n: int) -> np.ndarray:
+def _json_float(v: float) -> float | None:
+    return None if math.isnan(v) else float(v)
+
+
+def _fixed_rates(unreliable: Any, totals: np.ndarray, n: int) -> tuple[np.ndarray, str]:
+    """(rate per x, rule name) of the unreliable-signature rule (spec ``foreground.md``)."""
+    rules = "'pooled', 'uniform', 'global' or a probability in (0, 1)"
     if isinstance(unreliable, str):
-        if unreliable == "global":
-            return totals / n
+        if unreliable in ("pooled", "global"):
+            return totals / n, unreliable
         if unreliable == "uniform":
-            return np.full(totals.shape[0], 0.5)
-        raise InputError(f"unreliable must be 'global', 'uniform' or a probability; got "
-                         f"{unreliable!r}")
+            return np.full(totals.shape[0], 0.5), unreliable
+        raise InputError(f"unreliable must be {rules}; got {unreliable!r}")
     if isinstance(unreliable, bool) or not isinstance(unreliable, numbers.Real) or \
             not 0.0 < float(unreliable) < 1.0:
-        raise InputError(f"unreliable must be 'global', 'uniform' or a probability in (0, 1); "
-                         f"got {unreliable!r}")
-    return np.full(totals.shape[0], float(unreliable))
+        raise InputError(f"unreliable must be {rules}; got {unreliable!r}")
+    return np.full(totals.shape[0], float(unreliable)), "fixed"
 
 
 def _validate_common(eps: Any, delta: Any, min_support: Any, max_set_size: Any,
@@ -966,14 +1031,15 @@ def mine(release: Any, *, qi: Sequence[str], sensitive: str, group: str,
          max_set_size: int | None = None, eps: float = 0.01, delta: float = 0.9,
          min_support: int | None = None, nulls: str = "error", n_random: int = 2,
          seed: int = 0, max_iter: int = 300, tol: float = 1e-10,
-         newton_max: int = NEWTON_MAX, unreliable: Any = "global",
+         newton_max: int = NEWTON_MAX, unreliable: Any = "pooled",
          progress: Callable[[int, int], None] | None = None) -> MinedDistributions:
     """Mine the foreground knowledge of a release (Wong et al., Section 4, Algorithm 1).
 
     For every attribute set A ⊆ ``qi`` (Apriori order, |A| ≤ ``max_set_size``) the
     signatures with a reliable sample (≥ ⌈ln(2/δ)/(2ε²)⌉ tuples; Theorem 1 of the paper,
     Hoeffding) become unknowns f_i = p(s_i : x) for each attacked x; tuples with an
-    unreliable signature keep the release's global rate of x. Every (A, x) system is solved
+    unreliable signature share one more unknown f_other per system (``unreliable=
+    "pooled"``, the default) or a fixed rate. Every (A, x) system is solved
     for its maximum-likelihood f in one batched parallel kernel (EM + safeguarded Newton,
     several starts; see :func:`fit_global_distribution`).
 
@@ -1009,11 +1075,14 @@ def mine(release: Any, *, qi: Sequence[str], sensitive: str, group: str,
         Solver settings (random starts per system besides the within-group-frequency and
         global-rate starts; iterations per start; projected-gradient tolerance; largest
         system solved by Newton).
-    unreliable : {"global", "uniform"} or float
-        Probability given to tuples whose signature is not reliable: ``"global"`` (spec
-        ``foreground.md``: the release's rate of x, uninformative), ``"uniform"`` (1/2 —
-        one reading of the paper's "uniform distribution will be assumed"), or a number in
-        (0, 1).
+    unreliable : {"pooled", "uniform", "global"} or float
+        How tuples whose signature is not reliable enter each system (spec
+        ``foreground.md``): ``"pooled"`` (default) — all unreliable tuples of an attribute
+        set share one extra unknown f_other, the maximum-likelihood pooled rate, solved in
+        the same system as the reliable f (a fixed rate that is wrong for those tuples
+        biases every reliable f of their groups); ``"uniform"`` — fixed at 1/2, the
+        paper's literal "uniform distribution will be assumed"; ``"global"`` — fixed at
+        the release's rate of x; or a fixed number in (0, 1).
     progress : callable(done, total), optional
         Called after each attribute set is counted.
 
@@ -1031,7 +1100,7 @@ def mine(release: Any, *, qi: Sequence[str], sensitive: str, group: str,
     targets = _targets(sensitive_values, view.values.to_pylist())
     gcount = _group_counts(view, targets)
     totals = gcount.sum(axis=1)
-    f0 = _fixed_rates(unreliable, totals, view.n)
+    f0, rule = _fixed_rates(unreliable, totals, view.n)
     t1 = time.perf_counter()
     sets, pruned = _mine_signatures(view, J, ms, progress)
     t2 = time.perf_counter()
@@ -1047,9 +1116,14 @@ def mine(release: Any, *, qi: Sequence[str], sensitive: str, group: str,
                   em_warm=10, tol=float(tol), newton_max=newton_max)
     P = sol = None
     if sys_a:
-        var_rows = np.concatenate([s.var_rows for s in sets]) if sets else \
-            np.zeros(0, np.int32)
         m_of_a = np.array([s.keys.shape[0] for s in sets], dtype=np.int64)
+        if rule == "pooled":
+            # the unreliable tuples of set a are one more variable, index m_a
+            var_rows = np.concatenate([np.where(s.var_rows >= 0, s.var_rows, m).astype(
+                np.int32) for s, m in zip(sets, m_of_a.tolist(), strict=True)])
+            m_of_a = m_of_a + 1
+        else:
+            var_rows = np.concatenate([s.var_rows for s in sets])
         built = kf.build_systems(kernel_array(view.goff, np.int64),
                                  kernel_array(view.order, np.int64),
                                  kernel_array(var_rows, np.int32),
@@ -1076,6 +1150,7 @@ def mine(release: Any, *, qi: Sequence[str], sensitive: str, group: str,
         values=[t[0] for t in targets],
         value_members=[[view.values[c].as_py() for c in t[1]] for t in targets],
         min_support=J, epsilon=float(eps), delta=float(delta), fixed_rates=f0,
+        unreliable=rule,
         seconds={"read": t1 - t0, "signatures": t2 - t1, "build": t3 - t2, "solve": t4 - t3,
                  "total": t4 - t0},
         _view=view, _sets=sets, _sys_a=sys_a_np, _sys_x=sys_x_np, _packed=P, _sol=sol,
@@ -1106,8 +1181,10 @@ class ForegroundAttack:
         tuples), ``avg_breach_probability`` (mean worst posterior over sensitive tuples),
         ``own_value_recall`` and ``avg_own_value_posterior`` (using only p(t : x) for the
         tuple's true x), ``avg_relative_error`` / ``avg_absolute_error`` of the mined f
-        against the original table's #(s ∧ x)/#s (relative error over entries whose true
-        value is > 0; ``n_zero_truth`` entries are excluded from it).
+        against the original table's #(s ∧ x)/#s over the reliable signatures (relative
+        error over entries whose true value is > 0; ``n_zero_truth`` entries are excluded
+        from it; spec ``foreground.md``: the paper's "average relative error" has the
+        magnitude of the absolute one), ``unreliable`` (the rule used).
     seconds : dict
         ``mining`` (everything in :func:`mine`), ``posteriors``, ``total``.
 
@@ -1183,7 +1260,7 @@ class ForegroundAttack:
         s = md._system(a, x)
         F = md._F(s)
         sig = md._signature_labels(a)
-        f0 = float(md.fixed_rates[x])
+        f0 = md._unreliable_rate(s)
         fs = []
         members = []
         for rr in rows.tolist():
@@ -1224,14 +1301,16 @@ class ForegroundAttack:
         lines = [f"foreground attack, r = {self.r:g} (breach: p > {self.threshold:.6g}): "
                  f"{self.n_problematic} of {self.posterior.shape[0]} tuples problematic",
                  f"mined {md.n_systems} systems over {len(md.attribute_sets)} attribute sets "
-                 f"(J = {md.min_support}) in {self.seconds['mining']:.3f} s; posteriors "
+                 f"(J = {md.min_support}, unreliable signatures: {md.unreliable}) in "
+                 f"{self.seconds['mining']:.3f} s; posteriors "
                  f"{self.seconds['posteriors']:.3f} s"]
         if self.measures:
             m = self.measures
             lines.append(f"sensitive tuples: {m['n_sensitive']}, recall {m['recall']:.4f}, "
                          f"false flags {m['false_flag_rate']:.4f}, avg breach probability "
-                         f"{m['avg_breach_probability']:.4f}, avg relative error of mined "
-                         f"distributions {m['avg_relative_error']:.4f}")
+                         f"{m['avg_breach_probability']:.4f}; mined distributions: mean "
+                         f"absolute error {m['avg_absolute_error']:.4f}, mean relative "
+                         f"error {m['avg_relative_error']:.4f}")
         return "\n".join(lines)
 
 
@@ -1240,7 +1319,7 @@ def attack(release: Any, *, qi: Sequence[str], sensitive: str, group: str, r: fl
            max_set_size: int | None = None, eps: float = 0.01, delta: float = 0.9,
            min_support: int | None = None, original: Any = None, nulls: str = "error",
            tol: float = 1e-12, n_random: int = 2, seed: int = 0, max_iter: int = 300,
-           unreliable: Any = "global",
+           unreliable: Any = "pooled",
            progress: Callable[[int, int], None] | None = None) -> ForegroundAttack:
     """Foreground-knowledge attack on a release (Wong et al., Sections 3-5).
 
@@ -1337,7 +1416,6 @@ def attack(release: Any, *, qi: Sequence[str], sensitive: str, group: str, r: fl
             if own is not None:
                 _own_update(own, entry, p, true_code, md.value_members_codes(x))
             continue
-        f0 = float(md.fixed_rates[x])
         chunk = max(1, (1 << 23) // max(E, 1))
         best = np.full(E, -1.0)
         barg = np.full(E, -1, dtype=np.int64)
@@ -1348,7 +1426,8 @@ def attack(release: Any, *, qi: Sequence[str], sensitive: str, group: str, r: fl
                 a = int(md._sys_a[s])
                 var = md._sets[a].var_rows[entry]
                 F = md._F(s)
-                f[b * E:(b + 1) * E] = np.where(var >= 0, F[np.maximum(var, 0)], f0)
+                f[b * E:(b + 1) * E] = np.where(var >= 0, F[np.maximum(var, 0)],
+                                                md._unreliable_rate(s))
             off = (seg_off[None, :-1] + (np.arange(len(block)) * E)[:, None]).ravel()
             off = np.append(off, len(block) * E)
             nn = np.tile(gx[segs], len(block))
@@ -1440,7 +1519,7 @@ def _measures(md: MinedDistributions, worst: np.ndarray, problematic: np.ndarray
     ns = int(sens.sum())
     nn = int((~sens).sum())
     out: dict[str, Any] = {
-        "n_sensitive": ns, "n_non_sensitive": nn,
+        "unreliable": md.unreliable, "n_sensitive": ns, "n_non_sensitive": nn,
         "recall": float(problematic[sens].mean()) if ns else math.nan,
         "false_flag_rate": float(problematic[~sens].mean()) if nn else math.nan,
         "avg_breach_probability": float(worst[sens].mean()) if ns else math.nan,

@@ -34,6 +34,8 @@ __all__ = [
     "reliable_signatures",
     "true_distribution",
     "random_release",
+    "pooled",
+    "brute_force_mle",
 ]
 
 
@@ -220,3 +222,50 @@ def random_release(rng: random.Random, m, n_groups, max_size=4):
         sigs = [rng.randrange(m) for _ in range(N)]
         groups.append((sigs, rng.randint(0, N)))
     return groups
+
+
+def pooled(groups, m):
+    """The ``unreliable="pooled"`` system: every ``-1`` tuple becomes signature ``m``."""
+    return [([m if s < 0 else s for s in sigs], n) for sigs, n in groups]
+
+
+def brute_force_mle(groups, m, fixed_rate=None, grid=40, rounds=40):
+    """Maximise :func:`log_likelihood` over [0, 1]^m by brute force.
+
+    Every point of a regular grid (``grid`` + 1 values per coordinate), then, from the
+    best one, coordinate-wise golden-section searches on [0, 1] repeated ``rounds`` times.
+    Slow and simple; meant for m <= 3. Returns ``(f, log_likelihood)``.
+    """
+    pts = [i / grid for i in range(grid + 1)]
+    best, best_ll = None, -math.inf
+    for f in itertools.product(pts, repeat=m):
+        ll = log_likelihood(groups, list(f), fixed_rate)
+        if ll > best_ll:
+            best, best_ll = list(f), ll
+    g = (math.sqrt(5) - 1) / 2
+    for _ in range(rounds):
+        for i in range(m):
+            lo = max(0.0, best[i] - 2.0 / grid)
+            hi = min(1.0, best[i] + 2.0 / grid)
+
+            def at(v, i=i):
+                f = list(best)
+                f[i] = v
+                return log_likelihood(groups, f, fixed_rate)
+
+            a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+            fa, fb = at(a), at(b)
+            for _ in range(60):
+                if fa < fb:
+                    lo, a, fa = a, b, fb
+                    b = lo + g * (hi - lo)
+                    fb = at(b)
+                else:
+                    hi, b, fb = b, a, fa
+                    a = hi - g * (hi - lo)
+                    fa = at(a)
+            for v in (lo, hi, (lo + hi) / 2):
+                ll = at(v)
+                if ll > best_ll:
+                    best[i], best_ll = v, ll
+    return best, best_ll

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import fastpriv as fp
@@ -305,7 +305,117 @@ def test_art_unsatisfiable_group_is_reported_or_raises():
     # the posterior of the lone x holder is 1 > 1/2
     assert not res.info["robust"]
     with pytest.raises(ValueError, match="could not satisfy"):
-        art(t, ["a"], "s", 2, sensitive_values=["x"], knowledge=K_)
+        art(t, ["a"], "s", 2, sensitive_values=["x"], knowledge=K_, on_unsatisfied="raise")
+    with pytest.raises(ValueError, match="could not satisfy"):
+        art(t, ["a"], "s", 2, sensitive_values=["x"], knowledge=K_, on_unsatisfied="error")
+
+
+def test_stranded_group_is_merged_anyway_or_suppressed_never_silent():
+    t = pa.table({"a": [0, 1, 1], "s": ["x", "n", "n"]})
+    K_ = Knowledge.from_dict({("a",): {(0,): {"x": 0.5}, (1,): {"x": 0.0}}}, fallback=0.5)
+    # default: merged into the least-harm group anyway (no merge can make it robust)
+    res = art(t, ["a"], "s", 2, sensitive_values=["x"], knowledge=K_)
+    i = res.info
+    assert i["on_unsatisfied"] == "merge" and i["n_stranded_groups"] == 1
+    assert i["n_rescued_groups"] == 0 and i["n_merged_unsatisfied_groups"] == 1
+    assert i["n_unsatisfied"] == 1 and not i["robust"]
+    assert res.group_ids[0] in (res.group_ids[1], res.group_ids[2])
+    assert "stranded" in i["guarantee"]
+    # suppressed: the release loses the row and is robust
+    res = art(t, ["a"], "s", 2, sensitive_values=["x"], knowledge=K_,
+              on_unsatisfied="suppress")
+    i = res.info
+    assert res.group_ids[0] == -1 and i["n_suppressed_rows"] == 1
+    assert i["n_suppressed_groups"] == 1 and res.release.n_rows == 2
+    assert i["robust"] and i["n_unsatisfied"] == 0
+
+
+def test_stranded_holder_is_rescued_by_an_exactly_robust_merge():
+    # r = 2, X_s = {x}: holders f = 0.1, partners f = 0.5, so Δ = 0.4 needs groups of 10
+    # (Theorem 1). Three holders, eighteen partners: h0 and h1 take nine each and h2 has
+    # no m-unique partner left (p = 1). Merged into a group of ten it gives 2 x in 11
+    # rows, and the exact posterior stays below 1/2 (max 0.216): a rescue.
+    t = pa.table({"a": [0] * 3 + [1] * 18, "s": ["x"] * 3 + ["n"] * 18})
+    K_ = Knowledge.from_dict({("a",): {(0,): {"x": 0.1}, (1,): {"x": 0.5}}}, fallback=0.5)
+    rep = art(t, ["a"], "s", 2, sensitive_values=["x"], knowledge=K_,
+              on_unsatisfied="report")
+    assert rep.info["n_stranded_groups"] == 1 and not rep.info["robust"]
+    res = art(t, ["a"], "s", 2, sensitive_values=["x"], knowledge=K_)
+    i = res.info
+    assert i["n_stranded_groups"] == 1 and i["n_rescued_groups"] == 1
+    assert i["robust"] and i["n_unsatisfied"] == 0
+    assert sorted(np.bincount(res.group_ids).tolist()) == [10, 11]
+    assert i["max_posterior"] == pytest.approx(1 * (2 / 9 + 8) / (1 / 81 + 2 + 36))
+
+
+@st.composite
+def crowded_tables(draw):
+    """Small tables where holders of X_s outnumber their partners (stranding is common)."""
+    n = draw(st.integers(3, 12))
+    a = [draw(st.integers(0, 2)) for _ in range(n)]
+    b = [draw(st.sampled_from(["u", "v"])) for _ in range(n)]
+    s = ["x"] + [draw(st.sampled_from(["x", "y", "x", "n"])) for _ in range(n - 1)]
+    r = draw(st.sampled_from([2, 3]))
+    return pa.table({"a": a, "b": b, "s": s}), r
+
+
+def _exact_unsatisfied(t, res, r):
+    """Sensitive rows in published groups with a posterior > 1/r (brute force)."""
+    keep = [i for i, g in enumerate(res.group_ids.tolist()) if g >= 0]
+    rows = [{"a": t.column("a")[i].as_py(), "b": t.column("b")[i].as_py(),
+             "_value": t.column("s")[i].as_py(), "g": int(res.group_ids[i])} for i in keep]
+    know, rates = derived_knowledge([{"a": t.column("a")[i].as_py(),
+                                      "b": t.column("b")[i].as_py(),
+                                      "s": t.column("s")[i].as_py()}
+                                     for i in range(t.num_rows)], ["a", "b"], "s", 2)
+    _, problematic, undefined = naive_audit(rows, list(know), "g", r, know, rates,
+                                            sensitive_values=["x", "y"])
+    bad_groups = {rows[k]["g"] for k, *_ in problematic}
+    return sum(1 for x in rows if x["g"] in bad_groups and x["_value"] in ("x", "y")), \
+        undefined
+
+
+@settings(max_examples=20, deadline=None)
+@given(crowded_tables(), st.sampled_from(["delta", "exact"]))
+@example((pa.table({"a": [0, 0, 0, 1], "b": ["u"] * 4, "s": ["x", "x", "x", "n"]}), 2),
+         "delta")
+@example((pa.table({"a": [0, 1, 2, 0, 1, 2, 0, 1], "b": ["u", "v"] * 4,
+                    "s": ["x", "y", "x", "n", "x", "y", "n", "x"]}), 3), "exact")
+@example((pa.table({"a": [0, 0, 0], "b": ["u"] * 3, "s": ["x", "x", "x"]}), 2), "delta")
+def test_every_published_group_meets_the_condition_or_is_counted(case, condition):
+    t, r = case
+    K_ = Knowledge.derive(t, qi=["a", "b"], sensitive="s", min_support=2)
+    xs = [v for v in ("x", "y") if v in t.column("s").to_pylist()]
+    out = {}
+    for mode in ("merge", "suppress", "report"):
+        try:
+            res = art(t, ["a", "b"], "s", r, sensitive_values=xs, knowledge=K_,
+                      condition=condition, on_unsatisfied=mode)
+        except ValueError as exc:          # nothing can be published robustly
+            assert mode == "suppress" and "every row" in str(exc)
+            continue
+        i = res.info
+        bad, undefined = _exact_unsatisfied(t, res, r)
+        assert not undefined
+        assert i["on_unsatisfied"] == mode
+        # every sensitive row of a non-robust published group is counted
+        assert i["n_unsatisfied"] == bad
+        assert i["robust"] == (bad == 0)
+        if mode == "merge":
+            assert (res.group_ids >= 0).all()
+            assert i["n_rescued_groups"] + i["n_merged_unsatisfied_groups"] <= \
+                i["n_stranded_groups"]
+        if mode == "suppress":
+            assert int((res.group_ids < 0).sum()) == i["n_suppressed_rows"]
+            assert bad == 0
+        if mode == "report":
+            assert i["n_unsatisfied"] == i["n_stranded_rows"]
+        out[mode] = i
+    assert out["merge"]["n_stranded_groups"] == out["report"]["n_stranded_groups"]
+    if out["report"]["n_stranded_groups"]:
+        with pytest.raises(ValueError, match="could not satisfy"):
+            art(t, ["a", "b"], "s", r, sensitive_values=xs, knowledge=K_,
+                condition=condition, on_unsatisfied="raise")
 
 
 def test_art_lazy_export_and_cli(tmp_path, capsys):

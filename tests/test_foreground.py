@@ -12,12 +12,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fastpriv import foreground as fg
 from fastpriv._kernels import foreground as kf
 from tests.naive_foreground import (
+    brute_force_mle,
     em_map,
     group_posteriors,
     likelihood,
@@ -25,6 +26,7 @@ from tests.naive_foreground import (
     naive_start,
     plain_em,
     plain_newton,
+    pooled,
     random_release,
     reliable_signatures,
     true_distribution,
@@ -142,6 +144,19 @@ def test_degenerate_boundary_maximum_and_flat_ridge():
     assert g.likelihood == pytest.approx(0.25, rel=1e-9)
 
 
+def test_flat_likelihood_is_a_singular_maximum_not_a_failure():
+    # one signature beside two tuples fixed at f0 = 1/3, one x per group:
+    # E_1 = (1 - f0) (F (1 - 3 f0) + 2 f0) does not depend on F. The Hessian is round-off;
+    # no start is a saddle (nothing increases L) and the system is not a failure.
+    groups = [([-1, -1, 0], 1)] * 3
+    g = fg.fit_global_distribution(groups, 1, fixed_rate=1 / 3, n_random=1)
+    ll = log_likelihood(groups, [0.5], 1 / 3)
+    assert g.status == "converged" and math.isfinite(g.log_likelihood)
+    assert g.log_likelihood == pytest.approx(ll, rel=1e-12)
+    assert "singular_hessian" in g.flags and not g.unique_maximum
+    assert not g.saddles and "numerical_trouble" not in g.flags
+
+
 def test_fixed_rate_tuples_and_signatures_without_tuples():
     # signature 2 has no tuple: NaN; -1 tuples keep the fixed rate
     groups = [([0, -1], 1), ([1, -1, 0], 1), ([1, 1], 0)]
@@ -170,6 +185,12 @@ def systems(draw):
 @pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(systems())
+# found by a seed search (seeds 1865/21245 and 17959 of the strategy): EM from the naive
+# start reaches the saddle (1/3, 0, 1/3) and round-off sends plain EM to the global maximum
+# (0, 0, 1) with L = 1, while the damped Newton step climbed to the local maximum
+# (1/2, 0, 0); the solver now probes both sides of an indefinite first Newton step
+@example(([([2, 0, 1, 0], 1), ([1], 0)], 3, None))
+@example(([([2, 0, 0, 1], 1), ([0, 0, 2], 1)], 3, None))
 def test_fixed_point_satisfies_equations_4_6_and_beats_plain_em(case):
     groups, m, fixed = case
     g = fg.fit_global_distribution(groups, m, fixed_rate=fixed, n_random=2)
@@ -295,12 +316,12 @@ def _naive_attack(table, md, qi, r):
         groups.setdefault(row["gid"], []).append(i)
     worst = [0.0] * len(rows)
     for x, members in zip(md.values, md.value_members, strict=True):
-        f0 = float(md.fixed_rates[md.values.index(x)])
         for A in md.attribute_sets:
             try:
                 dist = md.distribution(A, x)
             except ValueError:
                 continue
+            f0 = md.unreliable_rate(A, x)
             for _, idx in groups.items():
                 n = sum(1 for i in idx if rows[i]["s"] in members)
                 if n == 0:
@@ -314,11 +335,18 @@ def _naive_attack(table, md, qi, r):
 @pytest.mark.slow
 @settings(max_examples=20, deadline=None)
 @given(st.integers(0, 2**31))
+# 186: a flat likelihood (one signature beside two tuples fixed at f0 = 1/3 in groups with
+# one x: E_1 does not depend on F) whose round-off Hessian was read as a saddle at every
+# start, so the system was reported failed with log L = -inf
+@example(186)
 def test_mining_matches_brute_force_and_systems_are_the_papers(seed):
     table = _release(seed)
     qi = ["q0", "q1", "q2"]
     J = 3
     md = fg.mine(table, qi=qi, sensitive="s", group="gid", min_support=J, n_random=1)
+    for sysd in md.systems():
+        assert sysd["status"] == "converged", sysd
+        assert math.isfinite(sysd["log_likelihood"]), sysd
     naive = reliable_signatures(_rows(table), qi, J)
     assert sorted(md.attribute_sets) == sorted(naive)
     rows = _rows(table)
@@ -333,12 +361,16 @@ def test_mining_matches_brute_force_and_systems_are_the_papers(seed):
         sigs = sorted(dist, key=str)
         code = {sg: i for i, sg in enumerate(sigs)}
         F = [dist[sg] for sg in sigs]
-        f0 = float(md.fixed_rates[md.values.index(x)])
+        f0 = md.unreliable_rate(A, x)
         gmap: dict = {}
         for row in rows:
             gmap.setdefault(row["gid"], []).append(row)
         groups = [([code.get(tuple(rw[c] for c in A), -1) for rw in g],
                    sum(1 for rw in g if rw["s"] == x)) for g in gmap.values()]
+        if md.unreliable == "pooled" and not math.isnan(f0):
+            # the pooled rate is one more unknown of the same system
+            groups = pooled(groups, len(F))
+            F = F + [f0]
         ll = log_likelihood(groups, F, f0)
         assert sysd["log_likelihood"] == pytest.approx(ll, rel=1e-9, abs=1e-9)
         G = em_map(groups, F, f0)
@@ -497,6 +529,91 @@ def test_unreliable_rate_options():
     assert np.all(b.fixed_rates == 0.2)
     with pytest.raises(ValueError, match="unreliable"):
         fg.mine(table, qi=["q0"], sensitive="s", group="gid", unreliable="flat")
+    assert a.unreliable == "uniform" and b.unreliable == "fixed"
+    c = fg.mine(table, qi=["q0", "q1"], sensitive="s", group="gid", min_support=6)
+    assert c.unreliable == "pooled" and c.to_dict()["unreliable"] == "pooled"
+    for sysd in c.systems():
+        A, x = sysd["attribute_set"], sysd["value"]
+        u = c.unreliable_rate(A, x)
+        a_ = c.attribute_sets.index(tuple(A))
+        if (c._sets[a_].var_rows < 0).any():
+            assert sysd["unreliable_rate"] == u and 0.0 <= u <= 1.0
+        else:                                    # every tuple reliable: no pooled unknown
+            assert sysd["unreliable_rate"] is None and math.isnan(u)
+
+
+def _example2_release():
+    """Example 2 (Tables 7/8) with signature s2 split into three unreliable signatures.
+
+    Groups {a, b}: one x; {a, a}: one x; {c, d}: no x. With J = 2 only ``a`` is reliable;
+    pooling b, c, d into one unknown gives exactly Example 2: (f_a, f_other) = (2/3, 0),
+    likelihood 8/27.
+    """
+    return pa.table({"q": ["a", "b", "a", "a", "c", "d"], "gid": [0, 0, 1, 1, 2, 2],
+                     "s": ["x", "y", "x", "y", "y", "y"]})
+
+
+def test_pooled_rule_solves_example2_in_closed_form_and_matches_brute_force():
+    t = _example2_release()
+    md = fg.mine(t, qi=["q"], sensitive="s", group="gid", min_support=2,
+                 sensitive_values=["x"])
+    assert md.unreliable == "pooled" and md.pooled
+    assert md.distribution(["q"], "x")[("a",)] == pytest.approx(2 / 3, abs=1e-10)
+    assert md.unreliable_rate(["q"], "x") == pytest.approx(0.0, abs=1e-10)
+    (sysd,) = md.systems()
+    assert sysd["log_likelihood"] == pytest.approx(math.log(8 / 27), rel=1e-12)
+    assert sysd["unreliable_rate"] == pytest.approx(0.0, abs=1e-10)
+    groups = [([0, -1], 1), ([0, 0], 1), ([-1, -1], 0)]
+    f, ll = brute_force_mle(pooled(groups, 1), 2)
+    assert f == pytest.approx([2 / 3, 0.0], abs=1e-6)
+    assert ll == pytest.approx(math.log(8 / 27), rel=1e-9)
+    # the fixed rules: one unknown, the b/c/d tuples at 1/3 (global rate) or 1/2
+    for rule, rate in (("global", 1 / 3), ("uniform", 0.5)):
+        mg = fg.mine(t, qi=["q"], sensitive="s", group="gid", min_support=2,
+                     sensitive_values=["x"], unreliable=rule)
+        assert mg.unreliable == rule and mg.unreliable_rate(["q"], "x") == rate
+        fb, llb = brute_force_mle(groups, 1, fixed_rate=rate)
+        assert mg.systems()[0]["log_likelihood"] == pytest.approx(llb, rel=1e-9)
+        assert mg.distribution(["q"], "x")[("a",)] == pytest.approx(fb[0], abs=1e-6)
+        assert llb < math.log(8 / 27)
+    # the attack uses the pooled rate for the unreliable tuples, and says which rule
+    res = fg.attack(t, qi=["q"], sensitive="s", group="gid", r=2, min_support=2,
+                    sensitive_values=["x"], original=t)
+    assert res.posterior[[4, 5]].tolist() == [0.0, 0.0]     # group without x
+    assert res.posterior[1] == pytest.approx(0.0, abs=1e-9)  # b: f_other = 0
+    assert res.posterior[0] == pytest.approx(1.0, abs=1e-9)
+    assert res.to_dict()["mined"]["unreliable"] == "pooled"
+    assert "pooled" in res.summary()
+
+
+def _known_f_release(seed):
+    """A release drawn from known f: 4 common values (reliable), 100 rare (unreliable).
+
+    Rare values hold x far more often than common ones, so the global rate of x is wrong
+    for them; rows are grouped at random in threes.
+    """
+    rng = np.random.default_rng(seed)
+    common = rng.uniform(0.02, 0.2, 4)
+    rare = rng.uniform(0.5, 0.8, 100)
+    q = np.concatenate([rng.integers(0, 4, 2000), 4 + rng.integers(0, 100, 400)])
+    f = np.concatenate([common, rare])[q]
+    s = np.where(rng.random(q.size) < f, "x", "y")
+    gid = rng.permutation(q.size) // 3
+    return pa.table({"q": q, "gid": gid, "s": s})
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(0, 2**31))
+def test_pooled_mining_recovers_f_better_than_the_global_rule(seed):
+    t = _known_f_release(seed)
+    err = {}
+    for rule in ("pooled", "global"):
+        res = fg.attack(t, qi=["q"], sensitive="s", group="gid", r=2, min_support=100,
+                        sensitive_values=["x"], unreliable=rule, original=t)
+        assert res.mined.attribute_sets == [("q",)]
+        assert res.measures["unreliable"] == rule
+        err[rule] = res.measures["avg_absolute_error"]
+    assert err["pooled"] < err["global"]
 
 
 def test_attack_input_errors():

@@ -359,9 +359,13 @@ def _evaluate(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0
 
 
 @kernel
-def _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0, C1, H, fseg,
-             fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep):
+def _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0, C1, H, Ha,
+             fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep):
     """Hessian of log L at F into ``H`` (m x m, row-major). False on numerical failure.
+
+    ``Ha`` receives, per entry, the sum of the absolute values of the terms added into
+    ``H``: the magnitude against which round-off in ``H`` is judged (a Hessian whose
+    terms cancel to ~1e-16 of their size is zero, not a curvature of either sign).
 
     Mixed group, tuples j ≠ l: ∂²E_n/∂f_j∂f_l = E_{n-2}(f_-jl) - 2 E_{n-1}(f_-jl) + E_n(f_-jl)
     (E_n is multilinear, so ∂²/∂f_j² = 0). With f_-j the group minus one tuple j of a class,
@@ -373,6 +377,7 @@ def _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
     """
     for i in range(m * m):
         H[i] = 0.0
+        Ha[i] = 0.0
     for i in range(m):
         Fi = F[i]
         c0 = C0[vb + i]
@@ -387,6 +392,7 @@ def _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
                 return False
             h -= c0 / ((1.0 - Fi) * (1.0 - Fi))
         H[i * m + i] = h
+        Ha[i * m + i] = -h
     for k in range(gb, ge):
         n = grp_n[k]
         c0k = cls_off[k]
@@ -410,6 +416,8 @@ def _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
                 gcls[cl] = cls_mult[c0k + cl] / (om * om * S1)
                 H[v * m + v] += wk * cls_mult[c0k + cl] * (2.0 / (om * om * om * S1)
                                                            - 1.0 / (om * om))
+                Ha[v * m + v] += wk * cls_mult[c0k + cl] * (2.0 / (om * om * om * S1)
+                                                            + 1.0 / (om * om))
             for cl in range(K):
                 v = cls_var[c0k + cl]
                 if v < 0:
@@ -419,6 +427,7 @@ def _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
                     if v2 < 0:
                         continue
                     H[v * m + v2] -= wk * gcls[cl] * gcls[cl2]
+                    Ha[v * m + v2] += wk * abs(gcls[cl] * gcls[cl2])
             continue
         N = _fill_group(F, np.int64(k), cls_off, cls_var, cls_mult, f0, fseg)
         K = cls_off[k + 1] - c0k
@@ -474,11 +483,15 @@ def _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
                 elif cl2 == cl:
                     q = j          # the next tuple of the same class moved to index j
                 D = 0.0
+                Dabs = 0.0
                 if e2 > 0.0:
                     D += e2 * (r1[q] - r2[q])
+                    Dabs += e2 * (abs(r1[q]) + abs(r2[q]))
                 if e1 > 0.0:
                     D -= e1 * (q1[q] - q2[q])
+                    Dabs += e1 * (abs(q1[q]) + abs(q2[q]))
                 H[v * m + v2] += wk * mc * m2 * D
+                Ha[v * m + v2] += wk * mc * m2 * Dabs
         for cl in range(K):
             v = cls_var[c0k + cl]
             if v < 0:
@@ -488,6 +501,7 @@ def _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
                 if v2 < 0:
                     continue
                 H[v * m + v2] -= wk * gcls[cl] * gcls[cl2]
+                Ha[v * m + v2] += wk * abs(gcls[cl] * gcls[cl2])
     for i in range(m * m):
         if not abs(H[i]) < np.inf:
             return False
@@ -521,7 +535,7 @@ def _neg_definite(H, m, idx, nf, Hf, scale):
 
 
 @kernel
-def _classify(F, vb, m, T, grad, H, Hf, Vf, wf, idx, dirv):
+def _classify(F, vb, m, T, grad, H, Ha, Hf, Vf, wf, idx, dirv):
     """Second-order test at a stationary point (Hessian ``H``).
 
     Returns the kind: ``KIND_MAX`` when H is negative definite on the interior variables
@@ -551,10 +565,12 @@ def _classify(F, vb, m, T, grad, H, Hf, Vf, wf, idx, dirv):
             nf += 1
     if nf == 0:
         return KIND_MAX
+    # curvature is judged against the size of the terms that make up H (``Ha``), not
+    # against H itself: terms cancelling to round-off are a flat direction
     scale = 0.0
     for a in range(nf):
         for b in range(nf):
-            v = abs(H[idx[a] * m + idx[b]])
+            v = Ha[idx[a] * m + idx[b]]
             if v > scale:
                 scale = v
     if not scale > 0.0:
@@ -580,6 +596,54 @@ def _classify(F, vb, m, T, grad, H, Hf, Vf, wf, idx, dirv):
             dirv[idx[a]] = Vf[a * ni + top]
         return KIND_SADDLE
     return KIND_SINGULAR
+
+
+#: Largest number of free variables for which an indefinite Newton step is probed.
+_PROBE_MAX = 64
+
+
+@kernel
+def _probe_both_sides(F, m, idx, nf, H, Ha, Hf, Vf, wf, Fn, dirv, ll, Q, nq, qcap, mm, vb, gb,
+                      ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0, C1, cst, grad, emn,
+                      fseg, ws, o1, o2):
+    """Queue starts at F ± t·v (v the top eigenvector of H on ``idx[:nf]``) that raise L.
+
+    Used where the Newton step met an indefinite Hessian near a stationary point. Returns
+    the new number of queued starts (unchanged when the top eigenvalue is not clearly
+    positive or no side raises L).
+    """
+    scale = 0.0
+    for a in range(nf):
+        for b in range(nf):
+            Hf[a * nf + b] = H[idx[a] * m + idx[b]]
+            if Ha[idx[a] * m + idx[b]] > scale:
+                scale = Ha[idx[a] * m + idx[b]]
+    _jacobi_eigen(Hf, nf, Vf, wf)
+    top = 0
+    for a in range(1, nf):
+        if wf[a] > wf[top]:
+            top = a
+    if not wf[top] > _CURV * scale:
+        return nq
+    for i in range(m):
+        dirv[i] = 0.0
+    for a in range(nf):
+        dirv[idx[a]] = Vf[a * nf + top]
+    for sign in (1.0, -1.0):
+        tstep = 0.1
+        while tstep >= 1e-4:
+            for i in range(m):
+                Fn[i] = _clip01(F[i] + sign * tstep * dirv[i])
+            ev = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0,
+                           C0, C1, cst, np.int64(0), grad, emn, fseg, ws, o1, o2)
+            if ev[0] == 1 and ev[1] > ll + 1e-12 * (1.0 + abs(ll)):
+                if nq < qcap:
+                    for i in range(m):
+                        Q[nq * mm + i] = Fn[i]
+                    nq += 1
+                break
+            tstep *= 0.1
+    return nq
 
 
 @kernel
@@ -612,6 +676,7 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
     use_newton = m <= newton_max
     hm = mm if use_newton else 1
     H = np.empty(hm * hm, dtype=np.float64)
+    Ha = np.empty(hm * hm, dtype=np.float64)
     Hf = np.empty(hm * hm, dtype=np.float64)
     Vf = np.empty(hm * hm, dtype=np.float64)
     wf = np.empty(hm, dtype=np.float64)
@@ -661,6 +726,7 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
         it = 0
         kind = KIND_MAXITER
         ll = -np.inf
+        probed = False
         while True:
             ev = _evaluate(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0, C1,
                            cst, np.int64(1), grad, emn, fseg, ws, o1, o2)
@@ -698,9 +764,9 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
                     unverified = True
                     break
                 hok = _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
-                               C1, H, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
+                               C1, H, Ha, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
                 if hok:
-                    kind = _classify(F, vb, m, T, grad, H, Hf, Vf, wf, idx, dirv)
+                    kind = _classify(F, vb, m, T, grad, H, Ha, Hf, Vf, wf, idx, dirv)
                 else:
                     kind = KIND_MAX
                     unverified = True
@@ -739,7 +805,7 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
             stepped = False
             if use_newton and (it > em_warm or pg <= _SWITCH):
                 hok = _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
-                               C1, H, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
+                               C1, H, Ha, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
                 if hok:
                     # Bertsekas' ε-active set: near a bound with the score pointing out,
                     # the variable goes to the bound; the others take a Newton step
@@ -783,6 +849,24 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
                             _chol_solve(Hf, np.int64(nf), wf)
                             for a in range(nf):
                                 d[idx[a]] = wf[a]
+                        if (mu > 0.0 and not probed and escapes < MAX_ESCAPES
+                                and nf <= _PROBE_MAX):
+                            # the first Newton step of a start (where EM has brought it
+                            # near a stationary point) meets an indefinite H: a saddle
+                            # region, where the damped step climbs one side only (EM
+                            # would drift to either side by round-off); push starts on
+                            # both sides of the ascent eigenvector so both basins are
+                            # searched
+                            nq2 = _probe_both_sides(F, m, idx, np.int64(nf), H, Ha, Hf, Vf,
+                                                    wf, Fn, dirv, ll, Q, np.int64(nq),
+                                                    np.int64(qcap), np.int64(mm), vb, gb, ge,
+                                                    grp_n, grp_w, cls_off, cls_var, cls_mult,
+                                                    f0, C0, C1, cst, grad, emn, fseg, ws, o1,
+                                                    o2)
+                            if nq2 > nq:
+                                escapes += 1
+                                nq = nq2
+                        probed = True
                     if chol:
                         if True:
                             alpha = 1.0
@@ -819,8 +903,15 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
                             nv = _clip01(F[i] + 1e-3 * grad[i] / t)
                         F[i] = nv
         total_it += it
-        if kind == KIND_SADDLE and escapes < MAX_ESCAPES:
-            escapes += 1
+        if kind == KIND_SADDLE:
+            # a saddle is a point L can be increased from: probe ± the ascent direction
+            # (pushing new starts while escapes are left); when neither side increases L
+            # the second-order test saw round-off, and the point is a flat (singular)
+            # maximum, not a saddle
+            push = escapes < MAX_ESCAPES
+            if push:
+                escapes += 1
+            ascent = False
             for sign in (1.0, -1.0):
                 tstep = 0.1
                 while tstep >= 1e-6:
@@ -829,12 +920,15 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
                     ev3 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0,
                                     C0, C1, cst, np.int64(0), grad, emn, fseg, ws, o1, o2)
                     if ev3[0] == 1 and ev3[1] > ll + 1e-12 * (1.0 + abs(ll)):
-                        if nq < qcap:
+                        ascent = True
+                        if push and nq < qcap:
                             for i in range(m):
                                 Q[nq * mm + i] = Fn[i]
                             nq += 1
                         break
                     tstep *= 0.1
+            if not ascent:
+                kind = KIND_SINGULAR
         if n_ep < cap:
             for i in range(m):
                 ep_F[eF0 + n_ep * mm + i] = F[i]
@@ -1031,6 +1125,7 @@ def evaluate_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off
     grad = np.zeros(mm, dtype=np.float64)
     emn = np.zeros(mm, dtype=np.float64)
     H = np.zeros(mm * mm, dtype=np.float64)
+    Ha = np.zeros(mm * mm, dtype=np.float64)
     ev = _evaluate(Fl, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0s[s], C0, C1,
                    consts[s], np.int64(1), grad, emn, fseg, ws, o1, o2)
     emap = np.empty(m, dtype=np.float64)
@@ -1038,7 +1133,7 @@ def evaluate_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off
         t = T[vb + i]
         emap[i] = emn[i] / t if t > 0.0 else Fl[i]
     hok = _hessian(Fl, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0s[s], C0, C1, H,
-                   fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
+                   Ha, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
     return ev[0], ev[1], grad[:m].copy(), emap, hok, H[:m * m].copy()
 
 

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from .._validation import check_choice, kernel_array
 from ..errors import InputError, InputTypeError
@@ -225,7 +226,7 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
         max_size: int | None = None, epsilon: float = 0.01, delta: float = 0.9,
         min_support: int | None = None, as_one_value: bool = False,
         condition: str = "delta", pad: bool = False, verify: bool = True,
-        on_unsatisfied: str = "error", nulls: str = "error",
+        on_unsatisfied: str = "merge", nulls: str = "error",
         prepared: ARTInput | None = None) -> Anonymized:
     """ART (Wong et al.): a bucketization that is r-robust against distribution knowledge.
 
@@ -268,11 +269,22 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
     verify : bool
         Audit the output with the exact posterior (:func:`fastpriv.robustness.audit`,
         binary model, same knowledge and X_s) and report it in ``info``.
-    on_unsatisfied : {"error", "report"}
-        When some group could not be brought to the Δ condition (no eligible group left, or
-        an attribute set whose f_min is 0 while f_max > 0 makes the required size infinite)
-        **and** the exact audit finds a posterior above 1/r (or ``verify=False``):
-        raise (default) or return the result with ``info["robust"] = False``.
+    on_unsatisfied : {"merge", "suppress", "report", "raise"}
+        What happens to a **stranded** group — one holding an X_s value that still fails
+        the condition when no merge candidate is left (or an attribute set with
+        f_min = 0 < f_max makes the required size infinite) and whose exact posterior
+        exceeds 1/r (spec ``robustness.md``, ART step 4; the paper does not say). Never
+        published silently: ``"merge"`` (default) merges it into the group its merge
+        harms least (m-uniqueness kept if possible, then least Δ increase, then size)
+        among those whose merged group is r-robust by the exact binary posterior, or, if
+        there is none, into the least-harm group anyway (counted, and the rows left
+        unsatisfied are reported); ``"suppress"`` does the same first merge but
+        suppresses the group (group id −1, not in the release) when no merge makes it
+        robust; ``"report"`` publishes it as it is; ``"raise"`` raises
+        :class:`~fastpriv.errors.InputError`. ``info`` counts each kind
+        (``n_stranded_groups``, ``n_rescued_groups``, ``n_merged_unsatisfied_groups``,
+        ``n_suppressed_rows``, ``n_unsatisfied``). ``"error"`` (earlier name) raises only
+        when the exact audit finds a breach.
     nulls : {"error", "drop"}
         Dropped rows get group id −1.
     prepared : ARTInput, optional
@@ -301,7 +313,7 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
 
     t0 = time.perf_counter()
     rf = _check_r(r)
-    check_choice(on_unsatisfied, "on_unsatisfied", ("error", "report"))
+    check_choice(on_unsatisfied, "on_unsatisfied", ON_UNSATISFIED)
     check_choice(condition, "condition", ("delta", "exact"))
     if not isinstance(pad, bool):
         raise InputTypeError(f"pad must be True or False, got {pad!r}")
@@ -325,21 +337,41 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
         kernel_array(prep.row_cls, np.int64), kernel_array(prep.row_rank, np.int64),
         kernel_array(sorted_rows, np.int64), rf, bool(pad),
         int(EXACT if condition == "exact" else DELTA))
-    t2 = time.perf_counter()
     _, gid = np.unique(root, return_inverse=True)
     gid = gid.ravel().astype(np.int64)
+    # ---- step 4: stranded groups
+    gid, st = _resolve_stranded(prep, gid, unsat, rf, condition,
+                                "raise" if on_unsatisfied == "error" else on_unsatisfied)
+    if on_unsatisfied == "raise" and st["n_stranded_groups"]:
+        raise InputError(f"ART could not satisfy the {condition} condition for "
+                         f"{st['n_stranded_rows']} sensitive rows in {st['n_stranded_groups']} "
+                         "stranded groups (no eligible group left, or f_min = 0 < f_max for "
+                         "some attribute set; exact posterior above 1/r); pass "
+                         "on_unsatisfied='merge', 'suppress' or 'report'")
+    t2 = time.perf_counter()
+    keep = gid >= 0
+    if not keep.any():
+        raise InputError("on_unsatisfied='suppress' would suppress every row (no group can be "
+                         "made r-robust); use 'merge' or 'report' to see the release")
+    _, gk = np.unique(gid[keep], return_inverse=True)
+    gid = np.full(gid.shape[0], -1, dtype=np.int64)
+    gid[keep] = gk.ravel()
     G = int(gid.max()) + 1
     group_column = "__art_group__"
     tab = prep.table
-    rel_tab = pa.table({group_column: pa.array(gid), prep.sensitive: tab.column(prep.sensitive)})
+    rel_tab = pa.table({group_column: pa.array(gid[keep]),
+                        prep.sensitive: tab.column(prep.sensitive).filter(pa.array(keep))})
     rel = Release.from_table(rel_tab, sensitive=prep.sensitive, group=group_column)
     if prep.kept_rows is None:
         group_ids = gid
     else:
         group_ids = np.full(prep.n_input_rows, -1, dtype=np.int64)
         group_ids[prep.kept_rows] = gid
-    holders = unsat >= 0
-    n_unsat_rows = int((unsat == 1).sum())
+    holders = (unsat >= 0) & keep
+    if on_unsatisfied in ("merge", "suppress"):
+        n_unsat_rows = int(st.get("n_unsatisfied_after", 0))
+    else:
+        n_unsat_rows = int(st["n_stranded_rows"])
     sizes = np.asarray(rel.sizes)
     has_x = np.zeros(G, dtype=bool)
     has_x[gid[holders]] = True
@@ -349,14 +381,20 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
         "n_attribute_sets": len(prep.attribute_sets),
         "n_sensitive_rows": int(holders.sum()), "n_sensitive_groups": int(has_x.sum()),
         "min_sensitive_group_size": int(sizes[has_x].min()) if has_x.any() else None,
-        "n_unsatisfied": n_unsat_rows, "n_pad_groups": int(n_pad),
+        "n_unsatisfied": n_unsat_rows, **st, "n_pad_groups": int(n_pad),
         "n_pad_joined": int(pad_joined),
         "guarantee": (("r-robust in the binary model (Theorem 1 holds for every group "
                        "holding a value of X_s, each value once)" if condition == "delta" else
                        "r-robust in the binary model (exact posterior of every group holding "
-                       "a value of X_s, each value once)") if n_unsat_rows == 0 else
-                      f"{n_unsat_rows} sensitive rows are in groups that fail the "
-                      f"{condition} condition: the exact audit decides"),
+                       "a value of X_s, each value once)")
+                      if n_unsat_rows == 0 and st["n_stranded_groups"] == 0
+                      and st["n_delta_only_rows"] == 0 else
+                      f"{st['n_stranded_groups']} stranded groups ({st['n_rescued_groups']} "
+                      f"rescued by a merge checked with the exact posterior, "
+                      f"{st['n_merged_unsatisfied_groups']} merged anyway, "
+                      f"{st['n_suppressed_groups']} suppressed); {st['n_delta_only_rows']} "
+                      f"rows fail only the Δ test; {n_unsat_rows} sensitive rows unsatisfied: "
+                      "the exact audit decides"),
         "seconds": {"prepare": t1 - t0, "merge": t2 - t1}}
     params = {"qi": list(prep.qi), "sensitive": prep.sensitive, "r": rf,
               "condition": condition,
@@ -372,21 +410,29 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
 
         t3 = time.perf_counter()
         aud_tab = prep.table_model.append_column(group_column, pa.array(gid))
+        if not keep.all():
+            aud_tab = aud_tab.filter(pa.array(keep))
         if prep.attribute_sets == [()]:     # derived knowledge without any attribute set
             kw = dict(prep.derive_params)
         else:
             kw = {"knowledge": prep.knowledge}
-        aud = robustness.audit(aud_tab, qi=prep.qi, sensitive=prep.sensitive,
-                               group=group_column, r=rf,
-                               sensitive_values=prep.sensitive_values, **kw)
-        robust = bool(aud.robust)
-        info.update({"max_posterior": float(aud.value), "robust": robust,
-                     "n_problematic_rows": aud.n_problematic_rows,
-                     "audit": {"threshold": aud.threshold, "complete": aud.complete,
-                               "certified_by_delta": aud.n_certified,
-                               "exact_posterior_needed": aud.n_exact,
-                               "n_undefined": len(aud.undefined),
-                               "witness": aud.witness}})
+        present = set(pa.compute.unique(aud_tab.column(prep.sensitive)).to_pylist())
+        xs_left = [v for v in prep.sensitive_values if v in present]
+        if not xs_left:                     # every X_s row suppressed: nothing to link
+            robust = True
+            info.update({"max_posterior": 0.0, "robust": True, "n_problematic_rows": 0,
+                         "audit": None})
+        else:
+            aud = robustness.audit(aud_tab, qi=prep.qi, sensitive=prep.sensitive,
+                                   group=group_column, r=rf, sensitive_values=xs_left, **kw)
+            robust = bool(aud.robust)
+            info.update({"max_posterior": float(aud.value), "robust": robust,
+                         "n_problematic_rows": aud.n_problematic_rows,
+                         "audit": {"threshold": aud.threshold, "complete": aud.complete,
+                                   "certified_by_delta": aud.n_certified,
+                                   "exact_posterior_needed": aud.n_exact,
+                                   "n_undefined": len(aud.undefined),
+                                   "witness": aud.witness}})
         info["seconds"]["verify"] = time.perf_counter() - t3
     if n_unsat_rows and on_unsatisfied == "error" and not robust:
         raise InputError(f"ART could not satisfy the {condition} condition for {n_unsat_rows} "
@@ -397,6 +443,203 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
                          "on_unsatisfied='report' to get the result anyway")
     info["seconds"]["total"] = time.perf_counter() - t0
     return out
+
+
+# ---------------------------------------------------------------------- stranded groups
+ON_UNSATISFIED = ("merge", "suppress", "report", "raise", "error")
+
+
+def _group_max_posterior(prep: ARTInput, rows: np.ndarray) -> float:
+    """Largest binary-model posterior of one group, over X_s values and attribute sets.
+
+    p(t_j : x) = f_j E_{n-1}(f_-j) / E_n(f) (spec ``robustness.md``; for n = 1,
+    o_j / Σ o with o = f / (1 − f)); ``inf`` when some E_n(f) = 0 (undefined).
+    """
+    from .._kernels import possible_worlds as pw
+
+    Fg = prep.F[prep.row_prof[rows]]                       # (N, nA, nX)
+    cls = prep.row_cls[rows]
+    N, nA, nX = Fg.shape
+    worst = 0.0
+    for y in range(nX):
+        k = int((cls == y + 1).sum())
+        if k == 0:
+            continue
+        f = Fg[:, :, y]
+        if k == 1 and (f < 1.0).all():
+            o = f / (1.0 - f)
+            tot = o.sum(axis=0)
+            if not (tot > 0).all():
+                return math.inf
+            worst = max(worst, float((o.max(axis=0) / tot).max()))
+            continue
+        off = np.arange(nA + 1, dtype=np.int64) * N
+        p, _, _ = pw.binary_posteriors_csr(kernel_array(off, np.int64),
+                                           kernel_array(np.ascontiguousarray(f.T).ravel(),
+                                                        np.float64),
+                                           kernel_array(np.full(nA, k), np.int64),
+                                           int(pw.PREFIX_LIMIT), 1)
+        if np.isnan(p).any():
+            return math.inf
+        worst = max(worst, float(p.max()))
+    return worst
+
+
+class _Groups:
+    """Groups of an ART output with per-group f_min / f_max / X_s mask, for step 4."""
+
+    def __init__(self, prep: ARTInput, gid: np.ndarray) -> None:
+        self.prep = prep
+        self.gid = gid.copy()
+        G = int(gid.max()) + 1
+        order = np.argsort(gid, kind="stable")
+        starts = np.searchsorted(gid[order], np.arange(G))
+        self.members = np.split(order, starts[1:])
+        P, nA, nX = prep.F.shape
+        flat = prep.F.reshape(P, nA * nX)[prep.row_prof[order]]
+        self.lo = np.minimum.reduceat(flat, starts, axis=0)
+        self.hi = np.maximum.reduceat(flat, starts, axis=0)
+        hold = np.zeros((prep.row_cls.shape[0], nX), dtype=bool)
+        s = prep.row_cls > 0
+        hold[np.flatnonzero(s), prep.row_cls[s] - 1] = True
+        self.ym = np.logical_or.reduceat(hold[order], starts, axis=0)
+        self.size = np.diff(np.append(starts, gid.shape[0]))
+        self.alive = np.ones(G, dtype=bool)
+        self.nA, self.nX = nA, nX
+        # candidates: every multi-row group, and one single row per (profile, class)
+        key = prep.row_prof[order[starts]] * (nX + 1) + prep.row_cls[order[starts]]
+        self.cand_single: dict[int, list[int]] = {}
+        for g in np.flatnonzero(self.size == 1).tolist():
+            self.cand_single.setdefault(int(key[g]), []).append(g)
+        self.key = key
+    def candidates(self) -> np.ndarray:
+        multi = np.flatnonzero(self.alive & (self.size > 1))
+        reps = [v[-1] for v in self.cand_single.values() if v]
+        return np.concatenate([multi, np.asarray(reps, dtype=np.int64)])
+
+    def harm_order(self, g: int) -> np.ndarray:
+        """Candidates for stranded group g, least harm first.
+
+        Harm of merging g into C: m-uniqueness kept first, then the increase of C's Δ summed
+        over attribute sets and the X_s values the merged group holds
+        (Σ_A,x [max(f_max) − min(f_min) − Δ_C]), then the smaller merged group.
+        """
+        C = self.candidates()
+        C = C[C != g]
+        if C.size == 0:
+            return C
+        nA, nX = self.nA, self.nX
+        lo = np.minimum(self.lo[C], self.lo[g]).reshape(-1, nA, nX)
+        hi = np.maximum(self.hi[C], self.hi[g]).reshape(-1, nA, nX)
+        before = (self.hi[C] - self.lo[C]).reshape(-1, nA, nX)
+        ym = self.ym[C] | self.ym[g]
+        harm = (((hi - lo) - before) * ym[:, None, :]).sum(axis=(1, 2))
+        shared = (self.ym[C] & self.ym[g]).any(axis=1)
+        return C[np.lexsort((self.size[C], harm, shared))]
+
+    def merge(self, g: int, c: int) -> None:
+        """Merge group g into group c."""
+        for grp in (g, c):
+            if self.size[grp] == 1:
+                lst = self.cand_single.get(int(self.key[grp]))
+                if lst and grp in lst:
+                    lst.remove(grp)
+        self.members[c] = np.concatenate([self.members[c], self.members[g]])
+        self.lo[c] = np.minimum(self.lo[c], self.lo[g])
+        self.hi[c] = np.maximum(self.hi[c], self.hi[g])
+        self.ym[c] |= self.ym[g]
+        self.size[c] += self.size[g]
+        self.alive[g] = False
+        self.gid[self.members[g]] = c
+
+    def drop(self, g: int) -> None:
+        if self.size[g] == 1:
+            lst = self.cand_single.get(int(self.key[g]))
+            if lst and g in lst:
+                lst.remove(g)
+        self.alive[g] = False
+        self.gid[self.members[g]] = -1
+
+
+#: Candidates whose merged group is checked exactly, per stranded group.
+RESCUE_TRIES = 16
+
+
+def _resolve_stranded(prep: ARTInput, gid: np.ndarray, unsat: np.ndarray, rf: float,
+                      condition: str, on_unsatisfied: str) -> tuple[np.ndarray, dict]:
+    """Spec ``robustness.md`` ART step 4: no stranded group is published silently.
+
+    A *stranded* group holds an X_s value, fails the run's condition and is not r-robust by
+    the exact binary posterior (under ``condition="delta"`` a group failing only Theorem 1's
+    sufficient test is counted in ``n_delta_only_rows`` and kept). ``"merge"`` /
+    ``"suppress"``: each stranded group (in order of its smallest row) is merged into the
+    candidate of least harm (see :meth:`_Groups.harm_order`) whose merged group is r-robust
+    exactly (``n_rescued_groups``); when none of the first :data:`RESCUE_TRIES` is, it is
+    merged into the least-harm one anyway (``"merge"``, ``n_merged_unsatisfied_groups``)
+    or its rows are suppressed (``"suppress"``, ``n_suppressed_rows``). ``"report"`` /
+    ``"raise"`` change nothing (the caller reports or raises).
+    """
+    thr = (1.0 / rf) * (1.0 + 1e-12)
+    counts = {"on_unsatisfied": on_unsatisfied, "n_stranded_groups": 0,
+              "n_stranded_rows": 0, "n_delta_only_rows": 0, "n_rescued_groups": 0,
+              "n_merged_unsatisfied_groups": 0, "n_suppressed_groups": 0,
+              "n_suppressed_rows": 0}
+    bad_groups = np.unique(gid[unsat == 1])
+    if bad_groups.size == 0:
+        return gid, counts
+    S = _Groups(prep, gid)
+    stranded = []
+    for g in bad_groups.tolist():
+        if _group_max_posterior(prep, S.members[g]) <= thr:
+            counts["n_delta_only_rows"] += int((unsat[S.members[g]] == 1).sum())
+        else:
+            stranded.append(g)
+    counts["n_stranded_groups"] = len(stranded)
+    counts["n_stranded_rows"] = int(sum((prep.row_cls[S.members[g]] > 0).sum()
+                                        for g in stranded))
+    if on_unsatisfied not in ("merge", "suppress") or not stranded:
+        return gid, counts
+    anyway: list[int] = []
+    for g in sorted(stranded, key=lambda g: int(S.members[g].min())):
+        if not S.alive[g]:
+            continue
+        if _group_max_posterior(prep, S.members[g]) <= thr:   # fixed by an earlier merge
+            continue
+        order = S.harm_order(g)
+        done = False
+        for c in order[:RESCUE_TRIES].tolist():
+            rows = np.concatenate([S.members[c], S.members[g]])
+            if _group_max_posterior(prep, rows) <= thr:
+                S.merge(g, c)
+                counts["n_rescued_groups"] += 1
+                done = True
+                break
+        if done:
+            continue
+        if on_unsatisfied == "merge":
+            if order.size:
+                S.merge(g, int(order[0]))
+                counts["n_merged_unsatisfied_groups"] += 1
+                anyway.append(int(order[0]))
+            else:                                  # no other group at all: kept, counted
+                anyway.append(g)
+        else:
+            counts["n_suppressed_groups"] += 1
+            counts["n_suppressed_rows"] += int(S.size[g])
+            S.drop(g)
+    # rows still unsatisfied: in the groups merged into anyway (exact posterior)
+    left = 0
+    final = set()
+    for c in anyway:
+        while c >= 0 and not S.alive[c]:
+            c = int(S.gid[S.members[c][0]])
+        if c >= 0:
+            final.add(c)
+    for c in sorted(final):
+        if _group_max_posterior(prep, S.members[c]) > thr:
+            left += int((prep.row_cls[S.members[c]] > 0).sum())
+    counts["n_unsatisfied_after"] = left
+    return S.gid, counts
 
 
 # ---------------------------------------------------------------------- CLI plugin
@@ -414,9 +657,13 @@ def _cli_arguments(g: Any) -> None:
                         "exact posterior")
     g.add_argument("--art-pad", action="store_true",
                    help="ART: give every group at least ceil(r) rows")
+    g.add_argument("--art-on-unsatisfied", choices=("merge", "suppress", "report", "raise"),
+                   default="merge",
+                   help="ART: a group still failing the condition when no merge candidate is "
+                        "left: merge it into the least-harm group (default), suppress it, "
+                        "publish it (counted), or fail")
     g.add_argument("--art-report", action="store_true",
-                   help="ART: return the release even if some group fails the condition "
-                        "and the exact audit finds a breach (default: error)")
+                   help="ART: same as --art-on-unsatisfied report")
 
 
 def _cli_run(args: Any, data: Any, criterion: Any) -> Anonymized:
@@ -430,7 +677,7 @@ def _cli_run(args: Any, data: Any, criterion: Any) -> Anonymized:
                as_one_value=bool(args.art_as_one_value), condition=args.art_condition,
                pad=bool(args.art_pad),
                nulls=args.nulls,
-               on_unsatisfied="report" if args.art_report else "error")
+               on_unsatisfied="report" if args.art_report else args.art_on_unsatisfied)
 
 
 #: ``fastpriv anonymize --method art`` (see :mod:`fastpriv.cli.anonymize`).
