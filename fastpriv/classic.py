@@ -105,6 +105,7 @@ def per_group(rel: Release, model: str, *, l: int | None = None, ordered: bool =
         ``"distinct_l"``, ``"entropy_l"`` (exp H_g), ``"recursive_c"`` (needs ``l``),
         ``"t"`` (EMD to the whole table; ``ordered``/``order`` for ordered values),
         ``"beta"``, ``"delta"``.
+
     """
     from ._kernels import classic as K
 
@@ -204,6 +205,7 @@ class Violations:
         The groups' keys.
     values : numpy.ndarray
         The per-group parameter of each violating group.
+
     """
 
     model: str

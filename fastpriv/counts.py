@@ -432,7 +432,8 @@ class _CountState:
 
     def fold(self) -> None:
         """Add the uint8 front counters into the int32 matrix and clear them (their rows
-        were reserved, so the int32 total stays below 2**31)."""
+        were reserved, so the int32 total stays below 2**31).
+        """
         if self.unfolded:
             self.mat += self.mat8
             self.mat8[:] = 0
@@ -937,7 +938,8 @@ class CountAccumulator:
 def _drop_empty(indptr: np.ndarray, codes: np.ndarray, sizes: np.ndarray, keys: pa.Table,
                 values: pa.Array, vtot: np.ndarray):
     """Remove groups and values without rows (unused dictionary entries, registered as
-    labels without a pass over the rows): renumber the codes, drop empty groups."""
+    labels without a pass over the rows): renumber the codes, drop empty groups.
+    """
     if (vtot == 0).any():
         keep = vtot > 0
         newcode = (np.cumsum(keep) - 1).astype(np.int32)

@@ -29,8 +29,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._arrow import (apply_null_policy, apply_weights, as_table, encode_column,
-                     encode_keys)
+from ._arrow import apply_null_policy, apply_weights, as_table, encode_column, encode_keys
 from ._validation import check_choice, check_columns, check_roles, kernel_array
 from .errors import InputError, InputTypeError
 

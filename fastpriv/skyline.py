@@ -1247,7 +1247,8 @@ def _point_result(sigma: Any, point: _Point, row: list, min_nr: float, which: in
 def _check_explicit(rel: Release, explicit: dict) -> SkylineCheck:
     """:func:`check` for a few explicit (σ, point) pairs, sequentially: the per-σ kernel and
     the results directly, without building a mergeable :class:`SkylineState` (identical
-    results; this is the latency path of one-point questions)."""
+    results; this is the latency path of one-point questions).
+    """
     out = []
     for sigma, pts in explicit.items():
         if not pts:

@@ -122,7 +122,8 @@ def value_index(indptr, codes, counts, n_values):
 @kernel
 def value_totals(codes, counts, n_values):
     """Σ of ``counts`` per value code (int64; ``np.bincount`` with weights would go through
-    float64, slower and inexact beyond 2**53)."""
+    float64, slower and inexact beyond 2**53).
+    """
     out = np.zeros(n_values, dtype=np.int64)
     for i in range(codes.shape[0]):
         out[codes[i]] += counts[i]
@@ -693,7 +694,8 @@ def _dense_group(mat, mat64, base, vrank, n_values, seen, scratch, keys, codes, 
                  vtot):
     """Emit one group of a dense state (value v -> rank ``vrank[v]``); returns (d, total).
 
-    ``vtot[rank]`` accumulates the value totals."""
+    ``vtot[rank]`` accumulates the value totals.
+    """
     d = 0
     tot = np.int64(0)
     big = False
