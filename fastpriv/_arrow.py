@@ -455,7 +455,7 @@ def encode_keys(columns: Sequence[Any], *, names: Sequence[str]) -> tuple[np.nda
     from ._kernels.counting import combine_codes, first_index
     from ._validation import kernel_array
 
-    encs = [encode_column(c, name=nm) for c, nm in zip(columns, names)]
+    encs = [encode_column(c, name=nm) for c, nm in zip(columns, names, strict=False)]
     codes = encs[0].codes
     card = len(encs[0].labels)
     for enc in encs[1:]:
@@ -472,7 +472,7 @@ def encode_keys(columns: Sequence[Any], *, names: Sequence[str]) -> tuple[np.nda
         return codes, keys
     first = first_index(kernel_array(codes, np.int32), card)
     keys = pa.table({nm: enc.labels.take(pa.array(enc.codes[first])) for nm, enc in
-                     zip(names, encs)})
+                     zip(names, encs, strict=False)})
     return codes, keys
 
 

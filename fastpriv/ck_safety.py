@@ -222,8 +222,8 @@ def _check_release(rel: Any) -> Any:
 
 def _check_knowledge(knowledge: Any) -> str:
     if not isinstance(knowledge, str):
-        raise InputTypeError(f"knowledge must be a string, one of {', '.join(map(repr, KNOWLEDGE))};"
-                        f" got {type(knowledge).__name__}")
+        raise InputTypeError(f"knowledge must be a string, one of "
+                             f"{', '.join(map(repr, KNOWLEDGE))}; got {type(knowledge).__name__}")
     return check_choice(knowledge, "knowledge", KNOWLEDGE)
 
 

@@ -797,11 +797,13 @@ class CountAccumulator:
             return self
         g, v, c = other._state.triples(other.n_groups, other.n_values)
         # translate other's codes into ours through the labels
-        col_maps = [mine.encode(theirs.labels()) for mine, theirs in zip(self._cols, other._cols, strict=False)]
+        col_maps = [mine.encode(theirs.labels())
+                    for mine, theirs in zip(self._cols, other._cols, strict=False)]
         vmap = self._values.encode(other._values.labels())
         if self._levels:
             comps = other._components()
-            gmap = self._group_codes_from_components([m[cc] for m, cc in zip(col_maps, comps, strict=False)])
+            gmap = self._group_codes_from_components(
+                [m[cc] for m, cc in zip(col_maps, comps, strict=False)])
         else:
             gmap = col_maps[0]
         self._count(gmap[g], vmap[v], c)

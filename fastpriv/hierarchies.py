@@ -106,7 +106,8 @@ class Hierarchy:
             raise InputTypeError(f"name must be a string, got {type(name).__name__}")
         self.name = name
         if isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
-            raise InputTypeError(f"hierarchy {name!r}: rows must be a list of rows (lists of labels)")
+            raise InputTypeError(f"hierarchy {name!r}: rows must be a list of rows "
+                                 "(lists of labels)")
         clean: list[tuple[str, ...]] = []
         for i, row in enumerate(rows):
             if isinstance(row, (str, bytes)) or not isinstance(row, Iterable):
@@ -223,7 +224,8 @@ class Hierarchy:
                      name: str = "attribute") -> "Hierarchy":
         """``{value: [level-1 label, level-2 label, …]}`` (level 0 is the key)."""
         if not isinstance(mapping, Mapping):
-            raise InputTypeError(f"mapping must be a dict value -> labels, got {type(mapping).__name__}")
+            raise InputTypeError(f"mapping must be a dict value -> labels, got "
+                                 f"{type(mapping).__name__}")
         rows = []
         for v, ups in mapping.items():
             if isinstance(ups, (str, bytes)):
@@ -567,5 +569,5 @@ def _resolve_one(spec: Any, attr: str, table: pa.Table) -> Hierarchy:
             return Hierarchy.intervals(table.column(attr).unique(), list(h), name=attr)
         raise InputTypeError(f"hierarchies[{attr!r}] must be a Hierarchy, a CSV path, interval "
                         f"widths or 'suppress', got {type(h).__name__}")
-    raise InputTypeError("hierarchies must be None (bundled), a directory, or a mapping attribute -> "
-                    f"hierarchy; got {type(spec).__name__}")
+    raise InputTypeError("hierarchies must be None (bundled), a directory, or a mapping "
+                         f"attribute -> hierarchy; got {type(spec).__name__}")

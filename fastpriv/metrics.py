@@ -166,7 +166,7 @@ class CountQueries:
         self.dom_sizes = [len(e.labels) for e in encs]
         self._off = kernel_array(np.concatenate([[0], np.cumsum(self.dom_sizes)]), np.int64)
         self._exact_trie = _Trie([(0, a, c, D) for a, (c, D) in
-                                  enumerate(zip(self._row_codes, self.dom_sizes))]
+                                  enumerate(zip(self._row_codes, self.dom_sizes, strict=True))]
                                  + [(2, -1, senc.codes, len(senc.labels))])
         self._draw(max_rounds)
 
@@ -289,7 +289,8 @@ class CountQueries:
         g = gids[keep].astype(np.int32)
         vmap = self._sens_remap(rel.values)
         trie = _Trie([(0, a, c[keep], D) for a, (c, D) in
-                      enumerate(zip(self._row_codes, self.dom_sizes))] + [(3, -1, g, G)])
+                      enumerate(zip(self._row_codes, self.dom_sizes, strict=True))]
+                     + [(3, -1, g, G)])
         return trie.run(self.masks, self._off, self.smask,
                         profile=(rel.indptr, vmap[rel.codes], rel.counts, rel.sizes))
 

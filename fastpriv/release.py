@@ -131,13 +131,14 @@ class Release:
             if isinstance(grp, Mapping):
                 items = list(grp.items())
             elif isinstance(grp, (str, bytes)) or not isinstance(grp, Iterable):
-                raise InputTypeError(f"groups[{g}] must be a list of values or a value->count dict, "
-                                f"got {type(grp).__name__}")
+                raise InputTypeError(f"groups[{g}] must be a list of values or a value->count "
+                                     f"dict, got {type(grp).__name__}")
             else:
                 items = [(v, 1) for v in grp]
             for v, c in items:
                 if isinstance(c, bool) or not isinstance(c, (int, np.integer)):
-                    raise InputTypeError(f"groups[{g}]: count of {v!r} must be an integer, got {c!r}")
+                    raise InputTypeError(f"groups[{g}]: count of {v!r} must be an integer, "
+                                         f"got {c!r}")
                 if c < 0:
                     raise InputError(f"groups[{g}]: count of {v!r} is negative ({c})")
                 if v is None:
@@ -157,8 +158,8 @@ class Release:
         try:
             value_arr = pa.array(labels) if labels else pa.array([], pa.string())
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise InputTypeError(f"groups: values must be of one type (all strings, all ints, ...): "
-                            f"{exc}") from None
+            raise InputTypeError(f"groups: values must be of one type (all strings, all ints, "
+                                 f"...): {exc}") from None
         enc = encode_column(value_arr, name="values")
         group_codes = np.asarray(gids, dtype=np.int32)
         keys = pa.table({"group": pa.array(np.arange(len(groups), dtype=np.int64))})
@@ -692,7 +693,8 @@ class Release:
         """``[(value, count), …]`` of group ``g`` by count descending."""
         a, b = self._indptr[g], self._indptr[g + 1]
         vals = self.values
-        return [(vals[c], int(n)) for c, n in zip(self._codes[a:b], self._counts[a:b])]
+        return [(vals[c], int(n))
+                for c, n in zip(self._codes[a:b], self._counts[a:b], strict=False)]
 
     def rows_of_group(self, g: int) -> np.ndarray:
         """Input row indices of group ``g`` (releases built from a table)."""
@@ -777,7 +779,7 @@ def _weighted_rows(table: pa.Table, weight: Any, cols: list[str],
 def _key_labels(keys: pa.Table) -> list:
     if keys.num_columns == 1:
         return keys.column(0).to_pylist()
-    return list(zip(*(keys.column(i).to_pylist() for i in range(keys.num_columns))))
+    return list(zip(*(keys.column(i).to_pylist() for i in range(keys.num_columns)), strict=True))
 
 
 def _check_sizes(sizes: Sequence[int], n_groups: int) -> np.ndarray:

@@ -583,7 +583,7 @@ class GeneralizationLattice:
         except TypeError:
             raise InputTypeError(f"node must be a sequence of levels, got {node!r}") from None
         if len(t) != len(self.heights) or any(not 0 <= x < h for x, h in
-                                               zip(t, self.heights)):
+                                               zip(t, self.heights, strict=True)):
             raise InputError(f"node {node!r} is not in the lattice: one level per QI "
                              f"attribute {self.qi}, level a in 0..{[h - 1 for h in self.heights]}")
         return t
@@ -646,8 +646,8 @@ class GeneralizationLattice:
 
         node = self._node(node)
         offs = kernel_array([self._off[a][lev] for a, lev in enumerate(node)], np.int64)
-        cards = kernel_array([h.cardinality(lev) for h, lev in zip(self.hierarchies, node)],
-                             np.int64)
+        cards = kernel_array([h.cardinality(lev)
+                              for h, lev in zip(self.hierarchies, node, strict=True)], np.int64)
         g, n = regroup(self._cq, self._maps, offs, cards, max(_DENSE_LIMIT, 4 * self.n_cells))
         return g, int(n)
 
@@ -674,7 +674,7 @@ class GeneralizationLattice:
             keys = pa.table({a: pa.array([h.labels[lev][c] for c in
                                           h.maps[lev][self._cq[i][first]]])
                              for i, (a, h, lev) in enumerate(zip(self.qi, self.hierarchies,
-                                                                  node))})
+                                                                  node, strict=True))})
         return Release(indptr=indptr, codes=codes, counts=counts, sizes=sizes,
                        values=self.values, groups=keys, case=SVPI,
                        sensitive_name=self.sensitive)
@@ -971,7 +971,7 @@ class GeneralizationLattice:
     def precision(self, node: Any) -> float:
         """Sweeney's precision 1 − (1/|QI|) Σ_A level_A / (height_A − 1) (1 = no loss)."""
         node = self._node(node)
-        terms = [lev / (h - 1) if h > 1 else 0.0 for lev, h in zip(node, self.heights)]
+        terms = [lev / (h - 1) if h > 1 else 0.0 for lev, h in zip(node, self.heights, strict=True)]
         return 1.0 - sum(terms) / len(terms)
 
     def utility(self, node: Any, measure: str = "discernibility") -> float:
@@ -1014,8 +1014,8 @@ class GeneralizationLattice:
         nodes = [self._node(n) for n in (chain if chain is not None else self.default_chain())]
         if not nodes:
             raise InputError("chain is empty")
-        for a, b in zip(nodes, nodes[1:]):
-            if not all(x <= y for x, y in zip(a, b)) or a == b:
+        for a, b in zip(nodes, nodes[1:], strict=False):
+            if not all(x <= y for x, y in zip(a, b, strict=True)) or a == b:
                 raise InputError(f"chain must be strictly increasing componentwise; {list(a)} "
                                  f"is followed by {list(b)}")
         lo, hi, found, n_checked = 0, len(nodes) - 1, None, 0
@@ -1073,7 +1073,7 @@ class GeneralizationLattice:
         # generalized codes per row and attribute
         attrs = []
         gen_cols = {}
-        for a, h, lev in zip(self.qi, self.hierarchies, node):
+        for a, h, lev in zip(self.qi, self.hierarchies, node, strict=True):
             codes = h.maps[lev][h.codes].astype(np.int32)
             labels = list(h.labels[lev])
             indptr, members = h.members(lev)
@@ -1123,7 +1123,7 @@ class GeneralizationLattice:
                      for x in attrs]
         n_sup = int((~kept_row).sum()) + (self.n_input_rows - self.n_rows)
         meta = {"node": list(node),
-                "levels": {a: int(lev) for a, lev in zip(self.qi, node)},
+                "levels": {a: int(lev) for a, lev in zip(self.qi, node, strict=True)},
                 "n_suppressed": n_sup}
         if info:
             meta.update(info)
