@@ -664,7 +664,7 @@ MAX_CURVE_LENGTH = 1 << 24
 
 
 def saturation_k(rel: Any) -> int:
-    """The k from which the maximum disclosure is 1: s = min_b d_b − 1 (Martin et al.).
+    """Return the k from which the maximum disclosure is 1: s = min_b d_b − 1 (Martin et al.).
 
     With s pieces of knowledge an adversary rules out every value but one of the least
     diverse group's member (negations), or chains them (implications); more knowledge

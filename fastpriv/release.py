@@ -302,6 +302,8 @@ class Release:
 
         Parameters
         ----------
+        data : table, DataFrame or path
+            The aggregated rows, in any form :meth:`from_table` accepts.
         group : str or list of str
             Group key column(s).
         sensitive, count : str
@@ -311,6 +313,9 @@ class Release:
             group key -> n_g, or a sequence aligned with the sorted group keys.
         case : optional
             Default ``"svpi"`` (sizes = Σ counts), ``"mvpi-set"`` when ``sizes`` is given.
+        nulls : {"error", "drop", "value"}
+            What to do with nulls in the group and sensitive columns, as in
+            :meth:`from_table`.
 
         """
         keys = [group] if isinstance(group, str) else list(group)
@@ -384,6 +389,14 @@ class Release:
 
         Parameters
         ----------
+        batches : path, dataset, reader, table or iterable of record batches
+            The data (see above).
+        sensitive, group, qi, nulls :
+            As for :meth:`from_table`: the sensitive column, exactly one of the group key
+            column(s) and the QI columns, and the null policy.
+        batch_size : int
+            Target size (rows) of the record batches read from ``batches`` (bounds memory
+            per batch; the result does not depend on it).
         n_jobs : int, optional
             Threads for the counting kernels (``None``: Numba's current setting; ``1``:
             single-threaded; ``-1``: all). See :mod:`fastpriv._threads`.
@@ -406,7 +419,7 @@ class Release:
         return acc.to_release()
 
     def merge(self, *others: "Release") -> "Release":
-        """The release of the union of disjoint parts: counts add group by group.
+        """Return the release of the union of disjoint parts: counts add group by group.
 
         Each part is a release of a disjoint set of rows (files, partitions, workers) over
         the same key and sensitive columns; a group present in several parts gets the sum
@@ -629,9 +642,10 @@ class Release:
 
     @cached_property
     def index_cache(self) -> dict:
-        """Indexes that model modules derive from this release and keep (keys are tuples
-        whose first item names the module). A release never changes, so an entry never goes
-        stale; a module bounds what it keeps here.
+        """Indexes that model modules derive from this release and keep.
+
+        Keys are tuples whose first item names the module. A release never changes, so an
+        entry never goes stale; a module bounds what it keeps here.
         """
         return {}
 
@@ -712,7 +726,7 @@ class Release:
 
     # ------------------------------------------------------------------ export
     def to_counts(self) -> pa.Table:
-        """The mergeable form: one row per (group, value) with its count (and ``size``).
+        """Return the mergeable form: one row per (group, value) with its count (and ``size``).
 
         ``Release.from_counts(rel.to_counts(), group=<key columns>, sensitive="value",
         count="count", sizes="size" if MVPI)`` rebuilds an equal release.
@@ -726,7 +740,7 @@ class Release:
         return pa.table(cols)
 
     def equals(self, other: "Release") -> bool:
-        """Same case, values, groups and counts (ignores ``row_group``)."""
+        """Return whether both have the same case, values, groups and counts (not ``row_group``)."""
         if not isinstance(other, Release):
             return False
         return (self._case == other._case

@@ -180,7 +180,7 @@ class LatticeSearch:
         return self._need().group_ids
 
     def table(self, original: Any = None, **kw: Any) -> pa.Table:
-        """The publishable table at the best node (see :meth:`Anonymized.table`)."""
+        """Return the publishable table at the best node (see :meth:`Anonymized.table`)."""
         return self._need().table(original, **kw)
 
     def write(self, path: Any, original: Any = None, **kw: Any) -> str:
@@ -652,7 +652,7 @@ class GeneralizationLattice:
         return g, int(n)
 
     def release(self, node: Any, *, labels: bool = False) -> Release:
-        """The release (frequency profiles) at ``node``.
+        """Return the release (frequency profiles) at ``node``.
 
         With ``labels=True`` the release's group keys are the generalized QI tuples;
         otherwise plain indices (cheaper — what the search uses).
@@ -975,7 +975,7 @@ class GeneralizationLattice:
         return 1.0 - sum(terms) / len(terms)
 
     def utility(self, node: Any, measure: str = "discernibility") -> float:
-        """A utility measure of ``node`` without suppression (see the module docstring)."""
+        """Return a utility measure of ``node`` without suppression (see the module docstring)."""
         check_choice(measure, "measure", UTILITIES)
         node = self._node(node)
         if measure == "precision":
@@ -1001,12 +1001,16 @@ class GeneralizationLattice:
 
         Parameters
         ----------
+        predicate : criterion, callable or list
+            A monotone criterion (see :mod:`fastpriv.predicates`).
         chain : sequence of nodes, optional
             Increasing nodes (each componentwise ≥ the previous); default
             :meth:`default_chain` (a maximal chain, bottom to top).
         check_minimal : bool
             Also check the found node's direct predecessors to report whether it is
             minimal in the whole lattice.
+        materialize : bool
+            Build the :class:`Anonymized` release of the found node (``res.anonymized``).
 
         """
         t0 = time.perf_counter()
@@ -1142,8 +1146,10 @@ class GeneralizationLattice:
 
 def compress(columns: Sequence[np.ndarray], cards: Sequence[int]
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct combinations of code columns: ``(cell of each row, first row of each cell,
-    rows per cell)`` — cells in lexicographic order of the codes.
+    """Find the distinct combinations (cells) of code columns.
+
+    Return ``(cell of each row, first row of each cell, rows per cell)``, cells in
+    lexicographic order of the codes.
     """
     from .._kernels.generalize import regroup, weighted_first
 
