@@ -180,6 +180,8 @@ class Hierarchy:
             the attribute, ``value``/``original``, or ``level 0, level 1, …``; or a first
             row whose top label differs from the shared top label of all other rows while
             none of its labels occurs in the same column below).
+        encoding : str
+            Text encoding of the file (default ``"utf-8"``).
 
         """
         p = os.fspath(path)
@@ -257,8 +259,13 @@ class Hierarchy:
             Increasing widths, each a multiple of the previous one so the levels nest
             (Adult age: ``[5, 10, 20, 40]``). A trailing ``"*"`` is accepted and means
             ``top="*"``.
+        name : str
+            Attribute name of the hierarchy (default ``"attribute"``).
         anchor : number
             Where intervals start (default 0).
+        top : str or None
+            Label of the final, fully suppressed level (default ``"*"``); None adds no
+            such level.
 
         """
         widths = list(widths)
@@ -479,7 +486,7 @@ class BoundHierarchy:
         return int(self.maps.shape[1])
 
     def cardinality(self, level: int) -> int:
-        """Number of generalized values present at ``level``."""
+        """Return the number of generalized values present at ``level``."""
         return len(self.labels[level])
 
     @cached_property
@@ -520,6 +527,7 @@ def resolve_hierarchies(spec: Any, qi: Sequence[str], table: pa.Table) -> list[B
           numbers, optionally ending with ``"*"``) build an interval hierarchy over the
           column's values and the string ``"suppress"`` builds value / ``*``.
     qi : list of str
+        The QI attributes, in order; one bound hierarchy is returned for each.
     table : pyarrow.Table
         The data (only the QI columns are read).
 

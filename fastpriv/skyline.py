@@ -1238,7 +1238,7 @@ class SkylineState:
 
 def _point_result(sigma: Any, point: _Point, row: list, min_nr: float, which: int,
                   groups: tuple) -> PointResult:
-    """A :class:`PointResult` from the five statistics of (σ, point) and Theorem 2."""
+    """Build a :class:`PointResult` from the five statistics of (σ, point) and Theorem 2."""
     l, k, m, c = point
     return PointResult(sigma=sigma, l=l, k=k, m=m, c=c, value=_bp(min_nr), min_nr=min_nr,
                        statistics=tuple(row), case_used=None if which < 0 else TERMS[which],
@@ -1246,9 +1246,11 @@ def _point_result(sigma: Any, point: _Point, row: list, min_nr: float, which: in
 
 
 def _check_explicit(rel: Release, explicit: dict) -> SkylineCheck:
-    """:func:`check` for a few explicit (σ, point) pairs, sequentially: the per-σ kernel and
-    the results directly, without building a mergeable :class:`SkylineState` (identical
-    results; this is the latency path of one-point questions).
+    """Run :func:`check` for a few explicit (σ, point) pairs, sequentially.
+
+    The per-σ kernel and the results directly, without building a mergeable
+    :class:`SkylineState` (identical results; this is the latency path of one-point
+    questions).
     """
     out = []
     for sigma, pts in explicit.items():
