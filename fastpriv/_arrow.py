@@ -91,7 +91,7 @@ def reading(path: str, param: str = "data") -> Iterator[None]:
 
 
 def _from_pandas(df: Any, param: str) -> pa.Table:
-    """A pandas DataFrame as Arrow, with clear errors for what Arrow cannot convert."""
+    """Convert a pandas DataFrame to Arrow, with clear errors for what Arrow cannot convert."""
     if not hasattr(df, "columns"):
         raise InputTypeError(f"{param}: expected a DataFrame, got {type(df).__name__}")
     names = [str(c) for c in df.columns]
@@ -244,8 +244,10 @@ def iter_batches(data: Any, columns: Sequence[str], *, batch_size: int = 1 << 20
 
 
 def count_rows(data: Any) -> int | None:
-    """Number of rows of ``data`` when it is cheap to know (Parquet metadata, in-memory
-    tables), else None (CSV files, readers, iterators). Used for progress bars.
+    """Return the number of rows of ``data`` when it is cheap to know, else None.
+
+    Cheap: Parquet metadata, in-memory tables; None for CSV files, readers and iterators.
+    Used for progress bars.
     """
     try:
         if isinstance(data, (str, os.PathLike)):
@@ -263,7 +265,7 @@ def count_rows(data: Any) -> int | None:
 
 
 def is_large_source(data: Any, threshold: int = 64 << 20) -> bool:
-    """True for a directory (a dataset) or a file of at least ``threshold`` bytes."""
+    """Return True for a directory (a dataset) or a file of at least ``threshold`` bytes."""
     if not isinstance(data, (str, os.PathLike)):
         return False
     path = os.fspath(data)
@@ -282,8 +284,9 @@ _ROW_GROUP_WHOLE = 4
 
 def _parquet_batches(dataset: Any, columns: list[str], batch_size: int,
                      param: str) -> Iterator[pa.RecordBatch]:
-    """Record batches of a Parquet dataset, one row group at a time, with one row group of
-    read-ahead decoded on a background thread.
+    """Yield the record batches of a Parquet dataset, one row group at a time.
+
+    One row group of read-ahead is decoded on a background thread.
 
     Memory is bounded by two row groups of the projected columns, whatever the size of the
     files (the dataset scanner of pyarrow reads ahead as far as it can when the consumer is
@@ -345,7 +348,7 @@ class Encoded:
 
 
 def null_count(col: pa.ChunkedArray | pa.Array) -> int:
-    """Number of nulls (NaN in float columns counts as a value, not a null)."""
+    """Return the number of nulls (NaN in float columns counts as a value, not a null)."""
     return col.null_count
 
 
@@ -455,7 +458,7 @@ def encode_keys(columns: Sequence[Any], *, names: Sequence[str]) -> tuple[np.nda
     from ._kernels.counting import combine_codes, first_index
     from ._validation import kernel_array
 
-    encs = [encode_column(c, name=nm) for c, nm in zip(columns, names)]
+    encs = [encode_column(c, name=nm) for c, nm in zip(columns, names, strict=False)]
     codes = encs[0].codes
     card = len(encs[0].labels)
     for enc in encs[1:]:
@@ -472,7 +475,7 @@ def encode_keys(columns: Sequence[Any], *, names: Sequence[str]) -> tuple[np.nda
         return codes, keys
     first = first_index(kernel_array(codes, np.int32), card)
     keys = pa.table({nm: enc.labels.take(pa.array(enc.codes[first])) for nm, enc in
-                     zip(names, encs)})
+                     zip(names, encs, strict=False)})
     return codes, keys
 
 

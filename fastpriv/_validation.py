@@ -99,7 +99,7 @@ def _as_real(value: Any, name: str) -> float:
 
 
 def check_probability(value: Any, name: str) -> float:
-    """A finite number in [0, 1]."""
+    """Validate and return a finite number in [0, 1]."""
     out = _as_real(value, name)
     if not 0.0 <= out <= 1.0:
         raise InputError(f"{name} must be in [0, 1], got {value!r}")
@@ -107,7 +107,7 @@ def check_probability(value: Any, name: str) -> float:
 
 
 def check_threshold(value: Any, name: str = "c") -> Any:
-    """A confidence threshold in (0, 1]; ``Fraction`` values are kept exact."""
+    """Validate a confidence threshold in (0, 1]; ``Fraction`` values are kept exact."""
     _as_real(value, name)
     if not 0 < value <= 1:
         raise InputError(f"{name} must be in (0, 1], got {value!r}")
@@ -115,7 +115,7 @@ def check_threshold(value: Any, name: str = "c") -> Any:
 
 
 def check_finite_probabilities(arr: Any, name: str) -> np.ndarray:
-    """A float64 array with every entry finite and in [0, 1]."""
+    """Return a float64 array, checking every entry is finite and in [0, 1]."""
     a = np.asarray(arr, dtype=np.float64)
     bad = ~np.isfinite(a)
     if bad.any():

@@ -222,8 +222,8 @@ def _check_release(rel: Any) -> Any:
 
 def _check_knowledge(knowledge: Any) -> str:
     if not isinstance(knowledge, str):
-        raise InputTypeError(f"knowledge must be a string, one of {', '.join(map(repr, KNOWLEDGE))};"
-                        f" got {type(knowledge).__name__}")
+        raise InputTypeError(f"knowledge must be a string, one of "
+                             f"{', '.join(map(repr, KNOWLEDGE))}; got {type(knowledge).__name__}")
     return check_choice(knowledge, "knowledge", KNOWLEDGE)
 
 
@@ -664,7 +664,7 @@ MAX_CURVE_LENGTH = 1 << 24
 
 
 def saturation_k(rel: Any) -> int:
-    """The k from which the maximum disclosure is 1: s = min_b d_b − 1 (Martin et al.).
+    """Return the k from which the maximum disclosure is 1: s = min_b d_b − 1 (Martin et al.).
 
     With s pieces of knowledge an adversary rules out every value but one of the least
     diverse group's member (negations), or chains them (implications); more knowledge

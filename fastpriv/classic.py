@@ -96,15 +96,24 @@ def _order_rank(rel: Release, order: Sequence[Any] | None) -> np.ndarray:
 
 def per_group(rel: Release, model: str, *, l: int | None = None, ordered: bool = False,
               order: Sequence[Any] | None = None) -> np.ndarray:
-    """The model's parameter for every group (float64 array, group order).
+    """Return the model's parameter for every group (float64 array, group order).
 
     Parameters
     ----------
+    rel : Release
+        The release to measure.
     model : str
         One of :data:`MODELS`: ``"k"`` (n_g), ``"alpha"`` (max_x #x_g / n_g),
         ``"distinct_l"``, ``"entropy_l"`` (exp H_g), ``"recursive_c"`` (needs ``l``),
         ``"t"`` (EMD to the whole table; ``ordered``/``order`` for ordered values),
         ``"beta"``, ``"delta"``.
+    l : int, optional
+        The ℓ of recursive (c,ℓ)-diversity; required for ``"recursive_c"``.
+    ordered : bool
+        For ``"t"``: use the ordered ground distance over the values in sorted order.
+    order : sequence, optional
+        For ``"t"``: an explicit value order (list of labels) for the ordered distance.
+
     """
     from ._kernels import classic as K
 
@@ -143,7 +152,7 @@ def _worst(rel: Release, model: str, **kw: Any) -> tuple[float, int]:
 
 
 def k_anonymity(rel: Release) -> int:
-    """k = min_g n_g: every group holds at least k individuals."""
+    """Return k = min_g n_g: every group holds at least k individuals."""
     return int(_check_release(rel).sizes.min())
 
 
@@ -173,7 +182,7 @@ def recursive_cl_diversity(rel: Release, l: int) -> float:
 
 def t_closeness(rel: Release, ordered: bool = False,
                 order: Sequence[Any] | None = None) -> float:
-    """t = max_g EMD(P_g, Q), Q the distribution of the whole release.
+    """Return t = max_g EMD(P_g, Q), Q the distribution of the whole release.
 
     Equal ground distance: EMD = ½ Σ_x |P_g(x) − Q(x)|. With ``ordered=True`` (values in
     sorted order) or an explicit ``order`` (list of labels): EMD = (1/(m−1)) Σ_i |Σ_{j≤i}
@@ -183,7 +192,7 @@ def t_closeness(rel: Release, ordered: bool = False,
 
 
 def beta_likeness(rel: Release) -> float:
-    """Basic β-likeness: β = max_g max_x (P_g(x) − Q(x)) / Q(x)."""
+    """Return basic β-likeness: β = max_g max_x (P_g(x) − Q(x)) / Q(x)."""
     return _worst(rel, "beta")[0]
 
 
@@ -204,6 +213,7 @@ class Violations:
         The groups' keys.
     values : numpy.ndarray
         The per-group parameter of each violating group.
+
     """
 
     model: str
@@ -223,7 +233,7 @@ class Violations:
 
 
 def violations(rel: Release, model: str, threshold: float, **params: Any) -> Violations:
-    """Groups failing the model's threshold, worst first.
+    """Return the groups failing the model's threshold, worst first.
 
     A group fails when its parameter is below the threshold for ``k``, ``distinct_l`` and
     ``entropy_l``; above it for ``alpha``, ``t``, ``beta``, ``delta``; and, for

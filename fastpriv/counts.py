@@ -178,7 +178,7 @@ class _IntCodes:
             raise InputError("more than 2**31 - 1 distinct keys: too many to encode")
 
     def reserve_code(self) -> int:
-        """A new code with no key (used for the null label)."""
+        """Return a new code with no key (used for the null label)."""
         code = self.n
         self.n += 1
         return code
@@ -255,9 +255,10 @@ class _LabelCodes:
 
     def encode_pair(self, col: pa.Array | pa.ChunkedArray
                     ) -> tuple[np.ndarray, np.ndarray | None]:
-        """``(indices, remap)`` with global code ``remap[indices[i]]`` for entry i (``remap``
-        None: ``indices`` already are the codes). Dictionary columns cost no pass over the
-        rows here: the kernel that consumes the rows applies the (small) remap.
+        """Return ``(indices, remap)``: the global code of entry i is ``remap[indices[i]]``.
+
+        With ``remap`` None, ``indices`` already are the codes. Dictionary columns cost no
+        pass over the rows here: the kernel that consumes the rows applies the (small) remap.
         """
         if isinstance(col, pa.ChunkedArray):
             if col.num_chunks == 1:
@@ -431,8 +432,10 @@ class _CountState:
         self.unfolded = True
 
     def fold(self) -> None:
-        """Add the uint8 front counters into the int32 matrix and clear them (their rows
-        were reserved, so the int32 total stays below 2**31)."""
+        """Add the uint8 front counters into the int32 matrix and clear them.
+
+        Their rows were reserved, so the int32 total stays below 2**31.
+        """
         if self.unfolded:
             self.mat += self.mat8
             self.mat8[:] = 0
@@ -692,9 +695,10 @@ class CountAccumulator:
         return not self._batch_threads or len(key) < _PARALLEL_MIN_ROWS
 
     def _add_fused(self, key: pa.ChunkedArray, vidx: np.ndarray, vremap: np.ndarray) -> int:
-        """Map and count rows in one kernel pass; returns the rows done (the rest, if any,
-        goes through the general path: the keys outgrew the direct table or the state its
-        dense limit).
+        """Map and count rows in one kernel pass; return the number of rows done.
+
+        The rest, if any, goes through the general path: the keys outgrew the direct table
+        or the state its dense limit.
         """
         from ._kernels.counting import count_direct, int_range
 
@@ -752,8 +756,10 @@ class CountAccumulator:
 
     @property
     def _batch_threads(self) -> bool:
-        """Whether batches are counted on several threads: only when ``n_jobs`` asks for it
-        explicitly (see the class notes: on few cores it does not pay).
+        """Return whether batches are counted on several threads.
+
+        Only when ``n_jobs`` asks for it explicitly (see the class notes: on few cores it
+        does not pay).
         """
         from ._threads import resolve_n_jobs
 
@@ -796,11 +802,13 @@ class CountAccumulator:
             return self
         g, v, c = other._state.triples(other.n_groups, other.n_values)
         # translate other's codes into ours through the labels
-        col_maps = [mine.encode(theirs.labels()) for mine, theirs in zip(self._cols, other._cols, strict=False)]
+        col_maps = [mine.encode(theirs.labels())
+                    for mine, theirs in zip(self._cols, other._cols, strict=False)]
         vmap = self._values.encode(other._values.labels())
         if self._levels:
             comps = other._components()
-            gmap = self._group_codes_from_components([m[cc] for m, cc in zip(col_maps, comps, strict=False)])
+            gmap = self._group_codes_from_components(
+                [m[cc] for m, cc in zip(col_maps, comps, strict=False)])
         else:
             gmap = col_maps[0]
         self._count(gmap[g], vmap[v], c)
@@ -860,7 +868,7 @@ class CountAccumulator:
         return gorder, keys, vrank, values
 
     def to_release(self):
-        """The :class:`~fastpriv.Release` (SVPI) of everything counted so far.
+        """Build the :class:`~fastpriv.Release` (SVPI) of everything counted so far.
 
         Identical to ``Release.from_table`` on the concatenated input (without
         ``row_group``, which a stream does not keep).
@@ -918,7 +926,7 @@ class CountAccumulator:
                        groups=keys, case=SVPI, row_group=None, sensitive_name=self.sensitive)
 
     def to_table(self) -> pa.Table:
-        """Aggregated counts: the key columns, the sensitive column and ``count``.
+        """Return the aggregated counts: the key columns, the sensitive column and ``count``.
 
         One row per (group, value) present, groups in key order, values by count
         descending — the form ``Release.from_counts`` reads back.
@@ -936,8 +944,11 @@ class CountAccumulator:
 
 def _drop_empty(indptr: np.ndarray, codes: np.ndarray, sizes: np.ndarray, keys: pa.Table,
                 values: pa.Array, vtot: np.ndarray):
-    """Remove groups and values without rows (unused dictionary entries, registered as
-    labels without a pass over the rows): renumber the codes, drop empty groups."""
+    """Remove groups and values without rows: renumber the codes, drop empty groups.
+
+    Values without rows are unused dictionary entries, registered as labels without a pass over
+    the rows.
+    """
     if (vtot == 0).any():
         keep = vtot > 0
         newcode = (np.cumsum(keep) - 1).astype(np.int32)

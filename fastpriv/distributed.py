@@ -221,7 +221,7 @@ def _reduce(dask: Any, parts: list, combine: Any, split_every: int) -> Any:
 def release_from_dask(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
                       qi: Sequence[str] | None = None, nulls: str = "error",
                       split_every: int = 8):
-    """The :class:`~fastpriv.Release` of a Dask DataFrame or Parquet data (counts path).
+    """Build the :class:`~fastpriv.Release` of a Dask DataFrame or Parquet data (counts path).
 
     Identical (``Release.equals``) to ``Release.from_table`` on all rows; run any audit on
     it. See :func:`count_partitions`.
@@ -298,7 +298,7 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
                     q: Mapping[Any, float] | str | None = "compute",
                     order: Sequence[Any] | None = None, nulls: str = "error",
                     partition_by_group: bool = False, split_every: int = 8):
-    """Classical models and SkylineCheck of a release too large for one machine.
+    """Compute the classical models and SkylineCheck of a release too large for one machine.
 
     Every partition must hold **complete groups** (each group inside one partition):
     Parquet files written per group range, a Dask DataFrame indexed / shuffled on the
@@ -310,11 +310,25 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
 
     Parameters
     ----------
+    data : dask DataFrame or path
+        A Dask DataFrame or a path to Parquet data (file or directory).
+    sensitive, group, qi, nulls :
+        As for :meth:`Release.from_table` (SVPI).
+    skylines : mapping or list, optional
+        Skyline points to check (:func:`fastpriv.skyline.check`).
+    classic : bool
+        Evaluate the classical models.
+    l : int
+        ℓ of recursive (c,ℓ)-diversity.
     q : "compute", mapping or None
         Distribution Q for t-closeness/β/δ: ``"compute"`` (default) runs a tree reduction
         of value counts first; a mapping gives Q; None skips those models.
+    order : sequence, optional
+        Value order for ordered t-closeness.
     partition_by_group : bool
         Shuffle a Dask DataFrame on the group keys before auditing.
+    split_every : int
+        Fan-in of the tree reductions (at least 2).
 
     Returns
     -------

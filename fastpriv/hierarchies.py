@@ -106,7 +106,8 @@ class Hierarchy:
             raise InputTypeError(f"name must be a string, got {type(name).__name__}")
         self.name = name
         if isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
-            raise InputTypeError(f"hierarchy {name!r}: rows must be a list of rows (lists of labels)")
+            raise InputTypeError(f"hierarchy {name!r}: rows must be a list of rows "
+                                 "(lists of labels)")
         clean: list[tuple[str, ...]] = []
         for i, row in enumerate(rows):
             if isinstance(row, (str, bytes)) or not isinstance(row, Iterable):
@@ -179,6 +180,8 @@ class Hierarchy:
             the attribute, ``value``/``original``, or ``level 0, level 1, …``; or a first
             row whose top label differs from the shared top label of all other rows while
             none of its labels occurs in the same column below).
+        encoding : str
+            Text encoding of the file (default ``"utf-8"``).
 
         """
         p = os.fspath(path)
@@ -223,7 +226,8 @@ class Hierarchy:
                      name: str = "attribute") -> "Hierarchy":
         """``{value: [level-1 label, level-2 label, …]}`` (level 0 is the key)."""
         if not isinstance(mapping, Mapping):
-            raise InputTypeError(f"mapping must be a dict value -> labels, got {type(mapping).__name__}")
+            raise InputTypeError(f"mapping must be a dict value -> labels, got "
+                                 f"{type(mapping).__name__}")
         rows = []
         for v, ups in mapping.items():
             if isinstance(ups, (str, bytes)):
@@ -255,8 +259,13 @@ class Hierarchy:
             Increasing widths, each a multiple of the previous one so the levels nest
             (Adult age: ``[5, 10, 20, 40]``). A trailing ``"*"`` is accepted and means
             ``top="*"``.
+        name : str
+            Attribute name of the hierarchy (default ``"attribute"``).
         anchor : number
             Where intervals start (default 0).
+        top : str or None
+            Label of the final, fully suppressed level (default ``"*"``); None adds no
+            such level.
 
         """
         widths = list(widths)
@@ -477,7 +486,7 @@ class BoundHierarchy:
         return int(self.maps.shape[1])
 
     def cardinality(self, level: int) -> int:
-        """Number of generalized values present at ``level``."""
+        """Return the number of generalized values present at ``level``."""
         return len(self.labels[level])
 
     @cached_property
@@ -518,6 +527,7 @@ def resolve_hierarchies(spec: Any, qi: Sequence[str], table: pa.Table) -> list[B
           numbers, optionally ending with ``"*"``) build an interval hierarchy over the
           column's values and the string ``"suppress"`` builds value / ``*``.
     qi : list of str
+        The QI attributes, in order; one bound hierarchy is returned for each.
     table : pyarrow.Table
         The data (only the QI columns are read).
 
@@ -567,5 +577,5 @@ def _resolve_one(spec: Any, attr: str, table: pa.Table) -> Hierarchy:
             return Hierarchy.intervals(table.column(attr).unique(), list(h), name=attr)
         raise InputTypeError(f"hierarchies[{attr!r}] must be a Hierarchy, a CSV path, interval "
                         f"widths or 'suppress', got {type(h).__name__}")
-    raise InputTypeError("hierarchies must be None (bundled), a directory, or a mapping attribute -> "
-                    f"hierarchy; got {type(spec).__name__}")
+    raise InputTypeError("hierarchies must be None (bundled), a directory, or a mapping "
+                         f"attribute -> hierarchy; got {type(spec).__name__}")

@@ -166,7 +166,7 @@ class CountQueries:
         self.dom_sizes = [len(e.labels) for e in encs]
         self._off = kernel_array(np.concatenate([[0], np.cumsum(self.dom_sizes)]), np.int64)
         self._exact_trie = _Trie([(0, a, c, D) for a, (c, D) in
-                                  enumerate(zip(self._row_codes, self.dom_sizes))]
+                                  enumerate(zip(self._row_codes, self.dom_sizes, strict=True))]
                                  + [(2, -1, senc.codes, len(senc.labels))])
         self._draw(max_rounds)
 
@@ -217,8 +217,9 @@ class CountQueries:
         self.actual = np.concatenate(act_out)
 
     def queries(self) -> list[dict[str, Any]]:
-        """The queries as Python sets: ``{attribute: set of values, …, sensitive: set}``
-        (constrained attributes only).
+        """Return the queries as Python sets: ``{attribute: set of values, …, sensitive: set}``.
+
+        Only constrained attributes appear.
         """
         out = []
         doms = [x.to_pylist() for x in self.domains]
@@ -289,7 +290,8 @@ class CountQueries:
         g = gids[keep].astype(np.int32)
         vmap = self._sens_remap(rel.values)
         trie = _Trie([(0, a, c[keep], D) for a, (c, D) in
-                      enumerate(zip(self._row_codes, self.dom_sizes))] + [(3, -1, g, G)])
+                      enumerate(zip(self._row_codes, self.dom_sizes, strict=True))]
+                     + [(3, -1, g, G)])
         return trie.run(self.masks, self._off, self.smask,
                         profile=(rel.indptr, vmap[rel.codes], rel.counts, rel.sizes))
 
@@ -480,7 +482,7 @@ def discernibility(x: Any, *, n_suppressed: int | None = None) -> float:
 
 
 def average_group_size(x: Any, k: int = 1) -> float:
-    """Normalized average group size C_avg = (n / #groups) / k (LeFevre et al.)."""
+    """Return the normalized average group size C_avg = (n / #groups) / k (LeFevre et al.)."""
     k = check_int(k, "k", minimum=1)
     sizes, _ = _sizes_and_suppressed(x)
     return float(sizes.sum() / sizes.size / k)
@@ -488,8 +490,9 @@ def average_group_size(x: Any, k: int = 1) -> float:
 
 def average_delta(f: Any, group_ids: Any = None, *, data: Any = None,
                   values: Sequence[Any] | None = None) -> float:
-    """Average Δ (Wong et al.): mean over groups (attribute sets, values) of
-    max_t f_t − min_t f_t within the group.
+    """Compute the average Δ (Wong et al.): the mean spread of ``f`` within groups.
+
+    The mean over groups (attribute sets, values) of max_t f_t − min_t f_t within the group.
 
     Parameters
     ----------
@@ -500,6 +503,8 @@ def average_delta(f: Any, group_ids: Any = None, *, data: Any = None,
         of its attribute sets contributes p(sig_t : x) for every value).
     group_ids : array or Anonymized
         Group of each row (−1 = suppressed, ignored).
+    data : table, optional
+        The original table; required when ``f`` is a Knowledge (to compute signatures).
     values : list, optional
         Restrict to these sensitive values (mapping / Knowledge input).
 

@@ -1,5 +1,6 @@
-"""Privacy criteria as predicates on a :class:`~fastpriv.Release` — one protocol for every
-anonymizer.
+"""Privacy criteria as predicates on a :class:`~fastpriv.Release`.
+
+One protocol for every anonymizer.
 
 The protocol (:class:`Predicate`) is deliberately small: a callable ``pred(rel) -> bool``
 with a ``name`` and a ``monotone`` flag. *Monotone* means: if a release satisfies the
@@ -91,6 +92,7 @@ class Predicate(Protocol):
     monotone: bool
 
     def __call__(self, rel: Release) -> bool:  # pragma: no cover - protocol
+        """Return True iff ``rel`` satisfies the predicate."""
         ...
 
 
@@ -120,10 +122,10 @@ class Criterion(ABC):
 
     @abstractmethod
     def __call__(self, rel: Release) -> bool:
-        """True iff ``rel`` satisfies the criterion."""
+        """Return True iff ``rel`` satisfies the criterion."""
 
     def value(self, rel: Release) -> Any:
-        """The achieved parameter on ``rel`` (``None`` when the criterion has none)."""
+        """Return the achieved parameter on ``rel`` (``None`` when the criterion has none)."""
         return None
 
     def params(self) -> dict[str, Any]:
@@ -166,8 +168,9 @@ class LocalCriterion(Criterion):
 
     @abstractmethod
     def rows(self) -> list[tuple[int, int, Any]]:
-        """Kernel rows ``(kind, int parameter, real parameter)``; the real parameter of
-        thresholds (c, α) may be a ``Fraction`` and is compared exactly.
+        """Return the kernel rows ``(kind, int parameter, real parameter)``.
+
+        The real parameter of thresholds (c, α) may be a ``Fraction`` and is compared exactly.
         """
 
     def group_ok(self, rel: Release, q: np.ndarray | None = None) -> np.ndarray:
@@ -184,12 +187,15 @@ class LocalCriterion(Criterion):
         return ok.astype(bool)
 
     def __call__(self, rel: Release) -> bool:
+        """Return True iff every group of ``rel`` passes."""
         return bool(self.group_ok(rel).all())
 
 
 def kernel_spec(criterion: LocalCriterion, values: Sequence[Any], q: Any) -> KernelSpec:
-    """Kernel arrays of a local criterion for a sensitive domain ``values`` (code order)
-    with reference distribution ``q`` (by code).
+    """Build the kernel arrays of a local criterion for a sensitive domain.
+
+    ``values`` is the sensitive domain (code order), ``q`` the reference distribution (by
+    code).
     """
     rows = criterion.rows()
     kinds = kernel_array([r[0] for r in rows], np.int64)
@@ -216,8 +222,9 @@ _RATIO_MAX = 1 << 30
 
 
 def _ratio(x: Any) -> tuple[int, int]:
-    """``x`` as an exact ratio (num, den) — a float read as its shortest decimal, as
-    :func:`fastpriv.ck_safety.is_safe` does — or (0, 0) when too large for the kernel.
+    """Return ``x`` as an exact ratio (num, den), or (0, 0) when too large for the kernel.
+
+    A float is read as its shortest decimal, as :func:`fastpriv.ck_safety.is_safe` does.
     """
     from decimal import Decimal
     from fractions import Fraction
@@ -268,15 +275,19 @@ class KAnonymity(LocalCriterion):
         self.name = f"k-anonymity(k={self.k})"
 
     def rows(self) -> list[tuple[int, int, float]]:
+        """Return the kernel row: n_g ≥ k in every group (kind 0)."""
         return [(0, self.k, 0.0)]
 
     def __call__(self, rel: Release) -> bool:
+        """Return True iff every group holds at least k individuals."""
         return bool(_check_release(rel).sizes.min() >= self.k)
 
     def value(self, rel: Release) -> int:
+        """Return the achieved k = min_g n_g."""
         return int(_check_release(rel).sizes.min())
 
     def params(self) -> dict[str, Any]:
+        """Return the parameters, for JSON reports."""
         return {"k": self.k}
 
 
@@ -290,15 +301,19 @@ class DistinctLDiversity(LocalCriterion):
         self.name = f"distinct-l-diversity(l={self.l})"
 
     def rows(self) -> list[tuple[int, int, float]]:
+        """Return the kernel row: at least ℓ distinct values per group (kind 1)."""
         return [(1, self.l, 0.0)]
 
     def __call__(self, rel: Release) -> bool:
+        """Return True iff every group holds at least ℓ distinct sensitive values."""
         return bool(_check_release(rel).distinct.min() >= self.l)
 
     def value(self, rel: Release) -> int:
+        """Return the achieved ℓ: the fewest distinct sensitive values of a group."""
         return int(_check_release(rel).distinct.min())
 
     def params(self) -> dict[str, Any]:
+        """Return the parameters, for JSON reports."""
         return {"l": self.l}
 
 
@@ -321,14 +336,17 @@ class EntropyLDiversity(LocalCriterion):
         self.name = f"entropy-l-diversity(l={self.l:g})"
 
     def rows(self) -> list[tuple[int, int, float]]:
+        """Return the kernel row: H_g ≥ log ℓ in every group (kind 2)."""
         return [(2, 0, self.l)]
 
     def value(self, rel: Release) -> float:
+        """Return the achieved ℓ = exp(min_g H_g) (see ``classic.entropy_l_diversity``)."""
         from .classic import entropy_l_diversity
 
         return entropy_l_diversity(rel)
 
     def params(self) -> dict[str, Any]:
+        """Return the parameters, for JSON reports."""
         return {"l": self.l}
 
 
@@ -342,14 +360,17 @@ class RecursiveCLDiversity(LocalCriterion):
         self.name = f"recursive-(c,l)-diversity(c={self.c:g}, l={self.l})"
 
     def rows(self) -> list[tuple[int, int, float]]:
+        """Return the kernel row: r_1 < c·(r_ℓ + … + r_m) per group (kind 3, c exact)."""
         return [(3, self.l, self._c_raw)]
 
     def value(self, rel: Release) -> float:
+        """Return c*(ℓ) = max_g r_1 / (r_ℓ + … + r_m) (see ``classic.recursive_cl_diversity``)."""
         from .classic import recursive_cl_diversity
 
         return recursive_cl_diversity(rel, self.l)
 
     def params(self) -> dict[str, Any]:
+        """Return the parameters, for JSON reports."""
         return {"c": self.c, "l": self.l}
 
 
@@ -373,14 +394,17 @@ class TCloseness(LocalCriterion):
         self.name = f"t-closeness(t={self.t:g}{', ordered' if self.ordered else ''})"
 
     def rows(self) -> list[tuple[int, int, float]]:
+        """Return the kernel row: EMD(P_g, Q) ≤ t per group (kind 5 ordered, else 4)."""
         return [(5 if self.ordered else 4, 0, self.t)]
 
     def value(self, rel: Release) -> float:
+        """Return the achieved t = max_g EMD(P_g, Q) (see ``classic.t_closeness``)."""
         from .classic import t_closeness
 
         return t_closeness(rel, ordered=self.ordered, order=self.order)
 
     def params(self) -> dict[str, Any]:
+        """Return the parameters, for JSON reports."""
         return {"t": self.t, "ordered": self.ordered}
 
 
@@ -394,14 +418,17 @@ class AlphaKAnonymity(LocalCriterion):
         self.name = f"(alpha,k)-anonymity(alpha={self.alpha:g}, k={self.k})"
 
     def rows(self) -> list[tuple[int, int, float]]:
+        """Return the kernel rows: n_g ≥ k (kind 0) and r_1/n_g ≤ α (kind 7, α exact)."""
         return [(0, self.k, 0.0), (7, 0, self._alpha_raw)]
 
     def value(self, rel: Release) -> tuple[float, int]:
+        """Return the achieved (α, k) (see ``classic.alpha_k_anonymity``)."""
         from .classic import alpha_k_anonymity
 
         return alpha_k_anonymity(rel)
 
     def params(self) -> dict[str, Any]:
+        """Return the parameters, for JSON reports."""
         return {"alpha": self.alpha, "k": self.k}
 
 
@@ -410,8 +437,9 @@ _KNOWLEDGE = ("implications", "negations")
 
 
 class CKSafety(Criterion):
-    """(c,k)-safety (Martin et al., ICDE 2007): maximum disclosure against ``k`` pieces of
-    knowledge is **< c**.
+    """(c,k)-safety (Martin et al., ICDE 2007): max disclosure **< c** against ``k`` facts.
+
+    The maximum disclosure is taken over adversaries holding ``k`` pieces of knowledge.
 
     ``knowledge="implications"`` (default, basic implications — the paper's L^k_basic) is
     not group-local; ``knowledge="negations"`` (k negated atoms) is:
@@ -420,6 +448,7 @@ class CKSafety(Criterion):
     """
 
     def __new__(cls, c: Any, k: int, knowledge: str = "implications", *, exact: bool = False):
+        """Create the criterion: a group-local subclass for ``knowledge="negations"``."""
         check_choice(knowledge, "knowledge", _KNOWLEDGE)
         if knowledge == "negations" and cls is CKSafety:
             return super().__new__(_CKNegations)  # then _CKNegations.__init__ runs
@@ -436,18 +465,21 @@ class CKSafety(Criterion):
         self.name = f"(c,k)-safety(c={float(self.c):g}, k={self.k}, {knowledge})"
 
     def __call__(self, rel: Release) -> bool:
+        """Return True iff the maximum disclosure against k pieces of knowledge is < c."""
         from . import ck_safety
 
         return bool(ck_safety.is_safe(_check_release(rel), self.c, self.k,
                                       knowledge=self.knowledge))
 
     def value(self, rel: Release) -> float:
+        """Return the maximum disclosure against k pieces of knowledge."""
         from . import ck_safety
 
         return ck_safety.max_disclosure(_check_release(rel), self.k,
                                         knowledge=self.knowledge).value
 
     def params(self) -> dict[str, Any]:
+        """Return the parameters, for JSON reports."""
         return {"c": float(self.c), "k": self.k, "knowledge": self.knowledge}
 
 
@@ -504,6 +536,7 @@ class SkylinePoint(Criterion):
         return [self.sigma] if self.sigma in set(rel.values) else []
 
     def __call__(self, rel: Release) -> bool:
+        """Return True iff BP_σ(ℓ, k, m) < c for the checked values (SVPI only)."""
         from . import skyline
 
         rel = _check_release(rel)
@@ -514,6 +547,7 @@ class SkylinePoint(Criterion):
         return True if not pts else bool(skyline.check(rel, pts).safe)
 
     def value(self, rel: Release) -> float:
+        """Return the largest BP_σ(ℓ, k, m) over the checked values (0.0 if none)."""
         from . import skyline
 
         return max((skyline.breach_probability(rel, sigma=s, l=self.l, k=self.k,
@@ -521,6 +555,7 @@ class SkylinePoint(Criterion):
                    default=0.0)
 
     def params(self) -> dict[str, Any]:
+        """Return the parameters, for JSON reports."""
         return {"sigma": self.sigma, "l": self.l, "k": self.k, "m": self.m,
                 "c": float(self.c)}
 
@@ -543,11 +578,13 @@ class AllOf(Criterion):
         self.name = " & ".join(p.name for p in flat)
 
     def __call__(self, rel: Release) -> bool:
+        """Return True iff every part holds (one kernel pass when all are local)."""
         if self.local:
             return bool(self.group_ok(rel).all())
         return all(bool(p(rel)) for p in self.parts)
 
     def rows(self) -> list[tuple[int, int, float]]:
+        """Return the kernel rows of every part (local conjunctions only)."""
         if not self.local:
             raise InputError(f"{self.name}: not every part is a built-in local criterion")
         return [r for p in self.parts for r in p.rows()]  # type: ignore[attr-defined]
@@ -557,9 +594,11 @@ class AllOf(Criterion):
         return LocalCriterion.group_ok(self, rel, q)  # type: ignore[arg-type]
 
     def value(self, rel: Release) -> dict[str, Any]:
+        """Return ``{part name: achieved value}`` for every part."""
         return {p.name: p.value(rel) for p in self.parts}
 
     def params(self) -> dict[str, Any]:
+        """Return the parts' descriptions, for JSON reports."""
         return {"parts": [p.to_dict() for p in self.parts]}
 
 
@@ -575,11 +614,12 @@ class FunctionCriterion(Criterion):
         self.monotone = bool(monotone)
 
     def __call__(self, rel: Release) -> bool:
+        """Return ``fn(rel)`` as a bool."""
         return bool(self.fn(rel))
 
 
 def as_criterion(obj: Any) -> Criterion:
-    """A :class:`Criterion` from a criterion, a list of them (conjunction) or a callable."""
+    """Return a :class:`Criterion` from a criterion, a list of them (conjunction) or a callable."""
     if isinstance(obj, Criterion):
         return obj
     if isinstance(obj, (list, tuple)):

@@ -29,8 +29,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._arrow import (apply_null_policy, apply_weights, as_table, encode_column,
-                     encode_keys)
+from ._arrow import apply_null_policy, apply_weights, as_table, encode_column, encode_keys
 from ._validation import check_choice, check_columns, check_roles, kernel_array
 from .errors import InputError, InputTypeError
 
@@ -132,13 +131,14 @@ class Release:
             if isinstance(grp, Mapping):
                 items = list(grp.items())
             elif isinstance(grp, (str, bytes)) or not isinstance(grp, Iterable):
-                raise InputTypeError(f"groups[{g}] must be a list of values or a value->count dict, "
-                                f"got {type(grp).__name__}")
+                raise InputTypeError(f"groups[{g}] must be a list of values or a value->count "
+                                     f"dict, got {type(grp).__name__}")
             else:
                 items = [(v, 1) for v in grp]
             for v, c in items:
                 if isinstance(c, bool) or not isinstance(c, (int, np.integer)):
-                    raise InputTypeError(f"groups[{g}]: count of {v!r} must be an integer, got {c!r}")
+                    raise InputTypeError(f"groups[{g}]: count of {v!r} must be an integer, "
+                                         f"got {c!r}")
                 if c < 0:
                     raise InputError(f"groups[{g}]: count of {v!r} is negative ({c})")
                 if v is None:
@@ -158,8 +158,8 @@ class Release:
         try:
             value_arr = pa.array(labels) if labels else pa.array([], pa.string())
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise InputTypeError(f"groups: values must be of one type (all strings, all ints, ...): "
-                            f"{exc}") from None
+            raise InputTypeError(f"groups: values must be of one type (all strings, all ints, "
+                                 f"...): {exc}") from None
         enc = encode_column(value_arr, name="values")
         group_codes = np.asarray(gids, dtype=np.int32)
         keys = pa.table({"group": pa.array(np.arange(len(groups), dtype=np.int64))})
@@ -302,6 +302,8 @@ class Release:
 
         Parameters
         ----------
+        data : table, DataFrame or path
+            The aggregated rows, in any form :meth:`from_table` accepts.
         group : str or list of str
             Group key column(s).
         sensitive, count : str
@@ -311,6 +313,9 @@ class Release:
             group key -> n_g, or a sequence aligned with the sorted group keys.
         case : optional
             Default ``"svpi"`` (sizes = Σ counts), ``"mvpi-set"`` when ``sizes`` is given.
+        nulls : {"error", "drop", "value"}
+            What to do with nulls in the group and sensitive columns, as in
+            :meth:`from_table`.
 
         """
         keys = [group] if isinstance(group, str) else list(group)
@@ -384,6 +389,14 @@ class Release:
 
         Parameters
         ----------
+        batches : path, dataset, reader, table or iterable of record batches
+            The data (see above).
+        sensitive, group, qi, nulls :
+            As for :meth:`from_table`: the sensitive column, exactly one of the group key
+            column(s) and the QI columns, and the null policy.
+        batch_size : int
+            Target size (rows) of the record batches read from ``batches`` (bounds memory
+            per batch; the result does not depend on it).
         n_jobs : int, optional
             Threads for the counting kernels (``None``: Numba's current setting; ``1``:
             single-threaded; ``-1``: all). See :mod:`fastpriv._threads`.
@@ -406,7 +419,7 @@ class Release:
         return acc.to_release()
 
     def merge(self, *others: "Release") -> "Release":
-        """The release of the union of disjoint parts: counts add group by group.
+        """Return the release of the union of disjoint parts: counts add group by group.
 
         Each part is a release of a disjoint set of rows (files, partitions, workers) over
         the same key and sensitive columns; a group present in several parts gets the sum
@@ -629,9 +642,10 @@ class Release:
 
     @cached_property
     def index_cache(self) -> dict:
-        """Indexes that model modules derive from this release and keep (keys are tuples
-        whose first item names the module). A release never changes, so an entry never goes
-        stale; a module bounds what it keeps here.
+        """Indexes that model modules derive from this release and keep.
+
+        Keys are tuples whose first item names the module. A release never changes, so an
+        entry never goes stale; a module bounds what it keeps here.
         """
         return {}
 
@@ -693,7 +707,8 @@ class Release:
         """``[(value, count), …]`` of group ``g`` by count descending."""
         a, b = self._indptr[g], self._indptr[g + 1]
         vals = self.values
-        return [(vals[c], int(n)) for c, n in zip(self._codes[a:b], self._counts[a:b])]
+        return [(vals[c], int(n))
+                for c, n in zip(self._codes[a:b], self._counts[a:b], strict=False)]
 
     def rows_of_group(self, g: int) -> np.ndarray:
         """Input row indices of group ``g`` (releases built from a table)."""
@@ -711,7 +726,7 @@ class Release:
 
     # ------------------------------------------------------------------ export
     def to_counts(self) -> pa.Table:
-        """The mergeable form: one row per (group, value) with its count (and ``size``).
+        """Return the mergeable form: one row per (group, value) with its count (and ``size``).
 
         ``Release.from_counts(rel.to_counts(), group=<key columns>, sensitive="value",
         count="count", sizes="size" if MVPI)`` rebuilds an equal release.
@@ -725,7 +740,7 @@ class Release:
         return pa.table(cols)
 
     def equals(self, other: "Release") -> bool:
-        """Same case, values, groups and counts (ignores ``row_group``)."""
+        """Return whether both have the same case, values, groups and counts (not ``row_group``)."""
         if not isinstance(other, Release):
             return False
         return (self._case == other._case
@@ -778,7 +793,7 @@ def _weighted_rows(table: pa.Table, weight: Any, cols: list[str],
 def _key_labels(keys: pa.Table) -> list:
     if keys.num_columns == 1:
         return keys.column(0).to_pylist()
-    return list(zip(*(keys.column(i).to_pylist() for i in range(keys.num_columns))))
+    return list(zip(*(keys.column(i).to_pylist() for i in range(keys.num_columns)), strict=True))
 
 
 def _check_sizes(sizes: Sequence[int], n_groups: int) -> np.ndarray:

@@ -93,8 +93,8 @@ _NEUTRAL = (math.inf, math.inf, math.inf, 1.0, 1.0)
 # ============================================================================ validation
 def _check_release(rel: Any, name: str = "rel") -> Release:
     if not isinstance(rel, Release):
-        raise InputTypeError(f"{name} must be a fastpriv.Release, got {type(rel).__name__}; build one "
-                        "with Release.from_table / from_groups / from_counts")
+        raise InputTypeError(f"{name} must be a fastpriv.Release, got {type(rel).__name__}; "
+                             "build one with Release.from_table / from_groups / from_counts")
     return rel
 
 
@@ -105,7 +105,8 @@ def _check_lkm(l: Any, k: Any, m: Any) -> tuple[int, int, int]:
 
 def _check_c(c: Any, name: str = "c") -> Any:
     if isinstance(c, bool) or not isinstance(c, numbers.Real):
-        raise InputTypeError(f"{name} must be a real number in (0, 1], got {type(c).__name__} {c!r}")
+        raise InputTypeError(f"{name} must be a real number in (0, 1], got "
+                             f"{type(c).__name__} {c!r}")
     check_threshold(c, name)
     return c if isinstance(c, Fraction) else float(c)
 
@@ -767,9 +768,9 @@ def _normalize_skylines(skylines: Any) -> tuple[dict, list]:
                 explicit.setdefault(key, []).extend(pts)
         return explicit, star
     if isinstance(skylines, (str, bytes)) or not isinstance(skylines, Iterable):
-        raise InputTypeError("skylines must be {sigma: [(l, k, m, c), ...]} (key '*' = every value) "
-                        f"or a list of (l, k, m, c) points for every value; got "
-                        f"{type(skylines).__name__}")
+        raise InputTypeError("skylines must be {sigma: [(l, k, m, c), ...]} (key '*' = every "
+                             "value) or a list of (l, k, m, c) points for every value; got "
+                             f"{type(skylines).__name__}")
     return {}, [_normalize_point(p, "skylines") for p in skylines]
 
 
@@ -1237,7 +1238,7 @@ class SkylineState:
 
 def _point_result(sigma: Any, point: _Point, row: list, min_nr: float, which: int,
                   groups: tuple) -> PointResult:
-    """A :class:`PointResult` from the five statistics of (σ, point) and Theorem 2."""
+    """Build a :class:`PointResult` from the five statistics of (σ, point) and Theorem 2."""
     l, k, m, c = point
     return PointResult(sigma=sigma, l=l, k=k, m=m, c=c, value=_bp(min_nr), min_nr=min_nr,
                        statistics=tuple(row), case_used=None if which < 0 else TERMS[which],
@@ -1245,9 +1246,12 @@ def _point_result(sigma: Any, point: _Point, row: list, min_nr: float, which: in
 
 
 def _check_explicit(rel: Release, explicit: dict) -> SkylineCheck:
-    """:func:`check` for a few explicit (σ, point) pairs, sequentially: the per-σ kernel and
-    the results directly, without building a mergeable :class:`SkylineState` (identical
-    results; this is the latency path of one-point questions)."""
+    """Run :func:`check` for a few explicit (σ, point) pairs, sequentially.
+
+    The per-σ kernel and the results directly, without building a mergeable
+    :class:`SkylineState` (identical results; this is the latency path of one-point
+    questions).
+    """
     out = []
     for sigma, pts in explicit.items():
         if not pts:

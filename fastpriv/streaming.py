@@ -228,7 +228,7 @@ class GroupwiseState:
 
     # ------------------------------------------------------------------ merge
     def merge(self, other: "GroupwiseState") -> "GroupwiseState":
-        """A new state for the union of two disjoint sets of groups (min/max reductions)."""
+        """Return a new state for the union of two disjoint sets of groups (min/max reductions)."""
         if not isinstance(other, GroupwiseState):
             raise InputTypeError(f"other must be a GroupwiseState, got {type(other).__name__}")
         if (self.l, self.values, self.order, self.classic) != \
@@ -254,7 +254,7 @@ class GroupwiseState:
 
     # ------------------------------------------------------------------ result
     def classic_audit(self):
-        """The classical models as a :class:`fastpriv.classic.ClassicAudit`."""
+        """Return the classical models as a :class:`fastpriv.classic.ClassicAudit`."""
         from .classic import ClassicAudit
 
         if self.n_groups == 0:
@@ -264,7 +264,7 @@ class GroupwiseState:
                             l=self.l, models=models)
 
     def skyline_result(self):
-        """The :class:`fastpriv.skyline.SkylineCheck` (None without skylines).
+        """Return the :class:`fastpriv.skyline.SkylineCheck` (None without skylines).
 
         Points are in the order of :func:`fastpriv.skyline.check` on the whole release:
         the σ named in the skylines first, then every other σ in label order — whatever
@@ -393,8 +393,10 @@ def value_distribution(data: Any, sensitive: str, *, keys: Sequence[str] = (),
 
 # ============================================================================ clustered
 def _runs(table: pa.Table, keys: list[str]) -> tuple[np.ndarray, int]:
-    """Start row of every run of equal keys, and the first row (>0) where the runs are not
-    in increasing key order (-1 when sorted).
+    """Return the start row of every run of equal keys, and the first unsorted run.
+
+    The second item is the first row (>0) where the runs are not in increasing key order,
+    or -1 when sorted.
     """
     n = table.num_rows
     codes = [encode_column(table.column(k), name=k).codes for k in keys]
@@ -454,6 +456,9 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
         Attribute order for ordered t-closeness.
     check_sorted : bool
         Verify that group keys increase (raises ``ValueError`` otherwise).
+    batch_size : int
+        Target size (rows) of the record batches read from ``data`` (bounds memory per
+        batch; the result does not depend on it).
     progress : callable, optional
         Called as ``progress(rows, bytes)`` after every batch.
 
@@ -577,10 +582,21 @@ def audit_stream(data: Any, *, sensitive: str, group: str | Sequence[str] | None
 
     Parameters
     ----------
+    data : path, dataset, reader, table or iterable of record batches
+        The rows, in any order.
+    sensitive, group, qi, nulls :
+        As for :meth:`Release.from_table` (SVPI).
+    classic : bool
+        Evaluate the classical models (``classic.audit``).
+    l : int
+        ℓ of recursive (c,ℓ)-diversity.
     k : int, optional
         (c,k)-safety: max disclosure against k implications and k negated atoms.
     skylines : mapping or list, optional
         Skyline points (:func:`fastpriv.skyline.check`).
+    batch_size : int
+        Target size (rows) of the record batches read from ``data`` (bounds memory per
+        batch; the result does not depend on it).
     n_jobs : int, optional
         Threads for counting and the parallel model kernels (:mod:`fastpriv._threads`).
     progress : callable, optional

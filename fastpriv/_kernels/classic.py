@@ -74,8 +74,10 @@ def _emd_equal_g(codes, counts, a, b, total, q):
 
 @kernel(inline="always")
 def _ordered_cost(codes, a, b, rank, qs, p):
-    """(1/(m−1)) Σ_j |Σ_{i≤j} (P(i) − Q(i))| of the group's P scattered in ``p`` (by rank),
-    which it clears again."""
+    """Return the ordered EMD (1/(m−1)) Σ_j |Σ_{i≤j} (P(i) − Q(i))| of one group.
+
+    The group's P is scattered in ``p`` (by rank), which this clears again.
+    """
     m = qs.shape[0]
     run = 0.0
     acc = 0.0

@@ -121,8 +121,10 @@ def value_index(indptr, codes, counts, n_values):
 
 @kernel
 def value_totals(codes, counts, n_values):
-    """Σ of ``counts`` per value code (int64; ``np.bincount`` with weights would go through
-    float64, slower and inexact beyond 2**53)."""
+    """Sum ``counts`` per value code, in int64.
+
+    ``np.bincount`` with weights would go through float64: slower, and inexact beyond 2**53.
+    """
     out = np.zeros(n_values, dtype=np.int64)
     for i in range(codes.shape[0]):
         out[codes[i]] += counts[i]
@@ -219,8 +221,10 @@ _KEY_MAX = 1 << 31
 
 @kernel
 def _emit_keys(keys, d, codes, counts, k):
-    """Write the distinct packed keys ``keys[:d]`` ((−count) << 32 | code) in ascending order
-    to ``codes/counts[k:k+d]``: by count descending, ties by code ascending.
+    """Write the distinct packed keys ``keys[:d]`` in ascending order to ``codes/counts``.
+
+    Keys are packed as ((−count) << 32 | code) and go to ``codes/counts[k:k+d]``: by count
+    descending, ties by code ascending.
 
     Short profiles (d ≤ 32) are placed by rank — each key's position is the number of
     smaller keys, a branch-free O(d²) count that vectorizes; an insertion sort mispredicts
@@ -244,8 +248,10 @@ def _emit_keys(keys, d, codes, counts, k):
 
 @kernel
 def _emit_profile(seen, d, scratch, base, keys, codes, counts, k):
-    """Write values ``seen[:d]`` (count of v: ``scratch[base + v]``) to ``codes/counts[k:]``
-    by count descending, ties by code ascending. ``keys`` is a scratch of length ≥ d.
+    """Write values ``seen[:d]`` to ``codes/counts[k:]`` by count descending.
+
+    The count of v is ``scratch[base + v]``; ties go by code ascending. ``keys`` is a
+    scratch of length ≥ d.
     """
     big = False
     for a in range(d):
@@ -279,6 +285,10 @@ def count_pairs(group, value, weights, n_groups, n_values, dense_cells):
     weights : int64 array
         Count per row (the ``from_counts`` form), or empty for one per row. Zero weights
         are dropped from the profile.
+    n_groups : int
+        Number of groups (rows of the CSR result).
+    n_values : int
+        Number of distinct value codes (size of the per-group scratch array).
     dense_cells : int
         Largest (group × value) matrix counted densely (pass :data:`DENSE_CELLS`; 0 forces
         the sparse path).
@@ -544,8 +554,10 @@ def dense_add(group, value, mat8, mat, stride):
 
 @kernel
 def count_direct(x, base, table, next_code, vidx, vremap, mat8, mat, stride, gcap, start):
-    """Fused hot path: group codes through a direct-address table, value codes through a
-    small remap (dictionary indices -> global codes), then count densely — one pass.
+    """Count (group, value) rows densely in one fused pass through lookup tables.
+
+    Group codes come through a direct-address table, value codes through a small remap
+    (dictionary indices -> global codes); this is the hot path.
 
     For rows ``start..``: ``g = table[x[i] - base]`` (a new key gets code ``next_code``,
     ``next_code + 1``, …) and cell ``g * stride + vremap[vidx[i]]`` gets ``+1`` through the
@@ -693,7 +705,8 @@ def _dense_group(mat, mat64, base, vrank, n_values, seen, scratch, keys, codes, 
                  vtot):
     """Emit one group of a dense state (value v -> rank ``vrank[v]``); returns (d, total).
 
-    ``vtot[rank]`` accumulates the value totals."""
+    ``vtot[rank]`` accumulates the value totals.
+    """
     d = 0
     tot = np.int64(0)
     big = False

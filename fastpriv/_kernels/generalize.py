@@ -67,6 +67,7 @@ def regroup(qcodes, maps, offsets, cards, dense_limit):
     maps : int32 (total,)
         Concatenated gather tables; attribute ``a`` uses ``maps[offsets[a] + code]``.
     offsets : int64 (d,)
+        Start of each attribute's gather table (for the chosen level) in ``maps``.
     cards : int64 (d,)
         Number of generalized codes of each chosen level (the radix of the key).
     dense_limit : int
@@ -160,7 +161,7 @@ def gather_codes(codes, table):
 
 @kernel
 def weighted_first(group, weights, n_groups):
-    """Summed weight (row count when ``weights`` is empty) and first row of each group."""
+    """Return the summed weight (row count if ``weights`` is empty) and first row per group."""
     size = np.zeros(n_groups, dtype=np.int64)
     first = np.full(n_groups, -1, dtype=np.int64)
     unit = weights.shape[0] == 0
@@ -197,8 +198,9 @@ def groups_ok(indptr, codes, counts, sizes, kinds, iparams, fparams, q, qrank, i
 @kernel
 def profile_ok(codes, counts, a, b, n_indiv, kinds, iparams, fparams, q, qrank, inv_q,
                        dense):
-    """Whether one group profile (``codes/counts[a:b]``, counts descending) passes every
-    criterion row.
+    """Return whether one group profile passes every criterion row.
+
+    The profile is ``codes/counts[a:b]``, counts descending.
 
     ``q`` is the reference distribution by code, ``inv_q`` the same in attribute-rank order
     (``inv_q[qrank[c]] = q[c]``), ``dense`` a zeroed float64 scratch of length ``len(q)``
@@ -271,7 +273,7 @@ def profile_ok(codes, counts, a, b, n_indiv, kinds, iparams, fparams, q, qrank, 
 
 @kernel
 def _less(x, y, num, den, c):
-    """x < c·y, exactly (x·den < num·y) when the threshold is a ratio num/den (den > 0)."""
+    """Test x < c·y, exactly (x·den < num·y) when the threshold is a ratio num/den (den > 0)."""
     if den > 0:
         return x * den < num * y
     return x < c * y
@@ -279,7 +281,7 @@ def _less(x, y, num, den, c):
 
 @kernel
 def _at_most(x, y, num, den, c):
-    """x ≤ c·y, exactly when the threshold is a ratio num/den (den > 0)."""
+    """Test x ≤ c·y, exactly when the threshold is a ratio num/den (den > 0)."""
     if den > 0:
         return x * den <= num * y
     return x <= c * y

@@ -119,7 +119,7 @@ def trie_sums_range(node_code, lev_start, child_lo, child_hi, w, lev_kind, lev_a
 
 @kernel
 def group_spread(group, f, n_groups):
-    """max − min of every column of ``f`` (rows × values) within each group.
+    """Compute max − min of every column of ``f`` (rows × values) within each group.
 
     Rows with ``group < 0`` are ignored. Returns ``(n_groups, n_values)`` float64; NaN
     entries of ``f`` are skipped (a group with no finite entry gets NaN).

@@ -74,8 +74,9 @@ def attribute_order(q, w, perm, a, b, pos, pos_off, ordered, gspan):
 
 @kernel
 def attribute_hist(q, perm, a, b, j, w):
-    """Distinct codes of attribute ``j`` in ``perm[a:b]`` (ascending) and their weights
-    (``w`` = cell weights).
+    """Return the distinct codes of attribute ``j`` in ``perm[a:b]`` and their weights.
+
+    Codes are ascending; ``w`` holds the cell weights.
     """
     lo = q[j, perm[a]]
     hi = lo
@@ -127,7 +128,7 @@ def attribute_hist(q, perm, a, b, j, w):
 
 @kernel
 def median_cut(q, w, perm, a, b, j):
-    """The cut value of attribute ``j`` (see the module docstring) and the left weight.
+    """Return the cut value of attribute ``j`` (see the module docstring) and the left weight.
 
     Returns ``(-1, 0)`` when the attribute has a single value in the partition.
     """
@@ -220,7 +221,7 @@ def _sorted_profile(hist, codes, counts, start):
 
 @kernel
 def split_segment(q, perm, a, b, j, cut):
-    """The cells of ``perm[a:b]`` reordered left half first (stable); and the split point."""
+    """Return the cells of ``perm[a:b]`` left half first (stable), and the split point."""
     out = np.empty(b - a, dtype=perm.dtype)
     t = 0
     for r in range(a, b):

@@ -229,8 +229,9 @@ def combine(ss1, ss2, ss3, ss4, ss5):
 @kernel
 def sigma_records(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, i0, i1,
                   case, l, v_bands, n_cross):
-    """Select the occurrences of σ (``i0 .. i1-1`` of the value index) that can set a
-    statistic at ℓ.
+    """Select the occurrences of σ that can set a statistic at ℓ.
+
+    The occurrences are ``i0 .. i1-1`` of the value index.
 
     An occurrence is dropped when an **earlier** group A *dominates* it: every term of A is
     <= the same term of this group B, so under the strict "<" of the minima B never changes

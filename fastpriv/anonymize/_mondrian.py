@@ -84,7 +84,7 @@ class MondrianTree:
         self._sens_rows = sens.codes
         pos, offs, gspan = [], [], []
         o = 0
-        for e, ordd in zip(encs, self.ordered):
+        for e, ordd in zip(encs, self.ordered, strict=True):
             D = len(e.labels)
             p = _positions(e.labels) if ordd else np.arange(D, dtype=np.float64)
             pos.append(p)
@@ -252,7 +252,7 @@ class MondrianTree:
                       row_group=row_group.astype(np.int32) if self.kept_rows is None else None,
                       sensitive_name=self.sensitive)
         params = {"qi": list(self.qi), "sensitive": self.sensitive, "criterion": crit.name,
-                  "categorical": [a for a, o in zip(self.qi, self.ordered) if not o]}
+                  "categorical": [a for a, o in zip(self.qi, self.ordered, strict=True) if not o]}
         return Anonymized(release=rel, group_ids=self._expand(row_group), method="mondrian",
                           params=params, generalized=pa.table(gen_cols), info=info,
                           attributes=tuple(attrs))
@@ -336,7 +336,7 @@ def _range_sets(lo: np.ndarray, hi: np.ndarray, dom: pa.Array
     ulo, uhi = uniq // D, uniq % D
     vals = dom.to_pylist()
     labels = [_fmt(vals[x]) if x == y else f"[{_fmt(vals[x])}, {_fmt(vals[y])}]"
-              for x, y in zip(ulo.tolist(), uhi.tolist())]
+              for x, y in zip(ulo.tolist(), uhi.tolist(), strict=True)]
     lens = uhi - ulo + 1
     indptr = np.zeros(len(uniq) + 1, dtype=np.int64)
     np.cumsum(lens, out=indptr[1:])

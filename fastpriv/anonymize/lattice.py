@@ -180,7 +180,7 @@ class LatticeSearch:
         return self._need().group_ids
 
     def table(self, original: Any = None, **kw: Any) -> pa.Table:
-        """The publishable table at the best node (see :meth:`Anonymized.table`)."""
+        """Return the publishable table at the best node (see :meth:`Anonymized.table`)."""
         return self._need().table(original, **kw)
 
     def write(self, path: Any, original: Any = None, **kw: Any) -> str:
@@ -583,7 +583,7 @@ class GeneralizationLattice:
         except TypeError:
             raise InputTypeError(f"node must be a sequence of levels, got {node!r}") from None
         if len(t) != len(self.heights) or any(not 0 <= x < h for x, h in
-                                               zip(t, self.heights)):
+                                               zip(t, self.heights, strict=True)):
             raise InputError(f"node {node!r} is not in the lattice: one level per QI "
                              f"attribute {self.qi}, level a in 0..{[h - 1 for h in self.heights]}")
         return t
@@ -646,13 +646,13 @@ class GeneralizationLattice:
 
         node = self._node(node)
         offs = kernel_array([self._off[a][lev] for a, lev in enumerate(node)], np.int64)
-        cards = kernel_array([h.cardinality(lev) for h, lev in zip(self.hierarchies, node)],
-                             np.int64)
+        cards = kernel_array([h.cardinality(lev)
+                              for h, lev in zip(self.hierarchies, node, strict=True)], np.int64)
         g, n = regroup(self._cq, self._maps, offs, cards, max(_DENSE_LIMIT, 4 * self.n_cells))
         return g, int(n)
 
     def release(self, node: Any, *, labels: bool = False) -> Release:
-        """The release (frequency profiles) at ``node``.
+        """Return the release (frequency profiles) at ``node``.
 
         With ``labels=True`` the release's group keys are the generalized QI tuples;
         otherwise plain indices (cheaper — what the search uses).
@@ -674,7 +674,7 @@ class GeneralizationLattice:
             keys = pa.table({a: pa.array([h.labels[lev][c] for c in
                                           h.maps[lev][self._cq[i][first]]])
                              for i, (a, h, lev) in enumerate(zip(self.qi, self.hierarchies,
-                                                                  node))})
+                                                                  node, strict=True))})
         return Release(indptr=indptr, codes=codes, counts=counts, sizes=sizes,
                        values=self.values, groups=keys, case=SVPI,
                        sensitive_name=self.sensitive)
@@ -971,11 +971,11 @@ class GeneralizationLattice:
     def precision(self, node: Any) -> float:
         """Sweeney's precision 1 − (1/|QI|) Σ_A level_A / (height_A − 1) (1 = no loss)."""
         node = self._node(node)
-        terms = [lev / (h - 1) if h > 1 else 0.0 for lev, h in zip(node, self.heights)]
+        terms = [lev / (h - 1) if h > 1 else 0.0 for lev, h in zip(node, self.heights, strict=True)]
         return 1.0 - sum(terms) / len(terms)
 
     def utility(self, node: Any, measure: str = "discernibility") -> float:
-        """A utility measure of ``node`` without suppression (see the module docstring)."""
+        """Return a utility measure of ``node`` without suppression (see the module docstring)."""
         check_choice(measure, "measure", UTILITIES)
         node = self._node(node)
         if measure == "precision":
@@ -1001,12 +1001,16 @@ class GeneralizationLattice:
 
         Parameters
         ----------
+        predicate : criterion, callable or list
+            A monotone criterion (see :mod:`fastpriv.predicates`).
         chain : sequence of nodes, optional
             Increasing nodes (each componentwise ≥ the previous); default
             :meth:`default_chain` (a maximal chain, bottom to top).
         check_minimal : bool
             Also check the found node's direct predecessors to report whether it is
             minimal in the whole lattice.
+        materialize : bool
+            Build the :class:`Anonymized` release of the found node (``res.anonymized``).
 
         """
         t0 = time.perf_counter()
@@ -1014,8 +1018,8 @@ class GeneralizationLattice:
         nodes = [self._node(n) for n in (chain if chain is not None else self.default_chain())]
         if not nodes:
             raise InputError("chain is empty")
-        for a, b in zip(nodes, nodes[1:]):
-            if not all(x <= y for x, y in zip(a, b)) or a == b:
+        for a, b in zip(nodes, nodes[1:], strict=False):
+            if not all(x <= y for x, y in zip(a, b, strict=True)) or a == b:
                 raise InputError(f"chain must be strictly increasing componentwise; {list(a)} "
                                  f"is followed by {list(b)}")
         lo, hi, found, n_checked = 0, len(nodes) - 1, None, 0
@@ -1073,7 +1077,7 @@ class GeneralizationLattice:
         # generalized codes per row and attribute
         attrs = []
         gen_cols = {}
-        for a, h, lev in zip(self.qi, self.hierarchies, node):
+        for a, h, lev in zip(self.qi, self.hierarchies, node, strict=True):
             codes = h.maps[lev][h.codes].astype(np.int32)
             labels = list(h.labels[lev])
             indptr, members = h.members(lev)
@@ -1123,7 +1127,7 @@ class GeneralizationLattice:
                      for x in attrs]
         n_sup = int((~kept_row).sum()) + (self.n_input_rows - self.n_rows)
         meta = {"node": list(node),
-                "levels": {a: int(lev) for a, lev in zip(self.qi, node)},
+                "levels": {a: int(lev) for a, lev in zip(self.qi, node, strict=True)},
                 "n_suppressed": n_sup}
         if info:
             meta.update(info)
@@ -1142,8 +1146,10 @@ class GeneralizationLattice:
 
 def compress(columns: Sequence[np.ndarray], cards: Sequence[int]
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct combinations of code columns: ``(cell of each row, first row of each cell,
-    rows per cell)`` — cells in lexicographic order of the codes.
+    """Find the distinct combinations (cells) of code columns.
+
+    Return ``(cell of each row, first row of each cell, rows per cell)``, cells in
+    lexicographic order of the codes.
     """
     from .._kernels.generalize import regroup, weighted_first
 

@@ -36,7 +36,7 @@ def _command_modules() -> list:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser (all discovered sub-commands)."""
+    """Build the full argument parser (all discovered sub-commands)."""
     parser = argparse.ArgumentParser(
         prog="fastpriv",
         description="Audit anonymized releases against adversaries with background knowledge, "

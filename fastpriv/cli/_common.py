@@ -9,7 +9,7 @@ from typing import Any
 
 
 def add_data_arguments(p: argparse.ArgumentParser, *, require_grouping: bool = True) -> None:
-    """``DATA --sensitive COL (--group COL | --qi COL ...) [--nulls ...]``."""
+    """Add ``DATA --sensitive COL (--group COL | --qi COL ...) [--nulls ...]`` to ``p``."""
     p.add_argument("data", help="Parquet/CSV file or Parquet directory, or 'adult' for the "
                                 "bundled UCI Adult table")
     p.add_argument("--sensitive", required=True, help="sensitive column")
@@ -38,7 +38,7 @@ def add_data_arguments(p: argparse.ArgumentParser, *, require_grouping: bool = T
 
 
 def epilog(*examples: str) -> str:
-    """The end of a command's ``--help``: examples that run as written on the bundled data."""
+    """Return the end of a command's ``--help``: examples that run on the bundled data."""
     return "example (runs as written on the bundled UCI Adult data):\n" + "\n".join(
         f"  {e}" for e in examples)
 
@@ -79,7 +79,7 @@ def bucketize(args: argparse.Namespace, data: Any) -> tuple[Any, Any]:
 
 
 def add_encoding_argument(p: argparse.ArgumentParser) -> None:
-    """``--encoding`` of CSV input."""
+    """Add ``--encoding`` (text encoding of CSV input) to ``p``."""
     p.add_argument("--encoding", metavar="NAME",
                    help="text encoding of a CSV input (default utf-8; e.g. latin-1)")
 
@@ -91,7 +91,7 @@ def add_output_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def load_data(spec: str, encoding: str | None = None) -> Any:
-    """The bundled Adult table for ``"adult"``, else the path itself (read lazily).
+    """Return the bundled Adult table for ``"adult"``, else the path itself (read lazily).
 
     With ``encoding`` (``--encoding``), a CSV file is read in that text encoding.
     """
@@ -146,7 +146,7 @@ def load_release(args: argparse.Namespace):
 
 
 def format_table(headers: list[str], rows: list[list[Any]], *, title: str | None = None) -> str:
-    """A plain-text table with aligned columns (no dependency on a terminal library)."""
+    """Format a plain-text table with aligned columns (no terminal library needed)."""
     cells = [[_fmt(c) for c in r] for r in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     line = "  ".join("-" * w for w in widths)

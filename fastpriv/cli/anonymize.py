@@ -295,7 +295,7 @@ def _criterion(args: argparse.Namespace) -> Any:
 
 def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
                     data: Any) -> dict:
-    """Utility summary of an anonymization result (JSON-ready)."""
+    """Summarize the utility of an anonymization result (JSON-ready dict)."""
     import numpy as np
 
     from .. import metrics
@@ -330,7 +330,7 @@ def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
 
 
 def summary_text(payload: dict, result: Any) -> str:
-    """The plain-text summary: what was published, how, and what it costs in utility."""
+    """Return the plain-text summary: what was published, how, and its utility cost."""
     lines = [f"{payload['method']}: published {payload['n_rows'] - payload['n_suppressed']:,} "
              f"of {payload['n_rows']:,} rows in {payload['n_groups']:,} groups of "
              f"{payload['min_group_size']:,}–{payload['max_group_size']:,} people "

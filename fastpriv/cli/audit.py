@@ -10,7 +10,7 @@ EXAMPLE = "fastpriv audit adult --sensitive occupation --qi age sex"
 
 
 def add_threshold_arguments(p: argparse.ArgumentParser) -> None:
-    """The thresholds of the verdict (shared by ``audit`` and ``report``)."""
+    """Add the thresholds of the verdict to ``p`` (shared by ``audit`` and ``report``)."""
     from .report import _confidence
 
     t = p.add_argument_group("thresholds of the verdict (PASS/FAIL per model)")
@@ -62,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def classical_table(rel, models: dict) -> str:
-    """The achieved value and the worst group (named with its columns) of every model."""
+    """Tabulate the achieved value and the worst group (by its key columns) of every model."""
     from ..report.text import describe_key
     from ._common import format_table
 
@@ -73,7 +73,7 @@ def classical_table(rel, models: dict) -> str:
 
 
 def release_summary(rel) -> dict:
-    """Basic facts of a release, for tables and JSON."""
+    """Return the basic facts of a release, for tables and JSON."""
     return {"case": rel.case, "n_groups": rel.n_groups, "n_rows": rel.n_rows,
             "n_individuals": rel.n_individuals, "n_values": rel.n_values,
             "sensitive": rel.sensitive_name, "min_group_size": int(rel.sizes.min()),

@@ -10,7 +10,6 @@ ORDER = 30
 
 
 def _point(text: str):
-    from fractions import Fraction
 
     parts = text.split(",")
     if len(parts) != 4:

@@ -95,7 +95,7 @@ ADULT_LICENSE = "CC BY 4.0"
 # synthetic.py imports NumPy/pyarrow inside its functions, so this import is cheap. Importing
 # the names here (not lazily) keeps ``fastpriv.datasets.synthetic`` the *function* even when
 # someone imports the submodule ``fastpriv.datasets.synthetic`` first.
-from ..errors import InputError, InputTypeError
+from ..errors import InputError, InputTypeError  # noqa: E402
 from .synthetic import synthetic, synthetic_batches, synthetic_release  # noqa: E402
 
 

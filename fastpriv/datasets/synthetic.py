@@ -158,7 +158,8 @@ def _validate(n_rows: Any, n_groups: Any, group_size: Any, qi_cardinalities: Any
         raise InputTypeError(f"distribution must be a string, got {type(distribution).__name__}")
     distribution = check_choice(distribution, "distribution", _DISTRIBUTIONS)
     if isinstance(zipf_s, bool) or not isinstance(zipf_s, numbers.Real):
-        raise InputTypeError(f"zipf_s must be a real number, got {type(zipf_s).__name__} {zipf_s!r}")
+        raise InputTypeError(f"zipf_s must be a real number, got "
+                             f"{type(zipf_s).__name__} {zipf_s!r}")
     zipf_s = float(zipf_s)
     if not math.isfinite(zipf_s) or zipf_s < 0:
         raise InputError(f"zipf_s must be a finite number >= 0, got {zipf_s!r}")
