@@ -370,6 +370,14 @@ def _table(shapes: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _command(full: bool) -> str:
+    if not full:
+        return "python -m pytest -q benchmarks/bench_peers.py"
+    rows = os.environ.get("FASTPRIV_BENCH_ROWS")
+    env = f"FASTPRIV_BENCH_ROWS={rows} " if rows else ""
+    return f"FASTPRIV_BENCH=full {env}python -m pytest -q -s benchmarks/bench_peers.py"
+
+
 def bench_peers(benchmark, full):
     root = tempfile.mkdtemp(prefix="fastpriv-peers-")
     try:
@@ -381,8 +389,7 @@ def bench_peers(benchmark, full):
         shutil.rmtree(root, ignore_errors=True)
     print("\n" + _table(shapes))
     write_result("peers", {
-        "command": "FASTPRIV_BENCH=full python -m pytest -q -s benchmarks/bench_peers.py"
-        if full else "python -m pytest -q benchmarks/bench_peers.py",
+        "command": _command(full),
         "contestants": {
             "fastpriv": "Release.from_table(path, group=|qi=, sensitive=) + classic.audit",
             "duckdb": "one SQL query over read_parquet (default threads)",
