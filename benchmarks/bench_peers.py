@@ -1,0 +1,410 @@
+"""Issue 23 benchmark: fastpriv's documented path against DuckDB, Polars and a bare read.
+
+What a data engineer would write instead of fastpriv is one query: ``GROUP BY group, value``
+and a few aggregates. For each shape — rows × groups × grouping kind — one Parquet file is
+written (seeded numpy), and four contestants compute the same four numbers from it:
+
+* **fastpriv**: ``Release.from_table(path, group=… or qi=…, sensitive="value")`` then
+  ``classic.audit(rel)`` (the release build and the audit are also timed apart);
+* **duckdb**: one SQL query over ``read_parquet(path)`` (default threads = cores);
+* **polars**: one lazy query over ``pl.scan_parquet(path)`` (default thread pool);
+* **pyarrow_read**: ``pq.read_table(path, columns=[…])`` (multi-threaded), the bare scan.
+
+The four numbers (definitions of ``fastpriv.classic`` / spec baselines.md):
+k = min_g n_g; distinct ℓ = min_g |{x : n_g(x) > 0}|; entropy ℓ = exp(min_g H_g) with
+H_g = −Σ_x p_g(x) ln p_g(x) = ln n_g − (Σ_x n_g(x) ln n_g(x)) / n_g; t (equal ground distance)
+= max_g ½ Σ_x |p_g(x) − q(x)| where q is the whole file's distribution; over the values
+present in g this is ½ (Σ_{x∈g} |p_g(x) − q(x)| + 1 − Σ_{x∈g} q(x)).
+k and distinct ℓ must agree exactly, entropy ℓ and t to 1e-9 relative.
+
+Shapes: grouping by (a) one int64 column ``gid`` in random row order, (b) one string column
+``gname`` (the same ids as text), (c) three QI columns ``q1`` (int64), ``q2`` (string),
+``q3`` (int32) whose distinct tuples are the groups; sensitive ``value``: 20 strings,
+dictionary-encoded, Zipf-like frequencies. Full mode (``FASTPRIV_BENCH=full``): 10M rows ×
+{10k, 1M} groups × {int, string, qi} (``FASTPRIV_BENCH_ROWS`` changes the row counts, e.g.
+``10000000,50000000``); smoke: 200k rows, two shapes, in-process.
+
+Full mode runs every (contestant, round) in a fresh subprocess, alternating contestants
+within a round; the subprocess first warms its engine on a tiny file of the same schema
+(Numba cache load, DuckDB/Polars start-up), then times the real call and reports its peak
+RSS (``VmHWM``: the whole process, imports included) and the RSS before the call.
+The minimum and the median of the rounds are reported, and every ratio is between times of
+the same run. A cProfile of one warm ``Release.from_table`` per shape (in the driver process)
+splits the release build into phases: read, key encoding, sensitive encoding, counting,
+profile build.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import json
+import os
+import pstats
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks._common import write_result
+
+ROOT = Path(__file__).resolve().parent.parent
+N_VALUES = 20
+SENSITIVE = "value"
+KINDS = {"int": {"group": "gid"}, "string": {"group": "gname"},
+         "qi": {"qi": ["q1", "q2", "q3"]}}
+CONTESTANTS = ("fastpriv", "duckdb", "polars", "pyarrow_read")
+RTOL = 1e-9
+
+
+# ----------------------------------------------------------------------------- data
+
+def _qi_dims(n_groups: int) -> tuple[int, int, int]:
+    """Three factor sizes whose product is ``n_groups`` (10k → 10·20·50, 1M → 50·100·200)."""
+    a = max(2, round(n_groups ** (1 / 3) / 2))
+    b = max(2, round((n_groups / a) ** 0.5 / 1.4))
+    c = -(-n_groups // (a * b))
+    return a, b, c
+
+
+def write_shape(path: str, n_rows: int, n_groups: int, kind: str, seed: int = 0) -> dict:
+    """Write one shape's Parquet file; returns the columns the contestants read."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    gid = rng.integers(0, n_groups, n_rows, dtype=np.int64)          # random row order
+    w = 1.0 / np.arange(1, N_VALUES + 1) ** 0.8                       # Zipf-like values
+    vcodes = rng.choice(N_VALUES, size=n_rows, p=w / w.sum()).astype(np.int8)
+    labels = pa.array([f"diagnosis_{i:02d}" for i in range(N_VALUES)])
+    cols: dict[str, Any] = {SENSITIVE: pa.DictionaryArray.from_arrays(pa.array(vcodes), labels)}
+    if kind == "int":
+        cols["gid"] = pa.array(gid)
+    elif kind == "string":
+        cols["gname"] = pc.binary_join_element_wise("g", pa.array(gid).cast(pa.string()), "")
+    else:
+        a, b, _ = _qi_dims(n_groups)
+        cols["q1"] = pa.array(gid % a)
+        cols["q2"] = pc.binary_join_element_wise(
+            "zip", pa.array((gid // a) % b).cast(pa.string()), "")
+        cols["q3"] = pa.array((gid // (a * b)).astype(np.int32))
+    pq.write_table(pa.table(cols), path)
+    keys = KINDS[kind].get("qi") or [KINDS[kind]["group"]]
+    return {"keys": keys, "columns": keys + [SENSITIVE], "kind": kind}
+
+
+# ----------------------------------------------------------------------------- contestants
+
+def _fastpriv(path: str, spec: dict) -> tuple[dict, dict]:
+    from fastpriv import Release, classic
+
+    kw = dict(KINDS[spec["kind"]])
+    t0 = time.perf_counter()
+    rel = Release.from_table(path, sensitive=SENSITIVE, **kw)
+    t1 = time.perf_counter()
+    models = classic.audit(rel).to_dict()["models"]
+    t2 = time.perf_counter()
+    vals = {"k": models["k_anonymity"]["value"], "distinct_l": models["l_diversity"]["value"],
+            "entropy_l": models["entropy_l_diversity"]["value"],
+            "t": models["t_closeness"]["value"], "n_groups": rel.n_groups}
+    return vals, {"release_s": t1 - t0, "audit_s": t2 - t1}
+
+
+def _sql(keys: list[str]) -> str:
+    g = ", ".join(keys)
+    on = " AND ".join(f"c.{k} = s.{k}" for k in keys)
+    cg = ", ".join(f"c.{k}" for k in keys)
+    return f"""
+    WITH c AS (SELECT {g}, {SENSITIVE} AS v, count(*) AS n FROM read_parquet(?)
+               GROUP BY {g}, {SENSITIVE}),
+         tot AS (SELECT sum(n)::DOUBLE AS total FROM c),
+         q AS (SELECT v, sum(n) / any_value(total) AS q FROM c, tot GROUP BY v),
+         s AS (SELECT {g}, sum(n) AS ng FROM c GROUP BY {g}),
+         per AS (SELECT count(*) AS d, any_value(s.ng) AS ng,
+                        ln(any_value(s.ng)) - sum(c.n * ln(c.n)) / any_value(s.ng) AS h,
+                        0.5 * (sum(abs(c.n / s.ng - q.q)) + 1 - sum(q.q)) AS t
+                 FROM c JOIN s ON {on} JOIN q ON c.v = q.v GROUP BY {cg})
+    SELECT min(ng) AS k, min(d) AS distinct_l, exp(min(h)) AS entropy_l, max(t) AS t,
+           count(*) AS n_groups FROM per"""
+
+
+def _duckdb(path: str, spec: dict) -> tuple[dict, dict]:
+    import duckdb
+
+    con = duckdb.connect()
+    row = con.execute(_sql(spec["keys"]), [path]).fetchone()
+    con.close()
+    return dict(zip(("k", "distinct_l", "entropy_l", "t", "n_groups"), row, strict=True)), {}
+
+
+def _polars(path: str, spec: dict) -> tuple[dict, dict]:
+    import polars as pl
+
+    keys = spec["keys"]
+    c = (pl.scan_parquet(path).select(keys + [SENSITIVE])
+         .group_by(keys + [SENSITIVE]).agg(pl.len().cast(pl.Int64).alias("n")))
+    q = c.group_by(SENSITIVE).agg(pl.col("n").sum()).with_columns(
+        (pl.col("n") / pl.col("n").sum()).alias("q")).select(SENSITIVE, "q")
+    per = (c.join(q, on=SENSITIVE)
+           .with_columns(pl.col("n").sum().over(keys).alias("ng"))
+           .group_by(keys)
+           .agg(pl.len().alias("d"), pl.col("ng").first(),
+                (pl.col("ng").first().cast(pl.Float64).log()
+                 - (pl.col("n") * pl.col("n").cast(pl.Float64).log()).sum()
+                 / pl.col("ng").first()).alias("h"),
+                (0.5 * ((pl.col("n") / pl.col("ng") - pl.col("q")).abs().sum()
+                        + 1 - pl.col("q").sum())).alias("t")))
+    out = per.select(pl.col("ng").min().alias("k"), pl.col("d").min().alias("distinct_l"),
+                     pl.col("h").min().exp().alias("entropy_l"), pl.col("t").max().alias("t"),
+                     pl.len().alias("n_groups")).collect()
+    return {k: out[k][0] for k in out.columns}, {}
+
+
+def _pyarrow_read(path: str, spec: dict) -> tuple[dict, dict]:
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(path, columns=spec["columns"])
+    return {"rows": t.num_rows}, {}
+
+
+RUNNERS = {"fastpriv": _fastpriv, "duckdb": _duckdb, "polars": _polars,
+           "pyarrow_read": _pyarrow_read}
+
+
+def _status_kib(field: str) -> int:
+    """``VmRSS`` / ``VmHWM`` of this process in KiB (0 where /proc is unavailable)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _peak_kib() -> int:
+    """Peak RSS of this process image. ``VmHWM`` first: ``ru_maxrss`` of a child started by
+    fork+exec also counts the parent's memory at the fork, so it would charge every
+    contestant with the benchmark driver's own peak."""
+    return _status_kib("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def run_one(name: str, path: str, spec: dict, warm_path: str | None = None) -> dict:
+    """Time one contestant on ``path`` (after a warm-up call on ``warm_path``)."""
+    if warm_path is not None:
+        RUNNERS[name](warm_path, spec)
+    rss_before = _status_kib("VmRSS")
+    t0 = time.perf_counter()
+    vals, parts = RUNNERS[name](path, spec)
+    dt = time.perf_counter() - t0
+    return {"s": dt, "values": {k: (v.item() if hasattr(v, "item") else v)
+                                for k, v in vals.items()}, **parts,
+            "rss_before_mib": rss_before / 1024,
+            "peak_rss_mib": _peak_kib() / 1024}
+
+
+def _in_subprocess(name: str, path: str, spec: dict, warm_path: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    out = subprocess.run([sys.executable, "-m", "benchmarks.bench_peers", name, path,
+                          json.dumps(spec), warm_path], cwd=ROOT, env=env, check=True,
+                         capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# ----------------------------------------------------------------------------- checks
+
+def check_agree(results: dict[str, dict]) -> None:
+    """k, distinct ℓ and the group count exactly; entropy ℓ and t to ``RTOL`` relative."""
+    ref = results["fastpriv"]["values"]
+    for name in ("duckdb", "polars"):
+        got = results[name]["values"]
+        for key in ("k", "distinct_l", "n_groups"):
+            assert int(got[key]) == int(ref[key]), (name, key, got[key], ref[key])
+        for key in ("entropy_l", "t"):
+            assert abs(got[key] - ref[key]) <= RTOL * abs(ref[key]), (name, key, got[key],
+                                                                      ref[key])
+
+
+def _cum(st: pstats.Stats, func: str, file: str, caller: str | None = None) -> float:
+    """Cumulative seconds of ``file:func`` (only the calls made by ``caller``, if given)."""
+    total = 0.0
+    for (fname, _, name), (_, _, _, ct, callers) in st.stats.items():
+        if name != func or not fname.endswith(file):
+            continue
+        if caller is None:
+            total += ct
+        else:
+            total += sum(v[3] for k, v in callers.items() if k[2] == caller)
+    return total
+
+
+def _profile_release(path: str, spec: dict, warm_path: str, top: int = 10) -> dict:
+    """cProfile of one warm ``Release.from_table``: seconds per phase, and the heaviest
+    functions by own time. Threads other than the caller's (pyarrow's reader) are inside
+    the calls that wait for them."""
+    from fastpriv import Release
+
+    kw = dict(KINDS[spec["kind"]])
+    Release.from_table(warm_path, sensitive=SENSITIVE, **kw)     # JIT / cache load
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    prof.enable()
+    Release.from_table(path, sensitive=SENSITIVE, **kw)
+    prof.disable()
+    wall = time.perf_counter() - t0
+    st = pstats.Stats(prof)
+    arrow, counting, release = "_arrow.py", "counting.py", "release.py"
+    build = _cum(st, "_build", release)
+    count = _cum(st, "count_pairs", counting)
+    phases = {
+        "total": wall,
+        "read (Parquet -> Arrow table)": _cum(st, "_to_table", arrow),
+        "null check": _cum(st, "apply_null_policy", arrow),
+        "encode group keys (encode_keys)": _cum(st, "encode_keys", arrow),
+        "  of which hash dictionary_encode / label sort (pyarrow.compute)":
+            _cum(st, "wrapper", "compute.py", caller="encode_column")
+            + _cum(st, "wrapper", "compute.py", caller="_sorted_encoding"),
+        "  of which dense_encode kernel": _cum(st, "dense_encode", counting),
+        "  of which combine_codes kernel": _cum(st, "combine_codes", counting),
+        "encode sensitive": _cum(st, "encode_column", arrow, caller="from_table"),
+        "count (count_pairs kernel)": count,
+        "profile build besides counting (_build - count_pairs)": build - count,
+        "  of which group labels (_key_labels)": _cum(st, "_key_labels", release),
+    }
+    rows = []
+    for (fname, line, func), (_, ncalls, tottime, cumtime, _) in st.stats.items():
+        rows.append({"function": f"{Path(fname).name}:{line}({func})", "calls": ncalls,
+                     "own_s": round(tottime, 4), "cumulative_s": round(cumtime, 4)})
+    rows.sort(key=lambda r: -r["own_s"])
+    return {"phases_s": {k: round(v, 4) for k, v in phases.items()}, "top_own_time": rows[:top]}
+
+
+# ----------------------------------------------------------------------------- benchmark
+
+def _shapes(full: bool) -> list[tuple[int, int, str]]:
+    if not full:
+        return [(200_000, 10_000, "int"), (200_000, 1_000, "qi")]
+    rows = [int(x) for x in os.environ.get("FASTPRIV_BENCH_ROWS", "10000000").split(",")]
+    return [(n, g, kind) for n in rows for g in (10_000, 1_000_000) for kind in KINDS]
+
+
+def _summary(times: dict[str, list[float]]) -> tuple[dict, dict]:
+    mins = {k: min(v) for k, v in times.items()}
+    meds = {k: statistics.median(v) for k, v in times.items()}
+    return mins, meds
+
+
+def run_shape(root: str, n_rows: int, n_groups: int, kind: str, full: bool) -> dict:
+    path = os.path.join(root, f"{n_rows}_{n_groups}_{kind}.parquet")
+    t0 = time.perf_counter()
+    spec = write_shape(path, n_rows, n_groups, kind)
+    write_s = time.perf_counter() - t0
+    warm = os.path.join(root, f"warm_{kind}.parquet")
+    write_shape(warm, 2_000, 100, kind, seed=1)
+    rounds = 3 if full else 1
+    times: dict[str, list[float]] = {c: [] for c in CONTESTANTS}
+    parts: dict[str, list[float]] = {"release_s": [], "audit_s": []}
+    peaks: dict[str, float] = {}
+    before: dict[str, float] = {}
+    last: dict[str, dict] = {}
+    for r in range(rounds):
+        order = CONTESTANTS[r % 4:] + CONTESTANTS[:r % 4]   # rotate who goes first
+        for name in order:
+            res = (_in_subprocess(name, path, spec, warm) if full
+                   else run_one(name, path, spec, warm))
+            times[name].append(res["s"])
+            if name == "fastpriv":
+                parts["release_s"].append(res["release_s"])
+                parts["audit_s"].append(res["audit_s"])
+            peaks[name] = max(peaks.get(name, 0.0), res["peak_rss_mib"])
+            before[name] = res["rss_before_mib"]
+            last[name] = res
+    check_agree(last)
+    mins, meds = _summary(times)
+    fp = mins["fastpriv"]
+    out = {"rows": n_rows, "groups_requested": n_groups, "kind": kind,
+           "grouping": KINDS[kind], "parquet_mib": os.path.getsize(path) / 2**20,
+           "write_s": write_s, "rounds": rounds, "times_s": times, "min_s": mins,
+           "median_s": meds,
+           "fastpriv_parts_min_s": {k: min(v) for k, v in parts.items()},
+           "fastpriv_parts_median_s": {k: statistics.median(v) for k, v in parts.items()},
+           "ratios_min": {"fastpriv/duckdb": fp / mins["duckdb"],
+                          "fastpriv/polars": fp / mins["polars"],
+                          "fastpriv/pyarrow_read": fp / mins["pyarrow_read"],
+                          "release/pyarrow_read": min(parts["release_s"]) / mins["pyarrow_read"]},
+           "ratios_median": {"fastpriv/duckdb": meds["fastpriv"] / meds["duckdb"],
+                             "fastpriv/polars": meds["fastpriv"] / meds["polars"],
+                             "fastpriv/pyarrow_read": meds["fastpriv"] / meds["pyarrow_read"]},
+           "peak_rss_mib": peaks if full else None,
+           "rss_before_call_mib": before if full else None,
+           "values": last["fastpriv"]["values"], "values_agree": True}
+    if full:
+        out["release_profile"] = _profile_release(path, spec, warm)
+    os.remove(path)
+    return out
+
+
+def _table(shapes: list[dict]) -> str:
+    head = (f"{'shape':<26}{'fastpriv':>9}{'(rel':>7}{'+aud)':>7}{'duckdb':>8}{'polars':>8}"
+            f"{'read':>7}{'fp/duck':>9}{'fp/pol':>8}{'fp/read':>8}{'peakMiB fp/dk/pl/rd':>22}")
+    lines = [head]
+    for s in shapes:
+        m, r, p = s["min_s"], s["ratios_min"], s["fastpriv_parts_min_s"]
+        pk = s["peak_rss_mib"]
+        pk_s = "/".join(f"{pk[c]:.0f}" for c in CONTESTANTS) if pk else "-"
+        lines.append(
+            f"{s['rows'] / 1e6:g}M/{s['groups_requested']}/{s['kind']}".ljust(26)
+            + f"{m['fastpriv']:9.3f}{p['release_s']:7.3f}{p['audit_s']:7.3f}"
+            + f"{m['duckdb']:8.3f}{m['polars']:8.3f}{m['pyarrow_read']:7.3f}"
+            + f"{r['fastpriv/duckdb']:9.2f}{r['fastpriv/polars']:8.2f}"
+            + f"{r['fastpriv/pyarrow_read']:8.2f}{pk_s:>22}")
+    return "\n".join(lines)
+
+
+def _command(full: bool) -> str:
+    if not full:
+        return "python -m pytest -q benchmarks/bench_peers.py"
+    rows = os.environ.get("FASTPRIV_BENCH_ROWS")
+    env = f"FASTPRIV_BENCH_ROWS={rows} " if rows else ""
+    return f"FASTPRIV_BENCH=full {env}python -m pytest -q -s benchmarks/bench_peers.py"
+
+
+def bench_peers(benchmark, full):
+    root = tempfile.mkdtemp(prefix="fastpriv-peers-")
+    try:
+        shapes = []
+        for n_rows, n_groups, kind in _shapes(full):
+            shapes.append(run_shape(root, n_rows, n_groups, kind, full))
+            print(_table(shapes[-1:]), flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print("\n" + _table(shapes))
+    write_result("peers", {
+        "command": _command(full),
+        "contestants": {
+            "fastpriv": "Release.from_table(path, group=|qi=, sensitive=) + classic.audit",
+            "duckdb": "one SQL query over read_parquet (default threads)",
+            "polars": "one lazy query over scan_parquet (default thread pool)",
+            "pyarrow_read": "pq.read_table(path, columns=[keys, value]), multi-threaded"},
+        "note": "min and median of alternated rounds; full mode: one fresh subprocess per "
+                "(contestant, round), warmed on a tiny file first; peak RSS = VmHWM of "
+                "that process (imports included). The machine's cores are shared with other "
+                "jobs: only ratios within this run are meaningful.",
+        "cores": os.cpu_count(), "shapes": shapes}, full)
+    assert shapes
+    benchmark.extra_info["shapes"] = len(shapes)
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+
+
+if __name__ == "__main__":
+    _name, _path, _spec, _warm = sys.argv[1:5]
+    print(json.dumps(run_one(_name, _path, json.loads(_spec), _warm)))
