@@ -1295,22 +1295,33 @@ class ForegroundAttack:
                 "measures": self.measures, "seconds": self.seconds,
                 "mined": self.mined.to_dict(), "worst": self.worst(max_items)}
 
-    def summary(self) -> str:
-        """Return a few human-readable lines."""
+    def summary(self, *, verbose: bool = False) -> str:
+        """Return a few plain lines: the verdict, who is breached, how the patterns were mined.
+
+        ``verbose`` adds the solver's terms (systems solved, the reliable sample size J).
+        """
         md = self.mined
-        lines = [f"foreground attack, r = {self.r:g} (breach: p > {self.threshold:.6g}): "
-                 f"{self.n_problematic} of {self.posterior.shape[0]} tuples problematic",
-                 f"mined {md.n_systems} systems over {len(md.attribute_sets)} attribute sets "
-                 f"(J = {md.min_support}, unreliable signatures: {md.unreliable}) in "
-                 f"{self.seconds['mining']:.3f} s; posteriors "
-                 f"{self.seconds['posteriors']:.3f} s"]
+        n = self.posterior.shape[0]
+        verdict = "FAIL" if self.n_problematic else "PASS"
+        lines = [f"{verdict}: foreground attack at r = {self.r:g} — patterns mined from the "
+                 f"release itself link {self.n_problematic:,} of {n:,} people "
+                 f"(problematic tuples) to a sensitive value with probability above "
+                 f"1/r = {self.threshold:.4g}.",
+                 f"  Patterns mined over {len(md.attribute_sets)} sets of quasi-identifiers; "
+                 f"people with rare quasi-identifier values were estimated by the "
+                 f"'{md.unreliable}' rule."]
+        if verbose:
+            lines.append(f"  mined {md.n_systems} systems (J = {md.min_support}) in "
+                         f"{self.seconds['mining']:.3f} s; posteriors "
+                         f"{self.seconds['posteriors']:.3f} s")
         if self.measures:
             m = self.measures
-            lines.append(f"sensitive tuples: {m['n_sensitive']}, recall {m['recall']:.4f}, "
-                         f"false flags {m['false_flag_rate']:.4f}, avg breach probability "
-                         f"{m['avg_breach_probability']:.4f}; mined distributions: mean "
-                         f"absolute error {m['avg_absolute_error']:.4f}, mean relative "
-                         f"error {m['avg_relative_error']:.4f}")
+            lines.append(f"  Against the original table: {m['n_sensitive']:,} sensitive people, "
+                         f"recall {m['recall']:.4f}, false flags {m['false_flag_rate']:.4f}, "
+                         f"average breach probability {m['avg_breach_probability']:.4f}; "
+                         f"mined distributions: mean absolute error "
+                         f"{m['avg_absolute_error']:.4f}, mean relative error "
+                         f"{m['avg_relative_error']:.4f}")
         return "\n".join(lines)
 
 

@@ -814,7 +814,8 @@ def _concat(arrays: list[pa.Array], what: str) -> pa.Array:
     try:
         return pa.concat_arrays([a if a.type == t else a.cast(t) for a in arrays])
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-        raise InputTypeError(f"{what} labels of different types cannot be combined: {exc}") from None
+        raise InputTypeError(f"{what} labels of different types cannot be combined: "
+                             f"{exc}") from None
 
 
 def _unique_sorted(arr: pa.Array) -> pa.Array:

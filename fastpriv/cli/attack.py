@@ -20,13 +20,14 @@ def _real_gt1(text: str) -> float:
 
 
 def _unreliable(text: str) -> object:
-    if text in ("global", "uniform"):
+    if text in ("pooled", "uniform", "global"):
         return text
     try:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"--unreliable expects global, uniform or a probability, got {text!r}") from None
+            f"--unreliable expects pooled, uniform, global or a probability, got {text!r}"
+        ) from None
     return v
 
 
@@ -72,9 +73,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--delta", type=float, default=0.9, help="Hoeffding δ (default 0.9)")
     p.add_argument("--min-support", type=int, metavar="J",
                    help="reliable sample size (overrides ε, δ)")
-    p.add_argument("--unreliable", type=_unreliable, default="global",
-                   help="probability of tuples with an unreliable signature: global (the "
-                        "release's rate of x, default), uniform (1/2) or a number")
+    p.add_argument("--unreliable", type=_unreliable, default="pooled",
+                   help="tuples with an unreliable signature: pooled (one extra unknown per "
+                        "attribute set, default), uniform (fixed 1/2, the paper's rule), "
+                        "global (fixed rate of x) or a number")
+    p.add_argument("--verbose", action="store_true",
+                   help="also print the solver's terms (systems, reliable sample size J)")
     p.add_argument("--random-starts", type=int, default=2, metavar="N",
                    help="random solver starts per system (default 2)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random starts")
@@ -92,6 +96,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv attack``."""
+    import shlex
     import sys
 
     from .. import foreground
@@ -120,8 +125,11 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed, unreliable=args.unreliable, progress=bar)
     bar.done()
     md = res.mined
-    print(f"  solving: {md.n_systems} systems in one batched kernel", file=sys.stderr)
-    print(res.summary())
+    print(res.summary(verbose=args.verbose))
+    if res.n_problematic:
+        print("  To fix: " + " ".join(shlex.quote(a) for a in [
+            "fastpriv", "anonymize", args.data, "--method", "art", "--qi", *args.qi,
+            "--sensitive", args.sensitive, "--r", f"{args.r:g}", "-o", "release.parquet"]))
     print(f"  total time {t.seconds:.2f} s")
     if args.top > 0:
         rows = []
@@ -130,7 +138,9 @@ def run(args: argparse.Namespace) -> int:
                          str(w.get("value", "-")), w["posterior"]])
         print()
         print(format_table(["row", "group", "attribute set", "x", "posterior"], rows,
-                           title=f"Worst {len(rows)} tuples"))
+                           title=f"The {len(rows)} most exposed people: row, group, the "
+                                 "quasi-identifiers that expose them, the value, its "
+                                 "probability"))
     if args.distributions:
         dest = write_table(args.distributions, md.table(), overwrite=args.overwrite,
                            inputs=inputs)
