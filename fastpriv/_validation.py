@@ -25,6 +25,7 @@ __all__ = [
     "check_finite_probabilities",
     "check_choice",
     "check_roles",
+    "check_keys",
 ]
 
 
@@ -58,6 +59,34 @@ def check_columns(names: Iterable[str], available: Sequence[str], param: str) ->
             f"{param}: column{plural} {what} not found; available: {', '.join(map(str, available))}"
         )
     return names
+
+
+def check_keys(group: Any, qi: Any) -> tuple[list[str], str]:
+    """Return the key columns of exactly one of ``group`` / ``qi``, and which was given.
+
+    Raises
+    ------
+    InputError
+        Both or neither given, an empty list, or a column named twice.
+    InputTypeError
+        A column name that is not a string.
+
+    """
+    if (group is None) == (qi is None):
+        raise InputError("give exactly one of group= (bucketized release) or qi= "
+                         "(generalized QI columns)")
+    param = "group" if group is not None else "qi"
+    keys = [group] if isinstance(group, str) else list(group if group is not None else qi)
+    if not keys:
+        raise InputError(f"{param}: at least one column is required")
+    for k in keys:
+        if not isinstance(k, str):
+            raise InputTypeError(f"{param}: column names must be strings, got {k!r}")
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise InputError(f"{param}: column {', '.join(map(repr, twice))} is named twice; each "
+                         "column may be given once")
+    return keys, param
 
 
 def check_roles(**roles: Any) -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._validation import check_keys
 from .errors import InputError, InputTypeError
 
 if TYPE_CHECKING:
@@ -72,20 +73,6 @@ def quote_identifier(name: str, *, quote: str = '"') -> str:
     return quote + name.replace(quote, quote * 2) + quote
 
 
-def _keys(group: Any, qi: Any) -> tuple[list[str], str]:
-    if (group is None) == (qi is None):
-        raise InputError("give exactly one of group= (bucketized release) or qi= "
-                         "(generalized QI columns)")
-    param = "group" if group is not None else "qi"
-    keys = [group] if isinstance(group, str) else list(group if group is not None else qi)
-    if not keys:
-        raise InputError(f"{param}: at least one column is required")
-    for k in keys:
-        if not isinstance(k, str):
-            raise InputTypeError(f"{param}: column names must be strings, got {k!r}")
-    if len(set(keys)) != len(keys):
-        raise InputError(f"{param}: a column is named twice: {keys}")
-    return keys, param
 
 
 def _check_names(keys: list[str], param: str, sensitive: Any, count: Any) -> None:
@@ -142,7 +129,7 @@ def count_query(table_name: str | Sequence[str], *, sensitive: str,
     SELECT "age", "sex", "occupation", COUNT(*) AS "count" FROM "adult" GROUP BY "age", "sex", "occupation"
 
     """  # noqa: E501
-    keys, param = _keys(group, qi)
+    keys, param = check_keys(group, qi)
     _check_names(keys, param, sensitive, count)
     parts = [table_name] if isinstance(table_name, str) else list(table_name)
     if not parts:
@@ -186,7 +173,7 @@ def release(result: Any, *, sensitive: str, group: str | Sequence[str] | None = 
     """
     from .release import Release
 
-    keys, param = _keys(group, qi)
+    keys, param = check_keys(group, qi)
     _check_names(keys, param, sensitive, count)
     return Release.from_counts(result, group=keys, sensitive=sensitive, count=count,
                                nulls=nulls)

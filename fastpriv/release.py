@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._arrow import apply_null_policy, apply_weights, as_table, encode_column, encode_keys
-from ._validation import check_choice, check_columns, check_roles, kernel_array
+from ._validation import check_choice, check_columns, check_keys, check_roles, kernel_array
 from .errors import InputError, InputTypeError
 
 __all__ = ["Release", "CASES", "SVPI", "MVPI_SET", "MVPI_MULTISET"]
@@ -205,18 +205,9 @@ class Release:
             is None, as for :meth:`from_counts`).
 
         """
-        if (group is None) == (qi is None):
-            raise InputError("give exactly one of group= (bucketized release) or qi= "
-                             "(generalized QI columns)")
-        keys = [group] if isinstance(group, str) else list(group if group is not None else qi)
-        param = "group" if group is not None else "qi"
-        if not keys:
-            raise InputError(f"{param}: at least one column is required")
+        keys, param = check_keys(group, qi)
         if not isinstance(sensitive, str):
             raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
-        for k in keys:
-            if not isinstance(k, str):
-                raise InputTypeError(f"{param}: column names must be strings, got {k!r}")
         if sensitive in keys:
             raise InputError(f"sensitive column {sensitive!r} is also a {param} column")
         check_roles(**{param: keys, "sensitive": sensitive, "individual": individual})

@@ -90,21 +90,12 @@ def _spark_column(name: str) -> Any:
 def _check(df: Any, sensitive: Any, group: Any, qi: Any, method: Any, merge: Any
            ) -> list[str]:
     """Validate the arguments; the key columns."""
-    from ._validation import check_choice, check_columns
+    from ._validation import check_choice, check_columns, check_keys
 
     sql = _require_pyspark()
     if not isinstance(df, sql.DataFrame):
         raise InputTypeError(f"df must be a pyspark.sql.DataFrame, got {type(df).__name__}")
-    if (group is None) == (qi is None):
-        raise InputError("give exactly one of group= (bucketized release) or qi= "
-                         "(generalized QI columns)")
-    param = "group" if group is not None else "qi"
-    keys = [group] if isinstance(group, str) else list(group if group is not None else qi)
-    if not keys:
-        raise InputError(f"{param}: at least one column is required")
-    for k in keys:
-        if not isinstance(k, str):
-            raise InputTypeError(f"{param}: column names must be strings, got {k!r}")
+    keys, param = check_keys(group, qi)
     if not isinstance(sensitive, str):
         raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
     if sensitive in keys:
