@@ -43,6 +43,33 @@ def epilog(*examples: str) -> str:
         f"  {e}" for e in examples)
 
 
+def confidence(text: str) -> float:
+    """Parse a confidence threshold in (0, 1] (argparse ``type=``)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
+    if not 0 < v <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
+    return v
+
+
+def add_risk_arguments(p: Any) -> None:
+    """``--max-risk`` and ``--population`` of the re-identification risk measures."""
+    p.add_argument("--max-risk", type=float, default=0.2, metavar="R",
+                   help="highest acceptable prosecutor risk, 1/(smallest class) (default 0.2)")
+    p.add_argument("--population", type=int, metavar="N",
+                   help="population size for journalist risk and population uniques")
+
+
+def print_remedy(args: argparse.Namespace, method: str, criteria: list[str]) -> None:
+    """Print the ``fastpriv anonymize`` command that fixes the audited data."""
+    from ..report.verdict import anonymize_command
+
+    print("  To fix: " + anonymize_command(args.data, method=method, qi=args.qi,
+                                          sensitive=args.sensitive, criteria=criteria))
+
+
 def add_bucketize_argument(p: argparse.ArgumentParser) -> None:
     """``--bucketize anatomy:L`` and ``--bucketize-seed`` for the row-level audits."""
     p.add_argument("--bucketize", metavar="anatomy:L",

@@ -96,13 +96,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv attack``."""
-    import shlex
     import sys
 
     from .. import foreground
     from .._io import check_outputs, write_table
     from .._progress import Progress
-    from ._common import Timer, bucketize, emit_json, format_table, load_data
+    from ._common import Timer, bucketize, emit_json, format_table, load_data, print_remedy
 
     inputs = [args.data] + [f for f in (args.sensitive_table, args.original) if f]
     check_outputs([args.distributions, args.tuples, args.json], overwrite=args.overwrite,
@@ -127,9 +126,7 @@ def run(args: argparse.Namespace) -> int:
     md = res.mined
     print(res.summary(verbose=args.verbose))
     if res.n_problematic:
-        print("  To fix: " + " ".join(shlex.quote(a) for a in [
-            "fastpriv", "anonymize", args.data, "--method", "art", "--qi", *args.qi,
-            "--sensitive", args.sensitive, "--r", f"{args.r:g}", "-o", "release.parquet"]))
+        print_remedy(args, "art", ["--r", f"{args.r:g}"])
     print(f"  total time {t.seconds:.2f} s")
     if args.top > 0:
         rows = []

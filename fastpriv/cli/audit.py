@@ -11,7 +11,7 @@ EXAMPLE = "fastpriv audit adult --sensitive occupation --qi age sex"
 
 def add_threshold_arguments(p: argparse.ArgumentParser) -> None:
     """Add the thresholds of the verdict to ``p`` (shared by ``audit`` and ``report``)."""
-    from .report import _confidence
+    from ._common import confidence
 
     t = p.add_argument_group("thresholds of the verdict (PASS/FAIL per model)")
     t.add_argument("--min-k", type=int, default=5, metavar="K",
@@ -20,7 +20,7 @@ def add_threshold_arguments(p: argparse.ArgumentParser) -> None:
                    help="distinct and entropy ℓ-diversity: at least L values (default 3)")
     t.add_argument("--max-t", type=float, default=0.2, metavar="T",
                    help="t-closeness: distance to the whole table at most T (default 0.2)")
-    t.add_argument("--c", nargs="+", type=_confidence, default=[0.8], metavar="C",
+    t.add_argument("--c", nargs="+", type=confidence, default=[0.8], metavar="C",
                    help="confidence an adversary needs, in (0, 1]: (α,k), (c,k)-safety and "
                         "the skyline must stay below the smallest (default 0.8)")
     t.add_argument("--ck", type=int, default=3, metavar="K",
@@ -31,7 +31,7 @@ def add_threshold_arguments(p: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``audit`` sub-command."""
-    from ._common import add_data_arguments, add_output_arguments, epilog
+    from ._common import add_data_arguments, add_output_arguments, add_risk_arguments, epilog
 
     p = sub.add_parser(
         "audit", help="audit a release: classical models, (c,k)-safety, skyline; PASS/FAIL",
@@ -51,10 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also measure re-identification risk from the QI class sizes: "
                         "prosecutor/journalist/marketer, sample and population uniques "
                         "(Pitman, Zayatz, SNB, Dankar's rule)")
-    r.add_argument("--max-risk", type=float, default=0.2, metavar="R",
-                   help="highest acceptable prosecutor risk, 1/(smallest class) (default 0.2)")
-    r.add_argument("--population", type=int, metavar="N",
-                   help="population size for journalist risk and population uniques")
+    add_risk_arguments(r)
     p.add_argument("--verbose", action="store_true",
                    help="also list the checks that did not run, with the reason")
     add_output_arguments(p)
@@ -133,11 +130,10 @@ def run(args: argparse.Namespace) -> int:
 def _risk(args: argparse.Namespace) -> tuple[dict, bool]:
     """Re-identification risk of the QI classes (``--risk``): print it, return it and PASS."""
     import math
-    import shlex
 
     from .. import risk
     from ..errors import InputError
-    from ._common import load_data
+    from ._common import load_data, print_remedy
 
     if not args.qi:
         raise InputError("--risk: give the quasi-identifiers with --qi (the classes are "
@@ -152,7 +148,5 @@ def _risk(args: argparse.Namespace) -> tuple[dict, bool]:
         print("  " + line)
     if not ok:
         k = math.ceil(1 / args.max_risk) if args.max_risk > 0 else 2
-        print("  To fix: " + " ".join(shlex.quote(a) for a in [
-            "fastpriv", "anonymize", args.data, "--method", "mondrian", "--qi", *args.qi,
-            "--sensitive", args.sensitive, "--k", str(k), "-o", "release.parquet"]))
+        print_remedy(args, "mondrian", ["--k", str(k)])
     return res.to_dict(), ok

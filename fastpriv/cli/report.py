@@ -9,19 +9,9 @@ from ..errors import InputError
 ORDER = 5
 
 
-def _confidence(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
-    if not 0 < v <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
-    return v
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``report`` sub-command."""
-    from ._common import add_encoding_argument, epilog
+    from ._common import add_encoding_argument, add_risk_arguments, confidence, epilog
 
     p = sub.add_parser(
         "report", help="complete audit report of a release (self-contained HTML and JSON)",
@@ -53,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stream", action="store_true",
                    help="read a large file or Parquet directory in record batches (memory "
                         "bounded by the (group, value) pairs; row-level sections skipped)")
-    p.add_argument("--c", nargs="+", type=_confidence, default=[0.8, 0.95], metavar="C",
+    p.add_argument("--c", nargs="+", type=confidence, default=[0.8, 0.95], metavar="C",
                    help="confidence thresholds in (0, 1]: an adversary succeeds when at least "
                         "c sure (default 0.8 0.95; the verdict uses the smallest)")
     p.add_argument("--k", type=int, default=3,
@@ -96,10 +86,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-attack", action="store_true", help="skip the foreground attack")
     p.add_argument("--no-risk", action="store_true",
                    help="skip the re-identification risk of the QI classes")
-    p.add_argument("--max-risk", type=float, default=0.2, metavar="R",
-                   help="highest acceptable prosecutor risk, 1/(smallest class) (default 0.2)")
-    p.add_argument("--population", type=int, metavar="N",
-                   help="population size: journalist risk and population uniques")
+    add_risk_arguments(p)
     p.add_argument("--title", help="report title")
     p.add_argument("--verbose", action="store_true",
                    help="also list the checks that did not run, with the reason")

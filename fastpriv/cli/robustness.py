@@ -73,12 +73,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv robustness``."""
-    import shlex
-
     from .. import robustness
     from .._io import check_outputs
     from ..knowledge import Knowledge
-    from ._common import Timer, bucketize, emit_json, format_table, load_data
+    from ._common import Timer, bucketize, emit_json, format_table, load_data, print_remedy
 
     check_outputs([args.json], overwrite=args.overwrite,
                   inputs=[args.data] + ([args.knowledge] if args.knowledge else []))
@@ -96,9 +94,7 @@ def run(args: argparse.Namespace) -> int:
             min_support=args.min_support, nulls=args.nulls)
     print(res.summary(verbose=args.verbose))
     if not res.robust:
-        print("  To fix: " + " ".join(shlex.quote(a) for a in [
-            "fastpriv", "anonymize", args.data, "--method", "art", "--qi", *args.qi,
-            "--sensitive", args.sensitive, "--r", f"{args.r:g}", "-o", "release.parquet"]))
+        print_remedy(args, "art", ["--r", f"{args.r:g}"])
     print(f"  audit time {t.seconds:.2f} s")
     if res.n_problematic:
         d = res.to_dict(max_items=args.top)

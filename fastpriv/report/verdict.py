@@ -20,7 +20,7 @@ from typing import Any
 
 from .text import as_float, fmt_count, fmt_label, fmt_pct
 
-__all__ = ["build_verdict", "verdict_text", "EXIT_HOLDS", "EXIT_FAILS"]
+__all__ = ["build_verdict", "verdict_text", "anonymize_command", "EXIT_HOLDS", "EXIT_FAILS"]
 
 #: Exit status when every requested check holds.
 EXIT_HOLDS = 0
@@ -349,9 +349,24 @@ def _unreachable(by_id: dict, whole: dict | None, params: dict) -> list[str]:
 
 
 def _command(data: str, params: dict, method: str, criteria: list[str]) -> str:
-    qi = params.get("qi") or ["QI_COLUMNS..."]
-    args = ["fastpriv", "anonymize", data, "--method", method, "--qi", *qi,
-            "--sensitive", params["sensitive"], *criteria, "-o", "release.parquet"]
+    return anonymize_command(data, method=method, qi=params.get("qi"),
+                             sensitive=params["sensitive"], criteria=criteria)
+
+
+def anonymize_command(data: str, *, method: str, qi: list[str] | None, sensitive: str,
+                      criteria: list[str]) -> str:
+    """Return the shell-quoted ``fastpriv anonymize`` command of a remedy.
+
+    Examples
+    --------
+    >>> anonymize_command("adult", method="mondrian", qi=["age"], sensitive="job",
+    ...                   criteria=["--k", "5"])
+    'fastpriv anonymize adult --method mondrian --qi age --sensitive job --k 5 -o release.parquet'
+
+    """
+    args = ["fastpriv", "anonymize", data, "--method", method, "--qi",
+            *(qi or ["QI_COLUMNS..."]), "--sensitive", sensitive, *criteria,
+            "-o", "release.parquet"]
     return " ".join(a if a.endswith("...") else shlex.quote(str(a)) for a in args)
 
 
