@@ -115,7 +115,7 @@ def bench_chen_case_study(benchmark, full):
         t_sky = best_time(lambda qi=qi: skyline_anonymize(adult, qi, "occupation", sky),
                           repeat=3)
         rel = res.release
-        c_star = fp.classic.recursive_cl_diversity(rel, 6)
+        c_star = fp.classic.recursive_cl_diversity(rel, l=6)
         assert res.info["check"]["safe"] and c_star < 3
         # baselines: same partition required
         t_mon = best_time(lambda qi=qi: mondrian(adult, qi, "occupation", l=6,

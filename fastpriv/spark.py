@@ -37,7 +37,7 @@ Example (a local session; any cluster works the same)::
     spark = SparkSession.builder.master("local[2]").getOrCreate()
     df = spark.read.parquet("patients/")
     rel = fastpriv.spark.release(df, qi=["zip", "age"], sensitive="disease")
-    fastpriv.ck_safety.audit(rel, 3)
+    fastpriv.ck_safety.audit(rel, k=3)
 
 Labels are read as Spark hands them to Arrow: integer widths and string layouts are
 normalized as everywhere in fastpriv; timestamps carry the session time zone. Spark
