@@ -1,4 +1,4 @@
-"""Issue 8 benchmarks: SkylineAnonymize (Chen et al.) and ART (Wong et al.) reproductions.
+"""Benchmarks: SkylineAnonymize (Chen et al.) and ART (Wong et al.) reproductions.
 
 Three reproductions (spec experiments.md), each writing ``benchmarks/results/<name>.json``
 and a PNG (smoke runs: ``results/smoke/``):

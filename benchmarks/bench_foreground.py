@@ -1,4 +1,4 @@
-"""Issue 6 benchmarks: the foreground-knowledge attack on Adult (Wong et al., Section 5).
+"""Benchmarks: the foreground-knowledge attack on Adult (Wong et al., Section 5).
 
 * **Reproduction** (``foreground_reproduction.json`` / ``.png``): Adult (45,222 rows),
   QI = the first q of Age, Workclass, Marital status, Occupation, Race, Sex, Native country,
