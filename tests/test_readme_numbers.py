@@ -27,9 +27,8 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 def _results_copy(tmp_path: Path) -> Path:
     out = tmp_path / "results"
-    out.mkdir()
-    for f in RESULTS.glob("*.json"):
-        shutil.copy(f, out / f.name)
+    shutil.copytree(RESULTS, out, ignore=lambda d, names: [
+        n for n in names if not n.endswith(".json") and not (Path(d) / n).is_dir()])
     return out
 
 
