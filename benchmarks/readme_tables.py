@@ -52,7 +52,8 @@ class Results:
     def __init__(self, folder: Path = RESULTS) -> None:
         self.folder = Path(folder)
         self._cache: dict[str, Any] = {}
-        self.used: set[str] = set()
+        self.used: set[str] = set()       # every file read
+        self.touched: set[str] = set()    # files read since the caller last cleared it
 
     def load(self, name: str) -> Any:
         """The parsed JSON of ``name`` (``"ck_synthetic.json"``); it must be a full run."""
@@ -66,6 +67,7 @@ class Results:
                                       f"{data.get('mode')!r}, the README quotes full runs only")
             self._cache[name] = data
         self.used.add(name)
+        self.touched.add(name)
         return self._cache[name]
 
     def get(self, name: str, *path: str | int) -> Any:
@@ -80,6 +82,9 @@ class Results:
                 raise ReadmeDataError(
                     f"benchmarks/results/{name}: no key {where!r} (needed by the README; "
                     f"update benchmarks/readme_tables.py if the benchmark renamed it)") from None
+        if node is None:
+            raise ReadmeDataError(f"benchmarks/results/{name}: key "
+                                  f"{'.'.join(map(str, path))!r} is null (a smoke or failed run?)")
         return node
 
     def rows(self, name: str, *path: str | int, where: Callable[[dict], bool] | None = None,
@@ -104,6 +109,9 @@ class Results:
                     raise ReadmeDataError(f"benchmarks/results/{name}: entry {i} has no key "
                                           f"{'.'.join(key)!r} (needed by the README)")
                 node = node[k]
+            if node is None:
+                raise ReadmeDataError(f"benchmarks/results/{name}: entry {i} has "
+                                      f"{'.'.join(key)!r} = null (a smoke or failed run?)")
             out.append(node)
         return out
 
@@ -125,7 +133,7 @@ def num(x: float) -> str:
 
 def span(values: Sequence[float] | float, fmt: Callable[[float], str] = num) -> str:
     """``"lo–hi"`` of the values in ``fmt``, or one number when both print the same."""
-    vals = [float(v) for v in (values if isinstance(values, (list, tuple)) else [values])]
+    vals = list(values) if isinstance(values, (list, tuple)) else [values]
     lo, hi = fmt(min(vals)), fmt(max(vals))
     return lo if lo == hi else f"{lo}–{hi}"
 
@@ -728,7 +736,16 @@ def render(readme: str, results: Results | None = None) -> str:
 
     def one(m: re.Match) -> str:
         name, old = m.group(1), m.group(2)
-        text = BLOCKS[name](results).strip()
+        results.touched = set()
+        try:
+            text = BLOCKS[name](results).strip()
+        except ReadmeDataError:
+            raise
+        except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError) as e:
+            files = ", ".join(f"benchmarks/results/{f}" for f in sorted(results.touched))
+            raise ReadmeDataError(f"{files or 'benchmarks/results'}: README block {name!r} "
+                                  f"cannot be rendered ({type(e).__name__}: {e}); update "
+                                  f"benchmarks/readme_tables.py to the new format") from e
         open_, close = f"<!-- perf:{name} -->", f"<!-- /perf:{name} -->"
         if old.startswith("\n"):
             return f"{open_}\n{_wrap(text, '', '')}\n{close}"

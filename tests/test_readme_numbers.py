@@ -104,6 +104,27 @@ def test_a_missing_key_names_the_file_and_the_key(tmp_path):
     assert "foreground_reproduction.json" in proc.stderr and "total_s" in proc.stderr
 
 
+def test_an_unexpected_value_names_the_file(tmp_path):
+    folder = _results_copy(tmp_path)
+
+    def null(data):
+        for c in data["cases"]:
+            c["loop_over_batched_1thread"] = None
+
+    _edit_json(folder, "foreground_batched.json", null)
+    with pytest.raises(rt.ReadmeDataError, match=r"foreground_batched\.json: entry 0 has "
+                                                 r"'loop_over_batched_1thread' = null"):
+        rt.render(README, rt.Results(folder))
+
+    def text(data):
+        data["ratio_dask_to_single_best"] = "fast"
+
+    shutil.copy(RESULTS / "foreground_batched.json", folder / "foreground_batched.json")
+    _edit_json(folder, "scale_dask.json", text)
+    with pytest.raises(rt.ReadmeDataError, match=r"scale_dask\.json.*cannot be rendered"):
+        rt.render(README, rt.Results(folder))
+
+
 def test_a_missing_file_or_a_smoke_result_is_refused(tmp_path):
     folder = _results_copy(tmp_path)
     (folder / "scale_dask.json").unlink()
