@@ -1,4 +1,4 @@
-"""Issue 3 benchmarks: (c,k)-safety — Martin et al. Figure 5 on Adult, and synthetic scale.
+"""Benchmarks: (c,k)-safety — Martin et al. Figure 5 on Adult, and synthetic scale.
 
 * **Figure 5** (``ck_figure5.json`` / ``.png``): Adult (45,222 rows), Occupation sensitive,
   Age generalised to 20-year intervals (floor(age/20)·20, computed with pyarrow.compute),

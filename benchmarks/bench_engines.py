@@ -1,4 +1,4 @@
-"""Issue 25 benchmark: the same Parquet audit where the data lives — local, Spark, Dask, DuckDB.
+"""Benchmark: the same Parquet audit where the data lives — local, Spark, Dask, DuckDB.
 
 Synthetic Parquet data (``fastpriv.datasets.synthetic_batches``, 20 values, 10M rows in 8
 files; smoke: 100k rows, first shape only) in two shapes — *many groups*

@@ -1,4 +1,4 @@
-"""Issue 2 benchmarks: Release construction and the classical models vs pandas.
+"""Benchmarks: Release construction and the classical models vs pandas.
 
 Synthetic SVPI data, ~100k groups (n_rows / 10 in smoke mode), 20 uniform values.
 Baselines, measured in the same run on the same data:

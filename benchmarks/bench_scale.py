@@ -1,4 +1,4 @@
-"""Issue 9 benchmarks: streaming audits from Parquet, Dask vs one process, multi-core kernels.
+"""Benchmarks: streaming audits from Parquet, Dask vs one process, multi-core kernels.
 
 * **End to end** (``scale_end_to_end.json``): synthetic rows written as Parquet in chunks
   (``fastpriv.datasets.synthetic_batches``, 1M-row row groups, into a temporary directory —
@@ -21,7 +21,7 @@
   child it has waited for, so it cannot separate the scan from the audit — it is recorded
   too). The ratio audit / scan is taken within the run. Smoke mode also checks the streamed
   results against the in-memory path (``Release.from_table`` + the same models).
-  Goals (issue 9): peak < 2 GB at 100M rows; audit within 2x of the bare scan.
+  Goals: peak < 2 GB at 100M rows; audit within 2x of the bare scan.
 * **Dask** (``scale_dask.json``): 10M rows (smoke: 100k) in 8 Parquet files;
   ``distributed.release_from_dask`` on a ``LocalCluster`` with 2 worker processes × 1
   thread vs ``Release.from_batches`` in this process; identical releases asserted; cluster
