@@ -298,13 +298,14 @@ class Release:
         """
         from .rows import prepare_rows, view_of_release
 
-        table = prepare_rows(data, qi=qi, sensitive=sensitive, group=group, weight=weight,
-                             individual=individual, nulls=nulls)
+        table, dropped = prepare_rows(data, qi=qi, sensitive=sensitive, group=group,
+                                      weight=weight, individual=individual, nulls=nulls)
         rel = cls.from_table(table, sensitive=sensitive, group=group, individual=individual,
                              case=case, nulls=nulls, weight=weight)
         rel._rows = view_of_release(table, rel, qi=list(qi) if not isinstance(qi, str)
                                     else [qi], group=group, sensitive=sensitive,
-                                    weight=weight, individual=individual)
+                                    weight=weight, individual=individual,
+                                    dropped_nulls=dropped)
         return rel
 
     @classmethod
@@ -610,9 +611,11 @@ class Release:
 
     @property
     def rows(self) -> Any:
-        """The row-level view (:class:`fastpriv.rows.RowView`): each row's group, QI codes,
-        sensitive code and multiplicity; ``None`` unless built by :meth:`from_table` with
-        both ``group`` and ``qi``."""
+        """The row-level view (:class:`fastpriv.rows.RowView`), or ``None``.
+
+        Each row's group, QI codes, sensitive code and multiplicity; present when built by
+        :meth:`from_table` with both ``group`` and ``qi``.
+        """
         return self._rows
 
     @property

@@ -85,6 +85,7 @@ class RowView:
     values: pa.Array | None = None
     weight: np.ndarray | None = None
     individual: np.ndarray | None = None
+    dropped_nulls: int = 0
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -126,6 +127,24 @@ class RowView:
             goff = np.zeros(self.n_groups + 1, dtype=np.int64)
             np.cumsum(sizes.astype(np.int64), out=goff[1:])
         return _ro(goff, np.int64), _ro(order, np.int64)
+
+    @cached_property
+    def unit_order(self) -> np.ndarray:
+        """Return the units of :attr:`group_order` as unit ids.
+
+        ``unit_rows[unit_order] == group_order[1]``; for kernels that index per-unit arrays.
+        """
+        goff, order = self.group_order
+        if self.weight is None:
+            return order
+        start = np.zeros(self.n_rows + 1, dtype=np.int64)
+        np.cumsum(self.weight, out=start[1:])
+        # order repeats each row w times in a run: unit k of the run is start[row] + k
+        run_start = np.flatnonzero(np.r_[True, order[1:] != order[:-1]]) if order.size \
+            else np.zeros(0, dtype=np.int64)
+        k = np.arange(order.size) - np.repeat(run_start, np.diff(np.r_[run_start,
+                                                                        order.size]))
+        return _ro(start[order] + k, np.int64)
 
     @cached_property
     def group_sizes(self) -> np.ndarray:
@@ -177,8 +196,8 @@ def _names(cols: Any, param: str) -> list[str]:
 def prepare_rows(data: Any, *, qi: Sequence[str], sensitive: str | None,
                  group: str | Sequence[str] | None, weight: str | None = None,
                  individual: str | None = None, nulls: str = "error",
-                 param: str = "data") -> pa.Table:
-    """Check the columns and return the used ones with the null policy applied.
+                 param: str = "data") -> tuple[pa.Table, int]:
+    """Check the columns; return the used ones (null policy applied) and the rows dropped.
 
     Rows of weight 0 are dropped (they stand for nobody). The result is what both the
     release's counts and its row view are built from, so the two stay aligned.
@@ -205,16 +224,16 @@ def prepare_rows(data: Any, *, qi: Sequence[str], sensitive: str | None,
         check_columns([weight], names, "weight")
         table = apply_weights(table, weight)[0]
     table = table.select(cols + ([weight] if weight is not None else []))
-    table, _ = apply_null_policy(table, cols, nulls)
+    table, dropped = apply_null_policy(table, cols, nulls)
     if table.num_rows == 0:
         raise InputError(f"{param} has no rows (after dropping nulls and rows of weight 0)")
-    return table
+    return table, dropped
 
 
 def encode_rows(table: pa.Table, *, qi: Sequence[str], row_group: np.ndarray | None = None,
                 n_groups: int = 0, sensitive: np.ndarray | None = None,
                 values: pa.Array | None = None, weight: str | None = None,
-                individual: np.ndarray | None = None) -> RowView:
+                individual: np.ndarray | None = None, dropped_nulls: int = 0) -> RowView:
     """Encode the QI columns of ``table`` (prepared by :func:`prepare_rows`) into a view."""
     codes, labels = {}, {}
     for c in qi:
@@ -229,13 +248,14 @@ def encode_rows(table: pa.Table, *, qi: Sequence[str], row_group: np.ndarray | N
                    n_groups=int(n_groups),
                    sensitive=None if sensitive is None else _ro(sensitive, np.int32),
                    values=values, weight=w,
-                   individual=None if individual is None else _ro(individual, np.int32))
+                   individual=None if individual is None else _ro(individual, np.int32),
+                   dropped_nulls=int(dropped_nulls))
 
 
 def view_of_release(table: pa.Table, rel: "Release", *, qi: Sequence[str],
                     group: str | Sequence[str], sensitive: str, weight: str | None = None,
-                    individual: str | None = None) -> RowView:
-    """The view of ``table`` (prepared) for the release built from it."""
+                    individual: str | None = None, dropped_nulls: int = 0) -> RowView:
+    """Build the view of ``table`` (prepared) for the release built from it."""
     gcols = _names(group, "group")
     if rel.row_group is not None and rel.case == "svpi":
         row_group = rel.row_group
@@ -249,20 +269,20 @@ def view_of_release(table: pa.Table, rel: "Release", *, qi: Sequence[str],
         indiv = encode_column(table.column(individual), name=individual).codes
     return encode_rows(table, qi=qi, row_group=row_group, n_groups=rel.n_groups,
                        sensitive=sens, values=rel.value_labels, weight=weight,
-                       individual=indiv)
+                       individual=indiv, dropped_nulls=dropped_nulls)
 
 
 def view_from_counts(qi_table: Any, rel: "Release", *, qi: Sequence[str], group: str,
                      nulls: str = "error", param: str = "data") -> RowView:
-    """The view of Anatomy's QI table against the release of its sensitive (counts) table.
+    """Build the view of Anatomy's QI table for the release of its sensitive (counts) table.
 
     Rows carry no sensitive value; each group must have as many QI rows as the counts
     table gives it individuals.
     """
     import pyarrow.compute as pc
 
-    table = prepare_rows(qi_table, qi=qi, sensitive=None, group=group, nulls=nulls,
-                         param=param)
+    table, dropped = prepare_rows(qi_table, qi=qi, sensitive=None, group=group, nulls=nulls,
+                                  param=param)
     keys = rel.groups.column(group)
     keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
     col = table.column(group)
@@ -288,7 +308,7 @@ def view_from_counts(qi_table: Any, rel: "Release", *, qi: Sequence[str], group:
                          f"but its counts in sensitive_table add up to {rel.sizes[g]} "
                          f"({bad.size} such group{'s' if bad.size > 1 else ''})")
     return encode_rows(table, qi=qi, row_group=row_group, n_groups=rel.n_groups,
-                       values=rel.value_labels)
+                       values=rel.value_labels, dropped_nulls=dropped)
 
 
 def release_with_rows(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
@@ -329,7 +349,7 @@ def release_with_rows(data: Any, *, qi: Sequence[str], sensitive: str | None = N
 
 def derive_view(data: Any, *, qi: Sequence[str], sensitive: str, weight: str | None = None,
                 nulls: str = "error") -> RowView:
-    """A view without groups (QI codes, sensitive codes, weights) of a table or Release."""
+    """Build a view without groups (QI, sensitive codes, weights) of a table or Release."""
     from .release import Release
 
     qi = _names(qi, "qi")
@@ -343,10 +363,11 @@ def derive_view(data: Any, *, qi: Sequence[str], sensitive: str, weight: str | N
                              f"{data.sensitive_name!r}")
         data.rows.require(qi, param="qi")
         return data.rows
-    table = prepare_rows(data, qi=qi, sensitive=sensitive, group=None, weight=weight,
-                         nulls=nulls)
+    table, dropped = prepare_rows(data, qi=qi, sensitive=sensitive, group=None, weight=weight,
+                                  nulls=nulls)
     enc = encode_column(table.column(sensitive), name=sensitive)
-    return encode_rows(table, qi=qi, sensitive=enc.codes, values=enc.labels, weight=weight)
+    return encode_rows(table, qi=qi, sensitive=enc.codes, values=enc.labels, weight=weight,
+                       dropped_nulls=dropped)
 
 
 # ---------------------------------------------------------------------- the Apriori miner
