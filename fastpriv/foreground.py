@@ -50,7 +50,7 @@ from ._arrow import as_table
 from ._validation import check_columns, check_int, check_r, kernel_array
 from .errors import InputError, InputTypeError
 from .knowledge import Knowledge, reliable_support
-from .results import Result, Witness, json_safe
+from .results import Result, Witness, fields_equal, json_safe
 
 __all__ = [
     "fit_global_distribution",
@@ -72,8 +72,8 @@ def _flag_names(bits: int) -> tuple[str, ...]:
 
 
 # ====================================================================== one system
-@dataclass(frozen=True)
-class GlobalDistribution:
+@dataclass(frozen=True, eq=False)
+class GlobalDistribution(Result):
     """Maximum-likelihood solution of one foreground system (one attribute set, one x).
 
     Attributes
@@ -119,10 +119,29 @@ class GlobalDistribution:
     local_maxima: tuple
     saddles: tuple
     n_starts: int
+    params: dict = field(default_factory=dict)
+
+    @property
+    def value(self) -> float:
+        """The maximum log-likelihood log L(f)."""
+        return self.log_likelihood
+
+    @property
+    def witness(self) -> None:
+        """No witness: ``f`` itself is the answer."""
+        return None
+
+    def summary(self) -> str:
+        """One line: the solver's verdict and the maximum."""
+        fs = ", ".join("-" if math.isnan(v) else f"{v:.4g}" for v in self.f[:8])
+        more = " …" if self.f.shape[0] > 8 else ""
+        return (f"{self.status}: f = ({fs}{more}), log L = {self.log_likelihood:.6g}"
+                f"{'' if self.unique else ' (not unique: ' + ', '.join(self.flags) + ')'}")
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
+        """JSON-safe form."""
         return {"f": [None if math.isnan(v) else float(v) for v in self.f],
+                "params": json_safe(self.params),
                 "log_likelihood": self.log_likelihood, "likelihood": self.likelihood,
                 "iterations": self.iterations, "status": self.status,
                 "flags": list(self.flags), "residual": self.residual,
@@ -393,7 +412,8 @@ def _starts_array(starts: Any, m: int, n_systems: int = 1) -> tuple[np.ndarray, 
 def fit_global_distribution(groups: Sequence[Any], n_signatures: int, *,
                             fixed_rate: float | None = None, starts: Any = None,
                             n_random: int = 8, seed: int = 0, default_starts: bool = True,
-                            max_iter: int = 500, em_warm: int = 10, tol: float = 1e-10,
+                            max_iter: int = 500, em_warm: int = 10,
+                            solver_tol: float = 1e-10,
                             newton_max: int = NEWTON_MAX) -> GlobalDistribution:
     """Maximum-likelihood global distribution p(s_i : x) of one attribute set and value.
 
@@ -421,7 +441,7 @@ def fit_global_distribution(groups: Sequence[Any], n_signatures: int, *,
     default_starts : bool
         Also start from the within-group frequencies n_k / N_k and from ``fixed_rate``
         (0.5 when there is none).
-    max_iter, em_warm, tol, newton_max :
+    max_iter, em_warm, solver_tol, newton_max :
         Iterations per start; EM steps before Newton at most (Newton starts earlier once
         the projected gradient is below 1e-3); projected-gradient tolerance; the largest m
         solved with Newton (larger: EM only, flagged).
@@ -448,9 +468,9 @@ def fit_global_distribution(groups: Sequence[Any], n_signatures: int, *,
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     em_warm = check_int(em_warm, "em_warm", minimum=0)
     newton_max = check_int(newton_max, "newton_max", minimum=0)
-    tol = float(tol)
+    tol = float(solver_tol)
     if not tol > 0:
-        raise InputError(f"tol must be > 0, got {tol!r}")
+        raise InputError(f"solver_tol must be > 0, got {solver_tol!r}")
     st_off, st_vals = _starts_array(starts, m)
     if not default_starts and n_random == 0 and starts is None:
         raise InputError("no starting point: give starts=, n_random > 0 or default_starts=True")
@@ -488,7 +508,9 @@ def fit_global_distribution(groups: Sequence[Any], n_signatures: int, *,
         f=f, log_likelihood=float(ll), likelihood=float(math.exp(ll)) if ll > -math.inf
         else 0.0, iterations=int(its), status=status, flags=names, residual=float(resid),
         projected_gradient=float(pg), unique=unique, unique_maximum=unique_max,
-        local_maxima=tuple(maxima), saddles=tuple(saddles), n_starts=int(epll.shape[0]))
+        local_maxima=tuple(maxima), saddles=tuple(saddles), n_starts=int(epll.shape[0]),
+        params={"n_signatures": m, "fixed_rate": fixed_rate, "n_random": n_random,
+                "seed": seed, "max_iter": max_iter, "solver_tol": tol})
 
 
 # ====================================================================== reading a release
@@ -652,7 +674,7 @@ def _group_counts(view: _View, targets: list[tuple[Any, list[int]]]) -> np.ndarr
 
 
 @dataclass(frozen=True, eq=False)
-class MinedDistributions:
+class MinedDistributions(Result):
     """Distributions p(s : x) mined from a release (foreground knowledge), with diagnostics.
 
     One *system* per (attribute set, sensitive value or value set). Read the results with
@@ -692,15 +714,47 @@ class MinedDistributions:
     confidence: float
     fixed_rates: np.ndarray
     unreliable: str
-    seconds: dict
-    _view: _View = field(repr=False)
-    _sets: list = field(repr=False)
+    seconds: dict = field(compare=False)
+    _view: _View = field(repr=False, compare=False)
+    _sets: list = field(repr=False, compare=False)
     _sys_a: np.ndarray = field(repr=False)
     _sys_x: np.ndarray = field(repr=False)
-    _packed: _Packed | None = field(repr=False)
-    _sol: _Solution | None = field(repr=False)
+    _packed: _Packed | None = field(repr=False, compare=False)
+    _sol: _Solution | None = field(repr=False, compare=False)
     _params: dict = field(repr=False)
     _gcount: np.ndarray = field(repr=False)
+
+    def __eq__(self, other: object) -> bool:
+        eq = super().__eq__(other)
+        if eq is not True:
+            return eq
+        return fields_equal(self.systems(), other.systems())
+
+    __hash__ = None
+
+    @property
+    def value(self) -> int:
+        """The number of (attribute set, x) systems solved."""
+        return self.n_systems
+
+    @property
+    def params(self) -> dict:
+        """The mining parameters."""
+        return {"min_support": self.min_support, "epsilon": self.epsilon,
+                "confidence": self.confidence, "unreliable": self.unreliable,
+                "values": [str(v) for v in self.values], **self._params}
+
+    @property
+    def witness(self) -> None:
+        """No witness: the distributions are the answer (see :meth:`table`)."""
+        return None
+
+    def summary(self) -> str:
+        """Say what was mined, from how many attribute sets."""
+        return (f"mined {self.n_systems} distributions p(signature : x) over "
+                f"{len(self.attribute_sets)} attribute sets ({len(self.pruned)} pruned) for "
+                f"{len(self.values)} values; reliable sample J = {self.min_support}; "
+                f"unreliable signatures: '{self.unreliable}'")
 
     def value_members_codes(self, x: int) -> np.ndarray:
         """Release value codes making up attacked x."""
@@ -888,15 +942,15 @@ class MinedDistributions:
         return Knowledge.combine(*ks, fallback=fb)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary (no per-signature table; see :meth:`table`)."""
-        return {"attribute_sets": [list(a) for a in self.attribute_sets],
+        """JSON-safe summary (no per-signature table; see :meth:`table`)."""
+        return json_safe({"attribute_sets": [list(a) for a in self.attribute_sets],
                 "pruned": [list(a) for a in self.pruned], "values": [str(v) for v in
                                                                     self.values],
                 "min_support": self.min_support, "epsilon": self.epsilon,
                 "confidence": self.confidence, "n_systems": self.n_systems,
                 "unreliable": self.unreliable,
                 "fixed_rates": self.fixed_rates.tolist(), "seconds": self.seconds,
-                "systems": self.systems()}
+                "params": self.params, "systems": self.systems()})
 
 
 def _json_float(v: float) -> float | None:
@@ -1407,6 +1461,8 @@ def attack(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
 
 def _posteriors(md: MinedDistributions, true_code: np.ndarray | None) -> tuple:
     """Every row's worst posterior over attribute sets and attacked x, with the (A, x)."""
+    from .rows import max_per_row
+
     v = md._view
     n = v.n
     worst = np.zeros(n, dtype=np.float64)
@@ -1433,6 +1489,10 @@ def _posteriors(md: MinedDistributions, true_code: np.ndarray | None) -> tuple:
         else:
             best, barg, undef = _best_over_systems(md, xs, entry, seg_off, gx[segs])
             n_undef += undef
+        if v.rows.weight is not None:           # a row once per unit: keep its units' max
+            keep = max_per_row(entry, best)
+            entry, best = entry[keep], best[keep]
+            barg = None if barg is None else barg[keep]
         upd = best > worst[entry]
         worst[entry[upd]] = best[upd]
         wset[entry[upd]] = -1 if barg is None else md._sys_a[barg[upd]]

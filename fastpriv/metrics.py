@@ -501,10 +501,14 @@ def average_delta(f: Any, group_ids: Any = None, *, data: Any = None,
         (rows × values), a mapping ``value -> per-row array``, or a
         :class:`fastpriv.knowledge.Knowledge` (then ``data`` is the original table, and each
         of its attribute sets contributes p(sig_t : x) for every value).
-    group_ids : array or Anonymized
-        Group of each row (−1 = suppressed, ignored).
-    data : table, optional
-        The original table; required when ``f`` is a Knowledge (to compute signatures).
+    group_ids : array, Anonymized or Release, optional
+        Group of each row (−1 = suppressed, ignored). Default with a ``data`` Release: the
+        groups of its row view.
+    data : table or Release, optional
+        The original table, or a Release carrying its row view
+        (``Release.from_table(..., qi=, group=)``: its QI codes are read, not re-encoded;
+        weighted rows give the spread of their expansion); required when ``f`` is a
+        Knowledge (to compute signatures).
     values : list, optional
         Restrict to these sensitive values (mapping / Knowledge input).
 
@@ -514,6 +518,13 @@ def average_delta(f: Any, group_ids: Any = None, *, data: Any = None,
 
     if isinstance(group_ids, Anonymized):
         group_ids = group_ids.group_ids
+    if isinstance(data, Release):
+        if data.rows is None:
+            raise InputError("data: this Release has no row view; build it with "
+                             "Release.from_table(data, qi=[...], group=..., sensitive=...)")
+        if group_ids is None:
+            group_ids = data.rows.row_group
+        data = data.rows
     if isinstance(group_ids, Release):
         if group_ids.row_group is None:
             raise InputError("group_ids: this release does not know the group of each row")

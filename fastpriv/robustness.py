@@ -921,7 +921,7 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
     weight : str, optional
         Multiplicity column (tables only): each row stands for ``weight`` identical
         individuals; the audit equals the one of the expanded table (rows are reported
-        by their index in ``data``).
+        by their index among the rows of positive weight).
     nulls : {"error", "drop", "value"}
         Null policy for the used columns (tables only).
     max_states, on_large :
@@ -1201,6 +1201,7 @@ class _Posteriors:
     def _chunk(self, grp: np.ndarray, meth: Any, sig_by_set: list, mat_by_set: list, *,
                r: float, thr_eff: float) -> None:
         from ._kernels import possible_worlds as pw
+        from .rows import max_per_row
 
         st = self.st
         kg = self.k_per_group[grp]
@@ -1255,8 +1256,12 @@ class _Posteriors:
             dc = delta_ceil(Ns, np.full(Ns.shape, r), sfmax)
             self.seg_holds[a, sid] = (Ns >= r) & (sfmax - sfmin <= dc)
             self.seg_interior[a, sid] = (sfmax > 0.0) & (sfmax < 1.0)
-            better = rmax > self.row_max[chunk_rows]
-            self.row_max[chunk_rows[better]] = rmax[better]
+            rows_u, rmax_u = chunk_rows, rmax
+            if st.view.weight is not None:      # a row once per unit: keep its units' max
+                keep = max_per_row(chunk_rows, rmax)
+                rows_u, rmax_u = chunk_rows[keep], rmax[keep]
+            better = rmax_u > self.row_max[rows_u]
+            self.row_max[rows_u[better]] = rmax_u[better]
             self.row_any[chunk_rows[rseg >= 0]] = True
             hit = np.flatnonzero(p > thr_eff)
             if hit.size:

@@ -176,6 +176,23 @@ class RowView:
         return np.bincount(key, weights=self.weight, minlength=minlength).astype(np.int64)
 
 
+def max_per_row(rows: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """Positions keeping, for each distinct row, its entry of largest ``score``.
+
+    Weighted rows repeat a row once per unit, and a scatter ``out[rows] = score`` would keep
+    the last unit's value; the units' posteriors can differ in the last ulp (equal inputs at
+    different positions of a group), so the row takes its units' maximum, as the expanded
+    table's rows would. NaN scores rank lowest.
+    """
+    key = np.where(np.isnan(score), -np.inf, score)
+    o = np.lexsort((key, rows))
+    r = rows[o]
+    last = np.ones(o.shape[0], dtype=bool)
+    if o.shape[0] > 1:
+        last[:-1] = r[1:] != r[:-1]
+    return o[last]
+
+
 # ---------------------------------------------------------------------- building
 def _names(cols: Any, param: str) -> list[str]:
     if isinstance(cols, str):
@@ -353,6 +370,11 @@ def derive_view(data: Any, *, qi: Sequence[str], sensitive: str, weight: str | N
     from .release import Release
 
     qi = _names(qi, "qi")
+    if isinstance(data, RowView):
+        if data.sensitive is None:
+            raise InputError("data: this row view carries no sensitive values")
+        data.require(qi, param="qi")
+        return data
     if isinstance(data, Release):
         if data.rows is None or data.rows.sensitive is None:
             raise InputError("data: this Release has no row view with sensitive values; build "

@@ -211,7 +211,7 @@ def test_average_delta_with_knowledge():
 
     adult = load_adult(["age", "sex", "race", "education"])
     K = knowledge.Knowledge.derive(adult, qi=["sex", "race"], sensitive="education",
-                                   max_size=1)
+                                   max_set_size=1)
     res = mondrian(adult, ["age", "sex", "race"], "education", k=50)
     val = average_delta(K, res, data=adult, values=["Preschool", "1st-4th"])
     mats = []

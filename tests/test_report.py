@@ -420,7 +420,7 @@ def test_html_structure(bucketized_report):
 def test_knowledge_file(tmp_path, bucketized):
     from fastpriv.knowledge import Knowledge
 
-    k = Knowledge.derive(bucketized, qi=["q0", "q1"], sensitive="sensitive", max_size=2,
+    k = Knowledge.derive(bucketized, qi=["q0", "q1"], sensitive="sensitive", max_set_size=2,
                          min_support=100)
     path = tmp_path / "know.parquet"
     pq.write_table(k.to_table().slice(1), path)        # one (signature, value) pair missing
