@@ -139,7 +139,7 @@ def test_content_equals_direct_api(bucketized, bucketized_report):
     r = 1 / 0.6
     assert d["parameters"]["r"] == pytest.approx(r)
     rb = robustness.audit(bucketized, qi=["q0", "q1", "q2"], sensitive="sensitive",
-                          group="group_id", r=r, max_size=2)
+                          group="group_id", r=r, max_set_size=2)
     assert _strip(d["robustness"]["result"]) == _strip(to_jsonable(rb.to_dict(max_items=5)))
     at = foreground.attack(bucketized, qi=["q0", "q1", "q2"], sensitive="sensitive",
                            group="group_id", r=r, max_set_size=2)
