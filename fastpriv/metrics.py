@@ -43,7 +43,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._arrow import apply_null_policy, as_table, encode_column
 from ._validation import check_choice, check_columns, check_int, kernel_array
 from .errors import InputError, InputTypeError
 from .release import Release
@@ -141,33 +140,29 @@ class CountQueries:
             raise InputError(f"selectivity must be in (0, 1], got {selectivity!r}")
         self.selectivity = float(selectivity)
         self.seed = check_int(seed, "seed")
-        t = as_table(table, param="table")
-        check_columns(qi, t.column_names, "qi")
-        check_columns([sensitive], t.column_names, "sensitive")
-        t = t.select(qi + [sensitive])
-        t, _ = apply_null_policy(t, qi + [sensitive], "error")
-        if t.num_rows == 0:
-            raise InputError("table is empty")
+        from .rows import derive_view
+
+        # the rows encoded once (QI and sensitive codes in sorted-label order)
+        view = derive_view(table, qi=qi, sensitive=sensitive, nulls="error")
         self.qi = tuple(qi)
         self.sensitive = sensitive
-        self.n_rows = t.num_rows
+        self.n_rows = view.n_rows
+        types = {**{c: view.qi_labels[c].type for c in qi}, sensitive: view.values.type}
         if ordered is None:
-            ordset = {c for c in qi + [sensitive] if _is_ordered(t.schema.field(c).type)}
+            ordset = {c for c in qi + [sensitive] if _is_ordered(types[c])}
         else:
             ordset = set(check_columns(list(ordered), qi + [sensitive], "ordered"))
         self.ordered = tuple(c in ordset for c in qi)
         self.sensitive_ordered = sensitive in ordset
-        encs = [encode_column(t.column(a), name=a) for a in qi]
-        senc = encode_column(t.column(sensitive), name=sensitive)
-        self.domains = [e.labels for e in encs]
-        self.values = senc.labels
-        self._row_codes = [e.codes for e in encs]
-        self._row_s = senc.codes
-        self.dom_sizes = [len(e.labels) for e in encs]
+        self.domains = [view.qi_labels[a] for a in qi]
+        self.values = view.values
+        self._row_codes = [view.qi_codes[a] for a in qi]
+        self._row_s = view.sensitive
+        self.dom_sizes = [len(d) for d in self.domains]
         self._off = kernel_array(np.concatenate([[0], np.cumsum(self.dom_sizes)]), np.int64)
         self._exact_trie = _Trie([(0, a, c, D) for a, (c, D) in
                                   enumerate(zip(self._row_codes, self.dom_sizes, strict=True))]
-                                 + [(2, -1, senc.codes, len(senc.labels))])
+                                 + [(2, -1, view.sensitive, len(view.values))])
         self._draw(max_rounds)
 
     # ------------------------------------------------------------------ workload

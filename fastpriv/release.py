@@ -15,6 +15,10 @@ Representation (SPEC.md §1)
 * ``case`` — ``"svpi"``, ``"mvpi-set"`` or ``"mvpi-multiset"``.
 * ``row_group`` — for releases built from a table, the group of each input row (int32), so
   witnesses can name rows; ``None`` for releases built from counts or streams.
+* ``rows`` — the row-level view (:class:`fastpriv.rows.RowView`: each row's group, int32 QI
+  codes with their labels, sensitive code, optional multiplicity), built once when
+  :meth:`Release.from_table` gets both ``group`` and ``qi``; the row-level models
+  (r-robustness, the foreground attack, ART, derived knowledge) read it.
 
 The canonical ordering (labels sorted) makes construction deterministic: the same data
 from any source, in any batching, gives a release for which :meth:`Release.equals` holds.

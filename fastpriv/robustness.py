@@ -25,7 +25,9 @@ What is here
 * :func:`audit` — every tuple, attribute set and sensitive value of a released table:
   maximum posterior with its witness, problematic tuples, per-group maxima, which groups the
   Δ bound certifies and which needed the exact posterior, undefined posteriors (reported,
-  never crashed on), timing.
+  never crashed on), seconds per phase. It reads the release's row view
+  (:mod:`fastpriv.rows`), so it runs from raw rows or from distinct rows with a
+  multiplicity (``weight=``) alike.
 """
 
 from __future__ import annotations
