@@ -27,6 +27,7 @@ __all__ = [
     "check_roles",
     "check_keys",
     "check_r",
+    "check_max_set_size",
 ]
 
 
@@ -175,3 +176,10 @@ def check_r(r: Any) -> Any:
     if not math.isfinite(float(r)) or not r > 1:
         raise InputError(f"r must be > 1, got {r!r}")
     return r
+
+
+def check_max_set_size(max_set_size: Any, n_qi: int) -> int:
+    """Return the attribute-set size limit as an int in [1, n_qi] (``None``: ``n_qi``)."""
+    if max_set_size is None:
+        return n_qi
+    return min(check_int(max_set_size, "max_set_size", minimum=1), n_qi)

@@ -47,9 +47,9 @@ import numpy as np
 import pyarrow as pa
 
 from ._arrow import as_table
-from ._validation import check_columns, check_int, check_r, kernel_array
+from ._validation import check_columns, check_int, check_max_set_size, check_r, kernel_array
 from .errors import InputError, InputTypeError
-from .knowledge import Knowledge, reliable_support
+from .knowledge import Knowledge, support_threshold
 from .results import Result, Witness, fields_equal, json_safe
 
 __all__ = [
@@ -972,19 +972,6 @@ def _fixed_rates(unreliable: Any, totals: np.ndarray, n: int) -> tuple[np.ndarra
     return np.full(totals.shape[0], float(unreliable)), "fixed"
 
 
-def _validate_common(epsilon: Any, confidence: Any, min_support: Any, max_set_size: Any,
-                     nq: int) -> tuple[int, int]:
-    if min_support is None:
-        J = reliable_support(epsilon, confidence)
-    else:
-        J = check_int(min_support, "min_support", minimum=1)
-    if max_set_size is None:
-        ms = nq
-    else:
-        ms = min(check_int(max_set_size, "max_set_size", minimum=1), nq)
-    return J, ms
-
-
 def mine(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
          group: str | None = None, sensitive_table: Any = None, count: str = "count",
          sensitive_values: Any = None, max_set_size: int | None = None,
@@ -1056,7 +1043,8 @@ def mine(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
     t0 = time.perf_counter()
     view = _read_view(data, qi=qi, sensitive=sensitive, group=group,
                       sensitive_table=sensitive_table, count=count, weight=weight, nulls=nulls)
-    J, ms = _validate_common(epsilon, confidence, min_support, max_set_size, len(view.qi))
+    J = support_threshold(min_support, epsilon, confidence)
+    ms = check_max_set_size(max_set_size, len(view.qi))
     params = dict(n_random=check_int(n_random, "n_random", minimum=0),
                   seed=check_int(seed, "seed", minimum=0), default_starts=True,
                   max_iter=check_int(max_iter, "max_iter", minimum=1), em_warm=10,

@@ -52,10 +52,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._arrow import as_table, canonical_labels
-from ._validation import check_choice, check_columns
+from ._validation import check_choice, check_columns, check_int, check_max_set_size
 from .errors import InputError, InputTypeError
 
-__all__ = ["Knowledge", "reliable_support", "MODELS"]
+__all__ = ["Knowledge", "reliable_support", "support_threshold", "MODELS"]
 
 MODELS = ("binary", "multivalued")
 _SUM_TOL = 1e-9
@@ -704,8 +704,8 @@ class Knowledge:
             raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
         if sensitive in qi:
             raise InputError(f"sensitive column {sensitive!r} is also a qi column")
-        ms = _check_max_set_size(max_set_size, len(qi))
-        J = _support_threshold(min_support, epsilon, confidence)
+        ms = check_max_set_size(max_set_size, len(qi))
+        J = support_threshold(min_support, epsilon, confidence)
         view = derive_view(data, qi=qi, sensitive=sensitive, weight=weight, nulls=nulls)
         n = view.n_units
         nv = len(view.values)
@@ -751,24 +751,14 @@ class Knowledge:
 
 
 # ---------------------------------------------------------------------- helpers
-def _check_max_set_size(max_set_size: Any, n_qi: int) -> int:
-    """``max_set_size`` as an int in [1, n_qi] (None: n_qi)."""
-    if max_set_size is None:
-        return n_qi
-    if isinstance(max_set_size, bool) or not isinstance(max_set_size, numbers.Integral) \
-            or max_set_size < 1:
-        raise InputError(f"max_set_size must be a positive integer, got {max_set_size!r}")
-    return min(int(max_set_size), n_qi)
+def support_threshold(min_support: Any, epsilon: Any, confidence: Any) -> int:
+    """Return the reliable sample size J: ``min_support`` or :func:`reliable_support`.
 
-
-def _support_threshold(min_support: Any, epsilon: Any, confidence: Any) -> int:
-    """Return the reliable sample size J: ``min_support`` or :func:`reliable_support`."""
+    Shared by :meth:`Knowledge.derive` and the foreground attack's miner.
+    """
     if min_support is None:
         return reliable_support(epsilon, confidence)
-    if isinstance(min_support, bool) or not isinstance(min_support, numbers.Integral) \
-            or min_support < 1:
-        raise InputError(f"min_support must be a positive integer, got {min_support!r}")
-    return int(min_support)
+    return check_int(min_support, "min_support", minimum=1)
 
 
 def _derived_sets(view: Any, qi: list[str], max_set_size: int, J: int, vcode: np.ndarray,
