@@ -114,6 +114,9 @@ class CountQueries:
         Columns treated as ordered (contiguous ranges); default the numeric/temporal ones.
     seed : int
         Seed of :func:`numpy.random.default_rng`.
+    weight : str, optional
+        Multiplicity column: each row stands for ``weight`` identical rows (exact answers
+        and estimates count units; the workload equals the expanded table's).
 
     Attributes
     ----------
@@ -125,7 +128,7 @@ class CountQueries:
     def __init__(self, table: Any, qi: Sequence[str], sensitive: str, *,
                  n_queries: int = 10_000, qd: int | None = None, selectivity: float = 0.05,
                  ordered: Sequence[str] | None = None, seed: int = 0,
-                 max_rounds: int = 1000) -> None:
+                 max_rounds: int = 1000, weight: str | None = None) -> None:
         if isinstance(qi, str):
             qi = [qi]
         qi = list(qi)
@@ -143,7 +146,8 @@ class CountQueries:
         from .rows import derive_view
 
         # the rows encoded once (QI and sensitive codes in sorted-label order)
-        view = derive_view(table, qi=qi, sensitive=sensitive, nulls="error")
+        view = derive_view(table, qi=qi, sensitive=sensitive, weight=weight, nulls="error")
+        self._row_w = view.weight
         self.qi = tuple(qi)
         self.sensitive = sensitive
         self.n_rows = view.n_rows
@@ -162,7 +166,8 @@ class CountQueries:
         self._off = kernel_array(np.concatenate([[0], np.cumsum(self.dom_sizes)]), np.int64)
         self._exact_trie = _Trie([(0, a, c, D) for a, (c, D) in
                                   enumerate(zip(self._row_codes, self.dom_sizes, strict=True))]
-                                 + [(2, -1, view.sensitive, len(view.values))])
+                                 + [(2, -1, view.sensitive, len(view.values))],
+                                 weight=self._row_w)
         self._draw(max_rounds)
 
     # ------------------------------------------------------------------ workload
@@ -286,7 +291,7 @@ class CountQueries:
         vmap = self._sens_remap(rel.values)
         trie = _Trie([(0, a, c[keep], D) for a, (c, D) in
                       enumerate(zip(self._row_codes, self.dom_sizes, strict=True))]
-                     + [(3, -1, g, G)])
+                     + [(3, -1, g, G)], weight=None if self._row_w is None else self._row_w[keep])
         return trie.run(self.masks, self._off, self.smask,
                         profile=(rel.indptr, vmap[rel.codes], rel.counts, rel.sizes))
 
@@ -319,7 +324,8 @@ class CountQueries:
             gen.append((np.asarray(x.member_indptr, dtype=np.int64), mem.astype(np.int32)))
         levels.append((2, -1, self._row_s, len(self.values)))
         idx = np.flatnonzero(keep)
-        trie = _Trie([(k, a, np.asarray(c)[idx].astype(np.int32), D) for k, a, c, D in levels])
+        trie = _Trie([(k, a, np.asarray(c)[idx].astype(np.int32), D) for k, a, c, D in levels],
+                     weight=None if self._row_w is None else self._row_w[idx])
         return trie.run(self.masks, self._off, self.smask, gen=gen)
 
 
@@ -327,10 +333,12 @@ class _Trie:
     """Rows compressed to distinct cells and arranged as a trie (see _kernels/metrics.py).
 
     ``levels``: ``(kind, attribute index, codes per row, cardinality)``; levels are
-    ordered by cardinality (small first: more subtrees are skipped early).
+    ordered by cardinality (small first: more subtrees are skipped early). ``weight``: the
+    multiplicity of each row (a cell's weight is the sum over its rows).
     """
 
-    def __init__(self, levels: list[tuple[int, int, np.ndarray, int]]) -> None:
+    def __init__(self, levels: list[tuple[int, int, np.ndarray, int]],
+                 weight: np.ndarray | None = None) -> None:
         from .anonymize.lattice import compress
 
         levels = sorted(levels, key=lambda x: (x[3], x[0]))
@@ -343,7 +351,10 @@ class _Trie:
             self.empty = True
             return
         self.empty = False
-        _, first, weights = compress(cols, cards)
+        cell, first, weights = compress(cols, cards)
+        if weight is not None:
+            weights = np.bincount(np.asarray(cell, dtype=np.int64), weights=weight,
+                                  minlength=first.shape[0]).astype(np.int64)
         C = np.stack([c[first] for c in cols], axis=1)
         m = C.shape[0]
         starts = []

@@ -219,3 +219,16 @@ def test_weighted_knowledge_and_average_delta_equal_the_expanded_table(seed, n, 
         got = average_delta(k_ref, data=Release.from_table(t, qi=["a", "b"], group="g",
                                                            sensitive="s", weight="w"))
         assert got == ref
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31), n=st.integers(1, 40), qd=st.integers(1, 2))
+def test_weighted_count_queries_equal_the_expanded_table(seed, n, qd):
+    from fastpriv.metrics import CountQueries
+
+    t, w = _table(seed, n, 4)
+    kw = dict(n_queries=50, qd=qd, selectivity=0.3, seed=seed % 1000)
+    ref = CountQueries(_expand(t, w), ["a", "b"], "s", **kw)
+    got = CountQueries(t, ["a", "b"], "s", weight="w", **kw)
+    np.testing.assert_array_equal(got.actual, ref.actual)
+    assert got.queries() == ref.queries()
