@@ -533,7 +533,6 @@ class _View:
         self.goff, self.order = rows.group_order
         self.group_labels = rel.groups
         self.values = rel.value_labels
-        self.indptr = rel.indptr
         self.codes = rel.codes
         self.counts = rel.counts
         self.entry_group = rel.entry_group

@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -86,7 +86,6 @@ class RowView:
     weight: np.ndarray | None = None
     individual: np.ndarray | None = None
     dropped_nulls: int = 0
-    _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def n_rows(self) -> int:
