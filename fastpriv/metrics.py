@@ -98,7 +98,7 @@ class CountQueries:
 
     Parameters
     ----------
-    table : table-like
+    data : table-like
         The original table.
     qi : list of str
         QI attributes queries may constrain.
@@ -125,7 +125,7 @@ class CountQueries:
 
     """
 
-    def __init__(self, table: Any, qi: Sequence[str], sensitive: str, *,
+    def __init__(self, data: Any, *, qi: Sequence[str], sensitive: str,
                  n_queries: int = 10_000, qd: int | None = None, selectivity: float = 0.05,
                  ordered: Sequence[str] | None = None, seed: int = 0,
                  max_rounds: int = 1000, weight: str | None = None) -> None:
@@ -146,7 +146,7 @@ class CountQueries:
         from .rows import derive_view
 
         # the rows encoded once (QI and sensitive codes in sorted-label order)
-        view = derive_view(table, qi=qi, sensitive=sensitive, weight=weight, nulls="error")
+        view = derive_view(data, qi=qi, sensitive=sensitive, weight=weight, nulls="error")
         self._row_w = view.weight
         self.qi = tuple(qi)
         self.sensitive = sensitive
@@ -428,7 +428,7 @@ def _predicate_masks(rng: np.random.Generator, B: int, D: int, w: int,
     return out
 
 
-def query_error(table: Any, anonymized: Any, *, qi: Sequence[str] | None = None,
+def query_error(data: Any, anonymized: Any, *, qi: Sequence[str] | None = None,
                 sensitive: str | None = None, n_queries: int = 10_000, qd: int | None = None,
                 selectivity: float = 0.05, ordered: Sequence[str] | None = None, seed: int = 0,
                 estimator: str = "auto") -> QueryError:
@@ -452,7 +452,7 @@ def query_error(table: Any, anonymized: Any, *, qi: Sequence[str] | None = None,
     if qi is None or sensitive is None:
         raise InputError("qi and sensitive are needed (the anonymized result does not name "
                          "them)")
-    wl = CountQueries(table, qi, sensitive, n_queries=n_queries, qd=qd,
+    wl = CountQueries(data, qi=qi, sensitive=sensitive, n_queries=n_queries, qd=qd,
                       selectivity=selectivity, ordered=ordered, seed=seed)
     return wl.relative_error(anonymized, estimator)
 
@@ -487,11 +487,14 @@ def discernibility(x: Any, *, n_suppressed: int | None = None) -> float:
     return float(np.sum(sizes.astype(np.float64) ** 2) + sup * n)
 
 
-def average_group_size(x: Any, k: int = 1) -> float:
-    """Return the normalized average group size C_avg = (n / #groups) / k (LeFevre et al.)."""
-    k = check_int(k, "k", minimum=1)
+def average_group_size(x: Any, min_size: int = 1) -> float:
+    """Return the normalized average group size C_avg = (n / #groups) / k (LeFevre et al.).
+
+    ``min_size`` is k-anonymity's k (the minimum group size the release was built for).
+    """
+    min_size = check_int(min_size, "min_size", minimum=1)
     sizes, _ = _sizes_and_suppressed(x)
-    return float(sizes.sum() / sizes.size / k)
+    return float(sizes.sum() / sizes.size / min_size)
 
 
 def average_delta(f: Any, group_ids: Any = None, *, data: Any = None,

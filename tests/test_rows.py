@@ -228,7 +228,7 @@ def test_weighted_count_queries_equal_the_expanded_table(seed, n, qd):
 
     t, w = _table(seed, n, 4)
     kw = dict(n_queries=50, qd=qd, selectivity=0.3, seed=seed % 1000)
-    ref = CountQueries(_expand(t, w), ["a", "b"], "s", **kw)
-    got = CountQueries(t, ["a", "b"], "s", weight="w", **kw)
+    ref = CountQueries(_expand(t, w), qi=["a", "b"], sensitive="s", **kw)
+    got = CountQueries(t, qi=["a", "b"], sensitive="s", weight="w", **kw)
     np.testing.assert_array_equal(got.actual, ref.actual)
     assert got.queries() == ref.queries()
