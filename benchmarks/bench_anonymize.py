@@ -237,10 +237,10 @@ def bench_query_error(benchmark, full):
 
     adult = load_adult(QI + ["occupation"])
     nq = 10_000 if full else 1_000
-    CountQueries(adult, QI, "occupation", n_queries=50, seed=1)  # warm-up
-    t_wl = best_time(lambda: CountQueries(adult, QI, "occupation", n_queries=nq, seed=0),
-                     repeat=3)
-    wl = CountQueries(adult, QI, "occupation", n_queries=nq, seed=0)
+    CountQueries(adult, qi=QI, sensitive="occupation", n_queries=50, seed=1)  # warm-up
+    t_wl = best_time(lambda: CountQueries(adult, qi=QI, sensitive="occupation", n_queries=nq,
+                                          seed=0), repeat=3)
+    wl = CountQueries(adult, qi=QI, sensitive="occupation", n_queries=nq, seed=0)
     m = mondrian(adult, QI, "occupation", k=10)
     lat = lattice_search(adult, QI, "occupation", k=10).anonymized
     wl.estimate(m)

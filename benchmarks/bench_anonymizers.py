@@ -487,8 +487,8 @@ def bench_wong_comparison(benchmark, full):
         qi = WONG_QI[:q]
         if q not in cache:
             K = Knowledge.derive(merged, qi=qi, sensitive="education")
-            wl = metrics.CountQueries(adult, qi, "education", n_queries=cfg["n_queries"],
-                                      seed=0)
+            wl = metrics.CountQueries(adult, qi=qi, sensitive="education",
+                                      n_queries=cfg["n_queries"], seed=0)
             cache[q] = (K, wl)
         K, wl = cache[q]
         key = (q, r)

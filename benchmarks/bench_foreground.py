@@ -69,7 +69,7 @@ def _release(adult, r, seed):
 
 def _attack(joined, r, q, unreliable="pooled"):
     return fg.attack(joined, qi=QI[:q], sensitive="education", group="group_id", r=r,
-                     sensitive_values=X, eps=0.01, delta=0.9, original=joined,
+                     sensitive_values=X, epsilon=0.01, confidence=0.9, original=joined,
                      unreliable=unreliable)
 
 

@@ -292,7 +292,7 @@ def _audit_row(table, label, *, sensitive_values, min_support=None, r=2) -> dict
             "groups_certified_by_delta": res.n_certified,
             "groups_exact_needed": res.n_exact, "groups_without_sensitive": res.n_no_sensitive,
             "certified_violations": res.certified_violations,
-            "n_undefined": len(res.undefined), "timing": res.timing}
+            "n_undefined": len(res.undefined), "timing": res.seconds}
 
 
 def bench_robustness_adult(benchmark, full):
@@ -361,7 +361,7 @@ def bench_robustness_1m(benchmark, full):
             second = time.perf_counter() - t0
         rows.append({"group_size": k, "rows": n, "attribute_sets": len(res.attribute_sets),
                      "seconds": second, "first_call_s": first, "max_posterior": res.value,
-                     "n_problematic_rows": res.n_problematic_rows, "timing": res.timing})
+                     "n_problematic_rows": res.n_problematic_rows, "timing": res.seconds})
         print(f"\n{n} rows, groups of {k}: {second:.1f} s ({len(res.attribute_sets)} sets)")
     write_result("robustness_1m", {"audits": rows, "goal_seconds":
                                    GOALS["synthetic_1m_seconds"], **_load()}, full)

@@ -26,6 +26,8 @@ __all__ = [
     "check_choice",
     "check_roles",
     "check_keys",
+    "check_r",
+    "check_max_set_size",
 ]
 
 
@@ -162,3 +164,22 @@ def check_choice(value: Any, name: str, choices: Sequence[str]) -> str:
     if value not in choices:
         raise InputError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r}")
     return value
+
+
+def check_r(r: Any) -> Any:
+    """Validate r-robustness's r: a finite real number > 1; the threshold is 1/r.
+
+    Returned unconverted, so a ``Fraction`` stays exact.
+    """
+    if isinstance(r, bool) or not isinstance(r, numbers.Real):
+        raise InputTypeError(f"r must be a real number > 1, got {type(r).__name__} {r!r}")
+    if not math.isfinite(float(r)) or not r > 1:
+        raise InputError(f"r must be > 1, got {r!r}")
+    return r
+
+
+def check_max_set_size(max_set_size: Any, n_qi: int) -> int:
+    """Return the attribute-set size limit as an int in [1, n_qi] (``None``: ``n_qi``)."""
+    if max_set_size is None:
+        return n_qi
+    return min(check_int(max_set_size, "max_set_size", minimum=1), n_qi)

@@ -36,7 +36,6 @@ accepted as they are (``sensitive_table=``).
 
 from __future__ import annotations
 
-import itertools
 import math
 import numbers
 import time
@@ -47,9 +46,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._validation import check_columns, check_int, kernel_array
+from ._arrow import as_table
+from ._validation import check_columns, check_int, check_max_set_size, check_r, kernel_array
 from .errors import InputError, InputTypeError
-from .knowledge import Knowledge, reliable_support
+from .knowledge import Knowledge, support_threshold
+from .results import Result, Witness, fields_equal, json_safe
 
 __all__ = [
     "fit_global_distribution",
@@ -71,8 +72,8 @@ def _flag_names(bits: int) -> tuple[str, ...]:
 
 
 # ====================================================================== one system
-@dataclass(frozen=True)
-class GlobalDistribution:
+@dataclass(frozen=True, eq=False)
+class GlobalDistribution(Result):
     """Maximum-likelihood solution of one foreground system (one attribute set, one x).
 
     Attributes
@@ -118,10 +119,29 @@ class GlobalDistribution:
     local_maxima: tuple
     saddles: tuple
     n_starts: int
+    params: dict = field(default_factory=dict)
+
+    @property
+    def value(self) -> float:
+        """The maximum log-likelihood log L(f)."""
+        return self.log_likelihood
+
+    @property
+    def witness(self) -> None:
+        """No witness: ``f`` itself is the answer."""
+        return None
+
+    def summary(self) -> str:
+        """One line: the solver's verdict and the maximum."""
+        fs = ", ".join("-" if math.isnan(v) else f"{v:.4g}" for v in self.f[:8])
+        more = " …" if self.f.shape[0] > 8 else ""
+        return (f"{self.status}: f = ({fs}{more}), log L = {self.log_likelihood:.6g}"
+                f"{'' if self.unique else ' (not unique: ' + ', '.join(self.flags) + ')'}")
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
+        """JSON-safe form."""
         return {"f": [None if math.isnan(v) else float(v) for v in self.f],
+                "params": json_safe(self.params),
                 "log_likelihood": self.log_likelihood, "likelihood": self.likelihood,
                 "iterations": self.iterations, "status": self.status,
                 "flags": list(self.flags), "residual": self.residual,
@@ -392,7 +412,8 @@ def _starts_array(starts: Any, m: int, n_systems: int = 1) -> tuple[np.ndarray, 
 def fit_global_distribution(groups: Sequence[Any], n_signatures: int, *,
                             fixed_rate: float | None = None, starts: Any = None,
                             n_random: int = 8, seed: int = 0, default_starts: bool = True,
-                            max_iter: int = 500, em_warm: int = 10, tol: float = 1e-10,
+                            max_iter: int = 500, em_warm: int = 10,
+                            solver_tol: float = 1e-10,
                             newton_max: int = NEWTON_MAX) -> GlobalDistribution:
     """Maximum-likelihood global distribution p(s_i : x) of one attribute set and value.
 
@@ -420,7 +441,7 @@ def fit_global_distribution(groups: Sequence[Any], n_signatures: int, *,
     default_starts : bool
         Also start from the within-group frequencies n_k / N_k and from ``fixed_rate``
         (0.5 when there is none).
-    max_iter, em_warm, tol, newton_max :
+    max_iter, em_warm, solver_tol, newton_max :
         Iterations per start; EM steps before Newton at most (Newton starts earlier once
         the projected gradient is below 1e-3); projected-gradient tolerance; the largest m
         solved with Newton (larger: EM only, flagged).
@@ -447,9 +468,9 @@ def fit_global_distribution(groups: Sequence[Any], n_signatures: int, *,
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     em_warm = check_int(em_warm, "em_warm", minimum=0)
     newton_max = check_int(newton_max, "newton_max", minimum=0)
-    tol = float(tol)
+    tol = float(solver_tol)
     if not tol > 0:
-        raise InputError(f"tol must be > 0, got {tol!r}")
+        raise InputError(f"solver_tol must be > 0, got {solver_tol!r}")
     st_off, st_vals = _starts_array(starts, m)
     if not default_starts and n_random == 0 and starts is None:
         raise InputError("no starting point: give starts=, n_random > 0 or default_starts=True")
@@ -487,41 +508,58 @@ def fit_global_distribution(groups: Sequence[Any], n_signatures: int, *,
         f=f, log_likelihood=float(ll), likelihood=float(math.exp(ll)) if ll > -math.inf
         else 0.0, iterations=int(its), status=status, flags=names, residual=float(resid),
         projected_gradient=float(pg), unique=unique, unique_maximum=unique_max,
-        local_maxima=tuple(maxima), saddles=tuple(saddles), n_starts=int(epll.shape[0]))
+        local_maxima=tuple(maxima), saddles=tuple(saddles), n_starts=int(epll.shape[0]),
+        params={"n_signatures": m, "fixed_rate": fixed_rate, "n_random": n_random,
+                "seed": seed, "max_iter": max_iter, "solver_tol": tol})
 
 
 # ====================================================================== reading a release
-@dataclass(frozen=True, eq=False)
 class _View:
-    """What the adversary sees, encoded: rows with QI codes and a group; per-group counts."""
+    """What the adversary sees: the release's row view and per-group value counts.
 
-    n: int
-    qi: tuple[str, ...]
-    qi_codes: dict[str, np.ndarray]      # int64 codes per row
-    qi_labels: dict[str, pa.Array]       # sorted labels per column
-    row_group: np.ndarray                # int64 group index per row
-    goff: np.ndarray                     # rows of group g: order[goff[g]:goff[g+1]]
-    order: np.ndarray
-    group_labels: pa.Table
-    values: pa.Array                     # sensitive value labels (sorted)
-    indptr: np.ndarray                   # per-group CSR value counts
-    codes: np.ndarray
-    counts: np.ndarray
-    entry_group: np.ndarray
-    qi_table: pa.Table
+    A thin adapter over :class:`fastpriv.rows.RowView` (rows: QI codes, group, multiplicity;
+    ``order`` lists each row once per unit it stands for) and the release's CSR profile.
+    """
+
+    def __init__(self, rel: Any, rows: Any) -> None:
+        self.rel = rel
+        self.rows = rows
+        self.n = rows.n_rows                    # rows held (distinct rows when weighted)
+        self.n_units = rows.n_units             # individuals they stand for
+        self.qi = rows.qi
+        self.qi_codes = rows.qi_codes
+        self.qi_labels = rows.qi_labels
+        self.row_group = rows.row_group
+        self.goff, self.order = rows.group_order
+        self.group_labels = rel.groups
+        self.values = rel.value_labels
+        self.codes = rel.codes
+        self.counts = rel.counts
+        self.entry_group = rel.entry_group
 
     @property
     def G(self) -> int:
         return int(self.goff.shape[0] - 1)
 
 
-def _read_view(release: Any, *, qi: Sequence[str], sensitive: str, group: str,
-               sensitive_table: Any, count: str, nulls: str) -> _View:
-    from ._arrow import apply_null_policy, as_table, encode_column
-    from ._kernels.counting import group_order
+def _read_view(data: Any, *, qi: Sequence[str], sensitive: str, group: str,
+               sensitive_table: Any, count: str, weight: str | None, nulls: str) -> _View:
+    """Return the release with its row view.
+
+    From a Release, a joined table, or Anatomy's QI table plus its sensitive (counts) table.
+    """
     from .release import Release
+    from .rows import release_with_rows, view_from_counts
 
     qi = list(_as_names(qi, "qi"))
+    if isinstance(data, Release):
+        if sensitive_table is not None:
+            raise InputError("sensitive_table= is for Anatomy's QI table; a Release already "
+                             "has its counts")
+        if group is not None:
+            raise InputError("group= is only for tables; a Release already has its groups")
+        rel = release_with_rows(data, qi=qi, sensitive=sensitive)
+        return _View(rel, rel.rows)
     if not isinstance(group, str):
         raise InputTypeError(f"group must be a column name, got {type(group).__name__}")
     if not isinstance(sensitive, str):
@@ -530,60 +568,17 @@ def _read_view(release: Any, *, qi: Sequence[str], sensitive: str, group: str,
         raise InputError(f"group column {group!r} is also a qi column")
     if sensitive in qi or sensitive == group:
         raise InputError(f"sensitive column {sensitive!r} is also a qi/group column")
-    table = as_table(release, param="release")
     if sensitive_table is None:
-        check_columns(qi + [group, sensitive], table.column_names, "release")
-        table = table.select(qi + [group, sensitive])
-        table, _ = apply_null_policy(table, qi + [group, sensitive], nulls)
-        if table.num_rows == 0:
-            raise InputError("release has no rows")
-        rel = Release.from_table(table, sensitive=sensitive, group=group)
-        row_group = np.asarray(rel.row_group, dtype=np.int64)
-    else:
-        check_columns(qi + [group], table.column_names, "release")
-        table = table.select(qi + [group])
-        table, _ = apply_null_policy(table, qi + [group], nulls)
-        if table.num_rows == 0:
-            raise InputError("release (the QI table) has no rows")
-        st = as_table(sensitive_table, param="sensitive_table")
-        check_columns([group, sensitive, count], st.column_names, "sensitive_table")
-        rel = Release.from_counts(st, group=group, sensitive=sensitive, count=count)
-        import pyarrow.compute as pc
-
-        keys = rel.groups.column(group)
-        col = table.column(group)
-        try:
-            idx = pc.index_in(col, value_set=keys.combine_chunks()
-                              if isinstance(keys, pa.ChunkedArray) else keys)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            idx = pc.index_in(col.cast(keys.type), value_set=keys.combine_chunks()
-                              if isinstance(keys, pa.ChunkedArray) else keys)
-        if idx.null_count:
-            miss = col.filter(pc.is_null(idx))[0].as_py()
-            raise InputError(f"group {miss!r} of the QI table has no row in sensitive_table "
-                             f"({idx.null_count} QI rows in such groups)")
-        row_group = idx.to_numpy(zero_copy_only=False).astype(np.int64)
-        sizes = np.bincount(row_group, minlength=rel.n_groups)
-        bad = np.flatnonzero(sizes != rel.sizes)
-        if bad.size:
-            g = int(bad[0])
-            raise InputError(f"group {rel.group_label(g)!r} has {sizes[g]} rows in the QI table "
-                             f"but its counts in sensitive_table add up to {rel.sizes[g]} "
-                             f"({bad.size} such group{'s' if bad.size > 1 else ''})")
-    G = rel.n_groups
-    goff, order = group_order(kernel_array(row_group, np.int32), int(G))
-    qi_codes = {}
-    qi_labels = {}
-    for a in qi:
-        enc = encode_column(table.column(a), name=a)
-        qi_codes[a] = enc.codes.astype(np.int64)
-        qi_labels[a] = enc.labels
-    return _View(n=table.num_rows, qi=tuple(qi), qi_codes=qi_codes, qi_labels=qi_labels,
-                 row_group=row_group, goff=np.asarray(goff), order=np.asarray(order),
-                 group_labels=rel.groups, values=rel.value_labels,
-                 indptr=np.asarray(rel.indptr), codes=np.asarray(rel.codes),
-                 counts=np.asarray(rel.counts), entry_group=np.asarray(rel.entry_group),
-                 qi_table=table.select(qi))
+        rel = release_with_rows(data, qi=qi, sensitive=sensitive, group=group, weight=weight,
+                                nulls=nulls)
+        return _View(rel, rel.rows)
+    if weight is not None:
+        raise InputError("weight= is for one table of rows; with sensitive_table= the counts "
+                         "already are multiplicities")
+    st = as_table(sensitive_table, param="sensitive_table")
+    check_columns([group, sensitive, count], st.column_names, "sensitive_table")
+    rel = Release.from_counts(st, group=group, sensitive=sensitive, count=count)
+    return _View(rel, view_from_counts(data, rel, qi=qi, group=group, nulls=nulls))
 
 
 def _as_names(cols: Any, param: str) -> tuple[str, ...]:
@@ -648,93 +643,21 @@ def _targets(sensitive_values: Any, labels: list) -> list[tuple[Any, list[int]]]
 
 
 # ====================================================================== mining
-@dataclass(frozen=True, eq=False)
-class _AttrSet:
-    attributes: tuple[str, ...]
-    strides: np.ndarray
-    keys: np.ndarray          # sorted mixed-radix keys of the reliable signatures
-    support: np.ndarray       # rows per reliable signature (T_i)
-    var_rows: np.ndarray      # int32 per row: signature index, -1 unreliable
+def _mine_signatures(view: _View, J: int, max_set_size: int,
+                     progress: Callable[[int, int], None] | None) -> tuple[list, list]:
+    """Return the reliable signatures of every attribute subset of the QI.
 
-
-def _mine_signatures(view: _View, J: int, max_size: int,
-                     progress: Callable[[int, int], None] | None
-                     ) -> tuple[list[_AttrSet], list[tuple[str, ...]]]:
-    """Reliable signatures of every attribute subset of the QI, Apriori order.
-
-    A row is a candidate for A only if its signature on every (|A|-1)-subset is reliable
-    (count monotonicity: y(v_1..v_i) < J ⇒ y(v_1..v_{i+1}) < J), so counting candidate rows
-    gives the exact count of every signature that can be reliable.
+    The shared Apriori miner, first attribute least significant in the keys.
     """
-    qi = list(view.qi)
-    n = view.n
-    alive: dict[tuple[str, ...], np.ndarray] = {}
-    kept: list[_AttrSet] = []
-    pruned: list[tuple[str, ...]] = []
-    total = 2 ** len(qi) - 1 if max_size >= len(qi) else sum(
-        math.comb(len(qi), k) for k in range(1, max_size + 1))
-    done = 0
-    card = {a: max(len(view.qi_labels[a]), 1) for a in qi}
-    for size in range(1, max_size + 1):
-        for A in itertools.combinations(qi, size):
-            done += 1
-            subs = list(itertools.combinations(A, size - 1)) if size > 1 else []
-            if any(B not in alive for B in subs):
-                pruned.append(A)
-                if progress is not None:
-                    progress(done, total)
-                continue
-            if subs:
-                cand = alive[subs[0]].copy()
-                for B in subs[1:]:
-                    cand &= alive[B]
-                rows = np.flatnonzero(cand)
-            else:
-                rows = None
-            strides = np.ones(size, dtype=np.int64)
-            span = 1
-            for i, a in enumerate(A):
-                strides[i] = span
-                span *= card[a]
-            if span >= 1 << 62:
-                raise InputError(f"attribute set {A}: too many signature combinations to "
-                                 "index; lower max_set_size")
-            nr = n if rows is None else rows.size
-            key = np.zeros(nr, dtype=np.int64)
-            for i, a in enumerate(A):
-                c = view.qi_codes[a] if rows is None else view.qi_codes[a][rows]
-                key += c * strides[i]
-            if span <= max(4 * nr, 1 << 16):
-                cnt = np.bincount(key, minlength=span)
-                ukeys = np.flatnonzero(cnt >= J)
-                if ukeys.size:
-                    slot = np.full(span, -1, dtype=np.int64)
-                    slot[ukeys] = np.arange(ukeys.size)
-                    var = slot[key]
-                    support = cnt[ukeys]
-            else:
-                uk, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
-                rel = cnt >= J
-                ukeys = uk[rel]
-                if ukeys.size:
-                    slot = np.where(rel, np.cumsum(rel) - 1, -1)
-                    var = slot[inv]
-                    support = cnt[rel]
-            if ukeys.size == 0:
-                pruned.append(A)
-                if progress is not None:
-                    progress(done, total)
-                continue
-            var_rows = np.full(n, -1, dtype=np.int32)
-            if rows is None:
-                var_rows[:] = var
-            else:
-                var_rows[rows] = var
-            alive[A] = var_rows >= 0
-            kept.append(_AttrSet(attributes=A, strides=strides, keys=ukeys.astype(np.int64),
-                                 support=support.astype(np.int64), var_rows=var_rows))
-            if progress is not None:
-                progress(done, total)
+    from .rows import mine_reliable_signatures
+
+    kept, pruned = [], []
+    for A, rs in mine_reliable_signatures(view.rows, view.qi, J, max_set_size,
+                                          progress=progress):
+        if rs is None:
+            pruned.append(A)
+        else:
+            kept.append(rs)
     return kept, pruned
 
 
@@ -750,7 +673,7 @@ def _group_counts(view: _View, targets: list[tuple[Any, list[int]]]) -> np.ndarr
 
 
 @dataclass(frozen=True, eq=False)
-class MinedDistributions:
+class MinedDistributions(Result):
     """Distributions p(s : x) mined from a release (foreground knowledge), with diagnostics.
 
     One *system* per (attribute set, sensitive value or value set). Read the results with
@@ -787,18 +710,50 @@ class MinedDistributions:
     value_members: list
     min_support: int
     epsilon: float
-    delta: float
+    confidence: float
     fixed_rates: np.ndarray
     unreliable: str
-    seconds: dict
-    _view: _View = field(repr=False)
-    _sets: list = field(repr=False)
+    seconds: dict = field(compare=False)
+    _view: _View = field(repr=False, compare=False)
+    _sets: list = field(repr=False, compare=False)
     _sys_a: np.ndarray = field(repr=False)
     _sys_x: np.ndarray = field(repr=False)
-    _packed: _Packed | None = field(repr=False)
-    _sol: _Solution | None = field(repr=False)
+    _packed: _Packed | None = field(repr=False, compare=False)
+    _sol: _Solution | None = field(repr=False, compare=False)
     _params: dict = field(repr=False)
     _gcount: np.ndarray = field(repr=False)
+
+    def __eq__(self, other: object) -> bool:
+        eq = super().__eq__(other)
+        if eq is not True:
+            return eq
+        return fields_equal(self.systems(), other.systems())
+
+    __hash__ = None
+
+    @property
+    def value(self) -> int:
+        """The number of (attribute set, x) systems solved."""
+        return self.n_systems
+
+    @property
+    def params(self) -> dict:
+        """The mining parameters."""
+        return {"min_support": self.min_support, "epsilon": self.epsilon,
+                "confidence": self.confidence, "unreliable": self.unreliable,
+                "values": [str(v) for v in self.values], **self._params}
+
+    @property
+    def witness(self) -> None:
+        """No witness: the distributions are the answer (see :meth:`table`)."""
+        return None
+
+    def summary(self) -> str:
+        """Say what was mined, from how many attribute sets."""
+        return (f"mined {self.n_systems} distributions p(signature : x) over "
+                f"{len(self.attribute_sets)} attribute sets ({len(self.pruned)} pruned) for "
+                f"{len(self.values)} values; reliable sample J = {self.min_support}; "
+                f"unreliable signatures: '{self.unreliable}'")
 
     def value_members_codes(self, x: int) -> np.ndarray:
         """Release value codes making up attacked x."""
@@ -865,8 +820,11 @@ class MinedDistributions:
         rows = np.flatnonzero(st.var_rows < 0)
         key = np.zeros(rows.size, dtype=np.int64)
         for i, attr in enumerate(st.attributes):
-            key += self._view.qi_codes[attr][rows] * st.strides[i]
-        uk, cnt = np.unique(key, return_counts=True)
+            key += self._view.qi_codes[attr][rows].astype(np.int64) * st.strides[i]
+        uk, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
+        w = self._view.rows.weight
+        if w is not None:
+            cnt = np.bincount(inv.ravel(), weights=w[rows], minlength=uk.size)
         keep = ~np.isin(uk, st.keys)
         return uk[keep], cnt[keep].astype(np.int64)
 
@@ -983,15 +941,15 @@ class MinedDistributions:
         return Knowledge.combine(*ks, fallback=fb)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary (no per-signature table; see :meth:`table`)."""
-        return {"attribute_sets": [list(a) for a in self.attribute_sets],
+        """JSON-safe summary (no per-signature table; see :meth:`table`)."""
+        return json_safe({"attribute_sets": [list(a) for a in self.attribute_sets],
                 "pruned": [list(a) for a in self.pruned], "values": [str(v) for v in
                                                                     self.values],
                 "min_support": self.min_support, "epsilon": self.epsilon,
-                "delta": self.delta, "n_systems": self.n_systems,
+                "confidence": self.confidence, "n_systems": self.n_systems,
                 "unreliable": self.unreliable,
                 "fixed_rates": self.fixed_rates.tolist(), "seconds": self.seconds,
-                "systems": self.systems()}
+                "params": self.params, "systems": self.systems()})
 
 
 def _json_float(v: float) -> float | None:
@@ -1013,25 +971,13 @@ def _fixed_rates(unreliable: Any, totals: np.ndarray, n: int) -> tuple[np.ndarra
     return np.full(totals.shape[0], float(unreliable)), "fixed"
 
 
-def _validate_common(eps: Any, delta: Any, min_support: Any, max_set_size: Any,
-                     nq: int) -> tuple[int, int]:
-    if min_support is None:
-        J = reliable_support(eps, delta)
-    else:
-        J = check_int(min_support, "min_support", minimum=1)
-    if max_set_size is None:
-        ms = nq
-    else:
-        ms = min(check_int(max_set_size, "max_set_size", minimum=1), nq)
-    return J, ms
-
-
-def mine(release: Any, *, qi: Sequence[str], sensitive: str, group: str,
-         sensitive_table: Any = None, count: str = "count", sensitive_values: Any = None,
-         max_set_size: int | None = None, eps: float = 0.01, delta: float = 0.9,
-         min_support: int | None = None, nulls: str = "error", n_random: int = 2,
-         seed: int = 0, max_iter: int = 300, tol: float = 1e-10,
-         newton_max: int = NEWTON_MAX, unreliable: Any = "pooled",
+def mine(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
+         group: str | None = None, sensitive_table: Any = None, count: str = "count",
+         sensitive_values: Any = None, max_set_size: int | None = None,
+         epsilon: float = 0.01, confidence: float = 0.9, min_support: int | None = None,
+         weight: str | None = None, nulls: str = "error", n_random: int = 2, seed: int = 0,
+         max_iter: int = 300, solver_tol: float = 1e-10, newton_max: int = NEWTON_MAX,
+         unreliable: Any = "pooled",
          progress: Callable[[int, int], None] | None = None) -> MinedDistributions:
     """Mine the foreground knowledge of a release (Wong et al., Section 4, Algorithm 1).
 
@@ -1045,16 +991,17 @@ def mine(release: Any, *, qi: Sequence[str], sensitive: str, group: str,
 
     Parameters
     ----------
-    release : table-like
+    data : table-like or Release
         Either the joined table (QI columns, group id and sensitive value per row — only the
-        per-group value counts are used) or, with ``sensitive_table``, Anatomy's QI table
-        (QI columns and group id).
+        per-group value counts are used), a Release carrying the row view of ``qi``
+        (``Release.from_table(table, qi=..., group=..., sensitive=...)``) or, with
+        ``sensitive_table``, Anatomy's QI table (QI columns and group id).
     qi : sequence of str
         Quasi-identifier columns (exact values, as the adversary knows them).
     sensitive : str
-        Sensitive column (of ``release``, or of ``sensitive_table``).
+        Sensitive column (of ``data``, or of ``sensitive_table``).
     group : str
-        Group-id column.
+        Group-id column (tables only).
     sensitive_table : table-like, optional
         Anatomy's sensitive table: (group id, value, count) rows.
     count : str
@@ -1065,13 +1012,18 @@ def mine(release: Any, *, qi: Sequence[str], sensitive: str, group: str,
         low-education set); or a mapping label -> value set.
     max_set_size : int, optional
         Largest attribute set (default: all of ``qi``).
-    eps, delta : float
-        Hoeffding parameters (paper: 0.01 and 0.9, J = 3,993).
+    epsilon, confidence : float
+        Hoeffding parameters ε, δ (paper: 0.01 and 0.9, J = 3,993; see
+        :func:`fastpriv.knowledge.reliable_support`).
     min_support : int, optional
-        Explicit reliable sample size (overrides ``eps``/``delta``; 1 keeps everything).
+        Explicit reliable sample size (overrides ``epsilon``/``confidence``; 1 keeps
+        everything).
+    weight : str, optional
+        Multiplicity column of the joined table: each row stands for ``weight`` identical
+        individuals (the result equals the expanded table's).
     nulls : {"error", "drop", "value"}
         Nulls in the used columns.
-    n_random, seed, max_iter, tol, newton_max :
+    n_random, seed, max_iter, solver_tol, newton_max :
         Solver settings (random starts per system besides the within-group-frequency and
         global-rate starts; iterations per start; projected-gradient tolerance; largest
         system solved by Newton).
@@ -1087,79 +1039,116 @@ def mine(release: Any, *, qi: Sequence[str], sensitive: str, group: str,
         Called after each attribute set is counted.
 
     """
-    from ._kernels import foreground as kf
-
     t0 = time.perf_counter()
-    view = _read_view(release, qi=qi, sensitive=sensitive, group=group,
-                      sensitive_table=sensitive_table, count=count, nulls=nulls)
-    J, ms = _validate_common(eps, delta, min_support, max_set_size, len(view.qi))
-    n_random = check_int(n_random, "n_random", minimum=0)
-    seed = check_int(seed, "seed", minimum=0)
-    max_iter = check_int(max_iter, "max_iter", minimum=1)
-    newton_max = check_int(newton_max, "newton_max", minimum=0)
+    view = _read_view(data, qi=qi, sensitive=sensitive, group=group,
+                      sensitive_table=sensitive_table, count=count, weight=weight, nulls=nulls)
+    J = support_threshold(min_support, epsilon, confidence)
+    ms = check_max_set_size(max_set_size, len(view.qi))
+    params = dict(n_random=check_int(n_random, "n_random", minimum=0),
+                  seed=check_int(seed, "seed", minimum=0), default_starts=True,
+                  max_iter=check_int(max_iter, "max_iter", minimum=1), em_warm=10,
+                  tol=float(solver_tol),
+                  newton_max=check_int(newton_max, "newton_max", minimum=0))
     targets = _targets(sensitive_values, view.values.to_pylist())
     gcount = _group_counts(view, targets)
     totals = gcount.sum(axis=1)
-    f0, rule = _fixed_rates(unreliable, totals, view.n)
+    f0, rule = _fixed_rates(unreliable, totals, view.n_units)
     t1 = time.perf_counter()
     sets, pruned = _mine_signatures(view, J, ms, progress)
     t2 = time.perf_counter()
-    sys_a, sys_x = [], []
-    for a in range(len(sets)):
-        for x in range(len(targets)):
-            if 0 < totals[x] < view.n:
-                sys_a.append(a)
-                sys_x.append(x)
-    sys_a_np = np.asarray(sys_a, dtype=np.int64)
-    sys_x_np = np.asarray(sys_x, dtype=np.int64)
-    params = dict(n_random=n_random, seed=seed, default_starts=True, max_iter=max_iter,
-                  em_warm=10, tol=float(tol), newton_max=newton_max)
+    sys_a_np, sys_x_np = _systems(len(sets), totals, view.n_units)
     P = sol = None
-    if sys_a:
-        m_of_a = np.array([s.keys.shape[0] for s in sets], dtype=np.int64)
-        if rule == "pooled":
-            # the unreliable tuples of set a are one more variable, index m_a
-            var_rows = np.concatenate([np.where(s.var_rows >= 0, s.var_rows, m).astype(
-                np.int32) for s, m in zip(sets, m_of_a.tolist(), strict=True)])
-            m_of_a = m_of_a + 1
-        else:
-            var_rows = np.concatenate([s.var_rows for s in sets])
-        built = kf.build_systems(kernel_array(view.goff, np.int64),
-                                 kernel_array(view.order, np.int64),
-                                 kernel_array(var_rows, np.int32),
-                                 kernel_array(gcount.ravel(), np.int64),
-                                 kernel_array(sys_a_np, np.int64),
-                                 kernel_array(sys_x_np, np.int64),
-                                 kernel_array(m_of_a, np.int64),
-                                 kernel_array(f0, np.float64))
-        var_off, T, C0, C1, grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult, const = built
-        grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult = kf.dedupe_groups(
-            kernel_array(grp_off, np.int64), kernel_array(grp_n, np.int64),
-            kernel_array(grp_N, np.int64), kernel_array(cls_off, np.int64),
-            kernel_array(cls_var, np.int64), kernel_array(cls_mult, np.int64))
-        P = _packed(var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var,
-                    cls_mult, f0[sys_x_np], const)
+    t3 = time.perf_counter()
+    if sys_a_np.size:
+        P = _build_systems(view, sets, gcount, sys_a_np, sys_x_np, f0, pooled=rule == "pooled")
         t3 = time.perf_counter()
-        so = np.zeros(len(sys_a) + 1, dtype=np.int64)
+        so = np.zeros(sys_a_np.size + 1, dtype=np.int64)
         sol = _solve(P, so, np.zeros(1), **params)
-    else:
-        t3 = time.perf_counter()
     t4 = time.perf_counter()
     return MinedDistributions(
         attribute_sets=[s.attributes for s in sets], pruned=pruned,
         values=[t[0] for t in targets],
         value_members=[[view.values[c].as_py() for c in t[1]] for t in targets],
-        min_support=J, epsilon=float(eps), delta=float(delta), fixed_rates=f0,
-        unreliable=rule,
+        min_support=J, epsilon=float(epsilon), confidence=float(confidence),
+        fixed_rates=f0, unreliable=rule,
         seconds={"read": t1 - t0, "signatures": t2 - t1, "build": t3 - t2, "solve": t4 - t3,
                  "total": t4 - t0},
         _view=view, _sets=sets, _sys_a=sys_a_np, _sys_x=sys_x_np, _packed=P, _sol=sol,
         _params=params, _gcount=gcount)
 
 
+def _systems(n_sets: int, totals: np.ndarray, n_units: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return the (attribute set, x) systems to solve: x neither absent nor everywhere."""
+    sys_a, sys_x = [], []
+    for a in range(n_sets):
+        for x in range(totals.shape[0]):
+            if 0 < totals[x] < n_units:
+                sys_a.append(a)
+                sys_x.append(x)
+    return np.asarray(sys_a, dtype=np.int64), np.asarray(sys_x, dtype=np.int64)
+
+
+def _build_systems(view: _View, sets: list, gcount: np.ndarray, sys_a: np.ndarray,
+                   sys_x: np.ndarray, f0: np.ndarray, *, pooled: bool) -> _Packed:
+    """Pack every system's groups and signature classes for the batched solver."""
+    from ._kernels import foreground as kf
+
+    m_of_a = np.array([s.keys.shape[0] for s in sets], dtype=np.int64)
+    # the kernel reads var_rows per unit: weighted rows are expanded here (units of a row
+    # share its signature), since build_systems takes no multiplicities
+    units = view.rows.unit_rows
+    per_set = [s.var_rows if units is None else s.var_rows[units] for s in sets]
+    if pooled:
+        # the unreliable tuples of set a are one more variable, index m_a
+        var_rows = np.concatenate([np.where(v >= 0, v, m).astype(np.int32)
+                                   for v, m in zip(per_set, m_of_a.tolist(), strict=True)])
+        m_of_a = m_of_a + 1
+    else:
+        var_rows = np.concatenate(per_set)
+    built = kf.build_systems(kernel_array(view.goff, np.int64),
+                             kernel_array(view.rows.unit_order, np.int64),
+                             kernel_array(var_rows, np.int32),
+                             kernel_array(gcount.ravel(), np.int64),
+                             kernel_array(sys_a, np.int64),
+                             kernel_array(sys_x, np.int64),
+                             kernel_array(m_of_a, np.int64),
+                             kernel_array(f0, np.float64))
+    var_off, T, C0, C1, grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult, const = built
+    grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult = kf.dedupe_groups(
+        kernel_array(grp_off, np.int64), kernel_array(grp_n, np.int64),
+        kernel_array(grp_N, np.int64), kernel_array(cls_off, np.int64),
+        kernel_array(cls_var, np.int64), kernel_array(cls_mult, np.int64))
+    return _packed(var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var,
+                   cls_mult, f0[sys_x], const)
+
+
 # ====================================================================== attack
 @dataclass(frozen=True, eq=False)
-class ForegroundAttack:
+class AttackWitness(Witness):
+    """The most exposed tuple of a foreground attack.
+
+    ``row`` (input row), ``group`` (its label), ``posterior`` (its worst p(t : x)),
+    ``attribute_set`` and ``value`` (the mined set and x realising it; ``None`` for the
+    random-worlds posterior n_x / N), ``problematic`` (p > 1/r).
+    """
+
+    row: int
+    group: Any
+    posterior: float
+    attribute_set: tuple | None
+    value: Any
+    problematic: bool
+
+    def summary(self) -> str:
+        """One line naming the tuple and how it is exposed."""
+        how = (f"patterns on {', '.join(self.attribute_set)}" if self.attribute_set
+               else "the group's counts alone")
+        return (f"row {self.row} in group {self.group!r}: {self.value!r} with probability "
+                f"{self.posterior:.4g} by {how}")
+
+
+@dataclass(frozen=True, eq=False)
+class ForegroundAttack(Result):
     """Result of :func:`attack`: every tuple's worst posterior under the mined knowledge.
 
     Attributes
@@ -1185,6 +1174,8 @@ class ForegroundAttack:
         error over entries whose true value is > 0; ``n_zero_truth`` entries are excluded
         from it; spec ``foreground.md``: the paper's "average relative error" has the
         magnitude of the absolute one), ``unreliable`` (the rule used).
+    row_weight : numpy.ndarray or None
+        Multiplicity of each row (weighted rows), else ``None``.
     seconds : dict
         ``mining`` (everything in :func:`mine`), ``posteriors``, ``total``.
 
@@ -1199,13 +1190,49 @@ class ForegroundAttack:
     problematic: np.ndarray
     mined: MinedDistributions
     measures: dict | None
-    seconds: dict
-    n_undefined: int
+    row_weight: np.ndarray | None
+    seconds: dict = field(compare=False)
+    n_undefined: int = 0
 
     @property
     def n_problematic(self) -> int:
-        """Number of tuples with p > 1/r."""
-        return int(self.problematic.sum())
+        """Number of tuples (individuals) with p > 1/r."""
+        if self.row_weight is None:
+            return int(self.problematic.sum())
+        return int(self.row_weight[self.problematic].sum())
+
+    @property
+    def n_rows(self) -> int:
+        """Number of tuples (individuals) attacked."""
+        return int(self.posterior.shape[0] if self.row_weight is None
+                   else self.row_weight.sum())
+
+    @property
+    def value(self) -> int:
+        """The number of problematic tuples."""
+        return self.n_problematic
+
+    @property
+    def params(self) -> dict:
+        """The parameters of the attack."""
+        md = self.mined
+        return {"r": self.r, "tol": self.tol, "min_support": md.min_support,
+                "epsilon": md.epsilon, "confidence": md.confidence,
+                "unreliable": md.unreliable, "values": [str(v) for v in md.values]}
+
+    @property
+    def witness(self) -> AttackWitness | None:
+        """The tuple with the highest posterior (``None`` when nothing is exposed)."""
+        if not self.posterior.size or not self.posterior.max() > 0:
+            return None
+        row = int(np.argmax(self.posterior))
+        v = self.mined._view
+        a, x = int(self.witness_set[row]), int(self.witness_value[row])
+        return AttackWitness(row=row, group=v.group_labels.column(0)[
+            int(v.row_group[row])].as_py(), posterior=float(self.posterior[row]),
+            attribute_set=tuple(self.mined.attribute_sets[a]) if a >= 0 else None,
+            value=self.mined.values[x] if x >= 0 else None,
+            problematic=bool(self.problematic[row]))
 
     def tuples(self) -> pa.Table:
         """Return a table with one row per tuple.
@@ -1228,7 +1255,7 @@ class ForegroundAttack:
                               pa.string()),
             "problematic": pa.array(self.problematic)})
 
-    def witness(self, row: int) -> dict[str, Any]:
+    def explain(self, row: int) -> dict[str, Any]:
         """Explain why tuple ``row`` is (or is not) breached.
 
         Gives its group, the witness attribute set and x, and for each tuple of the group
@@ -1283,17 +1310,18 @@ class ForegroundAttack:
         """Return the k tuples with the highest posterior, with their witnesses."""
         k = check_int(k, "k", minimum=0)
         order = np.argsort(-self.posterior, kind="stable")[:k]
-        return [self.witness(int(i)) for i in order]
+        return [self.explain(int(i)) for i in order]
 
     def to_dict(self, max_items: int = 10) -> dict[str, Any]:
-        """JSON-ready summary."""
-        return {"r": self.r, "threshold": self.threshold, "tol": self.tol,
-                "n_rows": int(self.posterior.shape[0]),
-                "n_problematic": self.n_problematic,
-                "max_posterior": float(self.posterior.max()) if self.posterior.size else None,
-                "n_undefined": self.n_undefined,
-                "measures": self.measures, "seconds": self.seconds,
-                "mined": self.mined.to_dict(), "worst": self.worst(max_items)}
+        """JSON-safe summary."""
+        return json_safe({
+            "r": self.r, "threshold": self.threshold, "tol": self.tol,
+            "value": self.value, "params": self.params, "witness": self.witness,
+            "n_rows": self.n_rows, "n_problematic": self.n_problematic,
+            "max_posterior": float(self.posterior.max()) if self.posterior.size else None,
+            "n_undefined": self.n_undefined,
+            "measures": self.measures, "seconds": self.seconds,
+            "mined": self.mined.to_dict(), "worst": self.worst(max_items)})
 
     def summary(self, *, verbose: bool = False) -> str:
         """Return a few plain lines: the verdict, who is breached, how the patterns were mined.
@@ -1301,7 +1329,7 @@ class ForegroundAttack:
         ``verbose`` adds the solver's terms (systems solved, the reliable sample size J).
         """
         md = self.mined
-        n = self.posterior.shape[0]
+        n = self.n_rows
         verdict = "FAIL" if self.n_problematic else "PASS"
         lines = [f"{verdict}: foreground attack at r = {self.r:g} — patterns mined from the "
                  f"release itself link {self.n_problematic:,} of {n:,} people "
@@ -1325,12 +1353,13 @@ class ForegroundAttack:
         return "\n".join(lines)
 
 
-def attack(release: Any, *, qi: Sequence[str], sensitive: str, group: str, r: float,
-           sensitive_table: Any = None, count: str = "count", sensitive_values: Any = None,
-           max_set_size: int | None = None, eps: float = 0.01, delta: float = 0.9,
-           min_support: int | None = None, original: Any = None, nulls: str = "error",
-           tol: float = 1e-12, n_random: int = 2, seed: int = 0, max_iter: int = 300,
-           unreliable: Any = "pooled",
+def attack(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
+           group: str | None = None, r: float, sensitive_table: Any = None,
+           count: str = "count", sensitive_values: Any = None,
+           max_set_size: int | None = None, epsilon: float = 0.01, confidence: float = 0.9,
+           min_support: int | None = None, original: Any = None, weight: str | None = None,
+           nulls: str = "error", tol: float = 1e-12, n_random: int = 2, seed: int = 0,
+           max_iter: int = 300, solver_tol: float = 1e-10, unreliable: Any = "pooled",
            progress: Callable[[int, int], None] | None = None) -> ForegroundAttack:
     """Foreground-knowledge attack on a release (Wong et al., Sections 3-5).
 
@@ -1342,16 +1371,19 @@ def attack(release: Any, *, qi: Sequence[str], sensitive: str, group: str, r: fl
 
     Parameters
     ----------
-    release : table-like
-        The joined table or, with ``sensitive_table``, the QI table (see :func:`mine`).
-        **Only the per-group value counts of the sensitive column are used**; the link
-        between a row and its value is never read by the attack.
+    data : table-like or Release
+        The joined table, a Release carrying the row view of ``qi``, or, with
+        ``sensitive_table``, the QI table (see :func:`mine`). **Only the per-group value
+        counts of the sensitive column are used**; the link between a row and its value is
+        never read by the attack.
     qi : sequence of str
         Quasi-identifier columns.
     sensitive : str
-        Sensitive column.
+        Sensitive column (default for a Release: its sensitive column).
     group : str
-        Group-id column.
+        Group-id column (tables only).
+    r : float
+        Privacy parameter (> 1); threshold 1/r.
     sensitive_table : table-like, optional
         Anatomy's sensitive table (group id, value, count).
     count : str
@@ -1360,14 +1392,14 @@ def attack(release: Any, *, qi: Sequence[str], sensitive: str, group: str, r: fl
         Values and/or value sets to attack (see :func:`mine`).
     max_set_size : int, optional
         Largest attribute set.
-    eps, delta, min_support, nulls, n_random, seed, max_iter, unreliable :
+    epsilon, confidence, min_support, weight, nulls : optional
         As in :func:`mine`.
-    r : float
-        Privacy parameter (> 1); threshold 1/r.
+    n_random, seed, max_iter, solver_tol, unreliable : optional
+        As in :func:`mine`.
     original : table-like, optional
         The original table, row-aligned with the release (same rows, same order, same QI
         values; a joined release table qualifies). Enables the paper's measures, computed
-        from its ``sensitive`` column.
+        from its ``sensitive`` column (not with ``weight``).
     tol : float
         Relative slack: problematic iff p > (1/r)(1 + tol).
     progress : callable(done, total), optional
@@ -1378,90 +1410,28 @@ def attack(release: Any, *, qi: Sequence[str], sensitive: str, group: str, r: fl
     ForegroundAttack
 
     """
-    from ._kernels import possible_worlds as pw
-
-    r = float(_check_r(r))
+    r = float(check_r(r))
     tol = float(tol)
     if not tol >= 0:
         raise InputError(f"tol must be >= 0, got {tol!r}")
+    if original is not None and weight is not None:
+        raise InputError("original= is row-aligned with one row per individual; it cannot "
+                         "be combined with weight=")
     t0 = time.perf_counter()
-    md = mine(release, qi=qi, sensitive=sensitive, group=group,
+    md = mine(data, qi=qi, sensitive=sensitive, group=group,
               sensitive_table=sensitive_table, count=count, sensitive_values=sensitive_values,
-              max_set_size=max_set_size, eps=eps, delta=delta, min_support=min_support,
-              nulls=nulls, n_random=n_random, seed=seed, max_iter=max_iter,
-              unreliable=unreliable, progress=progress)
+              max_set_size=max_set_size, epsilon=epsilon, confidence=confidence,
+              min_support=min_support, weight=weight, nulls=nulls, n_random=n_random,
+              seed=seed, max_iter=max_iter, solver_tol=solver_tol, unreliable=unreliable,
+              progress=progress)
     t1 = time.perf_counter()
     v = md._view
-    n = v.n
-    sizes = np.diff(v.goff)
-    worst = np.zeros(n, dtype=np.float64)
-    wset = np.full(n, -1, dtype=np.int64)
-    wval = np.full(n, -1, dtype=np.int64)
-    own = None
-    true_code = None
-    if original is not None:
-        true_code = _original_codes(original, v, sensitive)
-        own = np.zeros(n, dtype=np.float64)
-    n_undef = 0
-    len(md._sets)
-    limit = int(pw.PREFIX_LIMIT)
-    nb = _nblocks()
-    for x in range(len(md.values)):
-        gx = md._gcount[x]
-        segs = np.flatnonzero(gx > 0)
-        if segs.size == 0:
-            continue
-        lens = sizes[segs]
-        E = int(lens.sum())
-        seg_off = np.zeros(segs.size + 1, dtype=np.int64)
-        np.cumsum(lens, out=seg_off[1:])
-        pos = np.arange(E, dtype=np.int64) - np.repeat(seg_off[:-1] - v.goff[segs], lens)
-        entry = v.order[pos]
-        xs = [s for s in range(md.n_systems) if md._sys_x[s] == x]
-        if not xs:          # x in every row, or no mined set: random worlds n_x / N
-            p = np.repeat(gx[segs] / lens, lens)
-            upd = p > worst[entry]
-            worst[entry[upd]] = p[upd]
-            wset[entry[upd]] = -1
-            wval[entry[upd]] = x
-            if own is not None:
-                _own_update(own, entry, p, true_code, md.value_members_codes(x))
-            continue
-        chunk = max(1, (1 << 23) // max(E, 1))
-        best = np.full(E, -1.0)
-        barg = np.full(E, -1, dtype=np.int64)
-        for c0 in range(0, len(xs), chunk):
-            block = xs[c0:c0 + chunk]
-            f = np.empty(len(block) * E)
-            for b, s in enumerate(block):
-                a = int(md._sys_a[s])
-                var = md._sets[a].var_rows[entry]
-                F = md._F(s)
-                f[b * E:(b + 1) * E] = np.where(var >= 0, F[np.maximum(var, 0)],
-                                                md._unreliable_rate(s))
-            off = (seg_off[None, :-1] + (np.arange(len(block)) * E)[:, None]).ravel()
-            off = np.append(off, len(block) * E)
-            nn = np.tile(gx[segs], len(block))
-            p, st, _ = pw.binary_posteriors_csr(kernel_array(off, np.int64),
-                                                kernel_array(np.clip(f, 0.0, 1.0),
-                                                             np.float64),
-                                                kernel_array(nn, np.int64), limit, nb)
-            p = p.reshape(len(block), E)
-            bad = np.isnan(p)
-            if bad.any():
-                n_undef += int(bad.sum())
-                p = np.where(bad, -1.0, p)
-            k = np.argmax(p, axis=0)
-            pk = p[k, np.arange(E)]
-            upd = pk > best
-            best[upd] = pk[upd]
-            barg[upd] = np.asarray(block, dtype=np.int64)[k[upd]]
-        upd = best > worst[entry]
-        worst[entry[upd]] = best[upd]
-        wset[entry[upd]] = md._sys_a[barg[upd]]
-        wval[entry[upd]] = x
-        if own is not None:
-            _own_update(own, entry, best, true_code, md.value_members_codes(x))
+    if original is not None and v.rows.weight is not None:
+        raise InputError("original= is row-aligned with one row per individual; this "
+                         "release's rows are weighted")
+    true_code = None if original is None else _original_codes(original, v,
+                                                                 v.rel.sensitive_name)
+    worst, wset, wval, own, n_undef = _posteriors(md, true_code)
     thr = 1.0 / r
     problematic = worst > thr * (1.0 + tol)
     t2 = time.perf_counter()
@@ -1470,18 +1440,90 @@ def attack(release: Any, *, qi: Sequence[str], sensitive: str, group: str, r: fl
         measures = _measures(md, worst, problematic, own, true_code, thr, tol)
     return ForegroundAttack(r=r, threshold=thr, tol=tol, posterior=worst, witness_set=wset,
                             witness_value=wval, problematic=problematic, mined=md,
-                            measures=measures,
+                            measures=measures, row_weight=v.rows.weight,
                             seconds={"mining": t1 - t0, "posteriors": t2 - t1,
                                      "total": time.perf_counter() - t0},
                             n_undefined=n_undef)
 
 
-def _check_r(r: Any) -> float:
-    if isinstance(r, bool) or not isinstance(r, numbers.Real):
-        raise InputTypeError(f"r must be a real number > 1, got {type(r).__name__} {r!r}")
-    if not math.isfinite(float(r)) or not r > 1:
-        raise InputError(f"r must be > 1, got {r!r}")
-    return float(r)
+def _posteriors(md: MinedDistributions, true_code: np.ndarray | None) -> tuple:
+    """Every row's worst posterior over attribute sets and attacked x, with the (A, x)."""
+    from .rows import max_per_row
+
+    v = md._view
+    n = v.n
+    worst = np.zeros(n, dtype=np.float64)
+    wset = np.full(n, -1, dtype=np.int64)
+    wval = np.full(n, -1, dtype=np.int64)
+    own = None if true_code is None else np.zeros(n, dtype=np.float64)
+    n_undef = 0
+    sizes = np.diff(v.goff)
+    for x in range(len(md.values)):
+        gx = md._gcount[x]
+        segs = np.flatnonzero(gx > 0)
+        if segs.size == 0:
+            continue
+        lens = sizes[segs]
+        seg_off = np.zeros(segs.size + 1, dtype=np.int64)
+        np.cumsum(lens, out=seg_off[1:])
+        pos = np.arange(seg_off[-1], dtype=np.int64) - np.repeat(seg_off[:-1] - v.goff[segs],
+                                                                  lens)
+        entry = v.order[pos]
+        xs = [s for s in range(md.n_systems) if md._sys_x[s] == x]
+        if not xs:          # x in every row, or no mined set: random worlds n_x / N
+            best = np.repeat(gx[segs] / lens, lens)
+            barg = None
+        else:
+            best, barg, undef = _best_over_systems(md, xs, entry, seg_off, gx[segs])
+            n_undef += undef
+        if v.rows.weight is not None:           # a row once per unit: keep its units' max
+            keep = max_per_row(entry, best)
+            entry, best = entry[keep], best[keep]
+            barg = None if barg is None else barg[keep]
+        upd = best > worst[entry]
+        worst[entry[upd]] = best[upd]
+        wset[entry[upd]] = -1 if barg is None else md._sys_a[barg[upd]]
+        wval[entry[upd]] = x
+        if own is not None:
+            _own_update(own, entry, best, true_code, md.value_members_codes(x))
+    return worst, wset, wval, own, n_undef
+
+
+def _best_over_systems(md: MinedDistributions, xs: list[int], entry: np.ndarray,
+                       seg_off: np.ndarray, n_x: np.ndarray) -> tuple:
+    """Per entry: the largest posterior over the systems ``xs`` of one x, and which."""
+    from ._kernels import possible_worlds as pw
+
+    E = entry.shape[0]
+    chunk = max(1, (1 << 23) // max(E, 1))
+    best = np.full(E, -1.0)
+    barg = np.full(E, -1, dtype=np.int64)
+    n_undef = 0
+    for c0 in range(0, len(xs), chunk):
+        block = xs[c0:c0 + chunk]
+        f = np.empty(len(block) * E)
+        for b, s in enumerate(block):
+            var = md._sets[int(md._sys_a[s])].var_rows[entry]
+            F = md._F(s)
+            f[b * E:(b + 1) * E] = np.where(var >= 0, F[np.maximum(var, 0)],
+                                            md._unreliable_rate(s))
+        off = (seg_off[None, :-1] + (np.arange(len(block)) * E)[:, None]).ravel()
+        off = np.append(off, len(block) * E)
+        p, _, _ = pw.binary_posteriors_csr(kernel_array(off, np.int64),
+                                           kernel_array(np.clip(f, 0.0, 1.0), np.float64),
+                                           kernel_array(np.tile(n_x, len(block)), np.int64),
+                                           int(pw.PREFIX_LIMIT), _nblocks())
+        p = p.reshape(len(block), E)
+        bad = np.isnan(p)
+        if bad.any():
+            n_undef += int(bad.sum())
+            p = np.where(bad, -1.0, p)
+        k = np.argmax(p, axis=0)
+        pk = p[k, np.arange(E)]
+        upd = pk > best
+        best[upd] = pk[upd]
+        barg[upd] = np.asarray(block, dtype=np.int64)[k[upd]]
+    return best, barg, n_undef
 
 
 def _own_update(own: np.ndarray, entry: np.ndarray, p: np.ndarray, true_code: np.ndarray,
@@ -1505,7 +1547,7 @@ def _original_codes(original: Any, view: _View, sensitive: str) -> np.ndarray:
     for c in view.qi:
         if c in t.column_names:
             a = canonical_labels(t.column(c).combine_chunks())
-            b = canonical_labels(view.qi_table.column(c).combine_chunks())
+            b = canonical_labels(view.rows.column(c))
             try:
                 same = a.equals(b) or a.cast(b.type).equals(b)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):

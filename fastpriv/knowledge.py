@@ -41,7 +41,6 @@ given once; in the multi-valued model (``model="multivalued"`` or
 
 from __future__ import annotations
 
-import itertools
 import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
@@ -52,30 +51,31 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._arrow import apply_null_policy, as_table, canonical_labels, encode_column
-from ._validation import check_choice, check_columns
+from ._arrow import as_table, canonical_labels
+from ._validation import check_choice, check_columns, check_int, check_max_set_size
 from .errors import InputError, InputTypeError
 
-__all__ = ["Knowledge", "reliable_support", "MODELS"]
+__all__ = ["Knowledge", "reliable_support", "support_threshold", "MODELS"]
 
 MODELS = ("binary", "multivalued")
 _SUM_TOL = 1e-9
 _MAX_KEY = 1 << 62
 
 
-def reliable_support(epsilon: float = 0.01, delta: float = 0.9) -> int:
-    """Smallest reliable sample size ⌈ln(2/δ) / (2ε²)⌉ (Hoeffding).
+def reliable_support(epsilon: float = 0.01, confidence: float = 0.9) -> int:
+    """Smallest reliable sample size ⌈ln(2/δ) / (2ε²)⌉ (Hoeffding), δ = ``confidence``.
 
-    With this many tuples the observed frequency is within ``epsilon`` of the true
-    probability with probability at least 1 - ``delta``. The papers use ε = 0.01,
-    δ = 0.9, which gives 3,993.
+    Wong et al. (Section 4, Theorem 1 of the foreground paper) call a sample of this
+    many tuples reliable: its observed frequency is within ``epsilon`` of the true
+    probability (Hoeffding: P(|error| > ε) ≤ 2·exp(-2Jε²) = δ). The papers use ε = 0.01,
+    δ = 0.9, which gives 3,993. (Δ / ``delta`` means only the r-robustness Δ bound.)
     """
     eps = _real(epsilon, "epsilon")
-    dl = _real(delta, "delta")
+    dl = _real(confidence, "confidence")
     if not 0 < eps:
         raise InputError(f"epsilon must be > 0, got {epsilon!r}")
     if not 0 < dl < 2:
-        raise InputError(f"delta must be in (0, 2), got {delta!r}")
+        raise InputError(f"confidence must be in (0, 2), got {confidence!r}")
     return max(1, math.ceil(math.log(2.0 / dl) / (2.0 * eps * eps) - 1e-9))
 
 
@@ -255,20 +255,28 @@ class Knowledge:
                         column_codes: dict[str, np.ndarray] | None = None) -> np.ndarray:
         """Signature of every row of ``data`` for ``attribute_set`` (int64, -1 = unknown).
 
-        ``column_codes`` caches :meth:`column_codes` per column across attribute sets.
+        ``data`` is a table or a :class:`fastpriv.rows.RowView` (its codes are mapped to
+        this knowledge's domains label by label, not row by row). ``column_codes`` caches
+        the per-row codes per column across attribute sets.
         """
+        from .rows import RowView
+
         sd = self._set(attribute_set)
-        table = data if isinstance(data, pa.Table) else as_table(data, list(sd.attributes),
-                                                                  param="data")
-        check_columns(sd.attributes, table.column_names, "data")
-        n = table.num_rows
+        if isinstance(data, RowView):
+            data.require(sd.attributes, param="knowledge")
+            n = data.n_rows
+        else:
+            data = data if isinstance(data, pa.Table) else as_table(data, list(sd.attributes),
+                                                                     param="data")
+            check_columns(sd.attributes, data.column_names, "data")
+            n = data.num_rows
         key = np.zeros(n, dtype=np.int64)
         bad = np.zeros(n, dtype=bool)
         for i, a in enumerate(sd.attributes):
             if column_codes is not None and a in column_codes:
                 c = column_codes[a]
             else:
-                c = self.column_codes(table, a)
+                c = self._row_codes(data, a)
                 if column_codes is not None:
                     column_codes[a] = c
             bad |= c < 0
@@ -279,6 +287,15 @@ class Knowledge:
         if sd.keys.shape[0]:
             found &= sd.keys[pos] == key
         return np.where(found, pos, -1).astype(np.int64)
+
+    def _row_codes(self, data: Any, column: str) -> np.ndarray:
+        """Per-row codes of ``column`` in this knowledge's domain (table or row view)."""
+        from .rows import RowView
+
+        if isinstance(data, RowView):
+            by_label = self.column_codes(pa.table({column: data.qi_labels[column]}), column)
+            return by_label[data.qi_codes[column]]
+        return self.column_codes(data, column)
 
     def fallback_for(self, label: Any) -> float:
         """Fallback probability of one value (NaN when there is none)."""
@@ -641,129 +658,68 @@ class Knowledge:
         return cls._build(raw, fallback=fallback, model=model, info={"source": "dict"})
 
     @classmethod
-    def derive(cls, data: Any, *, qi: Sequence[str], sensitive: str, max_size: int | None = None,
-               epsilon: float = 0.01, delta: float = 0.9, min_support: int | None = None,
-               nulls: str = "error") -> "Knowledge":
+    def derive(cls, data: Any, *, qi: Sequence[str], sensitive: str | None = None,
+               max_set_size: int | None = None, epsilon: float = 0.01,
+               confidence: float = 0.9, min_support: int | None = None,
+               weight: str | None = None, nulls: str = "error") -> "Knowledge":
         """Derive the true conditional frequencies of an original table (worst case).
 
-        For every attribute set A ⊆ ``qi`` with 1 ≤ |A| ≤ ``max_size`` and every
+        For every attribute set A ⊆ ``qi`` with 1 ≤ |A| ≤ ``max_set_size`` and every
         signature s of A with a reliable sample, p(s : x) = #(s ∧ x) / #s. Unreliable
-        signatures (#s below ``min_support``, by default ⌈ln(2/δ)/(2ε²)⌉ — see
-        :func:`reliable_support`) are not stored: they fall back to the global rate
-        #x / n. Attribute sets without any reliable signature are dropped with all their
-        supersets (Apriori; listed in ``info["pruned"]``).
+        signatures (#s below ``min_support``, by default ⌈ln(2/δ)/(2ε²)⌉ with δ =
+        ``confidence`` — see :func:`reliable_support`) are not stored: they fall back to the
+        global rate #x / n. Attribute sets without any reliable signature are dropped with
+        all their supersets (Apriori; listed in ``info["pruned"]``); the mining is
+        :func:`fastpriv.rows.mine_reliable_signatures`, shared with the foreground attack.
 
         Parameters
         ----------
-        data : table-like
-            The original table (one row per individual).
+        data : table-like or Release
+            The original table (one row per individual, or distinct rows with a
+            multiplicity column ``weight``), or a Release carrying a row view of ``qi``
+            (``Release.from_table(..., qi=, group=)``): its rows are read, not re-encoded.
         qi : sequence of str
             Quasi-identifier columns.
         sensitive : str
-            Sensitive column.
-        max_size : int, optional
+            Sensitive column (default for a Release: its sensitive column).
+        max_set_size : int, optional
             Largest attribute set size (default: all of ``qi``).
-        epsilon, delta : float
+        epsilon, confidence : float
             Hoeffding parameters of the reliability rule (papers: 0.01 and 0.9).
         min_support : int, optional
             Explicit reliable sample size (overrides ε, δ; 1 keeps every signature).
+        weight : str, optional
+            Multiplicity column (tables only): a row counts ``weight`` times.
         nulls : {"error", "drop", "value"}
-            Null policy for the used columns.
+            Null policy for the used columns (tables only).
 
         """
+        from .release import Release
+        from .rows import derive_view
+
         qi = list(_as_set(qi, "qi"))
+        if sensitive is None and isinstance(data, Release):
+            sensitive = data.sensitive_name
         if not isinstance(sensitive, str):
             raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
         if sensitive in qi:
             raise InputError(f"sensitive column {sensitive!r} is also a qi column")
-        if max_size is None:
-            max_size = len(qi)
-        if isinstance(max_size, bool) or not isinstance(max_size, numbers.Integral) \
-                or max_size < 1:
-            raise InputError(f"max_size must be a positive integer, got {max_size!r}")
-        max_size = min(int(max_size), len(qi))
-        if min_support is None:
-            J = reliable_support(epsilon, delta)
-        else:
-            if isinstance(min_support, bool) or not isinstance(min_support, numbers.Integral) \
-                    or min_support < 1:
-                raise InputError(f"min_support must be a positive integer, got {min_support!r}")
-            J = int(min_support)
-        table = as_table(data, param="data")
-        check_columns(qi, table.column_names, "qi")
-        check_columns([sensitive], table.column_names, "sensitive")
-        table, dropped = apply_null_policy(table.select(qi + [sensitive]), qi + [sensitive],
-                                           nulls)
-        n = table.num_rows
-        if n == 0:
-            raise InputError("data has no rows")
-        encs = {c: encode_column(table.column(c), name=c) for c in qi}
-        venc = encode_column(table.column(sensitive), name=sensitive)
-        vcode = venc.codes.astype(np.int64)
-        nv = len(venc.labels)
-        gcount = np.bincount(vcode, minlength=nv)
-        rates = gcount / n
-        domains = {c: canonical_labels(encs[c].labels) for c in qi}
-        sets: dict[tuple[str, ...], _SetData] = {}
-        empty: set[tuple[str, ...]] = set()
-        pruned: list[tuple[str, ...]] = []
-        coverage: dict[str, float] = {}
-        for size in range(1, max_size + 1):
-            for A in itertools.combinations(qi, size):
-                if size > 1 and any(B in empty for B in itertools.combinations(A, size - 1)):
-                    empty.add(A)
-                    pruned.append(A)
-                    continue
-                strides = np.ones(size, dtype=np.int64)
-                span = 1
-                for i in range(size - 1, -1, -1):   # lexicographic key order
-                    strides[i] = span
-                    span *= max(len(domains[A[i]]), 1)
-                if span >= _MAX_KEY // max(nv, 1):
-                    raise InputError(f"attribute set {A}: too many signature combinations to "
-                                     "index; lower max_size")
-                key = np.zeros(n, dtype=np.int64)
-                for i, a in enumerate(A):
-                    key += encs[a].codes.astype(np.int64) * strides[i]
-                cell = key * nv + vcode
-                if span * nv <= max(4 * n, 1 << 22):
-                    jc = np.bincount(cell, minlength=span * nv).reshape(span, nv)
-                    sc = jc.sum(axis=1)
-                    keys = np.flatnonzero(sc >= J)
-                    if keys.size == 0:
-                        empty.add(A)
-                        pruned.append(A)
-                        continue
-                    joint = jc[keys]
-                    support = sc[keys]
-                else:
-                    ucell, ccount = np.unique(cell, return_counts=True)
-                    ukey = ucell // nv
-                    keys_all, start = np.unique(ukey, return_index=True)
-                    sc_all = np.add.reduceat(ccount, start)
-                    ok = sc_all >= J
-                    if not ok.any():
-                        empty.add(A)
-                        pruned.append(A)
-                        continue
-                    keys = keys_all[ok]
-                    support = sc_all[ok]
-                    pos = np.searchsorted(keys, ukey)
-                    pos = np.minimum(pos, keys.size - 1)
-                    hit = keys[pos] == ukey
-                    joint = np.zeros((keys.size, nv), dtype=np.int64)
-                    joint[pos[hit], (ucell % nv)[hit]] = ccount[hit]
-                probs = joint / support[:, None]
-                sets[A] = _SetData(attributes=A, strides=_ro(strides), keys=_ro(keys),
-                                   probs=_ro(probs.astype(np.float64)),
-                                   support=_ro(support.astype(np.int64)))
-                coverage[",".join(A)] = float(support.sum() / n)
-        fallback = {v: float(r) for v, r in zip(venc.labels.to_pylist(), rates, strict=True)}
-        info = {"source": "derived", "epsilon": float(epsilon), "delta": float(delta),
-                "min_support": J, "max_size": max_size, "n_rows": n, "dropped_nulls": dropped,
+        ms = check_max_set_size(max_set_size, len(qi))
+        J = support_threshold(min_support, epsilon, confidence)
+        view = derive_view(data, qi=qi, sensitive=sensitive, weight=weight, nulls=nulls)
+        n = view.n_units
+        nv = len(view.values)
+        vcode = view.sensitive.astype(np.int64)
+        rates = view.counts(vcode, nv) / n
+        domains = {c: canonical_labels(view.qi_labels[c]) for c in qi}
+        sets, pruned, coverage = _derived_sets(view, qi, ms, J, vcode, nv)
+        fallback = {v: float(r) for v, r in zip(view.values.to_pylist(), rates, strict=True)}
+        info = {"source": "derived", "epsilon": float(epsilon), "confidence": float(confidence),
+                "min_support": J, "max_set_size": ms, "n_rows": n,
+                "dropped_nulls": view.dropped_nulls,
                 "qi": qi, "sensitive": sensitive, "pruned": pruned,
                 "coverage": coverage}
-        return cls(values=canonical_labels(venc.labels), domains=domains, sets=sets,
+        return cls(values=canonical_labels(view.values), domains=domains, sets=sets,
                    fallback=fallback, info=info)
 
     @classmethod
@@ -795,6 +751,44 @@ class Knowledge:
 
 
 # ---------------------------------------------------------------------- helpers
+def support_threshold(min_support: Any, epsilon: Any, confidence: Any) -> int:
+    """Return the reliable sample size J: ``min_support`` or :func:`reliable_support`.
+
+    Shared by :meth:`Knowledge.derive` and the foreground attack's miner.
+    """
+    if min_support is None:
+        return reliable_support(epsilon, confidence)
+    return check_int(min_support, "min_support", minimum=1)
+
+
+def _derived_sets(view: Any, qi: list[str], max_set_size: int, J: int, vcode: np.ndarray,
+                  nv: int) -> tuple[dict, list, dict]:
+    """p(s : x) = #(s ∧ x) / #s over the reliable signatures of every attribute set."""
+    from .rows import mine_reliable_signatures
+
+    n = view.n_units
+    sets: dict[tuple[str, ...], _SetData] = {}
+    pruned: list[tuple[str, ...]] = []
+    coverage: dict[str, float] = {}
+    for A, rs in mine_reliable_signatures(view, qi, J, max_set_size, first_major=True,
+                                          key_limit=_MAX_KEY // max(nv, 1)):
+        if rs is None:
+            pruned.append(A)
+            continue
+        ok = rs.var_rows >= 0
+        m = rs.keys.shape[0]
+        cell = rs.var_rows[ok].astype(np.int64) * nv + vcode[ok]
+        w = None if view.weight is None else view.weight[ok]
+        joint = (np.bincount(cell, minlength=m * nv) if w is None else
+                 np.bincount(cell, weights=w, minlength=m * nv).astype(np.int64)).reshape(m, nv)
+        probs = joint / rs.support[:, None]
+        sets[A] = _SetData(attributes=A, strides=_ro(rs.strides), keys=_ro(rs.keys),
+                           probs=_ro(probs.astype(np.float64)),
+                           support=_ro(rs.support.astype(np.int64)))
+        coverage[",".join(A)] = float(rs.support.sum() / n)
+    return sets, pruned, coverage
+
+
 def _family(t: pa.DataType) -> str:
     """Type family within which labels are compared (casts never cross families)."""
     if pa.types.is_integer(t):

@@ -43,7 +43,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._arrow import apply_null_policy, as_table, encode_column
 from ._validation import check_choice, check_columns, check_int, kernel_array
 from .errors import InputError, InputTypeError
 from .release import Release
@@ -99,7 +98,7 @@ class CountQueries:
 
     Parameters
     ----------
-    table : table-like
+    data : table-like
         The original table.
     qi : list of str
         QI attributes queries may constrain.
@@ -115,6 +114,9 @@ class CountQueries:
         Columns treated as ordered (contiguous ranges); default the numeric/temporal ones.
     seed : int
         Seed of :func:`numpy.random.default_rng`.
+    weight : str, optional
+        Multiplicity column: each row stands for ``weight`` identical rows (exact answers
+        and estimates count units; the workload equals the expanded table's).
 
     Attributes
     ----------
@@ -123,10 +125,10 @@ class CountQueries:
 
     """
 
-    def __init__(self, table: Any, qi: Sequence[str], sensitive: str, *,
+    def __init__(self, data: Any, *, qi: Sequence[str], sensitive: str,
                  n_queries: int = 10_000, qd: int | None = None, selectivity: float = 0.05,
                  ordered: Sequence[str] | None = None, seed: int = 0,
-                 max_rounds: int = 1000) -> None:
+                 max_rounds: int = 1000, weight: str | None = None) -> None:
         if isinstance(qi, str):
             qi = [qi]
         qi = list(qi)
@@ -141,33 +143,31 @@ class CountQueries:
             raise InputError(f"selectivity must be in (0, 1], got {selectivity!r}")
         self.selectivity = float(selectivity)
         self.seed = check_int(seed, "seed")
-        t = as_table(table, param="table")
-        check_columns(qi, t.column_names, "qi")
-        check_columns([sensitive], t.column_names, "sensitive")
-        t = t.select(qi + [sensitive])
-        t, _ = apply_null_policy(t, qi + [sensitive], "error")
-        if t.num_rows == 0:
-            raise InputError("table is empty")
+        from .rows import derive_view
+
+        # the rows encoded once (QI and sensitive codes in sorted-label order)
+        view = derive_view(data, qi=qi, sensitive=sensitive, weight=weight, nulls="error")
+        self._row_w = view.weight
         self.qi = tuple(qi)
         self.sensitive = sensitive
-        self.n_rows = t.num_rows
+        self.n_rows = view.n_rows
+        types = {**{c: view.qi_labels[c].type for c in qi}, sensitive: view.values.type}
         if ordered is None:
-            ordset = {c for c in qi + [sensitive] if _is_ordered(t.schema.field(c).type)}
+            ordset = {c for c in qi + [sensitive] if _is_ordered(types[c])}
         else:
             ordset = set(check_columns(list(ordered), qi + [sensitive], "ordered"))
         self.ordered = tuple(c in ordset for c in qi)
         self.sensitive_ordered = sensitive in ordset
-        encs = [encode_column(t.column(a), name=a) for a in qi]
-        senc = encode_column(t.column(sensitive), name=sensitive)
-        self.domains = [e.labels for e in encs]
-        self.values = senc.labels
-        self._row_codes = [e.codes for e in encs]
-        self._row_s = senc.codes
-        self.dom_sizes = [len(e.labels) for e in encs]
+        self.domains = [view.qi_labels[a] for a in qi]
+        self.values = view.values
+        self._row_codes = [view.qi_codes[a] for a in qi]
+        self._row_s = view.sensitive
+        self.dom_sizes = [len(d) for d in self.domains]
         self._off = kernel_array(np.concatenate([[0], np.cumsum(self.dom_sizes)]), np.int64)
         self._exact_trie = _Trie([(0, a, c, D) for a, (c, D) in
                                   enumerate(zip(self._row_codes, self.dom_sizes, strict=True))]
-                                 + [(2, -1, senc.codes, len(senc.labels))])
+                                 + [(2, -1, view.sensitive, len(view.values))],
+                                 weight=self._row_w)
         self._draw(max_rounds)
 
     # ------------------------------------------------------------------ workload
@@ -291,7 +291,7 @@ class CountQueries:
         vmap = self._sens_remap(rel.values)
         trie = _Trie([(0, a, c[keep], D) for a, (c, D) in
                       enumerate(zip(self._row_codes, self.dom_sizes, strict=True))]
-                     + [(3, -1, g, G)])
+                     + [(3, -1, g, G)], weight=None if self._row_w is None else self._row_w[keep])
         return trie.run(self.masks, self._off, self.smask,
                         profile=(rel.indptr, vmap[rel.codes], rel.counts, rel.sizes))
 
@@ -324,7 +324,8 @@ class CountQueries:
             gen.append((np.asarray(x.member_indptr, dtype=np.int64), mem.astype(np.int32)))
         levels.append((2, -1, self._row_s, len(self.values)))
         idx = np.flatnonzero(keep)
-        trie = _Trie([(k, a, np.asarray(c)[idx].astype(np.int32), D) for k, a, c, D in levels])
+        trie = _Trie([(k, a, np.asarray(c)[idx].astype(np.int32), D) for k, a, c, D in levels],
+                     weight=None if self._row_w is None else self._row_w[idx])
         return trie.run(self.masks, self._off, self.smask, gen=gen)
 
 
@@ -332,10 +333,12 @@ class _Trie:
     """Rows compressed to distinct cells and arranged as a trie (see _kernels/metrics.py).
 
     ``levels``: ``(kind, attribute index, codes per row, cardinality)``; levels are
-    ordered by cardinality (small first: more subtrees are skipped early).
+    ordered by cardinality (small first: more subtrees are skipped early). ``weight``: the
+    multiplicity of each row (a cell's weight is the sum over its rows).
     """
 
-    def __init__(self, levels: list[tuple[int, int, np.ndarray, int]]) -> None:
+    def __init__(self, levels: list[tuple[int, int, np.ndarray, int]],
+                 weight: np.ndarray | None = None) -> None:
         from .anonymize.lattice import compress
 
         levels = sorted(levels, key=lambda x: (x[3], x[0]))
@@ -348,7 +351,10 @@ class _Trie:
             self.empty = True
             return
         self.empty = False
-        _, first, weights = compress(cols, cards)
+        cell, first, weights = compress(cols, cards)
+        if weight is not None:
+            weights = np.bincount(np.asarray(cell, dtype=np.int64), weights=weight,
+                                  minlength=first.shape[0]).astype(np.int64)
         C = np.stack([c[first] for c in cols], axis=1)
         m = C.shape[0]
         starts = []
@@ -422,7 +428,7 @@ def _predicate_masks(rng: np.random.Generator, B: int, D: int, w: int,
     return out
 
 
-def query_error(table: Any, anonymized: Any, *, qi: Sequence[str] | None = None,
+def query_error(data: Any, anonymized: Any, *, qi: Sequence[str] | None = None,
                 sensitive: str | None = None, n_queries: int = 10_000, qd: int | None = None,
                 selectivity: float = 0.05, ordered: Sequence[str] | None = None, seed: int = 0,
                 estimator: str = "auto") -> QueryError:
@@ -446,7 +452,7 @@ def query_error(table: Any, anonymized: Any, *, qi: Sequence[str] | None = None,
     if qi is None or sensitive is None:
         raise InputError("qi and sensitive are needed (the anonymized result does not name "
                          "them)")
-    wl = CountQueries(table, qi, sensitive, n_queries=n_queries, qd=qd,
+    wl = CountQueries(data, qi=qi, sensitive=sensitive, n_queries=n_queries, qd=qd,
                       selectivity=selectivity, ordered=ordered, seed=seed)
     return wl.relative_error(anonymized, estimator)
 
@@ -481,11 +487,14 @@ def discernibility(x: Any, *, n_suppressed: int | None = None) -> float:
     return float(np.sum(sizes.astype(np.float64) ** 2) + sup * n)
 
 
-def average_group_size(x: Any, k: int = 1) -> float:
-    """Return the normalized average group size C_avg = (n / #groups) / k (LeFevre et al.)."""
-    k = check_int(k, "k", minimum=1)
+def average_group_size(x: Any, min_size: int = 1) -> float:
+    """Return the normalized average group size C_avg = (n / #groups) / k (LeFevre et al.).
+
+    ``min_size`` is k-anonymity's k (the minimum group size the release was built for).
+    """
+    min_size = check_int(min_size, "min_size", minimum=1)
     sizes, _ = _sizes_and_suppressed(x)
-    return float(sizes.sum() / sizes.size / k)
+    return float(sizes.sum() / sizes.size / min_size)
 
 
 def average_delta(f: Any, group_ids: Any = None, *, data: Any = None,
@@ -501,10 +510,14 @@ def average_delta(f: Any, group_ids: Any = None, *, data: Any = None,
         (rows × values), a mapping ``value -> per-row array``, or a
         :class:`fastpriv.knowledge.Knowledge` (then ``data`` is the original table, and each
         of its attribute sets contributes p(sig_t : x) for every value).
-    group_ids : array or Anonymized
-        Group of each row (−1 = suppressed, ignored).
-    data : table, optional
-        The original table; required when ``f`` is a Knowledge (to compute signatures).
+    group_ids : array, Anonymized or Release, optional
+        Group of each row (−1 = suppressed, ignored). Default with a ``data`` Release: the
+        groups of its row view.
+    data : table or Release, optional
+        The original table, or a Release carrying its row view
+        (``Release.from_table(..., qi=, group=)``: its QI codes are read, not re-encoded;
+        weighted rows give the spread of their expansion); required when ``f`` is a
+        Knowledge (to compute signatures).
     values : list, optional
         Restrict to these sensitive values (mapping / Knowledge input).
 
@@ -514,6 +527,13 @@ def average_delta(f: Any, group_ids: Any = None, *, data: Any = None,
 
     if isinstance(group_ids, Anonymized):
         group_ids = group_ids.group_ids
+    if isinstance(data, Release):
+        if data.rows is None:
+            raise InputError("data: this Release has no row view; build it with "
+                             "Release.from_table(data, qi=[...], group=..., sensitive=...)")
+        if group_ids is None:
+            group_ids = data.rows.row_group
+        data = data.rows
     if isinstance(group_ids, Release):
         if group_ids.row_group is None:
             raise InputError("group_ids: this release does not know the group of each row")

@@ -15,6 +15,10 @@ Representation (SPEC.md §1)
 * ``case`` — ``"svpi"``, ``"mvpi-set"`` or ``"mvpi-multiset"``.
 * ``row_group`` — for releases built from a table, the group of each input row (int32), so
   witnesses can name rows; ``None`` for releases built from counts or streams.
+* ``rows`` — the row-level view (:class:`fastpriv.rows.RowView`: each row's group, int32 QI
+  codes with their labels, sensitive code, optional multiplicity), built once when
+  :meth:`Release.from_table` gets both ``group`` and ``qi``; the row-level models
+  (r-robustness, the foreground attack, ART, derived knowledge) read it.
 
 The canonical ordering (labels sorted) makes construction deterministic: the same data
 from any source, in any batching, gives a release for which :meth:`Release.equals` holds.
@@ -84,6 +88,7 @@ class Release:
         self._case = case
         self._row_group = None if row_group is None else _ro(np.asarray(row_group, np.int32))
         self._sensitive_name = sensitive_name
+        self._rows = None
         n_groups = self._sizes.shape[0]
         if self._indptr.shape[0] != n_groups + 1 or groups.num_rows != n_groups:
             raise ValueError("internal: inconsistent group arrays")
@@ -186,8 +191,10 @@ class Release:
         group : str or list of str, optional
             Group-id column(s) of a bucketized release (Anatomy style).
         qi : list of str, optional
-            Generalized QI columns: groups are their distinct value tuples. Give exactly one
-            of ``group`` and ``qi``.
+            Without ``group``: generalized QI columns, and groups are their distinct value
+            tuples. With ``group``: the (exact) QI columns of every row, which the release
+            then carries as its row-level view :attr:`rows` (groups come from ``group``);
+            r-robustness, the foreground attack, ART and derived knowledge read it.
         individual : str, optional
             Individual-id column for MVPI tables with one row per (individual, value).
         case : {"svpi", "mvpi-set", "mvpi-multiset"}, optional
@@ -205,6 +212,9 @@ class Release:
             is None, as for :meth:`from_counts`).
 
         """
+        if group is not None and qi is not None:
+            return cls._from_rows(data, sensitive=sensitive, group=group, qi=qi,
+                                  individual=individual, case=case, nulls=nulls, weight=weight)
         keys, param = check_keys(group, qi)
         if not isinstance(sensitive, str):
             raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
@@ -280,6 +290,27 @@ class Release:
                           groups=group_keys, case=case, sizes=sizes,
                           row_group=row_group,
                           sensitive_name=sensitive)
+
+    @classmethod
+    def _from_rows(cls, data: Any, *, sensitive: str, group: str | Sequence[str],
+                   qi: Sequence[str], individual: str | None, case: str | None, nulls: str,
+                   weight: str | None) -> "Release":
+        """``from_table`` with both ``group`` and ``qi``: the release plus its row view.
+
+        The used columns are read and the null policy applied once (over the QI columns
+        too), so the counts and the view describe the same rows.
+        """
+        from .rows import prepare_rows, view_of_release
+
+        table, dropped = prepare_rows(data, qi=qi, sensitive=sensitive, group=group,
+                                      weight=weight, individual=individual, nulls=nulls)
+        rel = cls.from_table(table, sensitive=sensitive, group=group, individual=individual,
+                             case=case, nulls=nulls, weight=weight)
+        rel._rows = view_of_release(table, rel, qi=list(qi) if not isinstance(qi, str)
+                                    else [qi], group=group, sensitive=sensitive,
+                                    weight=weight, individual=individual,
+                                    dropped_nulls=dropped)
+        return rel
 
     @classmethod
     def from_counts(cls, data: Any, *, group: str | Sequence[str], sensitive: str,
@@ -581,6 +612,15 @@ class Release:
     def groups(self) -> pa.Table:
         """One row per group with its key columns, in group-index order."""
         return self._groups
+
+    @property
+    def rows(self) -> Any:
+        """The row-level view (:class:`fastpriv.rows.RowView`), or ``None``.
+
+        Each row's group, QI codes, sensitive code and multiplicity; present when built by
+        :meth:`from_table` with both ``group`` and ``qi``.
+        """
+        return self._rows
 
     @property
     def row_group(self) -> np.ndarray | None:

@@ -25,7 +25,9 @@ What is here
 * :func:`audit` — every tuple, attribute set and sensitive value of a released table:
   maximum posterior with its witness, problematic tuples, per-group maxima, which groups the
   Δ bound certifies and which needed the exact posterior, undefined posteriors (reported,
-  never crashed on), timing.
+  never crashed on), seconds per phase. It reads the release's row view
+  (:mod:`fastpriv.rows`), so it runs from raw rows or from distinct rows with a
+  multiplicity (``weight=``) alike.
 """
 
 from __future__ import annotations
@@ -34,16 +36,17 @@ import math
 import numbers
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from ._validation import check_choice, check_columns, kernel_array
+from ._validation import check_choice, check_r, kernel_array
 from .errors import InputError, InputTypeError
 from .knowledge import Knowledge
+from .results import Result, Witness, json_safe
 
 __all__ = [
     "posterior",
@@ -55,6 +58,7 @@ __all__ = [
     "DeltaCheck",
     "audit",
     "RobustnessAudit",
+    "RobustnessWitness",
     "Knowledge",
     "MAX_ENUMERATION_WORLDS",
     "MAX_DP_STATES",
@@ -84,14 +88,6 @@ def _nblocks() -> int:
 
 def _group_desc(group: Any) -> str:
     return "the group" if group is None else f"group {group!r}"
-
-
-def _check_r(r: Any) -> Any:
-    if isinstance(r, bool) or not isinstance(r, numbers.Real):
-        raise InputTypeError(f"r must be a real number > 1, got {type(r).__name__} {r!r}")
-    if not math.isfinite(float(r)) or not r > 1:
-        raise InputError(f"r must be > 1, got {r!r}")
-    return r
 
 
 def _is_exact(x: Any) -> bool:
@@ -485,7 +481,7 @@ def delta_ceil(N: Any, r: Any, f_max: Any) -> Any:
         raise InputTypeError(f"N must be an integer (group size), got {type(N).__name__} {N!r}")
     if N < 1:
         raise InputError(f"N must be >= 1, got {N}")
-    _check_r(r)
+    check_r(r)
     if isinstance(f_max, bool) or not isinstance(f_max, numbers.Real):
         raise InputTypeError(f"f_max must be a real number, got {type(f_max).__name__} {f_max!r}")
     exact = _is_exact(r) and _is_exact(f_max)
@@ -521,7 +517,7 @@ def min_group_size(delta: Any, r: Any, f_max: Any) -> Any:
     6
 
     """
-    _check_r(r)
+    check_r(r)
     for name, v in (("delta", delta), ("f_max", f_max)):
         if isinstance(v, bool) or not isinstance(v, numbers.Real):
             raise InputTypeError(f"{name} must be a real number, got {type(v).__name__} {v!r}")
@@ -551,9 +547,13 @@ def min_group_size(delta: Any, r: Any, f_max: Any) -> Any:
     return N
 
 
-@dataclass(frozen=True)
-class DeltaCheck:
-    """Theorem 1's condition for one group and one value x (see :func:`delta_check`)."""
+@dataclass(frozen=True, eq=False)
+class DeltaCheck(Result):
+    """Theorem 1's condition for one group and one value x (see :func:`delta_check`).
+
+    ``value`` is Δ_max = f_max - min f (compared with ``delta_ceil``); ``holds`` whether
+    the condition holds, ``certifies`` whether it proves p(t : x) ≤ 1/r.
+    """
 
     N: int
     r: Any
@@ -565,12 +565,30 @@ class DeltaCheck:
     certifies: bool
     reason: str
 
-    def to_dict(self) -> dict:
-        """JSON-friendly form."""
-        from ._io import to_jsonable
+    @property
+    def value(self) -> Any:
+        """Δ_max, the spread of the group's probabilities."""
+        return self.delta_max
 
-        return to_jsonable({k: (str(v) if isinstance(v, Fraction) else v)
-                            for k, v in self.__dict__.items()})
+    @property
+    def params(self) -> dict:
+        """The parameters: r and n_x."""
+        return {"r": json_safe(self.r), "n_x": self.n_x}
+
+    @property
+    def witness(self) -> None:
+        """No witness: the check is about one group."""
+        return None
+
+    def to_dict(self) -> dict:
+        """JSON-safe form (Fractions as strings)."""
+        return json_safe({k: (str(v) if isinstance(v, Fraction) else v)
+                          for k, v in self.__dict__.items()})
+
+    def summary(self) -> str:
+        """One line: the condition and what it certifies."""
+        return (f"Δ_max = {float(self.delta_max):.4g} vs Δ_ceil = {float(self.delta_ceil):.4g} "
+                f"(N = {self.N}, r = {float(self.r):g}, n_x = {self.n_x}): {self.reason}")
 
 
 def delta_check(f: Sequence[Any], r: Any, *, n_x: int = 1, tol: float = 0.0) -> DeltaCheck:
@@ -582,7 +600,7 @@ def delta_check(f: Sequence[Any], r: Any, *, n_x: int = 1, tol: float = 0.0) -> 
     multi-valued model, and at f_max ∈ {0, 1} with Δ = 0 the posterior is undefined).
     Exact with Fractions; float comparisons allow ``tol`` absolute slack.
     """
-    _check_r(r)
+    check_r(r)
     exact = all(_is_exact(v) for v in f) and _is_exact(r) if not isinstance(f, np.ndarray) \
         else False
     fv = _check_f(f, exact=exact)
@@ -618,7 +636,36 @@ DELTA_STATUS = {DELTA_NONE: "no sensitive value", DELTA_CERTIFIED: "certified by
 
 
 @dataclass(frozen=True, eq=False)
-class RobustnessAudit:
+class RobustnessWitness(Witness):
+    """The worst tuple of an r-robustness audit: who is linked to what, and how surely.
+
+    ``row`` is the input row (of the release's row view), ``group`` its group's label,
+    ``attribute_set`` the known QI attributes and ``signature`` the tuple's values on them,
+    ``value`` the sensitive value, ``posterior`` p(t : value), ``n_x`` the occurrences of
+    the value in the group of ``group_size`` individuals.
+    """
+
+    row: int
+    group: Any
+    attribute_set: tuple
+    signature: tuple
+    value: Any
+    posterior: float
+    n_x: int
+    group_size: int
+
+    def summary(self) -> str:
+        """One line naming the tuple, its signature and its posterior."""
+        sig = ", ".join(f"{a}={v}" for a, v in zip(self.attribute_set, self.signature,
+                                                   strict=False))
+        return (f"row {self.row} in group {self.group!r}: knowing that people with {sig} have "
+                f"{self.value!r} at the adversary's rate singles them out (p = "
+                f"{self.posterior:.4g}; {self.n_x} of the group's {self.group_size} have "
+                f"{self.value!r})")
+
+
+@dataclass(frozen=True, eq=False)
+class RobustnessAudit(Result):
     """Result of :func:`audit` (r-robustness of a release under background knowledge).
 
     Attributes
@@ -627,16 +674,20 @@ class RobustnessAudit:
         Maximum posterior p(t : x) over tuples, attribute sets and sensitive values.
     robust : bool
         ``value <= 1/r`` (within ``tol``) and every posterior could be computed.
-    witness : dict or None
-        Where the maximum is reached: input ``row``, ``group`` (label), ``attribute_set``,
-        ``signature`` (the tuple's values on it), ``value``, ``posterior``, ``n_x`` and
-        ``group_size``.
+    witness : RobustnessWitness or None
+        Where the maximum is reached (row, group, attribute set, signature, value,
+        posterior, n_x, group size).
+    n_rows : int
+        Individuals audited (Σ weight for weighted rows).
     problematic_rows, problematic_sets, problematic_values, problematic_posteriors :
         numpy arrays, one entry per (tuple, attribute set, value) with p > 1/r (sets as
-        indices into ``attribute_sets``, values as labels via ``values``).
+        indices into ``attribute_sets``, values as labels via ``values``). A row of
+        weight w stands for w tuples and appears w times.
     row_max : numpy.ndarray
         Per input row, its maximum posterior over sets and sensitive values (0 when its
         group holds no sensitive value; NaN when every posterior was undefined).
+    row_weight : numpy.ndarray or None
+        Multiplicity of each input row (weighted rows), else ``None``.
     group_max : numpy.ndarray
         Per group, the maximum posterior (same conventions).
     delta_status : numpy.ndarray of int8
@@ -653,7 +704,7 @@ class RobustnessAudit:
     undefined : list of dict
         Posteriors that do not exist (E_n(f) = 0: the knowledge contradicts the release),
         with group, attribute set, value and reason; or groups skipped as too large.
-    timing : dict
+    seconds : dict
         Seconds per phase.
 
     """
@@ -665,7 +716,7 @@ class RobustnessAudit:
     threshold: float
     tol: float
     model: str
-    witness: dict | None
+    witness: RobustnessWitness | None
     n_rows: int
     n_groups: int
     attribute_sets: tuple
@@ -676,6 +727,7 @@ class RobustnessAudit:
     problematic_values: np.ndarray
     problematic_posteriors: np.ndarray
     row_max: np.ndarray
+    row_weight: np.ndarray | None
     group_max: np.ndarray
     group_witness_row: np.ndarray
     group_witness_set: np.ndarray
@@ -685,7 +737,14 @@ class RobustnessAudit:
     certified_violations: int
     undefined: list
     knowledge: dict
-    timing: dict
+    seconds: dict = field(compare=False)
+
+    @property
+    def params(self) -> dict:
+        """The parameters of the audit."""
+        return {"r": self.r, "tol": self.tol, "model": self.model,
+                "attribute_sets": [list(a) for a in self.attribute_sets],
+                "sensitive_values": list(self.sensitive_values), "knowledge": self.knowledge}
 
     @property
     def n_problematic(self) -> int:
@@ -694,8 +753,11 @@ class RobustnessAudit:
 
     @property
     def n_problematic_rows(self) -> int:
-        """Number of distinct tuples with some p > 1/r."""
-        return int(np.unique(self.problematic_rows).shape[0])
+        """Number of distinct tuples (individuals) with some p > 1/r."""
+        rows = np.unique(self.problematic_rows)
+        if self.row_weight is None:
+            return int(rows.shape[0])
+        return int(self.row_weight[rows].sum())
 
     @property
     def n_certified(self) -> int:
@@ -723,19 +785,18 @@ class RobustnessAudit:
         })
 
     def to_dict(self, max_items: int = 100) -> dict:
-        """JSON-friendly summary (lists truncated to ``max_items``)."""
-        from ._io import to_jsonable
-
+        """JSON-safe summary (lists truncated to ``max_items``)."""
         order = np.argsort(-self.problematic_posteriors, kind="stable")[:max_items]
         sets = [list(a) for a in self.attribute_sets]
         worst = [{"row": int(self.problematic_rows[i]),
                   "attribute_set": sets[int(self.problematic_sets[i])],
                   "value": self.values[int(self.problematic_values[i])],
                   "posterior": float(self.problematic_posteriors[i])} for i in order]
-        return to_jsonable({
+        return json_safe({
             "model": self.model, "r": self.r, "threshold": self.threshold, "tol": self.tol,
             "value": self.value, "robust": self.robust, "complete": self.complete,
-            "witness": self.witness, "n_rows": self.n_rows, "n_groups": self.n_groups,
+            "witness": self.witness, "params": self.params, "n_rows": self.n_rows,
+            "n_groups": self.n_groups,
             "attribute_sets": sets, "sensitive_values": list(self.sensitive_values),
             "n_problematic": self.n_problematic,
             "n_problematic_rows": self.n_problematic_rows,
@@ -750,7 +811,7 @@ class RobustnessAudit:
             "n_undefined": len(self.undefined),
             "undefined": self.undefined[:max_items],
             "knowledge": self.knowledge,
-            "timing": self.timing,
+            "seconds": self.seconds,
         })
 
     def summary(self, *, verbose: bool = False) -> str:
@@ -769,13 +830,7 @@ class RobustnessAudit:
         else:
             lines.append(f"  The highest posterior is {self.value:.4g}.")
         if self.witness:
-            w = self.witness
-            sig = ", ".join(f"{a}={v}" for a, v in zip(w["attribute_set"], w["signature"],
-                                                       strict=False))
-            lines.append(f"  Worst case: row {w['row']} in group {w['group']!r}; knowing that "
-                         f"people with {sig} have {w['value']!r} at the adversary's rate "
-                         f"singles them out ({w['n_x']} of the group's {w['group_size']} "
-                         f"have {w['value']!r}).")
+            lines.append(f"  Worst case: {self.witness.summary()}.")
         if verbose:
             lines.append(f"  problematic: {self.n_problematic} (tuple, set, value) triples on "
                          f"{self.n_problematic_rows} of {self.n_rows} rows")
@@ -812,10 +867,11 @@ def _check_group_cost(cost: np.ndarray, groups: np.ndarray, sizes: np.ndarray,
 def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None = None,
           group: str | Sequence[str] | None = None, r: float,
           knowledge: Knowledge | None = None, sensitive_values: Sequence[Any] | None = None,
-          model: str = "binary", rows: Any = None, max_size: int | None = None,
-          epsilon: float = 0.01, delta: float = 0.9, min_support: int | None = None,
-          tol: float = 1e-12, nulls: str = "error", max_states: int = MAX_DP_STATES,
-          on_large: str = "error", chunk_entries: int = 1 << 22) -> RobustnessAudit:
+          model: str = "binary", max_set_size: int | None = None,
+          epsilon: float = 0.01, confidence: float = 0.9, min_support: int | None = None,
+          tol: float = 1e-12, weight: str | None = None, nulls: str = "error",
+          max_states: int = MAX_DP_STATES, on_large: str = "error",
+          chunk_entries: int = 1 << 22) -> RobustnessAudit:
     """Audit a released table for r-robustness (Wong et al., Definition 3).
 
     For every tuple t, every sensitive value x and every attribute set A of the knowledge,
@@ -829,20 +885,21 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
     Input shape
     -----------
     The adversary knows every individual's exact QI values and group, so the audit reads
-    the *auditor's* view of the release: one row per individual with the QI columns (exact,
-    not generalized), the group-id column and the true sensitive value — e.g. Anatomy's
-    QI table joined with its sensitive table, or an original table plus the group ids an
-    anonymizer produced. Alternatively pass a :class:`~fastpriv.Release` built with
-    ``Release.from_table`` and ``rows=`` the table with the QI columns in the same row
-    order (then ``group`` is not needed).
+    the release's row-level view (:class:`fastpriv.rows.RowView`): one row per individual
+    (or distinct rows with a multiplicity, ``weight=``) with the exact QI values, the group
+    and the true sensitive value — e.g. Anatomy's QI table joined with its sensitive
+    table, or an original table plus the group ids an anonymizer produced. ``data`` is that
+    table, or a :class:`~fastpriv.Release` built from it with
+    ``Release.from_table(table, qi=..., group=..., sensitive=...)``.
 
     Parameters
     ----------
     data : table-like or Release
-        The released table (see above): pyarrow/pandas/polars, Parquet/CSV path, ...
+        The released table (see above): pyarrow/pandas/polars, Parquet/CSV path, ..., or a
+        Release carrying a row view of the QI columns.
     qi : sequence of str, optional
         QI columns. Required when ``knowledge`` is None (it is derived from ``data`` with
-        every attribute subset up to ``max_size``); with a knowledge object, only its
+        every attribute subset up to ``max_set_size``); with a knowledge object, only its
         attribute sets within ``qi`` are used (all when ``qi`` is None).
     sensitive : str
         Sensitive column (default for a Release: its sensitive column name).
@@ -852,21 +909,23 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
         Privacy parameter, r > 1; the threshold is 1/r.
     knowledge : Knowledge, optional
         The adversary's distributions. Default: :meth:`Knowledge.derive` of ``data`` (the
-        true conditional frequencies — the worst case) with ``max_size``, ``epsilon``,
-        ``delta``, ``min_support``.
+        true conditional frequencies — the worst case) with ``max_set_size``, ``epsilon``,
+        ``confidence``, ``min_support``.
     sensitive_values : sequence, optional
         The values X_s that must not be linked (default: every value).
     model : {"binary", "multivalued"}
         Binary (default; the papers' Tables 4–5 and proofs) or the full multi-valued model.
-    rows : table-like, optional
-        With a Release: the table with the QI columns, aligned with ``release.row_group``.
-    max_size, epsilon, delta, min_support :
+    max_set_size, epsilon, confidence, min_support :
         Parameters of the derived knowledge (see :meth:`Knowledge.derive`).
-    nulls : {"error", "drop", "value"}
-        Null policy for the used columns (tables only).
     tol : float
         Relative slack in the comparisons with 1/r (p > (1/r)(1 + tol) is problematic),
         absorbing float rounding at exact ties (the Δ bound is tight).
+    weight : str, optional
+        Multiplicity column (tables only): each row stands for ``weight`` identical
+        individuals; the audit equals the one of the expanded table (rows are reported
+        by their index among the rows of positive weight).
+    nulls : {"error", "drop", "value"}
+        Null policy for the used columns (tables only).
     max_states, on_large :
         Multi-valued model: DP state limit; groups beyond it and beyond
         :data:`MAX_RYSER_TUPLES` tuples raise (``on_large="error"``) or are reported in
@@ -881,20 +940,51 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
 
     """
     t_start = time.perf_counter()
-    timing: dict[str, float] = {}
-    from ._arrow import apply_null_policy, as_table, encode_column, encode_keys
-    from ._kernels import possible_worlds as pw
-    from ._kernels.counting import DENSE_CELLS, count_pairs, group_order
-    from .release import Release
+    seconds: dict[str, float] = {}
+    r, qi = _check_audit_args(r=r, tol=tol, model=model, on_large=on_large, qi=qi,
+                              knowledge=knowledge)
+    st = _prepare(data, qi=qi, sensitive=sensitive, group=group, knowledge=knowledge,
+                  weight=weight, nulls=nulls)
+    seconds["prepare"] = time.perf_counter() - t_start
 
+    t0 = time.perf_counter()
+    knowledge, sets = _audit_knowledge(st, knowledge, qi=qi, model=model,
+                                       max_set_size=max_set_size, epsilon=epsilon,
+                                       confidence=confidence, min_support=min_support)
+    seconds["knowledge"] = time.perf_counter() - t0
+
+    xs = _tested_values(sensitive_values, st.values)
+    threshold = 1.0 / float(r)
+    thr_eff = threshold * (1.0 + float(tol))
+    t0 = time.perf_counter()
+    sig_by_set, mat_by_set = _signatures(st, knowledge, sets, xs, model)
+    seconds["signatures"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    post = _Posteriors(st, sets, xs)
+    post.plan(model=model, max_states=max_states, on_large=on_large,
+              chunk_entries=chunk_entries)
+    post.run(sig_by_set, mat_by_set, model=model, r=float(r), thr_eff=thr_eff)
+    seconds["posteriors"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    post.contradictions(sig_by_set, mat_by_set, model=model)
+    seconds["contradictions"] = time.perf_counter() - t0
+    return _result(st, post, knowledge, sets, model=model, r=r, threshold=threshold,
+                   thr_eff=thr_eff, tol=tol, seconds=seconds, t_start=t_start)
+
+
+def _check_audit_args(*, r: Any, tol: Any, model: str, on_large: str, qi: Any,
+                      knowledge: Any) -> tuple[Any, list[str] | None]:
+    """Validate the scalar arguments of :func:`audit`; return r and qi as a list."""
     check_choice(model, "model", _MODELS)
     check_choice(on_large, "on_large", ("error", "report"))
-    r = _check_r(r)
+    r = check_r(r)
     if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not 0 <= tol < 1e-3:
         raise InputError(f"tol must be a small non-negative number, got {tol!r}")
     if knowledge is not None and not isinstance(knowledge, Knowledge):
         raise InputTypeError(f"knowledge must be a fastpriv.knowledge.Knowledge, got "
-                        f"{type(knowledge).__name__}")
+                             f"{type(knowledge).__name__}")
     if qi is not None:
         qi = [qi] if isinstance(qi, str) else list(qi)
         for c in qi:
@@ -905,96 +995,61 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
     if knowledge is None and qi is None:
         raise InputError("qi= is required when knowledge is not given (the knowledge is "
                          "derived from the QI columns of data)")
+    return r, qi
 
-    # ---------------------------------------------------------------- the release
-    if isinstance(data, Release):
-        rel = data
+
+class _Prepared:
+    """The release and its row view as the audit's kernels read them (one dtype each)."""
+
+    def __init__(self, rel: Any) -> None:
         if rel.case != "svpi":
             raise InputError(f"r-robustness is defined for one value per individual; this "
                              f"release is {rel.case!r}")
-        if rel.row_group is None:
-            raise InputError("this Release has no row -> group map (built from counts or a "
-                             "stream); build it with Release.from_table, or pass the table")
-        if rows is None:
-            raise InputError("with a Release, pass rows= (the table with the QI columns, in "
-                             "the order of the table the release was built from)")
-        if group is not None:
-            raise InputError("group= is only for tables; a Release already has its groups")
-        sensitive = sensitive or rel.sensitive_name
-        table = as_table(rows, param="rows")
-        if table.num_rows != rel.row_group.shape[0]:
-            raise InputError(f"rows has {table.num_rows} rows but the release was built from "
-                             f"{rel.row_group.shape[0]}")
-        gcode = np.asarray(rel.row_group, dtype=np.int32)
-        G = rel.n_groups
-        indptr, codes, counts = rel.indptr, rel.codes, rel.counts
-        values = rel.values
-        group_labels_fn = lambda: rel.group_labels  # noqa: E731
-        needed = list(qi or []) + ([sensitive] if knowledge is None else [])
-        check_columns(needed, table.column_names, "rows")
-        table = table.select(list(dict.fromkeys(needed + (
-            [c for A in knowledge.attribute_sets for c in A] if knowledge else []))))
-        for c in table.column_names:
-            if table.column(c).null_count:
-                raise InputError(f"rows: column {c!r} has {table.column(c).null_count} nulls")
-    else:
-        if group is None:
-            raise InputError("group= is required: the group (bucket) id of every row. For a "
-                             "generalized table pass the group ids with the exact QI values "
-                             "(the adversary links individuals through their exact QI)")
-        if sensitive is None:
-            raise InputError("sensitive= is required")
-        if not isinstance(sensitive, str):
-            raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
-        gcols = [group] if isinstance(group, str) else list(group)
-        table = as_table(data, param="data")
-        kcols = [c for A in knowledge.attribute_sets for c in A] if knowledge else []
-        want = list(dict.fromkeys(gcols + [sensitive] + list(qi or []) + kcols))
-        check_columns([sensitive], table.column_names, "sensitive")
-        check_columns(gcols, table.column_names, "group")
-        if qi is not None:
-            check_columns(qi, table.column_names, "qi")
-        if sensitive in gcols or (qi and sensitive in qi):
-            raise InputError(f"sensitive column {sensitive!r} is also a group/qi column")
-        present = [c for c in want if c in table.column_names]
-        table, _ = apply_null_policy(table.select(present), present, nulls)
-        if table.num_rows == 0:
-            raise InputError("data has no rows")
-        gcode, gkeys = encode_keys([table.column(c) for c in gcols], names=gcols)
-        gcode = np.asarray(gcode, dtype=np.int32)
-        G = gkeys.num_rows
-        venc = encode_column(table.column(sensitive), name=sensitive)
-        values = venc.labels.to_pylist()
-        empty = np.empty(0, dtype=np.int64)
-        indptr, codes, counts = count_pairs(kernel_array(gcode, np.int32),
-                                            kernel_array(venc.codes, np.int32),
-                                            kernel_array(empty, np.int64), G, len(values),
-                                            DENSE_CELLS)
+        self.rel = rel
+        self.view = rel.rows
+        self.gcode = np.asarray(self.view.row_group, dtype=np.int32)
+        self.R = int(self.gcode.shape[0])
+        self.G = rel.n_groups
+        self.values = rel.values
+        self.V = len(self.values)
+        self.indptr = kernel_array(rel.indptr, np.int64)
+        self.codes = kernel_array(rel.codes, np.int32)
+        self.counts = kernel_array(rel.counts, np.int64)
+        goff, order = self.view.group_order
+        self.goff = kernel_array(goff, np.int64)
+        self.order = kernel_array(order, np.int64)
+        self.sizes = np.diff(self.goff)
+        self.entry_group = np.repeat(np.arange(self.G, dtype=np.int64), np.diff(self.indptr))
 
-        def group_labels_fn():
-            from .release import _key_labels
+    def group_labels(self) -> list:
+        return self.rel.group_labels
 
-            return _key_labels(gkeys)
-    R = int(gcode.shape[0])
-    V = len(values)
-    # one dtype/layout/read-only-ness whichever path built them (one kernel signature)
-    indptr = kernel_array(indptr, np.int64)
-    codes = kernel_array(codes, np.int32)
-    counts = kernel_array(counts, np.int64)
-    goff, order = group_order(kernel_array(gcode, np.int32), G)
-    goff = kernel_array(goff, np.int64)
-    order = kernel_array(order, np.int64)
-    sizes = np.diff(goff)
-    entry_group = np.repeat(np.arange(G, dtype=np.int64), np.diff(indptr))
-    timing["prepare"] = time.perf_counter() - t_start
 
-    # ---------------------------------------------------------------- knowledge
-    t0 = time.perf_counter()
+def _prepare(data: Any, *, qi: list[str] | None, sensitive: str | None, group: Any,
+             knowledge: Knowledge | None, weight: str | None, nulls: str) -> _Prepared:
+    """Step 1: the release with the row view of every column the audit reads."""
+    from .rows import release_with_rows
+
+    cols = list(qi) if qi is not None else list(knowledge.columns)
+    if not cols:
+        raise InputError("the knowledge has no attribute set within qi")
+    rel = release_with_rows(data, qi=cols, sensitive=sensitive, group=group, weight=weight,
+                            nulls=nulls)
+    return _Prepared(rel)
+
+
+def _audit_knowledge(st: _Prepared, knowledge: Knowledge | None, *, qi: list[str] | None,
+                     model: str, max_set_size: Any, epsilon: Any, confidence: Any,
+                     min_support: Any) -> tuple[Knowledge, list[tuple]]:
+    """Step 2: the adversary's knowledge and its attribute sets within ``qi``.
+
+    Without a given knowledge, it is derived from the release's rows.
+    """
     derived = knowledge is None
     if derived:
-        knowledge = Knowledge.derive(table, qi=qi, sensitive=sensitive, max_size=max_size,
-                                     epsilon=epsilon, delta=delta, min_support=min_support,
-                                     nulls="error")
+        knowledge = Knowledge.derive(st.rel, qi=qi, max_set_size=max_set_size,
+                                     epsilon=epsilon, confidence=confidence,
+                                     min_support=min_support)
     sets = knowledge.attribute_sets
     if qi is not None:
         sets = [A for A in sets if set(A) <= set(qi)]
@@ -1004,45 +1059,45 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
         # no reliable signature at all: the adversary knows only the global rates, i.e. the
         # empty attribute set (posterior n_x / N); any other set would give at least that
         sets = [()]
-    check_columns(sorted({c for A in sets for c in A}), table.column_names, "data")
+    st.view.require(sorted({c for A in sets for c in A}), param="data")
     if model == "multivalued" and sets != [()]:
         knowledge.restrict(sets).check_multivalued()
-    timing["knowledge"] = time.perf_counter() - t0
+    return knowledge, sets
 
-    # ---------------------------------------------------------------- sensitive values
+
+def _tested_values(sensitive_values: Any, values: list) -> np.ndarray:
+    """Codes of the values X_s that must not be linked (all by default)."""
+    V = len(values)
     if sensitive_values is None:
-        xs = np.arange(V, dtype=np.int64)
-    else:
-        if isinstance(sensitive_values, (str, bytes)):
-            sensitive_values = [sensitive_values]
-        idx = {v: i for i, v in enumerate(values)}
-        missing = [v for v in sensitive_values if v not in idx]
-        if missing:
-            raise InputError(f"sensitive_values: {missing[:5]} not among the sensitive values "
-                             f"of the data ({', '.join(map(repr, values[:20]))}"
-                             f"{' …' if V > 20 else ''})")
-        xs = np.unique(np.array([idx[v] for v in sensitive_values], dtype=np.int64))
-    xs_mask = np.zeros(V, dtype=bool)
-    xs_mask[xs] = True
-    threshold = 1.0 / float(r)
-    thr_eff = threshold * (1.0 + float(tol))
+        return np.arange(V, dtype=np.int64)
+    if isinstance(sensitive_values, (str, bytes)):
+        sensitive_values = [sensitive_values]
+    idx = {v: i for i, v in enumerate(values)}
+    missing = [v for v in sensitive_values if v not in idx]
+    if missing:
+        raise InputError(f"sensitive_values: {missing[:5]} not among the sensitive values "
+                         f"of the data ({', '.join(map(repr, values[:20]))}"
+                         f"{' …' if V > 20 else ''})")
+    return np.unique(np.array([idx[v] for v in sensitive_values], dtype=np.int64))
 
-    # ---------------------------------------------------------------- signatures
-    t0 = time.perf_counter()
+
+def _signatures(st: _Prepared, knowledge: Knowledge, sets: list[tuple], xs: np.ndarray,
+                model: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Step 3: every row's signature per attribute set and the probability matrices."""
     ccache: dict[str, np.ndarray] = {}
-    sig_by_set = []
-    mat_by_set = []
+    sig_by_set, mat_by_set = [], []
+    values = st.values
     for A in sets:
         if A == ():
-            sig = np.full(R, -1, dtype=np.int64)
+            sig = np.full(st.R, -1, dtype=np.int64)
             M = np.array([[knowledge.fallback_for(v) for v in values]], dtype=np.float64)
         else:
-            sig = knowledge.signature_index(table, A, column_codes=ccache)
+            sig = knowledge.signature_index(st.view, A, column_codes=ccache)
             M = knowledge.probability_matrix(A, values)
         ns = M.shape[0] - 1
         sig = np.where(sig < 0, ns, sig).astype(np.int64)
         used = np.unique(sig)
-        need = xs if model == "binary" else np.arange(V)
+        need = xs if model == "binary" else np.arange(st.V)
         sub = M[np.ix_(used, need)]
         if np.isnan(sub).any():
             i, j = np.argwhere(np.isnan(sub))[0]
@@ -1053,274 +1108,303 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
                 "rates)")
         sig_by_set.append(kernel_array(sig, np.int64))
         mat_by_set.append(kernel_array(M, np.float64))
-    timing["signatures"] = time.perf_counter() - t0
+    return sig_by_set, mat_by_set
 
-    # ---------------------------------------------------------------- segments
-    t0 = time.perf_counter()
-    seg_mask = xs_mask[codes]
-    seg_entry = np.flatnonzero(seg_mask)           # CSR positions of (group, x) segments
-    seg_group_all = entry_group[seg_entry]
-    seg_value_all = codes[seg_entry].astype(np.int64)
-    seg_n_all = counts[seg_entry].astype(np.int64)
-    k_per_group = np.bincount(seg_group_all, minlength=G)
-    groups_with = np.flatnonzero(k_per_group > 0)
-    nA = len(sets)
-    S_all = seg_entry.shape[0]
-    seg_max = np.full((nA, S_all), np.nan)
-    seg_arg_row = np.full((nA, S_all), -1, dtype=np.int64)
-    seg_holds = np.zeros((nA, S_all), dtype=bool)
-    seg_interior = np.zeros((nA, S_all), dtype=bool)
-    seg_status = np.zeros((nA, S_all), dtype=np.int8)
-    row_max = np.zeros(R, dtype=np.float64)
-    row_best_set = np.full(R, -1, dtype=np.int64)
-    row_best_val = np.full(R, -1, dtype=np.int64)
-    row_any = np.zeros(R, dtype=bool)  # some defined posterior seen
-    prob_rows, prob_sets, prob_vals, prob_ps = [], [], [], []
-    undefined: list[dict] = []
-    skipped_groups = np.zeros(G, dtype=bool)
-    seg_start_of_group = np.zeros(G + 1, dtype=np.int64)
-    seg_start_of_group[1:] = np.cumsum(k_per_group)
-    nblocks = _nblocks()
-    limit = int(pw.PREFIX_LIMIT)
 
-    # multi-valued: per-group method
-    mv_method = None
-    if model == "multivalued":
-        mv_method = np.full(G, -1, dtype=np.int64)
-        for g in groups_with:
-            mult = counts[indptr[g]:indptr[g + 1]]
-            states = 1
-            for m in mult:
-                states *= int(m) + 1
-                if states > max_states:
-                    break
-            if states <= max_states:
-                mv_method[g] = pw.METHOD_DP
-            elif sizes[g] <= MAX_RYSER_TUPLES:
-                mv_method[g] = pw.METHOD_RYSER
-            else:
-                if on_large == "error":
+class _Posteriors:
+    """Step 4: the exact posteriors of every (tuple, tested value) segment.
+
+    Computed chunk by chunk, reduced on the fly to per-segment, per-row and problematic
+    entries.
+    """
+
+    def __init__(self, st: _Prepared, sets: list[tuple], xs: np.ndarray) -> None:
+        self.st = st
+        self.sets = sets
+        self.xs = xs
+        xs_mask = np.zeros(st.V, dtype=bool)
+        xs_mask[xs] = True
+        self.seg_entry = np.flatnonzero(xs_mask[st.codes])   # CSR positions of (group, x)
+        self.seg_group = st.entry_group[self.seg_entry]
+        self.seg_value = st.codes[self.seg_entry].astype(np.int64)
+        self.seg_n = st.counts[self.seg_entry].astype(np.int64)
+        self.k_per_group = np.bincount(self.seg_group, minlength=st.G)
+        self.groups_with = np.flatnonzero(self.k_per_group > 0)
+        nA, S, R = len(sets), self.seg_entry.shape[0], st.R
+        self.seg_max = np.full((nA, S), np.nan)
+        self.seg_arg_row = np.full((nA, S), -1, dtype=np.int64)
+        self.seg_holds = np.zeros((nA, S), dtype=bool)
+        self.seg_interior = np.zeros((nA, S), dtype=bool)
+        self.seg_status = np.zeros((nA, S), dtype=np.int8)
+        self.row_max = np.zeros(R, dtype=np.float64)
+        self.row_any = np.zeros(R, dtype=bool)  # some defined posterior seen
+        self.prob: list[list[np.ndarray]] = [[], [], [], []]   # rows, sets, values, p
+        self.undefined: list[dict] = []
+        self.skipped = np.zeros(st.G, dtype=bool)
+        self.seg_start = np.zeros(st.G + 1, dtype=np.int64)
+        self.seg_start[1:] = np.cumsum(self.k_per_group)
+        self.mv_method = None
+        self.chunk_bounds = [0]
+
+    def plan(self, *, model: str, max_states: int, on_large: str, chunk_entries: int) -> None:
+        """Choose the multi-valued method per group and cut the groups into chunks."""
+        from ._kernels import possible_worlds as pw
+
+        st = self.st
+        if model == "multivalued":
+            self.mv_method = np.full(st.G, -1, dtype=np.int64)
+            for g in self.groups_with:
+                states = 1
+                for m in st.counts[st.indptr[g]:st.indptr[g + 1]]:
+                    states *= int(m) + 1
+                    if states > max_states:
+                        break
+                if states <= max_states:
+                    self.mv_method[g] = pw.METHOD_DP
+                elif st.sizes[g] <= MAX_RYSER_TUPLES:
+                    self.mv_method[g] = pw.METHOD_RYSER
+                elif on_large == "error":
                     raise InputError(
-                        f"group {group_labels_fn()[g]!r} has {int(sizes[g])} tuples and more "
-                        f"than {max_states} multiset DP states: the exact multi-valued "
+                        f"group {st.group_labels()[g]!r} has {int(st.sizes[g])} tuples and "
+                        f"more than {max_states} multiset DP states: the exact multi-valued "
                         f"posterior (a permanent, #P-hard) is limited to {MAX_RYSER_TUPLES} "
                         "tuples (Ryser) or max_states DP states. Use model='binary', raise "
                         "max_states, or pass on_large='report' to skip such groups")
-                skipped_groups[g] = True
-                undefined.append({"group": g, "attribute_set": None, "value": None,
-                                  "reason": "group too large for the exact multi-valued "
-                                            "posterior (skipped)"})
-
-    # chunks of groups bounded by entries
-    cost = (k_per_group * sizes)[groups_with] if model == "binary" else \
-        (np.diff(indptr) * sizes)[groups_with]
-    _check_group_cost(cost, groups_with, sizes, group_labels_fn)
-    chunk_bounds = [0]
-    acc = 0
-    for i, c in enumerate(cost.tolist()):
-        if acc and acc + c > chunk_entries:
-            chunk_bounds.append(i)
-            acc = 0
-        acc += c
-    chunk_bounds.append(groups_with.shape[0])
-
-    for ci in range(len(chunk_bounds) - 1):
-        grp_all = groups_with[chunk_bounds[ci]:chunk_bounds[ci + 1]]
-        if grp_all.size == 0:
-            continue
-        methods = [None] if model == "binary" else [pw.METHOD_DP, pw.METHOD_RYSER]
-        for meth in methods:
-            if meth is None:
-                grp = grp_all
-            else:
-                grp = grp_all[mv_method[grp_all] == meth]
-                if grp.size == 0:
-                    continue
-            kg = k_per_group[grp]
-            entry_rows, seg_off = pw.gather_segments(goff, order, kernel_array(grp, np.int64),
-                                                     kernel_array(kg, np.int64))
-            # global segment ids of this chunk (segments are grouped by group in CSR order)
-            sid = _segment_ids(seg_start_of_group, grp, kg)
-            sval = seg_value_all[sid]
-            sn = seg_n_all[sid]
-            grp_seg = np.zeros(grp.size + 1, dtype=np.int64)
-            grp_seg[1:] = np.cumsum(kg)
-            grp_size = sizes[grp].astype(np.int64)
-            chunk_rows, _ = pw.gather_segments(goff, order, kernel_array(grp, np.int64),
-                                               kernel_array(np.ones(grp.size, np.int64),
-                                                            np.int64))
-            seg_len = np.diff(seg_off)
-            ro_rows = kernel_array(entry_rows, np.int64)
-            ro_off = kernel_array(seg_off, np.int64)
-            ro_val = kernel_array(sval, np.int64)
-            if meth is not None:
-                # position of each segment's value inside its group's block (value-major)
-                block = np.zeros(grp.size + 1, dtype=np.int64)
-                block[1:] = np.cumsum(grp_size * np.diff(indptr)[grp])
-                kidx = seg_entry[sid] - indptr[seg_group_all[sid]]
-                src_start = block[:-1][np.repeat(np.arange(grp.size), kg)] + kidx * seg_len
-                src = np.repeat(src_start - seg_off[:-1], seg_len) + np.arange(seg_off[-1])
-            for a in range(nA):
-                f = pw.gather_f(sig_by_set[a], mat_by_set[a], ro_rows, ro_off, ro_val)
-                if meth is None:
-                    p, st, _ = pw.binary_posteriors_csr(ro_off, kernel_array(f, np.float64),
-                                                        kernel_array(sn, np.int64), limit,
-                                                        nblocks)
-                    st = st.astype(np.int8)
                 else:
-                    P, poff, mult, moff = pw.gather_blocks(
-                        goff, order, kernel_array(grp, np.int64), indptr, codes, counts,
-                        sig_by_set[a], mat_by_set[a])
-                    post, gst, _, _ = pw.mv_posteriors_csr(
-                        kernel_array(P, np.float64), kernel_array(poff, np.int64),
-                        kernel_array(mult, np.int64), kernel_array(moff, np.int64), int(meth))
-                    p = post[src]
-                    st = np.repeat(gst, kg).astype(np.int8)
-                    p[np.repeat(st != 0, seg_len)] = np.nan
-                p = np.minimum(p, 1.0)
-                smax, sarg, sfmax, sfmin, rmax, rseg = pw.reduce_segments(
-                    kernel_array(p, np.float64), kernel_array(f, np.float64), ro_off,
-                    kernel_array(grp_seg, np.int64), kernel_array(grp_size, np.int64))
-                seg_max[a, sid] = smax
-                seg_arg_row[a, sid] = entry_rows[sarg]
-                seg_status[a, sid] = st
-                # Δ condition per segment
-                Ns = np.repeat(grp_size, kg).astype(np.float64)
-                dc = delta_ceil(Ns, np.full(Ns.shape, float(r)), sfmax)
-                seg_holds[a, sid] = (Ns >= float(r)) & (sfmax - sfmin <= dc)
-                seg_interior[a, sid] = (sfmax > 0.0) & (sfmax < 1.0)
-                # rows
-                better = rmax > row_max[chunk_rows]
-                upd = chunk_rows[better]
-                row_max[upd] = rmax[better]
-                row_best_set[upd] = a
-                row_best_val[upd] = sval[rseg[better]]
-                row_any[chunk_rows[rseg >= 0]] = True
-                # problematic entries
-                hit = np.flatnonzero(p > thr_eff)
-                if hit.size:
-                    hseg = np.searchsorted(seg_off, hit, side="right") - 1
-                    prob_rows.append(entry_rows[hit])
-                    prob_sets.append(np.full(hit.size, a, dtype=np.int64))
-                    prob_vals.append(sval[hseg])
-                    prob_ps.append(p[hit])
-    timing["posteriors"] = time.perf_counter() - t0
+                    self.skipped[g] = True
+                    self.undefined.append({"group": g, "attribute_set": None, "value": None,
+                                           "reason": "group too large for the exact "
+                                                     "multi-valued posterior (skipped)"})
+        per_group = self.k_per_group if model == "binary" else np.diff(st.indptr)
+        cost = (per_group * st.sizes)[self.groups_with]
+        _check_group_cost(cost, self.groups_with, st.sizes, st.group_labels)
+        acc = 0
+        for i, c in enumerate(cost.tolist()):
+            if acc and acc + c > chunk_entries:
+                self.chunk_bounds.append(i)
+                acc = 0
+            acc += c
+        self.chunk_bounds.append(self.groups_with.shape[0])
 
-    # ---------------------------------------------------------------- contradictions
-    t0 = time.perf_counter()
-    labels = None
-    bad = np.argwhere(seg_status == pw.STATUS_UNDEFINED)
-    for a, s in bad[:10000]:
-        undefined.append({"group": int(seg_group_all[s]), "attribute_set": list(sets[a]),
-                          "value": values[int(seg_value_all[s])],
-                          "reason": _STATUS_TEXT[1]})
-    bad3 = np.argwhere(seg_status == pw.STATUS_UNDERFLOW)
-    for a, s in bad3[:10000]:
-        undefined.append({"group": int(seg_group_all[s]), "attribute_set": list(sets[a]),
-                          "value": values[int(seg_value_all[s])], "reason": _STATUS_TEXT[3]})
-    if model == "binary":
-        for a in range(nA):
-            rws, vls = pw.absent_certain(sig_by_set[a], mat_by_set[a],
-                                         kernel_array(gcode, np.int32), indptr, codes,
-                                         kernel_array(xs, np.int64))
-            for i, x in zip(rws[:1000].tolist(), vls[:1000].tolist(), strict=True):
-                undefined.append({"group": int(gcode[i]), "attribute_set": list(sets[a]),
-                                  "value": values[x], "row": int(i),
-                                  "reason": "knowledge gives p(sig : x) = 1 but x is absent "
-                                            "from the group (E_0 = 0)"})
-    if undefined:
-        labels = group_labels_fn()
-        for u in undefined:
-            u["group"] = labels[u["group"]]
-    timing["contradictions"] = time.perf_counter() - t0
+    def run(self, sig_by_set: list, mat_by_set: list, *, model: str, r: float,
+            thr_eff: float) -> None:
+        """Compute every chunk (per multi-valued method) and attribute set."""
+        from ._kernels import possible_worlds as pw
 
-    # ---------------------------------------------------------------- reductions
+        for ci in range(len(self.chunk_bounds) - 1):
+            grp_all = self.groups_with[self.chunk_bounds[ci]:self.chunk_bounds[ci + 1]]
+            if grp_all.size == 0:
+                continue
+            for meth in ([None] if model == "binary" else [pw.METHOD_DP, pw.METHOD_RYSER]):
+                grp = grp_all if meth is None else grp_all[self.mv_method[grp_all] == meth]
+                if grp.size:
+                    self._chunk(grp, meth, sig_by_set, mat_by_set, r=r, thr_eff=thr_eff)
+
+    def _chunk(self, grp: np.ndarray, meth: Any, sig_by_set: list, mat_by_set: list, *,
+               r: float, thr_eff: float) -> None:
+        from ._kernels import possible_worlds as pw
+        from .rows import max_per_row
+
+        st = self.st
+        kg = self.k_per_group[grp]
+        entry_rows, seg_off = pw.gather_segments(st.goff, st.order, kernel_array(grp, np.int64),
+                                                 kernel_array(kg, np.int64))
+        # global segment ids of this chunk (segments are grouped by group in CSR order)
+        sid = _segment_ids(self.seg_start, grp, kg)
+        sval = self.seg_value[sid]
+        grp_seg = np.zeros(grp.size + 1, dtype=np.int64)
+        grp_seg[1:] = np.cumsum(kg)
+        grp_size = st.sizes[grp].astype(np.int64)
+        chunk_rows, _ = pw.gather_segments(st.goff, st.order, kernel_array(grp, np.int64),
+                                           kernel_array(np.ones(grp.size, np.int64), np.int64))
+        seg_len = np.diff(seg_off)
+        ro_rows = kernel_array(entry_rows, np.int64)
+        ro_off = kernel_array(seg_off, np.int64)
+        ro_val = kernel_array(sval, np.int64)
+        src = None
+        if meth is not None:
+            # position of each segment's value inside its group's block (value-major)
+            block = np.zeros(grp.size + 1, dtype=np.int64)
+            block[1:] = np.cumsum(grp_size * np.diff(st.indptr)[grp])
+            kidx = self.seg_entry[sid] - st.indptr[self.seg_group[sid]]
+            src_start = block[:-1][np.repeat(np.arange(grp.size), kg)] + kidx * seg_len
+            src = np.repeat(src_start - seg_off[:-1], seg_len) + np.arange(seg_off[-1])
+        for a in range(len(self.sets)):
+            f = pw.gather_f(sig_by_set[a], mat_by_set[a], ro_rows, ro_off, ro_val)
+            if meth is None:
+                p, status, _ = pw.binary_posteriors_csr(
+                    ro_off, kernel_array(f, np.float64),
+                    kernel_array(self.seg_n[sid], np.int64), int(pw.PREFIX_LIMIT), _nblocks())
+                status = status.astype(np.int8)
+            else:
+                P, poff, mult, moff = pw.gather_blocks(
+                    st.goff, st.order, kernel_array(grp, np.int64), st.indptr, st.codes,
+                    st.counts, sig_by_set[a], mat_by_set[a])
+                post, gst, _, _ = pw.mv_posteriors_csr(
+                    kernel_array(P, np.float64), kernel_array(poff, np.int64),
+                    kernel_array(mult, np.int64), kernel_array(moff, np.int64), int(meth))
+                p = post[src]
+                status = np.repeat(gst, kg).astype(np.int8)
+                p[np.repeat(status != 0, seg_len)] = np.nan
+            p = np.minimum(p, 1.0)
+            smax, sarg, sfmax, sfmin, rmax, rseg = pw.reduce_segments(
+                kernel_array(p, np.float64), kernel_array(f, np.float64), ro_off,
+                kernel_array(grp_seg, np.int64), kernel_array(grp_size, np.int64))
+            self.seg_max[a, sid] = smax
+            self.seg_arg_row[a, sid] = entry_rows[sarg]
+            self.seg_status[a, sid] = status
+            # Δ condition per segment
+            Ns = np.repeat(grp_size, kg).astype(np.float64)
+            dc = delta_ceil(Ns, np.full(Ns.shape, r), sfmax)
+            self.seg_holds[a, sid] = (Ns >= r) & (sfmax - sfmin <= dc)
+            self.seg_interior[a, sid] = (sfmax > 0.0) & (sfmax < 1.0)
+            rows_u, rmax_u = chunk_rows, rmax
+            if st.view.weight is not None:      # a row once per unit: keep its units' max
+                keep = max_per_row(chunk_rows, rmax)
+                rows_u, rmax_u = chunk_rows[keep], rmax[keep]
+            better = rmax_u > self.row_max[rows_u]
+            self.row_max[rows_u[better]] = rmax_u[better]
+            self.row_any[chunk_rows[rseg >= 0]] = True
+            hit = np.flatnonzero(p > thr_eff)
+            if hit.size:
+                hseg = np.searchsorted(seg_off, hit, side="right") - 1
+                for lst, arr in zip(self.prob, (entry_rows[hit],
+                                                np.full(hit.size, a, dtype=np.int64),
+                                                sval[hseg], p[hit]), strict=True):
+                    lst.append(arr)
+
+    def contradictions(self, sig_by_set: list, mat_by_set: list, *, model: str) -> None:
+        """Step 5: posteriors that do not exist (E_n(f) = 0), named by group label."""
+        from ._kernels import possible_worlds as pw
+
+        st = self.st
+        values = st.values
+        for code, why in ((pw.STATUS_UNDEFINED, _STATUS_TEXT[1]),
+                          (pw.STATUS_UNDERFLOW, _STATUS_TEXT[3])):
+            for a, s in np.argwhere(self.seg_status == code)[:10000]:
+                self.undefined.append({"group": int(self.seg_group[s]),
+                                       "attribute_set": list(self.sets[a]),
+                                       "value": values[int(self.seg_value[s])],
+                                       "reason": why})
+        if model == "binary":
+            w = st.view.weight
+            for a in range(len(self.sets)):
+                rws, vls = pw.absent_certain(sig_by_set[a], mat_by_set[a],
+                                             kernel_array(st.gcode, np.int32), st.indptr,
+                                             st.codes, kernel_array(self.xs, np.int64))
+                if w is not None:    # one entry per individual, as for the expanded table
+                    rws, vls = np.repeat(rws, w[rws]), np.repeat(vls, w[rws])
+                for i, x in zip(rws[:1000].tolist(), vls[:1000].tolist(), strict=True):
+                    self.undefined.append({"group": int(st.gcode[i]),
+                                           "attribute_set": list(self.sets[a]),
+                                           "value": values[x], "row": int(i),
+                                           "reason": "knowledge gives p(sig : x) = 1 but x "
+                                                     "is absent from the group (E_0 = 0)"})
+        if self.undefined:
+            labels = st.group_labels()
+            for u in self.undefined:
+                u["group"] = labels[u["group"]]
+
+
+def _group_reduction(st: _Prepared, post: _Posteriors) -> tuple:
+    """Per group: the maximum posterior and where it is reached (row, set, value)."""
+    S = post.seg_entry.shape[0]
     with np.errstate(invalid="ignore"):
-        sm = np.where(np.isnan(seg_max), -1.0, seg_max)
-    best_set_of_seg = np.argmax(sm, axis=0) if S_all else np.zeros(0, dtype=np.int64)
-    best_of_seg = sm[best_set_of_seg, np.arange(S_all)] if S_all else np.zeros(0)
-    group_max = np.zeros(G, dtype=np.float64)
-    gw_row = np.full(G, -1, dtype=np.int64)
-    gw_set = np.full(G, -1, dtype=np.int64)
-    gw_val = np.full(G, -1, dtype=np.int64)
-    if S_all:
-        order_s = np.lexsort((best_of_seg, seg_group_all))
-        last = np.flatnonzero(np.r_[seg_group_all[order_s][1:] != seg_group_all[order_s][:-1],
-                                    True])
-        top = order_s[last]
-        gsel = seg_group_all[top]
-        group_max[gsel] = best_of_seg[top]
-        gw_set[gsel] = best_set_of_seg[top]
-        gw_row[gsel] = seg_arg_row[best_set_of_seg[top], top]
-        gw_val[gsel] = seg_value_all[top]
+        sm = np.where(np.isnan(post.seg_max), -1.0, post.seg_max)
+    best_set = np.argmax(sm, axis=0) if S else np.zeros(0, dtype=np.int64)
+    best = sm[best_set, np.arange(S)] if S else np.zeros(0)
+    group_max = np.zeros(st.G, dtype=np.float64)
+    gw_row = np.full(st.G, -1, dtype=np.int64)
+    gw_set = np.full(st.G, -1, dtype=np.int64)
+    gw_val = np.full(st.G, -1, dtype=np.int64)
+    if S:
+        order_s = np.lexsort((best, post.seg_group))
+        sg = post.seg_group[order_s]
+        top = order_s[np.flatnonzero(np.r_[sg[1:] != sg[:-1], True])]
+        gsel = post.seg_group[top]
+        group_max[gsel] = best[top]
+        gw_set[gsel] = best_set[top]
+        gw_row[gsel] = post.seg_arg_row[best_set[top], top]
+        gw_val[gsel] = post.seg_value[top]
         group_max[group_max < 0] = np.nan        # every posterior of the group undefined
-    row_max[~row_any & (k_per_group[gcode] > 0)] = np.nan
-    row_max[skipped_groups[gcode]] = np.nan
-    group_max[skipped_groups] = np.nan
+    group_max[post.skipped] = np.nan
+    return group_max, gw_row, gw_set, gw_val
 
+
+def _delta_status(st: _Prepared, post: _Posteriors, model: str) -> tuple:
+    """Per group: whether Theorem 1's condition holds and whether it certifies the group."""
+    G = st.G
     holds_g = np.ones(G, dtype=bool)
     once_g = np.ones(G, dtype=bool)
     interior_g = np.ones(G, dtype=bool)
-    if S_all:
-        holds_g[seg_group_all[~seg_holds.all(axis=0)]] = False
-        once_g[seg_group_all[seg_n_all != 1]] = False
-        interior_g[seg_group_all[~seg_interior.all(axis=0)]] = False
-        holds_g[skipped_groups] = False
+    S = post.seg_entry.shape[0]
+    if S:
+        holds_g[post.seg_group[~post.seg_holds.all(axis=0)]] = False
+        once_g[post.seg_group[post.seg_n != 1]] = False
+        interior_g[post.seg_group[~post.seg_interior.all(axis=0)]] = False
+        holds_g[post.skipped] = False
     status = np.full(G, DELTA_EXACT, dtype=np.int8)
-    status[k_per_group == 0] = DELTA_NONE
-    if model == "binary" and S_all:
+    status[post.k_per_group == 0] = DELTA_NONE
+    if model == "binary" and S:
         # Theorem 1 certifies: condition holds, every sensitive value once, 0 < f_max < 1
-        cert = holds_g & once_g & interior_g & (k_per_group > 0)
+        cert = holds_g & once_g & interior_g & (post.k_per_group > 0)
         status[cert] = DELTA_CERTIFIED
-    holds_g[k_per_group == 0] = True
+    holds_g[post.k_per_group == 0] = True
+    return holds_g, status
+
+
+def _knowledge_info(knowledge: Knowledge, sets: list[tuple]) -> dict:
+    kinfo = {"source": knowledge.info.get("source"), "attribute_sets": len(sets),
+             "signatures": int(sum(knowledge.n_signatures(A) for A in sets if A))}
+    for key in ("min_support", "epsilon", "confidence", "max_set_size"):
+        if key in knowledge.info:
+            kinfo[key] = knowledge.info[key]
+    if knowledge.info.get("pruned"):
+        kinfo["pruned_attribute_sets"] = len(knowledge.info["pruned"])
+    return kinfo
+
+
+def _result(st: _Prepared, post: _Posteriors, knowledge: Knowledge, sets: list[tuple], *,
+            model: str, r: Any, threshold: float, thr_eff: float, tol: float,
+            seconds: dict, t_start: float) -> RobustnessAudit:
+    """Step 6: reduce to groups, decide, and name the worst tuple."""
+    from ._kernels import possible_worlds as pw
+
+    group_max, gw_row, gw_set, gw_val = _group_reduction(st, post)
+    row_max = post.row_max
+    row_max[~post.row_any & (post.k_per_group[st.gcode] > 0)] = np.nan
+    row_max[post.skipped[st.gcode]] = np.nan
+    holds_g, status = _delta_status(st, post, model)
     certified_violations = int(np.sum((status == DELTA_CERTIFIED)
                                       & (np.nan_to_num(group_max) > thr_eff)))
-
     finite = group_max[np.isfinite(group_max)]
     value = float(finite.max()) if finite.size else 0.0
     witness = None
     if finite.size and value > 0:
         g = int(np.nanargmax(np.where(np.isfinite(group_max), group_max, -1)))
-        row = int(gw_row[g])
-        a = int(gw_set[g])
-        x = int(gw_val[g])
-        labels = labels or group_labels_fn()
-        sig_cols = list(sets[a])
-        signature = [table.column(c)[row].as_py() for c in sig_cols]
-        e = np.flatnonzero((entry_group == g) & (codes == x))
-        witness = {"row": row, "group": labels[g], "attribute_set": sig_cols,
-                   "signature": signature, "value": values[x], "posterior": value,
-                   "n_x": int(counts[e[0]]) if e.size else 0, "group_size": int(sizes[g])}
-    if prob_rows:
-        pr = np.concatenate(prob_rows)
-        ps_ = np.concatenate(prob_sets)
-        pv = np.concatenate(prob_vals)
-        pp = np.concatenate(prob_ps)
-    else:
-        pr = np.zeros(0, dtype=np.int64)
-        ps_ = np.zeros(0, dtype=np.int64)
-        pv = np.zeros(0, dtype=np.int64)
-        pp = np.zeros(0, dtype=np.float64)
-    complete = not skipped_groups.any() and not (seg_status == pw.STATUS_UNDERFLOW).any()
-    robust = bool(complete and value <= thr_eff)
-    kinfo = {"source": knowledge.info.get("source"), "attribute_sets": len(sets),
-             "signatures": int(sum(knowledge.n_signatures(A) for A in sets if A))}
-    for key in ("min_support", "epsilon", "delta", "max_size"):
-        if key in knowledge.info:
-            kinfo[key] = knowledge.info[key]
-    if knowledge.info.get("pruned"):
-        kinfo["pruned_attribute_sets"] = len(knowledge.info["pruned"])
-    timing["total"] = time.perf_counter() - t_start
+        row, a, x = int(gw_row[g]), int(gw_set[g]), int(gw_val[g])
+        e = np.flatnonzero((st.entry_group == g) & (st.codes == x))
+        witness = RobustnessWitness(
+            row=row, group=st.rel.group_label(g), attribute_set=tuple(sets[a]),
+            signature=tuple(st.view.label(c, row) for c in sets[a]), value=st.values[x],
+            posterior=value, n_x=int(st.counts[e[0]]) if e.size else 0,
+            group_size=int(st.sizes[g]))
+    pr, ps_, pv, pp = (np.concatenate(lst) if lst else np.zeros(0, dtype=dt) for lst, dt in
+                       zip(post.prob, (np.int64, np.int64, np.int64, np.float64),
+                           strict=True))
+    complete = not post.skipped.any() and not (post.seg_status == pw.STATUS_UNDERFLOW).any()
+    seconds["total"] = time.perf_counter() - t_start
     return RobustnessAudit(
-        value=value, robust=robust, complete=complete, r=float(r), threshold=threshold,
-        tol=float(tol), model=model, witness=witness, n_rows=R, n_groups=G,
-        attribute_sets=tuple(tuple(A) for A in sets), values=tuple(values),
-        sensitive_values=tuple(values[i] for i in xs), problematic_rows=pr,
+        value=value, robust=bool(complete and value <= thr_eff), complete=complete,
+        r=float(r), threshold=threshold, tol=float(tol), model=model, witness=witness,
+        n_rows=st.view.n_units, n_groups=st.G,
+        attribute_sets=tuple(tuple(A) for A in sets), values=tuple(st.values),
+        sensitive_values=tuple(st.values[i] for i in post.xs), problematic_rows=pr,
         problematic_sets=ps_, problematic_values=pv, problematic_posteriors=pp,
-        row_max=row_max, group_max=group_max, group_witness_row=gw_row,
-        group_witness_set=gw_set, group_witness_value=gw_val, delta_status=status,
-        delta_holds=holds_g, certified_violations=certified_violations,
-        undefined=undefined, knowledge=kinfo, timing=timing)
+        row_max=row_max, row_weight=st.view.weight, group_max=group_max,
+        group_witness_row=gw_row, group_witness_set=gw_set, group_witness_value=gw_val,
+        delta_status=status, delta_holds=holds_g, certified_violations=certified_violations,
+        undefined=post.undefined, knowledge=_knowledge_info(knowledge, sets), seconds=seconds)
 
 
 def _segment_ids(seg_start_of_group: np.ndarray, grp: np.ndarray, kg: np.ndarray) -> np.ndarray:

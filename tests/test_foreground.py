@@ -393,7 +393,7 @@ def test_attack_posteriors_match_enumeration(seed, r):
     assert np.array_equal(res.problematic, res.posterior > (1 / r) * (1 + res.tol))
     # witnesses realise the worst posterior
     for row in np.flatnonzero(res.posterior > 0)[:5]:
-        w = res.witness(int(row))
+        w = res.explain(int(row))
         if w.get("tuples"):
             me = [t for t in w["tuples"] if t["row"] == row][0]
             assert me["posterior"] == pytest.approx(res.posterior[row], abs=1e-12)

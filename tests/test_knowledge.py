@@ -143,7 +143,7 @@ def small_tables(draw):
 def test_derive_equals_brute_force(rows, support, max_size):
     table = pa.table({c: [r[c] for r in rows] for c in "abcs"})
     k = Knowledge.derive(table, qi=["a", "b", "c"], sensitive="s", min_support=support,
-                         max_size=max_size)
+                         max_set_size=max_size)
     want, rates = derived_knowledge(rows, ["a", "b", "c"], "s", support)
     want = {A: d for A, d in want.items() if len(A) <= max_size}
     assert set(k.attribute_sets) == set(want)
@@ -180,8 +180,8 @@ def test_derive_on_a_table_and_errors():
         [("a",), ("b",), ("a", "b")]
     with pytest.raises(ValueError, match="also a qi column"):
         Knowledge.derive(t, qi=["a", "s"], sensitive="s")
-    with pytest.raises(ValueError, match="max_size"):
-        Knowledge.derive(t, qi=["a"], sensitive="s", max_size=0)
+    with pytest.raises(ValueError, match="max_set_size"):
+        Knowledge.derive(t, qi=["a"], sensitive="s", max_set_size=0)
     with pytest.raises(ValueError, match="min_support"):
         Knowledge.derive(t, qi=["a"], sensitive="s", min_support=0)
     with pytest.raises(ValueError, match="not found"):

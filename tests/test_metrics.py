@@ -74,7 +74,7 @@ def _gen_sets(an, n):
        groups=st.lists(st.integers(0, 3), min_size=30, max_size=30))
 def test_estimators_equal_brute_force(rows, qd, seed, groups):
     t = _table(rows)
-    wl = CountQueries(t, QI, "s", n_queries=25, qd=qd, selectivity=0.3, seed=seed)
+    wl = CountQueries(t, qi=QI, sensitive="s", n_queries=25, qd=qd, selectivity=0.3, seed=seed)
     queries = wl.queries()
     assert len(queries) == 25 and all(len(q) == qd + 1 for q in queries)
     acts = [count_actual(rows, q, "s") for q in queries]
@@ -108,9 +108,9 @@ def test_estimators_equal_brute_force(rows, qd, seed, groups):
 def test_workload_is_seeded_and_follows_the_width_rule():
     adult = load_adult(["age", "marital_status", "race", "sex", "occupation"])
     qi = ["age", "marital_status", "race", "sex"]
-    a = CountQueries(adult, qi, "occupation", n_queries=500, seed=7)
-    b = CountQueries(adult, qi, "occupation", n_queries=500, seed=7)
-    c = CountQueries(adult, qi, "occupation", n_queries=500, seed=8)
+    a = CountQueries(adult, qi=qi, sensitive="occupation", n_queries=500, seed=7)
+    b = CountQueries(adult, qi=qi, sensitive="occupation", n_queries=500, seed=7)
+    c = CountQueries(adult, qi=qi, sensitive="occupation", n_queries=500, seed=8)
     assert np.array_equal(a.masks, b.masks) and np.array_equal(a.actual, b.actual)
     assert not np.array_equal(a.masks, c.masks)
     f = 0.05 ** (1 / 5)
@@ -124,25 +124,25 @@ def test_workload_is_seeded_and_follows_the_width_rule():
     assert ages == doms[i:i + ws[0]]  # ordered attribute: a contiguous range
     assert all(len(q["marital_status"]) == ws[1] for q in qs)
     assert (a.actual > 0).all()
-    d = CountQueries(adult, qi, "occupation", n_queries=300, qd=2, seed=1)
+    d = CountQueries(adult, qi=qi, sensitive="occupation", n_queries=300, qd=2, seed=1)
     assert all(len(q) == 3 for q in d.queries())
     assert d.widths()[0][0] == math.ceil(74 * 0.05 ** (1 / 3))
     # ordered= overrides the type rule
-    e = CountQueries(adult, qi, "occupation", n_queries=50, ordered=[], seed=1)
+    e = CountQueries(adult, qi=qi, sensitive="occupation", n_queries=50, ordered=[], seed=1)
     assert not any(e.ordered)
 
 
 def test_workload_errors():
     t = pa.table({"a": [1, 2], "s": ["x", "y"]})
     with pytest.raises(ValueError, match="n_queries must be >= 1"):
-        CountQueries(t, ["a"], "s", n_queries=0)
+        CountQueries(t, qi=["a"], sensitive="s", n_queries=0)
     with pytest.raises(ValueError, match="qd must be <= 1"):
-        CountQueries(t, ["a"], "s", qd=2)
+        CountQueries(t, qi=["a"], sensitive="s", qd=2)
     with pytest.raises(ValueError, match="selectivity"):
-        CountQueries(t, ["a"], "s", selectivity=0)
+        CountQueries(t, qi=["a"], sensitive="s", selectivity=0)
     with pytest.raises(ValueError, match="qi: column 'b'"):
-        CountQueries(t, ["b"], "s")
-    wl = CountQueries(t, ["a"], "s", n_queries=5)
+        CountQueries(t, qi=["b"], sensitive="s")
+    wl = CountQueries(t, qi=["a"], sensitive="s", n_queries=5)
     with pytest.raises(TypeError, match="Anonymized"):
         wl.estimate(Release.from_groups([["x"]]))
 
@@ -162,7 +162,7 @@ def test_discernibility_and_average_group_size():
     rel = Release.from_groups([["a", "b", "c"], ["a", "b"]])
     assert discernibility(rel) == 13.0
     assert discernibility([3, 2], n_suppressed=1) == 9 + 4 + 1 * 6
-    assert average_group_size(rel, k=2) == 1.25
+    assert average_group_size(rel, min_size=2) == 1.25
     t = pa.table({"a": [1, 2, 3, 4, 5], "s": ["x", "y", "x", "y", "x"]})
     lat = GeneralizationLattice(t, ["a"], "s", {"a": [2, "*"]})
     an = lat.anonymize((1,), KAnonymity(2), suppression=0.4)
@@ -171,7 +171,7 @@ def test_discernibility_and_average_group_size():
     assert discernibility(an) == float(np.sum(an.release.sizes ** 2) + sup * 5)
     with pytest.raises(TypeError, match="group sizes"):
         discernibility("x")
-    with pytest.raises(ValueError, match="k must be >= 1"):
+    with pytest.raises(ValueError, match="min_size must be >= 1"):
         average_group_size(rel, 0)
 
 
@@ -211,7 +211,7 @@ def test_average_delta_with_knowledge():
 
     adult = load_adult(["age", "sex", "race", "education"])
     K = knowledge.Knowledge.derive(adult, qi=["sex", "race"], sensitive="education",
-                                   max_size=1)
+                                   max_set_size=1)
     res = mondrian(adult, ["age", "sex", "race"], "education", k=50)
     val = average_delta(K, res, data=adult, values=["Preschool", "1st-4th"])
     mats = []

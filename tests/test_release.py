@@ -147,8 +147,10 @@ def test_unknown_column_lists_available(table):
 def test_grouping_arguments(table):
     with pytest.raises(ValueError, match="exactly one of group"):
         Release.from_table(table, sensitive="disease")
-    with pytest.raises(ValueError, match="exactly one of group"):
-        Release.from_table(table, sensitive="disease", group="gid", qi=["age"])
+    # group and qi together: groups from group, and the row view of the qi columns
+    both = Release.from_table(table, sensitive="disease", group="gid", qi=["age"])
+    assert both.equals(Release.from_table(table, sensitive="disease", group="gid"))
+    assert both.rows.qi == ("age",) and both.rows.n_rows == table.num_rows
     with pytest.raises(ValueError, match="also a qi column"):
         Release.from_table(table, sensitive="disease", qi=["disease"])
     with pytest.raises(TypeError, match="sensitive must be a column name"):

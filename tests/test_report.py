@@ -139,7 +139,7 @@ def test_content_equals_direct_api(bucketized, bucketized_report):
     r = 1 / 0.6
     assert d["parameters"]["r"] == pytest.approx(r)
     rb = robustness.audit(bucketized, qi=["q0", "q1", "q2"], sensitive="sensitive",
-                          group="group_id", r=r, max_size=2)
+                          group="group_id", r=r, max_set_size=2)
     assert _strip(d["robustness"]["result"]) == _strip(to_jsonable(rb.to_dict(max_items=5)))
     at = foreground.attack(bucketized, qi=["q0", "q1", "q2"], sensitive="sensitive",
                            group="group_id", r=r, max_set_size=2)
@@ -420,7 +420,7 @@ def test_html_structure(bucketized_report):
 def test_knowledge_file(tmp_path, bucketized):
     from fastpriv.knowledge import Knowledge
 
-    k = Knowledge.derive(bucketized, qi=["q0", "q1"], sensitive="sensitive", max_size=2,
+    k = Knowledge.derive(bucketized, qi=["q0", "q1"], sensitive="sensitive", max_set_size=2,
                          min_support=100)
     path = tmp_path / "know.parquet"
     pq.write_table(k.to_table().slice(1), path)        # one (signature, value) pair missing

@@ -652,8 +652,8 @@ def test_audit_chunking_and_release_input_agree():
                      chunk_entries=50)
     from fastpriv import Release
 
-    rel = Release.from_table(t, sensitive="s", group="g")
-    via_rel = rb.audit(rel, rows=t, qi=["a", "b"], r=3, min_support=20)
+    rel = Release.from_table(t, sensitive="s", group="g", qi=["a", "b"])
+    via_rel = rb.audit(rel, qi=["a", "b"], r=3, min_support=20)
     for other in (small, via_rel):
         assert other.value == base.value
         np.testing.assert_array_equal(other.group_max, base.group_max)
@@ -665,8 +665,8 @@ def test_audit_chunking_and_release_input_agree():
                        strict=True))
     # witness is consistent with the per-row maxima and the group maxima
     w = base.witness
-    assert base.row_max[w["row"]] == base.value == np.nanmax(base.group_max)
-    assert w["signature"] == [t.column(c)[w["row"]].as_py() for c in w["attribute_set"]]
+    assert base.row_max[w.row] == base.value == np.nanmax(base.group_max)
+    assert list(w.signature) == [t.column(c)[w.row].as_py() for c in w.attribute_set]
     json.dumps(base.to_dict())
     assert base.problematic_table().num_rows == base.n_problematic
     assert "groups:" in base.summary(verbose=True) and "groups:" not in base.summary()

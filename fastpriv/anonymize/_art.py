@@ -34,7 +34,6 @@ shadow the package-level function of the same name on import).
 from __future__ import annotations
 
 import math
-import numbers
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -43,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
-from .._validation import check_choice, kernel_array
+from .._validation import check_choice, check_r, kernel_array
 from ..errors import InputError, InputTypeError
 from ._input import check_qi_sensitive, prepare_input
 from ._result import Anonymized
@@ -76,25 +75,20 @@ class ARTInput:
 
 
 def _check_r(r: Any) -> float:
-    if isinstance(r, bool) or not isinstance(r, numbers.Real):
-        raise InputTypeError(f"r must be a real number > 1, got {type(r).__name__} {r!r}")
-    rf = float(r)
-    if not math.isfinite(rf) or not rf > 1:
-        raise InputError(f"r must be a finite number > 1, got {r!r}")
-    return rf
+    return float(check_r(r))
 
 
 def prepare_art(table: Any, qi: Sequence[str], sensitive: str, *,
                 sensitive_values: Sequence[Any] | None = None, knowledge: Any = None,
-                max_size: int | None = None, epsilon: float = 0.01, delta: float = 0.9,
-                min_support: int | None = None, as_one_value: bool = False,
-                nulls: str = "error") -> ARTInput:
+                max_set_size: int | None = None, epsilon: float = 0.01,
+                confidence: float = 0.9, min_support: int | None = None,
+                as_one_value: bool = False, nulls: str = "error") -> ARTInput:
     """Encode a table for ART: knowledge, per-row probability profiles, classes, QI ranks.
 
     Parameters are those of :func:`art`. Exposed for tests and for reuse across several
-    values of r (the preparation does not depend on r).
+    values of r (the preparation does not depend on r). The table is encoded once, into a
+    row view (:mod:`fastpriv.rows`) that the knowledge, the signatures and the QI ranks read.
     """
-    from .._arrow import encode_column, encode_keys
     from ..knowledge import Knowledge
 
     qi = check_qi_sensitive(qi, sensitive)
@@ -103,58 +97,85 @@ def prepare_art(table: Any, qi: Sequence[str], sensitive: str, *,
         raise InputTypeError(f"knowledge must be a fastpriv.knowledge.Knowledge, got "
                         f"{type(knowledge).__name__}")
     t, qi, n_input, kept = prepare_input(table, qi, sensitive, nulls, checked=True)
-    kcols = [c for A in knowledge.attribute_sets for c in A] if knowledge is not None else []
-    kcols = [c for c in dict.fromkeys(kcols) if c in qi]
-    n = t.num_rows
-    senc = encode_column(t.column(sensitive), name=sensitive)
-    values = senc.labels.to_pylist()
-    if sensitive_values is None:
-        xs = list(range(len(values)))
-    else:
-        if isinstance(sensitive_values, (str, bytes)):
-            sensitive_values = [sensitive_values]
-        index = {v: i for i, v in enumerate(values)}
-        missing = [v for v in sensitive_values if v not in index]
-        if missing:
-            raise InputError(f"sensitive_values: {missing[:5]} not among the values of "
-                             f"{sensitive!r} ({', '.join(map(repr, values[:20]))}"
-                             f"{' …' if len(values) > 20 else ''})")
-        xs = sorted({index[v] for v in sensitive_values})
-        if not xs:
-            raise InputError("sensitive_values is empty")
-    xs_labels = [values[i] for i in xs]
     table_released = t
+    view = _art_view(t, qi, sensitive)
+    values = view.values.to_pylist()
+    xs = _tested_codes(sensitive_values, values, sensitive)
+    xs_labels = [values[i] for i in xs]
     set_label = None
     if as_one_value:
         if sensitive_values is None:
             raise InputError("as_one_value=True needs sensitive_values (the set X_s)")
         t, set_label = _merge_values(t, sensitive, xs_labels, values)
-        senc = encode_column(t.column(sensitive), name=sensitive)
-        values = senc.labels.to_pylist()
+        view = _art_view(t, qi, sensitive)
+        values = view.values.to_pylist()
         xs = [values.index(set_label)]
         xs_labels = [set_label]
-    # ---- knowledge
     derived = knowledge is None
-    derive_params = {"max_size": max_size, "epsilon": epsilon, "delta": delta,
-                     "min_support": min_support}
+    derive_params = {"max_set_size": max_set_size, "epsilon": epsilon,
+                     "confidence": confidence, "min_support": min_support}
     if derived:
-        knowledge = Knowledge.derive(t, qi=qi, sensitive=sensitive, **derive_params)
+        knowledge = Knowledge.derive(view, qi=qi, sensitive=sensitive, **derive_params)
     sets = [A for A in knowledge.attribute_sets if set(A) <= set(qi)]
     if not sets:
         if not derived:
             raise InputError("knowledge: none of its attribute sets is within qi")
         sets = [()]       # no reliable signature: only the global rates (as robustness.audit)
-    # ---- per-row probabilities, compressed to profiles
+    F, prof = _profiles(view, knowledge, sets, xs_labels)
+    cls = np.zeros(len(values), dtype=np.int64)
+    cls[xs] = np.arange(1, len(xs) + 1)
+    row_cls = cls[np.asarray(view.sensitive, dtype=np.int64)]
+    return ARTInput(F=F, row_prof=prof, row_cls=row_cls, row_rank=_qi_ranks(view, qi),
+                    attribute_sets=sets, sensitive_values=xs_labels, values=values,
+                    knowledge=knowledge, kept_rows=kept, n_input_rows=n_input,
+                    table=table_released, table_model=t, set_label=set_label, qi=qi,
+                    sensitive=sensitive, derived=derived, derive_params=derive_params)
+
+
+def _art_view(t: pa.Table, qi: list[str], sensitive: str) -> Any:
+    """Encode the prepared table once: QI codes and sensitive codes (a row view)."""
+    from .._arrow import encode_column
+    from ..rows import encode_rows
+
+    senc = encode_column(t.column(sensitive), name=sensitive)
+    return encode_rows(t, qi=qi, sensitive=senc.codes, values=senc.labels)
+
+
+def _tested_codes(sensitive_values: Any, values: list, sensitive: str) -> list[int]:
+    """Codes of X_s (every value by default)."""
+    if sensitive_values is None:
+        return list(range(len(values)))
+    if isinstance(sensitive_values, (str, bytes)):
+        sensitive_values = [sensitive_values]
+    index = {v: i for i, v in enumerate(values)}
+    missing = [v for v in sensitive_values if v not in index]
+    if missing:
+        raise InputError(f"sensitive_values: {missing[:5]} not among the values of "
+                         f"{sensitive!r} ({', '.join(map(repr, values[:20]))}"
+                         f"{' …' if len(values) > 20 else ''})")
+    xs = sorted({index[v] for v in sensitive_values})
+    if not xs:
+        raise InputError("sensitive_values is empty")
+    return xs
+
+
+def _profiles(view: Any, knowledge: Any, sets: list[tuple], xs_labels: list
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row probabilities over (attribute set, x), compressed to distinct profiles.
+
+    Returns ``(F, prof)``: the profiles × sets × |X_s| array, sorted lexicographically by
+    the flattened vectors, and the profile of every row.
+    """
+    n = view.n_rows
     cache: dict = {}
     key = np.zeros(n, dtype=np.int64)
-    mats = []
-    sigs = []
+    mats, sigs = [], []
     for A in sets:
         if A == ():
             sig = np.zeros(n, dtype=np.int64)
             M = np.array([[knowledge.fallback_for(v) for v in xs_labels]], dtype=np.float64)
         else:
-            sig = np.asarray(knowledge.signature_index(t, A, column_codes=cache), np.int64)
+            sig = np.asarray(knowledge.signature_index(view, A, column_codes=cache), np.int64)
             M = knowledge.probability_matrix(A, xs_labels)
             sig = np.where(sig < 0, M.shape[0] - 1, sig)
         used = np.unique(sig)
@@ -173,7 +194,7 @@ def prepare_art(table: Any, qi: Sequence[str], sensitive: str, *,
     n_key = int(key.max()) + 1
     first = np.full(n_key, n, dtype=np.int64)
     np.minimum.at(first, key, np.arange(n, dtype=np.int64))
-    nA, nX = len(sets), len(xs)
+    nA, nX = len(sets), len(xs_labels)
     Fk = np.empty((n_key, nA, nX), dtype=np.float64)
     for a in range(nA):
         Fk[:, a, :] = mats[a][sigs[a][first]]
@@ -187,19 +208,16 @@ def prepare_art(table: Any, qi: Sequence[str], sensitive: str, *,
     pid = np.cumsum(new) - 1
     inv = np.empty(n_key, dtype=np.int64)
     inv[order] = pid
-    prof = inv[key]
-    F = np.ascontiguousarray(srt[new].reshape(-1, nA, nX))
-    # ---- classes and QI ranks
-    cls = np.zeros(len(values), dtype=np.int64)
-    cls[xs] = np.arange(1, nX + 1)
-    row_cls = cls[np.asarray(senc.codes, dtype=np.int64)]
-    rank, _ = encode_keys([t.column(c) for c in qi], names=qi)
-    return ARTInput(F=F, row_prof=prof, row_cls=row_cls,
-                    row_rank=np.asarray(rank, dtype=np.int64), attribute_sets=sets,
-                    sensitive_values=xs_labels, values=values, knowledge=knowledge,
-                    kept_rows=kept, n_input_rows=n_input, table=table_released,
-                    table_model=t, set_label=set_label, qi=qi, sensitive=sensitive,
-                    derived=derived, derive_params=derive_params)
+    return np.ascontiguousarray(srt[new].reshape(-1, nA, nX)), inv[key]
+
+
+def _qi_ranks(view: Any, qi: list[str]) -> np.ndarray:
+    """Dense rank of every row's QI tuple (lexicographic in the labels' order)."""
+    from .._arrow import encode_keys
+
+    # the view's codes are in label order, so their tuples rank like the labels'
+    rank, _ = encode_keys([pa.array(view.qi_codes[c]) for c in qi], names=qi)
+    return np.asarray(rank, dtype=np.int64)
 
 
 def _merge_values(t: pa.Table, sensitive: str, xs_labels: list, values: list
@@ -321,8 +339,9 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
         if not isinstance(as_one_value, bool):
             raise InputTypeError(f"as_one_value must be True or False, got {as_one_value!r}")
         prep = prepare_art(table, qi, sensitive, sensitive_values=sensitive_values,
-                           knowledge=knowledge, max_size=max_size, epsilon=epsilon,
-                           delta=delta, min_support=min_support, as_one_value=as_one_value,
+                           knowledge=knowledge, max_set_size=max_size, epsilon=epsilon,
+                           confidence=delta, min_support=min_support,
+                           as_one_value=as_one_value,
                            nulls=nulls)
     else:
         if not isinstance(prepared, ARTInput):

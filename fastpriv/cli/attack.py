@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
             data, qi=args.qi, sensitive=args.sensitive, group=group, r=args.r,
             sensitive_table=args.sensitive_table, count=args.count,
             sensitive_values=targets or None, max_set_size=args.max_set_size,
-            eps=args.epsilon, delta=args.delta, min_support=args.min_support,
+            epsilon=args.epsilon, confidence=args.delta, min_support=args.min_support,
             original=args.original, nulls=args.nulls, n_random=args.random_starts,
             seed=args.seed, unreliable=args.unreliable, progress=bar)
     bar.done()

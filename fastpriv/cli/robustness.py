@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
             data, qi=args.qi, sensitive=args.sensitive,
             group=group if isinstance(group, str) or len(group) > 1 else group[0], r=args.r,
             knowledge=knowledge, sensitive_values=args.sensitive_values, model=args.model,
-            max_size=args.max_size, epsilon=args.epsilon, delta=args.delta,
+            max_set_size=args.max_size, epsilon=args.epsilon, confidence=args.delta,
             min_support=args.min_support, nulls=args.nulls)
     print(res.summary(verbose=args.verbose))
     if not res.robust:

@@ -373,7 +373,7 @@ def _robustness_section(table: Any, *, qi: list | None, sensitive: str, group: A
     res = rb.audit(table, qi=qi, sensitive=sensitive,
                    group=group if isinstance(group, str) or len(group) > 1 else group[0],
                    r=r, knowledge=knowledge, sensitive_values=sensitive_values,
-                   max_size=max_set_size if knowledge is None else None, nulls=nulls)
+                   max_set_size=max_set_size if knowledge is None else None, nulls=nulls)
     d = res.to_dict(max_items=top)
     return _section(result=d, summary=res.summary())
 

@@ -1,0 +1,501 @@
+"""The row-level view of a release: what the row-level models read (SPEC.md §1).
+
+r-robustness, the foreground attack, ART's audit side, derived :class:`Knowledge` and the
+metrics that read rows all need, besides a release's per-group value counts, the rows
+themselves: each row's group, its (exact) QI values and its sensitive value. A
+:class:`RowView` holds them encoded, built once per input:
+
+* ``row_group`` — int32 group index of each row (into the release's groups);
+* ``qi_codes[c]`` / ``qi_labels[c]`` — int32 codes of each QI column in sorted-label order
+  (code i is ``qi_labels[c][i]``; null, kept with ``nulls="value"``, sorts last);
+* ``sensitive`` — int32 code of each row's sensitive value into the release's ``values``
+  (``None`` for Anatomy's two tables, where rows do not carry their value);
+* ``weight`` — optional int64 multiplicity: a row may stand for ``weight`` identical
+  individuals (distinct rows with a count, e.g. a ``GROUP BY`` result), and every model
+  gives the result of the expanded table;
+* ``individual`` — optional int32 individual ids (MVPI);
+* :attr:`RowView.group_order` — the units (rows, each repeated ``weight`` times) sorted by
+  group, cached.
+
+Build one with ``Release.from_table(data, qi=..., sensitive=..., group=...)`` (the release
+then carries it as ``release.rows``) or let :func:`release_with_rows` resolve any input.
+:func:`mine_reliable_signatures` is the one Apriori miner of reliable signatures that
+derived knowledge and the foreground attack share.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from ._arrow import apply_null_policy, apply_weights, as_table, encode_column, encode_keys
+from ._validation import check_columns, check_roles, kernel_array
+from .errors import InputError, InputTypeError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .release import Release
+
+__all__ = ["RowView", "release_with_rows", "encode_rows", "prepare_rows", "view_from_counts",
+           "mine_reliable_signatures", "ReliableSet"]
+
+
+def _ro(a: np.ndarray, dtype: Any) -> np.ndarray:
+    return kernel_array(a, dtype)
+
+
+@dataclass(frozen=True, eq=False)
+class RowView:
+    """Rows of a release, encoded once (see the module docstring).
+
+    Attributes
+    ----------
+    qi : tuple of str
+        The QI columns held.
+    qi_codes, qi_labels : dict
+        Per QI column: int32 codes per row, and the sorted labels (``pa.Array``).
+    row_group : numpy.ndarray or None
+        int32 group index per row (``None`` for a view without groups, e.g. the input of
+        :meth:`Knowledge.derive`).
+    n_groups : int
+        Number of groups (0 without groups).
+    sensitive : numpy.ndarray or None
+        int32 code per row into ``values`` (``None`` when rows do not carry their value).
+    values : pa.Array or None
+        Sensitive value labels (sorted; the release's ``value_labels``).
+    weight : numpy.ndarray or None
+        int64 multiplicity per row (``None``: every row is one individual).
+    individual : numpy.ndarray or None
+        int32 individual id per row (MVPI tables with ``individual=``).
+
+    """
+
+    qi: tuple[str, ...]
+    qi_codes: dict
+    qi_labels: dict
+    row_group: np.ndarray | None
+    n_groups: int
+    sensitive: np.ndarray | None = None
+    values: pa.Array | None = None
+    weight: np.ndarray | None = None
+    individual: np.ndarray | None = None
+    dropped_nulls: int = 0
+
+    @property
+    def n_rows(self) -> int:
+        """Number of rows held (distinct rows when weighted)."""
+        if self.row_group is not None:
+            return int(self.row_group.shape[0])
+        if self.qi:
+            return int(self.qi_codes[self.qi[0]].shape[0])
+        return 0 if self.sensitive is None else int(self.sensitive.shape[0])
+
+    @cached_property
+    def n_units(self) -> int:
+        """Number of individuals the rows stand for (Σ weight; ``n_rows`` unweighted)."""
+        return self.n_rows if self.weight is None else int(self.weight.sum())
+
+    @cached_property
+    def unit_rows(self) -> np.ndarray | None:
+        """Row of every unit (``np.repeat(arange(n_rows), weight)``), ``None`` unweighted."""
+        if self.weight is None:
+            return None
+        return _ro(np.repeat(np.arange(self.n_rows, dtype=np.int64), self.weight), np.int64)
+
+    @cached_property
+    def group_order(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(goff, order)``: the units of group g are ``order[goff[g]:goff[g+1]]``.
+
+        Entries of ``order`` are row indices in input order (a row of weight w appears w
+        times in a row), so every per-group kernel sees the expanded table.
+        """
+        from ._kernels.counting import group_order
+
+        if self.row_group is None:
+            raise InputError("this row view has no groups")
+        goff, order = group_order(kernel_array(self.row_group, np.int32), self.n_groups)
+        if self.weight is not None:
+            order = np.repeat(order, self.weight[order])
+            sizes = np.bincount(self.row_group, weights=self.weight, minlength=self.n_groups)
+            goff = np.zeros(self.n_groups + 1, dtype=np.int64)
+            np.cumsum(sizes.astype(np.int64), out=goff[1:])
+        return _ro(goff, np.int64), _ro(order, np.int64)
+
+    @cached_property
+    def unit_order(self) -> np.ndarray:
+        """Return the units of :attr:`group_order` as unit ids.
+
+        ``unit_rows[unit_order] == group_order[1]``; for kernels that index per-unit arrays.
+        """
+        goff, order = self.group_order
+        if self.weight is None:
+            return order
+        start = np.zeros(self.n_rows + 1, dtype=np.int64)
+        np.cumsum(self.weight, out=start[1:])
+        # order repeats each row w times in a run: unit k of the run is start[row] + k
+        run_start = np.flatnonzero(np.r_[True, order[1:] != order[:-1]]) if order.size \
+            else np.zeros(0, dtype=np.int64)
+        k = np.arange(order.size) - np.repeat(run_start, np.diff(np.r_[run_start,
+                                                                        order.size]))
+        return _ro(start[order] + k, np.int64)
+
+    @cached_property
+    def group_sizes(self) -> np.ndarray:
+        """Units per group (int64)."""
+        return np.diff(self.group_order[0])
+
+    def column(self, name: str) -> pa.Array:
+        """Labels of QI column ``name`` per row (decoded)."""
+        self.require([name], param="qi")
+        return self.qi_labels[name].take(pa.array(self.qi_codes[name]))
+
+    def label(self, name: str, row: int) -> Any:
+        """Label of QI column ``name`` at ``row``."""
+        return self.qi_labels[name][int(self.qi_codes[name][row])].as_py()
+
+    def require(self, columns: Sequence[str], *, param: str = "qi") -> None:
+        """Raise :class:`InputError` unless every column is a QI column of this view."""
+        missing = [c for c in columns if c not in self.qi_codes]
+        if missing:
+            raise InputError(f"{param}: column{'s' if len(missing) > 1 else ''} "
+                             f"{', '.join(map(repr, missing))} not in the release's row view "
+                             f"(its QI columns: {', '.join(self.qi) or 'none'}); build it with "
+                             "Release.from_table(data, qi=[...], group=..., sensitive=...)")
+
+    def counts(self, key: np.ndarray, minlength: int) -> np.ndarray:
+        """Units per key (``np.bincount`` of ``key`` weighted by multiplicity, int64)."""
+        if self.weight is None:
+            return np.bincount(key, minlength=minlength)
+        return np.bincount(key, weights=self.weight, minlength=minlength).astype(np.int64)
+
+
+def max_per_row(rows: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """Positions keeping, for each distinct row, its entry of largest ``score``.
+
+    Weighted rows repeat a row once per unit, and a scatter ``out[rows] = score`` would keep
+    the last unit's value; the units' posteriors can differ in the last ulp (equal inputs at
+    different positions of a group), so the row takes its units' maximum, as the expanded
+    table's rows would. NaN scores rank lowest.
+    """
+    key = np.where(np.isnan(score), -np.inf, score)
+    o = np.lexsort((key, rows))
+    r = rows[o]
+    last = np.ones(o.shape[0], dtype=bool)
+    if o.shape[0] > 1:
+        last[:-1] = r[1:] != r[:-1]
+    return o[last]
+
+
+# ---------------------------------------------------------------------- building
+def _names(cols: Any, param: str) -> list[str]:
+    if isinstance(cols, str):
+        return [cols]
+    if cols is None or isinstance(cols, bytes) or not isinstance(cols, Sequence) or not cols:
+        raise InputTypeError(f"{param} must be a non-empty list of column names")
+    out = list(cols)
+    for c in out:
+        if not isinstance(c, str):
+            raise InputTypeError(f"{param}: column names must be strings, got {c!r}")
+    twice = sorted({c for c in out if out.count(c) > 1})
+    if twice:
+        raise InputError(f"{param}: column {', '.join(map(repr, twice))} is named twice; each "
+                         "column may be given once")
+    return out
+
+
+def prepare_rows(data: Any, *, qi: Sequence[str], sensitive: str | None,
+                 group: str | Sequence[str] | None, weight: str | None = None,
+                 individual: str | None = None, nulls: str = "error",
+                 param: str = "data") -> tuple[pa.Table, int]:
+    """Check the columns; return the used ones (null policy applied) and the rows dropped.
+
+    Rows of weight 0 are dropped (they stand for nobody). The result is what both the
+    release's counts and its row view are built from, so the two stay aligned.
+    """
+    qi = _names(qi, "qi")
+    gcols = [] if group is None else _names(group, "group")
+    if sensitive is not None and not isinstance(sensitive, str):
+        raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
+    check_roles(group=gcols or None, qi=qi, sensitive=sensitive, individual=individual,
+                weight=weight)
+    table = as_table(data, param=param)
+    names = table.column_names
+    check_columns(qi, names, "qi")
+    check_columns(gcols, names, "group")
+    if sensitive is not None:
+        check_columns([sensitive], names, "sensitive")
+    if individual is not None:
+        check_columns([individual], names, "individual")
+    cols = gcols + qi + ([sensitive] if sensitive is not None else []) + (
+        [individual] if individual is not None else [])
+    if weight is not None:
+        if not isinstance(weight, str):
+            raise InputTypeError(f"weight must be a column name, got {type(weight).__name__}")
+        check_columns([weight], names, "weight")
+        table = apply_weights(table, weight)[0]
+    table = table.select(cols + ([weight] if weight is not None else []))
+    table, dropped = apply_null_policy(table, cols, nulls)
+    if table.num_rows == 0:
+        raise InputError(f"{param} has no rows (after dropping nulls and rows of weight 0)")
+    return table, dropped
+
+
+def encode_rows(table: pa.Table, *, qi: Sequence[str], row_group: np.ndarray | None = None,
+                n_groups: int = 0, sensitive: np.ndarray | None = None,
+                values: pa.Array | None = None, weight: str | None = None,
+                individual: np.ndarray | None = None, dropped_nulls: int = 0) -> RowView:
+    """Encode the QI columns of ``table`` (prepared by :func:`prepare_rows`) into a view."""
+    codes, labels = {}, {}
+    for c in qi:
+        enc = encode_column(table.column(c), name=c)
+        codes[c] = _ro(enc.codes, np.int32)
+        labels[c] = enc.labels
+    w = None
+    if weight is not None:
+        w = _ro(table.column(weight).to_numpy().astype(np.int64), np.int64)
+    return RowView(qi=tuple(qi), qi_codes=codes, qi_labels=labels,
+                   row_group=None if row_group is None else _ro(row_group, np.int32),
+                   n_groups=int(n_groups),
+                   sensitive=None if sensitive is None else _ro(sensitive, np.int32),
+                   values=values, weight=w,
+                   individual=None if individual is None else _ro(individual, np.int32),
+                   dropped_nulls=int(dropped_nulls))
+
+
+def view_of_release(table: pa.Table, rel: "Release", *, qi: Sequence[str],
+                    group: str | Sequence[str], sensitive: str, weight: str | None = None,
+                    individual: str | None = None, dropped_nulls: int = 0) -> RowView:
+    """Build the view of ``table`` (prepared) for the release built from it."""
+    gcols = _names(group, "group")
+    if rel.row_group is not None and rel.case == "svpi":
+        row_group = rel.row_group
+    else:   # weighted or MVPI: one code per table row (same canonical order as the release)
+        row_group, _ = encode_keys([table.column(c) for c in gcols], names=gcols)
+    sens = None
+    indiv = None
+    if rel.case == "svpi":
+        sens = encode_column(table.column(sensitive), name=sensitive).codes
+    if individual is not None:
+        indiv = encode_column(table.column(individual), name=individual).codes
+    return encode_rows(table, qi=qi, row_group=row_group, n_groups=rel.n_groups,
+                       sensitive=sens, values=rel.value_labels, weight=weight,
+                       individual=indiv, dropped_nulls=dropped_nulls)
+
+
+def view_from_counts(qi_table: Any, rel: "Release", *, qi: Sequence[str], group: str,
+                     nulls: str = "error", param: str = "data") -> RowView:
+    """Build the view of Anatomy's QI table for the release of its sensitive (counts) table.
+
+    Rows carry no sensitive value; each group must have as many QI rows as the counts
+    table gives it individuals.
+    """
+    import pyarrow.compute as pc
+
+    table, dropped = prepare_rows(qi_table, qi=qi, sensitive=None, group=group, nulls=nulls,
+                                  param=param)
+    keys = rel.groups.column(group)
+    keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    col = table.column(group)
+    try:
+        idx = pc.index_in(col, value_set=keys)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        try:
+            idx = pc.index_in(col.cast(keys.type), value_set=keys)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+            raise InputTypeError(f"{param}: group column {group!r} ({col.type}) cannot be "
+                                 f"matched with the sensitive table's ({keys.type}): "
+                                 f"{exc}") from None
+    if idx.null_count:
+        miss = col.filter(pc.is_null(idx))[0].as_py()
+        raise InputError(f"group {miss!r} of the QI table has no row in sensitive_table "
+                         f"({idx.null_count} QI rows in such groups)")
+    row_group = idx.to_numpy(zero_copy_only=False).astype(np.int32)
+    sizes = np.bincount(row_group, minlength=rel.n_groups)
+    bad = np.flatnonzero(sizes != rel.sizes)
+    if bad.size:
+        g = int(bad[0])
+        raise InputError(f"group {rel.group_label(g)!r} has {sizes[g]} rows in the QI table "
+                         f"but its counts in sensitive_table add up to {rel.sizes[g]} "
+                         f"({bad.size} such group{'s' if bad.size > 1 else ''})")
+    return encode_rows(table, qi=qi, row_group=row_group, n_groups=rel.n_groups,
+                       values=rel.value_labels, dropped_nulls=dropped)
+
+
+def release_with_rows(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
+                      group: str | Sequence[str] | None = None, weight: str | None = None,
+                      nulls: str = "error", param: str = "data") -> "Release":
+    """Return a :class:`Release` carrying the row view of ``qi``.
+
+    ``data`` is either a Release (it must carry a row view holding every ``qi`` column, and
+    ``group``/``weight`` are not accepted: the release already has them) or any supported
+    table / path, from which ``Release.from_table(data, qi=qi, sensitive=sensitive,
+    group=group, weight=weight, nulls=nulls)`` is built.
+    """
+    from .release import Release
+
+    qi = _names(qi, "qi")
+    if isinstance(data, Release):
+        if group is not None or weight is not None:
+            raise InputError("group= and weight= are for tables; a Release already has its "
+                             "groups and multiplicities")
+        if sensitive is not None and sensitive != data.sensitive_name:
+            raise InputError(f"sensitive={sensitive!r} but the release was built from "
+                             f"{data.sensitive_name!r}")
+        if data.rows is None:
+            raise InputError(f"{param}: this Release has no row view (it was built from counts, "
+                             "batches or without qi=); build it with Release.from_table(data, "
+                             "qi=[...], group=..., sensitive=...) or pass the table")
+        data.rows.require(qi, param="qi")
+        return data
+    if group is None:
+        raise InputError("group= is required: the group (bucket) id of every row. For a "
+                         "generalized table pass the group ids with the exact QI values (the "
+                         "adversary links individuals through their exact QI)")
+    if sensitive is None:
+        raise InputError("sensitive= is required")
+    return Release.from_table(data, qi=qi, sensitive=sensitive, group=group, weight=weight,
+                              nulls=nulls)
+
+
+def derive_view(data: Any, *, qi: Sequence[str], sensitive: str, weight: str | None = None,
+                nulls: str = "error") -> RowView:
+    """Build a view without groups (QI, sensitive codes, weights) of a table or Release."""
+    from .release import Release
+
+    qi = _names(qi, "qi")
+    if isinstance(data, RowView):
+        if data.sensitive is None:
+            raise InputError("data: this row view carries no sensitive values")
+        data.require(qi, param="qi")
+        return data
+    if isinstance(data, Release):
+        if data.rows is None or data.rows.sensitive is None:
+            raise InputError("data: this Release has no row view with sensitive values; build "
+                             "it with Release.from_table(data, qi=[...], group=..., "
+                             "sensitive=...) or pass the table")
+        if sensitive is not None and sensitive != data.sensitive_name:
+            raise InputError(f"sensitive={sensitive!r} but the release was built from "
+                             f"{data.sensitive_name!r}")
+        data.rows.require(qi, param="qi")
+        return data.rows
+    table, dropped = prepare_rows(data, qi=qi, sensitive=sensitive, group=None, weight=weight,
+                                  nulls=nulls)
+    enc = encode_column(table.column(sensitive), name=sensitive)
+    return encode_rows(table, qi=qi, sensitive=enc.codes, values=enc.labels, weight=weight,
+                       dropped_nulls=dropped)
+
+
+# ---------------------------------------------------------------------- the Apriori miner
+@dataclass(frozen=True, eq=False)
+class ReliableSet:
+    """The reliable signatures of one attribute set (see :func:`mine_reliable_signatures`).
+
+    ``keys`` are sorted mixed-radix keys Σ code_i · strides[i]; ``support`` the units per
+    reliable signature; ``var_rows`` each row's signature index (-1: not reliable).
+    """
+
+    attributes: tuple[str, ...]
+    strides: np.ndarray
+    keys: np.ndarray
+    support: np.ndarray
+    var_rows: np.ndarray
+
+
+def _strides(view: RowView, A: tuple[str, ...], first_major: bool,
+             limit: int) -> tuple[np.ndarray, int]:
+    strides = np.ones(len(A), dtype=np.int64)
+    span = 1
+    idx = range(len(A) - 1, -1, -1) if first_major else range(len(A))
+    for i in idx:
+        strides[i] = span
+        span *= max(len(view.qi_labels[A[i]]), 1)
+    if span >= limit:
+        raise InputError(f"attribute set {A}: too many signature combinations to index; lower "
+                         "max_set_size")
+    return strides, span
+
+
+def _reliable(view: RowView, A: tuple[str, ...], rows: np.ndarray | None, strides: np.ndarray,
+              span: int, J: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Reliable keys, their support and the signature index of the candidate rows."""
+    nr = view.n_rows if rows is None else rows.size
+    key = np.zeros(nr, dtype=np.int64)
+    for i, a in enumerate(A):
+        c = view.qi_codes[a] if rows is None else view.qi_codes[a][rows]
+        key += c.astype(np.int64) * strides[i]
+    w = view.weight if rows is None or view.weight is None else view.weight[rows]
+    if span <= max(4 * nr, 1 << 16):
+        cnt = np.bincount(key, minlength=span) if w is None else \
+            np.bincount(key, weights=w, minlength=span).astype(np.int64)
+        ukeys = np.flatnonzero(cnt >= J)
+        if not ukeys.size:
+            return None
+        slot = np.full(span, -1, dtype=np.int64)
+        slot[ukeys] = np.arange(ukeys.size)
+        return ukeys, cnt[ukeys], slot[key]
+    uk, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
+    if w is not None:
+        cnt = np.bincount(inv, weights=w, minlength=uk.size).astype(np.int64)
+    ok = cnt >= J
+    if not ok.any():
+        return None
+    slot = np.where(ok, np.cumsum(ok) - 1, -1)
+    return uk[ok], cnt[ok], slot[inv.ravel()]
+
+
+def mine_reliable_signatures(view: RowView, qi: Sequence[str], J: int, max_set_size: int, *,
+                             first_major: bool = False, key_limit: int = 1 << 62,
+                             progress: Callable[[int, int], None] | None = None
+                             ) -> Iterator[tuple[tuple[str, ...], ReliableSet | None]]:
+    """Reliable signatures of every attribute subset of ``qi``, Apriori order.
+
+    A signature s of attribute set A is *reliable* when at least ``J`` units (rows ×
+    weight) have it (Wong et al., Section 4: J = ⌈ln(2/δ)/(2ε²)⌉ by Hoeffding). Count
+    monotonicity (#s(v_1..v_{i+1}) ≤ #s(v_1..v_i)) gives two exact prunings: a set with a
+    subset that has no reliable signature has none either (it is yielded with ``None``
+    without counting), and only rows whose signature on every (|A|-1)-subset is reliable
+    can carry a reliable signature of A, so only those rows are counted.
+
+    Yields ``(A, ReliableSet or None)`` for every A with 1 ≤ |A| ≤ ``max_set_size``, by
+    size, then in ``itertools.combinations`` order. ``first_major`` orders the keys with the
+    first attribute most significant (lexicographic order of the signatures); otherwise
+    the first attribute is the least significant.
+    """
+    qi = list(qi)
+    alive: dict[tuple[str, ...], np.ndarray] = {}
+    total = sum(math.comb(len(qi), k) for k in range(1, min(max_set_size, len(qi)) + 1))
+    done = 0
+    for size in range(1, max_set_size + 1):
+        for A in itertools.combinations(qi, size):
+            done += 1
+            subs = list(itertools.combinations(A, size - 1)) if size > 1 else []
+            found = None
+            if all(B in alive for B in subs):
+                rows = None
+                if subs:
+                    cand = alive[subs[0]].copy()
+                    for B in subs[1:]:
+                        cand &= alive[B]
+                    rows = np.flatnonzero(cand)
+                strides, span = _strides(view, A, first_major, key_limit)
+                got = _reliable(view, A, rows, strides, span, J)
+                if got is not None:
+                    ukeys, support, var = got
+                    var_rows = np.full(view.n_rows, -1, dtype=np.int32)
+                    if rows is None:
+                        var_rows[:] = var
+                    else:
+                        var_rows[rows] = var
+                    alive[A] = var_rows >= 0
+                    found = ReliableSet(attributes=A, strides=strides,
+                                        keys=ukeys.astype(np.int64),
+                                        support=support.astype(np.int64), var_rows=var_rows)
+            if progress is not None:
+                progress(done, total)
+            yield A, found
