@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 
 import fastpriv as fp
-from fastpriv import ck_safety, classic, risk
+from fastpriv import ck_safety, classic, foreground, metrics, risk, robustness
 from fastpriv.results import Result, Witness
 
 GROUPS = [["flu", "flu", "cold", "hiv"], ["cold", "flu", "mumps"], ["hiv", "hiv", "cold"]]
@@ -69,6 +69,34 @@ CALLS = {
     },
 }
 
+QI = ["age", "sex"]
+ROWS = {"qi": QI, "sensitive": "disease", "group": "g"}
+
+
+def _fg_groups():
+    from tests.test_foreground import vectors
+
+    return vectors()["foreground-example2"]["input"]["groups"]
+
+
+CALLS[robustness] = {
+    "posterior": lambda: robustness.posterior([0.9, 0.2, 0.2, 0.1], 1),
+    "posterior_batch": lambda: robustness.posterior_batch(
+        np.array([0.9, 0.2, 0.5, 0.5]), np.array([0, 2, 4]), np.array([1, 1])),
+    "posterior_multivalued": lambda: robustness.posterior_multivalued(
+        [{"a": 0.5, "b": 0.5}, {"a": 0.2, "b": 0.8}], ["a", "b"]),
+    "delta_ceil": lambda: robustness.delta_ceil(10, 2, 0.3),
+    "min_group_size": lambda: robustness.min_group_size(0.1, 2, 0.3),
+    "delta_check": lambda: robustness.delta_check([0.2, 0.3, 0.25], 2),
+    "audit": lambda: robustness.audit(TABLE, r=2, **ROWS),
+}
+CALLS[foreground] = {
+    "fit_global_distribution": lambda: foreground.fit_global_distribution(_fg_groups(), 2),
+    "mine": lambda: foreground.mine(TABLE, min_support=1, **ROWS),
+    "attack": lambda: foreground.attack(
+        fp.Release.from_table(TABLE, **ROWS), qi=QI, r=2, min_support=1),
+}
+
 PLAIN = (bool, int, float, Fraction, str, type(None), np.ndarray, np.generic, pa.Table)
 
 
@@ -90,7 +118,7 @@ def check_protocol(res) -> None:
     cls = type(res)
     assert isinstance(res, Result), f"{cls.__name__} does not derive from Result"
     assert dataclasses.is_dataclass(res) and cls.__dataclass_params__.frozen, cls.__name__
-    assert cls.__eq__ is Result.__eq__, f"{cls.__name__}: declare @dataclass(eq=False)"
+    assert not cls.__dataclass_params__.eq, f"{cls.__name__}: declare @dataclass(eq=False)"
     for attr in ("value", "params", "witness"):
         assert hasattr(res, attr), f"{cls.__name__} has no .{attr}"
     assert isinstance(res.params, dict), f"{cls.__name__}.params is not a dict"
