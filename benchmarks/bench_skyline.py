@@ -18,7 +18,7 @@ a multi-second DP cannot). Two ratios per point:
   ``Release.top_prefix``: σ-, ℓ-, k- and m-independent, built by the first check in one
   O(entries) pass and kept), and of those only the (σ, ℓ) records — each (n, #σ) class's
   S_ℓ staircase, k- and m-independent, found by the first check at that σ and ℓ and kept
-  on the release (``Release.index_cache``). So ``ratio`` is the ratio of a *repeated*
+  for the release (``skyline.forget_indexes`` drops them). So ``ratio`` is the ratio of a *repeated*
   check at that (σ, ℓ) — the situation of skyline exploration, where one (σ, ℓ) is asked
   at many k, m, c. Each point also records ``check_cold_s``: the same call with the
   records dropped before every call (it re-finds them: one pass over σ's occurrences),
@@ -137,7 +137,7 @@ def _point(rel: Release, tables, l: int, k: int, m: int) -> dict:
     assert _same(res.min_nr, d.min_nr), (l, k, m, res.min_nr, d.min_nr)
     t_dp = _dp_time(dp, t_dp_first)
     t_check = _matched_time(check, max(_FLOOR["s"], min(t_dp, 3.0)))
-    t_cold = _matched_time(lambda: (rel.index_cache.clear(), check()),
+    t_cold = _matched_time(lambda: (sky.forget_indexes(rel), check()),
                            max(_FLOOR["s"], min(t_dp, 3.0)))
     # prepared inputs: the algorithms alone
     p_nr = tables.min_nr(l, k, m)

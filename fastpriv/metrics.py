@@ -434,7 +434,8 @@ def query_error(table: Any, anonymized: Any, *, qi: Sequence[str] | None = None,
     --------
     >>> import fastpriv as fp
     >>> adult = fp.datasets.load_adult()
-    >>> res = fp.anonymize.mondrian(adult, ["age", "sex", "race"], "occupation", k=10)
+    >>> res = fp.anonymize.mondrian(adult, qi=["age", "sex", "race"], sensitive="occupation",
+    ...                             min_size=10)
     >>> err = fp.metrics.query_error(adult, res, n_queries=1000)
     >>> 0 <= err.value
     True
@@ -481,11 +482,14 @@ def discernibility(x: Any, *, n_suppressed: int | None = None) -> float:
     return float(np.sum(sizes.astype(np.float64) ** 2) + sup * n)
 
 
-def average_group_size(x: Any, k: int = 1) -> float:
-    """Return the normalized average group size C_avg = (n / #groups) / k (LeFevre et al.)."""
-    k = check_int(k, "k", minimum=1)
+def average_group_size(x: Any, *, min_size: int = 1) -> float:
+    """Return the normalized average group size C_avg = (n / #groups) / k (LeFevre et al.).
+
+    ``min_size`` is k-anonymity's k, the smallest group size the release was built for.
+    """
+    min_size = check_int(min_size, "min_size", minimum=1)
     sizes, _ = _sizes_and_suppressed(x)
-    return float(sizes.sum() / sizes.size / k)
+    return float(sizes.sum() / sizes.size / min_size)
 
 
 def average_delta(f: Any, group_ids: Any = None, *, data: Any = None,

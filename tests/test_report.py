@@ -31,7 +31,7 @@ def bucketized():
                   zipf_s=0.7, seed=3)
     t = t.set_column(t.schema.get_field_index("sensitive"), "sensitive",
                      t.column("sensitive").cast(pa.string()))
-    an = anatomy(t, "sensitive", 3, seed=1)
+    an = anatomy(t, sensitive="sensitive", l=3, seed=1)
     return an.auditor_view(t)
 
 

@@ -166,7 +166,7 @@ def test_tom_example(vec):
         u = [(tuple(ind), y) for ind, y in know.get("u_values", [])]
         v = [tuple(ind) for ind in know.get("v_family", [])]
         assert N.joint_probability(orel, "svpi", sigma, t, x, u, v) == want
-        got = sky.knowledge_probability(rel, sigma, t=t[0], x=x, u=[(g, y) for (g, _), y in u],
+        got = sky.knowledge_probability(rel, sigma, target=t[0], x=x, u=[(g, y) for (g, _), y in u],
                                         v=[g for g, _ in v], exact=True)
         assert got == want
     # worst case of this release (spec examples)
@@ -659,7 +659,7 @@ def test_input_errors():
         sky.check(rel, {"a": [(0, 0, 0)]})
     with pytest.raises(TypeError, match="skylines must be"):
         sky.check(rel, 3)
-    with pytest.raises(TypeError, match="rel must be a fastpriv.Release"):
+    with pytest.raises(TypeError, match="data must be a fastpriv.Release"):
         sky.breach_probability([["a"]], "a", 0, 0, 0)
     ms = fp.Release.from_groups([{"a": 2}], sizes=[2], case="mvpi-multiset")
     with pytest.raises(ValueError, match="exact=True is available for the 'svpi' and "
@@ -1018,9 +1018,7 @@ def test_records_union_is_used_for_many_occurrences(monkeypatch):
     orig = K.records_union
     monkeypatch.setattr(K, "records_union", lambda *a: calls.append(1) or orig(*a))
     monkeypatch.setattr(sky, "_RECORDS_PARALLEL", 1)
-    for key in [x for x in rel.index_cache if isinstance(x, tuple)
-                and x[0] == "skyline.records"]:
-        del rel.index_cache[key]                 # the same release: records found again
+    sky.forget_indexes(rel)                      # the same release: records found again
     par = sky.check(rel, pts, method="direct")
     assert calls and [p.statistics for p in par.points] == [p.statistics for p in seq.points]
 

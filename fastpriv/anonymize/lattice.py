@@ -77,7 +77,7 @@ from ..hierarchies import BoundHierarchy, resolve_hierarchies
 from ..predicates import Criterion, LocalCriterion, as_criterion, criteria_from
 from ..release import SVPI, Release
 from ._input import expand_arrow, expand_rows, prepare_input
-from ._result import Anonymized, GeneralizedAttribute
+from ._result import Anonymized, GeneralizedAttribute, LatticeAnonymized
 
 __all__ = ["GeneralizationLattice", "LatticeSearch", "ChainSearch", "SearchProgress",
            "lattice_search",
@@ -1125,17 +1125,18 @@ class GeneralizationLattice:
                                           member_indptr=x.member_indptr, members=x.members,
                                           codes=self._expand(x.codes).astype(np.int32))
                      for x in attrs]
-        n_sup = int((~kept_row).sum()) + (self.n_input_rows - self.n_rows)
-        meta = {"node": list(node),
-                "levels": {a: int(lev) for a, lev in zip(self.qi, node, strict=True)},
-                "n_suppressed": n_sup}
-        if info:
-            meta.update(info)
+        search = dict(info or {})
+        search = search.get("search") or search.get("chain_search") or {}
         params = {"qi": list(self.qi), "sensitive": self.sensitive,
                   "criterion": None if crit is None else crit.name,
                   "suppression": float(suppression)}
-        return Anonymized(release=rel, group_ids=group_ids, method="lattice", params=params,
-                          generalized=gen_table, info=meta, attributes=tuple(attrs))
+        return LatticeAnonymized(
+            release=rel, group_ids=group_ids, method="lattice", params=params,
+            generalized=gen_table, attributes=tuple(attrs), node=tuple(int(x) for x in node),
+            levels={a: int(lev) for a, lev in zip(self.qi, node, strict=True)},
+            n_nodes=search.get("n_nodes"), n_checked=search.get("n_checked"),
+            minimal_nodes=None if search.get("minimal") is None else
+            tuple(tuple(m) for m in search["minimal"]))
 
     def _expand(self, x: np.ndarray) -> np.ndarray:
         return expand_rows(x, self.kept_rows, self.n_input_rows)

@@ -97,7 +97,8 @@ def bucketize(args: argparse.Namespace, data: Any) -> tuple[Any, Any]:
         raise InputError("--bucketize builds the groups itself: drop --group")
     from ..anonymize import anatomy
 
-    res = anatomy(data, args.sensitive, int(level), seed=args.bucketize_seed, qi=args.qi,
+    res = anatomy(data, sensitive=args.sensitive, l=int(level), seed=args.bucketize_seed,
+                  qi=args.qi,
                   nulls="drop" if getattr(args, "nulls", "error") == "drop" else "error")
     print(f"bucketized {args.data} with Anatomy at ℓ = {level} (seed {args.bucketize_seed}): "
           f"{res.release.n_groups:,} groups of {int(res.release.sizes.min())}–"

@@ -143,7 +143,7 @@ def _mondrian_run(args: argparse.Namespace, data: Any, crit: Any) -> Any:
     if crit is None:
         raise InputError("the mondrian method needs a criterion (--k, --l, --t, --alpha, "
                          "--c/--ck)")
-    return mondrian(data, args.qi, args.sensitive, predicate=crit,
+    return mondrian(data, qi=args.qi, sensitive=args.sensitive, predicate=crit,
                     categorical=args.categorical, nulls=args.nulls,
                     progress=Progress("groups"))
 
@@ -299,7 +299,7 @@ def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
     import numpy as np
 
     from .. import metrics
-    from ..anonymize import Anonymized
+    from ..anonymize import Anonymized, LatticeAnonymized
 
     rel = result.release
     gids = np.asarray(result.group_ids)
@@ -311,17 +311,15 @@ def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
            "min_group_size": int(rel.sizes.min()), "max_group_size": int(rel.sizes.max()),
            "discernibility": metrics.discernibility(result if isinstance(result, Anonymized)
                                                     else rel),
-           "avg_group_size_c_avg": metrics.average_group_size(rel, k),
+           "avg_group_size_c_avg": metrics.average_group_size(rel, min_size=k),
            "published_unchanged": list(args.keep), "seconds": seconds}
-    info = getattr(result, "info", {}) or {}
-    for key in ("node", "levels"):
-        if key in info:
-            out[key] = info[key]
-    if "search" in info:
-        s = info["search"]
-        out["nodes_checked"] = s.get("n_checked")
-        out["n_nodes"] = s.get("n_nodes")
-        out["minimal_nodes"] = s.get("minimal")
+    if isinstance(result, LatticeAnonymized):
+        out["node"] = list(result.node)
+        out["levels"] = dict(result.levels)
+        if result.n_checked is not None:
+            out["nodes_checked"] = result.n_checked
+            out["n_nodes"] = result.n_nodes
+            out["minimal_nodes"] = [list(m) for m in result.minimal_nodes or ()]
     if args.query_error:
         qe = metrics.query_error(data, result, qi=args.qi, sensitive=args.sensitive,
                                  n_queries=args.query_error, seed=args.seed)

@@ -104,7 +104,7 @@ def _remedy(table):
 
     crit = criteria_from(k=5, l=3, l_kind="entropy", t=0.2, c=CONFIDENCE, ck=CK)
     with Timer() as t:
-        res = mondrian(table, REMEDY_QI, "occupation", predicate=crit)
+        res = mondrian(table, qi=REMEDY_QI, sensitive="occupation", predicate=crit)
     return res, t.seconds
 
 
