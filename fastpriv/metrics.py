@@ -336,7 +336,7 @@ class _Trie:
     """
 
     def __init__(self, levels: list[tuple[int, int, np.ndarray, int]]) -> None:
-        from .anonymize.lattice import compress
+        from ._cells import compress
 
         levels = sorted(levels, key=lambda x: (x[3], x[0]))
         cols = [np.asarray(c, dtype=np.int32) for _, _, c, _ in levels]

@@ -87,6 +87,7 @@ __all__ = [
     "TERMS",
     "combine_row",
     "forget_indexes",
+    "normalize_skylines",
 ]
 
 _CASE_ID = {SVPI: 0, MVPI_SET: 1, MVPI_MULTISET: 2}
@@ -199,17 +200,6 @@ def _to_jsonable(x: Any) -> Any:
 
 
 # ============================================================================ results
-def _lkm_params(r: Any) -> dict:
-    """Return the parameters (σ, ℓ, k, m, case, exact) of a breach probability."""
-    return {"sigma": _to_jsonable(r.sigma), "l": r.l, "k": r.k, "m": r.m, "case": r.case,
-            "exact": r.exact}
-
-
-def _bp_text(r: Any) -> str:
-    return (f"BP_{r.sigma!r}(l={r.l}, k={r.k}, m={r.m}) = {float(r.value):.6g} "
-            f"(minNR = {float(r.min_nr):.6g}, {r.case})")
-
-
 @dataclass(frozen=True, eq=False)
 class SkylineWitness(Witness):
     """A worst-case grounding: who and what the adversary's knowledge is about.
@@ -285,7 +275,37 @@ def _label_json(v: Any) -> Any:
 
 
 @dataclass(frozen=True, eq=False)
-class BreachProbability(Result):
+class _BreachResult(Result):
+    """What every breach probability result holds: BP, minNR and (σ, ℓ, k, m, case)."""
+
+    value: Any
+    min_nr: Any
+    sigma: Any
+    l: int
+    k: int
+    m: int
+    case: str
+    exact: bool
+
+    @property
+    def params(self) -> dict:
+        """σ, ℓ, k, m, the case and ``exact``."""
+        return {"sigma": _to_jsonable(self.sigma), "l": self.l, "k": self.k, "m": self.m,
+                "case": self.case, "exact": self.exact}
+
+    def to_dict(self) -> dict:
+        """Return a JSON-ready dict (fractions as {"frac", "float"}, ∞ as "inf")."""
+        return {**self.params, "value": _to_jsonable(self.value),
+                "min_nr": _to_jsonable(self.min_nr)}
+
+    def summary(self) -> str:
+        """One line: BP, minNR and the case."""
+        return (f"BP_{self.sigma!r}(l={self.l}, k={self.k}, m={self.m}) = "
+                f"{float(self.value):.6g} (minNR = {float(self.min_nr):.6g}, {self.case})")
+
+
+@dataclass(frozen=True, eq=False)
+class BreachProbability(_BreachResult):
     """Worst-case breach probability BP_σ(ℓ, k, m) and how it arises.
 
     Attributes
@@ -294,6 +314,8 @@ class BreachProbability(Result):
         BP = 1 / (1 + minNR); 0 when σ occurs nowhere (C5).
     min_nr : float or Fraction
         The minimum negated ratio (``inf`` when σ occurs nowhere).
+    sigma, l, k, m, case, exact
+        The value, the knowledge point, the release's case and whether arithmetic is exact.
     statistics : tuple
         (SS1, SS2, SS3, SS4, SS5) of Theorem 2.
     case_used : str or None
@@ -305,70 +327,27 @@ class BreachProbability(Result):
 
     """
 
-    value: Any
-    min_nr: Any
     statistics: tuple
     case_used: str | None
     witness: SkylineWitness | None
-    sigma: Any
-    l: int
-    k: int
-    m: int
-    case: str
-    exact: bool
-
-    @property
-    def params(self) -> dict:
-        """σ, ℓ, k, m, the case and ``exact``."""
-        return _lkm_params(self)
 
     def to_dict(self) -> dict:
         """Return a JSON-ready dict (fractions as {"frac", "float"}, ∞ as "inf")."""
-        return {**self._common_dict(),
+        return {**super().to_dict(),
                 "statistics": dict(zip(("SS1", "SS2", "SS3", "SS4", "SS5"),
                                        _to_jsonable(list(self.statistics)), strict=False)),
                 "case_used": self.case_used,
                 "witness": None if self.witness is None else self.witness.to_dict()}
 
-    def _common_dict(self) -> dict:
-        return {**self.params, "value": _to_jsonable(self.value),
-                "min_nr": _to_jsonable(self.min_nr)}
-
-    def summary(self) -> str:
-        """One line: BP, minNR and the case."""
-        return _bp_text(self)
-
 
 @dataclass(frozen=True, eq=False)
-class DPBreachProbability(Result):
+class DPBreachProbability(_BreachResult):
     """Result of :func:`dp_breach_probability` (Appendix A6 dynamic program)."""
-
-    value: Any
-    min_nr: Any
-    sigma: Any
-    l: int
-    k: int
-    m: int
-    case: str
-    exact: bool
-
-    @property
-    def params(self) -> dict:
-        """σ, ℓ, k, m, the case and ``exact``."""
-        return _lkm_params(self)
 
     @property
     def witness(self) -> None:
         """The dynamic program gives no grounding."""
         return None
-
-    def to_dict(self) -> dict:
-        """Return a JSON-ready dict (fractions as {"frac", "float"}, ∞ as "inf")."""
-        return BreachProbability._common_dict(self)  # type: ignore[arg-type]
-
-    def summary(self) -> str:
-        """One line: BP, minNR and the case."""
-        return _bp_text(self)
 
 
 @dataclass(frozen=True, eq=False)
@@ -876,8 +855,21 @@ def _normalize_point(p: Any, where: str) -> _Point:
     return (l, k, m, c)
 
 
-def _normalize_skylines(skylines: Any) -> tuple[dict, list]:
-    """-> ({σ: [points]}, [points for every σ])."""
+def normalize_skylines(skylines: Any) -> tuple[dict, list]:
+    """Check a skyline specification and split it into per-value and every-value points.
+
+    Parameters
+    ----------
+    skylines : mapping or list
+        ``{sigma: [(l, k, m, c), ...]}`` (key ``"*"``: every value) or a plain list of
+        points (every value); points may also be dicts with keys l, k, m, c.
+
+    Returns
+    -------
+    (explicit, star) : tuple
+        ``{σ: [points]}`` and the points that apply to every σ.
+
+    """
     if isinstance(skylines, Mapping):
         explicit: dict = {}
         star: list = []
@@ -1205,7 +1197,7 @@ class SkylineState:
     """
 
     def __init__(self, skylines: Any, *, case: str | None = None) -> None:
-        self._explicit, self._star = _normalize_skylines(skylines)
+        self._explicit, self._star = normalize_skylines(skylines)
         if case is not None and case not in _CASE_ID:
             raise InputError(f"case must be one of {', '.join(map(repr, _CASE_ID))}; "
                              f"got {case!r}")
@@ -1522,7 +1514,7 @@ def check(data: Release, skylines: Any, *, exact: bool = False,
     """
     rel = _check_release(data, "data")
     exact = _check_exact(rel, exact)
-    explicit, star = _normalize_skylines(skylines)
+    explicit, star = normalize_skylines(skylines)
     for sigma in explicit:
         rel.code_of(sigma, param="skylines")
     pairs = sum(map(len, explicit.values()))

@@ -37,13 +37,13 @@ import numpy as np
 import pyarrow as pa
 
 from .._arrow import encode_column
+from .._cells import compress
 from .._validation import check_choice, check_columns, kernel_array
 from ..errors import InputError
 from ..predicates import Criterion, LocalCriterion, criteria_from, kernel_spec
 from ..release import SVPI, Release
 from ._input import check_qi_sensitive, expand_arrow, expand_rows, prepare_input
 from ._result import GeneralizedAttribute, MondrianResult
-from .lattice import compress
 
 __all__ = ["mondrian", "MondrianTree"]
 

@@ -71,6 +71,7 @@ import numpy as np
 import pyarrow as pa
 
 from .._arrow import encode_column
+from .._cells import compress
 from .._validation import check_choice, kernel_array
 from ..errors import InputError, InputTypeError
 from ..hierarchies import BoundHierarchy, resolve_hierarchies
@@ -1143,27 +1144,6 @@ class GeneralizationLattice:
 
     def _expand_arrow(self, arr: pa.Array) -> pa.Array:
         return expand_arrow(arr, self.kept_rows, self.n_input_rows)
-
-
-def compress(columns: Sequence[np.ndarray], cards: Sequence[int]
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Find the distinct combinations (cells) of code columns.
-
-    Return ``(cell of each row, first row of each cell, rows per cell)``, cells in
-    lexicographic order of the codes.
-    """
-    from .._kernels.generalize import regroup, weighted_first
-
-    full = np.stack([np.asarray(c, dtype=np.int32) for c in columns])
-    n = full.shape[1]
-    ident = np.concatenate([np.arange(c, dtype=np.int32) for c in cards])
-    offs = np.concatenate([[0], np.cumsum(cards)[:-1]]).astype(np.int64)
-    cell, m = regroup(kernel_array(full, np.int32), kernel_array(ident, np.int32),
-                      kernel_array(offs, np.int64), kernel_array(cards, np.int64),
-                      max(_DENSE_LIMIT, 4 * n))
-    weights, first = weighted_first(kernel_array(cell, np.int32),
-                                    kernel_array(np.empty(0, np.int64), np.int64), int(m))
-    return cell, first, weights
 
 
 # ---------------------------------------------------------------------- entry points

@@ -119,9 +119,9 @@ def _threshold(c: Any) -> tuple[float, int]:
 
 
 def _pairs(skylines: Any, values: list) -> _Pairs:
-    from ..skyline import _normalize_skylines
+    from ..skyline import normalize_skylines
 
-    explicit, star = _normalize_skylines(skylines)
+    explicit, star = normalize_skylines(skylines)
     index = {v: i for i, v in enumerate(values)}
     for sigma in explicit:
         if sigma not in index:
@@ -231,7 +231,7 @@ class _Cells:
     def _mvpi(self, t: pa.Table, qi: Sequence[str], sensitive: str, individual: str,
               case: str | None) -> None:
         from .._arrow import encode_column
-        from .lattice import compress
+        from .._cells import compress
 
         tree = self.tree
         col = t.column(individual)
