@@ -201,3 +201,43 @@ def test_callable_however_imported():
     res = an.anatomy(t, sensitive="d", l=2, seed=0)
     assert res.method == "anatomy" and res.release.n_groups == 2
     assert fp.anonymize.anatomy(t, sensitive="d", l=2).release.n_groups == 2
+
+
+def test_broken_builtin_anonymizer_raises(monkeypatch):
+    """A built-in anonymizer module that fails to import is a bug: the CLI must not hide it."""
+    import importlib
+
+    from fastpriv.cli import anonymize as cli_an
+
+    real = importlib.import_module
+
+    def failing(name, *a, **kw):
+        if name == "fastpriv.anonymize._anatomy":
+            raise RuntimeError("broken built-in")
+        return real(name, *a, **kw)
+
+    monkeypatch.setattr(cli_an, "_LOADED", False)
+    monkeypatch.setattr(cli_an, "METHODS", dict(cli_an.METHODS))
+    monkeypatch.setattr(cli_an, "_PLUGIN_ERRORS", {})
+    monkeypatch.setattr(importlib, "import_module", failing)
+    with pytest.raises(RuntimeError, match="broken built-in"):
+        cli_an.load_plugins()
+    assert "_anatomy" not in cli_an._PLUGIN_ERRORS and "anatomy" not in cli_an._PLUGIN_ERRORS
+
+
+def test_anatomy_result_protocol():
+    import copy
+    import json
+
+    from fastpriv.results import Result
+
+    t = pa.table({"a": [1, 2, 3, 4, 5, 6], "d": list("aabbcc")})
+    res = anatomy(t, sensitive="d", l=2, seed=0)
+    assert isinstance(res, Result) and res.value is None and res.witness is None
+    assert res == res and res.params["l"] == 2
+    assert res.group_size_counts == {2: 3} and res.mode == "all values"
+    d = res.to_dict()
+    json.dumps(d)
+    assert d["mode"] == "all values" and "source" not in d
+    assert res.summary().startswith("anatomy: 3 groups")
+    assert copy.copy(res) == res

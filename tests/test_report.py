@@ -439,3 +439,58 @@ def test_knowledge_file(tmp_path, bucketized):
                       knowledge=str(path), k=1, k_max=2, sigma=["v0"], attack=False).data
     assert d2["robustness"]["status"] == "failed" and "fallback" in d2["robustness"]["reason"]
     validate(d2)
+
+
+# ============================================================================ errors and protocol
+def test_internal_error_in_a_model_propagates(monkeypatch):
+    """Only bad input (InputError) becomes a 'failed' section: a bug in a model propagates."""
+    rel = _small_release()
+
+    def broken(*a, **kw):
+        raise RuntimeError("internal bug in a model")
+
+    monkeypatch.setattr(classic, "audit", broken)
+    with pytest.raises(RuntimeError, match="internal bug in a model"):
+        build_report(rel, k_max=3)
+    monkeypatch.setattr(ck_safety, "disclosure_curve", broken)
+    with pytest.raises(RuntimeError, match="internal bug in a model"):
+        build_report(rel, k_max=3)
+
+
+def test_input_error_in_a_model_becomes_a_failed_section(monkeypatch):
+    rel = _small_release()
+
+    def refuses(*a, **kw):
+        raise fp.InputError("this model refuses the input")
+
+    monkeypatch.setattr(classic, "audit", refuses)
+    rep = build_report(rel, k_max=3)
+    assert rep.data["classical"]["status"] == "failed"
+    assert "refuses the input" in rep.data["classical"]["reason"]
+    assert rep.data["ck_safety"]["status"] == "ok"
+
+
+def test_risk_section_propagates_internal_errors(monkeypatch, bucketized):
+    from fastpriv import risk
+
+    def broken(*a, **kw):
+        raise RuntimeError("internal bug in risk")
+
+    monkeypatch.setattr(risk, "audit", broken)
+    with pytest.raises(RuntimeError, match="internal bug in risk"):
+        build_report(bucketized, sensitive="sensitive", qi=["q0", "q1"], k_max=3,
+                     robustness=False, attack=False, knowledge_skylines=False)
+
+
+def test_report_follows_the_result_protocol(bucketized_report):
+    import copy
+
+    from fastpriv.results import Result
+
+    rep = bucketized_report
+    assert isinstance(rep, Result)
+    assert rep == rep and rep == copy.deepcopy(rep)
+    assert rep.value == len(rep.verdict["violated"])
+    assert rep.params["k"] == 2 and rep.witness is None
+    json.dumps(rep.to_dict())
+    assert rep.summary().strip()
