@@ -197,10 +197,10 @@ def load_plugins() -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``anonymize`` sub-command."""
-    from ._common import add_encoding_argument, epilog
+    from ._common import add_command, add_encoding_argument
 
-    p = sub.add_parser(
-        "anonymize", help="anonymize a table (lattice search, Mondrian, plugins)",
+    p = add_command(
+        sub, "anonymize", help="anonymize a table (lattice search, Mondrian, plugins)",
         description="Produce a release of DATA that satisfies the given criteria (the "
                     "conjunction of every criterion option) with the chosen method, write it "
                     "atomically, and summarise its utility. Methods: lattice (full-domain "
@@ -209,11 +209,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "fastpriv/anonymize/ registers with CLI_METHOD. Exit status: 0 a release "
                     "meeting the criteria was produced, 2 bad input (or no release meets "
                     "them), 3 internal error.",
-        epilog=epilog("fastpriv anonymize adult --method mondrian --qi age sex race "
-                      "--sensitive occupation --k 5 --l 3 -o release.parquet --overwrite",
-                      "fastpriv anonymize adult --method anatomy --qi age sex race "
-                      "--sensitive occupation --l 4 -o anatomy.parquet --overwrite"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        example=("fastpriv anonymize adult --method mondrian --qi age sex race "
+                 "--sensitive occupation --k 5 --l 3 -o release.parquet --overwrite",
+                 "fastpriv anonymize adult --method anatomy --qi age sex race "
+                 "--sensitive occupation --l 4 -o anatomy.parquet --overwrite"))
     p.add_argument("data", help="Parquet/CSV file or directory, or 'adult' (bundled UCI Adult)")
     p.add_argument("--qi", nargs="+", required=True, metavar="COL", help="quasi-identifiers")
     p.add_argument("--sensitive", required=True, help="sensitive column")

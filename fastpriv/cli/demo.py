@@ -22,17 +22,17 @@ CONFIDENCE, CK = 0.8, 3
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``demo`` sub-command."""
-    from ._common import epilog
+    from ._common import add_command
 
-    p = sub.add_parser(
-        "demo", help="audit the bundled UCI Adult data, then fix it (no arguments needed)",
+    p = add_command(
+        sub, "demo", help="audit the bundled UCI Adult data, then fix it (no arguments needed)",
         description="Audit a naive release of the bundled UCI Adult table (age in 20-year "
                     "bands and sex; occupation sensitive) with the classical models, "
                     "(c,k)-safety and the privacy skyline; show what fails and why; run the "
                     "remedy the verdict computes (a Mondrian release meeting every "
                     "threshold) and audit that. Exit status: the verdict of the fixed "
                     "release (0 it passes, 1 it fails).",
-        epilog=epilog("fastpriv demo"), formatter_class=argparse.RawDescriptionHelpFormatter)
+        example="fastpriv demo")
     p.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
     p.add_argument("--overwrite", action="store_true", help="replace an existing JSON output")
     p.set_defaults(func=run)

@@ -38,19 +38,18 @@ def _threshold(text: str):
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``skyline`` sub-command."""
-    from ._common import add_data_arguments, add_output_arguments, epilog
+    from ._common import add_command, add_data_arguments, add_output_arguments
 
-    p = sub.add_parser(
-        "skyline", help="privacy skyline: worst-case (ℓ,k,m) background knowledge",
+    p = add_command(
+        sub, "skyline", help="privacy skyline: worst-case (ℓ,k,m) background knowledge",
         description="Knowledge skyline (the largest (ℓ,k,m) knowledge under which the "
                     "breach probability stays below c) of a sensitive value, and checks of "
                     "(ℓ,k,m,c) skyline points. ℓ: facts about the target, k: about other "
                     "individuals, m: same-value family members. Exit status 1 when a "
                     "--point is violated (0 every point holds, 2 bad input, 3 internal "
                     "error).",
-        epilog=epilog("fastpriv skyline adult --sensitive occupation --qi age sex "
-                      "--sigma Sales --c 0.95 --point 1,1,1,0.95"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        example=("fastpriv skyline adult --sensitive occupation --qi age sex "
+                 "--sigma Sales --c 0.95 --point 1,1,1,0.95"))
     add_data_arguments(p)
     p.add_argument("--individual", metavar="COL",
                    help="individual-id column of an MVPI table (one row per individual and "

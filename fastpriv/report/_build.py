@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .._io import to_jsonable
+from .._timing import Timer
 from ..errors import InputError, InputTypeError
 from ..results import Result
 from .schema import SCHEMA_ID, SCHEMA_VERSION
@@ -150,15 +151,6 @@ def _versions() -> dict:
     return {"fastpriv": __version__, "python": platform.python_version(),
             "numpy": np.__version__, "numba": numba.__version__,
             "pyarrow": pyarrow.__version__, "platform": platform.platform()}
-
-
-class _Timer:
-    def __enter__(self) -> "_Timer":
-        self.t = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.seconds = time.perf_counter() - self.t
 
 
 def _section(status: str = "ok", reason: str | None = None, seconds: float = 0.0,
@@ -769,10 +761,10 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
                  include_individual_values=include_individual_values,
                  robustness=robustness, attack=attack, stream=stream)
     timings: dict[str, float] = {}
-    with _Timer() as tf:
+    with Timer() as tf:
         fp = fingerprint(data)
     timings["fingerprint"] = tf.seconds
-    with _Timer() as tr:
+    with Timer() as tr:
         inp = _load_input(data, sensitive=sensitive, o=o, individual=individual,
                           row_label=row_label)
     timings["release"] = tr.seconds
@@ -789,7 +781,7 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
     table_values = None
     if o.include_individual_values and inp.table is not None and inp.rel.case == "svpi":
         table_values = inp.table.column(inp.sensitive).to_pylist()
-    with _Timer() as tt:
+    with Timer() as tt:
         targets = _targets(inp.rel, sec, o.c_v, table_values, inp.row_labels,
                            o.include_individual_values)
     verdict = build_verdict(sec, {**params, "qi": list(remedy_qi) if remedy_qi else o.qi},
