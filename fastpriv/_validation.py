@@ -20,6 +20,7 @@ __all__ = [
     "kernel_array",
     "check_columns",
     "check_int",
+    "check_real",
     "check_probability",
     "check_threshold",
     "check_finite_probabilities",
@@ -118,7 +119,8 @@ def check_int(value: Any, name: str, *, minimum: int | None = None,
     return value
 
 
-def _as_real(value: Any, name: str) -> float:
+def check_real(value: Any, name: str) -> float:
+    """Return ``value`` as a finite ``float`` after checking that it is a real number."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InputTypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
     out = float(value)
@@ -129,7 +131,7 @@ def _as_real(value: Any, name: str) -> float:
 
 def check_probability(value: Any, name: str) -> float:
     """Validate and return a finite number in [0, 1]."""
-    out = _as_real(value, name)
+    out = check_real(value, name)
     if not 0.0 <= out <= 1.0:
         raise InputError(f"{name} must be in [0, 1], got {value!r}")
     return out
@@ -137,7 +139,7 @@ def check_probability(value: Any, name: str) -> float:
 
 def check_threshold(value: Any, name: str = "c") -> Any:
     """Validate a confidence threshold in (0, 1]; ``Fraction`` values are kept exact."""
-    _as_real(value, name)
+    check_real(value, name)
     if not 0 < value <= 1:
         raise InputError(f"{name} must be in (0, 1], got {value!r}")
     return value
