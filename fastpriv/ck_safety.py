@@ -210,10 +210,10 @@ def _jsonable(x: Any) -> Any:
 
 # ============================================================================ validation
 def _check_release(rel: Any) -> Any:
-    from .release import SVPI, Release
+    from ._validation import check_release
+    from .release import SVPI
 
-    if not isinstance(rel, Release):
-        raise InputTypeError(f"rel must be a fastpriv.Release, got {type(rel).__name__}")
+    check_release(rel, "rel")
     if rel.case != SVPI:
         raise InputError(f"rel: (c,k)-safety is defined for SVPI releases only (one sensitive "
                          f"value per individual, Martin et al.); this release is {rel.case!r}")

@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from ._threads import current_threads
-from ._validation import check_choice, check_int, kernel_array
-from .errors import InputError, InputTypeError
+from ._validation import check_choice, check_int, check_release, kernel_array
+from .errors import InputError
 from .release import Release
 
 __all__ = [
@@ -60,13 +60,6 @@ MODELS = ("k", "alpha", "distinct_l", "entropy_l", "recursive_c", "t", "beta", "
 # For each model: does a *larger* per-group value mean *less* private?
 _WORSE_IF_LARGER = {"k": False, "alpha": True, "distinct_l": False, "entropy_l": False,
                     "recursive_c": True, "t": True, "beta": True, "delta": True}
-
-
-def _check_release(rel: Any) -> Release:
-    if not isinstance(rel, Release):
-        raise InputTypeError(f"rel must be a fastpriv.Release, got {type(rel).__name__}; build one "
-                        "with Release.from_table / from_groups / from_counts")
-    return rel
 
 
 def _arrays(rel: Release) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -117,7 +110,7 @@ def per_group(rel: Release, model: str, *, l: int | None = None, ordered: bool =
     """
     from ._kernels import classic as K
 
-    rel = _check_release(rel)
+    rel = check_release(rel, "rel")
     check_choice(model, "model", MODELS)
     indptr, codes, counts = _arrays(rel)
     if model == "k":
@@ -153,7 +146,7 @@ def _worst(rel: Release, model: str, **kw: Any) -> tuple[float, int]:
 
 def k_anonymity(rel: Release) -> int:
     """Return k = min_g n_g: every group holds at least k individuals."""
-    return int(_check_release(rel).sizes.min())
+    return int(check_release(rel, "rel").sizes.min())
 
 
 def alpha_k_anonymity(rel: Release) -> tuple[float, int]:
@@ -163,7 +156,7 @@ def alpha_k_anonymity(rel: Release) -> tuple[float, int]:
 
 def l_diversity(rel: Release) -> int:
     """Distinct ℓ-diversity: ℓ = min_g (number of distinct sensitive values in g)."""
-    return int(_check_release(rel).distinct.min())
+    return int(check_release(rel, "rel").distinct.min())
 
 
 def entropy_l_diversity(rel: Release) -> float:
@@ -304,7 +297,7 @@ def audit(rel: Release, *, l: int = 2, order: Sequence[Any] | None = None) -> Cl
     """
     from ._kernels import classic as K
 
-    rel = _check_release(rel)
+    rel = check_release(rel, "rel")
     l = check_int(l, "l", minimum=1)
     indptr, codes, counts = _arrays(rel)
     args = (indptr, codes, counts, _global_distribution(rel), _order_rank(rel, order), l)

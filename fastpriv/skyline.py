@@ -63,7 +63,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._validation import check_int, check_threshold, kernel_array
+from ._validation import check_int, check_release, check_threshold, kernel_array
 from .errors import InputError, InputTypeError
 from .release import MVPI_MULTISET, MVPI_SET, SVPI, Release
 from .results import Result, Witness
@@ -97,13 +97,6 @@ _NEUTRAL = (math.inf, math.inf, math.inf, 1.0, 1.0)
 
 
 # ============================================================================ validation
-def _check_release(rel: Any, name: str = "rel") -> Release:
-    if not isinstance(rel, Release):
-        raise InputTypeError(f"{name} must be a fastpriv.Release, got {type(rel).__name__}; "
-                             "build one with Release.from_table / from_groups / from_counts")
-    return rel
-
-
 def _check_lkm(l: Any, k: Any, m: Any) -> tuple[int, int, int]:
     return (check_int(l, "l", minimum=0), check_int(k, "k", minimum=0),
             check_int(m, "m", minimum=0))
@@ -747,7 +740,7 @@ def breach_probability(data: Release, sigma: Any, l: int, k: int, m: int, *,
     Fraction(1, 1)
 
     """
-    rel = _check_release(data, "data")
+    rel = check_release(data, "data")
     l, k, m = _check_lkm(l, k, m)
     exact = _check_exact(rel, exact)
     return _evaluate(rel, sigma, l, k, m, exact)[0]
@@ -783,7 +776,7 @@ def dp_breach_probability(data: Release, sigma: Any, l: int, k: int, m: int, *,
     """
     from ._kernels import skyline as K
 
-    rel = _check_release(data, "data")
+    rel = check_release(data, "data")
     code = rel.code_of(sigma, param="sigma")
     l, k, m = _check_lkm(l, k, m)
     exact = _check_exact(rel, exact)
@@ -1512,7 +1505,7 @@ def check(data: Release, skylines: Any, *, exact: bool = False,
         (σ, point): value, statistics, winning term, safe), ``.violations``.
 
     """
-    rel = _check_release(data, "data")
+    rel = check_release(data, "data")
     exact = _check_exact(rel, exact)
     explicit, star = normalize_skylines(skylines)
     for sigma in explicit:
@@ -1621,7 +1614,7 @@ def knowledge_skyline(data: Release, sigma: Any, c: Any, *, exact: bool = False,
         A list of ``(ℓ, k, m)`` tuples, sorted (``math.inf`` where capped), with ``.caps``.
 
     """
-    rel = _check_release(data, "data")
+    rel = check_release(data, "data")
     c = _check_c(c)
     exact = _check_exact(rel, exact)
     if max_seconds is not None and not (isinstance(max_seconds, (int, float))
@@ -1717,7 +1710,7 @@ class SigmaTables:
     def __init__(self, data: Release, sigma: Any, l_max: int | None = None) -> None:
         from ._kernels import skyline as K
 
-        rel = _check_release(data, "data")
+        rel = check_release(data, "data")
         code = rel.code_of(sigma, param="sigma")
         cap = int(rel.distinct.max()) if rel.n_groups else 0    # ≥ non-σ values of a group
         if l_max is None:
@@ -1822,7 +1815,7 @@ def knowledge_probability(data: Release, sigma: Any, target: int, x: Sequence[An
     Fraction(2, 3)
 
     """
-    rel = _check_release(data, "data")
+    rel = check_release(data, "data")
     rel.code_of(sigma, param="sigma")
     exact = _check_exact(rel, exact)
     t = check_int(target, "target", minimum=0, maximum=rel.n_groups - 1)
