@@ -19,13 +19,31 @@ ART is bottom-up (spec §ART; rules in :mod:`fastpriv._kernels.art`):
    in L (m-uniqueness: each value of X_s at most once per group), until N ≥ N′_o;
 3. groups without any value of X_s reveal nothing the model protects and stay as they are,
    unless ``pad=True`` (every group gets at least ⌈r⌉ rows, Anatomy-like, for fair utility
-   comparisons; ``info["pad"]`` says which was used).
+   comparisons; the result's ``pad`` says which was used).
 
 By Theorem 1 (binary model, x once per group) every group holding an X_s value is then
 r-robust; the result is **verified** with the exact posterior (:func:`fastpriv.robustness.
-audit`) and ``info["max_posterior"]`` reports the maximum. Closest-group search is indexed
+audit`) and the result's ``max_posterior`` reports the maximum. Closest-group search is indexed
 by *profiles* (distinct probability vectors) so Adult runs in well under a second and a
 million rows in seconds to minutes depending on the number of profiles.
+
+Conditions (``condition=``): ``"delta"`` (Wong et al.) stops a group holding x at the Δ
+bounding condition of Theorem 1 for every attribute set, i.e. N ≥ N′_o of inequality (5).
+``"exact"`` stops it at the exact binary posterior, r · max o ≤ Σ o with o = f/(1 − f) per
+attribute set — r-robustness itself for a value occurring once, computed incrementally (the
+papers call the posterior intractable; for m-unique groups it is a ratio of sums), so groups
+stop growing as soon as they are robust. Closest-group merging is the same in both.
+
+Stranded groups (``on_unsatisfied=``): a group holding an X_s value that still fails the
+condition when no merge candidate is left (or an attribute set with f_min = 0 < f_max makes
+the required size infinite) and whose exact posterior exceeds 1/r (spec ``robustness.md``,
+ART step 4; the paper does not say). It is never published silently: ``"merge"`` (default)
+merges it into the group its merge harms least (m-uniqueness kept if possible, then least Δ
+increase, then size) among those whose merged group is r-robust by the exact binary
+posterior, or, if there is none, into the least-harm group anyway (counted, and the rows
+left unsatisfied are reported); ``"suppress"`` does the same first merge but suppresses the
+group (group id −1, not in the release) when no merge makes it robust; ``"report"``
+publishes it as it is; ``"raise"`` raises :class:`~fastpriv.errors.InputError`.
 
 The function is :func:`art` in this module (``_art``: a submodule named ``art`` would
 shadow the package-level function of the same name on import).
@@ -251,13 +269,8 @@ def art(data: Any, *, qi: Sequence[str], sensitive: str, r: float,
         reliable signature (error ≤ ``epsilon`` with probability ≥ ``confidence``; papers:
         ε = 0.01, δ = 0.9) or an explicit minimum support.
     condition : {"delta", "exact"}
-        When a group holding x is done. ``"delta"`` (Wong et al.): the Δ bounding condition
-        of Theorem 1 for every attribute set, i.e. N ≥ N′_o of inequality (5). ``"exact"``:
-        the exact binary posterior, r · max o ≤ Σ o with o = f/(1 − f) per attribute set —
-        r-robustness itself for a value occurring once, computed incrementally (the
-        papers call the posterior intractable; for m-unique groups it is a ratio of sums),
-        so groups stop growing as soon as they are robust. Closest-group merging is the
-        same in both.
+        When a group holding x is done: Theorem 1's Δ bounding condition (Wong et al.) or
+        the exact binary posterior (see *Conditions* in the module docstring).
     as_one_value : bool
         Count the values of ``sensitive_values`` as **one** sensitive value ``{a, b, …}``
         (Wong et al.'s experiments: the adversary links a tuple to the *set*; each group
@@ -271,21 +284,11 @@ def art(data: Any, *, qi: Sequence[str], sensitive: str, r: float,
         Audit the output with the exact posterior (:func:`fastpriv.robustness.audit`,
         binary model, same knowledge and X_s) and report it (``max_posterior``, ``robust``).
     on_unsatisfied : {"merge", "suppress", "report", "raise"}
-        What happens to a **stranded** group — one holding an X_s value that still fails
-        the condition when no merge candidate is left (or an attribute set with
-        f_min = 0 < f_max makes the required size infinite) and whose exact posterior
-        exceeds 1/r (spec ``robustness.md``, ART step 4; the paper does not say). Never
-        published silently: ``"merge"`` (default) merges it into the group its merge
-        harms least (m-uniqueness kept if possible, then least Δ increase, then size)
-        among those whose merged group is r-robust by the exact binary posterior, or, if
-        there is none, into the least-harm group anyway (counted, and the rows left
-        unsatisfied are reported); ``"suppress"`` does the same first merge but
-        suppresses the group (group id −1, not in the release) when no merge makes it
-        robust; ``"report"`` publishes it as it is; ``"raise"`` raises
-        :class:`~fastpriv.errors.InputError`. The result counts each kind
-        (``n_stranded_groups``, ``n_rescued_groups``, ``n_merged_unsatisfied_groups``,
-        ``n_suppressed_rows``, ``n_unsatisfied``). ``"error"`` (earlier name) raises only
-        when the exact audit finds a breach.
+        What happens to a **stranded** group (see *Stranded groups* in the module
+        docstring); the result counts each kind (``n_stranded_groups``,
+        ``n_rescued_groups``, ``n_merged_unsatisfied_groups``, ``n_suppressed_rows``,
+        ``n_unsatisfied``). ``"error"`` (earlier name) raises only when the exact audit
+        finds a breach.
     nulls : {"error", "drop"}
         Dropped rows get group id −1.
     prepared : ARTInput, optional

@@ -26,12 +26,12 @@ Guarantees
 * **MVPI (Set and Multiset): safe only.** Theorem 4 fails for MVPI (splitting can *lower*
   BP; counterexamples in the spec's vectors), so a group rejected as unsafe might have a
   safe split further down; the statistics over every group seen so far are a conservative
-  bound, so the output is safe. The result's ``info["guarantee"]`` says which applies.
+  bound, so the output is safe. The result's ``guarantee`` says which applies.
 
 Decisions are made in float like :func:`fastpriv.skyline.check` (``exact=False``): the
 float minNR is compared with the exact threshold (1 − c)/c, so a tie is decided as the
 float check decides it; and the output is always re-checked with
-:func:`fastpriv.skyline.check` (``info["check"]``).
+:func:`fastpriv.skyline.check` (the result's ``check``).
 
 Scalability: rows are compressed once to *cells* — distinct (QI codes, sensitive value)
 combinations with counts, the (QI value, sensitive value, count) triples of the paper's
