@@ -440,3 +440,24 @@ def test_art_lazy_export_and_cli(tmp_path, capsys):
     assert main(["anonymize", "adult", "--qi", "age", "--sensitive", "education",
                  "--method", "art"]) == 2
     assert "--r" in capsys.readouterr().err
+
+
+def test_result_is_typed_and_follows_the_protocol():
+    import copy
+    import json
+
+    from fastpriv.anonymize import ArtResult
+    from fastpriv.results import Result
+
+    t = pa.table({"a": [0, 0, 1, 1, 2, 2, 3, 3], "s": list("xnxnxnnn")})
+    res = art(t, qi=["a"], sensitive="s", r=2, sensitive_values=["x"], min_support=1)
+    assert isinstance(res, ArtResult) and isinstance(res, Result)
+    assert res.value == res.max_posterior and res.robust and res.witness is None
+    assert res.r == 2.0 and res.condition == "delta" and res.n_sensitive_rows == 3
+    assert res.params["r"] == 2.0 and {"prepare", "merge", "verify", "total"} <= set(res.seconds)
+    d = json.loads(json.dumps(res.to_dict()))
+    assert d["robust"] and d["max_posterior"] == res.max_posterior
+    assert res == res and copy.copy(res) == res and res.summary().startswith("art:")
+    quick = art(t, qi=["a"], sensitive="s", r=2, sensitive_values=["x"], min_support=1,
+                verify=False)
+    assert quick.max_posterior is None and quick.value is None and quick.robust is None

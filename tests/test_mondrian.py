@@ -258,3 +258,24 @@ def test_package_export_survives_a_direct_submodule_import():
             "assert r.release.n_groups == 2, r\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_result_is_typed_and_follows_the_protocol():
+    import copy
+    import json
+
+    from fastpriv.anonymize import MondrianResult
+    from fastpriv.results import Result
+
+    t = pa.table({"age": [20, 21, 22, 30, 31, 32, 40, 41], "s": list("abababab")})
+    res = mondrian(t, qi=["age"], sensitive="s", min_size=2)
+    assert isinstance(res, MondrianResult) and isinstance(res, Result)
+    assert res.path == "compiled" and res.n_cells == 8 and res.n_splits == 3
+    assert res.value is None and res.witness is None and res.params["qi"] == ["age"]
+    assert {"encode", "partition", "output"} <= set(res.seconds)
+    d = json.loads(json.dumps(res.to_dict()))
+    assert d["n_splits"] == 3 and d["path"] == "compiled" and d["n_groups"] == 4
+    assert res == res and copy.copy(res) == res and res.summary().startswith("mondrian:")
+    t4 = pa.table({"age": list(range(8)), "s": list("abcdabcd")})
+    ck = mondrian(t4, qi=["age"], sensitive="s", c=0.9, k=1, knowledge_kind="negations")
+    assert ck.params["criterion"] == P.criteria_from(c=0.9, ck=1, knowledge="negations").name

@@ -1077,3 +1077,46 @@ def test_safe_flags_equal_is_safe(cases):
         nr.append(x)
     got = sky._safe_flags(np.array(nr), cs)
     assert got == [sky._is_safe(x, sky._threshold_ratio(c)) for x, c in zip(nr, cs, strict=True)]
+
+
+# ================================================================= result protocol
+def test_results_follow_the_protocol():
+    import copy
+    import gc
+    import json
+
+    from fastpriv.results import Result, Witness
+
+    rel = fp.Release.from_groups([["AIDS", "AIDS", "Flu", "Flu"],
+                                  ["AIDS", "Cancer", "Flu", "Flu"]])
+    bp = sky.breach_probability(rel, "AIDS", 1, 1, 1, exact=True)
+    results = [bp, sky.breach_probability(rel, "AIDS", 0, 1, 0),
+               sky.dp_breach_probability(rel, "AIDS", 1, 1, 1),
+               sky.check(rel, {"*": [(1, 0, 0, 0.9), (0, 1, 1, 0.99)]}),
+               sky.knowledge_skyline(rel, "AIDS", 0.9)]
+    results.append(results[3].points[0])
+    for r in results:
+        assert isinstance(r, Result), type(r)
+        assert r == r and r == copy.deepcopy(r)
+        assert r.value is not None and isinstance(r.params, dict)
+        assert r.witness is None or isinstance(r.witness, Witness)
+        json.dumps(r.to_dict())
+        assert r.summary().strip()
+        with pytest.raises(AttributeError):
+            r.value = 0       # frozen
+    w = bp.witness
+    assert isinstance(w, sky.SkylineWitness) and w == copy.deepcopy(w) and w.summary()
+    assert sky.knowledge_probability(rel, "AIDS", **w.grounding(), exact=True) == bp.value
+    assert results[3].value == max(float(p.value) for p in results[3].points)
+    assert list(results[4]) == [(0, 0, 1), (0, 1, 0)] and results[4].value == 2
+    assert bp != sky.breach_probability(rel, "AIDS", 1, 1, 0, exact=True)
+    # the (σ, ℓ) records are kept by the skyline module, per release, and freed with it
+    sky.check(rel, {"*": [(1, 1, 1, 0.9)]}, method="direct")
+    key = id(rel)
+    assert sky._RELEASE_INDEXES.get(key)
+    sky.forget_indexes(rel)
+    assert not sky._RELEASE_INDEXES[key]
+    del rel, results, bp, w
+    gc.collect()
+    assert key not in sky._RELEASE_INDEXES
+    assert not hasattr(fp.Release, "index_cache")

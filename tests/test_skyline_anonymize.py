@@ -334,3 +334,27 @@ def test_release_keeps_row_groups_for_witnesses(adult):
     occ = np.asarray(pc.take(adult.column("occupation"), pa.array(rows)).to_pylist())
     assert (occ == "Exec-managerial").sum() == dict(rel.profile(bp.witness.t_group)).get(
         "Exec-managerial", 0)
+
+
+def test_result_is_typed_and_follows_the_protocol(adult):
+    import copy
+    import json
+
+    from fastpriv.anonymize import SkylineAnonymized
+    from fastpriv.results import Result
+
+    res = skyline_anonymize(adult, qi=["age", "sex"], sensitive="occupation",
+                            skylines={"*": [(4, 0, 0, 0.75)]})
+    assert isinstance(res, SkylineAnonymized) and isinstance(res, Result)
+    assert isinstance(res.check, sk.SkylineCheck) and res.check.safe
+    assert res.value == res.check.value < 0.75 and res.witness is None
+    assert res.minimal and res.case == "svpi" and res.path == "compiled"
+    assert res.n_splits == res.release.n_groups - 1 and res.points
+    assert {"encode", "partition", "check", "total"} <= set(res.seconds)
+    d = json.loads(json.dumps(res.to_dict()))
+    assert d["check"]["safe"] and d["n_groups"] == res.release.n_groups
+    assert res == res and copy.copy(res) == res and res.summary().startswith("skyline:")
+    unchecked = skyline_anonymize(adult, qi=["age", "sex"], sensitive="occupation",
+                                  skylines={"*": [(4, 0, 0, 0.75)]}, check=False)
+    assert unchecked.check is None and unchecked.value is None
+    assert np.array_equal(unchecked.group_ids, res.group_ids)
