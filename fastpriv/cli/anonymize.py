@@ -138,7 +138,7 @@ def _mondrian_args(g: Any) -> None:
 
 
 def _mondrian_run(args: argparse.Namespace, data: Any, crit: Any) -> Any:
-    from ..anonymize._mondrian import mondrian
+    from ..anonymize import mondrian
 
     if crit is None:
         raise InputError("the mondrian method needs a criterion (--k, --l, --t, --alpha, "
