@@ -9,11 +9,11 @@ from typing import Any
 
 from .._timing import Timer
 
-__all__ = ["Timer", "add_command", "add_data_arguments", "add_bucketize_argument",
-           "add_encoding_argument", "add_knowledge_arguments", "add_output_arguments",
-           "add_risk_arguments", "bucketize",
-           "confidence", "emit_json", "epilog", "format_table", "load_data", "load_release",
-           "print_remedy", "real_gt1"]
+__all__ = ["Timer", "add_bucketize_argument", "add_command", "add_data_arguments",
+           "add_encoding_argument", "add_knowledge_arguments", "add_nulls_argument",
+           "add_output_arguments", "add_risk_arguments", "bucketize", "confidence",
+           "emit_json", "epilog", "format_table", "load_data", "load_release", "print_remedy",
+           "real_gt1"]
 
 
 def add_data_arguments(p: argparse.ArgumentParser, *, require_grouping: bool = True) -> None:
@@ -25,9 +25,7 @@ def add_data_arguments(p: argparse.ArgumentParser, *, require_grouping: bool = T
     g.add_argument("--group", help="group-id column of a bucketized release")
     g.add_argument("--qi", nargs="+", metavar="COL",
                    help="generalized quasi-identifier columns (groups = distinct tuples)")
-    p.add_argument("--nulls", choices=("error", "drop", "value"), default="error",
-                   help="nulls in the used columns (empty CSV fields are nulls): raise "
-                        "(default), drop rows, or keep as a value")
+    add_nulls_argument(p)
     add_encoding_argument(p)
     p.add_argument("--weight", metavar="COL",
                    help="multiplicity column: each row stands for that many individuals, "
@@ -43,6 +41,13 @@ def add_data_arguments(p: argparse.ArgumentParser, *, require_grouping: bool = T
     p.add_argument("--n-jobs", type=int, default=None, metavar="N",
                    help="threads for the parallel kernels (default: all cores; 1: one "
                         "thread; -1: all, -2: all but one)")
+
+
+def add_nulls_argument(p: Any) -> None:
+    """``--nulls {error,drop,value}``: what to do with nulls in the used columns."""
+    p.add_argument("--nulls", choices=("error", "drop", "value"), default="error",
+                   help="nulls in the used columns (empty CSV fields are nulls): raise "
+                        "(default), drop rows, or keep as a value")
 
 
 def epilog(*examples: str) -> str:

@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_bucketize_argument,
         add_command,
         add_encoding_argument,
+        add_nulls_argument,
         add_output_arguments,
         real_gt1,
     )
@@ -77,8 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--random-starts", type=int, default=2, metavar="N",
                    help="random solver starts per system (default 2)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random starts")
-    p.add_argument("--nulls", choices=("error", "drop", "value"), default="error",
-                   help="nulls in the used columns: raise (default), drop rows, or keep")
+    add_nulls_argument(p)
     p.add_argument("--top", type=int, default=10, help="worst tuples to print (default 10)")
     p.add_argument("--distributions", metavar="OUT",
                    help="write the mined distributions (long table, Parquet/CSV)")

@@ -15,6 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_command,
         add_encoding_argument,
         add_knowledge_arguments,
+        add_nulls_argument,
         add_risk_arguments,
         confidence,
     )
@@ -43,8 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the adversary knows exactly (r-robustness, foreground attack)")
     p.add_argument("--individual", metavar="COL",
                    help="individual-id column (MVPI: one row per individual and value)")
-    p.add_argument("--nulls", choices=("error", "drop", "value"), default="error",
-                   help="nulls in the used columns: raise (default), drop rows, or keep")
+    add_nulls_argument(p)
     p.add_argument("--stream", action="store_true",
                    help="read a large file or Parquet directory in record batches (memory "
                         "bounded by the (group, value) pairs; row-level sections skipped)")

@@ -14,6 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_command,
         add_encoding_argument,
         add_knowledge_arguments,
+        add_nulls_argument,
         add_output_arguments,
         real_gt1,
     )
@@ -51,8 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="reliability δ of derived knowledge (default 0.9)")
     p.add_argument("--min-support", type=int, metavar="J",
                    help="reliable sample size of derived knowledge (overrides ε, δ)")
-    p.add_argument("--nulls", choices=("error", "drop", "value"), default="error",
-                   help="nulls in the used columns: raise (default), drop rows, or keep")
+    add_nulls_argument(p)
     p.add_argument("--top", type=int, default=10,
                    help="worst (person, attribute set, value) cases to print (default 10)")
     p.add_argument("--verbose", action="store_true",
