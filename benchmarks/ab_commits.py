@@ -86,13 +86,21 @@ from fastpriv.datasets import synthetic
 rel = Release.from_table(synthetic(5_000_000, n_groups=10_000, n_values=20, seed=0),
                          sensitive="sensitive", group="group")
 pts = [(l, k, m, 0.9) for l in range(4) for k in range(5) for m in range(5)]
+def check(skylines):   # keyword API; positional on commits before it
+    try:
+        return skyline.check(rel, skylines=skylines, method="direct")
+    except TypeError:
+        return skyline.check(rel, skylines, method="direct")
 def refind():   # drop the kept (σ, ℓ) records: the check finds them again (as on a new release)
-    for key in [x for x in rel.index_cache
-                if (x[0] if isinstance(x, tuple) else x).startswith("skyline.records")]:
-        del rel.index_cache[key]
-    skyline.check(rel, {"*": pts}, method="direct")
+    if hasattr(skyline, "forget_indexes"):
+        skyline.forget_indexes(rel)
+    else:       # commits that kept the records on the release
+        for key in [x for x in rel.index_cache
+                    if (x[0] if isinstance(x, tuple) else x).startswith("skyline.records")]:
+            del rel.index_cache[key]
+    check({"*": pts})
 print(json.dumps({"check 2000 pairs, 10k groups, records kept (ms)":
-                  best(lambda: skyline.check(rel, {"*": pts}, method="direct"), 5) * 1e3,
+                  best(lambda: check({"*": pts}), 5) * 1e3,
                   "check 2000 pairs, 10k groups, records re-found (ms)": best(refind, 5) * 1e3}))
 """,
     "prepared": """
@@ -100,7 +108,10 @@ from fastpriv import Release, skyline
 from fastpriv.datasets import synthetic
 rel = Release.from_table(synthetic(20_000_000, group_size=100, n_values=20, seed=0),
                          sensitive="sensitive", group="group")
-tabs = skyline.prepare(rel, rel.values[3], l_max=4)
+try:   # keyword API; positional on commits before it
+    tabs = skyline.prepare(rel, sigma=rel.values[3], l_max=4)
+except TypeError:
+    tabs = skyline.prepare(rel, rel.values[3], l_max=4)
 pts = [(l, k, m) for l in range(4) for k in range(5) for m in range(5)]
 print(json.dumps({"prepared statistics, 100 points, 200k groups (ms)":
                   best(lambda: [tabs.statistics(*p) for p in pts], 5) * 1e3}))

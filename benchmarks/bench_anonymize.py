@@ -129,7 +129,7 @@ def _mondrian_user_local(table, qi, kw):
     import fastpriv.predicates as P
     from fastpriv.anonymize import mondrian
 
-    crit = P.criteria_from(**kw)
+    crit = P.criteria_from(k=kw["min_size"])
 
     class HalvesOnly(P.Criterion):
         local = True
@@ -138,7 +138,7 @@ def _mondrian_user_local(table, qi, kw):
         def __call__(self, rel):
             return crit(rel)
 
-    return mondrian(table, qi, "sensitive", predicate=HalvesOnly())
+    return mondrian(table, qi=qi, sensitive="sensitive", predicate=HalvesOnly())
 
 
 def bench_mondrian_synthetic(benchmark, full):
@@ -148,32 +148,32 @@ def bench_mondrian_synthetic(benchmark, full):
     qi = ["q0", "q1", "q2", "q3"]
     sizes = [100_000, 1_000_000] if full else [20_000]
     base_n = 100_000 if full else 10_000
-    crits = [{"k": 10}, {"k": 10, "l": 3}, {"t": 0.2}]
+    crits = [{"min_size": 10}, {"min_size": 10, "l": 3}, {"t": 0.2}]
     out = []
     table = None
     for n in sizes:
         table = synthetic(n, qi_cardinalities=[100, 50, 20, 10], n_values=20, seed=0)
         for kw in crits:
-            mondrian(table, qi, "sensitive", **kw)  # warm-up
+            mondrian(table, qi=qi, sensitive="sensitive", **kw)  # warm-up
             res = None
 
             def run(kw=kw, table=table):
-                return mondrian(table, qi, "sensitive", **kw)
+                return mondrian(table, qi=qi, sensitive="sensitive", **kw)
 
             t = best_time(run, repeat=3)
             res = run()
-            assert res.info["path"] == "compiled"
+            assert res.path == "compiled"
             out.append({"n_rows": n, "criterion": res.params["criterion"], "seconds": t,
-                        "n_groups": res.release.n_groups, "n_cells": res.info["n_cells"],
-                        "breakdown_s": res.info["seconds"],
+                        "n_groups": res.release.n_groups, "n_cells": res.n_cells,
+                        "breakdown_s": res.seconds,
                         "min_group_size": int(res.release.sizes.min())})
             print(f"\nMondrian {n} rows {kw}: {t:.2f} s, {res.release.n_groups} groups "
-                  f"({res.info['seconds']})")
+                  f"({res.seconds})")
     # same-run baseline: the Python-driven rule on base_n rows
     small = synthetic(base_n, qi_cardinalities=[100, 50, 20, 10], n_values=20, seed=0)
-    kw = {"k": 10}
-    fast = mondrian(small, qi, "sensitive", **kw)
-    t_fast = best_time(lambda: mondrian(small, qi, "sensitive", **kw), repeat=3)
+    kw = {"min_size": 10}
+    fast = mondrian(small, qi=qi, sensitive="sensitive", **kw)
+    t_fast = best_time(lambda: mondrian(small, qi=qi, sensitive="sensitive", **kw), repeat=3)
     t0 = time.perf_counter()
     slow = _mondrian_user_local(small, qi, kw)
     t_slow = time.perf_counter() - t0
@@ -186,19 +186,21 @@ def bench_mondrian_synthetic(benchmark, full):
     if not full:
         adult = adult.slice(0, 5000)
     adult_rows = []
-    for kw in ({"k": 10}, {"k": 10, "l": 3}, {"t": 0.2}, {"c": 0.7, "ck": 3,
-                                                         "knowledge": "negations"}):
-        t = best_time(lambda kw=kw: mondrian(adult, QI, "occupation", **kw), repeat=3)
-        res = mondrian(adult, QI, "occupation", **kw)
+    for kw in ({"min_size": 10}, {"min_size": 10, "l": 3}, {"t": 0.2},
+               {"c": 0.7, "k": 3, "knowledge_kind": "negations"}):
+        t = best_time(lambda kw=kw: mondrian(adult, qi=QI, sensitive="occupation", **kw),
+                      repeat=3)
+        res = mondrian(adult, qi=QI, sensitive="occupation", **kw)
         adult_rows.append({"criterion": res.params["criterion"], "seconds": t,
                            "n_groups": res.release.n_groups})
     t0 = time.perf_counter()
-    res_ck = mondrian(adult, QI, "occupation", c=0.8, ck=3)
+    res_ck = mondrian(adult, qi=QI, sensitive="occupation", c=0.8, k=3)
     adult_rows.append({"criterion": res_ck.params["criterion"], "path": "python (non-local)",
                        "seconds": time.perf_counter() - t0,
                        "n_groups": res_ck.release.n_groups})
     benchmark.extra_info["rows"] = sizes[-1]
-    benchmark.pedantic(lambda: mondrian(table, qi, "sensitive", k=10), rounds=3, iterations=1)
+    benchmark.pedantic(lambda: mondrian(table, qi=qi, sensitive="sensitive", min_size=10),
+                       rounds=3, iterations=1)
     write_result("anonymize_mondrian", {
         "data": "fastpriv.datasets.synthetic(n, qi_cardinalities=[100, 50, 20, 10], "
                 "n_values=20, seed=0)",
@@ -241,7 +243,7 @@ def bench_query_error(benchmark, full):
     t_wl = best_time(lambda: CountQueries(adult, qi=QI, sensitive="occupation", n_queries=nq,
                                           seed=0), repeat=3)
     wl = CountQueries(adult, qi=QI, sensitive="occupation", n_queries=nq, seed=0)
-    m = mondrian(adult, QI, "occupation", k=10)
+    m = mondrian(adult, qi=QI, sensitive="occupation", min_size=10)
     lat = lattice_search(adult, QI, "occupation", k=10).anonymized
     wl.estimate(m)
     t_gen = best_time(lambda: wl.estimate(m), repeat=3)
@@ -281,7 +283,7 @@ _COLD_CODE = ("import fastpriv as fp\n"
               "t = fp.datasets.load_adult()\n"
               "qi = ['age', 'marital_status', 'race', 'sex']\n"
               "lattice_search(t, qi, 'occupation', k=10, l=3)\n"
-              "r = mondrian(t, qi, 'occupation', k=10, t=0.2)\n"
+              "r = mondrian(t, qi=qi, sensitive='occupation', min_size=10, t=0.2)\n"
               "query_error(t, r, n_queries=1000)\n")
 
 

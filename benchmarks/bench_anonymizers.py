@@ -110,35 +110,37 @@ def bench_chen_case_study(benchmark, full):
     runs = CASE_QI if full else {"martin": CASE_QI["martin"]}
     for name, qi in runs.items():
         t0 = time.perf_counter()
-        res = skyline_anonymize(adult, qi, "occupation", sky)
+        res = skyline_anonymize(adult, qi=qi, sensitive="occupation", skylines=sky)
         first = time.perf_counter() - t0
-        t_sky = best_time(lambda qi=qi: skyline_anonymize(adult, qi, "occupation", sky),
+        t_sky = best_time(lambda qi=qi: skyline_anonymize(adult, qi=qi, sensitive="occupation",
+                                                          skylines=sky),
                           repeat=3)
         rel = res.release
         c_star = fp.classic.recursive_cl_diversity(rel, l=6)
-        assert res.info["check"]["safe"] and c_star < 3
+        assert res.check.safe and c_star < 3
         # baselines: same partition required
-        t_mon = best_time(lambda qi=qi: mondrian(adult, qi, "occupation", l=6,
+        t_mon = best_time(lambda qi=qi: mondrian(adult, qi=qi, sensitive="occupation", l=6,
                                                  l_kind="recursive", c_l=3), repeat=3)
-        mon = mondrian(adult, qi, "occupation", l=6, l_kind="recursive", c_l=3)
+        mon = mondrian(adult, qi=qi, sensitive="occupation", l=6, l_kind="recursive", c_l=3)
         t0 = time.perf_counter()
-        gen = mondrian(adult, qi, "occupation", predicate=SkylinePoint(None, 4, 0, 0, 0.75))
+        gen = mondrian(adult, qi=qi, sensitive="occupation",
+                       predicate=SkylinePoint(None, 4, 0, 0, 0.75))
         t_gen = time.perf_counter() - t0
         same = {_partition_key(res.group_ids) == _partition_key(x.group_ids)
                 for x in (mon, gen)}
         assert same == {True}, "the three anonymizers must find the same partition"
         t0 = time.perf_counter()
-        ks = sk.knowledge_skyline(rel, EXEC, 0.95)
+        ks = sk.knowledge_skyline(rel, sigma=EXEC, c=0.95)
         t_ks = time.perf_counter() - t0
         pts = [tuple(p) for p in ks]
         first_pt = min(pts)
         l0, k0, m0 = first_pt
         breach = (l0, (k0 + 1) if k0 != math.inf else k0, m0)
-        bp = sk.breach_probability(rel, EXEC, *[int(x) for x in breach])
+        bp = sk.breach_probability(rel, sigma=EXEC, **dict(zip("lkm", map(int, breach), strict=True)))
         assert bp.value >= 0.95
         out["runs"][name] = {
             "qi": qi, "n_groups": rel.n_groups, "min_group_size": int(rel.sizes.min()),
-            "recursive_c_star_l6": c_star, "max_bp_point": res.info["check"]["max_bp"],
+            "recursive_c_star_l6": c_star, "max_bp_point": res.check.value,
             "seconds": {"skyline_anonymize": t_sky, "skyline_anonymize_first_call": first,
                         "mondrian_recursive_cl_compiled": t_mon,
                         "mondrian_generic_skyline_predicate": t_gen,
@@ -154,7 +156,8 @@ def bench_chen_case_study(benchmark, full):
               f"breach at {breach}: BP = {bp.value:.4f}; SkylineAnonymize {t_sky * 1e3:.0f} ms,"
               f" generic Mondrian path {t_gen:.2f} s ({t_gen / t_sky:.0f}x)")
     qi = CASE_QI["martin"]
-    benchmark.pedantic(lambda: skyline_anonymize(adult, qi, "occupation", sky), rounds=3,
+    benchmark.pedantic(lambda: skyline_anonymize(adult, qi=qi, sensitive="occupation",
+                                                 skylines=sky), rounds=3,
                        iterations=1)
     path = write_result("chen_case_study", out, full)
     _plot_case_study(out, path.with_suffix(".png"))
@@ -256,15 +259,16 @@ else:
     table = pa.table(cols)
     kw = {"count": "n"}
 t1 = time.perf_counter()
-res = skyline_anonymize(table, qi, "sensitive", [tuple(point)], check=False, **kw)
+res = skyline_anonymize(table, qi=qi, sensitive="sensitive", skylines=[tuple(point)],
+                        check=False, **kw)
 t2 = time.perf_counter()
 sizes = np.sort(np.asarray(res.release.sizes))
 print(json.dumps({"read_s": t1 - t0, "anonymize_s": t2 - t1, "total_s": t2 - t0,
                   "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "input_rows": table.num_rows, "n_cells": res.info["n_cells"],
-                  "n_groups": res.info["n_groups"], "min_group": int(sizes[0]),
+                  "input_rows": table.num_rows, "n_cells": res.n_cells,
+                  "n_groups": res.release.n_groups, "min_group": int(sizes[0]),
                   "sizes_digest": int((sizes * np.arange(1, sizes.size + 1)).sum() % (1 << 61)),
-                  "partition_s": res.info["seconds"]["partition"]}))
+                  "partition_s": res.seconds["partition"]}))
 '''
 
 
@@ -291,7 +295,7 @@ def bench_chen_figure8(benchmark, full):
     # warm the kernels (cache) before any timing
     small = _fig8_table(5_000, 0)
     for pt in FIG8_POINTS.values():
-        skyline_anonymize(small, FIG8_QI, "sensitive", [pt])
+        skyline_anonymize(small, qi=FIG8_QI, sensitive="sensitive", skylines=[pt])
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
             table = _fig8_table(n, seed=n % 1000 + 1)
@@ -326,7 +330,8 @@ def bench_chen_figure8(benchmark, full):
                 assert rows["rows"]["sizes_digest"] == rows["triples"]["sizes_digest"]
             if n == sizes[0]:
                 benchmark.pedantic(lambda t=table: skyline_anonymize(
-                    t, FIG8_QI, "sensitive", [FIG8_POINTS["(3,1000,10)"]], check=False),
+                    t, qi=FIG8_QI, sensitive="sensitive",
+                    skylines=[FIG8_POINTS["(3,1000,10)"]], check=False),
                     rounds=1, iterations=1)
             del table
     by = {}
@@ -352,14 +357,15 @@ def _fig8_in_process(table: pa.Table, mode: str, pt: tuple) -> dict:
         table = table.rename_columns(FIG8_QI + ["sensitive", "n"])
         kw = {"count": "n"}
     t1 = time.perf_counter()
-    res = skyline_anonymize(table, FIG8_QI, "sensitive", [pt], check=False, **kw)
+    res = skyline_anonymize(table, qi=FIG8_QI, sensitive="sensitive", skylines=[pt], check=False,
+                            **kw)
     t2 = time.perf_counter()
     sizes = np.sort(np.asarray(res.release.sizes))
     return {"read_s": t1 - t0, "anonymize_s": t2 - t1, "total_s": t2 - t0,
-            "input_rows": table.num_rows, "n_cells": res.info["n_cells"],
-            "n_groups": res.info["n_groups"], "min_group": int(sizes[0]),
+            "input_rows": table.num_rows, "n_cells": res.n_cells,
+            "n_groups": res.release.n_groups, "min_group": int(sizes[0]),
             "sizes_digest": int((sizes * np.arange(1, sizes.size + 1)).sum() % (1 << 61)),
-            "partition_s": res.info["seconds"]["partition"]}
+            "partition_s": res.seconds["partition"]}
 
 
 def _plot_fig8(out: dict, dest: Path) -> None:
@@ -453,12 +459,14 @@ def _methods(adult, qi, r, K):
 
     common = {"sensitive_values": XS, "as_one_value": True, "verify": False,
               "on_unsatisfied": "report"}
-    yield "ART (Δ, Wong)", lambda: art(adult, qi, "education", r, **common)
-    yield "ART (Δ) + pad", lambda: art(adult, qi, "education", r, pad=True, **common)
-    yield "ART (exact)", lambda: art(adult, qi, "education", r, condition="exact", **common)
-    yield "Anatomy (ℓ = r)", lambda: anatomy(adult, "education", r, qi=qi,
+    yield "ART (Δ, Wong)", lambda: art(adult, qi=qi, sensitive="education", r=r, **common)
+    yield "ART (Δ) + pad", lambda: art(adult, qi=qi, sensitive="education", r=r, pad=True, **common)
+    yield "ART (exact)", lambda: art(adult, qi=qi, sensitive="education", r=r, condition="exact",
+                                     **common)
+    yield "Anatomy (ℓ = r)", lambda: anatomy(adult, sensitive="education", l=r, qi=qi,
                                              sensitive_values=XS, seed=0)
-    yield "Mondrian t-closeness (t = 0.2)", lambda: mondrian(adult, qi, "education", t=0.2)
+    yield "Mondrian t-closeness (t = 0.2)", lambda: mondrian(adult, qi=qi, sensitive="education",
+                                                             t=0.2)
 
 
 def bench_wong_comparison(benchmark, full):
@@ -500,8 +508,8 @@ def bench_wong_comparison(benchmark, full):
                 sec = time.perf_counter() - t0
                 rec = _evaluate(adult, merged, sens_rows, qi, r, K, wl, res, sec)
                 if name.startswith("ART"):
-                    rec["art_merge_seconds"] = res.info["seconds"]["merge"]
-                    rec["art_unsatisfied_rows"] = res.info["n_unsatisfied"]
+                    rec["art_merge_seconds"] = res.seconds["merge"]
+                    rec["art_unsatisfied_rows"] = res.n_unsatisfied
                 rows[name] = rec
                 print(f"\n  QI {q} r {r:>2} {name:<32} {sec:6.2f} s  err {rec['query_error']:.4f}"
                       f"  problematic {rec['problematic_share_of_sensitive']:.3f}"
@@ -519,7 +527,8 @@ def bench_wong_comparison(benchmark, full):
     if not full:     # small settings: every ART variant must be robust
         assert all(v for s_ in shape.values() for k, v in s_.items() if k.startswith("ART"))
     q, r = cfg["qi_default"], cfg["r_sweep"][-1]
-    benchmark.pedantic(lambda: art(adult, WONG_QI[:q], "education", r, sensitive_values=XS,
+    benchmark.pedantic(lambda: art(adult, qi=WONG_QI[:q], sensitive="education", r=r,
+                                   sensitive_values=XS,
                                    as_one_value=True, verify=False), rounds=1, iterations=1)
     if full:
         out["art_1m_rows"] = _art_scale()
@@ -545,14 +554,14 @@ def _art_scale() -> dict:
            "sensitive_rows": int((prep.row_cls > 0).sum())}
     for cond in ("delta", "exact"):
         t0 = time.perf_counter()
-        res = art(t, qi, "sensitive", 10, prepared=prep, condition=cond,
+        res = art(t, qi=qi, sensitive="sensitive", r=10, prepared=prep, condition=cond,
                   on_unsatisfied="report")
         rec[cond] = {"total_s": time.perf_counter() - t0 + t_prep,
-                     "merge_s": res.info["seconds"]["merge"],
-                     "verify_s": res.info["seconds"]["verify"],
-                     "n_groups": res.info["n_groups"], "robust": res.info["robust"],
-                     "max_posterior": res.info["max_posterior"],
-                     "unsatisfied": res.info["n_unsatisfied"]}
+                     "merge_s": res.seconds["merge"],
+                     "verify_s": res.seconds["verify"],
+                     "n_groups": res.release.n_groups, "robust": res.robust,
+                     "max_posterior": res.max_posterior,
+                     "unsatisfied": res.n_unsatisfied}
         print(f"\n  ART 1M rows ({cond}): {rec[cond]['total_s']:.1f} s "
               f"(merge {rec[cond]['merge_s']:.1f} s), max p {rec[cond]['max_posterior']:.4f}")
     return rec

@@ -70,7 +70,7 @@ def _audit(rel) -> dict:
     from fastpriv import ck_safety, classic, skyline
 
     return {"classic": classic.audit(rel).to_dict(), "ck": ck_safety.audit(rel, k=K).to_dict(),
-            "skyline": skyline.check(rel, {"*": POINTS}).to_dict()}
+            "skyline": skyline.check(rel, skylines={"*": POINTS}).to_dict()}
 
 
 def _spark_session():

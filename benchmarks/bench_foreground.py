@@ -63,7 +63,7 @@ def _adult():
 
 
 def _release(adult, r, seed):
-    res = anatomy(adult, "education", r, seed=seed, sensitive_values=LOW)
+    res = anatomy(adult, sensitive="education", l=r, seed=seed, sensitive_values=LOW)
     return res.auditor_view(adult)
 
 
@@ -240,7 +240,7 @@ def bench_foreground_batched_vs_loop(benchmark, full):
     if full:
         cases.append(("anatomy l=10 (set), QI 8, x = low education",
                       _release(adult, 10, 0), 10, dict(sensitive_values=X)))
-        full_anat = anatomy(adult, "education", 3, seed=0).auditor_view(adult)
+        full_anat = anatomy(adult, sensitive="education", l=3, seed=0).auditor_view(adult)
         cases.append(("anatomy l=3 (all values), QI 8, every education value",
                       full_anat, 3, dict(sensitive_values=None)))
     else:
@@ -300,7 +300,7 @@ from fastpriv.anonymize import anatomy
 from fastpriv.foreground import attack
 adult = fp.datasets.load_adult()
 low = ["Preschool", "1st-4th", "5th-6th", "7th-8th"]
-j = anatomy(adult, "education", 2, seed=0, sensitive_values=low).auditor_view(adult)
+j = anatomy(adult, sensitive="education", l=2, seed=0, sensitive_values=low).auditor_view(adult)
 attack(j, qi=["age", "workclass", "marital_status", "occupation", "race"],
        sensitive="education", group="group_id", r=2, sensitive_values=[low], original=j)
 """

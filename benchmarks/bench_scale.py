@@ -152,7 +152,7 @@ ca = classic.audit(rel)
 t3 = time.perf_counter()
 ck = ck_safety.audit(rel, k=k)
 t4 = time.perf_counter()
-sk = skyline.check(rel, {"*": [tuple(p) for p in points]})
+sk = skyline.check(rel, skylines={"*": [tuple(p) for p in points]})
 t5, c5 = time.perf_counter(), cpu()
 print(json.dumps({
     "seconds": t5 - t0, "cpu_s": c5 - c0, "count_cpu_s": c1 - c0,
@@ -190,7 +190,7 @@ def _in_memory_reference(folder: str) -> dict:
     rel = Release.from_table(table, sensitive="sensitive", group="group")
     ca = classic.audit(rel)
     ck = ck_safety.audit(rel, k=K)
-    sk = skyline.check(rel, {"*": POINTS})
+    sk = skyline.check(rel, skylines={"*": POINTS})
     return {"n_groups": rel.n_groups, "n_rows": rel.n_rows,
             "k_anonymity": ca.value("k_anonymity"), "t_closeness": ca.value("t_closeness"),
             "ck_implications": float(ck.implications.value),

@@ -12,13 +12,13 @@ about as long as one DP run (best of 2 loops) — so both sides see the same mac
 a multi-second DP cannot). Two ratios per point:
 
 * **end-to-end** — both start from the built :class:`~fastpriv.Release` and do their own
-  pass: ``skyline.check(rel, {σ: [(ℓ,k,m,c)]})`` (the whole public call, Python included)
+  pass: ``skyline.check(rel, skylines={σ: [(ℓ,k,m,c)]})`` (the whole public call, Python included)
   vs ``skyline.dp_breach_probability(rel, σ, ℓ,k,m)``. SkylineCheck streams the groups
   holding σ through the release's occurrence index (``Release.value_index`` +
   ``Release.top_prefix``: σ-, ℓ-, k- and m-independent, built by the first check in one
   O(entries) pass and kept), and of those only the (σ, ℓ) records — each (n, #σ) class's
   S_ℓ staircase, k- and m-independent, found by the first check at that σ and ℓ and kept
-  on the release (``Release.index_cache``). So ``ratio`` is the ratio of a *repeated*
+  for the release (``skyline.forget_indexes`` drops them). So ``ratio`` is the ratio of a *repeated*
   check at that (σ, ℓ) — the situation of skyline exploration, where one (σ, ℓ) is asked
   at many k, m, c. Each point also records ``check_cold_s``: the same call with the
   records dropped before every call (it re-finds them: one pass over σ's occurrences),
@@ -85,13 +85,13 @@ def _release(n_rows: int) -> Release:
 
 def _warm() -> None:
     rel = Release.from_groups([["v00", "v01", "v00"], ["v01", "v02"]])
-    sky.check(rel, {SIGMA: [(1, 1, 1, C)]}, parallel=False)
-    sky.check(rel, {SIGMA: [(1, 1, 1, C)]}, parallel=True)
+    sky.check(rel, skylines={SIGMA: [(1, 1, 1, C)]}, parallel=False)
+    sky.check(rel, skylines={SIGMA: [(1, 1, 1, C)]}, parallel=True)
     for method in ("classes", "direct"):       # every kernel the points benchmark times
         for par in (False, True):
-            sky.check(rel, {"*": [(1, 1, 1, C)] * 9}, parallel=par, method=method)
-    sky.dp_breach_probability(rel, SIGMA, 1, 1, 1)
-    t = sky.prepare(rel, SIGMA)
+            sky.check(rel, skylines={"*": [(1, 1, 1, C)] * 9}, parallel=par, method=method)
+    sky.dp_breach_probability(rel, sigma=SIGMA, l=1, k=1, m=1)
+    t = sky.prepare(rel, sigma=SIGMA)
     t.min_nr(1, 1, 1)
     t.dp_min_nr(1, 1, 1)
 
@@ -128,8 +128,8 @@ _FLOOR = {"s": 0.2}   # shortest SkylineCheck timing loop (smoke mode: 0.01 s)
 
 
 def _point(rel: Release, tables, l: int, k: int, m: int) -> dict:
-    check = lambda: sky.check(rel, {SIGMA: [(l, k, m, C)]}, parallel=False)   # noqa: E731
-    dp = lambda: sky.dp_breach_probability(rel, SIGMA, l, k, m)                # noqa: E731
+    check = lambda: sky.check(rel, skylines={SIGMA: [(l, k, m, C)]}, parallel=False)   # noqa: E731
+    dp = lambda: sky.dp_breach_probability(rel, sigma=SIGMA, l=l, k=k, m=m)                # noqa: E731
     res = check().points[0]
     t0 = time.perf_counter()
     d = dp()
@@ -137,7 +137,7 @@ def _point(rel: Release, tables, l: int, k: int, m: int) -> dict:
     assert _same(res.min_nr, d.min_nr), (l, k, m, res.min_nr, d.min_nr)
     t_dp = _dp_time(dp, t_dp_first)
     t_check = _matched_time(check, max(_FLOOR["s"], min(t_dp, 3.0)))
-    t_cold = _matched_time(lambda: (rel.index_cache.clear(), check()),
+    t_cold = _matched_time(lambda: (sky.forget_indexes(rel), check()),
                            max(_FLOOR["s"], min(t_dp, 3.0)))
     # prepared inputs: the algorithms alone
     p_nr = tables.min_nr(l, k, m)
@@ -181,13 +181,13 @@ def bench_skyline_figure7(benchmark, full):
         t0 = time.perf_counter()
         _ = rel.value_index, rel.top_prefix
         index_s = time.perf_counter() - t0
-        tables = sky.prepare(rel, SIGMA, l_max=16)
+        tables = sky.prepare(rel, sigma=SIGMA, l_max=16)
         row = {"rows": n, "groups": rel.n_groups, **_point(rel, tables, 10, 10, 10)}
         row["index_s"] = index_s
         row["first_check_ratio"] = row["dp_s"] / (index_s + row["check_cold_s"])
         # for information: the same check scanning the groups on every core (min-reduction)
         row["check_parallel_s"] = _matched_time(
-            lambda rel=rel: sky.check(rel, {SIGMA: [(10, 10, 10, C)]}, parallel=True),
+            lambda rel=rel: sky.check(rel, skylines={SIGMA: [(10, 10, 10, C)]}, parallel=True),
             max(_FLOOR["s"], min(row["dp_s"], 3.0)))
         series_a.append(row)
         print(_fmt(row, "rows"))
@@ -195,11 +195,11 @@ def bench_skyline_figure7(benchmark, full):
     # headline: SkylineCheck from the largest Release
     rel = _release(cfg["sizes"][-1])
     benchmark.extra_info["release"] = repr(rel)
-    benchmark.pedantic(lambda: sky.check(rel, {SIGMA: [(10, 10, 10, C)]}, parallel=False),
+    benchmark.pedantic(lambda: sky.check(rel, skylines={SIGMA: [(10, 10, 10, C)]}, parallel=False),
                        rounds=10, iterations=1)
     # (b)-(d) sweeps
     rel = _release(cfg["sweep_rows"])
-    tables = sky.prepare(rel, SIGMA, l_max=16)
+    tables = sky.prepare(rel, sigma=SIGMA, l_max=16)
     out["sweep_release"] = {"rows": rel.n_rows, "groups": rel.n_groups}
     for name, key, grid in (("b_l", "l", cfg["l"]), ("c_k", "k", cfg["k"]),
                             ("d_m", "m", cfg["m"])):
@@ -281,7 +281,7 @@ def bench_skyline_points(benchmark, full):
     rng = random.Random(4)
     pts = [(rng.randint(0, 16), rng.randint(0, 32), rng.randint(0, 16), C) for _ in range(100)]
     benchmark.extra_info["release"] = repr(rel)
-    benchmark.pedantic(lambda: sky.check(rel, {SIGMA: pts}, parallel=False), rounds=5,
+    benchmark.pedantic(lambda: sky.check(rel, skylines={SIGMA: pts}, parallel=False), rounds=5,
                        iterations=1)
     res = {}
     for label, skylines in (("one_sigma_100_points", {SIGMA: pts}),
@@ -290,7 +290,7 @@ def bench_skyline_points(benchmark, full):
         for method, par in (("classes", False), ("classes", True), ("direct", False),
                             ("direct", True)):
             def fn(skylines=skylines, par=par, method=method):
-                return sky.check(rel, skylines, parallel=par, method=method)
+                return sky.check(rel, skylines=skylines, parallel=par, method=method)
 
             t0 = time.perf_counter()
             r = fn()
@@ -308,7 +308,7 @@ def bench_skyline_points(benchmark, full):
             ref = vals
         # spot-check against breach_probability
         for p in r.points[:3]:
-            assert sky.breach_probability(rel, p.sigma, p.l, p.k, p.m).value == p.value
+            assert sky.breach_probability(rel, sigma=p.sigma, l=p.l, k=p.k, m=p.m).value == p.value
     import numba
 
     write_result("skyline_points", {"release": {"rows": rel.n_rows, "groups": rel.n_groups},
@@ -323,9 +323,10 @@ def bench_skyline_cold_start(benchmark, full):
     it takes tens of seconds)."""
     code = ("import fastpriv as fp; from fastpriv import skyline as s; "
             "rel = fp.Release.from_groups([['a','b','a'],['b','a']]); "
-            "s.check(rel, {'a': [(1,1,1,0.9)]}, parallel=False); "
-            "s.breach_probability(rel, 'a', 1, 1, 1); s.dp_breach_probability(rel,'a',1,1,1); "
-            "s.knowledge_skyline(rel, 'a', 0.9)")
+            "s.check(rel, skylines={'a': [(1,1,1,0.9)]}, parallel=False); "
+            "s.breach_probability(rel, sigma='a', l=1, k=1, m=1); "
+            "s.dp_breach_probability(rel, sigma='a', l=1, k=1, m=1); "
+            "s.knowledge_skyline(rel, sigma='a', c=0.9)")
     cached = benchmark.pedantic(lambda: cold_start(code, no_cache=False), rounds=1,
                                 iterations=1)
     no_cache = cold_start(code, no_cache=True) if full else None

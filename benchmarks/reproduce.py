@@ -590,7 +590,7 @@ def _wong_tcloseness(ctx: Context) -> dict:
     if ctx.quick:
         adult = adult.slice(0, 12000)
     t0 = time.perf_counter()
-    res = mondrian(adult, qi, "education", t=0.2)
+    res = mondrian(adult, qi=qi, sensitive="education", t=0.2)
     t_mondrian = time.perf_counter() - t0
     joined = adult.append_column("gid", pa.array(res.group_ids))
     out = {}
@@ -665,7 +665,7 @@ def _sample_report(ctx: Context) -> dict:
     adult = fp.datasets.load_adult()
     if ctx.quick:
         adult = adult.slice(0, 8000)
-    an = anatomy(adult, "occupation", 3, seed=0)
+    an = anatomy(adult, sensitive="occupation", l=3, seed=0)
     table = an.auditor_view(adult)
     rep = build_report(table, sensitive="occupation", group="group_id",
                        qi=["age", "workclass", "marital_status", "race", "sex"],

@@ -34,8 +34,9 @@ def main() -> dict:
         prep = prepare_art(adult, QI[:q], "education", sensitive_values=XS)
         for r in rs:
             t0 = time.perf_counter()
-            res = art(adult, QI[:q], "education", r, prepared=prep, condition="exact")
-            i = res.info
+            res = art(adult, qi=QI[:q], sensitive="education", r=r, prepared=prep,
+                      condition="exact")
+            i = res.to_dict()
             rows.append({"q": q, "r": r, "seconds": time.perf_counter() - t0,
                          "max_posterior": i["max_posterior"], "robust": i["robust"],
                          "n_problematic_rows": i["n_problematic_rows"],

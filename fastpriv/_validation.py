@@ -20,6 +20,8 @@ __all__ = [
     "kernel_array",
     "check_columns",
     "check_int",
+    "check_real",
+    "check_release",
     "check_probability",
     "check_threshold",
     "check_finite_probabilities",
@@ -107,6 +109,16 @@ def check_roles(**roles: Any) -> None:
             seen[name] = role
 
 
+def check_release(value: Any, name: str = "data") -> Any:
+    """Return ``value`` after checking that it is a :class:`~fastpriv.Release`."""
+    from .release import Release
+
+    if not isinstance(value, Release):
+        raise InputTypeError(f"{name} must be a fastpriv.Release, got {type(value).__name__}; "
+                             "build one with Release.from_table / from_groups / from_counts")
+    return value
+
+
 def check_int(value: Any, name: str, *, minimum: int | None = None,
               maximum: int | None = None) -> int:
     """Return ``value`` as an ``int`` after checking its type and range."""
@@ -120,7 +132,8 @@ def check_int(value: Any, name: str, *, minimum: int | None = None,
     return value
 
 
-def _as_real(value: Any, name: str) -> float:
+def check_real(value: Any, name: str) -> float:
+    """Return ``value`` as a finite ``float`` after checking that it is a real number."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InputTypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
     out = float(value)
@@ -131,7 +144,7 @@ def _as_real(value: Any, name: str) -> float:
 
 def check_probability(value: Any, name: str) -> float:
     """Validate and return a finite number in [0, 1]."""
-    out = _as_real(value, name)
+    out = check_real(value, name)
     if not 0.0 <= out <= 1.0:
         raise InputError(f"{name} must be in [0, 1], got {value!r}")
     return out
@@ -139,7 +152,7 @@ def check_probability(value: Any, name: str) -> float:
 
 def check_threshold(value: Any, name: str = "c") -> Any:
     """Validate a confidence threshold in (0, 1]; ``Fraction`` values are kept exact."""
-    _as_real(value, name)
+    check_real(value, name)
     if not 0 < value <= 1:
         raise InputError(f"{name} must be in (0, 1], got {value!r}")
     return value

@@ -336,7 +336,8 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
 
     """
     dask = _require_dask()
-    from .streaming import StreamAudit, _SortKey
+    from ._labels import LabelKey
+    from .streaming import StreamAudit
 
     keys = _keys_of(group, qi)
     split_every = _check_split_every(split_every)
@@ -344,14 +345,14 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
     values = qv = None
     if classic and q is not None:
         if isinstance(q, Mapping):
-            values = sorted(q, key=_SortKey)
+            values = sorted(q, key=LabelKey)
             qv = [float(q[v]) for v in values]
         elif q == "compute":
             counts = value_counts(data, sensitive=sensitive, group=group, qi=qi, nulls=nulls,
                                   split_every=split_every)
             if not counts:
                 raise InputError("data is empty: a release needs at least one row")
-            values = sorted(counts, key=_SortKey)
+            values = sorted(counts, key=LabelKey)
             n = sum(counts.values())
             qv = [counts[v] / n for v in values]
         else:

@@ -46,6 +46,7 @@ import pyarrow as pa
 from ._validation import check_choice, check_columns, check_int, kernel_array
 from .errors import InputError, InputTypeError
 from .release import Release
+from .results import Result
 
 __all__ = ["CountQueries", "QueryError", "query_error", "discernibility",
            "average_group_size", "average_delta"]
@@ -58,8 +59,8 @@ def _is_ordered(typ: pa.DataType) -> bool:
             or pa.types.is_temporal(typ))
 
 
-@dataclass(frozen=True)
-class QueryError:
+@dataclass(frozen=True, eq=False)
+class QueryError(Result):
     """Relative error of a count-query workload on one release.
 
     Attributes
@@ -91,6 +92,22 @@ class QueryError:
         return {"relative_error": self.value, "median": self.median,
                 "n_queries": self.n_queries, "qd": self.qd, "selectivity": self.selectivity,
                 "seed": self.seed, "estimator": self.estimator}
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The workload's parameters."""
+        return {"n_queries": self.n_queries, "qd": self.qd, "selectivity": self.selectivity,
+                "seed": self.seed, "estimator": self.estimator}
+
+    @property
+    def witness(self) -> None:
+        """None: the error is an average over random queries, not realised by one."""
+        return None
+
+    def summary(self) -> str:
+        """One line: the mean and median relative error of the workload."""
+        return (f"relative query error {self.value:.4g} (median {self.median:.4g}) over "
+                f"{self.n_queries:,} count queries on {self.qd} QI attributes")
 
 
 class CountQueries:
@@ -339,7 +356,7 @@ class _Trie:
 
     def __init__(self, levels: list[tuple[int, int, np.ndarray, int]],
                  weight: np.ndarray | None = None) -> None:
-        from .anonymize.lattice import compress
+        from ._cells import compress
 
         levels = sorted(levels, key=lambda x: (x[3], x[0]))
         cols = [np.asarray(c, dtype=np.int32) for _, _, c, _ in levels]
@@ -440,7 +457,8 @@ def query_error(data: Any, anonymized: Any, *, qi: Sequence[str] | None = None,
     --------
     >>> import fastpriv as fp
     >>> adult = fp.datasets.load_adult()
-    >>> res = fp.anonymize.mondrian(adult, ["age", "sex", "race"], "occupation", k=10)
+    >>> res = fp.anonymize.mondrian(adult, qi=["age", "sex", "race"], sensitive="occupation",
+    ...                             min_size=10)
     >>> err = fp.metrics.query_error(adult, res, n_queries=1000)
     >>> 0 <= err.value
     True
@@ -487,10 +505,10 @@ def discernibility(x: Any, *, n_suppressed: int | None = None) -> float:
     return float(np.sum(sizes.astype(np.float64) ** 2) + sup * n)
 
 
-def average_group_size(x: Any, min_size: int = 1) -> float:
+def average_group_size(x: Any, *, min_size: int = 1) -> float:
     """Return the normalized average group size C_avg = (n / #groups) / k (LeFevre et al.).
 
-    ``min_size`` is k-anonymity's k (the minimum group size the release was built for).
+    ``min_size`` is k-anonymity's k, the smallest group size the release was built for.
     """
     min_size = check_int(min_size, "min_size", minimum=1)
     sizes, _ = _sizes_and_suppressed(x)

@@ -50,7 +50,6 @@ Combine criteria with ``&`` (:class:`AllOf`).
 
 from __future__ import annotations
 
-import math
 import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -59,7 +58,14 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ._validation import check_choice, check_int, check_probability, kernel_array
+from ._validation import (
+    check_choice,
+    check_int,
+    check_probability,
+    check_real,
+    check_release,
+    kernel_array,
+)
 from .errors import InputError, InputTypeError
 from .release import SVPI, Release
 
@@ -94,12 +100,6 @@ class Predicate(Protocol):
     def __call__(self, rel: Release) -> bool:  # pragma: no cover - protocol
         """Return True iff ``rel`` satisfies the predicate."""
         ...
-
-
-def _check_release(rel: Any) -> Release:
-    if not isinstance(rel, Release):
-        raise InputTypeError(f"rel must be a fastpriv.Release, got {type(rel).__name__}")
-    return rel
 
 
 class Criterion(ABC):
@@ -177,7 +177,7 @@ class LocalCriterion(Criterion):
         """Boolean array: does each group pass? ``q`` = reference distribution by code."""
         from ._kernels.generalize import groups_ok
 
-        rel = _check_release(rel)
+        rel = check_release(rel, "rel")
         if q is None:
             q = rel.value_totals / max(rel.n_rows, 1)
         spec = kernel_spec(self, rel.values, q)
@@ -280,11 +280,11 @@ class KAnonymity(LocalCriterion):
 
     def __call__(self, rel: Release) -> bool:
         """Return True iff every group holds at least k individuals."""
-        return bool(_check_release(rel).sizes.min() >= self.k)
+        return bool(check_release(rel, "rel").sizes.min() >= self.k)
 
     def value(self, rel: Release) -> int:
         """Return the achieved k = min_g n_g."""
-        return int(_check_release(rel).sizes.min())
+        return int(check_release(rel, "rel").sizes.min())
 
     def params(self) -> dict[str, Any]:
         """Return the parameters, for JSON reports."""
@@ -306,11 +306,11 @@ class DistinctLDiversity(LocalCriterion):
 
     def __call__(self, rel: Release) -> bool:
         """Return True iff every group holds at least ℓ distinct sensitive values."""
-        return bool(_check_release(rel).distinct.min() >= self.l)
+        return bool(check_release(rel, "rel").distinct.min() >= self.l)
 
     def value(self, rel: Release) -> int:
         """Return the achieved ℓ: the fewest distinct sensitive values of a group."""
-        return int(_check_release(rel).distinct.min())
+        return int(check_release(rel, "rel").distinct.min())
 
     def params(self) -> dict[str, Any]:
         """Return the parameters, for JSON reports."""
@@ -318,11 +318,7 @@ class DistinctLDiversity(LocalCriterion):
 
 
 def _real(x: Any, name: str, *, minimum: float | None = None, strict: bool = False) -> float:
-    if isinstance(x, bool) or not isinstance(x, numbers.Real):
-        raise InputTypeError(f"{name} must be a real number, got {type(x).__name__} {x!r}")
-    v = float(x)
-    if not math.isfinite(v):
-        raise InputError(f"{name} must be finite, got {x!r}")
+    v = check_real(x, name)
     if minimum is not None and (v <= minimum if strict else v < minimum):
         raise InputError(f"{name} must be {'>' if strict else '>='} {minimum}, got {x!r}")
     return v
@@ -469,14 +465,14 @@ class CKSafety(Criterion):
         """Return True iff the maximum disclosure against k pieces of knowledge is < c."""
         from . import ck_safety
 
-        return bool(ck_safety.is_safe(_check_release(rel), c=self.c, k=self.k,
+        return bool(ck_safety.is_safe(check_release(rel, "rel"), c=self.c, k=self.k,
                                       knowledge_kind=self.knowledge_kind))
 
     def value(self, rel: Release) -> float:
         """Return the maximum disclosure against k pieces of knowledge."""
         from . import ck_safety
 
-        return ck_safety.max_disclosure(_check_release(rel), k=self.k,
+        return ck_safety.max_disclosure(check_release(rel, "rel"), k=self.k,
                                         knowledge_kind=self.knowledge_kind).value
 
     def params(self) -> dict[str, Any]:
@@ -503,7 +499,7 @@ class _CKNegations(LocalCriterion, CKSafety):
     def value(self, rel: Release) -> float:
         from . import ck_safety
 
-        return ck_safety.max_disclosure(_check_release(rel), k=self.k,
+        return ck_safety.max_disclosure(check_release(rel, "rel"), k=self.k,
                                         knowledge_kind="negations").value
 
     def params(self) -> dict[str, Any]:
@@ -540,12 +536,12 @@ class SkylinePoint(Criterion):
         """Return True iff BP_σ(ℓ, k, m) < c for the checked values (SVPI only)."""
         from . import skyline
 
-        rel = _check_release(rel)
+        rel = check_release(rel, "rel")
         if rel.case != SVPI:
             raise InputError("SkylinePoint is a monotone predicate for SVPI releases only "
                              f"(Theorem 4 fails for {rel.case}); got a {rel.case} release")
         pts = {s: [(self.l, self.k, self.m, self.c)] for s in self._sigmas(rel)}
-        return True if not pts else bool(skyline.check(rel, pts).safe)
+        return True if not pts else bool(skyline.check(rel, skylines=pts).safe)
 
     def value(self, rel: Release) -> float:
         """Return the largest BP_σ(ℓ, k, m) over the checked values (0.0 if none)."""

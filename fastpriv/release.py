@@ -672,15 +672,6 @@ class Release:
         return tuple(_ro(a) for a in out)
 
     @cached_property
-    def index_cache(self) -> dict:
-        """Indexes that model modules derive from this release and keep.
-
-        Keys are tuples whose first item names the module. A release never changes, so an
-        entry never goes stale; a module bounds what it keeps here.
-        """
-        return {}
-
-    @cached_property
     def top_prefix(self) -> np.ndarray | None:
         """Sums of each group's ℓ largest counts for every ℓ, ℓ-major: ``[ℓ, g]``.
 

@@ -50,6 +50,11 @@ def fields_equal(a: Any, b: Any) -> bool:
             return False
         return a.shape == b.shape and a.dtype == b.dtype and bool(
             np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if (dataclasses.is_dataclass(a) and not isinstance(a, type) and type(a) is type(b)
+            and not isinstance(a, _Protocol)):
+        # a plain dataclass part of a result (e.g. a generalized attribute holding arrays)
+        return all(fields_equal(getattr(a, f.name), getattr(b, f.name))
+                   for f in dataclasses.fields(a) if f.compare)
     if hasattr(a, "equals") and type(a) is type(b) and not dataclasses.is_dataclass(a):
         try:
             return bool(a.equals(b))

@@ -54,6 +54,8 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import threading
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -61,9 +63,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._validation import check_int, check_threshold, kernel_array
+from ._data import as_release
+from ._validation import check_int, check_release, check_threshold, kernel_array
 from .errors import InputError, InputTypeError
 from .release import MVPI_MULTISET, MVPI_SET, SVPI, Release
+from .results import Result, Witness
 
 __all__ = [
     "breach_probability",
@@ -79,9 +83,12 @@ __all__ = [
     "PointResult",
     "BreachProbability",
     "DPBreachProbability",
-    "Witness",
+    "SkylineWitness",
     "KnowledgeSkyline",
     "TERMS",
+    "combine_row",
+    "forget_indexes",
+    "normalize_skylines",
 ]
 
 _CASE_ID = {SVPI: 0, MVPI_SET: 1, MVPI_MULTISET: 2}
@@ -91,13 +98,6 @@ _NEUTRAL = (math.inf, math.inf, math.inf, 1.0, 1.0)
 
 
 # ============================================================================ validation
-def _check_release(rel: Any, name: str = "rel") -> Release:
-    if not isinstance(rel, Release):
-        raise InputTypeError(f"{name} must be a fastpriv.Release, got {type(rel).__name__}; "
-                             "build one with Release.from_table / from_groups / from_counts")
-    return rel
-
-
 def _check_lkm(l: Any, k: Any, m: Any) -> tuple[int, int, int]:
     return (check_int(l, "l", minimum=0), check_int(k, "k", minimum=0),
             check_int(m, "m", minimum=0))
@@ -194,13 +194,13 @@ def _to_jsonable(x: Any) -> Any:
 
 
 # ============================================================================ results
-@dataclass(frozen=True)
-class Witness:
+@dataclass(frozen=True, eq=False)
+class SkylineWitness(Witness):
     """A worst-case grounding: who and what the adversary's knowledge is about.
 
     Individuals within a group are exchangeable, so the grounding names **groups** and
     values; ``rel.rows_of_group(g)`` lists the candidate rows of a table-built release.
-    ``knowledge_probability(rel, sigma, **witness.grounding())`` reproduces the breach
+    ``knowledge_probability(rel, sigma=sigma, **witness.grounding())`` reproduces the breach
     probability.
 
     Attributes
@@ -237,12 +237,12 @@ class Witness:
     group_labels: dict = field(default_factory=dict)
 
     def grounding(self) -> dict:
-        """Return keyword arguments for :func:`knowledge_probability` (t, x, u, v)."""
+        """Return keyword arguments for :func:`knowledge_probability` (target, x, u, v)."""
         if self.y_values is not None:
             u = [(self.u_group, y) for y in self.y_values]
         else:
             u = [self.u_group] * self.n_u
-        return {"t": self.t_group, "x": list(self.x_values), "u": u,
+        return {"target": self.t_group, "x": list(self.x_values), "u": u,
                 "v": [self.v_group] * self.n_v}
 
     def to_dict(self) -> dict:
@@ -254,13 +254,52 @@ class Witness:
             "v_group": self.v_group, "n_v": self.n_v,
             "group_labels": {k: _label_json(v) for k, v in self.group_labels.items()}})
 
+    def summary(self) -> str:
+        """One line: the target's group, what is known about it and about others."""
+        others = (f"{self.n_u} individual(s) of group {self.u_group}"
+                  + (f" known to have {list(self.y_values)}" if self.y_values else "")
+                  if self.n_u else "no others")
+        return (f"target in group {self.t_group}, excluded values {list(self.x_values)}; "
+                f"{others}; {self.n_v} family member(s)"
+                + (f" in group {self.v_group}" if self.n_v else ""))
+
 
 def _label_json(v: Any) -> Any:
     return list(v) if isinstance(v, tuple) else v
 
 
-@dataclass(frozen=True)
-class BreachProbability:
+@dataclass(frozen=True, eq=False)
+class _BreachResult(Result):
+    """What every breach probability result holds: BP, minNR and (σ, ℓ, k, m, case)."""
+
+    value: Any
+    min_nr: Any
+    sigma: Any
+    l: int
+    k: int
+    m: int
+    case: str
+    exact: bool
+
+    @property
+    def params(self) -> dict:
+        """σ, ℓ, k, m, the case and ``exact``."""
+        return {"sigma": _to_jsonable(self.sigma), "l": self.l, "k": self.k, "m": self.m,
+                "case": self.case, "exact": self.exact}
+
+    def to_dict(self) -> dict:
+        """Return a JSON-ready dict (fractions as {"frac", "float"}, ∞ as "inf")."""
+        return {**self.params, "value": _to_jsonable(self.value),
+                "min_nr": _to_jsonable(self.min_nr)}
+
+    def summary(self) -> str:
+        """One line: BP, minNR and the case."""
+        return (f"BP_{self.sigma!r}(l={self.l}, k={self.k}, m={self.m}) = "
+                f"{float(self.value):.6g} (minNR = {float(self.min_nr):.6g}, {self.case})")
+
+
+@dataclass(frozen=True, eq=False)
+class BreachProbability(_BreachResult):
     """Worst-case breach probability BP_σ(ℓ, k, m) and how it arises.
 
     Attributes
@@ -269,62 +308,44 @@ class BreachProbability:
         BP = 1 / (1 + minNR); 0 when σ occurs nowhere (C5).
     min_nr : float or Fraction
         The minimum negated ratio (``inf`` when σ occurs nowhere).
+    sigma, l, k, m, case, exact
+        The value, the knowledge point, the release's case and whether arithmetic is exact.
     statistics : tuple
         (SS1, SS2, SS3, SS4, SS5) of Theorem 2.
     case_used : str or None
         Which term attains minNR: ``"SS1"`` (t, the u's and the v's in one group),
         ``"SS2*SS5"`` (t alone, u's and v's together elsewhere) or ``"SS3*SS4"`` (t with the
         u's, v's elsewhere); None when σ occurs nowhere.
-    witness : Witness or None
+    witness : SkylineWitness or None
         The worst-case grounding (None when σ occurs nowhere).
 
     """
 
-    value: Any
-    min_nr: Any
     statistics: tuple
     case_used: str | None
-    witness: Witness | None
-    sigma: Any
-    l: int
-    k: int
-    m: int
-    case: str
-    exact: bool
+    witness: SkylineWitness | None
 
     def to_dict(self) -> dict:
         """Return a JSON-ready dict (fractions as {"frac", "float"}, ∞ as "inf")."""
-        return {"sigma": _to_jsonable(self.sigma), "l": self.l, "k": self.k, "m": self.m,
-                "case": self.case, "exact": self.exact, "value": _to_jsonable(self.value),
-                "min_nr": _to_jsonable(self.min_nr),
+        return {**super().to_dict(),
                 "statistics": dict(zip(("SS1", "SS2", "SS3", "SS4", "SS5"),
                                        _to_jsonable(list(self.statistics)), strict=False)),
                 "case_used": self.case_used,
                 "witness": None if self.witness is None else self.witness.to_dict()}
 
 
-@dataclass(frozen=True)
-class DPBreachProbability:
+@dataclass(frozen=True, eq=False)
+class DPBreachProbability(_BreachResult):
     """Result of :func:`dp_breach_probability` (Appendix A6 dynamic program)."""
 
-    value: Any
-    min_nr: Any
-    sigma: Any
-    l: int
-    k: int
-    m: int
-    case: str
-    exact: bool
-
-    def to_dict(self) -> dict:
-        """Return a JSON-ready dict (fractions as {"frac", "float"}, ∞ as "inf")."""
-        return {"sigma": _to_jsonable(self.sigma), "l": self.l, "k": self.k, "m": self.m,
-                "case": self.case, "exact": self.exact, "value": _to_jsonable(self.value),
-                "min_nr": _to_jsonable(self.min_nr)}
+    @property
+    def witness(self) -> None:
+        """The dynamic program gives no grounding."""
+        return None
 
 
-@dataclass(frozen=True)
-class PointResult:
+@dataclass(frozen=True, eq=False)
+class PointResult(Result):
     """One skyline point (σ, ℓ, k, m, c) checked by :func:`check`.
 
     ``groups`` holds the group key attaining each of SS1..SS5 (None where the statistic kept
@@ -343,18 +364,34 @@ class PointResult:
     safe: bool
     groups: tuple
 
+    @property
+    def params(self) -> dict:
+        """σ and the point (ℓ, k, m, c)."""
+        return {"sigma": _to_jsonable(self.sigma), "l": self.l, "k": self.k, "m": self.m,
+                "c": _to_jsonable(self.c)}
+
+    @property
+    def witness(self) -> None:
+        """A check keeps the groups attaining each statistic (``groups``), no grounding."""
+        return None
+
     def to_dict(self) -> dict:
         """Return a JSON-ready dict (fractions as {"frac", "float"}, ∞ as "inf")."""
-        return {"sigma": _to_jsonable(self.sigma), "l": self.l, "k": self.k, "m": self.m,
-                "c": _to_jsonable(self.c), "value": _to_jsonable(self.value),
+        return {**self.params, "value": _to_jsonable(self.value),
                 "min_nr": _to_jsonable(self.min_nr),
                 "statistics": _to_jsonable(list(self.statistics)),
                 "case_used": self.case_used, "safe": self.safe,
                 "groups": [_label_json(g) for g in self.groups]}
 
+    def summary(self) -> str:
+        """One line: the point, BP against c, safe or not."""
+        return (f"sigma={self.sigma!r} (l={self.l}, k={self.k}, m={self.m}): BP = "
+                f"{float(self.value):.6g} {'<' if self.safe else '>='} c = {float(self.c):g}"
+                f" — {'safe' if self.safe else 'BREACH'}")
 
-@dataclass(frozen=True)
-class SkylineCheck:
+
+@dataclass(frozen=True, eq=False)
+class SkylineCheck(Result):
     """Result of :func:`check`: every (σ, point), in input order (``"*"`` points last)."""
 
     points: tuple
@@ -370,6 +407,21 @@ class SkylineCheck:
     def violations(self) -> tuple:
         """The points with BP ≥ c."""
         return tuple(p for p in self.points if not p.safe)
+
+    @property
+    def value(self) -> float:
+        """The largest breach probability over the points (0 without points)."""
+        return max((float(p.value) for p in self.points), default=0.0)
+
+    @property
+    def params(self) -> dict:
+        """The skyline checked: every (σ, ℓ, k, m, c)."""
+        return {"skylines": [p.params for p in self.points]}
+
+    @property
+    def witness(self) -> None:
+        """Each point names the groups attaining its statistics (``points[i].groups``)."""
+        return None
 
     def by_sigma(self) -> dict:
         """``{σ: [PointResult, ...]}``."""
@@ -390,23 +442,65 @@ class SkylineCheck:
                 "n_violations": len(self.violations),
                 "points": [p.to_dict() for p in self.points]}
 
+    def summary(self) -> str:
+        """Return a line per breached point (or one line saying every point is safe)."""
+        head = (f"{len(self.points)} skyline point(s) on {self.n_groups:,} groups ({self.case}): "
+                + ("all safe" if self.safe else f"{len(self.violations)} breached"))
+        return "\n".join([head, *(p.summary() for p in self.violations)])
 
-class KnowledgeSkyline(list):
-    """The knowledge skyline of one σ: a list of maximal safe points ``(ℓ, k, m)``.
 
-    A coordinate equal to ``math.inf`` means "safe for every value" (BP is constant beyond
-    the cap). Sorted lexicographically. Attributes: ``sigma``, ``c``, ``caps`` (ℓ_cap,
-    k_cap, m_cap), ``evaluations`` (number of BP evaluations the search used), ``exact``.
+@dataclass(frozen=True, eq=False)
+class KnowledgeSkyline(Result):
+    """The knowledge skyline of one σ: the maximal safe points ``(ℓ, k, m)``.
+
+    Iterates (and indexes) like the sorted list of its points. A coordinate equal to
+    ``math.inf`` means "safe for every value" (BP is constant beyond the cap).
+
+    Attributes
+    ----------
+    points : tuple of (ℓ, k, m)
+        Sorted lexicographically.
+    sigma, c
+        The value and the confidence threshold.
+    caps : tuple
+        (ℓ_cap, k_cap, m_cap).
+    evaluations : int
+        Number of BP evaluations the search used.
+    exact : bool
+
     """
 
-    def __init__(self, points: Iterable, *, sigma: Any, c: Any, caps: tuple,
-                 evaluations: int, exact: bool) -> None:
-        super().__init__(points)
-        self.sigma = sigma
-        self.c = c
-        self.caps = caps
-        self.evaluations = evaluations
-        self.exact = exact
+    points: tuple
+    sigma: Any
+    c: Any
+    caps: tuple
+    evaluations: int
+    exact: bool
+
+    def __iter__(self):
+        return iter(self.points)
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.points[i]
+
+    @property
+    def value(self) -> int:
+        """The number of maximal safe points."""
+        return len(self.points)
+
+    @property
+    def params(self) -> dict:
+        """σ, c and ``exact``."""
+        return {"sigma": _to_jsonable(self.sigma), "c": _to_jsonable(self.c),
+                "exact": self.exact}
+
+    @property
+    def witness(self) -> None:
+        """The skyline is the answer itself."""
+        return None
 
     def to_dict(self) -> dict:
         """Return a JSON-ready dict (fractions as {"frac", "float"}, ∞ as "inf")."""
@@ -416,11 +510,13 @@ class KnowledgeSkyline(list):
                 "points": [[_to_jsonable(float(x)) if x == math.inf else int(x) for x in p]
                            for p in self]}
 
-    def __repr__(self) -> str:
-        return f"KnowledgeSkyline(sigma={self.sigma!r}, c={self.c!r}, points={list(self)!r})"
+    def summary(self) -> str:
+        """One line: σ, c and the maximal safe (ℓ, k, m)."""
+        pts = ", ".join("(" + ", ".join("∞" if x == math.inf else str(int(x)) for x in p) + ")"
+                        for p in self.points)
+        return f"knowledge skyline of {self.sigma!r} at c = {float(self.c):g}: {pts}"
 
 
-# ============================================================================ per-σ terms
 def _sigma_rows(rel: Release, code: int, width: int):
     from ._kernels import skyline as K
 
@@ -511,7 +607,7 @@ def _combine(stats: Sequence[Any]) -> tuple[Any, int | None]:
             if cands[j] < best:
                 best, which = cands[j], j
     else:
-        best, which = _combine_row([float(x) for x in stats])
+        best, which = combine_row([float(x) for x in stats])
     if best == math.inf:
         return math.inf, None
     return best, which
@@ -529,7 +625,7 @@ def _pool(rel: Release, g: int, exclude: set) -> list:
 
 
 def _witness(rel: Release, sigma: Any, l: int, k: int, m: int, which: int, args: list,
-             gidx: np.ndarray, nn: np.ndarray, ss: np.ndarray, terms: Any) -> Witness:
+             gidx: np.ndarray, nn: np.ndarray, ss: np.ndarray, terms: Any) -> SkylineWitness:
     case = rel.case
     col = (lambda j: [row[j] for row in terms]) if isinstance(terms, list) \
         else (lambda j: terms[:, j].tolist())
@@ -590,7 +686,7 @@ def _witness(rel: Release, sigma: Any, l: int, k: int, m: int, which: int, args:
         glabels["u"] = labels[u_group]
     if v_group is not None:
         glabels["v"] = labels[v_group]
-    return Witness(t_group=t_group, x_values=x_values, u_group=u_group, n_u=n_u,
+    return SkylineWitness(t_group=t_group, x_values=x_values, u_group=u_group, n_u=n_u,
                    y_values=y_values, v_group=v_group, n_v=n_v, group_labels=glabels)
 
 
@@ -613,13 +709,13 @@ def _distinct_pair(a: list, b: list, ia: int | None, ib: int | None) -> tuple[in
 
 
 # ============================================================================ public API
-def breach_probability(rel: Release, sigma: Any, l: int, k: int, m: int, *,
-                       exact: bool = False) -> BreachProbability:
+def breach_probability(data: Any, *, sigma: Any, l: int, k: int, m: int, exact: bool = False,
+                       **read: Any) -> BreachProbability:
     """Worst-case breach probability BP_σ(ℓ, k, m) of a release (Chen et al., Theorem 2).
 
     Parameters
     ----------
-    rel : Release
+    data : Release or table-like
         The release; its ``case`` (SVPI, MVPI-Set, MVPI-Multiset) selects the formulas.
     sigma : value label
         The sensitive value σ (one of ``rel.values``).
@@ -629,11 +725,15 @@ def breach_probability(rel: Release, sigma: Any, l: int, k: int, m: int, *,
     exact : bool
         Compute with ``fractions.Fraction`` (SVPI and MVPI-Set only).
 
+    **read
+        ``sensitive=``, ``group=``/``qi=``, ``weight=``, ``nulls=`` to read a table
+        (see :func:`fastpriv._data.as_release`).
+
     Returns
     -------
     BreachProbability
         ``.value`` = 1 / (1 + minNR) with minNR = min(SS1, SS2·SS5, SS3·SS4), the
-        statistics, the winning term and a :class:`Witness`.
+        statistics, the winning term and a :class:`SkylineWitness`.
 
     Examples
     --------
@@ -645,7 +745,7 @@ def breach_probability(rel: Release, sigma: Any, l: int, k: int, m: int, *,
     Fraction(1, 1)
 
     """
-    rel = _check_release(rel)
+    rel = as_release(data, **read)
     l, k, m = _check_lkm(l, k, m)
     exact = _check_exact(rel, exact)
     return _evaluate(rel, sigma, l, k, m, exact)[0]
@@ -670,8 +770,8 @@ def _evaluate(rel: Release, sigma: Any, l: int, k: int, m: int,
     return res, groups
 
 
-def dp_breach_probability(rel: Release, sigma: Any, l: int, k: int, m: int, *,
-                          exact: bool = False) -> DPBreachProbability:
+def dp_breach_probability(data: Any, *, sigma: Any, l: int, k: int, m: int,
+                          exact: bool = False, **read: Any) -> DPBreachProbability:
     """BP_σ(ℓ, k, m) by the Appendix A6 dynamic program (the baseline of Chen's Figure 7).
 
     The program places t, the k u's and the m v's group by group without the congregation
@@ -681,7 +781,7 @@ def dp_breach_probability(rel: Release, sigma: Any, l: int, k: int, m: int, *,
     """
     from ._kernels import skyline as K
 
-    rel = _check_release(rel)
+    rel = as_release(data, **read)
     code = rel.code_of(sigma, param="sigma")
     l, k, m = _check_lkm(l, k, m)
     exact = _check_exact(rel, exact)
@@ -753,8 +853,21 @@ def _normalize_point(p: Any, where: str) -> _Point:
     return (l, k, m, c)
 
 
-def _normalize_skylines(skylines: Any) -> tuple[dict, list]:
-    """-> ({σ: [points]}, [points for every σ])."""
+def normalize_skylines(skylines: Any) -> tuple[dict, list]:
+    """Check a skyline specification and split it into per-value and every-value points.
+
+    Parameters
+    ----------
+    skylines : mapping or list
+        ``{sigma: [(l, k, m, c), ...]}`` (key ``"*"``: every value) or a plain list of
+        points (every value); points may also be dicts with keys l, k, m, c.
+
+    Returns
+    -------
+    (explicit, star) : tuple
+        ``{σ: [points]}`` and the points that apply to every σ.
+
+    """
     if isinstance(skylines, Mapping):
         explicit: dict = {}
         star: list = []
@@ -882,6 +995,35 @@ def _cross_class_guard(m_max: int, k_max: int) -> tuple[np.ndarray, int]:
 _RECORDS_PARALLEL = 4096
 
 
+#: The indexes this module keeps per release (the (σ, ℓ) records), by ``id(release)``;
+#: an entry is dropped when its release is garbage-collected. Keyed by id rather than by
+#: the release so that it never depends on how releases compare or hash.
+_RELEASE_INDEXES: dict[int, dict] = {}
+_INDEX_LOCK = threading.Lock()
+
+
+def _index_cache(rel: Release) -> dict:
+    """Return the indexes kept for ``rel`` (created on first use, freed with ``rel``)."""
+    with _INDEX_LOCK:
+        cache = _RELEASE_INDEXES.get(id(rel))
+        if cache is None:
+            cache = _RELEASE_INDEXES[id(rel)] = {}
+            weakref.finalize(rel, _RELEASE_INDEXES.pop, id(rel), None)
+        return cache
+
+
+def forget_indexes(data: Release) -> None:
+    """Drop the indexes kept for ``data`` (the next :func:`check` builds them again).
+
+    A release never changes, so kept indexes never go stale; this is for timing a first
+    check again, or for freeing memory before the release itself is dropped.
+    """
+    with _INDEX_LOCK:
+        cache = _RELEASE_INDEXES.get(id(data))
+        if cache is not None:
+            cache.clear()
+
+
 def _records(rel: Release, common: tuple, code: int, ells: tuple, m_max: int,
              k_max: int) -> np.ndarray:
     """Return the occurrences of value ``code`` that can set a statistic at any ℓ in ``ells``.
@@ -891,12 +1033,12 @@ def _records(rel: Release, common: tuple, code: int, ells: tuple, m_max: int,
     dropped); for several ℓ, the union of each ℓ's (extra occurrences never change a
     result), found one ℓ per thread from :data:`_RECORDS_PARALLEL` occurrences
     (:func:`_kernels.skyline.records_union`). Built at the first check of
-    (σ, ℓs, m_max, k_max) and kept in :attr:`Release.index_cache`: later checks with the
+    (σ, ℓs, m_max, k_max) and kept for the release (:func:`_index_cache`): later checks with the
     same key evaluate only these — usually a few dozen per (σ, ℓ), not one per group.
     """
     from ._kernels import skyline as K
 
-    cache = rel.index_cache
+    cache = _index_cache(rel)
     key = ("skyline.records", code, ells, m_max, k_max)
     rec = cache.get(key)
     if rec is None:
@@ -1053,7 +1195,7 @@ class SkylineState:
     """
 
     def __init__(self, skylines: Any, *, case: str | None = None) -> None:
-        self._explicit, self._star = _normalize_skylines(skylines)
+        self._explicit, self._star = normalize_skylines(skylines)
         if case is not None and case not in _CASE_ID:
             raise InputError(f"case must be one of {', '.join(map(repr, _CASE_ID))}; "
                              f"got {case!r}")
@@ -1213,7 +1355,7 @@ class SkylineState:
             rows = allst.tolist()
             pts = [(sigma, p) for sigma in owners for p in self._points_of(sigma)]
             if len(rows) <= 64:     # scalar Theorem 2, BP and safety: no array overhead
-                pairs = [_combine_row(row) for row in rows]
+                pairs = [combine_row(row) for row in rows]
                 min_nr = [p[0] for p in pairs]
                 which = [p[1] for p in pairs]
                 value = [_bp(x) for x in min_nr]
@@ -1261,7 +1403,7 @@ def _check_explicit(rel: Release, explicit: dict) -> SkylineCheck:
         grows = ar.tolist()
         named = _group_names(rel, grows)
         for point, row, grow in zip(pts, st.tolist(), grows, strict=True):
-            nr, which = _combine_row(row)
+            nr, which = combine_row(row)
             out.append(_point_result(sigma, point, row, nr, which,
                                      tuple(named[g] for g in grow)))
     return SkylineCheck(points=tuple(out), case=rel.case, n_groups=rel.n_groups)
@@ -1277,8 +1419,12 @@ def _pmul(a: float, b: float) -> float:
     return r
 
 
-def _combine_row(row: list) -> tuple[float, int]:
-    """Theorem 2 for one row (SS1..SS5) of floats: (minNR, which), which = -1 if absent."""
+def combine_row(row: list) -> tuple[float, int]:
+    """Theorem 2 for one row (SS1..SS5) of floats: (minNR, which), which = -1 if absent.
+
+    minNR = min(SS1, SS2·SS5, SS3·SS4) with ∞·0 = ∞ (C4); ``which`` indexes :data:`TERMS`
+    (ties prefer the earlier term).
+    """
     best, which = row[0], 0
     b = _pmul(row[1], row[4])
     if b < best:
@@ -1321,8 +1467,8 @@ def _label_less(a: Any, b: Any) -> bool:
         return False
 
 
-def check(rel: Release, skylines: Any, *, exact: bool = False,
-          parallel: bool | None = None, method: str = "auto") -> SkylineCheck:
+def check(data: Any, *, skylines: Any, exact: bool = False, parallel: bool | None = None,
+          method: str = "auto", **read: Any) -> SkylineCheck:
     """Run SkylineCheck (Chen et al. §5.1): is the release safe at every skyline point.
 
     One pass over the groups maintains the five sufficient statistics of **every**
@@ -1331,7 +1477,7 @@ def check(rel: Release, skylines: Any, *, exact: bool = False,
 
     Parameters
     ----------
-    rel : Release
+    data : Release or table-like
         The release to check.
     skylines : mapping or list
         ``{sigma: [(l, k, m, c), ...]}`` — one skyline per sensitive value; the key ``"*"``
@@ -1357,6 +1503,10 @@ def check(rel: Release, skylines: Any, *, exact: bool = False,
         pairs, else classes unless the class table would be too large or barely smaller
         than the number of groups (large, diverse groups).
 
+    **read
+        ``sensitive=``, ``group=``/``qi=``, ``weight=``, ``nulls=`` to read a table
+        (see :func:`fastpriv._data.as_release`).
+
     Returns
     -------
     SkylineCheck
@@ -1364,9 +1514,9 @@ def check(rel: Release, skylines: Any, *, exact: bool = False,
         (σ, point): value, statistics, winning term, safe), ``.violations``.
 
     """
-    rel = _check_release(rel)
+    rel = as_release(data, **read)
     exact = _check_exact(rel, exact)
-    explicit, star = _normalize_skylines(skylines)
+    explicit, star = normalize_skylines(skylines)
     for sigma in explicit:
         rel.code_of(sigma, param="skylines")
     pairs = sum(map(len, explicit.values()))
@@ -1438,9 +1588,9 @@ def _skyline_search(safe: Callable[[int, int, int], bool], l_cap: int, k_cap: in
             for p in out]
 
 
-def knowledge_skyline(rel: Release, sigma: Any, c: Any, *, exact: bool = False,
-                      max_seconds: float | None = MAX_SKYLINE_SECONDS
-                      ) -> KnowledgeSkyline | dict:
+def knowledge_skyline(data: Any, *, sigma: Any, c: Any, exact: bool = False,
+                      max_seconds: float | None = MAX_SKYLINE_SECONDS,
+                      **read: Any) -> KnowledgeSkyline | dict:
     """Compute the knowledge skyline of σ: the maximal (ℓ, k, m) with BP_σ(ℓ, k, m) < c.
 
     Corrected Appendix A7 (Chen et al.): break on BP ≥ c (the paper's "BP > c" emits
@@ -1453,7 +1603,7 @@ def knowledge_skyline(rel: Release, sigma: Any, c: Any, *, exact: bool = False,
 
     Parameters
     ----------
-    rel : Release
+    data : Release or table-like
         The release.
     sigma : value label, or None
         None computes the skyline of every value (a dict σ -> skyline).
@@ -1467,33 +1617,37 @@ def knowledge_skyline(rel: Release, sigma: Any, c: Any, *, exact: bool = False,
         ~10⁵ distinct values has a skyline too large to enumerate: past the bound an
         ``InputError`` says so instead of running for hours.
 
+    **read
+        ``sensitive=``, ``group=``/``qi=``, ``weight=``, ``nulls=`` to read a table
+        (see :func:`fastpriv._data.as_release`).
+
     Returns
     -------
     KnowledgeSkyline
         A list of ``(ℓ, k, m)`` tuples, sorted (``math.inf`` where capped), with ``.caps``.
 
     """
-    rel = _check_release(rel)
+    rel = as_release(data, **read)
     c = _check_c(c)
     exact = _check_exact(rel, exact)
     if max_seconds is not None and not (isinstance(max_seconds, (int, float))
                                         and max_seconds > 0):
         raise InputError(f"max_seconds must be a positive number or None, got {max_seconds!r}")
     if sigma is None:
-        return {v: knowledge_skyline(rel, v, c, exact=exact, max_seconds=max_seconds)
+        return {v: knowledge_skyline(rel, sigma=v, c=c, exact=exact, max_seconds=max_seconds)
                 for v in rel.values}
     code = rel.code_of(sigma, param="sigma")
     safe, l_cap, n_eval = _safe_function(rel, code, c, exact, max_seconds)
     n = rel.n_individuals
     caps = (l_cap, n, n)
     pts = _skyline_search(safe, *caps)
-    return KnowledgeSkyline(pts, sigma=sigma, c=c, caps=caps, evaluations=n_eval[0],
+    return KnowledgeSkyline(points=tuple(pts), sigma=sigma, c=c, caps=caps, evaluations=n_eval[0],
                             exact=exact)
 
 
-def knowledge_skylines(rel: Release, c: Any, *, exact: bool = False) -> dict:
+def knowledge_skylines(data: Any, *, c: Any, exact: bool = False, **read: Any) -> dict:
     """:func:`knowledge_skyline` for every sensitive value: ``{σ: KnowledgeSkyline}``."""
-    return knowledge_skyline(rel, None, c, exact=exact)
+    return knowledge_skyline(data, sigma=None, c=c, exact=exact, **read)
 
 
 def _safe_function(rel: Release, code: int, c: Any, exact: bool,
@@ -1566,10 +1720,10 @@ class SigmaTables:
     :func:`prepare`.
     """
 
-    def __init__(self, rel: Release, sigma: Any, l_max: int | None = None) -> None:
+    def __init__(self, data: Release, sigma: Any, l_max: int | None = None) -> None:
         from ._kernels import skyline as K
 
-        rel = _check_release(rel)
+        rel = check_release(data, "data")
         code = rel.code_of(sigma, param="sigma")
         cap = int(rel.distinct.max()) if rel.n_groups else 0    # ≥ non-σ values of a group
         if l_max is None:
@@ -1618,30 +1772,30 @@ class SigmaTables:
         return _bp(self.min_nr(l, k, m))
 
 
-def prepare(rel: Release, sigma: Any, *, l_max: int | None = None) -> SigmaTables:
+def prepare(data: Any, *, sigma: Any, l_max: int | None = None, **read: Any) -> SigmaTables:
     """Extract the per-group inputs of σ once (see :class:`SigmaTables`).
 
     ``l_max`` bounds ℓ (default: the largest number of distinct values in a group, beyond
     which BP is constant in ℓ); memory is O(groups · l_max).
     """
-    return SigmaTables(rel, sigma, l_max)
+    return SigmaTables(as_release(data, **read), sigma, l_max)
 
 
 # ---------------------------------------------------------------------------- specific knowledge
-def knowledge_probability(rel: Release, sigma: Any, t: int, x: Sequence[Any] = (),
-                          u: Sequence[Any] = (), v: Sequence[int] = (), *,
-                          exact: bool = False) -> Any:
+def knowledge_probability(data: Any, *, sigma: Any, target: int, x: Sequence[Any] = (),
+                          u: Sequence[Any] = (), v: Sequence[int] = (), exact: bool = False,
+                          **read: Any) -> Any:
     """Pr(σ ∈ t | one specific piece of knowledge), by Lemma 1 and group independence.
 
     Individuals within a group are exchangeable, so each is named by its group (index).
 
     Parameters
     ----------
-    rel : Release
+    data : Release or table-like
         The release.
     sigma : value label
         The sensitive value σ.
-    t : int
+    target : int
         Group of the target t.
     x : sequence of value labels
         SVPI: "t does not have x"; MVPI: "x ∈ t → σ ∈ t" (values ≠ σ, distinct).
@@ -1653,13 +1807,17 @@ def knowledge_probability(rel: Release, sigma: Any, t: int, x: Sequence[Any] = (
     exact : bool
         ``Fraction`` result (SVPI, MVPI-Set).
 
+    **read
+        ``sensitive=``, ``group=``/``qi=``, ``weight=``, ``nulls=`` to read a table
+        (see :func:`fastpriv._data.as_release`).
+
     Returns
     -------
     float or Fraction
 
     Raises
     ------
-    ValueError
+    InputError
         If a group is too small to hold its individuals (t, u's and v's are distinct), or
         the knowledge is impossible (probability 0).
 
@@ -1669,17 +1827,40 @@ def knowledge_probability(rel: Release, sigma: Any, t: int, x: Sequence[Any] = (
 
     >>> rel = Release.from_groups([["AIDS", "AIDS", "Flu", "Flu"],
     ...                            ["AIDS", "Cancer", "Flu", "Flu"]])
-    >>> knowledge_probability(rel, "AIDS", t=1, x=["Cancer"], u=[(1, "Flu")], v=[0],
+    >>> knowledge_probability(rel, "AIDS", target=1, x=["Cancer"], u=[(1, "Flu")], v=[0],
     ...                       exact=True)
     Fraction(2, 3)
 
     """
-    rel = _check_release(rel)
+    rel = as_release(data, **read)
     rel.code_of(sigma, param="sigma")
     exact = _check_exact(rel, exact)
+    t = check_int(target, "target", minimum=0, maximum=rel.n_groups - 1)
+    xs, u_by_group, v_by_group = _grounded_knowledge(rel, sigma, t, x, u, v)
+    if rel.case == MVPI_MULTISET:
+        return _knowledge_probability_ms(rel, sigma, t, xs, u_by_group, v_by_group)
+    den = Fraction(0)
+    num = Fraction(1)
+    for g in set(u_by_group) | set(v_by_group) | {t}:
+        d, f = _group_factor(rel, g, sigma, t, xs, u_by_group.get(g, []), v_by_group.get(g, 0))
+        den = d if g == t else den
+        num *= f
+    total = den + num
+    if total == 0:
+        raise InputError("the knowledge has probability 0 (it contradicts the release)")
+    out = den / total
+    return out if exact else float(out)
+
+
+def _grounded_knowledge(rel: Release, sigma: Any, t: int, x: Sequence[Any], u: Sequence[Any],
+                        v: Sequence[int]) -> tuple[list, dict, dict]:
+    """Check the knowledge of :func:`knowledge_probability` and index it by group.
+
+    Returns the excluded values, ``{group: [value (SVPI) or None (MVPI), ...]}`` of the u's
+    and ``{group: number of v's}``.
+    """
     G = rel.n_groups
-    t = check_int(t, "t", minimum=0, maximum=G - 1)
-    xs = []
+    xs: list = []
     for val in x:
         rel.code_of(val, param="x")
         if val == sigma:
@@ -1691,8 +1872,8 @@ def knowledge_probability(rel: Release, sigma: Any, t: int, x: Sequence[Any] = (
     for item in u:
         if rel.case == SVPI:
             if isinstance(item, (str, bytes)) or not isinstance(item, Sequence) or len(item) != 2:
-                raise InputTypeError(f"u: SVPI knowledge about others is (group, value) pairs, got "
-                                f"{item!r}")
+                raise InputTypeError(f"u: SVPI knowledge about others is (group, value) pairs, "
+                                     f"got {item!r}")
             g = check_int(item[0], "u group", minimum=0, maximum=G - 1)
             rel.code_of(item[1], param="u value")
             u_by_group.setdefault(g, []).append(item[1])
@@ -1708,49 +1889,40 @@ def knowledge_probability(rel: Release, sigma: Any, t: int, x: Sequence[Any] = (
         if need > int(rel.sizes[g]):
             raise InputError(f"group {g} has {int(rel.sizes[g])} individuals but the knowledge "
                              f"names {need} distinct ones in it")
-    if rel.case == MVPI_MULTISET:
-        return _knowledge_probability_ms(rel, sigma, t, xs, u_by_group, v_by_group)
+    return xs, u_by_group, v_by_group
+
+
+def _group_factor(rel: Release, g: int, sigma: Any, t: int, xs: list, us: list,
+                  mv: int) -> tuple[Fraction | None, Fraction]:
+    """Lemma 1's factors of group ``g`` (SVPI, MVPI-Set): (Pr(σ ∈ t) part or None, factor)."""
+    counts = dict(rel.profile(g))
+    n = int(rel.sizes[g])
+    ku = len(us)
+    s = counts.get(sigma, 0)
+    n1 = n - ku
     den = None
-    num = Fraction(1)
-    for g in set(u_by_group) | set(v_by_group) | {t}:
-        counts = dict(rel.profile(g))
-        n = int(rel.sizes[g])
-        ku = len(u_by_group.get(g, []))
-        mv = v_by_group.get(g, 0)
-        s = counts.get(sigma, 0)
-        if rel.case == SVPI:
-            for y in u_by_group.get(g, []):
-                counts[y] = counts.get(y, 0) - 1
-                if counts[y] < 0:
-                    raise InputError(f"u: group {g} has no (more) individuals with value {y!r}: "
-                                     "the knowledge is impossible")
-            n1 = n - ku
-            s1 = counts.get(sigma, 0)
-            if g == t:
-                den = Fraction(s1, n1)
-                a = n1 - s1 - sum(counts.get(xv, 0) for xv in xs)
-                f = Fraction(max(a, 0), n1)
-                f *= _falling_ratio(n1 - 1, s1, mv)
-            else:
-                f = _falling_ratio(n1, s1, mv)
-        else:  # MVPI-Set: sigma holders are a uniform s-subset of the n - ku others
-            n1 = n - ku
-            if s > n1:
-                raise InputError(f"u: in group {g}, {ku} individuals lacking {sigma!r} leave "
-                                 f"too few for its {s} holders: the knowledge is impossible")
-            if g == t:
-                den = Fraction(s, n1)
-                f = _falling_ratio(n1, s, mv + 1)
-                for xv in xs:
-                    f *= Fraction(n - counts.get(xv, 0), n)
-            else:
-                f = _falling_ratio(n1, s, mv)
-        num *= f
-    total = den + num
-    if total == 0:
-        raise InputError("the knowledge has probability 0 (it contradicts the release)")
-    out = den / total
-    return out if exact else float(out)
+    if rel.case == SVPI:
+        for y in us:
+            counts[y] = counts.get(y, 0) - 1
+            if counts[y] < 0:
+                raise InputError(f"u: group {g} has no (more) individuals with value {y!r}: "
+                                 "the knowledge is impossible")
+        s1 = counts.get(sigma, 0)
+        if g != t:
+            return den, _falling_ratio(n1, s1, mv)
+        den = Fraction(s1, n1)
+        a = n1 - s1 - sum(counts.get(xv, 0) for xv in xs)
+        return den, Fraction(max(a, 0), n1) * _falling_ratio(n1 - 1, s1, mv)
+    # MVPI-Set: sigma holders are a uniform s-subset of the n - ku others
+    if s > n1:
+        raise InputError(f"u: in group {g}, {ku} individuals lacking {sigma!r} leave "
+                         f"too few for its {s} holders: the knowledge is impossible")
+    if g != t:
+        return den, _falling_ratio(n1, s, mv)
+    f = _falling_ratio(n1, s, mv + 1)
+    for xv in xs:
+        f *= Fraction(n - counts.get(xv, 0), n)
+    return Fraction(s, n1), f
 
 
 def _falling_ratio(n: int, s: int, m: int) -> Fraction:

@@ -625,6 +625,6 @@ def audit_stream(data: Any, *, sensitive: str, group: str | Sequence[str] | None
         if skylines is not None:
             from . import skyline
 
-            res_sky = skyline.check(rel, skylines)
+            res_sky = skyline.check(rel, skylines=skylines)
     return StreamAudit(classic=res_classic, skyline=res_sky, ck_safety=res_ck,
                        n_groups=rel.n_groups, n_rows=rel.n_rows, passes=1, release=rel)

@@ -51,7 +51,7 @@ def eligible_tables(draw):
 @given(eligible_tables(), st.integers(0, 2**31))
 def test_every_group_has_l_or_l_plus_1_distinct_values(case, seed):
     l, t = case  # noqa: E741
-    res = anatomy(t, "d", l, seed=seed)
+    res = anatomy(t, sensitive="d", l=l, seed=seed)
     vals = t.column("d").to_pylist()
     groups = _groups(res, vals)
     assert (res.group_ids >= 0).all()
@@ -61,7 +61,7 @@ def test_every_group_has_l_or_l_plus_1_distinct_values(case, seed):
     assert res.release.n_groups == len(groups) == t.num_rows // l
     assert np.array_equal(np.asarray(res.release.sizes),
                           np.bincount(res.group_ids, minlength=len(groups)))
-    assert res.info["mode"] == "all values"
+    assert res.mode == "all values"
 
 
 @settings(max_examples=50, deadline=None)
@@ -73,55 +73,55 @@ def test_sensitive_set_mode_at_most_one_sensitive_row_per_group(l, seed, share):
     vals = ["s1", "s2"] * (ns // 2) + ["s1"] * (ns % 2) + \
         list(rng.choice(["x", "y"], n - ns))
     t = pa.table({"age": list(range(n)), "d": vals})
-    res = anatomy(t, "d", l, seed=seed, sensitive_values=["s1", "s2"])
+    res = anatomy(t, sensitive="d", l=l, seed=seed, sensitive_values=["s1", "s2"])
     groups = _groups(res, vals)
     for members in groups.values():
         assert l <= len(members) <= l + 1
         assert sum(1 for v in members if v in ("s1", "s2")) <= 1
-    assert res.info["mode"] == "sensitive set"
+    assert res.mode == "sensitive set"
 
 
 def test_ineligible_input_gives_a_clear_error():
     t = pa.table({"a": list(range(7)), "d": list("aaaabbc")})
     with pytest.raises(ValueError, match=r"value 'a' occurs in 4 of 7 rows.*largest feasible l "
                                          r"is 1"):
-        anatomy(t, "d", 2)
+        anatomy(t, sensitive="d", l=2)
     with pytest.raises(ValueError, match="sensitive values occur in 4 of 7"):
-        anatomy(t, "d", 2, sensitive_values=["a"])
+        anatomy(t, sensitive="d", l=2, sensitive_values=["a"])
     with pytest.raises(ValueError, match="do not occur"):
-        anatomy(t, "d", 2, sensitive_values=["zz"])
+        anatomy(t, sensitive="d", l=2, sensitive_values=["zz"])
     with pytest.raises(ValueError, match="l must be >= 1"):
-        anatomy(t, "d", 0)
+        anatomy(t, sensitive="d", l=0)
     with pytest.raises(ValueError, match="not found"):
-        anatomy(t, "disease", 2)
+        anatomy(t, sensitive="disease", l=2)
     with pytest.raises(ValueError, match="also a qi"):
-        anatomy(t, "d", 1, qi=["a", "d"])
+        anatomy(t, sensitive="d", l=1, qi=["a", "d"])
 
 
 def test_adult_eligibility_and_the_papers_sensitive_set():
     adult = fp.datasets.load_adult()
     with pytest.raises(ValueError, match="HS-grad.*largest feasible l is 3"):
-        anatomy(adult, "education", 4)
-    res = anatomy(adult, "education", 3, seed=0)
-    assert set(res.info["group_sizes"]) <= {3, 4}
+        anatomy(adult, sensitive="education", l=4)
+    res = anatomy(adult, sensitive="education", l=3, seed=0)
+    assert set(res.group_size_counts) <= {3, 4}
     low = ["Preschool", "1st-4th", "5th-6th", "7th-8th"]
-    res = anatomy(adult, "education", 10, seed=0, sensitive_values=low)
+    res = anatomy(adult, sensitive="education", l=10, seed=0, sensitive_values=low)
     ed = adult.column("education").to_pylist()
     per = Counter(g for g, v in zip(res.group_ids.tolist(), ed, strict=True) if v in low)
     assert max(per.values()) == 1 and sum(per.values()) == 1566
-    assert set(res.info["group_sizes"]) <= {10, 11}
+    assert set(res.group_size_counts) <= {10, 11}
 
 
 def test_seeds_are_reproducible():
     rng = np.random.default_rng(0)
     t = pa.table({"age": rng.integers(0, 90, 500), "d": rng.choice(list("abcdefg"), 500)})
-    a = anatomy(t, "d", 3, seed=7)
-    b = anatomy(t, "d", 3, seed=7)
-    c = anatomy(t, "d", 3, seed=8)
+    a = anatomy(t, sensitive="d", l=3, seed=7)
+    b = anatomy(t, sensitive="d", l=3, seed=7)
+    c = anatomy(t, sensitive="d", l=3, seed=8)
     assert np.array_equal(a.group_ids, b.group_ids)
     assert not np.array_equal(a.group_ids, c.group_ids)
-    s1 = anatomy(t, "d", 3, seed=7, sensitive_values=["a"])
-    s2 = anatomy(t, "d", 3, seed=7, sensitive_values=["a"])
+    s1 = anatomy(t, sensitive="d", l=3, seed=7, sensitive_values=["a"])
+    s2 = anatomy(t, sensitive="d", l=3, seed=7, sensitive_values=["a"])
     assert np.array_equal(s1.group_ids, s2.group_ids)
 
 
@@ -129,7 +129,7 @@ def test_published_tables_and_files(tmp_path):
     rng = np.random.default_rng(1)
     t = pa.table({"age": rng.integers(0, 90, 60), "zip": rng.integers(0, 5, 60),
                   "d": rng.choice(list("abcd"), 60)})
-    res = anatomy(t, "d", 2, seed=3, qi=["age", "zip"])
+    res = anatomy(t, sensitive="d", l=2, seed=3, qi=["age", "zip"])
     qt = res.qi_table()
     assert qt.column_names == ["age", "zip", "group_id"]
     assert qt.column("age").to_pylist() == t.column("age").to_pylist()
@@ -159,12 +159,12 @@ def test_published_tables_and_files(tmp_path):
 def test_nulls_and_small_inputs():
     t = pa.table({"a": list(range(6)), "d": ["a", None, "b", "c", "a", "b"]})
     with pytest.raises(ValueError, match="null"):
-        anatomy(t, "d", 2)
-    res = anatomy(t, "d", 2, nulls="drop")
+        anatomy(t, sensitive="d", l=2)
+    res = anatomy(t, sensitive="d", l=2, nulls="drop")
     assert res.group_ids[1] == -1 and (np.delete(res.group_ids, 1) >= 0).all()
     # fewer groups than residual rows: groups grow beyond l + 1 only then
     t = pa.table({"a": list(range(5)), "d": list("abcde")})
-    res = anatomy(t, "d", 3, seed=0)
+    res = anatomy(t, sensitive="d", l=3, seed=0)
     assert sorted(res.release.sizes.tolist()) == [5]
 
 
@@ -200,4 +200,44 @@ def test_callable_however_imported():
     t = pa.table({"a": [1, 2, 3, 4], "d": list("abab")})
     res = an.anatomy(t, sensitive="d", l=2, seed=0)
     assert res.method == "anatomy" and res.release.n_groups == 2
-    assert fp.anonymize.anatomy(t, "d", 2).release.n_groups == 2
+    assert fp.anonymize.anatomy(t, sensitive="d", l=2).release.n_groups == 2
+
+
+def test_broken_builtin_anonymizer_raises(monkeypatch):
+    """A built-in anonymizer module that fails to import is a bug: the CLI must not hide it."""
+    import importlib
+
+    from fastpriv.cli import anonymize as cli_an
+
+    real = importlib.import_module
+
+    def failing(name, *a, **kw):
+        if name == "fastpriv.anonymize._anatomy":
+            raise RuntimeError("broken built-in")
+        return real(name, *a, **kw)
+
+    monkeypatch.setattr(cli_an, "_LOADED", False)
+    monkeypatch.setattr(cli_an, "METHODS", dict(cli_an.METHODS))
+    monkeypatch.setattr(cli_an, "_PLUGIN_ERRORS", {})
+    monkeypatch.setattr(importlib, "import_module", failing)
+    with pytest.raises(RuntimeError, match="broken built-in"):
+        cli_an.load_plugins()
+    assert "_anatomy" not in cli_an._PLUGIN_ERRORS and "anatomy" not in cli_an._PLUGIN_ERRORS
+
+
+def test_anatomy_result_protocol():
+    import copy
+    import json
+
+    from fastpriv.results import Result
+
+    t = pa.table({"a": [1, 2, 3, 4, 5, 6], "d": list("aabbcc")})
+    res = anatomy(t, sensitive="d", l=2, seed=0)
+    assert isinstance(res, Result) and res.value is None and res.witness is None
+    assert res == res and res.params["l"] == 2
+    assert res.group_size_counts == {2: 3} and res.mode == "all values"
+    d = res.to_dict()
+    json.dumps(d)
+    assert d["mode"] == "all values" and "source" not in d
+    assert res.summary().startswith("anatomy: 3 groups")
+    assert copy.copy(res) == res

@@ -155,7 +155,7 @@ def _tiny_table(seed, n=14):
 def test_art_output_is_r_robust_exactly(seed, r, condition):
     t = _tiny_table(seed)
     K_ = Knowledge.derive(t, qi=["a", "b"], sensitive="s", min_support=3)
-    res = art(t, ["a", "b"], "s", r, sensitive_values=["x", "y"], knowledge=K_,
+    res = art(t, qi=["a", "b"], sensitive="s", r=r, sensitive_values=["x", "y"], knowledge=K_,
               condition=condition, on_unsatisfied="report")
     rows = [{"a": a, "b": b, "_value": s, "g": g}
             for a, b, s, g in zip(t.column("a").to_pylist(), t.column("b").to_pylist(),
@@ -170,17 +170,17 @@ def test_art_output_is_r_robust_exactly(seed, r, condition):
     for g in set(res.group_ids.tolist()):
         vals = [x["_value"] for x in rows if x["g"] == g]
         assert vals.count("x") <= 1 and vals.count("y") <= 1
-    if res.info["n_unsatisfied"] == 0:
+    if res.n_unsatisfied == 0:
         assert best <= Fraction(1, r)
         assert not problematic
-    assert res.info["max_posterior"] == pytest.approx(float(best), abs=1e-12)
-    assert res.info["robust"] == (not problematic)
+    assert res.max_posterior == pytest.approx(float(best), abs=1e-12)
+    assert res.robust == (not problematic)
 
 
 @pytest.mark.slow
 def test_art_on_adult_is_robust_and_m_unique(adult):
-    res = art(adult, QI5, "education", 4, sensitive_values=XS)
-    info = res.info
+    res = art(adult, qi=QI5, sensitive="education", r=4, sensitive_values=XS)
+    info = res.to_dict()
     assert info["robust"] and info["n_unsatisfied"] == 0
     assert info["max_posterior"] <= 0.25 * (1 + 1e-12)
     assert info["n_problematic_rows"] == 0
@@ -200,20 +200,20 @@ def test_art_on_adult_is_robust_and_m_unique(adult):
 def test_art_exact_condition_needs_smaller_groups(adult):
     qi = QI5 + ["sex", "native_country", "income"]
     prep = prepare_art(adult, qi, "education", sensitive_values=XS, as_one_value=True)
-    d = art(adult, qi, "education", 6, prepared=prep)
-    e = art(adult, qi, "education", 6, prepared=prep, condition="exact")
-    assert d.info["robust"] and e.info["robust"]
-    assert e.info["n_unsatisfied"] == 0 and e.params["condition"] == "exact"
+    d = art(adult, qi=qi, sensitive="education", r=6, prepared=prep)
+    e = art(adult, qi=qi, sensitive="education", r=6, prepared=prep, condition="exact")
+    assert d.robust and e.robust
+    assert e.n_unsatisfied == 0 and e.params["condition"] == "exact"
     # the Δ bound is sufficient, not necessary: exact stopping merges less
-    assert e.info["n_merges"] <= d.info["n_merges"]
-    assert e.info["max_posterior"] <= 1 / 6 * (1 + 1e-12)
+    assert e.n_merges <= d.n_merges
+    assert e.max_posterior <= 1 / 6 * (1 + 1e-12)
 
 
 @pytest.mark.slow
 def test_art_sensitive_set_as_one_value(adult):
     qi = QI5 + ["sex", "native_country", "income"]
-    res = art(adult, qi, "education", 6, sensitive_values=XS, as_one_value=True)
-    assert res.info["robust"] and res.info["n_unsatisfied"] == 0
+    res = art(adult, qi=qi, sensitive="education", r=6, sensitive_values=XS, as_one_value=True)
+    assert res.robust and res.n_unsatisfied == 0
     assert res.params["as_one_value"] and res.params["sensitive_values"] == [
         "{1st-4th, 5th-6th, 7th-8th, Preschool}"]
     # the release publishes the original values, at most one of the set per group
@@ -227,18 +227,18 @@ def test_art_sensitive_set_as_one_value(adult):
                          pa.array(merged)).append_column("gid", pa.array(res.group_ids))
     aud = robustness.audit(t, qi=qi, sensitive="education", group="gid", r=6,
                            sensitive_values=["SET"])
-    assert aud.robust and aud.value == pytest.approx(res.info["max_posterior"])
+    assert aud.robust and aud.value == pytest.approx(res.max_posterior)
     with pytest.raises(ValueError, match="as_one_value"):
-        art(adult, qi, "education", 10, as_one_value=True)
+        art(adult, qi=qi, sensitive="education", r=10, as_one_value=True)
 
 
 def test_art_pad_gives_every_group_r_rows(adult):
     small = adult.slice(0, 6000)
     prep = prepare_art(small, QI5[:3], "education", sensitive_values=XS, min_support=300)
-    a = art(small, QI5[:3], "education", 3, prepared=prep, verify=False)
-    b = art(small, QI5[:3], "education", 3, prepared=prep, pad=True)
+    a = art(small, qi=QI5[:3], sensitive="education", r=3, prepared=prep, verify=False)
+    b = art(small, qi=QI5[:3], sensitive="education", r=3, prepared=prep, pad=True)
     assert a.release.sizes.min() == 1 and b.release.sizes.min() >= 3
-    assert b.info["pad"] and b.info["n_pad_groups"] > 0 and b.info["robust"]
+    assert b.pad and b.n_pad_groups > 0 and b.robust
     # padding never touches the groups holding sensitive values
     sens = np.isin(np.asarray(small.column("education").to_pylist()), XS)
     ga = {frozenset(np.flatnonzero(a.group_ids == g)) for g in np.unique(a.group_ids[sens])}
@@ -252,79 +252,82 @@ def test_art_pad_with_few_leftovers_joins_sensitive_groups():
     K_ = Knowledge.from_dict({("a",): {(0,): {"x": 0.5, "y": 0.25},
                                       (1,): {"x": 0.25, "y": 0.5},
                                       (2,): {"x": 0.5, "y": 0.5}}}, fallback=0.5)
-    res = art(t, ["a"], "s", 2, sensitive_values=["x", "y"], knowledge=K_, pad=True)
+    res = art(t, qi=["a"], sensitive="s", r=2, sensitive_values=["x", "y"], knowledge=K_, pad=True)
     assert res.release.sizes.min() >= 2
-    assert res.info["n_pad_joined"] == 1 and res.info["robust"]
+    assert res.n_pad_joined == 1 and res.robust
 
 
 def test_art_float_r_and_nulls_drop():
     t = pa.table({"a": [0, 0, 1, 1, None, 1, 2, 0],
                   "s": ["x", "n", "n", "x", "n", "n", "n", "n"]})
-    res = art(t, ["a"], "s", 2.5, sensitive_values=["x"], nulls="drop", min_support=1)
+    res = art(t, qi=["a"], sensitive="s", r=2.5, sensitive_values=["x"], nulls="drop",
+              min_support=1)
     assert res.group_ids[4] == -1
     assert res.release.n_rows == 7
     sizes = res.release.sizes
     assert all(sizes[g] == 3 for g in set(res.group_ids[[0, 3]].tolist()))
-    assert res.info["robust"] and res.info["max_posterior"] == pytest.approx(1 / 3)
+    assert res.robust and res.max_posterior == pytest.approx(1 / 3)
     # the a = 2 row has p(2 : x) = 0: a partner would make f_min = 0 < f_max, never used
     assert sizes[res.group_ids[6]] == 1
 
 
 def test_art_global_rates_only_when_no_reliable_signature():
     t = _tiny_table(3, n=20)
-    res = art(t, ["a", "b"], "s", 2, sensitive_values=["x"], min_support=10_000)
+    res = art(t, qi=["a", "b"], sensitive="s", r=2, sensitive_values=["x"], min_support=10_000)
     assert res.params["attribute_sets"] == [[]]
-    assert res.info["robust"]
+    assert res.robust
 
 
 def test_art_errors():
     t = _tiny_table(1)
     with pytest.raises(ValueError, match="r must be"):
-        art(t, ["a"], "s", 1)
+        art(t, qi=["a"], sensitive="s", r=1)
     with pytest.raises(TypeError, match="r must be"):
-        art(t, ["a"], "s", "2")
+        art(t, qi=["a"], sensitive="s", r="2")
     with pytest.raises(ValueError, match="sensitive_values"):
-        art(t, ["a"], "s", 2, sensitive_values=["nope"])
+        art(t, qi=["a"], sensitive="s", r=2, sensitive_values=["nope"])
     with pytest.raises(TypeError, match="knowledge"):
-        art(t, ["a"], "s", 2, knowledge={"a": 1})
+        art(t, qi=["a"], sensitive="s", r=2, knowledge={"a": 1})
     with pytest.raises(ValueError, match="qi"):
-        art(t, ["zz"], "s", 2)
+        art(t, qi=["zz"], sensitive="s", r=2)
     with pytest.raises(ValueError, match="on_unsatisfied"):
-        art(t, ["a"], "s", 2, on_unsatisfied="maybe")
+        art(t, qi=["a"], sensitive="s", r=2, on_unsatisfied="maybe")
     with pytest.raises(TypeError, match="pad"):
-        art(t, ["a"], "s", 2, pad=1)
+        art(t, qi=["a"], sensitive="s", r=2, pad=1)
 
 
 def test_art_unsatisfiable_group_is_reported_or_raises():
     # p(a=0 : x) = 1/2, p(a=1 : x) = 0: the only partners make f_min = 0 < f_max
     t = pa.table({"a": [0, 1, 1], "s": ["x", "n", "n"]})
     K_ = Knowledge.from_dict({("a",): {(0,): {"x": 0.5}, (1,): {"x": 0.0}}}, fallback=0.5)
-    res = art(t, ["a"], "s", 2, sensitive_values=["x"], knowledge=K_,
+    res = art(t, qi=["a"], sensitive="s", r=2, sensitive_values=["x"], knowledge=K_,
               on_unsatisfied="report")
-    assert res.info["n_unsatisfied"] == 1
+    assert res.n_unsatisfied == 1
     # the posterior of the lone x holder is 1 > 1/2
-    assert not res.info["robust"]
+    assert not res.robust
     with pytest.raises(ValueError, match="could not satisfy"):
-        art(t, ["a"], "s", 2, sensitive_values=["x"], knowledge=K_, on_unsatisfied="raise")
+        art(t, qi=["a"], sensitive="s", r=2, sensitive_values=["x"], knowledge=K_,
+            on_unsatisfied="raise")
     with pytest.raises(ValueError, match="could not satisfy"):
-        art(t, ["a"], "s", 2, sensitive_values=["x"], knowledge=K_, on_unsatisfied="error")
+        art(t, qi=["a"], sensitive="s", r=2, sensitive_values=["x"], knowledge=K_,
+            on_unsatisfied="error")
 
 
 def test_stranded_group_is_merged_anyway_or_suppressed_never_silent():
     t = pa.table({"a": [0, 1, 1], "s": ["x", "n", "n"]})
     K_ = Knowledge.from_dict({("a",): {(0,): {"x": 0.5}, (1,): {"x": 0.0}}}, fallback=0.5)
     # default: merged into the least-harm group anyway (no merge can make it robust)
-    res = art(t, ["a"], "s", 2, sensitive_values=["x"], knowledge=K_)
-    i = res.info
+    res = art(t, qi=["a"], sensitive="s", r=2, sensitive_values=["x"], knowledge=K_)
+    i = res.to_dict()
     assert i["on_unsatisfied"] == "merge" and i["n_stranded_groups"] == 1
     assert i["n_rescued_groups"] == 0 and i["n_merged_unsatisfied_groups"] == 1
     assert i["n_unsatisfied"] == 1 and not i["robust"]
     assert res.group_ids[0] in (res.group_ids[1], res.group_ids[2])
     assert "stranded" in i["guarantee"]
     # suppressed: the release loses the row and is robust
-    res = art(t, ["a"], "s", 2, sensitive_values=["x"], knowledge=K_,
+    res = art(t, qi=["a"], sensitive="s", r=2, sensitive_values=["x"], knowledge=K_,
               on_unsatisfied="suppress")
-    i = res.info
+    i = res.to_dict()
     assert res.group_ids[0] == -1 and i["n_suppressed_rows"] == 1
     assert i["n_suppressed_groups"] == 1 and res.release.n_rows == 2
     assert i["robust"] and i["n_unsatisfied"] == 0
@@ -337,11 +340,11 @@ def test_stranded_holder_is_rescued_by_an_exactly_robust_merge():
     # rows, and the exact posterior stays below 1/2 (max 0.216): a rescue.
     t = pa.table({"a": [0] * 3 + [1] * 18, "s": ["x"] * 3 + ["n"] * 18})
     K_ = Knowledge.from_dict({("a",): {(0,): {"x": 0.1}, (1,): {"x": 0.5}}}, fallback=0.5)
-    rep = art(t, ["a"], "s", 2, sensitive_values=["x"], knowledge=K_,
+    rep = art(t, qi=["a"], sensitive="s", r=2, sensitive_values=["x"], knowledge=K_,
               on_unsatisfied="report")
-    assert rep.info["n_stranded_groups"] == 1 and not rep.info["robust"]
-    res = art(t, ["a"], "s", 2, sensitive_values=["x"], knowledge=K_)
-    i = res.info
+    assert rep.n_stranded_groups == 1 and not rep.robust
+    res = art(t, qi=["a"], sensitive="s", r=2, sensitive_values=["x"], knowledge=K_)
+    i = res.to_dict()
     assert i["n_stranded_groups"] == 1 and i["n_rescued_groups"] == 1
     assert i["robust"] and i["n_unsatisfied"] == 0
     assert sorted(np.bincount(res.group_ids).tolist()) == [10, 11]
@@ -389,12 +392,12 @@ def test_every_published_group_meets_the_condition_or_is_counted(case, condition
     out = {}
     for mode in ("merge", "suppress", "report"):
         try:
-            res = art(t, ["a", "b"], "s", r, sensitive_values=xs, knowledge=K_,
+            res = art(t, qi=["a", "b"], sensitive="s", r=r, sensitive_values=xs, knowledge=K_,
                       condition=condition, on_unsatisfied=mode)
         except ValueError as exc:          # nothing can be published robustly
             assert mode == "suppress" and "every row" in str(exc)
             continue
-        i = res.info
+        i = res.to_dict()
         bad, undefined = _exact_unsatisfied(t, res, r)
         assert not undefined
         assert i["on_unsatisfied"] == mode
@@ -414,7 +417,7 @@ def test_every_published_group_meets_the_condition_or_is_counted(case, condition
     assert out["merge"]["n_stranded_groups"] == out["report"]["n_stranded_groups"]
     if out["report"]["n_stranded_groups"]:
         with pytest.raises(ValueError, match="could not satisfy"):
-            art(t, ["a", "b"], "s", r, sensitive_values=xs, knowledge=K_,
+            art(t, qi=["a", "b"], sensitive="s", r=r, sensitive_values=xs, knowledge=K_,
                 condition=condition, on_unsatisfied="raise")
 
 
@@ -437,3 +440,24 @@ def test_art_lazy_export_and_cli(tmp_path, capsys):
     assert main(["anonymize", "adult", "--qi", "age", "--sensitive", "education",
                  "--method", "art"]) == 2
     assert "--r" in capsys.readouterr().err
+
+
+def test_result_is_typed_and_follows_the_protocol():
+    import copy
+    import json
+
+    from fastpriv.anonymize import ArtResult
+    from fastpriv.results import Result
+
+    t = pa.table({"a": [0, 0, 1, 1, 2, 2, 3, 3], "s": list("xnxnxnnn")})
+    res = art(t, qi=["a"], sensitive="s", r=2, sensitive_values=["x"], min_support=1)
+    assert isinstance(res, ArtResult) and isinstance(res, Result)
+    assert res.value == res.max_posterior and res.robust and res.witness is None
+    assert res.r == 2.0 and res.condition == "delta" and res.n_sensitive_rows == 3
+    assert res.params["r"] == 2.0 and {"prepare", "merge", "verify", "total"} <= set(res.seconds)
+    d = json.loads(json.dumps(res.to_dict()))
+    assert d["robust"] and d["max_posterior"] == res.max_posterior
+    assert res == res and copy.copy(res) == res and res.summary().startswith("art:")
+    quick = art(t, qi=["a"], sensitive="s", r=2, sensitive_values=["x"], min_support=1,
+                verify=False)
+    assert quick.max_posterior is None and quick.value is None and quick.robust is None

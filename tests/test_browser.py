@@ -238,7 +238,7 @@ def adult_report_html(tmp_path_factory):
     from fastpriv.report import build_report
 
     adult = fp.datasets.load_adult()
-    an = anatomy(adult, "occupation", 3, seed=0)
+    an = anatomy(adult, sensitive="occupation", l=3, seed=0)
     table = an.auditor_view(adult)
     rep = build_report(table, sensitive="occupation", group="group_id",
                        qi=["age", "workclass", "marital_status", "race", "sex"], max_set_size=1,

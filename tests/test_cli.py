@@ -85,7 +85,7 @@ def test_demo_runs_on_bundled_adult(capsys, tmp_path):
     from fastpriv.cli.demo import CONFIDENCE, _remedy
     fixed = _remedy(demo_table())[0].release
     (sigma, sky), = payload["knowledge_skyline"].items()
-    assert len(sky["points"]) == len(skyline.knowledge_skyline(fixed, sigma, CONFIDENCE))
+    assert len(sky["points"]) == len(skyline.knowledge_skyline(fixed, sigma=sigma, c=CONFIDENCE))
 
 
 def test_console_script_entry_point():

@@ -137,13 +137,13 @@ def test_outputs_are_checked_before_any_work(tmp_path, capsys):
 
 def test_python_api_defaults_are_safe():
     adult = load_adult()
-    an = anatomy(adult, "occupation", 4, seed=0, qi=QI)
+    an = anatomy(adult, sensitive="occupation", l=4, seed=0, qi=QI)
     with pytest.raises(ValueError, match="two tables"):
         an.table(adult)
     tables = an.release_tables(adult)
     assert "occupation" not in tables["qi"].column_names
     assert an.auditor_view(adult).num_rows == 45222
-    m = mondrian(adult, QI, "occupation", k=10)
+    m = mondrian(adult, qi=QI, sensitive="occupation", min_size=10)
     assert set(m.table(adult).column_names) == set(QI) | {"occupation", "group_id"}
     assert isinstance(m.summary(), str) and len(m.summary()) < 600
 

@@ -46,7 +46,7 @@ def reference(data):
                  {"l": 2, "values": rel.values, "q": [1 / rel.n_values] * rel.n_values,
                   "order": None, "skylines": {"*": POINTS}, "classic": True})
     return {"rel": rel, "classic": classic.audit(rel),
-            "skyline": skyline.check(rel, {"*": POINTS})}
+            "skyline": skyline.check(rel, skylines={"*": POINTS})}
 
 
 @pytest.fixture(scope="module")

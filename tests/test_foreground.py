@@ -436,7 +436,7 @@ def test_joined_table_and_two_published_tables_agree():
     n = 400
     t = pa.table({"age": rng.integers(20, 24, n), "sex": rng.choice(["F", "M"], n),
                   "d": rng.choice(list("abcdef"), n)})
-    res = anatomy(t, "d", 3, seed=2)
+    res = anatomy(t, sensitive="d", l=3, seed=2)
     joined = res.auditor_view(t)
     a1 = fg.attack(joined, qi=["age", "sex"], sensitive="d", group="group_id", r=2,
                    min_support=30, original=t)

@@ -146,10 +146,10 @@ def test_pathological_shapes_end_in_bounded_time():
         ck_safety.max_disclosure(rel, k=10**9)          # refused before allocating
     with pytest.raises(InputError, match="k_max"):
         ck_safety.disclosure_curve(rel, k_max=10**9)
-    assert skyline.breach_probability(rel, "5", 10, 10, 10).value < 1e-3
+    assert skyline.breach_probability(rel, sigma="5", l=10, k=10, m=10).value < 1e-3
     t0 = time.monotonic()
     with pytest.raises(InputError, match="did not finish within max_seconds"):
-        skyline.knowledge_skyline(rel, "5", 0.95, max_seconds=1)
+        skyline.knowledge_skyline(rel, sigma="5", c=0.95, max_seconds=1)
     assert time.monotonic() - t0 < 30
 
 

@@ -189,7 +189,7 @@ def test_adult_lattice_and_best_node():
     assert exh.minimal == res.minimal
     an = res.anonymized
     assert an.release.n_rows == 45222 and int(an.release.sizes.min()) >= 10
-    assert an.method == "lattice" and an.info["node"] == list(res.best)
+    assert an.method == "lattice" and list(an.node) == list(res.best)
     # the best node minimizes discernibility among the minimal nodes
     scores = {n: float(np.sum(lat.release(n).sizes.astype(float) ** 2)) for n in res.minimal}
     assert min(scores.values()) == res.scores[res.best] == scores[res.best]

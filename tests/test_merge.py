@@ -125,7 +125,7 @@ def test_skyline_and_classic_states_merge_any_split_of_groups(rs, owner, rnd):
     for key, want in ref_classic.models.items():
         assert (got.models[key]["value"], got.models[key]["worst_label"]) == \
             (want["value"], want["worst_label"]), key
-    ref_sky = skyline.check(rel, {"*": POINTS}, method="direct")
+    ref_sky = skyline.check(rel, skylines={"*": POINTS}, method="direct")
 
     def key(p):
         return (p.sigma, p.l, p.k, p.m, p.value, p.statistics, p.safe, p.case_used)

@@ -89,7 +89,7 @@ def test_estimators_equal_brute_force(rows, qd, seed, groups):
                                          len(acts)), rel_tol=1e-9)
     assert err.estimator == "bucketized"
     # generalized: a Mondrian result and a lattice node (with suppression)
-    m = mondrian(t, QI, "s", k=2)
+    m = mondrian(t, qi=QI, sensitive="s", min_size=2)
     want = [estimate_generalized(rows, _gen_sets(m, len(rows)), q, QI, "s") for q in queries]
     assert np.allclose(wl.estimate(m), [float(w) for w in want], rtol=1e-12, atol=1e-12)
     hier = {"x": [2, 4, "*"], "y": Hierarchy([["p", "pq"], ["q", "pq"], ["r", "rs"],
@@ -150,8 +150,8 @@ def test_workload_errors():
 def test_adult_query_error_shape():
     adult = load_adult(["age", "marital_status", "race", "sex", "occupation"])
     qi = ["age", "marital_status", "race", "sex"]
-    fine = mondrian(adult, qi, "occupation", k=5)
-    coarse = mondrian(adult, qi, "occupation", k=500)
+    fine = mondrian(adult, qi=qi, sensitive="occupation", min_size=5)
+    coarse = mondrian(adult, qi=qi, sensitive="occupation", min_size=500)
     e_fine = query_error(adult, fine, n_queries=2000)
     e_coarse = query_error(adult, coarse, n_queries=2000)
     assert 0 <= e_fine.value < e_coarse.value
@@ -172,7 +172,7 @@ def test_discernibility_and_average_group_size():
     with pytest.raises(TypeError, match="group sizes"):
         discernibility("x")
     with pytest.raises(ValueError, match="min_size must be >= 1"):
-        average_group_size(rel, 0)
+        average_group_size(rel, min_size=0)
 
 
 @pytest.mark.slow
@@ -212,7 +212,7 @@ def test_average_delta_with_knowledge():
     adult = load_adult(["age", "sex", "race", "education"])
     K = knowledge.Knowledge.derive(adult, qi=["sex", "race"], sensitive="education",
                                    max_set_size=1)
-    res = mondrian(adult, ["age", "sex", "race"], "education", k=50)
+    res = mondrian(adult, qi=["age", "sex", "race"], sensitive="education", min_size=50)
     val = average_delta(K, res, data=adult, values=["Preschool", "1st-4th"])
     mats = []
     for A in K.attribute_sets:

@@ -18,18 +18,24 @@ from fastpriv.datasets import load_adult
 from tests.naive_anonymize import group_passes, split, table_distribution
 
 CRITERIA = [
-    (dict(k=2), [("k", 2)]),
-    (dict(k=3), [("k", 3)]),
+    (dict(min_size=2), [("k", 2)]),
+    (dict(min_size=3), [("k", 3)]),
     (dict(l=2), [("distinct", 2)]),
-    (dict(k=2, l=2), [("k", 2), ("distinct", 2)]),
+    (dict(min_size=2, l=2), [("k", 2), ("distinct", 2)]),
     (dict(l=1.5, l_kind="entropy"), [("entropy", 1.5)]),
     (dict(l=2, l_kind="recursive", c_l=2), [("recursive", 2, 2)]),
     (dict(t=0.4), [("t", Fraction(2, 5))]),
-    (dict(c=0.75, ck=1, knowledge="negations"), [("ck_neg", Fraction(3, 4), 1)]),
+    (dict(c=0.75, k=1, knowledge_kind="negations"), [("ck_neg", Fraction(3, 4), 1)]),
     (dict(alpha=0.75), [("alpha", Fraction(3, 4))]),
 ]
 
 CATS = ["u", "v", "w"]
+
+
+def _criteria_kw(kw):
+    """mondrian's keywords as criteria_from's (k-anonymity's k, (c,k)'s ck, knowledge)."""
+    names = {"min_size": "k", "k": "ck", "knowledge_kind": "knowledge"}
+    return {names.get(a, a): v for a, v in kw.items()}
 
 
 @st.composite
@@ -65,9 +71,9 @@ def test_groups_satisfy_and_are_minimal_under_the_split_rule(rows):
     for kw, crits in CRITERIA:
         if not _passes(rows, crits, q):
             with pytest.raises(ValueError, match="whole table does not satisfy"):
-                mondrian(_table(rows), ["x", "y", "z"], "s", **kw)
+                mondrian(_table(rows), qi=["x", "y", "z"], sensitive="s", **kw)
             continue
-        res = mondrian(_table(rows), ["x", "y", "z"], "s", **kw)
+        res = mondrian(_table(rows), qi=["x", "y", "z"], sensitive="s", **kw)
         groups = _groups_of(rows, res.group_ids)
         assert sorted(groups) == list(range(res.release.n_groups))
         for part in groups.values():
@@ -85,14 +91,14 @@ def test_groups_satisfy_and_are_minimal_under_the_split_rule(rows):
 @given(rows=tables(max_rows=20))
 def test_python_path_equals_compiled_path(rows):
     for kw, _ in [CRITERIA[0], CRITERIA[3], CRITERIA[6], CRITERIA[7]]:
-        crit = P.criteria_from(**kw)
+        crit = P.criteria_from(**_criteria_kw(kw))
         try:
-            fast = mondrian(_table(rows), ["x", "y", "z"], "s", predicate=crit)
+            fast = mondrian(_table(rows), qi=["x", "y", "z"], sensitive="s", predicate=crit)
         except ValueError:
             continue
         opaque = P.FunctionCriterion(crit, "opaque")  # not local: whole-release checks
-        slow = mondrian(_table(rows), ["x", "y", "z"], "s", predicate=opaque)
-        assert fast.info["path"] == "compiled" and slow.info["path"] == "python"
+        slow = mondrian(_table(rows), qi=["x", "y", "z"], sensitive="s", predicate=opaque)
+        assert fast.path == "compiled" and slow.path == "python"
         assert np.array_equal(fast.group_ids, slow.group_ids), kw
 
         if "t" in kw:  # depends on the table's distribution: not checkable on two halves
@@ -105,8 +111,8 @@ def test_python_path_equals_compiled_path(rows):
             def __call__(self, rel, _c=crit):
                 return _c(rel)
 
-        two = mondrian(_table(rows), ["x", "y", "z"], "s", predicate=LocalUser())
-        assert two.info["path"] == "python"
+        two = mondrian(_table(rows), qi=["x", "y", "z"], sensitive="s", predicate=LocalUser())
+        assert two.path == "python"
         assert np.array_equal(fast.group_ids, two.group_ids)
 
 
@@ -114,7 +120,8 @@ def test_python_path_equals_compiled_path(rows):
 @settings(max_examples=40)
 @given(rows=tables())
 def test_generalized_values_cover_each_group(rows):
-    res = mondrian(_table(rows), ["x", "y", "z"], "s", k=2) if len(rows) >= 2 else None
+    res = mondrian(_table(rows), qi=["x", "y", "z"], sensitive="s",
+                   min_size=2) if len(rows) >= 2 else None
     if res is None:
         return
     gen = res.generalized.to_pylist()
@@ -141,41 +148,41 @@ def test_generalized_values_cover_each_group(rows):
 
 def test_hand_example():
     t = pa.table({"age": [20, 21, 22, 23, 30, 31, 32, 33], "s": list("abababab")})
-    res = mondrian(t, ["age"], "s", k=2)
+    res = mondrian(t, qi=["age"], sensitive="s", min_size=2)
     assert res.group_ids.tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
     assert res.generalized.column("age").to_pylist() == ["[20, 21]"] * 2 + ["[22, 23]"] * 2 + \
         ["[30, 31]"] * 2 + ["[32, 33]"] * 2
-    res = mondrian(t, ["age"], "s", k=3)
+    res = mondrian(t, qi=["age"], sensitive="s", min_size=3)
     assert res.group_ids.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
-    res = mondrian(t, ["age"], "s", l=2, k=2)
+    res = mondrian(t, qi=["age"], sensitive="s", l=2, min_size=2)
     assert res.release.n_groups == 4
 
 
 def test_median_rule_uses_the_value_below_the_maximum():
     # lower median is the maximum (7 of 10 are 'M'): the cut falls below it
     t = pa.table({"sex": ["F"] * 3 + ["M"] * 7, "s": list("abcabcabca")})
-    res = mondrian(t, ["sex"], "s", k=3)
+    res = mondrian(t, qi=["sex"], sensitive="s", min_size=3)
     assert res.release.n_groups == 2
     assert sorted(res.generalized.column("sex").to_pylist()) == ["F"] * 3 + ["M"] * 7
 
 
 def test_categorical_option_and_widths():
     t = pa.table({"zip": [1, 2, 3, 4, 5, 6], "s": list("abcabc")})
-    ordered = mondrian(t, ["zip"], "s", k=3)
-    cat = mondrian(t, ["zip"], "s", k=3, categorical=["zip"])
+    ordered = mondrian(t, qi=["zip"], sensitive="s", min_size=3)
+    cat = mondrian(t, qi=["zip"], sensitive="s", min_size=3, categorical=["zip"])
     assert ordered.generalized.column("zip").to_pylist()[0] == "[1, 3]"
     assert cat.generalized.column("zip").to_pylist()[0] == "{1, 2, 3}"
     with pytest.raises(ValueError, match="categorical: column 'nope'"):
-        mondrian(t, ["zip"], "s", k=3, categorical=["nope"])
+        mondrian(t, qi=["zip"], sensitive="s", min_size=3, categorical=["nope"])
 
 
 def test_adult_k_anonymity_and_l_diversity():
     adult = load_adult(["age", "education_num", "sex", "race", "occupation"])
     qi = ["age", "education_num", "sex", "race"]
-    res = mondrian(adult, qi, "occupation", k=10, l=3)
+    res = mondrian(adult, qi=qi, sensitive="occupation", min_size=10, l=3)
     assert int(res.release.sizes.min()) >= 10 and int(res.release.distinct.min()) >= 3
     assert res.release.n_rows == adult.num_rows
-    assert res.info["path"] == "compiled" and res.info["n_groups"] == res.release.n_groups
+    assert res.path == "compiled" and res.release.n_groups == res.release.n_groups
     assert res.method == "mondrian" and res.params["qi"] == qi
     assert res.release.row_group is not None
     assert np.array_equal(res.release.row_group, res.group_ids)
@@ -184,15 +191,15 @@ def test_adult_k_anonymity_and_l_diversity():
 def test_nulls_and_errors():
     t = pa.table({"a": [1, 2, None, 4, 5], "s": ["x", "y", "x", "y", "x"]})
     with pytest.raises(ValueError, match="null"):
-        mondrian(t, ["a"], "s", k=2)
-    res = mondrian(t, ["a"], "s", k=2, nulls="drop")
+        mondrian(t, qi=["a"], sensitive="s", min_size=2)
+    res = mondrian(t, qi=["a"], sensitive="s", min_size=2, nulls="drop")
     assert res.group_ids[2] == -1 and res.generalized.column("a")[2].as_py() is None
     with pytest.raises(ValueError, match="no privacy criterion"):
-        mondrian(t, ["a"], "s")
+        mondrian(t, qi=["a"], sensitive="s")
     with pytest.raises(ValueError, match="also a qi"):
-        mondrian(t, ["a"], "a", k=2)
+        mondrian(t, qi=["a"], sensitive="a", min_size=2)
     with pytest.raises(ValueError, match="qi: column 'b'"):
-        mondrian(t, ["b"], "s", k=2)
+        mondrian(t, qi=["b"], sensitive="s", min_size=2)
 
 
 def test_tree_reuse_runs_several_criteria():
@@ -226,10 +233,10 @@ def test_non_local_criteria_safe_and_minimal(rows):
         whole = Release.from_groups([[r["s"] for r in rows]])
         if not crit(whole):
             with pytest.raises(ValueError, match="whole table"):
-                mondrian(_table(rows), ["x", "y", "z"], "s", predicate=crit)
+                mondrian(_table(rows), qi=["x", "y", "z"], sensitive="s", predicate=crit)
             continue
-        res = mondrian(_table(rows), ["x", "y", "z"], "s", predicate=crit)
-        assert res.info["path"] == "python"
+        res = mondrian(_table(rows), qi=["x", "y", "z"], sensitive="s", predicate=crit)
+        assert res.path == "python"
         parts = list(_groups_of(rows, res.group_ids).values())
         vals = [[r["s"] for r in p] for p in parts]
         assert crit(Release.from_groups(vals))
@@ -247,7 +254,28 @@ def test_package_export_survives_a_direct_submodule_import():
     code = ("import fastpriv.anonymize._mondrian\n"
             "import pyarrow as pa, fastpriv as fp\n"
             "t = pa.table({'a': [1, 2, 3, 4], 's': ['x', 'y', 'x', 'y']})\n"
-            "r = fp.anonymize.mondrian(t, ['a'], 's', k=2)\n"
+            "r = fp.anonymize.mondrian(t, qi=['a'], sensitive='s', min_size=2)\n"
             "assert r.release.n_groups == 2, r\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_result_is_typed_and_follows_the_protocol():
+    import copy
+    import json
+
+    from fastpriv.anonymize import MondrianResult
+    from fastpriv.results import Result
+
+    t = pa.table({"age": [20, 21, 22, 30, 31, 32, 40, 41], "s": list("abababab")})
+    res = mondrian(t, qi=["age"], sensitive="s", min_size=2)
+    assert isinstance(res, MondrianResult) and isinstance(res, Result)
+    assert res.path == "compiled" and res.n_cells == 8 and res.n_splits == 3
+    assert res.value is None and res.witness is None and res.params["qi"] == ["age"]
+    assert {"encode", "partition", "output"} <= set(res.seconds)
+    d = json.loads(json.dumps(res.to_dict()))
+    assert d["n_splits"] == 3 and d["path"] == "compiled" and d["n_groups"] == 4
+    assert res == res and copy.copy(res) == res and res.summary().startswith("mondrian:")
+    t4 = pa.table({"age": list(range(8)), "s": list("abcdabcd")})
+    ck = mondrian(t4, qi=["age"], sensitive="s", c=0.9, k=1, knowledge_kind="negations")
+    assert ck.params["criterion"] == P.criteria_from(c=0.9, ck=1, knowledge="negations").name

@@ -275,7 +275,7 @@ def test_skyline_point_uses_skyline_and_is_monotone_for_svpi(groups, l, k, m, se
         for c in (0.5, 0.75, 1):
             crit = P.SkylinePoint(sigma, l, k, m, c)
             sig = [s for s in (rel.values if sigma is None else ["a"]) if s in rel.values]
-            want = all(skyline.check(rel, {s: [(l, k, m, c)]}).safe for s in sig)
+            want = all(skyline.check(rel, skylines={s: [(l, k, m, c)]}).safe for s in sig)
             assert crit(rel) == want
             if crit(rel):
                 assert crit(coarse)  # Theorem 4 (SVPI)

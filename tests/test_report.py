@@ -31,7 +31,7 @@ def bucketized():
                   zipf_s=0.7, seed=3)
     t = t.set_column(t.schema.get_field_index("sensitive"), "sensitive",
                      t.column("sensitive").cast(pa.string()))
-    an = anatomy(t, "sensitive", 3, seed=1)
+    an = anatomy(t, sensitive="sensitive", l=3, seed=1)
     return an.auditor_view(t)
 
 
@@ -123,18 +123,18 @@ def test_content_equals_direct_api(bucketized, bucketized_report):
     # skyline
     sk = d["skyline"]
     assert sk["c"] == 0.6 and sk["point"] == [1, 1, 0]
-    direct = skyline.check(rel, {"*": [(1, 1, 0, 0.6)]})
+    direct = skyline.check(rel, skylines={"*": [(1, 1, 0, 0.6)]})
     assert sk["check"]["safe"] == direct.safe
     assert {json.dumps(p, sort_keys=True) for p in sk["check"]["points"]} == \
         {json.dumps(to_jsonable(p.to_dict()), sort_keys=True) for p in direct.points}
     worst = max(direct.points, key=lambda p: float(p.value))
     assert sk["worst"]["value"] == worst.value
-    assert sk["worst"] == to_jsonable(skyline.breach_probability(rel, sk["worst"]["sigma"], 1, 1,
-                                                                 0).to_dict())
+    assert sk["worst"] == to_jsonable(skyline.breach_probability(rel, sigma=sk["worst"]["sigma"], l=1, k=1,
+                                                                 m=0).to_dict())
     assert sorted(sk["sigmas"]) == sorted(rel.values)         # 6 values: all of them
     assert len(sk["skylines"]) == len(rel.values) * 2
     for s in sk["skylines"]:
-        assert s == to_jsonable(skyline.knowledge_skyline(rel, s["sigma"], s["c"]).to_dict())
+        assert s == to_jsonable(skyline.knowledge_skyline(rel, sigma=s["sigma"], c=s["c"]).to_dict())
     # r-robustness and the foreground attack (r = 1/c by default)
     r = 1 / 0.6
     assert d["parameters"]["r"] == pytest.approx(r)
@@ -439,3 +439,58 @@ def test_knowledge_file(tmp_path, bucketized):
                       knowledge=str(path), k=1, k_max=2, sigma=["v0"], attack=False).data
     assert d2["robustness"]["status"] == "failed" and "fallback" in d2["robustness"]["reason"]
     validate(d2)
+
+
+# ============================================================================ errors and protocol
+def test_internal_error_in_a_model_propagates(monkeypatch):
+    """Only bad input (InputError) becomes a 'failed' section: a bug in a model propagates."""
+    rel = _small_release()
+
+    def broken(*a, **kw):
+        raise RuntimeError("internal bug in a model")
+
+    monkeypatch.setattr(classic, "audit", broken)
+    with pytest.raises(RuntimeError, match="internal bug in a model"):
+        build_report(rel, k_max=3)
+    monkeypatch.setattr(ck_safety, "disclosure_curve", broken)
+    with pytest.raises(RuntimeError, match="internal bug in a model"):
+        build_report(rel, k_max=3)
+
+
+def test_input_error_in_a_model_becomes_a_failed_section(monkeypatch):
+    rel = _small_release()
+
+    def refuses(*a, **kw):
+        raise fp.InputError("this model refuses the input")
+
+    monkeypatch.setattr(classic, "audit", refuses)
+    rep = build_report(rel, k_max=3)
+    assert rep.data["classical"]["status"] == "failed"
+    assert "refuses the input" in rep.data["classical"]["reason"]
+    assert rep.data["ck_safety"]["status"] == "ok"
+
+
+def test_risk_section_propagates_internal_errors(monkeypatch, bucketized):
+    from fastpriv import risk
+
+    def broken(*a, **kw):
+        raise RuntimeError("internal bug in risk")
+
+    monkeypatch.setattr(risk, "audit", broken)
+    with pytest.raises(RuntimeError, match="internal bug in risk"):
+        build_report(bucketized, sensitive="sensitive", qi=["q0", "q1"], k_max=3,
+                     robustness=False, attack=False, knowledge_skylines=False)
+
+
+def test_report_follows_the_result_protocol(bucketized_report):
+    import copy
+
+    from fastpriv.results import Result
+
+    rep = bucketized_report
+    assert isinstance(rep, Result)
+    assert rep == rep and rep == copy.deepcopy(rep)
+    assert rep.value == len(rep.verdict["violated"])
+    assert rep.params["k"] == 2 and rep.witness is None
+    json.dumps(rep.to_dict())
+    assert rep.summary().strip()

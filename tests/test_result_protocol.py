@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 
 import fastpriv as fp
-from fastpriv import ck_safety, classic, foreground, metrics, risk, robustness
+from fastpriv import anonymize, ck_safety, classic, foreground, metrics, risk, robustness, skyline
 from fastpriv.results import Result, Witness
 
 GROUPS = [["flu", "flu", "cold", "hiv"], ["cold", "flu", "mumps"], ["hiv", "hiv", "cold"]]
@@ -97,6 +97,51 @@ CALLS[foreground] = {
         fp.Release.from_table(TABLE, **ROWS), qi=QI, r=2, min_support=1),
 }
 
+SKY = {"*": [(1, 1, 1, 0.9), (2, 1, 1, 0.95)]}
+CALLS[skyline] = {
+    "breach_probability": lambda: skyline.breach_probability(_rel(), sigma="flu", l=1, k=1, m=1),
+    "dp_breach_probability": lambda: skyline.dp_breach_probability(
+        _rel(), sigma="flu", l=1, k=1, m=1),
+    "check": lambda: skyline.check(TABLE, skylines=SKY, sensitive="disease", group="g"),
+    "knowledge_skyline": lambda: skyline.knowledge_skyline(_rel(), sigma="flu", c=0.9),
+    "knowledge_skylines": lambda: skyline.knowledge_skylines(_rel(), c=0.9),
+    "knowledge_probability": lambda: skyline.knowledge_probability(
+        _rel(), sigma="flu", target=0, x=["cold"]),
+    "forget_indexes": lambda: skyline.forget_indexes(_rel()),
+}
+#: public helpers that are not model calls, with the reason they return no result object
+BUILDING_BLOCKS = {
+    skyline: {"combine_row": "Theorem 2's combine of one row of statistics (numbers in, out)",
+              "normalize_skylines": "input normalization shared with skyline_anonymize",
+              "prepare": "builds SigmaTables, a prepared input for repeated evaluation"},
+}
+ADULT_QI = ["age", "sex", "race"]
+
+
+def _adult():
+    return fp.datasets.load_adult(ADULT_QI + ["workclass", "occupation"])
+
+
+CALLS[anonymize] = {
+    "anatomy": lambda: anonymize.anatomy(_adult(), sensitive="occupation", l=3),
+    "mondrian": lambda: anonymize.mondrian(_adult(), qi=ADULT_QI, sensitive="occupation",
+                                           min_size=10, l=3),
+    "skyline_anonymize": lambda: anonymize.skyline_anonymize(
+        _adult(), qi=ADULT_QI, sensitive="occupation", skylines={"*": [(1, 1, 1, 0.9)]}),
+    "art": lambda: anonymize.art(_adult().slice(0, 3000), qi=ADULT_QI, sensitive="workclass",
+                                 r=4),
+    "release_paths": lambda: anonymize.release_paths("out.parquet", bucketization=True),
+}
+CALLS[metrics] = {
+    "query_error": lambda: metrics.query_error(
+        _adult(), anonymize.mondrian(_adult(), qi=ADULT_QI, sensitive="occupation",
+                                     min_size=10), n_queries=200),
+    "discernibility": lambda: metrics.discernibility(_rel()),
+    "average_group_size": lambda: metrics.average_group_size(_rel(), min_size=2),
+    "average_delta": lambda: metrics.average_delta(np.array([0.1, 0.2, 0.3]),
+                                                   np.array([0, 0, 1])),
+}
+
 PLAIN = (bool, int, float, Fraction, str, type(None), np.ndarray, np.generic, pa.Table)
 
 
@@ -104,12 +149,13 @@ def _public_functions(module) -> set[str]:
     names = getattr(module, "__all__", None) or [n for n in dir(module) if not n.startswith("_")]
     return {n for n in names
             if inspect.isfunction(getattr(module, n, None))
-            and getattr(module, n).__module__ == module.__name__}
+            and getattr(module, n).__module__.startswith(module.__name__)}
 
 
 @pytest.mark.parametrize("module", list(CALLS), ids=lambda m: m.__name__)
 def test_every_public_function_is_called(module):
-    missing = _public_functions(module) - set(CALLS[module])
+    missing = _public_functions(module) - set(CALLS[module]) - set(
+        BUILDING_BLOCKS.get(module, {}))
     assert not missing, f"{module.__name__}: add {sorted(missing)} to CALLS"
 
 

@@ -89,33 +89,33 @@ def test_grid_vector(vec):
     rel = from_vector_release(case, vec["input"]["release"], sigma)
     grid = vec["expected"]["grid"]
     pts = [(e["l"], e["k"], e["m"], Fraction(1, 2)) for e in grid]
-    res = sky.check(rel, {sigma: pts})
+    res = sky.check(rel, skylines={sigma: pts})
     if case != "mvpi-multiset":
-        res_x = sky.check(rel, {sigma: pts}, exact=True)
+        res_x = sky.check(rel, skylines={sigma: pts}, exact=True)
         assert [p.safe for p in res_x] == [F(e["bp"]) < Fraction(1, 2) for e in grid]
         assert [p.value for p in res_x] == [F(e["bp"]) for e in grid]
     for e, pr in zip(grid, res.points, strict=False):
         l, k, m = e["l"], e["k"], e["m"]
         bp, min_nr, ss = F(e["bp"]), F(e["min_nr"]), [F(x) for x in e["ss"]]
-        r = sky.breach_probability(rel, sigma, l, k, m)
+        r = sky.breach_probability(rel, sigma=sigma, l=l, k=k, m=m)
         assert close(r.value, bp) and close(r.min_nr, min_nr), (l, k, m)
         assert all(close(a, b) for a, b in zip(r.statistics, ss, strict=False)), (l, k, m)
         # SkylineCheck evaluates the same helpers: identical floats
         assert (pr.value, pr.statistics, pr.case_used) == (r.value, r.statistics, r.case_used)
         if bp != Fraction(1, 2):   # float mode: ties are decided exactly only with exact=True
             assert pr.safe == (bp < Fraction(1, 2))
-        assert close(sky.dp_breach_probability(rel, sigma, l, k, m).value, bp)
+        assert close(sky.dp_breach_probability(rel, sigma=sigma, l=l, k=k, m=m).value, bp)
         if case != "mvpi-multiset":
-            rx = sky.breach_probability(rel, sigma, l, k, m, exact=True)
+            rx = sky.breach_probability(rel, sigma=sigma, l=l, k=k, m=m, exact=True)
             assert (rx.value, rx.min_nr, list(rx.statistics)) == (bp, min_nr, ss)
             if l + k + m <= 4:
-                assert sky.dp_breach_probability(rel, sigma, l, k, m, exact=True).value == bp
+                assert sky.dp_breach_probability(rel, sigma=sigma, l=l, k=k, m=m, exact=True).value == bp
             if rx.witness is not None:
-                got = sky.knowledge_probability(rel, sigma, **rx.witness.grounding(),
+                got = sky.knowledge_probability(rel, sigma=sigma, **rx.witness.grounding(),
                                                 exact=True)
                 assert got == bp, (l, k, m, rx.witness)
         elif r.witness is not None:
-            got = sky.knowledge_probability(rel, sigma, **r.witness.grounding())
+            got = sky.knowledge_probability(rel, sigma=sigma, **r.witness.grounding())
             assert close(got, bp), (l, k, m, r.witness)
 
 
@@ -166,12 +166,12 @@ def test_tom_example(vec):
         u = [(tuple(ind), y) for ind, y in know.get("u_values", [])]
         v = [tuple(ind) for ind in know.get("v_family", [])]
         assert N.joint_probability(orel, "svpi", sigma, t, x, u, v) == want
-        got = sky.knowledge_probability(rel, sigma, t=t[0], x=x, u=[(g, y) for (g, _), y in u],
+        got = sky.knowledge_probability(rel, sigma=sigma, target=t[0], x=x, u=[(g, y) for (g, _), y in u],
                                         v=[g for g, _ in v], exact=True)
         assert got == want
     # worst case of this release (spec examples)
-    assert sky.breach_probability(rel, sigma, 0, 0, 0, exact=True).value == Fraction(1, 2)
-    assert sky.breach_probability(rel, sigma, 1, 1, 0, exact=True).value == 1
+    assert sky.breach_probability(rel, sigma=sigma, l=0, k=0, m=0, exact=True).value == Fraction(1, 2)
+    assert sky.breach_probability(rel, sigma=sigma, l=1, k=1, m=0, exact=True).value == 1
 
 
 @pytest.mark.parametrize("vec", vectors("knowledge_skyline"))
@@ -182,7 +182,7 @@ def test_knowledge_skyline_vector(vec, exact):
     rel = from_vector_release(case, inp["release"], inp["sigma"])
     for item in vec["expected"]["skylines"]:
         c = F(item["c"]) if exact else item["c"]["float"]
-        got = sky.knowledge_skyline(rel, inp["sigma"], c, exact=exact)
+        got = sky.knowledge_skyline(rel, sigma=inp["sigma"], c=c, exact=exact)
         want = sorted(tuple(math.inf if x == "inf" else x for x in p) for p in item["skyline"])
         assert list(got) == want, (item["c"], got)
         assert got.caps == tuple(inp["caps"])
@@ -197,7 +197,7 @@ def test_merge_counterexamples(vec):
     vals = {}
     for name in ("fine", "merged"):
         rel = from_vector_release(case, inp[name], sigma)
-        vals[name] = sky.breach_probability(rel, sigma, inp["l"], inp["k"], inp["m"],
+        vals[name] = sky.breach_probability(rel, sigma=sigma, l=inp["l"], k=inp["k"], m=inp["m"],
                                             exact=exact).value
         assert close(vals[name], F(vec["expected"][f"bp_{name}"]))
         if exact:
@@ -212,7 +212,7 @@ def test_multiset_sample_space(vec):
     rel = from_vector_release("mvpi-multiset", vec["input"]["release"], sigma)
     orel = [(g["n"], g["X"]) for g in vec["input"]["release"]]
     for e in vec["expected"]["grid"]:
-        got = sky.breach_probability(rel, sigma, e["l"], e["k"], e["m"]).value
+        got = sky.breach_probability(rel, sigma=sigma, l=e["l"], k=e["k"], m=e["m"]).value
         assert close(got, F(e["bp_paper_model"]))
         assert N.breach_probability(orel, "mvpi-multiset", sigma, e["l"], e["k"],
                                     e["m"]) == F(e["bp_paper_model"])
@@ -236,18 +236,23 @@ def mvpi_case(draw, case, max_people=3, max_groups=2):
     return sizes, groups, sigma
 
 
+def _lkm(key):
+    """The (ℓ, k, m) of a skyline point as keywords."""
+    return dict(zip(("l", "k", "m"), key[:3], strict=True))
+
+
 def _compare_with_oracle(rel, sigma, lmax, kmax, mmax, exact):
     orel = oracle_release(rel)
     grid = N.breach_grid(orel, rel.case, sigma, lmax, kmax, mmax)
     pts = [(l, k, m, 0.5) for (l, k, m) in grid]
-    res = sky.check(rel, {sigma: pts})
+    res = sky.check(rel, skylines={sigma: pts})
     for (key, want), pr in zip(grid.items(), res.points, strict=False):
-        r = sky.breach_probability(rel, sigma, *key, exact=exact)
+        r = sky.breach_probability(rel, sigma=sigma, **_lkm(key), exact=exact)
         if exact:
             assert r.value == want, (key, r)
         assert close(r.value, want), (key, r.value, want)
-        assert pr.value == sky.breach_probability(rel, sigma, *key).value
-        assert close(sky.dp_breach_probability(rel, sigma, *key).value, want)
+        assert pr.value == sky.breach_probability(rel, sigma=sigma, **_lkm(key)).value
+        assert close(sky.dp_breach_probability(rel, sigma=sigma, **_lkm(key)).value, want)
     # Theorem 2 and the DP on the oracle's own per-group quantities
     key = (lmax, kmax, mmax)
     mn, _ = N.theorem2(orel, rel.case, sigma, *key)
@@ -315,18 +320,18 @@ def test_per_group_terms_against_brute_force(data, l, k, m):
 def test_witness_reproduces_breach_probability(data, l, k, m):
     rel, sigma = data
     exact = rel.case != "mvpi-multiset"
-    r = sky.breach_probability(rel, sigma, l, k, m, exact=exact)
+    r = sky.breach_probability(rel, sigma=sigma, l=l, k=k, m=m, exact=exact)
     if r.witness is None:
         assert r.value == 0 and r.case_used is None
         return
     w = r.witness
     assert len(w.x_values) <= l and w.n_u <= k and w.n_v <= m
-    got = sky.knowledge_probability(rel, sigma, **w.grounding(), exact=exact)
+    got = sky.knowledge_probability(rel, sigma=sigma, **w.grounding(), exact=exact)
     assert got == r.value if exact else close(got, r.value, 1e-9)
     # the float path agrees with the exact one, the DP with Theorem 2
-    f = sky.breach_probability(rel, sigma, l, k, m)
+    f = sky.breach_probability(rel, sigma=sigma, l=l, k=k, m=m)
     assert close(f.value, r.value)
-    assert close(sky.dp_breach_probability(rel, sigma, l, k, m).min_nr, f.min_nr)
+    assert close(sky.dp_breach_probability(rel, sigma=sigma, l=l, k=k, m=m).min_nr, f.min_nr)
 
 
 @st.composite
@@ -373,10 +378,10 @@ def test_knowledge_probability_against_joint_enumeration(data):
     want = N.joint_probability(orel, rel.case, sigma, tt, x, ou, ov)
     if want is None:
         with pytest.raises(ValueError, match="impossible|probability 0"):
-            sky.knowledge_probability(rel, sigma, t, x, u, v)
+            sky.knowledge_probability(rel, sigma=sigma, target=t, x=x, u=u, v=v)
         return
     exact = rel.case != "mvpi-multiset"
-    got = sky.knowledge_probability(rel, sigma, t, x, u, v, exact=exact)
+    got = sky.knowledge_probability(rel, sigma=sigma, target=t, x=x, u=u, v=v, exact=exact)
     assert got == want if exact else close(got, want, 1e-12)
 
 
@@ -384,10 +389,10 @@ def test_knowledge_probability_against_joint_enumeration(data):
 def test_monotone_in_l_k_m(data, l, k, m):
     rel, sigma = data
     pts = [(l, k, m, 1), (l + 1, k, m, 1), (l, k + 1, m, 1), (l, k, m + 1, 1)]
-    vals = [p.value for p in sky.check(rel, {sigma: pts})]
+    vals = [p.value for p in sky.check(rel, skylines={sigma: pts})]
     assert vals[1] >= vals[0] and vals[2] >= vals[0] and vals[3] >= vals[0]
     if rel.case != "mvpi-multiset":
-        ex = [sky.breach_probability(rel, sigma, *p[:3], exact=True).value for p in pts]
+        ex = [sky.breach_probability(rel, sigma=sigma, **_lkm(p[:3]), exact=True).value for p in pts]
         assert min(ex[1:]) >= ex[0]
 
 
@@ -404,8 +409,8 @@ def test_theorem4_splitting_never_lowers_bp_svpi(data, l, k, m, draw):
     as_counts = lambda gs: [{v: x.count(v) for v in set(x)} for x in gs]   # noqa: E731
     merged_rel = make_release("svpi", as_counts(groups))
     fine_rel = make_release("svpi", as_counts(fine))
-    bp_m = sky.breach_probability(merged_rel, sigma, l, k, m, exact=True).value
-    bp_f = sky.breach_probability(fine_rel, sigma, l, k, m, exact=True).value
+    bp_m = sky.breach_probability(merged_rel, sigma=sigma, l=l, k=k, m=m, exact=True).value
+    bp_f = sky.breach_probability(fine_rel, sigma=sigma, l=l, k=k, m=m, exact=True).value
     assert bp_f >= bp_m
 
 
@@ -440,7 +445,7 @@ def test_state_split_and_merge_is_identical(seed, case, n_parts, method):
     skylines = {"a": [(1, 2, 1, 0.6), (0, 0, 0, 0.5)],
                 "*": [(0, 3, 2, 0.9), (2, 1, 0, Fraction(3, 4))]}
     whole = make_release(case, groups, None, sizes)
-    want = sky.check(whole, skylines, method=method) if "a" in whole.values else None
+    want = sky.check(whole, skylines=skylines, method=method) if "a" in whole.values else None
     part_of = [rng.randrange(n_parts) for _ in groups]
     states = []
     for p in range(n_parts):
@@ -479,8 +484,8 @@ def test_class_method_equals_direct_kernel(seed, case, parallel):
     rel = make_release(case, groups, None, sizes)
     pts = [(rng.randint(0, 4), rng.randint(0, 6), rng.randint(0, 5), 0.7) for _ in range(6)]
     skylines = {"*": pts}
-    direct = sky.check(rel, skylines, method="direct", parallel=parallel)
-    classes = sky.check(rel, skylines, method="classes", parallel=parallel)
+    direct = sky.check(rel, skylines=skylines, method="direct", parallel=parallel)
+    classes = sky.check(rel, skylines=skylines, method="classes", parallel=parallel)
     for d, c in zip(direct.points, classes.points, strict=False):
         assert (d.sigma, d.l, d.k, d.m) == (c.sigma, c.l, c.k, c.m)
         assert (d.value, d.statistics, d.case_used, d.safe) == \
@@ -507,8 +512,8 @@ def test_auto_scans_directly_when_classes_barely_group():
     pt = ([rel.code_of("v1")] * len(pts), *([p[j] for p in pts] for j in range(3)))
     assert sky._check_by_classes(rel, *pt, False, auto=True) == (None, None)
     assert sky._check_by_classes(rel, *pt, False)[0] is not None
-    auto = sky.check(rel, {"*": pts})
-    classes = sky.check(rel, {"*": pts}, method="classes")
+    auto = sky.check(rel, skylines={"*": pts})
+    classes = sky.check(rel, skylines={"*": pts}, method="classes")
     assert [(p.sigma, p.value, p.statistics) for p in auto.points] == \
         [(p.sigma, p.value, p.statistics) for p in classes.points]
 
@@ -518,44 +523,44 @@ def test_state_update_incrementally_and_parallel_identical():
     groups, _ = _random_release(rng, 3000)
     rel = make_release("svpi", groups)
     pts = {"*": [(l, k, m, 0.8) for l in range(3) for k in (0, 2, 5) for m in (0, 3)]}
-    seq = sky.check(rel, pts, parallel=False)
-    par = sky.check(rel, pts, parallel=True)
+    seq = sky.check(rel, skylines=pts, parallel=False)
+    par = sky.check(rel, skylines=pts, parallel=True)
     assert seq.to_dict() == par.to_dict()
     st_ = sky.SkylineState(pts)
     st_.update(make_release("svpi", groups[:1000]), labels=range(1000))
     st_.update(make_release("svpi", groups[1000:]), labels=range(1000, 3000))
     assert st_.result().to_dict() == seq.to_dict()
     for p in seq.points[:10]:
-        r = sky.breach_probability(rel, p.sigma, p.l, p.k, p.m)
+        r = sky.breach_probability(rel, sigma=p.sigma, l=p.l, k=p.k, m=p.m)
         assert (r.value, r.statistics) == (p.value, p.statistics)
 
 
 def test_check_forms_and_results():
     rel = fp.Release.from_groups([["AIDS", "AIDS", "Flu", "Flu"],
                                   ["AIDS", "Cancer", "Flu", "Flu"]])
-    res = sky.check(rel, [(0, 0, 0, 0.5), (0, 0, 0, 0.75)])   # every value
+    res = sky.check(rel, skylines=[(0, 0, 0, 0.5), (0, 0, 0, 0.75)])   # every value
     assert len(res) == 2 * rel.n_values
     by = res.by_sigma()
     assert [p.safe for p in by["AIDS"]] == [False, True]      # BP = 1/2: strict <
     assert not res.safe and len(res.violations) >= 1
-    res2 = sky.check(rel, {"AIDS": [(0, 0, 0, 0.75)], "*": [(1, 1, 0, 1.0)]})
+    res2 = sky.check(rel, skylines={"AIDS": [(0, 0, 0, 0.75)], "*": [(1, 1, 0, 1.0)]})
     assert [(p.sigma, p.l) for p in res2.points][:2] == [("AIDS", 0), ("AIDS", 1)]
     d = res2.to_dict()
     assert json.loads(json.dumps(d)) == d
-    ex = sky.check(rel, {"AIDS": [(0, 0, 0, Fraction(1, 2)), (1, 1, 0, 1)]}, exact=True)
+    ex = sky.check(rel, skylines={"AIDS": [(0, 0, 0, Fraction(1, 2)), (1, 1, 0, 1)]}, exact=True)
     assert [p.value for p in ex] == [Fraction(1, 2), 1] and not ex.safe
     # dict points
-    assert sky.check(rel, {"Flu": [{"l": 0, "k": 0, "m": 0, "c": 0.9}]}).safe
+    assert sky.check(rel, skylines={"Flu": [{"l": 0, "k": 0, "m": 0, "c": 0.9}]}).safe
 
 
 def test_c_equal_one_and_underflow():
     # V = prod (1000-i)/(2000-i), i < 900, underflows float64 but is > 0: BP < 1 exactly
     rel = fp.Release.from_groups([{"s": 1000, "a": 1000}])
-    r = sky.check(rel, {"s": [(0, 0, 900, 1), (0, 0, 1001, 1), (0, 0, 900, 0.999)]})
+    r = sky.check(rel, skylines={"s": [(0, 0, 900, 1), (0, 0, 1001, 1), (0, 0, 900, 0.999)]})
     assert [p.safe for p in r] == [True, False, False]
     assert r.points[0].value == 1.0 and r.points[0].min_nr > 0
     assert r.points[1].min_nr == 0.0
-    assert sky.dp_breach_probability(rel, "s", 0, 0, 900).min_nr > 0
+    assert sky.dp_breach_probability(rel, sigma="s", l=0, k=0, m=900).min_nr > 0
 
 
 def test_multiset_numerics_large_groups():
@@ -570,7 +575,7 @@ def test_multiset_numerics_large_groups():
     v = K.v_value(n, s, 10, k, 2)
     assert abs(D(v) / ((D(n - k - 10) / D(n - k)) ** s) - 1) < D("1e-14")
     rel = fp.Release.from_groups([{"s": 3, "a": 5}], sizes=[10**9], case="mvpi-multiset")
-    assert close(sky.breach_probability(rel, "s", 1, 7, 0).min_nr, float(want), 1e-12)
+    assert close(sky.breach_probability(rel, sigma="s", l=1, k=7, m=0).min_nr, float(want), 1e-12)
 
 
 def test_long_v_products_log_space():
@@ -590,11 +595,11 @@ def test_long_v_products_log_space():
 def test_knowledge_skyline_equals_corrected_a7(data, c):
     rel, sigma = data
     assume(rel.case != "mvpi-multiset")
-    got = sky.knowledge_skyline(rel, sigma, c, exact=True)
+    got = sky.knowledge_skyline(rel, sigma=sigma, c=c, exact=True)
     l_cap, k_cap, m_cap = got.caps
 
     def bp(l, k, m):
-        return sky.breach_probability(rel, sigma, l, k, m, exact=True).value
+        return sky.breach_probability(rel, sigma=sigma, l=l, k=k, m=m, exact=True).value
 
     assert list(got) == N.knowledge_skyline_a7(bp, c, l_cap, k_cap, m_cap)
     for p in got:   # every reported point is safe, with caps standing for "any"
@@ -605,18 +610,18 @@ def test_knowledge_skyline_equals_corrected_a7(data, c):
 def test_knowledge_skyline_every_sigma_and_float():
     rel = fp.Release.from_groups([["AIDS", "AIDS", "Flu", "Flu"],
                                   ["AIDS", "Cancer", "Flu", "Flu"]])
-    allsky = sky.knowledge_skylines(rel, 0.9)
+    allsky = sky.knowledge_skylines(rel, c=0.9)
     assert set(allsky) == set(rel.values)
     assert list(allsky["AIDS"]) == [(0, 0, 1), (0, 1, 0)]
-    assert allsky["AIDS"] == sky.knowledge_skyline(rel, "AIDS", 0.9)
-    assert sky.knowledge_skyline(rel, None, 0.9)["Flu"] == allsky["Flu"]
+    assert allsky["AIDS"] == sky.knowledge_skyline(rel, sigma="AIDS", c=0.9)
+    assert sky.knowledge_skyline(rel, sigma=None, c=0.9)["Flu"] == allsky["Flu"]
     d = allsky["AIDS"].to_dict()
     assert d["points"] == [[0, 0, 1], [0, 1, 0]] and d["caps"] == [2, 8, 8]
     # c = 1: safe unless BP = 1
-    full = sky.knowledge_skyline(rel, "Cancer", 1)
+    full = sky.knowledge_skyline(rel, sigma="Cancer", c=1)
     for p in full:
         q = [cap if x == math.inf else x for x, cap in zip(p, full.caps, strict=False)]
-        assert sky.breach_probability(rel, "Cancer", *q).value < 1
+        assert sky.breach_probability(rel, sigma="Cancer", **_lkm(q)).value < 1
 
 
 def test_knowledge_skyline_reports_inf_at_caps():
@@ -624,55 +629,55 @@ def test_knowledge_skyline_reports_inf_at_caps():
     # (In SVPI, excluding all other values of t's group forces σ: BP(ℓ_cap,0,0) = 1.)
     rel = fp.Release.from_groups([{"s": 1, "a": 2}], sizes=[10], case="mvpi-set")
     for exact in (False, True):
-        ks = sky.knowledge_skyline(rel, "s", 0.5, exact=exact)
+        ks = sky.knowledge_skyline(rel, sigma="s", c=0.5, exact=exact)
         assert ks.caps == (1, 10, 10)
         assert all(p[0] == math.inf for p in ks) and len(ks) >= 2
         assert ks[0] == (math.inf, 0, 7) and ks[-1] == (math.inf, 7, 0)
         for p in ks:
             q = [cap if x == math.inf else x for x, cap in zip(p, ks.caps, strict=False)]
-            assert sky.breach_probability(rel, "s", *q).value < 0.5
+            assert sky.breach_probability(rel, sigma="s", **_lkm(q)).value < 0.5
     rel0 = make_release("svpi", [{"a": 3}], "s")    # σ occurs nowhere: BP = 0 (C5)
-    assert list(sky.knowledge_skyline(rel0, "s", 0.1)) == [(math.inf, math.inf, math.inf)]
-    assert sky.breach_probability(rel0, "s", 3, 3, 3).value == 0.0
-    assert sky.breach_probability(rel0, "s", 3, 3, 3, exact=True).value == 0
+    assert list(sky.knowledge_skyline(rel0, sigma="s", c=0.1)) == [(math.inf, math.inf, math.inf)]
+    assert sky.breach_probability(rel0, sigma="s", l=3, k=3, m=3).value == 0.0
+    assert sky.breach_probability(rel0, sigma="s", l=3, k=3, m=3, exact=True).value == 0
 
 
 # ================================================================= errors
 def test_input_errors():
     rel = fp.Release.from_groups([["a", "b"], ["a", "c"]])
     with pytest.raises(ValueError, match="sigma: 'zz' is not a sensitive value.*'a', 'b', 'c'"):
-        sky.breach_probability(rel, "zz", 0, 0, 0)
+        sky.breach_probability(rel, sigma="zz", l=0, k=0, m=0)
     for bad in ({"l": -1}, {"k": -2}, {"m": -1}):
         args = {"l": 0, "k": 0, "m": 0, **bad}
         with pytest.raises(ValueError, match=f"{next(iter(bad))} must be >= 0"):
-            sky.breach_probability(rel, "a", **args)
+            sky.breach_probability(rel, sigma="a", **args)
     with pytest.raises(TypeError, match="l must be an integer"):
-        sky.breach_probability(rel, "a", 1.5, 0, 0)
+        sky.breach_probability(rel, sigma="a", l=1.5, k=0, m=0)
     for c in (0, 1.5, -0.1):
         with pytest.raises(ValueError, match="c must be in"):
-            sky.knowledge_skyline(rel, "a", c)
+            sky.knowledge_skyline(rel, sigma="a", c=c)
         with pytest.raises(ValueError, match="c must be in"):
-            sky.check(rel, {"a": [(0, 0, 0, c)]})
+            sky.check(rel, skylines={"a": [(0, 0, 0, c)]})
     with pytest.raises(ValueError, match="skylines: 'q' is not a sensitive value"):
-        sky.check(rel, {"q": [(0, 0, 0, 0.5)]})
+        sky.check(rel, skylines={"q": [(0, 0, 0, 0.5)]})
     with pytest.raises(TypeError, match="tuple \\(l, k, m, c\\)"):
-        sky.check(rel, {"a": [(0, 0, 0)]})
+        sky.check(rel, skylines={"a": [(0, 0, 0)]})
     with pytest.raises(TypeError, match="skylines must be"):
-        sky.check(rel, 3)
-    with pytest.raises(TypeError, match="rel must be a fastpriv.Release"):
-        sky.breach_probability([["a"]], "a", 0, 0, 0)
+        sky.check(rel, skylines=3)
+    with pytest.raises(TypeError, match="data must be a fastpriv.Release"):
+        sky.breach_probability([["a"]], sigma="a", l=0, k=0, m=0)
     ms = fp.Release.from_groups([{"a": 2}], sizes=[2], case="mvpi-multiset")
     with pytest.raises(ValueError, match="exact=True is available for the 'svpi' and "
                                          "'mvpi-set' cases only"):
-        sky.breach_probability(ms, "a", 0, 0, 0, exact=True)
+        sky.breach_probability(ms, sigma="a", l=0, k=0, m=0, exact=True)
     with pytest.raises(ValueError, match="exact=True"):
-        sky.knowledge_skyline(ms, "a", 0.5, exact=True)
+        sky.knowledge_skyline(ms, sigma="a", c=0.5, exact=True)
     with pytest.raises(ValueError, match="exact=True"):
-        sky.dp_breach_probability(ms, "a", 0, 0, 0, exact=True)
+        sky.dp_breach_probability(ms, sigma="a", l=0, k=0, m=0, exact=True)
     with pytest.raises(ValueError, match="names 3 distinct ones"):
-        sky.knowledge_probability(rel, "a", 0, u=[(0, "b"), (0, "a")])
+        sky.knowledge_probability(rel, sigma="a", target=0, u=[(0, "b"), (0, "a")])
     with pytest.raises(ValueError, match="x: the excluded values must differ from sigma"):
-        sky.knowledge_probability(rel, "a", 0, x=["a"])
+        sky.knowledge_probability(rel, sigma="a", target=0, x=["a"])
     st_ = sky.SkylineState({"a": [(0, 0, 0, 0.5)]})
     st_.update(rel)
     with pytest.raises(ValueError, match="case"):
@@ -685,11 +690,11 @@ def test_results_serialize():
     rel = fp.Release.from_groups([["AIDS", "AIDS", "Flu", "Flu"],
                                   ["AIDS", "Cancer", "Flu", "Flu"]])
     for exact in (False, True):
-        r = sky.breach_probability(rel, "AIDS", 1, 2, 1, exact=exact)
+        r = sky.breach_probability(rel, sigma="AIDS", l=1, k=2, m=1, exact=exact)
         d = r.to_dict()
         assert json.loads(json.dumps(d)) == d
         assert d["case_used"] in sky.TERMS and d["witness"]["t_group"] in (0, 1)
-        dp = sky.dp_breach_probability(rel, "AIDS", 1, 2, 1, exact=exact)
+        dp = sky.dp_breach_probability(rel, sigma="AIDS", l=1, k=2, m=1, exact=exact)
         assert dp.value == r.value if exact else close(dp.value, r.value)
         assert json.loads(json.dumps(dp.to_dict())) == dp.to_dict()
 
@@ -699,11 +704,11 @@ def test_witness_names_rows_of_table_release():
 
     table = pa.table({"gid": [1, 1, 1, 2, 2, 2, 2], "d": ["x", "y", "y", "x", "x", "z", "y"]})
     rel = fp.Release.from_table(table, sensitive="d", group="gid")
-    r = sky.breach_probability(rel, "x", 1, 1, 1)
+    r = sky.breach_probability(rel, sigma="x", l=1, k=1, m=1)
     w = r.witness
     assert w.group_labels["t"] == rel.group_labels[w.t_group]
     assert set(rel.rows_of_group(w.t_group)) <= set(range(7))
-    assert sky.knowledge_probability(rel, "x", **w.grounding()) == pytest.approx(r.value)
+    assert sky.knowledge_probability(rel, sigma="x", **w.grounding()) == pytest.approx(r.value)
 
 
 # ================================================================= CLI
@@ -740,15 +745,15 @@ def test_prepared_tables_match_and_validate():
     for case in ("svpi", "mvpi-set", "mvpi-multiset"):
         groups, sizes = _random_release(rng, 25, case)
         rel = make_release(case, groups, "a", sizes)
-        tab = sky.prepare(rel, "a")
+        tab = sky.prepare(rel, sigma="a")
         for l, k, m in [(0, 0, 0), (1, 2, 3), (3, 5, 1), (9, 9, 9)]:
-            r = sky.breach_probability(rel, "a", l, k, m)
+            r = sky.breach_probability(rel, sigma="a", l=l, k=k, m=m)
             assert tab.statistics(l, k, m) == r.statistics
             assert tab.min_nr(l, k, m) == r.min_nr
             assert tab.breach_probability(l, k, m) == r.value
             assert close(tab.dp_min_nr(l, k, m),
-                         sky.dp_breach_probability(rel, "a", l, k, m).min_nr)
-    small = sky.prepare(rel, "a", l_max=1)
+                         sky.dp_breach_probability(rel, sigma="a", l=l, k=k, m=m).min_nr)
+    small = sky.prepare(rel, sigma="a", l_max=1)
     with pytest.raises(ValueError, match="exceeds l_max=1"):
         small.min_nr(2, 0, 0)
 
@@ -837,8 +842,8 @@ def test_sigma_records_drop_dominated_groups():
         assert len(kept) < len(staircase) and rec.size < (ptr[code + 1] - ptr[code]) / 20
         assert sky._records(rel, common, code, (l,), 7, 30) is rec   # kept, not rebuilt
     for k, m in [(0, 0), (4, 7), (30, 2)]:
-        got = sky.check(rel, {"v03": [(10, k, m, 0.9)]}).points[0]
-        assert got.min_nr == sky.dp_breach_probability(rel, "v03", 10, k, m).min_nr
+        got = sky.check(rel, skylines={"v03": [(10, k, m, 0.9)]}).points[0]
+        assert got.min_nr == sky.dp_breach_probability(rel, sigma="v03", l=10, k=k, m=m).min_nr
 
 
 def test_sigma_records_cross_class_only_on_one_v_path():
@@ -948,7 +953,7 @@ def test_sigma_scan_equals_every_group_scan(data, l, k, m):
             assert rec.tolist() == every.tolist()
         else:
             assert set(_undominated(rel, sigma, l, m, k)) <= set(kept)
-    res = sky.check(rel, {sigma: [(l, k, m, 0.5)]}, method="direct").points[0]
+    res = sky.check(rel, skylines={sigma: [(l, k, m, 0.5)]}, method="direct").points[0]
     assert list(res.statistics) == want[0]
     # check()'s latency path equals the mergeable state's result
     state = sky.SkylineState({sigma: [(l, k, m, 0.5)]}).update(rel, method="direct")
@@ -980,7 +985,7 @@ def test_group_major_points_equal_every_group_scan(data, points):
         for p, (l, k, m) in enumerate(points):
             want = _every_group_scan(rel, sigma, l, k, m)
             assert st_[p].tolist() == want[0] and ar[p].tolist() == want[1], (l, k, m)
-    got = sky.check(rel, {sigma: [(l, k, m, 0.5) for l, k, m in points]}, method="direct")
+    got = sky.check(rel, skylines={sigma: [(l, k, m, 0.5) for l, k, m in points]}, method="direct")
     for p, (l, k, m) in enumerate(points):
         assert list(got.points[p].statistics) == _every_group_scan(rel, sigma, l, k, m)[0]
 
@@ -1013,15 +1018,13 @@ def test_records_union_is_used_for_many_occurrences(monkeypatch):
     rel = fp.Release.from_groups([[f"v{x}" for x in rng.integers(0, 4, 30)]
                                   for _ in range(300)])
     pts = {"v1": [(l, k, m, 0.9) for l in range(3) for k in range(3) for m in range(2)]}
-    seq = sky.check(rel, pts, method="direct")
+    seq = sky.check(rel, skylines=pts, method="direct")
     calls = []
     orig = K.records_union
     monkeypatch.setattr(K, "records_union", lambda *a: calls.append(1) or orig(*a))
     monkeypatch.setattr(sky, "_RECORDS_PARALLEL", 1)
-    for key in [x for x in rel.index_cache if isinstance(x, tuple)
-                and x[0] == "skyline.records"]:
-        del rel.index_cache[key]                 # the same release: records found again
-    par = sky.check(rel, pts, method="direct")
+    sky.forget_indexes(rel)                      # the same release: records found again
+    par = sky.check(rel, skylines=pts, method="direct")
     assert calls and [p.statistics for p in par.points] == [p.statistics for p in seq.points]
 
 
@@ -1042,8 +1045,8 @@ def test_top_prefix_table_and_value_index():
     # a sparse release (one very diverse group, many small ones) keeps no dense table
     sparse = fp.Release.from_groups([[f"v{i}" for i in range(200)]] + [["v0"]] * 10)
     assert sparse.top_prefix is None
-    r = sky.check(sparse, {"v0": [(3, 1, 1, 0.9)]}).points[0]
-    assert r.value == sky.breach_probability(sparse, "v0", 3, 1, 1).value
+    r = sky.check(sparse, skylines={"v0": [(3, 1, 1, 0.9)]}).points[0]
+    assert r.value == sky.breach_probability(sparse, sigma="v0", l=3, k=1, m=1).value
 
 
 def test_witness_labels_of_large_releases_are_looked_up(monkeypatch):
@@ -1053,10 +1056,10 @@ def test_witness_labels_of_large_releases_are_looked_up(monkeypatch):
 
     t = synthetic(6000, group_size=6, n_values=5, seed=3)
     pts = [(1, 1, 1, 0.9), (0, 2, 1, 0.7), (2, 0, 2, 0.8)]
-    small = sky.check(fp.Release.from_table(t, sensitive="sensitive", group="group"), pts)
+    small = sky.check(fp.Release.from_table(t, sensitive="sensitive", group="group"), skylines=pts)
     monkeypatch.setattr(sky, "_ALL_LABELS_MAX_GROUPS", 0)
     rel = fp.Release.from_table(t, sensitive="sensitive", group="group")
-    large = sky.check(rel, pts)
+    large = sky.check(rel, skylines=pts)
     assert "group_labels" not in rel.__dict__          # no full label list was built
     assert [p.groups for p in large.points] == [p.groups for p in small.points]
     assert any(g is not None for p in large.points for g in p.groups)
@@ -1079,3 +1082,46 @@ def test_safe_flags_equal_is_safe(cases):
         nr.append(x)
     got = sky._safe_flags(np.array(nr), cs)
     assert got == [sky._is_safe(x, sky._threshold_ratio(c)) for x, c in zip(nr, cs, strict=True)]
+
+
+# ================================================================= result protocol
+def test_results_follow_the_protocol():
+    import copy
+    import gc
+    import json
+
+    from fastpriv.results import Result, Witness
+
+    rel = fp.Release.from_groups([["AIDS", "AIDS", "Flu", "Flu"],
+                                  ["AIDS", "Cancer", "Flu", "Flu"]])
+    bp = sky.breach_probability(rel, sigma="AIDS", l=1, k=1, m=1, exact=True)
+    results = [bp, sky.breach_probability(rel, sigma="AIDS", l=0, k=1, m=0),
+               sky.dp_breach_probability(rel, sigma="AIDS", l=1, k=1, m=1),
+               sky.check(rel, skylines={"*": [(1, 0, 0, 0.9), (0, 1, 1, 0.99)]}),
+               sky.knowledge_skyline(rel, sigma="AIDS", c=0.9)]
+    results.append(results[3].points[0])
+    for r in results:
+        assert isinstance(r, Result), type(r)
+        assert r == r and r == copy.deepcopy(r)
+        assert r.value is not None and isinstance(r.params, dict)
+        assert r.witness is None or isinstance(r.witness, Witness)
+        json.dumps(r.to_dict())
+        assert r.summary().strip()
+        with pytest.raises(AttributeError):
+            r.value = 0       # frozen
+    w = bp.witness
+    assert isinstance(w, sky.SkylineWitness) and w == copy.deepcopy(w) and w.summary()
+    assert sky.knowledge_probability(rel, sigma="AIDS", **w.grounding(), exact=True) == bp.value
+    assert results[3].value == max(float(p.value) for p in results[3].points)
+    assert list(results[4]) == [(0, 0, 1), (0, 1, 0)] and results[4].value == 2
+    assert bp != sky.breach_probability(rel, sigma="AIDS", l=1, k=1, m=0, exact=True)
+    # the (σ, ℓ) records are kept by the skyline module, per release, and freed with it
+    sky.check(rel, skylines={"*": [(1, 1, 1, 0.9)]}, method="direct")
+    key = id(rel)
+    assert sky._RELEASE_INDEXES.get(key)
+    sky.forget_indexes(rel)
+    assert not sky._RELEASE_INDEXES[key]
+    del rel, results, bp, w
+    gc.collect()
+    assert key not in sky._RELEASE_INDEXES
+    assert not hasattr(fp.Release, "index_cache")

@@ -77,11 +77,11 @@ def test_equals_the_exact_reference(inp):
     want = skyline_anonymize_reference(rows, qi, "s", _pairs(pts, values))
     if want is None:
         with pytest.raises(ValueError, match="no release"):
-            skyline_anonymize(t, qi, "s", _skylines(pts))
+            skyline_anonymize(t, qi=qi, sensitive="s", skylines=_skylines(pts))
         return
-    res = skyline_anonymize(t, qi, "s", _skylines(pts))
+    res = skyline_anonymize(t, qi=qi, sensitive="s", skylines=_skylines(pts))
     assert _groups(res) == sorted(sorted(g) for g in want)
-    assert res.info["check"]["safe"]
+    assert res.check.safe
 
 
 # ---------------------------------------------------------------------- safety and minimality
@@ -107,16 +107,16 @@ def test_svpi_output_is_safe_and_minimal(inp, c):
     qi = [x for x in cols if x != "s"]
     sky = _skylines(pts)
     try:
-        res = skyline_anonymize(t, qi, "s", sky)
+        res = skyline_anonymize(t, qi=qi, sensitive="s", skylines=sky)
     except ValueError as exc:
         assert "no release" in str(exc)
         whole = Release.from_groups([cols["s"]])
-        assert not sk.check(whole, sky).safe
+        assert not sk.check(whole, skylines=sky).safe
         return
     rel = res.release
-    assert res.info["minimal"] and "minimal" in res.info["guarantee"]
-    assert sk.check(rel, sky).safe
-    for p in sk.check(rel, sky, exact=True).points:
+    assert res.minimal and "minimal" in res.guarantee
+    assert sk.check(rel, skylines=sky).safe
+    for p in sk.check(rel, skylines=sky, exact=True).points:
         assert p.value < Fraction(p.c) + Fraction(1, 10**9)
     group_rows = [list(np.flatnonzero(res.group_ids == g)) for g in range(rel.n_groups)]
     values = sorted(set(cols["s"]))
@@ -130,9 +130,9 @@ def test_svpi_output_is_safe_and_minimal(inp, c):
             left = [i for i in members if cols[a][i] <= cut]
             right = [i for i in members if cols[a][i] > cut]
             split = _split_release(rel, group_rows, cols["s"], g, left, right)
-            assert not sk.check(split, sky).safe, (g, a)
+            assert not sk.check(split, skylines=sky).safe, (g, a)
             worst = max(float(p.value) - float(p.c)
-                        for p in sk.check(split, _explicit(sky, values), exact=True).points)
+                        for p in sk.check(split, skylines=_explicit(sky, values), exact=True).points)
             assert worst >= -1e-9
 
 
@@ -173,14 +173,15 @@ def test_mvpi_output_is_safe(inp):
     t, sky, multiset = inp
     case = "mvpi-multiset" if multiset else "mvpi-set"
     try:
-        res = skyline_anonymize(t, ["q0"], "s", sky, individual="id", case=case)
+        res = skyline_anonymize(t, qi=["q0"], sensitive="s", skylines=sky, individual="id",
+                                case=case)
     except ValueError as exc:
         assert "no release" in str(exc) or "one value" in str(exc)
         return
     rel = res.release
     assert rel.case == case
-    assert not res.info["minimal"] and "safe (MVPI)" in res.info["guarantee"]
-    assert sk.check(rel, sky).safe
+    assert not res.minimal and "safe (MVPI)" in res.guarantee
+    assert sk.check(rel, skylines=sky).safe
     assert rel.n_individuals == len(set(t.column("id").to_pylist()))
     # each individual sits in one group
     gid = res.group_ids
@@ -191,7 +192,7 @@ def test_mvpi_output_is_safe(inp):
 def test_mvpi_individual_needs_one_qi_tuple():
     t = pa.table({"id": [1, 1, 2], "q0": [0, 1, 0], "s": ["a", "b", "a"]})
     with pytest.raises(ValueError, match="one QI tuple"):
-        skyline_anonymize(t, ["q0"], "s", [(0, 0, 0, 0.9)], individual="id")
+        skyline_anonymize(t, qi=["q0"], sensitive="s", skylines=[(0, 0, 0, 0.9)], individual="id")
 
 
 # ---------------------------------------------------------------------- Adult
@@ -201,26 +202,28 @@ def adult():
 
 
 def test_adult_case_study_release_is_cl_diverse(adult):
-    res = skyline_anonymize(adult, ["age", "marital_status", "race", "sex"], "occupation",
-                            {"*": [(4, 0, 0, 0.75)]})
+    res = skyline_anonymize(adult, qi=["age", "marital_status", "race", "sex"],
+                            sensitive="occupation",
+                            skylines={"*": [(4, 0, 0, 0.75)]})
     rel = res.release
-    assert res.info["check"]["safe"]
+    assert res.check.safe
     # Proposition 4: (ℓ-2, 0, 0) at c/(c+1) for every value ⇔ recursive (c, ℓ)-diversity
     assert fp.classic.recursive_cl_diversity(rel, l=6) < 3
-    assert res.info["n_groups"] > 50
+    assert res.release.n_groups > 50
     # the generalized columns describe the groups
     gen = res.table(adult)
     assert gen.num_rows == adult.num_rows and "group_id" in gen.column_names
-    sky = sk.knowledge_skyline(rel, "Exec-managerial", 0.95)
+    sky = sk.knowledge_skyline(rel, sigma="Exec-managerial", c=0.95)
     assert len(sky) >= 1
 
 
 def test_count_triples_give_the_same_release(adult):
     qi = ["age", "sex", "race"]
-    rows = skyline_anonymize(adult, qi, "occupation", [(2, 1, 1, 0.8)])
+    rows = skyline_anonymize(adult, qi=qi, sensitive="occupation", skylines=[(2, 1, 1, 0.8)])
     trip = adult.group_by(qi + ["occupation"]).aggregate([("occupation", "count")])
     trip = trip.rename_columns(qi + ["occupation", "n"])
-    agg = skyline_anonymize(trip, qi, "occupation", [(2, 1, 1, 0.8)], count="n")
+    agg = skyline_anonymize(trip, qi=qi, sensitive="occupation", skylines=[(2, 1, 1, 0.8)],
+                            count="n")
     assert agg.release.n_groups == rows.release.n_groups
     assert np.array_equal(np.sort(agg.release.sizes), np.sort(rows.release.sizes))
     M1 = rows.release.count_matrix()
@@ -235,9 +238,9 @@ def test_orders_and_custom_callable():
     t = pa.table({"a": rng.integers(0, 30, n), "b": rng.integers(0, 10, n),
                   "c": rng.choice(["x", "y", "z"], n), "s": rng.choice(list("pqrst"), n)})
     sky = {"*": [(1, 2, 1, 0.7)]}
-    widest = skyline_anonymize(t, ["a", "b", "c"], "s", sky)
-    qi_order = skyline_anonymize(t, ["a", "b", "c"], "s", sky, order="qi")
-    assert widest.info["path"] == "compiled" and qi_order.info["check"]["safe"]
+    widest = skyline_anonymize(t, qi=["a", "b", "c"], sensitive="s", skylines=sky)
+    qi_order = skyline_anonymize(t, qi=["a", "b", "c"], sensitive="s", skylines=sky, order="qi")
+    assert widest.path == "compiled" and qi_order.check.safe
 
     from fastpriv._kernels.mondrian import attribute_order
     from fastpriv._kernels.mondrian import median_cut as kmedian
@@ -262,35 +265,40 @@ def test_orders_and_custom_callable():
 
     tr = MondrianTree(t, ["a", "b", "c"], "s")
     tree_meta["pos"] = (tr._pos, tr._pos_off, tr._ord, tr._gspan)
-    py = skyline_anonymize(t, ["a", "b", "c"], "s", sky, order=widest_py)
-    assert py.info["path"] == "python"
+    py = skyline_anonymize(t, qi=["a", "b", "c"], sensitive="s", skylines=sky, order=widest_py)
+    assert py.path == "python"
     assert np.array_equal(py.group_ids, widest.group_ids)
 
     with pytest.raises(ValueError, match="attribute"):
-        skyline_anonymize(t, ["a", "b"], "s", sky, order=lambda ctx: [("zz", 0)])
+        skyline_anonymize(t, qi=["a", "b"], sensitive="s", skylines=sky,
+                          order=lambda ctx: [("zz", 0)])
     with pytest.raises(TypeError, match="cut"):
-        skyline_anonymize(t, ["a", "b"], "s", sky, order=lambda ctx: [(0, 1.5)])
+        skyline_anonymize(t, qi=["a", "b"], sensitive="s", skylines=sky,
+                          order=lambda ctx: [(0, 1.5)])
     with pytest.raises(ValueError, match="order"):
-        skyline_anonymize(t, ["a"], "s", sky, order="random")
+        skyline_anonymize(t, qi=["a"], sensitive="s", skylines=sky, order="random")
 
 
 def test_errors_and_nulls():
     t = pa.table({"a": [1, 2, 3, 4, None, 6], "s": ["x", "y", "x", "y", "x", "y"]})
     with pytest.raises(ValueError, match="null"):
-        skyline_anonymize(t, ["a"], "s", [(0, 0, 0, 0.9)])
-    res = skyline_anonymize(t, ["a"], "s", [(0, 0, 0, 0.9)], nulls="drop")
+        skyline_anonymize(t, qi=["a"], sensitive="s", skylines=[(0, 0, 0, 0.9)])
+    res = skyline_anonymize(t, qi=["a"], sensitive="s", skylines=[(0, 0, 0, 0.9)], nulls="drop")
     assert res.group_ids[4] == -1 and res.release.n_rows == 5
     with pytest.raises(ValueError, match="not a sensitive value"):
-        skyline_anonymize(t, ["a"], "s", {"nope": [(0, 0, 0, 0.9)]}, nulls="drop")
+        skyline_anonymize(t, qi=["a"], sensitive="s", skylines={"nope": [(0, 0, 0, 0.9)]},
+                          nulls="drop")
     with pytest.raises(ValueError, match="no release"):
-        skyline_anonymize(t, ["a"], "s", [(0, 0, 0, 0.5)], nulls="drop")
+        skyline_anonymize(t, qi=["a"], sensitive="s", skylines=[(0, 0, 0, 0.5)], nulls="drop")
     with pytest.raises(TypeError):
-        skyline_anonymize(t, ["a"], "s", [(0, 0, 0)], nulls="drop")
+        skyline_anonymize(t, qi=["a"], sensitive="s", skylines=[(0, 0, 0)], nulls="drop")
     with pytest.raises(ValueError, match="count"):
-        skyline_anonymize(pa.table({"a": [1, 2], "s": ["x", "y"], "n": [1, 0]}), ["a"], "s",
-                          [(0, 0, 0, 0.9)], count="n")
+        skyline_anonymize(pa.table({"a": [1, 2], "s": ["x", "y"], "n": [1, 0]}), qi=["a"],
+                          sensitive="s",
+                          skylines=[(0, 0, 0, 0.9)], count="n")
     with pytest.raises(ValueError, match="individual"):
-        skyline_anonymize(t, ["a"], "s", [(0, 0, 0, 0.9)], case="mvpi-set", nulls="drop")
+        skyline_anonymize(t, qi=["a"], sensitive="s", skylines=[(0, 0, 0, 0.9)], case="mvpi-set",
+                          nulls="drop")
 
 
 def test_parse_skyline_spec():
@@ -317,11 +325,36 @@ def test_cli_method_skyline(tmp_path):
 
 
 def test_release_keeps_row_groups_for_witnesses(adult):
-    res = skyline_anonymize(adult, ["age", "sex"], "occupation", {"*": [(4, 0, 0, 0.75)]})
+    res = skyline_anonymize(adult, qi=["age", "sex"], sensitive="occupation",
+                            skylines={"*": [(4, 0, 0, 0.75)]})
     rel = res.release
-    bp = sk.breach_probability(rel, "Exec-managerial", 0, 3, 0)
+    bp = sk.breach_probability(rel, sigma="Exec-managerial", l=0, k=3, m=0)
     rows = rel.rows_of_group(bp.witness.t_group)
     assert len(rows) == rel.sizes[bp.witness.t_group]
     occ = np.asarray(pc.take(adult.column("occupation"), pa.array(rows)).to_pylist())
     assert (occ == "Exec-managerial").sum() == dict(rel.profile(bp.witness.t_group)).get(
         "Exec-managerial", 0)
+
+
+def test_result_is_typed_and_follows_the_protocol(adult):
+    import copy
+    import json
+
+    from fastpriv.anonymize import SkylineAnonymized
+    from fastpriv.results import Result
+
+    res = skyline_anonymize(adult, qi=["age", "sex"], sensitive="occupation",
+                            skylines={"*": [(4, 0, 0, 0.75)]})
+    assert isinstance(res, SkylineAnonymized) and isinstance(res, Result)
+    assert isinstance(res.check, sk.SkylineCheck) and res.check.safe
+    assert res.value == res.check.value < 0.75 and res.witness is None
+    assert res.minimal and res.case == "svpi" and res.path == "compiled"
+    assert res.n_splits == res.release.n_groups - 1 and res.points
+    assert {"encode", "partition", "check", "total"} <= set(res.seconds)
+    d = json.loads(json.dumps(res.to_dict()))
+    assert d["check"]["safe"] and d["n_groups"] == res.release.n_groups
+    assert res == res and copy.copy(res) == res and res.summary().startswith("skyline:")
+    unchecked = skyline_anonymize(adult, qi=["age", "sex"], sensitive="occupation",
+                                  skylines={"*": [(4, 0, 0, 0.75)]}, check=False)
+    assert unchecked.check is None and unchecked.value is None
+    assert np.array_equal(unchecked.group_ids, res.group_ids)

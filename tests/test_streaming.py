@@ -292,7 +292,7 @@ def test_clustered_audit_equals_in_memory(n_groups, n_values, dist, seed, cuts):
     else:
         assert res.passes == 2
         _same_classic(res.classic, classic.audit(rel))
-    assert _sky(res.skyline) == _sky(skyline.check(rel, skies))
+    assert _sky(res.skyline) == _sky(skyline.check(rel, skylines=skies))
     assert (res.n_groups, res.n_rows) == (rel.n_groups, rel.n_rows)
 
 
@@ -321,7 +321,7 @@ def test_clustered_audit_several_qi_columns():
     res = clustered_audit(t, sensitive="sensitive", qi=["q0", "q1", "q2"],
                           skylines={"*": POINTS}, batch_size=128)
     _same_classic(res.classic, classic.audit(rel))
-    assert _sky(res.skyline) == _sky(skyline.check(rel, {"*": POINTS}))
+    assert _sky(res.skyline) == _sky(skyline.check(rel, skylines={"*": POINTS}))
 
 
 def test_unsorted_input_is_rejected_with_the_row():
@@ -351,7 +351,7 @@ def test_groupwise_state_merge_any_split_of_groups():
         for i in order[1:]:
             acc = acc.merge(states[i])
         _same_classic(acc.classic_audit(), classic.audit(rel), indices=False)
-        assert _sky(acc.skyline_result()) == _sky(skyline.check(rel, {"*": POINTS}))
+        assert _sky(acc.skyline_result()) == _sky(skyline.check(rel, skylines={"*": POINTS}))
     with pytest.raises(ValueError, match="different parameters"):
         states[0].merge(GroupwiseState(l=3))
 
@@ -367,7 +367,7 @@ def test_audit_stream_equals_in_memory_models():
     # witnesses of a table-built release also name input rows, which a stream does not keep
     norows = Release.from_counts(rel.to_counts(), group="group", sensitive="value")
     assert res.ck_safety.to_dict() == ck_safety.audit(norows, k=4).to_dict()
-    assert _sky(res.skyline) == _sky(skyline.check(rel, {"*": POINTS}))
+    assert _sky(res.skyline) == _sky(skyline.check(rel, skylines={"*": POINTS}))
     json.dumps(res.to_dict(), default=str)
 
 

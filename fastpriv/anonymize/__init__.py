@@ -4,13 +4,13 @@ Every algorithm returns an :class:`~fastpriv.anonymize.Anonymized` result with
 ``.release`` (a :class:`~fastpriv.Release`) and ``.group_ids`` (group id per input row).
 Submodules are imported on first use, so importing this package costs nothing.
 
-================================  =========================================
-``anatomy(table, sensitive, l)``   ℓ-diverse bucketization (Xiao & Tao)
-``mondrian(table, qi, …)``         strict multidimensional partitioning
-``lattice_search(…)``              full-domain generalization, any monotone criterion
-``skyline_anonymize(…)``           SkylineAnonymize (Chen et al.)
-``art(…)``                         ART for r-robustness (Wong et al.)
-================================  =========================================
+==============================================  ==============================================
+``anatomy(data, sensitive=, l=)``               ℓ-diverse bucketization (Xiao & Tao)
+``mondrian(data, qi=, sensitive=, …)``          strict multidimensional partitioning
+``lattice_search(data, qi=, sensitive=, …)``    full-domain generalization, monotone criterion
+``skyline_anonymize(data, qi=, sensitive=, …)`` SkylineAnonymize (Chen et al.)
+``art(data, qi=, sensitive=, r=, …)``           ART for r-robustness (Wong et al.)
+==============================================  ==============================================
 """
 
 from __future__ import annotations
@@ -18,9 +18,17 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ._result import Anonymized, release_paths
+from ._result import (
+    Anonymized,
+    ArtResult,
+    LatticeAnonymized,
+    MondrianResult,
+    SkylineAnonymized,
+    release_paths,
+)
 
-__all__ = ["Anonymized", "release_paths", "anatomy", "AnatomyResult", "mondrian", "MondrianTree",
+__all__ = ["Anonymized", "MondrianResult", "SkylineAnonymized", "ArtResult", "LatticeAnonymized",
+           "release_paths", "anatomy", "AnatomyResult", "mondrian", "MondrianTree",
            "lattice_search", "minimal_ck_safe", "skyline_anonymize", "art"]
 
 # Implementation modules whose name would equal their function's (anatomy, mondrian, art)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,7 @@ from ._result import Anonymized
 __all__ = ["anatomy", "AnatomyResult", "CLI_METHOD"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AnatomyResult(Anonymized):
     """An Anatomy release with its two published tables.
 
@@ -47,12 +47,31 @@ class AnatomyResult(Anonymized):
     (``<stem>.qi.parquet``, ``<stem>.sensitive.parquet``); :meth:`auditor_view` is the
     joined table (original rows with the group id) that :func:`fastpriv.foreground.attack`
     and :func:`fastpriv.robustness.audit` read — never a release.
+
+    Attributes
+    ----------
+    mode : {"all values", "sensitive set"}
+        Plain Anatomy, or Anatomy protecting ``sensitive_values`` as one value.
+    residual_rows : int
+        Rows placed after the ℓ-row rounds (at most one per value).
+    group_size_counts : dict
+        ``{group size: number of groups}``.
+    dropped_nulls : int
+        Rows dropped for a null sensitive value (``nulls="drop"``).
+    max_value_count : int
+        Rows holding the most frequent sensitive value.
+
     """
 
     qi: tuple = ()
     sensitive: str = ""
     group_column: str = "group_id"
-    source: Any = None
+    mode: str = "all values"
+    residual_rows: int = 0
+    group_size_counts: dict = field(default_factory=dict)
+    dropped_nulls: int = 0
+    max_value_count: int = 0
+    source: Any = field(default=None, repr=False)
 
     def qi_table(self, original: Any = None) -> pa.Table:
         """Return the published QI table: every row's QI columns (input order), its group."""
@@ -84,14 +103,14 @@ class AnatomyResult(Anonymized):
         return a, b
 
 
-def anatomy(table: Any, sensitive: str, l: int, *, seed: int = 0,  # noqa: E741
-            qi: Sequence[str] | None = None, sensitive_values: Sequence[Any] | None = None,
+def anatomy(data: Any, *, sensitive: str, l: int, qi: Sequence[str] | None = None,  # noqa: E741
+            seed: int = 0, sensitive_values: Sequence[Any] | None = None,
             nulls: str = "error", group_column: str = "group_id") -> AnatomyResult:
     """ℓ-diverse bucketization by Anatomy (Xiao & Tao 2006; spec ``baselines.md``).
 
     Parameters
     ----------
-    table : table-like
+    data : table-like
         pyarrow/pandas/polars table or a Parquet/CSV path, one row per individual.
     sensitive : str
         Sensitive column.
@@ -99,10 +118,10 @@ def anatomy(table: Any, sensitive: str, l: int, *, seed: int = 0,  # noqa: E741
         ℓ ≥ 1: every group gets ℓ or ℓ+1 rows with distinct sensitive values (with
         ``sensitive_values``: at most one row from the set). Groups can exceed ℓ+1 only when
         there are fewer groups than residual rows (n < ℓ(ℓ-1)).
-    seed : int
-        Seed of every random choice (rows within a bucket, ties, residual placement).
     qi : sequence of str, optional
         Columns of the published QI table (default: every column but ``sensitive``).
+    seed : int
+        Seed of every random choice (rows within a bucket, ties, residual placement).
     sensitive_values : sequence, optional
         Protect only these values, as one sensitive value set (see the module docstring).
     nulls : {"error", "drop", "value"}
@@ -116,7 +135,7 @@ def anatomy(table: Any, sensitive: str, l: int, *, seed: int = 0,  # noqa: E741
 
     Raises
     ------
-    ValueError
+    InputError
         When the table is not eligible: a value (or the sensitive set) occurs in more than
         n/ℓ rows.
 
@@ -124,105 +143,121 @@ def anatomy(table: Any, sensitive: str, l: int, *, seed: int = 0,  # noqa: E741
     --------
     >>> import pyarrow as pa
     >>> t = pa.table({"age": [30, 41, 52, 23, 35, 60], "disease": list("aabbcc")})
-    >>> res = anatomy(t, "disease", 2, seed=1)
+    >>> res = anatomy(t, sensitive="disease", l=2, seed=1)
     >>> sorted(int(s) for s in res.release.sizes)
     [2, 2, 2]
 
     """
     from .._arrow import apply_null_policy, as_table, encode_column
-    from .._kernels.anatomy import anatomy_groups
     from ..release import Release
 
     if not isinstance(sensitive, str):
         raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
     l = check_int(l, "l", minimum=1)  # noqa: E741
     seed = check_int(seed, "seed", minimum=0)
-    src = as_table(table, param="table")
-    check_columns([sensitive], src.column_names, "sensitive")
-    if qi is None:
-        qi = [c for c in src.column_names if c != sensitive]
-    else:
-        if isinstance(qi, str):
-            qi = [qi]
-        qi = list(qi)
-        check_columns(qi, src.column_names, "qi")
-        if sensitive in qi:
-            raise InputError(f"sensitive column {sensitive!r} is also a qi column")
-    if group_column in qi or group_column == sensitive:
-        raise InputError(f"group_column {group_column!r} clashes with an input column")
+    src = as_table(data, param="data")
+    qi = _check_qi(qi, src.column_names, sensitive, group_column)
     work = pa.table({"__row": pa.array(np.arange(src.num_rows, dtype=np.int64)),
                      sensitive: src.column(sensitive)})
     work, dropped = apply_null_policy(work, [sensitive], nulls)
     n = work.num_rows
     if n == 0:
         raise InputError("table has no rows")
-    keep_rows = work.column("__row").to_numpy()
     enc = encode_column(work.column(sensitive), name=sensitive)
     codes = enc.codes.astype(np.int64)
     labels = enc.labels.to_pylist()
-    V = len(labels)
-    cnt = np.bincount(codes, minlength=V)
+    cnt = np.bincount(codes, minlength=len(labels))
     rng = np.random.default_rng(seed)
     if sensitive_values is None:
-        top = int(cnt.argmax())
-        if cnt[top] * l > n:
-            raise InputError(
-                f"table is not eligible for Anatomy with l={l}: value {labels[top]!r} occurs "
-                f"in {int(cnt[top])} of {n} rows (more than n/l = {n / l:.6g}); the largest "
-                f"feasible l is {n // int(cnt[top])}. Pass sensitive_values=[...] to require "
-                "diversity only for sensitive values")
-        key = rng.random(n)
-        brows = np.lexsort((key, codes)).astype(np.int64)
-        boff = np.zeros(V + 1, dtype=np.int64)
-        np.cumsum(cnt, out=boff[1:])
-        prio = rng.random(V)
-        gkey = rng.random(n // l + 1)
-        group, ng, status = anatomy_groups(kernel_array(boff, np.int64),
-                                           kernel_array(brows, np.int64),
-                                           kernel_array(prio, np.float64), int(l),
-                                           kernel_array(gkey, np.float64))
-        if status != 0:  # pragma: no cover - excluded by the eligibility test
-            raise RuntimeError(f"internal error in Anatomy (status {status})")
+        group, _, residual = _all_values_mode(codes, cnt, labels, l, rng)
         mode = "all values"
-        residual = int(n - ng * l)
     else:
-        if isinstance(sensitive_values, (str, bytes)):
-            sensitive_values = [sensitive_values]
-        sv = list(sensitive_values)
-        if not sv:
-            raise InputError("sensitive_values is empty")
-        idx = {v: i for i, v in enumerate(labels)}
-        sc = [idx[v] for v in sv if v in idx]
-        unknown = [v for v in sv if v not in idx]
-        if unknown:
-            raise InputError(f"sensitive_values: {unknown[:5]} do not occur in column "
-                             f"{sensitive!r}; values: {labels[:20]}")
-        is_s = np.isin(codes, np.asarray(sc, dtype=np.int64))
-        ns = int(is_s.sum())
-        if ns * l > n:
-            raise InputError(
-                f"table is not eligible for Anatomy with l={l}: the sensitive values occur "
-                f"in {ns} of {n} rows (more than n/l = {n / l:.6g}); the largest feasible l "
-                f"is {n // ns}")
-        group, ng, residual = _set_mode(is_s, l, rng)
+        sv = [sensitive_values] if isinstance(sensitive_values, (str, bytes)) \
+            else list(sensitive_values)
+        is_s = _sensitive_set_rows(codes, labels, sv, sensitive, l)
+        group, _, residual = _set_mode(is_s, l, rng)
         mode = "sensitive set"
     gid = np.full(src.num_rows, -1, dtype=np.int64)
-    gid[keep_rows] = group
+    gid[work.column("__row").to_numpy()] = group
     rel = Release.from_table(pa.table({group_column: pa.array(group),
                                        sensitive: work.column(sensitive)}),
                              sensitive=sensitive, group=group_column)
-    sizes = np.asarray(rel.sizes)
-    info = {"mode": mode, "n_groups": int(ng), "residual_rows": int(residual),
-            "group_sizes": dict(zip(*(a.tolist() for a in np.unique(sizes,
-                                                                   return_counts=True)),
-                                    strict=True)),
-            "dropped_nulls": int(dropped), "max_value_count": int(cnt.max())}
+    sizes, n_of_size = np.unique(np.asarray(rel.sizes), return_counts=True)
     params = {"l": l, "seed": seed, "sensitive": sensitive, "qi": list(qi),
-              "sensitive_values": None if sensitive_values is None else
-              list(sensitive_values), "criterion": f"anatomy l={l}"}
+              "sensitive_values": None if sensitive_values is None else sv,
+              "criterion": f"anatomy l={l}"}
     return AnatomyResult(release=rel, group_ids=gid, method="anatomy", params=params,
-                         info=info, qi=tuple(qi), sensitive=sensitive,
-                         group_column=group_column, source=table)
+                         qi=tuple(qi), sensitive=sensitive, group_column=group_column,
+                         mode=mode, residual_rows=int(residual),
+                         group_size_counts=dict(zip(sizes.tolist(), n_of_size.tolist(),
+                                                    strict=True)),
+                         dropped_nulls=int(dropped), max_value_count=int(cnt.max()),
+                         source=data)
+
+
+def _check_qi(qi: Sequence[str] | None, columns: list, sensitive: str,
+              group_column: str) -> list[str]:
+    """Return the QI columns (default: every column but ``sensitive``), checked."""
+    check_columns([sensitive], columns, "sensitive")
+    if qi is None:
+        qi = [c for c in columns if c != sensitive]
+    else:
+        qi = [qi] if isinstance(qi, str) else list(qi)
+        check_columns(qi, columns, "qi")
+        if sensitive in qi:
+            raise InputError(f"sensitive column {sensitive!r} is also a qi column")
+    if group_column in qi or group_column == sensitive:
+        raise InputError(f"group_column {group_column!r} clashes with an input column")
+    return qi
+
+
+def _all_values_mode(codes: np.ndarray, cnt: np.ndarray, labels: list, l: int,  # noqa: E741
+                     rng: np.random.Generator) -> tuple[np.ndarray, int, int]:
+    """Plain Anatomy: check eligibility, then the ℓ-largest-buckets rounds (the kernel)."""
+    from .._kernels.anatomy import anatomy_groups
+
+    n = codes.shape[0]
+    V = cnt.shape[0]
+    top = int(cnt.argmax())
+    if cnt[top] * l > n:
+        raise InputError(
+            f"table is not eligible for Anatomy with l={l}: value {labels[top]!r} occurs "
+            f"in {int(cnt[top])} of {n} rows (more than n/l = {n / l:.6g}); the largest "
+            f"feasible l is {n // int(cnt[top])}. Pass sensitive_values=[...] to require "
+            "diversity only for sensitive values")
+    key = rng.random(n)
+    brows = np.lexsort((key, codes)).astype(np.int64)
+    boff = np.zeros(V + 1, dtype=np.int64)
+    np.cumsum(cnt, out=boff[1:])
+    prio = rng.random(V)
+    gkey = rng.random(n // l + 1)
+    group, ng, status = anatomy_groups(kernel_array(boff, np.int64),
+                                       kernel_array(brows, np.int64),
+                                       kernel_array(prio, np.float64), int(l),
+                                       kernel_array(gkey, np.float64))
+    if status != 0:  # pragma: no cover - excluded by the eligibility test
+        raise RuntimeError(f"internal error in Anatomy (status {status})")
+    return group, int(ng), int(n - ng * l)
+
+
+def _sensitive_set_rows(codes: np.ndarray, labels: list, sv: list, sensitive: str,
+                        l: int) -> np.ndarray:  # noqa: E741
+    """Rows holding a value of the sensitive set, after checking the set's eligibility."""
+    if not sv:
+        raise InputError("sensitive_values is empty")
+    idx = {v: i for i, v in enumerate(labels)}
+    unknown = [v for v in sv if v not in idx]
+    if unknown:
+        raise InputError(f"sensitive_values: {unknown[:5]} do not occur in column "
+                         f"{sensitive!r}; values: {labels[:20]}")
+    is_s = np.isin(codes, np.asarray([idx[v] for v in sv], dtype=np.int64))
+    n, ns = codes.shape[0], int(is_s.sum())
+    if ns * l > n:
+        raise InputError(
+            f"table is not eligible for Anatomy with l={l}: the sensitive values occur "
+            f"in {ns} of {n} rows (more than n/l = {n / l:.6g}); the largest feasible l "
+            f"is {n // ns}")
+    return is_s
 
 
 def _set_mode(is_s: np.ndarray, l: int,  # noqa: E741
@@ -275,7 +310,7 @@ def _cli_run(args: Any, data: Any, criterion: Any) -> AnatomyResult:
     ell = float(args.l)
     if ell != int(ell):
         raise InputError(f"--l must be an integer for Anatomy, got {args.l}")
-    res = anatomy(data, args.sensitive, int(ell), seed=args.anatomy_seed, qi=args.qi,
+    res = anatomy(data, sensitive=args.sensitive, l=int(ell), seed=args.anatomy_seed, qi=args.qi,
                   sensitive_values=args.anatomy_sensitive_values,
                   nulls="drop" if getattr(args, "nulls", "error") == "drop" else "error")
     if args.anatomy_tables:

@@ -19,13 +19,31 @@ ART is bottom-up (spec §ART; rules in :mod:`fastpriv._kernels.art`):
    in L (m-uniqueness: each value of X_s at most once per group), until N ≥ N′_o;
 3. groups without any value of X_s reveal nothing the model protects and stay as they are,
    unless ``pad=True`` (every group gets at least ⌈r⌉ rows, Anatomy-like, for fair utility
-   comparisons; ``info["pad"]`` says which was used).
+   comparisons; the result's ``pad`` says which was used).
 
 By Theorem 1 (binary model, x once per group) every group holding an X_s value is then
 r-robust; the result is **verified** with the exact posterior (:func:`fastpriv.robustness.
-audit`) and ``info["max_posterior"]`` reports the maximum. Closest-group search is indexed
+audit`) and the result's ``max_posterior`` reports the maximum. Closest-group search is indexed
 by *profiles* (distinct probability vectors) so Adult runs in well under a second and a
 million rows in seconds to minutes depending on the number of profiles.
+
+Conditions (``condition=``): ``"delta"`` (Wong et al.) stops a group holding x at the Δ
+bounding condition of Theorem 1 for every attribute set, i.e. N ≥ N′_o of inequality (5).
+``"exact"`` stops it at the exact binary posterior, r · max o ≤ Σ o with o = f/(1 − f) per
+attribute set — r-robustness itself for a value occurring once, computed incrementally (the
+papers call the posterior intractable; for m-unique groups it is a ratio of sums), so groups
+stop growing as soon as they are robust. Closest-group merging is the same in both.
+
+Stranded groups (``on_unsatisfied=``): a group holding an X_s value that still fails the
+condition when no merge candidate is left (or an attribute set with f_min = 0 < f_max makes
+the required size infinite) and whose exact posterior exceeds 1/r (spec ``robustness.md``,
+ART step 4; the paper does not say). It is never published silently: ``"merge"`` (default)
+merges it into the group its merge harms least (m-uniqueness kept if possible, then least Δ
+increase, then size) among those whose merged group is r-robust by the exact binary
+posterior, or, if there is none, into the least-harm group anyway (counted, and the rows
+left unsatisfied are reported); ``"suppress"`` does the same first merge but suppresses the
+group (group id −1, not in the release) when no merge makes it robust; ``"report"``
+publishes it as it is; ``"raise"`` raises :class:`~fastpriv.errors.InputError`.
 
 The function is :func:`art` in this module (``_art``: a submodule named ``art`` would
 shadow the package-level function of the same name on import).
@@ -45,7 +63,7 @@ import pyarrow.compute  # noqa: F401  (pa.compute)
 from .._validation import check_choice, check_r, kernel_array
 from ..errors import InputError, InputTypeError
 from ._input import check_qi_sensitive, prepare_input
-from ._result import Anonymized
+from ._result import Anonymized, ArtResult
 
 __all__ = ["art", "prepare_art", "ARTInput", "CLI_METHOD"]
 
@@ -239,18 +257,18 @@ def _merge_values(t: pa.Table, sensitive: str, xs_labels: list, values: list
     return t.set_column(i, sensitive, merged), label
 
 
-def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
+def art(data: Any, *, qi: Sequence[str], sensitive: str, r: float,
         sensitive_values: Sequence[Any] | None = None, knowledge: Any = None,
-        max_size: int | None = None, epsilon: float = 0.01, delta: float = 0.9,
+        max_set_size: int | None = None, epsilon: float = 0.01, confidence: float = 0.9,
         min_support: int | None = None, as_one_value: bool = False,
         condition: str = "delta", pad: bool = False, verify: bool = True,
         on_unsatisfied: str = "merge", nulls: str = "error",
-        prepared: ARTInput | None = None) -> Anonymized:
+        prepared: ARTInput | None = None) -> ArtResult:
     """ART (Wong et al.): a bucketization that is r-robust against distribution knowledge.
 
     Parameters
     ----------
-    table : table-like
+    data : table-like
         One row per individual (SVPI).
     qi : list of str
         Quasi-identifiers (published exactly; they form the adversary's signatures).
@@ -264,17 +282,13 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
     knowledge : Knowledge, optional
         The adversary's distributions (attribute sets within ``qi`` are used). Default:
         :meth:`Knowledge.derive` of the table (the true frequencies: the worst case).
-    max_size, epsilon, delta, min_support
+    max_set_size, epsilon, confidence, min_support
         Options of the derived knowledge: largest attribute set, Hoeffding parameters of a
-        reliable signature (papers: ε = 0.01, δ = 0.9) or an explicit minimum support.
+        reliable signature (error ≤ ``epsilon`` with probability ≥ ``confidence``; papers:
+        ε = 0.01, δ = 0.9) or an explicit minimum support.
     condition : {"delta", "exact"}
-        When a group holding x is done. ``"delta"`` (Wong et al.): the Δ bounding condition
-        of Theorem 1 for every attribute set, i.e. N ≥ N′_o of inequality (5). ``"exact"``:
-        the exact binary posterior, r · max o ≤ Σ o with o = f/(1 − f) per attribute set —
-        r-robustness itself for a value occurring once, computed incrementally (the
-        papers call the posterior intractable; for m-unique groups it is a ratio of sums),
-        so groups stop growing as soon as they are robust. Closest-group merging is the
-        same in both.
+        When a group holding x is done: Theorem 1's Δ bounding condition (Wong et al.) or
+        the exact binary posterior (see *Conditions* in the module docstring).
     as_one_value : bool
         Count the values of ``sensitive_values`` as **one** sensitive value ``{a, b, …}``
         (Wong et al.'s experiments: the adversary links a tuple to the *set*; each group
@@ -286,23 +300,13 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
         Give every group at least ⌈r⌉ rows (rows without an X_s value are grouped too).
     verify : bool
         Audit the output with the exact posterior (:func:`fastpriv.robustness.audit`,
-        binary model, same knowledge and X_s) and report it in ``info``.
+        binary model, same knowledge and X_s) and report it (``max_posterior``, ``robust``).
     on_unsatisfied : {"merge", "suppress", "report", "raise"}
-        What happens to a **stranded** group — one holding an X_s value that still fails
-        the condition when no merge candidate is left (or an attribute set with
-        f_min = 0 < f_max makes the required size infinite) and whose exact posterior
-        exceeds 1/r (spec ``robustness.md``, ART step 4; the paper does not say). Never
-        published silently: ``"merge"`` (default) merges it into the group its merge
-        harms least (m-uniqueness kept if possible, then least Δ increase, then size)
-        among those whose merged group is r-robust by the exact binary posterior, or, if
-        there is none, into the least-harm group anyway (counted, and the rows left
-        unsatisfied are reported); ``"suppress"`` does the same first merge but
-        suppresses the group (group id −1, not in the release) when no merge makes it
-        robust; ``"report"`` publishes it as it is; ``"raise"`` raises
-        :class:`~fastpriv.errors.InputError`. ``info`` counts each kind
-        (``n_stranded_groups``, ``n_rescued_groups``, ``n_merged_unsatisfied_groups``,
-        ``n_suppressed_rows``, ``n_unsatisfied``). ``"error"`` raises only
-        when the exact audit finds a breach.
+        What happens to a **stranded** group (see *Stranded groups* in the module
+        docstring); the result counts each kind (``n_stranded_groups``,
+        ``n_rescued_groups``, ``n_merged_unsatisfied_groups``, ``n_suppressed_rows``,
+        ``n_unsatisfied``). ``"error"`` raises only when the exact audit
+        finds a breach.
     nulls : {"error", "drop"}
         Dropped rows get group id −1.
     prepared : ARTInput, optional
@@ -310,25 +314,22 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
 
     Returns
     -------
-    Anonymized
+    ArtResult
         ``method="art"``, a bucketized release (exact QI, like Anatomy): ``.release``,
-        ``.group_ids``; ``info``: groups, merges, passes, unsatisfied groups, ``pad``,
-        ``max_posterior`` / ``robust`` / ``n_problematic_rows`` (exact audit), timings.
+        ``.group_ids``; merges, passes, unsatisfied and stranded groups, ``pad``,
+        ``max_posterior`` / ``robust`` / ``n_problematic_rows`` (exact audit), ``seconds``.
 
     Examples
     --------
     >>> import fastpriv as fp
     >>> adult = fp.datasets.load_adult()
-    >>> res = fp.anonymize.art(adult, ["age", "workclass", "marital_status", "occupation",
-    ...                        "race"], "education", 4,
+    >>> res = fp.anonymize.art(adult, qi=["age", "workclass", "marital_status",
+    ...                        "occupation", "race"], sensitive="education", r=4,
     ...                        sensitive_values=["Preschool", "1st-4th", "5th-6th", "7th-8th"])
-    >>> res.info["max_posterior"] <= 0.25 * (1 + 1e-12)
+    >>> res.max_posterior <= 0.25 * (1 + 1e-12)
     True
 
     """
-    from .._kernels.art import DELTA, EXACT, art_merge
-    from ..release import Release
-
     t0 = time.perf_counter()
     rf = _check_r(r)
     check_choice(on_unsatisfied, "on_unsatisfied", ON_UNSATISFIED)
@@ -338,16 +339,69 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
     if prepared is None:
         if not isinstance(as_one_value, bool):
             raise InputTypeError(f"as_one_value must be True or False, got {as_one_value!r}")
-        prep = prepare_art(table, qi, sensitive, sensitive_values=sensitive_values,
-                           knowledge=knowledge, max_set_size=max_size, epsilon=epsilon,
-                           confidence=delta, min_support=min_support,
-                           as_one_value=as_one_value,
-                           nulls=nulls)
-    else:
-        if not isinstance(prepared, ARTInput):
-            raise InputTypeError("prepared must come from prepare_art")
-        prep = prepared
+        prepared = prepare_art(data, qi, sensitive, sensitive_values=sensitive_values,
+                               knowledge=knowledge, max_set_size=max_set_size,
+                               epsilon=epsilon, confidence=confidence,
+                               min_support=min_support, as_one_value=as_one_value,
+                               nulls=nulls)
+    elif not isinstance(prepared, ARTInput):
+        raise InputTypeError("prepared must come from prepare_art")
+    prep = prepared
     t1 = time.perf_counter()
+    gid, unsat, kernel_counts = _merge_groups(prep, rf, pad, condition)
+    # ---- step 4: stranded groups
+    gid, st = _resolve_stranded(prep, gid, unsat, rf, condition,
+                                "raise" if on_unsatisfied == "error" else on_unsatisfied)
+    if on_unsatisfied == "raise" and st["n_stranded_groups"]:
+        raise InputError(_stranded_message(condition, st))
+    t2 = time.perf_counter()
+    gid, keep = _dense_groups(gid)
+    rel, group_ids = _art_release(prep, gid, keep)
+    holders = (unsat >= 0) & keep
+    n_unsat_rows = int(st.get("n_unsatisfied_after", 0) if on_unsatisfied in
+                       ("merge", "suppress") else st["n_stranded_rows"])
+    has_x = np.zeros(rel.n_groups, dtype=bool)
+    has_x[gid[holders]] = True
+    sizes = np.asarray(rel.sizes)
+    seconds = {"prepare": t1 - t0, "merge": t2 - t1}
+    audit: dict[str, Any] = {}
+    if verify:
+        t3 = time.perf_counter()
+        audit = _verify(prep, gid, keep, rf)
+        seconds["verify"] = time.perf_counter() - t3
+    if n_unsat_rows and on_unsatisfied == "error" and not audit.get("robust"):
+        raise InputError(f"ART could not satisfy the {condition} condition for {n_unsat_rows} "
+                         "sensitive rows (no eligible group left, or f_min = 0 < f_max for "
+                         "some attribute set) and the exact audit "
+                         f"{'finds a posterior above 1/r' if verify else 'was not run'}; pass "
+                         "on_unsatisfied='report' to get the result anyway")
+    params = {"qi": list(prep.qi), "sensitive": prep.sensitive, "r": rf,
+              "condition": condition,
+              "sensitive_values": list(prep.sensitive_values), "pad": bool(pad),
+              "as_one_value": prep.set_label is not None,
+              "criterion": f"{rf:g}-robustness",
+              "attribute_sets": [list(A) for A in prep.attribute_sets]}
+    seconds["total"] = time.perf_counter() - t0
+    return ArtResult(
+        release=rel, group_ids=group_ids, method="art", params=params, seconds=seconds,
+        r=rf, pad=bool(pad), condition=condition, **kernel_counts,
+        n_profiles=int(prep.F.shape[0]), n_attribute_sets=len(prep.attribute_sets),
+        n_sensitive_rows=int(holders.sum()), n_sensitive_groups=int(has_x.sum()),
+        min_sensitive_group_size=int(sizes[has_x].min()) if has_x.any() else None,
+        n_unsatisfied=n_unsat_rows, **{k: v for k, v in st.items()
+                                       if k != "n_unsatisfied_after"},
+        guarantee=_guarantee(condition, n_unsat_rows, st), **audit)
+
+
+def _merge_groups(prep: ARTInput, rf: float, pad: bool, condition: str
+                  ) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """Run steps 1-3 (the merge kernel).
+
+    Returns the group of each row, the unsatisfied flags (−1 for rows without an X_s
+    value) and the kernel's counts.
+    """
+    from .._kernels.art import DELTA, EXACT, art_merge
+
     n = prep.row_prof.shape[0]
     rows = np.arange(n, dtype=np.int64)
     sorted_rows = np.lexsort((rows, prep.row_rank, prep.row_cls, prep.row_prof))
@@ -357,111 +411,89 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
         kernel_array(sorted_rows, np.int64), rf, bool(pad),
         int(EXACT if condition == "exact" else DELTA))
     _, gid = np.unique(root, return_inverse=True)
-    gid = gid.ravel().astype(np.int64)
-    # ---- step 4: stranded groups
-    gid, st = _resolve_stranded(prep, gid, unsat, rf, condition,
-                                "raise" if on_unsatisfied == "error" else on_unsatisfied)
-    if on_unsatisfied == "raise" and st["n_stranded_groups"]:
-        raise InputError(f"ART could not satisfy the {condition} condition for "
-                         f"{st['n_stranded_rows']} sensitive rows in {st['n_stranded_groups']} "
-                         "stranded groups (no eligible group left, or f_min = 0 < f_max for "
-                         "some attribute set; exact posterior above 1/r); pass "
-                         "on_unsatisfied='merge', 'suppress' or 'report'")
-    t2 = time.perf_counter()
+    counts = {"n_merges": int(n_merges), "n_passes": int(n_passes),
+              "n_pad_groups": int(n_pad), "n_pad_joined": int(pad_joined)}
+    return gid.ravel().astype(np.int64), unsat, counts
+
+
+def _dense_groups(gid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Renumber the kept groups densely (suppressed rows keep −1); also the kept-row mask."""
     keep = gid >= 0
     if not keep.any():
         raise InputError("on_unsatisfied='suppress' would suppress every row (no group can be "
                          "made r-robust); use 'merge' or 'report' to see the release")
     _, gk = np.unique(gid[keep], return_inverse=True)
-    gid = np.full(gid.shape[0], -1, dtype=np.int64)
-    gid[keep] = gk.ravel()
-    G = int(gid.max()) + 1
-    group_column = "__art_group__"
-    tab = prep.table
-    rel_tab = pa.table({group_column: pa.array(gid[keep]),
-                        prep.sensitive: tab.column(prep.sensitive).filter(pa.array(keep))})
-    rel = Release.from_table(rel_tab, sensitive=prep.sensitive, group=group_column)
-    if prep.kept_rows is None:
-        group_ids = gid
-    else:
-        group_ids = np.full(prep.n_input_rows, -1, dtype=np.int64)
-        group_ids[prep.kept_rows] = gid
-    holders = (unsat >= 0) & keep
-    if on_unsatisfied in ("merge", "suppress"):
-        n_unsat_rows = int(st.get("n_unsatisfied_after", 0))
-    else:
-        n_unsat_rows = int(st["n_stranded_rows"])
-    sizes = np.asarray(rel.sizes)
-    has_x = np.zeros(G, dtype=bool)
-    has_x[gid[holders]] = True
-    info: dict[str, Any] = {
-        "r": rf, "pad": bool(pad), "condition": condition, "n_groups": G, "n_merges": int(n_merges),
-        "n_passes": int(n_passes), "n_profiles": int(prep.F.shape[0]),
-        "n_attribute_sets": len(prep.attribute_sets),
-        "n_sensitive_rows": int(holders.sum()), "n_sensitive_groups": int(has_x.sum()),
-        "min_sensitive_group_size": int(sizes[has_x].min()) if has_x.any() else None,
-        "n_unsatisfied": n_unsat_rows, **st, "n_pad_groups": int(n_pad),
-        "n_pad_joined": int(pad_joined),
-        "guarantee": (("r-robust in the binary model (Theorem 1 holds for every group "
-                       "holding a value of X_s, each value once)" if condition == "delta" else
-                       "r-robust in the binary model (exact posterior of every group holding "
-                       "a value of X_s, each value once)")
-                      if n_unsat_rows == 0 and st["n_stranded_groups"] == 0
-                      and st["n_delta_only_rows"] == 0 else
-                      f"{st['n_stranded_groups']} stranded groups ({st['n_rescued_groups']} "
-                      f"rescued by a merge checked with the exact posterior, "
-                      f"{st['n_merged_unsatisfied_groups']} merged anyway, "
-                      f"{st['n_suppressed_groups']} suppressed); {st['n_delta_only_rows']} "
-                      f"rows fail only the Δ test; {n_unsat_rows} sensitive rows unsatisfied: "
-                      "the exact audit decides"),
-        "seconds": {"prepare": t1 - t0, "merge": t2 - t1}}
-    params = {"qi": list(prep.qi), "sensitive": prep.sensitive, "r": rf,
-              "condition": condition,
-              "sensitive_values": list(prep.sensitive_values), "pad": bool(pad),
-              "as_one_value": prep.set_label is not None,
-              "criterion": f"{rf:g}-robustness",
-              "attribute_sets": [list(A) for A in prep.attribute_sets]}
-    out = Anonymized(release=rel, group_ids=group_ids, method="art", params=params,
-                     info=info)
-    robust = None
-    if verify:
-        from .. import robustness
+    out = np.full(gid.shape[0], -1, dtype=np.int64)
+    out[keep] = gk.ravel()
+    return out, keep
 
-        t3 = time.perf_counter()
-        aud_tab = prep.table_model.append_column(group_column, pa.array(gid))
-        if not keep.all():
-            aud_tab = aud_tab.filter(pa.array(keep))
-        if prep.attribute_sets == [()]:     # derived knowledge without any attribute set
-            kw = dict(prep.derive_params)
-        else:
-            kw = {"knowledge": prep.knowledge}
-        present = set(pa.compute.unique(aud_tab.column(prep.sensitive)).to_pylist())
-        xs_left = [v for v in prep.sensitive_values if v in present]
-        if not xs_left:                     # every X_s row suppressed: nothing to link
-            robust = True
-            info.update({"max_posterior": 0.0, "robust": True, "n_problematic_rows": 0,
-                         "audit": None})
-        else:
-            aud = robustness.audit(aud_tab, qi=prep.qi, sensitive=prep.sensitive,
-                                   group=group_column, r=rf, sensitive_values=xs_left, **kw)
-            robust = bool(aud.robust)
-            info.update({"max_posterior": float(aud.value), "robust": robust,
-                         "n_problematic_rows": aud.n_problematic_rows,
-                         "audit": {"threshold": aud.threshold, "complete": aud.complete,
-                                   "certified_by_delta": aud.n_certified,
-                                   "exact_posterior_needed": aud.n_exact,
-                                   "n_undefined": len(aud.undefined),
-                                   "witness": aud.witness}})
-        info["seconds"]["verify"] = time.perf_counter() - t3
-    if n_unsat_rows and on_unsatisfied == "error" and not robust:
-        raise InputError(f"ART could not satisfy the {condition} condition for {n_unsat_rows} "
-                         "sensitive "
-                         "rows (no eligible group left, or f_min = 0 < f_max for some "
-                         "attribute set) and the exact audit "
-                         f"{'finds a posterior above 1/r' if verify else 'was not run'}; pass "
-                         "on_unsatisfied='report' to get the result anyway")
-    info["seconds"]["total"] = time.perf_counter() - t0
-    return out
+
+def _art_release(prep: ARTInput, gid: np.ndarray, keep: np.ndarray
+                 ) -> tuple[Any, np.ndarray]:
+    """Return the release of the kept groups, and the group id of every input row."""
+    from ..release import Release
+
+    rel_tab = pa.table({_GROUP: pa.array(gid[keep]),
+                        prep.sensitive: prep.table.column(prep.sensitive).filter(
+                            pa.array(keep))})
+    rel = Release.from_table(rel_tab, sensitive=prep.sensitive, group=_GROUP)
+    if prep.kept_rows is None:
+        return rel, gid
+    group_ids = np.full(prep.n_input_rows, -1, dtype=np.int64)
+    group_ids[prep.kept_rows] = gid
+    return rel, group_ids
+
+
+def _stranded_message(condition: str, st: dict) -> str:
+    return (f"ART could not satisfy the {condition} condition for "
+            f"{st['n_stranded_rows']} sensitive rows in {st['n_stranded_groups']} "
+            "stranded groups (no eligible group left, or f_min = 0 < f_max for "
+            "some attribute set; exact posterior above 1/r); pass "
+            "on_unsatisfied='merge', 'suppress' or 'report'")
+
+
+def _guarantee(condition: str, n_unsat_rows: int, st: dict) -> str:
+    """Return what the release guarantees, in words."""
+    if n_unsat_rows == 0 and st["n_stranded_groups"] == 0 and st["n_delta_only_rows"] == 0:
+        return ("r-robust in the binary model (Theorem 1 holds for every group "
+                "holding a value of X_s, each value once)" if condition == "delta" else
+                "r-robust in the binary model (exact posterior of every group holding "
+                "a value of X_s, each value once)")
+    return (f"{st['n_stranded_groups']} stranded groups ({st['n_rescued_groups']} "
+            f"rescued by a merge checked with the exact posterior, "
+            f"{st['n_merged_unsatisfied_groups']} merged anyway, "
+            f"{st['n_suppressed_groups']} suppressed); {st['n_delta_only_rows']} "
+            f"rows fail only the Δ test; {n_unsat_rows} sensitive rows unsatisfied: "
+            "the exact audit decides")
+
+
+def _verify(prep: ARTInput, gid: np.ndarray, keep: np.ndarray, rf: float) -> dict[str, Any]:
+    """Audit the release with the exact posterior (binary model, same knowledge and X_s)."""
+    from .. import robustness
+
+    aud_tab = prep.table_model.append_column(_GROUP, pa.array(gid))
+    if not keep.all():
+        aud_tab = aud_tab.filter(pa.array(keep))
+    if prep.attribute_sets == [()]:     # derived knowledge without any attribute set
+        kw = dict(prep.derive_params)
+    else:
+        kw = {"knowledge": prep.knowledge}
+    present = set(pa.compute.unique(aud_tab.column(prep.sensitive)).to_pylist())
+    xs_left = [v for v in prep.sensitive_values if v in present]
+    if not xs_left:                     # every X_s row suppressed: nothing to link
+        return {"max_posterior": 0.0, "robust": True, "n_problematic_rows": 0, "audit": None}
+    aud = robustness.audit(aud_tab, qi=prep.qi, sensitive=prep.sensitive,
+                           group=_GROUP, r=rf, sensitive_values=xs_left, **kw)
+    return {"max_posterior": float(aud.value), "robust": bool(aud.robust),
+            "n_problematic_rows": aud.n_problematic_rows,
+            "audit": {"threshold": aud.threshold, "complete": aud.complete,
+                      "certified_by_delta": aud.n_certified,
+                      "exact_posterior_needed": aud.n_exact,
+                      "n_undefined": len(aud.undefined), "witness": aud.witness}}
+
+
+#: Group column of ART's internal release and audit tables.
+_GROUP = "__art_group__"
 
 
 # ---------------------------------------------------------------------- stranded groups
@@ -691,8 +723,8 @@ def _cli_run(args: Any, data: Any, criterion: Any) -> Anonymized:
     if criterion is not None:
         raise InputError("--method art takes only --r (and --art-* options); drop "
                          "--k/--l/--t/--alpha/--c")
-    return art(data, args.qi, args.sensitive, args.r,
-               sensitive_values=args.art_sensitive_values, max_size=args.art_max_size,
+    return art(data, qi=args.qi, sensitive=args.sensitive, r=args.r,
+               sensitive_values=args.art_sensitive_values, max_set_size=args.art_max_size,
                as_one_value=bool(args.art_as_one_value), condition=args.art_condition,
                pad=bool(args.art_pad),
                nulls=args.nulls,

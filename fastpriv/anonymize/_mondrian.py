@@ -37,13 +37,13 @@ import numpy as np
 import pyarrow as pa
 
 from .._arrow import encode_column
+from .._cells import compress
 from .._validation import check_choice, check_columns, kernel_array
 from ..errors import InputError
 from ..predicates import Criterion, LocalCriterion, criteria_from, kernel_spec
 from ..release import SVPI, Release
 from ._input import check_qi_sensitive, expand_arrow, expand_rows, prepare_input
-from ._result import Anonymized, GeneralizedAttribute
-from .lattice import compress
+from ._result import GeneralizedAttribute, MondrianResult
 
 __all__ = ["mondrian", "MondrianTree"]
 
@@ -220,8 +220,9 @@ class MondrianTree:
 
     # ------------------------------------------------------------------ output
     def anonymized(self, cell_group: np.ndarray, n_groups: int, *, crit: Criterion,
-                   info: dict[str, Any]) -> Anonymized:
-        """Build the :class:`Anonymized` result of a partition of the cells."""
+                   cls: type[MondrianResult] = MondrianResult, **facts: Any
+                   ) -> MondrianResult:
+        """Build the result (``cls``, with the algorithm's ``facts``) of a cell partition."""
         from .._kernels.counting import DENSE_CELLS, count_pairs
         from .._kernels.mondrian import group_ranges
 
@@ -253,9 +254,9 @@ class MondrianTree:
                       sensitive_name=self.sensitive)
         params = {"qi": list(self.qi), "sensitive": self.sensitive, "criterion": crit.name,
                   "categorical": [a for a, o in zip(self.qi, self.ordered, strict=True) if not o]}
-        return Anonymized(release=rel, group_ids=self._expand(row_group), method="mondrian",
-                          params=params, generalized=pa.table(gen_cols), info=info,
-                          attributes=tuple(attrs))
+        return cls(release=rel, group_ids=self._expand(row_group), method="mondrian",
+                   params=params, generalized=pa.table(gen_cols), attributes=tuple(attrs),
+                   n_cells=self.n_cells, **facts)
 
     def _expand(self, x: np.ndarray) -> np.ndarray:
         return expand_rows(x, self.kept_rows, self.n_input_rows)
@@ -362,27 +363,28 @@ def _value_sets(ip: np.ndarray, cs: np.ndarray, dom: pa.Array
     return labels, indptr, members, per_group
 
 
-def mondrian(table: Any, qi: Sequence[str], sensitive: str, *, k: int | None = None,
+def mondrian(data: Any, *, qi: Sequence[str], sensitive: str, min_size: int | None = None,
              l: float | None = None, l_kind: str = "distinct", c_l: float | None = None,
              t: float | None = None, t_ordered: bool = False, alpha: float | None = None,
-             c: Any = None, ck: int | None = None, knowledge: str = "implications",
+             c: Any = None, k: int | None = None, knowledge_kind: str = "implications",
              predicate: Any = None, categorical: Sequence[str] | None = None,
              nulls: str = "error",
-             progress: Callable[[int, int], None] | None = None) -> Anonymized:
+             progress: Callable[[int, int], None] | None = None) -> MondrianResult:
     """Strict multidimensional Mondrian partitioning with any monotone criterion.
 
     Parameters
     ----------
-    table : table-like
+    data : table-like
         One row per individual (SVPI).
     qi : list of str
         Quasi-identifier columns to partition on.
     sensitive : str
         Sensitive column.
-    k, l, l_kind, c_l, t, t_ordered, alpha, c, ck, knowledge, predicate
+    min_size, l, l_kind, c_l, t, t_ordered, alpha, c, k, knowledge_kind, predicate
         The criterion: the conjunction of every one given (see
-        :func:`fastpriv.predicates.criteria_from`), e.g. ``k=10``, ``k=5, l=3``,
-        ``c=0.8, ck=3``, or ``predicate=MyCriterion()``.
+        :func:`fastpriv.predicates.criteria_from`), e.g. ``min_size=10`` (k-anonymity),
+        ``min_size=5, l=3``, ``c=0.8, k=3`` ((c,k)-safety against ``knowledge_kind``
+        knowledge), or ``predicate=MyCriterion()``.
     categorical : list of str, optional
         QI columns to treat as categorical even if numeric.
     nulls : {"error", "drop"}
@@ -392,29 +394,28 @@ def mondrian(table: Any, qi: Sequence[str], sensitive: str, *, k: int | None = N
 
     Returns
     -------
-    Anonymized
+    MondrianResult
         ``.release`` (groups in depth-first order), ``.group_ids`` per input row,
         ``.generalized`` (ranges / value sets per row), ``.attributes`` (for utility
-        metrics), ``.info`` (groups, splits, seconds, path).
+        metrics), ``.n_splits``, ``.path``, ``.n_cells`` and ``.seconds``.
 
     Examples
     --------
     >>> import fastpriv as fp
-    >>> res = fp.anonymize.mondrian(fp.datasets.load_adult(), ["age", "sex", "race"],
-    ...                             "occupation", k=10)
+    >>> res = fp.anonymize.mondrian(fp.datasets.load_adult(), qi=["age", "sex", "race"],
+    ...                             sensitive="occupation", min_size=10)
     >>> int(res.release.sizes.min()) >= 10
     True
 
     """
     t0 = time.perf_counter()
-    crit = criteria_from(predicate=predicate, k=k, l=l, l_kind=l_kind, c_l=c_l, t=t,
-                         t_ordered=t_ordered, alpha=alpha, c=c, ck=ck, knowledge=knowledge)
-    tree = MondrianTree(table, qi, sensitive, categorical=categorical, nulls=nulls)
+    crit = criteria_from(predicate=predicate, k=min_size, l=l, l_kind=l_kind, c_l=c_l, t=t,
+                         t_ordered=t_ordered, alpha=alpha, c=c, ck=k, knowledge=knowledge_kind)
+    tree = MondrianTree(data, qi, sensitive, categorical=categorical, nulls=nulls)
     t1 = time.perf_counter()
     g, n, splits, path = tree.run(crit, progress=progress)
     t2 = time.perf_counter()
-    info = {"n_groups": n, "n_splits": splits, "path": path, "n_cells": tree.n_cells,
-            "seconds": {"encode": t1 - t0, "partition": t2 - t1}}
-    out = tree.anonymized(g, n, crit=crit, info=info)
-    info["seconds"]["output"] = time.perf_counter() - t2
+    seconds = {"encode": t1 - t0, "partition": t2 - t1}
+    out = tree.anonymized(g, n, crit=crit, n_splits=splits, path=path, seconds=seconds)
+    seconds["output"] = time.perf_counter() - t2
     return out

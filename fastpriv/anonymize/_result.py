@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -12,8 +13,10 @@ import pyarrow as pa
 
 from ..errors import InputError
 from ..release import Release
+from ..results import Result, json_safe
 
-__all__ = ["Anonymized", "GeneralizedAttribute", "release_paths"]
+__all__ = ["Anonymized", "GeneralizedAttribute", "MondrianResult", "SkylineAnonymized",
+           "ArtResult", "LatticeAnonymized", "release_paths"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,8 +51,8 @@ class GeneralizedAttribute:
     codes: np.ndarray
 
 
-@dataclass(frozen=True)
-class Anonymized:
+@dataclass(frozen=True, eq=False)
+class Anonymized(Result):
     """A release produced by an anonymizer.
 
     Attributes
@@ -64,15 +67,18 @@ class Anonymized:
         The parameters the algorithm ran with (criterion, seed, …).
     generalized : pyarrow.Table or None
         Generalized QI values per input row (Mondrian, lattice search), if any.
-    info : dict
-        Algorithm facts: nodes checked, timings, guarantees (e.g. "safe" vs "minimal").
     attributes : tuple of GeneralizedAttribute
         Generalizing anonymizers (Mondrian, lattice search) describe each QI attribute's
         published value sets here; empty for bucketizations (Anatomy).
+    seconds : dict
+        Seconds spent per phase (``"encode"``, ``"partition"``, ``"total"``, …).
 
     Notes
     -----
     A row removed by suppression has group id ``-1`` and is not part of ``release``.
+    Each anonymizer returns a subclass whose extra fields are the algorithm's facts
+    (:class:`MondrianResult`, :class:`SkylineAnonymized`, :class:`ArtResult`,
+    :class:`LatticeAnonymized`, :class:`~fastpriv.anonymize.AnatomyResult`).
 
     """
 
@@ -81,8 +87,23 @@ class Anonymized:
     method: str
     params: dict[str, Any] = field(default_factory=dict)
     generalized: pa.Table | None = None
-    info: dict[str, Any] = field(default_factory=dict)
     attributes: tuple = ()
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def value(self) -> Any:
+        """The one number answering the anonymizer's question; ``None`` for most methods."""
+        return None
+
+    @property
+    def witness(self) -> None:
+        """Anonymizers have no witness (the release itself is the answer)."""
+        return None
+
+    @property
+    def n_suppressed(self) -> int:
+        """Number of input rows left out of the release (group id −1)."""
+        return int(np.sum(self.group_ids < 0))
 
     @property
     def is_bucketization(self) -> bool:
@@ -242,18 +263,21 @@ class Anonymized:
                 b"fastpriv.published_unchanged": json.dumps(list(keep)).encode(),
                 b"fastpriv.note": note.encode()}
 
+    def facts(self) -> dict[str, Any]:
+        """Return the algorithm's own fields (those a subclass adds), JSON-safe."""
+        base = {f.name for f in dataclasses.fields(Anonymized)}
+        return {f.name: json_safe(getattr(self, f.name)) for f in dataclasses.fields(self)
+                if f.name not in base and f.repr}
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description: method, parameters, group sizes and the algorithm's facts."""
-        from .._io import to_jsonable
-
         sizes = self.release.sizes
-        return to_jsonable({
+        return json_safe({
             "method": self.method, "params": self.params, "n_groups": self.release.n_groups,
-            "n_rows": int(self.group_ids.shape[0]),
-            "n_suppressed": int(np.sum(self.group_ids < 0)),
+            "n_rows": int(self.group_ids.shape[0]), "n_suppressed": self.n_suppressed,
             "min_group_size": int(sizes.min()) if sizes.size else 0,
             "published_as": "two tables (QI, sensitive)" if self.is_bucketization
-            else "one generalized table", **self.info})
+            else "one generalized table", "seconds": self.seconds, **self.facts()})
 
     def summary(self) -> str:
         """Return a few lines of plain text: what was published, the criterion it meets."""
@@ -262,12 +286,168 @@ class Anonymized:
         lines = [f"{self.method}: {d['n_groups']:,} groups of at least {d['min_group_size']:,} "
                  f"people from {d['n_rows']:,} rows ({d['n_suppressed']:,} suppressed), "
                  f"meeting {crit}."]
-        levels = self.info.get("levels")
+        levels = getattr(self, "levels", None)
         if levels:
             lines.append("generalization: " + ", ".join(
                 f"{a} at level {lv}" for a, lv in levels.items()))
         lines.append("published as " + d["published_as"] + ".")
         return "\n".join(lines)
+
+
+@dataclass(frozen=True, eq=False)
+class MondrianResult(Anonymized):
+    """A Mondrian release (:func:`~fastpriv.anonymize.mondrian`).
+
+    Attributes
+    ----------
+    n_splits : int
+        Accepted median splits.
+    path : {"compiled", "python"}
+        Whether the recursion ran in the compiled kernel or from Python (a criterion the
+        kernel cannot evaluate).
+    n_cells : int
+        Distinct (QI, sensitive) cells the input was compressed to.
+
+    """
+
+    n_splits: int = 0
+    path: str = "compiled"
+    n_cells: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class SkylineAnonymized(MondrianResult):
+    """A SkylineAnonymize release (:func:`~fastpriv.anonymize.skyline_anonymize`).
+
+    Attributes
+    ----------
+    case : str
+        Case of the input (``"svpi"``, ``"mvpi-set"``, ``"mvpi-multiset"``).
+    guarantee : str
+        What holds: "safe and minimal" (SVPI, Theorems 4-5) or "safe" (MVPI).
+    minimal : bool
+        Whether minimality is guaranteed (SVPI).
+    n_rejected_splits : int
+        Candidate splits refused because a point would be breached.
+    order : str
+        Split ordering (``"widest"``, ``"qi"`` or the callable's name).
+    points : tuple of dict
+        The Theorem-2 bound on BP of every (σ, point) from the final statistics.
+    check : SkylineCheck or None
+        :func:`fastpriv.skyline.check` of the output (``check=True``).
+
+    """
+
+    case: str = "svpi"
+    guarantee: str = ""
+    minimal: bool = False
+    n_rejected_splits: int = 0
+    order: str = "widest"
+    points: tuple = ()
+    check: Any = None
+
+    @property
+    def value(self) -> float | None:
+        """Largest breach probability of the output over the points (from ``check``)."""
+        if self.check is None:
+            return None
+        return max((float(p.value) for p in self.check.points), default=0.0)
+
+
+@dataclass(frozen=True, eq=False)
+class ArtResult(Anonymized):
+    """An ART release (:func:`~fastpriv.anonymize.art`): a bucketization for r-robustness.
+
+    Attributes
+    ----------
+    r, condition, pad
+        As passed.
+    n_merges, n_passes : int
+        Group merges and passes over X_s of the merge kernel.
+    n_profiles, n_attribute_sets : int
+        Distinct probability profiles and attribute sets of the adversary's knowledge.
+    n_sensitive_rows, n_sensitive_groups : int
+        Rows holding a value of X_s, and the groups holding them.
+    min_sensitive_group_size : int or None
+        Smallest group holding a value of X_s.
+    n_unsatisfied : int
+        Sensitive rows still failing the condition after step 4.
+    on_unsatisfied : str
+        The stranded-group policy used.
+    n_stranded_groups, n_stranded_rows, n_delta_only_rows, n_rescued_groups,
+    n_merged_unsatisfied_groups, n_suppressed_groups, n_suppressed_rows : int
+        Stranded groups (step 4) and what became of them.
+    n_pad_groups, n_pad_joined : int
+        Groups formed, and rows joined to groups, by ``pad=True``.
+    guarantee : str
+        What holds for the release.
+    max_posterior : float or None
+        Largest exact binary posterior (``verify=True``), else None.
+    robust : bool or None
+        Whether the exact audit found the release r-robust (``verify=True``).
+    n_problematic_rows : int or None
+        Rows the exact audit found above 1/r.
+    audit : dict or None
+        The exact audit's facts (threshold, completeness, how each row was certified).
+
+    """
+
+    r: float = 0.0
+    condition: str = "delta"
+    pad: bool = False
+    n_merges: int = 0
+    n_passes: int = 0
+    n_profiles: int = 0
+    n_attribute_sets: int = 0
+    n_sensitive_rows: int = 0
+    n_sensitive_groups: int = 0
+    min_sensitive_group_size: int | None = None
+    n_unsatisfied: int = 0
+    on_unsatisfied: str = "merge"
+    n_stranded_groups: int = 0
+    n_stranded_rows: int = 0
+    n_delta_only_rows: int = 0
+    n_rescued_groups: int = 0
+    n_merged_unsatisfied_groups: int = 0
+    n_suppressed_groups: int = 0
+    n_suppressed_rows: int = 0
+    n_pad_groups: int = 0
+    n_pad_joined: int = 0
+    guarantee: str = ""
+    max_posterior: float | None = None
+    robust: bool | None = None
+    n_problematic_rows: int | None = None
+    audit: dict | None = None
+
+    @property
+    def value(self) -> float | None:
+        """The largest exact posterior (``verify=True``), else None."""
+        return self.max_posterior
+
+
+@dataclass(frozen=True, eq=False)
+class LatticeAnonymized(Anonymized):
+    """A full-domain generalization (:func:`~fastpriv.anonymize.lattice_search`).
+
+    Attributes
+    ----------
+    node : tuple of int
+        The lattice node: generalization level of each QI attribute, in ``qi`` order.
+    levels : dict
+        ``{attribute: level}``.
+    n_nodes, n_checked : int or None
+        Lattice size and nodes checked by the search that chose the node (None when
+        the node was given).
+    minimal_nodes : tuple or None
+        The minimal satisfying nodes the search found.
+
+    """
+
+    node: tuple = ()
+    levels: dict = field(default_factory=dict)
+    n_nodes: int | None = None
+    n_checked: int | None = None
+    minimal_nodes: tuple | None = None
 
 
 def release_paths(path: str | os.PathLike, *, bucketization: bool) -> dict[str, str]:

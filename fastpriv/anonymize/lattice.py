@@ -71,13 +71,14 @@ import numpy as np
 import pyarrow as pa
 
 from .._arrow import encode_column
+from .._cells import compress
 from .._validation import check_choice, kernel_array
 from ..errors import InputError, InputTypeError
 from ..hierarchies import BoundHierarchy, resolve_hierarchies
 from ..predicates import Criterion, LocalCriterion, as_criterion, criteria_from
 from ..release import SVPI, Release
 from ._input import expand_arrow, expand_rows, prepare_input
-from ._result import Anonymized, GeneralizedAttribute
+from ._result import Anonymized, GeneralizedAttribute, LatticeAnonymized
 
 __all__ = ["GeneralizationLattice", "LatticeSearch", "ChainSearch", "SearchProgress",
            "lattice_search",
@@ -1125,44 +1126,24 @@ class GeneralizationLattice:
                                           member_indptr=x.member_indptr, members=x.members,
                                           codes=self._expand(x.codes).astype(np.int32))
                      for x in attrs]
-        n_sup = int((~kept_row).sum()) + (self.n_input_rows - self.n_rows)
-        meta = {"node": list(node),
-                "levels": {a: int(lev) for a, lev in zip(self.qi, node, strict=True)},
-                "n_suppressed": n_sup}
-        if info:
-            meta.update(info)
+        search = dict(info or {})
+        search = search.get("search") or search.get("chain_search") or {}
         params = {"qi": list(self.qi), "sensitive": self.sensitive,
                   "criterion": None if crit is None else crit.name,
                   "suppression": float(suppression)}
-        return Anonymized(release=rel, group_ids=group_ids, method="lattice", params=params,
-                          generalized=gen_table, info=meta, attributes=tuple(attrs))
+        return LatticeAnonymized(
+            release=rel, group_ids=group_ids, method="lattice", params=params,
+            generalized=gen_table, attributes=tuple(attrs), node=tuple(int(x) for x in node),
+            levels={a: int(lev) for a, lev in zip(self.qi, node, strict=True)},
+            n_nodes=search.get("n_nodes"), n_checked=search.get("n_checked"),
+            minimal_nodes=None if search.get("minimal") is None else
+            tuple(tuple(m) for m in search["minimal"]))
 
     def _expand(self, x: np.ndarray) -> np.ndarray:
         return expand_rows(x, self.kept_rows, self.n_input_rows)
 
     def _expand_arrow(self, arr: pa.Array) -> pa.Array:
         return expand_arrow(arr, self.kept_rows, self.n_input_rows)
-
-
-def compress(columns: Sequence[np.ndarray], cards: Sequence[int]
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Find the distinct combinations (cells) of code columns.
-
-    Return ``(cell of each row, first row of each cell, rows per cell)``, cells in
-    lexicographic order of the codes.
-    """
-    from .._kernels.generalize import regroup, weighted_first
-
-    full = np.stack([np.asarray(c, dtype=np.int32) for c in columns])
-    n = full.shape[1]
-    ident = np.concatenate([np.arange(c, dtype=np.int32) for c in cards])
-    offs = np.concatenate([[0], np.cumsum(cards)[:-1]]).astype(np.int64)
-    cell, m = regroup(kernel_array(full, np.int32), kernel_array(ident, np.int32),
-                      kernel_array(offs, np.int64), kernel_array(cards, np.int64),
-                      max(_DENSE_LIMIT, 4 * n))
-    weights, first = weighted_first(kernel_array(cell, np.int32),
-                                    kernel_array(np.empty(0, np.int64), np.int64), int(m))
-    return cell, first, weights
 
 
 # ---------------------------------------------------------------------- entry points

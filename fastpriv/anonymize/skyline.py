@@ -26,12 +26,12 @@ Guarantees
 * **MVPI (Set and Multiset): safe only.** Theorem 4 fails for MVPI (splitting can *lower*
   BP; counterexamples in the spec's vectors), so a group rejected as unsafe might have a
   safe split further down; the statistics over every group seen so far are a conservative
-  bound, so the output is safe. The result's ``info["guarantee"]`` says which applies.
+  bound, so the output is safe. The result's ``guarantee`` says which applies.
 
 Decisions are made in float like :func:`fastpriv.skyline.check` (``exact=False``): the
 float minNR is compared with the exact threshold (1 − c)/c, so a tie is decided as the
 float check decides it; and the output is always re-checked with
-:func:`fastpriv.skyline.check` (``info["check"]``).
+:func:`fastpriv.skyline.check` (the result's ``check``).
 
 Scalability: rows are compressed once to *cells* — distinct (QI codes, sensitive value)
 combinations with counts, the (QI value, sensitive value, count) triples of the paper's
@@ -56,7 +56,7 @@ import pyarrow as pa
 from .._validation import check_choice, check_columns, kernel_array
 from ..errors import InputError, InputTypeError
 from ..release import MVPI_MULTISET, MVPI_SET, SVPI, Release
-from ._result import Anonymized
+from ._result import SkylineAnonymized
 
 __all__ = ["skyline_anonymize", "SplitContext", "CLI_METHOD", "parse_skyline_spec"]
 
@@ -119,9 +119,9 @@ def _threshold(c: Any) -> tuple[float, int]:
 
 
 def _pairs(skylines: Any, values: list) -> _Pairs:
-    from ..skyline import _normalize_skylines
+    from ..skyline import normalize_skylines
 
-    explicit, star = _normalize_skylines(skylines)
+    explicit, star = normalize_skylines(skylines)
     index = {v: i for i, v in enumerate(values)}
     for sigma in explicit:
         if sigma not in index:
@@ -199,6 +199,8 @@ class _Cells:
         tree = self.tree
         kept = tree.kept_rows
         self.individual = individual
+        self.count = count
+        self.sensitive = sensitive
         if count is not None:
             col = t.column(count)
             if col.null_count:
@@ -229,7 +231,7 @@ class _Cells:
     def _mvpi(self, t: pa.Table, qi: Sequence[str], sensitive: str, individual: str,
               case: str | None) -> None:
         from .._arrow import encode_column
-        from .lattice import compress
+        from .._cells import compress
 
         tree = self.tree
         col = t.column(individual)
@@ -346,12 +348,12 @@ def _run_python(cells: _Cells, pairs: _Pairs, order: Callable,
 
 
 # ---------------------------------------------------------------------- entry point
-def skyline_anonymize(table: Any, qi: Sequence[str], sensitive: str, skylines: Any, *,
+def skyline_anonymize(data: Any, *, qi: Sequence[str], sensitive: str, skylines: Any,
                       individual: str | None = None, case: str | None = None,
                       count: str | None = None, order: Any = "widest",
                       categorical: Sequence[str] | None = None, nulls: str = "error",
-                      check: bool = True,
-                      progress: Callable[[int, int], None] | None = None) -> Anonymized:
+                      check: bool = True, progress: Callable[[int, int], None] | None = None
+                      ) -> SkylineAnonymized:
     """SkylineAnonymize (Chen et al., §5.2, Figure 6): a release safe for a privacy skyline.
 
     For every (σ, point (ℓ, k, m, c)) of ``skylines`` the output has BP_σ(ℓ,k,m) < c, where
@@ -361,7 +363,7 @@ def skyline_anonymize(table: Any, qi: Sequence[str], sensitive: str, skylines: A
 
     Parameters
     ----------
-    table : table-like
+    data : table-like
         SVPI: one row per individual. MVPI: one row per (individual, value) with
         ``individual=``. With ``count=``: aggregated (QI, sensitive, count) triples (SVPI).
     qi : list of str
@@ -385,22 +387,22 @@ def skyline_anonymize(table: Any, qi: Sequence[str], sensitive: str, skylines: A
     nulls : {"error", "drop"}
         Rows with nulls: error, or dropped (group id −1).
     check : bool
-        Re-check the output with :func:`fastpriv.skyline.check` (``info["check"]``).
+        Re-check the output with :func:`fastpriv.skyline.check` (``.check``).
     progress : callable, optional
         ``progress(done, total)``.
 
     Returns
     -------
-    Anonymized
+    SkylineAnonymized
         ``method="skyline"``; ``.release`` (case of the input), ``.group_ids`` per input
-        row, ``.generalized`` ranges / value sets per row and ``.attributes``; ``.info``
-        holds ``guarantee`` ("safe and minimal" for SVPI, "safe" for MVPI), the number of
-        groups, accepted and rejected splits, the final statistics per point, the output
-        check and timings.
+        row, ``.generalized`` ranges / value sets per row and ``.attributes``;
+        ``.guarantee`` ("safe and minimal" for SVPI, "safe" for MVPI), accepted and
+        rejected splits, the final bound per point (``.points``), the output check
+        (``.check``, a :class:`~fastpriv.skyline.SkylineCheck`) and ``.seconds``.
 
     Raises
     ------
-    ValueError
+    InputError
         When even the whole table as one group breaches a point (nothing can be
         released), or on invalid input.
 
@@ -408,9 +410,9 @@ def skyline_anonymize(table: Any, qi: Sequence[str], sensitive: str, skylines: A
     --------
     >>> import fastpriv as fp
     >>> adult = fp.datasets.load_adult()
-    >>> res = skyline_anonymize(adult, ["age", "sex", "race"], "occupation",
-    ...                         {"*": [(4, 0, 0, 0.75)]})
-    >>> res.info["check"]["safe"]
+    >>> res = skyline_anonymize(adult, qi=["age", "sex", "race"], sensitive="occupation",
+    ...                         skylines={"*": [(4, 0, 0, 0.75)]})
+    >>> res.check.safe
     True
 
     """
@@ -420,12 +422,31 @@ def skyline_anonymize(table: Any, qi: Sequence[str], sensitive: str, skylines: A
     check_choice(nulls, "nulls", ("error", "drop"))
     if case is not None:
         check_choice(case, "case", (SVPI, MVPI_SET, MVPI_MULTISET))
-    cells = _Cells(table, qi, sensitive, individual=individual, case=case, count=count,
+    cells = _Cells(data, qi, sensitive, individual=individual, case=case, count=count,
                    categorical=categorical, nulls=nulls)
-    tree = cells.tree
-    values = tree.values.to_pylist()
-    pairs = _pairs(skylines, values)
+    pairs = _pairs(skylines, cells.tree.values.to_pylist())
     t1 = time.perf_counter()
+    group, n, splits, rejected, stats, path = _partition(cells, pairs, order, progress)
+    seconds = {"encode": t1 - t0, "partition": time.perf_counter() - t1}
+    out = _result(cells, pairs, group, n, stats, order=order, path=path,
+                  n_splits=int(splits), n_rejected_splits=int(rejected), seconds=seconds)
+    if check:
+        t3 = time.perf_counter()
+        from .. import skyline as sk
+
+        out = replace(out, check=sk.check(out.release, skylines=pairs.skylines))
+        seconds["check"] = time.perf_counter() - t3
+    seconds["total"] = time.perf_counter() - t0
+    return out
+
+
+def _partition(cells: _Cells, pairs: _Pairs, order: Any,
+               progress: Callable[[int, int], None] | None) -> tuple:
+    """Run the splits (compiled for a named order, Python for a callable one).
+
+    Returns ``(group of each cell, n_groups, n_splits, n_rejected, final statistics,
+    path)``; raises when the whole table already breaches a point.
+    """
     if callable(order):
         group, n, splits, rejected, stats, ok = _run_python(cells, pairs, order, progress)
         path = "python"
@@ -434,46 +455,35 @@ def skyline_anonymize(table: Any, qi: Sequence[str], sensitive: str, skylines: A
         path = "compiled"
         if progress is not None:
             progress(int(n), int(n))
-    t2 = time.perf_counter()
     if not ok:
         bad = _violations(stats, pairs)
         raise InputError(f"the whole table as one group already breaches {bad}; no release "
                          "can be safe (SkylineAnonymize only splits the single-group release)")
-    n = int(n)
+    return group, int(n), splits, rejected, stats, path
+
+
+def _result(cells: _Cells, pairs: _Pairs, group: np.ndarray, n: int, stats: np.ndarray, *,
+            order: Any, **facts: Any) -> SkylineAnonymized:
+    """Build the :class:`SkylineAnonymized` of a partition (MVPI: individuals' release)."""
     desc = _describe(pairs)
     svpi = cells.case == SVPI
-    info: dict[str, Any] = {
-        "case": cells.case,
-        "guarantee": ("safe and minimal (SVPI, Theorems 4-5): every group breaches a point at "
-                      "each of its candidate splits" if svpi else
-                      "safe (MVPI): minimality is not guaranteed — Theorem 4 fails for MVPI, "
-                      "a split can lower the breach probability"),
-        "minimal": svpi, "n_groups": n, "n_splits": int(splits),
-        "n_rejected_splits": int(rejected), "n_cells": tree.n_cells, "path": path,
-        "order": order if isinstance(order, str) else getattr(order, "__name__", "callable"),
-        "points": _point_summary(stats, pairs),
-        "seconds": {"encode": t1 - t0, "partition": t2 - t1}}
-    out = tree.anonymized(group, n, crit=_Named(f"skyline({desc})"), info=info)
+    order_name = order if isinstance(order, str) else getattr(order, "__name__", "callable")
+    out = cells.tree.anonymized(
+        group, n, crit=_Named(f"skyline({desc})"), cls=SkylineAnonymized, case=cells.case,
+        guarantee=("safe and minimal (SVPI, Theorems 4-5): every group breaches a point at "
+                   "each of its candidate splits" if svpi else
+                   "safe (MVPI): minimality is not guaranteed — Theorem 4 fails for MVPI, "
+                   "a split can lower the breach probability"),
+        minimal=svpi, order=order_name, points=tuple(_point_summary(stats, pairs)), **facts)
     params = dict(out.params)
     params.update({"criterion": f"skyline({desc})", "skylines": _jsonable_skylines(pairs),
-                   "order": info["order"], "case": cells.case})
-    if individual is not None:
-        params["individual"] = individual
-        rel = _mvpi_release(cells, out.group_ids, sensitive, n)
-        out = replace(out, release=rel)
-    if count is not None:
-        params["count"] = count
-    out = replace(out, method="skyline", params=params)
-    if check:
-        t3 = time.perf_counter()
-        from .. import skyline as sk
-
-        res = sk.check(out.release, pairs.skylines)
-        info["check"] = {"safe": res.safe, "n_violations": len(res.violations),
-                         "max_bp": max((float(p.value) for p in res.points), default=0.0)}
-        info["seconds"]["check"] = time.perf_counter() - t3
-    info["seconds"]["total"] = time.perf_counter() - t0
-    return out
+                   "order": order_name, "case": cells.case})
+    if cells.individual is not None:
+        params["individual"] = cells.individual
+        out = replace(out, release=_mvpi_release(cells, out.group_ids, cells.sensitive, n))
+    if cells.count is not None:
+        params["count"] = cells.count
+    return replace(out, method="skyline", params=params)
 
 
 class _Named:
@@ -500,11 +510,11 @@ def _sens(cells: _Cells) -> pa.Array:
 
 
 def _violations(stats: np.ndarray, pairs: _Pairs) -> str:
-    from ..skyline import _combine_row
+    from ..skyline import combine_row
 
     out = []
     for i, row in enumerate(np.asarray(stats).tolist()):
-        nr, _ = _combine_row(row)
+        nr, _ = combine_row(row)
         bp = 0.0 if nr == math.inf else 1.0 / (1.0 + nr)
         l, k, m, c = pairs.points[i]
         if bp >= float(c) or not _safe_float(nr, pairs, i):
@@ -519,11 +529,11 @@ def _safe_float(nr: float, pairs: _Pairs, i: int) -> bool:
 
 
 def _point_summary(stats: np.ndarray, pairs: _Pairs) -> list:
-    from ..skyline import _combine_row
+    from ..skyline import combine_row
 
     out = []
     for i, row in enumerate(np.asarray(stats).tolist()):
-        nr, which = _combine_row(row)
+        nr, which = combine_row(row)
         l, k, m, c = pairs.points[i]
         out.append({"sigma": pairs.sigma[i], "l": l, "k": k, "m": m, "c": float(c),
                     "bp_bound": 0.0 if nr == math.inf else 1.0 / (1.0 + nr)})
@@ -559,13 +569,14 @@ def _cli_arguments(g: Any) -> None:
                    help="individual-id column of an MVPI table (method skyline)")
 
 
-def _cli_run(args: Any, data: Any, criterion: Any) -> Anonymized:
+def _cli_run(args: Any, data: Any, criterion: Any) -> SkylineAnonymized:
     if not getattr(args, "skyline", None):
         raise InputError("--method skyline needs --skyline 'sigma:l,k,m,c;...'")
     if criterion is not None:
         raise InputError("--method skyline takes its criterion from --skyline only; drop "
                          "--k/--l/--t/--alpha/--c")
-    return skyline_anonymize(data, args.qi, args.sensitive, parse_skyline_spec(args.skyline),
+    return skyline_anonymize(data, qi=args.qi, sensitive=args.sensitive,
+                             skylines=parse_skyline_spec(args.skyline),
                              individual=getattr(args, "skyline_individual", None),
                              order=args.skyline_order, nulls=args.nulls)
 

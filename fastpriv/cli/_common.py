@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
+from collections.abc import Sequence
 from typing import Any
+
+from .._timing import Timer
+
+__all__ = ["Timer", "add_bucketize_argument", "add_command", "add_data_arguments",
+           "add_encoding_argument", "add_knowledge_arguments", "add_nulls_argument",
+           "add_output_arguments", "add_risk_arguments", "bucketize", "confidence",
+           "emit_json", "epilog", "format_table", "load_data", "load_release", "print_remedy",
+           "real_gt1"]
 
 
 def add_data_arguments(p: argparse.ArgumentParser, *, require_grouping: bool = True) -> None:
@@ -17,9 +25,7 @@ def add_data_arguments(p: argparse.ArgumentParser, *, require_grouping: bool = T
     g.add_argument("--group", help="group-id column of a bucketized release")
     g.add_argument("--qi", nargs="+", metavar="COL",
                    help="generalized quasi-identifier columns (groups = distinct tuples)")
-    p.add_argument("--nulls", choices=("error", "drop", "value"), default="error",
-                   help="nulls in the used columns (empty CSV fields are nulls): raise "
-                        "(default), drop rows, or keep as a value")
+    add_nulls_argument(p)
     add_encoding_argument(p)
     p.add_argument("--weight", metavar="COL",
                    help="multiplicity column: each row stands for that many individuals, "
@@ -37,10 +43,48 @@ def add_data_arguments(p: argparse.ArgumentParser, *, require_grouping: bool = T
                         "thread; -1: all, -2: all but one)")
 
 
+def add_nulls_argument(p: Any) -> None:
+    """``--nulls {error,drop,value}``: what to do with nulls in the used columns."""
+    p.add_argument("--nulls", choices=("error", "drop", "value"), default="error",
+                   help="nulls in the used columns (empty CSV fields are nulls): raise "
+                        "(default), drop rows, or keep as a value")
+
+
 def epilog(*examples: str) -> str:
     """Return the end of a command's ``--help``: examples that run on the bundled data."""
     return "example (runs as written on the bundled UCI Adult data):\n" + "\n".join(
         f"  {e}" for e in examples)
+
+
+def add_command(sub: Any, name: str, *, help: str, description: str,  # noqa: A002
+                example: str | Sequence[str] = ()) -> argparse.ArgumentParser:
+    """Add sub-command ``name`` with its help, description and runnable examples."""
+    examples = [example] if isinstance(example, str) else list(example)
+    return sub.add_parser(name, help=help, description=description,
+                          epilog=epilog(*examples) if examples else None,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def add_knowledge_arguments(p: Any) -> None:
+    """``--knowledge FILE`` and ``--fallback P``: the adversary's distributions from a file."""
+    p.add_argument("--knowledge", metavar="FILE",
+                   help="adversary's distributions for r-robustness: long table (Parquet/CSV) "
+                        "with columns attributes (comma-joined set), the QI columns, value, "
+                        "probability (default: derived from DATA, the worst case)")
+    p.add_argument("--fallback", type=float, metavar="P",
+                   help="with --knowledge: probability for signatures/pairs the file does not "
+                        "list")
+
+
+def real_gt1(text: str) -> float:
+    """Parse ``--r``, a number > 1 (argparse ``type=``)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--r expects a number > 1, got {text!r}") from None
+    if not v > 1:
+        raise argparse.ArgumentTypeError(f"--r must be > 1, got {text!r}")
+    return v
 
 
 def confidence(text: str) -> float:
@@ -97,7 +141,8 @@ def bucketize(args: argparse.Namespace, data: Any) -> tuple[Any, Any]:
         raise InputError("--bucketize builds the groups itself: drop --group")
     from ..anonymize import anatomy
 
-    res = anatomy(data, args.sensitive, int(level), seed=args.bucketize_seed, qi=args.qi,
+    res = anatomy(data, sensitive=args.sensitive, l=int(level), seed=args.bucketize_seed,
+                  qi=args.qi,
                   nulls="drop" if getattr(args, "nulls", "error") == "drop" else "error")
     print(f"bucketized {args.data} with Anatomy at ℓ = {level} (seed {args.bucketize_seed}): "
           f"{res.release.n_groups:,} groups of {int(res.release.sizes.min())}–"
@@ -203,14 +248,3 @@ def emit_json(args: argparse.Namespace, payload: dict, inputs: list[Any] = ()) -
         dest = write_json(args.json, payload, overwrite=args.overwrite,
                           inputs=[getattr(args, "data", None), *inputs])
         print(f"wrote {dest}", file=sys.stderr)
-
-
-class Timer:
-    """Context manager measuring wall time in seconds (``.seconds``)."""
-
-    def __enter__(self) -> "Timer":
-        self._t = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.seconds = time.perf_counter() - self._t

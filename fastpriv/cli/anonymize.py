@@ -138,12 +138,12 @@ def _mondrian_args(g: Any) -> None:
 
 
 def _mondrian_run(args: argparse.Namespace, data: Any, crit: Any) -> Any:
-    from ..anonymize._mondrian import mondrian
+    from ..anonymize import mondrian
 
     if crit is None:
         raise InputError("the mondrian method needs a criterion (--k, --l, --t, --alpha, "
                          "--c/--ck)")
-    return mondrian(data, args.qi, args.sensitive, predicate=crit,
+    return mondrian(data, qi=args.qi, sensitive=args.sensitive, predicate=crit,
                     categorical=args.categorical, nulls=args.nulls,
                     progress=Progress("groups"))
 
@@ -197,10 +197,10 @@ def load_plugins() -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``anonymize`` sub-command."""
-    from ._common import add_encoding_argument, epilog
+    from ._common import add_command, add_encoding_argument
 
-    p = sub.add_parser(
-        "anonymize", help="anonymize a table (lattice search, Mondrian, plugins)",
+    p = add_command(
+        sub, "anonymize", help="anonymize a table (lattice search, Mondrian, plugins)",
         description="Produce a release of DATA that satisfies the given criteria (the "
                     "conjunction of every criterion option) with the chosen method, write it "
                     "atomically, and summarise its utility. Methods: lattice (full-domain "
@@ -209,11 +209,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "fastpriv/anonymize/ registers with CLI_METHOD. Exit status: 0 a release "
                     "meeting the criteria was produced, 2 bad input (or no release meets "
                     "them), 3 internal error.",
-        epilog=epilog("fastpriv anonymize adult --method mondrian --qi age sex race "
-                      "--sensitive occupation --k 5 --l 3 -o release.parquet --overwrite",
-                      "fastpriv anonymize adult --method anatomy --qi age sex race "
-                      "--sensitive occupation --l 4 -o anatomy.parquet --overwrite"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        example=("fastpriv anonymize adult --method mondrian --qi age sex race "
+                 "--sensitive occupation --k 5 --l 3 -o release.parquet --overwrite",
+                 "fastpriv anonymize adult --method anatomy --qi age sex race "
+                 "--sensitive occupation --l 4 -o anatomy.parquet --overwrite"))
     p.add_argument("data", help="Parquet/CSV file or directory, or 'adult' (bundled UCI Adult)")
     p.add_argument("--qi", nargs="+", required=True, metavar="COL", help="quasi-identifiers")
     p.add_argument("--sensitive", required=True, help="sensitive column")
@@ -299,7 +298,7 @@ def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
     import numpy as np
 
     from .. import metrics
-    from ..anonymize import Anonymized
+    from ..anonymize import Anonymized, LatticeAnonymized
 
     rel = result.release
     gids = np.asarray(result.group_ids)
@@ -311,17 +310,15 @@ def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
            "min_group_size": int(rel.sizes.min()), "max_group_size": int(rel.sizes.max()),
            "discernibility": metrics.discernibility(result if isinstance(result, Anonymized)
                                                     else rel),
-           "avg_group_size_c_avg": metrics.average_group_size(rel, k),
+           "avg_group_size_c_avg": metrics.average_group_size(rel, min_size=k),
            "published_unchanged": list(args.keep), "seconds": seconds}
-    info = getattr(result, "info", {}) or {}
-    for key in ("node", "levels"):
-        if key in info:
-            out[key] = info[key]
-    if "search" in info:
-        s = info["search"]
-        out["nodes_checked"] = s.get("n_checked")
-        out["n_nodes"] = s.get("n_nodes")
-        out["minimal_nodes"] = s.get("minimal")
+    if isinstance(result, LatticeAnonymized):
+        out["node"] = list(result.node)
+        out["levels"] = dict(result.levels)
+        if result.n_checked is not None:
+            out["nodes_checked"] = result.n_checked
+            out["n_nodes"] = result.n_nodes
+            out["minimal_nodes"] = [list(m) for m in result.minimal_nodes or ()]
     if args.query_error:
         qe = metrics.query_error(data, result, qi=args.qi, sensitive=args.sensitive,
                                  n_queries=args.query_error, seed=args.seed)

@@ -9,16 +9,6 @@ from ..errors import InputError
 ORDER = 45
 
 
-def _real_gt1(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--r expects a number > 1, got {text!r}") from None
-    if not v > 1:
-        raise argparse.ArgumentTypeError(f"--r must be > 1, got {text!r}")
-    return v
-
-
 def _unreliable(text: str) -> object:
     if text in ("pooled", "uniform", "global"):
         return text
@@ -33,10 +23,17 @@ def _unreliable(text: str) -> object:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``attack`` sub-command."""
-    from ._common import add_bucketize_argument, add_encoding_argument, add_output_arguments, epilog
+    from ._common import (
+        add_bucketize_argument,
+        add_command,
+        add_encoding_argument,
+        add_nulls_argument,
+        add_output_arguments,
+        real_gt1,
+    )
 
-    p = sub.add_parser(
-        "attack", help="foreground-knowledge attack: mine a release's patterns, find breaches",
+    p = add_command(
+        sub, "attack", help="foreground-knowledge attack: mine a release's patterns, find breaches",
         description="Mine, from the release itself, the distributions p(signature : x) that "
                     "best explain the published group counts (every attribute subset of the "
                     "QI with reliable signatures, maximum likelihood, all systems solved in "
@@ -45,16 +42,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "group id, sensitive value per row: only the per-group value counts are "
                     "used) or, with --sensitive-table, Anatomy's QI table. Exit status 1 when "
                     "some tuple is breached (0 none, 2 bad input, 3 internal error).",
-        epilog=epilog("fastpriv attack adult --qi age sex race --sensitive occupation "
-                      "--bucketize anatomy:4 --r 2"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        example=("fastpriv attack adult --qi age sex race --sensitive occupation "
+                 "--bucketize anatomy:4 --r 2"))
     p.add_argument("data", help="Parquet/CSV file: the joined release, or the QI table")
     p.add_argument("--qi", nargs="+", required=True, metavar="COL",
                    help="quasi-identifier columns (exact values)")
     p.add_argument("--sensitive", required=True, help="sensitive column")
     p.add_argument("--group", metavar="COL", help="group-id column (or --bucketize)")
     add_bucketize_argument(p)
-    p.add_argument("--r", type=_real_gt1, required=True, help="privacy parameter r > 1")
+    p.add_argument("--r", type=real_gt1, required=True, help="privacy parameter r > 1")
     p.add_argument("--sensitive-table", metavar="FILE",
                    help="Anatomy's sensitive table (group id, value, count columns)")
     p.add_argument("--count", default="count",
@@ -82,8 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--random-starts", type=int, default=2, metavar="N",
                    help="random solver starts per system (default 2)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random starts")
-    p.add_argument("--nulls", choices=("error", "drop", "value"), default="error",
-                   help="nulls in the used columns: raise (default), drop rows, or keep")
+    add_nulls_argument(p)
     p.add_argument("--top", type=int, default=10, help="worst tuples to print (default 10)")
     p.add_argument("--distributions", metavar="OUT",
                    help="write the mined distributions (long table, Parquet/CSV)")

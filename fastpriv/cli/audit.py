@@ -31,17 +31,17 @@ def add_threshold_arguments(p: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``audit`` sub-command."""
-    from ._common import add_data_arguments, add_output_arguments, add_risk_arguments, epilog
+    from ._common import add_command, add_data_arguments, add_output_arguments, add_risk_arguments
 
-    p = sub.add_parser(
-        "audit", help="audit a release: classical models, (c,k)-safety, skyline; PASS/FAIL",
+    p = add_command(
+        sub, "audit", help="audit a release: classical models, (c,k)-safety, skyline; PASS/FAIL",
         description="Build the release described by DATA (groups from --group or --qi), "
                     "report what each privacy model achieves with the worst group, and give "
                     "the verdict against the thresholds below: PASS/FAIL per model, the most "
                     "important risk, and the `fastpriv anonymize` command that fixes a "
                     "failing release. Exit status: 0 every check holds, 1 one fails, 2 bad "
                     "input, 3 internal error.",
-        epilog=epilog(EXAMPLE), formatter_class=argparse.RawDescriptionHelpFormatter)
+        example=EXAMPLE)
     add_data_arguments(p)
     p.add_argument("--l", type=int, default=None, metavar="L",
                    help="ℓ of recursive (c,ℓ)-diversity (default: the achieved distinct ℓ)")

@@ -22,17 +22,17 @@ CONFIDENCE, CK = 0.8, 3
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``demo`` sub-command."""
-    from ._common import epilog
+    from ._common import add_command
 
-    p = sub.add_parser(
-        "demo", help="audit the bundled UCI Adult data, then fix it (no arguments needed)",
+    p = add_command(
+        sub, "demo", help="audit the bundled UCI Adult data, then fix it (no arguments needed)",
         description="Audit a naive release of the bundled UCI Adult table (age in 20-year "
                     "bands and sex; occupation sensitive) with the classical models, "
                     "(c,k)-safety and the privacy skyline; show what fails and why; run the "
                     "remedy the verdict computes (a Mondrian release meeting every "
                     "threshold) and audit that. Exit status: the verdict of the fixed "
                     "release (0 it passes, 1 it fails).",
-        epilog=epilog("fastpriv demo"), formatter_class=argparse.RawDescriptionHelpFormatter)
+        example="fastpriv demo")
     p.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
     p.add_argument("--overwrite", action="store_true", help="replace an existing JSON output")
     p.set_defaults(func=run)
@@ -104,7 +104,7 @@ def _remedy(table):
 
     crit = criteria_from(k=5, l=3, l_kind="entropy", t=0.2, c=CONFIDENCE, ck=CK)
     with Timer() as t:
-        res = mondrian(table, REMEDY_QI, "occupation", predicate=crit)
+        res = mondrian(table, qi=REMEDY_QI, sensitive="occupation", predicate=crit)
     return res, t.seconds
 
 
@@ -121,9 +121,9 @@ def _print_skyline(rel) -> dict:
     from .. import skyline
     from ._common import format_table
 
-    chk = skyline.check(rel, {"*": [(1, 1, 1, CONFIDENCE)]})
+    chk = skyline.check(rel, skylines={"*": [(1, 1, 1, CONFIDENCE)]})
     worst = max(chk.points, key=lambda p: float(p.value))
-    sky = skyline.knowledge_skyline(rel, worst.sigma, CONFIDENCE)
+    sky = skyline.knowledge_skyline(rel, sigma=worst.sigma, c=CONFIDENCE)
     rows = [[_amount(pt[0]), _amount(pt[1])] for pt in sky if pt[2] == 0]
     print()
     print(format_table(

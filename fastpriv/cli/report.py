@@ -11,10 +11,17 @@ ORDER = 5
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``report`` sub-command."""
-    from ._common import add_encoding_argument, add_risk_arguments, confidence, epilog
+    from ._common import (
+        add_command,
+        add_encoding_argument,
+        add_knowledge_arguments,
+        add_nulls_argument,
+        add_risk_arguments,
+        confidence,
+    )
 
-    p = sub.add_parser(
-        "report", help="complete audit report of a release (self-contained HTML and JSON)",
+    p = add_command(
+        sub, "report", help="complete audit report of a release (self-contained HTML and JSON)",
         description="Audit a release with every model fastpriv implements — classical models, "
                     "(c,k)-safety curves, privacy-skyline breach probabilities and knowledge "
                     "skylines, r-robustness and the foreground-knowledge attack (when the "
@@ -23,9 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "tables, glossary) and/or the same content as JSON (documented schema). "
                     "Outputs are written atomically and never over the input. Exit status: 0 "
                     "every check holds, 1 one fails, 2 bad input, 3 internal error.",
-        epilog=epilog("fastpriv report adult --sensitive occupation --qi age sex race "
-                      "-o report.html --json report.json --overwrite"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        example=("fastpriv report adult --sensitive occupation --qi age sex race "
+                 "-o report.html --json report.json --overwrite"))
     p.add_argument("data", help="Parquet/CSV file or Parquet directory with one row per "
                                 "individual, or 'adult' for the bundled UCI Adult table")
     p.add_argument("--sensitive", required=True, help="sensitive column")
@@ -38,8 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the adversary knows exactly (r-robustness, foreground attack)")
     p.add_argument("--individual", metavar="COL",
                    help="individual-id column (MVPI: one row per individual and value)")
-    p.add_argument("--nulls", choices=("error", "drop", "value"), default="error",
-                   help="nulls in the used columns: raise (default), drop rows, or keep")
+    add_nulls_argument(p)
     p.add_argument("--stream", action="store_true",
                    help="read a large file or Parquet directory in record batches (memory "
                         "bounded by the (group, value) pairs; row-level sections skipped)")
@@ -64,13 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="t-closeness threshold (default 0.2)")
     p.add_argument("--r", type=float, default=None,
                    help="r of r-robustness and of the attack (default 1/c of the verdict)")
-    p.add_argument("--knowledge", metavar="FILE",
-                   help="adversary's distributions for r-robustness: long table (Parquet/CSV) "
-                        "with columns attributes (comma-joined set), the QI columns, value, "
-                        "probability (default: derived from DATA, the worst case)")
-    p.add_argument("--fallback", type=float, metavar="P",
-                   help="with --knowledge: probability for signatures/pairs the file does not "
-                        "list")
+    add_knowledge_arguments(p)
     p.add_argument("--max-set-size", type=int, default=2,
                    help="largest QI attribute set of the adversary's statistics (default 2)")
     p.add_argument("--sensitive-values", nargs="+", metavar="VALUE",

@@ -11,18 +11,17 @@ ORDER = 90
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``reproduce`` sub-command."""
-    from ._common import epilog
+    from ._common import add_command
 
-    p = sub.add_parser(
-        "reproduce", help="rerun the papers' experiments and write REPRODUCTION.md",
+    p = add_command(
+        sub, "reproduce", help="rerun the papers' experiments and write REPRODUCTION.md",
         description="Run every experiment of the specification's experiments.md that is in "
                     "this checkout (the benchmark functions of benchmarks/ and the drivers of "
                     "benchmarks/reproduce.py), write their result JSON and plots to OUT and "
                     "REPRODUCTION.md with our numbers beside the published ones and the "
                     "machine. Same as `python -m benchmarks.reproduce`; needs the source "
                     "tree (the benchmarks/ folder is not installed with the package).",
-        epilog=epilog("fastpriv reproduce --out repro --quick --only martin_fig5"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        example="fastpriv reproduce --out repro --quick --only martin_fig5")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created)")
     p.add_argument("--quick", action="store_true",
                    help="small sizes: a smoke run of every experiment (about a minute)")

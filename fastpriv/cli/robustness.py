@@ -7,22 +7,20 @@ import argparse
 ORDER = 40
 
 
-def _real_gt1(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--r expects a number > 1, got {text!r}") from None
-    if not v > 1:
-        raise argparse.ArgumentTypeError(f"--r must be > 1, got {text!r}")
-    return v
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``robustness`` sub-command."""
-    from ._common import add_bucketize_argument, add_encoding_argument, add_output_arguments, epilog
+    from ._common import (
+        add_bucketize_argument,
+        add_command,
+        add_encoding_argument,
+        add_knowledge_arguments,
+        add_nulls_argument,
+        add_output_arguments,
+        real_gt1,
+    )
 
-    p = sub.add_parser(
-        "robustness", help="r-robustness: posteriors under QI-based distribution knowledge",
+    p = add_command(
+        sub, "robustness", help="r-robustness: posteriors under QI-based distribution knowledge",
         description="Audit a released table for r-robustness: with background knowledge "
                     "p(signature : value) on every attribute subset of the QI (default: the "
                     "true conditional frequencies of DATA with reliable samples), compute "
@@ -30,9 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "set and flag those above 1/r. DATA has one row per individual: exact QI "
                     "columns, the group id and the sensitive value. Exit status 1 when the "
                     "release is not r-robust (0 robust, 2 bad input, 3 internal error).",
-        epilog=epilog("fastpriv robustness adult --qi age sex race --sensitive occupation "
-                      "--bucketize anatomy:4 --r 4"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        example=("fastpriv robustness adult --qi age sex race --sensitive occupation "
+                 "--bucketize anatomy:4 --r 4"))
     p.add_argument("data", help="Parquet/CSV file or directory, or 'adult' for the bundled "
                                 "UCI Adult table (with --bucketize)")
     p.add_argument("--qi", nargs="+", required=True, metavar="COL",
@@ -41,17 +38,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--group", nargs="+", metavar="COL",
                    help="group-id column(s) of the release (or --bucketize)")
     add_bucketize_argument(p)
-    p.add_argument("--r", type=_real_gt1, required=True, help="privacy parameter r > 1")
+    p.add_argument("--r", type=real_gt1, required=True, help="privacy parameter r > 1")
     p.add_argument("--sensitive-values", nargs="+", metavar="VALUE",
                    help="the sensitive values X_s (default: every value)")
     p.add_argument("--model", choices=("binary", "multivalued"), default="binary",
                    help="binary (default) or full multi-valued possible-world model")
-    p.add_argument("--knowledge", metavar="FILE",
-                   help="knowledge as a long table (Parquet/CSV) with columns attributes "
-                        "(comma-joined set), the QI columns, value, probability; default: "
-                        "derived from DATA")
-    p.add_argument("--fallback", type=float, metavar="P",
-                   help="with --knowledge: probability for unlisted signatures/pairs")
+    add_knowledge_arguments(p)
     p.add_argument("--max-size", type=int, metavar="K",
                    help="largest attribute set of derived knowledge (default: all of --qi)")
     p.add_argument("--epsilon", type=float, default=0.01,
@@ -60,8 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="reliability δ of derived knowledge (default 0.9)")
     p.add_argument("--min-support", type=int, metavar="J",
                    help="reliable sample size of derived knowledge (overrides ε, δ)")
-    p.add_argument("--nulls", choices=("error", "drop", "value"), default="error",
-                   help="nulls in the used columns: raise (default), drop rows, or keep")
+    add_nulls_argument(p)
     p.add_argument("--top", type=int, default=10,
                    help="worst (person, attribute set, value) cases to print (default 10)")
     p.add_argument("--verbose", action="store_true",

@@ -38,19 +38,18 @@ def _threshold(text: str):
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``skyline`` sub-command."""
-    from ._common import add_data_arguments, add_output_arguments, epilog
+    from ._common import add_command, add_data_arguments, add_output_arguments
 
-    p = sub.add_parser(
-        "skyline", help="privacy skyline: worst-case (ℓ,k,m) background knowledge",
+    p = add_command(
+        sub, "skyline", help="privacy skyline: worst-case (ℓ,k,m) background knowledge",
         description="Knowledge skyline (the largest (ℓ,k,m) knowledge under which the "
                     "breach probability stays below c) of a sensitive value, and checks of "
                     "(ℓ,k,m,c) skyline points. ℓ: facts about the target, k: about other "
                     "individuals, m: same-value family members. Exit status 1 when a "
                     "--point is violated (0 every point holds, 2 bad input, 3 internal "
                     "error).",
-        epilog=epilog("fastpriv skyline adult --sensitive occupation --qi age sex "
-                      "--sigma Sales --c 0.95 --point 1,1,1,0.95"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        example=("fastpriv skyline adult --sensitive occupation --qi age sex "
+                 "--sigma Sales --c 0.95 --point 1,1,1,0.95"))
     add_data_arguments(p)
     p.add_argument("--individual", metavar="COL",
                    help="individual-id column of an MVPI table (one row per individual and "
@@ -100,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     status = 0
     if args.c is not None:
         with Timer() as t:
-            sky = skyline.knowledge_skyline(rel, sigma, args.c, exact=args.exact)
+            sky = skyline.knowledge_skyline(rel, sigma=sigma, c=args.c, exact=args.exact)
         skies = sky if isinstance(sky, dict) else {sigma: sky}
         payload["timings_s"]["knowledge_skyline"] = t.seconds
         payload["skylines"] = {str(s): v.to_dict() for s, v in skies.items()}
@@ -120,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     if args.point:
         key = "*" if sigma is None else sigma
         with Timer() as t:
-            res = skyline.check(rel, {key: args.point}, exact=args.exact)
+            res = skyline.check(rel, skylines={key: args.point}, exact=args.exact)
         payload["timings_s"]["check"] = t.seconds
         payload["check"] = res.to_dict()
         rows = []
@@ -134,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
                            title="Skyline points: an adversary with (ℓ, k, m) knowledge must "
                                  "stay below c"))
         for pr in res.violations[:5]:
-            w = skyline.breach_probability(rel, pr.sigma, pr.l, pr.k, pr.m).witness
+            w = skyline.breach_probability(rel, sigma=pr.sigma, l=pr.l, k=pr.k, m=pr.m).witness
             if w is not None:
                 names = rel.groups.column_names
                 parts = [f"target in the group {describe_key(names, w.group_labels['t'])}"]

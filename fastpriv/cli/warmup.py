@@ -178,11 +178,11 @@ def _model_paths() -> None:
     pts = {"*": [(ell, k, m, 0.9) for ell in range(2) for k in range(3) for m in range(2)]}
     for par in (False, True):
         for method in ("direct", "classes"):
-            skyline.check(rel, pts, parallel=par, method=method)
-    skyline.knowledge_skyline(rel, rel.values[0], 0.9)
-    skyline.dp_breach_probability(rel, rel.values[0], 1, 2, 1)
+            skyline.check(rel, skylines=pts, parallel=par, method=method)
+    skyline.knowledge_skyline(rel, sigma=rel.values[0], c=0.9)
+    skyline.dp_breach_probability(rel, sigma=rel.values[0], l=1, k=2, m=1)
     _large_input_kernels(rel)
-    tables = skyline.prepare(rel, rel.values[0])
+    tables = skyline.prepare(rel, sigma=rel.values[0])
     for name in ("breach_probability", "dp_min_nr", "statistics"):
         if hasattr(tables, name):
             getattr(tables, name)(1, 2, 1)
@@ -194,8 +194,8 @@ def _model_paths() -> None:
     ck_safety.audit(wide, k=12)
     for case in ("mvpi-set", "mvpi-multiset"):
         m = Release.from_groups([(3, {"a": 1, "b": 2}), (2, {"a": 1})], case=case)
-        skyline.check(m, {"a": [(1, 1, 1, 0.9)]})
-        skyline.knowledge_skyline(m, "a", 0.9)
+        skyline.check(m, skylines={"a": [(1, 1, 1, 0.9)]})
+        skyline.knowledge_skyline(m, sigma="a", c=0.9)
 
 
 def _robustness_paths() -> None:

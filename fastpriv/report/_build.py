@@ -16,12 +16,15 @@ import platform
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from .._io import to_jsonable
+from .._timing import Timer
 from ..errors import InputError, InputTypeError
+from ..results import Result
 from .schema import SCHEMA_ID, SCHEMA_VERSION
 from .text import as_float, describe_key, fmt_count, fmt_label, fmt_pct
 from .verdict import build_verdict, verdict_text
@@ -148,15 +151,6 @@ def _versions() -> dict:
     return {"fastpriv": __version__, "python": platform.python_version(),
             "numpy": np.__version__, "numba": numba.__version__,
             "pyarrow": pyarrow.__version__, "platform": platform.platform()}
-
-
-class _Timer:
-    def __enter__(self) -> "_Timer":
-        self.t = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.seconds = time.perf_counter() - self.t
 
 
 def _section(status: str = "ok", reason: str | None = None, seconds: float = 0.0,
@@ -316,7 +310,7 @@ def _skyline_section(rel: Any, sigma: list | None, cs: list[float],
     from .. import skyline as sk
 
     ell, k, m = point
-    check = sk.check(rel, {"*": [(ell, k, m, c_v)]})
+    check = sk.check(rel, skylines={"*": [(ell, k, m, c_v)]})
     per_value = sorted(check.points, key=lambda p: (-float(p.value), str(p.sigma)))
     if sigma is None:
         chosen = [p.sigma for p in per_value[:MAX_SKYLINE_VALUES]]
@@ -333,11 +327,11 @@ def _skyline_section(rel: Any, sigma: list | None, cs: list[float],
     worst = per_value[0] if per_value else None
     worst_bp = None
     if worst is not None:
-        worst_bp = sk.breach_probability(rel, worst.sigma, ell, k, m).to_dict()
+        worst_bp = sk.breach_probability(rel, sigma=worst.sigma, l=ell, k=k, m=m).to_dict()
     skylines = []
     for v in chosen:
         for c in cs:
-            skylines.append(sk.knowledge_skyline(rel, v, c).to_dict())
+            skylines.append(sk.knowledge_skyline(rel, sigma=v, c=c).to_dict())
     rank = {p.sigma: i for i, p in enumerate(per_value)}
     plotted = sorted(chosen, key=lambda v: rank.get(v, 1 << 30))[:PLOTTED_SKYLINES]
     return _section(
@@ -365,7 +359,7 @@ def _whole_table_section(rel: Any, k: int, c_v: float) -> dict:
                     alpha=float(m["alpha_k_anonymity"]["value"]), ck=disclosure)
 
 
-def _robustness_section(table: Any, *, qi: list | None, sensitive: str, group: Any, r: float,
+def _robustness_section(*, table: Any, qi: list | None, sensitive: str, group: Any, r: float,
                         knowledge: Any, sensitive_values: list | None, max_set_size: int,
                         nulls: str, top: int) -> dict:
     from .. import robustness as rb
@@ -378,7 +372,7 @@ def _robustness_section(table: Any, *, qi: list | None, sensitive: str, group: A
     return _section(result=d, summary=res.summary())
 
 
-def _foreground_section(table: Any, *, qi: list, sensitive: str, group: Any, r: float,
+def _foreground_section(*, table: Any, qi: list, sensitive: str, group: Any, r: float,
                         sensitive_values: list | None, max_set_size: int, nulls: str,
                         top: int) -> dict:
     from .. import foreground as fg
@@ -579,14 +573,32 @@ GLOSSARY = (
 
 # ============================================================================ report object
 @dataclass(frozen=True, eq=False)
-class Report:
+class Report(Result):
     """A complete audit report.
 
     ``data`` is the JSON-ready payload (schema in :mod:`fastpriv.report.schema`);
-    :meth:`to_html` renders it and :meth:`write` writes both files.
+    :meth:`to_html` renders it and :meth:`write` writes both files. ``value`` is the
+    number of verdict checks that fail (0: every check that ran holds); ``params`` the
+    parameters every model ran with; the report's worst cases are its ``targets``
+    (plain dicts), so ``witness`` is None.
     """
 
     data: dict
+
+    @property
+    def value(self) -> int:
+        """Number of verdict checks that fail."""
+        return len(self.data["verdict"]["violated"])
+
+    @property
+    def params(self) -> dict:
+        """The parameters the report was built with."""
+        return self.data["parameters"]
+
+    @property
+    def witness(self) -> None:
+        """None: the worst cases are listed in ``data["targets"]``."""
+        return None
 
     def to_dict(self) -> dict:
         """Return the JSON-ready payload."""
@@ -686,11 +698,9 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
         Confidence thresholds (an adversary succeeds when he is at least c sure). Knowledge
         skylines and the largest (c,k)-safe k are reported for each; the **verdict uses the
         smallest** (the strictest).
-    k : int
-        Pieces of background knowledge for the (c,k)-safety verdict (and its witnesses).
-    k_max : int, optional
-        Last k of the disclosure curves (k = 0..k_max; default max(12, k): Martin et al.
-        use 12).
+    k, k_max : int
+        Pieces of background knowledge for the (c,k)-safety verdict (and its witnesses);
+        last k of the disclosure curves (default max(12, k): Martin et al. use 12).
     point : (l, k, m)
         Skyline point of the verdict: BP_σ(ℓ, k, m) < c for every value σ.
     l : int, optional
@@ -704,8 +714,7 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
     max_set_size : int
         Largest QI attribute set of the adversary's statistics (r-robustness, attack).
     sensitive_values : list, optional
-        The values X_s protected by r-robustness and attacked by the foreground attack
-        (default: every value).
+        X_s of r-robustness and of the foreground attack (default: every value).
     top : int
         Number of worst groups, problematic tuples and attacked tuples listed.
     include_individual_values : bool
@@ -717,15 +726,10 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
     robustness, attack : bool
         Run the r-robustness audit / the foreground attack when possible.
     stream : bool
-        Build the release by streaming the file in record batches (large inputs; the
-        row-level sections are then skipped).
-    title : str, optional
-        Report title.
-    source : str, optional
-        How to name the input in the report (default: its path, or "in-memory table").
-    data_spec : str, optional
-        How the remedy commands of the verdict name the data (default: its path, else
-        ``DATA``).
+        Stream the file in record batches (large inputs; no row-level sections).
+    title, source, data_spec : str, optional
+        Report title; the input's name (default: its path, or "in-memory table"); how the
+        verdict's remedy commands name the data (default: its path, else ``DATA``).
     knowledge_skylines : bool
         Compute the knowledge skylines of the chosen values (default); ``False`` keeps only
         the skyline check of the verdict (``fastpriv audit``).
@@ -749,12 +753,59 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
     >>> rep.write("report.html", json="report.json")                      # doctest: +SKIP
 
     """
-    from .._arrow import as_table
-    from .._validation import check_choice
-    from ..release import Release
-
     t_start = time.perf_counter()
+    o = _options(c=c, k=k, k_max=k_max, point=point, l=l, min_k=min_k, min_l=min_l,
+                 max_t=max_t, r=r, max_set_size=max_set_size, top=top, nulls=nulls,
+                 group=group, qi=qi, sigma=sigma, sensitive_values=sensitive_values,
+                 include_individual_values=include_individual_values,
+                 robustness=robustness, attack=attack, stream=stream)
     timings: dict[str, float] = {}
+    with Timer() as tf:
+        fp = fingerprint(data)
+    timings["fingerprint"] = tf.seconds
+    with Timer() as tr:
+        inp = _load_input(data, sensitive=sensitive, o=o, individual=individual,
+                          row_label=row_label)
+    timings["release"] = tr.seconds
+    for v in o.sigma or []:                       # parameter errors before any model runs
+        inp.rel.code_of(v, param="sigma")
+    for v in o.sensitive_values or []:
+        inp.rel.code_of(v, param="sensitive_values")
+    params = _parameters(o, inp.sensitive, individual=individual, row_label=row_label,
+                         knowledge=knowledge, max_risk=max_risk)
+    sec = _sections(inp, o, knowledge=knowledge, knowledge_fallback=knowledge_fallback,
+                    knowledge_skylines=knowledge_skylines, row_label=row_label, risk=risk,
+                    max_risk=max_risk, population=population)
+    sec["release"]["seconds"] = timings["release"]
+    table_values = None
+    if o.include_individual_values and inp.table is not None and inp.rel.case == "svpi":
+        table_values = inp.table.column(inp.sensitive).to_pylist()
+    with Timer() as tt:
+        targets = _targets(inp.rel, sec, o.c_v, table_values, inp.row_labels,
+                           o.include_individual_values)
+    verdict = build_verdict(sec, {**params, "qi": list(remedy_qi) if remedy_qi else o.qi},
+                            inp.sensitive, data_spec=data_spec or inp.path)
+    timings.update({name: x["seconds"] for name, x in sec.items() if "seconds" in x})
+    timings["targets"] = tt.seconds
+    timings["total"] = time.perf_counter() - t_start
+    if source is None:
+        source = inp.path or ("Release (in memory)" if inp.kind == "release"
+                              else "in-memory table")
+    return Report(to_jsonable(_payload(
+        inp, sec, title=title or f"Privacy audit of {source}", source=source,
+        fingerprint=fp, params=params, verdict=verdict, targets=targets,
+        values_included=table_values is not None, timings=timings)))
+
+
+# ============================================================================ steps
+def _options(*, c: Any, k: Any, k_max: Any, point: Any, l: Any, min_k: Any,  # noqa: E741
+             min_l: Any, max_t: Any, r: Any, max_set_size: Any, top: Any, nulls: str,
+             group: Any, qi: Any, sigma: Any, sensitive_values: Any,
+             include_individual_values: Any, robustness: Any, attack: Any,
+             stream: Any) -> SimpleNamespace:
+    """Check :func:`build_report`'s options; return them normalized (``c_v``: the verdict's c)."""
+    from .._validation import check_choice
+
     check_choice(nulls, "nulls", ("error", "drop", "value"))
     cs = _check_c(c)
     c_v = min(cs)
@@ -762,217 +813,209 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
     k_max = max(12, k) if k_max is None else _check_nonneg_int(k_max, "k_max")
     if k_max < k:
         raise InputError(f"k_max ({k_max}) must be at least k ({k})")
-    point = _check_point(point)
     if l is not None:
         l = _check_nonneg_int(l, "l", minimum=1)  # noqa: E741
-    min_k = _check_nonneg_int(min_k, "min_k", minimum=1)
-    min_l = _check_nonneg_int(min_l, "min_l", minimum=1)
     if isinstance(max_t, bool) or not isinstance(max_t, numbers.Real) or not 0 <= max_t <= 1:
         raise InputError(f"max_t must be a number in [0, 1], got {max_t!r}")
-    max_set_size = _check_nonneg_int(max_set_size, "max_set_size", minimum=1)
-    top = _check_nonneg_int(top, "top", minimum=1)
     if r is not None:
         if isinstance(r, bool) or not isinstance(r, numbers.Real) or not r > 1:
             raise InputError(f"r must be a number > 1, got {r!r}")
         r = float(r)
     elif c_v < 1:
         r = 1.0 / c_v
-    group_l = _as_list(group, "group")
-    qi_l = _as_list(qi, "qi")
     if sigma is not None and (isinstance(sigma, (str, bytes)) or not hasattr(sigma, "__iter__")):
         sigma = [sigma]
-    sigma_l = list(sigma) if sigma is not None else None
-    sv = list(sensitive_values) if sensitive_values is not None else None
     for name, flag in (("include_individual_values", include_individual_values),
                        ("robustness", robustness), ("attack", attack), ("stream", stream)):
         if not isinstance(flag, bool):
             raise InputTypeError(f"{name} must be True or False, got {flag!r}")
+    return SimpleNamespace(
+        nulls=nulls, cs=cs, c_v=c_v, k=k, k_max=k_max, point=_check_point(point), l=l,
+        min_k=_check_nonneg_int(min_k, "min_k", minimum=1),
+        min_l=_check_nonneg_int(min_l, "min_l", minimum=1), max_t=float(max_t), r=r,
+        max_set_size=_check_nonneg_int(max_set_size, "max_set_size", minimum=1),
+        top=_check_nonneg_int(top, "top", minimum=1), group=_as_list(group, "group"),
+        qi=_as_list(qi, "qi"), sigma=list(sigma) if sigma is not None else None,
+        sensitive_values=list(sensitive_values) if sensitive_values is not None else None,
+        include_individual_values=include_individual_values, robustness=robustness,
+        attack=attack, stream=stream)
 
-    # ------------------------------------------------------------------ input
-    table = None
-    n_dropped = 0
-    with _Timer() as tf:
-        fp = fingerprint(data)
-    timings["fingerprint"] = tf.seconds
-    row_reason = None
-    with _Timer() as tr:
-        if isinstance(data, Release):
-            rel = data
-            grouping = "release"
-            if sensitive is not None and sensitive != rel.sensitive_name:
-                raise InputError(f"sensitive={sensitive!r} but the release was built from "
-                                 f"{rel.sensitive_name!r}")
-            sensitive = rel.sensitive_name
-            kind = "release"
-            path = None
-            row_reason = ("the input is an already built Release: it has no rows or "
+
+@dataclass
+class _Input:
+    """The loaded input: the release, the rows (when kept) and how they were read."""
+
+    rel: Any
+    sensitive: str
+    kind: str
+    grouping: str
+    path: str | None = None
+    table: Any = None
+    n_dropped: int = 0
+    row_reason: str | None = None
+    row_labels: list | None = None
+
+
+def _load_input(data: Any, *, sensitive: str | None, o: SimpleNamespace,
+                individual: str | None, row_label: str | None) -> _Input:
+    """Read the input (a Release, a table, a path; streamed or not) into an :class:`_Input`."""
+    from ..release import Release
+
+    if isinstance(data, Release):
+        if sensitive is not None and sensitive != data.sensitive_name:
+            raise InputError(f"sensitive={sensitive!r} but the release was built from "
+                             f"{data.sensitive_name!r}")
+        if o.group or o.qi or individual:
+            raise InputError("group/qi/individual are for tables; a Release already has "
+                             "its groups")
+        return _Input(rel=data, sensitive=data.sensitive_name, kind="release",
+                      grouping="release", row_reason=(
+                          "the input is an already built Release: it has no rows or "
                           "quasi-identifier columns, so the row-level sections (r-robustness, "
-                          "the foreground attack, row numbers of individuals) are skipped")
-            if group_l or qi_l or individual:
-                raise InputError("group/qi/individual are for tables; a Release already has "
-                                 "its groups")
-        else:
-            if not isinstance(sensitive, str):
-                raise InputTypeError("sensitive must be the name of the sensitive column")
-            if not group_l and not qi_l:
-                raise InputError("give group= (a group-id column) and/or qi= (quasi-"
-                                 "identifier columns)")
-            path = os.fspath(data) if isinstance(data, (str, os.PathLike)) else None
-            kind = ("directory" if path and os.path.isdir(path) else "file") if path else \
-                "table"
-            keys = group_l if group_l else qi_l
-            grouping = "group" if group_l else "qi"
-            if stream:
-                if path is None:
-                    raise InputError("stream=True needs a file or directory path")
-                if individual:
-                    raise InputError("stream=True is for SVPI tables (no individual column)")
-                rel = Release.from_batches(path, sensitive=sensitive,
-                                           group=keys if group_l else None,
-                                           qi=keys if not group_l else None, nulls=nulls)
-                row_reason = ("the input was streamed in record batches (a large input), so "
-                              "its rows are not kept: row-level sections are skipped")
-            else:
-                needed = list(dict.fromkeys([sensitive] + (group_l or []) + (qi_l or [])
-                                            + ([individual] if individual else [])
-                                            + ([row_label] if row_label else [])))
-                table = as_table(data, columns=needed, param="data")
-                if nulls == "drop":
-                    from .._arrow import apply_null_policy
+                          "the foreground attack, row numbers of individuals) are skipped"))
+    if not isinstance(sensitive, str):
+        raise InputTypeError("sensitive must be the name of the sensitive column")
+    if not o.group and not o.qi:
+        raise InputError("give group= (a group-id column) and/or qi= (quasi-"
+                         "identifier columns)")
+    path = os.fspath(data) if isinstance(data, (str, os.PathLike)) else None
+    kind = ("directory" if path and os.path.isdir(path) else "file") if path else "table"
+    grouping = "group" if o.group else "qi"
+    by = {"group": o.group, "qi": None} if o.group else {"group": None, "qi": o.qi}
+    if o.stream:
+        if path is None:
+            raise InputError("stream=True needs a file or directory path")
+        if individual:
+            raise InputError("stream=True is for SVPI tables (no individual column)")
+        rel = Release.from_batches(path, sensitive=sensitive, nulls=o.nulls, **by)
+        return _Input(rel=rel, sensitive=sensitive, kind=kind, grouping=grouping, path=path,
+                      row_reason=("the input was streamed in record batches (a large input), "
+                                  "so its rows are not kept: row-level sections are skipped"))
+    from .._arrow import apply_null_policy, as_table
 
-                    table, n_dropped = apply_null_policy(table, needed, "drop")
-                    nulls_down = "error"
-                else:
-                    nulls_down = nulls
-                kw = {"individual": individual} if individual else {}
-                rel = Release.from_table(table, sensitive=sensitive,
-                                         group=group_l if group_l else None,
-                                         qi=qi_l if not group_l else None, nulls=nulls_down,
-                                         **kw)
-    timings["release"] = tr.seconds
-    for v in sigma_l or []:                       # parameter errors before any model runs
-        rel.code_of(v, param="sigma")
-    for v in sv or []:
-        rel.code_of(v, param="sensitive_values")
-    nulls_rows = "error" if nulls == "drop" else nulls
-    params = {"sensitive": sensitive, "group": group_l, "qi": qi_l, "individual": individual,
-              "nulls": nulls, "c": cs, "c_verdict": c_v, "k": k, "k_max": k_max,
-              "point": list(point), "l": l, "min_k": min_k, "min_l": min_l,
-              "max_t": float(max_t), "r": r, "max_set_size": max_set_size,
-              "max_risk": float(max_risk),
-              "sigma": sigma_l, "sensitive_values": sv, "top": top,
-              "include_individual_values": include_individual_values,
-              "row_label": row_label, "robustness": robustness, "attack": attack,
-              "stream": stream,
-              "knowledge": (os.fspath(knowledge) if isinstance(knowledge, (str, os.PathLike))
-                            else ("given (Knowledge object)" if knowledge is not None
-                                  else f"derived from the data (attribute sets up to "
-                                       f"{max_set_size}, the worst case)"))}
+    needed = list(dict.fromkeys([sensitive] + (o.group or []) + (o.qi or [])
+                                + ([individual] if individual else [])
+                                + ([row_label] if row_label else [])))
+    table = as_table(data, columns=needed, param="data")
+    n_dropped = 0
+    if o.nulls == "drop":
+        table, n_dropped = apply_null_policy(table, needed, "drop")
+    kw = {"individual": individual} if individual else {}
+    rel = Release.from_table(table, sensitive=sensitive,
+                             nulls="error" if o.nulls == "drop" else o.nulls, **by, **kw)
+    return _Input(rel=rel, sensitive=sensitive, kind=kind, grouping=grouping, path=path,
+                  table=table, n_dropped=n_dropped,
+                  row_labels=table.column(row_label).to_pylist() if row_label else None)
 
-    # ------------------------------------------------------------------ sections
+
+def _parameters(o: SimpleNamespace, sensitive: str, *, individual: str | None,
+                row_label: str | None, knowledge: Any, max_risk: float) -> dict:
+    """Return the report's ``parameters`` section (what every model ran with)."""
+    return {"sensitive": sensitive, "group": o.group, "qi": o.qi, "individual": individual,
+            "nulls": o.nulls, "c": o.cs, "c_verdict": o.c_v, "k": o.k, "k_max": o.k_max,
+            "point": list(o.point), "l": o.l, "min_k": o.min_k, "min_l": o.min_l,
+            "max_t": o.max_t, "r": o.r, "max_set_size": o.max_set_size,
+            "max_risk": float(max_risk),
+            "sigma": o.sigma, "sensitive_values": o.sensitive_values, "top": o.top,
+            "include_individual_values": o.include_individual_values,
+            "row_label": row_label, "robustness": o.robustness, "attack": o.attack,
+            "stream": o.stream,
+            "knowledge": (os.fspath(knowledge) if isinstance(knowledge, (str, os.PathLike))
+                          else ("given (Knowledge object)" if knowledge is not None
+                                else f"derived from the data (attribute sets up to "
+                                     f"{o.max_set_size}, the worst case)"))}
+
+
+def _row_level_reason(inp: _Input, o: SimpleNamespace, what: str,
+                      needs_qi: bool) -> str | None:
+    """Why a row-level section (r-robustness, the attack) cannot run, or None."""
+    if inp.row_reason:
+        return inp.row_reason
+    if inp.rel.case != "svpi":
+        return (f"{what} is defined for one sensitive value per individual; this release "
+                f"is {inp.rel.case!r}")
+    if inp.grouping == "qi":
+        return ("the groups are the distinct values of the QI columns, so everyone in a "
+                "group shares every QI signature and distribution-based posteriors equal "
+                "the group frequencies already reported by (α,k)-anonymity; give the "
+                "group-id column (group=/--group) together with the exact QI columns "
+                "(qi=/--qi) to audit against QI-based knowledge")
+    if needs_qi and not o.qi:
+        return ("no quasi-identifier columns were given (qi=/--qi): the adversary's "
+                "QI-based statistics cannot be formed")
+    if o.r is None:
+        return "c = 1 gives no threshold 1/r < 1: pass r= (> 1) explicitly"
+    return None
+
+
+def _sections(inp: _Input, o: SimpleNamespace, *, knowledge: Any, knowledge_fallback: Any,
+              knowledge_skylines: bool, row_label: str | None, risk: bool, max_risk: float,
+              population: Any) -> dict[str, Any]:
+    """Run every model's section (a model refusing the input gives a 'failed' section)."""
+    rel = inp.rel
+    nulls_rows = "error" if o.nulls == "drop" else o.nulls
     sec: dict[str, Any] = {}
-    sec["release"] = _release_section(rel, grouping, group_l, qi_l)
-    sec["release"]["seconds"] = timings["release"]
-    sec["classical"] = _run(_classical_section, rel, l)
-    sec["ck_safety"] = _run(_ck_section, rel, k, k_max, cs)
-    sec["skyline"] = _run(_skyline_section, rel, sigma_l if knowledge_skylines else [], cs,
-                          point, c_v)
-    sec["whole_table"] = _run(_whole_table_section, rel, k, c_v)
-
-    # row-level prerequisites
-    def row_level_reason(what: str, needs_qi: bool) -> str | None:
-        if row_reason:
-            return row_reason
-        if rel.case != "svpi":
-            return (f"{what} is defined for one sensitive value per individual; this release "
-                    f"is {rel.case!r}")
-        if grouping == "qi":
-            return ("the groups are the distinct values of the QI columns, so everyone in a "
-                    "group shares every QI signature and distribution-based posteriors equal "
-                    "the group frequencies already reported by (α,k)-anonymity; give the "
-                    "group-id column (group=/--group) together with the exact QI columns "
-                    "(qi=/--qi) to audit against QI-based knowledge")
-        if needs_qi and not qi_l:
-            return ("no quasi-identifier columns were given (qi=/--qi): the adversary's "
-                    "QI-based statistics cannot be formed")
-        if r is None:
-            return "c = 1 gives no threshold 1/r < 1: pass r= (> 1) explicitly"
-        return None
-
-    kn = knowledge
-    reason = row_level_reason("r-robustness", needs_qi=knowledge is None)
-    if not robustness:
+    sec["release"] = _release_section(rel, inp.grouping, o.group, o.qi)
+    sec["classical"] = _run(_classical_section, rel, o.l)
+    sec["ck_safety"] = _run(_ck_section, rel, o.k, o.k_max, o.cs)
+    sec["skyline"] = _run(_skyline_section, rel, o.sigma if knowledge_skylines else [], o.cs,
+                          o.point, o.c_v)
+    sec["whole_table"] = _run(_whole_table_section, rel, o.k, o.c_v)
+    rows = {"table": inp.table, "qi": o.qi, "sensitive": inp.sensitive, "group": o.group,
+            "r": o.r, "sensitive_values": o.sensitive_values,
+            "max_set_size": o.max_set_size, "nulls": nulls_rows, "top": o.top}
+    reason = _row_level_reason(inp, o, "r-robustness", needs_qi=knowledge is None)
+    if not o.robustness:
         sec["robustness"] = _skipped("disabled (robustness=False / --no-robustness)")
     elif reason:
         sec["robustness"] = _skipped(reason)
     else:
+        kn = knowledge
         if isinstance(knowledge, (str, os.PathLike)):
             from ..knowledge import Knowledge
 
             kn = Knowledge.from_table(knowledge, set_column="attributes",
                                       fallback=knowledge_fallback, model=None)
-        sec["robustness"] = _run(_robustness_section, table, qi=qi_l, sensitive=sensitive,
-                                 group=group_l, r=r, knowledge=kn, sensitive_values=sv,
-                                 max_set_size=max_set_size, nulls=nulls_rows, top=top)
-    reason = row_level_reason("the foreground attack", needs_qi=True)
-    if not attack:
+        sec["robustness"] = _run(_robustness_section, knowledge=kn, **rows)
+    reason = _row_level_reason(inp, o, "the foreground attack", needs_qi=True)
+    if not o.attack:
         sec["foreground"] = _skipped("disabled (attack=False / --no-attack)")
     elif reason:
         sec["foreground"] = _skipped(reason)
     else:
-        sec["foreground"] = _run(_foreground_section, table, qi=qi_l, sensitive=sensitive,
-                                 group=group_l, r=r, sensitive_values=sv,
-                                 max_set_size=max_set_size, nulls=nulls_rows, top=top)
-    row_labels = None
-    if row_label and table is not None:
-        row_labels = table.column(row_label).to_pylist()
-    sec["worst_groups"] = _run(_worst_groups, rel, top, row_labels)
-    if risk and qi_l and table is not None:
+        sec["foreground"] = _run(_foreground_section, **rows)
+    sec["worst_groups"] = _run(_worst_groups, rel, o.top, inp.row_labels)
+    if risk and o.qi and inp.table is not None:
         from ._risk import risk_section
 
-        sec["risk"] = risk_section(table, qi=qi_l, threshold=max_risk,
+        sec["risk"] = risk_section(inp.table, qi=o.qi, threshold=max_risk,
                                    population=population, nulls=nulls_rows)
-    table_values = None
-    if include_individual_values and table is not None and rel.case == "svpi":
-        table_values = table.column(sensitive).to_pylist()
-    with _Timer() as tt:
-        targets = _targets(rel, sec, c_v, table_values, row_labels, include_individual_values)
-    sec_timings = {name: s["seconds"] for name, s in sec.items() if "seconds" in s}
-    verdict = build_verdict(sec, {**params, "qi": list(remedy_qi) if remedy_qi else qi_l},
-                            sensitive,
-                            data_spec=data_spec or (path if isinstance(data, (str, os.PathLike))
-                                                    else None))
-    timings.update(sec_timings)
-    timings["targets"] = tt.seconds
-    timings["total"] = time.perf_counter() - t_start
+    return sec
 
-    if source is None:
-        source = (path if path else ("Release (in memory)" if kind == "release"
-                                     else "in-memory table"))
-    payload = {
+
+def _payload(inp: _Input, sec: dict, *, title: str, source: str, fingerprint: dict,
+             params: dict, verdict: dict, targets: list, values_included: bool,
+             timings: dict) -> dict:
+    """Assemble the report's payload (the JSON document; schema in :mod:`.schema`)."""
+    table = inp.table
+    return {
         "schema": SCHEMA_ID,
         "schema_version": SCHEMA_VERSION,
-        "title": title or f"Privacy audit of {source}",
+        "title": title,
         "created": _now(),
         "generator": _versions(),
-        "input": {"kind": kind, "source": source, "path": path, "fingerprint": fp,
-                  "n_input_rows": None if table is None else int(table.num_rows) + n_dropped,
-                  "n_rows_dropped_for_nulls": n_dropped,
-                  "rows_available": table is not None and rel.row_group is not None,
-                  "row_level_reason": row_reason},
+        "input": {"kind": inp.kind, "source": source, "path": inp.path,
+                  "fingerprint": fingerprint,
+                  "n_input_rows": None if table is None else int(table.num_rows) + inp.n_dropped,
+                  "n_rows_dropped_for_nulls": inp.n_dropped,
+                  "rows_available": table is not None and inp.rel.row_group is not None,
+                  "row_level_reason": inp.row_reason},
         "parameters": params,
         "verdict": verdict,
-        "release": sec["release"],
-        "classical": sec["classical"],
-        "ck_safety": sec["ck_safety"],
-        "skyline": sec["skyline"],
-        "robustness": sec["robustness"],
-        "foreground": sec["foreground"],
-        "worst_groups": sec["worst_groups"],
+        **{name: sec[name] for name in ("release", "classical", "ck_safety", "skyline",
+                                        "robustness", "foreground", "worst_groups")},
         **({"risk": sec["risk"]} if "risk" in sec else {}),
-        "targets": {"individual_values_included": bool(table_values is not None),
-                    "items": targets},
+        "targets": {"individual_values_included": values_included, "items": targets},
         "timings_s": timings,
         "glossary": [{"term": t, "definition": d} for t, d in GLOSSARY],
     }
-    return Report(to_jsonable(payload))

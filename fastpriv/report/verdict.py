@@ -71,143 +71,163 @@ def build_verdict(sec: dict, params: dict, sens: str, *, data_spec: str | None =
             "checks": checks, "remedies": remedies, "key_risk": risk}
 
 
+def _check(id_: str, title: str, question: str, satisfied: Any = None, achieved: Any = None,
+           required: str = "", plain: str = "", status: str = "ok",
+           reason: str | None = None) -> dict:
+    """One verdict check: the question, PASS/FAIL (None: not run), the value, a sentence."""
+    return {"id": id_, "title": title, "question": question, "satisfied": satisfied,
+            "achieved": achieved, "required": required, "plain": plain, "status": status,
+            "reason": reason}
+
+
+def _not_run(id_: str, title: str, question: str, section: dict) -> list[dict]:
+    """Return the check of a section that did not run (skipped or failed), with the reason."""
+    return [_check(id_, title, question, status=section["status"], reason=section["reason"])]
+
+
 def _checks(sec: dict, params: dict, sens: str) -> list[dict]:
     """One check per model: the question, PASS/FAIL, the achieved value and a sentence."""
+    out = (_classical_checks(sec["classical"], params, sens)
+           + _ck_checks(sec["ck_safety"], params, sens)
+           + _skyline_checks(sec["skyline"], params, sens)
+           + _row_checks(sec["robustness"], sec["foreground"], params, sens))
+    if sec.get("risk") is not None:
+        out += _risk_checks(sec["risk"])
+    return out
+
+
+def _classical_checks(cl: dict, params: dict, sens: str) -> list[dict]:
     c_v = params["c_verdict"]
-    checks: list[dict] = []
+    if cl["status"] != "ok":
+        return _not_run("classical", "classical models",
+                        f"How well do the groups hide each person's {sens}?", cl)
+    m = cl["models"]
+    k = m["k_anonymity"]["value"]
+    ld = m["l_diversity"]["value"]
+    el = m["entropy_l_diversity"]["value"]
+    t = m["t_closeness"]["value"]
+    a = m["alpha_k_anonymity"]["value"]
+    min_l = params["min_l"]
+    return [
+        _check("k_anonymity", "k-anonymity",
+               "Does every group hide each person among enough others?",
+               k >= params["min_k"], k, f"k ≥ {params['min_k']}",
+               f"The smallest group has {k} {'person' if k == 1 else 'people'} "
+               f"(required: at least {params['min_k']})."),
+        _check("l_diversity", "distinct ℓ-diversity",
+               f"Does every group contain several different values of {sens}?",
+               ld >= min_l, ld, f"ℓ ≥ {min_l}",
+               f"The least varied group has {ld} different value{'s' if ld != 1 else ''} of "
+               f"{sens} (required: at least {min_l})."),
+        _check("entropy_l_diversity", "entropy ℓ-diversity",
+               f"Are the values of {sens} spread evenly enough within every group?",
+               bool(el >= min_l - 1e-12), el, f"ℓ ≥ {min_l}",
+               f"The least even group is as varied as {el:.3g} equally common values "
+               f"(required: at least {min_l})."),
+        _check("t_closeness", "t-closeness",
+               f"Does every group's mix of {sens} resemble the whole table's?",
+               bool(t <= params["max_t"]), t, f"t ≤ {params['max_t']:g}",
+               f"The most unusual group differs from the overall mix by {t:.3g} (earth "
+               f"mover's distance; allowed: at most {params['max_t']:g})."),
+        _check("alpha", "(α,k)-anonymity (α)",
+               f"Without any background knowledge, how sure can anyone be of a person's "
+               f"{sens}?", bool(a < c_v), a, f"α < {c_v:g}",
+               f"From the release alone, the best guess about a person is right with "
+               f"probability {fmt_pct(a)} (the largest share of one value in a group; must "
+               f"stay below {fmt_pct(c_v)})."),
+    ]
 
-    def add(id_: str, title: str, question: str, satisfied: Any, achieved: Any,
-            required: str, plain: str, status: str = "ok", reason: str | None = None) -> None:
-        checks.append({"id": id_, "title": title, "question": question,
-                       "satisfied": satisfied, "achieved": achieved, "required": required,
-                       "plain": plain, "status": status, "reason": reason})
 
-    cl = sec["classical"]
-    if cl["status"] == "ok":
-        m = cl["models"]
-        k = m["k_anonymity"]["value"]
-        add("k_anonymity", "k-anonymity",
-            "Does every group hide each person among enough others?",
-            k >= params["min_k"], k, f"k ≥ {params['min_k']}",
-            f"The smallest group has {k} {'person' if k == 1 else 'people'} "
-            f"(required: at least {params['min_k']}).")
-        ld = m["l_diversity"]["value"]
-        add("l_diversity", "distinct ℓ-diversity",
-            f"Does every group contain several different values of {sens}?",
-            ld >= params["min_l"], ld, f"ℓ ≥ {params['min_l']}",
-            f"The least varied group has {ld} different value{'s' if ld != 1 else ''} of "
-            f"{sens} (required: at least {params['min_l']}).")
-        el = m["entropy_l_diversity"]["value"]
-        add("entropy_l_diversity", "entropy ℓ-diversity",
-            f"Are the values of {sens} spread evenly enough within every group?",
-            bool(el >= params["min_l"] - 1e-12), el, f"ℓ ≥ {params['min_l']}",
-            f"The least even group is as varied as {el:.3g} equally common values "
-            f"(required: at least {params['min_l']}).")
-        t = m["t_closeness"]["value"]
-        add("t_closeness", "t-closeness",
-            f"Does every group's mix of {sens} resemble the whole table's?",
-            bool(t <= params["max_t"]), t, f"t ≤ {params['max_t']:g}",
-            f"The most unusual group differs from the overall mix by {t:.3g} (earth mover's "
-            f"distance; allowed: at most {params['max_t']:g}).")
-        a = m["alpha_k_anonymity"]["value"]
-        add("alpha", "(α,k)-anonymity (α)",
-            f"Without any background knowledge, how sure can anyone be of a person's {sens}?",
-            bool(a < c_v), a, f"α < {c_v:g}",
-            f"From the release alone, the best guess about a person is right with probability "
-            f"{fmt_pct(a)} (the largest share of one value in a group; must stay below "
-            f"{fmt_pct(c_v)}).")
-    else:
-        add("classical", "classical models",
-            f"How well do the groups hide each person's {sens}?", None, None, "", "",
-            cl["status"], cl["reason"])
-    ck = sec["ck_safety"]
-    if ck["status"] == "ok":
-        k = ck["k"]
-        for kn, words in (("implications", f"knows {fmt_count(k, 'fact')} of the form “if A then "
-                                           "B” about people"),
-                          ("negations", f"can rule out {fmt_count(k, 'value')} for people")):
-            r = ck["at_k"][kn]
-            v = as_float(r["value"])
-            row = next(x for x in ck["max_safe_k"] if x["c"] == c_v)
-            safe = bool(row[f"{kn}_is_safe_at_k"])
-            ms = row[kn]
-            more = ("" if ms is None and not safe else
-                    f" It stays safe up to k = {ms}." if ms is not None and ms < ck["k_max"]
-                    else f" It stays safe for every k ≤ {ck['k_max']} tested." if ms is not None
-                    else "")
-            add(f"ck_safety_{kn}", f"(c,k)-safety, {kn}",
-                f"Can an adversary who {words} become {fmt_pct(c_v)} sure of anyone's {sens}?",
-                safe, v, f"max disclosure < {c_v:g} at k = {k}",
-                f"An adversary who {words} can be as much as {fmt_pct(v)} sure of someone's "
-                f"{sens} (must stay below {fmt_pct(c_v)}).{more}")
-    else:
-        add("ck_safety", "(c,k)-safety",
-            f"Can an adversary who knows k facts about people become {fmt_pct(c_v)} sure of "
-            f"anyone's {sens}?", None, None, "", "", ck["status"], ck["reason"])
-    sky = sec["skyline"]
-    if sky["status"] == "ok":
-        ell, k, m = sky["point"]
-        pts = sky["check"]["points"]
-        bp = max((as_float(p["value"]) for p in pts), default=0.0)
-        add("skyline", "privacy skyline (basic 3D criterion)",
-            f"Can an adversary who knows {fmt_count(ell, 'value')} the target does not have, the "
-            f"values of {fmt_count(k, 'other person', 'other people')} and "
-            f"{fmt_count(m, 'person', 'people')} sharing the target's value become "
-            f"{fmt_pct(c_v)} sure?",
-            bool(sky["check"]["safe"]), bp, f"BP < {c_v:g} at (ℓ,k,m) = ({ell},{k},{m}) for "
-            "every value",
-            f"Such an adversary can be as much as {fmt_pct(bp)} sure of someone's {sens} "
-            f"(must stay below {fmt_pct(c_v)}).")
-    else:
-        add("skyline", "privacy skyline",
-            "Can an adversary with (ℓ, k, m) knowledge about the target, other people and "
-            f"relatives become {fmt_pct(c_v)} sure?", None, None, "", "", sky["status"],
-            sky["reason"])
-    rb = sec["robustness"]
+def _ck_checks(ck: dict, params: dict, sens: str) -> list[dict]:
+    c_v = params["c_verdict"]
+    if ck["status"] != "ok":
+        return _not_run("ck_safety", "(c,k)-safety",
+                        f"Can an adversary who knows k facts about people become "
+                        f"{fmt_pct(c_v)} sure of anyone's {sens}?", ck)
+    k = ck["k"]
+    out = []
+    for kn, words in (("implications", f"knows {fmt_count(k, 'fact')} of the form “if A then "
+                                       "B” about people"),
+                      ("negations", f"can rule out {fmt_count(k, 'value')} for people")):
+        v = as_float(ck["at_k"][kn]["value"])
+        row = next(x for x in ck["max_safe_k"] if x["c"] == c_v)
+        safe = bool(row[f"{kn}_is_safe_at_k"])
+        ms = row[kn]
+        more = ("" if ms is None and not safe else
+                f" It stays safe up to k = {ms}." if ms is not None and ms < ck["k_max"]
+                else f" It stays safe for every k ≤ {ck['k_max']} tested." if ms is not None
+                else "")
+        out.append(_check(
+            f"ck_safety_{kn}", f"(c,k)-safety, {kn}",
+            f"Can an adversary who {words} become {fmt_pct(c_v)} sure of anyone's {sens}?",
+            safe, v, f"max disclosure < {c_v:g} at k = {k}",
+            f"An adversary who {words} can be as much as {fmt_pct(v)} sure of someone's "
+            f"{sens} (must stay below {fmt_pct(c_v)}).{more}"))
+    return out
+
+
+def _skyline_checks(sky: dict, params: dict, sens: str) -> list[dict]:
+    c_v = params["c_verdict"]
+    if sky["status"] != "ok":
+        return _not_run("skyline", "privacy skyline",
+                        "Can an adversary with (ℓ, k, m) knowledge about the target, other "
+                        f"people and relatives become {fmt_pct(c_v)} sure?", sky)
+    ell, k, m = sky["point"]
+    bp = max((as_float(p["value"]) for p in sky["check"]["points"]), default=0.0)
+    return [_check(
+        "skyline", "privacy skyline (basic 3D criterion)",
+        f"Can an adversary who knows {fmt_count(ell, 'value')} the target does not have, the "
+        f"values of {fmt_count(k, 'other person', 'other people')} and "
+        f"{fmt_count(m, 'person', 'people')} sharing the target's value become "
+        f"{fmt_pct(c_v)} sure?",
+        bool(sky["check"]["safe"]), bp, f"BP < {c_v:g} at (ℓ,k,m) = ({ell},{k},{m}) for "
+        "every value",
+        f"Such an adversary can be as much as {fmt_pct(bp)} sure of someone's {sens} "
+        f"(must stay below {fmt_pct(c_v)}).")]
+
+
+def _row_checks(rb: dict, fg: dict, params: dict, sens: str) -> list[dict]:
+    """Return the checks of the row-level models: r-robustness and the foreground attack."""
     r = params.get("r")
+    q_rb = f"Can statistics linking quasi-identifiers to {sens} single anyone out?"
+    q_fg = "Can patterns mined from the release itself single anyone out?"
+    out = []
     if rb["status"] == "ok":
         d = rb["result"]
-        add("robustness", "r-robustness",
-            f"Can statistics linking quasi-identifiers to {sens} single anyone out?",
-            bool(d["robust"]), d["value"], f"posterior ≤ 1/r = {1 / r:.4g}",
+        out.append(_check(
+            "robustness", "r-robustness", q_rb, bool(d["robust"]), d["value"],
+            f"posterior ≤ 1/r = {1 / r:.4g}",
             f"With accurate statistics of this kind the adversary can be as much as "
             f"{fmt_pct(d['value'])} sure of someone's {sens} (allowed: {fmt_pct(1 / r)}); "
-            f"{d['n_problematic_rows']:,} of {d['n_rows']:,} people exceed it.")
+            f"{d['n_problematic_rows']:,} of {d['n_rows']:,} people exceed it."))
     else:
-        add("robustness", "r-robustness",
-            f"Can statistics linking quasi-identifiers to {sens} single anyone out?", None,
-            None, "", "", rb["status"], rb["reason"])
-    fg = sec["foreground"]
+        out += _not_run("robustness", "r-robustness", q_rb, rb)
     if fg["status"] == "ok":
         d = fg["result"]
         mp = d["max_posterior"] or 0.0
-        add("foreground", "foreground-knowledge attack",
-            "Can patterns mined from the release itself single anyone out?",
-            d["n_problematic"] == 0, mp, f"posterior ≤ 1/r = {1 / r:.4g}",
+        out.append(_check(
+            "foreground", "foreground-knowledge attack", q_fg, d["n_problematic"] == 0, mp,
+            f"posterior ≤ 1/r = {1 / r:.4g}",
             f"Using only patterns learned from this release, the adversary can be as much as "
-            f"{fmt_pct(mp)} sure of someone's {sens}; {d['n_problematic']:,} of {d['n_rows']:,} "
-            f"people exceed {fmt_pct(1 / r)}.")
+            f"{fmt_pct(mp)} sure of someone's {sens}; {d['n_problematic']:,} of "
+            f"{d['n_rows']:,} people exceed {fmt_pct(1 / r)}."))
     else:
-        add("foreground", "foreground-knowledge attack",
-            "Can patterns mined from the release itself single anyone out?", None, None, "",
-            "", fg["status"], fg["reason"])
-    rk = sec.get("risk")
-    if rk is not None:
-        if rk["status"] == "ok":
-            a = rk["audit"]
-            add("risk", "re-identification risk",
-                "Can someone who knows a person's quasi-identifiers pick out their record?",
-                bool(rk["verdict"]["passed"]), a["prosecutor_max"],
-                f"prosecutor risk ≤ {a['params']['threshold']:g}",
-                f"The smallest class of identical quasi-identifiers makes a record "
-                f"{fmt_pct(a['prosecutor_max'])} likely to be re-identified "
-                f"({a['sample_uniques']:,} records are unique; allowed: "
-                f"{fmt_pct(a['params']['threshold'])}).")
-        else:
-            add("risk", "re-identification risk",
-                "Can someone who knows a person's quasi-identifiers pick out their record?",
-                None, None, "", "", rk["status"], rk["reason"])
-    return checks
+        out += _not_run("foreground", "foreground-knowledge attack", q_fg, fg)
+    return out
+
+
+def _risk_checks(rk: dict) -> list[dict]:
+    q = "Can someone who knows a person's quasi-identifiers pick out their record?"
+    if rk["status"] != "ok":
+        return _not_run("risk", "re-identification risk", q, rk)
+    a = rk["audit"]
+    return [_check(
+        "risk", "re-identification risk", q, bool(rk["verdict"]["passed"]),
+        a["prosecutor_max"], f"prosecutor risk ≤ {a['params']['threshold']:g}",
+        f"The smallest class of identical quasi-identifiers makes a record "
+        f"{fmt_pct(a['prosecutor_max'])} likely to be re-identified "
+        f"({a['sample_uniques']:,} records are unique; allowed: "
+        f"{fmt_pct(a['params']['threshold'])}).")]
 
 
 def _key_risk(sec: dict, checks: list[dict], c_v: float, sens: str, params: dict) -> dict:
@@ -329,8 +349,12 @@ def _generalize_remedy(by_id: dict, whole: dict | None, params: dict, data: str)
 
 
 def _unreachable(by_id: dict, whole: dict | None, params: dict) -> list[str]:
-    """Thresholds that the whole table as one group misses (so no generalization meets)."""
-    if not whole:
+    """Thresholds that the whole table as one group misses (so no generalization meets).
+
+    Nothing is known when the whole-table section did not run (skipped, or a model refused
+    the input).
+    """
+    if not whole or whole.get("status") != "ok":
         return []
     c_v = params["c_verdict"]
     out = []
