@@ -209,3 +209,113 @@ def profile_stats(indptr, codes, counts, sizes, kinds, iparams, fparams, q, qran
             if sup > budget:
                 return sup, True, kept, sq
     return sup, False, kept, sq
+
+
+@kernel
+def joint_tables(gptr, gattr, scard, maps, offsets, tcard):
+    """Gather tables of packed attribute groups (one gather per group instead of per attribute).
+
+    A materialized node stores the codes of a *group* of attributes ``gattr[gptr[g]:
+    gptr[g+1]]`` as one mixed-radix code (radices ``scard``, the node's cardinalities).
+    For a higher node (level-to-level tables at ``maps[offsets[a] + code]``, cardinalities
+    ``tcard``) this builds, per group, the table from the packed code to a packed code of
+    the higher node's levels, so :func:`rollup` maps a row with one gather per group.
+
+    Returns ``(tables, table offsets (G,), packed cardinalities (G,))``.
+    """
+    n_g = gptr.shape[0] - 1
+    toff = np.zeros(n_g, dtype=np.int64)
+    gcard = np.ones(n_g, dtype=np.int64)
+    total = 0
+    for g in range(n_g):
+        toff[g] = total
+        p = 1
+        for i in range(gptr[g], gptr[g + 1]):
+            p *= scard[gattr[i]]
+            gcard[g] *= tcard[gattr[i]]
+        total += p
+    tab = np.empty(total, dtype=np.int32)
+    for g in range(n_g):
+        lo = gptr[g]
+        hi = gptr[g + 1]
+        p = 1
+        for i in range(lo, hi):
+            p *= scard[gattr[i]]
+        for code in range(p):
+            x = code
+            key = 0
+            mult = 1
+            for i in range(hi - 1, lo - 1, -1):
+                a = gattr[i]
+                c = x % scard[a]
+                x //= scard[a]
+                key += maps[offsets[a] + c] * mult
+                mult *= tcard[a]
+            tab[toff[g] + code] = key
+    return tab, toff, gcard
+
+
+@kernel
+def repack_rows(qp, gptr, gattr, scard, maps, offsets, rows, tptr, tattr, tcard):
+    """Packed codes of a higher node for the given rows of a lower node.
+
+    The lower node's rows ``rows`` (packed in groups ``gattr[gptr[g]:gptr[g+1]]`` with
+    radices ``scard``) are mapped to the higher node's levels (``maps[offsets[a] + code]``)
+    and packed in its groups ``tattr[tptr[g]:tptr[g+1]]`` with radices ``tcard``. Per
+    attribute, a table from its group's packed code to its code at the higher level is
+    built first, so each row costs one gather per attribute (no division).
+    """
+    d = scard.shape[0]
+    which = np.full(d, -1, dtype=np.int64)
+    aoff = np.zeros(d, dtype=np.int64)
+    total = 0
+    for g in range(gptr.shape[0] - 1):
+        p = 1
+        for i in range(gptr[g], gptr[g + 1]):
+            p *= scard[gattr[i]]
+        for i in range(gptr[g], gptr[g + 1]):
+            which[gattr[i]] = g
+            aoff[gattr[i]] = total
+            total += p
+    atab = np.empty(max(total, 1), dtype=np.int32)
+    for g in range(gptr.shape[0] - 1):
+        lo = gptr[g]
+        hi = gptr[g + 1]
+        p = 1
+        for i in range(lo, hi):
+            p *= scard[gattr[i]]
+        for code in range(p):
+            x = code
+            for i in range(hi - 1, lo - 1, -1):
+                a = gattr[i]
+                atab[aoff[a] + code] = maps[offsets[a] + x % scard[a]]
+                x //= scard[a]
+    n = rows.shape[0]
+    out = np.zeros((tptr.shape[0] - 1, n), dtype=np.int32)
+    for g in range(tptr.shape[0] - 1):
+        for i in range(tptr[g], tptr[g + 1]):
+            a = tattr[i]
+            c = tcard[a]
+            src = which[a]
+            if src < 0:   # one code below, so one code above: contributes 0
+                for j in range(n):
+                    out[g, j] = out[g, j] * c
+                continue
+            o = aoff[a]
+            for j in range(n):
+                out[g, j] = out[g, j] * c + atab[o + qp[src, rows[j]]]
+    return out
+
+
+@kernel
+def pack_codes(q, gptr, gattr, scard):
+    """Pack ``q`` (d, m) into one mixed-radix code per attribute group, ``(G, m)`` int32."""
+    m = q.shape[1]
+    out = np.zeros((gptr.shape[0] - 1, m), dtype=np.int32)
+    for g in range(gptr.shape[0] - 1):
+        for i in range(gptr[g], gptr[g + 1]):
+            a = gattr[i]
+            c = scard[a]
+            for j in range(m):
+                out[g, j] = out[g, j] * c + q[a, j]
+    return out

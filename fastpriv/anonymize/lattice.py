@@ -283,16 +283,52 @@ class SearchProgress:
     ok: bool
 
 
+_PACK_LIMIT = 8192   # largest packed code of an attribute group (its table stays in L1/L2)
+
+
 class _Materialized:
-    """The distinct rows of one node: codes at its levels, sensitive codes, individuals."""
+    """The distinct rows of one node: packed codes at its levels, sensitive codes, individuals.
 
-    __slots__ = ("levels", "q", "s", "w", "nbytes", "last")
+    The codes of consecutive attributes are packed into one mixed-radix code per group
+    (``gattr[gptr[g]:gptr[g+1]]``, radices ``scard``, product ≤ min(8192, rows/16);
+    attributes with one code are left out), so a roll-up gathers once per group.
+    """
 
-    def __init__(self, levels: np.ndarray, q: np.ndarray, s: np.ndarray | None,
-                 w: np.ndarray) -> None:
-        self.levels, self.q, self.s, self.w = levels, q, s, w
-        self.nbytes = q.nbytes + w.nbytes + (0 if s is None else s.nbytes)
+    __slots__ = ("levels", "q", "gptr", "gattr", "scard", "s", "w", "nbytes", "last")
+
+    def __init__(self, levels: np.ndarray, q: np.ndarray | None, scard: np.ndarray,
+                 s: np.ndarray | None, w: np.ndarray) -> None:
+        from .._kernels.lattice import pack_codes
+
+        m = int(w.shape[0])
+        limit = min(_PACK_LIMIT, max(1, m // 16))
+        groups: list[list[int]] = []
+        prod = limit + 1
+        for a, c in enumerate(scard.tolist()):
+            if c <= 1:
+                continue
+            if prod * c <= limit:
+                groups[-1].append(a)
+                prod *= c
+            else:
+                groups.append([a])
+                prod = c
+        if not groups:
+            groups = [[0]]
+        self.gptr = kernel_array(np.cumsum([0] + [len(g) for g in groups]), np.int64)
+        self.gattr = kernel_array([a for g in groups for a in g], np.int64)
+        self.scard = kernel_array(scard, np.int64)
+        self.levels, self.s, self.w = levels, s, w
+        self.q = np.empty((0, 0), np.int32)
+        if q is not None:
+            self.set_codes(pack_codes(kernel_array(q, np.int32), self.gptr, self.gattr,
+                                      self.scard))
         self.last = 0
+
+    def set_codes(self, q: np.ndarray) -> None:
+        """Set the packed codes ``(groups, rows)``."""
+        self.q = q
+        self.nbytes = q.nbytes + self.w.nbytes + (0 if self.s is None else self.s.nbytes)
 
     @property
     def m(self) -> int:
@@ -333,10 +369,10 @@ class _RollUp:
                     self.off_tab[a, i, j] = self.offs[a][i][j]
         if self.sizes_only:
             q, w = lat._qi_classes_table()
-            bottom = _Materialized(np.zeros(d, np.int64), q, None, w)
+            bottom = _Materialized(np.zeros(d, np.int64), q, self.card_tab[:, 0], None, w)
         else:
-            bottom = _Materialized(np.zeros(d, np.int64), lat._cells_level0(), lat._cs,
-                                   lat._cw)
+            bottom = _Materialized(np.zeros(d, np.int64), lat._cells_level0(),
+                                   self.card_tab[:, 0], lat._cs, lat._cw)
         self.cache = [bottom]
         self._index()
         self.rows_scanned = 0
@@ -377,7 +413,7 @@ class _RollUp:
         −2 past ``max_groups`` —, level-to-level offsets).
         """
         from .._kernels.generalize import regroup, weighted_first
-        from .._kernels.lattice import rollup
+        from .._kernels.lattice import joint_tables, rollup
 
         t0 = time.perf_counter()
         nd = np.asarray(node, dtype=np.int64)
@@ -387,10 +423,11 @@ class _RollUp:
         self.rows_scanned += src.m
         offs = kernel_array(self.off_tab[self.attrs, src.levels, nd], np.int64)
         cards = kernel_array(self.card_tab[self.attrs, nd], np.int64)
+        tab, toff, gcard = joint_tables(src.gptr, src.gattr, src.scard, self.maps, offs, cards)
         limit = src.m if max_groups is None else min(max_groups, src.m)
-        group, sizes, first, ng = rollup(src.q, self.maps, offs, cards, src.w, limit)
+        group, sizes, first, ng = rollup(src.q, tab, toff, gcard, src.w, limit)
         if ng == -1:  # key space beyond 62 bits: rank by sorting the tuples
-            group, ng = regroup(src.q, self.maps, offs, cards, 0)
+            group, ng = regroup(src.q, tab, toff, gcard, 0)
             sizes, first = weighted_first(kernel_array(group, np.int32), src.w, int(ng))
         self.seconds["rollup"] += time.perf_counter() - t0
         return src, group, sizes, first, int(ng), offs
@@ -439,6 +476,8 @@ class _RollUp:
 
     def _keep(self, node: tuple[int, ...], src: _Materialized, sizes: np.ndarray,
               first: np.ndarray, ng: int, offs: np.ndarray, csr: Any) -> None:
+        from .._kernels.lattice import repack_rows
+
         rows = ng if csr is None else int(csr[1].shape[0])
         if rows > self.keep_ratio * src.m:
             return
@@ -453,16 +492,17 @@ class _RollUp:
                 if self.used + need <= self.cache_bytes:
                     break
             self._index()
-        qg = np.empty((d, ng), dtype=np.int32)
-        for a in range(d):
-            qg[a] = self.maps[offs[a] + src.q[a, first]]
+        nd = np.asarray(node, np.int64)
+        scard = self.card_tab[self.attrs, nd]
+        rows = kernel_array(first, np.int64)
         if csr is None:
-            mat = _Materialized(np.asarray(node, np.int64), kernel_array(qg, np.int32), None,
-                                kernel_array(sizes, np.int64))
+            mat = _Materialized(nd, None, scard, None, kernel_array(sizes, np.int64))
         else:
-            rep = np.repeat(np.arange(ng), np.diff(csr[0]))
-            mat = _Materialized(np.asarray(node, np.int64), kernel_array(qg[:, rep], np.int32),
-                                kernel_array(csr[1], np.int32), kernel_array(csr[2], np.int64))
+            rows = kernel_array(rows[np.repeat(np.arange(ng), np.diff(csr[0]))], np.int64)
+            mat = _Materialized(nd, None, scard, kernel_array(csr[1], np.int32),
+                                kernel_array(csr[2], np.int64))
+        mat.set_codes(repack_rows(src.q, src.gptr, src.gattr, src.scard, self.maps, offs,
+                                  rows, mat.gptr, mat.gattr, mat.scard))
         mat.last = self.tick
         self._append(mat)
         self.used += mat.nbytes
