@@ -284,6 +284,7 @@ class SearchProgress:
 
 
 _PACK_LIMIT = 8192   # largest packed code of an attribute group (its table stays in L1/L2)
+_PACK_ROWS = 16      # ... and at most rows/16 (building the tables costs less than the rows)
 
 
 class _Materialized:
@@ -301,7 +302,7 @@ class _Materialized:
         from .._kernels.lattice import pack_codes
 
         m = int(w.shape[0])
-        limit = min(_PACK_LIMIT, max(1, m // 16))
+        limit = min(_PACK_LIMIT, max(1, m // _PACK_ROWS))
         groups: list[list[int]] = []
         prod = limit + 1
         for a, c in enumerate(scard.tolist()):
