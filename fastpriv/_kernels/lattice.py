@@ -50,16 +50,16 @@ def _block_keys(q, maps, offsets, cards, start, stop, key):
 
 
 @kernel
-def rollup(q, maps, offsets, cards, w, max_groups):
+def rollup(q, maps, offsets, cards, w, max_groups, slot, need_group):
     """Merge rows whose generalized tuples are equal.
 
     Parameters
     ----------
     q : int32 (d, m)
-        Codes of each row at the lower node's levels.
+        Codes of each row at the lower node's levels (or packed codes of attribute
+        groups, see :func:`joint_tables`).
     maps : int32 (total,)
-        Concatenated level-to-level gather tables; attribute ``a`` uses
-        ``maps[offsets[a] + code]``.
+        Concatenated gather tables; attribute ``a`` uses ``maps[offsets[a] + code]``.
     offsets, cards : int64 (d,)
         Offset of each attribute's table and number of codes at the higher level.
     w : int64 (m,)
@@ -68,10 +68,16 @@ def rollup(q, maps, offsets, cards, w, max_groups):
         Stop as soon as more classes than this appear (fail fast: under k-anonymity with
         a budget of b suppressed individuals no node with more than n/k + b classes can
         pass); ``n_groups`` is then ``-2``.
+    slot : int32 (S,)
+        Work buffer, every entry −1 on entry and on return: key spaces up to ``S`` are
+        ranked by direct addressing into it (no allocation, no fill per call), larger ones
+        with an open-addressing hash table sized to the classes found.
+    need_group : bool
+        Whether to return the class of each row (else ``group`` is empty).
 
     Returns
     -------
-    group : int32 (m,)
+    group : int32 (m,) or (0,)
         Class of each row (first-appearance order).
     sizes : int64 (n_groups,)
         Σ w over each class.
@@ -91,13 +97,16 @@ def rollup(q, maps, offsets, cards, w, max_groups):
             return (np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int64),
                     -1)
         space *= c
-    group = np.empty(m, dtype=np.int32)
-    sizes = np.zeros(m, dtype=np.int64)
-    first = np.empty(m, dtype=np.int64)
+    cap = min(m, max_groups + 1)
+    cap = min(cap, space)
+    group = np.empty(m if need_group else 0, dtype=np.int32)
+    sizes = np.zeros(cap, dtype=np.int64)
+    first = np.empty(cap, dtype=np.int64)
+    ckey = np.empty(cap, dtype=np.int64)
     key = np.empty(_BLOCK, dtype=np.int64)
     g = 0
-    if space <= 32 * m + 65536:
-        slot = np.full(space, -1, dtype=np.int32)
+    if space <= slot.shape[0]:
+        stopped = False
         for start in range(0, m, _BLOCK):
             stop = min(start + _BLOCK, m)
             _block_keys(q, maps, offsets, cards, start, stop, key)
@@ -106,13 +115,22 @@ def rollup(q, maps, offsets, cards, w, max_groups):
                 s = slot[k]
                 if s < 0:
                     if g >= max_groups:
-                        return group, sizes[:0].copy(), first[:0].copy(), -2
+                        stopped = True
+                        break
                     s = g
                     slot[k] = g
                     first[g] = i
+                    ckey[g] = k
                     g += 1
-                group[i] = s
+                if need_group:
+                    group[i] = s
                 sizes[s] += w[i]
+            if stopped:
+                break
+        for j in range(g):
+            slot[ckey[j]] = -1
+        if stopped:
+            return group, sizes[:0].copy(), first[:0].copy(), -2
         return group, sizes[:g].copy(), first[:g].copy(), g
     # open addressing, sized to the classes found so far (doubled at half load), so the
     # table stays in cache when a node has few classes however many rows it rolls up
@@ -156,7 +174,8 @@ def rollup(q, maps, offsets, cards, w, max_groups):
                     vals = nvals
                 break
             h = (h + 1) & mask
-        group[i] = s
+        if need_group:
+            group[i] = s
         sizes[s] += w[i]
     return group, sizes[:g].copy(), first[:g].copy(), g
 
@@ -319,3 +338,27 @@ def pack_codes(q, gptr, gattr, scard):
             for j in range(m):
                 out[g, j] = out[g, j] * c + q[a, j]
     return out
+
+
+@kernel
+def pick_source(levels, rows, n, node):
+    """Index of the cached node below ``node`` with the fewest rows.
+
+    ``levels[:n]`` (int64 (cap, d)) and ``rows[:n]`` describe the cache; entry 0 (the bottom
+    node) is below every node, so an index is always found.
+    """
+    best = 0
+    best_rows = rows[0]
+    d = node.shape[0]
+    for i in range(1, n):
+        if rows[i] >= best_rows:
+            continue
+        below = True
+        for a in range(d):
+            if levels[i, a] > node[a]:
+                below = False
+                break
+        if below:
+            best = i
+            best_rows = rows[i]
+    return best

@@ -366,6 +366,7 @@ class ChainSearch(Result):
 
 _CACHE_BYTES = 1 << 28
 _PHASES = ("rollup", "count", "criterion", "materialize")
+_SLOT_LIMIT = 1 << 23     # largest key space ranked by direct addressing (32 MiB buffer)
 
 
 @dataclass(frozen=True, eq=False)
@@ -506,6 +507,8 @@ class _RollUp:
             bottom = _Materialized(np.zeros(d, np.int64), lat._cells_level0(),
                                    self.card_tab[:, 0], lat._cs, lat._cw)
         self.cache = [bottom]
+        # direct-addressing work buffer of the roll-up kernel (−1 between calls)
+        self.slot = np.full(min(_SLOT_LIMIT, 32 * bottom.m + 65536), -1, dtype=np.int32)
         self._index()
         self.rows_scanned = 0
         self.keep_ratio = 0.5
@@ -516,11 +519,10 @@ class _RollUp:
         self.stats: dict[tuple[int, ...], tuple[int, int, int]] = {}
 
     def _source(self, nd: np.ndarray) -> _Materialized:
-        """Pick the cached node below ``nd`` with the fewest rows (one vectorized test)."""
-        n = len(self.cache)
-        below = np.all(self.levels[:n] <= nd, axis=1)
-        rows = np.where(below, self.rows[:n], np.iinfo(np.int64).max)
-        return self.cache[int(np.argmin(rows))]
+        """Pick the cached node below ``nd`` with the fewest rows (the bottom is entry 0)."""
+        from .._kernels.lattice import pick_source
+
+        return self.cache[pick_source(self.levels, self.rows, len(self.cache), nd)]
 
     def _index(self) -> None:
         """Rebuild the (levels, rows) arrays of the cache (after an eviction)."""
@@ -557,7 +559,9 @@ class _RollUp:
         cards = kernel_array(self.card_tab[self.attrs, nd], np.int64)
         tab, toff, gcard = joint_tables(src.gptr, src.gattr, src.scard, self.maps, offs, cards)
         limit = src.m if max_groups is None else min(max_groups, src.m)
-        group, sizes, first, ng = rollup(src.q, tab, toff, gcard, src.w, limit)
+        slot = self.slot[:min(self.slot.shape[0], 32 * src.m + 65536)]
+        group, sizes, first, ng = rollup(src.q, tab, toff, gcard, src.w, limit, slot,
+                                         not self.sizes_only)
         if ng == -1:  # key space beyond 62 bits: rank by sorting the tuples
             group, ng = regroup(src.q, tab, toff, gcard, 0)
             sizes, first = weighted_first(kernel_array(group, np.int32), src.w, int(ng))
