@@ -6,8 +6,9 @@ Benchmarks run in two modes:
   to prove it still works and agrees with its baseline; results go to
   ``benchmarks/results/smoke/`` (not committed).
 * **full** (``pytest benchmarks/ --benchmark-only``, or ``FASTPRIV_BENCH=full``): the sizes
-  of the issues and papers; results go to ``benchmarks/results/<name>.json`` together with
-  the machine they ran on, and the README quotes them.
+  of the goals and papers; results go to ``benchmarks/results/<name>.json`` together with
+  the machine they ran on, and ``python -m benchmarks.readme_tables`` writes the README's
+  numbers from them.
 """
 
 from __future__ import annotations

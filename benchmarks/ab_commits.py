@@ -2,7 +2,7 @@
 
     python -m benchmarks.ab_commits BASE [--probes count,classic,skyline] [--rounds 3]
 
-``BASE`` is any git revision (e.g. the previous stop's commit). It is checked out into a
+``BASE`` is any git revision (a commit, branch or tag). It is checked out into a
 temporary ``git worktree``; every probe then runs in fresh interpreters, base and current
 tree **alternated** ``--rounds`` times, each interpreter importing fastpriv from its own
 tree (``sys.path``) and reporting the minimum of several repeats after a warm-up call. The

@@ -1,4 +1,4 @@
-"""Issue 7 benchmarks: lattice search on Adult, Mondrian at scale, count-query error.
+"""Benchmarks: lattice search on Adult, Mondrian at scale, count-query error.
 
 * **Lattice search** (``anonymize_lattice.json``): Adult (45,222 rows; smoke: the first
   5,000), QI Age/Marital/Race/Sex with the bundled hierarchies (72 nodes), Occupation

@@ -1,4 +1,4 @@
-"""Issue 8 benchmarks: SkylineAnonymize (Chen et al.) and ART (Wong et al.) reproductions.
+"""Benchmarks: SkylineAnonymize (Chen et al.) and ART (Wong et al.) reproductions.
 
 Three reproductions (spec experiments.md), each writing ``benchmarks/results/<name>.json``
 and a PNG (smoke runs: ``results/smoke/``):
@@ -97,7 +97,7 @@ def _witness_rows(adult: pa.Table, rel, bp, qi: list) -> dict:
 def bench_chen_case_study(benchmark, full):
     import fastpriv as fp
     from fastpriv import skyline as sk
-    from fastpriv.anonymize._mondrian import mondrian
+    from fastpriv.anonymize import mondrian
     from fastpriv.anonymize.skyline import skyline_anonymize
     from fastpriv.predicates import SkylinePoint
 
@@ -115,7 +115,7 @@ def bench_chen_case_study(benchmark, full):
         t_sky = best_time(lambda qi=qi: skyline_anonymize(adult, qi, "occupation", sky),
                           repeat=3)
         rel = res.release
-        c_star = fp.classic.recursive_cl_diversity(rel, 6)
+        c_star = fp.classic.recursive_cl_diversity(rel, l=6)
         assert res.info["check"]["safe"] and c_star < 3
         # baselines: same partition required
         t_mon = best_time(lambda qi=qi: mondrian(adult, qi, "occupation", l=6,
@@ -449,9 +449,7 @@ def _evaluate(adult, merged, sens_rows, qi, r, K, wl, res, seconds) -> dict:
 
 
 def _methods(adult, qi, r, K):
-    from fastpriv.anonymize._anatomy import anatomy
-    from fastpriv.anonymize._art import art
-    from fastpriv.anonymize._mondrian import mondrian
+    from fastpriv.anonymize import anatomy, art, mondrian
 
     common = {"sensitive_values": XS, "as_one_value": True, "verify": False,
               "on_unsatisfied": "report"}
@@ -466,7 +464,7 @@ def _methods(adult, qi, r, K):
 def bench_wong_comparison(benchmark, full):
     import fastpriv as fp
     from fastpriv import metrics
-    from fastpriv.anonymize._art import art
+    from fastpriv.anonymize import art
     from fastpriv.knowledge import Knowledge
 
     cfg = _wong_settings(full)

@@ -1,4 +1,4 @@
-"""Issue 3 benchmarks: (c,k)-safety — Martin et al. Figure 5 on Adult, and synthetic scale.
+"""Benchmarks: (c,k)-safety — Martin et al. Figure 5 on Adult, and synthetic scale.
 
 * **Figure 5** (``ck_figure5.json`` / ``.png``): Adult (45,222 rows), Occupation sensitive,
   Age generalised to 20-year intervals (floor(age/20)·20, computed with pyarrow.compute),
@@ -59,11 +59,11 @@ def _figure5_release() -> Release:
 
 def bench_figure5_adult(benchmark, full):
     rel = _figure5_release()
-    ck.disclosure_curve(rel, K)                         # JIT warm-up
-    ck.disclosure_curve(rel, K, "negations")
+    ck.disclosure_curve(rel, k_max=K)                         # JIT warm-up
+    ck.disclosure_curve(rel, k_max=K, knowledge_kind="negations")
 
     def both():
-        return ck.disclosure_curve(rel, K), ck.disclosure_curve(rel, K, "negations")
+        return ck.disclosure_curve(rel, k_max=K), ck.disclosure_curve(rel, k_max=K, knowledge_kind="negations")
 
     benchmark.extra_info["release"] = repr(rel)
     imp, neg = benchmark.pedantic(both, rounds=5, iterations=1)
@@ -74,7 +74,7 @@ def bench_figure5_adult(benchmark, full):
                                                        K), repeat=5)
     np.testing.assert_allclose(imp, 1 / (1 + ref), rtol=1e-12)
     assert np.all(imp >= neg * (1 - 1e-12)) and np.all(np.diff(imp) >= 0)
-    exact = [ck.max_disclosure(rel, k, exact=True) for k in range(K + 1)]
+    exact = [ck.max_disclosure(rel, k=k, exact=True) for k in range(K + 1)]
     np.testing.assert_allclose(imp, [float(r.value) for r in exact], rtol=1e-12)
     print("\nFigure 5 (Adult, Occupation | Age in 20-year bands, rest suppressed):")
     print(f"  groups {rel.group_labels}, sizes {rel.sizes.tolist()}, "
@@ -170,7 +170,7 @@ def bench_synthetic_scale(benchmark, full):
             table, sensitive="sensitive", group="group"), repeat=3)
         rel = Release.from_table(table, sensitive="sensitive", group="group")
         assert rel.n_groups == n_groups
-        curve = ck.disclosure_curve(rel, K)                  # warm-up (JIT)
+        curve = ck.disclosure_curve(rel, k_max=K)                  # warm-up (JIT)
         prof = ck._Profiles(rel)
 
         def reference(prof=prof):
@@ -181,7 +181,7 @@ def bench_synthetic_scale(benchmark, full):
         # load on the (shared) machine does not favour either side of the ratio
         t_fast = t_ref = float("inf")
         for _ in range(3):
-            t_fast = min(t_fast, best_time(lambda rel=rel: ck.disclosure_curve(rel, K),
+            t_fast = min(t_fast, best_time(lambda rel=rel: ck.disclosure_curve(rel, k_max=K),
                                            repeat=7))
             t_ref = min(t_ref, best_time(reference, repeat=1))
         np.testing.assert_allclose(curve, 1 / (1 + ref), rtol=1e-12)
@@ -196,13 +196,13 @@ def bench_synthetic_scale(benchmark, full):
 
         def end_to_end(table=table):
             r = Release.from_table(table, sensitive="sensitive", group="group")
-            return ck.disclosure_curve(r, K)
+            return ck.disclosure_curve(r, k_max=K)
 
         t_e2e = best_time(end_to_end, repeat=3)
-        t_md = best_time(lambda rel=rel: ck.max_disclosure(rel, K), repeat=3)
-        t_exact = best_time(lambda rel=rel: ck.max_disclosure(rel, K, exact=True), repeat=1)
-        t_neg = best_time(lambda rel=rel: ck.disclosure_curve(rel, K, "negations"), repeat=5)
-        r = ck.max_disclosure(rel, K, exact=True)
+        t_md = best_time(lambda rel=rel: ck.max_disclosure(rel, k=K), repeat=3)
+        t_exact = best_time(lambda rel=rel: ck.max_disclosure(rel, k=K, exact=True), repeat=1)
+        t_neg = best_time(lambda rel=rel: ck.disclosure_curve(rel, k_max=K, knowledge_kind="negations"), repeat=5)
+        r = ck.max_disclosure(rel, k=K, exact=True)
         assert abs(float(r.value) - curve[K]) <= 1e-12
         row = {
             "n_rows": n_rows, "n_groups": n_groups, "n_values": n_values, "k": K,
@@ -231,7 +231,7 @@ def bench_synthetic_scale(benchmark, full):
     stages = _stages(rel, K)
     print("stages at the largest size:", stages)
     benchmark.extra_info["n_rows"] = rel.n_rows
-    benchmark.pedantic(lambda: ck.disclosure_curve(rel, K), rounds=5, iterations=1)
+    benchmark.pedantic(lambda: ck.disclosure_curve(rel, k_max=K), rounds=5, iterations=1)
     write_result("ck_synthetic", {"k": K, "configs": rows_out,
                                   "load_average_after": os.getloadavg(),
                                   "stages_largest": stages,

@@ -1,4 +1,4 @@
-"""Issue 22 benchmarks: cold start — what a fresh process pays before its first answer.
+"""Benchmarks: cold start — what a fresh process pays before its first answer.
 
 Every measurement runs in a **fresh subprocess** and records wall seconds, seconds to the
 first line on stdout, CPU seconds of the subprocess (user + sys, less noisy than wall on a
@@ -19,7 +19,7 @@ Full mode (``FASTPRIV_BENCH=full``; ``python -m benchmarks.bench_cold_start [--o
 default, and inside the test run) compiles one small kernel cold and loads it cached, a
 few seconds, into ``benchmarks/results/smoke/cold_start_commands.json``.
 
-Targets (issue 22, 2-core machine): all kernels cold ≤ 25 s; any command cold ≤ 10 s to
+Targets (2-core machine): all kernels cold ≤ 25 s; any command cold ≤ 10 s to
 its first output line and ≤ 20 s in all; cached ``audit adult --sensitive occupation --qi
 age sex`` ≤ 1 s.
 """

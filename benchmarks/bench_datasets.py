@@ -1,4 +1,4 @@
-"""Issue 2 benchmarks: synthetic data generation speed (and loading the bundled Adult).
+"""Benchmarks: synthetic data generation speed (and loading the bundled Adult).
 
 ``fastpriv.datasets.synthetic`` is timed at 1M and 10M rows (smoke: 100k) for each
 grouping mode and both distributions, against two baselines measured in the same run on

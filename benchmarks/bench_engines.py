@@ -1,4 +1,4 @@
-"""Issue 25 benchmark: the same Parquet audit where the data lives — local, Spark, Dask, DuckDB.
+"""Benchmark: the same Parquet audit where the data lives — local, Spark, Dask, DuckDB.
 
 Synthetic Parquet data (``fastpriv.datasets.synthetic_batches``, 20 values, 10M rows in 8
 files; smoke: 100k rows, first shape only) in two shapes — *many groups*
@@ -69,7 +69,7 @@ def _write(folder: str, n_rows: int, files: int, **shape) -> int:
 def _audit(rel) -> dict:
     from fastpriv import ck_safety, classic, skyline
 
-    return {"classic": classic.audit(rel).to_dict(), "ck": ck_safety.audit(rel, K).to_dict(),
+    return {"classic": classic.audit(rel).to_dict(), "ck": ck_safety.audit(rel, k=K).to_dict(),
             "skyline": skyline.check(rel, {"*": POINTS}).to_dict()}
 
 

@@ -1,4 +1,4 @@
-"""Issue 6 benchmarks: the foreground-knowledge attack on Adult (Wong et al., Section 5).
+"""Benchmarks: the foreground-knowledge attack on Adult (Wong et al., Section 5).
 
 * **Reproduction** (``foreground_reproduction.json`` / ``.png``): Adult (45,222 rows),
   QI = the first q of Age, Workclass, Marital status, Occupation, Race, Sex, Native country,
@@ -37,7 +37,7 @@ import numpy as np
 
 from benchmarks._common import RESULTS, best_time, cold_start, write_result
 from fastpriv import foreground as fg
-from fastpriv.anonymize._anatomy import anatomy
+from fastpriv.anonymize import anatomy
 
 QI = ["age", "workclass", "marital_status", "occupation", "race", "sex", "native_country",
       "income"]
@@ -296,7 +296,7 @@ def bench_foreground_batched_vs_loop(benchmark, full):
 # ------------------------------------------------------------------------ cold start
 COLD = """
 import fastpriv as fp
-from fastpriv.anonymize._anatomy import anatomy
+from fastpriv.anonymize import anatomy
 from fastpriv.foreground import attack
 adult = fp.datasets.load_adult()
 low = ["Preschool", "1st-4th", "5th-6th", "7th-8th"]

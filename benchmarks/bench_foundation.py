@@ -1,4 +1,4 @@
-"""Issue 2 benchmarks: Release construction and the classical models vs pandas.
+"""Benchmarks: Release construction and the classical models vs pandas.
 
 Synthetic SVPI data, ~100k groups (n_rows / 10 in smoke mode), 20 uniform values.
 Baselines, measured in the same run on the same data:
@@ -93,10 +93,10 @@ _FAST = {
 
 def _audit_one_model_at_a_time(rel, l):
     """What classic.audit did before the fused kernel: one kernel pass per model."""
-    for _key, model, _title, params in classic._AUDIT_ROWS:
+    for model, _title, params in classic.AUDIT_ROWS:
         kw = {"l": l} if params is None else dict(params)
         vals = classic.per_group(rel, model, **kw)
-        (np.argmax if classic._WORSE_IF_LARGER[model] else np.argmin)(vals)
+        (np.argmax if classic.WORSE_IF_LARGER[model] else np.argmin)(vals)
 
 
 def _sizes(full):

@@ -1,4 +1,4 @@
-"""Issue 27 benchmark: full-domain generalization at ARX's scale (``lattice_scale.json``).
+"""Benchmark: full-domain generalization at ARX's scale (``lattice_scale.json``).
 
 * **IHIS shape**: a seeded table of IHIS's shape — 1,193,504 rows (smoke: 20,000), 9 QIs
   with Zipf-like values (exponent 1.1, domains 96, 64, 50, 40, 24, 16, 12, 8, 2) and

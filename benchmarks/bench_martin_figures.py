@@ -41,8 +41,8 @@ def _figure6(lat):
         rel = lat.release(node)
         h = float(group_entropy(kernel_array(rel.indptr, np.int64),
                                 kernel_array(rel.counts, np.int64)).min())
-        curve = ck_safety.disclosure_curve(rel, max(KS))
-        neg = ck_safety.disclosure_curve(rel, max(KS), knowledge="negations")
+        curve = ck_safety.disclosure_curve(rel, k_max=max(KS))
+        neg = ck_safety.disclosure_curve(rel, k_max=max(KS), knowledge_kind="negations")
         nodes.append({"node": list(node), "n_groups": rel.n_groups, "min_entropy": h,
                       "implications": curve.tolist(), "negations": neg.tolist()})
     return nodes

@@ -1,4 +1,4 @@
-"""Issue 23 benchmark: fastpriv's documented path against DuckDB, Polars and a bare read.
+"""Benchmark: fastpriv's documented path against DuckDB, Polars and a bare read.
 
 What a data engineer would write instead of fastpriv is one query: ``GROUP BY group, value``
 and a few aggregates. For each shape — rows × groups × grouping kind — one Parquet file is

@@ -1,4 +1,4 @@
-"""Re-identification risk at scale (issue 26).
+"""Re-identification risk at scale.
 
 * audit vs Release: n rows × 9 QIs from Parquet (full: 10M). Times, in one
   process, alternating A/B and keeping the best of ``repeat``: building the Release grouped by

@@ -1,4 +1,4 @@
-"""Issue 5 benchmarks: possible-world posteriors and the r-robustness audit (Wong et al.).
+"""Benchmarks: possible-world posteriors and the r-robustness audit (Wong et al.).
 
 * **crossover** — binary model, one group: the stable prefix/suffix ESP kernel vs
   possible-world enumeration (C(N, n) worlds) for N = 2.. and n ∈ {1, 2, 3, ⌊N/2⌋}; both

@@ -1,4 +1,4 @@
-"""Issue 9 benchmarks: streaming audits from Parquet, Dask vs one process, multi-core kernels.
+"""Benchmarks: streaming audits from Parquet, Dask vs one process, multi-core kernels.
 
 * **End to end** (``scale_end_to_end.json``): synthetic rows written as Parquet in chunks
   (``fastpriv.datasets.synthetic_batches``, 1M-row row groups, into a temporary directory —
@@ -12,7 +12,7 @@
     a time, one row group decoded ahead on a background thread — bounded memory), nothing
     else;
   - **audit**: ``CountAccumulator.consume`` (streaming counts) → ``to_release`` →
-    ``classic.audit`` + ``ck_safety.audit(rel, 12)`` + ``skyline.check`` of 100 skyline
+    ``classic.audit`` + ``ck_safety.audit(rel, k=12)`` + ``skyline.check`` of 100 skyline
     points (ℓ 0..3 × k 0..4 × m 0..4, c = 0.9) for every sensitive value, with each phase
     timed inside the child.
 
@@ -21,7 +21,7 @@
   child it has waited for, so it cannot separate the scan from the audit — it is recorded
   too). The ratio audit / scan is taken within the run. Smoke mode also checks the streamed
   results against the in-memory path (``Release.from_table`` + the same models).
-  Goals (issue 9): peak < 2 GB at 100M rows; audit within 2x of the bare scan.
+  Goals: peak < 2 GB at 100M rows; audit within 2x of the bare scan.
 * **Dask** (``scale_dask.json``): 10M rows (smoke: 100k) in 8 Parquet files;
   ``distributed.release_from_dask`` on a ``LocalCluster`` with 2 worker processes × 1
   thread vs ``Release.from_batches`` in this process; identical releases asserted; cluster
@@ -135,7 +135,7 @@ t_load = time.perf_counter()
 n = 70_000
 tiny = pa.table({"group": list(range(n)) * 2, "sensitive": ["a", "b"] * n})
 small = CountAccumulator(["group"], "sensitive").consume(tiny).to_release()
-classic.audit(small); ck_safety.audit(small, 1)
+classic.audit(small); ck_safety.audit(small, k=1)
 for method in ("classes", "direct"):   # a release with huge groups takes the direct path
     skyline.check(small, {"*": [tuple(p) for p in points]}, method=method)
 from fastpriv.cli.warmup import _large_input_kernels
@@ -150,7 +150,7 @@ rel = acc.to_release()
 t2 = time.perf_counter()
 ca = classic.audit(rel)
 t3 = time.perf_counter()
-ck = ck_safety.audit(rel, k)
+ck = ck_safety.audit(rel, k=k)
 t4 = time.perf_counter()
 sk = skyline.check(rel, {"*": [tuple(p) for p in points]})
 t5, c5 = time.perf_counter(), cpu()
@@ -189,7 +189,7 @@ def _in_memory_reference(folder: str) -> dict:
     table = ds.dataset(folder).to_table(columns=["group", "sensitive"])
     rel = Release.from_table(table, sensitive="sensitive", group="group")
     ca = classic.audit(rel)
-    ck = ck_safety.audit(rel, K)
+    ck = ck_safety.audit(rel, k=K)
     sk = skyline.check(rel, {"*": POINTS})
     return {"n_groups": rel.n_groups, "n_rows": rel.n_rows,
             "k_anonymity": ca.value("k_anonymity"), "t_closeness": ca.value("t_closeness"),

@@ -1,4 +1,4 @@
-"""Issue 4 benchmarks: Chen et al. Figure 7 — SkylineCheck vs the Appendix A6 DP.
+"""Benchmarks: Chen et al. Figure 7 — SkylineCheck vs the Appendix A6 DP.
 
 Setting (experiments.md): synthetic SVPI releases from
 ``fastpriv.datasets.synthetic(n, group_size=100, n_values=20)`` — 20 uniformly distributed

@@ -301,7 +301,7 @@ def _chen_fig8(ctx: Context) -> dict:
                                    for r in rs)])
     rows.append(["same release from rows and from streamed triples", "–",
                  "yes (group sizes compared for every size and point)"])
-    notes = ["Benchmark benchmarks/bench_anonymizers.py::bench_chen_figure8 (issue 8): "
+    notes = ["Benchmark benchmarks/bench_anonymizers.py::bench_chen_figure8: "
              f"synthetic tables, QI cardinalities {d['settings']['qi_cardinalities']}, 9 "
              "uniform sensitive values, Parquet input, one fresh process per run in full mode "
              "(peak RSS), in-process in quick mode.",
@@ -347,7 +347,7 @@ def _chen_case_study(ctx: Context) -> dict:
             ours, title=f"Ours (QI {name}): Exec-managerial, c = 0.95")))
     plots.append(ctx.write_svg("chen_case_study_published.svg", skyline_slices(
         pub, title="Published: Exec-managerial, c = 0.95")))
-    notes = ["Benchmark benchmarks/bench_anonymizers.py::bench_chen_case_study (issue 8); the "
+    notes = ["Benchmark benchmarks/bench_anonymizers.py::bench_chen_case_study; the "
              "2-D skyline slices (SVG) are drawn here from its result file.",
              "The paper does not list its QI; 'martin' uses Martin et al.'s (which §7.3 "
              "follows). Our partition differs from the paper's in detail, the conclusion is "
@@ -455,7 +455,7 @@ def _wong_art(ctx: Context) -> dict:
                    "y": [c["methods"][m][key] for c in d["r_sweep"]]} for m in methods]
         plots.append(ctx.write_svg(fname, line_chart(
             series, title=f"{label} vs r (QI size {q0})", xlabel="r", ylabel=label)))
-    notes = ["Benchmark benchmarks/bench_anonymizers.py::bench_wong_comparison (issue 8): the "
+    notes = ["Benchmark benchmarks/bench_anonymizers.py::bench_wong_comparison: the "
              "low-education set counted as one value, knowledge = the true frequencies with "
              "reliable signatures, problematic tuples under the exact binary posterior "
              "(robustness.audit), 10,000 count queries in full mode; the SVG plots are drawn "
@@ -473,7 +473,7 @@ def _wong_art(ctx: Context) -> dict:
             "sensitive row, ART pairs every non-sensitive row by QI 8 and the sensitive rows "
             "left when no merge candidate remains stay alone with p = 1 (the paper does not "
             "say what happens then). These rows were run with on_unsatisfied='report'; "
-            "`art` now handles such stranded groups (spec robustness.md, step 4: "
+            "`art` handles such stranded groups (spec robustness.md, step 4: "
             "on_unsatisfied='merge' by default — merged into the least-harm group checked "
             "with the exact posterior, or merged anyway/suppressed, each counted). Not the "
             "paper's result (ART robust everywhere).")

@@ -70,7 +70,7 @@ def kernel(fn: Callable | None = None, *, parallel: bool = False, inline: str = 
         Inlining does not always remove reference counting of *array* arguments: in the
         skyline scan kernels it added NRT increfs to the loop and made the prepared-columns
         scan 23× slower. Compare the caller's ``NRT_incref`` count (``inspect_llvm``) and time it
-        against the previous commit (``python -m benchmarks.ab_commits REV``).
+        against the revision without it (``python -m benchmarks.ab_commits REV``).
 
     """
 

@@ -6,7 +6,7 @@ Privacy-Preserving Data Publishing*, ICDE 2007 (spec: ``ck_safety.md``).
 An adversary knows the release B (which individuals are in each bucket and the bucket's
 multiset of sensitive values, SVPI) and k pieces of background knowledge. Two languages:
 
-* ``knowledge="implications"`` — conjunctions of k basic implications (the paper's L^k_basic;
+* ``knowledge_kind="implications"`` — conjunctions of k basic implications (the paper's L^k_basic;
   any property of the table is expressible). By Theorem 9 the worst case is k simple
   implications A_i → A with a common consequent, and
 
@@ -16,7 +16,7 @@ multiset of sensitive values, SVPI) and k pieces of background knowledge. Two la
 
   with M1 the per-bucket minimum of Lemma 12 (MINIMIZE1) and the cross-bucket minimum the
   *corrected* MINIMIZE2 of the spec.
-* ``knowledge="negations"`` — k negated atoms "t_p[S] ≠ s" (ℓ-diversity-style):
+* ``knowledge_kind="negations"`` — k negated atoms "t_p[S] ≠ s" (ℓ-diversity-style):
   max disclosure = max_b n_b(s^0) / (n_b − Σ_{j=1..k} n_b(s^j)).
 
 A release is **(c,k)-safe** when the maximum disclosure is **< c** (equal is unsafe).
@@ -38,7 +38,7 @@ Examples
 >>> rel = fp.Release.from_groups([["flu", "lung_cancer", "mumps", "flu", "lung_cancer"],
 ...                               ["flu", "breast_cancer", "flu", "heart_disease",
 ...                                "ovarian_cancer"]])
->>> [str(fp.ck_safety.max_disclosure(rel, k, exact=True).value) for k in range(4)]
+>>> [str(fp.ck_safety.max_disclosure(rel, k=k, exact=True).value) for k in range(4)]
 ['2/5', '2/3', '1', '1']
 
 """
@@ -55,11 +55,12 @@ import numpy as np
 
 from ._validation import check_choice, check_int, check_threshold, kernel_array
 from .errors import InputError, InputTypeError
+from .results import Result, Witness
 
 __all__ = [
     "KNOWLEDGE",
     "Atom",
-    "Witness",
+    "CkWitness",
     "DisclosureResult",
     "saturation_k",
     "max_disclosure",
@@ -112,8 +113,8 @@ class Atom:
                 "person": self.person, "value": _jsonable(self.value), "row": self.row}
 
 
-@dataclass(frozen=True)
-class Witness:
+@dataclass(frozen=True, eq=False)
+class CkWitness(Witness):
     """Atoms realising the worst case (Lemma 12's structure).
 
     For ``knowledge="implications"`` the adversary's knowledge is ∧_i (A_i → A) with A =
@@ -127,7 +128,7 @@ class Witness:
     ``antecedents`` may hold fewer than k atoms.
     """
 
-    knowledge: str
+    knowledge_kind: str
     consequent: Atom
     antecedents: tuple[Atom, ...]
     groups: tuple[int, ...]
@@ -135,7 +136,7 @@ class Witness:
 
     def formulas(self) -> list[str]:
         """Return the knowledge as readable formulas."""
-        if self.knowledge == "negations":
+        if self.knowledge_kind == "negations":
             return [f"NOT ({a})" for a in self.antecedents]
         return [f"({a}) -> ({self.consequent})" for a in self.antecedents]
 
@@ -143,22 +144,22 @@ class Witness:
         """One short line: the target atom and how much knowledge realises the worst case."""
         c = self.consequent
         people = {(a.group, a.person) for a in self.antecedents}
-        what = "negated atoms" if self.knowledge == "negations" else "antecedent atoms"
+        what = "negated atoms" if self.knowledge_kind == "negations" else "antecedent atoms"
         row = "" if c.row is None else f" (row {c.row})"
         return (f"A: person {c.person}{row} has {c.value!r}; {len(self.antecedents)} {what} "
                 f"on {len(people)} people in {len(self.groups)} group(s)")
 
     def to_dict(self) -> dict:
         """JSON-ready form (atoms, groups and readable formulas)."""
-        return {"knowledge": self.knowledge, "consequent": self.consequent.to_dict(),
+        return {"knowledge_kind": self.knowledge_kind, "consequent": self.consequent.to_dict(),
                 "antecedents": [a.to_dict() for a in self.antecedents],
                 "groups": list(self.groups),
                 "group_labels": [_jsonable(x) for x in self.group_labels],
                 "formulas": self.formulas()}
 
 
-@dataclass(frozen=True)
-class DisclosureResult:
+@dataclass(frozen=True, eq=False)
+class DisclosureResult(Result):
     """Maximum disclosure of a release against k pieces of knowledge.
 
     Attributes
@@ -168,10 +169,10 @@ class DisclosureResult:
     min_ratio : float or Fraction
         R* (implications: the minimised Pr(¬A ∧ ∧¬A_i | B) / Pr(A | B); negations: the same
         ratio 1/value − 1 for the worst bucket).
-    witness : Witness
+    witness : CkWitness
         Atoms realising ``value``.
     k : int
-    knowledge : str
+    knowledge_kind : str
     exact : bool
         Whether ``value``/``min_ratio`` are exact Fractions.
 
@@ -179,16 +180,26 @@ class DisclosureResult:
 
     value: Any
     min_ratio: Any
-    witness: Witness
+    witness: CkWitness
     k: int
-    knowledge: str
+    knowledge_kind: str
     exact: bool = False
+
+    @property
+    def params(self) -> dict:
+        """The parameters: ``k``, ``knowledge_kind``, ``exact``."""
+        return {"k": self.k, "knowledge_kind": self.knowledge_kind, "exact": self.exact}
 
     def to_dict(self) -> dict:
         """JSON-ready form; Fractions become ``{"frac": "p/q", "float": x}``."""
-        return {"model": "ck_safety", "knowledge": self.knowledge, "k": self.k,
+        return {"model": "ck_safety", "knowledge_kind": self.knowledge_kind, "k": self.k,
                 "value": _num(self.value), "min_ratio": _num(self.min_ratio),
                 "exact": self.exact, "witness": self.witness.to_dict()}
+
+    def summary(self) -> str:
+        """One line: the maximum disclosure at k and the knowledge that realises it."""
+        return (f"max disclosure {float(self.value):.4g} against k={self.k} "
+                f"{self.knowledge_kind}; {self.witness.summary()}")
 
 
 def _num(x: Any) -> Any:
@@ -209,22 +220,18 @@ def _jsonable(x: Any) -> Any:
 
 
 # ============================================================================ validation
-def _check_release(rel: Any) -> Any:
-    from .release import SVPI, Release
-
-    if not isinstance(rel, Release):
-        raise InputTypeError(f"rel must be a fastpriv.Release, got {type(rel).__name__}")
-    if rel.case != SVPI:
-        raise InputError(f"rel: (c,k)-safety is defined for SVPI releases only (one sensitive "
-                         f"value per individual, Martin et al.); this release is {rel.case!r}")
-    return rel
+def _check_knowledge(knowledge_kind: Any) -> str:
+    if not isinstance(knowledge_kind, str):
+        raise InputTypeError(f"knowledge_kind must be a string, one of "
+                             f"{', '.join(map(repr, KNOWLEDGE))}; "
+                             f"got {type(knowledge_kind).__name__}")
+    return check_choice(knowledge_kind, "knowledge_kind", KNOWLEDGE)
 
 
-def _check_knowledge(knowledge: Any) -> str:
-    if not isinstance(knowledge, str):
-        raise InputTypeError(f"knowledge must be a string, one of "
-                             f"{', '.join(map(repr, KNOWLEDGE))}; got {type(knowledge).__name__}")
-    return check_choice(knowledge, "knowledge", KNOWLEDGE)
+def _release(data: Any, read: dict) -> Any:
+    from ._data import as_release
+
+    return as_release(data, svpi_only="(c,k)-safety (Martin et al.)", **read)
 
 
 def _exact_threshold(c: Any) -> Fraction:
@@ -513,7 +520,7 @@ def _atom(rel: Any, g: int, person: int, code: int) -> Atom:
                 group_label=rel.group_label(g), row=row)
 
 
-def _implication_witness(rel: Any, sol: list) -> Witness:
+def _implication_witness(rel: Any, sol: list) -> CkWitness:
     consequent = None
     antecedents: list[Atom] = []
     groups: list[int] = []
@@ -533,15 +540,15 @@ def _implication_witness(rel: Any, sol: list) -> Witness:
                     antecedents.append(atom)
     assert consequent is not None
     order = sorted(set(groups), key=groups.index)
-    return Witness("implications", consequent, tuple(antecedents), tuple(order),
+    return CkWitness("implications", consequent, tuple(antecedents), tuple(order),
                    tuple(rel.group_label(g) for g in order))
 
 
-def _negation_witness(rel: Any, g: int, k: int) -> Witness:
+def _negation_witness(rel: Any, g: int, k: int) -> CkWitness:
     n, counts, codes = _group_top(rel, g, k + 1)
     cons = _atom(rel, g, 0, codes[0])
     ants = tuple(_atom(rel, g, 0, c) for c in codes[1:k + 1])
-    return Witness("negations", cons, ants, (g,), (rel.group_label(g),))
+    return CkWitness("negations", cons, ants, (g,), (rel.group_label(g),))
 
 
 def _negations(prof: _Profiles, K: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -558,21 +565,25 @@ def _negations(prof: _Profiles, K: int) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 # ============================================================================ public API
-def max_disclosure(rel: Any, k: int, knowledge: str = "implications", *,
-                   exact: bool = False) -> DisclosureResult:
-    """Maximum disclosure of ``rel`` against ``k`` pieces of background knowledge.
+def max_disclosure(data: Any, *, k: int, knowledge_kind: str = "implications",
+                   exact: bool = False, **read: Any) -> DisclosureResult:
+    """Maximum disclosure of ``data`` against ``k`` pieces of background knowledge.
 
     Parameters
     ----------
-    rel : Release
-        An SVPI release (built from groups, a table, counts or a stream).
+    data : Release or table-like
+        An SVPI release (built from groups, a table, counts or a stream), or a table read
+        with the ``read`` keywords (``sensitive=``, ``group=``/``qi=``, ``weight=``,
+        ``nulls=``), as for every function of this module.
     k : int
         Number of basic implications (``"implications"``) or negated atoms
         (``"negations"``) the adversary knows, ``k >= 0``.
-    knowledge : {"implications", "negations"}
+    knowledge_kind : {"implications", "negations"}
         The adversary's knowledge language.
     exact : bool, default False
         Return ``value`` and ``min_ratio`` as :class:`fractions.Fraction`.
+    **read
+        How to read a table (see :func:`fastpriv._data.as_release`).
 
     Returns
     -------
@@ -592,15 +603,15 @@ def max_disclosure(rel: Any, k: int, knowledge: str = "implications", *,
     --------
     >>> import fastpriv as fp
     >>> rel = fp.Release.from_groups([["a", "a", "b", "c", "d"]])
-    >>> r = fp.ck_safety.max_disclosure(rel, 2, exact=True)
+    >>> r = fp.ck_safety.max_disclosure(rel, k=2, exact=True)
     >>> r.value, [str(a) for a in r.witness.antecedents]
     (Fraction(4, 5), ["person 1 of group 0 has 'a'", "person 2 of group 0 has 'a'"])
 
     """
-    rel = _check_release(rel)
+    rel = _release(data, read)
     k = check_int(k, "k", minimum=0)
-    knowledge = _check_knowledge(knowledge)
-    return _disclosure(rel, _Profiles(rel), k, knowledge, bool(exact), curve=False)[0]
+    knowledge_kind = _check_knowledge(knowledge_kind)
+    return _disclosure(rel, _Profiles(rel), k, knowledge_kind, bool(exact), curve=False)[0]
 
 
 def _disclosure(rel: Any, prof: _Profiles, k: int, knowledge: str,
@@ -636,17 +647,18 @@ def _disclosure(rel: Any, prof: _Profiles, k: int, knowledge: str,
             curve)
 
 
-def disclosure_curve(rel: Any, k_max: int, knowledge: str = "implications") -> np.ndarray:
+def disclosure_curve(data: Any, *, k_max: int, knowledge_kind: str = "implications",
+                     **read: Any) -> np.ndarray:
     """Max disclosure for every k = 0..k_max in one pass.
 
     The implication knapsack tracks "exactly t atoms" for every t ≤ k_max at once, and the
     per-profile M1 tables for k_max serve every smaller k, so the curve costs the same as
-    ``max_disclosure(rel, k_max)``. Returns a float64 array of length ``k_max + 1``
+    ``max_disclosure(data, k=k_max)``. Returns a float64 array of length ``k_max + 1``
     (non-decreasing; 1 from k = min_b d_b − 1 on).
     """
-    rel = _check_release(rel)
+    rel = _release(data, read)
     k_max = check_int(k_max, "k_max", minimum=0)
-    knowledge = _check_knowledge(knowledge)
+    knowledge = _check_knowledge(knowledge_kind)
     _check_curve_size(k_max)
     prof = _Profiles(rel)
     top = min(k_max, saturation_k(rel))        # 1 from the saturation point on
@@ -663,21 +675,21 @@ def disclosure_curve(rel: Any, k_max: int, knowledge: str = "implications") -> n
 MAX_CURVE_LENGTH = 1 << 24
 
 
-def saturation_k(rel: Any) -> int:
+def saturation_k(data: Any, **read: Any) -> int:
     """Return the k from which the maximum disclosure is 1: s = min_b d_b − 1 (Martin et al.).
 
     With s pieces of knowledge an adversary rules out every value but one of the least
     diverse group's member (negations), or chains them (implications); more knowledge
     cannot raise a probability of 1.
     """
-    return max(int(rel.distinct.min()) - 1, 0)
+    return max(int(_release(data, read).distinct.min()) - 1, 0)
 
 
 def _check_curve_size(k_max: int) -> None:
     if k_max + 1 > MAX_CURVE_LENGTH:
         raise InputError(f"k_max = {k_max:,}: a curve of {k_max + 1:,} values needs "
                          f"{8 * (k_max + 1) / 2**30:.1f} GiB; the disclosure is 1 from "
-                         "saturation_k(rel) on, so ask for k_max ≤ that (or use "
+                         "saturation_k(data) on, so ask for k_max ≤ that (or use "
                          "max_disclosure, which accepts any k)")
 
 
@@ -693,13 +705,14 @@ def _safe_from_ratio(R_float: float, thr: Fraction, exact_R: Any) -> bool:
     return exact_R() > thr
 
 
-def is_safe(rel: Any, c: Any, k: int, knowledge: str = "implications") -> bool:
-    """Whether ``rel`` is (c,k)-safe: max disclosure **strictly** below ``c``.
+def is_safe(data: Any, *, c: Any, k: int, knowledge_kind: str = "implications",
+            **read: Any) -> bool:
+    """Whether ``data`` is (c,k)-safe: max disclosure **strictly** below ``c``.
 
     Parameters
     ----------
-    rel : Release
-        An SVPI release.
+    data : Release or table-like
+        An SVPI release, or a table read with the ``read`` keywords.
     c : float, Fraction or int in (0, 1]
         Threshold. Ties are decided exactly: disclosure < c ⇔ R* > 1/c − 1, compared in
         Fractions whenever the float R* lies within 1e-9 (relative) of 1/c − 1. A binary
@@ -707,14 +720,16 @@ def is_safe(rel: Any, c: Any, k: int, knowledge: str = "implications") -> bool:
         ``c=0.8`` means exactly 4/5 and a disclosure of exactly 4/5 is unsafe.
     k : int
         Pieces of background knowledge, ``k >= 0``.
-    knowledge : {"implications", "negations"}
+    knowledge_kind : {"implications", "negations"}
         The adversary's knowledge language.
+    **read
+        How to read a table (see :func:`fastpriv._data.as_release`).
 
     """
-    rel = _check_release(rel)
+    rel = _release(data, read)
     check_threshold(c, "c")
     k = check_int(k, "k", minimum=0)
-    knowledge = _check_knowledge(knowledge)
+    knowledge = _check_knowledge(knowledge_kind)
     thr = 1 / _exact_threshold(c) - 1
     prof = _Profiles(rel)
     if knowledge == "negations":
@@ -724,18 +739,18 @@ def is_safe(rel: Any, c: Any, k: int, knowledge: str = "implications") -> bool:
     return _safe_from_ratio(R[k], thr, functools.partial(_exact_ratio, prof, k))
 
 
-def max_safe_k(rel: Any, c: Any, knowledge: str = "implications", *,
-               k_limit: int | None = None) -> int | None:
-    """Largest k for which ``rel`` is (c,k)-safe (None if it is not even (c,0)-safe).
+def max_safe_k(data: Any, *, c: Any, knowledge_kind: str = "implications",
+               k_limit: int | None = None, **read: Any) -> int | None:
+    """Largest k for which ``data`` is (c,k)-safe (None if it is not even (c,0)-safe).
 
     Disclosure is non-decreasing in k and reaches 1 (unsafe for every c ≤ 1) at
     k = min_b d_b − 1, so the answer is < min_b d_b − 1. ``k_limit`` caps the search (the
     answer is then at most ``k_limit``). The curve is computed in one pass per doubling of
     the horizon (16, 32, …); ties against c are decided exactly as in :func:`is_safe`.
     """
-    rel = _check_release(rel)
+    rel = _release(data, read)
     check_threshold(c, "c")
-    knowledge = _check_knowledge(knowledge)
+    knowledge = _check_knowledge(knowledge_kind)
     if k_limit is not None:
         k_limit = check_int(k_limit, "k_limit", minimum=0)
     thr = 1 / _exact_threshold(c) - 1
@@ -767,9 +782,13 @@ def max_safe_k(rel: Any, c: Any, knowledge: str = "implications", *,
         horizon = min(top, horizon * 2)
 
 
-@dataclass(frozen=True)
-class CkAudit:
-    """(c,k)-safety section of an audit: both knowledge languages at k and the curves 0..k."""
+@dataclass(frozen=True, eq=False)
+class CkAudit(Result):
+    """(c,k)-safety section of an audit: both knowledge languages at k and the curves 0..k.
+
+    ``value`` is the larger of the two maximum disclosures at k; ``witness`` the knowledge
+    that realises it.
+    """
 
     k: int
     implications: DisclosureResult
@@ -777,12 +796,35 @@ class CkAudit:
     curve_implications: tuple[float, ...]
     curve_negations: tuple[float, ...]
 
+    @property
+    def value(self) -> float:
+        """The worst maximum disclosure at k over both knowledge languages."""
+        return float(self._worst.value)
+
+    @property
+    def _worst(self) -> DisclosureResult:
+        return max((self.implications, self.negations), key=lambda r: float(r.value))
+
+    @property
+    def witness(self) -> CkWitness:
+        """The knowledge realising :attr:`value`."""
+        return self._worst.witness
+
+    @property
+    def params(self) -> dict:
+        """The parameters: ``k``."""
+        return {"k": self.k}
+
+    def summary(self) -> str:
+        """Two lines: the maximum disclosure at k under each knowledge language."""
+        return "\n".join(r.summary() for r in (self.implications, self.negations))
+
     def rows(self) -> list[list[Any]]:
         """Table rows: knowledge, max disclosure at k, worst group, witness summary."""
         out = []
         for r in (self.implications, self.negations):
             w = r.witness
-            out.append([f"k={self.k} {r.knowledge}", float(r.value),
+            out.append([f"k={self.k} {r.knowledge_kind}", float(r.value),
                         w.consequent.group_label, w.summary()])
         return out
 
@@ -795,12 +837,12 @@ class CkAudit:
                           "negations": list(self.curve_negations)}}
 
 
-def audit(rel: Any, k: int) -> CkAudit:
+def audit(data: Any, *, k: int, **read: Any) -> CkAudit:
     """Max disclosure at ``k`` for implications and negations, with the curves k = 0..``k``.
 
     This is what ``fastpriv audit ... --ck K`` reports.
     """
-    rel = _check_release(rel)
+    rel = _release(data, read)
     k = check_int(k, "k", minimum=0)
     prof = _Profiles(rel)
     imp, ci = _disclosure(rel, prof, k, "implications", False)

@@ -32,10 +32,12 @@ from typing import Any
 
 import numpy as np
 
+from ._data import as_release
 from ._threads import current_threads
 from ._validation import check_choice, check_int, kernel_array
-from .errors import InputError, InputTypeError
+from .errors import InputError
 from .release import Release
+from .results import Result, Witness, json_safe
 
 __all__ = [
     "k_anonymity",
@@ -50,23 +52,29 @@ __all__ = [
     "violations",
     "audit",
     "MODELS",
+    "AUDIT_ROWS",
+    "WORSE_IF_LARGER",
+    "GroupWitness",
     "Violations",
     "ClassicAudit",
 ]
 
-#: Model names accepted by :func:`per_group` and :func:`violations`.
-MODELS = ("k", "alpha", "distinct_l", "entropy_l", "recursive_c", "t", "beta", "delta")
+#: Model names accepted by :func:`per_group` and :func:`violations` — the names of the
+#: functions below, and the keys of :attr:`ClassicAudit.models` (``"t_closeness_ordered"`` is
+#: t-closeness with the ordered ground distance).
+MODELS = ("k_anonymity", "alpha_k_anonymity", "l_diversity", "entropy_l_diversity",
+          "recursive_cl_diversity", "t_closeness", "t_closeness_ordered", "beta_likeness",
+          "delta_disclosure")
 
-# For each model: does a *larger* per-group value mean *less* private?
-_WORSE_IF_LARGER = {"k": False, "alpha": True, "distinct_l": False, "entropy_l": False,
-                    "recursive_c": True, "t": True, "beta": True, "delta": True}
+#: For each model: does a *larger* per-group value mean *less* private?
+WORSE_IF_LARGER = {"k_anonymity": False, "alpha_k_anonymity": True, "l_diversity": False,
+                   "entropy_l_diversity": False, "recursive_cl_diversity": True,
+                   "t_closeness": True, "t_closeness_ordered": True, "beta_likeness": True,
+                   "delta_disclosure": True}
 
-
-def _check_release(rel: Any) -> Release:
-    if not isinstance(rel, Release):
-        raise InputTypeError(f"rel must be a fastpriv.Release, got {type(rel).__name__}; build one "
-                        "with Release.from_table / from_groups / from_counts")
-    return rel
+_DATA_DOC = """data : Release or table-like
+        A Release, or a table read with ``sensitive=`` and ``group=``/``qi=`` (and
+        ``weight=``) exactly as :meth:`Release.from_table` reads it."""
 
 
 def _arrays(rel: Release) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -94,125 +102,170 @@ def _order_rank(rel: Release, order: Sequence[Any] | None) -> np.ndarray:
     return kernel_array(np.argsort(np.argsort(ranks)), np.int64)
 
 
-def per_group(rel: Release, model: str, *, l: int | None = None, ordered: bool = False,
-              order: Sequence[Any] | None = None) -> np.ndarray:
+def per_group(data: Any, model: str, *, l: int | None = None, ordered: bool = False,
+              order: Sequence[Any] | None = None, **read: Any) -> np.ndarray:
     """Return the model's parameter for every group (float64 array, group order).
 
     Parameters
     ----------
-    rel : Release
-        The release to measure.
+    data : Release or table-like
+        The release to measure (a table is read with the ``read`` keywords).
     model : str
-        One of :data:`MODELS`: ``"k"`` (n_g), ``"alpha"`` (max_x #x_g / n_g),
-        ``"distinct_l"``, ``"entropy_l"`` (exp H_g), ``"recursive_c"`` (needs ``l``),
-        ``"t"`` (EMD to the whole table; ``ordered``/``order`` for ordered values),
-        ``"beta"``, ``"delta"``.
+        One of :data:`MODELS`: ``"k_anonymity"`` (n_g), ``"alpha_k_anonymity"``
+        (max_x #x_g / n_g), ``"l_diversity"`` (distinct values), ``"entropy_l_diversity"``
+        (exp H_g), ``"recursive_cl_diversity"`` (needs ``l``), ``"t_closeness"`` (EMD to the
+        whole table; ``ordered``/``order`` for ordered values), ``"t_closeness_ordered"``,
+        ``"beta_likeness"``, ``"delta_disclosure"``.
     l : int, optional
-        The ℓ of recursive (c,ℓ)-diversity; required for ``"recursive_c"``.
+        The ℓ of recursive (c,ℓ)-diversity; required for ``"recursive_cl_diversity"``.
     ordered : bool
-        For ``"t"``: use the ordered ground distance over the values in sorted order.
+        For t-closeness: use the ordered ground distance over the values in sorted order.
     order : sequence, optional
-        For ``"t"``: an explicit value order (list of labels) for the ordered distance.
+        For t-closeness: an explicit value order (list of labels) for the ordered distance.
+    **read
+        ``sensitive=``, ``group=``, ``qi=``, ``weight=``, ``nulls=`` for a table
+        (see :func:`fastpriv._data.as_release`).
 
     """
     from ._kernels import classic as K
 
-    rel = _check_release(rel)
+    rel = as_release(data, **read)
     check_choice(model, "model", MODELS)
     indptr, codes, counts = _arrays(rel)
-    if model == "k":
+    if model == "k_anonymity":
         return rel.sizes.astype(np.float64)
-    if model == "alpha":
+    if model == "alpha_k_anonymity":
         top = np.zeros(rel.n_groups)
         has = rel.distinct > 0
         top[has] = rel.counts[rel.indptr[:-1][has]]
         return top / rel.sizes
-    if model == "distinct_l":
+    if model == "l_diversity":
         return rel.distinct.astype(np.float64)
-    if model == "entropy_l":
+    if model == "entropy_l_diversity":
         return np.exp(K.group_entropy(indptr, counts))
-    if model == "recursive_c":
+    if model == "recursive_cl_diversity":
         if l is None:
-            raise InputError("model 'recursive_c' needs l")
+            raise InputError("model 'recursive_cl_diversity' needs l")
         l = check_int(l, "l", minimum=1)
         return K.recursive_ratio(indptr, counts, l)
     q = _global_distribution(rel)
-    if model == "t":
-        if ordered or order is not None:
+    if model in ("t_closeness", "t_closeness_ordered"):
+        if model == "t_closeness_ordered" or ordered or order is not None:
             return K.emd_ordered(indptr, codes, counts, q, _order_rank(rel, order))
         return K.emd_equal(indptr, codes, counts, q)
     beta, delta = K.likeness(indptr, codes, counts, q)
-    return beta if model == "beta" else delta
+    return beta if model == "beta_likeness" else delta
 
 
 def _worst(rel: Release, model: str, **kw: Any) -> tuple[float, int]:
     vals = per_group(rel, model, **kw)
-    g = int(np.argmax(vals) if _WORSE_IF_LARGER[model] else np.argmin(vals))
+    g = int(np.argmax(vals) if WORSE_IF_LARGER[model] else np.argmin(vals))
     return float(vals[g]), g
 
 
-def k_anonymity(rel: Release) -> int:
-    """Return k = min_g n_g: every group holds at least k individuals."""
-    return int(_check_release(rel).sizes.min())
+def k_anonymity(data: Any, **read: Any) -> int:
+    """Return k = min_g n_g: every group holds at least k individuals.
+
+    ``data`` is a Release or a table read with the ``read`` keywords (``sensitive=``,
+    ``group=``/``qi=``, ``weight=``, ``nulls=``), as for every function of this module.
+    """
+    return int(as_release(data, **read).sizes.min())
 
 
-def alpha_k_anonymity(rel: Release) -> tuple[float, int]:
+def alpha_k_anonymity(data: Any, **read: Any) -> tuple[float, int]:
     """(α, k): α = max_g max_x #x_g / n_g, k = min_g n_g."""
-    return _worst(rel, "alpha")[0], k_anonymity(rel)
+    rel = as_release(data, **read)
+    return _worst(rel, "alpha_k_anonymity")[0], k_anonymity(rel)
 
 
-def l_diversity(rel: Release) -> int:
+def l_diversity(data: Any, **read: Any) -> int:
     """Distinct ℓ-diversity: ℓ = min_g (number of distinct sensitive values in g)."""
-    return int(_check_release(rel).distinct.min())
+    return int(as_release(data, **read).distinct.min())
 
 
-def entropy_l_diversity(rel: Release) -> float:
+def entropy_l_diversity(data: Any, **read: Any) -> float:
     """Entropy ℓ-diversity: ℓ = exp(min_g H_g), H_g = −Σ_x p_x log p_x."""
-    return _worst(rel, "entropy_l")[0]
+    return _worst(as_release(data, **read), "entropy_l_diversity")[0]
 
 
-def recursive_cl_diversity(rel: Release, l: int) -> float:
+def recursive_cl_diversity(data: Any, *, l: int, **read: Any) -> float:
     """Recursive (c,ℓ)-diversity: c*(ℓ) = max_g r_1 / (r_ℓ + … + r_m).
 
     The release is (c,ℓ)-diverse for every c > c* (r_1 < c·(r_ℓ + … + r_m) in every group);
     ``inf`` when some group has fewer than ℓ distinct values.
     """
-    return _worst(rel, "recursive_c", l=l)[0]
+    return _worst(as_release(data, **read), "recursive_cl_diversity", l=l)[0]
 
 
-def t_closeness(rel: Release, ordered: bool = False,
-                order: Sequence[Any] | None = None) -> float:
+def t_closeness(data: Any, *, ordered: bool = False, order: Sequence[Any] | None = None,
+                **read: Any) -> float:
     """Return t = max_g EMD(P_g, Q), Q the distribution of the whole release.
 
     Equal ground distance: EMD = ½ Σ_x |P_g(x) − Q(x)|. With ``ordered=True`` (values in
     sorted order) or an explicit ``order`` (list of labels): EMD = (1/(m−1)) Σ_i |Σ_{j≤i}
     (P_g(j) − Q(j))|.
     """
-    return _worst(rel, "t", ordered=ordered, order=order)[0]
+    return _worst(as_release(data, **read), "t_closeness", ordered=ordered, order=order)[0]
 
 
-def beta_likeness(rel: Release) -> float:
+def beta_likeness(data: Any, **read: Any) -> float:
     """Return basic β-likeness: β = max_g max_x (P_g(x) − Q(x)) / Q(x)."""
-    return _worst(rel, "beta")[0]
+    return _worst(as_release(data, **read), "beta_likeness")[0]
 
 
-def delta_disclosure(rel: Release) -> float:
+def delta_disclosure(data: Any, **read: Any) -> float:
     """δ-disclosure: δ = max_g max_{x∈g} |log(P_g(x)/Q(x))| (values present in g)."""
-    return _worst(rel, "delta")[0]
+    return _worst(as_release(data, **read), "delta_disclosure")[0]
 
 
-@dataclass(frozen=True)
-class Violations:
-    """Groups that fail ``model`` at ``threshold``.
+@dataclass(frozen=True, eq=False)
+class GroupWitness(Witness):
+    """The group that realises a classical model's achieved parameter (the worst group).
 
     Attributes
     ----------
+    model : str
+        The model (one of :data:`MODELS`).
+    group : int
+        Group index in the release.
+    label : Any
+        The group's key.
+    value : float
+        The model's parameter in that group.
+
+    """
+
+    model: str
+    group: int
+    label: Any
+    value: float
+
+    def summary(self) -> str:
+        """One line naming the group and its parameter."""
+        return f"{self.model}: worst group {self.label!r} (index {self.group}) at {self.value:g}"
+
+
+@dataclass(frozen=True, eq=False)
+class Violations(Result):
+    """Groups that fail ``model`` at ``threshold``, worst first.
+
+    ``value`` is the number of failing groups; ``witness`` the worst one (None when none
+    fails).
+
+    Attributes
+    ----------
+    model : str
+        The model (one of :data:`MODELS`).
+    threshold : float
+        The threshold tested.
     groups : numpy.ndarray
         Group indices, worst first.
     labels : list
         The groups' keys.
     values : numpy.ndarray
         The per-group parameter of each violating group.
+    params : dict
+        Extra model parameters (``l`` for recursive (c,ℓ)-diversity, the t-closeness order).
 
     """
 
@@ -221,45 +274,73 @@ class Violations:
     groups: np.ndarray
     labels: list
     values: np.ndarray
+    params: dict = field(default_factory=dict)
 
     def __len__(self) -> int:
         return int(self.groups.size)
 
+    @property
+    def value(self) -> int:
+        """Number of failing groups."""
+        return len(self)
+
+    @property
+    def witness(self) -> GroupWitness | None:
+        """The worst failing group."""
+        if not len(self):
+            return None
+        return GroupWitness(self.model, int(self.groups[0]), self.labels[0],
+                            float(self.values[0]))
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {"model": self.model, "threshold": self.threshold, "count": len(self),
-                "groups": self.groups.tolist(), "labels": self.labels,
-                "values": self.values.tolist()}
+        return json_safe({"model": self.model, "threshold": self.threshold, "count": len(self),
+                          "groups": self.groups, "labels": self.labels,
+                          "values": self.values, "params": self.params})
+
+    def summary(self) -> str:
+        """One line: how many groups fail, and the worst."""
+        if not len(self):
+            return f"{self.model} at {self.threshold:g}: no group fails"
+        return (f"{self.model} at {self.threshold:g}: {len(self)} group(s) fail; "
+                f"worst {self.labels[0]!r} at {float(self.values[0]):g}")
 
 
-def violations(rel: Release, model: str, threshold: float, **params: Any) -> Violations:
+def violations(data: Any, model: str, threshold: float, *, l: int | None = None,
+               ordered: bool = False, order: Sequence[Any] | None = None,
+               **read: Any) -> Violations:
     """Return the groups failing the model's threshold, worst first.
 
-    A group fails when its parameter is below the threshold for ``k``, ``distinct_l`` and
-    ``entropy_l``; above it for ``alpha``, ``t``, ``beta``, ``delta``; and, for
-    ``recursive_c`` (needs ``l=``), when r_1 ≥ c·(r_ℓ + … + r_m), i.e. ratio ≥ c.
+    A group fails when its parameter is below the threshold for ``k_anonymity``,
+    ``l_diversity`` and ``entropy_l_diversity``; above it for ``alpha_k_anonymity``,
+    t-closeness, ``beta_likeness``, ``delta_disclosure``; and, for
+    ``recursive_cl_diversity`` (needs ``l=``), when r_1 ≥ c·(r_ℓ + … + r_m), i.e. ratio ≥ c.
     """
-    vals = per_group(rel, model, **params)
-    larger = _WORSE_IF_LARGER[model]
-    if model == "recursive_c":
+    rel = as_release(data, **read)
+    vals = per_group(rel, model, l=l, ordered=ordered, order=order)
+    larger = WORSE_IF_LARGER[model]
+    if model == "recursive_cl_diversity":
         bad = vals >= threshold
     elif larger:
         bad = vals > threshold
     else:
         bad = vals < threshold
     idx = np.flatnonzero(bad)
-    order = np.argsort(-vals[idx] if larger else vals[idx], kind="stable")
-    idx = idx[order]
-    labels = rel.labels_of(idx)
-    return Violations(model, float(threshold), idx, labels, vals[idx])
+    idx = idx[np.argsort(-vals[idx] if larger else vals[idx], kind="stable")]
+    params = {k: v for k, v in (("l", l), ("ordered", ordered or None),
+                                ("order", None if order is None else list(order)))
+              if v is not None}
+    return Violations(model, float(threshold), idx, rel.labels_of(idx), vals[idx], params)
 
 
-@dataclass(frozen=True)
-class ClassicAudit:
+@dataclass(frozen=True, eq=False)
+class ClassicAudit(Result):
     """All classical models of one release, with the worst group for each.
 
-    ``models`` maps a model key to ``{"value": …, "worst_group": index, "worst_label": …}``.
-    The keys follow pycanon's report vocabulary where one exists.
+    ``models`` maps a model name (:data:`MODELS`) to ``{"title": …, "value": …,
+    "worst_group": index, "worst_label": …}``. No single number answers an audit of eight
+    models, so ``value`` is None; :meth:`achieved` gives one model's parameter and
+    :meth:`witness_of` its worst group.
     """
 
     n_groups: int
@@ -268,33 +349,61 @@ class ClassicAudit:
     l: int
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def value(self, key: str) -> Any:
+    @property
+    def value(self) -> None:
+        """None: see :meth:`achieved`."""
+        return None
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The parameters: ``l`` of recursive (c,ℓ)-diversity."""
+        return {"l": self.l}
+
+    @property
+    def witness(self) -> None:
+        """None: see :meth:`witness_of`."""
+        return None
+
+    def achieved(self, model: str) -> Any:
         """Achieved parameter of one model."""
-        return self.models[key]["value"]
+        return self.models[model]["value"]
+
+    def witness_of(self, model: str) -> GroupWitness:
+        """Return the worst group of one model."""
+        m = self.models[model]
+        return GroupWitness(model, m["worst_group"], m["worst_label"], float(m["value"]))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``inf`` stays a float; :func:`fastpriv._io.to_jsonable`)."""
-        return {"n_groups": self.n_groups, "n_rows": self.n_rows, "case": self.case,
-                "l": self.l, "models": self.models}
+        """JSON-ready form (non-finite values become None)."""
+        return json_safe({"n_groups": self.n_groups, "n_rows": self.n_rows, "case": self.case,
+                          "l": self.l, "models": self.models})
+
+    def summary(self) -> str:
+        """One line per model: its title and achieved parameter."""
+        lines = [f"{self.n_rows} rows in {self.n_groups} groups ({self.case})"]
+        lines += [f"  {m['title']}: {m['value']:g}" for m in self.models.values()]
+        return "\n".join(lines)
 
 
 #: ``audit`` runs the fused kernel on every thread from this many groups on
 _PARALLEL_MIN_GROUPS = 65_536
 
-_AUDIT_ROWS = (
-    ("k_anonymity", "k", "k-anonymity (k)", {}),
-    ("alpha_k_anonymity", "alpha", "(α,k)-anonymity (α)", {}),
-    ("l_diversity", "distinct_l", "distinct ℓ-diversity (ℓ)", {}),
-    ("entropy_l_diversity", "entropy_l", "entropy ℓ-diversity (ℓ)", {}),
-    ("c_l_diversity", "recursive_c", "recursive (c,ℓ)-diversity (c*)", None),
-    ("t_closeness", "t", "t-closeness, equal distance (t)", {}),
-    ("t_closeness_ordered", "t", "t-closeness, ordered (t)", {"ordered": True}),
-    ("basic_beta_likeness", "beta", "basic β-likeness (β)", {}),
-    ("delta_disclosure", "delta", "δ-disclosure (δ)", {}),
+#: The rows of :func:`audit`: (model name, title, per-group parameters).
+AUDIT_ROWS = (
+    ("k_anonymity", "k-anonymity (k)", {}),
+    ("alpha_k_anonymity", "(α,k)-anonymity (α)", {}),
+    ("l_diversity", "distinct ℓ-diversity (ℓ)", {}),
+    ("entropy_l_diversity", "entropy ℓ-diversity (ℓ)", {}),
+    ("recursive_cl_diversity", "recursive (c,ℓ)-diversity (c*)", None),
+    ("t_closeness", "t-closeness, equal distance (t)", {}),
+    ("t_closeness_ordered", "t-closeness, ordered (t)", {"ordered": True}),
+    ("beta_likeness", "basic β-likeness (β)", {}),
+    ("delta_disclosure", "δ-disclosure (δ)", {}),
 )
 
 
-def audit(rel: Release, *, l: int = 2, order: Sequence[Any] | None = None) -> ClassicAudit:
+def audit(data: Any, *, l: int = 2, order: Sequence[Any] | None = None,
+          **read: Any) -> ClassicAudit:
     """Evaluate every classical model (``l`` for recursive (c,ℓ)-diversity).
 
     The per-group kernels run fused (:func:`fastpriv._kernels.classic.audit_columns`): the
@@ -304,7 +413,7 @@ def audit(rel: Release, *, l: int = 2, order: Sequence[Any] | None = None) -> Cl
     """
     from ._kernels import classic as K
 
-    rel = _check_release(rel)
+    rel = as_release(data, **read)
     l = check_int(l, "l", minimum=1)
     indptr, codes, counts = _arrays(rel)
     args = (indptr, codes, counts, _global_distribution(rel), _order_rank(rel, order), l)
@@ -313,25 +422,22 @@ def audit(rel: Release, *, l: int = 2, order: Sequence[Any] | None = None) -> Cl
         cols = K.audit_columns_parallel(*args, 4 * threads)
     else:
         cols = K.audit_columns(*args)
-    per_model = {
-        "k": lambda kw: rel.sizes.astype(np.float64),
-        "alpha": lambda kw: per_group(rel, "alpha"),
-        "distinct_l": lambda kw: rel.distinct.astype(np.float64),
-        "entropy_l": lambda kw: np.exp(cols[:, K.ENTROPY]),
-        "recursive_c": lambda kw: cols[:, K.RECURSIVE],
-        "t": lambda kw: cols[:, K.EMD_ORDERED if kw.get("ordered") else K.EMD_EQUAL],
-        "beta": lambda kw: cols[:, K.BETA],
-        "delta": lambda kw: cols[:, K.DELTA],
-    }
+    column = {"entropy_l_diversity": None, "recursive_cl_diversity": K.RECURSIVE,
+              "t_closeness": K.EMD_EQUAL, "t_closeness_ordered": K.EMD_ORDERED,
+              "beta_likeness": K.BETA, "delta_disclosure": K.DELTA}
     models: dict[str, dict[str, Any]] = {}
-    for key, model, title, params in _AUDIT_ROWS:
-        vals = per_model[model]({} if params is None else params)
-        g = int(np.argmax(vals) if _WORSE_IF_LARGER[model] else np.argmin(vals))
+    for model, title, _ in AUDIT_ROWS:
+        if model == "entropy_l_diversity":
+            vals = np.exp(cols[:, K.ENTROPY])
+        elif model in column:
+            vals = cols[:, column[model]]
+        else:
+            vals = per_group(rel, model)
+        g = int(np.argmax(vals) if WORSE_IF_LARGER[model] else np.argmin(vals))
         value = float(vals[g])
-        if model in ("k", "distinct_l"):
+        if model in ("k_anonymity", "l_diversity"):
             value = int(value)
-        models[key] = {"title": title, "value": value, "worst_group": g,
-                       "worst_label": rel.group_label(g)}
-    models["k_anonymity"]["value"] = int(rel.sizes.min())
+        models[model] = {"title": title, "value": value, "worst_group": g,
+                         "worst_label": rel.group_label(g)}
     return ClassicAudit(n_groups=rel.n_groups, n_rows=rel.n_rows, case=rel.case, l=l,
                         models=models)

@@ -42,7 +42,7 @@ LocalCluster)::
     from dask.distributed import Client, LocalCluster
     client = Client(LocalCluster(n_workers=2, threads_per_worker=1))
     rel = release_from_dask("data/", sensitive="disease", group="gid")
-    fastpriv.ck_safety.audit(rel, 12)
+    fastpriv.ck_safety.audit(rel, k=12)
 
 The equivalent Spark recipe
 ---------------------------
@@ -358,7 +358,7 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
             raise InputError(f"q must be 'compute', a mapping label -> probability or None; "
                              f"got {q!r}")
     elif classic:
-        for key in ("t_closeness", "t_closeness_ordered", "basic_beta_likeness",
+        for key in ("t_closeness", "t_closeness_ordered", "beta_likeness",
                     "delta_disclosure"):
             skipped[key] = "q=None: the distribution of the whole table was not computed"
     if partition_by_group:

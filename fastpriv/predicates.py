@@ -20,7 +20,7 @@ criterion                                   satisfied iff (every group)   local 
 ``RecursiveCLDiversity(c, l)``              r_1 < c (r_ℓ + … + r_m)       yes    yes
 ``TCloseness(t, ordered=False)``            EMD(P_g, Q) ≤ t               yes    yes
 ``AlphaKAnonymity(alpha, k)``               r_1/n_g ≤ α and n_g ≥ k       yes    yes
-``CKSafety(c, k, knowledge="negations")``   max disclosure < c            yes    yes
+``CKSafety(c, k, "negations")``             max disclosure < c            yes    yes
 ``CKSafety(c, k)`` (implications)           max disclosure < c            no     —
 ``SkylinePoint(sigma, l, k, m, c)``         BP_σ(ℓ, k, m) < c (SVPI)      no     —
 =========================================  ============================  =====  =======
@@ -367,7 +367,7 @@ class RecursiveCLDiversity(LocalCriterion):
         """Return c*(ℓ) = max_g r_1 / (r_ℓ + … + r_m) (see ``classic.recursive_cl_diversity``)."""
         from .classic import recursive_cl_diversity
 
-        return recursive_cl_diversity(rel, self.l)
+        return recursive_cl_diversity(rel, l=self.l)
 
     def params(self) -> dict[str, Any]:
         """Return the parameters, for JSON reports."""
@@ -441,58 +441,59 @@ class CKSafety(Criterion):
 
     The maximum disclosure is taken over adversaries holding ``k`` pieces of knowledge.
 
-    ``knowledge="implications"`` (default, basic implications — the paper's L^k_basic) is
-    not group-local; ``knowledge="negations"`` (k negated atoms) is:
+    ``knowledge_kind="implications"`` (default, basic implications — the paper's L^k_basic) is
+    not group-local; ``knowledge_kind="negations"`` (k negated atoms) is:
     max_b n_b(s^0) / (n_b − Σ_{j=1..k} n_b(s^j)) < c, evaluated per group (ck_safety.md).
     Theorem 14: monotone. Returns an instance of :class:`_CKNegations` for negations.
     """
 
-    def __new__(cls, c: Any, k: int, knowledge: str = "implications", *, exact: bool = False):
-        """Create the criterion: a group-local subclass for ``knowledge="negations"``."""
-        check_choice(knowledge, "knowledge", _KNOWLEDGE)
-        if knowledge == "negations" and cls is CKSafety:
+    def __new__(cls, c: Any, k: int, knowledge_kind: str = "implications", *,
+                exact: bool = False):
+        """Create the criterion: a group-local subclass for ``knowledge_kind="negations"``."""
+        check_choice(knowledge_kind, "knowledge_kind", _KNOWLEDGE)
+        if knowledge_kind == "negations" and cls is CKSafety:
             return super().__new__(_CKNegations)  # then _CKNegations.__init__ runs
         return super().__new__(cls)
 
-    def __init__(self, c: Any, k: int, knowledge: str = "implications", *,
+    def __init__(self, c: Any, k: int, knowledge_kind: str = "implications", *,
                  exact: bool = False) -> None:
         from ._validation import check_threshold
 
         self.c = check_threshold(c, "c")
         self.k = check_int(k, "k", minimum=0)
-        self.knowledge = knowledge
+        self.knowledge_kind = knowledge_kind
         self.exact = bool(exact)
-        self.name = f"(c,k)-safety(c={float(self.c):g}, k={self.k}, {knowledge})"
+        self.name = f"(c,k)-safety(c={float(self.c):g}, k={self.k}, {knowledge_kind})"
 
     def __call__(self, rel: Release) -> bool:
         """Return True iff the maximum disclosure against k pieces of knowledge is < c."""
         from . import ck_safety
 
-        return bool(ck_safety.is_safe(_check_release(rel), self.c, self.k,
-                                      knowledge=self.knowledge))
+        return bool(ck_safety.is_safe(_check_release(rel), c=self.c, k=self.k,
+                                      knowledge_kind=self.knowledge_kind))
 
     def value(self, rel: Release) -> float:
         """Return the maximum disclosure against k pieces of knowledge."""
         from . import ck_safety
 
-        return ck_safety.max_disclosure(_check_release(rel), self.k,
-                                        knowledge=self.knowledge).value
+        return ck_safety.max_disclosure(_check_release(rel), k=self.k,
+                                        knowledge_kind=self.knowledge_kind).value
 
     def params(self) -> dict[str, Any]:
         """Return the parameters, for JSON reports."""
-        return {"c": float(self.c), "k": self.k, "knowledge": self.knowledge}
+        return {"c": float(self.c), "k": self.k, "knowledge_kind": self.knowledge_kind}
 
 
 class _CKNegations(LocalCriterion, CKSafety):
     """(c,k)-safety against k negated atoms (group-local; see :class:`CKSafety`)."""
 
-    def __init__(self, c: Any, k: int, knowledge: str = "negations", *,
+    def __init__(self, c: Any, k: int, knowledge_kind: str = "negations", *,
                  exact: bool = False) -> None:
         from ._validation import check_threshold
 
         self.c = check_threshold(c, "c")
         self.k = check_int(k, "k", minimum=0)
-        self.knowledge = "negations"
+        self.knowledge_kind = "negations"
         self.exact = bool(exact)
         self.name = f"(c,k)-safety(c={float(self.c):g}, k={self.k}, negations)"
 
@@ -502,8 +503,8 @@ class _CKNegations(LocalCriterion, CKSafety):
     def value(self, rel: Release) -> float:
         from . import ck_safety
 
-        return ck_safety.max_disclosure(_check_release(rel), self.k,
-                                        knowledge="negations").value
+        return ck_safety.max_disclosure(_check_release(rel), k=self.k,
+                                        knowledge_kind="negations").value
 
     def params(self) -> dict[str, Any]:
         return {"c": float(self.c), "k": self.k, "knowledge": "negations"}

@@ -16,7 +16,7 @@ the release that :meth:`fastpriv.Release.from_table` builds from all rows — eq
     # SELECT "zip", "age", "disease", COUNT(*) AS "count" FROM "patients"
     #   GROUP BY "zip", "age", "disease"
     rel = pushdown.release(duckdb.sql(sql).arrow(), qi=["zip", "age"], sensitive="disease")
-    fastpriv.ck_safety.audit(rel, 3)
+    fastpriv.ck_safety.audit(rel, k=3)
 
 Any engine whose client returns Arrow (DuckDB, Snowflake, BigQuery, Postgres through ADBC,
 Databricks SQL, Trino, ClickHouse, …) works the same; pandas and polars results are

@@ -56,6 +56,7 @@ from ._kernels import risk as _k
 from ._threads import resolve_n_jobs
 from ._validation import check_columns, check_int, check_probability, kernel_array
 from .errors import InputError, InputTypeError
+from .results import Result, Witness
 
 __all__ = ["ClassCounts", "RiskResult", "RiskWitness", "CombinationResult", "audit",
            "class_counts", "combinations", "verdict", "population_uniques"]
@@ -82,8 +83,8 @@ def _check_qi(qi: Any) -> list[str]:
 
 
 # ------------------------------------------------------------------------------- classes
-@dataclass(frozen=True)
-class ClassCounts:
+@dataclass(frozen=True, eq=False)
+class ClassCounts(Result):
     """Equivalence classes of the QI tuples: one row per distinct tuple, with its size.
 
     This is the whole state the risk measures need, and it is mergeable: count shards of a
@@ -123,6 +124,32 @@ class ClassCounts:
         counts = np.bincount(self.sizes)
         size = np.flatnonzero(counts)
         return size.astype(np.int64), counts[size].astype(np.int64)
+
+    @property
+    def value(self) -> int:
+        """The number of equivalence classes (distinct QI tuples)."""
+        return self.n_classes
+
+    @property
+    def params(self) -> dict:
+        """The parameters: the QI columns."""
+        return {"qi": list(self.qi)}
+
+    @property
+    def witness(self) -> None:
+        """None: the counts are a state, not a verdict (see :func:`audit`)."""
+        return None
+
+    def to_dict(self) -> dict:
+        """JSON-safe dict: QI, records, classes and the class-size histogram."""
+        size, count = self.histogram()
+        return {"qi": list(self.qi), "n_records": self.n_records, "n_classes": self.n_classes,
+                "class_size_histogram": {"size": size.tolist(), "count": count.tolist()}}
+
+    def summary(self) -> str:
+        """One line: records, classes and the smallest class."""
+        return (f"{self.n_records:,} records in {self.n_classes:,} QI classes over "
+                f"{', '.join(self.qi)}; smallest class {int(self.sizes.min(initial=0)):,}")
 
     @classmethod
     def from_table(cls, data: Any, *, qi: Sequence[str], weight: str | None = None,
@@ -364,14 +391,24 @@ def population_uniques(sizes: np.ndarray, count: np.ndarray, population_size: fl
 
 
 # --------------------------------------------------------------------------------- audit
-@dataclass(frozen=True)
-class RiskWitness:
+@dataclass(frozen=True, eq=False)
+class RiskWitness(Witness):
     """The riskiest equivalence class: its QI values, its size, and how many share its risk."""
 
     qi_values: dict
     size: int
     population_size: float | None
     records_at_highest_risk: int
+
+    def to_dict(self) -> dict:
+        """JSON-safe dict of the fields."""
+        return {"qi_values": _jsonable(self.qi_values), "size": self.size,
+                "population_size": self.population_size,
+                "records_at_highest_risk": self.records_at_highest_risk}
+
+    def summary(self) -> str:
+        """One sentence naming the class (:meth:`describe`)."""
+        return self.describe()
 
     def describe(self) -> str:
         """One sentence naming the class."""
@@ -382,8 +419,8 @@ class RiskWitness:
         return f"The QI combination {vals} {who}{pop}."
 
 
-@dataclass(frozen=True)
-class RiskResult:
+@dataclass(frozen=True, eq=False)
+class RiskResult(Result):
     """Re-identification risk of one table (see :func:`audit`).
 
     ``value`` is the highest prosecutor risk 1/min f_j; ``measures`` holds every measure
@@ -405,10 +442,7 @@ class RiskResult:
         """JSON-safe dict: the measures, ``value``, ``passed``, ``witness`` and ``params``."""
         size, count = self.histogram
         return {**self.measures, "value": self.value, "passed": self.passed,
-                "witness": {"qi_values": _jsonable(self.witness.qi_values),
-                            "size": self.witness.size,
-                            "population_size": self.witness.population_size,
-                            "records_at_highest_risk": self.witness.records_at_highest_risk},
+                "witness": self.witness.to_dict(),
                 "class_size_histogram": {"size": size.tolist(), "count": count.tolist()},
                 "params": self.params}
 
@@ -632,8 +666,25 @@ def verdict(result: RiskResult, max_risk: float) -> tuple[bool, list[str]]:
 
 
 # -------------------------------------------------------------------------- combinations
-@dataclass(frozen=True)
-class CombinationResult:
+@dataclass(frozen=True, eq=False)
+class SubsetWitness(Witness):
+    """The QI subset with the highest SUDA score (see :func:`combinations`)."""
+
+    qi: tuple
+    size: int
+    classes: int
+    uniques: int
+    msu: int
+    score: float
+
+    def summary(self) -> str:
+        """One sentence naming the subset."""
+        return (f"{' + '.join(self.qi)}: {self.msu:,} records unique on exactly this "
+                f"combination (minimal), {self.uniques:,} unique in all")
+
+
+@dataclass(frozen=True, eq=False)
+class CombinationResult(Result):
     """Risk by QI combination (see :func:`combinations`).
 
     ``rows``: one dict per subset with ``qi`` (list), ``size``, ``classes``, ``uniques``
@@ -645,7 +696,7 @@ class CombinationResult:
     value: float
     rows: list
     attribute_contribution: dict
-    witness: dict
+    witness: SubsetWitness
     params: dict
 
     def generalize_first(self, top: int = 5) -> list:
@@ -657,7 +708,7 @@ class CombinationResult:
         """JSON-safe dict."""
         return {"value": self.value, "rows": self.rows,
                 "attribute_contribution": self.attribute_contribution,
-                "generalize_first": self.generalize_first(), "witness": self.witness,
+                "generalize_first": self.generalize_first(), "witness": self.witness.to_dict(),
                 "params": self.params}
 
     def summary(self) -> str:
@@ -767,5 +818,7 @@ def combinations(data: Any, *, qi: Sequence[str] | None = None, m: int | None = 
     value = max(r["uniques"] for r in rows) / n
     params = {"qi": list(cc.qi), "m": m, "n_qi": q, "n_records": n, "n_distinct_tuples": d,
               "n_subsets": len(rows)}
-    return CombinationResult(value, rows, contrib, dict(best), params)
+    witness = SubsetWitness(tuple(best["qi"]), best["size"], best["classes"], best["uniques"],
+                            best["msu"], best["score"])
+    return CombinationResult(value, rows, contrib, witness, params)
 

@@ -23,11 +23,11 @@ Two ways to count (``method=``):
     Numba kernels compile on a node's first task, then load from the on-disk cache — run
     ``fastpriv warmup`` on the nodes' image to skip that).
 
-Measured on one 2-core machine (``benchmarks/bench_engines.py``, 10M Parquet rows,
-``local[2]``): both are 11–56× slower than the local path (JVM, Python workers, task
-scheduling, no extra cores to use); ``"partitions"`` took 0.2× the time of ``"groupby"``
-on 10k groups in random row order and 1.15× on 100k groups sorted by key. Use Spark where
-the data already lives, not for speed on one machine.
+On one machine (``benchmarks/bench_engines.py``, 10M Parquet rows, ``local[2]``; the
+README quotes ``benchmarks/results/engines.json``) both are many times slower than the local
+path (JVM, Python workers, task scheduling, no extra cores to use), and which of
+``"partitions"`` and ``"groupby"`` is faster depends on the number of groups and the row
+order. Use Spark where the data already lives, not for speed on one machine.
 
 Example (a local session; any cluster works the same)::
 
@@ -37,7 +37,7 @@ Example (a local session; any cluster works the same)::
     spark = SparkSession.builder.master("local[2]").getOrCreate()
     df = spark.read.parquet("patients/")
     rel = fastpriv.spark.release(df, qi=["zip", "age"], sensitive="disease")
-    fastpriv.ck_safety.audit(rel, 3)
+    fastpriv.ck_safety.audit(rel, k=3)
 
 Labels are read as Spark hands them to Arrow: integer widths and string layouts are
 normalized as everywhere in fastpriv; timestamps carry the session time zone. Spark

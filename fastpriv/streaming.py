@@ -51,7 +51,7 @@ import pyarrow as pa
 
 from ._arrow import apply_null_policy, encode_column, iter_batches
 from ._validation import check_int, kernel_array
-from .classic import _AUDIT_ROWS, _WORSE_IF_LARGER
+from .classic import AUDIT_ROWS, WORSE_IF_LARGER
 from .counts import CountAccumulator
 from .errors import InputError, InputTypeError
 from .release import Release
@@ -67,8 +67,8 @@ __all__ = [
 
 #: (key, model, title, params) of the classical models a :class:`GroupwiseState` reduces,
 #: in the order and with the titles of :func:`fastpriv.classic.audit` (the same table).
-CLASSIC_ROWS = _AUDIT_ROWS
-_NEEDS_Q = {"t", "beta", "delta"}
+CLASSIC_ROWS = AUDIT_ROWS
+_NEEDS_Q = {"t_closeness", "t_closeness_ordered", "beta_likeness", "delta_disclosure"}
 
 
 def _label_less(a: Any, b: Any) -> bool:
@@ -180,12 +180,12 @@ class GroupwiseState:
 
         indptr = kernel_array(rel.indptr, np.int64)
         counts = kernel_array(rel.counts, np.int64)
-        if model == "t":
+        if model in ("t_closeness", "t_closeness_ordered"):
             if params.get("ordered"):
                 return K.emd_ordered(indptr, gcodes, counts, self.q, self._rank)
             return K.emd_equal(indptr, gcodes, counts, self.q)
         beta, delta = K.likeness(indptr, gcodes, counts, self.q)
-        return beta if model == "beta" else delta
+        return beta if model == "beta_likeness" else delta
 
     def _update_classic(self, rel: Release, offset: int | None) -> None:
         gcodes = None
@@ -198,7 +198,8 @@ class GroupwiseState:
             gcodes = kernel_array(gmap[rel.codes] if gmap.size else rel.codes, np.int32)
         labels = rel.group_labels
         cache: dict = {}
-        for key, model, title, params in CLASSIC_ROWS:
+        for model, title, params in CLASSIC_ROWS:
+            key = model
             if model in _NEEDS_Q and self.q is None:
                 continue
             kw = {"l": self.l} if params is None else dict(params)
@@ -206,10 +207,10 @@ class GroupwiseState:
             if ck not in cache:
                 cache[ck] = self._per_group(rel, model, kw, gcodes)
             vals = cache[ck]
-            larger = _WORSE_IF_LARGER[model]
+            larger = WORSE_IF_LARGER[model]
             g = int(np.argmax(vals) if larger else np.argmin(vals))
             value = float(vals[g])
-            if model in ("k", "distinct_l"):
+            if model in ("k_anonymity", "l_diversity"):
                 value = int(value)
             cand = {"title": title, "value": value,
                     "worst_group": None if offset is None else offset + g,
@@ -243,7 +244,7 @@ class GroupwiseState:
         out.__dict__.update(self.__dict__)
         out.models = {k: dict(v) for k, v in self.models.items()}
         for key, cand in other.models.items():
-            larger = _WORSE_IF_LARGER[next(m for k, m, _, _ in CLASSIC_ROWS if k == key)]
+            larger = WORSE_IF_LARGER[key]
             out._fold(key, dict(cand), larger)
         out.sky = None if self.sky is None else self.sky.merge(other.sky)
         out.n_groups = self.n_groups + other.n_groups
@@ -484,7 +485,7 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
             qv = (totals / n_all).tolist()
             passes = 2
         elif q is None:
-            for key in ("t_closeness", "t_closeness_ordered", "basic_beta_likeness",
+            for key in ("t_closeness", "t_closeness_ordered", "beta_likeness",
                         "delta_disclosure"):
                 skipped[key] = ("needs the distribution of the whole table: pass q= or an "
                                 "input that can be read twice")
@@ -577,7 +578,7 @@ def audit_stream(data: Any, *, sensitive: str, group: str | Sequence[str] | None
 
     Memory is bounded by the number of (group, value) pairs. Equivalent to
     ``Release.from_table`` followed by ``classic.audit(rel, l=l)``,
-    ``ck_safety.audit(rel, k)`` (when ``k`` is given) and ``skyline.check(rel, skylines)``
+    ``ck_safety.audit(rel, k=k)`` (when ``k`` is given) and ``skyline.check(rel, skylines)``
     (when ``skylines`` is given), with identical results.
 
     Parameters
@@ -620,7 +621,7 @@ def audit_stream(data: Any, *, sensitive: str, group: str | Sequence[str] | None
         if k is not None:
             from . import ck_safety
 
-            res_ck = ck_safety.audit(rel, k)
+            res_ck = ck_safety.audit(rel, k=k)
         if skylines is not None:
             from . import skyline
 

@@ -80,7 +80,7 @@ def _outcome(fn, *args, **kw):
 def audits(rel: Release) -> dict:
     """Classical audit, (c,k)-safety audit and SkylineCheck of ``rel`` as JSON-safe dicts."""
     return {"classic": _outcome(classic.audit, rel),
-            "ck": _outcome(ck_safety.audit, rel, CK_K),
+            "ck": _outcome(ck_safety.audit, rel, k=CK_K),
             "skyline": _outcome(skyline.check, rel, {"*": POINTS})}
 
 

@@ -64,7 +64,7 @@ def witness_value(buckets, result, world=None):
     w = result.witness
     a = global_atom(buckets, w.consequent)
     ants = [global_atom(buckets, x) for x in w.antecedents]
-    if result.knowledge == "implications":
+    if result.knowledge_kind == "implications":
         return implication_disclosure(buckets, a, ants, world)
     return negation_disclosure(buckets, a, ants, world)
 
@@ -80,10 +80,10 @@ def test_max_disclosure_vectors(vec):
     buckets, k = vec["input"]["buckets"], vec["input"]["k"]
     exp = vec["expected"]
     rel = Release.from_groups(buckets)
-    r = ck.max_disclosure(rel, k, exact=True)
+    r = ck.max_disclosure(rel, k=k, exact=True)
     assert r.value == frac(exp["max_disclosure"])
     assert r.min_ratio == frac(exp["min_ratio"])
-    assert r.k == k and r.knowledge == "implications" and r.exact
+    assert r.k == k and r.knowledge_kind == "implications" and r.exact
     assert len(r.witness.antecedents) <= k
     # the witness realises the value when re-evaluated by brute force
     world = World(buckets)
@@ -93,12 +93,12 @@ def test_max_disclosure_vectors(vec):
     assert implication_disclosure(buckets, tuple(w["A"]),
                                   [tuple(a) for a in w["antecedents"]], world) == r.value
     # float mode
-    rf = ck.max_disclosure(rel, k)
+    rf = ck.max_disclosure(rel, k=k)
     assert isinstance(rf.value, float) and isinstance(rf.min_ratio, float)
     assert rf.value == pytest.approx(float(r.value), rel=1e-12)
     assert rf.min_ratio == pytest.approx(float(r.min_ratio), rel=1e-12, abs=1e-15)
     # negated atoms
-    rn = ck.max_disclosure(rel, k, "negations", exact=True)
+    rn = ck.max_disclosure(rel, k=k, knowledge_kind="negations", exact=True)
     assert rn.value == frac(exp["negated_atoms_max_disclosure"])
     assert rn.value <= r.value
     assert witness_value(buckets, rn, world) == rn.value
@@ -130,11 +130,11 @@ def test_paper_ed_and_charlie():
 @pytest.mark.slow
 def test_paper_figure3_curve_exact():
     rel = Release.from_groups(FIG3)
-    got = [ck.max_disclosure(rel, k, exact=True).value for k in range(4)]
+    got = [ck.max_disclosure(rel, k=k, exact=True).value for k in range(4)]
     assert got == [Fraction(2, 5), Fraction(2, 3), 1, 1]
-    assert np.allclose(ck.disclosure_curve(rel, 3), [0.4, 2 / 3, 1, 1], rtol=1e-15)
+    assert np.allclose(ck.disclosure_curve(rel, k_max=3), [0.4, 2 / 3, 1, 1], rtol=1e-15)
     # k = 1: A = "p has flu", A_1 = "p has lung cancer", same person p in M
-    w = ck.max_disclosure(rel, 1, exact=True).witness
+    w = ck.max_disclosure(rel, k=1, exact=True).witness
     assert w.consequent.group == 0 and w.consequent.value == "flu"
     assert [(a.group, a.person, a.value) for a in w.antecedents] == \
         [(0, w.consequent.person, "lung_cancer")]
@@ -157,15 +157,15 @@ def test_kernels_match_brute_force(groups, k):
     rel = Release.from_groups(groups)
     world = World(groups)
     val, _, _ = max_disclosure_implications(groups, k)
-    r = ck.max_disclosure(rel, k, exact=True)
+    r = ck.max_disclosure(rel, k=k, exact=True)
     assert r.value == val
     assert witness_value(groups, r, world) == val
-    assert ck.max_disclosure(rel, k).value == pytest.approx(float(val), rel=1e-12)
+    assert ck.max_disclosure(rel, k=k).value == pytest.approx(float(val), rel=1e-12)
     nval, _, _ = max_disclosure_negations(groups, k)
-    rn = ck.max_disclosure(rel, k, "negations", exact=True)
+    rn = ck.max_disclosure(rel, k=k, knowledge_kind="negations", exact=True)
     assert rn.value == nval <= val
     assert witness_value(groups, rn, world) == nval
-    curve = ck.disclosure_curve(rel, 3)
+    curve = ck.disclosure_curve(rel, k_max=3)
     assert curve[k] == pytest.approx(float(val), rel=1e-12)
 
 
@@ -174,9 +174,9 @@ def test_kernels_match_brute_force(groups, k):
 def test_kernels_match_brute_force_one_wide_bucket(groups, k):
     rel = Release.from_groups(groups)
     val, _, _ = max_disclosure_implications(groups, k)
-    assert ck.max_disclosure(rel, k, exact=True).value == val
+    assert ck.max_disclosure(rel, k=k, exact=True).value == val
     nval, _, _ = max_disclosure_negations(groups, k)
-    assert ck.max_disclosure(rel, k, "negations", exact=True).value == nval
+    assert ck.max_disclosure(rel, k=k, knowledge_kind="negations", exact=True).value == nval
 
 
 # ------------------------------------------------------------------------ Theorem 14
@@ -201,11 +201,11 @@ def test_merging_buckets_never_raises_disclosure(seed, n_groups, k):
     merged = [sum((groups[i] for i in range(n_groups) if block[i] == b), [])
               for b in range(m)]
     merged = [g for g in merged if g]
-    fine = ck.max_disclosure(Release.from_groups(groups), k, exact=True).value
-    coarse = ck.max_disclosure(Release.from_groups(merged), k, exact=True).value
+    fine = ck.max_disclosure(Release.from_groups(groups), k=k, exact=True).value
+    coarse = ck.max_disclosure(Release.from_groups(merged), k=k, exact=True).value
     assert coarse <= fine
-    fine_c = ck.disclosure_curve(Release.from_groups(groups), 6)
-    coarse_c = ck.disclosure_curve(Release.from_groups(merged), 6)
+    fine_c = ck.disclosure_curve(Release.from_groups(groups), k_max=6)
+    coarse_c = ck.disclosure_curve(Release.from_groups(merged), k_max=6)
     assert np.all(coarse_c <= fine_c * (1 + 1e-12))
 
 
@@ -233,14 +233,14 @@ def test_fast_path_matches_reference_knapsack(seed):
     for prune in (False, True):
         R, _ = ck._implications(prof, K, exact=False, witness_t=None, prune=prune)
         np.testing.assert_allclose(R, ref, rtol=1e-12, atol=0)
-    curve = ck.disclosure_curve(rel, K)
+    curve = ck.disclosure_curve(rel, k_max=K)
     np.testing.assert_allclose(curve, 1 / (1 + ref), rtol=1e-12)
     assert np.all(np.diff(curve) >= 0)
-    neg = ck.disclosure_curve(rel, K, "negations")
+    neg = ck.disclosure_curve(rel, k_max=K, knowledge_kind="negations")
     assert np.all(neg <= curve * (1 + 1e-12)) and np.all(np.diff(neg) >= 0)
     # exact mode agrees, and its witness realises the exact value (product of Lemma 12
     # factors, recomputed here from the witness atoms independently of the kernels)
-    r = ck.max_disclosure(rel, K, exact=True)
+    r = ck.max_disclosure(rel, k=K, exact=True)
     assert float(r.min_ratio) == pytest.approx(float(ref[K]), rel=1e-12)
     assert _ratio_from_witness(rel, r.witness) == r.min_ratio
 
@@ -315,7 +315,7 @@ def test_repeated_profiles_and_many_buckets():
         np.testing.assert_allclose(R, ref, rtol=1e-13, atol=0)
     # 3 identical 5-person buckets: A in one, k = 1 atoms elsewhere beats a single bucket
     rel = Release.from_groups([["a", "a", "b", "c", "d"]] * 3)
-    r = ck.max_disclosure(rel, 2, exact=True)
+    r = ck.max_disclosure(rel, k=2, exact=True)
     val, _, _ = max_disclosure_implications([["a", "a", "b", "c", "d"]], 2)
     assert r.value >= val
     assert _ratio_from_witness(rel, r.witness) == r.min_ratio
@@ -323,57 +323,57 @@ def test_repeated_profiles_and_many_buckets():
 
 def test_k_beyond_saturation():
     rel = Release.from_groups([["a", "b", "c"], ["a", "b", "c", "d", "e"]])
-    curve = ck.disclosure_curve(rel, 40)
+    curve = ck.disclosure_curve(rel, k_max=40)
     assert curve.shape == (41,) and np.all(curve[2:] == 1.0) and curve[1] < 1
-    r = ck.max_disclosure(rel, 40, exact=True)
+    r = ck.max_disclosure(rel, k=40, exact=True)
     assert r.value == 1 and r.min_ratio == 0
     assert len(r.witness.antecedents) <= 2
-    rn = ck.max_disclosure(rel, 40, "negations", exact=True)
+    rn = ck.max_disclosure(rel, k=40, knowledge_kind="negations", exact=True)
     assert rn.value == 1 and len(rn.witness.antecedents) == 2
-    assert np.all(ck.disclosure_curve(rel, 40, "negations")[2:] == 1.0)
+    assert np.all(ck.disclosure_curve(rel, k_max=40, knowledge_kind="negations")[2:] == 1.0)
 
 
 # ------------------------------------------------------------------------ safety
 @pytest.mark.slow
 def test_is_safe_strict_threshold_and_ties():
     rel = Release.from_groups(FIG3)
-    assert not ck.is_safe(rel, 0.4, 0)                  # equal is unsafe
-    assert ck.is_safe(rel, 0.4000001, 0)
-    assert not ck.is_safe(rel, Fraction(2, 3), 1)
-    assert not ck.is_safe(rel, 2 / 3, 1)                # float 2/3 is slightly below 2/3
-    assert ck.is_safe(rel, Fraction(2, 3) + Fraction(1, 10**12), 1)
-    assert not ck.is_safe(rel, 1, 2)                     # disclosure 1 is never safe
-    assert ck.is_safe(rel, 1, 1)
+    assert not ck.is_safe(rel, c=0.4, k=0)                  # equal is unsafe
+    assert ck.is_safe(rel, c=0.4000001, k=0)
+    assert not ck.is_safe(rel, c=Fraction(2, 3), k=1)
+    assert not ck.is_safe(rel, c=2 / 3, k=1)                # float 2/3 is slightly below 2/3
+    assert ck.is_safe(rel, c=Fraction(2, 3) + Fraction(1, 10**12), k=1)
+    assert not ck.is_safe(rel, c=1, k=2)                     # disclosure 1 is never safe
+    assert ck.is_safe(rel, c=1, k=1)
     # 0.8 is read as 4/5: disclosure exactly 4/5 is unsafe
     four_fifths = Release.from_groups([["a", "a", "a", "a", "b"]])
-    assert ck.max_disclosure(four_fifths, 0, exact=True).value == Fraction(4, 5)
-    assert not ck.is_safe(four_fifths, 0.8, 0)
-    assert ck.is_safe(four_fifths, 0.8000001, 0)
-    assert not ck.is_safe(four_fifths, 0.8, 0, knowledge="negations")
-    assert not ck.is_safe(four_fifths, np.float64(0.8), 0)
+    assert ck.max_disclosure(four_fifths, k=0, exact=True).value == Fraction(4, 5)
+    assert not ck.is_safe(four_fifths, c=0.8, k=0)
+    assert ck.is_safe(four_fifths, c=0.8000001, k=0)
+    assert not ck.is_safe(four_fifths, c=0.8, k=0, knowledge_kind="negations")
+    assert not ck.is_safe(four_fifths, c=np.float64(0.8), k=0)
     # a near-tie that needs exact arithmetic: 10/11 from martin-34-k2
     rel34 = Release.from_groups([["d", "a", "b", "a", "c", "a"]])
-    assert not ck.is_safe(rel34, Fraction(10, 11), 2)
-    assert ck.is_safe(rel34, Fraction(10, 11) + Fraction(1, 10**15), 2)
+    assert not ck.is_safe(rel34, c=Fraction(10, 11), k=2)
+    assert ck.is_safe(rel34, c=Fraction(10, 11) + Fraction(1, 10**15), k=2)
 
 
 def test_max_safe_k():
     rel = Release.from_groups(FIG3)
-    assert ck.max_safe_k(rel, 0.7) == 1
-    assert ck.max_safe_k(rel, Fraction(2, 3)) == 0
-    assert ck.max_safe_k(rel, 0.4) is None
-    assert ck.max_safe_k(rel, 1) == 1
-    assert ck.max_safe_k(rel, 1, k_limit=0) == 0
-    assert ck.max_safe_k(rel, 0.7, "negations") == 1
+    assert ck.max_safe_k(rel, c=0.7) == 1
+    assert ck.max_safe_k(rel, c=Fraction(2, 3)) == 0
+    assert ck.max_safe_k(rel, c=0.4) is None
+    assert ck.max_safe_k(rel, c=1) == 1
+    assert ck.max_safe_k(rel, c=1, k_limit=0) == 0
+    assert ck.max_safe_k(rel, c=0.7, knowledge_kind="negations") == 1
     rng = np.random.default_rng(11)
     big = _counts_release(rng, 200, 30, 80, 40, 3.0)
-    curve = ck.disclosure_curve(big, 39)
+    curve = ck.disclosure_curve(big, k_max=39)
     for c in (0.3, 0.5, 0.8, 0.95):
-        k = ck.max_safe_k(big, c)
+        k = ck.max_safe_k(big, c=c)
         safe = [t for t in range(40) if curve[t] < c]
         assert k == (max(safe) if safe else None)
         if k is not None:
-            assert ck.is_safe(big, c, k) and not ck.is_safe(big, c, k + 1)
+            assert ck.is_safe(big, c=c, k=k) and not ck.is_safe(big, c=c, k=k + 1)
 
 
 # ------------------------------------------------------------------------ inputs / results
@@ -381,32 +381,32 @@ def test_input_errors():
     rel = Release.from_groups(FIG3)
     mv = Release.from_groups([{"a": 2, "b": 1}, {"a": 1}], sizes=[3, 2], case="mvpi-set")
     with pytest.raises(ValueError, match="SVPI"):
-        ck.max_disclosure(mv, 1)
-    for fn in (lambda r: ck.disclosure_curve(r, 2), lambda r: ck.is_safe(r, 0.5, 1),
-               lambda r: ck.max_safe_k(r, 0.5)):
+        ck.max_disclosure(mv, k=1)
+    for fn in (lambda r: ck.disclosure_curve(r, k_max=2), lambda r: ck.is_safe(r, c=0.5, k=1),
+               lambda r: ck.max_safe_k(r, c=0.5)):
         with pytest.raises(ValueError, match="SVPI"):
             fn(mv)
-    with pytest.raises(TypeError, match="rel"):
-        ck.max_disclosure(FIG3, 1)
+    with pytest.raises(TypeError, match="data"):
+        ck.max_disclosure(FIG3, k=1)
     with pytest.raises(ValueError, match="k must be >= 0"):
-        ck.max_disclosure(rel, -1)
+        ck.max_disclosure(rel, k=-1)
     with pytest.raises(TypeError, match="k must be an integer"):
-        ck.max_disclosure(rel, 1.5)
+        ck.max_disclosure(rel, k=1.5)
     with pytest.raises(ValueError, match="k_max"):
-        ck.disclosure_curve(rel, -2)
+        ck.disclosure_curve(rel, k_max=-2)
     with pytest.raises(ValueError, match="knowledge"):
-        ck.max_disclosure(rel, 1, knowledge="implication")
+        ck.max_disclosure(rel, k=1, knowledge_kind="implication")
     with pytest.raises(TypeError, match="knowledge"):
-        ck.max_disclosure(rel, 1, knowledge=None)
+        ck.max_disclosure(rel, k=1, knowledge_kind=None)
     for bad in (0, -0.1, 1.5, float("nan")):
         with pytest.raises(ValueError, match="c must"):
-            ck.is_safe(rel, bad, 1)
+            ck.is_safe(rel, c=bad, k=1)
         with pytest.raises(ValueError, match="c must"):
-            ck.max_safe_k(rel, bad)
+            ck.max_safe_k(rel, c=bad)
     with pytest.raises(TypeError, match="c must"):
-        ck.is_safe(rel, "0.5", 1)
+        ck.is_safe(rel, c="0.5", k=1)
     with pytest.raises(ValueError, match="k_limit"):
-        ck.max_safe_k(rel, 0.5, k_limit=-1)
+        ck.max_safe_k(rel, c=0.5, k_limit=-1)
 
 
 def test_any_release_source_and_witness_rows():
@@ -417,27 +417,27 @@ def test_any_release_source_and_witness_rows():
     rel_b = Release.from_batches(table.to_batches(max_chunksize=3), sensitive="disease",
                                  group="gid")
     for k in range(4):
-        vals = {ck.max_disclosure(r, k, exact=True).value for r in (rel_t, rel_c, rel_b)}
+        vals = {ck.max_disclosure(r, k=k, exact=True).value for r in (rel_t, rel_c, rel_b)}
         assert vals == {[Fraction(2, 5), Fraction(2, 3), 1, 1][k]}
-    r = ck.max_disclosure(rel_t, 1)
+    r = ck.max_disclosure(rel_t, k=1)
     w = r.witness
     assert w.group_labels == ("m",)                 # groups sorted by key: f=0, m=1
     for a in (w.consequent, *w.antecedents):
         assert a.row is not None and rel_t.row_group[a.row] == a.group
         assert a.group_label == "m"
-    assert all(a.row is None for a in ck.max_disclosure(rel_c, 1).witness.antecedents)
+    assert all(a.row is None for a in ck.max_disclosure(rel_c, k=1).witness.antecedents)
     d = r.to_dict()
     json.dumps(d)
-    assert d["value"] == pytest.approx(2 / 3) and d["knowledge"] == "implications"
+    assert d["value"] == pytest.approx(2 / 3) and d["knowledge_kind"] == "implications"
     assert d["witness"]["consequent"]["value"] == "flu"
-    de = ck.max_disclosure(rel_t, 1, "negations", exact=True).to_dict()
+    de = ck.max_disclosure(rel_t, k=1, knowledge_kind="negations", exact=True).to_dict()
     assert de["value"] == {"frac": "2/3", "float": 2 / 3}
     assert "NOT" in json.dumps(de)
-    assert "->" in ck.max_disclosure(rel_t, 1).witness.formulas()[0]
+    assert "->" in ck.max_disclosure(rel_t, k=1).witness.formulas()[0]
 
 
 def test_result_is_frozen():
-    r = ck.max_disclosure(Release.from_groups(FIG3), 1)
+    r = ck.max_disclosure(Release.from_groups(FIG3), k=1)
     with pytest.raises(AttributeError):
         r.value = 0.5
     assert math.isclose(r.value, 1 / (1 + r.min_ratio))

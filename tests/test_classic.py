@@ -26,13 +26,13 @@ def test_against_oracles(groups):
     assert classic.entropy_l_diversity(rel) == pytest.approx(naive.entropy_l(groups), rel=1e-12)
     for l in (1, 2, 3):
         expect = naive.recursive_c(groups, l)
-        got = classic.recursive_cl_diversity(rel, l)
+        got = classic.recursive_cl_diversity(rel, l=l)
         if expect == math.inf:
             assert got == math.inf
         else:
             assert got == pytest.approx(float(expect), rel=1e-12)
     assert classic.t_closeness(rel) == pytest.approx(float(naive.t_closeness(groups)), abs=1e-12)
-    beta, delta = classic.per_group(rel, "beta"), classic.per_group(rel, "delta")
+    beta, delta = classic.per_group(rel, "beta_likeness"), classic.per_group(rel, "delta_disclosure")
     by_label = {lab: g for g, lab in enumerate(rel.group_labels)}
     for i, (b, d) in enumerate(zip(naive.beta_per_group(groups), naive.delta_per_group(groups),
                                    strict=True)):
@@ -61,8 +61,8 @@ def test_hand_computed():
     assert classic.l_diversity(rel) == 2
     # entropy of (2/3, 1/3): exp(H) = 3 / 2^(2/3)
     assert classic.entropy_l_diversity(rel) == pytest.approx(3 / 2 ** (2 / 3))
-    assert classic.recursive_cl_diversity(rel, 2) == pytest.approx(2.0)
-    assert classic.recursive_cl_diversity(rel, 3) == math.inf
+    assert classic.recursive_cl_diversity(rel, l=2) == pytest.approx(2.0)
+    assert classic.recursive_cl_diversity(rel, l=3) == math.inf
     # Q = flu 3/9, hiv 1/9, cancer 1/9, a 2/9, b 1/9, c 1/9; group 0: P = flu 2/3, hiv 1/3
     # ½(|2/3-1/3| + |1/3-1/9| + 1/9 + 2/9 + 1/9 + 1/9) = ½(1/3 + 2/9 + 5/9) = 5/9
     assert classic.t_closeness(rel) == pytest.approx(5 / 9)
@@ -78,21 +78,21 @@ def test_single_value_release_is_degenerate_but_defined():
 
 def test_violations_and_per_group():
     rel = Release.from_groups([["a", "a", "b"], ["a"], ["a", "b", "c", "d"]])
-    v = classic.violations(rel, "k", 3)
+    v = classic.violations(rel, "k_anonymity", 3)
     assert v.groups.tolist() == [1] and v.labels == [1] and len(v) == 1
-    v = classic.violations(rel, "distinct_l", 3)
+    v = classic.violations(rel, "l_diversity", 3)
     assert v.groups.tolist() == [1, 0]  # worst (ℓ=1) first
-    v = classic.violations(rel, "recursive_c", 2.0, l=2)  # ratio >= c fails
+    v = classic.violations(rel, "recursive_cl_diversity", 2.0, l=2)  # ratio >= c fails
     assert v.groups.tolist() == [1, 0]  # inf first, then 2/1
-    assert classic.per_group(rel, "alpha").tolist() == pytest.approx([2 / 3, 1.0, 0.25])
+    assert classic.per_group(rel, "alpha_k_anonymity").tolist() == pytest.approx([2 / 3, 1.0, 0.25])
     d = v.to_dict()
-    assert d["count"] == 2 and d["model"] == "recursive_c"
+    assert d["count"] == 2 and d["model"] == "recursive_cl_diversity"
     with pytest.raises(ValueError, match="model must be one of"):
         classic.per_group(rel, "kk")
     with pytest.raises(ValueError, match="needs l"):
-        classic.per_group(rel, "recursive_c")
+        classic.per_group(rel, "recursive_cl_diversity")
     with pytest.raises(ValueError, match="l must be >= 1"):
-        classic.recursive_cl_diversity(rel, 0)
+        classic.recursive_cl_diversity(rel, l=0)
     with pytest.raises(TypeError, match="fastpriv.Release"):
         classic.k_anonymity([["a"]])
     with pytest.raises(ValueError, match="not in the order"):
@@ -103,10 +103,10 @@ def test_audit_reports_every_model():
     rel = Release.from_groups([["a", "a", "b"], ["a", "c"]])
     res = classic.audit(rel, l=2)
     keys = {"k_anonymity", "alpha_k_anonymity", "l_diversity", "entropy_l_diversity",
-            "c_l_diversity", "t_closeness", "t_closeness_ordered", "basic_beta_likeness",
+            "recursive_cl_diversity", "t_closeness", "t_closeness_ordered", "beta_likeness",
             "delta_disclosure"}
     assert set(res.models) == keys
-    assert res.value("k_anonymity") == 2 and res.value("c_l_diversity") == pytest.approx(2.0)
+    assert res.achieved("k_anonymity") == 2 and res.achieved("recursive_cl_diversity") == pytest.approx(2.0)
     assert res.models["k_anonymity"]["worst_label"] == 1
 
 
@@ -117,12 +117,13 @@ def test_fused_audit_equals_the_one_model_kernels(groups, l, perm):
     rel = Release.from_groups(groups)
     order = [v for v in perm if v in set(rel.values)]
     res = classic.audit(rel, l=l, order=order)
-    for key, model, _, params in classic._AUDIT_ROWS:
+    for model, _, params in classic.AUDIT_ROWS:
+        key = model
         kw = {"l": l} if params is None else dict(params)
         if kw.get("ordered"):
             kw["order"] = order
         vals = classic.per_group(rel, model, **kw)
-        worst = (np.argmax(vals) if classic._WORSE_IF_LARGER[model] else np.argmin(vals))
+        worst = (np.argmax(vals) if classic.WORSE_IF_LARGER[model] else np.argmin(vals))
         assert res.models[key]["value"] == vals[worst], key          # bit-identical
         assert res.models[key]["worst_group"] == worst, key
 

@@ -80,7 +80,7 @@ def test_demo_runs_on_bundled_adult(capsys, tmp_path):
     from fastpriv import Release, ck_safety, skyline
     from fastpriv.cli.demo import CK, QI, demo_table
     rel = Release.from_table(demo_table(), sensitive="occupation", qi=QI)
-    md = ck_safety.max_disclosure(rel, CK).value
+    md = ck_safety.max_disclosure(rel, k=CK).value
     assert before["ck_safety"]["at_k"]["implications"]["value"] == pytest.approx(md)
     from fastpriv.cli.demo import CONFIDENCE, _remedy
     fixed = _remedy(demo_table())[0].release

@@ -141,11 +141,11 @@ def test_pathological_shapes_end_in_bounded_time():
                                        "d": np.arange(n).astype(str)}),
                              group="g", sensitive="d")
     # any k: saturated at min_b d_b − 1, where the disclosure is 1
-    assert ck_safety.max_disclosure(rel, k=10**9, knowledge="negations").value == 1.0
+    assert ck_safety.max_disclosure(rel, k=10**9, knowledge_kind="negations").value == 1.0
     with pytest.raises(InputError, match="GiB"):
         ck_safety.max_disclosure(rel, k=10**9)          # refused before allocating
     with pytest.raises(InputError, match="k_max"):
-        ck_safety.disclosure_curve(rel, 10**9)
+        ck_safety.disclosure_curve(rel, k_max=10**9)
     assert skyline.breach_probability(rel, "5", 10, 10, 10).value < 1e-3
     t0 = time.monotonic()
     with pytest.raises(InputError, match="did not finish within max_seconds"):

@@ -332,17 +332,17 @@ def test_minimal_ck_safe_implications_on_adult():
     res = minimal_ck_safe(adult, qi=qi, sensitive="occupation", c=0.6, k=2)
     assert res.best in res.minimal and res.n_checked < 72
     for node in res.minimal:
-        assert ck_safety.max_disclosure(lat.release(node), 2).value < 0.6
+        assert ck_safety.max_disclosure(lat.release(node), k=2).value < 0.6
         for a in range(4):
             if node[a]:
                 below = list(node)
                 below[a] -= 1
-                assert ck_safety.max_disclosure(lat.release(below), 2).value >= 0.6
-    assert ck_safety.max_disclosure(res.release, 2).value < 0.6
+                assert ck_safety.max_disclosure(lat.release(below), k=2).value >= 0.6
+    assert ck_safety.max_disclosure(res.release, k=2).value < 0.6
     chain = minimal_ck_safe(adult, qi=qi, sensitive="occupation", c=0.6, k=2,
                             method="chain")
     assert chain.node is not None
-    assert ck_safety.is_safe(chain.release, 0.6, 2)
+    assert ck_safety.is_safe(chain.release, c=0.6, k=2)
 
 
 def test_minimal_ck_safe_negations():

@@ -57,7 +57,7 @@ def test_counts_merge_any_row_split_any_order(rs, labels, rnd, two_keys):
     # (c,k)-safety and the classical models from merged counts
     norows = Release.from_counts(ref.to_counts(), group=keys, sensitive="value")
     got = merge(accs).to_release()
-    assert ck_safety.max_disclosure(got, 2).value == ck_safety.max_disclosure(norows, 2).value
+    assert ck_safety.max_disclosure(got, k=2).value == ck_safety.max_disclosure(norows, k=2).value
     assert classic.audit(got).to_dict() == classic.audit(ref).to_dict()
 
 

@@ -185,7 +185,7 @@ def test_criteria_from():
     (lambda: P.RecursiveCLDiversity(0, 2), ValueError, "c must be > 0"),
     (lambda: P.TCloseness(1.5), ValueError, r"t must be in \[0, 1\]"),
     (lambda: P.CKSafety(0, 2), ValueError, "c must be in"),
-    (lambda: P.CKSafety(0.5, 2, "atoms"), ValueError, "knowledge must be one of"),
+    (lambda: P.CKSafety(0.5, 2, "atoms"), ValueError, "knowledge_kind must be one of"),
     (lambda: P.TCloseness(0.2, order=["a", "a"]), ValueError, "distinct"),
 ])
 def test_parameter_errors(call, exc, msg):
@@ -238,15 +238,15 @@ def test_ck_safety_implications_uses_ck_safety_and_is_monotone(groups, k, seed):
 
     rel = Release.from_groups(groups)
     coarse = Release.from_groups(_merge(groups, random.Random(seed)))
-    d = ck_safety.max_disclosure(rel, k, exact=True).value
+    d = ck_safety.max_disclosure(rel, k=k, exact=True).value
     for c in (Fraction(1, 2), Fraction(2, 3), 0.8, Fraction(1)):
         crit = P.CKSafety(c, k)
         assert not crit.local and crit.monotone
-        assert crit(rel) == ck_safety.is_safe(rel, c, k) == (d < Fraction(repr(c)) if
+        assert crit(rel) == ck_safety.is_safe(rel, c=c, k=k) == (d < Fraction(repr(c)) if
                                                               isinstance(c, float) else d < c)
         if crit(rel):
             assert crit(coarse)  # Theorem 14
-    assert P.CKSafety(0.5, k).value(rel) == ck_safety.max_disclosure(rel, k).value
+    assert P.CKSafety(0.5, k).value(rel) == ck_safety.max_disclosure(rel, k=k).value
 
 
 @pytest.mark.slow
@@ -255,12 +255,12 @@ def test_ck_negations_kernel_equals_ck_safety(groups, k):
     from fastpriv import ck_safety
 
     rel = Release.from_groups(groups)
-    d = ck_safety.max_disclosure(rel, k, knowledge="negations", exact=True).value
+    d = ck_safety.max_disclosure(rel, k=k, knowledge_kind="negations", exact=True).value
     assert d == ck_negations_disclosure(groups, k)
     for c in (Fraction(1, 2), 0.6, Fraction(2, 3), 0.75, Fraction(1)):
         crit = P.CKSafety(c, k, "negations")
         assert crit.local
-        assert crit(rel) == ck_safety.is_safe(rel, c, k, knowledge="negations")
+        assert crit(rel) == ck_safety.is_safe(rel, c=c, k=k, knowledge_kind="negations")
 
 
 @pytest.mark.slow
@@ -296,7 +296,7 @@ def test_skyline_point_refuses_mvpi():
 def test_ck_negations_is_a_local_ck_safety():
     neg = P.CKSafety(0.5, 2, "negations")
     assert isinstance(neg, P.CKSafety) and isinstance(neg, P.LocalCriterion)
-    assert neg.local and neg.knowledge == "negations" and neg.k == 2
+    assert neg.local and neg.knowledge_kind == "negations" and neg.k == 2
     imp = P.CKSafety(0.5, 2)
     assert isinstance(imp, P.CKSafety) and not imp.local
 

@@ -110,16 +110,16 @@ def test_content_equals_direct_api(bucketized, bucketized_report):
     assert pc["(_alpha,_k)-anonymity"] == {"alpha": classic.alpha_k_anonymity(rel)[0],
                                            "k": classic.alpha_k_anonymity(rel)[1]}
     assert pc["(c,l)-diversity"]["c"] == to_jsonable(classic.recursive_cl_diversity(rel,
-                                                                                    l_used))
+                                                                                    l=l_used))
     # (c,k)-safety
     ck = d["ck_safety"]
-    assert ck["curve"]["implications"] == ck_safety.disclosure_curve(rel, 6).tolist()
-    assert ck["curve"]["negations"] == ck_safety.disclosure_curve(rel, 6, "negations").tolist()
+    assert ck["curve"]["implications"] == ck_safety.disclosure_curve(rel, k_max=6).tolist()
+    assert ck["curve"]["negations"] == ck_safety.disclosure_curve(rel, k_max=6, knowledge_kind="negations").tolist()
     for kn in ("implications", "negations"):
-        assert ck["at_k"][kn] == to_jsonable(ck_safety.max_disclosure(rel, 2, kn).to_dict())
+        assert ck["at_k"][kn] == to_jsonable(ck_safety.max_disclosure(rel, k=2, knowledge_kind=kn).to_dict())
         for row in ck["max_safe_k"]:
-            assert row[kn] == ck_safety.max_safe_k(rel, row["c"], kn, k_limit=6)
-            assert row[f"{kn}_is_safe_at_k"] == ck_safety.is_safe(rel, row["c"], 2, kn)
+            assert row[kn] == ck_safety.max_safe_k(rel, c=row["c"], knowledge_kind=kn, k_limit=6)
+            assert row[f"{kn}_is_safe_at_k"] == ck_safety.is_safe(rel, c=row["c"], k=2, knowledge_kind=kn)
     # skyline
     sk = d["skyline"]
     assert sk["c"] == 0.6 and sk["point"] == [1, 1, 0]

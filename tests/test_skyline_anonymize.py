@@ -206,7 +206,7 @@ def test_adult_case_study_release_is_cl_diverse(adult):
     rel = res.release
     assert res.info["check"]["safe"]
     # Proposition 4: (ℓ-2, 0, 0) at c/(c+1) for every value ⇔ recursive (c, ℓ)-diversity
-    assert fp.classic.recursive_cl_diversity(rel, 6) < 3
+    assert fp.classic.recursive_cl_diversity(rel, l=6) < 3
     assert res.info["n_groups"] > 50
     # the generalized columns describe the groups
     gen = res.table(adult)

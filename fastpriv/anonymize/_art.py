@@ -283,7 +283,7 @@ def art(table: Any, qi: Sequence[str], sensitive: str, r: float, *,
         robust; ``"report"`` publishes it as it is; ``"raise"`` raises
         :class:`~fastpriv.errors.InputError`. ``info`` counts each kind
         (``n_stranded_groups``, ``n_rescued_groups``, ``n_merged_unsatisfied_groups``,
-        ``n_suppressed_rows``, ``n_unsatisfied``). ``"error"`` (earlier name) raises only
+        ``n_suppressed_rows``, ``n_unsatisfied``). ``"error"`` raises only
         when the exact audit finds a breach.
     nulls : {"error", "drop"}
         Dropped rows get group id −1.

@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         from .. import ck_safety
         from ._common import format_table
 
-        ck = ck_safety.audit(rel, args.ck)
+        ck = ck_safety.audit(rel, k=args.ck)
         payload["ck_safety"] = ck.to_dict()
         if args.verbose:
             print()

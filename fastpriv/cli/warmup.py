@@ -172,9 +172,9 @@ def _model_paths() -> None:
     rel = Release.from_table(synthetic(3000, group_size=10, n_values=6, seed=1),
                              sensitive="sensitive", group="group")
     classic.audit(rel, l=2)
-    ck_safety.audit(rel, 4)
-    ck_safety.is_safe(rel, 0.9, 3)
-    ck_safety.max_safe_k(rel, 0.9)
+    ck_safety.audit(rel, k=4)
+    ck_safety.is_safe(rel, c=0.9, k=3)
+    ck_safety.max_safe_k(rel, c=0.9)
     pts = {"*": [(ell, k, m, 0.9) for ell in range(2) for k in range(3) for m in range(2)]}
     for par in (False, True):
         for method in ("direct", "classes"):
@@ -191,7 +191,7 @@ def _model_paths() -> None:
     classic.audit(Release.from_table(qi, sensitive="sensitive", qi=["q0", "q1"]))
     wide = Release.from_table(synthetic(1_200_000, group_size=200, n_values=20, seed=3),
                               sensitive="sensitive", group="group")
-    ck_safety.audit(wide, 12)
+    ck_safety.audit(wide, k=12)
     for case in ("mvpi-set", "mvpi-multiset"):
         m = Release.from_groups([(3, {"a": 1, "b": 2}), (2, {"a": 1})], case=case)
         skyline.check(m, {"a": [(1, 1, 1, 0.9)]})

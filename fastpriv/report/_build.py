@@ -249,10 +249,9 @@ def _classical_section(rel: Any, l: int | None) -> dict:  # noqa: E741 - spec na
 
     l_used = int(l) if l is not None else max(int(rel.distinct.min()), 1)
     res = classic.audit(rel, l=l_used)
-    d = res.to_dict()
-    m = d["models"]
+    m = res.models
     alpha, k = m["alpha_k_anonymity"]["value"], m["k_anonymity"]["value"]
-    c_star = m["c_l_diversity"]["value"]
+    c_star = m["recursive_cl_diversity"]["value"]
     pycanon = {
         "k_anonymity": {"k": k},
         "(_alpha,_k)-anonymity": {"alpha": alpha, "k": k},
@@ -261,7 +260,7 @@ def _classical_section(rel: Any, l: int | None) -> dict:  # noqa: E741 - spec na
         "entropy_l_diversity": {"l": m["entropy_l_diversity"]["value"]},
         "(c,l)-diversity": {"c": c_star, "l": l_used},
         "recursive_c_l_diversity": {"c": c_star, "l": l_used},
-        "basic_beta_likeness": {"beta": m["basic_beta_likeness"]["value"]},
+        "basic_beta_likeness": {"beta": m["beta_likeness"]["value"]},
         "enhanced_beta_likeness": None,
         "delta_disclosure": {"delta": m["delta_disclosure"]["value"]},
         "t_closeness": {"t": m["t_closeness"]["value"]},
@@ -279,7 +278,7 @@ def _classical_section(rel: Any, l: int | None) -> dict:  # noqa: E741 - spec na
     }
     return _section(l=l_used, l_source="requested" if l is not None else "achieved "
                     "distinct ℓ", models=m, pycanon=pycanon, notes=notes,
-                    n_groups=d["n_groups"], n_rows=d["n_rows"], case=d["case"])
+                    n_groups=res.n_groups, n_rows=res.n_rows, case=res.case)
 
 
 def _ck_section(rel: Any, k: int, k_max: int, cs: list[float]) -> dict:
@@ -288,16 +287,16 @@ def _ck_section(rel: Any, k: int, k_max: int, cs: list[float]) -> dict:
     if rel.case != "svpi":
         return _skipped("(c,k)-safety is defined for one sensitive value per individual "
                         f"(SVPI, Martin et al.); this release is {rel.case!r}")
-    imp = ck.disclosure_curve(rel, k_max, "implications")
-    neg = ck.disclosure_curve(rel, k_max, "negations")
-    at_imp = ck.max_disclosure(rel, k, "implications")
-    at_neg = ck.max_disclosure(rel, k, "negations")
+    imp = ck.disclosure_curve(rel, k_max=k_max, knowledge_kind="implications")
+    neg = ck.disclosure_curve(rel, k_max=k_max, knowledge_kind="negations")
+    at_imp = ck.max_disclosure(rel, k=k, knowledge_kind="implications")
+    at_neg = ck.max_disclosure(rel, k=k, knowledge_kind="negations")
     safe_k = []
     for c in cs:
         row = {"c": c}
         for kn in ("implications", "negations"):
-            row[kn] = ck.max_safe_k(rel, c, kn, k_limit=k_max)
-            row[f"{kn}_is_safe_at_k"] = ck.is_safe(rel, c, k, kn)
+            row[kn] = ck.max_safe_k(rel, c=c, knowledge_kind=kn, k_limit=k_max)
+            row[f"{kn}_is_safe_at_k"] = ck.is_safe(rel, c=c, k=k, knowledge_kind=kn)
         safe_k.append(row)
     return _section(
         k=k, k_max=k_max,
@@ -359,7 +358,7 @@ def _whole_table_section(rel: Any, k: int, c_v: float) -> dict:
     totals = rel.value_totals
     one = Release.from_groups([{v: int(n) for v, n in zip(rel.values, totals.tolist(),
                                                           strict=True) if n > 0}])
-    m = classic.audit(one, l=1).to_dict()["models"]
+    m = classic.audit(one, l=1).models
     disclosure = (float(ck.max_disclosure(one, k=k).value) if rel.case == "svpi" else 0.0)
     return _section(l=int(m["l_diversity"]["value"]),
                     entropy_l=float(m["entropy_l_diversity"]["value"]),

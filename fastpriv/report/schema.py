@@ -93,9 +93,9 @@ _CLASSIC_MODEL = _obj({"title": _STR, "value": _NUM, "worst_group": _INT,
 _ATOM = _obj({"group": _INT, "group_label": _LABEL, "person": _INT, "value": _LABEL,
               "row": {"type": ["integer", "null"]}})
 _DISCLOSURE = _obj({"model": {"const": "ck_safety"},
-                    "knowledge": {"enum": ["implications", "negations"]}, "k": _INT,
+                    "knowledge_kind": {"enum": ["implications", "negations"]}, "k": _INT,
                     "value": _NUM, "min_ratio": _NUM, "exact": _BOOL,
-                    "witness": _obj({"knowledge": _STR, "consequent": _ATOM,
+                    "witness": _obj({"knowledge_kind": _STR, "consequent": _ATOM,
                                      "antecedents": _arr(_ATOM), "groups": _arr(_INT),
                                      "group_labels": _arr(_LABEL),
                                      "formulas": _arr(_STR)})})
@@ -185,7 +185,7 @@ SCHEMA: dict = {
             "l": _INT, "l_source": _STR,
             "models": _obj({key: _CLASSIC_MODEL for key in (
                 "k_anonymity", "alpha_k_anonymity", "l_diversity", "entropy_l_diversity",
-                "c_l_diversity", "t_closeness", "t_closeness_ordered", "basic_beta_likeness",
+                "recursive_cl_diversity", "t_closeness", "t_closeness_ordered", "beta_likeness",
                 "delta_disclosure")}),
             "pycanon": _obj({
                 "k_anonymity": _pycanon_entry("k"),

@@ -1,0 +1,802 @@
+"""Render every performance number of README.md from ``benchmarks/results/*.json``.
+
+    python -m benchmarks.readme_tables            # rewrite README.md in place
+    python -m benchmarks.readme_tables --check    # exit 1 and print a diff if they disagree
+
+Each generated span of the README sits between two marker comments::
+
+    <!-- perf:NAME -->generated text<!-- /perf:NAME -->
+
+A marker followed by a line break makes a block (a table or a paragraph on lines of its
+own); a marker inside a line makes an inline span, wrapped to the README's width with the
+indentation of its line (a list item's text continues two spaces in). The text of every
+span is produced by the renderer registered under NAME in :data:`BLOCKS` from the result
+files alone, so a README number cannot differ from the JSON it cites: edit the renderer
+(the wording) or rerun the benchmark (the numbers), then rerun this script.
+
+Only full-mode results are read (``"mode": "full"``; smoke results live in
+``results/smoke/`` and are never quoted). A file or key a renderer needs and the JSON lacks
+raises :class:`ReadmeDataError` naming the file and the key path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import re
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+RESULTS = Path(__file__).resolve().parent / "results"
+WIDTH = 95
+
+MARKER = re.compile(r"<!-- perf:([\w-]+) -->(.*?)<!-- /perf:\1 -->", re.S)
+
+
+class ReadmeDataError(KeyError):
+    """A result file or a key a README block needs is missing or unusable."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+# ------------------------------------------------------------------ reading results
+class Results:
+    """The full-mode result files of one directory, read once each."""
+
+    def __init__(self, folder: Path = RESULTS) -> None:
+        self.folder = Path(folder)
+        self._cache: dict[str, Any] = {}
+        self.used: set[str] = set()       # every file read
+        self.touched: set[str] = set()    # files read since the caller last cleared it
+
+    def load(self, name: str) -> Any:
+        """The parsed JSON of ``name`` (``"ck_synthetic.json"``); it must be a full run."""
+        if name not in self._cache:
+            path = self.folder / name
+            if not path.is_file():
+                raise ReadmeDataError(f"benchmarks/results/{name}: file missing")
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(data, dict) and data.get("mode", "full") != "full":
+                raise ReadmeDataError(f"benchmarks/results/{name}: mode is "
+                                      f"{data.get('mode')!r}, the README quotes full runs only")
+            self._cache[name] = data
+        self.used.add(name)
+        self.touched.add(name)
+        return self._cache[name]
+
+    def get(self, name: str, *path: str | int) -> Any:
+        """``data[p0][p1]...`` of file ``name``; a missing step names the file and the path."""
+        node = self.load(name)
+        for i, step in enumerate(path):
+            try:
+                node = node[step]
+            except (KeyError, IndexError, TypeError):
+                where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}"
+                                for p in path[: i + 1]).lstrip(".")
+                raise ReadmeDataError(
+                    f"benchmarks/results/{name}: no key {where!r} (needed by the README; "
+                    f"update benchmarks/readme_tables.py if the benchmark renamed it)") from None
+        if node is None:
+            raise ReadmeDataError(f"benchmarks/results/{name}: key "
+                                  f"{'.'.join(map(str, path))!r} is null (a smoke or failed run?)")
+        return node
+
+    def rows(self, name: str, *path: str | int, where: Callable[[dict], bool] | None = None,
+             ) -> list[dict]:
+        """The list at ``path`` (optionally filtered); an empty selection is an error."""
+        items = self.get(name, *path)
+        if isinstance(items, dict):
+            items = list(items.values())
+        picked = [r for r in items if where is None or where(r)]
+        if not picked:
+            raise ReadmeDataError(f"benchmarks/results/{name}: no entry of "
+                                  f"{'.'.join(map(str, path))!r} matches what the README quotes")
+        return picked
+
+    def col(self, name: str, items: Iterable[dict], *key: str) -> list[float]:
+        """``item[key...]`` of every item; a missing key names the file."""
+        out = []
+        for i, item in enumerate(items):
+            node: Any = item
+            for k in key:
+                if not isinstance(node, dict) or k not in node:
+                    raise ReadmeDataError(f"benchmarks/results/{name}: entry {i} has no key "
+                                          f"{'.'.join(key)!r} (needed by the README)")
+                node = node[k]
+            if node is None:
+                raise ReadmeDataError(f"benchmarks/results/{name}: entry {i} has "
+                                      f"{'.'.join(key)!r} = null (a smoke or failed run?)")
+            out.append(node)
+        return out
+
+
+# ------------------------------------------------------------------ number formats
+def num(x: float) -> str:
+    """Two significant digits below 10, whole numbers above (thousands separated)."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return f"{x:,}"
+    x = float(x)
+    if abs(x) >= 99.5:
+        return f"{x:,.0f}"
+    if abs(x) >= 9.95:
+        return f"{x:.0f}"
+    if abs(x) >= 0.995:
+        return f"{x:.1f}"
+    return f"{x:.2g}"
+
+
+def span(values: Sequence[float] | float, fmt: Callable[[float], str] = num) -> str:
+    """``"lo–hi"`` of the values in ``fmt``, or one number when both print the same."""
+    vals = list(values) if isinstance(values, (list, tuple)) else [values]
+    lo, hi = fmt(min(vals)), fmt(max(vals))
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def times(values: Sequence[float] | float) -> str:
+    """A ratio or a range of ratios: ``"109–124×"``."""
+    return span(values) + "×"
+
+
+def dur(values: Sequence[float] | float) -> str:
+    """Seconds in the unit of the largest: ``"88–127 µs"``, ``"26–34 ms"``, ``"1.8–3.6 s"``."""
+    vals = [float(v) for v in (values if isinstance(values, (list, tuple)) else [values])]
+    top = max(vals)
+    scale, unit = (1e6, "µs") if top < 1e-3 else (1e3, "ms") if top < 1 else (1, "s")
+    return f"{span([v * scale for v in vals])} {unit}"
+
+
+def mib(values: Sequence[float] | float) -> str:
+    """Memory given in MiB, printed in MiB or GiB."""
+    vals = [float(v) for v in (values if isinstance(values, (list, tuple)) else [values])]
+    if max(vals) >= 1024:
+        return f"{span([v / 1024 for v in vals])} GiB"
+    return f"{span(vals)} MiB"
+
+
+def count(n: float) -> str:
+    """Rows or groups: ``10M``, ``100k``, ``1.19M``, ``45,222``."""
+    n = int(n)
+    for div, suffix in ((10**6, "M"), (10**3, "k")):
+        if n >= div:
+            q = n / div
+            return f"{q:.0f}{suffix}" if n % div == 0 else f"{q:.3g}{suffix}"
+    return f"{n:,}"
+
+
+def goal(x: float) -> str:
+    """A target as stated: ``2×``, ``1,000×``."""
+    return f"{x:,.0f}×" if float(x) == int(x) else f"{x:g}×"
+
+
+def counts(values: Iterable[float]) -> str:
+    """A range of sizes: ``1M–5M``."""
+    vals = sorted({int(v) for v in values})
+    return count(vals[0]) if len(vals) == 1 else f"{count(vals[0])}–{count(vals[-1])}"
+
+
+# ------------------------------------------------------------------ the blocks
+def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def _row_ck(r: Results) -> list[str]:
+    f = "ck_synthetic.json"
+    cfg = r.rows(f, "configs")
+    big = max(r.col(f, cfg, "n_rows"))
+    small = min(r.col(f, cfg, "n_rows"))
+    at_big = [c for c in cfg if c["n_rows"] == big]
+    at_small = [c for c in cfg if c["n_rows"] == small]
+    groups = counts(r.col(f, at_big, "n_groups"))
+    return [f"(c,k)-safety curve k = 0..{r.get(f, 'k')}, {count(big)} rows / {groups} groups",
+            dur(r.col(f, at_big, "fast_curve_s")),
+            f"reference O(\\|B\\|·k²) knapsack "
+            f"{times(r.col(f, at_big, 'speedup_reference_over_fast'))} slower "
+            f"({times(r.col(f, at_small, 'speedup_reference_over_fast'))} at {count(small)} rows)",
+            f"`{f}`"]
+
+
+def _skyline_k_max(r: Results) -> dict:
+    f = "skyline_figure7.json"
+    return max(r.rows(f, "c_k"), key=lambda e: e["k"])
+
+
+def _row_skyline(r: Results) -> list[str]:
+    f = "skyline_figure7.json"
+    a = r.rows(f, "a_size")
+    p = r.rows(f, "a_size")[0]
+    kx = _skyline_k_max(r)
+    same = ("bit-identical at every point" if r.get(f, "summary", "bit_identical_fraction") == 1
+            else f"bit-identical at {r.get(f, 'summary', 'bit_identical_fraction'):.0%} of the "
+                 f"points")
+    answers = "same answers" if r.get(f, "summary", "all_answers_equal") else "NOT the same answers"
+    return [f"SkylineCheck vs Appendix A6 DP, {counts(r.col(f, a, 'rows'))} rows, "
+            f"({p['l']},{p['k']},{p['m']})",
+            f"end to end (`skyline.check` from a `Release`, Python included): "
+            f"{times(r.col(f, a, 'ratio'))} for a repeated (σ, ℓ) "
+            f"({dur(r.col(f, a, 'check_s'))} per check; the (σ, ℓ) records are kept on the "
+            f"release), {times(r.col(f, a, 'cold_ratio'))} when every call re-finds them, "
+            f"{times(r.col(f, a, 'first_check_ratio'))} for the first check on a fresh release "
+            f"(builds every index); {times(r.col(f, a, 'prepared_ratio'))} on prepared inputs; "
+            f"k = {kx['k']}: {times(kx['ratio'])} / {times(kx['cold_ratio'])} / "
+            f"{times(kx['prepared_ratio'])}",
+            f"A6 DP, {answers} ({same})", f"`{f}`"]
+
+
+def _row_skyline_points(r: Results) -> list[str]:
+    f = "skyline_points.json"
+    g = lambda key: r.get(f, key)  # noqa: E731
+    n_values = round(g("every_value_100_points_pairs") / g("one_sigma_100_points_pairs"))
+    one, every = "one_sigma_100_points_", "every_value_100_points_"
+    return [f"SkylineCheck, 100 points, {count(g('release')['rows'])} rows",
+            f"by classes {dur([g(one + 'classes_sequential_s'), g(one + 'classes_parallel_s')])} "
+            f"(one σ), {dur([g(every + 'classes_sequential_s'), g(every + 'classes_parallel_s')])}"
+            f" (all {n_values} values); direct group-major scan with the records kept "
+            f"{dur([g(one + 'direct_sequential_s'), g(one + 'direct_parallel_s')])} / "
+            f"{dur([g(every + 'direct_sequential_s'), g(every + 'direct_parallel_s')])} "
+            f"(first call, finding the records: {dur(g(one + 'direct_sequential_first_call_s'))}"
+            f" / {dur(g(every + 'direct_sequential_first_call_s'))})",
+            "–", f"`{f}`"]
+
+
+def _row_robustness_adult(r: Results) -> list[str]:
+    f = "robustness_adult.json"
+    a = r.rows(f, "audits")
+    return [f"r-robustness audit, Adult ({len(a)} audits, {len(r.get(f, 'qi'))} QI, "
+            f"{span(r.col(f, a, 'attribute_sets'))} attribute sets)",
+            f"{dur(r.col(f, a, 'seconds'))} per audit", "–", f"`{f}`"]
+
+
+def _row_robustness_1m(r: Results) -> list[str]:
+    f = "robustness_1m.json"
+    a = r.rows(f, "audits")
+    return [f"r-robustness audit, {counts(r.col(f, a, 'rows'))} rows, "
+            f"{span(r.col(f, a, 'attribute_sets'))} attribute sets, groups of "
+            f"{' and '.join(str(s) for s in r.col(f, a, 'group_size'))}",
+            dur(r.col(f, a, "seconds")), "–", f"`{f}`"]
+
+
+def _row_crossover(r: Results) -> list[str]:
+    f = "robustness_crossover.json"
+    hi = max(r.rows(f, "binary", where=lambda b: 2 * b["n"] == b["N"]), key=lambda b: b["N"])
+    once = r.get(f, "crossover_N_by_n", "n=1")
+    return [f"exact posterior, group of N = {hi['N']} with the value {hi['n']} times",
+            f"ESP recurrence {times(hi['ratio_enumeration_over_esp'])} faster",
+            f"possible-world enumeration; it is as fast for a value held once up to "
+            f"N ≈ {once}", f"`{f}`"]
+
+
+def _row_foreground(r: Results) -> list[str]:
+    f = "foreground_reproduction.json"
+    slow = r.get(f, "slowest_config")
+    return ["foreground mining + attack, Adult (every r and QI size of the reproduction)",
+            f"≤ {dur(r.get(f, 'slowest_config', 'total_s'))} (slowest: r = {slow['r']}, "
+            f"QI {slow['q']}, {slow['n_systems']} systems)",
+            f"published: {r.get(f, 'published', 'mining_time').replace('<=', '≤')}", f"`{f}`"]
+
+
+def _row_batched(r: Results) -> list[str]:
+    f = "foreground_batched.json"
+    c = r.rows(f, "cases")
+    return ["batched Newton over all systems (one thread)",
+            times(r.col(f, c, "loop_over_batched_1thread")),
+            "one solve per system, same kernel", f"`{f}`"]
+
+
+def _foundation_big(r: Results) -> dict:
+    f = "foundation.json"
+    return max(r.rows(f, "sizes"), key=lambda s: s["n_rows"])
+
+
+def _row_foundation(r: Results) -> list[str]:
+    f = "foundation.json"
+    s = _foundation_big(r)
+    models = r.get(f, "sizes", r.get(f, "sizes").index(s), "models")
+    if "k" not in models:
+        raise ReadmeDataError(f"benchmarks/results/{f}: no key 'sizes[].models.k'")
+    others = [m for name, m in models.items() if name != "k"]
+    e2e = r.col(f, models.values(), "fastpriv_end_to_end_s")
+    return [f"one classical model from Arrow (`Release.from_table` + metric), "
+            f"{count(s['n_rows'])} rows / {count(s['n_groups'])} groups",
+            dur(e2e),
+            f"pandas per-group loop {times(r.col(f, models.values(), 'ratio_loop_end_to_end'))} "
+            f"slower; best vectorised pandas groupby "
+            f"{times(r.col(f, others, 'ratio_groupby_end_to_end'))} slower (k-anonymity alone: "
+            f"pandas' `groupby().size()` at {times(models['k']['ratio_groupby_end_to_end'])})",
+            f"`{f}`"]
+
+
+def _row_fused(r: Results) -> list[str]:
+    f = "foundation.json"
+    s = _foundation_big(r)
+    for key in ("audit_all_models_s", "ratio_fused_audit", "n_values"):
+        if key not in s:
+            raise ReadmeDataError(f"benchmarks/results/{f}: no key 'sizes[].{key}'")
+    return [f"all nine classical models on a built release, {count(s['n_groups'])} groups × "
+            f"{s['n_values']} values",
+            f"{dur(s['audit_all_models_s'])} (one fused pass, one loop per group feeding all six "
+            f"per-group models, both threads)",
+            f"the same models one kernel each: {times(s['ratio_fused_audit'])} slower", f"`{f}`"]
+
+
+def _scale(r: Results) -> dict[str, Any]:
+    """The end-to-end runs by (rows, shape), with per-repeat ratios."""
+    f = "scale_end_to_end.json"
+    out = {}
+    for run in r.rows(f, "runs"):
+        reps = r.col(f, [run], "all_repeats")[0]
+        scan = r.col(f, reps, "scan_s")
+        audit = r.col(f, reps, "audit_s")
+        out[(run["n_rows"], run["shape"])] = {
+            "run": run, "scan": scan, "audit": audit,
+            "ratio": [a / s for a, s in zip(audit, scan, strict=True)],
+            "scan_cpu": r.col(f, reps, "scan_cpu_s"), "audit_cpu": r.col(f, reps, "audit_cpu_s"),
+            "groups": r.col(f, [run], "audit", "n_groups")[0]}
+    return out
+
+
+def _scale_pick(r: Results) -> tuple[dict, dict, list[dict], float]:
+    """(largest few-groups run, largest many-groups run, the smallest runs, ratio goal)."""
+    runs = _scale(r)
+    big = max(n for n, _ in runs)
+    small = min(n for n, _ in runs)
+    try:
+        few, many = runs[(big, "few_groups")], runs[(big, "many_groups")]
+    except KeyError as e:
+        raise ReadmeDataError(f"benchmarks/results/scale_end_to_end.json: no run "
+                              f"{e.args[0]!r}") from None
+    target = r.get("scale_end_to_end.json", "goals", "audit_to_scan_ratio_below")
+    return few, many, [v for (n, _), v in runs.items() if n == small], target
+
+
+def _row_scale(r: Results) -> list[str]:
+    f = "scale_end_to_end.json"
+    few, many, small, target = _scale_pick(r)
+    n = few["run"]["n_rows"]
+    rss = max(r.col(f, [few["run"], many["run"]], "peak_rss_gib"))
+    met_few = sum(x <= target for x in few["ratio"])
+    met_many = sum(x <= target for x in many["ratio"])
+    small_n = small[0]["run"]["n_rows"]
+    return [f"whole audit (count, classical, (c,k) k ≤ {r.get(f, 'k')}, "
+            f"{span(r.col(f, [few['run']], 'audit', 'skyline_points'))} skyline points), "
+            f"{count(n)} rows Parquet",
+            f"{count(few['groups'])} groups: {dur(few['audit'])}; {count(many['groups'])} groups: "
+            f"{dur(many['audit'])}; peak RSS ≤ {rss:.2f} GiB",
+            f"bare pyarrow scan of the same two columns, same runs: {dur(few['scan'])} / "
+            f"{dur(many['scan'])} — the audit is {times(few['ratio'])} a scan with "
+            f"{count(few['groups'])} groups, {times(many['ratio'])} with "
+            f"{count(many['groups'])} groups ({len(few['ratio'])} repeats each); "
+            f"{times(sum((s['ratio'] for s in small), []))} at {count(small_n)} rows, where the "
+            f"scan takes {dur(sum((s['scan'] for s in small), []))} (goal {goal(target)}: met in "
+            f"{met_few} of {len(few['ratio'])} repeats with {count(few['groups'])} groups, "
+            f"{met_many} of {len(many['ratio'])} with {count(many['groups'])} groups)",
+            f"`{f}`"]
+
+
+def _row_mondrian(r: Results) -> list[str]:
+    f = "anonymize_mondrian.json"
+    big = max(r.col(f, r.rows(f, "runs"), "n_rows"))
+    runs = r.rows(f, "runs", where=lambda x: x["n_rows"] == big)
+    crit = "; ".join(r.col(f, runs, "criterion"))
+    return [f"Mondrian, {count(big)} rows ({crit})", dur(r.col(f, runs, "seconds")), "–",
+            f"`{f}`"]
+
+
+def _row_lattice(r: Results) -> list[str]:
+    f = "anonymize_lattice.json"
+    c = r.rows(f, "criteria")
+    return [f"lattice search on Adult ({span(r.col(f, c, 'n_nodes'))} nodes, {len(c)} criteria)",
+            f"{dur(r.col(f, c, 'search_s'))} per criterion "
+            f"({span(r.col(f, c, 'nodes_checked'))} nodes checked)",
+            f"exhaustive search {times(r.col(f, c, 'speedup_vs_exhaustive'))}, Arrow round trip "
+            f"per node {times(r.col(f, c, 'speedup_vs_arrow_roundtrip'))}", f"`{f}`"]
+
+
+def _figure8(r: Results) -> tuple[int, list[dict], list[dict]]:
+    f = "chen_figure8.json"
+    big = max(r.col(f, r.rows(f, "runs"), "rows"))
+    tri = r.rows(f, "runs", where=lambda x: x["rows"] == big and x["mode"] == "triples")
+    rows = r.rows(f, "runs", where=lambda x: x["rows"] == big and x["mode"] == "rows")
+    return big, tri, rows
+
+
+def _figure8_text(r: Results) -> tuple[str, str]:
+    f = "chen_figure8.json"
+    big, tri, rows = _figure8(r)
+    return (f"{dur(r.col(f, tri, 'total_s'))}, {mib(max(r.col(f, tri, 'peak_rss_mib')))}",
+            f"{dur(r.col(f, rows, 'total_s'))}, {mib(max(r.col(f, rows, 'peak_rss_mib')))}")
+
+
+def _row_figure8(r: Results) -> list[str]:
+    big, _, _ = _figure8(r)
+    streamed, whole = _figure8_text(r)
+    return [f"SkylineAnonymize, {count(big)} rows streamed as triples", streamed,
+            f"whole table read: {whole}", "`chen_figure8.json`"]
+
+
+COLD = [("classic", "cold_start.json", "first_call_without_cache_s", "first_call_with_cache_s"),
+        ("ck", "ck_cold_start.json", "no_cache_s", "with_cache_s"),
+        ("skyline", "skyline_cold_start.json", "no_cache_s", "cached_s"),
+        ("robustness", "robustness_cold_start.json", "no_cache_s", "cached_s"),
+        ("foreground", "foreground_cold_start.json", "no_cache_s", "cached_s"),
+        ("anonymize", "anonymize_cold_start.json", "no_cache_s", "cached_s")]
+
+
+def _row_cold(r: Results) -> list[str]:
+    parts = [f"{name} {dur(r.get(f, cold))} → {dur(r.get(f, warm))}"
+             for name, f, cold, warm in COLD]
+    return ["cold start (no cache) → cached, fresh interpreter, one model's workload",
+            "; ".join(parts), "–", "`*_cold_start.json`, `cold_start.json`"]
+
+
+ROWS = [_row_ck, _row_skyline, _row_skyline_points, _row_robustness_adult, _row_robustness_1m,
+        _row_crossover, _row_foreground, _row_batched, _row_foundation, _row_fused, _row_scale,
+        _row_mondrian, _row_lattice, _row_figure8, _row_cold]
+
+
+def perf_table(r: Results) -> str:
+    """The README's performance table, one row per benchmark."""
+    return _table(["what", "measured", "baseline in the same run", "file"],
+                  [row(r) for row in ROWS])
+
+
+def machines(r: Results) -> str:
+    """Which machine measured which files (from each file's ``machine`` entry)."""
+    for name, block in BLOCKS.items():
+        if name != "machines":
+            block(r)
+    by: dict[str, list[str]] = {}
+    for name in sorted(r.used):
+        m = r.get(name, "machine")
+        key = f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores, {m.get('memory_gib', '?')} GiB"
+        by.setdefault(key, []).append(name)
+    parts = [f"{key} ({len(files)} files)" for key, files in sorted(by.items())]
+    return "Measured on: " + "; ".join(parts) + "."
+
+
+def cold_commands(r: Results) -> str:
+    """Per CLI command: a fresh process with no cache vs with a filled cache."""
+    f = "cold_start_commands.json"
+    rows = []
+    for name, c in r.get(f, "commands").items():
+        cold, warm = r.col(f, [c], "cold")[0], r.col(f, [c], "cached")[0]
+        for side, d in (("cold", cold), ("cached", warm)):
+            for key in ("wall_s", "first_line_s"):
+                if key not in d:
+                    raise ReadmeDataError(f"benchmarks/results/{f}: no key "
+                                          f"'commands.{name}.{side}.{key}'")
+        rows.append([f"`{name}`", dur(cold["wall_s"]), dur(cold["first_line_s"]),
+                     dur(warm["wall_s"]), dur(warm["first_line_s"])])
+    w = r.get(f, "warmup_cold")
+    rows.append(["`warmup` (every kernel)", dur(w["wall_s"]), dur(w["first_line_s"]), "–", "–"])
+    return _table(["command", "no cache: total", "first line", "cached: total", "first line"],
+                  rows)
+
+
+def not_paid(r: Results) -> str:
+    """What did not pay: threads on the counting kernels, Dask on one machine."""
+    f = "scale_threads.json"
+    k = r.rows(f, "kernels")
+    counting = [x for x in k if x.get("kernel", "").startswith("count_pairs")]
+    owner = [x for x in k if x.get("kernel", "").startswith("dense_add")]
+    if not counting or not owner:
+        raise ReadmeDataError(f"benchmarks/results/{f}: no 'count_pairs*' or 'dense_add*' "
+                              f"entry in 'kernels'")
+    sp = r.col(f, counting, "speedup_best") + r.col(f, counting, "speedup_median")
+    ow = r.col(f, owner, "speedup_best") + r.col(f, owner, "speedup_median")
+    d = "scale_dask.json"
+    same = "identical results" if r.get(d, "identical") else "results NOT identical"
+    return (f"What did **not** pay, measured: two threads on two shared cores give {times(sp)} "
+            f"on the counting kernels, and the owner-computes parallel dense count runs at "
+            f"{times(ow)} of the one-thread uint8 count's speed (`scale_threads.json`); Dask on "
+            f"one machine is {times(r.get(d, 'ratio_dask_to_single_best'))} slower than a "
+            f"single process ({same}, `scale_dask.json`) — use it for data spread over "
+            f"machines, not for speed.")
+
+
+def engines(r: Results) -> str:
+    """Local path vs DuckDB / Dask / Spark on one machine."""
+    f = "engines.json"
+    shapes = r.rows(f, "shapes")
+    ratio = r.col(f, shapes, "ratio_to_local_best")
+
+    def pick(*names: str) -> list[float]:
+        vals = [x[n] for x in ratio for n in names if n in x]
+        if not vals:
+            raise ReadmeDataError(f"benchmarks/results/{f}: no key "
+                                  f"'shapes.*.ratio_to_local_best.{names[0]}'")
+        return vals
+
+    duck, dask, spark = pick("duckdb"), pick("dask"), pick("spark_groupby", "spark_partitions")
+    fastest = min(duck + dask + spark) >= 1
+    lead = "the local path is fastest" if fastest else "the local path is not always fastest"
+    return (f"On one {r.get(f, 'cores')}-core machine {lead} (DuckDB {times(duck)}, Dask "
+            f"{times(dask)}, Spark {times(spark)} its time, `benchmarks/results/engines.json`): "
+            f"the point of the other paths is that the heavy part runs where the data lives.")
+
+
+def threads_limit(r: Results) -> str:
+    """Known limitation: threads on two shared cores."""
+    f = "scale_threads.json"
+    k = r.rows(f, "kernels")
+    control = [x for x in k if x.get("kernel", "").startswith("control")]
+    work = [x for x in k if not x.get("kernel", "").startswith("control")]
+    if not control:
+        raise ReadmeDataError(f"benchmarks/results/{f}: no 'control' entry in 'kernels'")
+    return (f"Two threads on {r.get(f, 'pool_size')} shared cores give "
+            f"{times(r.col(f, work, 'speedup_median'))} (median of {r.get(f, 'repeats')} "
+            f"alternated repeats) on the kernels, a pure compute loop "
+            f"{times(r.col(f, control, 'speedup_median'))} at the same time: the kernels are "
+            f"memory bound (`scale_threads.json`).")
+
+
+def skyline_limit(r: Results) -> str:
+    """Known limitation: SkylineCheck vs the A6 DP when the records must be found."""
+    f = "skyline_figure7.json"
+    a = r.rows(f, "a_size")
+    kx = _skyline_k_max(r)
+    target, target_k = r.get(f, "goals", "ratio_10_10_10"), r.get(f, "goals", "ratio_k32")
+    met = r.get(f, "summary", "goal_10_10_10_met", "end_to_end") and \
+        r.get(f, "summary", "goal_k32_met", "end_to_end")
+    p = a[0]
+    return (f"SkylineCheck vs the A6 dynamic program, end to end: the {goal(target)} / "
+            f"{goal(target_k)} goal is {'met' if met else 'not met'} for a *repeated* (σ, ℓ) — "
+            f"the check then reads the (σ, ℓ) records kept on the release, and a call is "
+            f"{dur(r.col(f, a, 'check_s'))}, mostly Python. A check that must first find the "
+            f"records (one pass over the groups holding σ) is {times(r.col(f, a, 'cold_ratio'))} "
+            f"at ({p['l']},{p['k']},{p['m']}) and {times(kx['cold_ratio'])} at k = {kx['k']}; "
+            f"the very first check on a fresh release, which also builds the occurrence index, "
+            f"is {times(r.col(f, a, 'first_check_ratio'))}.")
+
+
+def scale_limit(r: Results) -> str:
+    """Known limitation: a whole audit vs a bare scan of the same Parquet columns."""
+    f = "scale_end_to_end.json"
+    few, many, small, target = _scale_pick(r)
+    phases = r.col(f, [many["run"]], "audit", "phases_s")[0]
+    after = {k: v for k, v in phases.items() if k != "count"}
+    if not after:
+        raise ReadmeDataError(f"benchmarks/results/{f}: 'runs[].audit.phases_s' has no phase "
+                              f"besides 'count'")
+    total = sum(after.values())
+    scan = min(many["scan"])
+    longer = ("they alone take longer than the scan, so no faster count brings that shape "
+              f"to {goal(target)}" if total > scan else
+              "they take less than the scan, so a faster count could bring that shape closer "
+              f"to {goal(target)}")
+    small_ratio = sum((s["ratio"] for s in small), [])
+    return (f"A whole audit of a {count(few['run']['n_rows'])}-row Parquet file costs "
+            f"{times(few['ratio'])} a bare scan of its columns with {count(few['groups'])} large "
+            f"groups (goal {goal(target)}: met in {sum(x <= target for x in few['ratio'])} of "
+            f"{len(few['ratio'])} repeats), but {times(many['ratio'])} with "
+            f"{count(many['groups'])} small ones, and {times(small_ratio)} at "
+            f"{count(small[0]['run']['n_rows'])} rows, where the scan takes "
+            f"{dur(sum((s['scan'] for s in small), []))} and the machine's noise decides. The "
+            f"count is near the bound of two cores: the scan keeps both busy "
+            f"({span(few['scan_cpu'])} CPU-s), counting decodes the same columns on one thread "
+            f"while the other counts ({span(few['audit_cpu'])} CPU-s of audit, `audit_cpu_s`). "
+            f"With {count(many['groups'])} groups, building the release and each model are "
+            f"separate passes over the groups × values profile ({dur(list(after.values()))} "
+            f"each, {dur(total)} together, `phases_s` in `scale_end_to_end.json`): {longer}. "
+            f"They are mostly compute (the per-group sort of the profile build, the models' "
+            f"per-value arithmetic) rather than memory traffic. Reaching {goal(target)} there "
+            f"needs one fused pass per group that builds the profile and feeds every model at "
+            f"once; that is not built.")
+
+
+def peers_limit(r: Results) -> str:
+    """Known limitation: ingest against DuckDB and Polars."""
+    f = "peers.json"
+    shapes = r.rows(f, "shapes")
+    groups = sorted({int(g) for g in r.col(f, shapes, "groups_requested")})
+    lo, hi = groups[0], groups[-1]
+
+    def ratio(g: int | None, key: str) -> list[float]:
+        sel = [s for s in shapes if g is None or s["groups_requested"] == g]
+        return [x[key] for x in r.col(f, sel, "ratios_min")]
+
+    audit = r.col(f, shapes, "fastpriv_parts_min_s", "audit_s")
+    return (f"Ingest against DuckDB and Polars (`benchmarks/bench_peers.py`, `peers.json`, "
+            f"minimum of alternated rounds): the same k, ℓ, entropy ℓ and t from one Parquet "
+            f"file; `Release.from_table` + `classic.audit` is "
+            f"{times(ratio(hi, 'fastpriv/duckdb'))} DuckDB's time with {count(hi)} groups but "
+            f"{times(ratio(lo, 'fastpriv/duckdb'))} with {count(lo)} groups, "
+            f"{times(ratio(None, 'fastpriv/polars'))} Polars', and "
+            f"{times(ratio(None, 'fastpriv/pyarrow_read'))} a bare read of the columns. The time "
+            f"is in building the release (key encoding and counting on one thread with "
+            f"full-length temporaries); the audit takes ≤ {dur(max(audit))}.")
+
+
+def figure7_published(r: Results) -> str:
+    """Reproduction headline: Chen Fig. 7, the published ratios."""
+    f = "skyline_figure7.json"
+    p = r.rows(f, "a_size")[0]
+    return (f"≈ {times(r.get(f, 'published', 'a_ratio_10_10_10'))} at "
+            f"({p['l']},{p['k']},{p['m']}); ≈ {times(r.get(f, 'published', 'c_ratio_k32'))} at "
+            f"k = {_skyline_k_max(r)['k']}")
+
+
+def figure7_ours(r: Results) -> str:
+    """Reproduction headline: Chen Fig. 7, ours."""
+    f = "skyline_figure7.json"
+    a = r.rows(f, "a_size")
+    kx = _skyline_k_max(r)
+    return (f"end to end {times(r.col(f, a, 'ratio'))} for a repeated (σ, ℓ), "
+            f"{times(r.col(f, a, 'cold_ratio'))} re-finding the records each call "
+            f"({times(r.col(f, a, 'prepared_ratio'))} on prepared inputs); {times(kx['ratio'])} / "
+            f"{times(kx['cold_ratio'])} ({times(kx['prepared_ratio'])}) at k = {kx['k']} — "
+            f"`{f}`")
+
+
+def figure8_ours(r: Results) -> str:
+    """Reproduction headline: Chen Fig. 8, ours."""
+    big, _, _ = _figure8(r)
+    streamed, whole = _figure8_text(r)
+    return (f"{count(big)} rows: {streamed.replace(', ', ' / ')} streamed, "
+            f"{whole.replace(', ', ' / ')} whole table — `chen_figure8.json`")
+
+
+FOREGROUND_REPRO = "reproduction/foreground_reproduction.json"
+RULES = ("pooled", "uniform", "global")
+
+
+def _fg_point(r: Results, point: str, rule: str, measure: str) -> float:
+    """Mean of ``measure`` over the Anatomy seeds at ``"r=R,q=Q"`` under ``rule``."""
+    return r.get(FOREGROUND_REPRO, "ours", f"{point},{rule}", measure, "mean")
+
+
+def foreground_points(r: Results) -> str:
+    """Every published breach probability of the foreground attack beside ours, per rule."""
+    f = FOREGROUND_REPRO
+    rows = []
+    for point, pub in r.get(f, "published").items():
+        if not isinstance(pub, dict) or "avg_breach_probability" not in pub:
+            continue
+        rr, q = (int(x.split("=")[1]) for x in point.split(","))
+        ours = [f"{_fg_point(r, point, rule, 'avg_breach_probability'):.3f}" for rule in RULES]
+        rows.append([f"r = {rr}, QI {q}", f"{pub['avg_breach_probability']:g}", *ours])
+    return _table(["point", "published", *(f"`{x}`" for x in RULES)], rows)
+
+
+def _fg_errors(r: Results) -> tuple[list[str], list[str]]:
+    f = FOREGROUND_REPRO
+    pub = r.get(f, "published", "relative_error")
+    ls = [int(k.split("=")[1]) for k in pub]
+    ours = [f"{_fg_point(r, f'r={ell},q=5', 'pooled', 'avg_absolute_error'):.2g}" for ell in ls]
+    return [f"{100 * v:g}%" for v in pub.values()], ours
+
+
+def foreground_error(r: Results) -> str:
+    """The paper's relative error of the mined distributions beside our absolute error."""
+    pub, ours = _fg_errors(r)
+    return (f"The paper's \"{' / '.join(pub)} relative error\" has the magnitude of a mean "
+            f"absolute error; ours is {' / '.join(ours)} (pooled, ℓ = r = 2 / 10, QI 5), and "
+            f"both measures are reported (`benchmarks/results/{FOREGROUND_REPRO}`, details in "
+            f"`benchmarks/results/REPRODUCTION.md`).")
+
+
+def foreground_headline(r: Results) -> str:
+    """Reproduction headline: Wong foreground attack, r = 2, QI 5, ours."""
+    p = ", ".join(f"{rule} {_fg_point(r, 'r=2,q=5', rule, 'avg_breach_probability'):.3f}"
+                  for rule in RULES)
+    _, ours = _fg_errors(r)
+    return f"avg breach probability {p}; absolute error {ours[0]} (pooled)"
+
+
+#: NAME -> renderer; every ``<!-- perf:NAME -->`` of the README has one, and every one is used.
+BLOCKS: dict[str, Callable[[Results], str]] = {
+    "machines": machines,
+    "table": perf_table,
+    "not-paid": not_paid,
+    "cold-commands": cold_commands,
+    "engines": engines,
+    "limit-skyline": skyline_limit,
+    "limit-threads": threads_limit,
+    "limit-scale": scale_limit,
+    "limit-peers": peers_limit,
+    "fig7-published": figure7_published,
+    "fig7-ours": figure7_ours,
+    "fig8-ours": figure8_ours,
+    "foreground-points": foreground_points,
+    "foreground-error": foreground_error,
+    "foreground-ours": foreground_headline,
+}
+
+
+# ------------------------------------------------------------------ rewriting the README
+def _wrap(text: str, prefix: str, suffix: str) -> str:
+    """Wrap a span to WIDTH: its first line continues ``prefix``, ``suffix`` ends the last."""
+    if "\n" in text or "|" in prefix or text.startswith("|"):   # tables stay as they are
+        return text
+    indent = "  " if re.match(r"\s*[*-] ", prefix) else re.match(r"\s*", prefix).group(0)
+    lines = textwrap.wrap(text + "\1" * len(suffix), width=WIDTH,
+                          initial_indent="\0" * len(prefix), subsequent_indent=indent,
+                          break_long_words=False, break_on_hyphens=False)
+    return "\n".join(lines).replace("\0", "").replace("\1", "")
+
+
+def render(readme: str, results: Results | None = None) -> str:
+    """The README with every perf span re-rendered from the results."""
+    results = results or Results()
+    names = [m.group(1) for m in MARKER.finditer(readme)]
+    unknown = sorted(set(names) - set(BLOCKS))
+    if unknown:
+        raise ReadmeDataError(f"README.md: no renderer for perf block(s) {unknown} "
+                              f"(known: {sorted(BLOCKS)})")
+    missing = sorted(set(BLOCKS) - set(names))
+    if missing:
+        raise ReadmeDataError(f"README.md: perf block(s) {missing} have no markers")
+
+    def one(m: re.Match) -> str:
+        name, old = m.group(1), m.group(2)
+        results.touched = set()
+        try:
+            text = BLOCKS[name](results).strip()
+        except ReadmeDataError:
+            raise
+        except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError) as e:
+            files = ", ".join(f"benchmarks/results/{f}" for f in sorted(results.touched))
+            raise ReadmeDataError(f"{files or 'benchmarks/results'}: README block {name!r} "
+                                  f"cannot be rendered ({type(e).__name__}: {e}); update "
+                                  f"benchmarks/readme_tables.py to the new format") from e
+        open_, close = f"<!-- perf:{name} -->", f"<!-- /perf:{name} -->"
+        if old.startswith("\n"):
+            return f"{open_}\n{_wrap(text, '', '')}\n{close}"
+        line_start = readme.rfind("\n", 0, m.start()) + 1
+        prefix = readme[line_start:m.start()] + open_
+        line_end = readme.find("\n", m.end())
+        suffix = close + readme[m.end():len(readme) if line_end < 0 else line_end]
+        return open_ + _wrap(text, prefix, suffix) + close
+
+    return MARKER.sub(one, readme)
+
+
+def diff(readme: str, results: Results | None = None, name: str = "README.md") -> str:
+    """A unified diff from the README as it is to the README as the results say; '' if equal."""
+    new = render(readme, results)
+    return "".join(difflib.unified_diff(readme.splitlines(True), new.splitlines(True),
+                                        f"{name} (as committed)",
+                                        f"{name} (from benchmarks/results)"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: rewrite the README, or ``--check`` it."""
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.readme_tables",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true",
+                    help="do not write; exit 1 and print a diff if README and JSON disagree")
+    ap.add_argument("--readme", type=Path, default=README, help="default: %(default)s")
+    ap.add_argument("--results", type=Path, default=RESULTS, help="default: %(default)s")
+    args = ap.parse_args(argv)
+    text = args.readme.read_text(encoding="utf-8")
+    try:
+        results = Results(args.results)
+        if args.check:
+            d = diff(text, results, args.readme.name)
+            if d:
+                sys.stdout.write(d)
+                print(f"\n{args.readme} disagrees with {args.results}: run "
+                      f"`python -m benchmarks.readme_tables`", file=sys.stderr)
+                return 1
+            return 0
+        new = render(text, results)
+    except ReadmeDataError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if new != text:
+        args.readme.write_text(new, encoding="utf-8")
+        print(f"rewrote {args.readme}")
+    else:
+        print(f"{args.readme} already agrees with {args.results}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
