@@ -366,6 +366,7 @@ class ChainSearch(Result):
 
 _CACHE_BYTES = 1 << 28
 _PHASES = ("rollup", "count", "criterion", "materialize")
+_KEEP_RATIO = 0.5   # a failing node is cached when it has at most this share of its source's rows
 _SLOT_LIMIT = 1 << 23     # largest key space ranked by direct addressing (32 MiB buffer)
 
 
@@ -511,7 +512,7 @@ class _RollUp:
         self.slot = np.full(min(_SLOT_LIMIT, 32 * bottom.m + 65536), -1, dtype=np.int32)
         self._index()
         self.rows_scanned = 0
-        self.keep_ratio = 0.5
+        self.keep_ratio = _KEEP_RATIO
         self.use_cache = consistent
         self.used = 0
         self.tick = 0
