@@ -362,3 +362,32 @@ def pick_source(levels, rows, n, node):
             best = i
             best_rows = rows[i]
     return best
+
+
+@kernel
+def decide_sizes(q, gptr, gattr, scard, slev, maps, off_tab, card_tab, node, w, max_groups,
+                 slot, k, budget):
+    """k-anonymity of ``node`` rolled up from one materialized node, in one call.
+
+    :func:`joint_tables`, :func:`rollup` (classes only, no per-row output) and
+    :func:`size_stats` fused, so a check costs one dispatch. ``off_tab[a, i, j]`` and
+    ``card_tab[a, j]`` are the level-to-level table offsets and level cardinalities;
+    ``slev`` the source's levels. Returns ``(sizes, first, n_groups, suppressed,
+    exceeded, n_kept, sum_sq_kept, offsets)``; ``n_groups`` is −1 / −2 as in
+    :func:`rollup` (then the statistics are zeros).
+    """
+    d = node.shape[0]
+    offs = np.empty(d, dtype=np.int64)
+    cards = np.empty(d, dtype=np.int64)
+    for a in range(d):
+        offs[a] = off_tab[a, slev[a], node[a]]
+        cards[a] = card_tab[a, node[a]]
+    tab, toff, gcard = joint_tables(gptr, gattr, scard, maps, offs, cards)
+    m = w.shape[0]
+    lim = min(slot.shape[0], 32 * m + 65536)
+    _, sizes, first, ng = rollup(q, tab, toff, gcard, w, min(max_groups, m), slot[:lim],
+                                 False)
+    if ng < 0:
+        return sizes, first, ng, np.int64(0), False, np.int64(0), np.int64(0), offs
+    sup, exceeded, kept, sq = size_stats(sizes, k, budget)
+    return sizes, first, ng, sup, exceeded, kept, sq, offs
