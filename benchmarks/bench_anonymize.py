@@ -244,7 +244,7 @@ def bench_query_error(benchmark, full):
                                           seed=0), repeat=3)
     wl = CountQueries(adult, qi=QI, sensitive="occupation", n_queries=nq, seed=0)
     m = mondrian(adult, qi=QI, sensitive="occupation", min_size=10)
-    lat = lattice_search(adult, QI, "occupation", k=10).anonymized
+    lat = lattice_search(adult, qi=QI, sensitive="occupation", min_size=10).anonymized
     wl.estimate(m)
     t_gen = best_time(lambda: wl.estimate(m), repeat=3)
     t_buck = best_time(lambda: wl.estimate(m, "bucketized"), repeat=3)
@@ -282,7 +282,7 @@ _COLD_CODE = ("import fastpriv as fp\n"
               "from fastpriv.metrics import query_error\n"
               "t = fp.datasets.load_adult()\n"
               "qi = ['age', 'marital_status', 'race', 'sex']\n"
-              "lattice_search(t, qi, 'occupation', k=10, l=3)\n"
+              "lattice_search(t, qi=qi, sensitive='occupation', min_size=10, l=3)\n"
               "r = mondrian(t, qi=qi, sensitive='occupation', min_size=10, t=0.2)\n"
               "query_error(t, r, n_queries=1000)\n")
 

@@ -120,6 +120,12 @@ def measure(dataset: str, full: bool, repeat: int, objective: bool = True) -> di
                "search_s": secs, "ms_per_checked_node": 1e3 * secs / max(res.n_checked, 1),
                "n_minimal": len(res.minimal), "best": list(res.best) if res.best else None,
                "best_score": res.scores.get(res.best) if res.best else None}
+        sec = getattr(res, "seconds", None)
+        if isinstance(sec, dict):   # per-phase seconds of the first call (this tree)
+            row["phases_s"] = dict(sec)
+            row["phases_s"]["search_loop"] = sec["total"] - sum(
+                v for k, v in sec.items() if k != "total")
+            row["rows_rolled_up"] = res.n_rows_rolled_up
         if objective:
             try:
                 t0 = time.perf_counter()

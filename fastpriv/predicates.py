@@ -627,18 +627,19 @@ def as_criterion(obj: Any) -> Criterion:
                     f"them; got {type(obj).__name__}")
 
 
-def criteria_from(*, predicate: Any = None, k: int | None = None, l: float | None = None,
-                  l_kind: str = "distinct", c_l: float | None = None, t: float | None = None,
-                  t_ordered: bool = False, alpha: float | None = None, c: Any = None,
-                  ck: int | None = None, knowledge: str = "implications") -> Criterion:
+def criteria_from(*, predicate: Any = None, min_size: int | None = None,
+                  l: float | None = None, l_kind: str = "distinct", c_l: float | None = None,
+                  t: float | None = None, t_ordered: bool = False, alpha: float | None = None,
+                  c: Any = None, k: int | None = None,
+                  knowledge_kind: str = "implications") -> Criterion:
     """Build the conjunction described by keyword parameters (anonymizer and CLI front-end).
 
     Parameters
     ----------
     predicate : criterion, callable or list, optional
         Added to the conjunction as is.
-    k : int, optional
-        k-anonymity.
+    min_size : int, optional
+        k-anonymity's minimum group size.
     l, l_kind, c_l : optional
         ℓ-diversity: ``l_kind`` ``"distinct"`` (default), ``"entropy"`` or ``"recursive"``
         (needs ``c_l``, the c of recursive (c,ℓ)-diversity).
@@ -646,15 +647,16 @@ def criteria_from(*, predicate: Any = None, k: int | None = None, l: float | Non
         t-closeness (equal or ordered ground distance).
     alpha : optional
         (α,k)-anonymity's α.
-    c, ck, knowledge : optional
-        (c,k)-safety: threshold ``c`` against ``ck`` pieces of knowledge.
+    c, k, knowledge_kind : optional
+        (c,k)-safety: threshold ``c`` against ``k`` pieces of knowledge of the kind
+        ``knowledge_kind``.
 
     """
     parts: list[Criterion] = []
     if predicate is not None:
         parts.append(as_criterion(predicate))
-    if k is not None:
-        parts.append(KAnonymity(k))
+    if min_size is not None:
+        parts.append(KAnonymity(min_size))
     if l is not None:
         check_choice(l_kind, "l_kind", ("distinct", "entropy", "recursive"))
         if l_kind == "distinct":
@@ -672,11 +674,11 @@ def criteria_from(*, predicate: Any = None, k: int | None = None, l: float | Non
         parts.append(TCloseness(t, ordered=t_ordered))
     if alpha is not None:
         parts.append(AlphaKAnonymity(alpha))
-    if (c is None) != (ck is None):
-        raise InputError("(c,k)-safety needs both c and ck")
+    if (c is None) != (k is None):
+        raise InputError("(c,k)-safety needs both c and k")
     if c is not None:
-        parts.append(CKSafety(c, ck, knowledge))  # type: ignore[arg-type]
+        parts.append(CKSafety(c, k, knowledge_kind))  # type: ignore[arg-type]
     if not parts:
-        raise InputError("no privacy criterion given: pass k=, l=, t=, alpha=, c= and ck=, or "
-                         "predicate=")
+        raise InputError("no privacy criterion given: pass min_size=, l=, t=, alpha=, c= and "
+                         "k=, or predicate=")
     return parts[0] if len(parts) == 1 else AllOf(*parts)

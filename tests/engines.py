@@ -81,7 +81,7 @@ def audits(rel: Release) -> dict:
     """Classical audit, (c,k)-safety audit and SkylineCheck of ``rel`` as JSON-safe dicts."""
     return {"classic": _outcome(classic.audit, rel),
             "ck": _outcome(ck_safety.audit, rel, k=CK_K),
-            "skyline": _outcome(skyline.check, rel, {"*": POINTS})}
+            "skyline": _outcome(skyline.check, rel, skylines={"*": POINTS})}
 
 
 def assert_same(got: Release, ref: Release, ref_audits: dict | None = None) -> None:

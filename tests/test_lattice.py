@@ -256,7 +256,7 @@ def test_non_monotone_criteria_are_checked_exhaustively():
 
 def test_no_satisfying_node():
     t = pa.table({"a": [1, 2, 3], "s": ["x", "x", "x"]})
-    res = lattice_search(t, ["a"], "s", {"a": [2, "*"]}, l=2)
+    res = lattice_search(t, qi=["a"], sensitive="s", hierarchies={"a": [2, "*"]}, l=2)
     assert res.best is None and res.minimal == () and res.anonymized is None
     with pytest.raises(ValueError, match="no node of the lattice satisfies"):
         res.release
@@ -265,8 +265,8 @@ def test_no_satisfying_node():
 def test_keyword_front_end_and_progress():
     adult = load_adult(["age", "sex", "race", "occupation"])
     seen = []
-    res = lattice_search(adult, ["age", "sex", "race"], "occupation", k=5, l=3, t=0.3,
-                         progress=lambda d, n: seen.append((d, n)))
+    res = lattice_search(adult, qi=["age", "sex", "race"], sensitive="occupation", min_size=5,
+                         l=3, t=0.3, progress=lambda d, n: seen.append((d, n)))
     assert res.criterion == ("k-anonymity(k=5) & distinct-l-diversity(l=3) & "
                              "t-closeness(t=0.3)")
     assert seen and seen[-1] == (24, 24)
@@ -308,7 +308,7 @@ def test_nulls_are_dropped_on_request():
 
 def test_write_is_atomic_and_refuses_to_overwrite(tmp_path):
     adult = load_adult(["age", "sex", "occupation"])
-    res = lattice_search(adult, ["age", "sex"], "occupation", k=20)
+    res = lattice_search(adult, qi=["age", "sex"], sensitive="occupation", min_size=20)
     out = tmp_path / "release.parquet"
     res.write(out, adult)
     back = pq.read_table(out)
@@ -329,7 +329,7 @@ def test_minimal_ck_safe_implications_on_adult():
     adult = load_adult(["age", "marital_status", "race", "sex", "occupation"])
     qi = ["age", "marital_status", "race", "sex"]
     lat = GeneralizationLattice(adult, qi, "occupation")
-    res = minimal_ck_safe(adult, qi, "occupation", c=0.6, k=2)
+    res = minimal_ck_safe(adult, qi=qi, sensitive="occupation", c=0.6, k=2)
     assert res.best in res.minimal and res.n_checked < 72
     for node in res.minimal:
         assert ck_safety.max_disclosure(lat.release(node), k=2).value < 0.6
@@ -339,7 +339,8 @@ def test_minimal_ck_safe_implications_on_adult():
                 below[a] -= 1
                 assert ck_safety.max_disclosure(lat.release(below), k=2).value >= 0.6
     assert ck_safety.max_disclosure(res.release, k=2).value < 0.6
-    chain = minimal_ck_safe(adult, qi, "occupation", c=0.6, k=2, method="chain")
+    chain = minimal_ck_safe(adult, qi=qi, sensitive="occupation", c=0.6, k=2,
+                            method="chain")
     assert chain.node is not None
     assert ck_safety.is_safe(chain.release, c=0.6, k=2)
 
@@ -347,10 +348,11 @@ def test_minimal_ck_safe_implications_on_adult():
 def test_minimal_ck_safe_negations():
     adult = load_adult(["age", "marital_status", "race", "sex", "occupation"])
     qi = ["age", "marital_status", "race", "sex"]
-    res = minimal_ck_safe(adult, qi, "occupation", c=0.5, k=3, knowledge="negations")
+    res = minimal_ck_safe(adult, qi=qi, sensitive="occupation", c=0.5, k=3,
+                          knowledge_kind="negations")
     assert res.best in res.minimal and res.criterion.startswith("(c,k)-safety")
-    chain = minimal_ck_safe(adult, qi, "occupation", c=0.5, k=3, knowledge="negations",
-                            method="chain")
+    chain = minimal_ck_safe(adult, qi=qi, sensitive="occupation", c=0.5, k=3,
+                            knowledge_kind="negations", method="chain")
     assert chain.node is not None and chain.n_checked <= 4
 
 
@@ -572,8 +574,8 @@ def test_objective_optimal_front_end_with_suppression():
     adult = load_adult(["age", "marital_status", "race", "sex", "workclass", "occupation"])
     qi = ["age", "marital_status", "race", "sex", "workclass"]
     lat = GeneralizationLattice(adult, qi, "occupation")
-    res = lattice_search(adult, qi, "occupation", k=50, suppression=0.02, objective="optimal",
-                         materialize=False)
+    res = lattice_search(adult, qi=qi, sensitive="occupation", min_size=50, suppression=0.02,
+                         objective="optimal", materialize=False)
     mins = lat.search(P.KAnonymity(50), suppression=0.02, materialize=False)
     assert res.objective == "optimal" and res.minimal == mins.minimal
     assert res.scores[res.best] <= mins.scores[mins.best]

@@ -33,9 +33,8 @@ CATS = ["u", "v", "w"]
 
 
 def _criteria_kw(kw):
-    """mondrian's keywords as criteria_from's (k-anonymity's k, (c,k)'s ck, knowledge)."""
-    names = {"min_size": "k", "k": "ck", "knowledge_kind": "knowledge"}
-    return {names.get(a, a): v for a, v in kw.items()}
+    """mondrian's keywords as criteria_from's (the same names)."""
+    return dict(kw)
 
 
 @st.composite
@@ -278,4 +277,4 @@ def test_result_is_typed_and_follows_the_protocol():
     assert res == res and copy.copy(res) == res and res.summary().startswith("mondrian:")
     t4 = pa.table({"age": list(range(8)), "s": list("abcdabcd")})
     ck = mondrian(t4, qi=["age"], sensitive="s", c=0.9, k=1, knowledge_kind="negations")
-    assert ck.params["criterion"] == P.criteria_from(c=0.9, ck=1, knowledge="negations").name
+    assert ck.params["criterion"] == P.criteria_from(c=0.9, k=1, knowledge_kind="negations").name

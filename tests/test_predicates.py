@@ -162,20 +162,20 @@ def test_subclassing_criterion():
 
 
 def test_criteria_from():
-    c = P.criteria_from(k=3, l=2, l_kind="entropy", t=0.3)
+    c = P.criteria_from(min_size=3, l=2, l_kind="entropy", t=0.3)
     assert [type(p).__name__ for p in c.parts] == ["KAnonymity", "EntropyLDiversity",
                                                   "TCloseness"]
-    assert isinstance(P.criteria_from(k=2), P.KAnonymity)
+    assert isinstance(P.criteria_from(min_size=2), P.KAnonymity)
     assert isinstance(P.criteria_from(l=2, l_kind="recursive", c_l=3), P.RecursiveCLDiversity)
-    assert isinstance(P.criteria_from(c=0.5, ck=2, knowledge="negations"), P.LocalCriterion)
+    assert isinstance(P.criteria_from(c=0.5, k=2, knowledge_kind="negations"), P.LocalCriterion)
     with pytest.raises(ValueError, match="no privacy criterion"):
         P.criteria_from()
     with pytest.raises(ValueError, match="needs c_l"):
         P.criteria_from(l=2, l_kind="recursive")
-    with pytest.raises(ValueError, match="both c and ck"):
+    with pytest.raises(ValueError, match="both c and k"):
         P.criteria_from(c=0.5)
     with pytest.raises(ValueError, match="c_l given without l"):
-        P.criteria_from(k=2, c_l=2)
+        P.criteria_from(min_size=2, c_l=2)
 
 
 @pytest.mark.parametrize("call, exc, msg", [

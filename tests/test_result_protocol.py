@@ -131,6 +131,10 @@ CALLS[anonymize] = {
     "art": lambda: anonymize.art(_adult().slice(0, 3000), qi=ADULT_QI, sensitive="workclass",
                                  r=4),
     "release_paths": lambda: anonymize.release_paths("out.parquet", bucketization=True),
+    "lattice_search": lambda: anonymize.lattice_search(
+        _adult(), qi=ADULT_QI, sensitive="occupation", min_size=5, l=2),
+    "minimal_ck_safe": lambda: anonymize.minimal_ck_safe(
+        _adult(), qi=ADULT_QI, sensitive="occupation", c=0.9, k=1),
 }
 CALLS[metrics] = {
     "query_error": lambda: metrics.query_error(

@@ -50,16 +50,16 @@ def _block_keys(q, maps, offsets, cards, start, stop, key):
 
 
 @kernel
-def rollup(q, maps, offsets, cards, w, max_groups):
+def rollup(q, maps, offsets, cards, w, max_groups, slot, need_group):
     """Merge rows whose generalized tuples are equal.
 
     Parameters
     ----------
     q : int32 (d, m)
-        Codes of each row at the lower node's levels.
+        Codes of each row at the lower node's levels (or packed codes of attribute
+        groups, see :func:`joint_tables`).
     maps : int32 (total,)
-        Concatenated level-to-level gather tables; attribute ``a`` uses
-        ``maps[offsets[a] + code]``.
+        Concatenated gather tables; attribute ``a`` uses ``maps[offsets[a] + code]``.
     offsets, cards : int64 (d,)
         Offset of each attribute's table and number of codes at the higher level.
     w : int64 (m,)
@@ -68,10 +68,16 @@ def rollup(q, maps, offsets, cards, w, max_groups):
         Stop as soon as more classes than this appear (fail fast: under k-anonymity with
         a budget of b suppressed individuals no node with more than n/k + b classes can
         pass); ``n_groups`` is then ``-2``.
+    slot : int32 (S,)
+        Work buffer, every entry −1 on entry and on return: key spaces up to ``S`` are
+        ranked by direct addressing into it (no allocation, no fill per call), larger ones
+        with an open-addressing hash table sized to the classes found.
+    need_group : bool
+        Whether to return the class of each row (else ``group`` is empty).
 
     Returns
     -------
-    group : int32 (m,)
+    group : int32 (m,) or (0,)
         Class of each row (first-appearance order).
     sizes : int64 (n_groups,)
         Σ w over each class.
@@ -91,13 +97,16 @@ def rollup(q, maps, offsets, cards, w, max_groups):
             return (np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int64),
                     -1)
         space *= c
-    group = np.empty(m, dtype=np.int32)
-    sizes = np.zeros(m, dtype=np.int64)
-    first = np.empty(m, dtype=np.int64)
+    cap = min(m, max_groups + 1)
+    cap = min(cap, space)
+    group = np.empty(m if need_group else 0, dtype=np.int32)
+    sizes = np.zeros(cap, dtype=np.int64)
+    first = np.empty(cap, dtype=np.int64)
+    ckey = np.empty(cap, dtype=np.int64)
     key = np.empty(_BLOCK, dtype=np.int64)
     g = 0
-    if space <= 32 * m + 65536:
-        slot = np.full(space, -1, dtype=np.int32)
+    if space <= slot.shape[0]:
+        stopped = False
         for start in range(0, m, _BLOCK):
             stop = min(start + _BLOCK, m)
             _block_keys(q, maps, offsets, cards, start, stop, key)
@@ -106,13 +115,22 @@ def rollup(q, maps, offsets, cards, w, max_groups):
                 s = slot[k]
                 if s < 0:
                     if g >= max_groups:
-                        return group, sizes[:0].copy(), first[:0].copy(), -2
+                        stopped = True
+                        break
                     s = g
                     slot[k] = g
                     first[g] = i
+                    ckey[g] = k
                     g += 1
-                group[i] = s
+                if need_group:
+                    group[i] = s
                 sizes[s] += w[i]
+            if stopped:
+                break
+        for j in range(g):
+            slot[ckey[j]] = -1
+        if stopped:
+            return group, sizes[:0].copy(), first[:0].copy(), -2
         return group, sizes[:g].copy(), first[:g].copy(), g
     # open addressing, sized to the classes found so far (doubled at half load), so the
     # table stays in cache when a node has few classes however many rows it rolls up
@@ -156,7 +174,8 @@ def rollup(q, maps, offsets, cards, w, max_groups):
                     vals = nvals
                 break
             h = (h + 1) & mask
-        group[i] = s
+        if need_group:
+            group[i] = s
         sizes[s] += w[i]
     return group, sizes[:g].copy(), first[:g].copy(), g
 
@@ -209,3 +228,166 @@ def profile_stats(indptr, codes, counts, sizes, kinds, iparams, fparams, q, qran
             if sup > budget:
                 return sup, True, kept, sq
     return sup, False, kept, sq
+
+
+@kernel
+def joint_tables(gptr, gattr, scard, maps, offsets, tcard):
+    """Gather tables of packed attribute groups (one gather per group instead of per attribute).
+
+    A materialized node stores the codes of a *group* of attributes ``gattr[gptr[g]:
+    gptr[g+1]]`` as one mixed-radix code (radices ``scard``, the node's cardinalities).
+    For a higher node (level-to-level tables at ``maps[offsets[a] + code]``, cardinalities
+    ``tcard``) this builds, per group, the table from the packed code to a packed code of
+    the higher node's levels, so :func:`rollup` maps a row with one gather per group.
+
+    Returns ``(tables, table offsets (G,), packed cardinalities (G,))``.
+    """
+    n_g = gptr.shape[0] - 1
+    toff = np.zeros(n_g, dtype=np.int64)
+    gcard = np.ones(n_g, dtype=np.int64)
+    total = 0
+    for g in range(n_g):
+        toff[g] = total
+        p = 1
+        for i in range(gptr[g], gptr[g + 1]):
+            p *= scard[gattr[i]]
+            gcard[g] *= tcard[gattr[i]]
+        total += p
+    tab = np.empty(total, dtype=np.int32)
+    for g in range(n_g):
+        lo = gptr[g]
+        hi = gptr[g + 1]
+        p = 1
+        for i in range(lo, hi):
+            p *= scard[gattr[i]]
+        for code in range(p):
+            x = code
+            key = 0
+            mult = 1
+            for i in range(hi - 1, lo - 1, -1):
+                a = gattr[i]
+                c = x % scard[a]
+                x //= scard[a]
+                key += maps[offsets[a] + c] * mult
+                mult *= tcard[a]
+            tab[toff[g] + code] = key
+    return tab, toff, gcard
+
+
+@kernel
+def repack_rows(qp, gptr, gattr, scard, maps, offsets, rows, tptr, tattr, tcard):
+    """Packed codes of a higher node for the given rows of a lower node.
+
+    The lower node's rows ``rows`` (packed in groups ``gattr[gptr[g]:gptr[g+1]]`` with
+    radices ``scard``) are mapped to the higher node's levels (``maps[offsets[a] + code]``)
+    and packed in its groups ``tattr[tptr[g]:tptr[g+1]]`` with radices ``tcard``. Per
+    attribute, a table from its group's packed code to its code at the higher level is
+    built first, so each row costs one gather per attribute (no division).
+    """
+    d = scard.shape[0]
+    which = np.full(d, -1, dtype=np.int64)
+    aoff = np.zeros(d, dtype=np.int64)
+    total = 0
+    for g in range(gptr.shape[0] - 1):
+        p = 1
+        for i in range(gptr[g], gptr[g + 1]):
+            p *= scard[gattr[i]]
+        for i in range(gptr[g], gptr[g + 1]):
+            which[gattr[i]] = g
+            aoff[gattr[i]] = total
+            total += p
+    atab = np.empty(max(total, 1), dtype=np.int32)
+    for g in range(gptr.shape[0] - 1):
+        lo = gptr[g]
+        hi = gptr[g + 1]
+        p = 1
+        for i in range(lo, hi):
+            p *= scard[gattr[i]]
+        for code in range(p):
+            x = code
+            for i in range(hi - 1, lo - 1, -1):
+                a = gattr[i]
+                atab[aoff[a] + code] = maps[offsets[a] + x % scard[a]]
+                x //= scard[a]
+    n = rows.shape[0]
+    out = np.zeros((tptr.shape[0] - 1, n), dtype=np.int32)
+    for g in range(tptr.shape[0] - 1):
+        for i in range(tptr[g], tptr[g + 1]):
+            a = tattr[i]
+            c = tcard[a]
+            src = which[a]
+            if src < 0:   # one code below, so one code above: contributes 0
+                for j in range(n):
+                    out[g, j] = out[g, j] * c
+                continue
+            o = aoff[a]
+            for j in range(n):
+                out[g, j] = out[g, j] * c + atab[o + qp[src, rows[j]]]
+    return out
+
+
+@kernel
+def pack_codes(q, gptr, gattr, scard):
+    """Pack ``q`` (d, m) into one mixed-radix code per attribute group, ``(G, m)`` int32."""
+    m = q.shape[1]
+    out = np.zeros((gptr.shape[0] - 1, m), dtype=np.int32)
+    for g in range(gptr.shape[0] - 1):
+        for i in range(gptr[g], gptr[g + 1]):
+            a = gattr[i]
+            c = scard[a]
+            for j in range(m):
+                out[g, j] = out[g, j] * c + q[a, j]
+    return out
+
+
+@kernel
+def pick_source(levels, rows, n, node):
+    """Index of the cached node below ``node`` with the fewest rows.
+
+    ``levels[:n]`` (int64 (cap, d)) and ``rows[:n]`` describe the cache; entry 0 (the bottom
+    node) is below every node, so an index is always found.
+    """
+    best = 0
+    best_rows = rows[0]
+    d = node.shape[0]
+    for i in range(1, n):
+        if rows[i] >= best_rows:
+            continue
+        below = True
+        for a in range(d):
+            if levels[i, a] > node[a]:
+                below = False
+                break
+        if below:
+            best = i
+            best_rows = rows[i]
+    return best
+
+
+@kernel
+def decide_sizes(q, gptr, gattr, scard, slev, maps, off_tab, card_tab, node, w, max_groups,
+                 slot, k, budget):
+    """k-anonymity of ``node`` rolled up from one materialized node, in one call.
+
+    :func:`joint_tables`, :func:`rollup` (classes only, no per-row output) and
+    :func:`size_stats` fused, so a check costs one dispatch. ``off_tab[a, i, j]`` and
+    ``card_tab[a, j]`` are the level-to-level table offsets and level cardinalities;
+    ``slev`` the source's levels. Returns ``(sizes, first, n_groups, suppressed,
+    exceeded, n_kept, sum_sq_kept, offsets)``; ``n_groups`` is −1 / −2 as in
+    :func:`rollup` (then the statistics are zeros).
+    """
+    d = node.shape[0]
+    offs = np.empty(d, dtype=np.int64)
+    cards = np.empty(d, dtype=np.int64)
+    for a in range(d):
+        offs[a] = off_tab[a, slev[a], node[a]]
+        cards[a] = card_tab[a, node[a]]
+    tab, toff, gcard = joint_tables(gptr, gattr, scard, maps, offs, cards)
+    m = w.shape[0]
+    lim = min(slot.shape[0], 32 * m + 65536)
+    _, sizes, first, ng = rollup(q, tab, toff, gcard, w, min(max_groups, m), slot[:lim],
+                                 False)
+    if ng < 0:
+        return sizes, first, ng, np.int64(0), False, np.int64(0), np.int64(0), offs
+    sup, exceeded, kept, sq = size_stats(sizes, k, budget)
+    return sizes, first, ng, sup, exceeded, kept, sq, offs

@@ -409,8 +409,9 @@ def mondrian(data: Any, *, qi: Sequence[str], sensitive: str, min_size: int | No
 
     """
     t0 = time.perf_counter()
-    crit = criteria_from(predicate=predicate, k=min_size, l=l, l_kind=l_kind, c_l=c_l, t=t,
-                         t_ordered=t_ordered, alpha=alpha, c=c, ck=k, knowledge=knowledge_kind)
+    crit = criteria_from(predicate=predicate, min_size=min_size, l=l, l_kind=l_kind, c_l=c_l,
+                         t=t, t_ordered=t_ordered, alpha=alpha, c=c, k=k,
+                         knowledge_kind=knowledge_kind)
     tree = MondrianTree(data, qi, sensitive, categorical=categorical, nulls=nulls)
     t1 = time.perf_counter()
     g, n, splits, path = tree.run(crit, progress=progress)

@@ -27,7 +27,13 @@ node below it — the cells at the bottom, or a failing node checked earlier (on
 nodes can lie below a node still to check), kept in a cache bounded to 256 MiB, least
 recently used evicted first — by mapping each row's codes up the hierarchies and merging
 equal tuples (Numba kernels in :mod:`fastpriv._kernels.lattice`; pure k-anonymity counts
-class sizes only). A check **fails fast**: under k-anonymity with a budget of b suppressed
+class sizes only, and its whole check — gather tables, merge, criterion — is one kernel
+call). A materialized node stores the codes of consecutive attributes packed into one
+mixed-radix code per group (tables of at most min(8192, rows/16) entries; attributes at
+their top level dropped), so a merge gathers once per group — four times per row instead
+of nine on a 9-QI table — and ranks the keys by direct addressing into a persistent buffer
+(no fill per check) or by a hash table sized to the classes found.
+A check **fails fast**: under k-anonymity with a budget of b suppressed
 individuals a node with more than n/k + b classes cannot pass and the merge stops there,
 and the criterion scan stops once the suppressed individuals exceed the budget. The counts
 of each check also give the discernibility and average class size of the minimal nodes,
@@ -77,10 +83,12 @@ from ..errors import InputError, InputTypeError
 from ..hierarchies import BoundHierarchy, resolve_hierarchies
 from ..predicates import Criterion, LocalCriterion, as_criterion, criteria_from
 from ..release import SVPI, Release
+from ..results import Result, Witness, json_safe
 from ._input import expand_arrow, expand_rows, prepare_input
 from ._result import Anonymized, GeneralizedAttribute, LatticeAnonymized
 
 __all__ = ["GeneralizationLattice", "LatticeSearch", "ChainSearch", "SearchProgress",
+           "NodeCheck", "LatticeWitness",
            "lattice_search",
            "minimal_ck_safe", "UTILITIES"]
 
@@ -90,19 +98,61 @@ _DENSE_LIMIT = 1 << 22
 UNKNOWN, SAT, UNSAT = 0, 1, -1
 
 
-@dataclass(frozen=True)
-class NodeCheck:
-    """Outcome of checking one node."""
+def _fmt_node(node: Sequence[int] | None) -> str:
+    return "none" if node is None else "(" + ",".join(map(str, node)) + ")"
+
+
+@dataclass(frozen=True, eq=False)
+class NodeCheck(Result):
+    """Outcome of checking one node.
+
+    ``value`` is ``ok`` (whether the node satisfies the criterion, with at most the
+    suppression budget's individuals in failing groups suppressed).
+    """
 
     node: tuple[int, ...]
     ok: bool
     n_groups: int
     n_suppressed: int
+    params: dict = field(default_factory=dict)
+
+    @property
+    def value(self) -> bool:
+        """Whether the node satisfies."""
+        return self.ok
+
+    @property
+    def witness(self) -> None:
+        """No witness (a node check answers yes or no)."""
+        return None
+
+    def summary(self) -> str:
+        """One line: the node, its outcome, its groups and suppressed individuals."""
+        return (f"node {_fmt_node(self.node)}: {'satisfies' if self.ok else 'fails'} "
+                f"({self.n_groups} groups, {self.n_suppressed} suppressed)")
 
 
-@dataclass(frozen=True)
-class LatticeSearch:
+@dataclass(frozen=True, eq=False)
+class LatticeWitness(Witness):
+    """The best node of a lattice search: its levels per QI attribute and its score."""
+
+    node: tuple[int, ...]
+    levels: dict
+    score: float
+    utility: str
+
+    def summary(self) -> str:
+        """One line: the node, its levels and its utility score."""
+        lv = ", ".join(f"{a}={v}" for a, v in self.levels.items())
+        return f"best node {_fmt_node(self.node)} ({lv}), {self.utility} {self.score:g}"
+
+
+@dataclass(frozen=True, eq=False)
+class LatticeSearch(Result):
     """All minimal satisfying nodes of a lattice, the best one, and the search's cost.
+
+    ``value`` is the number of minimal satisfying nodes; ``witness`` the best node
+    (:class:`LatticeWitness`, ``None`` when no node satisfies).
 
     Attributes
     ----------
@@ -126,7 +176,10 @@ class LatticeSearch:
     strategy : str
         ``"flash"`` (predictive tagging + binary search) or ``"exhaustive"``.
     suppression : float
-    seconds : float
+    seconds : dict
+        Seconds per phase: ``total``; ``bookkeeping`` (tagging, progress callbacks); for
+        built-in local criteria ``rollup`` (merging classes), ``count`` ((class, value)
+        profiles), ``criterion`` and ``materialize`` (caching failing nodes).
     anonymized : Anonymized or None
         The release at ``best`` (materialized unless ``materialize=False``).
     objective : str
@@ -134,11 +187,10 @@ class LatticeSearch:
         satisfying node; it is added to ``scores``).
     n_scored : int
         Satisfying non-minimal nodes evaluated for ``objective="optimal"``.
-    phases : dict
-        Seconds spent per phase of the node checks: ``rollup`` (merging classes),
-        ``count`` ((class, value) profiles), ``criterion``, ``materialize`` (caching
-        failing nodes) — for built-in local criteria — and ``bookkeeping`` (tagging,
-        progress callbacks).
+    n_rows_rolled_up : int
+        Rows of materialized nodes scanned by the roll-ups (0 without roll-ups).
+    params : dict
+        ``qi``, ``criterion``, ``utility``, ``suppression``, ``strategy``, ``objective``.
 
     """
 
@@ -155,12 +207,32 @@ class LatticeSearch:
     checked: tuple[tuple[int, ...], ...]
     strategy: str
     suppression: float
-    seconds: float
-    anonymized: Anonymized | None = None
+    seconds: dict
+    anonymized: Anonymized | None = field(default=None, compare=False, repr=False)
     satisfying: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
     objective: str = "minimal"
     n_scored: int = 0
-    phases: dict = field(default_factory=dict, repr=False)
+    n_rows_rolled_up: int = 0
+    params: dict = field(default_factory=dict)
+
+    @property
+    def value(self) -> int:
+        """The number of minimal satisfying nodes."""
+        return len(self.minimal)
+
+    @property
+    def witness(self) -> LatticeWitness | None:
+        """The best node, its levels and score (``None`` when no node satisfies)."""
+        if self.best is None:
+            return None
+        return LatticeWitness(node=self.best,
+                              levels=dict(zip(self.qi, self.best, strict=True)),
+                              score=float(self.scores[self.best]), utility=self.utility)
+
+    @property
+    def phases(self) -> dict:
+        """The per-phase part of ``seconds`` (without ``total``)."""
+        return {k: v for k, v in self.seconds.items() if k != "total"}
 
     def _need(self) -> Anonymized:
         if self.anonymized is None:
@@ -189,22 +261,39 @@ class LatticeSearch:
         return self._need().write(path, original, **kw)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary."""
-        return {"qi": list(self.qi), "heights": list(self.heights), "criterion": self.criterion,
-                "minimal": [list(n) for n in self.minimal],
-                "best": None if self.best is None else list(self.best),
-                "utility": self.utility,
-                "scores": {",".join(map(str, n)): v for n, v in self.scores.items()},
-                "n_nodes": self.n_nodes, "n_checked": self.n_checked,
-                "n_satisfying": self.n_satisfying, "strategy": self.strategy,
-                "suppression": self.suppression, "seconds": self.seconds,
-                "objective": self.objective, "n_scored": self.n_scored,
-                "phases": dict(self.phases)}
+        """JSON-ready summary (without the release and the per-node arrays)."""
+        w = self.witness
+        return json_safe({
+            "value": self.value, "params": self.params, "qi": list(self.qi),
+            "heights": list(self.heights), "criterion": self.criterion,
+            "minimal": [list(n) for n in self.minimal],
+            "best": None if self.best is None else list(self.best),
+            "witness": None if w is None else w.to_dict(), "utility": self.utility,
+            "scores": {",".join(map(str, n)): v for n, v in self.scores.items()},
+            "n_nodes": self.n_nodes, "n_checked": self.n_checked,
+            "n_satisfying": self.n_satisfying, "strategy": self.strategy,
+            "suppression": self.suppression, "seconds": dict(self.seconds),
+            "objective": self.objective, "n_scored": self.n_scored,
+            "n_rows_rolled_up": self.n_rows_rolled_up})
+
+    def summary(self) -> str:
+        """Two lines: the minimal nodes found and the best one."""
+        head = (f"lattice search ({self.strategy}): {self.value} minimal node(s) satisfying "
+                f"{self.criterion} among {self.n_nodes} ({self.n_checked} checked, "
+                f"suppression {self.suppression:g}), {self.seconds.get('total', 0.0):.3g} s")
+        w = self.witness
+        return head + "\n" + ("no node satisfies" if w is None else
+                              ("optimal " if self.objective == "optimal" else "")
+                              + w.summary())
 
 
-@dataclass(frozen=True)
-class ChainSearch:
+@dataclass(frozen=True, eq=False)
+class ChainSearch(Result):
     """Binary search along one chain of the lattice (Martin et al. §3.4).
+
+    ``value`` is the number of nodes checked by the binary search; ``witness`` the found
+    node (:class:`LatticeWitness` scored by its height; ``None`` when even the chain's top
+    fails).
 
     Attributes
     ----------
@@ -216,6 +305,10 @@ class ChainSearch:
     minimal_in_lattice : bool or None
         Whether ``node`` is also ⪯-minimal in the whole lattice (its direct predecessors
         were checked: ``n_checked_predecessors`` more checks).
+    seconds : dict
+        ``{"total": seconds}``.
+    params : dict
+        ``qi``, ``criterion``, ``check_minimal``.
 
     """
 
@@ -225,8 +318,23 @@ class ChainSearch:
     n_checked: int
     minimal_in_lattice: bool | None
     n_checked_predecessors: int
-    seconds: float
-    anonymized: Anonymized | None = None
+    seconds: dict
+    anonymized: Anonymized | None = field(default=None, compare=False, repr=False)
+    qi: tuple[str, ...] = ()
+    params: dict = field(default_factory=dict)
+
+    @property
+    def value(self) -> int:
+        """Nodes checked by the binary search."""
+        return self.n_checked
+
+    @property
+    def witness(self) -> LatticeWitness | None:
+        """The found node (scored by its height), or ``None``."""
+        if self.node is None:
+            return None
+        return LatticeWitness(node=self.node, levels=dict(zip(self.qi, self.node, strict=True)),
+                              score=float(sum(self.node)), utility="height")
 
     @property
     def release(self) -> Release:
@@ -244,21 +352,37 @@ class ChainSearch:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary."""
-        return {"chain": [list(n) for n in self.chain],
-                "node": None if self.node is None else list(self.node),
-                "criterion": self.criterion, "n_checked": self.n_checked,
-                "minimal_in_lattice": self.minimal_in_lattice,
-                "n_checked_predecessors": self.n_checked_predecessors,
-                "seconds": self.seconds}
+        return json_safe({"value": self.value, "params": self.params,
+                          "chain": [list(n) for n in self.chain],
+                          "node": None if self.node is None else list(self.node),
+                          "criterion": self.criterion, "n_checked": self.n_checked,
+                          "minimal_in_lattice": self.minimal_in_lattice,
+                          "n_checked_predecessors": self.n_checked_predecessors,
+                          "seconds": dict(self.seconds)})
+
+    def summary(self) -> str:
+        """One line: the node found on the chain and whether it is lattice-minimal."""
+        if self.node is None:
+            return (f"chain search: no node of the chain ({len(self.chain)} nodes) satisfies "
+                    f"{self.criterion} ({self.n_checked} checked)")
+        mini = {True: "minimal in the lattice", False: "not minimal in the lattice",
+                None: "lattice minimality not checked"}[self.minimal_in_lattice]
+        return (f"chain search: lowest satisfying node {_fmt_node(self.node)} on a chain of "
+                f"{len(self.chain)} ({self.n_checked} checked), {mini}")
 
 
 _CACHE_BYTES = 1 << 28
 _PHASES = ("rollup", "count", "criterion", "materialize")
+_FUSED = True       # pure k-anonymity checks in one fused kernel (decide_sizes)
+_KEEP_RATIO = 0.5   # a failing node is cached when it has at most this share of its source's rows
+_SLOT_LIMIT = 1 << 23     # largest key space ranked by direct addressing (32 MiB buffer)
 
 
-@dataclass(frozen=True)
-class SearchProgress:
+@dataclass(frozen=True, eq=False)
+class SearchProgress(Result):
     """State of a running search, passed to ``on_check`` after every node check.
+
+    ``value`` is the number of nodes checked so far.
 
     Attributes
     ----------
@@ -282,18 +406,71 @@ class SearchProgress:
     seconds: float
     node: tuple[int, ...]
     ok: bool
+    params: dict = field(default_factory=dict)
+
+    @property
+    def value(self) -> int:
+        """Nodes checked so far."""
+        return self.n_checked
+
+    @property
+    def witness(self) -> None:
+        """No witness (a progress report)."""
+        return None
+
+    def summary(self) -> str:
+        """One line: nodes checked and tagged, elapsed seconds."""
+        return (f"{self.n_checked} checked, {self.n_tagged}/{self.n_nodes} nodes tagged, "
+                f"{self.seconds:.1f} s")
+
+
+_PACK_LIMIT = 8192   # largest packed code of an attribute group (its table stays in L1/L2)
+_PACK_ROWS = 16      # ... and at most rows/16 (building the tables costs less than the rows)
 
 
 class _Materialized:
-    """The distinct rows of one node: codes at its levels, sensitive codes, individuals."""
+    """The distinct rows of one node: packed codes at its levels, sensitive codes, individuals.
 
-    __slots__ = ("levels", "q", "s", "w", "nbytes", "last")
+    The codes of consecutive attributes are packed into one mixed-radix code per group
+    (``gattr[gptr[g]:gptr[g+1]]``, radices ``scard``, product ≤ min(8192, rows/16);
+    attributes with one code are left out), so a roll-up gathers once per group.
+    """
 
-    def __init__(self, levels: np.ndarray, q: np.ndarray, s: np.ndarray | None,
-                 w: np.ndarray) -> None:
-        self.levels, self.q, self.s, self.w = levels, q, s, w
-        self.nbytes = q.nbytes + w.nbytes + (0 if s is None else s.nbytes)
+    __slots__ = ("levels", "q", "gptr", "gattr", "scard", "s", "w", "nbytes", "last")
+
+    def __init__(self, levels: np.ndarray, q: np.ndarray | None, scard: np.ndarray,
+                 s: np.ndarray | None, w: np.ndarray) -> None:
+        from .._kernels.lattice import pack_codes
+
+        m = int(w.shape[0])
+        limit = min(_PACK_LIMIT, max(1, m // _PACK_ROWS))
+        groups: list[list[int]] = []
+        prod = limit + 1
+        for a, c in enumerate(scard.tolist()):
+            if c <= 1:
+                continue
+            if prod * c <= limit:
+                groups[-1].append(a)
+                prod *= c
+            else:
+                groups.append([a])
+                prod = c
+        if not groups:
+            groups = [[0]]
+        self.gptr = kernel_array(np.cumsum([0] + [len(g) for g in groups]), np.int64)
+        self.gattr = kernel_array([a for g in groups for a in g], np.int64)
+        self.scard = kernel_array(scard, np.int64)
+        self.levels, self.s, self.w = levels, s, w
+        self.q = np.empty((0, 0), np.int32)
+        if q is not None:
+            self.set_codes(pack_codes(kernel_array(q, np.int32), self.gptr, self.gattr,
+                                      self.scard))
         self.last = 0
+
+    def set_codes(self, q: np.ndarray) -> None:
+        """Set the packed codes ``(groups, rows)``."""
+        self.q = q
+        self.nbytes = q.nbytes + self.w.nbytes + (0 if self.s is None else self.s.nbytes)
 
     @property
     def m(self) -> int:
@@ -334,14 +511,16 @@ class _RollUp:
                     self.off_tab[a, i, j] = self.offs[a][i][j]
         if self.sizes_only:
             q, w = lat._qi_classes_table()
-            bottom = _Materialized(np.zeros(d, np.int64), q, None, w)
+            bottom = _Materialized(np.zeros(d, np.int64), q, self.card_tab[:, 0], None, w)
         else:
-            bottom = _Materialized(np.zeros(d, np.int64), lat._cells_level0(), lat._cs,
-                                   lat._cw)
+            bottom = _Materialized(np.zeros(d, np.int64), lat._cells_level0(),
+                                   self.card_tab[:, 0], lat._cs, lat._cw)
         self.cache = [bottom]
+        # direct-addressing work buffer of the roll-up kernel (−1 between calls)
+        self.slot = np.full(min(_SLOT_LIMIT, 32 * bottom.m + 65536), -1, dtype=np.int32)
         self._index()
         self.rows_scanned = 0
-        self.keep_ratio = 0.5
+        self.keep_ratio = _KEEP_RATIO
         self.use_cache = consistent
         self.used = 0
         self.tick = 0
@@ -349,11 +528,10 @@ class _RollUp:
         self.stats: dict[tuple[int, ...], tuple[int, int, int]] = {}
 
     def _source(self, nd: np.ndarray) -> _Materialized:
-        """Pick the cached node below ``nd`` with the fewest rows (one vectorized test)."""
-        n = len(self.cache)
-        below = np.all(self.levels[:n] <= nd, axis=1)
-        rows = np.where(below, self.rows[:n], np.iinfo(np.int64).max)
-        return self.cache[int(np.argmin(rows))]
+        """Pick the cached node below ``nd`` with the fewest rows (the bottom is entry 0)."""
+        from .._kernels.lattice import pick_source
+
+        return self.cache[pick_source(self.levels, self.rows, len(self.cache), nd)]
 
     def _index(self) -> None:
         """Rebuild the (levels, rows) arrays of the cache (after an eviction)."""
@@ -378,7 +556,7 @@ class _RollUp:
         −2 past ``max_groups`` —, level-to-level offsets).
         """
         from .._kernels.generalize import regroup, weighted_first
-        from .._kernels.lattice import rollup
+        from .._kernels.lattice import joint_tables, rollup
 
         t0 = time.perf_counter()
         nd = np.asarray(node, dtype=np.int64)
@@ -388,10 +566,13 @@ class _RollUp:
         self.rows_scanned += src.m
         offs = kernel_array(self.off_tab[self.attrs, src.levels, nd], np.int64)
         cards = kernel_array(self.card_tab[self.attrs, nd], np.int64)
+        tab, toff, gcard = joint_tables(src.gptr, src.gattr, src.scard, self.maps, offs, cards)
         limit = src.m if max_groups is None else min(max_groups, src.m)
-        group, sizes, first, ng = rollup(src.q, self.maps, offs, cards, src.w, limit)
+        slot = self.slot[:min(self.slot.shape[0], 32 * src.m + 65536)]
+        group, sizes, first, ng = rollup(src.q, tab, toff, gcard, src.w, limit, slot,
+                                         not self.sizes_only)
         if ng == -1:  # key space beyond 62 bits: rank by sorting the tuples
-            group, ng = regroup(src.q, self.maps, offs, cards, 0)
+            group, ng = regroup(src.q, tab, toff, gcard, 0)
             sizes, first = weighted_first(kernel_array(group, np.int32), src.w, int(ng))
         self.seconds["rollup"] += time.perf_counter() - t0
         return src, group, sizes, first, int(ng), offs
@@ -407,6 +588,8 @@ class _RollUp:
         from .._kernels.counting import DENSE_CELLS, count_pairs
         from .._kernels.lattice import profile_stats, size_stats
 
+        if _FUSED and self.sizes_only and budget is None and not bound:
+            return self._check_sizes(node)
         src, group, sizes, first, ng, offs = self.classes(
             node, self.max_groups if budget is None else None)
         budget = self.budget if budget is None else budget
@@ -438,8 +621,38 @@ class _RollUp:
         res = NodeCheck(node, ok, ng, int(sup) if ok and budget > 0 else 0)
         return res, (int(sup), int(kept), int(sq), b)
 
+    def _check_sizes(self, node: tuple[int, ...]) -> tuple[NodeCheck, tuple[int, int, int, int]]:
+        """:meth:`check` of pure k-anonymity under the search's budget: one fused kernel."""
+        from .._kernels.lattice import decide_sizes
+
+        t0 = time.perf_counter()
+        nd = np.asarray(node, dtype=np.int64)
+        src = self._source(nd)
+        self.tick += 1
+        src.last = self.tick
+        self.rows_scanned += src.m
+        sizes, first, ng, sup, exceeded, kept, sq, offs = decide_sizes(
+            src.q, src.gptr, src.gattr, src.scard, src.levels, self.maps, self.off_tab,
+            self.card_tab, nd, src.w, self.max_groups, self.slot, self.k, self.budget)
+        t1 = time.perf_counter()
+        self.seconds["rollup"] += t1 - t0
+        if ng == -1:  # key space beyond 62 bits: the general path sorts the tuples
+            self.rows_scanned -= src.m
+            return self.check(node, self.budget)
+        if ng == -2:  # more classes than can pass: failed before the end of the scan
+            return NodeCheck(node, False, self.max_groups + 1, 0), (0, 0, 0, -1)
+        budget = self.budget
+        ok = not exceeded and (budget == 0 or kept > 0)
+        if not ok and self.use_cache:
+            self._keep(node, src, sizes, first, ng, kernel_array(offs, np.int64), None)
+        self.seconds["materialize"] += time.perf_counter() - t1
+        res = NodeCheck(node, ok, ng, int(sup) if ok and budget > 0 else 0)
+        return res, (int(sup), int(kept), int(sq), -1)
+
     def _keep(self, node: tuple[int, ...], src: _Materialized, sizes: np.ndarray,
               first: np.ndarray, ng: int, offs: np.ndarray, csr: Any) -> None:
+        from .._kernels.lattice import repack_rows
+
         rows = ng if csr is None else int(csr[1].shape[0])
         if rows > self.keep_ratio * src.m:
             return
@@ -454,16 +667,17 @@ class _RollUp:
                 if self.used + need <= self.cache_bytes:
                     break
             self._index()
-        qg = np.empty((d, ng), dtype=np.int32)
-        for a in range(d):
-            qg[a] = self.maps[offs[a] + src.q[a, first]]
+        nd = np.asarray(node, np.int64)
+        scard = self.card_tab[self.attrs, nd]
+        rows = kernel_array(first, np.int64)
         if csr is None:
-            mat = _Materialized(np.asarray(node, np.int64), kernel_array(qg, np.int32), None,
-                                kernel_array(sizes, np.int64))
+            mat = _Materialized(nd, None, scard, None, kernel_array(sizes, np.int64))
         else:
-            rep = np.repeat(np.arange(ng), np.diff(csr[0]))
-            mat = _Materialized(np.asarray(node, np.int64), kernel_array(qg[:, rep], np.int32),
-                                kernel_array(csr[1], np.int32), kernel_array(csr[2], np.int64))
+            rows = kernel_array(rows[np.repeat(np.arange(ng), np.diff(csr[0]))], np.int64)
+            mat = _Materialized(nd, None, scard, kernel_array(csr[1], np.int32),
+                                kernel_array(csr[2], np.int64))
+        mat.set_codes(repack_rows(src.q, src.gptr, src.gattr, src.scard, self.maps, offs,
+                                  rows, mat.gptr, mat.gattr, mat.scard))
         mat.last = self.tick
         self._append(mat)
         self.used += mat.nbytes
@@ -682,9 +896,13 @@ class GeneralizationLattice:
 
     def check(self, node: Any, predicate: Any, *, suppression: float = 0.0) -> NodeCheck:
         """Evaluate ``predicate`` at ``node`` (with an optional suppression budget)."""
+        import dataclasses
+
         crit = as_criterion(predicate)
         budget = self._budget(crit, suppression)
-        return self._check(self._node(node), crit, budget)
+        res = self._check(self._node(node), crit, budget)
+        return dataclasses.replace(res, params={"node": list(res.node), "criterion": crit.name,
+                                                "suppression": float(suppression)})
 
     def _budget(self, crit: Criterion, suppression: float) -> int:
         if isinstance(suppression, bool) or not isinstance(suppression, (int, float)) or \
@@ -833,16 +1051,19 @@ class GeneralizationLattice:
         phases = {"bookkeeping": t_book}
         if engine is not None:
             phases.update(engine.seconds)
-            phases["rows_rolled_up"] = engine.rows_scanned
-        seconds = time.perf_counter() - t0
+        phases["total"] = time.perf_counter() - t0
+        params = {"qi": list(self.qi), "criterion": crit.name, "utility": name,
+                  "suppression": float(suppression), "strategy": strategy,
+                  "objective": objective}
         res = LatticeSearch(qi=self.qi, heights=self.heights, criterion=crit.name,
                             minimal=tuple(minimal), best=best, utility=name,
                             scores=scores, n_nodes=N, n_checked=len(order),
                             n_satisfying=int(sat.sum()), checked=tuple(order),
                             strategy="flash" if use_flash else "exhaustive",
-                            suppression=float(suppression), seconds=seconds,
+                            suppression=float(suppression), seconds=phases,
                             satisfying=sat, objective=objective, n_scored=n_scored,
-                            phases=phases)
+                            n_rows_rolled_up=0 if engine is None else engine.rows_scanned,
+                            params=params)
         if materialize and best is not None:
             anonymized = self.anonymize(best, crit, suppression=suppression,
                                         info={"search": res.to_dict()})
@@ -981,7 +1202,7 @@ class GeneralizationLattice:
         node = self._node(node)
         if measure == "precision":
             return self.precision(node)
-        return self._score(node, measure, criteria_from(k=1), 0, None)
+        return self._score(node, measure, criteria_from(min_size=1), 0, None)
 
     # ------------------------------------------------------------------ chains
     def default_chain(self) -> list[tuple[int, ...]]:
@@ -1046,7 +1267,10 @@ class GeneralizationLattice:
         an = None
         res = ChainSearch(chain=tuple(nodes), node=node, criterion=crit.name,
                           n_checked=n_checked, minimal_in_lattice=minimal,
-                          n_checked_predecessors=n_pred, seconds=time.perf_counter() - t0)
+                          n_checked_predecessors=n_pred,
+                          seconds={"total": time.perf_counter() - t0}, qi=self.qi,
+                          params={"qi": list(self.qi), "criterion": crit.name,
+                                  "check_minimal": bool(check_minimal)})
         if materialize and node is not None:
             an = self.anonymize(node, crit, info={"chain_search": res.to_dict()})
             object.__setattr__(res, "anonymized", an)
@@ -1147,11 +1371,37 @@ class GeneralizationLattice:
 
 
 # ---------------------------------------------------------------------- entry points
-def lattice_search(table: Any, qi: Sequence[str], sensitive: str, hierarchies: Any = None, *,
-                   predicate: Any = None, k: int | None = None, l: float | None = None,
+def _criterion(predicate: Any, min_size: int | None, l: float | None, l_kind: str,
+               c_l: float | None, t: float | None, t_ordered: bool, c: Any, k: int | None,
+               knowledge_kind: str) -> Criterion:
+    """Build the conjunction of the keyword criteria (predicate, min_size, ℓ, t, (c,k))."""
+    from ..predicates import AllOf, CKSafety, KAnonymity
+
+    check_choice(knowledge_kind, "knowledge_kind", ("implications", "negations"))
+    parts: list[Criterion] = []
+    if predicate is not None:
+        parts.append(as_criterion(predicate))
+    if min_size is not None:
+        parts.append(KAnonymity(min_size))
+    if l is not None or c_l is not None or t is not None:
+        parts.append(criteria_from(l=l, l_kind=l_kind, c_l=c_l, t=t, t_ordered=t_ordered))
+    if (c is None) != (k is None):
+        raise InputError("(c,k)-safety needs both c (the disclosure threshold) and k (the "
+                         "adversary's number of pieces of knowledge)")
+    if c is not None:
+        parts.append(CKSafety(c, k, knowledge_kind))  # type: ignore[arg-type]
+    if not parts:
+        raise InputError("no privacy criterion given: pass min_size=, l=, t=, c= and k=, or "
+                         "predicate=")
+    return parts[0] if len(parts) == 1 else AllOf(*parts)
+
+
+def lattice_search(data: Any, *, qi: Sequence[str], sensitive: str, hierarchies: Any = None,
+                   predicate: Any = None, min_size: int | None = None, l: float | None = None,
                    l_kind: str = "distinct", c_l: float | None = None, t: float | None = None,
-                   t_ordered: bool = False, c: Any = None, ck: int | None = None,
-                   knowledge: str = "implications", utility: str | Callable = "discernibility",
+                   t_ordered: bool = False, c: Any = None, k: int | None = None,
+                   knowledge_kind: str = "implications",
+                   utility: str | Callable = "discernibility",
                    suppression: float = 0.0, strategy: str = "auto", materialize: bool = True,
                    nulls: str = "error",
                    progress: Callable[[int, int], None] | None = None,
@@ -1159,32 +1409,36 @@ def lattice_search(table: Any, qi: Sequence[str], sensitive: str, hierarchies: A
                    on_check: Callable[[SearchProgress], None] | None = None) -> LatticeSearch:
     """Full-domain generalization: all minimal nodes satisfying a monotone criterion.
 
-    The criterion is the conjunction of ``predicate`` and the keyword criteria (see
-    :func:`fastpriv.predicates.criteria_from`: ``k``, ``l``/``l_kind``/``c_l``, ``t``,
-    ``c``/``ck``/``knowledge``). Returns a :class:`LatticeSearch` whose ``.release`` /
-    ``.group_ids`` / ``.anonymized`` are the best minimal node's release (the best
-    satisfying node's with ``objective="optimal"``; see
-    :meth:`GeneralizationLattice.search` for ``objective``, ``progress`` and ``on_check``).
+    The criterion is the conjunction of ``predicate`` and the keyword criteria:
+    ``min_size`` (k-anonymity: every group has ≥ ``min_size`` individuals; Sweeney 2002),
+    ``l``/``l_kind``/``c_l`` (ℓ-diversity; ``c_l`` is recursive (c,ℓ)-diversity's c),
+    ``t``/``t_ordered`` (t-closeness), and ``c``/``k``/``knowledge_kind`` ((c,k)-safety,
+    Martin et al. 2007: maximum disclosure < ``c`` against ``k`` basic implications, or
+    ``k`` negated atoms with ``knowledge_kind="negations"``). Returns a
+    :class:`LatticeSearch` whose ``.release`` / ``.group_ids`` / ``.anonymized`` are the
+    best minimal node's release (the best satisfying node's with ``objective="optimal"``;
+    see :meth:`GeneralizationLattice.search` for ``objective``, ``progress`` and
+    ``on_check``).
 
     Examples
     --------
     >>> import fastpriv as fp
     >>> res = fp.anonymize.lattice_search(fp.datasets.load_adult(),
-    ...     ["age", "marital_status", "race", "sex"], "occupation", k=10, l=3)
+    ...     qi=["age", "marital_status", "race", "sex"], sensitive="occupation",
+    ...     min_size=10, l=3)
     >>> res.best in res.minimal
     True
 
     """
-    crit = criteria_from(predicate=predicate, k=k, l=l, l_kind=l_kind, c_l=c_l, t=t,
-                         t_ordered=t_ordered, c=c, ck=ck, knowledge=knowledge)
-    lat = GeneralizationLattice(table, qi, sensitive, hierarchies, nulls=nulls)
+    crit = _criterion(predicate, min_size, l, l_kind, c_l, t, t_ordered, c, k, knowledge_kind)
+    lat = GeneralizationLattice(data, qi, sensitive, hierarchies, nulls=nulls)
     return lat.search(crit, utility=utility, suppression=suppression, strategy=strategy,
                       materialize=materialize, progress=progress, objective=objective,
                       on_check=on_check)
 
 
-def minimal_ck_safe(table: Any, qi: Sequence[str], sensitive: str, hierarchies: Any = None, *,
-                    c: Any, k: int, knowledge: str = "implications",
+def minimal_ck_safe(data: Any, *, qi: Sequence[str], sensitive: str, hierarchies: Any = None,
+                    c: Any, k: int, knowledge_kind: str = "implications",
                     utility: str | Callable = "discernibility", method: str = "lattice",
                     chain: Sequence[Sequence[int]] | None = None, materialize: bool = True,
                     nulls: str = "error") -> LatticeSearch | ChainSearch:
@@ -1192,16 +1446,17 @@ def minimal_ck_safe(table: Any, qi: Sequence[str], sensitive: str, hierarchies: 
 
     ``method="lattice"`` (default): every ⪯-minimal node whose maximum disclosure against
     ``k`` pieces of knowledge (basic implications, or negated atoms with
-    ``knowledge="negations"``) is < ``c``, and the best by ``utility`` — Incognito/Flash with
-    the (c,k)-safety check (Theorem 14 makes it monotone). ``method="chain"``: the paper's
-    binary search along one chain (``chain`` or the default diagonal chain), O(log height)
-    checks, minimal on that chain.
+    ``knowledge_kind="negations"``) is < ``c``, and the best by ``utility`` —
+    Incognito/Flash with the (c,k)-safety check (Theorem 14 makes it monotone).
+    ``method="chain"``: the paper's binary search along one chain (``chain`` or the default
+    diagonal chain), O(log height) checks, minimal on that chain.
     """
     from ..predicates import CKSafety
 
     check_choice(method, "method", ("lattice", "chain"))
-    crit = CKSafety(c, k, knowledge)
-    lat = GeneralizationLattice(table, qi, sensitive, hierarchies, nulls=nulls)
+    check_choice(knowledge_kind, "knowledge_kind", ("implications", "negations"))
+    crit = CKSafety(c, k, knowledge_kind)
+    lat = GeneralizationLattice(data, qi, sensitive, hierarchies, nulls=nulls)
     if method == "chain":
         return lat.chain_search(crit, chain, materialize=materialize)
     return lat.search(crit, utility=utility, materialize=materialize)

@@ -287,9 +287,9 @@ def _criterion(args: argparse.Namespace) -> Any:
         if float(l) != int(l):
             raise InputError(f"--l must be an integer for {args.l_kind} ℓ-diversity, got {l}")
         l = int(l)
-    return criteria_from(k=args.k, l=l, l_kind=args.l_kind, c_l=args.c_l, t=args.t,
-                         t_ordered=args.t_ordered, alpha=args.alpha, c=args.c, ck=args.ck,
-                         knowledge=args.knowledge)
+    return criteria_from(min_size=args.k, l=l, l_kind=args.l_kind, c_l=args.c_l, t=args.t,
+                         t_ordered=args.t_ordered, alpha=args.alpha, c=args.c, k=args.ck,
+                         knowledge_kind=args.knowledge)
 
 
 def summary_payload(result: Any, args: argparse.Namespace, seconds: float,

@@ -102,7 +102,7 @@ def _remedy(table):
     from ..predicates import criteria_from
     from ._common import Timer
 
-    crit = criteria_from(k=5, l=3, l_kind="entropy", t=0.2, c=CONFIDENCE, ck=CK)
+    crit = criteria_from(min_size=5, l=3, l_kind="entropy", t=0.2, c=CONFIDENCE, k=CK)
     with Timer() as t:
         res = mondrian(table, qi=REMEDY_QI, sensitive="occupation", predicate=crit)
     return res, t.seconds
