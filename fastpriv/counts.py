@@ -44,21 +44,19 @@ Nulls follow the ``nulls=`` policy of :meth:`Release.from_table` (``"error"``, `
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ._arrow import (
     NULL_POLICIES,
     apply_null_policy,
     apply_weights,
-    canonical_labels,
     iter_batches,
 )
+from ._ingest import IntCodes, LabelCodes, kind_of
 from ._validation import check_choice, check_columns, check_int, kernel_array
 from .errors import InputError, InputTypeError
 
@@ -67,9 +65,6 @@ __all__ = ["CountAccumulator", "merge", "DENSE_STATE_CELLS"]
 _COUNT = "count"
 #: Largest dense (group × value) count matrix kept by an accumulator (int64 cells).
 DENSE_STATE_CELLS = 1 << 25
-# direct-address tables up to this many slots (int32), or 8 slots per distinct key
-_DIRECT_MIN = 1 << 22
-_DIRECT_MAX = 1 << 26
 # batches below this many rows are counted on one thread even when n_jobs > 1
 _PARALLEL_MIN_ROWS = 1 << 16
 _PAIR_SHIFT = 31
@@ -79,292 +74,6 @@ _INT32_MAX = (1 << 31) - 1
 
 def _ro(a: np.ndarray, dtype: Any) -> np.ndarray:
     return kernel_array(a, dtype)
-
-
-# ============================================================================ int64 key maps
-class _IntCodes:
-    """Persistent int64 key → code map: direct-address table, hash table when sparse."""
-
-    def __init__(self, *, force_hash: bool = False) -> None:
-        self.n = 0                    # codes in use
-        self.hash = force_hash
-        self.base = 0
-        self.table = np.empty(0, dtype=np.int32)       # direct mode
-        self.bits = 0
-        self.tkeys = np.empty(0, dtype=np.int64)       # hash mode
-        self.tvals = np.empty(0, dtype=np.int32)
-
-    # -- direct mode
-    def _direct_limit(self, incoming: int) -> int:
-        return min(max(_DIRECT_MIN, 8 * (self.n + incoming)), _DIRECT_MAX)
-
-    def _direct_fits(self, lo: int, hi: int, incoming: int) -> tuple[bool, int, int]:
-        if self.table.size:
-            lo, hi = min(lo, self.base), max(hi, self.base + self.table.size - 1)
-        return hi - lo + 1 <= self._direct_limit(incoming), lo, hi
-
-    def _direct_grow(self, lo: int, hi: int, incoming: int) -> None:
-        """Cover ``[lo, hi]`` (which includes the current table) with geometric headroom."""
-        size = self.table.size
-        if size and lo >= self.base and hi < self.base + size:
-            return
-        if size:  # headroom on the side that grows (sorted streams grow upward)
-            room = max(self._direct_limit(incoming) - (hi - lo + 1), 0)
-            if hi > self.base + size - 1:
-                extra = min(size, room)
-                hi += extra
-                room -= extra
-            if lo < self.base:
-                lo -= min(size, room)
-        table = np.full(hi - lo + 1, -1, dtype=np.int32)
-        if size:
-            off = self.base - lo
-            table[off:off + size] = self.table
-        self.table, self.base = table, lo
-
-    # -- hash mode
-    def _to_hash(self, extra: int) -> None:
-        keys = self.keys()
-        self.hash = True
-        self.table = np.empty(0, dtype=np.int32)
-        self._rehash(keys, self.n + extra)
-
-    def _rehash(self, keys: np.ndarray, want: int) -> None:
-        from ._kernels.counting import hash_insert
-
-        bits = max(4, int(math.ceil(math.log2(max(2 * want, 16)))))
-        self.bits = bits
-        self.tkeys = np.zeros(1 << bits, dtype=np.int64)
-        self.tvals = np.full(1 << bits, -1, dtype=np.int32)
-        if keys.size:
-            hash_insert(_ro(keys, np.int64), _ro(np.arange(keys.size, dtype=np.int32),
-                                                 np.int32), self.tkeys, self.tvals, bits)
-
-    def encode(self, x: np.ndarray) -> np.ndarray:
-        """Codes (int32) of the int64 keys ``x``; unseen keys get new codes."""
-        from ._kernels.counting import direct_map, hash_map, int_range
-
-        n = x.shape[0]
-        out = np.empty(n, dtype=np.int32)
-        if n == 0:
-            return out
-        x = _ro(x, np.int64)
-        if not self.hash:
-            lo, hi = (int(b) for b in int_range(x))
-            fits, lo, hi = self._direct_fits(lo, hi, n)
-            if fits:
-                self._direct_grow(lo, hi, n)
-                self.n = int(direct_map(x, int(self.base), self.table, out, int(self.n)))
-                self._check_codes()
-                return out
-            self._to_hash(min(n, 1 << 20))
-        if not self.bits:
-            self._rehash(np.empty(0, dtype=np.int64), min(n, 1 << 20))
-        start = 0
-        while True:
-            cap = 1 << self.bits
-            stop, code = hash_map(x, self.tkeys, self.tvals, int(self.bits), out, int(start),
-                                  int(self.n), int(cap // 2))
-            self.n = int(code)
-            if stop == n:
-                break
-            start = int(stop)
-            self._rehash(self.keys(), 2 * self.n + 1)
-        self._check_codes()
-        return out
-
-    def _check_codes(self) -> None:
-        if self.n >= _PAIR_MASK:
-            raise InputError("more than 2**31 - 1 distinct keys: too many to encode")
-
-    def reserve_code(self) -> int:
-        """Return a new code with no key (used for the null label)."""
-        code = self.n
-        self.n += 1
-        return code
-
-    def keys(self) -> np.ndarray:
-        """Key of every code (entries of reserved codes are undefined)."""
-        from ._kernels.counting import direct_keys, table_keys
-
-        if self.hash:
-            return table_keys(self.tkeys, self.tvals, int(self.n))
-        return direct_keys(self.table, int(self.base), int(self.n))
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.table.nbytes + self.tkeys.nbytes + self.tvals.nbytes)
-
-
-# ============================================================================ label maps
-def _kind_of(t: pa.DataType) -> str:
-    if pa.types.is_integer(t) and not (pa.types.is_unsigned_integer(t) and t.bit_width == 64):
-        return "int"
-    if pa.types.is_floating(t):
-        return "float"
-    return "generic"
-
-
-_NAN_KEY = ("__fastpriv_nan__",)
-
-
-class _LabelCodes:
-    """Persistent label → code map of one column (codes in order of first appearance)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.type: pa.DataType | None = None     # canonical label type
-        self.kind: str | None = None
-        self.ints = _IntCodes()                   # int / float kinds
-        self.lookup: dict = {}                    # generic kind
-        self.chunks: list[pa.Array] = []          # generic kind: labels in code order
-        self.null_code = -1
-        self.n_generic = 0
-
-    @property
-    def n(self) -> int:
-        return self.n_generic if self.kind == "generic" else self.ints.n
-
-    def _set_type(self, t: pa.DataType) -> None:
-        canon = canonical_labels(pa.array([], type=t)).type
-        if self.type is None:
-            self.type, self.kind = canon, _kind_of(canon)
-        elif canon != self.type:
-            raise InputTypeError(f"column {self.name!r} changes type between batches: "
-                            f"{self.type} then {canon}")
-
-    def _null(self) -> int:
-        if self.null_code < 0:
-            if self.kind == "generic":
-                self.null_code = self.n_generic
-                self.n_generic += 1
-                self.chunks.append(pa.array([None], type=self.type))
-                self.lookup[None] = self.null_code
-            else:
-                self.null_code = self.ints.reserve_code()
-        return self.null_code
-
-    def encode(self, col: pa.Array | pa.ChunkedArray) -> np.ndarray:
-        """Global codes (int32) of every entry of ``col``."""
-        from ._kernels.counting import remap_codes
-
-        idx, remap = self.encode_pair(col)
-        if remap is None:
-            return idx
-        return remap_codes(idx, remap)
-
-    def encode_pair(self, col: pa.Array | pa.ChunkedArray
-                    ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Return ``(indices, remap)``: the global code of entry i is ``remap[indices[i]]``.
-
-        With ``remap`` None, ``indices`` already are the codes. Dictionary columns cost no
-        pass over the rows here: the kernel that consumes the rows applies the (small) remap.
-        """
-        if isinstance(col, pa.ChunkedArray):
-            if col.num_chunks == 1:
-                return self.encode_pair(col.chunk(0))
-            parts = [self.encode(c) for c in col.chunks]
-            return (np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)), None
-        t = col.type
-        if pa.types.is_dictionary(t):
-            return self._encode_dictionary(col)
-        self._set_type(t)
-        if self.kind == "generic" and len(col):
-            return self._encode_generic(col)
-        return self._encode_plain(col), None
-
-    def _encode_dictionary(self, col: pa.DictionaryArray) -> tuple[np.ndarray, np.ndarray]:
-        # Every dictionary entry is registered, used or not (no pass over the rows to find
-        # the used ones); labels that end with a zero count are dropped by to_release.
-        self._set_type(col.type.value_type)
-        dictionary = col.dictionary
-        nd = len(dictionary)
-        idx = col.indices
-        has_null = idx.null_count > 0
-        if has_null:
-            idx = idx.fill_null(nd)
-        raw = _ro(idx.to_numpy(), np.int32)
-        remap = np.full(nd + 1, -1, dtype=np.int32)
-        if nd:
-            remap[:nd] = self._encode_plain(dictionary)
-        if has_null:
-            remap[nd] = self._null()
-        return raw, _ro(remap, np.int32)
-
-    def _encode_plain(self, arr: pa.Array) -> np.ndarray:
-        n = len(arr)
-        if n == 0:
-            return np.empty(0, dtype=np.int32)
-        if self.kind == "generic":
-            return self.encode(arr)
-        if arr.null_count:
-            valid = pc.is_valid(arr).to_numpy(zero_copy_only=False)
-            out = np.empty(n, dtype=np.int32)
-            out[valid] = self._encode_numbers(arr.drop_null())
-            out[~valid] = self._null()
-            return out
-        return self._encode_numbers(arr)
-
-    def _encode_numbers(self, arr: pa.Array) -> np.ndarray:
-        if self.kind == "int":
-            x = arr.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        else:
-            f = arr.to_numpy(zero_copy_only=False).astype(np.float64)
-            f[np.isnan(f)] = np.nan  # one NaN bit pattern (Arrow unifies NaNs)
-            x = f.view(np.int64)
-        return self.ints.encode(x)
-
-    def _encode_generic(self, arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-        enc = pc.dictionary_encode(arr, null_encoding="encode")
-        dictionary = enc.dictionary
-        labels = dictionary.to_pylist()
-        remap = np.empty(len(labels), dtype=np.int32)
-        new = []
-        lookup = self.lookup
-        for i, lab in enumerate(labels):
-            key = _NAN_KEY if isinstance(lab, float) and lab != lab else lab
-            code = lookup.get(key)
-            if code is None:
-                code = self.n_generic
-                self.n_generic += 1
-                lookup[key] = code
-                new.append(i)
-                if lab is None:
-                    self.null_code = code
-            remap[i] = code
-        if new:
-            chunk = dictionary.take(pa.array(new)) if len(new) < len(labels) else dictionary
-            self.chunks.append(canonical_labels(chunk))
-        return _ro(enc.indices.to_numpy(zero_copy_only=False), np.int32), _ro(remap, np.int32)
-
-    def labels(self) -> pa.Array:
-        """All labels in code order (canonical type)."""
-        t = self.type if self.type is not None else pa.null()
-        if self.kind == "generic":
-            if not self.chunks:
-                return pa.array([], type=t)
-            return pa.concat_arrays([c.cast(t) if c.type != t else c for c in self.chunks])
-        keys = self.ints.keys()
-        mask = None
-        if self.null_code >= 0:
-            mask = np.zeros(keys.size, dtype=bool)
-            mask[self.null_code] = True
-            keys[self.null_code] = 0
-        if self.kind == "float":
-            return pa.array(keys.view(np.float64), mask=mask, type=pa.float64())
-        return pa.array(keys, mask=mask, type=pa.int64()).cast(t)
-
-    def sorted_ranks(self) -> tuple[np.ndarray, pa.Array]:
-        """``(rank, labels_sorted)``: rank of every code among the sorted labels."""
-        labels = self.labels()
-        order = pc.array_sort_indices(labels, null_placement="at_end").to_numpy()
-        rank = np.empty(len(order), dtype=np.int32)
-        rank[order] = np.arange(len(order), dtype=np.int32)
-        return rank, labels.take(pa.array(order))
-
-    @property
-    def nbytes(self) -> int:
-        return self.ints.nbytes + sum(c.nbytes for c in self.chunks) + 100 * len(self.lookup)
 
 
 # ============================================================================ count state
@@ -390,7 +99,7 @@ class _CountState:
         self.unfolded = False
         self.stride = 0
         self.gcap = 0
-        self.pairs = _IntCodes(force_hash=True)
+        self.pairs = IntCodes(force_hash=True)
         self.pcounts = np.zeros(0, dtype=np.int64)
 
     def _ensure_dense(self, n_groups: int, n_values: int, rows_total: int) -> bool:
@@ -614,9 +323,9 @@ class CountAccumulator:
         self.rows_counted = 0
         self.batches_seen = 0
         self.bytes_seen = 0
-        self._cols = [_LabelCodes(k) for k in self.keys]
-        self._values = _LabelCodes(sensitive)
-        self._levels = [_IntCodes(force_hash=True) for _ in self.keys[1:]]
+        self._cols = [LabelCodes(k) for k in self.keys]
+        self._values = LabelCodes(sensitive)
+        self._levels = [IntCodes(force_hash=True) for _ in self.keys[1:]]
         self._state = _CountState(self.dense_cells)
 
     @property
@@ -688,7 +397,7 @@ class CountAccumulator:
         if self._levels or self._state.sparse or key.null_count or lab.ints.hash:
             return False
         t = key.type
-        if not (pa.types.is_integer(t) and _kind_of(t) == "int"):
+        if not (pa.types.is_integer(t) and kind_of(t) == "int"):
             return False
         if lab.kind is not None and lab.kind != "int":
             return False

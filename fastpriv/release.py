@@ -29,7 +29,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._arrow import apply_null_policy, apply_weights, as_table, encode_column, encode_keys
+from ._arrow import (
+    NULL_POLICIES,
+    apply_null_policy,
+    apply_weights,
+    as_table,
+    encode_column,
+    encode_keys,
+)
 from ._validation import check_choice, check_columns, check_keys, check_roles, kernel_array
 from .errors import InputError, InputTypeError
 
@@ -211,6 +218,11 @@ class Release:
         if sensitive in keys:
             raise InputError(f"sensitive column {sensitive!r} is also a {param} column")
         check_roles(**{param: keys, "sensitive": sensitive, "individual": individual})
+        if individual is None and weight is None and case in (None, SVPI):
+            rel = cls._from_stream(data, keys=keys, sensitive=sensitive, nulls=nulls,
+                                   param=param)
+            if rel is not None:
+                return rel
         table = as_table(data, param="data")
         check_columns([sensitive], table.column_names, "sensitive")
         check_columns(keys, table.column_names, param)
@@ -279,6 +291,36 @@ class Release:
                           weights, n_groups=n_groups, values=enc.labels,
                           groups=group_keys, case=case, sizes=sizes,
                           row_group=row_group,
+                          sensitive_name=sensitive)
+
+    @classmethod
+    def _from_stream(cls, data: Any, *, keys: list[str], sensitive: str, nulls: str,
+                     param: str) -> "Release | None":
+        """SVPI release of a path, Dataset or Table, streamed (:mod:`fastpriv._ingest`).
+
+        None when the input is not streamable (the caller reads it whole): other kinds of
+        input, list-valued sensitive columns, and the error messages that need the whole
+        table (a null under ``nulls="error"``).
+        """
+        from ._ingest import encode_rows, source_schema, streamable
+
+        check_choice(nulls, "nulls", NULL_POLICIES)
+        if not streamable(data):
+            return None
+        schema = source_schema(data)
+        names = schema.names
+        if len(set(names)) != len(names):
+            return None
+        check_columns([sensitive], names, "sensitive")
+        check_columns(keys, names, param)
+        if any(pa.types.is_nested(schema.field(c).type) for c in keys + [sensitive]):
+            return None
+        rows = encode_rows(data, keys=keys, sensitive=sensitive, nulls=nulls)
+        if rows is None:
+            return None
+        return cls._build(rows.group, rows.value, np.empty(0, dtype=np.int64),
+                          n_groups=rows.keys.num_rows, values=rows.values, groups=rows.keys,
+                          case=SVPI, sizes=None, row_group=rows.group,
                           sensitive_name=sensitive)
 
     @classmethod

@@ -992,3 +992,93 @@ def count_pairs_parallel(group, value, weights, n_groups, n_values, dense_cells,
     run_chunks(lambda c: pairs_compact(start, indptr, tcodes, tcounts, *by_groups(c), codes,
                                        counts), T)
     return indptr, codes, counts
+
+
+# ----------------------------------------------------------------------------- string codes
+_FNV_OFFSET = 0xCBF29CE484222325
+_FNV_PRIME = 0x100000001B3
+
+
+@kernel
+def str_map(offsets, data, slots, bits, hashes, starts, arena, out, start, next_code,
+            max_codes):
+    """Codes of the strings of an Arrow (large) string/binary array; new ones get new codes.
+
+    The strings are ``data[offsets[i]:offsets[i+1]]``. The persistent map is an
+    open-addressing table ``slots`` (2**bits entries, ``-1`` empty) of codes; code ``c``'s
+    bytes are ``arena[starts[c]:starts[c+1]]`` and ``hashes[c]`` its 64-bit FNV-1a hash.
+    Equal hashes are confirmed byte by byte, so codes are exact. Stops *before* inserting
+    a string once ``max_codes`` codes exist or the arena is full, so the caller can grow the
+    arrays and resume. Returns ``(stop, next_code)``: rows ``start..stop-1`` are done.
+    """
+    mask = (np.int64(1) << bits) - 1
+    shift = np.uint64(64 - bits)
+    code = next_code
+    used = starts[code]
+    cap = arena.shape[0]
+    n = offsets.shape[0] - 1
+    for i in range(start, n):
+        a = np.int64(offsets[i])
+        ln = np.int64(offsets[i + 1]) - a
+        h = np.uint64(_FNV_OFFSET)
+        for j in range(ln):
+            h = (h ^ np.uint64(data[a + j])) * np.uint64(_FNV_PRIME)
+        s = np.int64((h * np.uint64(_HASH_MULT)) >> shift)
+        c = slots[s]
+        while c >= 0:
+            if hashes[c] == h and starts[c + 1] - starts[c] == ln:
+                p = starts[c]
+                same = True
+                for j in range(ln):
+                    if arena[p + j] != data[a + j]:
+                        same = False
+                        break
+                if same:
+                    break
+            s = (s + 1) & mask
+            c = slots[s]
+        if c < 0:
+            if code >= max_codes or used + ln > cap:
+                return i, code
+            for j in range(ln):
+                arena[used + j] = data[a + j]
+            used += ln
+            hashes[code] = h
+            starts[code + 1] = used
+            slots[s] = code
+            c = code
+            code += 1
+        out[i] = c
+    return n, code
+
+
+@kernel
+def str_rehash(hashes, n_codes, skip, bits):
+    """Slot table (2**bits entries) of codes ``0..n_codes-1`` except ``skip`` (-1: none)."""
+    mask = (np.int64(1) << bits) - 1
+    shift = np.uint64(64 - bits)
+    slots = np.full(np.int64(1) << bits, -1, dtype=np.int32)
+    for c in range(n_codes):
+        if c == skip:
+            continue
+        s = np.int64((hashes[c] * np.uint64(_HASH_MULT)) >> shift)
+        while slots[s] >= 0:
+            s = (s + 1) & mask
+        slots[s] = c
+    return slots
+
+
+@kernel
+def remap_inplace(codes, remap):
+    """``codes[i] = remap[codes[i]]`` in place (int32 codes)."""
+    for i in range(codes.shape[0]):
+        codes[i] = remap[codes[i]]
+
+
+@kernel
+def used_codes(codes, n_codes):
+    """``used[c]`` is True when code ``c`` occurs in ``codes``."""
+    used = np.zeros(n_codes, dtype=np.bool_)
+    for i in range(codes.shape[0]):
+        used[codes[i]] = True
+    return used

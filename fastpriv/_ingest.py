@@ -1,0 +1,653 @@
+"""Streaming ingest: record batches to (group code, value code) per row, at the speed of the scan.
+
+:meth:`fastpriv.Release.from_table` on a Parquet/CSV path, a ``pyarrow.dataset`` or a Table
+goes through :func:`encode_rows`: the batches of the projected columns are streamed
+(:func:`fastpriv._arrow.iter_batches`, the next row group decoded on a background thread
+while this one is encoded, GIL released on both sides), never the whole table, and each
+batch is encoded by persistent per-column code maps — codes in order of first appearance:
+
+* integers (and floats, by bit pattern): a direct-address table over the value range while
+  it is compact, an open-addressing hash table beyond (:class:`IntCodes`);
+* strings and binaries: an exact hash table over the Arrow buffers themselves
+  (:class:`StrCodes`: FNV-1a hash, byte comparison on equal hashes, labels kept in one byte
+  arena) — no Python object per row or per label;
+* dictionary columns (Parquet dictionary pages): only the dictionary is mapped, the rows
+  are one ``remap[index]``;
+* anything else (dates, booleans, decimals, …): Arrow's hash ``dictionary_encode`` per
+  batch and a Python dict over the batch dictionary (:class:`LabelCodes`).
+
+Several key columns (QI tuples) are combined pairwise through hash maps of
+``code_a << 31 | code_b`` (:class:`KeyCodes`). Memory: the two int32 code columns (the group
+codes become the release's ``row_group``) plus one batch in flight and one read ahead.
+At the end the labels are sorted once and the codes renumbered in place into the canonical
+(sorted-label) order, so the result is the one :func:`fastpriv._arrow.encode_keys` /
+:func:`fastpriv._arrow.encode_column` give on the whole table.
+
+The same maps are the state of :class:`fastpriv.counts.CountAccumulator`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ._arrow import canonical_labels, count_rows, is_csv, iter_batches, reading
+from ._validation import kernel_array
+from .errors import InputError, InputTypeError
+
+__all__ = ["IntCodes", "StrCodes", "LabelCodes", "KeyCodes", "EncodedRows", "encode_rows",
+           "kind_of"]
+
+# direct-address tables up to this many slots (int32), or 8 slots per distinct key
+_DIRECT_MIN = 1 << 22
+_DIRECT_MAX = 1 << 26
+_PAIR_SHIFT = 31
+_PAIR_MASK = (1 << 31) - 1
+
+
+def _ro(a: np.ndarray, dtype: Any) -> np.ndarray:
+    return kernel_array(a, dtype)
+
+
+# ============================================================================ int64 key maps
+class IntCodes:
+    """Persistent int64 key → code map: direct-address table, hash table when sparse."""
+
+    def __init__(self, *, force_hash: bool = False) -> None:
+        self.n = 0                    # codes in use
+        self.hash = force_hash
+        self.base = 0
+        self.table = np.empty(0, dtype=np.int32)       # direct mode
+        self.bits = 0
+        self.tkeys = np.empty(0, dtype=np.int64)       # hash mode
+        self.tvals = np.empty(0, dtype=np.int32)
+
+    # -- direct mode
+    def _direct_limit(self, incoming: int) -> int:
+        return min(max(_DIRECT_MIN, 8 * (self.n + incoming)), _DIRECT_MAX)
+
+    def _direct_fits(self, lo: int, hi: int, incoming: int) -> tuple[bool, int, int]:
+        if self.table.size:
+            lo, hi = min(lo, self.base), max(hi, self.base + self.table.size - 1)
+        return hi - lo + 1 <= self._direct_limit(incoming), lo, hi
+
+    def _direct_grow(self, lo: int, hi: int, incoming: int) -> None:
+        """Cover ``[lo, hi]`` (which includes the current table) with geometric headroom."""
+        size = self.table.size
+        if size and lo >= self.base and hi < self.base + size:
+            return
+        if size:  # headroom on the side that grows (sorted streams grow upward)
+            room = max(self._direct_limit(incoming) - (hi - lo + 1), 0)
+            if hi > self.base + size - 1:
+                extra = min(size, room)
+                hi += extra
+                room -= extra
+            if lo < self.base:
+                lo -= min(size, room)
+        table = np.full(hi - lo + 1, -1, dtype=np.int32)
+        if size:
+            off = self.base - lo
+            table[off:off + size] = self.table
+        self.table, self.base = table, lo
+
+    # -- hash mode
+    def _to_hash(self, extra: int) -> None:
+        keys = self.keys()
+        self.hash = True
+        self.table = np.empty(0, dtype=np.int32)
+        self._rehash(keys, self.n + extra)
+
+    def _rehash(self, keys: np.ndarray, want: int) -> None:
+        from ._kernels.counting import hash_insert
+
+        bits = max(4, int(math.ceil(math.log2(max(2 * want, 16)))))
+        self.bits = bits
+        self.tkeys = np.zeros(1 << bits, dtype=np.int64)
+        self.tvals = np.full(1 << bits, -1, dtype=np.int32)
+        if keys.size:
+            hash_insert(_ro(keys, np.int64), _ro(np.arange(keys.size, dtype=np.int32),
+                                                 np.int32), self.tkeys, self.tvals, bits)
+
+    def encode(self, x: np.ndarray) -> np.ndarray:
+        """Codes (int32) of the int64 keys ``x``; unseen keys get new codes."""
+        from ._kernels.counting import direct_map, hash_map, int_range
+
+        n = x.shape[0]
+        out = np.empty(n, dtype=np.int32)
+        if n == 0:
+            return out
+        x = _ro(x, np.int64)
+        if not self.hash:
+            lo, hi = (int(b) for b in int_range(x))
+            fits, lo, hi = self._direct_fits(lo, hi, n)
+            if fits:
+                self._direct_grow(lo, hi, n)
+                self.n = int(direct_map(x, int(self.base), self.table, out, int(self.n)))
+                self._check_codes()
+                return out
+            self._to_hash(min(n, 1 << 20))
+        if not self.bits:
+            self._rehash(np.empty(0, dtype=np.int64), min(n, 1 << 20))
+        start = 0
+        while True:
+            cap = 1 << self.bits
+            stop, code = hash_map(x, self.tkeys, self.tvals, int(self.bits), out, int(start),
+                                  int(self.n), int(cap // 2))
+            self.n = int(code)
+            if stop == n:
+                break
+            start = int(stop)
+            self._rehash(self.keys(), 2 * self.n + 1)
+        self._check_codes()
+        return out
+
+    def _check_codes(self) -> None:
+        if self.n >= _PAIR_MASK:
+            raise InputError("more than 2**31 - 1 distinct keys: too many to encode")
+
+    def reserve_code(self) -> int:
+        """Return a new code with no key (used for the null label)."""
+        code = self.n
+        self.n += 1
+        return code
+
+    def keys(self) -> np.ndarray:
+        """Key of every code (entries of reserved codes are undefined)."""
+        from ._kernels.counting import direct_keys, table_keys
+
+        if self.hash:
+            return table_keys(self.tkeys, self.tvals, int(self.n))
+        return direct_keys(self.table, int(self.base), int(self.n))
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.table.nbytes + self.tkeys.nbytes + self.tvals.nbytes)
+
+
+# ============================================================================ label maps
+def kind_of(t: pa.DataType) -> str:
+    if pa.types.is_integer(t) and not (pa.types.is_unsigned_integer(t) and t.bit_width == 64):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_string(t) or pa.types.is_binary(t):
+        return "str"
+    return "generic"
+
+
+_NAN_KEY = ("__fastpriv_nan__",)
+
+
+def _string_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """``(offsets, data)`` of a (large) string/binary array without nulls, zero-copy."""
+    t = arr.type
+    if not (pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t)
+            or pa.types.is_large_binary(t)):
+        arr = arr.cast(pa.large_binary() if pa.types.is_binary_view(t) else pa.large_string())
+        t = arr.type
+    large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+    bufs = arr.buffers()
+    n = len(arr)
+    odt = np.int64 if large else np.int32
+    offsets = np.frombuffer(bufs[1], dtype=odt, count=arr.offset + n + 1)[arr.offset:]
+    data = (np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None and bufs[2].size
+            else np.zeros(1, dtype=np.uint8))
+    return offsets, data
+
+
+class StrCodes:
+    """Persistent string/binary → code map over Arrow buffers (exact, codes by first appearance).
+
+    Code ``c``'s bytes are ``arena[starts[c]:starts[c+1]]``; ``slots`` is an open-addressing
+    table of codes at load ≤ 1/2, keyed by the 64-bit FNV-1a hash ``hashes[c]`` (collisions
+    are resolved by comparing bytes, see ``_kernels.counting.str_map``).
+    """
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.reserved = -1                          # a code without bytes (the null label)
+        self.bits = 0
+        self.slots = np.empty(0, dtype=np.int32)
+        self.hashes = np.empty(0, dtype=np.uint64)
+        self.starts = np.zeros(1, dtype=np.int64)
+        self.arena = np.empty(0, dtype=np.uint8)
+
+    def _grow_codes(self, want: int) -> None:
+        from ._kernels.counting import str_rehash
+
+        cap = max(1024, want, 2 * self.hashes.size)
+        hashes = np.zeros(cap, dtype=np.uint64)
+        hashes[:self.n] = self.hashes[:self.n]
+        starts = np.zeros(cap + 1, dtype=np.int64)
+        starts[:self.n + 1] = self.starts[:self.n + 1]
+        self.hashes, self.starts = hashes, starts
+        self.bits = max(4, int(math.ceil(math.log2(2 * cap))))
+        self.slots = str_rehash(self.hashes, int(self.n), int(self.reserved), int(self.bits))
+
+    def _grow_arena(self, want: int) -> None:
+        arena = np.empty(max(want, 2 * self.arena.size, 1 << 16), dtype=np.uint8)
+        used = int(self.starts[self.n])
+        arena[:used] = self.arena[:used]
+        self.arena = arena
+
+    def encode(self, arr: pa.Array) -> np.ndarray:
+        """Codes (int32) of the strings of ``arr`` (no nulls); unseen ones get new codes."""
+        from ._kernels.counting import str_map
+
+        offsets, data = _string_buffers(arr)
+        n = len(arr)
+        out = np.empty(n, dtype=np.int32)
+        if not self.hashes.size:
+            self._grow_codes(min(n, 1 << 16))
+        start = 0
+        while True:
+            stop, code = str_map(offsets, data, self.slots, int(self.bits), self.hashes,
+                                 self.starts, self.arena, out, int(start), int(self.n),
+                                 int(self.hashes.size))
+            self.n = int(code)
+            if stop == n:
+                return out
+            start = int(stop)
+            if self.n >= _PAIR_MASK:
+                raise InputError("more than 2**31 - 1 distinct keys: too many to encode")
+            if self.n >= self.hashes.size:
+                self._grow_codes(2 * self.n)
+            rest = int(offsets[n]) - int(offsets[start])
+            if int(self.starts[self.n]) + rest > self.arena.size:
+                self._grow_arena(int(self.starts[self.n]) + rest)
+
+    def reserve_code(self) -> int:
+        """Return a new code with no bytes and no slot (used for the null label)."""
+        if self.n >= self.hashes.size:
+            self._grow_codes(2 * self.n + 1)
+        code = self.n
+        self.starts[code + 1] = self.starts[code]
+        self.reserved = code
+        self.n += 1
+        return code
+
+    def labels(self, t: pa.DataType) -> pa.Array:
+        """All labels in code order, of type ``t`` (string or binary; reserved code: null)."""
+        n = self.n
+        starts = self.starts[:n + 1]
+        used = int(starts[n])
+        big = used >= _PAIR_MASK
+        offsets = starts if big else starts.astype(np.int32)
+        typ = {True: pa.large_binary(), False: pa.binary()}[big] if pa.types.is_binary(t) \
+            else {True: pa.large_string(), False: pa.string()}[big]
+        validity = None
+        if self.reserved >= 0:
+            mask = np.ones(n, dtype=bool)
+            mask[self.reserved] = False
+            validity = pa.array(mask).buffers()[1]
+        arr = pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(offsets),
+                                             pa.py_buffer(self.arena[:used].copy())])
+        return arr if arr.type == t else arr.cast(t)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.slots.nbytes + self.hashes.nbytes + self.starts.nbytes
+                   + self.arena.nbytes)
+
+
+class LabelCodes:
+    """Persistent label → code map of one column (codes in order of first appearance)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.type: pa.DataType | None = None     # canonical label type
+        self.kind: str | None = None
+        self.ints = IntCodes()                   # int / float kinds
+        self.strs = StrCodes()                   # string / binary kinds
+        self.lookup: dict = {}                    # generic kind
+        self.chunks: list[pa.Array] = []          # generic kind: labels in code order
+        self.null_code = -1
+        self.n_generic = 0
+
+    @property
+    def n(self) -> int:
+        if self.kind == "str":
+            return self.strs.n
+        return self.n_generic if self.kind == "generic" else self.ints.n
+
+    def _set_type(self, t: pa.DataType) -> None:
+        canon = canonical_labels(pa.array([], type=t)).type
+        if self.type is None:
+            self.type, self.kind = canon, kind_of(canon)
+        elif canon != self.type:
+            raise InputTypeError(f"column {self.name!r} changes type between batches: "
+                            f"{self.type} then {canon}")
+
+    def _null(self) -> int:
+        if self.null_code < 0:
+            if self.kind == "generic":
+                self.null_code = self.n_generic
+                self.n_generic += 1
+                self.chunks.append(pa.array([None], type=self.type))
+                self.lookup[None] = self.null_code
+            elif self.kind == "str":
+                self.null_code = self.strs.reserve_code()
+            else:
+                self.null_code = self.ints.reserve_code()
+        return self.null_code
+
+    def encode(self, col: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """Global codes (int32) of every entry of ``col``."""
+        from ._kernels.counting import remap_codes
+
+        idx, remap = self.encode_pair(col)
+        if remap is None:
+            return idx
+        return remap_codes(idx, remap)
+
+    def encode_pair(self, col: pa.Array | pa.ChunkedArray
+                    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Return ``(indices, remap)``: the global code of entry i is ``remap[indices[i]]``.
+
+        With ``remap`` None, ``indices`` already are the codes. Dictionary columns cost no
+        pass over the rows here: the kernel that consumes the rows applies the (small) remap.
+        """
+        if isinstance(col, pa.ChunkedArray):
+            if col.num_chunks == 1:
+                return self.encode_pair(col.chunk(0))
+            parts = [self.encode(c) for c in col.chunks]
+            return (np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)), None
+        t = col.type
+        if pa.types.is_dictionary(t):
+            return self._encode_dictionary(col)
+        self._set_type(t)
+        if self.kind == "generic" and len(col):
+            return self._encode_generic(col)
+        return self._encode_plain(col), None
+
+    def _encode_dictionary(self, col: pa.DictionaryArray) -> tuple[np.ndarray, np.ndarray]:
+        # Every dictionary entry is registered, used or not (no pass over the rows to find
+        # the used ones); labels that end with a zero count are dropped by to_release.
+        self._set_type(col.type.value_type)
+        dictionary = col.dictionary
+        nd = len(dictionary)
+        idx = col.indices
+        has_null = idx.null_count > 0
+        if has_null:
+            idx = idx.fill_null(nd)
+        raw = _ro(idx.to_numpy(), np.int32)
+        remap = np.full(nd + 1, -1, dtype=np.int32)
+        if nd:
+            remap[:nd] = self._encode_plain(dictionary)
+        if has_null:
+            remap[nd] = self._null()
+        return raw, _ro(remap, np.int32)
+
+    def _encode_plain(self, arr: pa.Array) -> np.ndarray:
+        n = len(arr)
+        if n == 0:
+            return np.empty(0, dtype=np.int32)
+        if self.kind == "generic":
+            return self.encode(arr)
+        if arr.null_count:
+            valid = pc.is_valid(arr).to_numpy(zero_copy_only=False)
+            out = np.empty(n, dtype=np.int32)
+            out[valid] = self._encode_values(arr.drop_null())
+            out[~valid] = self._null()
+            return out
+        return self._encode_values(arr)
+
+    def _encode_values(self, arr: pa.Array) -> np.ndarray:
+        if self.kind == "str":
+            return self.strs.encode(arr)
+        return self._encode_numbers(arr)
+
+    def _encode_numbers(self, arr: pa.Array) -> np.ndarray:
+        if self.kind == "int":
+            x = arr.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        else:
+            f = arr.to_numpy(zero_copy_only=False).astype(np.float64)
+            f[np.isnan(f)] = np.nan  # one NaN bit pattern (Arrow unifies NaNs)
+            x = f.view(np.int64)
+        return self.ints.encode(x)
+
+    def _encode_generic(self, arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        enc = pc.dictionary_encode(arr, null_encoding="encode")
+        dictionary = enc.dictionary
+        labels = dictionary.to_pylist()
+        remap = np.empty(len(labels), dtype=np.int32)
+        new = []
+        lookup = self.lookup
+        for i, lab in enumerate(labels):
+            key = _NAN_KEY if isinstance(lab, float) and lab != lab else lab
+            code = lookup.get(key)
+            if code is None:
+                code = self.n_generic
+                self.n_generic += 1
+                lookup[key] = code
+                new.append(i)
+                if lab is None:
+                    self.null_code = code
+            remap[i] = code
+        if new:
+            chunk = dictionary.take(pa.array(new)) if len(new) < len(labels) else dictionary
+            self.chunks.append(canonical_labels(chunk))
+        return _ro(enc.indices.to_numpy(zero_copy_only=False), np.int32), _ro(remap, np.int32)
+
+    def labels(self) -> pa.Array:
+        """All labels in code order (canonical type)."""
+        t = self.type if self.type is not None else pa.null()
+        if self.kind == "generic":
+            if not self.chunks:
+                return pa.array([], type=t)
+            return pa.concat_arrays([c.cast(t) if c.type != t else c for c in self.chunks])
+        if self.kind == "str":
+            return self.strs.labels(t)
+        keys = self.ints.keys()
+        mask = None
+        if self.null_code >= 0:
+            mask = np.zeros(keys.size, dtype=bool)
+            mask[self.null_code] = True
+            keys[self.null_code] = 0
+        if self.kind == "float":
+            return pa.array(keys.view(np.float64), mask=mask, type=pa.float64())
+        return pa.array(keys, mask=mask, type=pa.int64()).cast(t)
+
+    def sorted_ranks(self) -> tuple[np.ndarray, pa.Array]:
+        """``(rank, labels_sorted)``: rank of every code among the sorted labels."""
+        labels = self.labels()
+        order = pc.array_sort_indices(labels, null_placement="at_end").to_numpy()
+        rank = np.empty(len(order), dtype=np.int32)
+        rank[order] = np.arange(len(order), dtype=np.int32)
+        return rank, labels.take(pa.array(order))
+
+    @property
+    def nbytes(self) -> int:
+        return (self.ints.nbytes + self.strs.nbytes + sum(c.nbytes for c in self.chunks)
+                + 100 * len(self.lookup))
+
+
+
+# ============================================================================ key tuples
+class KeyCodes:
+    """Persistent key tuple → group code map over one or more key columns.
+
+    One :class:`LabelCodes` per column; columns after the first are combined pairwise,
+    ``code = level.encode(code_a << 31 | code_b)``, so a group is one code whatever the
+    number of columns (codes in order of first appearance).
+    """
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = list(names)
+        self.cols = [LabelCodes(k) for k in self.names]
+        self.levels = [IntCodes(force_hash=True) for _ in self.names[1:]]
+
+    @property
+    def n(self) -> int:
+        """Distinct groups (key tuples) seen so far."""
+        return self.levels[-1].n if self.levels else self.cols[0].n
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(c.nbytes for c in self.cols) + sum(lv.nbytes for lv in self.levels))
+
+    def encode(self, cols: list) -> np.ndarray:
+        """Group code (int32) of every row of the key columns ``cols``."""
+        codes = self.cols[0].encode(cols[0])
+        return self.combine(codes, [lab.encode(c) for lab, c in
+                                    zip(self.cols[1:], cols[1:], strict=True)])
+
+    def combine(self, codes: np.ndarray, rest: list[np.ndarray]) -> np.ndarray:
+        """Group codes of rows given the per-column codes (first column, then the others)."""
+        from ._kernels.counting import pack_pairs
+
+        for level, b in zip(self.levels, rest, strict=True):
+            codes = level.encode(pack_pairs(_ro(codes, np.int32), _ro(b, np.int32)))
+        return codes
+
+    def components(self) -> list[np.ndarray]:
+        """Per-column codes of every group code (multi-column keys)."""
+        codes = None
+        comps: list[np.ndarray] = []
+        for level in reversed(self.levels):
+            keys = level.keys() if codes is None else level.keys()[codes]
+            comps.append((keys & _PAIR_MASK).astype(np.int32))
+            codes = (keys >> _PAIR_SHIFT).astype(np.int64)
+        comps.append(codes.astype(np.int32))
+        return comps[::-1]
+
+    def canonical(self, gused: np.ndarray) -> tuple[np.ndarray, pa.Table]:
+        """``(gorder, keys)``: the used group codes in key order, and their key table."""
+        gkeep = np.flatnonzero(gused)
+        if not self.levels:
+            grank, _ = self.cols[0].sorted_ranks()
+            gorder = gkeep[np.argsort(grank[gkeep], kind="stable")].astype(np.int64)
+            labels = self.cols[0].labels().take(pa.array(gorder))
+            return gorder, pa.table({self.names[0]: labels})
+        comps = [c[gkeep] for c in self.components()]
+        ranked = []
+        for col, cc in zip(self.cols, comps, strict=True):
+            rank, _ = col.sorted_ranks()
+            ranked.append(rank[cc])
+        perm = np.lexsort(ranked[::-1])
+        gorder = gkeep[perm].astype(np.int64)
+        keys = pa.table({name: col.labels().take(pa.array(cc[perm]))
+                         for name, col, cc in zip(self.names, self.cols, comps, strict=True)})
+        return gorder, keys
+
+
+# ============================================================================ rows
+@dataclass(frozen=True)
+class EncodedRows:
+    """Canonical codes of every kept row: what ``Release._build`` counts.
+
+    ``group`` (int32) indexes the rows of ``keys`` (sorted key tuples), ``value`` (int32)
+    the sorted ``values``; only groups and values that occur are kept.
+    """
+
+    group: np.ndarray
+    value: np.ndarray
+    keys: pa.Table
+    values: pa.Array
+
+
+def streamable(data: Any) -> bool:
+    """Return whether :func:`encode_rows` reads ``data`` (a path, a Dataset or a Table)."""
+    if isinstance(data, (str, os.PathLike)):
+        return os.path.exists(os.fspath(data))
+    if isinstance(data, pa.Table):
+        return True
+    mod = type(data).__module__
+    return mod.startswith("pyarrow") and hasattr(data, "scanner") and hasattr(data, "schema")
+
+
+def source_schema(data: Any, param: str = "data") -> pa.Schema:
+    """Return the schema of a streamable source, without reading its rows."""
+    if isinstance(data, (str, os.PathLike)):
+        path = os.fspath(data)
+        with reading(path, param):
+            if is_csv(path) and os.path.isfile(path):
+                import pyarrow.csv as pacsv
+
+                try:
+                    return pacsv.open_csv(path, convert_options=pacsv.ConvertOptions(
+                        strings_can_be_null=True)).schema
+                except (pa.ArrowInvalid, LookupError, UnicodeDecodeError) as exc:
+                    raise InputError(f"{param}: cannot read {path!r} as CSV: "
+                                     f"{str(exc).splitlines()[0]}") from None
+            import pyarrow.dataset as ds
+
+            return ds.dataset(path, format="parquet").schema
+    return data.schema
+
+
+class _Buffer:
+    """A growing int32 column (preallocated when the row count is known)."""
+
+    def __init__(self, size: int | None) -> None:
+        self.a = np.empty(size if size is not None else 1 << 20, dtype=np.int32)
+        self.n = 0
+
+    def append(self, x: np.ndarray) -> None:
+        m = x.shape[0]
+        if self.n + m > self.a.size:
+            grown = np.empty(max(2 * self.a.size, self.n + m), dtype=np.int32)
+            grown[:self.n] = self.a[:self.n]
+            self.a = grown
+        self.a[self.n:self.n + m] = x
+        self.n += m
+
+    def result(self) -> np.ndarray:
+        return self.a if self.n == self.a.size else self.a[:self.n].copy()
+
+
+def encode_rows(data: Any, *, keys: list[str], sensitive: str, nulls: str,
+                batch_size: int = 1 << 20) -> EncodedRows | None:
+    """Stream ``data`` and return the canonical codes of every row (see the module notes).
+
+    Returns None when a null meets ``nulls="error"``: the caller reads the table to name
+    every column with its null count.
+    """
+    from ._kernels.counting import remap_inplace, used_codes
+
+    cols = keys + [sensitive]
+    total = count_rows(data)
+    gbuf, vbuf = _Buffer(total), _Buffer(total)
+    kc = KeyCodes(keys)
+    vc = LabelCodes(sensitive)
+    seen = 0
+    for batch in iter_batches(data, cols, batch_size=batch_size):
+        seen += batch.num_rows
+        if any(batch.column(i).null_count for i in range(len(cols))):
+            if nulls == "error":
+                return None
+            if nulls == "drop":
+                mask = None
+                for i in range(len(cols)):
+                    m = pc.is_valid(batch.column(i))
+                    mask = m if mask is None else pc.and_(mask, m)
+                batch = batch.filter(mask)
+        if batch.num_rows == 0:
+            continue
+        gbuf.append(kc.encode([batch.column(i) for i in range(len(keys))]))
+        vbuf.append(vc.encode(batch.column(len(keys))))
+    if seen == 0:
+        raise InputError("data is empty: a release needs at least one row")
+    if gbuf.n == 0:
+        raise InputError("data has no rows left after dropping nulls")
+    group, value = gbuf.result(), vbuf.result()
+    del gbuf, vbuf
+    gorder, key_table = kc.canonical(used_codes(group, int(kc.n)))
+    vused = used_codes(value, int(vc.n))
+    vrank_all, _ = vc.sorted_ranks()
+    keep_v = np.flatnonzero(vused)
+    order = np.argsort(vrank_all[keep_v], kind="stable")
+    values = vc.labels().take(pa.array(keep_v[order]))
+    vrank = np.full(vused.size, -1, dtype=np.int32)
+    vrank[keep_v[order]] = np.arange(keep_v.size, dtype=np.int32)
+    grank = np.full(int(kc.n), -1, dtype=np.int32)
+    grank[gorder] = np.arange(gorder.size, dtype=np.int32)
+    remap_inplace(group, grank)
+    remap_inplace(value, vrank)
+    return EncodedRows(group, value, key_table, values)
