@@ -56,186 +56,21 @@ from ._arrow import (
     apply_weights,
     iter_batches,
 )
-from ._ingest import IntCodes, LabelCodes, kind_of
+from ._ingest import DENSE_STATE_CELLS, CountState, IntCodes, LabelCodes, kind_of
 from ._validation import check_choice, check_columns, check_int, kernel_array
 from .errors import InputError, InputTypeError
 
 __all__ = ["CountAccumulator", "merge", "DENSE_STATE_CELLS"]
 
 _COUNT = "count"
-#: Largest dense (group × value) count matrix kept by an accumulator (int64 cells).
-DENSE_STATE_CELLS = 1 << 25
 # batches below this many rows are counted on one thread even when n_jobs > 1
 _PARALLEL_MIN_ROWS = 1 << 16
 _PAIR_SHIFT = 31
 _PAIR_MASK = (1 << 31) - 1
-_INT32_MAX = (1 << 31) - 1
 
 
 def _ro(a: np.ndarray, dtype: Any) -> np.ndarray:
     return kernel_array(a, dtype)
-
-
-# ============================================================================ count state
-class _CountState:
-    """(group code, value code) → count: dense matrix while small, hash table beyond.
-
-    Unit counts land in **uint8** front counters (``mat8``) that spill 255 at a time into
-    an **int32** matrix (``mat``): the byte matrix is a quarter of the int32 one, so
-    random-order groups stay in cache far longer (10k groups: 2x faster counting, see
-    ``_kernels.counting.dense_add``). ``fold`` adds the bytes into ``mat`` before any
-    read. The int32 matrix is flushed into an int64 matrix of the same layout before it
-    could overflow — after 2**31 - 1 rows, so only huge inputs ever allocate the third
-    matrix. Weighted additions (merges of partial states) go to the int64 matrix.
-    """
-
-    def __init__(self, dense_cells: int) -> None:
-        self.dense_cells = int(dense_cells)
-        self.sparse = False
-        self.mat = np.zeros(0, dtype=np.int32)
-        self.mat8 = np.zeros(0, dtype=np.uint8)
-        self.mat64: np.ndarray | None = None
-        self.since_flush = 0
-        self.unfolded = False
-        self.stride = 0
-        self.gcap = 0
-        self.pairs = IntCodes(force_hash=True)
-        self.pcounts = np.zeros(0, dtype=np.int64)
-
-    def _ensure_dense(self, n_groups: int, n_values: int, rows_total: int) -> bool:
-        """Grow the dense matrix to hold the codes; False if it would exceed the limit."""
-        stride, gcap = self.stride, self.gcap
-        if n_values > stride:
-            stride = -(-n_values // 8) * 8 if n_values <= 64 else max(n_values, 2 * stride)
-        limit = min(self.dense_cells, max(1 << 22, 8 * rows_total))
-        max_g = limit // stride if stride else 0
-        if n_groups > max_g:
-            return False
-        if n_groups > gcap:
-            gcap = min(max(n_groups, 2 * gcap, 1024), max_g)
-        if (stride, gcap) != (self.stride, self.gcap):
-            self.mat = self._regrid(self.mat, stride, gcap)
-            self.mat8 = self._regrid(self.mat8, stride, gcap)
-            if self.mat64 is not None:
-                self.mat64 = self._regrid(self.mat64, stride, gcap)
-            self.stride, self.gcap = stride, gcap
-        return True
-
-    def _regrid(self, old: np.ndarray, stride: int, gcap: int) -> np.ndarray:
-        mat = np.zeros(stride * gcap, dtype=old.dtype)
-        if old.size:
-            mat.reshape(gcap, stride)[:self.gcap, :self.stride] = \
-                old.reshape(self.gcap, self.stride)
-        return mat
-
-    def reserve(self, rows: int) -> None:
-        """Make room for ``rows`` more unit counts in the int32 matrix (flush if needed)."""
-        if self.since_flush + rows > _INT32_MAX:
-            self.fold()
-            if self.mat64 is None:
-                self.mat64 = np.zeros(self.mat.size, dtype=np.int64)
-            self.mat64 += self.mat
-            self.mat[:] = 0
-            self.since_flush = 0
-        self.since_flush += rows
-        self.unfolded = True
-
-    def fold(self) -> None:
-        """Add the uint8 front counters into the int32 matrix and clear them.
-
-        Their rows were reserved, so the int32 total stays below 2**31.
-        """
-        if self.unfolded:
-            self.mat += self.mat8
-            self.mat8[:] = 0
-            self.unfolded = False
-
-    def dense_parts(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(mat, mat64)`` for the dense readers (``mat64`` empty when never needed)."""
-        self.fold()
-        return self.mat, (self.mat64 if self.mat64 is not None
-                          else np.zeros(0, dtype=np.int64))
-
-    def _to_sparse(self, n_values: int) -> None:
-        from ._kernels.counting import dense_nonzero
-
-        g, v, c = dense_nonzero(*self.dense_parts(), int(self.stride), int(self.gcap),
-                                int(self.stride))
-        self.sparse = True
-        self.mat = np.zeros(0, dtype=np.int32)
-        self.mat8 = np.zeros(0, dtype=np.uint8)
-        self.mat64 = None
-        self.stride = self.gcap = 0
-        self._add_sparse(g, v, c)
-
-    def add(self, g: np.ndarray, v: np.ndarray, w: np.ndarray, n_groups: int, n_values: int,
-            rows_total: int, threads: int) -> None:
-        from ._kernels.counting import dense_add, dense_add_parallel
-
-        if g.size == 0:
-            return
-        g, v, w = _ro(g, np.int32), _ro(v, np.int32), _ro(w, np.int64)
-        if not self.sparse and not self._ensure_dense(n_groups, n_values, rows_total):
-            self._to_sparse(n_values)
-        if self.sparse:
-            self._add_sparse(g, v, w)
-            return
-        if w.size:   # weighted (a merge): straight into the int64 matrix
-            if self.mat64 is None:
-                self.mat64 = np.zeros(self.mat.size, dtype=np.int64)
-            np.add.at(self.mat64, g.astype(np.int64) * self.stride + v, w)
-            return
-        self.reserve(g.size)
-        if threads > 1 and g.size >= _PARALLEL_MIN_ROWS:
-            lo, hi = int(g.min()), int(g.max())
-            dense_add_parallel(g, v, self.mat8, self.mat, int(self.stride), lo, hi,
-                               int(threads))
-        else:
-            dense_add(g, v, self.mat8, self.mat, int(self.stride))
-
-    def _add_sparse(self, g: np.ndarray, v: np.ndarray, w: np.ndarray) -> None:
-        from ._kernels.counting import hash_count
-
-        g, v, w = _ro(g, np.int32), _ro(v, np.int32), _ro(w, np.int64)
-        p = self.pairs
-        if not p.bits:
-            p._rehash(np.empty(0, dtype=np.int64), max(1024, min(g.size, 1 << 20)))
-            self.pcounts = np.zeros(1 << (p.bits - 1), dtype=np.int64)
-        start = 0
-        while True:
-            cap = 1 << p.bits
-            stop, code = hash_count(g, v, w, p.tkeys, p.tvals, int(p.bits), self.pcounts,
-                                    int(start), int(p.n), int(cap // 2))
-            p.n = int(code)
-            if stop == g.size:
-                return
-            start = int(stop)
-            p._rehash(p.keys(), 2 * p.n + 1)
-            counts = np.zeros(1 << (p.bits - 1), dtype=np.int64)
-            counts[:p.n] = self.pcounts[:p.n]
-            self.pcounts = counts
-
-    def triples(self, n_groups: int, n_values: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Non-zero cells as (group code, value code, count) arrays."""
-        from ._kernels.counting import dense_nonzero
-
-        if self.sparse:
-            keys = self.pairs.keys()
-            counts = self.pcounts[:self.pairs.n].copy()
-            keep = counts != 0
-            keys, counts = keys[keep], counts[keep]
-            return ((keys >> _PAIR_SHIFT).astype(np.int32),
-                    (keys & _PAIR_MASK).astype(np.int32), counts)
-        if not self.mat.size:
-            return (np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0, np.int64))
-        return dense_nonzero(*self.dense_parts(), int(self.stride), int(n_groups),
-                             int(n_values))
-
-    @property
-    def nbytes(self) -> int:
-        extra = 0 if self.mat64 is None else self.mat64.nbytes
-        return int(self.mat.nbytes + self.mat8.nbytes + extra + self.pairs.nbytes
-                   + self.pcounts.nbytes)
 
 
 # ============================================================================ accumulator
@@ -326,7 +161,7 @@ class CountAccumulator:
         self._cols = [LabelCodes(k) for k in self.keys]
         self._values = LabelCodes(sensitive)
         self._levels = [IntCodes(force_hash=True) for _ in self.keys[1:]]
-        self._state = _CountState(self.dense_cells)
+        self._state = CountState(self.dense_cells)
 
     @property
     def columns(self) -> list[str]:

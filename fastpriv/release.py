@@ -315,13 +315,12 @@ class Release:
         check_columns(keys, names, param)
         if any(pa.types.is_nested(schema.field(c).type) for c in keys + [sensitive]):
             return None
-        rows = encode_rows(data, keys=keys, sensitive=sensitive, nulls=nulls)
-        if rows is None:
+        prof = encode_rows(data, keys=keys, sensitive=sensitive, nulls=nulls)
+        if prof is None:
             return None
-        return cls._build(rows.group, rows.value, np.empty(0, dtype=np.int64),
-                          n_groups=rows.keys.num_rows, values=rows.values, groups=rows.keys,
-                          case=SVPI, sizes=None, row_group=rows.group,
-                          sensitive_name=sensitive)
+        return cls(indptr=prof.indptr, codes=prof.codes, counts=prof.counts, sizes=prof.sizes,
+                   values=prof.values, groups=prof.keys, case=SVPI, row_group=prof.row_group,
+                   sensitive_name=sensitive)
 
     @classmethod
     def from_counts(cls, data: Any, *, group: str | Sequence[str], sensitive: str,
