@@ -880,7 +880,7 @@ def encode_rows(data: Any, *, keys: list[str], sensitive: str, nulls: str,
 def _run_scan(scan: _Scan, data: Any, cols: list[str], nulls: str,
               batch_size: int) -> _Scan | None:
     """Feed every batch to ``scan``; ``scan.seen`` is -1 if the dense state overflowed."""
-    for batch in iter_batches(data, cols, batch_size=batch_size):
+    for batch in iter_batches(data, cols, batch_size=batch_size, dictionary=True):
         scan.seen += batch.num_rows
         if any(batch.column(i).null_count for i in range(len(cols))):
             if nulls == "error":
