@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._arrow import canonical_labels, count_rows, is_csv, iter_batches, reading
+from ._threads import current_threads
 from ._validation import kernel_array
 from .errors import InputError, InputTypeError
 
@@ -210,15 +211,16 @@ class StrCodes:
     """Persistent string/binary → code map over Arrow buffers (exact, codes by first appearance).
 
     Code ``c``'s bytes are ``arena[starts[c]:starts[c+1]]``; ``slots`` is an open-addressing
-    table of codes at load ≤ 1/2, keyed by the 64-bit FNV-1a hash ``hashes[c]`` (collisions
-    are resolved by comparing bytes, see ``_kernels.counting.str_map``).
+    table at load ≤ 1/2 holding (code and length, hash, first 16 bytes or arena start) per
+    slot, keyed by the 64-bit hash ``hashes[c]`` (collisions are resolved by comparing
+    bytes, see ``_kernels.counting.str_map``).
     """
 
     def __init__(self) -> None:
         self.n = 0
         self.reserved = -1                          # a code without bytes (the null label)
         self.bits = 0
-        self.slots = np.empty(0, dtype=np.int32)
+        self.slots = np.empty(0, dtype=np.int64)
         self.hashes = np.empty(0, dtype=np.uint64)
         self.starts = np.zeros(1, dtype=np.int64)
         self.arena = np.empty(0, dtype=np.uint8)
@@ -233,7 +235,8 @@ class StrCodes:
         starts[:self.n + 1] = self.starts[:self.n + 1]
         self.hashes, self.starts = hashes, starts
         self.bits = max(4, int(math.ceil(math.log2(2 * cap))))
-        self.slots = str_rehash(self.hashes, int(self.n), int(self.reserved), int(self.bits))
+        self.slots = str_rehash(self.hashes, self.starts, self.arena, int(self.n),
+                                int(self.reserved), int(self.bits))
 
     def _grow_arena(self, want: int) -> None:
         arena = np.empty(max(want, 2 * self.arena.size, 1 << 16), dtype=np.uint8)
@@ -810,36 +813,34 @@ class _Scan:
         from ._kernels.counting import (
             DENSE_CELLS,
             count_pairs,
-            dense_profiles,
+            dense_profiles_state,
             remap_inplace,
             used_codes,
         )
 
         group = self.gbuf.result()
         gorder, key_table = self.kc.canonical(used_codes(group, int(self.kc.n)))
-        if self.state is not None:
-            mat, mat64 = self.state.dense_parts()
-            cells = mat.reshape(-1, self.state.stride)[:, :self.vc.n]
-            vused = cells.any(axis=0)
-            if mat64.size:
-                vused |= mat64.reshape(-1, self.state.stride)[:, :self.vc.n].any(axis=0)
-            vrank, values = self._value_ranks(vused)
-            indptr, codes, counts, sizes, _ = dense_profiles(
-                mat, mat64, int(self.state.stride), _ro(gorder, np.int64),
-                _ro(vrank, np.int32), int(self.vc.n))
-        else:
+        grank = np.full(int(self.kc.n), -1, dtype=np.int32)
+        grank[gorder] = np.arange(gorder.size, dtype=np.int32)
+        if self.state is None:
             value = self.vbuf.result()
             vrank, values = self._value_ranks(used_codes(value, int(self.vc.n)))
             remap_inplace(value, vrank)
-            grank = np.full(int(self.kc.n), -1, dtype=np.int32)
-            grank[gorder] = np.arange(gorder.size, dtype=np.int32)
             remap_inplace(group, grank)
             indptr, codes, counts = count_pairs(group, value, np.empty(0, dtype=np.int64),
                                                 int(gorder.size), len(values), DENSE_CELLS)
             sizes = np.add.reduceat(counts, indptr[:-1])
             return Profile(indptr, codes, counts, sizes, key_table, values, group)
-        grank = np.full(int(self.kc.n), -1, dtype=np.int32)
-        grank[gorder] = np.arange(gorder.size, dtype=np.int32)
+        mat, mat64 = self.state.dense_parts()
+        stride = int(self.state.stride)
+        vused = mat.reshape(-1, stride)[:, :self.vc.n].any(axis=0)
+        if mat64.size:
+            vused |= mat64.reshape(-1, stride)[:, :self.vc.n].any(axis=0)
+        vrank, values = self._value_ranks(vused)
+        threads = current_threads()
+        indptr, codes, counts, sizes, _ = dense_profiles_state(
+            mat, mat64, stride, grank, int(gorder.size), _ro(vrank, np.int32), int(self.vc.n),
+            2 * threads if threads > 1 and gorder.size >= 4096 else 1)
         remap_inplace(group, grank)
         return Profile(indptr, codes, counts, sizes, key_table, values, group)
 
