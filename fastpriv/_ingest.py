@@ -204,7 +204,7 @@ def _string_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     offsets = np.frombuffer(bufs[1], dtype=odt, count=arr.offset + n + 1)[arr.offset:]
     data = (np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None and bufs[2].size
             else np.zeros(1, dtype=np.uint8))
-    return offsets, data
+    return _ro(offsets, np.int64), _ro(data, np.uint8)
 
 
 class StrCodes:

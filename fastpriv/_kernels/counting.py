@@ -536,7 +536,7 @@ def dense_add(group, value, mat8, mat, stride):
     """``+1`` at cell ``group[i] * stride + value[i]``, through uint8 front counters.
 
     ``mat8`` (uint8) takes each increment; a cell reaching 255 spills 255 into ``mat``
-    (int32: the caller keeps its total below 2**31, see ``counts._CountState.reserve``) and
+    (int32: the caller keeps its total below 2**31, see ``_ingest.CountState.reserve``) and
     restarts at 0. The byte matrix is a quarter of the int32 one, so random-order groups
     stay in L2 far longer: 10k groups × 24 cells count in 3.3 ns/row instead of 6.7 (min
     of 7, same process; 1M sorted groups 2.8 vs 3.9). The caller folds ``mat8`` into
