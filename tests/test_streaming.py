@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastpriv import Release, ck_safety, classic, skyline
+from fastpriv._ingest import IntCodes
 from fastpriv._kernels import counting as K
 from fastpriv._threads import n_jobs
 from fastpriv._validation import kernel_array
-from fastpriv._ingest import IntCodes
 from fastpriv.counts import CountAccumulator
 from fastpriv.datasets import synthetic
 from fastpriv.streaming import GroupwiseState, audit_stream, clustered_audit, value_distribution
