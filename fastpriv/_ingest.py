@@ -470,6 +470,10 @@ class LabelCodes:
         rank[order] = np.arange(len(order), dtype=np.int32)
         return rank, labels.take(pa.array(order))
 
+    def sorted_order(self) -> np.ndarray:
+        """Return the codes in sorted label order (nulls last)."""
+        return pc.array_sort_indices(self.labels(), null_placement="at_end").to_numpy()
+
     @property
     def nbytes(self) -> int:
         return (self.ints.nbytes + self.strs.nbytes + sum(c.nbytes for c in self.chunks)
@@ -513,7 +517,7 @@ class CountState:
         if n_groups > max_g:
             return False
         if n_groups > gcap:
-            gcap = min(max(n_groups, 2 * gcap, 1024), max_g)
+            gcap = min(max(n_groups, 4 * gcap, 1024), max_g)
         if (stride, gcap) != (self.stride, self.gcap):
             self.mat = self._regrid(self.mat, stride, gcap)
             self.mat8 = self._regrid(self.mat8, stride, gcap)
@@ -689,18 +693,25 @@ class KeyCodes:
 
     def canonical(self, gused: np.ndarray) -> tuple[np.ndarray, pa.Table]:
         """``(gorder, keys)``: the used group codes in key order, and their key table."""
-        gkeep = np.flatnonzero(gused)
         if not self.levels:
-            grank, _ = self.cols[0].sorted_ranks()
-            gorder = gkeep[np.argsort(grank[gkeep], kind="stable")].astype(np.int64)
+            order = self.cols[0].sorted_order()
+            gorder = order[gused[order]].astype(np.int64)
             labels = self.cols[0].labels().take(pa.array(gorder))
             return gorder, pa.table({self.names[0]: labels})
+        gkeep = np.flatnonzero(gused)
         comps = [c[gkeep] for c in self.components()]
         ranked = []
         for col, cc in zip(self.cols, comps, strict=True):
             rank, _ = col.sorted_ranks()
             ranked.append(rank[cc])
-        perm = np.lexsort(ranked[::-1])
+        cards = [col.n for col in self.cols]
+        if math.prod(cards) < (1 << 62):   # one int64 key: a single argsort
+            key = np.zeros(gkeep.size, dtype=np.int64)
+            for r, card in zip(ranked, cards, strict=True):
+                key = key * card + r
+            perm = np.argsort(key, kind="stable")
+        else:
+            perm = np.lexsort(ranked[::-1])
         gorder = gkeep[perm].astype(np.int64)
         keys = pa.table({name: col.labels().take(pa.array(cc[perm]))
                          for name, col, cc in zip(self.names, self.cols, comps, strict=True)})
@@ -827,7 +838,8 @@ class _Scan:
             vrank, values = self._value_ranks(used_codes(value, int(self.vc.n)))
             remap_inplace(value, vrank)
             remap_inplace(group, grank)
-            indptr, codes, counts = count_pairs(group, value, np.empty(0, dtype=np.int64),
+            indptr, codes, counts = count_pairs(_ro(group, np.int32), _ro(value, np.int32),
+                                                _ro(np.empty(0, dtype=np.int64), np.int64),
                                                 int(gorder.size), len(values), DENSE_CELLS)
             sizes = np.add.reduceat(counts, indptr[:-1])
             return Profile(indptr, codes, counts, sizes, key_table, values, group)

@@ -56,7 +56,7 @@ from ._arrow import (
     apply_weights,
     iter_batches,
 )
-from ._ingest import DENSE_STATE_CELLS, CountState, IntCodes, LabelCodes, kind_of
+from ._ingest import DENSE_STATE_CELLS, CountState, KeyCodes, LabelCodes, kind_of
 from ._validation import check_choice, check_columns, check_int, kernel_array
 from .errors import InputError, InputTypeError
 
@@ -65,8 +65,6 @@ __all__ = ["CountAccumulator", "merge", "DENSE_STATE_CELLS"]
 _COUNT = "count"
 # batches below this many rows are counted on one thread even when n_jobs > 1
 _PARALLEL_MIN_ROWS = 1 << 16
-_PAIR_SHIFT = 31
-_PAIR_MASK = (1 << 31) - 1
 
 
 def _ro(a: np.ndarray, dtype: Any) -> np.ndarray:
@@ -156,11 +154,13 @@ class CountAccumulator:
         self.rows_seen = 0
         self.rows_dropped = 0
         self.rows_counted = 0
+        self._rows_hint = 0   # rows announced by the source being consumed (dense sizing)
         self.batches_seen = 0
         self.bytes_seen = 0
-        self._cols = [LabelCodes(k) for k in self.keys]
+        self._keymap = KeyCodes(self.keys)
+        self._cols = self._keymap.cols
         self._values = LabelCodes(sensitive)
-        self._levels = [IntCodes(force_hash=True) for _ in self.keys[1:]]
+        self._levels = self._keymap.levels
         self._state = CountState(self.dense_cells)
 
     @property
@@ -254,7 +254,7 @@ class CountAccumulator:
         v = _ro(vidx, np.int32)
         n = x.shape[0]
         start = 0
-        rows_after = self.rows_counted + n
+        rows_after = max(self.rows_counted + n, self._rows_hint)
         while start < n:
             if not st._ensure_dense(ints.n, self.n_values, rows_after):
                 break
@@ -282,20 +282,15 @@ class CountAccumulator:
         return start
 
     def _group_codes(self, cols: list) -> np.ndarray:
-        from ._kernels.counting import pack_pairs
-
-        codes = self._cols[0].encode(cols[0])
-        for lab, level, col in zip(self._cols[1:], self._levels, cols[1:], strict=False):
-            b = lab.encode(col)
-            codes = level.encode(pack_pairs(_ro(codes, np.int32), _ro(b, np.int32)))
-        return codes
+        return self._keymap.encode(cols)
 
     def _count(self, g: np.ndarray, v: np.ndarray, w: np.ndarray) -> None:
         from ._threads import n_jobs as _n_jobs
 
         self.rows_counted += int(g.size if w.size == 0 else w.sum())
         with _n_jobs(self.n_jobs) as threads:
-            self._state.add(g, v, w, self.n_groups, self.n_values, self.rows_counted,
+            self._state.add(g, v, w, self.n_groups, self.n_values,
+                            max(self.rows_counted, self._rows_hint),
                             threads if self._batch_threads else 1)
 
     @property
@@ -319,7 +314,10 @@ class CountAccumulator:
         called as ``progress(rows_seen, bytes_seen)`` after every batch (bytes of the
         decoded Arrow columns).
         """
-        for batch in iter_batches(data, self.columns, batch_size=batch_size):
+        from ._arrow import count_rows
+
+        self._rows_hint = self.rows_seen + (count_rows(data) or 0)
+        for batch in iter_batches(data, self.columns, batch_size=batch_size, dictionary=True):
             self.add(batch)
             if progress is not None:
                 progress(self.rows_seen, self.bytes_seen)
@@ -360,22 +358,10 @@ class CountAccumulator:
 
     def _components(self) -> list[np.ndarray]:
         """Per-column codes of every group code (multi-column keys)."""
-        codes = None
-        comps: list[np.ndarray] = []
-        for level in reversed(self._levels):
-            keys = level.keys() if codes is None else level.keys()[codes]
-            comps.append((keys & _PAIR_MASK).astype(np.int32))
-            codes = (keys >> _PAIR_SHIFT).astype(np.int64)
-        comps.append(codes.astype(np.int32))
-        return comps[::-1]
+        return self._keymap.components()
 
     def _group_codes_from_components(self, comps: list[np.ndarray]) -> np.ndarray:
-        from ._kernels.counting import pack_pairs
-
-        codes = comps[0]
-        for level, b in zip(self._levels, comps[1:], strict=False):
-            codes = level.encode(pack_pairs(_ro(codes, np.int32), _ro(b, np.int32)))
-        return codes
+        return self._keymap.combine(comps[0], comps[1:])
 
     # ------------------------------------------------------------------ output
     def _canonical(self, gused: np.ndarray, vused: np.ndarray
@@ -394,21 +380,7 @@ class CountAccumulator:
         vrank = np.full(vused.size, -1, dtype=np.int32)
         vrank[keep_v[order]] = np.arange(keep_v.size, dtype=np.int32)
         values = labels_all.take(pa.array(keep_v[order]))
-        gkeep = np.flatnonzero(gused)
-        if not self._levels:
-            grank, _ = self._cols[0].sorted_ranks()
-            gorder = gkeep[np.argsort(grank[gkeep], kind="stable")].astype(np.int64)
-            labels = self._cols[0].labels().take(pa.array(gorder))
-            return gorder, pa.table({self.keys[0]: labels}), vrank, values
-        comps = [c[gkeep] for c in self._components()]
-        ranked = []
-        for col, cc in zip(self._cols, comps, strict=False):
-            rank, _ = col.sorted_ranks()
-            ranked.append(rank[cc])
-        perm = np.lexsort(ranked[::-1])
-        gorder = gkeep[perm].astype(np.int64)
-        keys = pa.table({name: col.labels().take(pa.array(cc[perm]))
-                         for name, col, cc in zip(self.keys, self._cols, comps, strict=False)})
+        gorder, keys = self._keymap.canonical(gused)
         return gorder, keys, vrank, values
 
     def to_release(self):
@@ -421,8 +393,7 @@ class CountAccumulator:
             DENSE_CELLS,
             count_pairs,
             count_pairs_parallel,
-            dense_profiles,
-            dense_profiles_parallel,
+            dense_profiles_state,
         )
         from ._threads import n_jobs as _n_jobs
         from .release import SVPI, Release
@@ -444,13 +415,12 @@ class CountAccumulator:
         n_out = gorder.size
         with _n_jobs(self.n_jobs) as threads:
             if not st.sparse:
-                args = (*st.dense_parts(), int(st.stride), _ro(gorder, np.int64),
-                        _ro(vrank, np.int32), int(V))
-                if threads > 1 and n_out >= 4096:
-                    out = dense_profiles_parallel(*args, int(threads))
-                else:
-                    out = dense_profiles(*args)
-                indptr, codes, counts, sizes, vtot = out
+                grank = np.full(G, -1, dtype=np.int32)
+                grank[gorder] = np.arange(n_out, dtype=np.int32)
+                mat, mat64 = st.dense_parts()
+                indptr, codes, counts, sizes, vtot = dense_profiles_state(
+                    mat, mat64, int(st.stride), grank, int(n_out), _ro(vrank, np.int32),
+                    int(V), 2 * threads if threads > 1 and n_out >= 4096 else 1)
                 indptr, codes, sizes, keys, values = _drop_empty(indptr, codes, sizes, keys,
                                                                  values, vtot)
             else:
