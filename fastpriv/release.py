@@ -37,6 +37,7 @@ from ._arrow import (
     encode_column,
     encode_keys,
 )
+from ._ingest import StreamCounts, encode_rows, source_schema, streamable
 from ._validation import check_choice, check_columns, check_keys, check_roles, kernel_array
 from .errors import InputError, InputTypeError
 
@@ -302,8 +303,6 @@ class Release:
         input, list-valued sensitive columns, and the error messages that need the whole
         table (a null under ``nulls="error"``).
         """
-        from ._ingest import encode_rows, source_schema, streamable
-
         check_choice(nulls, "nulls", NULL_POLICIES)
         if not streamable(data):
             return None
@@ -440,15 +439,15 @@ class Release:
             times).
 
         """
-        from .counts import CountAccumulator
-
         if (group is None) == (qi is None):
             raise InputError("give exactly one of group= or qi=")
         keys = [group] if isinstance(group, str) else list(group if group is not None else qi)
-        acc = CountAccumulator(keys=keys, sensitive=sensitive, nulls=nulls, n_jobs=n_jobs,
-                               weight=weight)
-        acc.consume(batches, batch_size=batch_size, progress=progress)
-        return acc.to_release()
+        acc = StreamCounts(keys=keys, sensitive=sensitive, nulls=nulls, n_jobs=n_jobs,
+                           weight=weight)
+        p = acc.consume(batches, batch_size=batch_size, progress=progress).to_profile()
+        return cls(indptr=p.indptr, codes=p.codes, counts=p.counts, sizes=p.sizes,
+                   values=p.values, groups=p.keys, case=SVPI, row_group=None,
+                   sensitive_name=sensitive)
 
     def merge(self, *others: "Release") -> "Release":
         """Return the release of the union of disjoint parts: counts add group by group.
