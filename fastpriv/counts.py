@@ -9,29 +9,34 @@ the concatenated data, for any batching and any split.
 
 How a batch is counted
 ----------------------
-The accumulator keeps a **persistent label → code map per key column** and one for the
-sensitive column, assigning codes in order of first appearance:
+The accumulator (its state is :class:`fastpriv._ingest.StreamCounts`, shared with
+``Release.from_batches``; the code maps are the ones of the ``Release.from_table`` ingest)
+keeps a **persistent label → code map per key column** and one for the sensitive column,
+assigning codes in order of first appearance:
 
 * integer columns (and floats, by bit pattern, NaNs unified as Arrow does): a
   direct-address table over the value range while it is compact, an open-addressing hash
   table beyond — one Numba pass per batch;
-* dictionary columns (e.g. Parquet's dictionary-encoded strings): only the batch's
-  dictionary is looked up (it is small), then the row codes are one ``take``; dictionaries
-  that differ from batch to batch (different files, different row groups) are unified by
-  construction;
-* any other type (strings, dates, booleans, decimals, …): Arrow's hash dictionary-encode of
-  the batch, then the batch dictionary is looked up in a Python dict.
+* string and binary columns: an exact hash table over the Arrow buffers (hash, length and
+  first 16 bytes in the slot, byte comparison beyond) — one Numba pass per batch;
+* dictionary columns (e.g. Parquet's dictionary-encoded strings, which a Parquet source is
+  read as unless the dictionary is wide): only the batch's dictionary is looked up (it is
+  small), then the row codes are one ``take``; dictionaries that differ from batch to
+  batch (different files, different row groups) are unified by construction;
+* any other type (dates, booleans, decimals, …): Arrow's hash dictionary-encode of the
+  batch, then the batch dictionary is looked up in a Python dict.
 
 Several key columns (generalized QI tuples) are combined pairwise through hash maps of
 ``code_a << 31 | code_b``, so a group is a code whatever the number of columns. The counts
 live in a **dense** group × value matrix while it is small (≤ 2**25 cells and ≤ 8 cells per
-row counted; int32 cells, moved into an int64 matrix before they could overflow),
+row counted — rows of the whole source when it announces them, e.g. Parquet metadata;
+int32 cells, moved into an int64 matrix before they could overflow),
 otherwise in a **sparse** hash table over (group, value) pairs. For the common case — one
 integer key column and a dictionary (or integer) sensitive column — a batch is **one
 fused kernel pass**: key → group code through the direct-address table, dictionary index →
 value code through the small remap, count. Labels are sorted once, in
 :meth:`CountAccumulator.to_release`, which builds the canonical CSR profile straight from
-the state.
+the state (reading the matrix in state order, on threads).
 
 Performance (``benchmarks/bench_scale.py``, 2-core shared machine): counting 100M Parquet
 rows costs 1.1–1.9x a bare multi-threaded ``pyarrow.dataset`` scan of the same columns,
