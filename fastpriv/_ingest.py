@@ -820,6 +820,7 @@ class _Scan:
         self.state = CountState(DENSE_STATE_CELLS) if dense else None
         self.total = total
         self.seen = 0
+        self.csv = False      # the source is a CSV file (see _add_batch)
 
     def add(self, batch: pa.RecordBatch, n_keys: int) -> bool:
         """Encode (and count) one batch; False when the dense state would overflow."""
@@ -894,12 +895,15 @@ def encode_rows(data: Any, *, keys: list[str], sensitive: str, nulls: str,
     Rows are counted during the scan into a dense (group × value) state while it fits
     (``DENSE_STATE_CELLS``); if it outgrows that, the scan restarts keeping the value code
     of every row, counted at the end by ``count_pairs`` (bucketed by group). Returns None
-    when a null meets ``nulls="error"``: the caller reads the table to name every column
-    with its null count.
+    when the whole-table path must decide (see :func:`_run_scan`): a null under
+    ``nulls="error"`` (the caller reads the table to name every column with its null
+    count), a CSV file its incremental reader cannot type.
     """
     total = count_rows(data)
+    csv = isinstance(data, (str, os.PathLike)) and is_csv(os.fspath(data))
     for dense in (True, False):
         scan = _Scan(keys, sensitive, total, dense)
+        scan.csv = csv
         if _run_scan(scan, data, keys + [sensitive], nulls, batch_size) is None:
             return None
         if scan.seen >= 0:
@@ -913,22 +917,45 @@ def encode_rows(data: Any, *, keys: list[str], sensitive: str, nulls: str,
 
 def _run_scan(scan: _Scan, data: Any, cols: list[str], nulls: str,
               batch_size: int) -> _Scan | None:
-    """Feed every batch to ``scan``; ``scan.seen`` is -1 if the dense state overflowed."""
-    for batch in iter_batches(data, cols, batch_size=batch_size, dictionary=True):
-        scan.seen += batch.num_rows
-        if any(batch.column(i).null_count for i in range(len(cols))):
-            if nulls == "error":
+    """Feed every batch to ``scan``; ``scan.seen`` is -1 if the dense state overflowed.
+
+    None when the whole-table path must decide: a null under ``nulls="error"``, or a CSV
+    file that its incremental reader cannot type (a column typed from the first block that
+    a later block contradicts, text that is not UTF-8): ``Release.from_table`` then reads
+    it whole, which raises the error naming the column.
+    """
+    try:
+        for batch in iter_batches(data, cols, batch_size=batch_size, dictionary=True):
+            if not _add_batch(scan, batch, cols, nulls):
                 return None
-            if nulls == "drop":
-                mask = None
-                for i in range(len(cols)):
-                    m = pc.is_valid(batch.column(i))
-                    mask = m if mask is None else pc.and_(mask, m)
-                batch = batch.filter(mask)
-        if batch.num_rows and not scan.add(batch, len(cols) - 1):
-            scan.seen = -1
-            return scan
+            if scan.seen < 0:
+                return scan
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
+            UnicodeDecodeError):
+        if scan.csv:
+            return None
+        raise
     return scan
+
+
+def _add_batch(scan: _Scan, batch: pa.RecordBatch, cols: list[str], nulls: str) -> bool:
+    """Apply the null policy to one batch and add it; False: the caller must fall back."""
+    if scan.csv and any(pa.types.is_binary(t) or pa.types.is_large_binary(t)
+                        for t in batch.schema.types):
+        return False   # CSV text that is not UTF-8: read_csv names the column
+    scan.seen += batch.num_rows
+    if any(batch.column(i).null_count for i in range(len(cols))):
+        if nulls == "error":
+            return False
+        if nulls == "drop":
+            mask = None
+            for i in range(len(cols)):
+                m = pc.is_valid(batch.column(i))
+                mask = m if mask is None else pc.and_(mask, m)
+            batch = batch.filter(mask)
+    if batch.num_rows and not scan.add(batch, len(cols) - 1):
+        scan.seen = -1
+    return True
 
 
 # ============================================================================ stream counts

@@ -216,3 +216,18 @@ def test_parquet_nulls_and_missing_column(tmp_path):
         Release.from_table(path, group="g", sensitive="v")
     with pytest.raises(InputError, match="nope"):
         Release.from_table(path, group="nope", sensitive="v")
+
+
+def test_csv_that_streams_badly_falls_back(tmp_path):
+    # a column typed int64 from the first block and text later, and text that is not UTF-8:
+    # the streamed read gives way to the whole-file read, which decides (result or error)
+    path = tmp_path / "mixed.csv"
+    rows = ["g,v"] + [f"{i % 7},x" for i in range(600_000)] + ["later,y"]   # > 1 block
+    path.write_text("\n".join(rows) + "\n")
+    assert ingest_mod.encode_rows(str(path), keys=["g"], sensitive="v", nulls="error") is None
+    ref = Release.from_table(pacsv.read_csv(path), group="g", sensitive="v")
+    assert Release.from_table(str(path), group="g", sensitive="v").equals(ref)
+    bad = tmp_path / "latin.csv"
+    bad.write_bytes("g,v\n1,caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(InputError, match="not valid"):
+        Release.from_table(str(bad), group="g", sensitive="v")
