@@ -129,7 +129,7 @@ def _mondrian_user_local(table, qi, kw):
     import fastpriv.predicates as P
     from fastpriv.anonymize import mondrian
 
-    crit = P.criteria_from(k=kw["min_size"])
+    crit = P.criteria_from(min_size=kw["min_size"])
 
     class HalvesOnly(P.Criterion):
         local = True

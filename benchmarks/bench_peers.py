@@ -30,8 +30,8 @@ within a round; the subprocess first warms its engine on a tiny file of the same
 RSS (``VmHWM``: the whole process, imports included) and the RSS before the call.
 The minimum and the median of the rounds are reported, and every ratio is between times of
 the same run. A cProfile of one warm ``Release.from_table`` per shape (in the driver process)
-splits the release build into phases: read, key encoding, sensitive encoding, counting,
-profile build.
+splits the release build into phases: the pipelined scan (the wait for the Parquet reader
+thread, key encoding, sensitive encoding, counting) and the profile build.
 """
 
 from __future__ import annotations
@@ -262,23 +262,28 @@ def _profile_release(path: str, spec: dict, warm_path: str, top: int = 10) -> di
     prof.disable()
     wall = time.perf_counter() - t0
     st = pstats.Stats(prof)
-    arrow, counting, release = "_arrow.py", "counting.py", "release.py"
-    build = _cum(st, "_build", release)
-    count = _cum(st, "count_pairs", counting)
+    ingest, counting = "_ingest.py", "counting.py"
+    scan = _cum(st, "_run_scan", ingest)
     phases = {
         "total": wall,
-        "read (Parquet -> Arrow table)": _cum(st, "_to_table", arrow),
-        "null check": _cum(st, "apply_null_policy", arrow),
-        "encode group keys (encode_keys)": _cum(st, "encode_keys", arrow),
-        "  of which hash dictionary_encode / label sort (pyarrow.compute)":
-            _cum(st, "wrapper", "compute.py", caller="encode_column")
-            + _cum(st, "wrapper", "compute.py", caller="_sorted_encoding"),
-        "  of which dense_encode kernel": _cum(st, "dense_encode", counting),
-        "  of which combine_codes kernel": _cum(st, "combine_codes", counting),
-        "encode sensitive": _cum(st, "encode_column", arrow, caller="from_table"),
-        "count (count_pairs kernel)": count,
-        "profile build besides counting (_build - count_pairs)": build - count,
-        "  of which group labels (_key_labels)": _cum(st, "_key_labels", release),
+        "scan (read + encode + count, pipelined)": scan,
+        "  of which waiting for the reader thread (Parquet decode)":
+            _cum(st, "result", "_base.py"),
+        "  of which group key encoding (KeyCodes.encode)": _cum(st, "encode", ingest,
+                                                                caller="add"),
+        "    of which exact string hash map (str_map kernel)": _cum(st, "str_map", counting),
+        "    of which integer maps (direct_map / hash_map kernels)":
+            _cum(st, "direct_map", counting) + _cum(st, "hash_map", counting),
+        "  of which sensitive encoding (LabelCodes.encode_pair)": _cum(st, "encode_pair",
+                                                                      ingest, caller="add"),
+        "  of which counting (dense_add kernel)": _cum(st, "dense_add", counting),
+        "  of which growing the count matrix (_regrid)": _cum(st, "_regrid", ingest),
+        "profile build (_Scan.profile)": _cum(st, "profile", ingest),
+        "  of which label sort and group order (KeyCodes.canonical)":
+            _cum(st, "canonical", ingest),
+        "  of which CSR from the dense state (dense_profiles_state, threads)":
+            _cum(st, "dense_profiles_state", counting),
+        "  of which sparse fallback (count_pairs)": _cum(st, "count_pairs", counting),
     }
     rows = []
     for (fname, line, func), (_, ncalls, tottime, cumtime, _) in st.stats.items():

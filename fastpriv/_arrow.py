@@ -182,11 +182,14 @@ def _to_table(data: Any, columns: Sequence[str] | None, param: str) -> pa.Table:
 
 
 def iter_batches(data: Any, columns: Sequence[str], *, batch_size: int = 1 << 20,
-                 param: str = "data") -> Iterator[pa.RecordBatch]:
+                 param: str = "data", dictionary: bool = False) -> Iterator[pa.RecordBatch]:
     """Yield record batches of ``columns`` without materializing the whole input.
 
     Parquet files/directories and Arrow datasets are scanned with column projection; CSV
     files are read incrementally; readers and iterables of batches are passed through.
+    With ``dictionary=True``, string and binary columns of Parquet files come as
+    dictionary arrays (``read_dictionary``: dictionary pages are not expanded into strings,
+    the consumer maps the dictionary once and the rows by index).
     """
     columns = list(columns)
     if isinstance(data, (str, os.PathLike)):
@@ -205,7 +208,7 @@ def iter_batches(data: Any, columns: Sequence[str], *, batch_size: int = 1 << 20
             data = _dataset(path, columns)
             if type(data).__name__ == "FileSystemDataset" and \
                     getattr(data.format, "default_extname", "") == "parquet":
-                yield from _parquet_batches(data, columns, batch_size, param)
+                yield from _parquet_batches(data, columns, batch_size, param, dictionary)
                 return
     mod = type(data).__module__
     if mod.startswith("pyarrow") and hasattr(data, "scanner"):
@@ -283,7 +286,7 @@ _ROW_GROUP_WHOLE = 4
 
 
 def _parquet_batches(dataset: Any, columns: list[str], batch_size: int,
-                     param: str) -> Iterator[pa.RecordBatch]:
+                     param: str, dictionary: bool = False) -> Iterator[pa.RecordBatch]:
     """Yield the record batches of a Parquet dataset, one row group at a time.
 
     One row group of read-ahead is decoded on a background thread.
@@ -304,35 +307,65 @@ def _parquet_batches(dataset: Any, columns: list[str], batch_size: int,
     import pyarrow.parquet as pq
 
     check_columns(columns, dataset.schema.names, param)
+    text = [c for c in columns if dictionary and _is_text(dataset.schema.field(c).type)]
+    opened: dict[tuple, Any] = {}
 
-    def pieces() -> Iterator[tuple[Any, int]]:
+    def open_file(path: str, as_dict: tuple) -> Any:
+        if (path, as_dict) not in opened:
+            opened[path, as_dict] = pq.ParquetFile(path, filesystem=dataset.filesystem,
+                                                   read_dictionary=list(as_dict))
+        return opened[path, as_dict]
+
+    def pieces() -> Iterator[tuple[str, int]]:
         for path in dataset.files:
-            pf = pq.ParquetFile(path, filesystem=dataset.filesystem)
+            pf = open_file(path, ())
             check_columns(columns, pf.schema_arrow.names, f"{param} ({path})")
             for i in range(pf.metadata.num_row_groups):
-                yield pf, i
+                yield path, i
 
-    def load(piece: tuple[Any, int]) -> Any:
-        pf, i = piece
-        if pf.metadata.row_group(i).num_rows <= _ROW_GROUP_WHOLE * batch_size:
-            return pf.read_row_group(i, columns=columns, use_threads=False)
+    def load(piece: tuple[str, int], as_dict: tuple) -> Any:
+        pf = open_file(piece[0], as_dict)
+        if pf.metadata.row_group(piece[1]).num_rows <= _ROW_GROUP_WHOLE * batch_size:
+            return pf.read_row_group(piece[1], columns=columns, use_threads=False)
         return None   # streamed below, not prefetched
 
     it = pieces()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastpriv-parquet") as pool:
         cur = next(it, None)
-        fut = pool.submit(load, cur) if cur is not None else None
+        fut = pool.submit(load, cur, tuple(text)) if cur is not None else None
         while cur is not None:
+            as_dict = tuple(text)
             table = fut.result()
+            if table is not None:
+                _drop_wide_dictionaries(table, text)
             nxt = next(it, None)
-            fut = pool.submit(load, nxt) if nxt is not None else None
+            fut = pool.submit(load, nxt, tuple(text)) if nxt is not None else None
             if table is None:
-                pf, i = cur
-                yield from pf.iter_batches(batch_size=batch_size, row_groups=[i],
+                pf = open_file(cur[0], as_dict)
+                yield from pf.iter_batches(batch_size=batch_size, row_groups=[cur[1]],
                                            columns=columns)
             else:
                 yield from table.to_batches(max_chunksize=batch_size)
             cur = nxt
+
+
+def _drop_wide_dictionaries(table: pa.Table, text: list[str]) -> None:
+    """Stop reading as dictionaries the columns whose dictionary is over 1/8 of the rows.
+
+    Such columns were mostly written as plain pages (the writer's dictionary outgrew its
+    page limit): Arrow would have to build the dictionary by hashing every string, on the
+    reader's one thread, and the consumer hashes the strings anyway.
+    """
+    for c in list(text):
+        col = table.column(c)
+        if col.num_chunks and pa.types.is_dictionary(col.type) and \
+                8 * len(col.chunk(0).dictionary) > len(col.chunk(0)):
+            text.remove(c)
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t))
 
 
 @dataclass(frozen=True)

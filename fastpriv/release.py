@@ -33,7 +33,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._arrow import apply_null_policy, apply_weights, as_table, encode_column, encode_keys
+from ._arrow import (
+    NULL_POLICIES,
+    apply_null_policy,
+    apply_weights,
+    as_table,
+    encode_column,
+    encode_keys,
+)
+from ._ingest import StreamCounts, encode_rows, source_schema, streamable
 from ._validation import check_choice, check_columns, check_keys, check_roles, kernel_array
 from .errors import InputError, InputTypeError
 
@@ -221,6 +229,11 @@ class Release:
         if sensitive in keys:
             raise InputError(f"sensitive column {sensitive!r} is also a {param} column")
         check_roles(**{param: keys, "sensitive": sensitive, "individual": individual})
+        if individual is None and weight is None and case in (None, SVPI):
+            rel = cls._from_stream(data, keys=keys, sensitive=sensitive, nulls=nulls,
+                                   param=param)
+            if rel is not None:
+                return rel
         table = as_table(data, param="data")
         check_columns([sensitive], table.column_names, "sensitive")
         check_columns(keys, table.column_names, param)
@@ -311,6 +324,33 @@ class Release:
                                     weight=weight, individual=individual,
                                     dropped_nulls=dropped)
         return rel
+
+    @classmethod
+    def _from_stream(cls, data: Any, *, keys: list[str], sensitive: str, nulls: str,
+                     param: str) -> "Release | None":
+        """SVPI release of a path, Dataset or Table, streamed (:mod:`fastpriv._ingest`).
+
+        None when the input is not streamable (the caller reads it whole): other kinds of
+        input, list-valued sensitive columns, and the error messages that need the whole
+        table (a null under ``nulls="error"``).
+        """
+        check_choice(nulls, "nulls", NULL_POLICIES)
+        if not streamable(data):
+            return None
+        schema = source_schema(data)
+        names = schema.names
+        if len(set(names)) != len(names):
+            return None
+        check_columns([sensitive], names, "sensitive")
+        check_columns(keys, names, param)
+        if any(pa.types.is_nested(schema.field(c).type) for c in keys + [sensitive]):
+            return None
+        prof = encode_rows(data, keys=keys, sensitive=sensitive, nulls=nulls)
+        if prof is None:
+            return None
+        return cls(indptr=prof.indptr, codes=prof.codes, counts=prof.counts, sizes=prof.sizes,
+                   values=prof.values, groups=prof.keys, case=SVPI, row_group=prof.row_group,
+                   sensitive_name=sensitive)
 
     @classmethod
     def from_counts(cls, data: Any, *, group: str | Sequence[str], sensitive: str,
@@ -430,15 +470,15 @@ class Release:
             times).
 
         """
-        from .counts import CountAccumulator
-
         if (group is None) == (qi is None):
             raise InputError("give exactly one of group= or qi=")
         keys = [group] if isinstance(group, str) else list(group if group is not None else qi)
-        acc = CountAccumulator(keys=keys, sensitive=sensitive, nulls=nulls, n_jobs=n_jobs,
-                               weight=weight)
-        acc.consume(batches, batch_size=batch_size, progress=progress)
-        return acc.to_release()
+        acc = StreamCounts(keys=keys, sensitive=sensitive, nulls=nulls, n_jobs=n_jobs,
+                           weight=weight)
+        p = acc.consume(batches, batch_size=batch_size, progress=progress).to_profile()
+        return cls(indptr=p.indptr, codes=p.codes, counts=p.counts, sizes=p.sizes,
+                   values=p.values, groups=p.keys, case=SVPI, row_group=None,
+                   sensitive_name=sensitive)
 
     def merge(self, *others: "Release") -> "Release":
         """Return the release of the union of disjoint parts: counts add group by group.

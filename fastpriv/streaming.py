@@ -365,10 +365,10 @@ def value_distribution(data: Any, sensitive: str, *, keys: Sequence[str] = (),
     ``keys`` are read too only when ``nulls="drop"`` (a row dropped for a null key must
     not count).
     """
-    from .counts import _LabelCodes
+    from ._ingest import LabelCodes
 
     cols = [sensitive] + (list(keys) if nulls == "drop" else [])
-    lab = _LabelCodes(sensitive)
+    lab = LabelCodes(sensitive)
     totals = np.zeros(0, dtype=np.int64)
     n = 0
     for batch in iter_batches(data, cols, batch_size=batch_size):

@@ -380,7 +380,7 @@ def test_dense_and_sparse_counting_paths_agree(rs, weighted):
     w = kernel_array(np.arange(len(rs)) % 3 if weighted else np.empty(0), np.int64)
     dense = count_pairs(g, v, w, 7, 5, DENSE_CELLS)
     sparse = count_pairs(g, v, w, 7, 5, 0)
-    for a, b in zip(dense, sparse):
+    for a, b in zip(dense, sparse, strict=True):
         assert np.array_equal(a, b)
     # and both agree with a direct count
     for gi in range(7):
@@ -390,7 +390,7 @@ def test_dense_and_sparse_counting_paths_agree(rs, weighted):
                 c["abcde".index(s)] += (i % 3) if weighted else 1
         c = {k: n for k, n in c.items() if n}
         lo, hi = dense[0][gi], dense[0][gi + 1]
-        assert dict(zip(dense[1][lo:hi].tolist(), dense[2][lo:hi].tolist())) == c
+        assert dict(zip(dense[1][lo:hi].tolist(), dense[2][lo:hi].tolist(), strict=True)) == c
         assert list(dense[2][lo:hi]) == sorted(dense[2][lo:hi], reverse=True)
 
 

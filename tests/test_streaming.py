@@ -12,10 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastpriv import Release, ck_safety, classic, skyline
+from fastpriv._ingest import IntCodes
 from fastpriv._kernels import counting as K
 from fastpriv._threads import n_jobs
 from fastpriv._validation import kernel_array
-from fastpriv.counts import CountAccumulator, _IntCodes
+from fastpriv.counts import CountAccumulator
 from fastpriv.datasets import synthetic
 from fastpriv.streaming import GroupwiseState, audit_stream, clustered_audit, value_distribution
 from tests.naive_scale import first_appearance_codes
@@ -63,7 +64,7 @@ def _split(table, cuts):
 @given(st.lists(st.one_of(st.integers(-5, 5), st.integers(-2**62, 2**62)), max_size=60),
        st.integers(1, 20))
 def test_int_codes_assign_first_appearance_codes(keys, chunk):
-    m = _IntCodes()
+    m = IntCodes()
     got = []
     for i in range(0, len(keys), chunk):
         got.extend(m.encode(np.array(keys[i:i + chunk], dtype=np.int64)).tolist())
@@ -74,7 +75,7 @@ def test_int_codes_assign_first_appearance_codes(keys, chunk):
 
 @given(st.lists(st.integers(0, 10**6), max_size=50))
 def test_hash_map_kernel_matches_dict(keys):
-    m = _IntCodes(force_hash=True)
+    m = IntCodes(force_hash=True)
     m._rehash(np.empty(0, dtype=np.int64), 2)   # 16 slots: forces resumes and regrowth
     assert m.bits == 4
     out = m.encode(np.array(keys, dtype=np.int64))
@@ -209,14 +210,15 @@ def test_state_is_bounded_by_pairs_not_rows():
 def test_int32_state_flushes_into_int64_before_overflow(rs, limit, chunk, two_keys):
     # the dense state counts in int32 and moves its counts into an int64 matrix before a
     # cell could overflow; a tiny limit exercises that path on small data
+    import fastpriv._ingest as state_mod
     import fastpriv.counts as counts_mod
 
     t = pa.table({"g": [g for g, _ in rs], "h": [g % 2 for g, _ in rs],
                   "s": [s for _, s in rs]})
     keys = ["g", "h"] if two_keys else ["g"]
     ref = Release.from_table(t, sensitive="s", group=keys)
-    saved = counts_mod._INT32_MAX
-    counts_mod._INT32_MAX = limit
+    saved = state_mod._INT32_MAX
+    state_mod._INT32_MAX = limit
     try:
         acc = CountAccumulator(keys, "s")
         for b in t.to_batches(max_chunksize=chunk):
@@ -224,7 +226,7 @@ def test_int32_state_flushes_into_int64_before_overflow(rs, limit, chunk, two_ke
         other = CountAccumulator(keys, "s").add(t)
         merged = counts_mod.merge([acc, other])
     finally:
-        counts_mod._INT32_MAX = saved
+        state_mod._INT32_MAX = saved
     assert acc.to_release().equals(ref)
     assert merged.to_release().n_rows == 2 * t.num_rows
     assert (acc._state.mat64 is not None) == (t.num_rows > limit)

@@ -536,7 +536,7 @@ def dense_add(group, value, mat8, mat, stride):
     """``+1`` at cell ``group[i] * stride + value[i]``, through uint8 front counters.
 
     ``mat8`` (uint8) takes each increment; a cell reaching 255 spills 255 into ``mat``
-    (int32: the caller keeps its total below 2**31, see ``counts._CountState.reserve``) and
+    (int32: the caller keeps its total below 2**31, see ``_ingest.CountState.reserve``) and
     restarts at 0. The byte matrix is a quarter of the int32 one, so random-order groups
     stay in L2 far longer: 10k groups × 24 cells count in 3.3 ns/row instead of 6.7 (min
     of 7, same process; 1M sorted groups 2.8 vs 3.9). The caller folds ``mat8`` into
@@ -992,3 +992,194 @@ def count_pairs_parallel(group, value, weights, n_groups, n_values, dense_cells,
     run_chunks(lambda c: pairs_compact(start, indptr, tcodes, tcounts, *by_groups(c), codes,
                                        counts), T)
     return indptr, codes, counts
+
+
+# ----------------------------------------------------------------------------- string codes
+_FNV_OFFSET = 0xCBF29CE484222325
+_FNV_PRIME = 0x100000001B3
+
+
+@kernel
+def _mix(h):
+    """Return the finalized 64-bit hash ``h`` (xor-shift-multiply)."""
+    h ^= h >> np.uint64(29)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(32)
+    return h
+
+
+@kernel
+def str_map(offsets, data, slots, bits, hashes, starts, arena, out, start, next_code,
+            max_codes):
+    """Codes of the strings of an Arrow (large) string/binary array; new ones get new codes.
+
+    The strings are ``data[offsets[i]:offsets[i+1]]``. The persistent map is an
+    open-addressing table of 2**bits slots of four int64 each, ``slots[4s:4s+4]`` =
+    (code | length << 32, or -1 when empty; hash; bytes 0-7; bytes 8-15, or the arena start
+    for strings longer than 16 bytes), so a probe reads one cache line and strings of up
+    to 16 bytes are compared inside the slot. Code ``c``'s bytes are
+    ``arena[starts[c]:starts[c+1]]`` and ``hashes[c]`` its hash (the first 16 bytes and
+    the length mixed by multiplication, then FNV-1a over the rest). Equal strings are
+    confirmed byte for byte, so codes are exact. Stops *before* inserting a string once
+    ``max_codes`` codes exist or the arena is full, so the caller can grow the arrays and
+    resume. Returns ``(stop, next_code)``: rows ``start..stop-1`` are done.
+    """
+    mask = (np.int64(1) << bits) - 1
+    shift = np.uint64(64 - bits)
+    low = np.int64(0xFFFFFFFF)
+    code = next_code
+    used = starts[code]
+    cap = arena.shape[0]
+    n = offsets.shape[0] - 1
+    for i in range(start, n):
+        a = np.int64(offsets[i])
+        ln = np.int64(offsets[i + 1]) - a
+        w0 = np.uint64(0)
+        w1 = np.uint64(0)
+        for j in range(min(ln, 8)):
+            w0 |= np.uint64(data[a + j]) << np.uint64(8 * j)
+        for j in range(8, min(ln, 16)):
+            w1 |= np.uint64(data[a + j]) << np.uint64(8 * (j - 8))
+        h = w0 * np.uint64(_HASH_MULT) ^ (w1 + np.uint64(ln)) * np.uint64(_FNV_PRIME)
+        for j in range(16, ln):
+            h = (h ^ np.uint64(data[a + j])) * np.uint64(_FNV_PRIME)
+        h = _mix(h)
+        hs = np.int64(h)
+        s = np.int64((h * np.uint64(_HASH_MULT)) >> shift)
+        c = -1
+        e = slots[4 * s]
+        while e >= 0:
+            if slots[4 * s + 1] == hs and (e >> 32) == ln and slots[4 * s + 2] == np.int64(w0):
+                if ln <= 16:
+                    if slots[4 * s + 3] == np.int64(w1):
+                        c = e & low
+                        break
+                else:
+                    p = slots[4 * s + 3]
+                    same = True
+                    for j in range(8, ln):
+                        if arena[p + j] != data[a + j]:
+                            same = False
+                            break
+                    if same:
+                        c = e & low
+                        break
+            s = (s + 1) & mask
+            e = slots[4 * s]
+        if c < 0:
+            if code >= max_codes or used + ln > cap:
+                return i, code
+            for j in range(ln):
+                arena[used + j] = data[a + j]
+            slots[4 * s] = code | (ln << 32)
+            slots[4 * s + 1] = hs
+            slots[4 * s + 2] = np.int64(w0)
+            slots[4 * s + 3] = np.int64(w1) if ln <= 16 else used
+            used += ln
+            hashes[code] = h
+            starts[code + 1] = used
+            c = code
+            code += 1
+        out[i] = c
+    return n, code
+
+
+@kernel
+def str_rehash(hashes, starts, arena, n_codes, skip, bits):
+    """Slot table (see :func:`str_map`) of codes ``0..n_codes-1`` except ``skip`` (-1: none)."""
+    mask = (np.int64(1) << bits) - 1
+    shift = np.uint64(64 - bits)
+    slots = np.full(np.int64(4) << bits, -1, dtype=np.int64)
+    for c in range(n_codes):
+        if c == skip:
+            continue
+        a = starts[c]
+        ln = starts[c + 1] - a
+        w0 = np.uint64(0)
+        w1 = np.uint64(0)
+        for j in range(min(ln, 8)):
+            w0 |= np.uint64(arena[a + j]) << np.uint64(8 * j)
+        for j in range(8, min(ln, 16)):
+            w1 |= np.uint64(arena[a + j]) << np.uint64(8 * (j - 8))
+        s = np.int64((hashes[c] * np.uint64(_HASH_MULT)) >> shift)
+        while slots[4 * s] >= 0:
+            s = (s + 1) & mask
+        slots[4 * s] = c | (ln << 32)
+        slots[4 * s + 1] = np.int64(hashes[c])
+        slots[4 * s + 2] = np.int64(w0)
+        slots[4 * s + 3] = np.int64(w1) if ln <= 16 else a
+    return slots
+
+
+@kernel
+def remap_inplace(codes, remap):
+    """``codes[i] = remap[codes[i]]`` in place (int32 codes)."""
+    for i in range(codes.shape[0]):
+        codes[i] = remap[codes[i]]
+
+
+@kernel
+def used_codes(codes, n_codes):
+    """``used[c]`` is True when code ``c`` occurs in ``codes``."""
+    used = np.zeros(n_codes, dtype=np.bool_)
+    for i in range(codes.shape[0]):
+        used[codes[i]] = True
+    return used
+
+
+# ----------------------------------------------------------------------------- state-order profiles
+@kernel
+def dense_widths_state(mat, mat64, stride, grank, n_values, g0, g1, dcount):
+    """``dcount[grank[g] + 1]`` = non-zero cells of state group g, for g in ``[g0, g1)``.
+
+    Groups with ``grank[g] < 0`` (no rows) are skipped.
+    """
+    for g in range(g0, g1):
+        r = grank[g]
+        if r >= 0:
+            dcount[r + 1] = _dense_width(mat, mat64, np.int64(g) * stride, n_values)
+
+
+@kernel
+def dense_emit_state(mat, mat64, stride, grank, vrank, n_values, indptr, codes, counts, sizes,
+                     vtot, g0, g1):
+    """Write the profiles of state groups ``[g0, g1)`` at their output rank ``grank[g]``.
+
+    The matrix is read in state order (sequentially) and each profile written at
+    ``indptr[grank[g]]``: the same output as :func:`dense_emit`, without a random walk over
+    the matrix when the state's codes are in first-appearance order.
+    """
+    seen = np.empty(n_values, dtype=np.int32)
+    scratch = np.zeros(n_values, dtype=np.int64)
+    keys = np.empty(n_values, dtype=np.int64)
+    for g in range(g0, g1):
+        r = grank[g]
+        if r < 0:
+            continue
+        _, tot = _dense_group(mat, mat64, np.int64(g) * stride, vrank, n_values, seen,
+                              scratch, keys, codes, counts, indptr[r], vtot)
+        sizes[r] = tot
+
+
+def dense_profiles_state(mat, mat64, stride, grank, n_out, vrank, n_values, n_chunks):
+    """:func:`dense_profiles` addressed by state group: output group ``grank[g]``.
+
+    ``grank`` (int32, one entry per state group, -1 for groups without rows) is the
+    inverse of ``gorder``. Chunks of state groups run as serial ``nogil`` kernels on
+    :func:`fastpriv._threads.run_chunks`; identical output for any chunking.
+    """
+    n_chunks = max(int(n_chunks), 1)
+    G = grank.shape[0]
+    dcount = np.zeros(n_out + 1, dtype=np.int64)
+    run_chunks(lambda c: dense_widths_state(mat, mat64, stride, grank, n_values,
+                                            *chunk_bounds(G, n_chunks, c), dcount), n_chunks)
+    indptr = np.cumsum(dcount)
+    nnz = int(indptr[n_out])
+    codes = np.empty(nnz, dtype=np.int32)
+    counts = np.empty(nnz, dtype=np.int64)
+    sizes = np.zeros(n_out, dtype=np.int64)
+    vtots = np.zeros((n_chunks, n_values), dtype=np.int64)
+    run_chunks(lambda c: dense_emit_state(mat, mat64, stride, grank, vrank, n_values, indptr,
+                                          codes, counts, sizes, vtots[c],
+                                          *chunk_bounds(G, n_chunks, c)), n_chunks)
+    return indptr, codes, counts, sizes, vtots.sum(axis=0)

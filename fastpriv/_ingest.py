@@ -1,0 +1,1303 @@
+"""Streaming ingest: record batches to (group code, value code) per row, at the speed of the scan.
+
+:meth:`fastpriv.Release.from_table` on a Parquet/CSV path, a ``pyarrow.dataset`` or a Table
+goes through :func:`encode_rows`: the batches of the projected columns are streamed
+(:func:`fastpriv._arrow.iter_batches`, the next row group decoded on a background thread
+while this one is encoded, GIL released on both sides), never the whole table, and each
+batch is encoded by persistent per-column code maps — codes in order of first appearance:
+
+* integers (and floats, by bit pattern): a direct-address table over the value range while
+  it is compact, an open-addressing hash table beyond (:class:`IntCodes`);
+* strings and binaries: an exact hash table over the Arrow buffers themselves
+  (:class:`StrCodes`: FNV-1a hash, byte comparison on equal hashes, labels kept in one byte
+  arena) — no Python object per row or per label;
+* dictionary columns (Parquet dictionary pages): only the dictionary is mapped, the rows
+  are one ``remap[index]``;
+* anything else (dates, booleans, decimals, …): Arrow's hash ``dictionary_encode`` per
+  batch and a Python dict over the batch dictionary (:class:`LabelCodes`).
+
+Several key columns (QI tuples) are combined pairwise through hash maps of
+``code_a << 31 | code_b`` (:class:`KeyCodes`). Memory: the two int32 code columns (the group
+codes become the release's ``row_group``) plus one batch in flight and one read ahead.
+At the end the labels are sorted once and the codes renumbered in place into the canonical
+(sorted-label) order, so the result is the one :func:`fastpriv._arrow.encode_keys` /
+:func:`fastpriv._arrow.encode_column` give on the whole table.
+
+The same maps are the state of :class:`fastpriv.counts.CountAccumulator`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ._arrow import (
+    NULL_POLICIES,
+    apply_null_policy,
+    apply_weights,
+    canonical_labels,
+    count_rows,
+    is_csv,
+    iter_batches,
+    reading,
+)
+from ._threads import current_threads
+from ._validation import check_choice, check_columns, check_int, kernel_array
+from .errors import InputError, InputTypeError
+
+__all__ = ["IntCodes", "StrCodes", "LabelCodes", "KeyCodes", "CountState", "Profile",
+           "DENSE_STATE_CELLS", "StreamCounts", "encode_rows", "kind_of"]
+
+# direct-address tables up to this many slots (int32), or 8 slots per distinct key
+_DIRECT_MIN = 1 << 22
+_DIRECT_MAX = 1 << 26
+_PAIR_SHIFT = 31
+_COUNT = "count"   # reserved column name: the counts of CountAccumulator.to_table
+_PAIR_MASK = (1 << 31) - 1
+_INT32_MAX = (1 << 31) - 1
+#: Largest dense (group × value) count matrix kept by a count state (int32 + uint8 cells).
+DENSE_STATE_CELLS = 1 << 25
+# batches below this many rows are counted on one thread even when n_jobs > 1
+_PARALLEL_MIN_ROWS = 1 << 16
+
+
+def _ro(a: np.ndarray, dtype: Any) -> np.ndarray:
+    return kernel_array(a, dtype)
+
+
+# ============================================================================ int64 key maps
+class IntCodes:
+    """Persistent int64 key → code map: direct-address table, hash table when sparse."""
+
+    def __init__(self, *, force_hash: bool = False) -> None:
+        self.n = 0                    # codes in use
+        self.hash = force_hash
+        self.base = 0
+        self.table = np.empty(0, dtype=np.int32)       # direct mode
+        self.bits = 0
+        self.tkeys = np.empty(0, dtype=np.int64)       # hash mode
+        self.tvals = np.empty(0, dtype=np.int32)
+
+    # -- direct mode
+    def _direct_limit(self, incoming: int) -> int:
+        return min(max(_DIRECT_MIN, 8 * (self.n + incoming)), _DIRECT_MAX)
+
+    def _direct_fits(self, lo: int, hi: int, incoming: int) -> tuple[bool, int, int]:
+        if self.table.size:
+            lo, hi = min(lo, self.base), max(hi, self.base + self.table.size - 1)
+        return hi - lo + 1 <= self._direct_limit(incoming), lo, hi
+
+    def _direct_grow(self, lo: int, hi: int, incoming: int) -> None:
+        """Cover ``[lo, hi]`` (which includes the current table) with geometric headroom."""
+        size = self.table.size
+        if size and lo >= self.base and hi < self.base + size:
+            return
+        if size:  # headroom on the side that grows (sorted streams grow upward)
+            room = max(self._direct_limit(incoming) - (hi - lo + 1), 0)
+            if hi > self.base + size - 1:
+                extra = min(size, room)
+                hi += extra
+                room -= extra
+            if lo < self.base:
+                lo -= min(size, room)
+        table = np.full(hi - lo + 1, -1, dtype=np.int32)
+        if size:
+            off = self.base - lo
+            table[off:off + size] = self.table
+        self.table, self.base = table, lo
+
+    # -- hash mode
+    def _to_hash(self, extra: int) -> None:
+        keys = self.keys()
+        self.hash = True
+        self.table = np.empty(0, dtype=np.int32)
+        self._rehash(keys, self.n + extra)
+
+    def _rehash(self, keys: np.ndarray, want: int) -> None:
+        from ._kernels.counting import hash_insert
+
+        bits = max(4, int(math.ceil(math.log2(max(2 * want, 16)))))
+        self.bits = bits
+        self.tkeys = np.zeros(1 << bits, dtype=np.int64)
+        self.tvals = np.full(1 << bits, -1, dtype=np.int32)
+        if keys.size:
+            hash_insert(_ro(keys, np.int64), _ro(np.arange(keys.size, dtype=np.int32),
+                                                 np.int32), self.tkeys, self.tvals, bits)
+
+    def encode(self, x: np.ndarray) -> np.ndarray:
+        """Codes (int32) of the int64 keys ``x``; unseen keys get new codes."""
+        from ._kernels.counting import direct_map, hash_map, int_range
+
+        n = x.shape[0]
+        out = np.empty(n, dtype=np.int32)
+        if n == 0:
+            return out
+        x = _ro(x, np.int64)
+        if not self.hash:
+            lo, hi = (int(b) for b in int_range(x))
+            fits, lo, hi = self._direct_fits(lo, hi, n)
+            if fits:
+                self._direct_grow(lo, hi, n)
+                self.n = int(direct_map(x, int(self.base), self.table, out, int(self.n)))
+                self._check_codes()
+                return out
+            self._to_hash(min(n, 1 << 20))
+        if not self.bits:
+            self._rehash(np.empty(0, dtype=np.int64), min(n, 1 << 20))
+        start = 0
+        while True:
+            cap = 1 << self.bits
+            stop, code = hash_map(x, self.tkeys, self.tvals, int(self.bits), out, int(start),
+                                  int(self.n), int(cap // 2))
+            self.n = int(code)
+            if stop == n:
+                break
+            start = int(stop)
+            self._rehash(self.keys(), 2 * self.n + 1)
+        self._check_codes()
+        return out
+
+    def _check_codes(self) -> None:
+        if self.n >= _PAIR_MASK:
+            raise InputError("more than 2**31 - 1 distinct keys: too many to encode")
+
+    def reserve_code(self) -> int:
+        """Return a new code with no key (used for the null label)."""
+        code = self.n
+        self.n += 1
+        return code
+
+    def keys(self) -> np.ndarray:
+        """Key of every code (entries of reserved codes are undefined)."""
+        from ._kernels.counting import direct_keys, table_keys
+
+        if self.hash:
+            return table_keys(self.tkeys, self.tvals, int(self.n))
+        return direct_keys(self.table, int(self.base), int(self.n))
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.table.nbytes + self.tkeys.nbytes + self.tvals.nbytes)
+
+
+# ============================================================================ label maps
+def kind_of(t: pa.DataType) -> str:
+    if pa.types.is_integer(t) and not (pa.types.is_unsigned_integer(t) and t.bit_width == 64):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_string(t) or pa.types.is_binary(t):
+        return "str"
+    return "generic"
+
+
+_NAN_KEY = ("__fastpriv_nan__",)
+
+
+def _string_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """``(offsets, data)`` of a (large) string/binary array without nulls, zero-copy."""
+    t = arr.type
+    if not (pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t)
+            or pa.types.is_large_binary(t)):
+        arr = arr.cast(pa.large_binary() if pa.types.is_binary_view(t) else pa.large_string())
+        t = arr.type
+    large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+    bufs = arr.buffers()
+    n = len(arr)
+    odt = np.int64 if large else np.int32
+    offsets = np.frombuffer(bufs[1], dtype=odt, count=arr.offset + n + 1)[arr.offset:]
+    data = (np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None and bufs[2].size
+            else np.zeros(1, dtype=np.uint8))
+    return _ro(offsets, np.int64), _ro(data, np.uint8)
+
+
+class StrCodes:
+    """Persistent string/binary → code map over Arrow buffers (exact, codes by first appearance).
+
+    Code ``c``'s bytes are ``arena[starts[c]:starts[c+1]]``; ``slots`` is an open-addressing
+    table at load ≤ 1/2 holding (code and length, hash, first 16 bytes or arena start) per
+    slot, keyed by the 64-bit hash ``hashes[c]`` (collisions are resolved by comparing
+    bytes, see ``_kernels.counting.str_map``).
+    """
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.reserved = -1                          # a code without bytes (the null label)
+        self.bits = 0
+        self.slots = np.empty(0, dtype=np.int64)
+        self.hashes = np.empty(0, dtype=np.uint64)
+        self.starts = np.zeros(1, dtype=np.int64)
+        self.arena = np.empty(0, dtype=np.uint8)
+
+    def _grow_codes(self, want: int) -> None:
+        from ._kernels.counting import str_rehash
+
+        cap = max(1024, want, 2 * self.hashes.size)
+        hashes = np.zeros(cap, dtype=np.uint64)
+        hashes[:self.n] = self.hashes[:self.n]
+        starts = np.zeros(cap + 1, dtype=np.int64)
+        starts[:self.n + 1] = self.starts[:self.n + 1]
+        self.hashes, self.starts = hashes, starts
+        self.bits = max(4, int(math.ceil(math.log2(2 * cap))))
+        self.slots = str_rehash(self.hashes, self.starts, self.arena, int(self.n),
+                                int(self.reserved), int(self.bits))
+
+    def _grow_arena(self, want: int) -> None:
+        arena = np.empty(max(want, 2 * self.arena.size, 1 << 16), dtype=np.uint8)
+        used = int(self.starts[self.n])
+        arena[:used] = self.arena[:used]
+        self.arena = arena
+
+    def encode(self, arr: pa.Array) -> np.ndarray:
+        """Codes (int32) of the strings of ``arr`` (no nulls); unseen ones get new codes."""
+        from ._kernels.counting import str_map
+
+        offsets, data = _string_buffers(arr)
+        n = len(arr)
+        out = np.empty(n, dtype=np.int32)
+        if not self.hashes.size:
+            self._grow_codes(min(n, 1 << 16))
+        start = 0
+        while True:
+            stop, code = str_map(offsets, data, self.slots, int(self.bits), self.hashes,
+                                 self.starts, self.arena, out, int(start), int(self.n),
+                                 int(self.hashes.size))
+            self.n = int(code)
+            if stop == n:
+                return out
+            start = int(stop)
+            if self.n >= _PAIR_MASK:
+                raise InputError("more than 2**31 - 1 distinct keys: too many to encode")
+            if self.n >= self.hashes.size:
+                self._grow_codes(2 * self.n)
+            rest = int(offsets[n]) - int(offsets[start])
+            if int(self.starts[self.n]) + rest > self.arena.size:
+                self._grow_arena(int(self.starts[self.n]) + rest)
+
+    def reserve_code(self) -> int:
+        """Return a new code with no bytes and no slot (used for the null label)."""
+        if self.n >= self.hashes.size:
+            self._grow_codes(2 * self.n + 1)
+        code = self.n
+        self.starts[code + 1] = self.starts[code]
+        self.reserved = code
+        self.n += 1
+        return code
+
+    def labels(self, t: pa.DataType) -> pa.Array:
+        """All labels in code order, of type ``t`` (string or binary; reserved code: null)."""
+        n = self.n
+        starts = self.starts[:n + 1]
+        used = int(starts[n])
+        big = used >= _PAIR_MASK
+        offsets = starts if big else starts.astype(np.int32)
+        typ = {True: pa.large_binary(), False: pa.binary()}[big] if pa.types.is_binary(t) \
+            else {True: pa.large_string(), False: pa.string()}[big]
+        validity = None
+        if self.reserved >= 0:
+            mask = np.ones(n, dtype=bool)
+            mask[self.reserved] = False
+            validity = pa.array(mask).buffers()[1]
+        arr = pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(offsets),
+                                             pa.py_buffer(self.arena[:used].copy())])
+        return arr if arr.type == t else arr.cast(t)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.slots.nbytes + self.hashes.nbytes + self.starts.nbytes
+                   + self.arena.nbytes)
+
+
+class LabelCodes:
+    """Persistent label → code map of one column (codes in order of first appearance)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.type: pa.DataType | None = None     # canonical label type
+        self.kind: str | None = None
+        self.ints = IntCodes()                   # int / float kinds
+        self.strs = StrCodes()                   # string / binary kinds
+        self.lookup: dict = {}                    # generic kind
+        self.chunks: list[pa.Array] = []          # generic kind: labels in code order
+        self.null_code = -1
+        self.n_generic = 0
+
+    @property
+    def n(self) -> int:
+        if self.kind == "str":
+            return self.strs.n
+        return self.n_generic if self.kind == "generic" else self.ints.n
+
+    def _set_type(self, t: pa.DataType) -> None:
+        canon = canonical_labels(pa.array([], type=t)).type
+        if self.type is None:
+            self.type, self.kind = canon, kind_of(canon)
+        elif canon != self.type:
+            raise InputTypeError(f"column {self.name!r} changes type between batches: "
+                            f"{self.type} then {canon}")
+
+    def _null(self) -> int:
+        if self.null_code < 0:
+            if self.kind == "generic":
+                self.null_code = self.n_generic
+                self.n_generic += 1
+                self.chunks.append(pa.array([None], type=self.type))
+                self.lookup[None] = self.null_code
+            elif self.kind == "str":
+                self.null_code = self.strs.reserve_code()
+            else:
+                self.null_code = self.ints.reserve_code()
+        return self.null_code
+
+    def encode(self, col: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """Global codes (int32) of every entry of ``col``."""
+        from ._kernels.counting import remap_codes
+
+        idx, remap = self.encode_pair(col)
+        if remap is None:
+            return idx
+        return remap_codes(idx, remap)
+
+    def encode_pair(self, col: pa.Array | pa.ChunkedArray
+                    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Return ``(indices, remap)``: the global code of entry i is ``remap[indices[i]]``.
+
+        With ``remap`` None, ``indices`` already are the codes. Dictionary columns cost no
+        pass over the rows here: the kernel that consumes the rows applies the (small) remap.
+        """
+        if isinstance(col, pa.ChunkedArray):
+            if col.num_chunks == 1:
+                return self.encode_pair(col.chunk(0))
+            parts = [self.encode(c) for c in col.chunks]
+            return (np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)), None
+        t = col.type
+        if pa.types.is_dictionary(t):
+            return self._encode_dictionary(col)
+        self._set_type(t)
+        if self.kind == "generic" and len(col):
+            return self._encode_generic(col)
+        return self._encode_plain(col), None
+
+    def _encode_dictionary(self, col: pa.DictionaryArray) -> tuple[np.ndarray, np.ndarray]:
+        # Every dictionary entry is registered, used or not (no pass over the rows to find
+        # the used ones); labels that end with a zero count are dropped by to_release.
+        self._set_type(col.type.value_type)
+        dictionary = col.dictionary
+        nd = len(dictionary)
+        idx = col.indices
+        has_null = idx.null_count > 0
+        if has_null:
+            idx = idx.fill_null(nd)
+        raw = _ro(idx.to_numpy(), np.int32)
+        remap = np.full(nd + 1, -1, dtype=np.int32)
+        if nd:
+            remap[:nd] = self._encode_plain(dictionary)
+        if has_null:
+            remap[nd] = self._null()
+        return raw, _ro(remap, np.int32)
+
+    def _encode_plain(self, arr: pa.Array) -> np.ndarray:
+        n = len(arr)
+        if n == 0:
+            return np.empty(0, dtype=np.int32)
+        if self.kind == "generic":
+            return self.encode(arr)
+        if arr.null_count:
+            valid = pc.is_valid(arr).to_numpy(zero_copy_only=False)
+            out = np.empty(n, dtype=np.int32)
+            out[valid] = self._encode_values(arr.drop_null())
+            out[~valid] = self._null()
+            return out
+        return self._encode_values(arr)
+
+    def _encode_values(self, arr: pa.Array) -> np.ndarray:
+        if self.kind == "str":
+            return self.strs.encode(arr)
+        return self._encode_numbers(arr)
+
+    def _encode_numbers(self, arr: pa.Array) -> np.ndarray:
+        if self.kind == "int":
+            x = arr.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        else:
+            f = arr.to_numpy(zero_copy_only=False).astype(np.float64)
+            f[np.isnan(f)] = np.nan  # one NaN bit pattern (Arrow unifies NaNs)
+            x = f.view(np.int64)
+        return self.ints.encode(x)
+
+    def _encode_generic(self, arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        enc = pc.dictionary_encode(arr, null_encoding="encode")
+        dictionary = enc.dictionary
+        labels = dictionary.to_pylist()
+        remap = np.empty(len(labels), dtype=np.int32)
+        new = []
+        lookup = self.lookup
+        for i, lab in enumerate(labels):
+            key = _NAN_KEY if isinstance(lab, float) and lab != lab else lab
+            code = lookup.get(key)
+            if code is None:
+                code = self.n_generic
+                self.n_generic += 1
+                lookup[key] = code
+                new.append(i)
+                if lab is None:
+                    self.null_code = code
+            remap[i] = code
+        if new:
+            chunk = dictionary.take(pa.array(new)) if len(new) < len(labels) else dictionary
+            self.chunks.append(canonical_labels(chunk))
+        return _ro(enc.indices.to_numpy(zero_copy_only=False), np.int32), _ro(remap, np.int32)
+
+    def labels(self) -> pa.Array:
+        """All labels in code order (canonical type)."""
+        t = self.type if self.type is not None else pa.null()
+        if self.kind == "generic":
+            if not self.chunks:
+                return pa.array([], type=t)
+            return pa.concat_arrays([c.cast(t) if c.type != t else c for c in self.chunks])
+        if self.kind == "str":
+            return self.strs.labels(t)
+        keys = self.ints.keys()
+        mask = None
+        if self.null_code >= 0:
+            mask = np.zeros(keys.size, dtype=bool)
+            mask[self.null_code] = True
+            keys[self.null_code] = 0
+        if self.kind == "float":
+            return pa.array(keys.view(np.float64), mask=mask, type=pa.float64())
+        return pa.array(keys, mask=mask, type=pa.int64()).cast(t)
+
+    def sorted_ranks(self) -> tuple[np.ndarray, pa.Array]:
+        """``(rank, labels_sorted)``: rank of every code among the sorted labels."""
+        labels = self.labels()
+        order = pc.array_sort_indices(labels, null_placement="at_end").to_numpy()
+        rank = np.empty(len(order), dtype=np.int32)
+        rank[order] = np.arange(len(order), dtype=np.int32)
+        return rank, labels.take(pa.array(order))
+
+    def sorted_order(self) -> np.ndarray:
+        """Return the codes in sorted label order (nulls last).
+
+        Integer labels in a direct-address table are already in order there: one pass over
+        the table instead of a sort.
+        """
+        if self.kind == "int" and not self.ints.hash:
+            table = self.ints.table
+            order = table[table >= 0].astype(np.int64)
+            if self.null_code >= 0:
+                order = np.append(order, self.null_code)
+            return order
+        return pc.array_sort_indices(self.labels(), null_placement="at_end").to_numpy()
+
+    @property
+    def nbytes(self) -> int:
+        return (self.ints.nbytes + self.strs.nbytes + sum(c.nbytes for c in self.chunks)
+                + 100 * len(self.lookup))
+
+
+
+# ============================================================================ count state
+class CountState:
+    """(group code, value code) → count: dense matrix while small, hash table beyond.
+
+    Unit counts land in **uint8** front counters (``mat8``) that spill 255 at a time into
+    an **int32** matrix (``mat``): the byte matrix is a quarter of the int32 one, so
+    random-order groups stay in cache far longer (10k groups: 2x faster counting, see
+    ``_kernels.counting.dense_add``). ``fold`` adds the bytes into ``mat`` before any
+    read. The int32 matrix is flushed into an int64 matrix of the same layout before it
+    could overflow — after 2**31 - 1 rows, so only huge inputs ever allocate the third
+    matrix. Weighted additions (merges of partial states) go to the int64 matrix.
+    """
+
+    def __init__(self, dense_cells: int) -> None:
+        self.dense_cells = int(dense_cells)
+        self.sparse = False
+        self.mat = np.zeros(0, dtype=np.int32)
+        self.mat8 = np.zeros(0, dtype=np.uint8)
+        self.mat64: np.ndarray | None = None
+        self.since_flush = 0
+        self.unfolded = False
+        self.stride = 0
+        self.gcap = 0
+        self.pairs = IntCodes(force_hash=True)
+        self.pcounts = np.zeros(0, dtype=np.int64)
+
+    def _ensure_dense(self, n_groups: int, n_values: int, rows_total: int) -> bool:
+        """Grow the dense matrix to hold the codes; False if it would exceed the limit."""
+        stride, gcap = self.stride, self.gcap
+        if n_values > stride:
+            stride = -(-n_values // 8) * 8 if n_values <= 64 else max(n_values, 2 * stride)
+        limit = min(self.dense_cells, max(1 << 22, 8 * rows_total))
+        max_g = limit // stride if stride else 0
+        if n_groups > max_g:
+            return False
+        if n_groups > gcap:
+            gcap = min(max(n_groups, 4 * gcap, 1024), max_g)
+        if (stride, gcap) != (self.stride, self.gcap):
+            self.mat = self._regrid(self.mat, stride, gcap)
+            self.mat8 = self._regrid(self.mat8, stride, gcap)
+            if self.mat64 is not None:
+                self.mat64 = self._regrid(self.mat64, stride, gcap)
+            self.stride, self.gcap = stride, gcap
+        return True
+
+    def _regrid(self, old: np.ndarray, stride: int, gcap: int) -> np.ndarray:
+        mat = np.zeros(stride * gcap, dtype=old.dtype)
+        if old.size:
+            mat.reshape(gcap, stride)[:self.gcap, :self.stride] = \
+                old.reshape(self.gcap, self.stride)
+        return mat
+
+    def reserve(self, rows: int) -> None:
+        """Make room for ``rows`` more unit counts in the int32 matrix (flush if needed)."""
+        if self.since_flush + rows > _INT32_MAX:
+            self.fold()
+            if self.mat64 is None:
+                self.mat64 = np.zeros(self.mat.size, dtype=np.int64)
+            self.mat64 += self.mat
+            self.mat[:] = 0
+            self.since_flush = 0
+        self.since_flush += rows
+        self.unfolded = True
+
+    def fold(self) -> None:
+        """Add the uint8 front counters into the int32 matrix and clear them.
+
+        Their rows were reserved, so the int32 total stays below 2**31.
+        """
+        if self.unfolded:
+            self.mat += self.mat8
+            self.mat8[:] = 0
+            self.unfolded = False
+
+    def dense_parts(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(mat, mat64)`` for the dense readers (``mat64`` empty when never needed)."""
+        self.fold()
+        return self.mat, (self.mat64 if self.mat64 is not None
+                          else np.zeros(0, dtype=np.int64))
+
+    def _to_sparse(self, n_values: int) -> None:
+        from ._kernels.counting import dense_nonzero
+
+        g, v, c = dense_nonzero(*self.dense_parts(), int(self.stride), int(self.gcap),
+                                int(self.stride))
+        self.sparse = True
+        self.mat = np.zeros(0, dtype=np.int32)
+        self.mat8 = np.zeros(0, dtype=np.uint8)
+        self.mat64 = None
+        self.stride = self.gcap = 0
+        self._add_sparse(g, v, c)
+
+    def add(self, g: np.ndarray, v: np.ndarray, w: np.ndarray, n_groups: int, n_values: int,
+            rows_total: int, threads: int) -> None:
+        from ._kernels.counting import dense_add, dense_add_parallel
+
+        if g.size == 0:
+            return
+        g, v, w = _ro(g, np.int32), _ro(v, np.int32), _ro(w, np.int64)
+        if not self.sparse and not self._ensure_dense(n_groups, n_values, rows_total):
+            self._to_sparse(n_values)
+        if self.sparse:
+            self._add_sparse(g, v, w)
+            return
+        if w.size:   # weighted (a merge): straight into the int64 matrix
+            if self.mat64 is None:
+                self.mat64 = np.zeros(self.mat.size, dtype=np.int64)
+            np.add.at(self.mat64, g.astype(np.int64) * self.stride + v, w)
+            return
+        self.reserve(g.size)
+        if threads > 1 and g.size >= _PARALLEL_MIN_ROWS:
+            lo, hi = int(g.min()), int(g.max())
+            dense_add_parallel(g, v, self.mat8, self.mat, int(self.stride), lo, hi,
+                               int(threads))
+        else:
+            dense_add(g, v, self.mat8, self.mat, int(self.stride))
+
+    def _add_sparse(self, g: np.ndarray, v: np.ndarray, w: np.ndarray) -> None:
+        from ._kernels.counting import hash_count
+
+        g, v, w = _ro(g, np.int32), _ro(v, np.int32), _ro(w, np.int64)
+        p = self.pairs
+        if not p.bits:
+            p._rehash(np.empty(0, dtype=np.int64), max(1024, min(g.size, 1 << 20)))
+            self.pcounts = np.zeros(1 << (p.bits - 1), dtype=np.int64)
+        start = 0
+        while True:
+            cap = 1 << p.bits
+            stop, code = hash_count(g, v, w, p.tkeys, p.tvals, int(p.bits), self.pcounts,
+                                    int(start), int(p.n), int(cap // 2))
+            p.n = int(code)
+            if stop == g.size:
+                return
+            start = int(stop)
+            p._rehash(p.keys(), 2 * p.n + 1)
+            counts = np.zeros(1 << (p.bits - 1), dtype=np.int64)
+            counts[:p.n] = self.pcounts[:p.n]
+            self.pcounts = counts
+
+    def triples(self, n_groups: int, n_values: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Non-zero cells as (group code, value code, count) arrays."""
+        from ._kernels.counting import dense_nonzero
+
+        if self.sparse:
+            keys = self.pairs.keys()
+            counts = self.pcounts[:self.pairs.n].copy()
+            keep = counts != 0
+            keys, counts = keys[keep], counts[keep]
+            return ((keys >> _PAIR_SHIFT).astype(np.int32),
+                    (keys & _PAIR_MASK).astype(np.int32), counts)
+        if not self.mat.size:
+            return (np.empty(0, np.int32), np.empty(0, np.int32), np.empty(0, np.int64))
+        return dense_nonzero(*self.dense_parts(), int(self.stride), int(n_groups),
+                             int(n_values))
+
+    @property
+    def nbytes(self) -> int:
+        extra = 0 if self.mat64 is None else self.mat64.nbytes
+        return int(self.mat.nbytes + self.mat8.nbytes + extra + self.pairs.nbytes
+                   + self.pcounts.nbytes)
+
+
+# ============================================================================ key tuples
+class KeyCodes:
+    """Persistent key tuple → group code map over one or more key columns.
+
+    One :class:`LabelCodes` per column; columns after the first are combined pairwise,
+    ``code = level.encode(code_a << 31 | code_b)``, so a group is one code whatever the
+    number of columns (codes in order of first appearance).
+    """
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = list(names)
+        self.cols = [LabelCodes(k) for k in self.names]
+        self.levels = [IntCodes(force_hash=True) for _ in self.names[1:]]
+
+    @property
+    def n(self) -> int:
+        """Distinct groups (key tuples) seen so far."""
+        return self.levels[-1].n if self.levels else self.cols[0].n
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(c.nbytes for c in self.cols) + sum(lv.nbytes for lv in self.levels))
+
+    def encode(self, cols: list) -> np.ndarray:
+        """Group code (int32) of every row of the key columns ``cols``."""
+        codes = self.cols[0].encode(cols[0])
+        return self.combine(codes, [lab.encode(c) for lab, c in
+                                    zip(self.cols[1:], cols[1:], strict=True)])
+
+    def combine(self, codes: np.ndarray, rest: list[np.ndarray]) -> np.ndarray:
+        """Group codes of rows given the per-column codes (first column, then the others)."""
+        from ._kernels.counting import pack_pairs
+
+        for level, b in zip(self.levels, rest, strict=True):
+            codes = level.encode(pack_pairs(_ro(codes, np.int32), _ro(b, np.int32)))
+        return codes
+
+    def components(self) -> list[np.ndarray]:
+        """Per-column codes of every group code (multi-column keys)."""
+        codes = None
+        comps: list[np.ndarray] = []
+        for level in reversed(self.levels):
+            keys = level.keys() if codes is None else level.keys()[codes]
+            comps.append((keys & _PAIR_MASK).astype(np.int32))
+            codes = (keys >> _PAIR_SHIFT).astype(np.int64)
+        comps.append(codes.astype(np.int32))
+        return comps[::-1]
+
+    def canonical(self, gused: np.ndarray) -> tuple[np.ndarray, pa.Table]:
+        """``(gorder, keys)``: the used group codes in key order, and their key table."""
+        if not self.levels:
+            order = self.cols[0].sorted_order()
+            gorder = order[gused[order]].astype(np.int64)
+            labels = self.cols[0].labels().take(pa.array(gorder))
+            return gorder, pa.table({self.names[0]: labels})
+        gkeep = np.flatnonzero(gused)
+        comps = [c[gkeep] for c in self.components()]
+        ranked = []
+        for col, cc in zip(self.cols, comps, strict=True):
+            rank, _ = col.sorted_ranks()
+            ranked.append(rank[cc])
+        cards = [col.n for col in self.cols]
+        if math.prod(cards) < (1 << 62):   # one int64 key: a single argsort
+            key = np.zeros(gkeep.size, dtype=np.int64)
+            for r, card in zip(ranked, cards, strict=True):
+                key = key * card + r
+            perm = np.argsort(key, kind="stable")
+        else:
+            perm = np.lexsort(ranked[::-1])
+        gorder = gkeep[perm].astype(np.int64)
+        keys = pa.table({name: col.labels().take(pa.array(cc[perm]))
+                         for name, col, cc in zip(self.names, self.cols, comps, strict=True)})
+        return gorder, keys
+
+
+# ============================================================================ rows
+@dataclass(frozen=True)
+class Profile:
+    """The canonical SVPI frequency profile of a table and the group of each kept row.
+
+    The arrays of :class:`fastpriv.Release` (see its module notes): ``indptr``, ``codes``,
+    ``counts``, ``sizes`` over the groups of ``keys`` (sorted key tuples) and the sorted
+    ``values``; ``row_group`` (int32) is the group of every row kept by the null policy.
+    """
+
+    indptr: np.ndarray
+    codes: np.ndarray
+    counts: np.ndarray
+    sizes: np.ndarray
+    keys: pa.Table
+    values: pa.Array
+    row_group: np.ndarray | None
+
+
+def streamable(data: Any) -> bool:
+    """Return whether :func:`encode_rows` reads ``data`` (a path, a Dataset or a Table)."""
+    if isinstance(data, (str, os.PathLike)):
+        return os.path.exists(os.fspath(data))
+    if isinstance(data, pa.Table):
+        return True
+    mod = type(data).__module__
+    return mod.startswith("pyarrow") and hasattr(data, "scanner") and hasattr(data, "schema")
+
+
+def source_schema(data: Any, param: str = "data") -> pa.Schema:
+    """Return the schema of a streamable source, without reading its rows."""
+    if isinstance(data, (str, os.PathLike)):
+        path = os.fspath(data)
+        with reading(path, param):
+            if is_csv(path) and os.path.isfile(path):
+                import pyarrow.csv as pacsv
+
+                try:
+                    return pacsv.open_csv(path, convert_options=pacsv.ConvertOptions(
+                        strings_can_be_null=True)).schema
+                except (pa.ArrowInvalid, LookupError, UnicodeDecodeError) as exc:
+                    raise InputError(f"{param}: cannot read {path!r} as CSV: "
+                                     f"{str(exc).splitlines()[0]}") from None
+            import pyarrow.dataset as ds
+
+            return ds.dataset(path, format="parquet").schema
+    return data.schema
+
+
+class _Buffer:
+    """A growing int32 column (preallocated when the row count is known)."""
+
+    def __init__(self, size: int | None) -> None:
+        self.a = np.empty(size if size is not None else 1 << 20, dtype=np.int32)
+        self.n = 0
+
+    def append(self, x: np.ndarray) -> None:
+        m = x.shape[0]
+        if self.n + m > self.a.size:
+            grown = np.empty(max(2 * self.a.size, self.n + m), dtype=np.int32)
+            grown[:self.n] = self.a[:self.n]
+            self.a = grown
+        self.a[self.n:self.n + m] = x
+        self.n += m
+
+    def result(self) -> np.ndarray:
+        return self.a if self.n == self.a.size else self.a[:self.n].copy()
+
+
+class _Scan:
+    """One pass over the batches: group code per row, values counted or kept per row."""
+
+    def __init__(self, keys: list[str], sensitive: str, total: int | None,
+                 dense: bool) -> None:
+        self.kc = KeyCodes(keys)
+        self.vc = LabelCodes(sensitive)
+        self.gbuf = _Buffer(total)
+        self.vbuf = None if dense else _Buffer(total)
+        self.state = CountState(DENSE_STATE_CELLS) if dense else None
+        self.total = total
+        self.seen = 0
+        self.csv = False      # the source is a CSV file (see _add_batch)
+
+    def add(self, batch: pa.RecordBatch, n_keys: int) -> bool:
+        """Encode (and count) one batch; False when the dense state would overflow."""
+        from ._kernels.counting import dense_add, remap_codes
+
+        g = self.kc.encode([batch.column(i) for i in range(n_keys)])
+        idx, remap = self.vc.encode_pair(batch.column(n_keys))
+        v = idx if remap is None else remap_codes(_ro(idx, np.int32), remap)
+        self.gbuf.append(g)
+        if self.state is None:
+            self.vbuf.append(v)
+            return True
+        st = self.state
+        rows = max(self.total or 0, self.gbuf.n)
+        if not st._ensure_dense(self.kc.n, self.vc.n, rows):
+            return False
+        st.reserve(g.size)
+        dense_add(_ro(g, np.int32), _ro(v, np.int32), st.mat8, st.mat, int(st.stride))
+        return True
+
+    def profile(self) -> Profile:
+        """Sort the labels, renumber the row codes in place, build the CSR profile."""
+        from ._kernels.counting import (
+            DENSE_CELLS,
+            count_pairs,
+            dense_profiles_state,
+            remap_inplace,
+            used_codes,
+        )
+
+        group = self.gbuf.result()
+        gorder, key_table = self.kc.canonical(used_codes(group, int(self.kc.n)))
+        grank = np.full(int(self.kc.n), -1, dtype=np.int32)
+        grank[gorder] = np.arange(gorder.size, dtype=np.int32)
+        if self.state is None:
+            value = self.vbuf.result()
+            vrank, values = self._value_ranks(used_codes(value, int(self.vc.n)))
+            remap_inplace(value, vrank)
+            remap_inplace(group, grank)
+            indptr, codes, counts = count_pairs(_ro(group, np.int32), _ro(value, np.int32),
+                                                _ro(np.empty(0, dtype=np.int64), np.int64),
+                                                int(gorder.size), len(values), DENSE_CELLS)
+            sizes = np.add.reduceat(counts, indptr[:-1])
+            return Profile(indptr, codes, counts, sizes, key_table, values, group)
+        mat, mat64 = self.state.dense_parts()
+        stride = int(self.state.stride)
+        vused = mat.reshape(-1, stride)[:, :self.vc.n].any(axis=0)
+        if mat64.size:
+            vused |= mat64.reshape(-1, stride)[:, :self.vc.n].any(axis=0)
+        vrank, values = self._value_ranks(vused)
+        threads = current_threads()
+        indptr, codes, counts, sizes, _ = dense_profiles_state(
+            mat, mat64, stride, grank, int(gorder.size), _ro(vrank, np.int32), int(self.vc.n),
+            2 * threads if threads > 1 and gorder.size >= 4096 else 1)
+        remap_inplace(group, grank)
+        return Profile(indptr, codes, counts, sizes, key_table, values, group)
+
+    def _value_ranks(self, vused: np.ndarray) -> tuple[np.ndarray, pa.Array]:
+        """``(vrank, values)``: rank of every used value code among the sorted labels."""
+        vrank_all, _ = self.vc.sorted_ranks()
+        keep = np.flatnonzero(vused)
+        order = np.argsort(vrank_all[keep], kind="stable")
+        vrank = np.full(vused.size, -1, dtype=np.int32)
+        vrank[keep[order]] = np.arange(keep.size, dtype=np.int32)
+        return vrank, self.vc.labels().take(pa.array(keep[order]))
+
+
+def encode_rows(data: Any, *, keys: list[str], sensitive: str, nulls: str,
+                batch_size: int = 1 << 20) -> Profile | None:
+    """Stream ``data`` and return its canonical profile and row groups (see the module notes).
+
+    Rows are counted during the scan into a dense (group × value) state while it fits
+    (``DENSE_STATE_CELLS``); if it outgrows that, the scan restarts keeping the value code
+    of every row, counted at the end by ``count_pairs`` (bucketed by group). Returns None
+    when the whole-table path must decide (see :func:`_run_scan`): a null under
+    ``nulls="error"`` (the caller reads the table to name every column with its null
+    count), a CSV file its incremental reader cannot type.
+    """
+    total = count_rows(data)
+    csv = isinstance(data, (str, os.PathLike)) and is_csv(os.fspath(data))
+    for dense in (True, False):
+        scan = _Scan(keys, sensitive, total, dense)
+        scan.csv = csv
+        if _run_scan(scan, data, keys + [sensitive], nulls, batch_size) is None:
+            return None
+        if scan.seen >= 0:
+            break
+    if scan.seen == 0:
+        raise InputError("data is empty: a release needs at least one row")
+    if scan.gbuf.n == 0:
+        raise InputError("data has no rows left after dropping nulls")
+    return scan.profile()
+
+
+def _run_scan(scan: _Scan, data: Any, cols: list[str], nulls: str,
+              batch_size: int) -> _Scan | None:
+    """Feed every batch to ``scan``; ``scan.seen`` is -1 if the dense state overflowed.
+
+    None when the whole-table path must decide: a null under ``nulls="error"``, or a CSV
+    file that its incremental reader cannot type (a column typed from the first block that
+    a later block contradicts, text that is not UTF-8): ``Release.from_table`` then reads
+    it whole, which raises the error naming the column.
+    """
+    try:
+        for batch in iter_batches(data, cols, batch_size=batch_size, dictionary=True):
+            if not _add_batch(scan, batch, cols, nulls):
+                return None
+            if scan.seen < 0:
+                return scan
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
+            UnicodeDecodeError):
+        if scan.csv:
+            return None
+        raise
+    return scan
+
+
+def _add_batch(scan: _Scan, batch: pa.RecordBatch, cols: list[str], nulls: str) -> bool:
+    """Apply the null policy to one batch and add it; False: the caller must fall back."""
+    if scan.csv and any(pa.types.is_binary(t) or pa.types.is_large_binary(t)
+                        for t in batch.schema.types):
+        return False   # CSV text that is not UTF-8: read_csv names the column
+    scan.seen += batch.num_rows
+    if any(batch.column(i).null_count for i in range(len(cols))):
+        if nulls == "error":
+            return False
+        if nulls == "drop":
+            mask = None
+            for i in range(len(cols)):
+                m = pc.is_valid(batch.column(i))
+                mask = m if mask is None else pc.and_(mask, m)
+            batch = batch.filter(mask)
+    if batch.num_rows and not scan.add(batch, len(cols) - 1):
+        scan.seen = -1
+    return True
+
+
+# ============================================================================ stream counts
+class StreamCounts:
+    """Streaming (group, value) counts, mergeable by addition.
+
+    The state of :class:`fastpriv.counts.CountAccumulator` and of ``Release.from_batches``
+    (parameters and behaviour documented there).
+    """
+
+    def __init__(self, keys: str | Sequence[str], sensitive: str, *, nulls: str = "error",
+                 compact_rows: int | None = None, n_jobs: int | None = None,
+                 dense_cells: int = DENSE_STATE_CELLS, weight: str | None = None) -> None:
+        from ._threads import resolve_n_jobs
+
+        self.keys = [keys] if isinstance(keys, str) else list(keys)
+        if not self.keys:
+            raise InputError("keys: at least one group column is required")
+        for k in self.keys + [sensitive]:
+            if not isinstance(k, str):
+                raise InputTypeError(f"column names must be strings, got {k!r}")
+        if sensitive in self.keys:
+            raise InputError(f"sensitive column {sensitive!r} is also a key column")
+        if len(set(self.keys)) != len(self.keys):
+            raise InputError(f"keys: duplicate column names in {self.keys}")
+        self.sensitive = sensitive
+        if weight is not None and not isinstance(weight, str):
+            raise InputTypeError(f"weight must be a column name, got {type(weight).__name__}")
+        if weight is not None and weight in self.keys + [sensitive]:
+            raise InputError(f"weight column {weight!r} is also a key or sensitive column")
+        self.weight = weight
+        if _COUNT in self.keys + [sensitive]:
+            raise InputError(f"column name {_COUNT!r} is reserved for the counts (to_table); "
+                             "rename it")
+        check_choice(nulls, "nulls", NULL_POLICIES)
+        self.nulls = nulls
+        self.compact_rows = compact_rows
+        resolve_n_jobs(n_jobs)  # validate now
+        self.n_jobs = n_jobs
+        self.dense_cells = check_int(dense_cells, "dense_cells", minimum=0)
+        self.rows_seen = 0
+        self.rows_dropped = 0
+        self.rows_counted = 0
+        self._rows_hint = 0   # rows announced by the source being consumed (dense sizing)
+        self.batches_seen = 0
+        self.bytes_seen = 0
+        self._keymap = KeyCodes(self.keys)
+        self._cols = self._keymap.cols
+        self._values = LabelCodes(sensitive)
+        self._levels = self._keymap.levels
+        self._state = CountState(self.dense_cells)
+
+    @property
+    def columns(self) -> list[str]:
+        """Columns read from each batch (keys, sensitive, and the weight column if any)."""
+        return self.keys + [self.sensitive] + ([self.weight] if self.weight else [])
+
+    @property
+    def n_groups(self) -> int:
+        """Distinct groups (key tuples) seen so far."""
+        return self._levels[-1].n if self._levels else self._cols[0].n
+
+    @property
+    def n_values(self) -> int:
+        """Distinct sensitive values seen so far."""
+        return self._values.n
+
+    @property
+    def nbytes(self) -> int:
+        """Approximate memory held by the state (maps and counts), in bytes."""
+        return int(self._state.nbytes + self._values.nbytes
+                   + sum(c.nbytes for c in self._cols) + sum(lv.nbytes for lv in self._levels))
+
+    # ------------------------------------------------------------------ input
+    def add(self, batch: pa.RecordBatch | pa.Table) -> "StreamCounts":
+        """Count one record batch (or table) into the state. Returns ``self``."""
+        if isinstance(batch, pa.RecordBatch):
+            batch = pa.Table.from_batches([batch])
+        elif not isinstance(batch, pa.Table):
+            raise InputTypeError(f"batch must be a pyarrow RecordBatch or Table, got "
+                            f"{type(batch).__name__}")
+        check_columns(self.columns, batch.column_names, "batch")
+        table = batch.select(self.columns)
+        self.rows_seen += table.num_rows
+        self.batches_seen += 1
+        self.bytes_seen += table.nbytes
+        table, dropped = apply_null_policy(table, self.keys + [self.sensitive], self.nulls)
+        self.rows_dropped += dropped
+        if self.weight is not None:
+            table, weights = apply_weights(table, self.weight)
+        if table.num_rows == 0:
+            return self
+        from ._kernels.counting import remap_codes
+
+        if self.weight is not None:   # weighted rows: the general path, int64 weights
+            vcodes = self._values.encode(table.column(self.sensitive))
+            gcodes = self._group_codes([table.column(k) for k in self.keys])
+            self._count(gcodes, vcodes, weights)
+            return self
+
+        vidx, vremap = self._values.encode_pair(table.column(self.sensitive))
+        key = table.column(self.keys[0])
+        start = 0
+        if self._fast_path_ok(key):
+            if vremap is None:   # the codes themselves: an identity remap
+                vremap = _ro(np.arange(self.n_values, dtype=np.int32), np.int32)
+            start = self._add_fused(key, vidx, vremap)
+            if start == table.num_rows:
+                return self
+            table, vidx = table.slice(start), vidx[start:]
+        vcodes = vidx if vremap is None else remap_codes(_ro(vidx, np.int32), vremap)
+        gcodes = self._group_codes([table.column(k) for k in self.keys])
+        self._count(gcodes, vcodes, np.empty(0, dtype=np.int64))
+        return self
+
+    def _fast_path_ok(self, key: pa.ChunkedArray) -> bool:
+        """Single integer key column in direct-address mode, dense state, one thread."""
+        lab = self._cols[0]
+        if self._levels or self._state.sparse or key.null_count or lab.ints.hash:
+            return False
+        t = key.type
+        if not (pa.types.is_integer(t) and kind_of(t) == "int"):
+            return False
+        if lab.kind is not None and lab.kind != "int":
+            return False
+        return not self._batch_threads or len(key) < _PARALLEL_MIN_ROWS
+
+    def _add_fused(self, key: pa.ChunkedArray, vidx: np.ndarray, vremap: np.ndarray) -> int:
+        """Map and count rows in one kernel pass; return the number of rows done.
+
+        The rest, if any, goes through the general path: the keys outgrew the direct table
+        or the state its dense limit.
+        """
+        from ._kernels.counting import count_direct, int_range
+
+        lab = self._cols[0]
+        lab._set_type(key.type)
+        ints = lab.ints
+        st = self._state
+        x = _ro(key.to_numpy(), np.int64)
+        v = _ro(vidx, np.int32)
+        n = x.shape[0]
+        start = 0
+        rows_after = max(self.rows_counted + n, self._rows_hint)
+        while start < n:
+            if not st._ensure_dense(ints.n, self.n_values, rows_after):
+                break
+            st.reserve(n - start)
+            stop, code = count_direct(x, int(ints.base), ints.table, int(ints.n), v, vremap,
+                                      st.mat8, st.mat, int(st.stride), int(st.gcap),
+                                      int(start))
+            ints.n = int(code)
+            ints._check_codes()
+            st.since_flush -= n - int(stop)   # reserved for rows not counted yet
+            self.rows_counted += int(stop) - start
+            start = int(stop)
+            if start == n:
+                break
+            j = int(x[start]) - ints.base
+            if 0 <= j < ints.table.size:     # a new group code needs a larger matrix
+                if not st._ensure_dense(ints.n + 1, self.n_values, rows_after):
+                    break
+                continue
+            lo, hi = (int(b) for b in int_range(x[start:]))
+            fits, lo, hi = ints._direct_fits(lo, hi, n - start)
+            if not fits:
+                break
+            ints._direct_grow(lo, hi, n - start)
+        return start
+
+    def _group_codes(self, cols: list) -> np.ndarray:
+        return self._keymap.encode(cols)
+
+    def _count(self, g: np.ndarray, v: np.ndarray, w: np.ndarray) -> None:
+        from ._threads import n_jobs as _n_jobs
+
+        self.rows_counted += int(g.size if w.size == 0 else w.sum())
+        with _n_jobs(self.n_jobs) as threads:
+            self._state.add(g, v, w, self.n_groups, self.n_values,
+                            max(self.rows_counted, self._rows_hint),
+                            threads if self._batch_threads else 1)
+
+    @property
+    def _batch_threads(self) -> bool:
+        """Return whether batches are counted on several threads.
+
+        Only when ``n_jobs`` asks for it explicitly (see the class notes: on few cores it
+        does not pay).
+        """
+        from ._threads import resolve_n_jobs
+
+        return self.n_jobs is not None and resolve_n_jobs(self.n_jobs) > 1
+
+    def consume(self, data: Any, *, batch_size: int = 1 << 20,
+                progress: Callable[[int, int], Any] | None = None) -> "StreamCounts":
+        """Count every batch of ``data``; returns ``self``.
+
+        ``data``: a Parquet file or directory, a CSV file, a ``pyarrow.dataset.Dataset``, a
+        RecordBatchReader, a table, or any iterable of record batches / tables. Only the
+        key and sensitive columns are read (column projection). ``progress``, if given, is
+        called as ``progress(rows_seen, bytes_seen)`` after every batch (bytes of the
+        decoded Arrow columns).
+        """
+        self._rows_hint = self.rows_seen + (count_rows(data) or 0)
+        for batch in iter_batches(data, self.columns, batch_size=batch_size, dictionary=True):
+            self.add(batch)
+            if progress is not None:
+                progress(self.rows_seen, self.bytes_seen)
+        return self
+
+    # ------------------------------------------------------------------ merge
+    def merge(self, other: "StreamCounts") -> "StreamCounts":
+        """Add another accumulator's counts into this one (counts merge by addition).
+
+        Both must count the same key and sensitive columns. ``other`` is not modified.
+        Merging is associative and commutative up to the final :meth:`to_release`, which
+        is identical for any order and any split of the data. Returns ``self``.
+        """
+        if not isinstance(other, StreamCounts):
+            raise InputTypeError(f"other must be a CountAccumulator, got {type(other).__name__}")
+        if other.keys != self.keys or other.sensitive != self.sensitive:
+            raise InputError("cannot merge accumulators over different columns: "
+                             f"{self.columns} vs {other.columns}")
+        self.rows_seen += other.rows_seen
+        self.rows_dropped += other.rows_dropped
+        self.batches_seen += other.batches_seen
+        self.bytes_seen += other.bytes_seen
+        if other.n_groups == 0:
+            return self
+        g, v, c = other._state.triples(other.n_groups, other.n_values)
+        # translate other's codes into ours through the labels
+        col_maps = [mine.encode(theirs.labels())
+                    for mine, theirs in zip(self._cols, other._cols, strict=False)]
+        vmap = self._values.encode(other._values.labels())
+        if self._levels:
+            comps = other._components()
+            gmap = self._group_codes_from_components(
+                [m[cc] for m, cc in zip(col_maps, comps, strict=False)])
+        else:
+            gmap = col_maps[0]
+        self._count(gmap[g], vmap[v], c)
+        return self
+
+    def _components(self) -> list[np.ndarray]:
+        """Per-column codes of every group code (multi-column keys)."""
+        return self._keymap.components()
+
+    def _group_codes_from_components(self, comps: list[np.ndarray]) -> np.ndarray:
+        return self._keymap.combine(comps[0], comps[1:])
+
+    # ------------------------------------------------------------------ output
+    def _canonical(self, gused: np.ndarray, vused: np.ndarray
+                   ) -> tuple[np.ndarray, pa.Table, np.ndarray, pa.Array]:
+        """``(gorder, group_keys, vrank, values)`` over the groups/values with rows.
+
+        ``gorder``: state group codes in key order; ``vrank``: rank of every state value
+        code among the sorted labels (-1 for labels without rows, e.g. unused dictionary
+        entries).
+        """
+        vrank_all, _ = self._values.sorted_ranks()
+        labels_all = self._values.labels()
+        keep_v = np.flatnonzero(vused)
+        sub = vrank_all[keep_v]
+        order = np.argsort(sub, kind="stable")
+        vrank = np.full(vused.size, -1, dtype=np.int32)
+        vrank[keep_v[order]] = np.arange(keep_v.size, dtype=np.int32)
+        values = labels_all.take(pa.array(keep_v[order]))
+        gorder, keys = self._keymap.canonical(gused)
+        return gorder, keys, vrank, values
+
+    def to_profile(self) -> Profile:
+        """Return the canonical SVPI profile of everything counted so far (no row groups)."""
+        from ._kernels.counting import (
+            DENSE_CELLS,
+            count_pairs,
+            count_pairs_parallel,
+            dense_profiles_state,
+        )
+        from ._threads import n_jobs as _n_jobs
+
+        st = self._state
+        G, V = self.n_groups, self.n_values
+        if G == 0:
+            raise InputError("no rows were counted (empty input)")
+        if st.sparse:
+            g, v, c = st.triples(G, V)
+            gused = np.bincount(g, minlength=G) > 0
+            vused = np.bincount(v, minlength=V) > 0
+        else:   # every label/group first; the few without rows are dropped afterwards
+            gused = np.ones(G, dtype=bool)
+            vused = np.ones(V, dtype=bool)
+        if not gused.any():
+            raise InputError("no rows were counted (empty input)")
+        gorder, keys, vrank, values = self._canonical(gused, vused)
+        n_out = gorder.size
+        with _n_jobs(self.n_jobs) as threads:
+            if not st.sparse:
+                grank = np.full(G, -1, dtype=np.int32)
+                grank[gorder] = np.arange(n_out, dtype=np.int32)
+                mat, mat64 = st.dense_parts()
+                indptr, codes, counts, sizes, vtot = dense_profiles_state(
+                    mat, mat64, int(st.stride), grank, int(n_out), _ro(vrank, np.int32),
+                    int(V), 2 * threads if threads > 1 and n_out >= 4096 else 1)
+                indptr, codes, sizes, keys, values = _drop_empty(indptr, codes, sizes, keys,
+                                                                 values, vtot)
+            else:
+                pos = np.full(G, -1, dtype=np.int32)
+                pos[gorder] = np.arange(n_out, dtype=np.int32)
+                args = (_ro(pos[g], np.int32), _ro(vrank[v], np.int32), _ro(c, np.int64),
+                        int(n_out), int(len(values)))
+                if threads > 1 and c.size >= _PARALLEL_MIN_ROWS:
+                    indptr, codes, counts = count_pairs_parallel(*args, int(DENSE_CELLS),
+                                                                 int(threads))
+                else:
+                    indptr, codes, counts = count_pairs(*args, int(DENSE_CELLS))
+                sizes = np.add.reduceat(counts, indptr[:-1])
+        if not keys.num_rows:
+            raise InputError("no rows were counted (empty input)")
+        return Profile(indptr, codes, counts, sizes, keys, values, None)
+
+    def __repr__(self) -> str:
+        mode = "sparse" if self._state.sparse else "dense"
+        return (f"{type(self).__name__}(keys={self.keys!r}, sensitive={self.sensitive!r}, "
+                f"rows_seen={self.rows_seen}, n_groups={self.n_groups}, "
+                f"n_values={self.n_values}, state={mode}, nbytes={self.nbytes})")
+
+
+def _drop_empty(indptr: np.ndarray, codes: np.ndarray, sizes: np.ndarray, keys: pa.Table,
+                values: pa.Array, vtot: np.ndarray):
+    """Remove groups and values without rows: renumber the codes, drop empty groups.
+
+    Values without rows are unused dictionary entries, registered as labels without a pass over
+    the rows.
+    """
+    if (vtot == 0).any():
+        keep = vtot > 0
+        newcode = (np.cumsum(keep) - 1).astype(np.int32)
+        codes = newcode[codes]
+        values = values.filter(pa.array(keep))
+    if (sizes == 0).any():
+        keep = sizes > 0
+        indptr = np.concatenate([[0], indptr[1:][keep]]).astype(np.int64)
+        sizes = sizes[keep]
+        keys = keys.filter(pa.array(keep))
+    return indptr, codes, sizes, keys, values

@@ -1,0 +1,233 @@
+"""The streaming ingest (fastpriv._ingest) against plain-Python oracles.
+
+* ``StrCodes`` (the exact string hash map over Arrow buffers) against a dict assigning codes
+  by first appearance, across batches, with growth of every array, long strings sharing
+  prefixes, empty strings, binaries and sliced arrays;
+* ``Release.from_table`` on a Table, a Parquet file (several row groups, dictionary pages
+  read as dictionaries or not) and a CSV file against a ``collections.Counter`` over the
+  (group, value) pairs: group keys sorted, profiles by count descending then value, the
+  group of every kept row; null policies, dictionary-encoded and chunked columns, several
+  key columns, many groups, and the restart when the dense state outgrows its limit.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+import fastpriv._ingest as ingest_mod
+from fastpriv import Release
+from fastpriv._ingest import StrCodes
+from fastpriv.errors import InputError
+
+# ----------------------------------------------------------------------------- oracles
+
+
+def _first_appearance(batches):
+    """Codes by first appearance over all batches, and the labels in code order."""
+    seen: dict = {}
+    codes = []
+    for batch in batches:
+        out = []
+        for s in batch:
+            if s not in seen:
+                seen[s] = len(seen)
+            out.append(seen[s])
+        codes.append(out)
+    return codes, list(seen)
+
+
+def _sort_key(x):
+    return (x is None, x)
+
+
+def _oracle(keys: list[tuple], values: list, nulls: str):
+    """``(group_labels, profiles, row_group)`` of the rows kept by the null policy."""
+    rows = list(zip(keys, values, strict=True))
+    if nulls == "drop":
+        rows = [(k, v) for k, v in rows if v is not None and None not in k]
+    groups = sorted({k for k, _ in rows}, key=lambda k: tuple(_sort_key(x) for x in k))
+    index = {k: i for i, k in enumerate(groups)}
+    counts = Counter(rows)
+    profiles = []
+    for k in groups:
+        prof = [(v, c) for (kk, v), c in counts.items() if kk == k]
+        profiles.append(sorted(prof, key=lambda vc: (-vc[1], _sort_key(vc[0]))))
+    labels = [k[0] if len(k) == 1 else k for k in groups]
+    return labels, profiles, [index[k] for k, _ in rows]
+
+
+def _check(rel: Release, keys: list[tuple], values: list, nulls: str) -> None:
+    labels, profiles, row_group = _oracle(keys, values, nulls)
+    assert rel.group_labels == labels
+    assert [rel.profile(g) for g in range(rel.n_groups)] == profiles
+    assert rel.row_group.tolist() == row_group
+    assert rel.sizes.tolist() == [sum(c for _, c in p) for p in profiles]
+    assert rel.values == sorted({v for p in profiles for v, _ in p}, key=_sort_key)
+
+
+# ----------------------------------------------------------------------------- StrCodes
+
+_texts = st.text(alphabet="ab\u00e9\U0001f600", max_size=20)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(_texts, max_size=40), min_size=1, max_size=4),
+       st.sampled_from([pa.string(), pa.large_string(), pa.binary()]), st.integers(0, 3))
+@example(batches=[["x" * 17 + "a", "x" * 17 + "b", "", "x" * 17 + "a", ""]],
+         typ=pa.string(), cut=0)
+def test_strcodes_first_appearance(batches, typ, cut):
+    want, labels = _first_appearance(batches)
+    sc = StrCodes()
+    for batch, codes in zip(batches, want, strict=True):
+        data = [s.encode() for s in batch] if typ == pa.binary() else batch
+        arr = pa.array(["pad"] * cut + data, type=typ).slice(cut)   # a non-zero offset
+        assert sc.encode(arr).tolist() == codes
+    got = sc.labels(pa.binary() if typ == pa.binary() else pa.string()).to_pylist()
+    assert got == ([s.encode() for s in labels] if typ == pa.binary() else labels)
+
+
+def test_strcodes_grows_codes_slots_and_arena():
+    rng = np.random.default_rng(5)
+    words = [f"w{i}" * int(rng.integers(1, 12)) for i in range(5000)]
+    batches = [list(rng.choice(words, 3000)) for _ in range(4)]
+    want, labels = _first_appearance(batches)
+    sc = StrCodes()
+    for batch, codes in zip(batches, want, strict=True):
+        assert sc.encode(pa.array(batch)).tolist() == codes
+    assert sc.labels(pa.string()).to_pylist() == labels
+    null = sc.reserve_code()
+    assert sc.encode(pa.array(batches[0][:3])).tolist() == want[0][:3]
+    assert sc.labels(pa.string()).to_pylist() == labels + [None]
+    assert null == len(labels)
+
+
+# ----------------------------------------------------------------------------- from_table
+
+_key = st.one_of(st.none(), st.integers(-3, 3))
+_val = st.one_of(st.none(), st.sampled_from(["flu", "hiv", "cancer", "", "a" * 20]))
+
+
+def _table(keys: list[tuple], values: list, n_keys: int, kind: str, dict_values: bool,
+           chunks: int) -> pa.Table:
+    cols = {}
+    for j in range(n_keys):
+        col = [k[j] for k in keys]
+        if kind == "str" or (kind == "mixed" and j == 1):
+            cols[f"k{j}"] = pa.array([None if x is None else f"g{x}" for x in col])
+        else:
+            cols[f"k{j}"] = pa.array(col, type=pa.int64())
+    v = pa.array(values, type=pa.string())
+    cols["v"] = v.dictionary_encode() if dict_values else v
+    t = pa.table(cols)
+    if chunks > 1 and t.num_rows >= chunks:   # several chunks per column
+        step = -(-t.num_rows // chunks)
+        t = pa.concat_tables([t.slice(i, step) for i in range(0, t.num_rows, step)])
+    return t
+
+
+def _labels(keys: list[tuple], kind: str, n_keys: int) -> list[tuple]:
+    def lab(x, j):
+        if x is None:
+            return None
+        return f"g{x}" if kind == "str" or (kind == "mixed" and j == 1) else x
+    return [tuple(lab(x, j) for j, x in enumerate(k)) for k in keys]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data(), st.integers(1, 3), st.sampled_from(["int", "str", "mixed"]),
+       st.sampled_from(["drop", "value"]), st.booleans(), st.integers(1, 3))
+def test_from_table_matches_counter(data, n_keys, kind, nulls, dict_values, chunks):
+    n = data.draw(st.integers(1, 60))
+    keys = [tuple(data.draw(_key) for _ in range(n_keys)) for _ in range(n)]
+    values = [data.draw(_val) for _ in range(n)]
+    t = _table(keys, values, n_keys, kind, dict_values, chunks)
+    group = [f"k{j}" for j in range(n_keys)]
+    labels = _labels(keys, kind, n_keys)
+    kept = [k for k, v in zip(labels, values, strict=True) if v is not None and None not in k]
+    if nulls == "drop" and not kept:
+        with pytest.raises(InputError, match="no rows left"):
+            Release.from_table(t, group=group, sensitive="v", nulls=nulls)
+        return
+    rel = Release.from_table(t, group=group, sensitive="v", nulls=nulls)
+    _check(rel, labels, values, nulls)
+    # the in-memory path (a reader is not streamed) gives the same release
+    ref = Release.from_table(t.to_reader(), group=group, sensitive="v", nulls=nulls)
+    assert rel.equals(ref) and np.array_equal(rel.row_group, ref.row_group)
+
+
+def test_nulls_error_names_every_column():
+    t = pa.table({"g": [1, None, 2], "v": ["a", None, "b"]})
+    with pytest.raises(InputError, match="'g' has 1 null, 'v' has 1 null"):
+        Release.from_table(t, group="g", sensitive="v")
+
+
+@pytest.mark.parametrize("kind", ["int", "str", "mixed"])
+def test_dense_overflow_restart(monkeypatch, kind):
+    rng = np.random.default_rng(1)
+    n = 3000
+    keys = [tuple(int(x) for x in rng.integers(0, 40, 2)) for _ in range(n)]
+    values = [str(x) for x in rng.integers(0, 7, n)]
+    t = _table(keys, values, 2, kind, True, 3)
+    dense = Release.from_table(t, group=["k0", "k1"], sensitive="v")
+    monkeypatch.setattr(ingest_mod, "DENSE_STATE_CELLS", 64)
+    sparse = Release.from_table(t, group=["k0", "k1"], sensitive="v")
+    _check(sparse, _labels(keys, kind, 2), values, "error")
+    assert sparse.equals(dense) and np.array_equal(sparse.row_group, dense.row_group)
+
+
+@pytest.mark.parametrize("groups", [5, 3000])
+def test_parquet_and_csv_paths_many_groups(tmp_path, groups):
+    rng = np.random.default_rng(groups)
+    n = 20000
+    gid = rng.integers(0, groups, n)
+    names = [f"name-{g:05d}" for g in gid]          # strings: dictionary or plain pages
+    values = [f"v{x}" for x in rng.integers(0, 9, n)]
+    t = pa.table({"g": pa.array(names), "i": pa.array(gid), "v": pa.array(values)})
+    path = str(tmp_path / "t.parquet")
+    pq.write_table(t, path, row_group_size=4000)
+    csv = str(tmp_path / "t.csv")
+    pacsv.write_csv(t, csv)
+    for group in (["g"], ["i"], ["i", "g"]):
+        keys = [tuple(r[c] for c in group) for r in t.select(group).to_pylist()]
+        from_file = Release.from_table(path, group=group, sensitive="v")
+        _check(from_file, keys, values, "error")
+        from_csv = Release.from_table(csv, group=group, sensitive="v")
+        assert from_csv.equals(from_file)
+        assert np.array_equal(from_csv.row_group, from_file.row_group)
+        ds = pytest.importorskip("pyarrow.dataset")
+        assert Release.from_table(ds.dataset(path), group=group, sensitive="v").equals(from_file)
+
+
+def test_parquet_nulls_and_missing_column(tmp_path):
+    t = pa.table({"g": ["a", None, "b", "a"], "v": ["x", "y", None, "x"]})
+    path = str(tmp_path / "n.parquet")
+    pq.write_table(t, path, row_group_size=2)
+    rel = Release.from_table(path, group="g", sensitive="v", nulls="value")
+    _check(rel, [("a",), (None,), ("b",), ("a",)], ["x", "y", None, "x"], "value")
+    with pytest.raises(InputError, match="null"):
+        Release.from_table(path, group="g", sensitive="v")
+    with pytest.raises(InputError, match="nope"):
+        Release.from_table(path, group="nope", sensitive="v")
+
+
+def test_csv_that_streams_badly_falls_back(tmp_path):
+    # a column typed int64 from the first block and text later, and text that is not UTF-8:
+    # the streamed read gives way to the whole-file read, which decides (result or error)
+    path = tmp_path / "mixed.csv"
+    rows = ["g,v"] + [f"{i % 7},x" for i in range(600_000)] + ["later,y"]   # > 1 block
+    path.write_text("\n".join(rows) + "\n")
+    assert ingest_mod.encode_rows(str(path), keys=["g"], sensitive="v", nulls="error") is None
+    ref = Release.from_table(pacsv.read_csv(path), group="g", sensitive="v")
+    assert Release.from_table(str(path), group="g", sensitive="v").equals(ref)
+    bad = tmp_path / "latin.csv"
+    bad.write_bytes("g,v\n1,caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(InputError, match="not valid"):
+        Release.from_table(str(bad), group="g", sensitive="v")
