@@ -610,8 +610,9 @@ def peers_limit(r: Results) -> str:
             f"{times(ratio(lo, 'fastpriv/duckdb'))} with {count(lo)} groups, "
             f"{times(ratio(None, 'fastpriv/polars'))} Polars', and "
             f"{times(ratio(None, 'fastpriv/pyarrow_read'))} a bare read of the columns. The time "
-            f"is in building the release (key encoding and counting on one thread with "
-            f"full-length temporaries); the audit takes ≤ {dur(max(audit))}.")
+            f"is in building the release (one thread encodes and counts while another decodes; "
+            f"with many groups, random access to the code maps and the profile dominates); the "
+            f"audit takes ≤ {dur(max(audit))}.")
 
 
 def figure7_published(r: Results) -> str:
