@@ -245,9 +245,9 @@ _COLD = """
 import fastpriv as fp
 from fastpriv import ck_safety as ck
 rel = fp.Release.from_groups([["a", "a", "b", "c"], ["b", "c", "d"]] * 3000)
-ck.disclosure_curve(rel, 12)
-ck.max_disclosure(rel, 3)
-ck.max_disclosure(rel, 3, "negations")
+ck.disclosure_curve(rel, k_max=12)
+ck.max_disclosure(rel, k=3)
+ck.max_disclosure(rel, k=3, knowledge_kind="negations")
 ck._implications(ck._Profiles(rel), 12, exact=False, witness_t=None, prune=True)
 """
 

@@ -137,7 +137,7 @@ tiny = pa.table({"group": list(range(n)) * 2, "sensitive": ["a", "b"] * n})
 small = CountAccumulator(["group"], "sensitive").consume(tiny).to_release()
 classic.audit(small); ck_safety.audit(small, k=1)
 for method in ("classes", "direct"):   # a release with huge groups takes the direct path
-    skyline.check(small, {"*": [tuple(p) for p in points]}, method=method)
+    skyline.check(small, skylines={"*": [tuple(p) for p in points]}, method=method)
 from fastpriv.cli.warmup import _large_input_kernels
 _large_input_kernels(small)   # multi-threaded paths of big inputs (parallel σ scan, classic)
 def cpu():
@@ -160,7 +160,7 @@ print(json.dumps({
     "phases_s": {"count": t1 - t0, "release": t2 - t1, "classic": t3 - t2, "ck_safety": t4 - t3,
                  "skyline": t5 - t4},
     "n_groups": rel.n_groups, "n_rows": rel.n_rows, "state_nbytes": acc.nbytes,
-    "k_anonymity": ca.value("k_anonymity"), "t_closeness": ca.value("t_closeness"),
+    "k_anonymity": ca.achieved("k_anonymity"), "t_closeness": ca.achieved("t_closeness"),
     "ck_implications": float(ck.implications.value), "ck_negations": float(ck.negations.value),
     "skyline_safe_points": sum(p.safe for p in sk.points), "skyline_points": len(sk.points),
     "maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
@@ -192,7 +192,7 @@ def _in_memory_reference(folder: str) -> dict:
     ck = ck_safety.audit(rel, k=K)
     sk = skyline.check(rel, skylines={"*": POINTS})
     return {"n_groups": rel.n_groups, "n_rows": rel.n_rows,
-            "k_anonymity": ca.value("k_anonymity"), "t_closeness": ca.value("t_closeness"),
+            "k_anonymity": ca.achieved("k_anonymity"), "t_closeness": ca.achieved("t_closeness"),
             "ck_implications": float(ck.implications.value),
             "ck_negations": float(ck.negations.value),
             "skyline_safe_points": sum(p.safe for p in sk.points),

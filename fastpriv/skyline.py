@@ -739,9 +739,9 @@ def breach_probability(data: Any, *, sigma: Any, l: int, k: int, m: int, exact: 
     --------
     >>> rel = Release.from_groups([["AIDS", "AIDS", "Flu", "Flu"],
     ...                            ["AIDS", "Cancer", "Flu", "Flu"]])
-    >>> breach_probability(rel, "AIDS", 0, 0, 0).value
+    >>> breach_probability(rel, sigma="AIDS", l=0, k=0, m=0).value
     0.5
-    >>> breach_probability(rel, "AIDS", 1, 1, 0, exact=True).value
+    >>> breach_probability(rel, sigma="AIDS", l=1, k=1, m=0, exact=True).value
     Fraction(1, 1)
 
     """
@@ -1827,7 +1827,7 @@ def knowledge_probability(data: Any, *, sigma: Any, target: int, x: Sequence[Any
 
     >>> rel = Release.from_groups([["AIDS", "AIDS", "Flu", "Flu"],
     ...                            ["AIDS", "Cancer", "Flu", "Flu"]])
-    >>> knowledge_probability(rel, "AIDS", target=1, x=["Cancer"], u=[(1, "Flu")], v=[0],
+    >>> knowledge_probability(rel, sigma="AIDS", target=1, x=["Cancer"], u=[(1, "Flu")], v=[0],
     ...                       exact=True)
     Fraction(2, 3)
 
