@@ -50,9 +50,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import prange
 
-from .._jit import kernel
+from .._jit import kernel, threaded
+from .._threads import current_threads, run_chunks
 from .possible_worlds import STATUS_UNDEFINED, esp_plan, loo_core
 
 # ---------------------------------------------------------------- flags (bits) and kinds
@@ -1047,16 +1047,48 @@ def endpoint_layout(var_off, start_off, n_random, default_starts):
     return ep_off, epF_off
 
 
-@kernel(parallel=True)
+@kernel
+def solve_block(b, nb, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var,
+                cls_mult, f0s, consts, start_off, start_vals, n_random, seed, default_starts,
+                max_iter, em_warm, tol, newton_max, order, ep_off, epF_off, sys_id, F, stat_f,
+                stat_i, ep_F, ep_ll, ep_kind, ep_it):
+    """Solve the systems ``order[b::nb]`` (one work block of :func:`solve_systems`).
+
+    Serial and ``nogil``; every system writes only its own slots of ``F``, ``stat_f``
+    (loglik, residual, pgrad, second loglik), ``stat_i`` (iterations, flags, maxima, end
+    points) and the ``ep_*`` arrays.
+    """
+    U = order.shape[0]
+    for u in range(b, U, nb):
+        s = np.int64(order[u])
+        r = _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var,
+                          cls_mult, f0s, consts, start_off, start_vals,
+                          np.int64(n_random), np.int64(seed), np.int64(default_starts),
+                          np.int64(max_iter), np.int64(em_warm), np.float64(tol),
+                          np.int64(newton_max), F, ep_F, ep_ll, ep_kind, ep_it,
+                          np.int64(ep_off[s]), np.int64(ep_off[s + 1] - ep_off[s]),
+                          np.int64(epF_off[s]), np.int64(sys_id[s]))
+        stat_f[0, s] = r[0]
+        stat_i[0, s] = r[1]
+        stat_i[1, s] = r[2]
+        stat_f[1, s] = r[3]
+        stat_f[2, s] = r[4]
+        stat_i[2, s] = r[5]
+        stat_f[3, s] = r[6]
+        stat_i[3, s] = r[7]
+
+
+@threaded(solve_block)
 def solve_systems(var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult,
                   f0s, consts, start_off, start_vals, n_random, seed, default_starts, max_iter,
                   em_warm, tol, newton_max, order, nblocks, ep_off, epF_off, sys_id):
-    """Solve the packed systems listed in ``order``, in parallel.
+    """Solve the packed systems listed in ``order``, on the thread pool.
 
     ``order`` lists the systems to solve (most expensive first); ``nblocks`` blocks of
-    systems are dealt round-robin from it. ``sys_id[s]`` identifies system s for its
-    seeded random starts (so a system packed on its own — the single-system path — gets
-    the same starts as inside a batch).
+    systems are dealt round-robin from it, each solved by :func:`solve_block` (serial,
+    ``nogil``) on :func:`fastpriv._threads.run_chunks`. ``sys_id[s]`` identifies system s
+    for its seeded random starts (so a system packed on its own — the single-system path —
+    gets the same starts as inside a batch).
 
     Returns ``(F, loglik, iterations, flags, residual, pgrad, n_maxima, second_loglik,
     n_endpoints, ep_F, ep_ll, ep_kind, ep_it)``; entries of systems not in ``order`` are
@@ -1064,45 +1096,21 @@ def solve_systems(var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls
     (``ep_F`` row-major with m_s columns from ``epF_off[s]``).
     """
     S = var_off.shape[0] - 1
-    V = var_off[S]
-    F = np.zeros(V, dtype=np.float64)
-    ll = np.full(S, np.nan, dtype=np.float64)
-    its = np.zeros(S, dtype=np.int64)
-    flags = np.zeros(S, dtype=np.int64)
-    resid = np.full(S, np.nan, dtype=np.float64)
-    pgr = np.full(S, np.nan, dtype=np.float64)
-    nmx = np.zeros(S, dtype=np.int64)
-    sec = np.full(S, np.nan, dtype=np.float64)
-    nep = np.zeros(S, dtype=np.int64)
-    ep_F = np.zeros(epF_off[S], dtype=np.float64)
-    ep_ll = np.zeros(ep_off[S], dtype=np.float64)
-    ep_kind = np.zeros(ep_off[S], dtype=np.int64)
-    ep_it = np.zeros(ep_off[S], dtype=np.int64)
-    U = order.shape[0]
-    nb = nblocks
-    if nb > U:
-        nb = U
-    if nb < 1:
-        nb = 1
-    for b in prange(nb):
-        for u in range(b, U, nb):
-            s = np.int64(order[u])
-            r = _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var,
-                              cls_mult, f0s, consts, start_off, start_vals,
-                              np.int64(n_random), np.int64(seed), np.int64(default_starts),
-                              np.int64(max_iter), np.int64(em_warm), np.float64(tol),
-                              np.int64(newton_max), F, ep_F, ep_ll, ep_kind, ep_it,
-                              np.int64(ep_off[s]), np.int64(ep_off[s + 1] - ep_off[s]),
-                              np.int64(epF_off[s]), np.int64(sys_id[s]))
-            ll[s] = r[0]
-            its[s] = r[1]
-            flags[s] = r[2]
-            resid[s] = r[3]
-            pgr[s] = r[4]
-            nmx[s] = r[5]
-            sec[s] = r[6]
-            nep[s] = r[7]
-    return F, ll, its, flags, resid, pgr, nmx, sec, nep, ep_F, ep_ll, ep_kind, ep_it
+    F = np.zeros(int(var_off[S]), dtype=np.float64)
+    stat_f = np.full((4, S), np.nan, dtype=np.float64)
+    stat_i = np.zeros((4, S), dtype=np.int64)
+    ep_F = np.zeros(int(epF_off[S]), dtype=np.float64)
+    ep_ll = np.zeros(int(ep_off[S]), dtype=np.float64)
+    ep_kind = np.zeros(int(ep_off[S]), dtype=np.int64)
+    ep_it = np.zeros(int(ep_off[S]), dtype=np.int64)
+    nb = max(1, min(int(nblocks), int(order.shape[0])))
+    run_chunks(lambda b: solve_block(b, nb, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w,
+                                     cls_off, cls_var, cls_mult, f0s, consts, start_off,
+                                     start_vals, n_random, seed, default_starts, max_iter,
+                                     em_warm, tol, newton_max, order, ep_off, epF_off, sys_id,
+                                     F, stat_f, stat_i, ep_F, ep_ll, ep_kind, ep_it), nb)
+    return (F, stat_f[0], stat_i[0], stat_i[1], stat_f[1], stat_f[2], stat_i[2], stat_f[3],
+            stat_i[3], ep_F, ep_ll, ep_kind, ep_it)
 
 
 @kernel
@@ -1143,36 +1151,16 @@ def _log_binom(N, n):
     return math.lgamma(N + 1.0) - math.lgamma(n + 1.0) - math.lgamma(N - n + 1.0)
 
 
-@kernel(parallel=True)
-def build_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x):
-    """Pack the (attribute set, value) systems of a release.
+@kernel
+def count_mixed(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, c, n_chunks, ng, nc):
+    """Mixed groups ``ng[s]`` and their classes ``nc[s]`` of systems ``s = c, c + n_chunks, …``.
 
-    Parameters
-    ----------
-    goff, order : int64
-        Rows of group g are ``order[goff[g]:goff[g+1]]``.
-    var_rows : int32 (n_sets * n_rows,)
-        Variable (reliable signature index) of every row per attribute set, -1 unreliable.
-    gcount : int64 (n_x * G,)
-        Occurrences of value (set) x in group g at ``x * G + g``.
-    sys_a, sys_x : int64 (S,)
-        Attribute set and value of each system.
-    m_of_a : int64 (n_sets,)
-        Number of variables of each attribute set.
-    f0_x : float64 (n_x,)
-        Fixed rate (global rate) of each value.
-
-    Returns
-    -------
-    var_off, T, C0, C1, grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult, const
-
+    The sizing pass of :func:`build_systems` (serial, ``nogil``; one chunk of systems).
     """
     S = sys_a.shape[0]
     G = goff.shape[0] - 1
     R = order.shape[0]
-    ng = np.zeros(S, dtype=np.int64)
-    nc = np.zeros(S, dtype=np.int64)
-    for s in prange(S):
+    for s in range(c, S, n_chunks):
         a = sys_a[s]
         x = sys_x[s]
         m = m_of_a[a]
@@ -1199,27 +1187,20 @@ def build_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x):
                 cc += cls
         ng[s] = cg
         nc[s] = cc
-    var_off = np.zeros(S + 1, dtype=np.int64)
-    grp_off = np.zeros(S + 1, dtype=np.int64)
-    csys = np.zeros(S + 1, dtype=np.int64)
-    for s in range(S):
-        var_off[s + 1] = var_off[s] + m_of_a[sys_a[s]]
-        grp_off[s + 1] = grp_off[s] + ng[s]
-        csys[s + 1] = csys[s] + nc[s]
-    V = var_off[S]
-    T = np.zeros(V, dtype=np.float64)
-    C0 = np.zeros(V, dtype=np.float64)
-    C1 = np.zeros(V, dtype=np.float64)
-    NG = grp_off[S]
-    grp_n = np.empty(NG, dtype=np.int64)
-    grp_N = np.empty(NG, dtype=np.int64)
-    cls_off = np.empty(NG + 1, dtype=np.int64)
-    cls_off[NG] = csys[S]
-    NC = csys[S]
-    cls_var = np.empty(NC, dtype=np.int64)
-    cls_mult = np.empty(NC, dtype=np.int64)
-    const = np.zeros(S, dtype=np.float64)
-    for s in prange(S):
+
+
+@kernel
+def fill_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x, var_off, grp_off,
+                 csys, c, n_chunks, T, C0, C1, grp_n, grp_N, cls_off, cls_var, cls_mult, const):
+    """Fill systems ``s = c, c + n_chunks, …`` into the arrays sized by :func:`count_mixed`.
+
+    The packing pass of :func:`build_systems` (serial, ``nogil``): system s writes only
+    its own variables, groups and classes.
+    """
+    G = goff.shape[0] - 1
+    R = order.shape[0]
+    S = sys_a.shape[0]
+    for s in range(c, S, n_chunks):
         a = sys_a[s]
         x = sys_x[s]
         m = m_of_a[a]
@@ -1276,6 +1257,63 @@ def build_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x):
                     cls_mult[slot[key]] += 1
             kg += 1
         const[s] = cst
+
+
+def _offsets(sizes):
+    off = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
+    np.cumsum(sizes, out=off[1:])
+    return off
+
+
+@threaded(count_mixed, fill_systems)
+def build_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x):
+    """Pack the (attribute set, value) systems of a release.
+
+    Parameters
+    ----------
+    goff, order : int64
+        Rows of group g are ``order[goff[g]:goff[g+1]]``.
+    var_rows : int32 (n_sets * n_rows,)
+        Variable (reliable signature index) of every row per attribute set, -1 unreliable.
+    gcount : int64 (n_x * G,)
+        Occurrences of value (set) x in group g at ``x * G + g``.
+    sys_a, sys_x : int64 (S,)
+        Attribute set and value of each system.
+    m_of_a : int64 (n_sets,)
+        Number of variables of each attribute set.
+    f0_x : float64 (n_x,)
+        Fixed rate (global rate) of each value.
+
+    Returns
+    -------
+    var_off, T, C0, C1, grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult, const
+
+    """
+    S = sys_a.shape[0]
+    nch = max(1, min(S, current_threads()))
+    ng = np.zeros(S, dtype=np.int64)
+    nc = np.zeros(S, dtype=np.int64)
+    run_chunks(lambda c: count_mixed(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, c, nch,
+                                     ng, nc), nch)
+    var_off = _offsets(np.asarray(m_of_a)[np.asarray(sys_a)])
+    grp_off = _offsets(ng)
+    csys = _offsets(nc)
+    V = int(var_off[S])
+    T = np.zeros(V, dtype=np.float64)
+    C0 = np.zeros(V, dtype=np.float64)
+    C1 = np.zeros(V, dtype=np.float64)
+    NG = int(grp_off[S])
+    NC = int(csys[S])
+    grp_n = np.empty(NG, dtype=np.int64)
+    grp_N = np.empty(NG, dtype=np.int64)
+    cls_off = np.empty(NG + 1, dtype=np.int64)
+    cls_off[NG] = NC
+    cls_var = np.empty(NC, dtype=np.int64)
+    cls_mult = np.empty(NC, dtype=np.int64)
+    const = np.zeros(S, dtype=np.float64)
+    run_chunks(lambda c: fill_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x,
+                                      var_off, grp_off, csys, c, nch, T, C0, C1, grp_n, grp_N,
+                                      cls_off, cls_var, cls_mult, const), nch)
     return var_off, T, C0, C1, grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult, const
 
 
@@ -1302,21 +1340,14 @@ def _same_group(k, k2, grp_n, cls_off, cv, cm):
     return True
 
 
-@kernel(parallel=True)
-def dedupe_groups(grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult):
-    """Merge the identical mixed groups of each system into one group with a weight.
+@kernel
+def sort_hash_groups(cls_off, grp_n, cv, cm, h, c, n_chunks):
+    """Sort the classes of groups ``k = c, c + n_chunks, …`` by variable and hash them into ``h``.
 
-    Two groups are identical when they have the same n_k and the same classes (variable,
-    multiplicity); their likelihood factors, scores, Hessians and EM contributions are equal,
-    so one copy with weight w (the number of copies) gives exactly the same system.
-    Returns ``(grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult)``.
+    The first pass of :func:`dedupe_groups` (serial, ``nogil``; in place on ``cv``, ``cm``).
     """
-    S = grp_off.shape[0] - 1
     NG = grp_n.shape[0]
-    cv = cls_var.copy()
-    cm = cls_mult.copy()
-    h = np.empty(NG, dtype=np.uint64)
-    for k in prange(NG):
+    for k in range(c, NG, n_chunks):
         a = cls_off[k]
         b = cls_off[k + 1]
         for i in range(a + 1, b):
@@ -1336,11 +1367,17 @@ def dedupe_groups(grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult):
             hh = _mix(hh, np.int64(cv[i] + 1))
             hh = _mix(hh, np.int64(cm[i]))
         h[k] = hh
-    perm = np.empty(NG, dtype=np.int64)
-    lead = np.zeros(NG, dtype=np.bool_)
-    nu = np.zeros(S, dtype=np.int64)
-    ncl = np.zeros(S, dtype=np.int64)
-    for s in prange(S):
+
+
+@kernel
+def mark_leaders(grp_off, grp_n, cls_off, cv, cm, h, perm, lead, nu, ncl, c, n_chunks):
+    """Order the groups of systems ``s = c, c + n_chunks, …`` by hash; mark each first copy.
+
+    The second pass of :func:`dedupe_groups` (serial, ``nogil``): ``nu[s]``/``ncl[s]`` count
+    the distinct groups and their classes.
+    """
+    S = grp_off.shape[0] - 1
+    for s in range(c, S, n_chunks):
         g0 = grp_off[s]
         g1 = grp_off[s + 1]
         idx = np.argsort(h[g0:g1], kind="mergesort")
@@ -1361,20 +1398,17 @@ def dedupe_groups(grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult):
                 cc += cls_off[k + 1] - cls_off[k]
         nu[s] = cu
         ncl[s] = cc
-    ngo = np.zeros(S + 1, dtype=np.int64)
-    nco = np.zeros(S + 1, dtype=np.int64)
-    for s in range(S):
-        ngo[s + 1] = ngo[s] + nu[s]
-        nco[s + 1] = nco[s] + ncl[s]
-    G2 = ngo[S]
-    n2 = np.empty(G2, dtype=np.int64)
-    N2 = np.empty(G2, dtype=np.int64)
-    w2 = np.zeros(G2, dtype=np.float64)
-    co2 = np.empty(G2 + 1, dtype=np.int64)
-    co2[G2] = nco[S]
-    cv2 = np.empty(nco[S], dtype=np.int64)
-    cm2 = np.empty(nco[S], dtype=np.int64)
-    for s in prange(S):
+
+
+@kernel
+def emit_unique(grp_off, grp_n, grp_N, cls_off, cv, cm, perm, lead, ngo, nco, n2, N2, w2, co2,
+                cv2, cm2, chunk, n_chunks):
+    """Write the distinct groups of systems ``s = c, c + n_chunks, …`` with their weights.
+
+    The last pass of :func:`dedupe_groups` (serial, ``nogil``).
+    """
+    S = grp_off.shape[0] - 1
+    for s in range(chunk, S, n_chunks):
         g = ngo[s] - 1
         c = nco[s]
         for i in range(grp_off[s], grp_off[s + 1]):
@@ -1389,4 +1423,40 @@ def dedupe_groups(grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult):
                     cm2[c] = cm[t]
                     c += 1
             w2[g] += 1.0
+
+
+@threaded(sort_hash_groups, mark_leaders, emit_unique)
+def dedupe_groups(grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult):
+    """Merge the identical mixed groups of each system into one group with a weight.
+
+    Two groups are identical when they have the same n_k and the same classes (variable,
+    multiplicity); their likelihood factors, scores, Hessians and EM contributions are equal,
+    so one copy with weight w (the number of copies) gives exactly the same system.
+    Returns ``(grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult)``.
+    """
+    S = grp_off.shape[0] - 1
+    NG = grp_n.shape[0]
+    nch = max(1, current_threads())
+    cv = np.array(cls_var, dtype=np.int64)
+    cm = np.array(cls_mult, dtype=np.int64)
+    h = np.empty(NG, dtype=np.uint64)
+    run_chunks(lambda c: sort_hash_groups(cls_off, grp_n, cv, cm, h, c, nch), min(nch, NG))
+    perm = np.empty(NG, dtype=np.int64)
+    lead = np.zeros(NG, dtype=np.bool_)
+    nu = np.zeros(S, dtype=np.int64)
+    ncl = np.zeros(S, dtype=np.int64)
+    run_chunks(lambda c: mark_leaders(grp_off, grp_n, cls_off, cv, cm, h, perm, lead, nu, ncl, c,
+                                      nch), min(nch, S))
+    ngo = _offsets(nu)
+    nco = _offsets(ncl)
+    G2 = int(ngo[S])
+    n2 = np.empty(G2, dtype=np.int64)
+    N2 = np.empty(G2, dtype=np.int64)
+    w2 = np.zeros(G2, dtype=np.float64)
+    co2 = np.empty(G2 + 1, dtype=np.int64)
+    co2[G2] = nco[S]
+    cv2 = np.empty(int(nco[S]), dtype=np.int64)
+    cm2 = np.empty(int(nco[S]), dtype=np.int64)
+    run_chunks(lambda c: emit_unique(grp_off, grp_n, grp_N, cls_off, cv, cm, perm, lead, ngo, nco,
+                                     n2, N2, w2, co2, cv2, cm2, c, nch), min(nch, S))
     return ngo, n2, N2, w2, co2, cv2, cm2

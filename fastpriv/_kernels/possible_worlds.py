@@ -90,7 +90,7 @@ import math
 
 import numpy as np
 
-from .._jit import kernel
+from .._jit import Threaded, kernel
 from .._threads import chunk_bounds, current_threads, run_chunks
 
 STATUS_OK = 0
@@ -676,28 +676,6 @@ def _balanced_bounds(offsets, n, nblocks):
     return bounds
 
 
-class _Threaded:
-    """A Python driver over a serial ``nogil`` chunk kernel, run on a thread pool.
-
-    Called like the kernel it replaces; ``signatures`` are those of the chunk kernel (the
-    only compiled code behind it), so the one-specialization checks keep covering it.
-    """
-
-    def __init__(self, driver, chunk_kernel):
-        self._driver = driver
-        self.chunk_kernel = chunk_kernel
-        self.__doc__ = driver.__doc__
-        self.__name__ = driver.__name__
-        self.__wrapped__ = driver
-
-    def __call__(self, *args):
-        return self._driver(*args)
-
-    @property
-    def signatures(self):
-        return self.chunk_kernel.signatures
-
-
 @kernel
 def binary_posteriors_range(offsets, f, n, limit, s0, s1, p, status, log_e):
     """Posteriors of segments ``[s0, s1)`` of a CSR batch, into ``p``, ``status``, ``log_e``.
@@ -776,7 +754,7 @@ def _binary_posteriors_csr(offsets, f, n, limit, nblocks):
     return p, status, log_e
 
 
-binary_posteriors_csr = _Threaded(_binary_posteriors_csr, binary_posteriors_range)
+binary_posteriors_csr = Threaded(_binary_posteriors_csr, binary_posteriors_range)
 
 
 @kernel
@@ -1518,7 +1496,7 @@ def _mv_posteriors_csr(P_flat, poff, mult_flat, moff, method):
     return post, status, logz, cancel
 
 
-mv_posteriors_csr = _Threaded(_mv_posteriors_csr, mv_posteriors_range)
+mv_posteriors_csr = Threaded(_mv_posteriors_csr, mv_posteriors_range)
 
 
 # ====================================================================== audit helpers
