@@ -757,26 +757,31 @@ def _binary_posteriors_csr(offsets, f, n, limit, nblocks):
 binary_posteriors_csr = Threaded(_binary_posteriors_csr, binary_posteriors_range)
 
 
-@kernel
-def binary_loo(f, n, limit, logspace, mode):
+def _read_only(a):
+    a.flags.writeable = False
+    return a
+
+
+def _binary_loo(f, n, limit, logspace, mode):
     """Run :func:`loo_core` on one segment: ``(status, out1, out2, log_E)``.
 
     ``mode`` 0 gives posteriors in ``out1``, 1 the leave-one-out ratios a, b;
-    ``logspace=1`` forces the log-space path.
+    ``logspace=1`` forces the log-space path. A Python driver of the compiled ``loo_core``
+    (called with the argument types of :func:`binary_posteriors_range`), so ``loo_core``
+    is not linked and re-optimized inside one more kernel.
     """
-    N = f.shape[0]
-    plan = esp_plan(N, n, limit)
-    ws = np.empty(plan[4], dtype=np.float64)
+    N = int(f.shape[0])
+    ws = np.empty(int(esp_plan(N, int(n), int(limit))[4]), dtype=np.float64)
     fs = np.empty(max(N, 1), dtype=np.float64)
-    for j in range(N):
-        fs[j] = f[j]
+    fs[:N] = f
     a = np.empty(max(N, 1), dtype=np.float64)
     b = np.empty(max(N, 1), dtype=np.float64)
-    if logspace == 1:
-        res = loo_core_log(fs, N, n, ws, a, b, mode, limit)
-    else:
-        res = loo_core(fs, N, n, ws, a, b, mode, limit)
+    core = loo_core_log if logspace == 1 else loo_core
+    res = core(fs, N, int(n), ws, a, b, int(mode), int(limit))
     return res[0], a[:N].copy(), b[:N].copy(), res[1]
+
+
+binary_loo = Threaded(_binary_loo, loo_core)
 
 
 # ====================================================================== enumeration
@@ -1443,23 +1448,6 @@ def _mv_group(P_flat, poff, N, K, mult_flat, moff, method, out):
 
 
 @kernel
-def mv_posteriors_one(P_flat, mult, method):
-    """One group, sequentially (no thread-pool launch): ``(post, status, log_Z, cancel)``.
-
-    ``P_flat`` is the N x K block row-major, ``mult`` the K multiplicities; ``post`` is
-    value-major (K x N).
-    """
-    K = mult.shape[0]
-    N = 0
-    for k in range(K):
-        N += mult[k]
-    post = np.empty(N * K, dtype=np.float64)
-    res = _mv_group(P_flat, np.int64(0), np.int64(N), np.int64(K), mult, np.int64(0),
-                    np.int64(method), post)
-    return post, res[0], res[1], res[2]
-
-
-@kernel
 def mv_posteriors_range(P_flat, poff, mult_flat, moff, method, g0, g1, post, status, logz,
                         cancel):
     """Compute groups ``[g0, g1)`` of :func:`mv_posteriors_csr` into its outputs."""
@@ -1497,6 +1485,28 @@ def _mv_posteriors_csr(P_flat, poff, mult_flat, moff, method):
 
 
 mv_posteriors_csr = Threaded(_mv_posteriors_csr, mv_posteriors_range)
+
+
+def _mv_posteriors_one(P_flat, mult, method):
+    """One group, on the calling thread: ``(post, status, log_Z, cancel)``.
+
+    ``P_flat`` is the N x K block row-major, ``mult`` the K multiplicities; ``post`` is
+    value-major (K x N). Runs :func:`mv_posteriors_range` on a batch of one group (the
+    compiled code of the batched path; no kernel of its own).
+    """
+    K = int(mult.shape[0])
+    N = int(np.sum(mult))
+    post = np.empty(N * K, dtype=np.float64)
+    status = np.zeros(1, dtype=np.int8)
+    logz = np.empty(1, dtype=np.float64)
+    cancel = np.ones(1, dtype=np.float64)
+    mv_posteriors_range(P_flat, _read_only(np.array([0, N * K], dtype=np.int64)), mult,
+                        _read_only(np.array([0, K], dtype=np.int64)), int(method), 0, 1, post,
+                        status, logz, cancel)
+    return post, status[0], logz[0], cancel[0]
+
+
+mv_posteriors_one = Threaded(_mv_posteriors_one, mv_posteriors_range)
 
 
 # ====================================================================== audit helpers
