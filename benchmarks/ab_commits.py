@@ -21,6 +21,8 @@ meaningful. Probes (synthetic data, seeded):
 * ``foreground``: ``foreground.attack`` (build, dedupe and solve every mined system:
   ``build_systems``, ``dedupe_groups``, ``solve_systems``) on 20k rows in groups of 4, on 1
   and 2 threads;
+* ``anonymize``: ``art`` (the ``fastpriv anonymize --method art`` workload on Adult, with
+  padding) and ``anatomy`` (ℓ = 4 on Adult's occupation);
 * ``threads``: the multi-threaded paths (``count_pairs_parallel`` dense and bucketed,
   ``dense_profiles_parallel``, ``dense_add_parallel``, ``audit_columns_parallel``,
   ``posterior_batch``) on 1 and 2 threads — same names and arguments whether they are
@@ -137,6 +139,17 @@ for t in (1, 2):
             lambda: foreground.attack(table, qi=["q0", "q1"], sensitive="s", group="gid", r=2.0,
                                       min_support=3, n_random=1), 3) * 1e3
 print(json.dumps(res))
+""",
+    "anonymize": """
+from fastpriv.anonymize import anatomy, art
+from fastpriv.datasets import load_adult
+t = load_adult()
+vals = ["Preschool", "1st-4th", "5th-6th", "7th-8th"]
+print(json.dumps({
+    "art on Adult, r=3, 4 values, padded (ms)": best(
+        lambda: art(t, qi=["age", "workclass", "marital_status"], sensitive="education", r=3.0,
+                    sensitive_values=vals, pad=True), 3) * 1e3,
+    "anatomy on Adult, l=4 (ms)": best(lambda: anatomy(t, sensitive="occupation", l=4), 3) * 1e3}))
 """,
     "threads": """
 from fastpriv import Release, classic
