@@ -359,6 +359,127 @@ def _evaluate(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0
 
 
 @kernel
+def _sub_outer(H, Ha, gcls, cls_var, c0k, K, m, wk):
+    """H[v, v2] -= w g_c g_d over the variable classes c, d of a group (|terms| into Ha)."""
+    for cl in range(K):
+        v = cls_var[c0k + cl]
+        if v < 0:
+            continue
+        for cl2 in range(K):
+            v2 = cls_var[c0k + cl2]
+            if v2 < 0:
+                continue
+            H[v * m + v2] -= wk * gcls[cl] * gcls[cl2]
+            Ha[v * m + v2] += wk * abs(gcls[cl] * gcls[cl2])
+
+
+@kernel
+def _hessian_single(F, k, m, grp_w, cls_off, cls_var, cls_mult, f0, H, Ha, gcls):
+    """Add the Hessian of a group with n_k = 1 (closed form, the Anatomy case).
+
+    log E_1 = Σ_c m_c log(1 - F_c) + log S, S = Σ_c m_c o_c:
+    H_cd = δ_cd m_c (o''_c / S - 1/(1-F_c)²) - m_c m_d o'_c o'_d / S²,
+    o' = 1/(1-F)², o'' = 2/(1-F)³.
+    """
+    c0k = cls_off[k]
+    wk = grp_w[k]
+    K = cls_off[k + 1] - c0k
+    S1 = 0.0
+    for cl in range(K):
+        v = cls_var[c0k + cl]
+        fv = f0 if v < 0 else F[v]
+        S1 += cls_mult[c0k + cl] * fv / (1.0 - fv)
+    for cl in range(K):
+        v = cls_var[c0k + cl]
+        if v < 0:
+            gcls[cl] = 0.0
+            continue
+        om = 1.0 - F[v]
+        gcls[cl] = cls_mult[c0k + cl] / (om * om * S1)
+        H[v * m + v] += wk * cls_mult[c0k + cl] * (2.0 / (om * om * om * S1)
+                                                   - 1.0 / (om * om))
+        Ha[v * m + v] += wk * cls_mult[c0k + cl] * (2.0 / (om * om * om * S1)
+                                                    + 1.0 / (om * om))
+    _sub_outer(H, Ha, gcls, cls_var, c0k, K, m, wk)
+
+
+@kernel
+def _hessian_pairs(F, k, m, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, H, Ha, fseg, fsub, ws,
+                   o1, o2, q1, q2, r1, r2, gcls, rep):
+    """Add the Hessian of a mixed group from leave-one/two-out ratios (see :func:`_hessian`).
+
+    False when the group's E_n is undefined.
+    """
+    n = grp_n[k]
+    c0k = cls_off[k]
+    N = _fill_group(F, np.int64(k), cls_off, cls_var, cls_mult, f0, fseg)
+    K = cls_off[k + 1] - c0k
+    pos = 0
+    for cl in range(K):
+        rep[cl] = pos
+        pos += cls_mult[c0k + cl]
+    res = loo_core(fseg, np.int64(N), np.int64(n), ws, o1, o2, np.int64(1),
+                   np.int64(_LIMIT))
+    if res[0] == STATUS_UNDEFINED:
+        return False
+    L = res[1]
+    wk = grp_w[k]
+    for cl in range(K):
+        v = cls_var[c0k + cl]
+        if v >= 0:
+            gcls[cl] = cls_mult[c0k + cl] * (o1[rep[cl]] - o2[rep[cl]])
+        else:
+            gcls[cl] = 0.0
+    for cl in range(K):
+        v = cls_var[c0k + cl]
+        if v < 0:
+            continue
+        mc = cls_mult[c0k + cl]
+        j = rep[cl]
+        p = 0
+        for t in range(N):
+            if t != j:
+                fsub[p] = fseg[t]
+                p += 1
+        ra = loo_core(fsub, np.int64(N - 1), np.int64(n), ws, q1, q2, np.int64(1),
+                      np.int64(_LIMIT))
+        e1 = 0.0
+        if ra[0] != STATUS_UNDEFINED and ra[1] > -np.inf:
+            e1 = math.exp(ra[1] - L)
+        rb = loo_core(fsub, np.int64(N - 1), np.int64(n - 1), ws, r1, r2, np.int64(1),
+                      np.int64(_LIMIT))
+        e2 = 0.0
+        if rb[0] != STATUS_UNDEFINED and rb[1] > -np.inf:
+            e2 = math.exp(rb[1] - L)
+        for cl2 in range(K):
+            v2 = cls_var[c0k + cl2]
+            if v2 < 0:
+                continue
+            m2 = cls_mult[c0k + cl2]
+            if cl2 == cl:
+                m2 -= 1
+            if m2 <= 0:
+                continue
+            q = rep[cl2]
+            if q > j:
+                q -= 1
+            elif cl2 == cl:
+                q = j          # the next tuple of the same class moved to index j
+            D = 0.0
+            Dabs = 0.0
+            if e2 > 0.0:
+                D += e2 * (r1[q] - r2[q])
+                Dabs += e2 * (abs(r1[q]) + abs(r2[q]))
+            if e1 > 0.0:
+                D -= e1 * (q1[q] - q2[q])
+                Dabs += e1 * (abs(q1[q]) + abs(q2[q]))
+            H[v * m + v2] += wk * mc * m2 * D
+            Ha[v * m + v2] += wk * mc * m2 * Dabs
+    _sub_outer(H, Ha, gcls, cls_var, c0k, K, m, wk)
+    return True
+
+
+@kernel
 def _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0, C1, H, Ha,
              fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep):
     """Hessian of log L at F into ``H`` (m x m, row-major). False on numerical failure.
@@ -394,114 +515,12 @@ def _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
         H[i * m + i] = h
         Ha[i * m + i] = -h
     for k in range(gb, ge):
-        n = grp_n[k]
-        c0k = cls_off[k]
-        if n == 1 and _single_ok(F, np.int64(k), cls_off, cls_var, f0):
-            # log E_1 = Σ_c m_c log(1 - F_c) + log S, S = Σ_c m_c o_c:
-            # H_cd = δ_cd m_c (o''_c / S - 1/(1-F_c)²) - m_c m_d o'_c o'_d / S²,
-            # o' = 1/(1-F)², o'' = 2/(1-F)³
-            wk = grp_w[k]
-            K = cls_off[k + 1] - c0k
-            S1 = 0.0
-            for cl in range(K):
-                v = cls_var[c0k + cl]
-                fv = f0 if v < 0 else F[v]
-                S1 += cls_mult[c0k + cl] * fv / (1.0 - fv)
-            for cl in range(K):
-                v = cls_var[c0k + cl]
-                if v < 0:
-                    gcls[cl] = 0.0
-                    continue
-                om = 1.0 - F[v]
-                gcls[cl] = cls_mult[c0k + cl] / (om * om * S1)
-                H[v * m + v] += wk * cls_mult[c0k + cl] * (2.0 / (om * om * om * S1)
-                                                           - 1.0 / (om * om))
-                Ha[v * m + v] += wk * cls_mult[c0k + cl] * (2.0 / (om * om * om * S1)
-                                                            + 1.0 / (om * om))
-            for cl in range(K):
-                v = cls_var[c0k + cl]
-                if v < 0:
-                    continue
-                for cl2 in range(K):
-                    v2 = cls_var[c0k + cl2]
-                    if v2 < 0:
-                        continue
-                    H[v * m + v2] -= wk * gcls[cl] * gcls[cl2]
-                    Ha[v * m + v2] += wk * abs(gcls[cl] * gcls[cl2])
-            continue
-        N = _fill_group(F, np.int64(k), cls_off, cls_var, cls_mult, f0, fseg)
-        K = cls_off[k + 1] - c0k
-        pos = 0
-        for cl in range(K):
-            rep[cl] = pos
-            pos += cls_mult[c0k + cl]
-        res = loo_core(fseg, np.int64(N), np.int64(n), ws, o1, o2, np.int64(1),
-                       np.int64(_LIMIT))
-        if res[0] == STATUS_UNDEFINED:
+        if grp_n[k] == 1 and _single_ok(F, np.int64(k), cls_off, cls_var, f0):
+            _hessian_single(F, np.int64(k), m, grp_w, cls_off, cls_var, cls_mult, f0, H, Ha,
+                            gcls)
+        elif not _hessian_pairs(F, np.int64(k), m, grp_n, grp_w, cls_off, cls_var, cls_mult, f0,
+                                H, Ha, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep):
             return False
-        L = res[1]
-        wk = grp_w[k]
-        for cl in range(K):
-            v = cls_var[c0k + cl]
-            if v >= 0:
-                gcls[cl] = cls_mult[c0k + cl] * (o1[rep[cl]] - o2[rep[cl]])
-            else:
-                gcls[cl] = 0.0
-        for cl in range(K):
-            v = cls_var[c0k + cl]
-            if v < 0:
-                continue
-            mc = cls_mult[c0k + cl]
-            j = rep[cl]
-            p = 0
-            for t in range(N):
-                if t != j:
-                    fsub[p] = fseg[t]
-                    p += 1
-            ra = loo_core(fsub, np.int64(N - 1), np.int64(n), ws, q1, q2, np.int64(1),
-                          np.int64(_LIMIT))
-            e1 = 0.0
-            if ra[0] != STATUS_UNDEFINED and ra[1] > -np.inf:
-                e1 = math.exp(ra[1] - L)
-            rb = loo_core(fsub, np.int64(N - 1), np.int64(n - 1), ws, r1, r2, np.int64(1),
-                          np.int64(_LIMIT))
-            e2 = 0.0
-            if rb[0] != STATUS_UNDEFINED and rb[1] > -np.inf:
-                e2 = math.exp(rb[1] - L)
-            for cl2 in range(K):
-                v2 = cls_var[c0k + cl2]
-                if v2 < 0:
-                    continue
-                m2 = cls_mult[c0k + cl2]
-                if cl2 == cl:
-                    m2 -= 1
-                if m2 <= 0:
-                    continue
-                q = rep[cl2]
-                if q > j:
-                    q -= 1
-                elif cl2 == cl:
-                    q = j          # the next tuple of the same class moved to index j
-                D = 0.0
-                Dabs = 0.0
-                if e2 > 0.0:
-                    D += e2 * (r1[q] - r2[q])
-                    Dabs += e2 * (abs(r1[q]) + abs(r2[q]))
-                if e1 > 0.0:
-                    D -= e1 * (q1[q] - q2[q])
-                    Dabs += e1 * (abs(q1[q]) + abs(q2[q]))
-                H[v * m + v2] += wk * mc * m2 * D
-                Ha[v * m + v2] += wk * mc * m2 * Dabs
-        for cl in range(K):
-            v = cls_var[c0k + cl]
-            if v < 0:
-                continue
-            for cl2 in range(K):
-                v2 = cls_var[c0k + cl2]
-                if v2 < 0:
-                    continue
-                H[v * m + v2] -= wk * gcls[cl] * gcls[cl2]
-                Ha[v * m + v2] += wk * abs(gcls[cl] * gcls[cl2])
     for i in range(m * m):
         if not abs(H[i]) < np.inf:
             return False
@@ -647,40 +666,14 @@ def _probe_both_sides(F, m, idx, nf, H, Ha, Hf, Vf, wf, Fn, dirv, ll, Q, nq, qca
 
 
 @kernel
-def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult,
-                  f0s, consts, start_off, start_vals, n_random, seed, default_starts,
-                  max_iter, em_warm, tol, newton_max, outF, ep_F, ep_ll, ep_kind, ep_it,
-                  e0, cap, eF0, sysid):
-    """Solve system ``s``; best F into ``outF[var_off[s]:...]``.
+def _start_queue(s, vb, m, gb, ge, T, C1, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult, f0,
+                 start_off, start_vals, n_random, seed, default_starts, sysid):
+    """Queue the starts of system s: ``(Q, nq, qcap)``, rows of ``max(m, 1)`` values.
 
-    Returns ``(loglik, iterations, flags, em_residual, pgrad, n_maxima, second_loglik,
-    n_endpoints)``; every start's end point is recorded in ``ep_*[e0:e0 + cap]`` (F rows of
-    m values from ``ep_F[eF0]``).
+    The naive within-group frequencies and the global rate (``default_starts``), the
+    user's starts, then seeded random points; room for ``2 * MAX_ESCAPES`` more.
     """
-    vb = var_off[s]
-    m = var_off[s + 1] - vb
-    gb = grp_off[s]
-    ge = grp_off[s + 1]
-    f0 = f0s[s]
-    cst = consts[s]
-    ws, fseg, fsub, o1, o2, q1, q2, r1, r2, gcls, rep = _system_workspace(gb, ge, grp_n, grp_N,
-                                                                        cls_off)
     mm = m if m > 0 else 1
-    F = np.empty(mm, dtype=np.float64)
-    Fn = np.empty(mm, dtype=np.float64)
-    grad = np.empty(mm, dtype=np.float64)
-    emn = np.empty(mm, dtype=np.float64)
-    d = np.empty(mm, dtype=np.float64)
-    dirv = np.empty(mm, dtype=np.float64)
-    idx = np.empty(mm, dtype=np.int64)
-    use_newton = m <= newton_max
-    hm = mm if use_newton else 1
-    H = np.empty(hm * hm, dtype=np.float64)
-    Ha = np.empty(hm * hm, dtype=np.float64)
-    Hf = np.empty(hm * hm, dtype=np.float64)
-    Vf = np.empty(hm * hm, dtype=np.float64)
-    wf = np.empty(hm, dtype=np.float64)
-    # ---- start queue
     n_user = start_off[s + 1] - start_off[s]
     n_user = n_user // mm if m > 0 else 0
     n_init = n_user + n_random + (2 if default_starts == 1 else 0)
@@ -713,231 +706,198 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
             Q[nq * mm + i] = _uniform(np.int64(seed), np.int64(sysid), np.int64(u),
                                       np.int64(i))
         nq += 1
-    escapes = 0
-    n_ep = 0
-    total_it = 0
-    numeric = False
-    unverified = False
-    qi = 0
-    while qi < nq:
-        for i in range(m):
-            F[i] = Q[qi * mm + i]
-        qi += 1
-        it = 0
-        kind = KIND_MAXITER
-        ll = -np.inf
-        probed = False
-        while True:
-            ev = _evaluate(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0, C1,
-                           cst, np.int64(1), grad, emn, fseg, ws, o1, o2)
-            ll = ev[1]
-            if ev[0] != 1:
-                kind = KIND_FAILED
-                numeric = True
-                break
-            pg = _pgrad(F, grad, T, vb, m)
-            if pg <= tol:
-                # polish: put variables within 1e-8 of a bound, score pointing outward, on
-                # the bound when that does not lower the likelihood
-                snap = False
-                for i in range(m):
-                    Fn[i] = F[i]
-                    if T[vb + i] <= 0.0:
-                        continue
-                    if 0.0 < F[i] < 1e-8 and grad[i] < 0.0:
-                        Fn[i] = 0.0
-                        snap = True
-                    elif 1.0 - 1e-8 < F[i] < 1.0 and grad[i] > 0.0:
-                        Fn[i] = 1.0
-                        snap = True
-                if snap:
-                    ev4 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0,
-                                    C0, C1, cst, np.int64(1), d, dirv, fseg, ws, o1, o2)
-                    if ev4[0] == 1 and ev4[1] >= ll - 1e-13 * (1.0 + abs(ll)):
-                        ll = ev4[1]
-                        for i in range(m):
-                            F[i] = Fn[i]
-                            grad[i] = d[i]
-                            emn[i] = dirv[i]
-                if not use_newton:
-                    kind = KIND_MAX
-                    unverified = True
-                    break
-                hok = _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
-                               C1, H, Ha, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
-                if hok:
-                    kind = _classify(F, vb, m, T, grad, H, Ha, Hf, Vf, wf, idx, dirv)
-                else:
-                    kind = KIND_MAX
-                    unverified = True
-                if kind == KIND_UNRESOLVED or kind == KIND_SINGULAR:
-                    # degenerate bound variables (zero score on a bound) whose curvature
-                    # is not negative: a maximum only if moving inward does not increase
-                    # L; otherwise treat as a saddle and escape inward
-                    kind = KIND_SINGULAR
-                    for i in range(m):
-                        t = T[vb + i]
-                        if t <= 0.0 or (F[i] > 0.0 and F[i] < 1.0):
-                            continue
-                        if abs(grad[i]) / t > 1e-7:
-                            continue
-                        for i2 in range(m):
-                            dirv[i2] = 0.0
-                        dirv[i] = 1.0 if F[i] <= 0.0 else -1.0
-                        up = False
-                        for tstep in (1e-2, 1e-4):
-                            for i2 in range(m):
-                                Fn[i2] = F[i2]
-                            Fn[i] = _clip01(F[i] + tstep * dirv[i])
-                            ev5 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var,
-                                            cls_mult, f0, C0, C1, cst, np.int64(0), grad, emn,
-                                            fseg, ws, o1, o2)
-                            if ev5[0] == 1 and ev5[1] > ll + 1e-12 * (1.0 + abs(ll)):
-                                up = True
-                                break
-                        if up:
-                            kind = KIND_SADDLE
-                            break
-                break
-            if it >= max_iter:
-                break
-            it += 1
-            stepped = False
-            if use_newton and (it > em_warm or pg <= _SWITCH):
-                hok = _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
-                               C1, H, Ha, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
-                if hok:
-                    # Bertsekas' ε-active set: near a bound with the score pointing out,
-                    # the variable goes to the bound; the others take a Newton step
-                    eps = _ACTIVE if pg > _ACTIVE else pg
-                    nf = 0
-                    for i in range(m):
-                        d[i] = 0.0
-                        if T[vb + i] <= 0.0:
-                            continue
-                        if F[i] <= eps and grad[i] <= 0.0:
-                            d[i] = -F[i]
-                            continue
-                        if F[i] >= 1.0 - eps and grad[i] >= 0.0:
-                            d[i] = 1.0 - F[i]
-                            continue
-                        idx[nf] = i
-                        nf += 1
-                    chol = True
-                    if nf > 0:
-                        hscale = 0.0
-                        for a in range(nf):
-                            for b in range(nf):
-                                v = abs(H[idx[a] * m + idx[b]])
-                                if v > hscale:
-                                    hscale = v
-                        # Newton, or Levenberg-Marquardt damping (-H + μI) when -H is not
-                        # positive definite: always an ascent direction
-                        mu = 0.0
-                        for _ in range(14):
-                            for a in range(nf):
-                                for b in range(nf):
-                                    Hf[a * nf + b] = -H[idx[a] * m + idx[b]]
-                                Hf[a * nf + a] += mu
-                            chol = _cholesky(Hf, np.int64(nf))
-                            if chol:
-                                break
-                            mu = 1e-8 * hscale if mu == 0.0 else mu * 10.0
-                        if chol:
-                            for a in range(nf):
-                                wf[a] = grad[idx[a]]
-                            _chol_solve(Hf, np.int64(nf), wf)
-                            for a in range(nf):
-                                d[idx[a]] = wf[a]
-                        if (mu > 0.0 and not probed and escapes < MAX_ESCAPES
-                                and nf <= _PROBE_MAX):
-                            # the first Newton step of a start (where EM has brought it
-                            # near a stationary point) meets an indefinite H: a saddle
-                            # region, where the damped step climbs one side only (EM
-                            # would drift to either side by round-off); push starts on
-                            # both sides of the ascent eigenvector so both basins are
-                            # searched
-                            nq2 = _probe_both_sides(F, m, idx, np.int64(nf), H, Ha, Hf, Vf,
-                                                    wf, Fn, dirv, ll, Q, np.int64(nq),
-                                                    np.int64(qcap), np.int64(mm), vb, gb, ge,
-                                                    grp_n, grp_w, cls_off, cls_var, cls_mult,
-                                                    f0, C0, C1, cst, grad, emn, fseg, ws, o1,
-                                                    o2)
-                            if nq2 > nq:
-                                escapes += 1
-                                nq = nq2
-                        probed = True
-                    if chol:
-                        if True:
-                            alpha = 1.0
-                            for _ in range(40):
-                                gd = 0.0
-                                for i in range(m):
-                                    Fn[i] = _clip01(F[i] + alpha * d[i])
-                                    gd += grad[i] * (Fn[i] - F[i])
-                                ev2 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var,
-                                                cls_mult, f0, C0, C1, cst, np.int64(0), grad,
-                                                emn, fseg, ws, o1, o2)
-                                # Armijo; near convergence the predicted gain can be
-                                # below round-off: then not decreasing is enough
-                                tiny = gd <= 1e-12 * (1.0 + abs(ll))
-                                if ev2[0] == 1 and ((ev2[1] > ll and ev2[1] >= ll + 1e-4 * gd)
-                                                    or (tiny and ev2[1] >= ll - 1e-14 * (
-                                                        1.0 + abs(ll)))):
-                                    for i in range(m):
-                                        F[i] = Fn[i]
-                                    stepped = True
-                                    break
-                                alpha *= 0.5
-                                if alpha < 1e-12:
-                                    break
-            if not stepped:
-                # EM step (monotone): F_i <- Σ p_j / T_i
-                # A variable exactly at a bound is an EM fixed point even when the score
-                # points inward (p_j = F a_j = 0): nudge it inward instead.
-                for i in range(m):
-                    t = T[vb + i]
-                    if t > 0.0:
-                        nv = _clip01(emn[i] / t)
-                        if (F[i] <= 0.0 and grad[i] > 0.0) or (F[i] >= 1.0 and grad[i] < 0.0):
-                            nv = _clip01(F[i] + 1e-3 * grad[i] / t)
-                        F[i] = nv
-        total_it += it
-        if kind == KIND_SADDLE:
-            # a saddle is a point L can be increased from: probe ± the ascent direction
-            # (pushing new starts while escapes are left); when neither side increases L
-            # the second-order test saw round-off, and the point is a flat (singular)
-            # maximum, not a saddle
-            push = escapes < MAX_ESCAPES
-            if push:
-                escapes += 1
-            ascent = False
-            for sign in (1.0, -1.0):
-                tstep = 0.1
-                while tstep >= 1e-6:
-                    for i in range(m):
-                        Fn[i] = _clip01(F[i] + sign * tstep * dirv[i])
-                    ev3 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0,
-                                    C0, C1, cst, np.int64(0), grad, emn, fseg, ws, o1, o2)
-                    if ev3[0] == 1 and ev3[1] > ll + 1e-12 * (1.0 + abs(ll)):
-                        ascent = True
-                        if push and nq < qcap:
-                            for i in range(m):
-                                Q[nq * mm + i] = Fn[i]
-                            nq += 1
-                        break
-                    tstep *= 0.1
-            if not ascent:
-                kind = KIND_SINGULAR
-        if n_ep < cap:
+    return Q, nq, qcap
+
+
+@kernel
+def _polish(F, Fn, grad, emn, d, dirv, T, ll, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var,
+            cls_mult, f0, C0, C1, cst, fseg, ws, o1, o2):
+    """Put variables within 1e-8 of a bound, score pointing outward, on the bound.
+
+    Kept when that does not lower the likelihood; returns the log-likelihood at F.
+    """
+    snap = False
+    for i in range(m):
+        Fn[i] = F[i]
+        if T[vb + i] <= 0.0:
+            continue
+        if 0.0 < F[i] < 1e-8 and grad[i] < 0.0:
+            Fn[i] = 0.0
+            snap = True
+        elif 1.0 - 1e-8 < F[i] < 1.0 and grad[i] > 0.0:
+            Fn[i] = 1.0
+            snap = True
+    if snap:
+        ev4 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0,
+                        C0, C1, cst, np.int64(1), d, dirv, fseg, ws, o1, o2)
+        if ev4[0] == 1 and ev4[1] >= ll - 1e-13 * (1.0 + abs(ll)):
+            ll = ev4[1]
             for i in range(m):
-                ep_F[eF0 + n_ep * mm + i] = F[i]
-            ep_ll[e0 + n_ep] = ll
-            ep_kind[e0 + n_ep] = kind
-            ep_it[e0 + n_ep] = it
-            n_ep += 1
-    # ---- choose the best end point: the highest likelihood of any start that did not
-    # end at a saddle or fail (a start stopped by max_iter only counts when it is better)
+                F[i] = Fn[i]
+                grad[i] = d[i]
+                emn[i] = dirv[i]
+    return ll
+
+
+@kernel
+def _bound_kind(F, Fn, grad, emn, dirv, T, ll, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var,
+                cls_mult, f0, C0, C1, cst, fseg, ws, o1, o2):
+    """Kind of an end point whose second-order test is unresolved or singular.
+
+    Degenerate bound variables (zero score on a bound) whose curvature is not negative: a
+    maximum (``KIND_SINGULAR``) only if moving inward does not increase L; otherwise a
+    saddle (``KIND_SADDLE``, ``dirv`` the inward direction) to escape from.
+    """
+    for i in range(m):
+        t = T[vb + i]
+        if t <= 0.0 or (F[i] > 0.0 and F[i] < 1.0):
+            continue
+        if abs(grad[i]) / t > 1e-7:
+            continue
+        for i2 in range(m):
+            dirv[i2] = 0.0
+        dirv[i] = 1.0 if F[i] <= 0.0 else -1.0
+        for tstep in (1e-2, 1e-4):
+            for i2 in range(m):
+                Fn[i2] = F[i2]
+            Fn[i] = _clip01(F[i] + tstep * dirv[i])
+            ev5 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var,
+                            cls_mult, f0, C0, C1, cst, np.int64(0), grad, emn,
+                            fseg, ws, o1, o2)
+            if ev5[0] == 1 and ev5[1] > ll + 1e-12 * (1.0 + abs(ll)):
+                return KIND_SADDLE
+    return KIND_SINGULAR
+
+
+@kernel
+def _newton_direction(F, grad, H, Hf, wf, idx, d, T, vb, m, pg):
+    """Projected Newton direction ``d``: ``(chol, nf, mu)``.
+
+    Bertsekas' ε-active set: near a bound with the score pointing out, the variable goes
+    to the bound; the ``nf`` others (``idx``) take a Newton step, or a Levenberg-Marquardt
+    damped one (-H + μI, μ > 0) when -H is not positive definite: always an ascent
+    direction. ``chol`` is False when no damping made the system solvable.
+    """
+    eps = _ACTIVE if pg > _ACTIVE else pg
+    nf = 0
+    for i in range(m):
+        d[i] = 0.0
+        if T[vb + i] <= 0.0:
+            continue
+        if F[i] <= eps and grad[i] <= 0.0:
+            d[i] = -F[i]
+            continue
+        if F[i] >= 1.0 - eps and grad[i] >= 0.0:
+            d[i] = 1.0 - F[i]
+            continue
+        idx[nf] = i
+        nf += 1
+    chol = True
+    mu = 0.0
+    if nf > 0:
+        hscale = 0.0
+        for a in range(nf):
+            for b in range(nf):
+                v = abs(H[idx[a] * m + idx[b]])
+                if v > hscale:
+                    hscale = v
+        for _ in range(14):
+            for a in range(nf):
+                for b in range(nf):
+                    Hf[a * nf + b] = -H[idx[a] * m + idx[b]]
+                Hf[a * nf + a] += mu
+            chol = _cholesky(Hf, np.int64(nf))
+            if chol:
+                break
+            mu = 1e-8 * hscale if mu == 0.0 else mu * 10.0
+        if chol:
+            for a in range(nf):
+                wf[a] = grad[idx[a]]
+            _chol_solve(Hf, np.int64(nf), wf)
+            for a in range(nf):
+                d[idx[a]] = wf[a]
+    return chol, nf, mu
+
+
+@kernel
+def _line_search(F, Fn, d, grad, emn, ll, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var,
+                 cls_mult, f0, C0, C1, cst, fseg, ws, o1, o2):
+    """Projected Armijo line search along ``d``; whether F moved (it is updated in place).
+
+    Near convergence the predicted gain can be below round-off: then not decreasing is
+    enough.
+    """
+    alpha = 1.0
+    for _ in range(40):
+        gd = 0.0
+        for i in range(m):
+            Fn[i] = _clip01(F[i] + alpha * d[i])
+            gd += grad[i] * (Fn[i] - F[i])
+        ev2 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var,
+                        cls_mult, f0, C0, C1, cst, np.int64(0), grad,
+                        emn, fseg, ws, o1, o2)
+        tiny = gd <= 1e-12 * (1.0 + abs(ll))
+        if ev2[0] == 1 and ((ev2[1] > ll and ev2[1] >= ll + 1e-4 * gd)
+                            or (tiny and ev2[1] >= ll - 1e-14 * (1.0 + abs(ll)))):
+            for i in range(m):
+                F[i] = Fn[i]
+            return True
+        alpha *= 0.5
+        if alpha < 1e-12:
+            return False
+    return False
+
+
+@kernel
+def _em_step(F, emn, grad, T, vb, m):
+    """EM step (monotone): F_i <- Σ p_j / T_i.
+
+    A variable exactly at a bound is an EM fixed point even when the score points inward
+    (p_j = F a_j = 0): nudge it inward instead.
+    """
+    for i in range(m):
+        t = T[vb + i]
+        if t > 0.0:
+            nv = _clip01(emn[i] / t)
+            if (F[i] <= 0.0 and grad[i] > 0.0) or (F[i] >= 1.0 and grad[i] < 0.0):
+                nv = _clip01(F[i] + 1e-3 * grad[i] / t)
+            F[i] = nv
+
+
+@kernel
+def _saddle_ascent(F, Fn, dirv, grad, emn, ll, push, Q, nq, qcap, mm, vb, m, gb, ge, grp_n,
+                   grp_w, cls_off, cls_var, cls_mult, f0, C0, C1, cst, fseg, ws, o1, o2):
+    """Probe ± the ascent direction ``dirv`` of a saddle: ``(ascent, nq)``.
+
+    Each side that increases L is queued as a new start when ``push``; when neither side
+    increases L the second-order test saw round-off (``ascent`` False).
+    """
+    ascent = False
+    for sign in (1.0, -1.0):
+        tstep = 0.1
+        while tstep >= 1e-6:
+            for i in range(m):
+                Fn[i] = _clip01(F[i] + sign * tstep * dirv[i])
+            ev3 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0,
+                            C0, C1, cst, np.int64(0), grad, emn, fseg, ws, o1, o2)
+            if ev3[0] == 1 and ev3[1] > ll + 1e-12 * (1.0 + abs(ll)):
+                ascent = True
+                if push and nq < qcap:
+                    for i in range(m):
+                        Q[nq * mm + i] = Fn[i]
+                    nq += 1
+                break
+            tstep *= 0.1
+    return ascent, nq
+
+
+@kernel
+def _best_endpoint(ep_kind, ep_ll, e0, n_ep):
+    """Index of the best end point (−1: every start failed).
+
+    The highest likelihood of any start that did not end at a saddle or fail; a start
+    stopped by max_iter only counts when it is better.
+    """
     best = -1
     for e in range(n_ep):
         k = ep_kind[e0 + e]
@@ -949,6 +909,217 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
             if best < 0 or ep_ll[e0 + e] > ep_ll[e0 + best] + 1e-9 * (
                     1.0 + abs(ep_ll[e0 + best])):
                 best = e
+    return best
+
+
+@kernel
+def _sup_distance(a, a0, b, b0, T, vb, m):
+    """max_i |a[a0 + i] - b[b0 + i]| over the variables with tuples (T_i > 0)."""
+    dist = 0.0
+    for i in range(m):
+        if T[vb + i] <= 0.0:
+            continue
+        dd = abs(a[a0 + i] - b[b0 + i])
+        if dd > dist:
+            dist = dd
+    return dist
+
+
+@kernel
+def _maxima(ep_F, ep_kind, ep_ll, e0, eF0, n_ep, mm, F, T, vb, m):
+    """``(n_max, second)``: distinct local maxima among the end points; second best.
+
+    ``second`` is the best likelihood of an end point away from F (the answer).
+    """
+    n_max = 0
+    second = -np.inf
+    for e in range(n_ep):
+        if not (ep_kind[e0 + e] == KIND_MAX or ep_kind[e0 + e] == KIND_SINGULAR):
+            continue
+        new = True
+        for e2 in range(e):
+            if not (ep_kind[e0 + e2] == KIND_MAX or ep_kind[e0 + e2] == KIND_SINGULAR):
+                continue
+            if _sup_distance(ep_F, eF0 + e * mm, ep_F, eF0 + e2 * mm, T, vb, m) <= SAME_POINT:
+                new = False
+                break
+        if new:
+            n_max += 1
+        if (_sup_distance(ep_F, eF0 + e * mm, F, 0, T, vb, m) > SAME_POINT
+                and ep_ll[e0 + e] > second):
+            second = ep_ll[e0 + e]
+    return n_max, second
+
+
+@kernel
+def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult,
+                  f0s, consts, start_off, start_vals, n_random, seed, default_starts,
+                  max_iter, em_warm, tol, newton_max, outF, ep_F, ep_ll, ep_kind, ep_it,
+                  e0, cap, eF0, sysid):
+    """Solve system ``s``; best F into ``outF[var_off[s]:...]``.
+
+    Returns ``(loglik, iterations, flags, em_residual, pgrad, n_maxima, second_loglik,
+    n_endpoints)``; every start's end point is recorded in ``ep_*[e0:e0 + cap]`` (F rows of
+    m values from ``ep_F[eF0]``). The steps: :func:`_start_queue`, then per start
+    :func:`_run_start` (EM / projected Newton to a classified end point), :func:`_saddle_ascent`
+    at saddles, and :func:`_summarize` over the end points.
+    """
+    vb = var_off[s]
+    m = var_off[s + 1] - vb
+    gb = grp_off[s]
+    ge = grp_off[s + 1]
+    f0 = f0s[s]
+    cst = consts[s]
+    ws, fseg, fsub, o1, o2, q1, q2, r1, r2, gcls, rep = _system_workspace(gb, ge, grp_n, grp_N,
+                                                                        cls_off)
+    mm = m if m > 0 else 1
+    F = np.empty(mm, dtype=np.float64)
+    Fn = np.empty(mm, dtype=np.float64)
+    grad = np.empty(mm, dtype=np.float64)
+    emn = np.empty(mm, dtype=np.float64)
+    d = np.empty(mm, dtype=np.float64)
+    dirv = np.empty(mm, dtype=np.float64)
+    idx = np.empty(mm, dtype=np.int64)
+    use_newton = m <= newton_max
+    hm = mm if use_newton else 1
+    H = np.empty(hm * hm, dtype=np.float64)
+    Ha = np.empty(hm * hm, dtype=np.float64)
+    Hf = np.empty(hm * hm, dtype=np.float64)
+    Vf = np.empty(hm * hm, dtype=np.float64)
+    wf = np.empty(hm, dtype=np.float64)
+    Q, nq, qcap = _start_queue(s, vb, m, gb, ge, T, C1, grp_n, grp_N, grp_w, cls_off, cls_var,
+                               cls_mult, f0, start_off, start_vals, n_random, seed,
+                               default_starts, sysid)
+    escapes = 0
+    n_ep = 0
+    total_it = 0
+    numeric = False
+    unverified = False
+    qi = 0
+    while qi < nq:
+        for i in range(m):
+            F[i] = Q[qi * mm + i]
+        qi += 1
+        kind, ll, it, nq, escapes, unv = _run_start(
+            F, Fn, grad, emn, d, dirv, idx, H, Ha, Hf, Vf, wf, Q, nq, qcap, mm, escapes,
+            use_newton, max_iter, em_warm, tol, T, vb, m, gb, ge, grp_n, grp_w, cls_off,
+            cls_var, cls_mult, f0, C0, C1, cst, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls,
+            rep)
+        total_it += it
+        if kind == KIND_FAILED:
+            numeric = True
+        if unv:
+            unverified = True
+        if kind == KIND_SADDLE:
+            # a saddle is a point L can be increased from: probe ± the ascent direction
+            # (pushing new starts while escapes are left); when neither side increases L
+            # the second-order test saw round-off, and the point is a flat (singular)
+            # maximum, not a saddle
+            push = escapes < MAX_ESCAPES
+            if push:
+                escapes += 1
+            ascent, nq = _saddle_ascent(F, Fn, dirv, grad, emn, ll, push, Q, np.int64(nq),
+                                        np.int64(qcap), np.int64(mm), vb, m, gb, ge, grp_n,
+                                        grp_w, cls_off, cls_var, cls_mult, f0, C0, C1, cst,
+                                        fseg, ws, o1, o2)
+            if not ascent:
+                kind = KIND_SINGULAR
+        if n_ep < cap:
+            for i in range(m):
+                ep_F[eF0 + n_ep * mm + i] = F[i]
+            ep_ll[e0 + n_ep] = ll
+            ep_kind[e0 + n_ep] = kind
+            ep_it[e0 + n_ep] = it
+            n_ep += 1
+    return _summarize(F, Q, outF, grad, emn, ep_F, ep_ll, ep_kind, e0, eF0, n_ep, mm, total_it,
+                      use_newton, numeric, unverified, T, vb, m, gb, ge, grp_n, grp_w, cls_off,
+                      cls_var, cls_mult, f0, C0, C1, cst, fseg, ws, o1, o2)
+
+
+@kernel
+def _run_start(F, Fn, grad, emn, d, dirv, idx, H, Ha, Hf, Vf, wf, Q, nq, qcap, mm, escapes,
+               use_newton, max_iter, em_warm, tol, T, vb, m, gb, ge, grp_n, grp_w, cls_off,
+               cls_var, cls_mult, f0, C0, C1, cst, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls,
+               rep):
+    """Run one start from F: EM steps, then projected Newton, to a classified end point.
+
+    Returns ``(kind, loglik, iterations, nq, escapes, unverified)``; F holds the end point
+    (``dirv`` the ascent direction of a saddle). A first Newton step meeting an indefinite
+    Hessian queues starts on both sides of its ascent eigenvector (:func:`_probe_both_sides`).
+    """
+    it = 0
+    kind = KIND_MAXITER
+    ll = -np.inf
+    probed = False
+    unverified = False
+    while True:
+        ev = _evaluate(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0, C1,
+                       cst, np.int64(1), grad, emn, fseg, ws, o1, o2)
+        ll = ev[1]
+        if ev[0] != 1:
+            kind = KIND_FAILED
+            break
+        pg = _pgrad(F, grad, T, vb, m)
+        if pg <= tol:
+            ll = _polish(F, Fn, grad, emn, d, dirv, T, ll, vb, m, gb, ge, grp_n, grp_w, cls_off,
+                         cls_var, cls_mult, f0, C0, C1, cst, fseg, ws, o1, o2)
+            if not use_newton:
+                kind = KIND_MAX
+                unverified = True
+                break
+            hok = _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
+                           C1, H, Ha, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
+            if hok:
+                kind = _classify(F, vb, m, T, grad, H, Ha, Hf, Vf, wf, idx, dirv)
+            else:
+                kind = KIND_MAX
+                unverified = True
+            if kind == KIND_UNRESOLVED or kind == KIND_SINGULAR:
+                kind = _bound_kind(F, Fn, grad, emn, dirv, T, ll, vb, m, gb, ge, grp_n, grp_w,
+                                   cls_off, cls_var, cls_mult, f0, C0, C1, cst, fseg, ws, o1,
+                                   o2)
+            break
+        if it >= max_iter:
+            break
+        it += 1
+        stepped = False
+        if use_newton and (it > em_warm or pg <= _SWITCH):
+            hok = _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
+                           C1, H, Ha, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
+            if hok:
+                chol, nf, mu = _newton_direction(F, grad, H, Hf, wf, idx, d, T, vb, m, pg)
+                if nf > 0:
+                    if (mu > 0.0 and not probed and escapes < MAX_ESCAPES
+                            and nf <= _PROBE_MAX):
+                        # the first Newton step of a start (where EM has brought it near
+                        # a stationary point) meets an indefinite H: a saddle region,
+                        # where the damped step climbs one side only (EM would drift to
+                        # either side by round-off); push starts on both sides of the
+                        # ascent eigenvector so both basins are searched
+                        nq2 = _probe_both_sides(F, m, idx, np.int64(nf), H, Ha, Hf, Vf, wf,
+                                                Fn, dirv, ll, Q, np.int64(nq), np.int64(qcap),
+                                                np.int64(mm), vb, gb, ge, grp_n, grp_w,
+                                                cls_off, cls_var, cls_mult, f0, C0, C1, cst,
+                                                grad, emn, fseg, ws, o1, o2)
+                        if nq2 > nq:
+                            escapes += 1
+                            nq = nq2
+                    probed = True
+                if chol:
+                    stepped = _line_search(F, Fn, d, grad, emn, ll, vb, m, gb, ge, grp_n,
+                                           grp_w, cls_off, cls_var, cls_mult, f0, C0, C1, cst,
+                                           fseg, ws, o1, o2)
+        if not stepped:
+            _em_step(F, emn, grad, T, vb, m)
+    return kind, ll, it, nq, escapes, unverified
+
+
+@kernel
+def _summarize(F, Q, outF, grad, emn, ep_F, ep_ll, ep_kind, e0, eF0, n_ep, mm, total_it,
+               use_newton, numeric, unverified, T, vb, m, gb, ge, grp_n, grp_w, cls_off,
+               cls_var, cls_mult, f0, C0, C1, cst, fseg, ws, o1, o2):
+    """Choose the best end point into ``outF`` and the result tuple of :func:`_solve_system`."""
+    best = _best_endpoint(ep_kind, ep_ll, e0, n_ep)
     flags = 0
     if best >= 0:
         if ep_kind[e0 + best] == KIND_MAXITER:
@@ -965,37 +1136,7 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
         F[i] = ep_F[eF0 + best * mm + i]
         outF[vb + i] = F[i]
     best_ll = ep_ll[e0 + best]
-    # distinct maxima
-    n_max = 0
-    second = -np.inf
-    for e in range(n_ep):
-        if not (ep_kind[e0 + e] == KIND_MAX or ep_kind[e0 + e] == KIND_SINGULAR):
-            continue
-        new = True
-        for e2 in range(e):
-            if not (ep_kind[e0 + e2] == KIND_MAX or ep_kind[e0 + e2] == KIND_SINGULAR):
-                continue
-            dist = 0.0
-            for i in range(m):
-                if T[vb + i] <= 0.0:
-                    continue
-                dd = abs(ep_F[eF0 + e * mm + i] - ep_F[eF0 + e2 * mm + i])
-                if dd > dist:
-                    dist = dd
-            if dist <= SAME_POINT:
-                new = False
-                break
-        if new:
-            n_max += 1
-        dist = 0.0
-        for i in range(m):
-            if T[vb + i] <= 0.0:
-                continue
-            dd = abs(ep_F[eF0 + e * mm + i] - F[i])
-            if dd > dist:
-                dist = dd
-        if dist > SAME_POINT and ep_ll[e0 + e] > second:
-            second = ep_ll[e0 + e]
+    n_max, second = _maxima(ep_F, ep_kind, ep_ll, e0, eF0, n_ep, mm, F, T, vb, m)
     if n_max >= 2:
         flags |= FLAG_MULTIPLE_MAXIMA
     if second >= best_ll - 1e-9 * max(1.0, abs(best_ll)):
