@@ -710,66 +710,6 @@ def _start_queue(s, vb, m, gb, ge, T, C1, grp_n, grp_N, grp_w, cls_off, cls_var,
 
 
 @kernel
-def _polish(F, Fn, grad, emn, d, dirv, T, ll, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var,
-            cls_mult, f0, C0, C1, cst, fseg, ws, o1, o2):
-    """Put variables within 1e-8 of a bound, score pointing outward, on the bound.
-
-    Kept when that does not lower the likelihood; returns the log-likelihood at F.
-    """
-    snap = False
-    for i in range(m):
-        Fn[i] = F[i]
-        if T[vb + i] <= 0.0:
-            continue
-        if 0.0 < F[i] < 1e-8 and grad[i] < 0.0:
-            Fn[i] = 0.0
-            snap = True
-        elif 1.0 - 1e-8 < F[i] < 1.0 and grad[i] > 0.0:
-            Fn[i] = 1.0
-            snap = True
-    if snap:
-        ev4 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0,
-                        C0, C1, cst, np.int64(1), d, dirv, fseg, ws, o1, o2)
-        if ev4[0] == 1 and ev4[1] >= ll - 1e-13 * (1.0 + abs(ll)):
-            ll = ev4[1]
-            for i in range(m):
-                F[i] = Fn[i]
-                grad[i] = d[i]
-                emn[i] = dirv[i]
-    return ll
-
-
-@kernel
-def _bound_kind(F, Fn, grad, emn, dirv, T, ll, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var,
-                cls_mult, f0, C0, C1, cst, fseg, ws, o1, o2):
-    """Kind of an end point whose second-order test is unresolved or singular.
-
-    Degenerate bound variables (zero score on a bound) whose curvature is not negative: a
-    maximum (``KIND_SINGULAR``) only if moving inward does not increase L; otherwise a
-    saddle (``KIND_SADDLE``, ``dirv`` the inward direction) to escape from.
-    """
-    for i in range(m):
-        t = T[vb + i]
-        if t <= 0.0 or (F[i] > 0.0 and F[i] < 1.0):
-            continue
-        if abs(grad[i]) / t > 1e-7:
-            continue
-        for i2 in range(m):
-            dirv[i2] = 0.0
-        dirv[i] = 1.0 if F[i] <= 0.0 else -1.0
-        for tstep in (1e-2, 1e-4):
-            for i2 in range(m):
-                Fn[i2] = F[i2]
-            Fn[i] = _clip01(F[i] + tstep * dirv[i])
-            ev5 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var,
-                            cls_mult, f0, C0, C1, cst, np.int64(0), grad, emn,
-                            fseg, ws, o1, o2)
-            if ev5[0] == 1 and ev5[1] > ll + 1e-12 * (1.0 + abs(ll)):
-                return KIND_SADDLE
-    return KIND_SINGULAR
-
-
-@kernel
 def _newton_direction(F, grad, H, Hf, wf, idx, d, T, vb, m, pg):
     """Projected Newton direction ``d``: ``(chol, nf, mu)``.
 
@@ -820,35 +760,6 @@ def _newton_direction(F, grad, H, Hf, wf, idx, d, T, vb, m, pg):
 
 
 @kernel
-def _line_search(F, Fn, d, grad, emn, ll, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var,
-                 cls_mult, f0, C0, C1, cst, fseg, ws, o1, o2):
-    """Projected Armijo line search along ``d``; whether F moved (it is updated in place).
-
-    Near convergence the predicted gain can be below round-off: then not decreasing is
-    enough.
-    """
-    alpha = 1.0
-    for _ in range(40):
-        gd = 0.0
-        for i in range(m):
-            Fn[i] = _clip01(F[i] + alpha * d[i])
-            gd += grad[i] * (Fn[i] - F[i])
-        ev2 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var,
-                        cls_mult, f0, C0, C1, cst, np.int64(0), grad,
-                        emn, fseg, ws, o1, o2)
-        tiny = gd <= 1e-12 * (1.0 + abs(ll))
-        if ev2[0] == 1 and ((ev2[1] > ll and ev2[1] >= ll + 1e-4 * gd)
-                            or (tiny and ev2[1] >= ll - 1e-14 * (1.0 + abs(ll)))):
-            for i in range(m):
-                F[i] = Fn[i]
-            return True
-        alpha *= 0.5
-        if alpha < 1e-12:
-            return False
-    return False
-
-
-@kernel
 def _em_step(F, emn, grad, T, vb, m):
     """EM step (monotone): F_i <- Σ p_j / T_i.
 
@@ -862,33 +773,6 @@ def _em_step(F, emn, grad, T, vb, m):
             if (F[i] <= 0.0 and grad[i] > 0.0) or (F[i] >= 1.0 and grad[i] < 0.0):
                 nv = _clip01(F[i] + 1e-3 * grad[i] / t)
             F[i] = nv
-
-
-@kernel
-def _saddle_ascent(F, Fn, dirv, grad, emn, ll, push, Q, nq, qcap, mm, vb, m, gb, ge, grp_n,
-                   grp_w, cls_off, cls_var, cls_mult, f0, C0, C1, cst, fseg, ws, o1, o2):
-    """Probe ± the ascent direction ``dirv`` of a saddle: ``(ascent, nq)``.
-
-    Each side that increases L is queued as a new start when ``push``; when neither side
-    increases L the second-order test saw round-off (``ascent`` False).
-    """
-    ascent = False
-    for sign in (1.0, -1.0):
-        tstep = 0.1
-        while tstep >= 1e-6:
-            for i in range(m):
-                Fn[i] = _clip01(F[i] + sign * tstep * dirv[i])
-            ev3 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0,
-                            C0, C1, cst, np.int64(0), grad, emn, fseg, ws, o1, o2)
-            if ev3[0] == 1 and ev3[1] > ll + 1e-12 * (1.0 + abs(ll)):
-                ascent = True
-                if push and nq < qcap:
-                    for i in range(m):
-                        Q[nq * mm + i] = Fn[i]
-                    nq += 1
-                break
-            tstep *= 0.1
-    return ascent, nq
 
 
 @kernel
@@ -951,6 +835,12 @@ def _maxima(ep_F, ep_kind, ep_ll, e0, eF0, n_ep, mm, F, T, vb, m):
     return n_max, second
 
 
+# _solve_system is one kernel of ~250 lines on purpose. Numba links every kernel a kernel
+# calls into the caller and re-optimizes the whole linked closure there (``loo_core`` under
+# ``_evaluate``/``_hessian``): splitting the start loop, polish, saddle probes and line search
+# into kernels of their own (each calling ``_evaluate``) took the cold compile of the
+# foreground warm-up workload from 19.1 to 30.0 CPU-s (``benchmarks/bench_cold_start.py``
+# profile); only the steps that call no likelihood evaluation are separate kernels.
 @kernel
 def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult,
                   f0s, consts, start_off, start_vals, n_random, seed, default_starts,
@@ -960,9 +850,7 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
 
     Returns ``(loglik, iterations, flags, em_residual, pgrad, n_maxima, second_loglik,
     n_endpoints)``; every start's end point is recorded in ``ep_*[e0:e0 + cap]`` (F rows of
-    m values from ``ep_F[eF0]``). The steps: :func:`_start_queue`, then per start
-    :func:`_run_start` (EM / projected Newton to a classified end point), :func:`_saddle_ascent`
-    at saddles, and :func:`_summarize` over the end points.
+    m values from ``ep_F[eF0]``).
     """
     vb = var_off[s]
     m = var_off[s + 1] - vb
@@ -1000,16 +888,136 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
         for i in range(m):
             F[i] = Q[qi * mm + i]
         qi += 1
-        kind, ll, it, nq, escapes, unv = _run_start(
-            F, Fn, grad, emn, d, dirv, idx, H, Ha, Hf, Vf, wf, Q, nq, qcap, mm, escapes,
-            use_newton, max_iter, em_warm, tol, T, vb, m, gb, ge, grp_n, grp_w, cls_off,
-            cls_var, cls_mult, f0, C0, C1, cst, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls,
-            rep)
+        it = 0
+        kind = KIND_MAXITER
+        ll = -np.inf
+        probed = False
+        while True:
+            ev = _evaluate(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0, C1,
+                           cst, np.int64(1), grad, emn, fseg, ws, o1, o2)
+            ll = ev[1]
+            if ev[0] != 1:
+                kind = KIND_FAILED
+                numeric = True
+                break
+            pg = _pgrad(F, grad, T, vb, m)
+            if pg <= tol:
+                # polish: put variables within 1e-8 of a bound, score pointing outward, on
+                # the bound when that does not lower the likelihood
+                snap = False
+                for i in range(m):
+                    Fn[i] = F[i]
+                    if T[vb + i] <= 0.0:
+                        continue
+                    if 0.0 < F[i] < 1e-8 and grad[i] < 0.0:
+                        Fn[i] = 0.0
+                        snap = True
+                    elif 1.0 - 1e-8 < F[i] < 1.0 and grad[i] > 0.0:
+                        Fn[i] = 1.0
+                        snap = True
+                if snap:
+                    ev4 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0,
+                                    C0, C1, cst, np.int64(1), d, dirv, fseg, ws, o1, o2)
+                    if ev4[0] == 1 and ev4[1] >= ll - 1e-13 * (1.0 + abs(ll)):
+                        ll = ev4[1]
+                        for i in range(m):
+                            F[i] = Fn[i]
+                            grad[i] = d[i]
+                            emn[i] = dirv[i]
+                if not use_newton:
+                    kind = KIND_MAX
+                    unverified = True
+                    break
+                hok = _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
+                               C1, H, Ha, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
+                if hok:
+                    kind = _classify(F, vb, m, T, grad, H, Ha, Hf, Vf, wf, idx, dirv)
+                else:
+                    kind = KIND_MAX
+                    unverified = True
+                if kind == KIND_UNRESOLVED or kind == KIND_SINGULAR:
+                    # degenerate bound variables (zero score on a bound) whose curvature
+                    # is not negative: a maximum only if moving inward does not increase
+                    # L; otherwise treat as a saddle and escape inward
+                    kind = KIND_SINGULAR
+                    for i in range(m):
+                        t = T[vb + i]
+                        if t <= 0.0 or (F[i] > 0.0 and F[i] < 1.0):
+                            continue
+                        if abs(grad[i]) / t > 1e-7:
+                            continue
+                        for i2 in range(m):
+                            dirv[i2] = 0.0
+                        dirv[i] = 1.0 if F[i] <= 0.0 else -1.0
+                        up = False
+                        for tstep in (1e-2, 1e-4):
+                            for i2 in range(m):
+                                Fn[i2] = F[i2]
+                            Fn[i] = _clip01(F[i] + tstep * dirv[i])
+                            ev5 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var,
+                                            cls_mult, f0, C0, C1, cst, np.int64(0), grad, emn,
+                                            fseg, ws, o1, o2)
+                            if ev5[0] == 1 and ev5[1] > ll + 1e-12 * (1.0 + abs(ll)):
+                                up = True
+                                break
+                        if up:
+                            kind = KIND_SADDLE
+                            break
+                break
+            if it >= max_iter:
+                break
+            it += 1
+            stepped = False
+            if use_newton and (it > em_warm or pg <= _SWITCH):
+                hok = _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
+                               C1, H, Ha, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
+                if hok:
+                    chol, nf, mu = _newton_direction(F, grad, H, Hf, wf, idx, d, T, vb, m, pg)
+                    if nf > 0:
+                        if (mu > 0.0 and not probed and escapes < MAX_ESCAPES
+                                and nf <= _PROBE_MAX):
+                            # the first Newton step of a start (where EM has brought it
+                            # near a stationary point) meets an indefinite H: a saddle
+                            # region, where the damped step climbs one side only (EM
+                            # would drift to either side by round-off); push starts on
+                            # both sides of the ascent eigenvector so both basins are
+                            # searched
+                            nq2 = _probe_both_sides(F, m, idx, np.int64(nf), H, Ha, Hf, Vf,
+                                                    wf, Fn, dirv, ll, Q, np.int64(nq),
+                                                    np.int64(qcap), np.int64(mm), vb, gb, ge,
+                                                    grp_n, grp_w, cls_off, cls_var, cls_mult,
+                                                    f0, C0, C1, cst, grad, emn, fseg, ws, o1,
+                                                    o2)
+                            if nq2 > nq:
+                                escapes += 1
+                                nq = nq2
+                        probed = True
+                    if chol:
+                        alpha = 1.0
+                        for _ in range(40):
+                            gd = 0.0
+                            for i in range(m):
+                                Fn[i] = _clip01(F[i] + alpha * d[i])
+                                gd += grad[i] * (Fn[i] - F[i])
+                            ev2 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var,
+                                            cls_mult, f0, C0, C1, cst, np.int64(0), grad,
+                                            emn, fseg, ws, o1, o2)
+                            # Armijo; near convergence the predicted gain can be
+                            # below round-off: then not decreasing is enough
+                            tiny = gd <= 1e-12 * (1.0 + abs(ll))
+                            if ev2[0] == 1 and ((ev2[1] > ll and ev2[1] >= ll + 1e-4 * gd)
+                                                or (tiny and ev2[1] >= ll - 1e-14 * (
+                                                    1.0 + abs(ll)))):
+                                for i in range(m):
+                                    F[i] = Fn[i]
+                                stepped = True
+                                break
+                            alpha *= 0.5
+                            if alpha < 1e-12:
+                                break
+            if not stepped:
+                _em_step(F, emn, grad, T, vb, m)
         total_it += it
-        if kind == KIND_FAILED:
-            numeric = True
-        if unv:
-            unverified = True
         if kind == KIND_SADDLE:
             # a saddle is a point L can be increased from: probe ± the ascent direction
             # (pushing new starts while escapes are left); when neither side increases L
@@ -1018,10 +1026,22 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
             push = escapes < MAX_ESCAPES
             if push:
                 escapes += 1
-            ascent, nq = _saddle_ascent(F, Fn, dirv, grad, emn, ll, push, Q, np.int64(nq),
-                                        np.int64(qcap), np.int64(mm), vb, m, gb, ge, grp_n,
-                                        grp_w, cls_off, cls_var, cls_mult, f0, C0, C1, cst,
-                                        fseg, ws, o1, o2)
+            ascent = False
+            for sign in (1.0, -1.0):
+                tstep = 0.1
+                while tstep >= 1e-6:
+                    for i in range(m):
+                        Fn[i] = _clip01(F[i] + sign * tstep * dirv[i])
+                    ev3 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0,
+                                    C0, C1, cst, np.int64(0), grad, emn, fseg, ws, o1, o2)
+                    if ev3[0] == 1 and ev3[1] > ll + 1e-12 * (1.0 + abs(ll)):
+                        ascent = True
+                        if push and nq < qcap:
+                            for i in range(m):
+                                Q[nq * mm + i] = Fn[i]
+                            nq += 1
+                        break
+                    tstep *= 0.1
             if not ascent:
                 kind = KIND_SINGULAR
         if n_ep < cap:
@@ -1031,94 +1051,6 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
             ep_kind[e0 + n_ep] = kind
             ep_it[e0 + n_ep] = it
             n_ep += 1
-    return _summarize(F, Q, outF, grad, emn, ep_F, ep_ll, ep_kind, e0, eF0, n_ep, mm, total_it,
-                      use_newton, numeric, unverified, T, vb, m, gb, ge, grp_n, grp_w, cls_off,
-                      cls_var, cls_mult, f0, C0, C1, cst, fseg, ws, o1, o2)
-
-
-@kernel
-def _run_start(F, Fn, grad, emn, d, dirv, idx, H, Ha, Hf, Vf, wf, Q, nq, qcap, mm, escapes,
-               use_newton, max_iter, em_warm, tol, T, vb, m, gb, ge, grp_n, grp_w, cls_off,
-               cls_var, cls_mult, f0, C0, C1, cst, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls,
-               rep):
-    """Run one start from F: EM steps, then projected Newton, to a classified end point.
-
-    Returns ``(kind, loglik, iterations, nq, escapes, unverified)``; F holds the end point
-    (``dirv`` the ascent direction of a saddle). A first Newton step meeting an indefinite
-    Hessian queues starts on both sides of its ascent eigenvector (:func:`_probe_both_sides`).
-    """
-    it = 0
-    kind = KIND_MAXITER
-    ll = -np.inf
-    probed = False
-    unverified = False
-    while True:
-        ev = _evaluate(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0, C1,
-                       cst, np.int64(1), grad, emn, fseg, ws, o1, o2)
-        ll = ev[1]
-        if ev[0] != 1:
-            kind = KIND_FAILED
-            break
-        pg = _pgrad(F, grad, T, vb, m)
-        if pg <= tol:
-            ll = _polish(F, Fn, grad, emn, d, dirv, T, ll, vb, m, gb, ge, grp_n, grp_w, cls_off,
-                         cls_var, cls_mult, f0, C0, C1, cst, fseg, ws, o1, o2)
-            if not use_newton:
-                kind = KIND_MAX
-                unverified = True
-                break
-            hok = _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
-                           C1, H, Ha, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
-            if hok:
-                kind = _classify(F, vb, m, T, grad, H, Ha, Hf, Vf, wf, idx, dirv)
-            else:
-                kind = KIND_MAX
-                unverified = True
-            if kind == KIND_UNRESOLVED or kind == KIND_SINGULAR:
-                kind = _bound_kind(F, Fn, grad, emn, dirv, T, ll, vb, m, gb, ge, grp_n, grp_w,
-                                   cls_off, cls_var, cls_mult, f0, C0, C1, cst, fseg, ws, o1,
-                                   o2)
-            break
-        if it >= max_iter:
-            break
-        it += 1
-        stepped = False
-        if use_newton and (it > em_warm or pg <= _SWITCH):
-            hok = _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
-                           C1, H, Ha, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
-            if hok:
-                chol, nf, mu = _newton_direction(F, grad, H, Hf, wf, idx, d, T, vb, m, pg)
-                if nf > 0:
-                    if (mu > 0.0 and not probed and escapes < MAX_ESCAPES
-                            and nf <= _PROBE_MAX):
-                        # the first Newton step of a start (where EM has brought it near
-                        # a stationary point) meets an indefinite H: a saddle region,
-                        # where the damped step climbs one side only (EM would drift to
-                        # either side by round-off); push starts on both sides of the
-                        # ascent eigenvector so both basins are searched
-                        nq2 = _probe_both_sides(F, m, idx, np.int64(nf), H, Ha, Hf, Vf, wf,
-                                                Fn, dirv, ll, Q, np.int64(nq), np.int64(qcap),
-                                                np.int64(mm), vb, gb, ge, grp_n, grp_w,
-                                                cls_off, cls_var, cls_mult, f0, C0, C1, cst,
-                                                grad, emn, fseg, ws, o1, o2)
-                        if nq2 > nq:
-                            escapes += 1
-                            nq = nq2
-                    probed = True
-                if chol:
-                    stepped = _line_search(F, Fn, d, grad, emn, ll, vb, m, gb, ge, grp_n,
-                                           grp_w, cls_off, cls_var, cls_mult, f0, C0, C1, cst,
-                                           fseg, ws, o1, o2)
-        if not stepped:
-            _em_step(F, emn, grad, T, vb, m)
-    return kind, ll, it, nq, escapes, unverified
-
-
-@kernel
-def _summarize(F, Q, outF, grad, emn, ep_F, ep_ll, ep_kind, e0, eF0, n_ep, mm, total_it,
-               use_newton, numeric, unverified, T, vb, m, gb, ge, grp_n, grp_w, cls_off,
-               cls_var, cls_mult, f0, C0, C1, cst, fseg, ws, o1, o2):
-    """Choose the best end point into ``outF`` and the result tuple of :func:`_solve_system`."""
     best = _best_endpoint(ep_kind, ep_ll, e0, n_ep)
     flags = 0
     if best >= 0:
