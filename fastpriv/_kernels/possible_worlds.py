@@ -498,6 +498,39 @@ def posterior_small(fseg, lo, N, n, ws, out1, olo):
 
 
 @kernel
+def _checkpoints(fseg, ws, flip, m, b, nc, CKL, BLK):
+    """Forward pass of :func:`loo_core`: prefix rows every b tuples into the checkpoints.
+
+    Row c (degrees 0..m) at ``ws[c * (m + 1)]`` and its log scale at ``ws[CKL + c]``; the
+    running row lives at ``ws[BLK]``. False when a row underflows to zero (log space then).
+    """
+    w = m + 1
+    CK = 0
+    R = BLK
+    for d in range(w):
+        ws[R + d] = ws[CK + d]
+    lr = 0.0
+    top = np.int64(0)
+    last = (nc - 1) * b
+    for i in range(last):
+        fi = fseg[i]
+        up, stay = _factor(fi, flip)
+        top, mx = _esp_row(ws, R, R, top, m, stay, up)
+        if mx < _RESCALE:            # the row sum (≥ its max) is tiny: rescale
+            if mx == 0.0:
+                return False
+            for d in range(top + 1):
+                ws[R + d] /= mx
+            lr += math.log(mx)
+        if (i + 1) % b == 0:
+            c = (i + 1) // b
+            for d in range(w):
+                ws[CK + c * w + d] = ws[R + d]
+            ws[CKL + c] = lr
+    return True
+
+
+@kernel
 def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
     """Stable prefix/suffix leave-one-out ESP for one segment (see module docstring).
 
@@ -524,28 +557,8 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
     ws[CK] = 1.0
     ws[CKL] = 0.0
     # forward pass: checkpoints every b tuples (only when the prefix table is blocked)
-    if nc > 1:
-        R = BLK
-        for d in range(w):
-            ws[R + d] = ws[CK + d]
-        lr = 0.0
-        top = np.int64(0)
-        last = (nc - 1) * b
-        for i in range(last):
-            fi = fseg[i]
-            up, stay = _factor(fi, flip)
-            top, mx = _esp_row(ws, R, R, top, m, stay, up)
-            if mx < _RESCALE:            # the row sum (≥ its max) is tiny: rescale
-                if mx == 0.0:
-                    return loo_core_log(fseg, N, n, ws, out1, out2, mode, limit)
-                for d in range(top + 1):
-                    ws[R + d] /= mx
-                lr += math.log(mx)
-            if (i + 1) % b == 0:
-                c = (i + 1) // b
-                for d in range(w):
-                    ws[CK + c * w + d] = ws[R + d]
-                ws[CKL + c] = lr
+    if nc > 1 and not _checkpoints(fseg, ws, flip, m, b, nc, CKL, BLK):
+        return loo_core_log(fseg, N, n, ws, out1, out2, mode, limit)
     # backward pass over blocks, suffix kept in one rolling row
     for d in range(w):
         ws[SUF + d] = 0.0
