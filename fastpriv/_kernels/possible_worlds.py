@@ -389,6 +389,38 @@ def loo_core_log(fseg, N, n, ws, out1, out2, mode, limit):
     return STATUS_LOGSPACE, log_e
 
 
+@kernel
+def _certain(fseg, lo, N, out1, olo, fill, skip):
+    """Posteriors of a segment where every tuple's answer is certain; returns log E.
+
+    Every ``out1[olo + i]`` is ``fill`` — 0 (x absent: E is the product of 1 - f) or 1
+    (x everywhere: the product of f) — except tuple ``skip`` (−1: none), which gets
+    1 - fill and is left out of the product (the one tuple with f = 1, resp. f = 0).
+    The product is kept normal by folding it into its log (and, for f, logging tiny
+    factors directly).
+    """
+    le = 0.0
+    prod = 1.0            # running product, folded into le before it can underflow
+    for i in range(N):
+        out1[olo + i] = fill
+        if i == skip:
+            continue
+        if fill == 0.0:
+            prod *= 1.0 - fseg[lo + i]
+        else:
+            x = fseg[lo + i]
+            if x < 1e-50:              # keep prod normal: log tiny factors directly
+                le += math.log(x)
+                continue
+            prod *= x
+        if prod < 1e-250:
+            le += math.log(prod)
+            prod = 1.0
+    if skip >= 0:
+        out1[olo + skip] = 1.0 - fill
+    return le + math.log(prod)
+
+
 @kernel(inline="always")
 def posterior_small(fseg, lo, N, n, ws, out1, olo):
     """Posteriors (mode 0) of a *defined* segment with min(n, N - n) <= 1 in closed form.
@@ -402,43 +434,19 @@ def posterior_small(fseg, lo, N, n, ws, out1, olo):
     (f below ~1e-290), in which case the caller uses the tables. O(N), no table: the
     common case of an audit (a value occurring once in its group) at the cost of a sum.
     """
+    if n == 0:
+        return STATUS_OK, _certain(fseg, lo, N, out1, olo, 0.0, np.int64(-1))
+    if n == N:
+        return STATUS_OK, _certain(fseg, lo, N, out1, olo, 1.0, np.int64(-1))
     le = 0.0
     prod = 1.0            # running product, folded into le before it can underflow
-    if n == 0:
-        for i in range(N):
-            out1[olo + i] = 0.0
-            prod *= 1.0 - fseg[lo + i]
-            if prod < 1e-250:
-                le += math.log(prod)
-                prod = 1.0
-        return STATUS_OK, le + math.log(prod)
-    if n == N:
-        for i in range(N):
-            out1[olo + i] = 1.0
-            x = fseg[lo + i]
-            if x < 1e-50:              # keep prod normal: log tiny factors directly
-                le += math.log(x)
-            else:
-                prod *= x
-                if prod < 1e-250:
-                    le += math.log(prod)
-                    prod = 1.0
-        return STATUS_OK, le + math.log(prod)
     if n == 1:
         one = -1
         for i in range(N):
             if fseg[lo + i] >= 1.0:
                 one = i
         if one >= 0:
-            for i in range(N):
-                out1[olo + i] = 0.0
-                if i != one:
-                    prod *= 1.0 - fseg[lo + i]
-                    if prod < 1e-250:
-                        le += math.log(prod)
-                        prod = 1.0
-            out1[olo + one] = 1.0
-            return STATUS_OK, le + math.log(prod)
+            return STATUS_OK, _certain(fseg, lo, N, out1, olo, 0.0, np.int64(one))
         tot = 0.0
         for i in range(N):
             fi = fseg[lo + i]
@@ -462,19 +470,7 @@ def posterior_small(fseg, lo, N, n, ws, out1, olo):
         if fseg[lo + i] <= 0.0:
             zero = i
     if zero >= 0:
-        for i in range(N):
-            out1[olo + i] = 1.0
-            if i != zero:
-                x = fseg[lo + i]
-                if x < 1e-50:
-                    le += math.log(x)
-                else:
-                    prod *= x
-                    if prod < 1e-250:
-                        le += math.log(prod)
-                        prod = 1.0
-        out1[olo + zero] = 0.0
-        return STATUS_OK, le + math.log(prod)
+        return STATUS_OK, _certain(fseg, lo, N, out1, olo, 1.0, np.int64(zero))
     tot = 0.0
     for i in range(N):
         fi = fseg[lo + i]
