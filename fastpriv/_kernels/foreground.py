@@ -1186,35 +1186,35 @@ def solve_systems(var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls
             stat_i[3], ep_F, ep_ll, ep_kind, ep_it)
 
 
-@kernel
 def evaluate_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var,
                     cls_mult, f0s, consts, F):
     """``(ok, loglik, grad, em_map, hessian_ok, H)`` of system ``s`` at ``F`` (tests, reports).
 
-    ``em_map`` is the right-hand side of the papers' equations (4)-(6).
+    ``em_map`` is the right-hand side of the papers' equations (4)-(6). A Python driver of
+    the solver's compiled :func:`_evaluate` and :func:`_hessian` (called with the solver's
+    argument types), so it compiles nothing of its own.
     """
-    vb = var_off[s]
-    m = var_off[s + 1] - vb
-    gb = grp_off[s]
-    ge = grp_off[s + 1]
+    vb = int(var_off[s])
+    m = int(var_off[s + 1]) - vb
+    gb = int(grp_off[s])
+    ge = int(grp_off[s + 1])
     ws, fseg, fsub, o1, o2, q1, q2, r1, r2, gcls, rep = _system_workspace(gb, ge, grp_n, grp_N,
                                                                         cls_off)
     mm = m if m > 0 else 1
     Fl = np.empty(mm, dtype=np.float64)
-    for i in range(m):
-        Fl[i] = F[i]
+    Fl[:m] = F[:m]
     grad = np.zeros(mm, dtype=np.float64)
     emn = np.zeros(mm, dtype=np.float64)
     H = np.zeros(mm * mm, dtype=np.float64)
     Ha = np.zeros(mm * mm, dtype=np.float64)
-    ev = _evaluate(Fl, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0s[s], C0, C1,
-                   consts[s], np.int64(1), grad, emn, fseg, ws, o1, o2)
+    ev = _evaluate(Fl, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult,
+                   float(f0s[s]), C0, C1, float(consts[s]), 1, grad, emn, fseg, ws, o1, o2)
     emap = np.empty(m, dtype=np.float64)
     for i in range(m):
         t = T[vb + i]
         emap[i] = emn[i] / t if t > 0.0 else Fl[i]
-    hok = _hessian(Fl, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0s[s], C0, C1, H,
-                   Ha, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
+    hok = _hessian(Fl, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, float(f0s[s]),
+                   C0, C1, H, Ha, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
     return ev[0], ev[1], grad[:m].copy(), emap, hok, H[:m * m].copy()
 
 
