@@ -174,9 +174,19 @@ def _kernel_table(profile: dict[str, dict]) -> list[dict]:
     return sorted(rows, key=lambda r: -r["seconds"])
 
 
+def _revision() -> str:
+    """The measured tree's commit (``+dirty`` with uncommitted changes)."""
+    try:
+        rev = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty=+dirty"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):  # pragma: no cover - not a checkout
+        rev = "unknown"
+    return rev
+
+
 def measure(only: list[str] | None = None, warmup: bool = True) -> dict[str, Any]:
     """Full run: every command cold and cached, then ``fastpriv warmup`` cold."""
-    res: dict[str, Any] = {"targets": TARGETS, "commands": {}}
+    res: dict[str, Any] = {"targets": TARGETS, "revision": _revision(), "commands": {}}
     with tempfile.TemporaryDirectory() as tmp:
         inp = _inputs(Path(tmp))
         cache = os.path.join(tmp, "cache")
