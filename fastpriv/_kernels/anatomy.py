@@ -72,7 +72,7 @@ def _sift_up(hs, hp, hb, i):
         i = p
 
 
-@kernel
+@kernel(inline="always")
 def _take_groups(boff, brows, prio, l):  # noqa: E741
     """Form groups of ℓ rows from the ℓ largest buckets while ℓ buckets are non-empty.
 
@@ -132,7 +132,7 @@ def _take_groups(boff, brows, prio, l):  # noqa: E741
     return group, g, gvals, grows, taken, hb, size
 
 
-@kernel
+@kernel(inline="always")
 def _match_residuals(gvals, order, l, ng, rval):  # noqa: E741
     """Maximum matching residual row → group without its value (``(gmatch, rmatch)``).
 
@@ -178,7 +178,7 @@ def _match_residuals(gvals, order, l, ng, rval):  # noqa: E741
     return gmatch, rmatch
 
 
-@kernel
+@kernel(inline="always")
 def _repair_matching(group, gvals, grows, order, l, ng, rval, gmatch, rmatch):  # noqa: E741
     """Match the residual rows a maximum matching left out by swapping rows (in place)."""
     R = rval.shape[0]
@@ -226,7 +226,7 @@ def _repair_matching(group, gvals, grows, order, l, ng, rval, gmatch, rmatch):  
         rmatch[i] = Y
 
 
-@kernel
+@kernel(inline="always")
 def _place_residuals(group, boff, brows, taken, gvals, order, l, ng, rval, rmatch):  # noqa: E741
     """Put every residual row in its matched group (else a group without its value).
 

@@ -509,7 +509,7 @@ def _pad_join_target(F, p, gmin, gmax, ymask, slot_alive, slot_root, first_row, 
     return bs
 
 
-@kernel
+@kernel(inline="always")
 def _row_index(F, row_prof, row_cls, row_rank, sorted_rows):
     """Build the indexes :func:`art_merge` keeps over rows, X_s holders and profiles.
 
@@ -576,7 +576,7 @@ def _row_index(F, row_prof, row_cls, row_rank, sorted_rows):
     return pos_of, srank, rstart, cnt, nxt, prv, alive, hstart, holders, svals, sorder, pnxt, pprv
 
 
-@kernel
+@kernel(inline="always")
 def _grow_slots(gmin, gmax, gsum, gomax, ymask, slot_root, slot_alive):
     """Double the capacity of the group slots (copies of every slot array)."""
     cap = gmin.shape[0]
@@ -600,7 +600,7 @@ def _grow_slots(gmin, gmax, gsum, gomax, ymask, slot_root, slot_alive):
     return g2, g3, g4, g5, y2, r2, a2
 
 
-@kernel
+@kernel(inline="always")
 def _pad_leftovers(F, row_prof, row_cls, sorted_rows, n0, mode, parent, size, first_row, alive,
                    gmin, gmax, gsum, gomax, ymask, slot_alive, slot_root, n_slots, pos_of, nxt,
                    prv, cnt):
@@ -672,7 +672,7 @@ def _pad_leftovers(F, row_prof, row_cls, sorted_rows, n0, mode, parent, size, fi
     return joined, n_pad_groups, pad_joined
 
 
-@kernel
+@kernel(inline="always")
 def _unsatisfied(F, row_prof, parent, size, slot_of, gmin, gmax, gsum, gomax, hstart, holders, r,
                  n0, mode):
     """``(root, unsat)``: every row's group root; per X_s holder whether its group fails."""
