@@ -18,6 +18,11 @@ meaningful. Probes (synthetic data, seeded):
   at 100 (ℓ, k, m) on 200k groups of 100 rows;
 * ``posterior``: ``robustness.posterior_batch`` on one thread, many short segments and a
   few long ones (the prefix/suffix ESP kernel ``loo_core``);
+* ``foreground``: ``foreground.attack`` (build, dedupe and solve every mined system:
+  ``build_systems``, ``dedupe_groups``, ``solve_systems``) on 20k rows in groups of 4, on 1
+  and 2 threads;
+* ``anonymize``: ``art`` (the ``fastpriv anonymize --method art`` workload on Adult, with
+  padding) and ``anatomy`` (ℓ = 4 on Adult's occupation);
 * ``threads``: the multi-threaded paths (``count_pairs_parallel`` dense and bucketed,
   ``dense_profiles_parallel``, ``dense_add_parallel``, ``audit_columns_parallel``,
   ``posterior_batch``) on 1 and 2 threads — same names and arguments whether they are
@@ -129,6 +134,33 @@ for name, S, N in (("20k segments of 50", 20_000, 50), ("20 segments of 3000", 2
         res[f"posterior_batch, {name}, one thread (ms)"] = best(
             lambda f=f, off=off, n=n: rb.posterior_batch(f, off, n), 5) * 1e3
 print(json.dumps(res))
+""",
+    "foreground": """
+import pyarrow as pa
+from fastpriv import foreground
+from fastpriv._threads import n_jobs
+rng = np.random.default_rng(0)
+n = 20_000
+table = pa.table({"q0": rng.integers(0, 12, n), "q1": rng.integers(0, 5, n),
+                  "gid": np.repeat(np.arange(n // 4), 4), "s": rng.choice(list("abcdefgh"), n)})
+res = {}
+for t in (1, 2):
+    with n_jobs(t):
+        res[f"foreground.attack 20k rows, {t} thread(s) (ms)"] = best(
+            lambda: foreground.attack(table, qi=["q0", "q1"], sensitive="s", group="gid", r=2.0,
+                                      min_support=3, n_random=1), 3) * 1e3
+print(json.dumps(res))
+""",
+    "anonymize": """
+from fastpriv.anonymize import anatomy, art
+from fastpriv.datasets import load_adult
+t = load_adult()
+vals = ["Preschool", "1st-4th", "5th-6th", "7th-8th"]
+print(json.dumps({
+    "art on Adult, r=3, 4 values, padded (ms)": best(
+        lambda: art(t, qi=["age", "workclass", "marital_status"], sensitive="education", r=3.0,
+                    sensitive_values=vals, pad=True), 3) * 1e3,
+    "anatomy on Adult, l=4 (ms)": best(lambda: anatomy(t, sensitive="occupation", l=4), 3) * 1e3}))
 """,
     "threads": """
 from fastpriv import Release, classic

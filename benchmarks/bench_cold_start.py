@@ -15,9 +15,11 @@ kernels).
   the per-kernel compile profile (``cold_start_kernels`` in the JSON, slowest first).
 
 Full mode (``FASTPRIV_BENCH=full``; ``python -m benchmarks.bench_cold_start [--only audit,demo]
-[--skip-warmup]``) writes ``benchmarks/results/cold_start_commands.json``. Smoke mode (the
-default, and inside the test run) compiles one small kernel cold and loads it cached, a
-few seconds, into ``benchmarks/results/smoke/cold_start_commands.json``.
+[--skip-warmup] [--baseline REV]``, the last adding the same cold runs of revision REV,
+alternated, for a same-run before/after) writes
+``benchmarks/results/cold_start_commands.json``. Smoke mode (the default, and inside the
+test run) compiles one small kernel cold and loads it cached, a few seconds, into
+``benchmarks/results/smoke/cold_start_commands.json``.
 
 Targets (2-core machine): all kernels cold ≤ 25 s; any command cold ≤ 10 s to
 its first output line and ≤ 20 s in all; cached ``audit adult --sensitive occupation --qi
@@ -79,10 +81,11 @@ else:
 """
 
 
-def _env(cache: str | None) -> dict[str, str]:
+def _env(cache: str | None, root: Path | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if k not in ("FASTPRIV_NO_CACHE", "FASTPRIV_CACHE_DIR", "FASTPRIV_PROGRESS")}
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+           if k not in ("FASTPRIV_NO_CACHE", "FASTPRIV_CACHE_DIR", "FASTPRIV_PROGRESS",
+                        "PYTHONPATH")}
+    env["PYTHONPATH"] = str(root or ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
     if cache is None:
         env["FASTPRIV_NO_CACHE"] = "1"
     else:
@@ -91,15 +94,17 @@ def _env(cache: str | None) -> dict[str, str]:
 
 
 def run_fresh(mode: str, target: str, argv: list[str], *, cache: str | None,
-              cwd: str | None = None, timeout: float = 1800) -> dict[str, Any]:
+              cwd: str | None = None, timeout: float = 1800,
+              root: Path | None = None) -> dict[str, Any]:
     """Run ``python -m target argv`` (mode "module") or code in a fresh interpreter.
 
-    ``cache=None`` disables the disk cache. Returns wall, first-line and CPU seconds, the
+    ``cache=None`` disables the disk cache; ``root`` is the source tree imported (default
+    this checkout). Returns wall, first-line and CPU seconds, the
     exit code and the compile profile (``{"kernel": {"n": .., "s": ..}}``).
     """
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "compiles.json")
-        env = dict(_env(cache), BENCH_OUT=out)
+        env = dict(_env(cache, root), BENCH_OUT=out)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-c", _RECORDER, mode, target, *argv],
@@ -174,28 +179,70 @@ def _kernel_table(profile: dict[str, dict]) -> list[dict]:
     return sorted(rows, key=lambda r: -r["seconds"])
 
 
-def measure(only: list[str] | None = None, warmup: bool = True) -> dict[str, Any]:
-    """Full run: every command cold and cached, then ``fastpriv warmup`` cold."""
-    res: dict[str, Any] = {"targets": TARGETS, "commands": {}}
+def _revision() -> str:
+    """The measured tree's commit (``+dirty`` with uncommitted changes)."""
+    try:
+        rev = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty=+dirty"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):  # pragma: no cover - not a checkout
+        rev = "unknown"
+    return rev
+
+
+def _export(rev: str, dest: Path) -> Path:
+    """Extract commit ``rev`` of this repository into ``dest`` (no git worktree)."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], capture_output=True,
+                             check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+def measure(only: list[str] | None = None, warmup: bool = True,
+            baseline: str | None = None) -> dict[str, Any]:
+    """Full run: every command cold and cached, then ``fastpriv warmup`` cold.
+
+    With ``baseline`` (a git revision) every cold run is preceded by the same cold run of
+    that revision (``baseline_cold`` per command, ``baseline_warmup_cold``): a same-run
+    before/after on a machine whose speed drifts.
+    """
+    res: dict[str, Any] = {"targets": TARGETS, "revision": _revision(), "commands": {}}
     with tempfile.TemporaryDirectory() as tmp:
         inp = _inputs(Path(tmp))
         cache = os.path.join(tmp, "cache")
+        base = None
+        if baseline:
+            base = _export(baseline, Path(tempfile.mkdtemp(dir=tmp, prefix="base-")))
+            res["baseline"] = baseline
         for name, argv in commands(inp).items():
             if only and name not in only:
                 continue
+            if base is not None:
+                b = run_fresh("module", "fastpriv", argv, cache=None, root=base, cwd=str(base))
+                res["commands"].setdefault(name, {})["baseline_cold"] = {
+                    k: v for k, v in b.items() if k != "compiles"}
+                print(f"{name:14s} baseline cold {b['wall_s']:6.1f} s (cpu {b['cpu_s']:6.1f} s, "
+                      f"{b['compiled_kernels']} kernels) rc={b['rc']}", flush=True)
             cold = run_fresh("module", "fastpriv", argv, cache=None)
             fill = run_fresh("module", "fastpriv", argv, cache=cache)
             cached = run_fresh("module", "fastpriv", argv, cache=cache)
-            res["commands"][name] = {
+            res["commands"].setdefault(name, {}).update({
                 "argv": argv, "cold": {k: v for k, v in cold.items() if k != "compiles"},
                 "cached": {k: v for k, v in cached.items() if k != "compiles"},
                 "fill_compiled_kernels": fill["compiled_kernels"],
-                "cold_kernels": _kernel_table(cold["compiles"])}
+                "cold_kernels": _kernel_table(cold["compiles"])})
             print(f"{name:14s} cold {cold['wall_s']:6.1f} s (first line "
                   f"{cold['first_line_s'] or float('nan'):5.1f} s, cpu {cold['cpu_s']:6.1f} s, "
                   f"{cold['compiled_kernels']} kernels) cached {cached['wall_s']:5.2f} s "
                   f"(cpu {cached['cpu_s']:.2f} s, {cached['compiled_kernels']} compiled) "
                   f"rc={cold['rc']}/{cached['rc']}", flush=True)
+        if warmup and base is not None:
+            b = run_fresh("module", "fastpriv", ["warmup"], cache=None, root=base,
+                          cwd=str(base))
+            res["baseline_warmup_cold"] = {k: v for k, v in b.items() if k != "compiles"}
+            res["baseline_cold_start_kernels"] = _kernel_table(b["compiles"])
+            print(f"baseline warmup cold: {b['wall_s']:.1f} s wall, {b['cpu_s']:.1f} s cpu, "
+                  f"{b['compiled_kernels']} kernels, {b['compile_s']:.1f} s compiling",
+                  flush=True)
         if warmup:
             w = run_fresh("module", "fastpriv", ["warmup"], cache=None)
             res["warmup_cold"] = {k: v for k, v in w.items() if k != "compiles"}
@@ -239,8 +286,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", help="comma-separated command names (demo,audit,...)")
     p.add_argument("--skip-warmup", action="store_true", help="do not time fastpriv warmup")
     p.add_argument("--name", default="cold_start_commands", help="result file name")
+    p.add_argument("--baseline", metavar="REV",
+                   help="also time every cold run of git revision REV, alternated")
     a = p.parse_args(argv)
-    payload = measure(a.only.split(",") if a.only else None, warmup=not a.skip_warmup)
+    payload = measure(a.only.split(",") if a.only else None, warmup=not a.skip_warmup,
+                      baseline=a.baseline)
     print(write_result(a.name, payload, True))
     return 0
 

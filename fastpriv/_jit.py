@@ -36,7 +36,7 @@ import numba
 from ._cache import make_cache
 from ._progress import compile_progress
 
-__all__ = ["kernel", "KERNELS", "SAFE_FASTMATH", "CACHE_ENABLED"]
+__all__ = ["kernel", "threaded", "Threaded", "KERNELS", "SAFE_FASTMATH", "CACHE_ENABLED"]
 
 #: Fast-math flags considered value-safe for fastpriv's kernels.
 SAFE_FASTMATH: frozenset[str] = frozenset({"nsz", "contract"})
@@ -93,3 +93,40 @@ def kernel(fn: Callable | None = None, *, parallel: bool = False, inline: str = 
     if fn is None:
         return wrap
     return wrap(fn)
+
+
+class Threaded:
+    """A Python driver over serial ``nogil`` chunk kernels, run on a thread pool.
+
+    It replaces a ``parallel=True`` kernel under the same name and signature: the driver
+    allocates the outputs and calls the chunk kernel(s) on
+    :func:`fastpriv._threads.run_chunks`. ``signatures`` are those of the first chunk
+    kernel (the compiled code behind it), so the one-specialization checks keep covering
+    it; ``chunk_kernels`` lists all of them.
+    """
+
+    def __init__(self, driver: Callable, *chunk_kernels: Any) -> None:
+        self._driver = driver
+        self.chunk_kernels = chunk_kernels
+        self.chunk_kernel = chunk_kernels[0]
+        self.__doc__ = driver.__doc__
+        self.__name__ = driver.__name__
+        self.__qualname__ = getattr(driver, "__qualname__", driver.__name__)
+        self.__module__ = driver.__module__
+        self.__wrapped__ = driver
+
+    def __call__(self, *args: Any) -> Any:
+        return self._driver(*args)
+
+    @property
+    def signatures(self) -> list:
+        return self.chunk_kernel.signatures
+
+
+def threaded(*chunk_kernels: Any) -> Callable[[Callable], Threaded]:
+    """Decorate a Python driver of ``chunk_kernels`` as a :class:`Threaded` entry point."""
+
+    def wrap(driver: Callable) -> Threaded:
+        return Threaded(driver, *chunk_kernels)
+
+    return wrap

@@ -41,6 +41,15 @@ def _swap(hs, hp, hb, i, j):
 
 
 @kernel
+def _promote(hs, hp, hb, c, p):
+    """Swap heap entry c above its parent p when it is better; whether it was."""
+    if _better(hs, hp, c, p):
+        _swap(hs, hp, hb, c, p)
+        return True
+    return False
+
+
+@kernel
 def _sift_down(hs, hp, hb, i, size):
     while True:
         lc = 2 * i + 1
@@ -49,46 +58,27 @@ def _sift_down(hs, hp, hb, i, size):
         c = lc
         if lc + 1 < size and _better(hs, hp, np.int64(lc + 1), np.int64(lc)):
             c = lc + 1
-        if _better(hs, hp, np.int64(c), np.int64(i)):
-            _swap(hs, hp, hb, np.int64(i), np.int64(c))
-            i = c
-        else:
+        if not _promote(hs, hp, hb, np.int64(c), np.int64(i)):
             return
+        i = c
 
 
 @kernel
 def _sift_up(hs, hp, hb, i):
     while i > 0:
         p = (i - 1) // 2
-        if _better(hs, hp, np.int64(i), np.int64(p)):
-            _swap(hs, hp, hb, np.int64(i), np.int64(p))
-            i = p
-        else:
+        if not _promote(hs, hp, hb, np.int64(i), np.int64(p)):
             return
+        i = p
 
 
-@kernel
-def anatomy_groups(boff, brows, prio, l, gkey):  # noqa: E741
-    """Group of every row.
+@kernel(inline="always")
+def _take_groups(boff, brows, prio, l):  # noqa: E741
+    """Form groups of ℓ rows from the ℓ largest buckets while ℓ buckets are non-empty.
 
-    Parameters
-    ----------
-    boff : int64 (V+1,)
-        Bucket v's rows are ``brows[boff[v]:boff[v+1]]``.
-    brows : int64 (n,)
-        Row indices grouped by bucket (in random order within a bucket).
-    prio : float64 (V,)
-        Random tie-break priority of each bucket.
-    l : int
-        ℓ.
-    gkey : float64 (>= n // l,)
-        Random keys ordering the groups when residual rows are placed.
-
-    Returns
-    -------
-    (group, n_groups, status): status 0 ok, 1 a bucket kept more than one residual row
-    (input not eligible), 2 a residual row found no group without its value.
-
+    Returns ``(group, n_groups, gvals, grows, taken, hb, size)``: the group of each row
+    taken (−1 otherwise), the value and row of each group's ℓ places, the rows taken per
+    bucket and the ``size`` buckets left on the heap ``hb``.
     """
     V = boff.shape[0] - 1
     n = brows.shape[0]
@@ -139,21 +129,17 @@ def anatomy_groups(boff, brows, prio, l, gkey):  # noqa: E741
                 _sift_up(hs, hp, hb, np.int64(size))
                 size += 1
         g += 1
-    ng = g
-    if ng == 0:
-        return group, ng, 0
-    # residual rows: every remaining bucket must hold exactly one row
-    for t in range(size):
-        v = hb[t]
-        if boff[v + 1] - boff[v] - taken[v] != 1:
-            return group, ng, 1
-    order = np.argsort(gkey[:ng])
-    R = size
-    rval = np.empty(max(R, 1), dtype=np.int64)
-    for t in range(R):
-        rval[t] = hb[t]
-    # maximum matching residual -> group without its value (BFS augmenting paths), so
-    # that every group receives at most one residual row whenever that is possible
+    return group, g, gvals, grows, taken, hb, size
+
+
+@kernel(inline="always")
+def _match_residuals(gvals, order, l, ng, rval):  # noqa: E741
+    """Maximum matching residual row → group without its value (``(gmatch, rmatch)``).
+
+    BFS augmenting paths, groups tried in ``order``: every group receives at most one
+    residual row whenever that is possible.
+    """
+    R = rval.shape[0]
     gmatch = np.full(ng, -1, dtype=np.int64)
     rmatch = np.full(max(R, 1), -1, dtype=np.int64)
     seen = np.zeros(ng, dtype=np.bool_)
@@ -189,6 +175,13 @@ def anatomy_groups(boff, brows, prio, l, gkey):  # noqa: E741
             if r == i:
                 break
             gg = prev
+    return gmatch, rmatch
+
+
+@kernel(inline="always")
+def _repair_matching(group, gvals, grows, order, l, ng, rval, gmatch, rmatch):  # noqa: E741
+    """Match the residual rows a maximum matching left out by swapping rows (in place)."""
+    R = rval.shape[0]
     # Repair (Hall's condition can fail: two leftover values missing from the same single
     # group). For an unmatched residual value v: every unmatched group Y holds v (the
     # matching is maximum) and some group X lacks v (eligibility: v is in at most
@@ -231,6 +224,16 @@ def anatomy_groups(boff, brows, prio, l, gkey):  # noqa: E741
         grows[Y * l + qy] = rx
         gmatch[Y] = i
         rmatch[i] = Y
+
+
+@kernel(inline="always")
+def _place_residuals(group, boff, brows, taken, gvals, order, l, ng, rval, rmatch):  # noqa: E741
+    """Put every residual row in its matched group (else a group without its value).
+
+    Unmatched rows go to the group without their value with the fewest extra rows;
+    returns False when some row has no group without its value.
+    """
+    R = rval.shape[0]
     extra = np.zeros(ng, dtype=np.int64)
     for i in range(R):
         if rmatch[i] >= 0:
@@ -246,11 +249,51 @@ def anatomy_groups(boff, brows, prio, l, gkey):  # noqa: E741
                 if best < 0 or extra[gg] < extra[best]:
                     best = gg
             if best < 0:
-                return group, ng, 2
+                return False
             extra[best] += 1
         v = rval[i]
         group[brows[boff[v] + taken[v]]] = best
         taken[v] += 1
+    return True
+
+
+@kernel
+def anatomy_groups(boff, brows, prio, l, gkey):  # noqa: E741
+    """Group of every row.
+
+    Parameters
+    ----------
+    boff : int64 (V+1,)
+        Bucket v's rows are ``brows[boff[v]:boff[v+1]]``.
+    brows : int64 (n,)
+        Row indices grouped by bucket (in random order within a bucket).
+    prio : float64 (V,)
+        Random tie-break priority of each bucket.
+    l : int
+        ℓ.
+    gkey : float64 (>= n // l,)
+        Random keys ordering the groups when residual rows are placed.
+
+    Returns
+    -------
+    (group, n_groups, status): status 0 ok, 1 a bucket kept more than one residual row
+    (input not eligible), 2 a residual row found no group without its value.
+
+    """
+    group, ng, gvals, grows, taken, hb, size = _take_groups(boff, brows, prio, l)
+    if ng == 0:
+        return group, ng, 0
+    # residual rows: every remaining bucket must hold exactly one row
+    for t in range(size):
+        v = hb[t]
+        if boff[v + 1] - boff[v] - taken[v] != 1:
+            return group, ng, 1
+    order = np.argsort(gkey[:ng])
+    rval = hb[:size].copy()
+    gmatch, rmatch = _match_residuals(gvals, order, l, ng, rval)
+    _repair_matching(group, gvals, grows, order, l, ng, rval, gmatch, rmatch)
+    if not _place_residuals(group, boff, brows, taken, gvals, order, l, ng, rval, rmatch):
+        return group, ng, 2
     return group, ng, 0
 
 

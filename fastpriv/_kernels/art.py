@@ -117,27 +117,19 @@ def _find(parent, i):
 
 
 @kernel
-def _next_alive(nxt, i):
-    """First alive sorted position ≥ i (``nxt`` skips deleted positions; n = none)."""
-    root = i
-    while nxt[root] != root:
-        root = nxt[root]
-    while nxt[i] != root:
-        j = nxt[i]
-        nxt[i] = root
-        i = j
-    return root
+def _alive(link, i):
+    """Follow ``link`` from i to the nearest alive position (compressing the path).
 
-
-@kernel
-def _prev_alive(prv, i):
-    """Last alive sorted position ≤ i, stored shifted by one (0 = none); pass i + 1."""
+    ``nxt`` links skip deleted positions forward (first alive ≥ i; n = none); ``prv``
+    links skip backward, stored shifted by one (last alive ≤ i is ``_alive(prv, i + 1) - 1``;
+    0 = none).
+    """
     root = i
-    while prv[root] != root:
-        root = prv[root]
-    while prv[i] != root:
-        j = prv[i]
-        prv[i] = root
+    while link[root] != root:
+        root = link[root]
+    while link[i] != root:
+        j = link[i]
+        link[i] = root
         i = j
     return root
 
@@ -297,7 +289,7 @@ def closest_profile(F, cnt, ymL, lo, hi, x, self_p, self_c, mode, sorder, svals,
     best_d = np.inf
     best_p = -1
     best_c = -1
-    t = _next_alive(nx, i0)
+    t = _alive(nx, i0)
     while t < i1:
         p = sorder[x, t]
         if _dead(cnt, p):
@@ -308,9 +300,9 @@ def closest_profile(F, cnt, ymL, lo, hi, x, self_p, self_c, mode, sorder, svals,
                 best_d = dd
                 best_p = p
                 best_c = ec
-        t = _next_alive(nx, t + 1)
-    left = _prev_alive(pv, i0) - 1
-    right = _next_alive(nx, i1)
+        t = _alive(nx, t + 1)
+    left = _alive(pv, i0) - 1
+    right = _alive(nx, i1)
     while left >= 0 or right < n_prof:
         bl = s_lo - svals[x, left] if left >= 0 else np.inf
         br = svals[x, right] - s_hi if right < n_prof else np.inf
@@ -320,9 +312,9 @@ def closest_profile(F, cnt, ymL, lo, hi, x, self_p, self_c, mode, sorder, svals,
             break
         t = left if go_left else right
         if go_left:
-            left = _prev_alive(pv, left) - 1
+            left = _alive(pv, left) - 1
         else:
-            right = _next_alive(nx, right + 1)
+            right = _alive(nx, right + 1)
         p = sorder[x, t]
         if _dead(cnt, p):
             _kill(nx, pv, t)
@@ -396,14 +388,14 @@ def pick_row(rstart, srank, nxt, prv, sorted_rows, b, seed, self_pos):
             lo_i = mid + 1
         else:
             hi_i = mid
-    right = _next_alive(nxt, lo_i)
+    right = _alive(nxt, lo_i)
     if right == self_pos:
-        right = _next_alive(nxt, right + 1)
+        right = _alive(nxt, right + 1)
     if right >= b1:
         right = -1
-    left = _prev_alive(prv, lo_i) - 1
+    left = _alive(prv, lo_i) - 1
     if left >= 0 and left == self_pos:
-        left = _prev_alive(prv, left) - 1
+        left = _alive(prv, left) - 1
     if left < b0:
         left = -1
     if right < 0:
@@ -517,38 +509,20 @@ def _pad_join_target(F, p, gmin, gmax, ymask, slot_alive, slot_root, first_row, 
     return bs
 
 
-@kernel
-def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad, mode):
-    """Run ART's merging (module docstring) on prepared rows.
+@kernel(inline="always")
+def _row_index(F, row_prof, row_cls, row_rank, sorted_rows):
+    """Build the indexes :func:`art_merge` keeps over rows, X_s holders and profiles.
 
-    Returns ``(root, n_merges, n_passes, unsatisfied, n_pad_groups, pad_joined)``: the
-    group representative of every row (a row index), the number of merges, the passes of
-    step 2 (both runs), per row holding an X_s value whether its group fails the Δ condition
-    for that value at the end (1) or not (0; −1 for the other rows), the number of groups
-    padding created and the number of rows padding added to existing groups.
+    Single rows sorted by (profile, class, rank, row) with ranges per (p, c) (``pos_of``,
+    ``srank``, ``rstart``, ``cnt``, alive links ``nxt``/``prv``), the holders of each x in
+    row order (``hstart``, ``holders``) and per x the profiles sorted by S_p = Σ_A f
+    (``sorder``, ``svals``, links ``pnxt``/``pprv``; see :func:`closest_profile`).
     """
     n = row_prof.shape[0]
     n_prof = F.shape[0]
     nA = F.shape[1]
     nX = F.shape[2]
     n_cls = nX + 1
-    n0 = np.int64(math.ceil(r))
-    if n0 < 2:
-        n0 = np.int64(2)
-    # groups: union-find over rows; multi-row groups own a slot of (f_min, f_max, Y)
-    parent = np.arange(n).astype(np.int64)
-    size = np.ones(n, dtype=np.int64)
-    slot_of = np.full(n, -1, dtype=np.int64)
-    first_row = np.arange(n).astype(np.int64)
-    cap = 64
-    gmin = np.empty((cap, nA, nX), dtype=np.float64)
-    gmax = np.empty((cap, nA, nX), dtype=np.float64)
-    gsum = np.empty((cap, nA, nX), dtype=np.float64)
-    gomax = np.empty((cap, nA, nX), dtype=np.float64)
-    ymask = np.zeros((cap, nX), dtype=np.uint8)
-    slot_root = np.full(cap, -1, dtype=np.int64)
-    slot_alive = np.zeros(cap, dtype=np.uint8)
-    n_slots = np.int64(0)
     # single-row index: rows sorted by (profile, class, rank, row), ranges per (p, c)
     pos_of = np.empty(n, dtype=np.int64)
     srank = np.empty(n, dtype=np.int64)
@@ -599,6 +573,196 @@ def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad, mode):
         for t in range(n_prof + 1):
             pnxt[x, t] = t
             pprv[x, t] = t
+    return pos_of, srank, rstart, cnt, nxt, prv, alive, hstart, holders, svals, sorder, pnxt, pprv
+
+
+@kernel(inline="always")
+def _grow_slots(gmin, gmax, gsum, gomax, ymask, slot_root, slot_alive):
+    """Double the capacity of the group slots (copies of every slot array)."""
+    cap = gmin.shape[0]
+    nA = gmin.shape[1]
+    nX = gmin.shape[2]
+    cap2 = 2 * cap
+    g2 = np.empty((cap2, nA, nX), dtype=np.float64)
+    g3 = np.empty((cap2, nA, nX), dtype=np.float64)
+    g4 = np.empty((cap2, nA, nX), dtype=np.float64)
+    g5 = np.empty((cap2, nA, nX), dtype=np.float64)
+    y2 = np.zeros((cap2, nX), dtype=np.uint8)
+    r2 = np.full(cap2, -1, dtype=np.int64)
+    a2 = np.zeros(cap2, dtype=np.uint8)
+    g2[:cap] = gmin
+    g3[:cap] = gmax
+    g4[:cap] = gsum
+    g5[:cap] = gomax
+    y2[:cap] = ymask
+    r2[:cap] = slot_root
+    a2[:cap] = slot_alive
+    return g2, g3, g4, g5, y2, r2, a2
+
+
+@kernel(inline="always")
+def _pad_leftovers(F, row_prof, row_cls, sorted_rows, n0, mode, parent, size, first_row, alive,
+                   gmin, gmax, gsum, gomax, ymask, slot_alive, slot_root, n_slots, pos_of, nxt,
+                   prv, cnt):
+    """Step 3 of ART: the rows left alone without an X_s value form or join groups.
+
+    Returns ``(more, n_pad_groups, pad_joined)``: ``more`` is True when rows joined existing
+    X_s groups (step 2 then runs again), False when merging is done.
+    """
+    n = row_prof.shape[0]
+    nX = F.shape[2]
+    n_pad_groups = 0
+    pad_joined = 0
+    m_left = 0
+    for t in range(n):
+        i = sorted_rows[t]
+        if row_cls[i] == 0 and alive[t] and size[_find(parent, i)] == 1:
+            m_left += 1
+    if m_left == 0:
+        return False, n_pad_groups, pad_joined
+    left_rows = np.empty(m_left, dtype=np.int64)
+    j = 0
+    for t in range(n):
+        i = sorted_rows[t]
+        if row_cls[i] == 0 and alive[t] and size[_find(parent, i)] == 1:
+            left_rows[j] = i
+            j += 1
+    n_chunks = m_left // n0
+    if n_chunks >= 1:
+        for c in range(n_chunks):
+            a0 = c * n0
+            a1 = (c + 1) * n0 if c < n_chunks - 1 else m_left
+            root = left_rows[a0]
+            for t2 in range(a0 + 1, a1):
+                parent[left_rows[t2]] = root
+            size[root] = a1 - a0
+            n_pad_groups += 1
+        return False, n_pad_groups, pad_joined          # no X_s group changed: done
+    # fewer than ⌈r⌉ rows: each joins the closest group holding X_s values
+    any_target = False
+    for s2 in range(n_slots):
+        if slot_alive[s2]:
+            for y in range(nX):
+                if ymask[s2, y]:
+                    any_target = True
+    if not any_target:
+        # no group holds an X_s value: the leftovers form one group
+        root = left_rows[0]
+        for t2 in range(1, m_left):
+            parent[left_rows[t2]] = root
+        size[root] = m_left
+        n_pad_groups += 1
+        return False, n_pad_groups, pad_joined
+    joined = False
+    for t2 in range(m_left):
+        i = left_rows[t2]
+        bs = _pad_join_target(F, row_prof[i], gmin, gmax, ymask, slot_alive,
+                              slot_root, first_row, n_slots, n, mode)
+        if bs < 0:
+            continue
+        Lr = slot_root[bs]
+        _absorb_row(F, row_prof[i], row_cls[i], bs, gmin, gmax, gsum, gomax, ymask)
+        _unindex(pos_of[i], alive, nxt, prv, cnt, row_prof[i], row_cls[i])
+        parent[i] = Lr
+        size[Lr] += 1
+        if i < first_row[Lr]:
+            first_row[Lr] = i
+        pad_joined += 1
+        joined = True
+    return joined, n_pad_groups, pad_joined
+
+
+@kernel(inline="always")
+def _unsatisfied(F, row_prof, parent, size, slot_of, gmin, gmax, gsum, gomax, hstart, holders, r,
+                 n0, mode):
+    """``(root, unsat)``: every row's group root; per X_s holder whether its group fails."""
+    n = row_prof.shape[0]
+    nX = F.shape[2]
+    # ---------------------------------------------------------------- results
+    root = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        root[i] = _find(parent, i)
+    unsat = np.full(n, -1, dtype=np.int8)
+    for x in range(nX):
+        for hh in range(hstart[x], hstart[x + 1]):
+            h = holders[hh]
+            L = root[h]
+            ok, stuck = group_status(F, row_prof, L, slot_of[L], size[L], gmin, gmax, gsum,
+                                     gomax, np.int64(x), r, n0, mode)
+            unsat[h] = 0 if ok else 1
+    return root, unsat
+
+
+@kernel
+def _group_bounds(F, row_prof, row_cls, L, sL, x, gmin, gmax, ymask, lo, hi, ymL):
+    """Fill ``lo``/``hi`` (f range per attribute set for x) and ``ymL`` (X_s values) of L."""
+    nA = F.shape[1]
+    nX = F.shape[2]
+    for a in range(nA):
+        if sL >= 0:
+            lo[a] = gmin[sL, a, x]
+            hi[a] = gmax[sL, a, x]
+        else:
+            lo[a] = F[row_prof[L], a, x]
+            hi[a] = lo[a]
+    for y in range(nX):
+        if sL >= 0:
+            ymL[y] = ymask[sL, y]
+        else:
+            ymL[y] = 1 if row_cls[L] == y + 1 else 0
+
+
+@kernel
+def _union(parent, size, first_row, slot_of, slot_root, L, other, sL):
+    """Join the groups of roots L and ``other`` (union by size); the result owns slot sL."""
+    if size[other] > size[L]:
+        newr = other
+        oldr = L
+    else:
+        newr = L
+        oldr = other
+    parent[oldr] = newr
+    size[newr] = size[L] + size[other]
+    first_row[newr] = min(first_row[L], first_row[other])
+    slot_of[oldr] = -1
+    slot_of[newr] = sL
+    slot_root[sL] = newr
+
+
+@kernel
+def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad, mode):
+    """Run ART's merging (module docstring) on prepared rows.
+
+    Returns ``(root, n_merges, n_passes, unsatisfied, n_pad_groups, pad_joined)``: the
+    group representative of every row (a row index), the number of merges, the passes of
+    step 2 (both runs), per row holding an X_s value whether its group fails the Δ condition
+    for that value at the end (1) or not (0; −1 for the other rows), the number of groups
+    padding created and the number of rows padding added to existing groups.
+    """
+    n = row_prof.shape[0]
+    nA = F.shape[1]
+    nX = F.shape[2]
+    n_cls = nX + 1
+    n0 = np.int64(math.ceil(r))
+    if n0 < 2:
+        n0 = np.int64(2)
+    # groups: union-find over rows; multi-row groups own a slot of (f_min, f_max, Y)
+    parent = np.arange(n).astype(np.int64)
+    size = np.ones(n, dtype=np.int64)
+    slot_of = np.full(n, -1, dtype=np.int64)
+    first_row = np.arange(n).astype(np.int64)
+    cap = 64
+    gmin = np.empty((cap, nA, nX), dtype=np.float64)
+    gmax = np.empty((cap, nA, nX), dtype=np.float64)
+    gsum = np.empty((cap, nA, nX), dtype=np.float64)
+    gomax = np.empty((cap, nA, nX), dtype=np.float64)
+    ymask = np.zeros((cap, nX), dtype=np.uint8)
+    slot_root = np.full(cap, -1, dtype=np.int64)
+    slot_alive = np.zeros(cap, dtype=np.uint8)
+    n_slots = np.int64(0)
+    # single-row index, X_s holders, per-x profile order (see _row_index)
+    (pos_of, srank, rstart, cnt, nxt, prv, alive, hstart, holders, svals, sorder, pnxt,
+     pprv) = _row_index(F, row_prof, row_cls, row_rank, sorted_rows)
     lo = np.empty(nA, dtype=np.float64)
     hi = np.empty(nA, dtype=np.float64)
     ymL = np.zeros(nX, dtype=np.uint8)
@@ -622,18 +786,8 @@ def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad, mode):
                                                  gsum, gomax, x, r, n0, mode)
                         if ok or stuck:
                             break
-                        for a in range(nA):
-                            if sL >= 0:
-                                lo[a] = gmin[sL, a, x]
-                                hi[a] = gmax[sL, a, x]
-                            else:
-                                lo[a] = F[row_prof[L], a, x]
-                                hi[a] = lo[a]
-                        for y in range(nX):
-                            if sL >= 0:
-                                ymL[y] = ymask[sL, y]
-                            else:
-                                ymL[y] = 1 if row_cls[L] == y + 1 else 0
+                        _group_bounds(F, row_prof, row_cls, L, sL, x, gmin, gmax, ymask, lo, hi,
+                                      ymL)
                         self_pos = -1
                         self_p = -1
                         self_c = -1
@@ -659,29 +813,10 @@ def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad, mode):
                         # ---- merge other into L
                         if sL < 0:
                             if n_slots == cap:
-                                cap2 = 2 * cap
-                                g2 = np.empty((cap2, nA, nX), dtype=np.float64)
-                                g3 = np.empty((cap2, nA, nX), dtype=np.float64)
-                                g4 = np.empty((cap2, nA, nX), dtype=np.float64)
-                                g5 = np.empty((cap2, nA, nX), dtype=np.float64)
-                                y2 = np.zeros((cap2, nX), dtype=np.uint8)
-                                r2 = np.full(cap2, -1, dtype=np.int64)
-                                a2 = np.zeros(cap2, dtype=np.uint8)
-                                g2[:cap] = gmin
-                                g3[:cap] = gmax
-                                g4[:cap] = gsum
-                                g5[:cap] = gomax
-                                y2[:cap] = ymask
-                                r2[:cap] = slot_root
-                                a2[:cap] = slot_alive
-                                gmin = g2
-                                gmax = g3
-                                gsum = g4
-                                gomax = g5
-                                ymask = y2
-                                slot_root = r2
-                                slot_alive = a2
-                                cap = cap2
+                                gmin, gmax, gsum, gomax, ymask, slot_root, slot_alive = \
+                                    _grow_slots(gmin, gmax, gsum, gomax, ymask, slot_root,
+                                                slot_alive)
+                                cap = 2 * cap
                             sL = n_slots
                             n_slots += 1
                             _slot_from_row(F, row_prof[L], row_cls[L], sL, gmin, gmax, gsum, gomax,
@@ -697,90 +832,18 @@ def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad, mode):
                                         gsum, gomax, ymask)
                             _unindex(pos_of[other], alive, nxt, prv, cnt, row_prof[other],
                                      row_cls[other])
-                        if size[other] > size[L]:
-                            newr = other
-                            oldr = L
-                        else:
-                            newr = L
-                            oldr = other
-                        parent[oldr] = newr
-                        size[newr] = size[L] + size[other]
-                        first_row[newr] = min(first_row[L], first_row[other])
-                        slot_of[oldr] = -1
-                        slot_of[newr] = sL
-                        slot_root[sL] = newr
+                        _union(parent, size, first_row, slot_of, slot_root, L, other, sL)
                         n_merges += 1
                         changed = True
         if run == 0 and pad:
-            # ---- step 3: pad the rows left alone without an X_s value
-            m_left = 0
-            for t in range(n):
-                i = sorted_rows[t]
-                if row_cls[i] == 0 and alive[t] and size[_find(parent, i)] == 1:
-                    m_left += 1
-            if m_left == 0:
+            more, n_pad, n_joined = _pad_leftovers(
+                F, row_prof, row_cls, sorted_rows, n0, mode, parent, size, first_row, alive,
+                gmin, gmax, gsum, gomax, ymask, slot_alive, slot_root, n_slots, pos_of, nxt,
+                prv, cnt)
+            n_pad_groups += n_pad
+            pad_joined += n_joined
+            if not more:
                 break
-            left_rows = np.empty(m_left, dtype=np.int64)
-            j = 0
-            for t in range(n):
-                i = sorted_rows[t]
-                if row_cls[i] == 0 and alive[t] and size[_find(parent, i)] == 1:
-                    left_rows[j] = i
-                    j += 1
-            n_chunks = m_left // n0
-            if n_chunks >= 1:
-                for c in range(n_chunks):
-                    a0 = c * n0
-                    a1 = (c + 1) * n0 if c < n_chunks - 1 else m_left
-                    root = left_rows[a0]
-                    for t2 in range(a0 + 1, a1):
-                        parent[left_rows[t2]] = root
-                    size[root] = a1 - a0
-                    n_pad_groups += 1
-                break                                  # no X_s group changed: done
-            # fewer than ⌈r⌉ rows: each joins the closest group holding X_s values
-            any_target = False
-            for s2 in range(n_slots):
-                if slot_alive[s2]:
-                    for y in range(nX):
-                        if ymask[s2, y]:
-                            any_target = True
-            if not any_target:
-                # no group holds an X_s value: the leftovers form one group
-                root = left_rows[0]
-                for t2 in range(1, m_left):
-                    parent[left_rows[t2]] = root
-                size[root] = m_left
-                n_pad_groups += 1
-                break
-            joined = False
-            for t2 in range(m_left):
-                i = left_rows[t2]
-                bs = _pad_join_target(F, row_prof[i], gmin, gmax, ymask, slot_alive,
-                                      slot_root, first_row, n_slots, n, mode)
-                if bs < 0:
-                    continue
-                Lr = slot_root[bs]
-                _absorb_row(F, row_prof[i], row_cls[i], bs, gmin, gmax, gsum, gomax, ymask)
-                _unindex(pos_of[i], alive, nxt, prv, cnt, row_prof[i], row_cls[i])
-                parent[i] = Lr
-                size[Lr] += 1
-                if i < first_row[Lr]:
-                    first_row[Lr] = i
-                pad_joined += 1
-                joined = True
-            if not joined:
-                break
-    # ---------------------------------------------------------------- results
-    root = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        root[i] = _find(parent, i)
-    unsat = np.full(n, -1, dtype=np.int8)
-    for x in range(nX):
-        for hh in range(hstart[x], hstart[x + 1]):
-            h = holders[hh]
-            L = root[h]
-            ok, stuck = group_status(F, row_prof, L, slot_of[L], size[L], gmin, gmax, gsum,
-                                     gomax, np.int64(x), r, n0, mode)
-            unsat[h] = 0 if ok else 1
+    root, unsat = _unsatisfied(F, row_prof, parent, size, slot_of, gmin, gmax, gsum, gomax,
+                               hstart, holders, r, n0, mode)
     return root, n_merges, n_passes, unsat, n_pad_groups, pad_joined

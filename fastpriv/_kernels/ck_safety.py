@@ -293,6 +293,15 @@ def _role_caps(K):
 
 
 @kernel
+def _role_lists(K):
+    """Empty top lists of the 2K + 1 roles: ``(caps, vals, owners, sizes)``."""
+    nrows = 2 * K + 1
+    cmax = K + 1
+    return (_role_caps(K), _filled2(nrows, cmax, _INF), _filled2_int(nrows, cmax, -1),
+            np.zeros(nrows, dtype=np.int64))
+
+
+@kernel
 def prune_profiles(keys, mult, K):
     """Mark the profiles that may be among the best buckets of some role (1) or not (0).
 
@@ -307,12 +316,8 @@ def prune_profiles(keys, mult, K):
     """
     H = K + 1
     P = keys.shape[0]
-    caps = _role_caps(K)
+    caps, vals, owners, sizes = _role_lists(K)
     nrows = 2 * K + 1
-    cmax = K + 1
-    vals = _filled2(nrows, cmax, _INF)
-    owners = _filled2_int(nrows, cmax, -1)
-    sizes = np.zeros(nrows, dtype=np.int64)
     ub = np.empty(H + 1)
     for p in range(P):
         n = keys[p, 0]
@@ -399,12 +404,8 @@ def select_candidates(u, keys, rows, mult, K, slack):
     too (exact mode: floats may misorder near-ties).
     """
     Q = rows.shape[0]
-    caps = _role_caps(K)
+    caps, vals, owners, sizes = _role_lists(K)
     nrows = 2 * K + 1
-    cmax = K + 1
-    vals = _filled2(nrows, cmax, _INF)
-    owners = _filled2_int(nrows, cmax, -1)
-    sizes = np.zeros(nrows, dtype=np.int64)
     for q in range(Q):
         p = rows[q]
         ratio = keys[p, 0] / keys[p, 1]

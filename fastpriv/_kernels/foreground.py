@@ -50,9 +50,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import prange
 
-from .._jit import kernel
+from .._jit import kernel, threaded
+from .._threads import current_threads, run_chunks
 from .possible_worlds import STATUS_UNDEFINED, esp_plan, loo_core
 
 # ---------------------------------------------------------------- flags (bits) and kinds
@@ -358,6 +358,9 @@ def _evaluate(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0
     return 1, ll
 
 
+# _hessian is one kernel of ~150 lines on purpose: with the n_k = 1 closed form and the
+# leave-two-out pairs of a mixed group as kernels of their own (called once per group), the
+# solve of ``foreground.attack`` on 20k rows (one thread) took 212 ms instead of 163 ms.
 @kernel
 def _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0, C1, H, Ha,
              fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep):
@@ -647,6 +650,182 @@ def _probe_both_sides(F, m, idx, nf, H, Ha, Hf, Vf, wf, Fn, dirv, ll, Q, nq, qca
 
 
 @kernel
+def _start_queue(s, vb, m, gb, ge, T, C1, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult, f0,
+                 start_off, start_vals, n_random, seed, default_starts, sysid):
+    """Queue the starts of system s: ``(Q, nq, qcap)``, rows of ``max(m, 1)`` values.
+
+    The naive within-group frequencies and the global rate (``default_starts``), the
+    user's starts, then seeded random points; room for ``2 * MAX_ESCAPES`` more.
+    """
+    mm = m if m > 0 else 1
+    n_user = start_off[s + 1] - start_off[s]
+    n_user = n_user // mm if m > 0 else 0
+    n_init = n_user + n_random + (2 if default_starts == 1 else 0)
+    qcap = n_init + 2 * MAX_ESCAPES
+    Q = np.empty(qcap * mm, dtype=np.float64)
+    nq = 0
+    if default_starts == 1:
+        # naive within-group frequencies
+        for i in range(m):
+            Q[nq * mm + i] = C1[vb + i]
+        for k in range(gb, ge):
+            rate = grp_w[k] * grp_n[k] / grp_N[k]
+            for c in range(cls_off[k], cls_off[k + 1]):
+                v = cls_var[c]
+                if v >= 0:
+                    Q[nq * mm + v] += cls_mult[c] * rate
+        for i in range(m):
+            t = T[vb + i]
+            Q[nq * mm + i] = Q[nq * mm + i] / t if t > 0.0 else f0
+        nq += 1
+        for i in range(m):
+            Q[nq * mm + i] = f0
+        nq += 1
+    for u in range(n_user):
+        for i in range(m):
+            Q[nq * mm + i] = _clip01(start_vals[start_off[s] + u * mm + i])
+        nq += 1
+    for u in range(n_random):
+        for i in range(m):
+            Q[nq * mm + i] = _uniform(np.int64(seed), np.int64(sysid), np.int64(u),
+                                      np.int64(i))
+        nq += 1
+    return Q, nq, qcap
+
+
+@kernel
+def _newton_direction(F, grad, H, Hf, wf, idx, d, T, vb, m, pg):
+    """Projected Newton direction ``d``: ``(chol, nf, mu)``.
+
+    Bertsekas' ε-active set: near a bound with the score pointing out, the variable goes
+    to the bound; the ``nf`` others (``idx``) take a Newton step, or a Levenberg-Marquardt
+    damped one (-H + μI, μ > 0) when -H is not positive definite: always an ascent
+    direction. ``chol`` is False when no damping made the system solvable.
+    """
+    eps = _ACTIVE if pg > _ACTIVE else pg
+    nf = 0
+    for i in range(m):
+        d[i] = 0.0
+        if T[vb + i] <= 0.0:
+            continue
+        if F[i] <= eps and grad[i] <= 0.0:
+            d[i] = -F[i]
+            continue
+        if F[i] >= 1.0 - eps and grad[i] >= 0.0:
+            d[i] = 1.0 - F[i]
+            continue
+        idx[nf] = i
+        nf += 1
+    chol = True
+    mu = 0.0
+    if nf > 0:
+        hscale = 0.0
+        for a in range(nf):
+            for b in range(nf):
+                v = abs(H[idx[a] * m + idx[b]])
+                if v > hscale:
+                    hscale = v
+        for _ in range(14):
+            for a in range(nf):
+                for b in range(nf):
+                    Hf[a * nf + b] = -H[idx[a] * m + idx[b]]
+                Hf[a * nf + a] += mu
+            chol = _cholesky(Hf, np.int64(nf))
+            if chol:
+                break
+            mu = 1e-8 * hscale if mu == 0.0 else mu * 10.0
+        if chol:
+            for a in range(nf):
+                wf[a] = grad[idx[a]]
+            _chol_solve(Hf, np.int64(nf), wf)
+            for a in range(nf):
+                d[idx[a]] = wf[a]
+    return chol, nf, mu
+
+
+@kernel
+def _em_step(F, emn, grad, T, vb, m):
+    """EM step (monotone): F_i <- Σ p_j / T_i.
+
+    A variable exactly at a bound is an EM fixed point even when the score points inward
+    (p_j = F a_j = 0): nudge it inward instead.
+    """
+    for i in range(m):
+        t = T[vb + i]
+        if t > 0.0:
+            nv = _clip01(emn[i] / t)
+            if (F[i] <= 0.0 and grad[i] > 0.0) or (F[i] >= 1.0 and grad[i] < 0.0):
+                nv = _clip01(F[i] + 1e-3 * grad[i] / t)
+            F[i] = nv
+
+
+@kernel
+def _best_endpoint(ep_kind, ep_ll, e0, n_ep):
+    """Index of the best end point (−1: every start failed).
+
+    The highest likelihood of any start that did not end at a saddle or fail; a start
+    stopped by max_iter only counts when it is better.
+    """
+    best = -1
+    for e in range(n_ep):
+        k = ep_kind[e0 + e]
+        if k == KIND_MAX or k == KIND_SINGULAR:
+            if best < 0 or ep_ll[e0 + e] > ep_ll[e0 + best]:
+                best = e
+    for e in range(n_ep):
+        if ep_kind[e0 + e] == KIND_MAXITER:
+            if best < 0 or ep_ll[e0 + e] > ep_ll[e0 + best] + 1e-9 * (
+                    1.0 + abs(ep_ll[e0 + best])):
+                best = e
+    return best
+
+
+@kernel
+def _sup_distance(a, a0, b, b0, T, vb, m):
+    """max_i |a[a0 + i] - b[b0 + i]| over the variables with tuples (T_i > 0)."""
+    dist = 0.0
+    for i in range(m):
+        if T[vb + i] <= 0.0:
+            continue
+        dd = abs(a[a0 + i] - b[b0 + i])
+        if dd > dist:
+            dist = dd
+    return dist
+
+
+@kernel
+def _maxima(ep_F, ep_kind, ep_ll, e0, eF0, n_ep, mm, F, T, vb, m):
+    """``(n_max, second)``: distinct local maxima among the end points; second best.
+
+    ``second`` is the best likelihood of an end point away from F (the answer).
+    """
+    n_max = 0
+    second = -np.inf
+    for e in range(n_ep):
+        if not (ep_kind[e0 + e] == KIND_MAX or ep_kind[e0 + e] == KIND_SINGULAR):
+            continue
+        new = True
+        for e2 in range(e):
+            if not (ep_kind[e0 + e2] == KIND_MAX or ep_kind[e0 + e2] == KIND_SINGULAR):
+                continue
+            if _sup_distance(ep_F, eF0 + e * mm, ep_F, eF0 + e2 * mm, T, vb, m) <= SAME_POINT:
+                new = False
+                break
+        if new:
+            n_max += 1
+        if (_sup_distance(ep_F, eF0 + e * mm, F, 0, T, vb, m) > SAME_POINT
+                and ep_ll[e0 + e] > second):
+            second = ep_ll[e0 + e]
+    return n_max, second
+
+
+# _solve_system is one kernel of ~250 lines on purpose. Numba links every kernel a kernel
+# calls into the caller and re-optimizes the whole linked closure there (``loo_core`` under
+# ``_evaluate``/``_hessian``): splitting the start loop, polish, saddle probes and line search
+# into kernels of their own (each calling ``_evaluate``) took the cold compile of the
+# foreground warm-up workload from 19.1 to 30.0 CPU-s (``benchmarks/bench_cold_start.py``
+# profile); only the steps that call no likelihood evaluation are separate kernels.
+@kernel
 def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult,
                   f0s, consts, start_off, start_vals, n_random, seed, default_starts,
                   max_iter, em_warm, tol, newton_max, outF, ep_F, ep_ll, ep_kind, ep_it,
@@ -680,39 +859,9 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
     Hf = np.empty(hm * hm, dtype=np.float64)
     Vf = np.empty(hm * hm, dtype=np.float64)
     wf = np.empty(hm, dtype=np.float64)
-    # ---- start queue
-    n_user = start_off[s + 1] - start_off[s]
-    n_user = n_user // mm if m > 0 else 0
-    n_init = n_user + n_random + (2 if default_starts == 1 else 0)
-    qcap = n_init + 2 * MAX_ESCAPES
-    Q = np.empty(qcap * mm, dtype=np.float64)
-    nq = 0
-    if default_starts == 1:
-        # naive within-group frequencies
-        for i in range(m):
-            Q[nq * mm + i] = C1[vb + i]
-        for k in range(gb, ge):
-            rate = grp_w[k] * grp_n[k] / grp_N[k]
-            for c in range(cls_off[k], cls_off[k + 1]):
-                v = cls_var[c]
-                if v >= 0:
-                    Q[nq * mm + v] += cls_mult[c] * rate
-        for i in range(m):
-            t = T[vb + i]
-            Q[nq * mm + i] = Q[nq * mm + i] / t if t > 0.0 else f0
-        nq += 1
-        for i in range(m):
-            Q[nq * mm + i] = f0
-        nq += 1
-    for u in range(n_user):
-        for i in range(m):
-            Q[nq * mm + i] = _clip01(start_vals[start_off[s] + u * mm + i])
-        nq += 1
-    for u in range(n_random):
-        for i in range(m):
-            Q[nq * mm + i] = _uniform(np.int64(seed), np.int64(sysid), np.int64(u),
-                                      np.int64(i))
-        nq += 1
+    Q, nq, qcap = _start_queue(s, vb, m, gb, ge, T, C1, grp_n, grp_N, grp_w, cls_off, cls_var,
+                               cls_mult, f0, start_off, start_vals, n_random, seed,
+                               default_starts, sysid)
     escapes = 0
     n_ep = 0
     total_it = 0
@@ -807,48 +956,8 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
                 hok = _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
                                C1, H, Ha, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
                 if hok:
-                    # Bertsekas' ε-active set: near a bound with the score pointing out,
-                    # the variable goes to the bound; the others take a Newton step
-                    eps = _ACTIVE if pg > _ACTIVE else pg
-                    nf = 0
-                    for i in range(m):
-                        d[i] = 0.0
-                        if T[vb + i] <= 0.0:
-                            continue
-                        if F[i] <= eps and grad[i] <= 0.0:
-                            d[i] = -F[i]
-                            continue
-                        if F[i] >= 1.0 - eps and grad[i] >= 0.0:
-                            d[i] = 1.0 - F[i]
-                            continue
-                        idx[nf] = i
-                        nf += 1
-                    chol = True
+                    chol, nf, mu = _newton_direction(F, grad, H, Hf, wf, idx, d, T, vb, m, pg)
                     if nf > 0:
-                        hscale = 0.0
-                        for a in range(nf):
-                            for b in range(nf):
-                                v = abs(H[idx[a] * m + idx[b]])
-                                if v > hscale:
-                                    hscale = v
-                        # Newton, or Levenberg-Marquardt damping (-H + μI) when -H is not
-                        # positive definite: always an ascent direction
-                        mu = 0.0
-                        for _ in range(14):
-                            for a in range(nf):
-                                for b in range(nf):
-                                    Hf[a * nf + b] = -H[idx[a] * m + idx[b]]
-                                Hf[a * nf + a] += mu
-                            chol = _cholesky(Hf, np.int64(nf))
-                            if chol:
-                                break
-                            mu = 1e-8 * hscale if mu == 0.0 else mu * 10.0
-                        if chol:
-                            for a in range(nf):
-                                wf[a] = grad[idx[a]]
-                            _chol_solve(Hf, np.int64(nf), wf)
-                            for a in range(nf):
-                                d[idx[a]] = wf[a]
                         if (mu > 0.0 and not probed and escapes < MAX_ESCAPES
                                 and nf <= _PROBE_MAX):
                             # the first Newton step of a start (where EM has brought it
@@ -868,40 +977,30 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
                                 nq = nq2
                         probed = True
                     if chol:
-                        if True:
-                            alpha = 1.0
-                            for _ in range(40):
-                                gd = 0.0
+                        alpha = 1.0
+                        for _ in range(40):
+                            gd = 0.0
+                            for i in range(m):
+                                Fn[i] = _clip01(F[i] + alpha * d[i])
+                                gd += grad[i] * (Fn[i] - F[i])
+                            ev2 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var,
+                                            cls_mult, f0, C0, C1, cst, np.int64(0), grad,
+                                            emn, fseg, ws, o1, o2)
+                            # Armijo; near convergence the predicted gain can be
+                            # below round-off: then not decreasing is enough
+                            tiny = gd <= 1e-12 * (1.0 + abs(ll))
+                            if ev2[0] == 1 and ((ev2[1] > ll and ev2[1] >= ll + 1e-4 * gd)
+                                                or (tiny and ev2[1] >= ll - 1e-14 * (
+                                                    1.0 + abs(ll)))):
                                 for i in range(m):
-                                    Fn[i] = _clip01(F[i] + alpha * d[i])
-                                    gd += grad[i] * (Fn[i] - F[i])
-                                ev2 = _evaluate(Fn, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var,
-                                                cls_mult, f0, C0, C1, cst, np.int64(0), grad,
-                                                emn, fseg, ws, o1, o2)
-                                # Armijo; near convergence the predicted gain can be
-                                # below round-off: then not decreasing is enough
-                                tiny = gd <= 1e-12 * (1.0 + abs(ll))
-                                if ev2[0] == 1 and ((ev2[1] > ll and ev2[1] >= ll + 1e-4 * gd)
-                                                    or (tiny and ev2[1] >= ll - 1e-14 * (
-                                                        1.0 + abs(ll)))):
-                                    for i in range(m):
-                                        F[i] = Fn[i]
-                                    stepped = True
-                                    break
-                                alpha *= 0.5
-                                if alpha < 1e-12:
-                                    break
+                                    F[i] = Fn[i]
+                                stepped = True
+                                break
+                            alpha *= 0.5
+                            if alpha < 1e-12:
+                                break
             if not stepped:
-                # EM step (monotone): F_i <- Σ p_j / T_i
-                # A variable exactly at a bound is an EM fixed point even when the score
-                # points inward (p_j = F a_j = 0): nudge it inward instead.
-                for i in range(m):
-                    t = T[vb + i]
-                    if t > 0.0:
-                        nv = _clip01(emn[i] / t)
-                        if (F[i] <= 0.0 and grad[i] > 0.0) or (F[i] >= 1.0 and grad[i] < 0.0):
-                            nv = _clip01(F[i] + 1e-3 * grad[i] / t)
-                        F[i] = nv
+                _em_step(F, emn, grad, T, vb, m)
         total_it += it
         if kind == KIND_SADDLE:
             # a saddle is a point L can be increased from: probe ± the ascent direction
@@ -936,19 +1035,7 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
             ep_kind[e0 + n_ep] = kind
             ep_it[e0 + n_ep] = it
             n_ep += 1
-    # ---- choose the best end point: the highest likelihood of any start that did not
-    # end at a saddle or fail (a start stopped by max_iter only counts when it is better)
-    best = -1
-    for e in range(n_ep):
-        k = ep_kind[e0 + e]
-        if k == KIND_MAX or k == KIND_SINGULAR:
-            if best < 0 or ep_ll[e0 + e] > ep_ll[e0 + best]:
-                best = e
-    for e in range(n_ep):
-        if ep_kind[e0 + e] == KIND_MAXITER:
-            if best < 0 or ep_ll[e0 + e] > ep_ll[e0 + best] + 1e-9 * (
-                    1.0 + abs(ep_ll[e0 + best])):
-                best = e
+    best = _best_endpoint(ep_kind, ep_ll, e0, n_ep)
     flags = 0
     if best >= 0:
         if ep_kind[e0 + best] == KIND_MAXITER:
@@ -965,37 +1052,7 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
         F[i] = ep_F[eF0 + best * mm + i]
         outF[vb + i] = F[i]
     best_ll = ep_ll[e0 + best]
-    # distinct maxima
-    n_max = 0
-    second = -np.inf
-    for e in range(n_ep):
-        if not (ep_kind[e0 + e] == KIND_MAX or ep_kind[e0 + e] == KIND_SINGULAR):
-            continue
-        new = True
-        for e2 in range(e):
-            if not (ep_kind[e0 + e2] == KIND_MAX or ep_kind[e0 + e2] == KIND_SINGULAR):
-                continue
-            dist = 0.0
-            for i in range(m):
-                if T[vb + i] <= 0.0:
-                    continue
-                dd = abs(ep_F[eF0 + e * mm + i] - ep_F[eF0 + e2 * mm + i])
-                if dd > dist:
-                    dist = dd
-            if dist <= SAME_POINT:
-                new = False
-                break
-        if new:
-            n_max += 1
-        dist = 0.0
-        for i in range(m):
-            if T[vb + i] <= 0.0:
-                continue
-            dd = abs(ep_F[eF0 + e * mm + i] - F[i])
-            if dd > dist:
-                dist = dd
-        if dist > SAME_POINT and ep_ll[e0 + e] > second:
-            second = ep_ll[e0 + e]
+    n_max, second = _maxima(ep_F, ep_kind, ep_ll, e0, eF0, n_ep, mm, F, T, vb, m)
     if n_max >= 2:
         flags |= FLAG_MULTIPLE_MAXIMA
     if second >= best_ll - 1e-9 * max(1.0, abs(best_ll)):
@@ -1047,16 +1104,48 @@ def endpoint_layout(var_off, start_off, n_random, default_starts):
     return ep_off, epF_off
 
 
-@kernel(parallel=True)
+@kernel
+def solve_block(b, nb, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var,
+                cls_mult, f0s, consts, start_off, start_vals, n_random, seed, default_starts,
+                max_iter, em_warm, tol, newton_max, order, ep_off, epF_off, sys_id, F, stat_f,
+                stat_i, ep_F, ep_ll, ep_kind, ep_it):
+    """Solve the systems ``order[b::nb]`` (one work block of :func:`solve_systems`).
+
+    Serial and ``nogil``; every system writes only its own slots of ``F``, ``stat_f``
+    (loglik, residual, pgrad, second loglik), ``stat_i`` (iterations, flags, maxima, end
+    points) and the ``ep_*`` arrays.
+    """
+    U = order.shape[0]
+    for u in range(b, U, nb):
+        s = np.int64(order[u])
+        r = _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var,
+                          cls_mult, f0s, consts, start_off, start_vals,
+                          np.int64(n_random), np.int64(seed), np.int64(default_starts),
+                          np.int64(max_iter), np.int64(em_warm), np.float64(tol),
+                          np.int64(newton_max), F, ep_F, ep_ll, ep_kind, ep_it,
+                          np.int64(ep_off[s]), np.int64(ep_off[s + 1] - ep_off[s]),
+                          np.int64(epF_off[s]), np.int64(sys_id[s]))
+        stat_f[0, s] = r[0]
+        stat_i[0, s] = r[1]
+        stat_i[1, s] = r[2]
+        stat_f[1, s] = r[3]
+        stat_f[2, s] = r[4]
+        stat_i[2, s] = r[5]
+        stat_f[3, s] = r[6]
+        stat_i[3, s] = r[7]
+
+
+@threaded(solve_block)
 def solve_systems(var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult,
                   f0s, consts, start_off, start_vals, n_random, seed, default_starts, max_iter,
                   em_warm, tol, newton_max, order, nblocks, ep_off, epF_off, sys_id):
-    """Solve the packed systems listed in ``order``, in parallel.
+    """Solve the packed systems listed in ``order``, on the thread pool.
 
     ``order`` lists the systems to solve (most expensive first); ``nblocks`` blocks of
-    systems are dealt round-robin from it. ``sys_id[s]`` identifies system s for its
-    seeded random starts (so a system packed on its own — the single-system path — gets
-    the same starts as inside a batch).
+    systems are dealt round-robin from it, each solved by :func:`solve_block` (serial,
+    ``nogil``) on :func:`fastpriv._threads.run_chunks`. ``sys_id[s]`` identifies system s
+    for its seeded random starts (so a system packed on its own — the single-system path —
+    gets the same starts as inside a batch).
 
     Returns ``(F, loglik, iterations, flags, residual, pgrad, n_maxima, second_loglik,
     n_endpoints, ep_F, ep_ll, ep_kind, ep_it)``; entries of systems not in ``order`` are
@@ -1064,76 +1153,52 @@ def solve_systems(var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls
     (``ep_F`` row-major with m_s columns from ``epF_off[s]``).
     """
     S = var_off.shape[0] - 1
-    V = var_off[S]
-    F = np.zeros(V, dtype=np.float64)
-    ll = np.full(S, np.nan, dtype=np.float64)
-    its = np.zeros(S, dtype=np.int64)
-    flags = np.zeros(S, dtype=np.int64)
-    resid = np.full(S, np.nan, dtype=np.float64)
-    pgr = np.full(S, np.nan, dtype=np.float64)
-    nmx = np.zeros(S, dtype=np.int64)
-    sec = np.full(S, np.nan, dtype=np.float64)
-    nep = np.zeros(S, dtype=np.int64)
-    ep_F = np.zeros(epF_off[S], dtype=np.float64)
-    ep_ll = np.zeros(ep_off[S], dtype=np.float64)
-    ep_kind = np.zeros(ep_off[S], dtype=np.int64)
-    ep_it = np.zeros(ep_off[S], dtype=np.int64)
-    U = order.shape[0]
-    nb = nblocks
-    if nb > U:
-        nb = U
-    if nb < 1:
-        nb = 1
-    for b in prange(nb):
-        for u in range(b, U, nb):
-            s = np.int64(order[u])
-            r = _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var,
-                              cls_mult, f0s, consts, start_off, start_vals,
-                              np.int64(n_random), np.int64(seed), np.int64(default_starts),
-                              np.int64(max_iter), np.int64(em_warm), np.float64(tol),
-                              np.int64(newton_max), F, ep_F, ep_ll, ep_kind, ep_it,
-                              np.int64(ep_off[s]), np.int64(ep_off[s + 1] - ep_off[s]),
-                              np.int64(epF_off[s]), np.int64(sys_id[s]))
-            ll[s] = r[0]
-            its[s] = r[1]
-            flags[s] = r[2]
-            resid[s] = r[3]
-            pgr[s] = r[4]
-            nmx[s] = r[5]
-            sec[s] = r[6]
-            nep[s] = r[7]
-    return F, ll, its, flags, resid, pgr, nmx, sec, nep, ep_F, ep_ll, ep_kind, ep_it
+    F = np.zeros(int(var_off[S]), dtype=np.float64)
+    stat_f = np.full((4, S), np.nan, dtype=np.float64)
+    stat_i = np.zeros((4, S), dtype=np.int64)
+    ep_F = np.zeros(int(epF_off[S]), dtype=np.float64)
+    ep_ll = np.zeros(int(ep_off[S]), dtype=np.float64)
+    ep_kind = np.zeros(int(ep_off[S]), dtype=np.int64)
+    ep_it = np.zeros(int(ep_off[S]), dtype=np.int64)
+    nb = max(1, min(int(nblocks), int(order.shape[0])))
+    run_chunks(lambda b: solve_block(b, nb, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w,
+                                     cls_off, cls_var, cls_mult, f0s, consts, start_off,
+                                     start_vals, n_random, seed, default_starts, max_iter,
+                                     em_warm, tol, newton_max, order, ep_off, epF_off, sys_id,
+                                     F, stat_f, stat_i, ep_F, ep_ll, ep_kind, ep_it), nb)
+    return (F, stat_f[0], stat_i[0], stat_i[1], stat_f[1], stat_f[2], stat_i[2], stat_f[3],
+            stat_i[3], ep_F, ep_ll, ep_kind, ep_it)
 
 
-@kernel
 def evaluate_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var,
                     cls_mult, f0s, consts, F):
     """``(ok, loglik, grad, em_map, hessian_ok, H)`` of system ``s`` at ``F`` (tests, reports).
 
-    ``em_map`` is the right-hand side of the papers' equations (4)-(6).
+    ``em_map`` is the right-hand side of the papers' equations (4)-(6). A Python driver of
+    the solver's compiled :func:`_evaluate` and :func:`_hessian` (called with the solver's
+    argument types), so it compiles nothing of its own.
     """
-    vb = var_off[s]
-    m = var_off[s + 1] - vb
-    gb = grp_off[s]
-    ge = grp_off[s + 1]
+    vb = int(var_off[s])
+    m = int(var_off[s + 1]) - vb
+    gb = int(grp_off[s])
+    ge = int(grp_off[s + 1])
     ws, fseg, fsub, o1, o2, q1, q2, r1, r2, gcls, rep = _system_workspace(gb, ge, grp_n, grp_N,
                                                                         cls_off)
     mm = m if m > 0 else 1
     Fl = np.empty(mm, dtype=np.float64)
-    for i in range(m):
-        Fl[i] = F[i]
+    Fl[:m] = F[:m]
     grad = np.zeros(mm, dtype=np.float64)
     emn = np.zeros(mm, dtype=np.float64)
     H = np.zeros(mm * mm, dtype=np.float64)
     Ha = np.zeros(mm * mm, dtype=np.float64)
-    ev = _evaluate(Fl, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0s[s], C0, C1,
-                   consts[s], np.int64(1), grad, emn, fseg, ws, o1, o2)
+    ev = _evaluate(Fl, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult,
+                   float(f0s[s]), C0, C1, float(consts[s]), 1, grad, emn, fseg, ws, o1, o2)
     emap = np.empty(m, dtype=np.float64)
     for i in range(m):
         t = T[vb + i]
         emap[i] = emn[i] / t if t > 0.0 else Fl[i]
-    hok = _hessian(Fl, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0s[s], C0, C1, H,
-                   Ha, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
+    hok = _hessian(Fl, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, float(f0s[s]),
+                   C0, C1, H, Ha, fseg, fsub, ws, o1, o2, q1, q2, r1, r2, gcls, rep)
     return ev[0], ev[1], grad[:m].copy(), emap, hok, H[:m * m].copy()
 
 
@@ -1143,36 +1208,16 @@ def _log_binom(N, n):
     return math.lgamma(N + 1.0) - math.lgamma(n + 1.0) - math.lgamma(N - n + 1.0)
 
 
-@kernel(parallel=True)
-def build_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x):
-    """Pack the (attribute set, value) systems of a release.
+@kernel
+def count_mixed(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, c, n_chunks, ng, nc):
+    """Mixed groups ``ng[s]`` and their classes ``nc[s]`` of systems ``s = c, c + n_chunks, …``.
 
-    Parameters
-    ----------
-    goff, order : int64
-        Rows of group g are ``order[goff[g]:goff[g+1]]``.
-    var_rows : int32 (n_sets * n_rows,)
-        Variable (reliable signature index) of every row per attribute set, -1 unreliable.
-    gcount : int64 (n_x * G,)
-        Occurrences of value (set) x in group g at ``x * G + g``.
-    sys_a, sys_x : int64 (S,)
-        Attribute set and value of each system.
-    m_of_a : int64 (n_sets,)
-        Number of variables of each attribute set.
-    f0_x : float64 (n_x,)
-        Fixed rate (global rate) of each value.
-
-    Returns
-    -------
-    var_off, T, C0, C1, grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult, const
-
+    The sizing pass of :func:`build_systems` (serial, ``nogil``; one chunk of systems).
     """
     S = sys_a.shape[0]
     G = goff.shape[0] - 1
     R = order.shape[0]
-    ng = np.zeros(S, dtype=np.int64)
-    nc = np.zeros(S, dtype=np.int64)
-    for s in prange(S):
+    for s in range(c, S, n_chunks):
         a = sys_a[s]
         x = sys_x[s]
         m = m_of_a[a]
@@ -1199,27 +1244,20 @@ def build_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x):
                 cc += cls
         ng[s] = cg
         nc[s] = cc
-    var_off = np.zeros(S + 1, dtype=np.int64)
-    grp_off = np.zeros(S + 1, dtype=np.int64)
-    csys = np.zeros(S + 1, dtype=np.int64)
-    for s in range(S):
-        var_off[s + 1] = var_off[s] + m_of_a[sys_a[s]]
-        grp_off[s + 1] = grp_off[s] + ng[s]
-        csys[s + 1] = csys[s] + nc[s]
-    V = var_off[S]
-    T = np.zeros(V, dtype=np.float64)
-    C0 = np.zeros(V, dtype=np.float64)
-    C1 = np.zeros(V, dtype=np.float64)
-    NG = grp_off[S]
-    grp_n = np.empty(NG, dtype=np.int64)
-    grp_N = np.empty(NG, dtype=np.int64)
-    cls_off = np.empty(NG + 1, dtype=np.int64)
-    cls_off[NG] = csys[S]
-    NC = csys[S]
-    cls_var = np.empty(NC, dtype=np.int64)
-    cls_mult = np.empty(NC, dtype=np.int64)
-    const = np.zeros(S, dtype=np.float64)
-    for s in prange(S):
+
+
+@kernel
+def fill_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x, var_off, grp_off,
+                 csys, c, n_chunks, T, C0, C1, grp_n, grp_N, cls_off, cls_var, cls_mult, const):
+    """Fill systems ``s = c, c + n_chunks, …`` into the arrays sized by :func:`count_mixed`.
+
+    The packing pass of :func:`build_systems` (serial, ``nogil``): system s writes only
+    its own variables, groups and classes.
+    """
+    G = goff.shape[0] - 1
+    R = order.shape[0]
+    S = sys_a.shape[0]
+    for s in range(c, S, n_chunks):
         a = sys_a[s]
         x = sys_x[s]
         m = m_of_a[a]
@@ -1276,6 +1314,63 @@ def build_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x):
                     cls_mult[slot[key]] += 1
             kg += 1
         const[s] = cst
+
+
+def _offsets(sizes):
+    off = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
+    np.cumsum(sizes, out=off[1:])
+    return off
+
+
+@threaded(count_mixed, fill_systems)
+def build_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x):
+    """Pack the (attribute set, value) systems of a release.
+
+    Parameters
+    ----------
+    goff, order : int64
+        Rows of group g are ``order[goff[g]:goff[g+1]]``.
+    var_rows : int32 (n_sets * n_rows,)
+        Variable (reliable signature index) of every row per attribute set, -1 unreliable.
+    gcount : int64 (n_x * G,)
+        Occurrences of value (set) x in group g at ``x * G + g``.
+    sys_a, sys_x : int64 (S,)
+        Attribute set and value of each system.
+    m_of_a : int64 (n_sets,)
+        Number of variables of each attribute set.
+    f0_x : float64 (n_x,)
+        Fixed rate (global rate) of each value.
+
+    Returns
+    -------
+    var_off, T, C0, C1, grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult, const
+
+    """
+    S = sys_a.shape[0]
+    nch = max(1, min(S, current_threads()))
+    ng = np.zeros(S, dtype=np.int64)
+    nc = np.zeros(S, dtype=np.int64)
+    run_chunks(lambda c: count_mixed(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, c, nch,
+                                     ng, nc), nch)
+    var_off = _offsets(np.asarray(m_of_a)[np.asarray(sys_a)])
+    grp_off = _offsets(ng)
+    csys = _offsets(nc)
+    V = int(var_off[S])
+    T = np.zeros(V, dtype=np.float64)
+    C0 = np.zeros(V, dtype=np.float64)
+    C1 = np.zeros(V, dtype=np.float64)
+    NG = int(grp_off[S])
+    NC = int(csys[S])
+    grp_n = np.empty(NG, dtype=np.int64)
+    grp_N = np.empty(NG, dtype=np.int64)
+    cls_off = np.empty(NG + 1, dtype=np.int64)
+    cls_off[NG] = NC
+    cls_var = np.empty(NC, dtype=np.int64)
+    cls_mult = np.empty(NC, dtype=np.int64)
+    const = np.zeros(S, dtype=np.float64)
+    run_chunks(lambda c: fill_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x,
+                                      var_off, grp_off, csys, c, nch, T, C0, C1, grp_n, grp_N,
+                                      cls_off, cls_var, cls_mult, const), nch)
     return var_off, T, C0, C1, grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult, const
 
 
@@ -1302,21 +1397,14 @@ def _same_group(k, k2, grp_n, cls_off, cv, cm):
     return True
 
 
-@kernel(parallel=True)
-def dedupe_groups(grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult):
-    """Merge the identical mixed groups of each system into one group with a weight.
+@kernel
+def sort_hash_groups(cls_off, grp_n, cv, cm, h, c, n_chunks):
+    """Sort the classes of groups ``k = c, c + n_chunks, …`` by variable and hash them into ``h``.
 
-    Two groups are identical when they have the same n_k and the same classes (variable,
-    multiplicity); their likelihood factors, scores, Hessians and EM contributions are equal,
-    so one copy with weight w (the number of copies) gives exactly the same system.
-    Returns ``(grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult)``.
+    The first pass of :func:`dedupe_groups` (serial, ``nogil``; in place on ``cv``, ``cm``).
     """
-    S = grp_off.shape[0] - 1
     NG = grp_n.shape[0]
-    cv = cls_var.copy()
-    cm = cls_mult.copy()
-    h = np.empty(NG, dtype=np.uint64)
-    for k in prange(NG):
+    for k in range(c, NG, n_chunks):
         a = cls_off[k]
         b = cls_off[k + 1]
         for i in range(a + 1, b):
@@ -1336,11 +1424,17 @@ def dedupe_groups(grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult):
             hh = _mix(hh, np.int64(cv[i] + 1))
             hh = _mix(hh, np.int64(cm[i]))
         h[k] = hh
-    perm = np.empty(NG, dtype=np.int64)
-    lead = np.zeros(NG, dtype=np.bool_)
-    nu = np.zeros(S, dtype=np.int64)
-    ncl = np.zeros(S, dtype=np.int64)
-    for s in prange(S):
+
+
+@kernel
+def mark_leaders(grp_off, grp_n, cls_off, cv, cm, h, perm, lead, nu, ncl, c, n_chunks):
+    """Order the groups of systems ``s = c, c + n_chunks, …`` by hash; mark each first copy.
+
+    The second pass of :func:`dedupe_groups` (serial, ``nogil``): ``nu[s]``/``ncl[s]`` count
+    the distinct groups and their classes.
+    """
+    S = grp_off.shape[0] - 1
+    for s in range(c, S, n_chunks):
         g0 = grp_off[s]
         g1 = grp_off[s + 1]
         idx = np.argsort(h[g0:g1], kind="mergesort")
@@ -1361,20 +1455,17 @@ def dedupe_groups(grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult):
                 cc += cls_off[k + 1] - cls_off[k]
         nu[s] = cu
         ncl[s] = cc
-    ngo = np.zeros(S + 1, dtype=np.int64)
-    nco = np.zeros(S + 1, dtype=np.int64)
-    for s in range(S):
-        ngo[s + 1] = ngo[s] + nu[s]
-        nco[s + 1] = nco[s] + ncl[s]
-    G2 = ngo[S]
-    n2 = np.empty(G2, dtype=np.int64)
-    N2 = np.empty(G2, dtype=np.int64)
-    w2 = np.zeros(G2, dtype=np.float64)
-    co2 = np.empty(G2 + 1, dtype=np.int64)
-    co2[G2] = nco[S]
-    cv2 = np.empty(nco[S], dtype=np.int64)
-    cm2 = np.empty(nco[S], dtype=np.int64)
-    for s in prange(S):
+
+
+@kernel
+def emit_unique(grp_off, grp_n, grp_N, cls_off, cv, cm, perm, lead, ngo, nco, n2, N2, w2, co2,
+                cv2, cm2, chunk, n_chunks):
+    """Write the distinct groups of systems ``s = c, c + n_chunks, …`` with their weights.
+
+    The last pass of :func:`dedupe_groups` (serial, ``nogil``).
+    """
+    S = grp_off.shape[0] - 1
+    for s in range(chunk, S, n_chunks):
         g = ngo[s] - 1
         c = nco[s]
         for i in range(grp_off[s], grp_off[s + 1]):
@@ -1389,4 +1480,40 @@ def dedupe_groups(grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult):
                     cm2[c] = cm[t]
                     c += 1
             w2[g] += 1.0
+
+
+@threaded(sort_hash_groups, mark_leaders, emit_unique)
+def dedupe_groups(grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult):
+    """Merge the identical mixed groups of each system into one group with a weight.
+
+    Two groups are identical when they have the same n_k and the same classes (variable,
+    multiplicity); their likelihood factors, scores, Hessians and EM contributions are equal,
+    so one copy with weight w (the number of copies) gives exactly the same system.
+    Returns ``(grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult)``.
+    """
+    S = grp_off.shape[0] - 1
+    NG = grp_n.shape[0]
+    nch = max(1, current_threads())
+    cv = np.array(cls_var, dtype=np.int64)
+    cm = np.array(cls_mult, dtype=np.int64)
+    h = np.empty(NG, dtype=np.uint64)
+    run_chunks(lambda c: sort_hash_groups(cls_off, grp_n, cv, cm, h, c, nch), min(nch, NG))
+    perm = np.empty(NG, dtype=np.int64)
+    lead = np.zeros(NG, dtype=np.bool_)
+    nu = np.zeros(S, dtype=np.int64)
+    ncl = np.zeros(S, dtype=np.int64)
+    run_chunks(lambda c: mark_leaders(grp_off, grp_n, cls_off, cv, cm, h, perm, lead, nu, ncl, c,
+                                      nch), min(nch, S))
+    ngo = _offsets(nu)
+    nco = _offsets(ncl)
+    G2 = int(ngo[S])
+    n2 = np.empty(G2, dtype=np.int64)
+    N2 = np.empty(G2, dtype=np.int64)
+    w2 = np.zeros(G2, dtype=np.float64)
+    co2 = np.empty(G2 + 1, dtype=np.int64)
+    co2[G2] = nco[S]
+    cv2 = np.empty(int(nco[S]), dtype=np.int64)
+    cm2 = np.empty(int(nco[S]), dtype=np.int64)
+    run_chunks(lambda c: emit_unique(grp_off, grp_n, grp_N, cls_off, cv, cm, perm, lead, ngo, nco,
+                                     n2, N2, w2, co2, cv2, cm2, c, nch), min(nch, S))
     return ngo, n2, N2, w2, co2, cv2, cm2

@@ -275,9 +275,7 @@ def mondrian_local(q, s, w, pos, pos_off, ordered, gspan, n_values, kinds, ipara
             if not profile_ok(codes, counts, bounds[1], bounds[2], weights[1], kinds, iparams,
                               fparams, qdist, qrank, inv_q, dense):
                 continue
-            seg, mid = split_segment(q, perm, a, b, j, cut)
-            for r in range(a, b):
-                perm[r] = seg[r - a]
+            mid = split_in_place(q, perm, a, b, j, cut)
             if top + 2 > stack_a.shape[0]:
                 na = np.empty(2 * stack_a.shape[0], dtype=np.int64)
                 nb = np.empty(2 * stack_b.shape[0], dtype=np.int64)
@@ -294,10 +292,25 @@ def mondrian_local(q, s, w, pos, pos_off, ordered, gspan, n_values, kinds, ipara
             done = True
             break
         if not done:
-            for r in range(a, b):
-                group[perm[r]] = n_groups
-            n_groups += 1
+            n_groups = close_group(group, perm, a, b, n_groups)
     return group, n_groups, n_splits
+
+
+@kernel
+def split_in_place(q, perm, a, b, j, cut):
+    """Reorder ``perm[a:b]`` left half first (:func:`split_segment`); return the split point."""
+    seg, mid = split_segment(q, perm, a, b, j, cut)
+    for r in range(a, b):
+        perm[r] = seg[r - a]
+    return mid
+
+
+@kernel
+def close_group(group, perm, a, b, g):
+    """Assign the cells ``perm[a:b]`` to group g; return the next group number."""
+    for r in range(a, b):
+        group[perm[r]] = g
+    return g + 1
 
 
 @kernel

@@ -90,7 +90,7 @@ import math
 
 import numpy as np
 
-from .._jit import kernel
+from .._jit import Threaded, kernel
 from .._threads import chunk_bounds, current_threads, run_chunks
 
 STATUS_OK = 0
@@ -389,6 +389,38 @@ def loo_core_log(fseg, N, n, ws, out1, out2, mode, limit):
     return STATUS_LOGSPACE, log_e
 
 
+@kernel
+def _certain(fseg, lo, N, out1, olo, fill, skip):
+    """Posteriors of a segment where every tuple's answer is certain; returns log E.
+
+    Every ``out1[olo + i]`` is ``fill`` — 0 (x absent: E is the product of 1 - f) or 1
+    (x everywhere: the product of f) — except tuple ``skip`` (−1: none), which gets
+    1 - fill and is left out of the product (the one tuple with f = 1, resp. f = 0).
+    The product is kept normal by folding it into its log (and, for f, logging tiny
+    factors directly).
+    """
+    le = 0.0
+    prod = 1.0            # running product, folded into le before it can underflow
+    for i in range(N):
+        out1[olo + i] = fill
+        if i == skip:
+            continue
+        if fill == 0.0:
+            prod *= 1.0 - fseg[lo + i]
+        else:
+            x = fseg[lo + i]
+            if x < 1e-50:              # keep prod normal: log tiny factors directly
+                le += math.log(x)
+                continue
+            prod *= x
+        if prod < 1e-250:
+            le += math.log(prod)
+            prod = 1.0
+    if skip >= 0:
+        out1[olo + skip] = 1.0 - fill
+    return le + math.log(prod)
+
+
 @kernel(inline="always")
 def posterior_small(fseg, lo, N, n, ws, out1, olo):
     """Posteriors (mode 0) of a *defined* segment with min(n, N - n) <= 1 in closed form.
@@ -402,43 +434,19 @@ def posterior_small(fseg, lo, N, n, ws, out1, olo):
     (f below ~1e-290), in which case the caller uses the tables. O(N), no table: the
     common case of an audit (a value occurring once in its group) at the cost of a sum.
     """
+    if n == 0:
+        return STATUS_OK, _certain(fseg, lo, N, out1, olo, 0.0, np.int64(-1))
+    if n == N:
+        return STATUS_OK, _certain(fseg, lo, N, out1, olo, 1.0, np.int64(-1))
     le = 0.0
     prod = 1.0            # running product, folded into le before it can underflow
-    if n == 0:
-        for i in range(N):
-            out1[olo + i] = 0.0
-            prod *= 1.0 - fseg[lo + i]
-            if prod < 1e-250:
-                le += math.log(prod)
-                prod = 1.0
-        return STATUS_OK, le + math.log(prod)
-    if n == N:
-        for i in range(N):
-            out1[olo + i] = 1.0
-            x = fseg[lo + i]
-            if x < 1e-50:              # keep prod normal: log tiny factors directly
-                le += math.log(x)
-            else:
-                prod *= x
-                if prod < 1e-250:
-                    le += math.log(prod)
-                    prod = 1.0
-        return STATUS_OK, le + math.log(prod)
     if n == 1:
         one = -1
         for i in range(N):
             if fseg[lo + i] >= 1.0:
                 one = i
         if one >= 0:
-            for i in range(N):
-                out1[olo + i] = 0.0
-                if i != one:
-                    prod *= 1.0 - fseg[lo + i]
-                    if prod < 1e-250:
-                        le += math.log(prod)
-                        prod = 1.0
-            out1[olo + one] = 1.0
-            return STATUS_OK, le + math.log(prod)
+            return STATUS_OK, _certain(fseg, lo, N, out1, olo, 0.0, np.int64(one))
         tot = 0.0
         for i in range(N):
             fi = fseg[lo + i]
@@ -462,19 +470,7 @@ def posterior_small(fseg, lo, N, n, ws, out1, olo):
         if fseg[lo + i] <= 0.0:
             zero = i
     if zero >= 0:
-        for i in range(N):
-            out1[olo + i] = 1.0
-            if i != zero:
-                x = fseg[lo + i]
-                if x < 1e-50:
-                    le += math.log(x)
-                else:
-                    prod *= x
-                    if prod < 1e-250:
-                        le += math.log(prod)
-                        prod = 1.0
-        out1[olo + zero] = 0.0
-        return STATUS_OK, le + math.log(prod)
+        return STATUS_OK, _certain(fseg, lo, N, out1, olo, 1.0, np.int64(zero))
     tot = 0.0
     for i in range(N):
         fi = fseg[lo + i]
@@ -495,6 +491,39 @@ def posterior_small(fseg, lo, N, n, ws, out1, olo):
         out1[olo + j] = (ws[j] + suf) / tot
         suf += (1.0 - fj) / fj
     return STATUS_OK, le + math.log(prod) + math.log(tot)
+
+
+@kernel
+def _checkpoints(fseg, ws, flip, m, b, nc, CKL, BLK):
+    """Forward pass of :func:`loo_core`: prefix rows every b tuples into the checkpoints.
+
+    Row c (degrees 0..m) at ``ws[c * (m + 1)]`` and its log scale at ``ws[CKL + c]``; the
+    running row lives at ``ws[BLK]``. False when a row underflows to zero (log space then).
+    """
+    w = m + 1
+    CK = 0
+    R = BLK
+    for d in range(w):
+        ws[R + d] = ws[CK + d]
+    lr = 0.0
+    top = np.int64(0)
+    last = (nc - 1) * b
+    for i in range(last):
+        fi = fseg[i]
+        up, stay = _factor(fi, flip)
+        top, mx = _esp_row(ws, R, R, top, m, stay, up)
+        if mx < _RESCALE:            # the row sum (≥ its max) is tiny: rescale
+            if mx == 0.0:
+                return False
+            for d in range(top + 1):
+                ws[R + d] /= mx
+            lr += math.log(mx)
+        if (i + 1) % b == 0:
+            c = (i + 1) // b
+            for d in range(w):
+                ws[CK + c * w + d] = ws[R + d]
+            ws[CKL + c] = lr
+    return True
 
 
 @kernel
@@ -524,28 +553,8 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
     ws[CK] = 1.0
     ws[CKL] = 0.0
     # forward pass: checkpoints every b tuples (only when the prefix table is blocked)
-    if nc > 1:
-        R = BLK
-        for d in range(w):
-            ws[R + d] = ws[CK + d]
-        lr = 0.0
-        top = np.int64(0)
-        last = (nc - 1) * b
-        for i in range(last):
-            fi = fseg[i]
-            up, stay = _factor(fi, flip)
-            top, mx = _esp_row(ws, R, R, top, m, stay, up)
-            if mx < _RESCALE:            # the row sum (≥ its max) is tiny: rescale
-                if mx == 0.0:
-                    return loo_core_log(fseg, N, n, ws, out1, out2, mode, limit)
-                for d in range(top + 1):
-                    ws[R + d] /= mx
-                lr += math.log(mx)
-            if (i + 1) % b == 0:
-                c = (i + 1) // b
-                for d in range(w):
-                    ws[CK + c * w + d] = ws[R + d]
-                ws[CKL + c] = lr
+    if nc > 1 and not _checkpoints(fseg, ws, flip, m, b, nc, CKL, BLK):
+        return loo_core_log(fseg, N, n, ws, out1, out2, mode, limit)
     # backward pass over blocks, suffix kept in one rolling row
     for d in range(w):
         ws[SUF + d] = 0.0
@@ -676,28 +685,6 @@ def _balanced_bounds(offsets, n, nblocks):
     return bounds
 
 
-class _Threaded:
-    """A Python driver over a serial ``nogil`` chunk kernel, run on a thread pool.
-
-    Called like the kernel it replaces; ``signatures`` are those of the chunk kernel (the
-    only compiled code behind it), so the one-specialization checks keep covering it.
-    """
-
-    def __init__(self, driver, chunk_kernel):
-        self._driver = driver
-        self.chunk_kernel = chunk_kernel
-        self.__doc__ = driver.__doc__
-        self.__name__ = driver.__name__
-        self.__wrapped__ = driver
-
-    def __call__(self, *args):
-        return self._driver(*args)
-
-    @property
-    def signatures(self):
-        return self.chunk_kernel.signatures
-
-
 @kernel
 def binary_posteriors_range(offsets, f, n, limit, s0, s1, p, status, log_e):
     """Posteriors of segments ``[s0, s1)`` of a CSR batch, into ``p``, ``status``, ``log_e``.
@@ -776,29 +763,34 @@ def _binary_posteriors_csr(offsets, f, n, limit, nblocks):
     return p, status, log_e
 
 
-binary_posteriors_csr = _Threaded(_binary_posteriors_csr, binary_posteriors_range)
+binary_posteriors_csr = Threaded(_binary_posteriors_csr, binary_posteriors_range)
 
 
-@kernel
-def binary_loo(f, n, limit, logspace, mode):
+def _read_only(a):
+    a.flags.writeable = False
+    return a
+
+
+def _binary_loo(f, n, limit, logspace, mode):
     """Run :func:`loo_core` on one segment: ``(status, out1, out2, log_E)``.
 
     ``mode`` 0 gives posteriors in ``out1``, 1 the leave-one-out ratios a, b;
-    ``logspace=1`` forces the log-space path.
+    ``logspace=1`` forces the log-space path. A Python driver of the compiled ``loo_core``
+    (called with the argument types of :func:`binary_posteriors_range`), so ``loo_core``
+    is not linked and re-optimized inside one more kernel.
     """
-    N = f.shape[0]
-    plan = esp_plan(N, n, limit)
-    ws = np.empty(plan[4], dtype=np.float64)
+    N = int(f.shape[0])
+    ws = np.empty(int(esp_plan(N, int(n), int(limit))[4]), dtype=np.float64)
     fs = np.empty(max(N, 1), dtype=np.float64)
-    for j in range(N):
-        fs[j] = f[j]
+    fs[:N] = f
     a = np.empty(max(N, 1), dtype=np.float64)
     b = np.empty(max(N, 1), dtype=np.float64)
-    if logspace == 1:
-        res = loo_core_log(fs, N, n, ws, a, b, mode, limit)
-    else:
-        res = loo_core(fs, N, n, ws, a, b, mode, limit)
+    core = loo_core_log if logspace == 1 else loo_core
+    res = core(fs, N, int(n), ws, a, b, int(mode), int(limit))
     return res[0], a[:N].copy(), b[:N].copy(), res[1]
+
+
+binary_loo = Threaded(_binary_loo, loo_core)
 
 
 # ====================================================================== enumeration
@@ -1465,23 +1457,6 @@ def _mv_group(P_flat, poff, N, K, mult_flat, moff, method, out):
 
 
 @kernel
-def mv_posteriors_one(P_flat, mult, method):
-    """One group, sequentially (no thread-pool launch): ``(post, status, log_Z, cancel)``.
-
-    ``P_flat`` is the N x K block row-major, ``mult`` the K multiplicities; ``post`` is
-    value-major (K x N).
-    """
-    K = mult.shape[0]
-    N = 0
-    for k in range(K):
-        N += mult[k]
-    post = np.empty(N * K, dtype=np.float64)
-    res = _mv_group(P_flat, np.int64(0), np.int64(N), np.int64(K), mult, np.int64(0),
-                    np.int64(method), post)
-    return post, res[0], res[1], res[2]
-
-
-@kernel
 def mv_posteriors_range(P_flat, poff, mult_flat, moff, method, g0, g1, post, status, logz,
                         cancel):
     """Compute groups ``[g0, g1)`` of :func:`mv_posteriors_csr` into its outputs."""
@@ -1518,7 +1493,29 @@ def _mv_posteriors_csr(P_flat, poff, mult_flat, moff, method):
     return post, status, logz, cancel
 
 
-mv_posteriors_csr = _Threaded(_mv_posteriors_csr, mv_posteriors_range)
+mv_posteriors_csr = Threaded(_mv_posteriors_csr, mv_posteriors_range)
+
+
+def _mv_posteriors_one(P_flat, mult, method):
+    """One group, on the calling thread: ``(post, status, log_Z, cancel)``.
+
+    ``P_flat`` is the N x K block row-major, ``mult`` the K multiplicities; ``post`` is
+    value-major (K x N). Runs :func:`mv_posteriors_range` on a batch of one group (the
+    compiled code of the batched path; no kernel of its own).
+    """
+    K = int(mult.shape[0])
+    N = int(np.sum(mult))
+    post = np.empty(N * K, dtype=np.float64)
+    status = np.zeros(1, dtype=np.int8)
+    logz = np.empty(1, dtype=np.float64)
+    cancel = np.ones(1, dtype=np.float64)
+    mv_posteriors_range(P_flat, _read_only(np.array([0, N * K], dtype=np.int64)), mult,
+                        _read_only(np.array([0, K], dtype=np.int64)), int(method), 0, 1, post,
+                        status, logz, cancel)
+    return post, status[0], logz[0], cancel[0]
+
+
+mv_posteriors_one = Threaded(_mv_posteriors_one, mv_posteriors_range)
 
 
 # ====================================================================== audit helpers

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import kernel
-from .mondrian import attribute_order, median_cut, split_segment
+from .mondrian import attribute_order, close_group, median_cut, split_in_place
 from .skyline import INF, SET, combine, mul, t_value, v_value
 
 
@@ -239,9 +239,7 @@ def skyline_partition(q, s, w, iw, pos, pos_off, ordered, gspan, n_values, case,
                 n_rejected += 1
                 continue
             stats = merged
-            seg, mid = split_segment(q, perm, a, b, j, cut)
-            for r in range(a, b):
-                perm[r] = seg[r - a]
+            mid = split_in_place(q, perm, a, b, j, cut)
             if tail + 2 > qa.shape[0]:
                 # compact the consumed head, then grow if still needed
                 live = tail - head
@@ -262,7 +260,5 @@ def skyline_partition(q, s, w, iw, pos, pos_off, ordered, gspan, n_values, case,
             done = True
             break
         if not done:
-            for r in range(a, b):
-                group[perm[r]] = n_groups
-            n_groups += 1
+            n_groups = close_group(group, perm, a, b, n_groups)
     return group, n_groups, n_splits, n_rejected, stats, True
