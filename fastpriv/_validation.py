@@ -17,6 +17,7 @@ import numpy as np
 from .errors import InputError, InputTypeError
 
 __all__ = [
+    "value_codes",
     "kernel_array",
     "check_columns",
     "check_int",
@@ -196,3 +197,24 @@ def check_max_set_size(max_set_size: Any, n_qi: int) -> int:
     if max_set_size is None:
         return n_qi
     return min(check_int(max_set_size, "max_set_size", minimum=1), n_qi)
+
+
+def value_codes(sensitive_values: Any, values: list, *,
+                param: str = "sensitive_values") -> np.ndarray:
+    """Codes (positions in ``values``) of the sensitive values X_s a model tests.
+
+    ``None`` means every value; a single label may be given bare. Returns the sorted,
+    distinct codes as int64; a label not in ``values`` is an :class:`InputError` naming it
+    and listing the values.
+    """
+    if sensitive_values is None:
+        return np.arange(len(values), dtype=np.int64)
+    if isinstance(sensitive_values, (str, bytes)):
+        sensitive_values = [sensitive_values]
+    index = {v: i for i, v in enumerate(values)}
+    missing = [v for v in sensitive_values if v not in index]
+    if missing:
+        raise InputError(f"{param}: {missing[:5]} not among the sensitive values of the "
+                         f"data ({', '.join(map(repr, values[:20]))}"
+                         f"{' …' if len(values) > 20 else ''})")
+    return np.unique(np.array([index[v] for v in sensitive_values], dtype=np.int64))

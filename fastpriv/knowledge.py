@@ -42,7 +42,6 @@ given once; in the multi-valued model (``model="multivalued"`` or
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,7 +51,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._arrow import as_table, canonical_labels
-from ._validation import check_choice, check_columns, check_int, check_max_set_size
+from ._validation import check_choice, check_columns, check_int, check_max_set_size, check_real
 from .errors import InputError, InputTypeError
 
 __all__ = ["Knowledge", "reliable_support", "support_threshold", "MODELS"]
@@ -70,22 +69,13 @@ def reliable_support(epsilon: float = 0.01, confidence: float = 0.9) -> int:
     probability (Hoeffding: P(|error| > ε) ≤ 2·exp(-2Jε²) = δ). The papers use ε = 0.01,
     δ = 0.9, which gives 3,993. (Δ / ``delta`` means only the r-robustness Δ bound.)
     """
-    eps = _real(epsilon, "epsilon")
-    dl = _real(confidence, "confidence")
+    eps = check_real(epsilon, "epsilon")
+    dl = check_real(confidence, "confidence")
     if not 0 < eps:
         raise InputError(f"epsilon must be > 0, got {epsilon!r}")
     if not 0 < dl < 2:
         raise InputError(f"confidence must be in (0, 2), got {confidence!r}")
     return max(1, math.ceil(math.log(2.0 / dl) / (2.0 * eps * eps) - 1e-9))
-
-
-def _real(x: Any, name: str) -> float:
-    if isinstance(x, bool) or not isinstance(x, numbers.Real):
-        raise InputTypeError(f"{name} must be a real number, got {type(x).__name__} {x!r}")
-    v = float(x)
-    if not math.isfinite(v):
-        raise InputError(f"{name} must be finite, got {x!r}")
-    return v
 
 
 def _as_set(attrs: Any, param: str) -> tuple[str, ...]:
@@ -645,7 +635,7 @@ class Knowledge:
                     for a, sv in zip(A, st, strict=True):
                         cols[a].append(sv)
                     vals.append(v)
-                    probs.append(_real(p, f"p({s!r} : {v!r})"))
+                    probs.append(check_real(p, f"p({s!r} : {v!r})"))
             if not vals:
                 raise InputError(f"attribute set {A} has no probabilities")
             try:
@@ -838,12 +828,12 @@ def _check_fallback(fallback: Any, values: pa.Array) -> Any:
     if isinstance(fallback, Mapping):
         out = {}
         for v, p in fallback.items():
-            pv = _real(p, f"fallback[{v!r}]")
+            pv = check_real(p, f"fallback[{v!r}]")
             if not 0.0 <= pv <= 1.0:
                 raise InputError(f"fallback[{v!r}] must be in [0, 1], got {p!r}")
             out[v] = pv
         return out
-    pv = _real(fallback, "fallback")
+    pv = check_real(fallback, "fallback")
     if not 0.0 <= pv <= 1.0:
         raise InputError(f"fallback must be in [0, 1], got {fallback!r}")
     return pv

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._validation import check_choice, check_r, kernel_array
+from ._validation import check_choice, check_r, kernel_array, value_codes
 from .errors import InputError, InputTypeError
 from .knowledge import Knowledge
 from .results import Result, Witness, json_safe
@@ -953,7 +953,7 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
                                        confidence=confidence, min_support=min_support)
     seconds["knowledge"] = time.perf_counter() - t0
 
-    xs = _tested_values(sensitive_values, st.values)
+    xs = value_codes(sensitive_values, st.values)
     threshold = 1.0 / float(r)
     thr_eff = threshold * (1.0 + float(tol))
     t0 = time.perf_counter()
@@ -1063,22 +1063,6 @@ def _audit_knowledge(st: _Prepared, knowledge: Knowledge | None, *, qi: list[str
     if model == "multivalued" and sets != [()]:
         knowledge.restrict(sets).check_multivalued()
     return knowledge, sets
-
-
-def _tested_values(sensitive_values: Any, values: list) -> np.ndarray:
-    """Codes of the values X_s that must not be linked (all by default)."""
-    V = len(values)
-    if sensitive_values is None:
-        return np.arange(V, dtype=np.int64)
-    if isinstance(sensitive_values, (str, bytes)):
-        sensitive_values = [sensitive_values]
-    idx = {v: i for i, v in enumerate(values)}
-    missing = [v for v in sensitive_values if v not in idx]
-    if missing:
-        raise InputError(f"sensitive_values: {missing[:5]} not among the sensitive values "
-                         f"of the data ({', '.join(map(repr, values[:20]))}"
-                         f"{' …' if V > 20 else ''})")
-    return np.unique(np.array([idx[v] for v in sensitive_values], dtype=np.int64))
 
 
 def _signatures(st: _Prepared, knowledge: Knowledge, sets: list[tuple], xs: np.ndarray,

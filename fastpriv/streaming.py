@@ -50,6 +50,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._arrow import apply_null_policy, encode_column, iter_batches
+from ._labels import LabelKey, label_less
 from ._validation import check_int, kernel_array
 from .classic import AUDIT_ROWS, WORSE_IF_LARGER
 from .counts import CountAccumulator
@@ -69,24 +70,6 @@ __all__ = [
 #: in the order and with the titles of :func:`fastpriv.classic.audit` (the same table).
 CLASSIC_ROWS = AUDIT_ROWS
 _NEEDS_Q = {"t_closeness", "t_closeness_ordered", "beta_likeness", "delta_disclosure"}
-
-
-def _label_less(a: Any, b: Any) -> bool:
-    """Key order of group labels (tuples for several columns); None (null) sorts last."""
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        for x, y in zip(a, b, strict=False):
-            if x == y or (x is None and y is None):
-                continue
-            return _label_less(x, y)
-        return False
-    if a is None:
-        return False
-    if b is None:
-        return True
-    try:
-        return a < b
-    except TypeError:
-        return str(a) < str(b)
 
 
 # ============================================================================ state
@@ -224,7 +207,7 @@ class GroupwiseState:
             return
         a, b = cand["value"], cur["value"]
         better = a > b if larger else a < b
-        if better or (a == b and _label_less(cand["worst_label"], cur["worst_label"])):
+        if better or (a == b and label_less(cand["worst_label"], cur["worst_label"])):
             self.models[key] = cand
 
     # ------------------------------------------------------------------ merge
@@ -279,7 +262,7 @@ class GroupwiseState:
         explicit = self.sky._explicit
         head = [p for p in res.points if p.sigma in explicit]
         tail = sorted((p for p in res.points if p.sigma not in explicit),
-                      key=lambda p: _SortKey(p.sigma))    # stable: per-σ order kept
+                      key=lambda p: LabelKey(p.sigma))    # stable: per-σ order kept
         return SkylineCheck(points=tuple(head + tail), case=res.case, n_groups=res.n_groups)
 
 
@@ -477,7 +460,7 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
     values = qv = None
     if classic:
         if isinstance(q, Mapping):
-            values = sorted(q, key=_SortKey)
+            values = sorted(q, key=LabelKey)
             qv = [float(q[v]) for v in values]
         elif q == "pass" or (q is None and _reiterable(data)):
             values, totals, n_all = value_distribution(data, sensitive, keys=keys, nulls=nulls,
@@ -530,7 +513,7 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
                     continue
                 begin = end
                 starts = starts[1:]
-            elif check_sorted and not _label_less(carry_key, first_key):
+            elif check_sorted and not label_less(carry_key, first_key):
                 raise InputError(f"data is not sorted by {keys}: group {first_key!r} follows "
                                  f"{carry_key!r} (row {rows - table.num_rows} of the input); "
                                  "sort it, or use audit_stream for any order")
@@ -551,16 +534,6 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
                        skyline=state.skyline_result(), ck_safety=None,
                        n_groups=state.n_groups, n_rows=state.n_rows, passes=passes,
                        skipped=skipped)
-
-
-class _SortKey:
-    """Sort labels of one type; None last."""
-
-    def __init__(self, v: Any) -> None:
-        self.v = v
-
-    def __lt__(self, other: "_SortKey") -> bool:
-        return _label_less(self.v, other.v)
 
 
 def _progress(progress: Callable | None, rows: int, nbytes: int) -> None:

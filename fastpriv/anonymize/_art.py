@@ -60,7 +60,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute)
 
-from .._validation import check_choice, check_r, kernel_array
+from .._validation import check_choice, check_r, kernel_array, value_codes
 from ..errors import InputError, InputTypeError
 from ._input import check_qi_sensitive, prepare_input
 from ._result import Anonymized, ArtResult
@@ -160,18 +160,8 @@ def _art_view(t: pa.Table, qi: list[str], sensitive: str) -> Any:
 
 
 def _tested_codes(sensitive_values: Any, values: list, sensitive: str) -> list[int]:
-    """Codes of X_s (every value by default)."""
-    if sensitive_values is None:
-        return list(range(len(values)))
-    if isinstance(sensitive_values, (str, bytes)):
-        sensitive_values = [sensitive_values]
-    index = {v: i for i, v in enumerate(values)}
-    missing = [v for v in sensitive_values if v not in index]
-    if missing:
-        raise InputError(f"sensitive_values: {missing[:5]} not among the values of "
-                         f"{sensitive!r} ({', '.join(map(repr, values[:20]))}"
-                         f"{' …' if len(values) > 20 else ''})")
-    xs = sorted({index[v] for v in sensitive_values})
+    """Codes of X_s (every value by default); X_s may not be empty."""
+    xs = value_codes(sensitive_values, values).tolist()
     if not xs:
         raise InputError("sensitive_values is empty")
     return xs
