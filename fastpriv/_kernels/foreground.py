@@ -780,7 +780,7 @@ def _best_endpoint(ep_kind, ep_ll, e0, n_ep):
     return best
 
 
-@kernel
+@kernel(inline="always")  # small: inlined, any argument types
 def _sup_distance(a, a0, b, b0, T, vb, m):
     """max_i |a[a0 + i] - b[b0 + i]| over the variables with tuples (T_i > 0)."""
     dist = 0.0

@@ -385,8 +385,10 @@ def decide_sizes(q, gptr, gattr, scard, slev, maps, off_tab, card_tab, node, w, 
     tab, toff, gcard = joint_tables(gptr, gattr, scard, maps, offs, cards)
     m = w.shape[0]
     lim = min(slot.shape[0], 32 * m + 65536)
+    no_group = m < 0     # False, typed as a plain bool (a literal False would compile a
+    #                      second specialization of rollup beside the one Python calls)
     _, sizes, first, ng = rollup(q, tab, toff, gcard, w, min(max_groups, m), slot[:lim],
-                                 False)
+                                 no_group)
     if ng < 0:
         return sizes, first, ng, np.int64(0), False, np.int64(0), np.int64(0), offs
     sup, exceeded, kept, sq = size_stats(sizes, k, budget)

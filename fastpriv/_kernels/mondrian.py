@@ -305,7 +305,7 @@ def split_in_place(q, perm, a, b, j, cut):
     return mid
 
 
-@kernel
+@kernel(inline="always")  # small: inlined, any argument types
 def close_group(group, perm, a, b, g):
     """Assign the cells ``perm[a:b]`` to group g; return the next group number."""
     for r in range(a, b):

@@ -389,7 +389,7 @@ def loo_core_log(fseg, N, n, ws, out1, out2, mode, limit):
     return STATUS_LOGSPACE, log_e
 
 
-@kernel
+@kernel(inline="always")  # small: inlined, any argument types
 def _certain(fseg, lo, N, out1, olo, fill, skip):
     """Posteriors of a segment where every tuple's answer is certain; returns log E.
 

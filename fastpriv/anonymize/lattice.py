@@ -564,8 +564,9 @@ class _RollUp:
         self.tick += 1
         src.last = self.tick
         self.rows_scanned += src.m
-        offs = kernel_array(self.off_tab[self.attrs, src.levels, nd], np.int64)
-        cards = kernel_array(self.card_tab[self.attrs, nd], np.int64)
+        # writable, as decide_sizes builds them inside a kernel: one specialization each
+        offs = np.ascontiguousarray(self.off_tab[self.attrs, src.levels, nd], dtype=np.int64)
+        cards = np.ascontiguousarray(self.card_tab[self.attrs, nd], dtype=np.int64)
         tab, toff, gcard = joint_tables(src.gptr, src.gattr, src.scard, self.maps, offs, cards)
         limit = src.m if max_groups is None else min(max_groups, src.m)
         slot = self.slot[:min(self.slot.shape[0], 32 * src.m + 65536)]
@@ -602,7 +603,7 @@ class _RollUp:
                               len(self.lat.values), DENSE_CELLS)
         t1 = time.perf_counter()
         self.seconds["count"] += t1 - t0
-        sz = kernel_array(sizes, np.int64)
+        sz = np.ascontiguousarray(sizes, dtype=np.int64)   # writable, as in decide_sizes
         if self.sizes_only:
             sup, exceeded, kept, sq = size_stats(sz, self.k, budget)
         else:
