@@ -840,7 +840,7 @@ class CkAudit(Result):
 def audit(data: Any, *, k: int, **read: Any) -> CkAudit:
     """Max disclosure at ``k`` for implications and negations, with the curves k = 0..``k``.
 
-    This is what ``fastpriv audit ... --ck K`` reports.
+    This is what ``fastpriv audit ... --k K`` reports.
     """
     rel = _release(data, read)
     k = check_int(k, "k", minimum=0)

@@ -187,7 +187,7 @@ def test_cli_anonymize_method_anatomy(tmp_path, capsys):
     assert set(sizes.values()) <= {3, 4}
     assert (tmp_path / "qi.csv").exists() and (tmp_path / "s.csv").exists()
     assert main(["anonymize", str(src), "--method", "anatomy", "--qi", "age",
-                 "--sensitive", "d", "--k", "3", "--l", "2"]) == 2
+                 "--sensitive", "d", "--min-size", "3", "--l", "2"]) == 2
     assert "only takes --l" in capsys.readouterr().err
 
 

@@ -455,7 +455,7 @@ def test_cli_audit_ck(tmp_path, capsys):
     out = tmp_path / "audit.json"
     # the release fails (c,k)-safety at k = 2 (disclosure 1 ≥ 0.8): exit status 1
     assert main(["audit", str(path), "--sensitive", "disease", "--group", "gid",
-                 "--ck", "2", "--verbose", "--json", str(out)]) == 1
+                 "--k", "2", "--verbose", "--json", str(out)]) == 1
     text = capsys.readouterr().out
     assert "(c,k)-safety" in text and "k=2 implications" in text and "k=2 negations" in text
     payload = json.loads(out.read_text())["ck_safety"]
@@ -467,11 +467,11 @@ def test_cli_audit_ck(tmp_path, capsys):
     assert payload["implications"]["witness"]["consequent"]["group_label"] == "m"
     # the verdict at k = 0 with c = 0.5 passes (0.4 < 0.5): exit status 0
     out2 = tmp_path / "plain.json"
-    assert main(["audit", str(path), "--sensitive", "disease", "--group", "gid", "--ck", "0",
-                 "--c", "0.5", "--min-k", "5", "--min-l", "2", "--max-t", "0.5",
+    assert main(["audit", str(path), "--sensitive", "disease", "--group", "gid", "--k", "0",
+                 "--c", "0.5", "--min-size", "5", "--min-l", "2", "--max-t", "0.5",
                  "--point", "0", "0", "0", "--json", str(out2)]) == 0
     assert json.loads(out2.read_text())["verdict"]["passed"] is True
     capsys.readouterr()
     assert main(["audit", str(path), "--sensitive", "disease", "--group", "gid",
-                 "--ck", "-1"]) == 2
+                 "--k", "-1"]) == 2
     assert "k must be >= 0" in capsys.readouterr().err

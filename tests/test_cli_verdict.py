@@ -30,7 +30,7 @@ def test_audit_exit_code_is_the_verdict(small_release, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "FAIL" in out and "k-anonymity [k ≥ 5]" in out
     # ... and pass thresholds they meet (the verdict, not the command, decides)
-    ok = base + ["--min-k", "3", "--min-l", "1", "--max-t", "0.5", "--c", "1", "--ck", "0",
+    ok = base + ["--min-size", "3", "--min-l", "1", "--max-t", "0.5", "--c", "1", "--k", "0",
                  "--point", "0", "0", "0",
                  "--json", str(tmp_path / "a.json")]
     assert main(ok) == 0
@@ -77,7 +77,8 @@ LOW = ["Preschool", "1st-4th", "5th-6th", "7th-8th"]
 
 
 @pytest.mark.parametrize("method,crit,sens", [
-    ("mondrian", ["--k", "10"], "occupation"), ("lattice", ["--k", "10"], "occupation"),
+    ("mondrian", ["--min-size", "10"], "occupation"),
+    ("lattice", ["--min-size", "10"], "occupation"),
     ("anatomy", ["--l", "4"], "occupation"),
     ("skyline", ["--skyline", "*:1,0,0,0.9"], "occupation"),
     ("art", ["--r", "4", "--art-sensitive-values", *LOW, "--art-as-one-value"], "education"),
@@ -112,7 +113,7 @@ def test_anonymize_writes_only_a_release(method, crit, sens, tmp_path):
 def test_keep_and_auditor_view(tmp_path, capsys):
     out, view, js = tmp_path / "rel.parquet", tmp_path / "view.parquet", tmp_path / "s.json"
     assert main(["anonymize", "adult", "--method", "mondrian", "--qi", "age", "sex",
-                 "--sensitive", "occupation", "--k", "10", "--keep", "education", "-o",
+                 "--sensitive", "occupation", "--min-size", "10", "--keep", "education", "-o",
                  str(out), "--auditor-view", str(view), "--json", str(js)]) == 0
     text = capsys.readouterr()
     assert "published unchanged (--keep): education" in text.out
@@ -183,3 +184,40 @@ def test_help_examples_run_as_written(name, example, tmp_path, monkeypatch):
         monkeypatch.chdir(pathlib.Path(__file__).resolve().parents[1])
         argv[argv.index("--out") + 1] = str(tmp_path / "repro")
     assert main(argv) in (0, 1), example          # a verdict, never bad input or a bug
+
+
+def test_anonymize_k_is_ck_safety_k_and_needs_c(tmp_path, capsys):
+    # --k is (c,k)-safety's k (as in the Python API): alone it is an error naming --min-size
+    base = ["anonymize", "adult", "--method", "mondrian", "--qi", "age", "sex",
+            "--sensitive", "occupation", "-o", str(tmp_path / "rel.parquet")]
+    assert main(base + ["--k", "10"]) == 2
+    err = capsys.readouterr().err
+    assert "--min-size 10" in err and "k-anonymity" in err and "--c" in err
+    assert not (tmp_path / "rel.parquet").exists()
+    assert main(base + ["--c", "0.9"]) == 2
+    assert "needs --k" in capsys.readouterr().err
+    assert main(base + ["--min-size", "10", "--c", "0.9", "--k", "1", "--knowledge-kind",
+                        "negations", "--json", str(tmp_path / "s.json")]) == 0
+    crit = json.loads((tmp_path / "s.json").read_text())["criterion"]
+    assert "10" in crit and "0.9" in crit and "negations" in crit
+    assert json.loads((tmp_path / "s.json").read_text())["min_group_size"] >= 10
+
+
+@pytest.mark.parametrize("argv", [
+    ["audit", "adult", "--sensitive", "occupation", "--qi", "age", "--min-k", "5"],
+    ["audit", "adult", "--sensitive", "occupation", "--qi", "age", "--ck", "3"],
+    ["report", "adult", "--sensitive", "occupation", "--qi", "age", "--min-k", "5"],
+    ["anonymize", "adult", "--qi", "age", "--sensitive", "occupation", "--c", "0.9",
+     "--ck", "1"],
+    ["robustness", "adult", "--qi", "age", "--sensitive", "occupation", "--bucketize",
+     "anatomy:4", "--r", "4", "--max-size", "1"],
+    ["robustness", "adult", "--qi", "age", "--sensitive", "occupation", "--bucketize",
+     "anatomy:4", "--r", "4", "--delta", "0.9"],
+    ["attack", "adult", "--qi", "age", "--sensitive", "occupation", "--bucketize",
+     "anatomy:4", "--r", "2", "--delta", "0.9"],
+])
+def test_renamed_flags_are_gone(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert "unrecognized arguments" in capsys.readouterr().err

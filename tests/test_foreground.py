@@ -658,7 +658,7 @@ def test_cli_attack(tmp_path, capsys):
     out = tmp_path / "a.json"
     dist = tmp_path / "dist.csv"
     rc = main(["attack", str(path), "--qi", "q0", "q1", "--sensitive", "s", "--group", "gid",
-               "--r", "2", "--min-support", "5", "--value-set", "a,b", "--values", "c",
+               "--r", "2", "--min-support", "5", "--value-set", "a,b", "--sensitive-values", "c",
                "--original", str(path), "--json", str(out), "--distributions", str(dist),
                "--top", "2"])
     cap = capsys.readouterr()

@@ -366,7 +366,7 @@ def test_cli_lattice(tmp_path):
     out = tmp_path / "adult_k10.parquet"
     js = tmp_path / "summary.json"
     r = _run_cli("anonymize", "adult", "--qi", "age", "marital_status", "race", "sex",
-                 "--sensitive", "occupation", "--k", "10", "--l", "3", "-o", str(out),
+                 "--sensitive", "occupation", "--min-size", "10", "--l", "3", "-o", str(out),
                  "--json", str(js), "--query-error", "200")
     assert r.returncode == 0, r.stderr
     assert "nodes tagged" in r.stderr and "discernibility" in r.stdout
@@ -377,12 +377,12 @@ def test_cli_lattice(tmp_path):
     assert summary["query_error"]["n_queries"] == 200
     assert pq.read_table(out).num_rows == 45222
     again = _run_cli("anonymize", "adult", "--qi", "age", "--sensitive", "occupation",
-                     "--k", "10", "-o", str(out))
+                     "--min-size", "10", "-o", str(out))
     assert again.returncode == 2 and "exists" in again.stderr
     csv = tmp_path / "released.csv"
     r = _run_cli("anonymize", "adult", "--qi", "age", "sex", "--sensitive", "occupation",
-                 "--k", "5", "--interval", "age=10,20,*",
-                 "--search", "chain", "-o", str(csv))
+                 "--min-size", "5", "--interval", "age=10,20,*",
+                 "--strategy", "chain", "-o", str(csv))
     assert r.returncode == 0, r.stderr
     assert csv.read_text().splitlines()[0] == '"age","sex","occupation","group_id"'
     bad = _run_cli("anonymize", "adult", "--qi", "age", "--sensitive", "occupation")
@@ -439,7 +439,7 @@ def test_cli_discovers_plugin_methods(tmp_path, monkeypatch, capsys):
     assert sorted((tmp_path / "out.sensitive.csv").read_text().splitlines()[1:]) == [
         '0,"x",1', '0,"y",1', '1,"x",1', '1,"y",1']
     assert main(["anonymize", str(src), "--qi", "a", "--sensitive", "s", "--method",
-                 "brokenplug", "--k", "2"]) == 2
+                 "brokenplug", "--min-size", "2"]) == 2
     assert "failed to import" in capsys.readouterr().err
 
 

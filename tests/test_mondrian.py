@@ -214,7 +214,7 @@ def test_cli_mondrian(tmp_path):
     out = tmp_path / "m.csv"
     r = subprocess.run([sys.executable, "-m", "fastpriv", "anonymize", "adult", "--qi", "age",
                         "sex", "race", "--sensitive", "occupation", "--method", "mondrian",
-                        "--k", "10", "--t", "0.3", "-o", str(out)],
+                        "--min-size", "10", "--t", "0.3", "-o", str(out)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "mondrian: published" in r.stdout and " groups of " in r.stdout

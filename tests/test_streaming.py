@@ -384,7 +384,7 @@ def test_cli_streams_a_parquet_directory_with_a_progress_bar(tmp_path, capsys):
         pq.write_table(t.slice(i * 2500, 2500), folder / f"p{i}.parquet")
     out = tmp_path / "a.json"
     rc = main(["audit", str(folder), "--sensitive", "sensitive", "--group", "group",
-               "--ck", "3", "--progress", "--json", str(out)])
+               "--k", "3", "--progress", "--json", str(out)])
     assert rc == json.loads(out.read_text())["verdict"]["exit_code"]
     cap = capsys.readouterr()
     assert "5000/5000" in cap.err and "rows/s" in cap.err and "100%" in cap.err
@@ -398,7 +398,7 @@ def test_cli_streams_a_parquet_directory_with_a_progress_bar(tmp_path, capsys):
     out2 = tmp_path / "b.json"
     with n_jobs(None):   # --n-jobs sets the process-wide thread count: restore it after
         assert main(["audit", str(single), "--sensitive", "sensitive", "--group", "group",
-                     "--ck", "3", "--stream", "no", "--n-jobs", "1", "--json", str(out2)]) == rc
+                     "--k", "3", "--stream", "no", "--n-jobs", "1", "--json", str(out2)]) == rc
     p2 = json.loads(out2.read_text())
     assert p2["classic"] == payload["classic"]
     assert p2["ck_safety"]["curve"] == payload["ck_safety"]["curve"]

@@ -299,10 +299,10 @@ def _cli_arguments(g: Any) -> None:
 
 
 def _cli_run(args: Any, data: Any, criterion: Any) -> AnatomyResult:
-    others = [o for o in ("k", "t", "alpha", "c", "ck") if getattr(args, o, None) is not None]
+    others = [o for o in ("min_size", "t", "alpha", "c", "k") if getattr(args, o, None) is not None]
     if others:
         raise InputError(f"--method anatomy only takes --l (ℓ-diversity); got "
-                         f"{', '.join('--' + o for o in others)}")
+                         f"{', '.join('--' + o.replace('_', '-') for o in others)}")
     if getattr(args, "l", None) is None:
         raise InputError("--method anatomy needs --l")
     if getattr(args, "l_kind", "distinct") != "distinct":

@@ -689,7 +689,7 @@ def _cli_arguments(g: Any) -> None:
                    help="ART: r-robustness parameter (every posterior <= 1/r)")
     g.add_argument("--art-sensitive-values", nargs="+", metavar="VALUE",
                    help="ART: the sensitive value set X_s (default: every value)")
-    g.add_argument("--art-max-size", type=int, metavar="N",
+    g.add_argument("--art-max-set-size", type=int, metavar="N",
                    help="ART: largest attribute set of the derived knowledge (default all)")
     g.add_argument("--art-as-one-value", action="store_true",
                    help="ART: count --art-sensitive-values as one sensitive value (the set)")
@@ -712,9 +712,9 @@ def _cli_run(args: Any, data: Any, criterion: Any) -> Anonymized:
         raise InputError("--method art needs --r (r-robustness)")
     if criterion is not None:
         raise InputError("--method art takes only --r (and --art-* options); drop "
-                         "--k/--l/--t/--alpha/--c")
+                         "--min-size/--l/--t/--alpha/--c")
     return art(data, qi=args.qi, sensitive=args.sensitive, r=args.r,
-               sensitive_values=args.art_sensitive_values, max_set_size=args.art_max_size,
+               sensitive_values=args.art_sensitive_values, max_set_size=args.art_max_set_size,
                as_one_value=bool(args.art_as_one_value), condition=args.art_condition,
                pad=bool(args.art_pad),
                nulls=args.nulls,

@@ -574,7 +574,7 @@ def _cli_run(args: Any, data: Any, criterion: Any) -> SkylineAnonymized:
         raise InputError("--method skyline needs --skyline 'sigma:l,k,m,c;...'")
     if criterion is not None:
         raise InputError("--method skyline takes its criterion from --skyline only; drop "
-                         "--k/--l/--t/--alpha/--c")
+                         "--min-size/--l/--t/--alpha/--c")
     return skyline_anonymize(data, qi=args.qi, sensitive=args.sensitive,
                              skylines=parse_skyline_spec(args.skyline),
                              individual=getattr(args, "skyline_individual", None),

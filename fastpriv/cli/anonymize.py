@@ -10,10 +10,10 @@ Methods are a small registry, :data:`METHODS` (name → :class:`Method`). ``latt
   (prefix them to avoid clashes, e.g. ``--anatomy-seed``); it may be ``None``;
 * ``run(args, data, criterion)`` returns an :class:`~fastpriv.anonymize.Anonymized` (or an
   object with ``.release``, ``.group_ids`` and ideally ``.table()/.write()/.summary()``).
-  ``args`` holds every parsed option (``args.qi``, ``args.sensitive``, ``args.k``, ``args.l``,
-  …), ``data`` is the loaded input (a path, or a pyarrow Table for ``adult``), and
+  ``args`` holds every parsed option (``args.qi``, ``args.sensitive``, ``args.min_size``,
+  ``args.l``, …), ``data`` is the loaded input (a path, or a pyarrow Table for ``adult``), and
   ``criterion`` is the conjunction of the criterion options given, or ``None`` (a method
-  may read ``args.k``/``args.l`` itself, e.g. Anatomy's ℓ).
+  may read ``args.min_size``/``args.l`` itself, e.g. Anatomy's ℓ).
 
 Plugin modules are imported only when ``fastpriv anonymize`` itself is parsed (``fastpriv
 --help`` stays light): the sub-parser loads them just before parsing its arguments. A
@@ -103,7 +103,8 @@ def _lattice_args(g: Any) -> None:
                    help="how the best minimal node is chosen (default discernibility)")
     g.add_argument("--suppression", type=float, default=0.0, metavar="FRACTION",
                    help="fraction of rows that may be suppressed (group-local criteria)")
-    g.add_argument("--search", default="auto", choices=("auto", "flash", "exhaustive", "chain"),
+    g.add_argument("--strategy", default="auto",
+                   choices=("auto", "flash", "exhaustive", "chain"),
                    help="lattice strategy: predictive tagging (auto/flash), every node, or "
                         "binary search along one chain (Martin et al. §3.4)")
 
@@ -112,20 +113,20 @@ def _lattice_run(args: argparse.Namespace, data: Any, crit: Any) -> Any:
     from ..anonymize.lattice import GeneralizationLattice
 
     if crit is None:
-        raise InputError("the lattice method needs a criterion (--k, --l, --t, --alpha, "
-                         "--c/--ck)")
+        raise InputError("the lattice method needs a criterion (--min-size, --l, --t, "
+                         "--alpha, --c/--k)")
     lat = GeneralizationLattice(data, args.qi, args.sensitive, _hierarchy_spec(args),
                                 nulls=args.nulls)
     print(f"lattice: {lat.n_nodes} nodes ({' × '.join(map(str, lat.heights))}), "
           f"{lat.n_rows} rows in {lat.n_cells} distinct cells", file=sys.stderr)
-    if args.search == "chain":
+    if args.strategy == "chain":
         res = lat.chain_search(crit)
         if res.anonymized is None:
             raise InputError(f"no node of the chain satisfies {crit.name}")
         return res.anonymized
     bar = Progress("nodes tagged")
     res = lat.search(crit, utility=args.utility, suppression=args.suppression,
-                     strategy=args.search, progress=bar)
+                     strategy=args.strategy, progress=bar)
     bar.done()
     if res.anonymized is None:
         raise InputError(f"no node of the lattice satisfies {crit.name} (not even the top)")
@@ -141,8 +142,8 @@ def _mondrian_run(args: argparse.Namespace, data: Any, crit: Any) -> Any:
     from ..anonymize import mondrian
 
     if crit is None:
-        raise InputError("the mondrian method needs a criterion (--k, --l, --t, --alpha, "
-                         "--c/--ck)")
+        raise InputError("the mondrian method needs a criterion (--min-size, --l, --t, "
+                         "--alpha, --c/--k)")
     return mondrian(data, qi=args.qi, sensitive=args.sensitive, predicate=crit,
                     categorical=args.categorical, nulls=args.nulls,
                     progress=Progress("groups"))
@@ -210,7 +211,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "meeting the criteria was produced, 2 bad input (or no release meets "
                     "them), 3 internal error.",
         example=("fastpriv anonymize adult --method mondrian --qi age sex race "
-                 "--sensitive occupation --k 5 --l 3 -o release.parquet --overwrite",
+                 "--sensitive occupation --min-size 5 --l 3 -o release.parquet --overwrite",
                  "fastpriv anonymize adult --method anatomy --qi age sex race "
                  "--sensitive occupation --l 4 -o anatomy.parquet --overwrite"))
     p.add_argument("data", help="Parquet/CSV file or directory, or 'adult' (bundled UCI Adult)")
@@ -219,7 +220,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--method", default="lattice", metavar="NAME",
                    help="lattice (default), mondrian, or a plugin method")
     c = p.add_argument_group("criteria (all given must hold)")
-    c.add_argument("--k", type=int, help="k-anonymity")
+    c.add_argument("--min-size", type=int, metavar="N",
+                   help="k-anonymity: every group has at least N people")
     c.add_argument("--l", type=float, help="ℓ-diversity (see --l-kind)")
     c.add_argument("--l-kind", default="distinct", choices=("distinct", "entropy", "recursive"),
                    help="ℓ-diversity variant (default distinct)")
@@ -230,8 +232,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ordered ground distance for t-closeness")
     c.add_argument("--alpha", type=float, help="(α,k)-anonymity's α")
     c.add_argument("--c", type=float, help="(c,k)-safety threshold (max disclosure < c)")
-    c.add_argument("--ck", type=int, metavar="K", help="(c,k)-safety: pieces of knowledge")
-    c.add_argument("--knowledge", default="implications", choices=("implications", "negations"),
+    c.add_argument("--k", type=int, metavar="K",
+                   help="(c,k)-safety: pieces of knowledge (with --c; k-anonymity is --min-size)")
+    c.add_argument("--knowledge-kind", default="implications",
+                   choices=("implications", "negations"),
                    help="(c,k)-safety knowledge kind (default implications)")
     o = p.add_argument_group("output")
     o.add_argument("-o", "--output", metavar="OUT",
@@ -280,16 +284,23 @@ def _lazy_method_arguments(p: argparse.ArgumentParser) -> None:
 def _criterion(args: argparse.Namespace) -> Any:
     from ..predicates import criteria_from
 
-    if all(getattr(args, x) is None for x in ("k", "l", "t", "alpha", "c", "ck")):
+    if args.k is not None and args.c is None:
+        raise InputError(f"--k {args.k} is (c,k)-safety's number of pieces of knowledge and "
+                         f"needs --c (the disclosure threshold); k-anonymity's minimum group "
+                         f"size is --min-size {args.k}")
+    if args.c is not None and args.k is None:
+        raise InputError("--c is (c,k)-safety's disclosure threshold and needs --k (pieces of "
+                         "knowledge)")
+    if all(getattr(args, x) is None for x in ("min_size", "l", "t", "alpha", "c", "k")):
         return None
     l = args.l
     if l is not None and args.l_kind != "entropy":
         if float(l) != int(l):
             raise InputError(f"--l must be an integer for {args.l_kind} ℓ-diversity, got {l}")
         l = int(l)
-    return criteria_from(min_size=args.k, l=l, l_kind=args.l_kind, c_l=args.c_l, t=args.t,
-                         t_ordered=args.t_ordered, alpha=args.alpha, c=args.c, k=args.ck,
-                         knowledge_kind=args.knowledge)
+    return criteria_from(min_size=args.min_size, l=l, l_kind=args.l_kind, c_l=args.c_l,
+                         t=args.t, t_ordered=args.t_ordered, alpha=args.alpha, c=args.c,
+                         k=args.k, knowledge_kind=args.knowledge_kind)
 
 
 def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
@@ -302,7 +313,7 @@ def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
 
     rel = result.release
     gids = np.asarray(result.group_ids)
-    k = args.k or 1
+    min_size = args.min_size or 1
     out = {"method": args.method, "criterion": (result.params or {}).get("criterion")
            if hasattr(result, "params") else None,
            "n_rows": int(gids.shape[0]), "n_groups": rel.n_groups,
@@ -310,7 +321,7 @@ def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
            "min_group_size": int(rel.sizes.min()), "max_group_size": int(rel.sizes.max()),
            "discernibility": metrics.discernibility(result if isinstance(result, Anonymized)
                                                     else rel),
-           "avg_group_size_c_avg": metrics.average_group_size(rel, min_size=k),
+           "avg_group_size_c_avg": metrics.average_group_size(rel, min_size=min_size),
            "published_unchanged": list(args.keep), "seconds": seconds}
     if isinstance(result, LatticeAnonymized):
         out["node"] = list(result.node)

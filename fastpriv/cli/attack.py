@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="Anatomy's sensitive table (group id, value, count columns)")
     p.add_argument("--count", default="count",
                    help="count column of --sensitive-table (default count)")
-    p.add_argument("--values", nargs="+", metavar="VALUE",
+    p.add_argument("--sensitive-values", nargs="+", metavar="VALUE",
                    help="attack these values separately (default: every value)")
     p.add_argument("--value-set", action="append", metavar="V1,V2,...",
                    help="attack this comma-separated set of values as ONE value x "
@@ -66,16 +66,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-set-size", type=int, metavar="K",
                    help="largest attribute set (default: all of --qi)")
     p.add_argument("--epsilon", type=float, default=0.01, help="Hoeffding ε (default 0.01)")
-    p.add_argument("--delta", type=float, default=0.9, help="Hoeffding δ (default 0.9)")
+    p.add_argument("--confidence", type=float, default=0.9,
+                   help="Hoeffding confidence: error ≤ ε with this probability (default 0.9)")
     p.add_argument("--min-support", type=int, metavar="J",
-                   help="reliable sample size (overrides ε, δ)")
+                   help="reliable sample size (overrides --epsilon, --confidence)")
     p.add_argument("--unreliable", type=_unreliable, default="pooled",
                    help="tuples with an unreliable signature: pooled (one extra unknown per "
                         "attribute set, default), uniform (fixed 1/2, the paper's rule), "
                         "global (fixed rate of x) or a number")
     p.add_argument("--verbose", action="store_true",
                    help="also print the solver's terms (systems, reliable sample size J)")
-    p.add_argument("--random-starts", type=int, default=2, metavar="N",
+    p.add_argument("--n-random", type=int, default=2, metavar="N",
                    help="random solver starts per system (default 2)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random starts")
     add_nulls_argument(p)
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     check_outputs([args.distributions, args.tuples, args.json], overwrite=args.overwrite,
                   inputs=inputs)
     data, group = bucketize(args, load_data(args.data, getattr(args, "encoding", None)))
-    targets: list = list(args.values or [])
+    targets: list = list(args.sensitive_values or [])
     for spec in args.value_set or []:
         members = [v.strip() for v in spec.split(",") if v.strip()]
         if not members:
@@ -114,8 +115,8 @@ def run(args: argparse.Namespace) -> int:
             data, qi=args.qi, sensitive=args.sensitive, group=group, r=args.r,
             sensitive_table=args.sensitive_table, count=args.count,
             sensitive_values=targets or None, max_set_size=args.max_set_size,
-            epsilon=args.epsilon, confidence=args.delta, min_support=args.min_support,
-            original=args.original, nulls=args.nulls, n_random=args.random_starts,
+            epsilon=args.epsilon, confidence=args.confidence, min_support=args.min_support,
+            original=args.original, nulls=args.nulls, n_random=args.n_random,
             seed=args.seed, unreliable=args.unreliable, progress=bar)
     bar.done()
     md = res.mined

@@ -14,8 +14,8 @@ def add_threshold_arguments(p: argparse.ArgumentParser) -> None:
     from ._common import confidence
 
     t = p.add_argument_group("thresholds of the verdict (PASS/FAIL per model)")
-    t.add_argument("--min-k", type=int, default=5, metavar="K",
-                   help="k-anonymity: every group has at least K people (default 5)")
+    t.add_argument("--min-size", type=int, default=5, metavar="N",
+                   help="k-anonymity: every group has at least N people (default 5)")
     t.add_argument("--min-l", type=int, default=3, metavar="L",
                    help="distinct and entropy ℓ-diversity: at least L values (default 3)")
     t.add_argument("--max-t", type=float, default=0.2, metavar="T",
@@ -23,7 +23,7 @@ def add_threshold_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--c", nargs="+", type=confidence, default=[0.8], metavar="C",
                    help="confidence an adversary needs, in (0, 1]: (α,k), (c,k)-safety and "
                         "the skyline must stay below the smallest (default 0.8)")
-    t.add_argument("--ck", type=int, default=3, metavar="K",
+    t.add_argument("--k", type=int, default=3, metavar="K",
                    help="(c,k)-safety: pieces of background knowledge (default 3)")
     t.add_argument("--point", nargs=3, type=int, default=[1, 1, 1], metavar=("L", "K", "M"),
                    help="privacy skyline point (ℓ, k, m) of the verdict (default 1 1 1)")
@@ -81,8 +81,8 @@ def audit_release(rel, args: argparse.Namespace, data_spec: str):
     """Run the verdict's models on a built release; return the report object."""
     from ..report import build_report
 
-    return build_report(rel, c=args.c, k=args.ck, point=tuple(args.point), l=args.l,
-                        min_k=args.min_k, min_l=args.min_l, max_t=args.max_t,
+    return build_report(rel, c=args.c, k=args.k, point=tuple(args.point), l=args.l,
+                        min_k=args.min_size, min_l=args.min_l, max_t=args.max_t,
                         robustness=False, attack=False, knowledge_skylines=False,
                         data_spec=data_spec, source=data_spec, remedy_qi=args.qi)
 
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
         from .. import ck_safety
         from ._common import format_table
 
-        ck = ck_safety.audit(rel, k=args.ck)
+        ck = ck_safety.audit(rel, k=args.k)
         payload["ck_safety"] = ck.to_dict()
         if args.verbose:
             print()
@@ -147,6 +147,6 @@ def _risk(args: argparse.Namespace) -> tuple[dict, bool]:
     for line in lines:
         print("  " + line)
     if not ok:
-        k = math.ceil(1 / args.max_risk) if args.max_risk > 0 else 2
-        print_remedy(args, "mondrian", ["--k", str(k)])
+        n = math.ceil(1 / args.max_risk) if args.max_risk > 0 else 2
+        print_remedy(args, "mondrian", ["--min-size", str(n)])
     return res.to_dict(), ok

@@ -62,7 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "or the 24 most exposed)")
     p.add_argument("--l", type=int, default=None,
                    help="ℓ of recursive (c,ℓ)-diversity (default: the achieved distinct ℓ)")
-    p.add_argument("--min-k", type=int, default=5, help="k-anonymity threshold (default 5)")
+    p.add_argument("--min-size", type=int, default=5, metavar="N",
+                   help="k-anonymity threshold: every group has at least N people (default 5)")
     p.add_argument("--min-l", type=int, default=3,
                    help="distinct/entropy ℓ-diversity threshold (default 3)")
     p.add_argument("--max-t", type=float, default=0.2,
@@ -117,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         individual=args.individual, nulls=args.nulls, knowledge=args.knowledge,
         knowledge_fallback=args.fallback,
         sigma=args.sigma, c=args.c, k=args.k, k_max=args.k_max, point=tuple(args.point),
-        l=args.l, min_k=args.min_k, min_l=args.min_l, max_t=args.max_t, r=args.r,
+        l=args.l, min_k=args.min_size, min_l=args.min_l, max_t=args.max_t, r=args.r,
         max_set_size=args.max_set_size, sensitive_values=args.sensitive_values, top=args.top,
         include_individual_values=args.include_individual_values, row_label=args.row_label,
         robustness=not args.no_robustness, attack=not args.no_attack, stream=args.stream,

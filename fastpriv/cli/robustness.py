@@ -44,14 +44,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", choices=("binary", "multivalued"), default="binary",
                    help="binary (default) or full multi-valued possible-world model")
     add_knowledge_arguments(p)
-    p.add_argument("--max-size", type=int, metavar="K",
+    p.add_argument("--max-set-size", type=int, metavar="K",
                    help="largest attribute set of derived knowledge (default: all of --qi)")
     p.add_argument("--epsilon", type=float, default=0.01,
                    help="reliability ε of derived knowledge (default 0.01)")
-    p.add_argument("--delta", type=float, default=0.9,
-                   help="reliability δ of derived knowledge (default 0.9)")
+    p.add_argument("--confidence", type=float, default=0.9,
+                   help="reliability of derived knowledge: error ≤ ε with this probability "
+                        "(default 0.9)")
     p.add_argument("--min-support", type=int, metavar="J",
-                   help="reliable sample size of derived knowledge (overrides ε, δ)")
+                   help="reliable sample size of derived knowledge (overrides --epsilon, "
+                        "--confidence)")
     add_nulls_argument(p)
     p.add_argument("--top", type=int, default=10,
                    help="worst (person, attribute set, value) cases to print (default 10)")
@@ -81,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
             data, qi=args.qi, sensitive=args.sensitive,
             group=group if isinstance(group, str) or len(group) > 1 else group[0], r=args.r,
             knowledge=knowledge, sensitive_values=args.sensitive_values, model=args.model,
-            max_set_size=args.max_size, epsilon=args.epsilon, confidence=args.delta,
+            max_set_size=args.max_set_size, epsilon=args.epsilon, confidence=args.confidence,
             min_support=args.min_support, nulls=args.nulls)
     print(res.summary(verbose=args.verbose))
     if not res.robust:

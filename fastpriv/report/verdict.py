@@ -331,10 +331,10 @@ def _generalize_remedy(by_id: dict, whole: dict | None, params: dict, data: str)
         return ("No generalization of these quasi-identifiers can pass: even one group of "
                 "the whole table fails " + "; ".join(unreachable) + ". Lower the threshold "
                 "or protect fewer sensitive values.")
-    k = params["min_k"]
+    min_size = params["min_k"]
     if "risk" in by_id and params.get("max_risk"):      # prosecutor risk 1/k ≤ max_risk
-        k = max(k, math.ceil(1 / params["max_risk"] - 1e-12))
-    crit = ["--k", str(k)]
+        min_size = max(min_size, math.ceil(1 / params["max_risk"] - 1e-12))
+    crit = ["--min-size", str(min_size)]
     if "entropy_l_diversity" in by_id:
         crit += ["--l", str(params["min_l"]), "--l-kind", "entropy"]
     elif "l_diversity" in by_id:
@@ -342,9 +342,9 @@ def _generalize_remedy(by_id: dict, whole: dict | None, params: dict, data: str)
     if "t_closeness" in by_id:
         crit += ["--t", f"{params['max_t']:g}"]
     if any(cid.startswith("ck_safety") for cid in by_id):
-        crit += ["--c", f"{params['c_verdict']:g}", "--ck", str(params["k"])]
+        crit += ["--c", f"{params['c_verdict']:g}", "--k", str(params["k"])]
     elif "alpha" in by_id:
-        crit += ["--c", f"{params['c_verdict']:g}", "--ck", "0"]
+        crit += ["--c", f"{params['c_verdict']:g}", "--k", "0"]
     return _command(data, params, "mondrian", crit)
 
 
@@ -383,9 +383,10 @@ def anonymize_command(data: str, *, method: str, qi: list[str] | None, sensitive
 
     Examples
     --------
-    >>> anonymize_command("adult", method="mondrian", qi=["age"], sensitive="job",
-    ...                   criteria=["--k", "5"])
-    'fastpriv anonymize adult --method mondrian --qi age --sensitive job --k 5 -o release.parquet'
+    >>> print(anonymize_command("adult", method="mondrian", qi=["age"], sensitive="job",
+    ...                         criteria=["--min-size", "5"]))  # doctest: +NORMALIZE_WHITESPACE
+    fastpriv anonymize adult --method mondrian --qi age --sensitive job --min-size 5
+    -o release.parquet
 
     """
     args = ["fastpriv", "anonymize", data, "--method", method, "--qi",
