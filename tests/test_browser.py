@@ -293,7 +293,7 @@ def test_escaped_labels_render_as_text(tmp_path):
     evil = "<script>console.error('pwned')</script>"
     t = pa.table({"g": [evil, evil, evil, "b", "b", "b"],
                   "s": [evil, "flu", "flu", "flu", evil, "hiv"]})
-    rep = build_report(t, sensitive="s", group="g", k_max=3, min_k=2, min_l=2)
+    rep = build_report(t, sensitive="s", group="g", k_max=3, min_size=2, min_l=2)
     page = tmp_path / "evil.html"
     page.write_text(rep.to_html(), encoding="utf-8")
     res = load_in_chromium(page)

@@ -154,7 +154,7 @@ def test_verdict_matches_sections(bucketized_report):
     v = d["verdict"]
     by = {c["id"]: c for c in v["checks"]}
     k = d["classical"]["models"]["k_anonymity"]["value"]
-    assert by["k_anonymity"]["satisfied"] == (k >= d["parameters"]["min_k"])
+    assert by["k_anonymity"]["satisfied"] == (k >= d["parameters"]["min_size"])
     t = d["classical"]["models"]["t_closeness"]["value"]
     assert by["t_closeness"]["satisfied"] == (t <= d["parameters"]["max_t"])
     row = [x for x in d["ck_safety"]["max_safe_k"] if x["c"] == 0.6][0]
@@ -173,7 +173,7 @@ def test_safe_release_has_no_risk():
     # 20 distinct values in every group of 20: nothing reaches c = 0.95
     groups = [[f"v{j:02d}" for j in range(20)] for _ in range(10)]
     rel = fp.Release.from_groups(groups)
-    rep = build_report(rel, c=0.95, k=1, k_max=4, point=(0, 1, 0), min_k=5, min_l=3)
+    rep = build_report(rel, c=0.95, k=1, k_max=4, point=(0, 1, 0), min_size=5, min_l=3)
     v = rep.verdict
     assert v["violated"] == []
     assert set(v["satisfied"]) >= {"k_anonymity", "l_diversity", "t_closeness", "alpha",
@@ -265,7 +265,7 @@ def _evil_table():
 def test_every_data_value_is_escaped():
     t = _evil_table()
     rep = build_report(t, sensitive="s" + EVIL, group="g" + EVIL, qi=["q<u class=z>"], k_max=3,
-                       min_k=2, min_l=2, title="audit " + EVIL, row_label="id",
+                       min_size=2, min_l=2, title="audit " + EVIL, row_label="id",
                        include_individual_values=True, max_set_size=1)
     html = rep.to_html()
     low = html.lower()

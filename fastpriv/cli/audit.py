@@ -82,7 +82,7 @@ def audit_release(rel, args: argparse.Namespace, data_spec: str):
     from ..report import build_report
 
     return build_report(rel, c=args.c, k=args.k, point=tuple(args.point), l=args.l,
-                        min_k=args.min_size, min_l=args.min_l, max_t=args.max_t,
+                        min_size=args.min_size, min_l=args.min_l, max_t=args.max_t,
                         robustness=False, attack=False, knowledge_skylines=False,
                         data_spec=data_spec, source=data_spec, remedy_qi=args.qi)
 

@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         individual=args.individual, nulls=args.nulls, knowledge=args.knowledge,
         knowledge_fallback=args.fallback,
         sigma=args.sigma, c=args.c, k=args.k, k_max=args.k_max, point=tuple(args.point),
-        l=args.l, min_k=args.min_size, min_l=args.min_l, max_t=args.max_t, r=args.r,
+        l=args.l, min_size=args.min_size, min_l=args.min_l, max_t=args.max_t, r=args.r,
         max_set_size=args.max_set_size, sensitive_values=args.sensitive_values, top=args.top,
         include_individual_values=args.include_individual_values, row_label=args.row_label,
         robustness=not args.no_robustness, attack=not args.no_attack, stream=args.stream,

@@ -18,7 +18,7 @@ Examples
 >>> import fastpriv as fp
 >>> from fastpriv.report import build_report
 >>> rel = fp.Release.from_groups([["flu", "flu", "hiv"], ["flu", "cancer", "hiv"]])
->>> rep = build_report(rel, c=0.9, k=1, k_max=3, min_k=2, min_l=2)
+>>> rep = build_report(rel, c=0.9, k=1, k_max=3, min_size=2, min_l=2)
 >>> rep.data["classical"]["pycanon"]["k_anonymity"]
 {'k': 3}
 >>> rep.verdict["headline"]

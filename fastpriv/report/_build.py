@@ -652,7 +652,7 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
                  sigma: Sequence[Any] | None = None, c: Any = (0.8, 0.95), k: int = 3,
                  k_max: int | None = None, point: Sequence[int] = (1, 1, 1),
                  l: int | None = None,  # noqa: E741 - the spec's name
-                 min_k: int = 5, min_l: int = 3, max_t: float = 0.2, r: float | None = None,
+                 min_size: int = 5, min_l: int = 3, max_t: float = 0.2, r: float | None = None,
                  max_set_size: int = 2, sensitive_values: Sequence[Any] | None = None,
                  top: int = 10, include_individual_values: bool = False,
                  row_label: str | None = None, robustness: bool = True, attack: bool = True,
@@ -705,8 +705,8 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
         Skyline point of the verdict: BP_σ(ℓ, k, m) < c for every value σ.
     l : int, optional
         ℓ of recursive (c,ℓ)-diversity (default: the achieved distinct ℓ, as pycanon).
-    min_k, min_l, max_t :
-        Classical thresholds of the verdict: k-anonymity k ≥ ``min_k``, distinct and
+    min_size, min_l, max_t :
+        Classical thresholds of the verdict: k-anonymity k ≥ ``min_size``, distinct and
         entropy ℓ-diversity ℓ ≥ ``min_l``, t-closeness t ≤ ``max_t``.
     r : float, optional
         r of r-robustness and of the foreground attack (threshold 1/r; default 1/c of the
@@ -754,7 +754,7 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
 
     """
     t_start = time.perf_counter()
-    o = _options(c=c, k=k, k_max=k_max, point=point, l=l, min_k=min_k, min_l=min_l,
+    o = _options(c=c, k=k, k_max=k_max, point=point, l=l, min_size=min_size, min_l=min_l,
                  max_t=max_t, r=r, max_set_size=max_set_size, top=top, nulls=nulls,
                  group=group, qi=qi, sigma=sigma, sensitive_values=sensitive_values,
                  include_individual_values=include_individual_values,
@@ -798,7 +798,7 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
 
 
 # ============================================================================ steps
-def _options(*, c: Any, k: Any, k_max: Any, point: Any, l: Any, min_k: Any,  # noqa: E741
+def _options(*, c: Any, k: Any, k_max: Any, point: Any, l: Any, min_size: Any,  # noqa: E741
              min_l: Any, max_t: Any, r: Any, max_set_size: Any, top: Any, nulls: str,
              group: Any, qi: Any, sigma: Any, sensitive_values: Any,
              include_individual_values: Any, robustness: Any, attack: Any,
@@ -831,7 +831,7 @@ def _options(*, c: Any, k: Any, k_max: Any, point: Any, l: Any, min_k: Any,  # n
             raise InputTypeError(f"{name} must be True or False, got {flag!r}")
     return SimpleNamespace(
         nulls=nulls, cs=cs, c_v=c_v, k=k, k_max=k_max, point=_check_point(point), l=l,
-        min_k=_check_nonneg_int(min_k, "min_k", minimum=1),
+        min_size=_check_nonneg_int(min_size, "min_size", minimum=1),
         min_l=_check_nonneg_int(min_l, "min_l", minimum=1), max_t=float(max_t), r=r,
         max_set_size=_check_nonneg_int(max_set_size, "max_set_size", minimum=1),
         top=_check_nonneg_int(top, "top", minimum=1), group=_as_list(group, "group"),
@@ -913,7 +913,7 @@ def _parameters(o: SimpleNamespace, sensitive: str, *, individual: str | None,
     """Return the report's ``parameters`` section (what every model ran with)."""
     return {"sensitive": sensitive, "group": o.group, "qi": o.qi, "individual": individual,
             "nulls": o.nulls, "c": o.cs, "c_verdict": o.c_v, "k": o.k, "k_max": o.k_max,
-            "point": list(o.point), "l": o.l, "min_k": o.min_k, "min_l": o.min_l,
+            "point": list(o.point), "l": o.l, "min_size": o.min_size, "min_l": o.min_l,
             "max_t": o.max_t, "r": o.r, "max_set_size": o.max_set_size,
             "max_risk": float(max_risk),
             "sigma": o.sigma, "sensitive_values": o.sensitive_values, "top": o.top,

@@ -162,7 +162,7 @@ SCHEMA: dict = {
             "nulls": {"enum": ["error", "drop", "value"]}, "c": _arr(_NUM, minItems=1),
             "c_verdict": _NUM, "k": _INT, "k_max": _INT,
             "point": _arr(_INT, minItems=3, maxItems=3), "l": {"type": ["integer", "null"]},
-            "min_k": _INT, "min_l": _INT, "max_t": _NUM, "r": _NUM_OR_NULL,
+            "min_size": _INT, "min_l": _INT, "max_t": _NUM, "r": _NUM_OR_NULL,
             "max_set_size": _INT, "sigma": {"type": ["array", "null"]},
             "sensitive_values": {"type": ["array", "null"]}, "top": _INT,
             "include_individual_values": _BOOL, "row_label": _STR_OR_NULL,

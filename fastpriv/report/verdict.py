@@ -38,7 +38,7 @@ def build_verdict(sec: dict, params: dict, sens: str, *, data_spec: str | None =
         ``foreground``, ``worst_groups`` and ``whole_table``, the one-group audit that decides
         which thresholds any generalization can reach).
     params : dict
-        The report parameters (thresholds ``min_k``, ``min_l``, ``max_t``, ``c_verdict``,
+        The report parameters (thresholds ``min_size``, ``min_l``, ``max_t``, ``c_verdict``,
         ``k``, ``point``, ``r``; columns ``qi``, ``group``, ``sensitive``).
     sens : str
         Name of the sensitive column (for the sentences).
@@ -111,9 +111,9 @@ def _classical_checks(cl: dict, params: dict, sens: str) -> list[dict]:
     return [
         _check("k_anonymity", "k-anonymity",
                "Does every group hide each person among enough others?",
-               k >= params["min_k"], k, f"k ≥ {params['min_k']}",
+               k >= params["min_size"], k, f"k ≥ {params['min_size']}",
                f"The smallest group has {k} {'person' if k == 1 else 'people'} "
-               f"(required: at least {params['min_k']})."),
+               f"(required: at least {params['min_size']})."),
         _check("l_diversity", "distinct ℓ-diversity",
                f"Does every group contain several different values of {sens}?",
                ld >= min_l, ld, f"ℓ ≥ {min_l}",
@@ -331,7 +331,7 @@ def _generalize_remedy(by_id: dict, whole: dict | None, params: dict, data: str)
         return ("No generalization of these quasi-identifiers can pass: even one group of "
                 "the whole table fails " + "; ".join(unreachable) + ". Lower the threshold "
                 "or protect fewer sensitive values.")
-    min_size = params["min_k"]
+    min_size = params["min_size"]
     if "risk" in by_id and params.get("max_risk"):      # prosecutor risk 1/k ≤ max_risk
         min_size = max(min_size, math.ceil(1 / params["max_risk"] - 1e-12))
     crit = ["--min-size", str(min_size)]
