@@ -55,6 +55,10 @@ from .errors import InputError, InputTypeError
 __all__ = ["IntCodes", "StrCodes", "LabelCodes", "KeyCodes", "CountState", "Profile",
            "DENSE_STATE_CELLS", "StreamCounts", "encode_rows", "kind_of"]
 
+#: the profile is built on several threads from this many groups on: below it the thread
+#: hand-off costs more than it saves (Anatomy's 11k groups of Adult: 2.5 ms of a 10 ms call)
+_THREADED_GROUPS = 65_536
+
 # direct-address tables up to this many slots (int32), or 8 slots per distinct key
 _DIRECT_MIN = 1 << 22
 _DIRECT_MAX = 1 << 26
@@ -874,7 +878,7 @@ class _Scan:
         threads = current_threads()
         indptr, codes, counts, sizes, _ = dense_profiles_state(
             mat, mat64, stride, grank, int(gorder.size), _ro(vrank, np.int32), int(self.vc.n),
-            2 * threads if threads > 1 and gorder.size >= 4096 else 1)
+            2 * threads if threads > 1 and gorder.size >= _THREADED_GROUPS else 1)
         remap_inplace(group, grank)
         return Profile(indptr, codes, counts, sizes, key_table, values, group)
 
@@ -1258,7 +1262,7 @@ class StreamCounts:
                 mat, mat64 = st.dense_parts()
                 indptr, codes, counts, sizes, vtot = dense_profiles_state(
                     mat, mat64, int(st.stride), grank, int(n_out), _ro(vrank, np.int32),
-                    int(V), 2 * threads if threads > 1 and n_out >= 4096 else 1)
+                    int(V), 2 * threads if threads > 1 and n_out >= _THREADED_GROUPS else 1)
                 indptr, codes, sizes, keys, values = _drop_empty(indptr, codes, sizes, keys,
                                                                  values, vtot)
             else:
