@@ -59,6 +59,9 @@ __all__ = ["IntCodes", "StrCodes", "LabelCodes", "KeyCodes", "CountState", "Prof
 #: hand-off costs more than it saves (Anatomy's 11k groups of Adult: 2.5 ms of a 10 ms call)
 _THREADED_GROUPS = 65_536
 
+#: an in-memory Table is streamed from this many rows on (a path or dataset always is)
+_STREAMED_TABLE_ROWS = 1 << 20
+
 # direct-address tables up to this many slots (int32), or 8 slots per distinct key
 _DIRECT_MIN = 1 << 22
 _DIRECT_MAX = 1 << 26
@@ -767,7 +770,8 @@ def streamable(data: Any) -> bool:
     if isinstance(data, (str, os.PathLike)):
         return os.path.exists(os.fspath(data))
     if isinstance(data, pa.Table):
-        return True
+        # a small table in memory is read faster whole (Adult, 45k rows: 2.1 vs 3.1 ms)
+        return data.num_rows >= _STREAMED_TABLE_ROWS
     mod = type(data).__module__
     return mod.startswith("pyarrow") and hasattr(data, "scanner") and hasattr(data, "schema")
 

@@ -27,6 +27,12 @@ from fastpriv import Release
 from fastpriv._ingest import StrCodes
 from fastpriv.errors import InputError
 
+
+@pytest.fixture(autouse=True)
+def _stream_every_table(monkeypatch):
+    """Small in-memory tables are read whole in production; here they take the streamed path."""
+    monkeypatch.setattr(ingest_mod, "_STREAMED_TABLE_ROWS", 0)
+
 # ----------------------------------------------------------------------------- oracles
 
 
