@@ -645,7 +645,7 @@ class _RollUp:
         budget = self.budget
         ok = not exceeded and (budget == 0 or kept > 0)
         if not ok and self.use_cache:
-            self._keep(node, src, sizes, first, ng, kernel_array(offs, np.int64), None)
+            self._keep(node, src, sizes, first, ng, offs, None)   # writable, as from classes()
         self.seconds["materialize"] += time.perf_counter() - t1
         res = NodeCheck(node, ok, ng, int(sup) if ok and budget > 0 else 0)
         return res, (int(sup), int(kept), int(sq), -1)
