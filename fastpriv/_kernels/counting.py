@@ -64,6 +64,17 @@ def group_sizes(group, weights, n_groups):
 
 
 @kernel
+def bucket_offsets(keys, n_keys):
+    """Counting-sort offsets: ``out[j]`` is how many ``keys`` are below ``j`` (length n_keys+1)."""
+    out = np.zeros(n_keys + 1, dtype=np.int64)
+    for i in range(keys.shape[0]):
+        out[keys[i] + 1] += 1
+    for j in range(n_keys):
+        out[j + 1] += out[j]
+    return out
+
+
+@kernel
 def group_order(group, n_groups):
     """Stable counting sort of rows by group.
 
@@ -71,11 +82,7 @@ def group_order(group, n_groups):
     input order. O(n + n_groups).
     """
     n = group.shape[0]
-    offsets = np.zeros(n_groups + 1, dtype=np.int64)
-    for i in range(n):
-        offsets[group[i] + 1] += 1
-    for g in range(n_groups):
-        offsets[g + 1] += offsets[g]
+    offsets = bucket_offsets(group, n_groups)
     pos = offsets[:-1].copy()
     order = np.empty(n, dtype=np.int64)
     for i in range(n):
@@ -97,11 +104,7 @@ def value_index(indptr, codes, counts, n_values):
     """
     n_groups = indptr.shape[0] - 1
     n_entries = codes.shape[0]
-    ptr = np.zeros(n_values + 1, dtype=np.int64)
-    for e in range(n_entries):
-        ptr[codes[e] + 1] += 1
-    for c in range(n_values):
-        ptr[c + 1] += ptr[c]
+    ptr = bucket_offsets(codes, n_values)
     pos = ptr[:-1].copy()
     entry = np.empty(n_entries, dtype=np.int64)
     group = np.empty(n_entries, dtype=np.int64)
