@@ -92,6 +92,7 @@ import numpy as np
 
 from .._jit import Threaded, kernel
 from .._threads import chunk_bounds, current_threads, run_chunks
+from .counting import group_order
 
 STATUS_OK = 0
 STATUS_UNDEFINED = 1
@@ -983,23 +984,14 @@ def _mv_layer(W, Pl, order, lo, hi, stride, mult, row, K, forward):
 @kernel
 def _mv_layers(mult, K, N, stride, T):
     """States ordered by layer (Σ digits): ``(order, start)``."""
-    layer = np.empty(T, dtype=np.int64)
-    cnt = np.zeros(N + 2, dtype=np.int64)
+    layer = np.empty(T, dtype=np.int32)
     for u in range(T):
         s = 0
         for k in range(K):
             s += (u // stride[k]) % (mult[k] + 1)
         layer[u] = s
-        cnt[s + 1] += 1
-    for L in range(N + 1):
-        cnt[L + 1] += cnt[L]
-    order = np.empty(T, dtype=np.int64)
-    pos = cnt[:N + 1].copy()
-    for u in range(T):
-        L = layer[u]
-        order[pos[L]] = u
-        pos[L] += 1
-    return order, cnt
+    start, order = group_order(layer, N + 1)
+    return order, start
 
 
 @kernel
