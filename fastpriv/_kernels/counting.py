@@ -346,11 +346,10 @@ def count_pairs(group, value, weights, n_groups, n_values, dense_cells):
             indptr[g + 1] = k
         return indptr, codes, counts
 
-    start = np.zeros(n_groups + 1, dtype=np.int64)
-    for i in range(n):
-        start[group[i] + 1] += 1
-    for g in range(n_groups):
-        start[g + 1] += start[g]
+    # Bucketed: count_pairs_parallel's phases fused into one pass, writing profiles in
+    # place (its phase kernels run as one chunk plus a compaction measured 1.07x slower
+    # on 2M rows in 200k groups).
+    start = bucket_offsets(group, n_groups)
     pos = start[:-1].copy()
     bvals = np.empty(n, dtype=np.int32)  # value codes, bucketed by group
     bw = np.empty(0 if unit else n, dtype=np.int64)
