@@ -756,7 +756,7 @@ def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad, mode):
     size = np.ones(n, dtype=np.int64)
     slot_of = np.full(n, -1, dtype=np.int64)
     first_row = np.arange(n).astype(np.int64)
-    cap = 64
+    cap = np.int64(64)
     gmin, gmax, gsum, gomax, ymask, slot_root, slot_alive = _new_slots(cap, nA, nX)
     n_slots = np.int64(0)
     # single-row index, X_s holders, per-x profile order (see _row_index)

@@ -257,7 +257,8 @@ def joint_tables(gptr, gattr, scard, maps, offsets, tcard):
     total = 0
     for g in range(n_g):
         toff[g] = total
-        gcard[g] = radix_product(tcard, gattr, gptr[g], gptr[g + 1])
+        for i in range(gptr[g], gptr[g + 1]):
+            gcard[g] *= tcard[gattr[i]]
         total += radix_product(scard, gattr, gptr[g], gptr[g + 1])
     tab = np.empty(total, dtype=np.int32)
     for g in range(n_g):

@@ -92,7 +92,6 @@ import numpy as np
 
 from .._jit import Threaded, kernel
 from .._threads import chunk_bounds, current_threads, run_chunks
-from .counting import group_order
 
 STATUS_OK = 0
 STATUS_UNDEFINED = 1
@@ -960,6 +959,7 @@ def _mv_layer(W, Pl, order, lo, hi, stride, mult, row, K, forward):
     Fills ``W[u]`` for the states ``order[lo:hi]``: forward, F[u] = Σ_k F[u - e_k]·P[row, k]
     over the used values; backward, B[u] = Σ_k P[row, k]·B[u + e_k] over the unused ones.
     A zero max (the layer has no weight) is returned as is, the layer left unscaled.
+    ``forward`` is an int64 flag (1 or 0), not a literal bool: one specialization for both.
     """
     mx = 0.0
     for idx in range(lo, hi):
@@ -984,14 +984,23 @@ def _mv_layer(W, Pl, order, lo, hi, stride, mult, row, K, forward):
 @kernel
 def _mv_layers(mult, K, N, stride, T):
     """States ordered by layer (Σ digits): ``(order, start)``."""
-    layer = np.empty(T, dtype=np.int32)
+    layer = np.empty(T, dtype=np.int64)
+    cnt = np.zeros(N + 2, dtype=np.int64)
     for u in range(T):
         s = 0
         for k in range(K):
             s += (u // stride[k]) % (mult[k] + 1)
         layer[u] = s
-    start, order = group_order(layer, N + 1)
-    return order, start
+        cnt[s + 1] += 1
+    for L in range(N + 1):
+        cnt[L + 1] += cnt[L]
+    order = np.empty(T, dtype=np.int64)
+    pos = cnt[:N + 1].copy()
+    for u in range(T):
+        L = layer[u]
+        order[pos[L]] = u
+        pos[L] += 1
+    return order, cnt
 
 
 @kernel
@@ -1019,7 +1028,7 @@ def _mv_dp_layered(Pl, N, K, mult, out, logc):
     status = STATUS_OK
     for L in range(1, N + 1):
         mx = _mv_layer(F, Pl, order, start[L], start[L + 1], stride, mult, (L - 1) * K, K,
-                       True)
+                       np.int64(1))
         if mx == 0.0:
             status = STATUS_UNDEFINED
             break
@@ -1028,7 +1037,7 @@ def _mv_dp_layered(Pl, N, K, mult, out, logc):
         Bw[T - 1] = 1.0
         for L in range(N - 1, -1, -1):
             if _mv_layer(Bw, Pl, order, start[L], start[L + 1], stride, mult, L * K, K,
-                         False) == 0.0:
+                         np.int64(0)) == 0.0:
                 status = STATUS_UNDERFLOW
                 break
     if status == STATUS_OK:
