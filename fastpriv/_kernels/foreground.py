@@ -814,7 +814,7 @@ def _maxima(ep_F, ep_kind, ep_ll, e0, eF0, n_ep, mm, F, T, vb, m):
                 break
         if new:
             n_max += 1
-        if (_sup_distance(ep_F, eF0 + e * mm, F, 0, T, vb, m) > SAME_POINT
+        if (_sup_distance(ep_F, eF0 + e * mm, F, np.int64(0), T, vb, m) > SAME_POINT
                 and ep_ll[e0 + e] > second):
             second = ep_ll[e0 + e]
     return n_max, second
