@@ -20,6 +20,7 @@ __all__ = [
     "value_codes",
     "kernel_array",
     "check_columns",
+    "check_column_names",
     "check_int",
     "check_real",
     "check_release",
@@ -81,17 +82,36 @@ def check_keys(group: Any, qi: Any) -> tuple[list[str], str]:
         raise InputError("give exactly one of group= (bucketized release) or qi= "
                          "(generalized QI columns)")
     param = "group" if group is not None else "qi"
-    keys = [group] if isinstance(group, str) else list(group if group is not None else qi)
-    if not keys:
+    return check_column_names(group if group is not None else qi, param), param
+
+
+def check_column_names(cols: Any, param: str) -> list[str]:
+    """Return a column name or a list of them as a list, checking its shape.
+
+    Raises
+    ------
+    InputTypeError
+        ``cols`` is neither a string nor an iterable of names, or a name is not a string.
+    InputError
+        No column, or a column named twice.
+
+    """
+    if isinstance(cols, str):
+        return [cols]
+    if cols is None or isinstance(cols, bytes) or not isinstance(cols, Iterable):
+        raise InputTypeError(f"{param} must be a column name or a list of column names, got "
+                             f"{type(cols).__name__}")
+    out = list(cols)
+    if not out:
         raise InputError(f"{param}: at least one column is required")
-    for k in keys:
-        if not isinstance(k, str):
-            raise InputTypeError(f"{param}: column names must be strings, got {k!r}")
-    twice = sorted({k for k in keys if keys.count(k) > 1})
+    for c in out:
+        if not isinstance(c, str):
+            raise InputTypeError(f"{param}: column names must be strings, got {c!r}")
+    twice = sorted({c for c in out if out.count(c) > 1})
     if twice:
         raise InputError(f"{param}: column {', '.join(map(repr, twice))} is named twice; each "
                          "column may be given once")
-    return keys, param
+    return out
 
 
 def check_roles(**roles: Any) -> None:

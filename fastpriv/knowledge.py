@@ -51,7 +51,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._arrow import as_table, canonical_labels
-from ._validation import check_choice, check_columns, check_int, check_max_set_size, check_real
+from ._validation import (
+    check_choice,
+    check_column_names,
+    check_columns,
+    check_int,
+    check_max_set_size,
+    check_real,
+)
 from .errors import InputError, InputTypeError
 
 __all__ = ["Knowledge", "reliable_support", "support_threshold", "MODELS"]
@@ -79,20 +86,7 @@ def reliable_support(epsilon: float = 0.01, confidence: float = 0.9) -> int:
 
 
 def _as_set(attrs: Any, param: str) -> tuple[str, ...]:
-    if isinstance(attrs, str):
-        return (attrs,)
-    if not isinstance(attrs, Iterable):
-        raise InputTypeError(f"{param} must be a column name or a sequence of column names, "
-                        f"got {type(attrs).__name__}")
-    out = tuple(attrs)
-    if not out:
-        raise InputError(f"{param} is empty: an attribute set needs at least one column")
-    for a in out:
-        if not isinstance(a, str):
-            raise InputTypeError(f"{param}: column names must be strings, got {a!r}")
-    if len(set(out)) != len(out):
-        raise InputError(f"{param} repeats a column: {out}")
-    return out
+    return tuple(check_column_names(attrs, param))
 
 
 @dataclass(frozen=True, eq=False)

@@ -675,7 +675,8 @@ def criteria_from(*, predicate: Any = None, min_size: int | None = None,
     if alpha is not None:
         parts.append(AlphaKAnonymity(alpha))
     if (c is None) != (k is None):
-        raise InputError("(c,k)-safety needs both c and k")
+        raise InputError("(c,k)-safety needs both c and k (c the disclosure threshold, k the "
+                         "adversary's number of pieces of knowledge)")
     if c is not None:
         parts.append(CKSafety(c, k, knowledge_kind))  # type: ignore[arg-type]
     if not parts:

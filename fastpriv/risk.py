@@ -54,7 +54,13 @@ import pyarrow as pa
 from ._arrow import apply_null_policy, as_table, encode_column, encode_keys, iter_batches
 from ._kernels import risk as _k
 from ._threads import resolve_n_jobs
-from ._validation import check_columns, check_int, check_probability, kernel_array
+from ._validation import (
+    check_column_names,
+    check_columns,
+    check_int,
+    check_probability,
+    kernel_array,
+)
 from .errors import InputError, InputTypeError
 from .results import Result, Witness
 
@@ -71,15 +77,7 @@ def _ro(a: np.ndarray) -> np.ndarray:
 def _check_qi(qi: Any) -> list[str]:
     if qi is None:
         raise InputError("qi: give the quasi-identifier columns (a list of column names)")
-    cols = [qi] if isinstance(qi, str) else list(qi)
-    if not cols:
-        raise InputError("qi: at least one column is required")
-    for c in cols:
-        if not isinstance(c, str):
-            raise InputTypeError(f"qi: column names must be strings, got {c!r}")
-    if len(set(cols)) != len(cols):
-        raise InputError(f"qi: duplicate column names in {cols}")
-    return cols
+    return check_column_names(qi, "qi")
 
 
 # ------------------------------------------------------------------------------- classes

@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._arrow import apply_null_policy, apply_weights, as_table, encode_column, encode_keys
-from ._validation import check_columns, check_roles, kernel_array
+from ._validation import check_column_names, check_columns, check_roles, kernel_array
 from .errors import InputError, InputTypeError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -193,22 +193,6 @@ def max_per_row(rows: np.ndarray, score: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- building
-def _names(cols: Any, param: str) -> list[str]:
-    if isinstance(cols, str):
-        return [cols]
-    if cols is None or isinstance(cols, bytes) or not isinstance(cols, Sequence) or not cols:
-        raise InputTypeError(f"{param} must be a non-empty list of column names")
-    out = list(cols)
-    for c in out:
-        if not isinstance(c, str):
-            raise InputTypeError(f"{param}: column names must be strings, got {c!r}")
-    twice = sorted({c for c in out if out.count(c) > 1})
-    if twice:
-        raise InputError(f"{param}: column {', '.join(map(repr, twice))} is named twice; each "
-                         "column may be given once")
-    return out
-
-
 def prepare_rows(data: Any, *, qi: Sequence[str], sensitive: str | None,
                  group: str | Sequence[str] | None, weight: str | None = None,
                  individual: str | None = None, nulls: str = "error",
@@ -218,8 +202,8 @@ def prepare_rows(data: Any, *, qi: Sequence[str], sensitive: str | None,
     Rows of weight 0 are dropped (they stand for nobody). The result is what both the
     release's counts and its row view are built from, so the two stay aligned.
     """
-    qi = _names(qi, "qi")
-    gcols = [] if group is None else _names(group, "group")
+    qi = check_column_names(qi, "qi")
+    gcols = [] if group is None else check_column_names(group, "group")
     if sensitive is not None and not isinstance(sensitive, str):
         raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
     check_roles(group=gcols or None, qi=qi, sensitive=sensitive, individual=individual,
@@ -272,7 +256,7 @@ def view_of_release(table: pa.Table, rel: "Release", *, qi: Sequence[str],
                     group: str | Sequence[str], sensitive: str, weight: str | None = None,
                     individual: str | None = None, dropped_nulls: int = 0) -> RowView:
     """Build the view of ``table`` (prepared) for the release built from it."""
-    gcols = _names(group, "group")
+    gcols = check_column_names(group, "group")
     if rel.row_group is not None and rel.case == "svpi":
         row_group = rel.row_group
     else:   # weighted or MVPI: one code per table row (same canonical order as the release)
@@ -339,7 +323,7 @@ def release_with_rows(data: Any, *, qi: Sequence[str], sensitive: str | None = N
     """
     from .release import Release
 
-    qi = _names(qi, "qi")
+    qi = check_column_names(qi, "qi")
     if isinstance(data, Release):
         if group is not None or weight is not None:
             raise InputError("group= and weight= are for tables; a Release already has its "
@@ -368,7 +352,7 @@ def derive_view(data: Any, *, qi: Sequence[str], sensitive: str, weight: str | N
     """Build a view without groups (QI, sensitive codes, weights) of a table or Release."""
     from .release import Release
 
-    qi = _names(qi, "qi")
+    qi = check_column_names(qi, "qi")
     if isinstance(data, RowView):
         if data.sensitive is None:
             raise InputError("data: this row view carries no sensitive values")

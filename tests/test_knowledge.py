@@ -107,7 +107,7 @@ def test_more_validation_errors():
         Knowledge.from_dict({"a": {"p": {"x": 0.1}}}, fallback=2.0)
     with pytest.raises(TypeError, match="non-empty dict"):
         Knowledge.from_dict({})
-    with pytest.raises(ValueError, match="repeats a column"):
+    with pytest.raises(ValueError, match="named twice"):
         Knowledge.from_dict({("a", "a"): {("p", "p"): {"x": 0.1}}})
     with pytest.raises(ValueError, match="shape"):
         Knowledge.from_arrays("g", {"g": [1]}, ["a"], [[0.5, 0.5]])

@@ -576,20 +576,25 @@ def _row_index(F, row_prof, row_cls, row_rank, sorted_rows):
     return pos_of, srank, rstart, cnt, nxt, prv, alive, hstart, holders, svals, sorder, pnxt, pprv
 
 
+@kernel
+def _new_slots(cap, nA, nX):
+    """Allocate ``cap`` group slots: (f_min, f_max, f_sum, f_omax, Y mask, root, alive)."""
+    return (np.empty((cap, nA, nX), dtype=np.float64),
+            np.empty((cap, nA, nX), dtype=np.float64),
+            np.empty((cap, nA, nX), dtype=np.float64),
+            np.empty((cap, nA, nX), dtype=np.float64),
+            np.zeros((cap, nX), dtype=np.uint8),
+            np.full(cap, -1, dtype=np.int64),
+            np.zeros(cap, dtype=np.uint8))
+
+
 @kernel(inline="always")
 def _grow_slots(gmin, gmax, gsum, gomax, ymask, slot_root, slot_alive):
     """Double the capacity of the group slots (copies of every slot array)."""
     cap = gmin.shape[0]
     nA = gmin.shape[1]
     nX = gmin.shape[2]
-    cap2 = 2 * cap
-    g2 = np.empty((cap2, nA, nX), dtype=np.float64)
-    g3 = np.empty((cap2, nA, nX), dtype=np.float64)
-    g4 = np.empty((cap2, nA, nX), dtype=np.float64)
-    g5 = np.empty((cap2, nA, nX), dtype=np.float64)
-    y2 = np.zeros((cap2, nX), dtype=np.uint8)
-    r2 = np.full(cap2, -1, dtype=np.int64)
-    a2 = np.zeros(cap2, dtype=np.uint8)
+    g2, g3, g4, g5, y2, r2, a2 = _new_slots(2 * cap, nA, nX)
     g2[:cap] = gmin
     g3[:cap] = gmax
     g4[:cap] = gsum
@@ -751,14 +756,8 @@ def art_merge(F, row_prof, row_cls, row_rank, sorted_rows, r, pad, mode):
     size = np.ones(n, dtype=np.int64)
     slot_of = np.full(n, -1, dtype=np.int64)
     first_row = np.arange(n).astype(np.int64)
-    cap = 64
-    gmin = np.empty((cap, nA, nX), dtype=np.float64)
-    gmax = np.empty((cap, nA, nX), dtype=np.float64)
-    gsum = np.empty((cap, nA, nX), dtype=np.float64)
-    gomax = np.empty((cap, nA, nX), dtype=np.float64)
-    ymask = np.zeros((cap, nX), dtype=np.uint8)
-    slot_root = np.full(cap, -1, dtype=np.int64)
-    slot_alive = np.zeros(cap, dtype=np.uint8)
+    cap = np.int64(64)
+    gmin, gmax, gsum, gomax, ymask, slot_root, slot_alive = _new_slots(cap, nA, nX)
     n_slots = np.int64(0)
     # single-row index, X_s holders, per-x profile order (see _row_index)
     (pos_of, srank, rstart, cnt, nxt, prv, alive, hstart, holders, svals, sorder, pnxt,

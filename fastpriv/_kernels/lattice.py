@@ -231,6 +231,15 @@ def profile_stats(indptr, codes, counts, sizes, kinds, iparams, fparams, q, qran
 
 
 @kernel
+def radix_product(card, attrs, lo, hi):
+    """Return the number of packed codes of the attribute group ``attrs[lo:hi]``: Π card[a]."""
+    p = 1
+    for i in range(lo, hi):
+        p *= card[attrs[i]]
+    return p
+
+
+@kernel
 def joint_tables(gptr, gattr, scard, maps, offsets, tcard):
     """Gather tables of packed attribute groups (one gather per group instead of per attribute).
 
@@ -248,18 +257,14 @@ def joint_tables(gptr, gattr, scard, maps, offsets, tcard):
     total = 0
     for g in range(n_g):
         toff[g] = total
-        p = 1
         for i in range(gptr[g], gptr[g + 1]):
-            p *= scard[gattr[i]]
             gcard[g] *= tcard[gattr[i]]
-        total += p
+        total += radix_product(scard, gattr, gptr[g], gptr[g + 1])
     tab = np.empty(total, dtype=np.int32)
     for g in range(n_g):
         lo = gptr[g]
         hi = gptr[g + 1]
-        p = 1
-        for i in range(lo, hi):
-            p *= scard[gattr[i]]
+        p = radix_product(scard, gattr, lo, hi)
         for code in range(p):
             x = code
             key = 0
@@ -289,9 +294,7 @@ def repack_rows(qp, gptr, gattr, scard, maps, offsets, rows, tptr, tattr, tcard)
     aoff = np.zeros(d, dtype=np.int64)
     total = 0
     for g in range(gptr.shape[0] - 1):
-        p = 1
-        for i in range(gptr[g], gptr[g + 1]):
-            p *= scard[gattr[i]]
+        p = radix_product(scard, gattr, gptr[g], gptr[g + 1])
         for i in range(gptr[g], gptr[g + 1]):
             which[gattr[i]] = g
             aoff[gattr[i]] = total
@@ -300,9 +303,7 @@ def repack_rows(qp, gptr, gattr, scard, maps, offsets, rows, tptr, tattr, tcard)
     for g in range(gptr.shape[0] - 1):
         lo = gptr[g]
         hi = gptr[g + 1]
-        p = 1
-        for i in range(lo, hi):
-            p *= scard[gattr[i]]
+        p = radix_product(scard, gattr, lo, hi)
         for code in range(p):
             x = code
             for i in range(hi - 1, lo - 1, -1):

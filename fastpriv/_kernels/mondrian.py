@@ -34,20 +34,27 @@ from .generalize import profile_ok
 
 
 @kernel
+def code_range(q, perm, a, b, j):
+    """Return the smallest and largest code of attribute ``j`` in partition ``perm[a:b]``."""
+    lo = q[j, perm[a]]
+    hi = lo
+    for r in range(a + 1, b):
+        v = q[j, perm[r]]
+        if v < lo:
+            lo = v
+        elif v > hi:
+            hi = v
+    return lo, hi
+
+
+@kernel
 def attribute_order(q, w, perm, a, b, pos, pos_off, ordered, gspan):
     """Attributes of partition ``perm[a:b]`` with more than one value, widest first."""
     d = q.shape[0]
     widths = np.zeros(d, dtype=np.float64)
     n_ok = 0
     for j in range(d):
-        lo = q[j, perm[a]]
-        hi = lo
-        for r in range(a + 1, b):
-            v = q[j, perm[r]]
-            if v < lo:
-                lo = v
-            elif v > hi:
-                hi = v
+        lo, hi = code_range(q, perm, a, b, j)
         if hi == lo:
             widths[j] = -1.0
             continue
@@ -78,14 +85,7 @@ def attribute_hist(q, perm, a, b, j, w):
 
     Codes are ascending; ``w`` holds the cell weights.
     """
-    lo = q[j, perm[a]]
-    hi = lo
-    for r in range(a + 1, b):
-        v = q[j, perm[r]]
-        if v < lo:
-            lo = v
-        elif v > hi:
-            hi = v
+    lo, hi = code_range(q, perm, a, b, j)
     span = hi - lo + 1
     n = b - a
     if span <= 2 * n + 64:

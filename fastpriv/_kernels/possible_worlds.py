@@ -215,26 +215,6 @@ def _esp_row(ws, src, dst, top, m, stay, up):
 
 
 @kernel
-def _rescale_row(ws, off, top):
-    """Scale ws[off:off+top+1] to max 1 when its max is tiny.
-
-    Returns the log of the factor removed (0 when none; -inf when the row is all zero).
-    """
-    mx = 0.0
-    for d in range(top + 1):
-        v = ws[off + d]
-        if v > mx:
-            mx = v
-    if mx == 0.0:
-        return -np.inf
-    if mx >= _RESCALE:
-        return 0.0
-    for d in range(top + 1):
-        ws[off + d] /= mx
-    return math.log(mx)
-
-
-@kernel
 def esp_coefficients(fseg, N, n, out):
     """E_0..E_n of the first N factors, rescaled into ``out[0:n+1]``; returns log scale."""
     for d in range(n + 1):
@@ -974,14 +954,42 @@ def mv_balance(Pl, N, K, mult):
 
 
 @kernel
-def mv_states(mult, K):
-    """Count the DP states Π (m_k + 1) (saturating at 2^62)."""
-    T = 1
+def mv_strides(mult, K):
+    """Mixed-radix strides of the DP states: ``stride[k] = Π_{i<k} (m_i + 1)``, length K+1."""
+    stride = np.empty(K + 1, dtype=np.int64)
+    stride[0] = 1
     for k in range(K):
-        T *= mult[k] + 1
-        if T > (1 << 62):
-            return np.int64(1 << 62)
-    return T
+        stride[k + 1] = stride[k] * (mult[k] + 1)
+    return stride
+
+
+@kernel
+def _mv_layer(W, Pl, order, lo, hi, stride, mult, row, K, forward):
+    """One layer of the layered DP, renormalised to max 1; returns the max removed.
+
+    Fills ``W[u]`` for the states ``order[lo:hi]``: forward, F[u] = Σ_k F[u - e_k]·P[row, k]
+    over the used values; backward, B[u] = Σ_k P[row, k]·B[u + e_k] over the unused ones.
+    A zero max (the layer has no weight) is returned as is, the layer left unscaled.
+    ``forward`` is an int64 flag (1 or 0), not a literal bool: one specialization for both.
+    """
+    mx = 0.0
+    for idx in range(lo, hi):
+        u = order[idx]
+        acc = 0.0
+        for k in range(K):
+            digit = (u // stride[k]) % (mult[k] + 1)
+            if forward:
+                if digit > 0:
+                    acc += W[u - stride[k]] * Pl[row + k]
+            elif digit < mult[k]:
+                acc += Pl[row + k] * W[u + stride[k]]
+        W[u] = acc
+        if acc > mx:
+            mx = acc
+    if mx != 0.0:
+        for idx in range(lo, hi):
+            W[order[idx]] /= mx
+    return mx
 
 
 @kernel
@@ -1021,10 +1029,7 @@ def _mv_dp_layered(Pl, N, K, mult, out, logc):
     are non-negative (no cancellation); every layer is renormalised. O(Π(m_k+1) · K).
     Returns ``(status, log_Z)`` with Z = Σ_w p(w).
     """
-    stride = np.empty(K + 1, dtype=np.int64)
-    stride[0] = 1
-    for k in range(K):
-        stride[k + 1] = stride[k] * (mult[k] + 1)
+    stride = mv_strides(mult, K)
     T = stride[K]
     order, start = _mv_layers(mult, K, N, stride, T)
     F = np.zeros(T, dtype=np.float64)
@@ -1033,42 +1038,19 @@ def _mv_dp_layered(Pl, N, K, mult, out, logc):
     lf = 0.0
     status = STATUS_OK
     for L in range(1, N + 1):
-        mx = 0.0
-        row = (L - 1) * K
-        for idx in range(start[L], start[L + 1]):
-            u = order[idx]
-            acc = 0.0
-            for k in range(K):
-                if (u // stride[k]) % (mult[k] + 1) > 0:
-                    acc += F[u - stride[k]] * Pl[row + k]
-            F[u] = acc
-            if acc > mx:
-                mx = acc
+        mx = _mv_layer(F, Pl, order, start[L], start[L + 1], stride, mult, (L - 1) * K, K,
+                       np.int64(1))
         if mx == 0.0:
             status = STATUS_UNDEFINED
             break
-        for idx in range(start[L], start[L + 1]):
-            F[order[idx]] /= mx
         lf += math.log(mx)
     if status == STATUS_OK:
         Bw[T - 1] = 1.0
         for L in range(N - 1, -1, -1):
-            mx = 0.0
-            row = L * K
-            for idx in range(start[L], start[L + 1]):
-                u = order[idx]
-                acc = 0.0
-                for k in range(K):
-                    if (u // stride[k]) % (mult[k] + 1) < mult[k]:
-                        acc += Pl[row + k] * Bw[u + stride[k]]
-                Bw[u] = acc
-                if acc > mx:
-                    mx = acc
-            if mx == 0.0:
+            if _mv_layer(Bw, Pl, order, start[L], start[L + 1], stride, mult, L * K, K,
+                         np.int64(0)) == 0.0:
                 status = STATUS_UNDERFLOW
                 break
-            for idx in range(start[L], start[L + 1]):
-                Bw[order[idx]] /= mx
     if status == STATUS_OK:
         num = np.empty(K, dtype=np.float64)
         for j in range(N):
@@ -1125,10 +1107,7 @@ def mv_dp_core(Pl, N, K, mult, out):
             if res[0] != STATUS_OK:
                 return res
             return res[0], res[1] + logc
-    stride = np.empty(K + 1, dtype=np.int64)
-    stride[0] = 1
-    for k in range(K):
-        stride[k + 1] = stride[k] * (mult[k] + 1)
+    stride = mv_strides(mult, K)
     T = stride[K]
     F = np.empty(T, dtype=np.float64)
     F[0] = 1.0
@@ -1208,10 +1187,7 @@ def mv_dp_log_core(Pl, N, K, mult, out):
     Used when some probability is so small (e.g. subnormal) that products of it lose
     their digits.
     """
-    stride = np.empty(K + 1, dtype=np.int64)
-    stride[0] = 1
-    for k in range(K):
-        stride[k + 1] = stride[k] * (mult[k] + 1)
+    stride = mv_strides(mult, K)
     T = stride[K]
     order, start = _mv_layers(mult, K, N, stride, T)
     L_ = np.empty(N * K, dtype=np.float64)

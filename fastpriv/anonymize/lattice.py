@@ -1376,25 +1376,12 @@ def _criterion(predicate: Any, min_size: int | None, l: float | None, l_kind: st
                c_l: float | None, t: float | None, t_ordered: bool, c: Any, k: int | None,
                knowledge_kind: str) -> Criterion:
     """Build the conjunction of the keyword criteria (predicate, min_size, ℓ, t, (c,k))."""
-    from ..predicates import AllOf, CKSafety, KAnonymity
-
     check_choice(knowledge_kind, "knowledge_kind", ("implications", "negations"))
-    parts: list[Criterion] = []
-    if predicate is not None:
-        parts.append(as_criterion(predicate))
-    if min_size is not None:
-        parts.append(KAnonymity(min_size))
-    if l is not None or c_l is not None or t is not None:
-        parts.append(criteria_from(l=l, l_kind=l_kind, c_l=c_l, t=t, t_ordered=t_ordered))
-    if (c is None) != (k is None):
-        raise InputError("(c,k)-safety needs both c (the disclosure threshold) and k (the "
-                         "adversary's number of pieces of knowledge)")
-    if c is not None:
-        parts.append(CKSafety(c, k, knowledge_kind))  # type: ignore[arg-type]
-    if not parts:
+    if all(x is None for x in (predicate, min_size, l, c_l, t, c, k)):
         raise InputError("no privacy criterion given: pass min_size=, l=, t=, c= and k=, or "
                          "predicate=")
-    return parts[0] if len(parts) == 1 else AllOf(*parts)
+    return criteria_from(predicate=predicate, min_size=min_size, l=l, l_kind=l_kind, c_l=c_l,
+                         t=t, t_ordered=t_ordered, c=c, k=k, knowledge_kind=knowledge_kind)
 
 
 def lattice_search(data: Any, *, qi: Sequence[str], sensitive: str, hierarchies: Any = None,
