@@ -127,8 +127,14 @@ class _Protocol:
                 for f in dataclasses.fields(self) if f.repr}
 
     def summary(self) -> str:
-        """Return the short plain text the CLI prints."""
-        raise NotImplementedError(f"{type(self).__name__}.summary")
+        """Return the short plain text the CLI prints.
+
+        This default names the type and its scalar fields; result types whose answer needs
+        words (a verdict, a witness) override it.
+        """
+        scalars = [f"{k}={v}" for k, v in self.to_dict().items()
+                   if isinstance(v, (bool, int, float, str)) or v is None]
+        return f"{type(self).__name__}: {', '.join(scalars)}"
 
 
 class Witness(_Protocol):
