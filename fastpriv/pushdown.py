@@ -144,19 +144,19 @@ def count_query(table_name: str | Sequence[str], *, sensitive: str,
     return f"{sql} GROUP BY {cols}"
 
 
-def release(result: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
+def release(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
             qi: Sequence[str] | None = None, count: str = "count",
             nulls: str = "error") -> Release:
     """Build the :class:`~fastpriv.Release` of a :func:`count_query` result.
 
-    ``Release.from_counts(result, group=<group or qi columns>, sensitive=sensitive,
+    ``Release.from_counts(data, group=<group or qi columns>, sensitive=sensitive,
     count=count, nulls=nulls)``: triples of the same (group, value) are summed, so the
-    result may also be a concatenation of partial counts (per partition, per day, …). The
+    ``data`` may also be a concatenation of partial counts (per partition, per day, …). The
     release equals ``Release.from_table`` on the rows the query counted.
 
     Parameters
     ----------
-    result : table-like
+    data : table-like
         The query result: a ``pyarrow.Table`` / ``RecordBatchReader`` (what Arrow-native
         clients return), a pandas or polars DataFrame.
     sensitive, group, qi, count :
@@ -175,5 +175,5 @@ def release(result: Any, *, sensitive: str, group: str | Sequence[str] | None = 
 
     keys, param = check_keys(group, qi)
     _check_names(keys, param, sensitive, count)
-    return Release.from_counts(result, group=keys, sensitive=sensitive, count=count,
+    return Release.from_counts(data, group=keys, sensitive=sensitive, count=count,
                                nulls=nulls)

@@ -198,19 +198,19 @@ def counts(df: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
     return _to_arrow(agg).rename_columns(cols + [_count_name(cols)])
 
 
-def release(df: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
+def release(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
             qi: Sequence[str] | None = None, nulls: str = "error", method: str = "groupby",
             merge: str = "driver") -> Release:
     """Build the :class:`~fastpriv.Release` of a Spark DataFrame, counting on the cluster.
 
-    ``Release.from_counts(counts(df, ...))``: equal (``Release.equals``) to
+    ``Release.from_counts(counts(data, ...))``: equal (``Release.equals``) to
     ``Release.from_table`` on the collected rows, without collecting them — the driver
     receives one row per distinct (group, value) pair (n_g(s) of Chen et al. (2007) §3),
     or one per pair and partition with ``method="partitions", merge="driver"``.
 
     Parameters
     ----------
-    df : pyspark.sql.DataFrame
+    data : pyspark.sql.DataFrame
         The rows (one per individual).
     sensitive, group, qi, nulls :
         As for :meth:`fastpriv.Release.from_table` (SVPI).
@@ -228,9 +228,9 @@ def release(df: Any, *, sensitive: str, group: str | Sequence[str] | None = None
     from .release import Release
 
     check_choice(nulls, "nulls", NULL_POLICIES)   # before the cluster job, not after
-    table = counts(df, sensitive=sensitive, group=group, qi=qi, method=method, merge=merge)
+    table = counts(data, sensitive=sensitive, group=group, qi=qi, method=method, merge=merge)
     keys = list(table.column_names[:-2])
     if table.num_rows == 0:
-        raise InputError("df is empty: a release needs at least one row")
+        raise InputError("data is empty: a release needs at least one row")
     return Release.from_counts(table, group=keys, sensitive=sensitive,
                                count=table.column_names[-1], nulls=nulls)
