@@ -503,7 +503,7 @@ class _CKNegations(LocalCriterion, CKSafety):
                                         knowledge_kind="negations").value
 
     def params(self) -> dict[str, Any]:
-        return {"c": float(self.c), "k": self.k, "knowledge": "negations"}
+        return {"c": float(self.c), "k": self.k, "knowledge_kind": "negations"}
 
 
 class SkylinePoint(Criterion):
@@ -656,7 +656,7 @@ def criteria_from(*, predicate: Any = None, min_size: int | None = None,
     if predicate is not None:
         parts.append(as_criterion(predicate))
     if min_size is not None:
-        parts.append(KAnonymity(min_size))
+        parts.append(KAnonymity(check_int(min_size, "min_size", minimum=1)))
     if l is not None:
         check_choice(l_kind, "l_kind", ("distinct", "entropy", "recursive"))
         if l_kind == "distinct":
