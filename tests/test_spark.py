@@ -95,7 +95,7 @@ def test_bad_input(spark):
         data = kw.pop("df")
         with pytest.raises(exc, match=match):
             fs.release(data, sensitive="s", **kw)
-    with pytest.raises(InputError, match="df is empty"):
+    with pytest.raises(InputError, match="data is empty"):
         fs.release(df.limit(0), group="g", sensitive="s")
     with pytest.raises(InputError, match="null"):
         fs.release(spark.createDataFrame(pa.table({"g": [1, None], "s": ["a", "b"]})),
