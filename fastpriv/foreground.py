@@ -560,8 +560,12 @@ def _read_view(data: Any, *, qi: Sequence[str], sensitive: str, group: str,
             raise InputError("group= is only for tables; a Release already has its groups")
         rel = release_with_rows(data, qi=qi, sensitive=sensitive)
         return _View(rel, rel.rows)
+    if group is None:
+        raise InputError("group= is required with a table: the group (bucket) id of every row")
     if not isinstance(group, str):
         raise InputTypeError(f"group must be a column name, got {type(group).__name__}")
+    if sensitive is None:
+        raise InputError("sensitive= is required with a table (the sensitive column)")
     if not isinstance(sensitive, str):
         raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
     if group in qi:

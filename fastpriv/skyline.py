@@ -514,7 +514,8 @@ class KnowledgeSkyline(Result):
         """One line: σ, c and the maximal safe (ℓ, k, m)."""
         pts = ", ".join("(" + ", ".join("∞" if x == math.inf else str(int(x)) for x in p) + ")"
                         for p in self.points)
-        return f"knowledge skyline of {self.sigma!r} at c = {float(self.c):g}: {pts}"
+        return (f"knowledge skyline of {self.sigma!r} at c = {float(self.c):g}: "
+                f"{pts or 'empty (no knowledge at all keeps the breach probability below c)'}")
 
 
 def _sigma_rows(rel: Release, code: int, width: int):
