@@ -30,7 +30,7 @@ def as_release(data: Any, *, sensitive: str | None = None,
         A Release, or anything :meth:`Release.from_table` reads.
     sensitive, group, qi, weight, individual, nulls
         How to read a table (see :meth:`Release.from_table`). With a Release they must be
-        left out: the Release already fixes its groups and values.
+        left out (``nulls`` at its default): the Release already fixes its groups and values.
     svpi_only : str, optional
         The model's name, when it is defined for one sensitive value per individual only
         (SVPI); an MVPI release is then refused naming the model.
@@ -52,6 +52,8 @@ def as_release(data: Any, *, sensitive: str | None = None,
         given = [name for name, v in (("sensitive", sensitive), ("group", group), ("qi", qi),
                                       ("weight", weight), ("individual", individual))
                  if v is not None]
+        if nulls != "error":
+            given.append("nulls")
         if given:
             raise InputError(f"{', '.join(n + '=' for n in given)} is only for tables: a "
                              "Release already has its groups and sensitive values")

@@ -176,7 +176,7 @@ def test_safe_release_has_no_risk():
     rep = build_report(rel, c=0.95, k=1, k_max=4, point=(0, 1, 0), min_size=5, min_l=3)
     v = rep.verdict
     assert v["violated"] == []
-    assert set(v["satisfied"]) >= {"k_anonymity", "l_diversity", "t_closeness", "alpha",
+    assert set(v["satisfied"]) >= {"k_anonymity", "l_diversity", "t_closeness", "alpha_k_anonymity",
                                    "ck_safety_implications", "skyline"}
     assert v["key_risk"]["text"].startswith("No model flags a risk")
     assert "robustness" in v["not_run"] and "foreground" in v["not_run"]

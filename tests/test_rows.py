@@ -117,6 +117,16 @@ def test_models_accept_a_release_with_rows():
         rb.audit(Release.from_table(t, group="g", sensitive="s"), qi=["a"], r=2)
 
 
+def test_count_models_refuse_reading_keywords_with_a_release():
+    from fastpriv import classic
+    t, _ = _table(2, 60, 10)
+    rel = Release.from_table(t, group="g", sensitive="s")
+    assert classic.k_anonymity(rel) == classic.k_anonymity(t, group="g", sensitive="s")
+    for kw in ({"nulls": "drop"}, {"sensitive": "s"}, {"weight": "w"}):
+        with pytest.raises(InputError, match=f"{next(iter(kw))}= is only for tables"):
+            classic.k_anonymity(rel, **kw)
+
+
 def test_results_follow_the_protocol():
     t, _ = _table(2, 150, 30)
     t = t.drop_columns(["w"])

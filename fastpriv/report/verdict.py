@@ -129,7 +129,7 @@ def _classical_checks(cl: dict, params: dict, sens: str) -> list[dict]:
                bool(t <= params["max_t"]), t, f"t ≤ {params['max_t']:g}",
                f"The most unusual group differs from the overall mix by {t:.3g} (earth "
                f"mover's distance; allowed: at most {params['max_t']:g})."),
-        _check("alpha", "(α,k)-anonymity (α)",
+        _check("alpha_k_anonymity", "(α,k)-anonymity (α)",
                f"Without any background knowledge, how sure can anyone be of a person's "
                f"{sens}?", bool(a < c_v), a, f"α < {c_v:g}",
                f"From the release alone, the best guess about a person is right with "
@@ -234,7 +234,8 @@ def _key_risk(sec: dict, checks: list[dict], c_v: float, sens: str, params: dict
     """Pick the single most important risk: the one needing the least knowledge."""
     by_id = {c["id"]: c for c in checks}
     wg = sec["worst_groups"]
-    if "alpha" in by_id and by_id["alpha"]["satisfied"] is False and wg["groups"]:
+    alpha = by_id.get("alpha_k_anonymity")
+    if alpha is not None and alpha["satisfied"] is False and wg["groups"]:
         g = wg["groups"][0]
         return {"model": "alpha_k_anonymity", "certainty": g["max_share"],
                 "knowledge": "none",
@@ -280,7 +281,7 @@ def _key_risk(sec: dict, checks: list[dict], c_v: float, sens: str, params: dict
     best = None
     for c in checks:
         if c["satisfied"] is not None and isinstance(c["achieved"], (int, float)) and \
-                c["id"] in ("alpha", "ck_safety_implications", "skyline", "robustness",
+                c["id"] in ("alpha_k_anonymity", "ck_safety_implications", "skyline", "robustness",
                             "foreground"):
             if best is None or c["achieved"] > best["achieved"]:
                 best = c
@@ -294,8 +295,8 @@ def _key_risk(sec: dict, checks: list[dict], c_v: float, sens: str, params: dict
 
 # ============================================================================ remedies
 #: checks a Mondrian release with the classical and (c,k) criteria fixes in one command
-_GENERALIZABLE = ("k_anonymity", "l_diversity", "entropy_l_diversity", "t_closeness", "alpha",
-                  "ck_safety_implications", "ck_safety_negations", "risk")
+_GENERALIZABLE = ("k_anonymity", "l_diversity", "entropy_l_diversity", "t_closeness",
+                  "alpha_k_anonymity", "ck_safety_implications", "ck_safety_negations", "risk")
 
 
 def _add_remedies(checks: list[dict], whole: dict | None, params: dict, data: str) -> list[str]:
@@ -343,7 +344,7 @@ def _generalize_remedy(by_id: dict, whole: dict | None, params: dict, data: str)
         crit += ["--t", f"{params['max_t']:g}"]
     if any(cid.startswith("ck_safety") for cid in by_id):
         crit += ["--c", f"{params['c_verdict']:g}", "--k", str(params["k"])]
-    elif "alpha" in by_id:
+    elif "alpha_k_anonymity" in by_id:
         crit += ["--c", f"{params['c_verdict']:g}", "--k", "0"]
     return _command(data, params, "mondrian", crit)
 
@@ -363,7 +364,7 @@ def _unreachable(by_id: dict, whole: dict | None, params: dict) -> list[str]:
     if "entropy_l_diversity" in by_id and whole["entropy_l"] < params["min_l"] - 1e-12:
         out.append(f"entropy ℓ ≥ {params['min_l']} (the table reaches "
                    f"{whole['entropy_l']:.3g})")
-    if "alpha" in by_id and whole["alpha"] >= c_v:
+    if "alpha_k_anonymity" in by_id and whole["alpha"] >= c_v:
         out.append(f"α < {c_v:g} (the most common value is {fmt_pct(whole['alpha'])} of all "
                    "rows)")
     if any(cid.startswith("ck_safety") for cid in by_id) and whole["ck"] >= c_v:
