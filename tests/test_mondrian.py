@@ -278,3 +278,10 @@ def test_result_is_typed_and_follows_the_protocol():
     t4 = pa.table({"age": list(range(8)), "s": list("abcdabcd")})
     ck = mondrian(t4, qi=["age"], sensitive="s", c=0.9, k=1, knowledge_kind="negations")
     assert ck.params["criterion"] == P.criteria_from(c=0.9, k=1, knowledge_kind="negations").name
+
+
+def test_wrong_kind_of_data_names_the_data_parameter():
+    from fastpriv import InputTypeError
+    from fastpriv.anonymize import mondrian
+    with pytest.raises(InputTypeError, match=r"^data: expected a pyarrow Table"):
+        mondrian(5, qi=["a"], sensitive="s", min_size=2)

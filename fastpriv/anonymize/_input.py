@@ -52,7 +52,7 @@ def prepare_input(table: Any, qi: Sequence[str] | str, sensitive: str, nulls: st
         qi = check_qi_sensitive(qi, sensitive)
         check_choice(nulls, "nulls", ("error", "drop"))
     qi = list(qi)
-    t = as_table(table, param="table")
+    t = as_table(table, param="data")
     check_columns(qi, t.column_names, "qi")
     check_columns([sensitive], t.column_names, "sensitive")
     cols = qi + [sensitive]
