@@ -1161,8 +1161,11 @@ class ForegroundAttack(Result):
         The privacy parameter and 1/r; a tuple is problematic when p > 1/r (relative slack
         ``tol`` for float rounding at exact ties).
     posterior : numpy.ndarray
-        Per row, max over attribute sets A and attacked x of p(t : x) (binary model, mined
-        f; 0 for a tuple whose group holds no attacked value).
+        Per row attacked, max over attribute sets A and attacked x of p(t : x) (binary
+        model, mined f; 0 for a tuple whose group holds no attacked value). Rows dropped
+        by ``nulls="drop"`` or for weight 0 are not attacked; :attr:`input_row` gives each
+        entry's input row number, the number every ``row`` of a witness, :meth:`tuples`
+        and :meth:`explain` uses.
     witness_set, witness_value : numpy.ndarray
         Index of the attribute set / x realising it (-1: no mined set — random-worlds
         posterior n_x/N, or a value present in every row).
@@ -1206,6 +1209,12 @@ class ForegroundAttack(Result):
         return int(self.row_weight[self.problematic].sum())
 
     @property
+    def input_row(self) -> np.ndarray:
+        """Input row number of each row attacked (entry i of :attr:`posterior`)."""
+        return self.mined._view.rows.input_rows(np.arange(self.posterior.shape[0],
+                                                          dtype=np.int64))
+
+    @property
     def n_rows(self) -> int:
         """Number of tuples (individuals) attacked."""
         return int(self.posterior.shape[0] if self.row_weight is None
@@ -1232,7 +1241,7 @@ class ForegroundAttack(Result):
         row = int(np.argmax(self.posterior))
         v = self.mined._view
         a, x = int(self.witness_set[row]), int(self.witness_value[row])
-        return AttackWitness(row=row, group=v.group_labels.column(0)[
+        return AttackWitness(row=v.rows.input_rows(row), group=v.group_labels.column(0)[
             int(v.row_group[row])].as_py(), posterior=float(self.posterior[row]),
             attribute_set=tuple(self.mined.attribute_sets[a]) if a >= 0 else None,
             value=self.mined.values[x] if x >= 0 else None,
@@ -1250,7 +1259,7 @@ class ForegroundAttack(Result):
         ws = self.witness_set
         wv = self.witness_value
         return pa.table({
-            "row": pa.array(np.arange(v.n, dtype=np.int64)),
+            "row": pa.array(v.rows.input_rows(np.arange(v.n, dtype=np.int64))),
             "group": v.group_labels.column(0).take(pa.array(v.row_group)),
             "posterior": pa.array(self.posterior),
             "attribute_set": pa.array([sets[i] if i >= 0 else None for i in ws.tolist()],
@@ -1260,20 +1269,25 @@ class ForegroundAttack(Result):
             "problematic": pa.array(self.problematic)})
 
     def explain(self, row: int) -> dict[str, Any]:
-        """Explain why tuple ``row`` is (or is not) breached.
+        """Explain why tuple ``row`` (an input row number) is (or is not) breached.
 
         Gives its group, the witness attribute set and x, and for each tuple of the group
         its signature, mined f and posterior.
         """
+        v = self.mined._view
+        return self._explain_held(v.rows.held_row(row, param="row"))
+
+    def _explain_held(self, row: int) -> dict[str, Any]:
+        """:meth:`explain` for held row ``row`` (rows are reported by input number)."""
         from ._kernels import possible_worlds as pw
 
         v = self.mined._view
-        row = check_int(row, "row", minimum=0, maximum=v.n - 1)
         g = int(v.row_group[row])
         rows = v.order[v.goff[g]:v.goff[g + 1]]
         a = int(self.witness_set[row])
         x = int(self.witness_value[row])
-        out: dict[str, Any] = {"row": row, "group": v.group_labels.column(0)[g].as_py(),
+        out: dict[str, Any] = {"row": v.rows.input_rows(row),
+                               "group": v.group_labels.column(0)[g].as_py(),
                                "posterior": float(self.posterior[row]),
                                "problematic": bool(self.problematic[row])}
         if x < 0:
@@ -1297,8 +1311,9 @@ class ForegroundAttack(Result):
         for rr in rows.tolist():
             var = int(st.var_rows[rr])
             fs.append(float(F[var]) if var >= 0 else f0)
-            members.append({"row": rr, "signature": (tuple(sig[c][var] for c in st.attributes)
-                                                    if var >= 0 else None),
+            members.append({"row": v.rows.input_rows(rr),
+                            "signature": (tuple(sig[c][var] for c in st.attributes)
+                                          if var >= 0 else None),
                             "f": fs[-1], "reliable": var >= 0})
         fa = kernel_array(np.asarray(fs), np.float64)
         p, _, _ = pw.binary_posteriors_csr(kernel_array(np.array([0, len(fs)]), np.int64), fa,
@@ -1314,7 +1329,7 @@ class ForegroundAttack(Result):
         """Return the k tuples with the highest posterior, with their witnesses."""
         k = check_int(k, "k", minimum=0)
         order = np.argsort(-self.posterior, kind="stable")[:k]
-        return [self.explain(int(i)) for i in order]
+        return [self._explain_held(int(i)) for i in order]
 
     def to_dict(self, max_items: int = 10) -> dict[str, Any]:
         """JSON-safe summary."""
@@ -1402,8 +1417,9 @@ def attack(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
         As in :func:`mine`.
     original : table-like, optional
         The original table, row-aligned with the release (same rows, same order, same QI
-        values; a joined release table qualifies). Enables the paper's measures, computed
-        from its ``sensitive`` column (not with ``weight``).
+        values; a joined release table qualifies): either the input's rows, or only the
+        rows kept after ``nulls="drop"``. Enables the paper's measures, computed from its
+        ``sensitive`` column (not with ``weight``).
     tol : float
         Relative slack: problematic iff p > (1/r)(1 + tol).
     progress : callable(done, total), optional
@@ -1545,6 +1561,9 @@ def _original_codes(original: Any, view: _View, sensitive: str) -> np.ndarray:
 
     t = as_table(original, param="original")
     check_columns([sensitive], t.column_names, "original")
+    kept = view.rows.input_row
+    if kept is not None and t.num_rows == view.rows.n_input_rows:
+        t = t.take(pa.array(kept))          # aligned with the input: keep the rows audited
     if t.num_rows != view.n:
         raise InputError(f"original has {t.num_rows} rows but the release has {view.n}: the "
                          "rows must be aligned (same rows, same order)")

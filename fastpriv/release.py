@@ -315,14 +315,16 @@ class Release:
         """
         from .rows import prepare_rows, view_of_release
 
-        table, dropped = prepare_rows(data, qi=qi, sensitive=sensitive, group=group,
-                                      weight=weight, individual=individual, nulls=nulls)
+        table, dropped, input_row, n_input = prepare_rows(
+            data, qi=qi, sensitive=sensitive, group=group, weight=weight,
+            individual=individual, nulls=nulls)
         rel = cls.from_table(table, sensitive=sensitive, group=group, individual=individual,
                              case=case, nulls=nulls, weight=weight)
         rel._rows = view_of_release(table, rel, qi=list(qi) if not isinstance(qi, str)
                                     else [qi], group=group, sensitive=sensitive,
                                     weight=weight, individual=individual,
-                                    dropped_nulls=dropped)
+                                    dropped_nulls=dropped, input_row=input_row,
+                                    n_input_rows=n_input)
         return rel
 
     @classmethod

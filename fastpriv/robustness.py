@@ -680,16 +680,20 @@ class RobustnessAudit(Result):
     n_rows : int
         Individuals audited (Σ weight for weighted rows).
     problematic_rows, problematic_sets, problematic_values, problematic_posteriors :
-        numpy arrays, one entry per (tuple, attribute set, value) with p > 1/r (sets as
-        indices into ``attribute_sets``, values as labels via ``values``). A row of
-        weight w stands for w tuples and appears w times.
+        numpy arrays, one entry per (tuple, attribute set, value) with p > 1/r (rows as
+        input row numbers, sets as indices into ``attribute_sets``, values as labels via
+        ``values``). A row of weight w stands for w tuples and appears w times.
     row_max : numpy.ndarray
-        Per input row, its maximum posterior over sets and sensitive values (0 when its
+        Per row audited, its maximum posterior over sets and sensitive values (0 when its
         group holds no sensitive value; NaN when every posterior was undefined).
     row_weight : numpy.ndarray or None
-        Multiplicity of each input row (weighted rows), else ``None``.
+        Multiplicity of each row audited (weighted rows), else ``None``.
+    input_row : numpy.ndarray or None
+        Input row number of each row audited (entry i of ``row_max``), ``None`` when no
+        input row was dropped (by ``nulls="drop"`` or for weight 0).
     group_max : numpy.ndarray
-        Per group, the maximum posterior (same conventions).
+        Per group, the maximum posterior (same conventions); ``group_witness_row`` is its
+        tuple's input row number (-1: none).
     delta_status : numpy.ndarray of int8
         Per group: 0 no sensitive value, 1 certified by the Δ bound (binary model, every
         sensitive value once and the condition holds for every attribute set), 2 the
@@ -732,6 +736,7 @@ class RobustnessAudit(Result):
     group_witness_row: np.ndarray
     group_witness_set: np.ndarray
     group_witness_value: np.ndarray
+    input_row: np.ndarray | None
     delta_status: np.ndarray
     delta_holds: np.ndarray
     certified_violations: int
@@ -757,6 +762,8 @@ class RobustnessAudit(Result):
         rows = np.unique(self.problematic_rows)
         if self.row_weight is None:
             return int(rows.shape[0])
+        if self.input_row is not None:
+            rows = np.searchsorted(self.input_row, rows)
         return int(self.row_weight[rows].sum())
 
     @property
@@ -1369,7 +1376,7 @@ def _result(st: _Prepared, post: _Posteriors, knowledge: Knowledge, sets: list[t
         row, a, x = int(gw_row[g]), int(gw_set[g]), int(gw_val[g])
         e = np.flatnonzero((st.entry_group == g) & (st.codes == x))
         witness = RobustnessWitness(
-            row=row, group=st.rel.group_label(g), attribute_set=tuple(sets[a]),
+            row=st.view.input_rows(row), group=st.rel.group_label(g), attribute_set=tuple(sets[a]),
             signature=tuple(st.view.label(c, row) for c in sets[a]), value=st.values[x],
             posterior=value, n_x=int(st.counts[e[0]]) if e.size else 0,
             group_size=int(st.sizes[g]))
@@ -1383,11 +1390,13 @@ def _result(st: _Prepared, post: _Posteriors, knowledge: Knowledge, sets: list[t
         r=float(r), threshold=threshold, tol=float(tol), model=model, witness=witness,
         n_rows=st.view.n_units, n_groups=st.G,
         attribute_sets=tuple(tuple(A) for A in sets), values=tuple(st.values),
-        sensitive_values=tuple(st.values[i] for i in post.xs), problematic_rows=pr,
+        sensitive_values=tuple(st.values[i] for i in post.xs),
+        problematic_rows=st.view.input_rows(pr),
         problematic_sets=ps_, problematic_values=pv, problematic_posteriors=pp,
         row_max=row_max, row_weight=st.view.weight, group_max=group_max,
-        group_witness_row=gw_row, group_witness_set=gw_set, group_witness_value=gw_val,
-        delta_status=status, delta_holds=holds_g, certified_violations=certified_violations,
+        group_witness_row=st.view.input_rows(gw_row), group_witness_set=gw_set,
+        group_witness_value=gw_val, input_row=st.view.input_row, delta_status=status,
+        delta_holds=holds_g, certified_violations=certified_violations,
         undefined=post.undefined, knowledge=_knowledge_info(knowledge, sets), seconds=seconds)
 
 

@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._arrow import apply_null_policy, apply_weights, as_table, encode_column, encode_keys
-from ._validation import check_column_names, check_columns, check_roles, kernel_array
+from ._validation import check_column_names, check_columns, check_int, check_roles, kernel_array
 from .errors import InputError, InputTypeError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -73,6 +73,12 @@ class RowView:
         int64 multiplicity per row (``None``: every row is one individual).
     individual : numpy.ndarray or None
         int32 individual id per row (MVPI tables with ``individual=``).
+    input_row : numpy.ndarray or None
+        int64 input row number of each row held, increasing (``None`` when every input row
+        is held). Rows are dropped by ``nulls="drop"`` and for weight 0; results name rows
+        by their input number (:meth:`input_rows`), per-row arrays are over the rows held.
+    n_input_rows : int
+        Rows of the input (``n_rows`` when none was dropped).
 
     """
 
@@ -86,6 +92,12 @@ class RowView:
     weight: np.ndarray | None = None
     individual: np.ndarray | None = None
     dropped_nulls: int = 0
+    input_row: np.ndarray | None = None
+    n_input_rows: int = -1
+
+    def __post_init__(self) -> None:
+        if self.n_input_rows < 0:
+            object.__setattr__(self, "n_input_rows", self.n_rows)
 
     @property
     def n_rows(self) -> int:
@@ -168,6 +180,33 @@ class RowView:
                              f"(its QI columns: {', '.join(self.qi) or 'none'}); build it with "
                              "Release.from_table(data, qi=[...], group=..., sensitive=...)")
 
+    def input_rows(self, rows: Any) -> Any:
+        """Input row numbers of held rows ``rows`` (an int or an int array).
+
+        The identity when no input row was dropped; negative entries (no row) stay as they
+        are.
+        """
+        if self.input_row is None:
+            return rows
+        if isinstance(rows, (int, np.integer)):
+            return int(self.input_row[int(rows)]) if rows >= 0 else int(rows)
+        rows = np.asarray(rows, dtype=np.int64)
+        return np.where(rows >= 0, self.input_row[np.maximum(rows, 0)], rows)
+
+    def held_row(self, row: Any, *, param: str = "row") -> int:
+        """Return the held row of input row ``row``; :class:`InputError` if it is not held.
+
+        Inverse of :meth:`input_rows` (a binary search: ``input_row`` is increasing).
+        """
+        if self.input_row is None:
+            return check_int(row, param, minimum=0, maximum=self.n_rows - 1)
+        row = check_int(row, param, minimum=0)
+        i = int(np.searchsorted(self.input_row, row))
+        if i == self.input_row.shape[0] or int(self.input_row[i]) != row:
+            raise InputError(f"{param}: input row {row} is not in the audit (it was dropped "
+                             f"for a null or a weight of 0, or is past the last row)")
+        return i
+
     def counts(self, key: np.ndarray, minlength: int) -> np.ndarray:
         """Units per key (``np.bincount`` of ``key`` weighted by multiplicity, int64)."""
         if self.weight is None:
@@ -196,8 +235,12 @@ def max_per_row(rows: np.ndarray, score: np.ndarray) -> np.ndarray:
 def prepare_rows(data: Any, *, qi: Sequence[str], sensitive: str | None,
                  group: str | Sequence[str] | None, weight: str | None = None,
                  individual: str | None = None, nulls: str = "error",
-                 param: str = "data") -> tuple[pa.Table, int]:
-    """Check the columns; return the used ones (null policy applied) and the rows dropped.
+                 param: str = "data") -> tuple[pa.Table, int, np.ndarray | None, int]:
+    """Check the columns; return them prepared, with the rows dropped and the rows kept.
+
+    Returns the used columns (null policy applied), the rows dropped for nulls, the input
+    row number of each row kept (``None`` when every row is kept) and the number of input
+    rows.
 
     Rows of weight 0 are dropped (they stand for nobody). The result is what both the
     release's counts and its row view are built from, so the two stay aligned.
@@ -218,22 +261,36 @@ def prepare_rows(data: Any, *, qi: Sequence[str], sensitive: str | None,
         check_columns([individual], names, "individual")
     cols = gcols + qi + ([sensitive] if sensitive is not None else []) + (
         [individual] if individual is not None else [])
+    if weight is not None and not isinstance(weight, str):
+        raise InputTypeError(f"weight must be a column name, got {type(weight).__name__}")
     if weight is not None:
-        if not isinstance(weight, str):
-            raise InputTypeError(f"weight must be a column name, got {type(weight).__name__}")
         check_columns([weight], names, "weight")
+    n_input = table.num_rows
+    number = weight is not None or nulls == "drop"     # rows may be dropped: number them
+    row_col = "__fastpriv_input_row__" + "_" * sum(n.startswith("__fastpriv_input_row")
+                                                   for n in names)
+    if number:
+        table = table.append_column(row_col, pa.array(np.arange(n_input, dtype=np.int64)))
+    if weight is not None:
         table = apply_weights(table, weight)[0]
-    table = table.select(cols + ([weight] if weight is not None else []))
+    table = table.select(cols + ([weight] if weight is not None else [])
+                         + ([row_col] if number else []))
     table, dropped = apply_null_policy(table, cols, nulls)
     if table.num_rows == 0:
         raise InputError(f"{param} has no rows (after dropping nulls and rows of weight 0)")
-    return table, dropped
+    input_row = None
+    if number:
+        if table.num_rows < n_input:
+            input_row = _ro(table.column(row_col).to_numpy(), np.int64)
+        table = table.drop_columns([row_col])
+    return table, dropped, input_row, n_input
 
 
 def encode_rows(table: pa.Table, *, qi: Sequence[str], row_group: np.ndarray | None = None,
                 n_groups: int = 0, sensitive: np.ndarray | None = None,
                 values: pa.Array | None = None, weight: str | None = None,
-                individual: np.ndarray | None = None, dropped_nulls: int = 0) -> RowView:
+                individual: np.ndarray | None = None, dropped_nulls: int = 0,
+                input_row: np.ndarray | None = None, n_input_rows: int = -1) -> RowView:
     """Encode the QI columns of ``table`` (prepared by :func:`prepare_rows`) into a view."""
     codes, labels = {}, {}
     for c in qi:
@@ -249,12 +306,14 @@ def encode_rows(table: pa.Table, *, qi: Sequence[str], row_group: np.ndarray | N
                    sensitive=None if sensitive is None else _ro(sensitive, np.int32),
                    values=values, weight=w,
                    individual=None if individual is None else _ro(individual, np.int32),
-                   dropped_nulls=int(dropped_nulls))
+                   dropped_nulls=int(dropped_nulls), input_row=input_row,
+                   n_input_rows=int(n_input_rows))
 
 
 def view_of_release(table: pa.Table, rel: "Release", *, qi: Sequence[str],
                     group: str | Sequence[str], sensitive: str, weight: str | None = None,
-                    individual: str | None = None, dropped_nulls: int = 0) -> RowView:
+                    individual: str | None = None, dropped_nulls: int = 0,
+                    input_row: np.ndarray | None = None, n_input_rows: int = -1) -> RowView:
     """Build the view of ``table`` (prepared) for the release built from it."""
     gcols = check_column_names(group, "group")
     if rel.row_group is not None and rel.case == "svpi":
@@ -269,7 +328,8 @@ def view_of_release(table: pa.Table, rel: "Release", *, qi: Sequence[str],
         indiv = encode_column(table.column(individual), name=individual).codes
     return encode_rows(table, qi=qi, row_group=row_group, n_groups=rel.n_groups,
                        sensitive=sens, values=rel.value_labels, weight=weight,
-                       individual=indiv, dropped_nulls=dropped_nulls)
+                       individual=indiv, dropped_nulls=dropped_nulls, input_row=input_row,
+                       n_input_rows=n_input_rows)
 
 
 def view_from_counts(qi_table: Any, rel: "Release", *, qi: Sequence[str], group: str,
@@ -281,8 +341,8 @@ def view_from_counts(qi_table: Any, rel: "Release", *, qi: Sequence[str], group:
     """
     import pyarrow.compute as pc
 
-    table, dropped = prepare_rows(qi_table, qi=qi, sensitive=None, group=group, nulls=nulls,
-                                  param=param)
+    table, dropped, input_row, n_input = prepare_rows(qi_table, qi=qi, sensitive=None,
+                                                      group=group, nulls=nulls, param=param)
     keys = rel.groups.column(group)
     keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
     col = table.column(group)
@@ -308,7 +368,8 @@ def view_from_counts(qi_table: Any, rel: "Release", *, qi: Sequence[str], group:
                          f"but its counts in sensitive_table add up to {rel.sizes[g]} "
                          f"({bad.size} such group{'s' if bad.size > 1 else ''})")
     return encode_rows(table, qi=qi, row_group=row_group, n_groups=rel.n_groups,
-                       values=rel.value_labels, dropped_nulls=dropped)
+                       values=rel.value_labels, dropped_nulls=dropped, input_row=input_row,
+                       n_input_rows=n_input)
 
 
 def release_with_rows(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
@@ -368,11 +429,11 @@ def derive_view(data: Any, *, qi: Sequence[str], sensitive: str, weight: str | N
                              f"{data.sensitive_name!r}")
         data.rows.require(qi, param="qi")
         return data.rows
-    table, dropped = prepare_rows(data, qi=qi, sensitive=sensitive, group=None, weight=weight,
-                                  nulls=nulls)
+    table, dropped, input_row, n_input = prepare_rows(data, qi=qi, sensitive=sensitive,
+                                                      group=None, weight=weight, nulls=nulls)
     enc = encode_column(table.column(sensitive), name=sensitive)
     return encode_rows(table, qi=qi, sensitive=enc.codes, values=enc.labels, weight=weight,
-                       dropped_nulls=dropped)
+                       dropped_nulls=dropped, input_row=input_row, n_input_rows=n_input)
 
 
 # ---------------------------------------------------------------------- the Apriori miner

@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -242,3 +243,61 @@ def test_weighted_count_queries_equal_the_expanded_table(seed, n, qd):
     got = CountQueries(t, qi=["a", "b"], sensitive="s", weight="w", **kw)
     np.testing.assert_array_equal(got.actual, ref.actual)
     assert got.queries() == ref.queries()
+
+
+# ---------------------------------------------------------------------- dropped rows
+def _with_gaps(seed: int, n: int) -> tuple[pa.Table, np.ndarray]:
+    """A table whose QI column ``a`` has nulls and whose weights include 0; the rows kept."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 3, n)
+    null = rng.random(n) < 0.25
+    w = rng.integers(0, 3, n)
+    t = pa.table({"a": pa.array(a, mask=null), "b": rng.choice(["x", "y"], n),
+                  "g": rng.integers(0, max(2, n // 8), n), "s": rng.choice(["p", "q", "r"], n),
+                  "w": w})
+    return t, np.flatnonzero(~null & (w > 0))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**16), n=st.integers(40, 160))
+def test_rows_dropped_by_nulls_or_weight_are_named_by_input_row(seed, n):
+    """Oracle: the same audit on the table with the dropped rows removed by hand; every row
+    the result names is then translated through the kept rows' input numbers."""
+    t, kept = _with_gaps(seed, n)
+    kw = dict(qi=["a", "b"], group="g", sensitive="s", r=2, min_support=3, weight="w")
+    got = rb.audit(t, nulls="drop", **kw)
+    want = rb.audit(t.take(pa.array(kept)), **kw)
+    assert got.value == want.value
+    np.testing.assert_array_equal(got.problematic_rows, kept[want.problematic_rows])
+    assert got.n_problematic_rows == want.n_problematic_rows
+    gw = want.group_witness_row
+    np.testing.assert_array_equal(got.group_witness_row,
+                                  np.where(gw >= 0, kept[np.maximum(gw, 0)], gw))
+    if want.witness is not None:
+        assert got.witness.row == kept[want.witness.row]
+        assert got.witness.signature == want.witness.signature
+    np.testing.assert_array_equal(got.input_row, kept)
+    fa = fg.attack(t, nulls="drop", n_random=1, **kw)
+    fb = fg.attack(t.take(pa.array(kept)), n_random=1, **kw)
+    np.testing.assert_array_equal(fa.posterior, fb.posterior)
+    np.testing.assert_array_equal(fa.tuples().column("row").to_numpy(), kept)
+    np.testing.assert_array_equal(fa.input_row, kept)
+    if fb.witness is not None:
+        assert fa.witness.row == kept[fb.witness.row]
+    ea, eb = fa.explain(int(kept[0])), fb.explain(0)
+    assert ea["row"] == kept[0] and ea["posterior"] == eb["posterior"]
+    assert [m["row"] for m in ea.get("tuples", [])] == [int(kept[m["row"]])
+                                                       for m in eb.get("tuples", [])]
+
+
+def test_explain_refuses_a_dropped_row_and_original_may_be_the_input():
+    t, kept = _with_gaps(5, 120)
+    t = t.drop_columns(["w"])
+    kept = np.flatnonzero(pc.is_valid(t.column("a")).to_numpy(zero_copy_only=False))
+    dropped = int(np.setdiff1d(np.arange(t.num_rows), kept)[0])
+    kw = dict(qi=["a", "b"], group="g", sensitive="s", r=2, min_support=3, n_random=1)
+    res = fg.attack(t, nulls="drop", original=t, **kw)
+    with pytest.raises(InputError, match=f"input row {dropped} is not in the audit"):
+        res.explain(dropped)
+    same = fg.attack(t.take(pa.array(kept)), original=t.take(pa.array(kept)), **kw)
+    assert res.measures == same.measures
