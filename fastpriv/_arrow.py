@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,8 +90,12 @@ def reading(path: str, param: str = "data") -> Iterator[None]:
         raise InputError(f"{param}: cannot read {path!r}: {first}") from None
 
 
-def _from_pandas(df: Any, param: str) -> pa.Table:
-    """Convert a pandas DataFrame to Arrow, with clear errors for what Arrow cannot convert."""
+def _from_pandas(df: Any, param: str,
+                 only: tuple[Mapping[str, Sequence[str]], list[str]] | None = None) -> pa.Table:
+    """Convert a pandas DataFrame to Arrow, with clear errors for what Arrow cannot convert.
+
+    With ``only`` (see :func:`_used`), just the used columns are converted.
+    """
     if not hasattr(df, "columns"):
         raise InputTypeError(f"{param}: expected a DataFrame, got {type(df).__name__}")
     names = [str(c) for c in df.columns]
@@ -99,6 +103,8 @@ def _from_pandas(df: Any, param: str) -> pa.Table:
         twice = sorted({n for n in names if names.count(n) > 1})
         raise InputError(f"{param}: the DataFrame has duplicate column names "
                          f"({', '.join(map(repr, twice))}); rename them so each is unique")
+    if only is not None:
+        df = df.iloc[:, [names.index(c) for c in _used(names, only)]]
     try:
         return pa.Table.from_pandas(df, preserve_index=False)
     except (pa.ArrowTypeError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
@@ -120,13 +126,25 @@ def _dataset(path: str, columns: Sequence[str] | None):
     return ds.dataset(path, format=fmt)
 
 
-def as_table(data: Any, columns: Sequence[str] | None = None, *, param: str = "data") -> pa.Table:
+def as_table(data: Any, columns: Sequence[str] | None = None, *, param: str = "data",
+             roles: Mapping[str, Sequence[str]] | None = None) -> pa.Table:
     """Convert ``data`` to a ``pyarrow.Table`` (projected to ``columns`` when given).
 
     Unknown columns raise ``ValueError`` listing the available ones. pandas DataFrames are
     converted without their index; polars through ``to_arrow`` (zero-copy).
+
+    ``roles`` maps a parameter name to the columns the caller reads for it (``{"group":
+    ["g"], "sensitive": ["s"]}``): each is checked first (the error names the parameter),
+    then a DataFrame, file or dataset is converted or read for those columns only, so
+    columns the caller does not use are never converted (they may hold what Arrow cannot
+    convert). A Table is returned whole.
     """
-    table = _to_table(data, columns, param)
+    only = None
+    if columns is not None:
+        only = ({param: list(columns)}, list(columns))
+    elif roles is not None:
+        only = (roles, list(dict.fromkeys(c for cols in roles.values() for c in cols)))
+    table = _to_table(data, columns, param, only=only)
     names = table.column_names
     if len(set(names)) != len(names):
         twice = sorted({n for n in names if names.count(n) > 1})
@@ -138,7 +156,20 @@ def as_table(data: Any, columns: Sequence[str] | None = None, *, param: str = "d
     return table
 
 
-def _to_table(data: Any, columns: Sequence[str] | None, param: str) -> pa.Table:
+def _used(names: Sequence[str],
+          only: tuple[Mapping[str, Sequence[str]], list[str]] | None) -> list[str] | None:
+    """Return the used columns of ``only`` after checking each role's (``None``: all)."""
+    if only is None:
+        return None
+    roles, used = only
+    for role, cols in roles.items():
+        check_columns(cols, names, role)
+    return used
+
+
+def _to_table(data: Any, columns: Sequence[str] | None, param: str,
+              only: tuple[Mapping[str, Sequence[str]], list[str]] | None = None) -> pa.Table:
+    """Read or convert ``data``; ``only`` (roles, used columns) restricts what is read."""
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatch):
@@ -153,25 +184,24 @@ def _to_table(data: Any, columns: Sequence[str] | None, param: str) -> pa.Table:
             return read_csv(path, param=param)
         with reading(path, param):
             dataset = _dataset(path, columns)
-            cols = None
-            if columns is not None:
-                check_columns(columns, dataset.schema.names, param)
-                cols = list(columns)
-            return dataset.to_table(columns=cols)
+            return dataset.to_table(columns=_used(dataset.schema.names, only))
     mod = type(data).__module__
     if mod.startswith("pyarrow") and hasattr(data, "to_table"):  # pyarrow.dataset.Dataset
-        cols = None
-        if columns is not None:
-            check_columns(columns, data.schema.names, param)
-            cols = list(columns)
-        return data.to_table(columns=cols)
+        return data.to_table(columns=_used(data.schema.names, only))
     if mod.startswith("pandas"):
-        return _from_pandas(data, param)
+        return _from_pandas(data, param, only)
     if mod.startswith("polars"):
+        if only is not None:
+            names = (data.collect_schema().names() if hasattr(data, "collect_schema")
+                     else list(data.columns))
+            data = data.select(_used(names, only))
         if hasattr(data, "collect"):  # LazyFrame
             data = data.collect()
         return data.to_arrow()
     if isinstance(data, dict):
+        if only is not None:
+            keep = set(_used([str(c) for c in data], only))
+            data = {c: v for c, v in data.items() if str(c) in keep}
         return pa.table(data)
     if hasattr(data, "__arrow_c_stream__"):
         return pa.table(data)

@@ -234,10 +234,15 @@ class Release:
                                    param=param)
             if rel is not None:
                 return rel
-        table = as_table(data, param="data")
+        cols = keys + [sensitive] + ([individual] if individual is not None else [])
+        roles = {"sensitive": [sensitive], param: keys}
+        if individual is not None:
+            roles["individual"] = [individual]
+        if isinstance(weight, str):
+            roles["weight"] = [weight]
+        table = as_table(data, param="data", roles=roles)
         check_columns([sensitive], table.column_names, "sensitive")
         check_columns(keys, table.column_names, param)
-        cols = keys + [sensitive] + ([individual] if individual is not None else [])
         if individual is not None:
             check_columns([individual], table.column_names, "individual")
         if weight is not None:
@@ -387,11 +392,14 @@ class Release:
             raise InputError("group: at least one column is required")
         check_roles(group=keys, sensitive=sensitive, count=count,
                     sizes=sizes if isinstance(sizes, str) else None)
-        table = as_table(data, param="data")
+        size_col = sizes if isinstance(sizes, str) else None
+        roles = {"group": keys, "sensitive": [sensitive], "count": [count]}
+        if size_col is not None:
+            roles["sizes"] = [size_col]
+        table = as_table(data, param="data", roles=roles)
         check_columns(keys, table.column_names, "group")
         check_columns([sensitive], table.column_names, "sensitive")
         check_columns([count], table.column_names, "count")
-        size_col = sizes if isinstance(sizes, str) else None
         if size_col is not None:
             check_columns([size_col], table.column_names, "sizes")
         cols = keys + [sensitive, count] + ([size_col] if size_col else [])

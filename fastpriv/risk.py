@@ -158,7 +158,8 @@ class ClassCounts(Result):
         columns follow ``nulls`` (``"error"``, ``"drop"`` or ``"value"``).
         """
         cols = _check_qi(qi)
-        table = as_table(data, param="data")
+        table = as_table(data, param="data", roles={"qi": cols, "weight": [weight]}
+                         if isinstance(weight, str) else {"qi": cols})
         check_columns(cols, table.column_names, "qi")
         used = cols + ([weight] if weight is not None else [])
         if weight is not None:
@@ -189,8 +190,11 @@ class ClassCounts(Result):
         is 0 are dropped.
         """
         cols = _check_qi(qi)
-        table = as_table(data, param="data")
         extra = [count] + ([weight_sum] if weight_sum is not None else [])
+        roles = {"qi": cols, "count": [count]}
+        if isinstance(weight_sum, str):
+            roles["weight_sum"] = [weight_sum]
+        table = as_table(data, param="data", roles=roles)
         check_columns(cols, table.column_names, "qi")
         check_columns([count], table.column_names, "count")
         if weight_sum is not None:

@@ -251,7 +251,12 @@ def prepare_rows(data: Any, *, qi: Sequence[str], sensitive: str | None,
         raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
     check_roles(group=gcols or None, qi=qi, sensitive=sensitive, individual=individual,
                 weight=weight)
-    table = as_table(data, param=param)
+    roles = {"qi": qi, "group": gcols}
+    for role, col in (("sensitive", sensitive), ("individual", individual),
+                      ("weight", weight)):
+        if isinstance(col, str):
+            roles[role] = [col]
+    table = as_table(data, param=param, roles=roles)
     names = table.column_names
     check_columns(qi, names, "qi")
     check_columns(gcols, names, "group")

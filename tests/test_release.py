@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fastpriv import CountAccumulator, Release
+from fastpriv import CountAccumulator, InputError, Release
 from tests.strategies import svpi_groups
 
 # ----------------------------------------------------------------- from_groups
@@ -407,3 +407,44 @@ def test_equals_treats_nan_keys_and_values_as_one_label():
     with_null = Release.from_table(t.set_column(0, "g", pa.array([1.0, None, 1.0, None])),
                                    group="g", sensitive="s", nulls="value")
     assert not a.equals(with_null)
+
+
+# ---------------------------------------------------------------------- unused columns
+def test_columns_a_model_does_not_use_are_never_converted(tmp_path):
+    """A DataFrame column Arrow cannot convert (mixed types) must not break an audit that
+    does not read it; the answers equal those of the frame without it, and a missing
+    column is still reported under its parameter's name."""
+    import pandas as pd
+    import polars as pl
+
+    from fastpriv import classic, risk
+    from fastpriv import robustness as rb
+
+    rng = np.random.default_rng(7)
+    n = 60
+    clean = pd.DataFrame({"g": rng.integers(0, 6, n), "s": rng.choice(list("abc"), n),
+                          "q": rng.integers(0, 3, n)})
+    messy = clean.assign(junk=[1, "x", 2.5, None] * (n // 4))
+    with pytest.raises(InputError, match="mixes value types"):
+        Release.from_table(messy, group="junk", sensitive="s")
+    assert classic.k_anonymity(messy, group="g", sensitive="s") == \
+        classic.k_anonymity(clean, group="g", sensitive="s")
+    r1 = rb.audit(messy, qi=["q"], group="g", sensitive="s", r=2, min_support=2)
+    assert r1 == rb.audit(clean, qi=["q"], group="g", sensitive="s", r=2, min_support=2)
+    np.testing.assert_array_equal(risk.ClassCounts.from_table(messy, qi=["q"]).sizes,
+                                  risk.ClassCounts.from_table(clean, qi=["q"]).sizes)
+    counts = clean.groupby(["g", "s"]).size().reset_index(name="count")
+    assert Release.from_counts(counts.assign(junk=[{"a": 1}, "x"] * (len(counts) // 2)
+                                             + ["y"] * (len(counts) % 2)),
+                               group="g", sensitive="s", count="count").n_groups == \
+        Release.from_counts(counts, group="g", sensitive="s", count="count").n_groups
+    lazy = pl.from_pandas(clean).lazy().with_columns(pl.lit(1).alias("z"))
+    assert classic.k_anonymity(lazy, group="g", sensitive="s") == \
+        classic.k_anonymity(clean, group="g", sensitive="s")
+    for kw, name in ((dict(group="gg", sensitive="s"), "group"),
+                     (dict(group="g", sensitive="ss"), "sensitive")):
+        with pytest.raises(InputError, match=rf"^{name}: column '\w+' not found; available: "
+                                             r"g, s, q, junk"):
+            classic.k_anonymity(messy, **kw)
+    with pytest.raises(InputError, match=r"^qi: column 'qq' not found"):
+        rb.audit(messy, qi=["qq"], group="g", sensitive="s", r=2)
