@@ -558,12 +558,32 @@ def apply_null_policy(table: pa.Table, columns: Sequence[str], nulls: str,
         desc = ", ".join(f"{c!r} has {k} null{'s' if k > 1 else ''}" for c, k in bad.items())
         raise InputError(f"{desc}; pass nulls='drop' to remove those rows or nulls='value' to "
                          f"treat null as a value")
+    out = table.filter(_valid(table, list(bad)))
+    return out, table.num_rows - out.num_rows
+
+
+def _valid(table: pa.Table, columns: Sequence[str]) -> pa.ChunkedArray | pa.Array:
+    """Return the mask of the rows with no null in ``columns``."""
     mask = None
-    for c in bad:
+    for c in columns:
         m = pc.is_valid(table.column(c))
         mask = m if mask is None else pc.and_(mask, m)
-    out = table.filter(mask)
-    return out, table.num_rows - out.num_rows
+    return mask
+
+
+def kept_rows(table: pa.Table, columns: Sequence[str], nulls: str) -> np.ndarray | None:
+    """Positions of the rows that the null policy keeps (``None``: it keeps every row).
+
+    Under ``nulls="drop"`` these are the rows without a null in ``columns``, the rows
+    :func:`apply_null_policy` returns, in order.
+    """
+    bad = [c for c in columns if table.column(c).null_count]
+    if nulls != "drop" or not bad:
+        return None
+    valid = _valid(table, bad)
+    if isinstance(valid, pa.ChunkedArray):
+        valid = valid.combine_chunks()
+    return np.flatnonzero(valid.to_numpy(zero_copy_only=False)).astype(np.int64)
 
 
 def apply_weights(table: pa.Table, weight: str) -> tuple[pa.Table, np.ndarray]:

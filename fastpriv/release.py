@@ -40,6 +40,7 @@ from ._arrow import (
     as_table,
     encode_column,
     encode_keys,
+    kept_rows,
 )
 from ._ingest import StreamCounts, encode_rows, source_schema, streamable
 from ._validation import check_choice, check_columns, check_keys, check_roles, kernel_array
@@ -55,6 +56,32 @@ CASES = (SVPI, MVPI_SET, MVPI_MULTISET)
 _VALUE = "value"
 _COUNT = "count"
 _SIZE = "size"
+
+
+def _streamed_kept_rows(data: Any, columns: list[str], n_kept: int) -> np.ndarray | None:
+    """Input row numbers of the ``n_kept`` rows without a null in ``columns`` (``None``: all).
+
+    A second pass over the columns' validity, made only when ``nulls="drop"`` dropped rows
+    of a streamed input (the row count from metadata says so without a pass).
+    """
+    from ._arrow import count_rows, iter_batches
+
+    total = count_rows(data)
+    if total is not None and total == n_kept:
+        return None
+    parts, offset = [], 0
+    for batch in iter_batches(data, columns):
+        ok = np.ones(batch.num_rows, dtype=bool)
+        for i in range(batch.num_columns):
+            if batch.column(i).null_count:
+                ok &= batch.column(i).is_valid().to_numpy(zero_copy_only=False)
+        parts.append(np.flatnonzero(ok) + offset)
+        offset += batch.num_rows
+    kept = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    if kept.shape[0] != n_kept:       # the scan and this pass must agree row for row
+        raise RuntimeError(f"streamed release kept {n_kept} rows but {kept.shape[0]} have no "
+                           "null")
+    return None if offset == n_kept else _ro(kept.astype(np.int64))
 
 
 def _ro(a: np.ndarray) -> np.ndarray:
@@ -97,6 +124,7 @@ class Release:
         self._row_group = None if row_group is None else _ro(np.asarray(row_group, np.int32))
         self._sensitive_name = sensitive_name
         self._rows = None
+        self._input_row = None
         n_groups = self._sizes.shape[0]
         if self._indptr.shape[0] != n_groups + 1 or groups.num_rows != n_groups:
             raise ValueError("internal: inconsistent group arrays")
@@ -252,6 +280,7 @@ class Release:
             raise InputError("data is empty: a release needs at least one row")
         sens_type = table.schema.field(sensitive).type
         is_list = pa.types.is_list(sens_type) or pa.types.is_large_list(sens_type)
+        kept = kept_rows(table, cols, nulls) if weight is None else None
         table, _ = apply_null_policy(table, cols, nulls)
         if table.num_rows == 0:
             raise InputError("data has no rows left after dropping nulls")
@@ -303,11 +332,14 @@ class Release:
         else:
             case, sizes = _mvpi_sizes(pair_group, indiv_codes, enc.codes, n_groups, n_indiv_rows,
                                       len(enc.labels), case, individual or "row")
-        return cls._build(pair_group.astype(np.int32, copy=False), enc.codes,
-                          weights, n_groups=n_groups, values=enc.labels,
-                          groups=group_keys, case=case, sizes=sizes,
-                          row_group=row_group,
-                          sensitive_name=sensitive)
+        rel = cls._build(pair_group.astype(np.int32, copy=False), enc.codes,
+                         weights, n_groups=n_groups, values=enc.labels,
+                         groups=group_keys, case=case, sizes=sizes,
+                         row_group=row_group,
+                         sensitive_name=sensitive)
+        if row_group is not None:
+            rel._input_row = None if kept is None else _ro(kept)
+        return rel
 
     @classmethod
     def _from_rows(cls, data: Any, *, sensitive: str, group: str | Sequence[str],
@@ -330,6 +362,8 @@ class Release:
                                     weight=weight, individual=individual,
                                     dropped_nulls=dropped, input_row=input_row,
                                     n_input_rows=n_input)
+        if rel._row_group is not None:
+            rel._input_row = input_row
         return rel
 
     @classmethod
@@ -355,9 +389,13 @@ class Release:
         prof = encode_rows(data, keys=keys, sensitive=sensitive, nulls=nulls)
         if prof is None:
             return None
-        return cls(indptr=prof.indptr, codes=prof.codes, counts=prof.counts, sizes=prof.sizes,
-                   values=prof.values, groups=prof.keys, case=SVPI, row_group=prof.row_group,
-                   sensitive_name=sensitive)
+        rel = cls(indptr=prof.indptr, codes=prof.codes, counts=prof.counts, sizes=prof.sizes,
+                  values=prof.values, groups=prof.keys, case=SVPI, row_group=prof.row_group,
+                  sensitive_name=sensitive)
+        if nulls == "drop" and prof.row_group is not None:
+            rel._input_row = _streamed_kept_rows(data, keys + [sensitive],
+                                                 int(prof.row_group.shape[0]))
+        return rel
 
     @classmethod
     def from_counts(cls, data: Any, *, group: str | Sequence[str], sensitive: str,
@@ -674,8 +712,17 @@ class Release:
 
     @property
     def row_group(self) -> np.ndarray | None:
-        """Group index of each input row (releases built from a table), else ``None``."""
+        """Group index of each row kept (releases built from a table), else ``None``.
+
+        Every input row is kept unless ``nulls="drop"`` dropped some; then entry i is the
+        row :attr:`input_row` ``[i]`` of the input.
+        """
         return self._row_group
+
+    @property
+    def input_row(self) -> np.ndarray | None:
+        """Input row number of each entry of :attr:`row_group`; ``None`` when none was dropped."""
+        return self._input_row
 
     @cached_property
     def group_labels(self) -> list:
@@ -783,12 +830,13 @@ class Release:
                 for c, n in zip(self._codes[a:b], self._counts[a:b], strict=False)]
 
     def rows_of_group(self, g: int) -> np.ndarray:
-        """Input row indices of group ``g`` (releases built from a table)."""
+        """Input row numbers of group ``g`` (releases built from a table), increasing."""
         if self._row_group is None:
             raise InputError("this release was not built from a table with one row per "
                              "individual; rows are unknown")
         offsets, order = self._row_order
-        return order[offsets[g]:offsets[g + 1]]
+        rows = order[offsets[g]:offsets[g + 1]]
+        return rows if self._input_row is None else self._input_row[rows]
 
     @cached_property
     def _row_order(self) -> tuple[np.ndarray, np.ndarray]:

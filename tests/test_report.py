@@ -378,6 +378,40 @@ def test_nulls_drop_and_stream(tmp_path):
     assert d["release"]["n_rows"] == 4
 
 
+def test_nulls_drop_names_input_rows(bucketized):
+    """Oracle: the report of the table with the null rows removed by hand; every row it
+    names (worst groups, targets, (c,k) and r-robustness witnesses, attack) is translated
+    through the kept rows' input numbers, and the numbers are otherwise equal."""
+    rng = np.random.default_rng(11)
+    n = bucketized.num_rows
+    null_s, null_q = rng.random(n) < 0.05, rng.random(n) < 0.05
+    t = bucketized.set_column(
+        bucketized.schema.get_field_index("sensitive"), "sensitive",
+        pa.array(bucketized.column("sensitive").to_numpy(zero_copy_only=False),
+                 mask=null_s))
+    t = t.set_column(t.schema.get_field_index("q1"), "q1",
+                     pa.array(t.column("q1").to_numpy(), mask=null_q))
+    kept = np.flatnonzero(~null_s & ~null_q)
+    kw = dict(sensitive="sensitive", group="group_id", qi=["q0", "q1", "q2"], c=[0.6],
+              k=2, k_max=3, point=(1, 1, 0), top=3)
+    got = build_report(t, nulls="drop", **kw).data
+    want = build_report(t.take(pa.array(kept)), **kw).data
+    assert got["input"]["n_input_rows"] == n
+    assert got["input"]["n_rows_dropped_for_nulls"] == n - kept.size
+    for g, w in zip(got["worst_groups"]["groups"], want["worst_groups"]["groups"],
+                    strict=True):
+        assert g["rows"] == [int(kept[i]) for i in w["rows"]]
+    for g, w in zip(got["targets"]["items"], want["targets"]["items"], strict=True):
+        assert g["row"] == (None if w["row"] is None else int(kept[w["row"]]))
+    rg, rw = got["robustness"]["result"], want["robustness"]["result"]
+    assert rg["value"] == rw["value"]
+    assert rg["witness"]["row"] == kept[rw["witness"]["row"]]
+    assert [p["row"] for p in rg["problematic"]] == [int(kept[p["row"]])
+                                                     for p in rw["problematic"]]
+    fgot, fwant = got["foreground"]["result"], want["foreground"]["result"]
+    assert [x["row"] for x in fgot["worst"]] == [int(kept[x["row"]]) for x in fwant["worst"]]
+
+
 # ============================================================================ CLI
 def test_cli_report(tmp_path, bucketized, capsys):
     from fastpriv.cli import main

@@ -359,31 +359,30 @@ def _whole_table_section(rel: Any, k: int, c_v: float) -> dict:
                     alpha=float(m["alpha_k_anonymity"]["value"]), ck=disclosure)
 
 
-def _robustness_section(*, table: Any, qi: list | None, sensitive: str, group: Any, r: float,
+def _robustness_section(*, data: Any, reading: dict, qi: list | None, r: float,
                         knowledge: Any, sensitive_values: list | None, max_set_size: int,
-                        nulls: str, top: int) -> dict:
+                        top: int) -> dict:
     from .. import robustness as rb
 
-    res = rb.audit(table, qi=qi, sensitive=sensitive,
-                   group=group if isinstance(group, str) or len(group) > 1 else group[0],
-                   r=r, knowledge=knowledge, sensitive_values=sensitive_values,
-                   max_set_size=max_set_size if knowledge is None else None, nulls=nulls)
+    res = rb.audit(data, qi=qi, r=r, knowledge=knowledge, sensitive_values=sensitive_values,
+                   max_set_size=max_set_size if knowledge is None else None, **reading)
     d = res.to_dict(max_items=top)
     return _section(result=d, summary=res.summary())
 
 
-def _foreground_section(*, table: Any, qi: list, sensitive: str, group: Any, r: float,
-                        sensitive_values: list | None, max_set_size: int, nulls: str,
-                        top: int) -> dict:
+def _foreground_section(*, data: Any, reading: dict, qi: list, r: float,
+                        sensitive_values: list | None, max_set_size: int, top: int) -> dict:
     from .. import foreground as fg
 
-    if not isinstance(group, str):
-        if len(group) != 1:
-            return _skipped("the foreground attack reads one group-id column; this release "
-                            f"has {len(group)}")
-        group = group[0]
-    res = fg.attack(table, qi=qi, sensitive=sensitive, group=group, r=r,
-                    sensitive_values=sensitive_values, max_set_size=max_set_size, nulls=nulls)
+    group = reading.get("group", [None])
+    n_keys = data.groups.num_columns if not reading else len(group)
+    if n_keys != 1:
+        return _skipped("the foreground attack reads one group-id column; this release "
+                        f"has {n_keys}")
+    if reading:
+        reading = {**reading, "group": group[0]}
+    res = fg.attack(data, qi=qi, r=r, sensitive_values=sensitive_values,
+                    max_set_size=max_set_size, **reading)
     d = res.to_dict(max_items=top)
     return _section(result=d, summary=res.summary())
 
@@ -891,21 +890,25 @@ def _load_input(data: Any, *, sensitive: str | None, o: SimpleNamespace,
         return _Input(rel=rel, sensitive=sensitive, kind=kind, grouping=grouping, path=path,
                       row_reason=("the input was streamed in record batches (a large input), "
                                   "so its rows are not kept: row-level sections are skipped"))
-    from .._arrow import apply_null_policy, as_table
+    from .._arrow import as_table
 
     needed = list(dict.fromkeys([sensitive] + (o.group or []) + (o.qi or [])
                                 + ([individual] if individual else [])
                                 + ([row_label] if row_label else [])))
     table = as_table(data, columns=needed, param="data")
-    n_dropped = 0
-    if o.nulls == "drop":
-        table, n_dropped = apply_null_policy(table, needed, "drop")
     kw = {"individual": individual} if individual else {}
-    rel = Release.from_table(table, sensitive=sensitive,
-                             nulls="error" if o.nulls == "drop" else o.nulls, **by, **kw)
+    if o.group and o.qi:
+        by = {"group": o.group, "qi": o.qi}    # the row view too, under one null policy
+    rel = Release.from_table(table, sensitive=sensitive, nulls=o.nulls, **by, **kw)
+    kept = _kept_rows(rel, table)
     return _Input(rel=rel, sensitive=sensitive, kind=kind, grouping=grouping, path=path,
-                  table=table, n_dropped=n_dropped,
+                  table=table, n_dropped=table.num_rows - kept,
                   row_labels=table.column(row_label).to_pylist() if row_label else None)
+
+
+def _kept_rows(rel: Any, table: Any) -> int:
+    """Rows of ``table`` that the release holds (the rest were dropped for nulls)."""
+    return int(table.num_rows if rel.row_group is None else rel.row_group.shape[0])
 
 
 def _parameters(o: SimpleNamespace, sensitive: str, *, individual: str | None,
@@ -953,7 +956,6 @@ def _sections(inp: _Input, o: SimpleNamespace, *, knowledge: Any, knowledge_fall
               population: Any) -> dict[str, Any]:
     """Run every model's section (a model refusing the input gives a 'failed' section)."""
     rel = inp.rel
-    nulls_rows = "error" if o.nulls == "drop" else o.nulls
     sec: dict[str, Any] = {}
     sec["release"] = _release_section(rel, inp.grouping, o.group, o.qi)
     sec["classical"] = _run(_classical_section, rel, o.l)
@@ -961,9 +963,13 @@ def _sections(inp: _Input, o: SimpleNamespace, *, knowledge: Any, knowledge_fall
     sec["skyline"] = _run(_skyline_section, rel, o.sigma if knowledge_skylines else [], o.cs,
                           o.point, o.c_v)
     sec["whole_table"] = _run(_whole_table_section, rel, o.k, o.c_v)
-    rows = {"table": inp.table, "qi": o.qi, "sensitive": inp.sensitive, "group": o.group,
-            "r": o.r, "sensitive_values": o.sensitive_values,
-            "max_set_size": o.max_set_size, "nulls": nulls_rows, "top": o.top}
+    # the release's row view names input rows and shares its null policy; without one
+    # (no qi given) the row-level models read the table
+    data, reading = (rel, {}) if rel.rows is not None else (
+        inp.table, {"sensitive": inp.sensitive, "group": o.group, "nulls": o.nulls})
+    rows = {"data": data, "reading": reading, "qi": o.qi, "r": o.r,
+            "sensitive_values": o.sensitive_values, "max_set_size": o.max_set_size,
+            "top": o.top}
     reason = _row_level_reason(inp, o, "r-robustness", needs_qi=knowledge is None)
     if not o.robustness:
         sec["robustness"] = _skipped("disabled (robustness=False / --no-robustness)")
@@ -988,8 +994,9 @@ def _sections(inp: _Input, o: SimpleNamespace, *, knowledge: Any, knowledge_fall
     if risk and o.qi and inp.table is not None:
         from ._risk import risk_section
 
-        sec["risk"] = risk_section(inp.table, qi=o.qi, threshold=max_risk,
-                                   population=population, nulls=nulls_rows)
+        kept = inp.table if rel.input_row is None else inp.table.take(rel.input_row)
+        sec["risk"] = risk_section(kept, qi=o.qi, threshold=max_risk, population=population,
+                                   nulls="error" if o.nulls == "drop" else o.nulls)
     return sec
 
 
@@ -1006,7 +1013,7 @@ def _payload(inp: _Input, sec: dict, *, title: str, source: str, fingerprint: di
         "generator": _versions(),
         "input": {"kind": inp.kind, "source": source, "path": inp.path,
                   "fingerprint": fingerprint,
-                  "n_input_rows": None if table is None else int(table.num_rows) + inp.n_dropped,
+                  "n_input_rows": None if table is None else int(table.num_rows),
                   "n_rows_dropped_for_nulls": inp.n_dropped,
                   "rows_available": table is not None and inp.rel.row_group is not None,
                   "row_level_reason": inp.row_reason},
