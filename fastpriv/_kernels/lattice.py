@@ -50,6 +50,23 @@ def _block_keys(q, maps, offsets, cards, start, stop, key):
 
 
 @kernel
+def _rehash(keys, vals, bits, mult):
+    """Return the open-addressing table ``(keys, vals)`` re-inserted into ``2**bits`` slots."""
+    mask = (np.int64(1) << bits) - 1
+    nkeys = np.full(mask + 1, -1, dtype=np.int64)
+    nvals = np.empty(mask + 1, dtype=np.int32)
+    for j in range(keys.shape[0]):
+        kj = keys[j]
+        if kj >= 0:
+            hj = np.int64((np.uint64(kj) * mult) >> np.uint64(64 - bits))
+            while nkeys[hj] >= 0:
+                hj = (hj + 1) & mask
+            nkeys[hj] = kj
+            nvals[hj] = vals[j]
+    return nkeys, nvals
+
+
+@kernel
 def _hash_rollup(key, q, maps, offsets, cards, w, max_groups, need_group, bnd, k, budget, keep,
                  group, sizes, first, before):
     """:func:`rollup` through an open-addressing hash table (large key spaces).
@@ -67,45 +84,34 @@ def _hash_rollup(key, q, maps, offsets, cards, w, max_groups, need_group, bnd, k
     sup = np.int64(0)
     for p in range(bnd.shape[0] - 1):
         before[p] = g
-        for i in range(bnd[p], bnd[p + 1]):
-            j0 = (i - bnd[p]) % _BLOCK
-            if j0 == 0:
-                _block_keys(q, maps, offsets, cards, i, min(i + _BLOCK, bnd[p + 1]), key)
-            kk0 = key[j0]
-            h = np.int64((np.uint64(kk0) * mult) >> np.uint64(64 - bits))
-            while True:
-                kk = keys[h]
-                if kk == kk0:
-                    s = vals[h]
-                    break
-                if kk < 0:
-                    if g >= max_groups:
-                        return g, -2
-                    keys[h] = kk0
-                    vals[h] = g
-                    s = g
-                    first[g] = i
-                    g += 1
-                    if 2 * g > mask:
-                        bits += 1
-                        mask = (np.int64(1) << bits) - 1
-                        nkeys = np.full(mask + 1, -1, dtype=np.int64)
-                        nvals = np.empty(mask + 1, dtype=np.int32)
-                        for j in range(keys.shape[0]):
-                            kj = keys[j]
-                            if kj >= 0:
-                                hj = np.int64((np.uint64(kj) * mult) >> np.uint64(64 - bits))
-                                while nkeys[hj] >= 0:
-                                    hj = (hj + 1) & mask
-                                nkeys[hj] = kj
-                                nvals[hj] = vals[j]
-                        keys = nkeys
-                        vals = nvals
-                    break
-                h = (h + 1) & mask
-            if need_group:
-                group[i] = s
-            sizes[s] += w[i]
+        for start in range(bnd[p], bnd[p + 1], _BLOCK):
+            stop = min(start + _BLOCK, bnd[p + 1])
+            _block_keys(q, maps, offsets, cards, start, stop, key)
+            for i in range(start, stop):
+                kk0 = key[i - start]
+                h = np.int64((np.uint64(kk0) * mult) >> np.uint64(64 - bits))
+                while True:
+                    kk = keys[h]
+                    if kk == kk0:
+                        s = vals[h]
+                        break
+                    if kk < 0:
+                        if g >= max_groups:
+                            return g, -2
+                        keys[h] = kk0
+                        vals[h] = g
+                        s = g
+                        first[g] = i
+                        g += 1
+                        if 2 * g > mask:
+                            bits += 1
+                            mask = (np.int64(1) << bits) - 1
+                            keys, vals = _rehash(keys, vals, bits, mult)
+                        break
+                    h = (h + 1) & mask
+                if need_group:
+                    group[i] = s
+                sizes[s] += w[i]
         for j in range(before[p], g):
             if sizes[j] < k:
                 sup += sizes[j]

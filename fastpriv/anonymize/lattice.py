@@ -24,8 +24,9 @@ value) combinations with counts. For the built-in group-local criteria (k-anonym
 ℓ-diversity, t-closeness, (c,k)-safety against negated atoms, (α,k)-anonymity and their
 conjunctions) a node's classes are **rolled up** from the smallest already-materialized
 node below it — the cells at the bottom, or a failing node checked earlier (only failing
-nodes can lie below a node still to check), kept in a cache bounded to 256 MiB, least
-recently used evicted first — by mapping each row's codes up the hierarchies and merging
+nodes can lie below a node still to check), kept in a cache bounded to 256 MiB (up to
+1 GiB on large tables: 32 times the bottom node's bytes), least recently used evicted
+first — by mapping each row's codes up the hierarchies and merging
 equal tuples (Numba kernels in :mod:`fastpriv._kernels.lattice`; pure k-anonymity counts
 class sizes only, and its whole check — gather tables, merge, criterion — is one kernel
 call). A materialized node stores the codes of consecutive attributes packed into one
@@ -35,7 +36,13 @@ of nine on a 9-QI table — and ranks the keys by direct addressing into a persi
 (no fill per check) or by a hash table sized to the classes found.
 A check **fails fast**: under k-anonymity with a budget of b suppressed
 individuals a node with more than n/k + b classes cannot pass and the merge stops there,
-and the criterion scan stops once the suppressed individuals exceed the budget. The counts
+and the criterion scan stops once the suppressed individuals exceed the budget. Under pure
+k-anonymity the bottom node's classes are sorted along one attribute's hierarchy, so at a
+node whose level of it is below the top no class spans two *blocks* of equal code (roll-ups
+keep the order, so cached nodes keep the blocks): the merge completes the classes block by
+block and stops once they suppress more than the budget — unless the node compresses well
+enough to be cached as a source, then it finishes — and a roll-up of ≥ 262,144 rows can be
+split between two threads at a block boundary (``n_jobs``). The counts
 of each check also give the discernibility and average class size of the minimal nodes,
 which are scored without recounting. Tagging is O(what it changes): the lattice is held
 as a grid of shape ``heights``, and a node's successors (predecessors) are one box slice
