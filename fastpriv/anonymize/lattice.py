@@ -470,10 +470,12 @@ class _Materialized:
                  "bounds", "part")
 
     def __init__(self, levels: np.ndarray, q: np.ndarray | None, scard: np.ndarray,
-                 s: np.ndarray | None, w: np.ndarray) -> None:
+                 s: np.ndarray | None, w: np.ndarray,
+                 groups: list[list[int]] | None = None) -> None:
         from .._kernels.lattice import pack_codes
 
-        groups = _pack_groups(scard.tolist(), int(w.shape[0]))
+        if groups is None:
+            groups = _pack_groups(scard.tolist(), int(w.shape[0]))
         self.gptr = kernel_array(np.cumsum([0] + [len(g) for g in groups]), np.int64)
         self.gattr = kernel_array([a for g in groups for a in g], np.int64)
         self.scard = kernel_array(scard, np.int64)
@@ -842,8 +844,8 @@ class _RollUp:
             return
         nd = np.asarray(node, np.int64)
         scard = self.card_tab[self.attrs, nd]
-        n_packed = len(_pack_groups(scard.tolist(), rows))
-        need = rows * (4 * n_packed + 8 + (0 if csr is None else 4))
+        groups = _pack_groups(scard.tolist(), rows)
+        need = rows * (4 * len(groups) + 8 + (0 if csr is None else 4))
         if need > self.cache_bytes:
             return
         if self.used + need > self.cache_bytes:
@@ -855,11 +857,11 @@ class _RollUp:
             self._index()
         rows = kernel_array(first, np.int64)
         if csr is None:
-            mat = _Materialized(nd, None, scard, None, kernel_array(sizes, np.int64))
+            mat = _Materialized(nd, None, scard, None, kernel_array(sizes, np.int64), groups)
         else:
             rows = kernel_array(rows[np.repeat(np.arange(ng), np.diff(csr[0]))], np.int64)
             mat = _Materialized(nd, None, scard, kernel_array(csr[1], np.int32),
-                                kernel_array(csr[2], np.int64))
+                                kernel_array(csr[2], np.int64), groups)
         mat.set_codes(repack_rows(src.q, src.gptr, src.gattr, src.scard, self.maps, offs,
                                   rows, mat.gptr, mat.gattr, mat.scard))
         bnd, before = blk
@@ -1189,7 +1191,6 @@ class GeneralizationLattice:
 
         threads = resolve_n_jobs(n_jobs)
         engine = _RollUp(self, crit, budget, threads=threads) if self._rolls_up(crit) else None
-        checks: dict[tuple[int, ...], NodeCheck] = {}
         stats: dict[tuple[int, ...], tuple[int, int, int, int]] = {}
         order: list[tuple[int, ...]] = []
         t_book = 0.0
@@ -1203,7 +1204,6 @@ class GeneralizationLattice:
                 stats[node] = st
             else:
                 res = self._check(node, crit, budget)
-            checks[node] = res
             order.append(node)
             tb = time.perf_counter()
             if use_flash:   # the up-set / down-set of a node is one box of the grid
