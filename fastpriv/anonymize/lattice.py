@@ -533,10 +533,11 @@ class _RollUp:
                 for j in range(i, h.height):
                     self.off_tab[a, i, j] = self.offs[a][i][j]
         self.bottoms: list[_Materialized] = []
+        self.threads = threads
         if self.sizes_only:
             q, w = lat._qi_classes_table()
-            # one sorted copy of the bottom per partition attribute (two on large tables,
-            # so most nodes find blocks to split between threads)
+            # one sorted copy of the bottom per partition attribute (two on large tables
+            # searched on two threads, so most nodes find blocks to split)
             for a in self._part_attrs(q.shape[1]):
                 bottom = self._partition(q, w, a)
                 self.bottoms.append(bottom)
@@ -552,7 +553,6 @@ class _RollUp:
             scale = min(float(_CACHE_SCALE), max(1.0, 32.0 * bottom.nbytes / (1 << 28)))
             self.cache_bytes = int(_CACHE_BYTES * scale)
         self.slot2: np.ndarray | None = None
-        self.threads = threads
         # direct-addressing work buffer of the roll-up kernel (−1 between calls)
         self.slot = np.full(min(_SLOT_LIMIT, 32 * bottom.m + 65536), -1, dtype=np.int32)
         self._index()
@@ -567,15 +567,15 @@ class _RollUp:
     def _part_attrs(self, m: int) -> list[int]:
         """Return the partition attributes of the bottom node.
 
-        The one (two for ≥ ``_SPLIT_ROWS`` rows) with the most codes (mean log2 cardinality
-        over its levels); none for one-level hierarchies.
+        The one (two for ≥ ``_SPLIT_ROWS`` rows and two threads) with the most codes (mean
+        log2 cardinality over its levels); none for one-level hierarchies.
         """
         heights = self.lat.heights
         logs = [float(np.mean([math.log2(max(int(self.card_tab[a, lev]), 1))
                                for lev in range(h)])) for a, h in enumerate(heights)]
         cand = [a for a in np.argsort(logs, kind="stable")[::-1].tolist()
                 if heights[a] >= 2 and logs[a] > 0]
-        return cand[:2 if m >= _SPLIT_ROWS else 1] if m > 0 else []
+        return cand[:2 if m >= _SPLIT_ROWS and self.threads > 1 else 1] if m > 0 else []
 
     def _partition(self, q: np.ndarray, w: np.ndarray, a: int) -> _Materialized:
         """Sort the bottom classes along attribute ``a``'s hierarchy; record its blocks.
