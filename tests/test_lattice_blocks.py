@@ -135,3 +135,42 @@ def test_joint_tables_equal_decoding(data):
                 key += maps[offsets[a] + digit] * mult
                 mult *= tcard[a]
             assert tab[toff[g] + code] == key
+
+
+def _oracle_path(node, grid, heights):
+    """Flash's upward path in plain Python (the reference the search kernel follows)."""
+    path, cur = [tuple(node)], list(node)
+    rel_step = [1.0 / max(h - 1, 1) for h in heights]
+    while True:
+        nxt = None
+        rel = sorted((cur[a] * rel_step[a] if h > 1 else 0.0, a)
+                     for a, h in enumerate(heights) if cur[a] < h - 1)
+        for _, a in rel:
+            cur[a] += 1
+            if grid[tuple(cur)] == 0:
+                nxt = tuple(cur)
+                break
+            cur[a] -= 1
+        if nxt is None:
+            return path
+        path.append(nxt)
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_upward_path_equals_oracle(data):
+    """The path kernel visits the same nodes as the plain-Python path on any tagging."""
+    from fastpriv._kernels.lattice import upward_path
+
+    heights = tuple(data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=5)))
+    grid = np.array(data.draw(st.lists(st.sampled_from([0, 0, 1, -1]),
+                                       min_size=int(np.prod(heights)),
+                                       max_size=int(np.prod(heights)))),
+                    dtype=np.int8).reshape(heights)
+    node = tuple(data.draw(st.integers(0, h - 1)) for h in heights)
+    strides = np.cumprod((heights[1:] + (1,))[::-1])[::-1]
+    got = upward_path(grid.reshape(-1), kernel_array(strides, np.int64),
+                      kernel_array(heights, np.int64), kernel_array(node, np.int64),
+                      kernel_array([1.0 / max(h - 1, 1) for h in heights], np.float64))
+    want = [int(np.ravel_multi_index(n, heights)) for n in _oracle_path(node, grid, heights)]
+    assert got.tolist() == want

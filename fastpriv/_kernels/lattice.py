@@ -433,6 +433,50 @@ def pick_source(levels, rows, n, node):
 
 
 @kernel
+def upward_path(flat, strides, heights, node, rel_step):
+    """Flash's path from ``node`` upwards through untagged nodes, as flat grid positions.
+
+    Each step raises the attribute with the lowest relative level ``node[a]·rel_step[a]``
+    (0 for one-level attributes; ties → lower index) whose raised node is untagged
+    (``flat[pos] == 0``, ``pos = Σ node[a]·strides[a]``); the path ends when none is.
+    """
+    d = node.shape[0]
+    cur = node.copy()
+    n_max = 1
+    pos = 0
+    for a in range(d):
+        n_max += heights[a] - 1 - node[a]
+        pos += node[a] * strides[a]
+    path = np.empty(n_max, dtype=np.int64)
+    path[0] = pos
+    n = 1
+    key = np.empty(d, dtype=np.float64)
+    used = np.empty(d, dtype=np.bool_)
+    while True:
+        for a in range(d):
+            key[a] = cur[a] * rel_step[a] if heights[a] > 1 else 0.0
+            used[a] = cur[a] >= heights[a] - 1
+        step = -1
+        for _ in range(d):
+            best = -1
+            for a in range(d):
+                if not used[a] and (best < 0 or key[a] < key[best]):
+                    best = a
+            if best < 0:
+                break
+            used[best] = True
+            if flat[pos + strides[best]] == 0:
+                step = best
+                break
+        if step < 0:
+            return path[:n].copy()
+        cur[step] += 1
+        pos += strides[step]
+        path[n] = pos
+        n += 1
+
+
+@kernel
 def decide_sizes(q, gptr, gattr, scard, slev, maps, off_tab, card_tab, node, w, max_groups,
                  slot, k, budget, bnd, keep):
     """k-anonymity of ``node`` rolled up from one materialized node, in one call.

@@ -382,7 +382,7 @@ _CACHE_BYTES = 1 << 28   # cache bound of materialized nodes for small tables ..
 _CACHE_SCALE = 4         # ... scaled up to this factor for large ones (32 × the bottom's bytes)
 _PHASES = ("rollup", "count", "criterion", "materialize")
 _FUSED = True       # pure k-anonymity checks in one fused kernel (decide_sizes)
-_KEEP_RATIO = 0.5   # a failing node is cached when it has at most this share of its source's rows
+_KEEP_RATIO = 0.3   # a failing node is cached when it has at most this share of its source's rows
 _SLOT_LIMIT = 1 << 23     # largest key space ranked by direct addressing (32 MiB buffer)
 
 
@@ -512,8 +512,10 @@ class _RollUp:
 
     def __init__(self, lat: GeneralizationLattice, crit: Criterion, budget: int,
                  cache_bytes: int | None = None, threads: int = 1) -> None:
+        from .._kernels import lattice as kernels
         from ..predicates import kernel_spec
 
+        self.kern = kernels    # bound once: no import statement per check
         self.lat, self.budget = lat, budget
         self.cache_bytes = _CACHE_BYTES if cache_bytes is None else cache_bytes
         self.spec = kernel_spec(crit, lat.values, lat._q)  # type: ignore[arg-type]
@@ -636,9 +638,7 @@ class _RollUp:
 
     def _source(self, nd: np.ndarray) -> _Materialized:
         """Pick the cached node below ``nd`` with the fewest rows (the bottom is entry 0)."""
-        from .._kernels.lattice import pick_source
-
-        i = pick_source(self.levels, self.rows, len(self.cache), nd)
+        i = self.kern.pick_source(self.levels, self.rows, len(self.cache), nd)
         if i == 0 and len(self.bottoms) > 1:
             return self._bottom_for(nd)
         return self.cache[i]
@@ -699,11 +699,11 @@ class _RollUp:
         bound): ``bound`` = Σ_g n_g·max(n_g, k) over all classes when asked (see
         :meth:`loss_and_bound`), else −1.
         """
+        if _FUSED and self.sizes_only and budget is None and not bound:
+            return self._check_sizes(node)
         from .._kernels.counting import DENSE_CELLS, count_pairs
         from .._kernels.lattice import profile_stats, size_stats
 
-        if _FUSED and self.sizes_only and budget is None and not bound:
-            return self._check_sizes(node)
         src, group, sizes, first, ng, offs, blk = self.classes(
             node, self.max_groups if budget is None else None)
         budget = self.budget if budget is None else budget
@@ -737,8 +737,6 @@ class _RollUp:
 
     def _check_sizes(self, node: tuple[int, ...]) -> tuple[NodeCheck, tuple[int, int, int, int]]:
         """:meth:`check` of pure k-anonymity under the search's budget: one fused kernel."""
-        from .._kernels.lattice import decide_sizes
-
         t0 = time.perf_counter()
         nd = np.asarray(node, dtype=np.int64)
         src = self._source(nd)
@@ -751,7 +749,7 @@ class _RollUp:
             sizes, first, ng, sup, exceeded, kept, sq, offs, before = self._decide_split(
                 src, nd, bnd, cut)
         else:
-            sizes, first, ng, sup, exceeded, kept, sq, offs, before = decide_sizes(
+            sizes, first, ng, sup, exceeded, kept, sq, offs, before = self.kern.decide_sizes(
                 src.q, src.gptr, src.gattr, src.scard, src.levels, self.maps, self.off_tab,
                 self.card_tab, nd, src.w, self.max_groups, self.slot, self.k, self.budget,
                 bnd, float(self.keep_ratio))
@@ -837,8 +835,6 @@ class _RollUp:
     def _keep(self, node: tuple[int, ...], src: _Materialized, sizes: np.ndarray,
               first: np.ndarray, ng: int, offs: np.ndarray, csr: Any,
               blk: tuple[np.ndarray | None, np.ndarray | None]) -> None:
-        from .._kernels.lattice import repack_rows
-
         rows = ng if csr is None else int(csr[1].shape[0])
         if rows > self.keep_ratio * src.m:
             return
@@ -862,7 +858,7 @@ class _RollUp:
             rows = kernel_array(rows[np.repeat(np.arange(ng), np.diff(csr[0]))], np.int64)
             mat = _Materialized(nd, None, scard, kernel_array(csr[1], np.int32),
                                 kernel_array(csr[2], np.int64), groups)
-        mat.set_codes(repack_rows(src.q, src.gptr, src.gattr, src.scard, self.maps, offs,
+        mat.set_codes(self.kern.repack_rows(src.q, src.gptr, src.gattr, src.scard, self.maps, offs,
                                   rows, mat.gptr, mat.gattr, mat.scard))
         bnd, before = blk
         if csr is None and bnd is not None and src.part >= 0:
@@ -1224,15 +1220,23 @@ class GeneralizationLattice:
             return res.ok
 
         if use_flash:
+            from .._kernels.lattice import upward_path
+
+            heights = kernel_array(self.heights, np.int64)
+            strides = kernel_array(np.cumprod((self.heights[1:] + (1,))[::-1])[::-1], np.int64)
+            # raise the attribute with the lowest relative level first (a "diagonal" path)
+            rel_step = kernel_array([1.0 / max(h - 1, 1) for h in self.heights], np.float64)
+            at = np.empty(N, dtype=np.int64)     # node index at each grid position
+            at[gidx] = np.arange(N)
             for i in range(N):
                 if flat[gidx[i]] != UNKNOWN:
                     continue
-                path = self._upward_path(node=tuples[i], grid=grid)
+                path = upward_path(flat, strides, heights, self.nodes[i], rel_step)
                 lo, hi = 0, len(path) - 1
                 while lo <= hi:
                     mid = (lo + hi) // 2
-                    st = grid[path[mid]]
-                    ok = evaluate(self._index[path[mid]]) if st == UNKNOWN else st == SAT
+                    st = flat[path[mid]]
+                    ok = evaluate(int(at[path[mid]])) if st == UNKNOWN else st == SAT
                     if ok:
                         hi = mid - 1
                     else:
@@ -1288,27 +1292,6 @@ class GeneralizationLattice:
         from ..predicates import AllOf
 
         return isinstance(crit, AllOf) and bool(crit.local)
-
-    def _upward_path(self, node: tuple[int, ...], grid: np.ndarray) -> list[tuple[int, ...]]:
-        """Extend a chain from ``node`` upwards through untagged nodes (Flash's path)."""
-        path = [node]
-        cur = list(node)
-        rel_step = [1.0 / max(h - 1, 1) for h in self.heights]
-        while True:
-            nxt = None
-            # raise the attribute with the lowest relative level first (a "diagonal" path)
-            rel = sorted((cur[a] * rel_step[a] if h > 1 else 0.0, a)
-                         for a, h in enumerate(self.heights) if cur[a] < h - 1)
-            for _, a in rel:
-                cur[a] += 1
-                cand = tuple(cur)
-                if grid[cand] == UNKNOWN:
-                    nxt = cand
-                    break
-                cur[a] -= 1
-            if nxt is None:
-                return path
-            path.append(nxt)
 
     def _minimal_grid(self, sat_grid: np.ndarray) -> list[tuple[int, ...]]:
         """Return the satisfying nodes with no satisfying node strictly below (any set).
