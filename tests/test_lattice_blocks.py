@@ -174,3 +174,28 @@ def test_upward_path_equals_oracle(data):
                       kernel_array([1.0 / max(h - 1, 1) for h in heights], np.float64))
     want = [int(np.ravel_multi_index(n, heights)) for n in _oracle_path(node, grid, heights)]
     assert got.tolist() == want
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_tag_box_equals_slicing(data):
+    """Tagging a node's up-set / down-set equals NumPy box slicing; counts new tags."""
+    from fastpriv._kernels.lattice import tag_box
+
+    heights = tuple(data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=5)))
+    size = int(np.prod(heights))
+    grid = np.array(data.draw(st.lists(st.sampled_from([0, 0, 1, -1]), min_size=size,
+                                       max_size=size)), dtype=np.int8).reshape(heights)
+    node = tuple(data.draw(st.integers(0, h - 1)) for h in heights)
+    up = data.draw(st.booleans())
+    value = 1 if up else -1
+    want = grid.copy()
+    box = tuple(slice(x, None) if up else slice(0, x + 1) for x in node)
+    new = int(np.count_nonzero(want[box] == 0))
+    want[box] = value
+    flat = grid.reshape(-1)
+    strides = np.cumprod((heights[1:] + (1,))[::-1])[::-1]
+    got = tag_box(flat, kernel_array(strides, np.int64), kernel_array(heights, np.int64),
+                  kernel_array(node, np.int64), np.int64(1 if up else 0), np.int64(value))
+    assert got == new
+    assert np.array_equal(grid, want)

@@ -433,6 +433,41 @@ def pick_source(levels, rows, n, node):
 
 
 @kernel
+def tag_box(flat, strides, heights, node, up, value):
+    """Set every node ≥ ``node`` (``up`` = 1) or ≤ ``node`` (``up`` = 0) to ``value``.
+
+    The up-set / down-set of a node is one box of the C-ordered grid ``flat`` (strides
+    ``strides``, shape ``heights``), walked with an odometer. Returns how many of its
+    entries were 0 (untagged) before.
+    """
+    d = node.shape[0]
+    lo = np.empty(d, dtype=np.int64)
+    hi = np.empty(d, dtype=np.int64)
+    pos = 0
+    for a in range(d):
+        lo[a] = node[a] if up else 0
+        hi[a] = heights[a] if up else node[a] + 1
+        pos += lo[a] * strides[a]
+    idx = lo.copy()
+    count = 0
+    while True:
+        if flat[pos] == 0:
+            count += 1
+        flat[pos] = value
+        a = d - 1
+        while a >= 0:
+            idx[a] += 1
+            pos += strides[a]
+            if idx[a] < hi[a]:
+                break
+            pos -= (idx[a] - lo[a]) * strides[a]
+            idx[a] = lo[a]
+            a -= 1
+        if a < 0:
+            return count
+
+
+@kernel
 def upward_path(flat, strides, heights, node, rel_step):
     """Flash's path from ``node`` upwards through untagged nodes, as flat grid positions.
 

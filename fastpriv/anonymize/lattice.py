@@ -1190,10 +1190,15 @@ class GeneralizationLattice:
         stats: dict[tuple[int, ...], tuple[int, int, int, int]] = {}
         order: list[tuple[int, ...]] = []
         t_book = 0.0
+        n_tagged = 0
         tuples = self._node_tuples()
+        from .._kernels.lattice import tag_box, upward_path
+
+        heights = kernel_array(self.heights, np.int64)
+        strides = kernel_array(np.cumprod((self.heights[1:] + (1,))[::-1])[::-1], np.int64)
 
         def evaluate(i: int) -> bool:
-            nonlocal t_book
+            nonlocal t_book, n_tagged
             node = tuples[i]
             if engine is not None:
                 res, st = engine.check(node)
@@ -1203,14 +1208,14 @@ class GeneralizationLattice:
             order.append(node)
             tb = time.perf_counter()
             if use_flash:   # the up-set / down-set of a node is one box of the grid
-                if res.ok:
-                    grid[tuple(slice(x, None) for x in node)] = SAT
-                else:
-                    grid[tuple(slice(0, x + 1) for x in node)] = UNSAT
+                n_tagged += tag_box(flat, strides, heights, self.nodes[i],
+                                    np.int64(1 if res.ok else 0),
+                                    np.int64(SAT if res.ok else UNSAT))
             else:
+                n_tagged += int(flat[gidx[i]] == UNKNOWN)
                 flat[gidx[i]] = SAT if res.ok else UNSAT
             if progress is not None or on_check is not None:
-                tagged = int(np.count_nonzero(grid))
+                tagged = n_tagged
                 if progress is not None:
                     progress(tagged, N)
                 if on_check is not None:
@@ -1220,10 +1225,6 @@ class GeneralizationLattice:
             return res.ok
 
         if use_flash:
-            from .._kernels.lattice import upward_path
-
-            heights = kernel_array(self.heights, np.int64)
-            strides = kernel_array(np.cumprod((self.heights[1:] + (1,))[::-1])[::-1], np.int64)
             # raise the attribute with the lowest relative level first (a "diagonal" path)
             rel_step = kernel_array([1.0 / max(h - 1, 1) for h in self.heights], np.float64)
             at = np.empty(N, dtype=np.int64)     # node index at each grid position
