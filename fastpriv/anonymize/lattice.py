@@ -541,8 +541,11 @@ class _RollUp:
             # one sorted copy of the bottom per partition attribute (two on large tables
             # searched on two threads, so most nodes find blocks to split)
             for a in self._part_attrs(q.shape[1]):
-                bottom = self._partition(q, w, a)
-                self.bottoms.append(bottom)
+                # sorted once per lattice (and packing), shared by its searches
+                key = (a, _PACK_LIMIT, _PACK_ROWS)
+                if key not in lat._sorted_bottoms:
+                    lat._sorted_bottoms[key] = self._partition(q, w, a)
+                self.bottoms.append(lat._sorted_bottoms[key])
             if not self.bottoms:
                 self.bottoms.append(_Materialized(np.zeros(d, np.int64), q,
                                                   self.card_tab[:, 0], None, w))
@@ -965,6 +968,7 @@ class GeneralizationLattice:
         self._grid = np.ravel_multi_index(tuple(self.nodes.T), self.heights)
         self._level_maps: tuple[np.ndarray, list, bool] | None = None
         self._qi_classes: tuple[np.ndarray, np.ndarray] | None = None
+        self._sorted_bottoms: dict[tuple[int, int, int], Any] = {}
         self._cq0: np.ndarray | None = None
         self._tuples: list[tuple[int, ...]] | None = None
 
