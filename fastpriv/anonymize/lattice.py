@@ -780,9 +780,10 @@ class _RollUp:
         Blocks hold disjoint classes, so chunks of consecutive blocks are rolled up on their
         own and the results concatenated. A first chunk of about an eighth of the rows (the
         smallest blocks) runs alone: a node failing fast there costs no thread hand-off;
-        otherwise the rest is split in two halves at ``cut`` (each with its own work buffer,
-        failing fast against the budget left after the first chunk — exact, as a chunk's
-        suppressed individuals and classes bound the node's from below).
+        otherwise the rest runs as two chunks split at ``cut``, the block boundary nearest
+        the middle row (each chunk with its own work buffer, failing fast against the
+        budget and class count left after the first chunk — exact, as a chunk's suppressed
+        individuals and classes bound the node's from below).
         """
         from .._kernels.lattice import decide_sizes
         from .._threads import run_chunks
