@@ -20,6 +20,10 @@ own tree (a temporary ``git worktree``, as :mod:`benchmarks.ab_commits` does)::
 
     FASTPRIV_BENCH=full python -m benchmarks.bench_lattice_scale --base b7768d3
     python -m benchmarks.bench_lattice_scale --profile ihis     # cProfile of one search
+    FASTPRIV_BENCH=full python -m benchmarks.bench_lattice_scale --datasets ihis --n-jobs 2
+
+``--n-jobs 2`` times the working tree with large roll-ups split between two threads
+(``search(..., n_jobs=2)``); it pays only when both cores are idle.
 
 Smoke mode (default, run by the test suite) uses the small sizes and no base revision.
 """
@@ -88,8 +92,13 @@ def _peak_rss_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
-def measure(dataset: str, full: bool, repeat: int, objective: bool = True) -> dict[str, Any]:
-    """Time the searches of one dataset in this interpreter (whichever fastpriv it imports)."""
+def measure(dataset: str, full: bool, repeat: int, objective: bool = True,
+            n_jobs: int = 1) -> dict[str, Any]:
+    """Time the searches of one dataset in this interpreter (whichever fastpriv it imports).
+
+    ``n_jobs`` other than 1 is passed to the searches (threads for large roll-ups; a base
+    revision without that parameter is always timed with its defaults).
+    """
     import fastpriv.predicates as P
     from fastpriv.anonymize.lattice import GeneralizationLattice
 
@@ -100,21 +109,22 @@ def measure(dataset: str, full: bool, repeat: int, objective: bool = True) -> di
         table, hier = adult_table(full)
         qi, sens = ADULT_QI, "relationship"
     crit = P.KAnonymity(5)
+    kw: dict[str, Any] = {} if n_jobs == 1 else {"n_jobs": n_jobs}
     small = GeneralizationLattice(table.slice(0, 2000), qi, sens, hier)  # JIT warm-up
     for sup in SUPPRESSION:
-        small.search(crit, suppression=sup, strategy="flash", materialize=False)
+        small.search(crit, suppression=sup, strategy="flash", materialize=False, **kw)
     t0 = time.perf_counter()
     lat = GeneralizationLattice(table, qi, sens, hier)
     build = time.perf_counter() - t0
-    out: dict[str, Any] = {"rows": table.num_rows, "n_nodes": lat.n_nodes,
+    out: dict[str, Any] = {"rows": table.num_rows, "n_nodes": lat.n_nodes, "n_jobs": n_jobs,
                            "heights": list(lat.heights), "n_cells": lat.n_cells,
                            "build_s": build, "runs": []}
     for sup in SUPPRESSION:
         t0 = time.perf_counter()
-        res = lat.search(crit, suppression=sup, strategy="flash", materialize=False)
+        res = lat.search(crit, suppression=sup, strategy="flash", materialize=False, **kw)
         first = time.perf_counter() - t0
         secs = best_time(lambda sup=sup: lat.search(crit, suppression=sup, strategy="flash",
-                                                    materialize=False), repeat=repeat) \
+                                                    materialize=False, **kw), repeat=repeat) \
             if repeat else first
         row = {"suppression": sup, "nodes_checked": res.n_checked, "first_call_s": first,
                "search_s": secs, "ms_per_checked_node": 1e3 * secs / max(res.n_checked, 1),
@@ -130,7 +140,7 @@ def measure(dataset: str, full: bool, repeat: int, objective: bool = True) -> di
             try:
                 t0 = time.perf_counter()
                 opt = lat.search(crit, suppression=sup, strategy="flash", materialize=False,
-                                 objective="optimal")
+                                 objective="optimal", **kw)
                 row["optimal"] = {"node": list(opt.best) if opt.best else None,
                                   "score": opt.scores.get(opt.best) if opt.best else None,
                                   "nodes_checked": opt.n_checked,
@@ -142,14 +152,15 @@ def measure(dataset: str, full: bool, repeat: int, objective: bool = True) -> di
     return out
 
 
-def _subprocess(tree: str, dataset: str, full: bool, repeat: int) -> dict[str, Any]:
+def _subprocess(tree: str, dataset: str, full: bool, repeat: int,
+                n_jobs: int = 1) -> dict[str, Any]:
     code = (f"import sys, json; sys.path.insert(0, {tree!r}); import fastpriv; "
             f"assert fastpriv.__file__.startswith({tree!r}); "
             "import importlib.util as u; "
             f"spec = u.spec_from_file_location('bls', {__file__!r}); "
             "m = u.module_from_spec(spec); spec.loader.exec_module(m); "
             f"print(json.dumps(m.measure({dataset!r}, {full!r}, {repeat!r}, "
-            f"{tree == str(ROOT)!r})))")
+            f"{tree == str(ROOT)!r}, {n_jobs if tree == str(ROOT) else 1!r})))")
     env = dict(os.environ, PYTHONPATH="")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=tempfile.gettempdir(), env=env)
@@ -159,9 +170,11 @@ def _subprocess(tree: str, dataset: str, full: bool, repeat: int) -> dict[str, A
 
 
 def compare(base: str | None, full: bool, rounds: int, repeat: int,
-            base_repeat: int, datasets: tuple[str, ...] = ("adult", "ihis")) -> dict[str, Any]:
+            base_repeat: int, datasets: tuple[str, ...] = ("adult", "ihis"),
+            n_jobs: int = 1) -> dict[str, Any]:
     """Base revision and working tree, alternated ``rounds`` times per dataset."""
-    result: dict[str, Any] = {"arx_published": ARX, "base": base, "datasets": {}}
+    result: dict[str, Any] = {"arx_published": ARX, "base": base, "n_jobs": n_jobs,
+                              "datasets": {}}
     with tempfile.TemporaryDirectory(prefix="fastpriv-lattice-ab-") as tmp:
         trees = [("current", str(ROOT))]
         if base:
@@ -175,7 +188,7 @@ def compare(base: str | None, full: bool, rounds: int, repeat: int,
                 for _ in range(rounds):
                     for label, tree in trees:
                         rep = repeat if label == "current" else base_repeat
-                        r = _subprocess(tree, ds, full, rep)
+                        r = _subprocess(tree, ds, full, rep, n_jobs)
                         by.setdefault(label, []).append(r)
                         print(ds, label, json.dumps(_brief(r)), flush=True)
                 result["datasets"][ds] = {lab: _merge(rs) for lab, rs in by.items()}
@@ -269,13 +282,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suppression", type=float, default=0.0)
     ap.add_argument("--datasets", default="adult,ihis", help="comma-separated: adult, ihis")
     ap.add_argument("--out", default="lattice_scale", help="result file name (no .json)")
+    ap.add_argument("--n-jobs", type=int, default=1,
+                    help="threads for large roll-ups in the working tree's searches")
     a = ap.parse_args(argv)
     full = is_full()
     if a.profile:
         profile(a.profile, full, a.suppression)
         return 0
     res = compare(a.base, full, a.rounds, a.repeat, a.base_repeat,
-                  tuple(x.strip() for x in a.datasets.split(",") if x.strip()))
+                  tuple(x.strip() for x in a.datasets.split(",") if x.strip()), a.n_jobs)
     print(json.dumps({ds: v.get("speedup") for ds, v in res["datasets"].items()}))
     write_result(a.out, res, full)
     return 0

@@ -50,7 +50,80 @@ def _block_keys(q, maps, offsets, cards, start, stop, key):
 
 
 @kernel
-def rollup(q, maps, offsets, cards, w, max_groups, slot, need_group):
+def _rehash(keys, vals, bits, mult):
+    """Return the open-addressing table ``(keys, vals)`` re-inserted into ``2**bits`` slots."""
+    mask = (np.int64(1) << bits) - 1
+    nkeys = np.full(mask + 1, -1, dtype=np.int64)
+    nvals = np.empty(mask + 1, dtype=np.int32)
+    for j in range(keys.shape[0]):
+        kj = keys[j]
+        if kj >= 0:
+            hj = np.int64((np.uint64(kj) * mult) >> np.uint64(64 - bits))
+            while nkeys[hj] >= 0:
+                hj = (hj + 1) & mask
+            nkeys[hj] = kj
+            nvals[hj] = vals[j]
+    return nkeys, nvals
+
+
+@kernel
+def _hash_rollup(key, q, maps, offsets, cards, w, max_groups, need_group, bnd, k, budget, keep,
+                 group, sizes, first, before):
+    """:func:`rollup` through an open-addressing hash table (large key spaces).
+
+    Sized to the classes found so far (doubled at half load), so the table stays in cache
+    when a node has few classes however many rows it rolls up. Returns ``(classes,
+    status)`` (status 0, −2 or −3 as :func:`rollup`'s ``n_groups``).
+    """
+    bits = 12
+    mask = (np.int64(1) << bits) - 1
+    keys = np.full(mask + 1, -1, dtype=np.int64)
+    vals = np.empty(mask + 1, dtype=np.int32)
+    mult = np.uint64(0x9E3779B97F4A7C15)
+    g = 0
+    sup = np.int64(0)
+    for p in range(bnd.shape[0] - 1):
+        before[p] = g
+        for start in range(bnd[p], bnd[p + 1], _BLOCK):
+            stop = min(start + _BLOCK, bnd[p + 1])
+            _block_keys(q, maps, offsets, cards, start, stop, key)
+            for i in range(start, stop):
+                kk0 = key[i - start]
+                h = np.int64((np.uint64(kk0) * mult) >> np.uint64(64 - bits))
+                while True:
+                    kk = keys[h]
+                    if kk == kk0:
+                        s = vals[h]
+                        break
+                    if kk < 0:
+                        if g >= max_groups:
+                            return g, -2
+                        keys[h] = kk0
+                        vals[h] = g
+                        s = g
+                        first[g] = i
+                        g += 1
+                        if 2 * g > mask:
+                            bits += 1
+                            mask = (np.int64(1) << bits) - 1
+                            keys, vals = _rehash(keys, vals, bits, mult)
+                        break
+                    h = (h + 1) & mask
+                if need_group:
+                    group[i] = s
+                sizes[s] += w[i]
+        for j in range(before[p], g):
+            if sizes[j] < k:
+                sup += sizes[j]
+        if sup > budget:
+            if g > keep * (bnd[p + 1] - bnd[0]):
+                return g, -3
+            k = 0
+    return g, 0
+
+
+@kernel
+def rollup(q, maps, offsets, cards, w, max_groups, slot, need_group, bnd, k, budget, keep):
     """Merge rows whose generalized tuples are equal.
 
     Parameters
@@ -74,6 +147,20 @@ def rollup(q, maps, offsets, cards, w, max_groups, slot, need_group):
         with an open-addressing hash table sized to the classes found.
     need_group : bool
         Whether to return the class of each row (else ``group`` is empty).
+    bnd : int64 (P + 1,)
+        Partition of the rows into consecutive blocks ``bnd[p]:bnd[p+1]`` (``bnd[0] = 0``,
+        ``bnd[P] = m``) such that no class of the higher node spans two blocks (the rows
+        are sorted by an attribute coarser than the higher node's level of it); ``[0, m]``
+        is always valid.
+    k, budget : int
+        Fail fast on suppression: after each block its classes are complete, and the
+        individuals in classes smaller than ``k`` are summed; the scan stops once they
+        exceed ``budget`` (``n_groups`` is then ``-3``). ``k = 0`` never stops.
+    keep : float
+        ... unless the classes found so far number at most ``keep`` times the rows
+        scanned: then the node is worth caching as a source for later roll-ups (the
+        caller keeps failing nodes of at most that share of rows), and the scan goes on to
+        the end.
 
     Returns
     -------
@@ -85,17 +172,22 @@ def rollup(q, maps, offsets, cards, w, max_groups, slot, need_group):
         First row of each class.
     n_groups : int
         ``-1`` when the key space exceeds 62 bits (nothing else is computed), ``-2`` when
-        the scan stopped past ``max_groups``.
+        the scan stopped past ``max_groups``, ``-3`` when it stopped past ``budget``.
+    before : int64 (P + 1,)
+        Classes numbered before each block (``before[P]`` = ``n_groups``); classes are
+        numbered in scan order, so a block's classes are consecutive.
 
     """
     d = q.shape[0]
     m = q.shape[1]
+    n_parts = bnd.shape[0] - 1
+    before = np.zeros(n_parts + 1, dtype=np.int64)
     space = np.int64(1)
     for a in range(d):
         c = max(cards[a], 1)
         if space > (np.int64(1) << 62) // c:
             return (np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0, np.int64),
-                    -1)
+                    -1, before)
         space *= c
     cap = min(m, max_groups + 1)
     cap = min(cap, space)
@@ -105,79 +197,52 @@ def rollup(q, maps, offsets, cards, w, max_groups, slot, need_group):
     ckey = np.empty(cap, dtype=np.int64)
     key = np.empty(_BLOCK, dtype=np.int64)
     g = 0
-    if space <= slot.shape[0]:
-        stopped = False
-        for start in range(0, m, _BLOCK):
-            stop = min(start + _BLOCK, m)
-            _block_keys(q, maps, offsets, cards, start, stop, key)
-            for i in range(start, stop):
-                k = key[i - start]
-                s = slot[k]
-                if s < 0:
-                    if g >= max_groups:
-                        stopped = True
-                        break
-                    s = g
-                    slot[k] = g
-                    first[g] = i
-                    ckey[g] = k
-                    g += 1
-                if need_group:
-                    group[i] = s
-                sizes[s] += w[i]
-            if stopped:
+    sup = np.int64(0)
+    status = 0
+    direct = space <= slot.shape[0]
+    if direct:
+        for p in range(n_parts):
+            before[p] = g
+            for start in range(bnd[p], bnd[p + 1], _BLOCK):
+                stop = min(start + _BLOCK, bnd[p + 1])
+                _block_keys(q, maps, offsets, cards, start, stop, key)
+                for i in range(start, stop):
+                    kk = key[i - start]
+                    s = slot[kk]
+                    if s < 0:
+                        if g >= max_groups:
+                            status = -2
+                            break
+                        s = g
+                        slot[kk] = g
+                        first[g] = i
+                        ckey[g] = kk
+                        g += 1
+                    if need_group:
+                        group[i] = s
+                    sizes[s] += w[i]
+                if status < 0:
+                    break
+            if status < 0:
                 break
+            # the block's classes are complete: the individuals they would suppress
+            for j in range(before[p], g):
+                if sizes[j] < k:
+                    sup += sizes[j]
+            if sup > budget:
+                if g > keep * (bnd[p + 1] - bnd[0]):
+                    status = -3
+                    break
+                k = 0    # worth caching: finish the scan
         for j in range(g):
             slot[ckey[j]] = -1
-        if stopped:
-            return group, sizes[:0].copy(), first[:0].copy(), -2
-        return group, sizes[:g].copy(), first[:g].copy(), g
-    # open addressing, sized to the classes found so far (doubled at half load), so the
-    # table stays in cache when a node has few classes however many rows it rolls up
-    bits = 12
-    mask = (np.int64(1) << bits) - 1
-    keys = np.full(mask + 1, -1, dtype=np.int64)
-    vals = np.empty(mask + 1, dtype=np.int32)
-    mult = np.uint64(0x9E3779B97F4A7C15)
-    for i in range(m):
-        if i % _BLOCK == 0:
-            _block_keys(q, maps, offsets, cards, i, min(i + _BLOCK, m), key)
-        k = key[i % _BLOCK]
-        h = np.int64((np.uint64(k) * mult) >> np.uint64(64 - bits))
-        while True:
-            kk = keys[h]
-            if kk == k:
-                s = vals[h]
-                break
-            if kk < 0:
-                if g >= max_groups:
-                    return group, sizes[:0].copy(), first[:0].copy(), -2
-                keys[h] = k
-                vals[h] = g
-                s = g
-                first[g] = i
-                g += 1
-                if 2 * g > mask:
-                    bits += 1
-                    mask = (np.int64(1) << bits) - 1
-                    nkeys = np.full(mask + 1, -1, dtype=np.int64)
-                    nvals = np.empty(mask + 1, dtype=np.int32)
-                    for j in range(keys.shape[0]):
-                        kj = keys[j]
-                        if kj >= 0:
-                            hj = np.int64((np.uint64(kj) * mult) >> np.uint64(64 - bits))
-                            while nkeys[hj] >= 0:
-                                hj = (hj + 1) & mask
-                            nkeys[hj] = kj
-                            nvals[hj] = vals[j]
-                    keys = nkeys
-                    vals = nvals
-                break
-            h = (h + 1) & mask
-        if need_group:
-            group[i] = s
-        sizes[s] += w[i]
-    return group, sizes[:g].copy(), first[:g].copy(), g
+    else:
+        g, status = _hash_rollup(key, q, maps, offsets, cards, w, max_groups, need_group, bnd,
+                                 k, budget, keep, group, sizes, first, before)
+    if status < 0:
+        return group, sizes[:0].copy(), first[:0].copy(), status, before
+    before[n_parts] = g
+    return group, sizes[:g].copy(), first[:g].copy(), g, before
 
 
 @kernel
@@ -262,20 +327,22 @@ def joint_tables(gptr, gattr, scard, maps, offsets, tcard):
         total += radix_product(scard, gattr, gptr[g], gptr[g + 1])
     tab = np.empty(total, dtype=np.int32)
     for g in range(n_g):
-        lo = gptr[g]
-        hi = gptr[g + 1]
-        p = radix_product(scard, gattr, lo, hi)
-        for code in range(p):
-            x = code
-            key = 0
-            mult = 1
-            for i in range(hi - 1, lo - 1, -1):
-                a = gattr[i]
-                c = x % scard[a]
-                x //= scard[a]
-                key += maps[offsets[a] + c] * mult
-                mult *= tcard[a]
-            tab[toff[g] + code] = key
+        # built attribute by attribute (first = most significant digit): the table of the
+        # first j attributes, entry i, expands into entries i*c .. i*c + c - 1 (backwards,
+        # in place), so each entry costs one multiply-add instead of a decode
+        base = toff[g]
+        size = 1
+        tab[base] = 0
+        for i in range(gptr[g], gptr[g + 1]):
+            a = gattr[i]
+            c = scard[a]
+            t = tcard[a]
+            o = offsets[a]
+            for r in range(size - 1, -1, -1):
+                v = tab[base + r] * t
+                for j in range(c - 1, -1, -1):
+                    tab[base + r * c + j] = v + maps[o + j]
+            size *= c
     return tab, toff, gcard
 
 
@@ -366,16 +433,97 @@ def pick_source(levels, rows, n, node):
 
 
 @kernel
+def tag_box(flat, strides, heights, node, up, value):
+    """Set every node ≥ ``node`` (``up`` = 1) or ≤ ``node`` (``up`` = 0) to ``value``.
+
+    The up-set / down-set of a node is one box of the C-ordered grid ``flat`` (strides
+    ``strides``, shape ``heights``), walked with an odometer. Returns how many of its
+    entries were 0 (untagged) before.
+    """
+    d = node.shape[0]
+    lo = np.empty(d, dtype=np.int64)
+    hi = np.empty(d, dtype=np.int64)
+    pos = 0
+    for a in range(d):
+        lo[a] = node[a] if up else 0
+        hi[a] = heights[a] if up else node[a] + 1
+        pos += lo[a] * strides[a]
+    idx = lo.copy()
+    count = 0
+    while True:
+        if flat[pos] == 0:
+            count += 1
+        flat[pos] = value
+        a = d - 1
+        while a >= 0:
+            idx[a] += 1
+            pos += strides[a]
+            if idx[a] < hi[a]:
+                break
+            pos -= (idx[a] - lo[a]) * strides[a]
+            idx[a] = lo[a]
+            a -= 1
+        if a < 0:
+            return count
+
+
+@kernel
+def upward_path(flat, strides, heights, node, rel_step):
+    """Flash's path from ``node`` upwards through untagged nodes, as flat grid positions.
+
+    Each step raises the attribute with the lowest relative level ``node[a]·rel_step[a]``
+    (0 for one-level attributes; ties → lower index) whose raised node is untagged
+    (``flat[pos] == 0``, ``pos = Σ node[a]·strides[a]``); the path ends when none is.
+    """
+    d = node.shape[0]
+    cur = node.copy()
+    n_max = 1
+    pos = 0
+    for a in range(d):
+        n_max += heights[a] - 1 - node[a]
+        pos += node[a] * strides[a]
+    path = np.empty(n_max, dtype=np.int64)
+    path[0] = pos
+    n = 1
+    key = np.empty(d, dtype=np.float64)
+    used = np.empty(d, dtype=np.bool_)
+    while True:
+        for a in range(d):
+            key[a] = cur[a] * rel_step[a] if heights[a] > 1 else 0.0
+            used[a] = cur[a] >= heights[a] - 1
+        step = -1
+        for _ in range(d):
+            best = -1
+            for a in range(d):
+                if not used[a] and (best < 0 or key[a] < key[best]):
+                    best = a
+            if best < 0:
+                break
+            used[best] = True
+            if flat[pos + strides[best]] == 0:
+                step = best
+                break
+        if step < 0:
+            return path[:n].copy()
+        cur[step] += 1
+        pos += strides[step]
+        path[n] = pos
+        n += 1
+
+
+@kernel
 def decide_sizes(q, gptr, gattr, scard, slev, maps, off_tab, card_tab, node, w, max_groups,
-                 slot, k, budget):
+                 slot, k, budget, bnd, keep):
     """k-anonymity of ``node`` rolled up from one materialized node, in one call.
 
-    :func:`joint_tables`, :func:`rollup` (classes only, no per-row output) and
-    :func:`size_stats` fused, so a check costs one dispatch. ``off_tab[a, i, j]`` and
-    ``card_tab[a, j]`` are the level-to-level table offsets and level cardinalities;
-    ``slev`` the source's levels. Returns ``(sizes, first, n_groups, suppressed,
-    exceeded, n_kept, sum_sq_kept, offsets)``; ``n_groups`` is −1 / −2 as in
-    :func:`rollup` (then the statistics are zeros).
+    :func:`joint_tables`, :func:`rollup` (classes only, no per-row output, failing fast
+    past ``budget`` block by block of ``bnd`` unless the node is worth caching, see
+    ``keep``) and :func:`size_stats` fused, so a check
+    costs one dispatch. ``off_tab[a, i, j]`` and ``card_tab[a, j]`` are the level-to-level
+    table offsets and level cardinalities; ``slev`` the source's levels. Returns
+    ``(sizes, first, n_groups, suppressed, exceeded, n_kept, sum_sq_kept, offsets,
+    before)``; ``n_groups`` is −1 / −2 / −3 as in :func:`rollup` (then the statistics are
+    zeros).
     """
     d = node.shape[0]
     offs = np.empty(d, dtype=np.int64)
@@ -388,9 +536,10 @@ def decide_sizes(q, gptr, gattr, scard, slev, maps, off_tab, card_tab, node, w, 
     lim = min(slot.shape[0], 32 * m + 65536)
     no_group = m < 0     # False, typed as a plain bool (a literal False would compile a
     #                      second specialization of rollup beside the one Python calls)
-    _, sizes, first, ng = rollup(q, tab, toff, gcard, w, min(max_groups, m), slot[:lim],
-                                 no_group)
+    _, sizes, first, ng, before = rollup(q, tab, toff, gcard, w, min(max_groups, m),
+                                         slot[:lim], no_group, bnd, k, budget, keep)
     if ng < 0:
-        return sizes, first, ng, np.int64(0), False, np.int64(0), np.int64(0), offs
+        return (sizes, first, ng, np.int64(0), False, np.int64(0), np.int64(0), offs,
+                before)
     sup, exceeded, kept, sq = size_stats(sizes, k, budget)
-    return sizes, first, ng, sup, exceeded, kept, sq, offs
+    return sizes, first, ng, sup, exceeded, kept, sq, offs, before

@@ -24,8 +24,9 @@ value) combinations with counts. For the built-in group-local criteria (k-anonym
 ℓ-diversity, t-closeness, (c,k)-safety against negated atoms, (α,k)-anonymity and their
 conjunctions) a node's classes are **rolled up** from the smallest already-materialized
 node below it — the cells at the bottom, or a failing node checked earlier (only failing
-nodes can lie below a node still to check), kept in a cache bounded to 256 MiB, least
-recently used evicted first — by mapping each row's codes up the hierarchies and merging
+nodes can lie below a node still to check), kept in a cache bounded to 256 MiB (up to
+1 GiB on large tables: 32 times the bottom node's bytes), least recently used evicted
+first — by mapping each row's codes up the hierarchies and merging
 equal tuples (Numba kernels in :mod:`fastpriv._kernels.lattice`; pure k-anonymity counts
 class sizes only, and its whole check — gather tables, merge, criterion — is one kernel
 call). A materialized node stores the codes of consecutive attributes packed into one
@@ -35,7 +36,13 @@ of nine on a 9-QI table — and ranks the keys by direct addressing into a persi
 (no fill per check) or by a hash table sized to the classes found.
 A check **fails fast**: under k-anonymity with a budget of b suppressed
 individuals a node with more than n/k + b classes cannot pass and the merge stops there,
-and the criterion scan stops once the suppressed individuals exceed the budget. The counts
+and the criterion scan stops once the suppressed individuals exceed the budget. Under pure
+k-anonymity the bottom node's classes are sorted along one attribute's hierarchy, so at a
+node whose level of it is below the top no class spans two *blocks* of equal code (roll-ups
+keep the order, so cached nodes keep the blocks): the merge completes the classes block by
+block and stops once they suppress more than the budget — unless the node compresses well
+enough to be cached as a source, then it finishes — and a roll-up of ≥ 262,144 rows can be
+split between two threads at a block boundary (``n_jobs``). The counts
 of each check also give the discernibility and average class size of the minimal nodes,
 which are scored without recounting. Tagging is O(what it changes): the lattice is held
 as a grid of shape ``heights``, and a node's successors (predecessors) are one box slice
@@ -371,10 +378,11 @@ class ChainSearch(Result):
                 f"{len(self.chain)} ({self.n_checked} checked), {mini}")
 
 
-_CACHE_BYTES = 1 << 28
+_CACHE_BYTES = 1 << 28   # cache bound of materialized nodes for small tables ...
+_CACHE_SCALE = 4         # ... scaled up to this factor for large ones (32 × the bottom's bytes)
 _PHASES = ("rollup", "count", "criterion", "materialize")
 _FUSED = True       # pure k-anonymity checks in one fused kernel (decide_sizes)
-_KEEP_RATIO = 0.5   # a failing node is cached when it has at most this share of its source's rows
+_KEEP_RATIO = 0.3   # a failing node is cached when it has at most this share of its source's rows
 _SLOT_LIMIT = 1 << 23     # largest key space ranked by direct addressing (32 MiB buffer)
 
 
@@ -426,6 +434,28 @@ class SearchProgress(Result):
 
 _PACK_LIMIT = 8192   # largest packed code of an attribute group (its table stays in L1/L2)
 _PACK_ROWS = 16      # ... and at most rows/16 (building the tables costs less than the rows)
+_SPLIT_ROWS = 1 << 18    # roll-ups of at least this many rows run on two threads
+
+
+def _pack_groups(cards: list[int], m: int) -> list[list[int]]:
+    """Group consecutive attributes into packed codes (product of cardinalities ≤ 8192).
+
+    The product also stays ≤ m/16 (building the tables costs less than the rows);
+    attributes with one code are left out.
+    """
+    limit = min(_PACK_LIMIT, max(1, m // _PACK_ROWS))
+    groups: list[list[int]] = []
+    prod = limit + 1
+    for a, c in enumerate(cards):
+        if c <= 1:
+            continue
+        if prod * c <= limit:
+            groups[-1].append(a)
+            prod *= c
+        else:
+            groups.append([a])
+            prod = c
+    return groups or [[0]]
 
 
 class _Materialized:
@@ -436,31 +466,24 @@ class _Materialized:
     attributes with one code are left out), so a roll-up gathers once per group.
     """
 
-    __slots__ = ("levels", "q", "gptr", "gattr", "scard", "s", "w", "nbytes", "last")
+    __slots__ = ("levels", "q", "gptr", "gattr", "scard", "s", "w", "nbytes", "last",
+                 "bounds", "part")
 
     def __init__(self, levels: np.ndarray, q: np.ndarray | None, scard: np.ndarray,
-                 s: np.ndarray | None, w: np.ndarray) -> None:
+                 s: np.ndarray | None, w: np.ndarray,
+                 groups: list[list[int]] | None = None) -> None:
         from .._kernels.lattice import pack_codes
 
-        m = int(w.shape[0])
-        limit = min(_PACK_LIMIT, max(1, m // _PACK_ROWS))
-        groups: list[list[int]] = []
-        prod = limit + 1
-        for a, c in enumerate(scard.tolist()):
-            if c <= 1:
-                continue
-            if prod * c <= limit:
-                groups[-1].append(a)
-                prod *= c
-            else:
-                groups.append([a])
-                prod = c
-        if not groups:
-            groups = [[0]]
+        if groups is None:
+            groups = _pack_groups(scard.tolist(), int(w.shape[0]))
         self.gptr = kernel_array(np.cumsum([0] + [len(g) for g in groups]), np.int64)
         self.gattr = kernel_array([a for g in groups for a in g], np.int64)
         self.scard = kernel_array(scard, np.int64)
         self.levels, self.s, self.w = levels, s, w
+        # rows sorted by the partition attribute's hierarchy path: level -> row boundaries
+        # of its blocks of equal code (see _RollUp.blocks)
+        self.bounds: dict[int, np.ndarray] = {}
+        self.part = -1
         self.q = np.empty((0, 0), np.int32)
         if q is not None:
             self.set_codes(pack_codes(kernel_array(q, np.int32), self.gptr, self.gattr,
@@ -488,9 +511,11 @@ class _RollUp:
     """
 
     def __init__(self, lat: GeneralizationLattice, crit: Criterion, budget: int,
-                 cache_bytes: int | None = None) -> None:
+                 cache_bytes: int | None = None, threads: int = 1) -> None:
+        from .._kernels import lattice as kernels
         from ..predicates import kernel_spec
 
+        self.kern = kernels    # bound once: no import statement per check
         self.lat, self.budget = lat, budget
         self.cache_bytes = _CACHE_BYTES if cache_bytes is None else cache_bytes
         self.spec = kernel_spec(crit, lat.values, lat._q)  # type: ignore[arg-type]
@@ -509,13 +534,30 @@ class _RollUp:
                 self.card_tab[a, i] = h.cardinality(i)
                 for j in range(i, h.height):
                     self.off_tab[a, i, j] = self.offs[a][i][j]
+        self.bottoms: list[_Materialized] = []
+        self.threads = threads
         if self.sizes_only:
             q, w = lat._qi_classes_table()
-            bottom = _Materialized(np.zeros(d, np.int64), q, self.card_tab[:, 0], None, w)
+            # one sorted copy of the bottom per partition attribute (two on large tables
+            # searched on two threads, so most nodes find blocks to split)
+            for a in self._part_attrs(q.shape[1]):
+                # sorted once per lattice (and packing), shared by its searches
+                key = (a, _PACK_LIMIT, _PACK_ROWS)
+                if key not in lat._sorted_bottoms:
+                    lat._sorted_bottoms[key] = self._partition(q, w, a)
+                self.bottoms.append(lat._sorted_bottoms[key])
+            if not self.bottoms:
+                self.bottoms.append(_Materialized(np.zeros(d, np.int64), q,
+                                                  self.card_tab[:, 0], None, w))
+            bottom = self.bottoms[0]
         else:
             bottom = _Materialized(np.zeros(d, np.int64), lat._cells_level0(),
                                    self.card_tab[:, 0], lat._cs, lat._cw)
         self.cache = [bottom]
+        if cache_bytes is None:
+            scale = min(float(_CACHE_SCALE), max(1.0, 32.0 * bottom.nbytes / (1 << 28)))
+            self.cache_bytes = int(_CACHE_BYTES * scale)
+        self.slot2: np.ndarray | None = None
         # direct-addressing work buffer of the roll-up kernel (−1 between calls)
         self.slot = np.full(min(_SLOT_LIMIT, 32 * bottom.m + 65536), -1, dtype=np.int32)
         self._index()
@@ -527,11 +569,82 @@ class _RollUp:
         self.seconds = dict.fromkeys(_PHASES, 0.0)
         self.stats: dict[tuple[int, ...], tuple[int, int, int]] = {}
 
+    def _part_attrs(self, m: int) -> list[int]:
+        """Return the partition attributes of the bottom node.
+
+        The one (two for ≥ ``_SPLIT_ROWS`` rows and two threads) with the most codes (mean
+        log2 cardinality over its levels); none for one-level hierarchies.
+        """
+        heights = self.lat.heights
+        logs = [float(np.mean([math.log2(max(int(self.card_tab[a, lev]), 1))
+                               for lev in range(h)])) for a, h in enumerate(heights)]
+        cand = [a for a in np.argsort(logs, kind="stable")[::-1].tolist()
+                if heights[a] >= 2 and logs[a] > 0]
+        return cand[:2 if m >= _SPLIT_ROWS and self.threads > 1 else 1] if m > 0 else []
+
+    def _partition(self, q: np.ndarray, w: np.ndarray, a: int) -> _Materialized:
+        """Sort the bottom classes along attribute ``a``'s hierarchy; record its blocks.
+
+        Rows are sorted by their code of ``a`` at every level from the top down (smaller
+        blocks first within each parent, so the rarest values, most likely suppressed,
+        come early). At any node whose level of ``a`` is ``L`` below the top, no class spans
+        two blocks of equal level-``L`` code: :func:`~fastpriv._kernels.lattice.rollup`
+        completes the classes block by block and fails fast once the suppressed
+        individuals exceed the budget, and a large roll-up is split between two threads
+        at a block boundary. A node rolled up from a sorted source is sorted too (classes
+        are numbered in scan order), so cached nodes keep the blocks.
+        """
+        h = self.lat.heights[a]
+        codes = [self.maps[self.off_tab[a, 0, lev] + q[a].astype(np.int64)].astype(np.int64)
+                 for lev in range(h - 1)]
+        keys = []
+        for lev in range(h - 1):
+            size = np.bincount(codes[lev], minlength=int(self.card_tab[a, lev]))
+            keys += [codes[lev], size[codes[lev]]]
+        order = np.lexsort(keys)
+        d = len(self.lat.heights)
+        mat = _Materialized(np.zeros(d, np.int64), q[:, order], self.card_tab[:, 0], None,
+                            kernel_array(w[order], np.int64))
+        m = mat.m
+        for lev in range(h - 1):
+            c = codes[lev][order]
+            cut = np.flatnonzero(c[1:] != c[:-1]) + 1
+            mat.bounds[lev] = kernel_array(np.concatenate(([0], cut, [m])), np.int64)
+        mat.part = a
+        return mat
+
+    def blocks(self, src: _Materialized, nd: np.ndarray) -> np.ndarray:
+        """Row boundaries of ``src`` that no class of node ``nd`` spans (``[0, m]`` at worst)."""
+        b = src.bounds.get(int(nd[src.part])) if src.part >= 0 else None
+        if b is None:
+            b = kernel_array([0, src.m], np.int64)
+        return b
+
+    @staticmethod
+    def _cut(bnd: np.ndarray) -> int:
+        """Index of the block boundary nearest the middle row (0: no inner boundary)."""
+        if bnd.shape[0] < 3:
+            return 0
+        inner = bnd[1:-1]
+        return 1 + int(np.argmin(np.abs(inner - bnd[-1] // 2)))
+
+    def _bottom_for(self, nd: np.ndarray) -> _Materialized:
+        """Return the sorted copy of the bottom whose blocks split ``nd`` most evenly."""
+        best, score = self.bottoms[0], -1.0
+        for b in self.bottoms:
+            bnd = self.blocks(b, nd)
+            c = self._cut(bnd)
+            sc = 0.0 if c == 0 else 1.0 - abs(2 * int(bnd[c]) - b.m) / b.m
+            if sc > score:
+                best, score = b, sc
+        return best
+
     def _source(self, nd: np.ndarray) -> _Materialized:
         """Pick the cached node below ``nd`` with the fewest rows (the bottom is entry 0)."""
-        from .._kernels.lattice import pick_source
-
-        return self.cache[pick_source(self.levels, self.rows, len(self.cache), nd)]
+        i = self.kern.pick_source(self.levels, self.rows, len(self.cache), nd)
+        if i == 0 and len(self.bottoms) > 1:
+            return self._bottom_for(nd)
+        return self.cache[i]
 
     def _index(self) -> None:
         """Rebuild the (levels, rows) arrays of the cache (after an eviction)."""
@@ -570,13 +683,16 @@ class _RollUp:
         tab, toff, gcard = joint_tables(src.gptr, src.gattr, src.scard, self.maps, offs, cards)
         limit = src.m if max_groups is None else min(max_groups, src.m)
         slot = self.slot[:min(self.slot.shape[0], 32 * src.m + 65536)]
-        group, sizes, first, ng = rollup(src.q, tab, toff, gcard, src.w, limit, slot,
-                                         not self.sizes_only)
+        bnd = self.blocks(src, nd)
+        group, sizes, first, ng, before = rollup(src.q, tab, toff, gcard, src.w, limit, slot,
+                                                 not self.sizes_only, bnd, np.int64(0),
+                                                 np.int64(0), 0.0)
         if ng == -1:  # key space beyond 62 bits: rank by sorting the tuples
             group, ng = regroup(src.q, tab, toff, gcard, 0)
             sizes, first = weighted_first(kernel_array(group, np.int32), src.w, int(ng))
+            bnd, before = None, None
         self.seconds["rollup"] += time.perf_counter() - t0
-        return src, group, sizes, first, int(ng), offs
+        return src, group, sizes, first, int(ng), offs, (bnd, before)
 
     def check(self, node: tuple[int, ...], budget: int | None = None, *,
               bound: bool = False) -> tuple[NodeCheck, tuple[int, int, int, int]]:
@@ -586,12 +702,12 @@ class _RollUp:
         bound): ``bound`` = Σ_g n_g·max(n_g, k) over all classes when asked (see
         :meth:`loss_and_bound`), else −1.
         """
+        if _FUSED and self.sizes_only and budget is None and not bound:
+            return self._check_sizes(node)
         from .._kernels.counting import DENSE_CELLS, count_pairs
         from .._kernels.lattice import profile_stats, size_stats
 
-        if _FUSED and self.sizes_only and budget is None and not bound:
-            return self._check_sizes(node)
-        src, group, sizes, first, ng, offs = self.classes(
+        src, group, sizes, first, ng, offs, blk = self.classes(
             node, self.max_groups if budget is None else None)
         budget = self.budget if budget is None else budget
         if ng == -2:  # more classes than can pass: failed before the end of the scan
@@ -616,7 +732,7 @@ class _RollUp:
         self.seconds["criterion"] += t2 - t1
         ok = not exceeded and (budget == 0 or kept > 0)
         if (bound or not ok) and self.use_cache:
-            self._keep(node, src, sizes, first, ng, offs, csr)
+            self._keep(node, src, sizes, first, ng, offs, csr, blk)
         self.seconds["materialize"] += time.perf_counter() - t2
         b = int(np.sum(sizes * np.maximum(sizes, min(self.k, self.lat.n_rows)))) if bound else -1
         res = NodeCheck(node, ok, ng, int(sup) if ok and budget > 0 else 0)
@@ -624,17 +740,22 @@ class _RollUp:
 
     def _check_sizes(self, node: tuple[int, ...]) -> tuple[NodeCheck, tuple[int, int, int, int]]:
         """:meth:`check` of pure k-anonymity under the search's budget: one fused kernel."""
-        from .._kernels.lattice import decide_sizes
-
         t0 = time.perf_counter()
         nd = np.asarray(node, dtype=np.int64)
         src = self._source(nd)
         self.tick += 1
         src.last = self.tick
         self.rows_scanned += src.m
-        sizes, first, ng, sup, exceeded, kept, sq, offs = decide_sizes(
-            src.q, src.gptr, src.gattr, src.scard, src.levels, self.maps, self.off_tab,
-            self.card_tab, nd, src.w, self.max_groups, self.slot, self.k, self.budget)
+        bnd = self.blocks(src, nd)
+        cut = self._cut(bnd) if src.m >= _SPLIT_ROWS and self.threads > 1 else 0
+        if cut:
+            sizes, first, ng, sup, exceeded, kept, sq, offs, before = self._decide_split(
+                src, nd, bnd, cut)
+        else:
+            sizes, first, ng, sup, exceeded, kept, sq, offs, before = self.kern.decide_sizes(
+                src.q, src.gptr, src.gattr, src.scard, src.levels, self.maps, self.off_tab,
+                self.card_tab, nd, src.w, self.max_groups, self.slot, self.k, self.budget,
+                bnd, float(self.keep_ratio))
         t1 = time.perf_counter()
         self.seconds["rollup"] += t1 - t0
         if ng == -1:  # key space beyond 62 bits: the general path sorts the tuples
@@ -642,23 +763,89 @@ class _RollUp:
             return self.check(node, self.budget)
         if ng == -2:  # more classes than can pass: failed before the end of the scan
             return NodeCheck(node, False, self.max_groups + 1, 0), (0, 0, 0, -1)
+        if ng == -3:  # the blocks scanned so far suppress more than the budget
+            return NodeCheck(node, False, 0, 0), (0, 0, 0, -1)
         budget = self.budget
         ok = not exceeded and (budget == 0 or kept > 0)
         if not ok and self.use_cache:
-            self._keep(node, src, sizes, first, ng, offs, None)   # writable, as from classes()
+            self._keep(node, src, sizes, first, ng, offs, None, (bnd, before))
         self.seconds["materialize"] += time.perf_counter() - t1
         res = NodeCheck(node, ok, ng, int(sup) if ok and budget > 0 else 0)
         return res, (int(sup), int(kept), int(sq), -1)
 
-    def _keep(self, node: tuple[int, ...], src: _Materialized, sizes: np.ndarray,
-              first: np.ndarray, ng: int, offs: np.ndarray, csr: Any) -> None:
-        from .._kernels.lattice import repack_rows
+    def _decide_split(self, src: _Materialized, nd: np.ndarray, bnd: np.ndarray,
+                      cut: int) -> tuple:
+        """:func:`~fastpriv._kernels.lattice.decide_sizes` of a large roll-up on two threads.
 
+        Blocks hold disjoint classes, so chunks of consecutive blocks are rolled up on their
+        own and the results concatenated. A first chunk of about an eighth of the rows (the
+        smallest blocks) runs alone: a node failing fast there costs no thread hand-off;
+        otherwise the rest runs as two chunks split at ``cut``, the block boundary nearest
+        the middle row (each chunk with its own work buffer, failing fast against the
+        budget and class count left after the first chunk — exact, as a chunk's suppressed
+        individuals and classes bound the node's from below).
+        """
+        from .._kernels.lattice import decide_sizes
+        from .._threads import run_chunks
+
+        if self.slot2 is None:
+            self.slot2 = np.full(self.slot.shape[0], -1, dtype=np.int32)
+        p = bnd.shape[0] - 1
+        probe = 1 + int(np.argmin(np.abs(bnd[1:cut] - bnd[-1] // 8))) if cut > 1 else 0
+        keep = float(self.keep_ratio)
+
+        def run(lo: int, hi: int, slot: np.ndarray, budget: int, max_groups: int) -> tuple:
+            return decide_sizes(src.q, src.gptr, src.gattr, src.scard, src.levels, self.maps,
+                                self.off_tab, self.card_tab, nd, src.w, max_groups, slot,
+                                self.k, np.int64(budget), bnd[lo:hi + 1], keep)
+
+        res = []
+        left, groups = self.budget, self.max_groups
+        if probe:
+            r = run(0, probe, self.slot, left, groups)
+            res.append(r)
+            if r[2] < 0:
+                return self._merge(res, [0, probe])
+            left -= int(r[3])
+            groups -= int(r[2])
+        slots = (self.slot, self.slot2)
+        spans = ((probe, cut), (cut, p))
+        res += run_chunks(lambda i: run(*spans[i], slots[i], left, max(groups, 0)), 2,
+                          threads=2)
+        return self._merge(res, [0, probe, cut, p] if probe else [0, cut, p])
+
+    def _merge(self, res: list, at: list[int]) -> tuple:
+        """Concatenate :func:`decide_sizes` results of consecutive chunks of blocks.
+
+        ``at`` are the chunks' first block indices (and the last block's end).
+        """
+        ngs = [int(r[2]) for r in res]
+        if any(g < 0 for g in ngs):
+            ng = -1 if -1 in ngs else (-2 if -2 in ngs else -3)
+            return res[0][0], res[0][1], ng, 0, False, 0, 0, res[0][7], res[0][8]
+        total = sum(ngs)
+        if total > self.max_groups:
+            return res[0][0], res[0][1], -2, 0, False, 0, 0, res[0][7], res[0][8]
+        sup = sum(int(r[3]) for r in res)
+        exceeded = any(bool(r[4]) for r in res) or sup > self.budget
+        offsets = np.cumsum([0] + ngs[:-1])
+        before = np.concatenate([r[8][:-1] + o for r, o in zip(res, offsets, strict=True)]
+                                + [np.array([total], dtype=np.int64)])
+        assert before.shape[0] == at[-1] + 1
+        return (np.concatenate([r[0] for r in res]), np.concatenate([r[1] for r in res]),
+                total, sup, exceeded, sum(int(r[5]) for r in res),
+                sum(int(r[6]) for r in res), res[0][7], before)
+
+    def _keep(self, node: tuple[int, ...], src: _Materialized, sizes: np.ndarray,
+              first: np.ndarray, ng: int, offs: np.ndarray, csr: Any,
+              blk: tuple[np.ndarray | None, np.ndarray | None]) -> None:
         rows = ng if csr is None else int(csr[1].shape[0])
         if rows > self.keep_ratio * src.m:
             return
-        d = len(node)
-        need = rows * (4 * d + 8 + (0 if csr is None else 4))
+        nd = np.asarray(node, np.int64)
+        scard = self.card_tab[self.attrs, nd]
+        groups = _pack_groups(scard.tolist(), rows)
+        need = rows * (4 * len(groups) + 8 + (0 if csr is None else 4))
         if need > self.cache_bytes:
             return
         if self.used + need > self.cache_bytes:
@@ -668,17 +855,25 @@ class _RollUp:
                 if self.used + need <= self.cache_bytes:
                     break
             self._index()
-        nd = np.asarray(node, np.int64)
-        scard = self.card_tab[self.attrs, nd]
         rows = kernel_array(first, np.int64)
         if csr is None:
-            mat = _Materialized(nd, None, scard, None, kernel_array(sizes, np.int64))
+            mat = _Materialized(nd, None, scard, None, kernel_array(sizes, np.int64), groups)
         else:
             rows = kernel_array(rows[np.repeat(np.arange(ng), np.diff(csr[0]))], np.int64)
             mat = _Materialized(nd, None, scard, kernel_array(csr[1], np.int32),
-                                kernel_array(csr[2], np.int64))
-        mat.set_codes(repack_rows(src.q, src.gptr, src.gattr, src.scard, self.maps, offs,
+                                kernel_array(csr[2], np.int64), groups)
+        mat.set_codes(self.kern.repack_rows(src.q, src.gptr, src.gattr, src.scard, self.maps, offs,
                                   rows, mat.gptr, mat.gattr, mat.scard))
+        bnd, before = blk
+        if csr is None and bnd is not None and src.part >= 0:
+            # the blocks of every level at or above this node's: classes before each
+            mat.part = src.part
+            lev0, top = int(nd[src.part]), self.lat.heights[src.part] - 1
+            for lev in range(lev0, top):
+                if src.bounds.get(lev) is None:
+                    break
+                pos = np.searchsorted(bnd, src.bounds[lev])
+                mat.bounds[lev] = kernel_array(before[pos], np.int64)
         mat.last = self.tick
         self._append(mat)
         self.used += mat.nbytes
@@ -774,6 +969,7 @@ class GeneralizationLattice:
         self._grid = np.ravel_multi_index(tuple(self.nodes.T), self.heights)
         self._level_maps: tuple[np.ndarray, list, bool] | None = None
         self._qi_classes: tuple[np.ndarray, np.ndarray] | None = None
+        self._sorted_bottoms: dict[tuple[int, int, int], Any] = {}
         self._cq0: np.ndarray | None = None
         self._tuples: list[tuple[int, ...]] | None = None
 
@@ -936,7 +1132,8 @@ class GeneralizationLattice:
                suppression: float = 0.0, strategy: str = "auto", materialize: bool = True,
                progress: Callable[[int, int], None] | None = None,
                objective: str = "minimal",
-               on_check: Callable[[SearchProgress], None] | None = None) -> LatticeSearch:
+               on_check: Callable[[SearchProgress], None] | None = None,
+               n_jobs: int | None = 1) -> LatticeSearch:
         """Every minimal node satisfying ``predicate``, and the best by ``utility``.
 
         Parameters
@@ -964,6 +1161,13 @@ class GeneralizationLattice:
         on_check : callable, optional
             Called with a :class:`SearchProgress` (nodes checked, nodes tagged, elapsed
             seconds, the node and its outcome) after each check.
+        n_jobs : int or None, default 1
+            Threads for the roll-ups of large materialized nodes (≥ 262,144 rows) under
+            pure k-anonymity: such a roll-up is split into blocks of disjoint classes and
+            run on two threads when ``n_jobs`` allows two (``None``: the calling thread's
+            setting, ``-1``: all; see :mod:`fastpriv._threads`). It pays on idle cores only:
+            on a machine whose cores are busy the thread hand-offs cost more than they save,
+            hence the default of one thread.
 
         """
         t0 = time.perf_counter()
@@ -984,33 +1188,39 @@ class GeneralizationLattice:
         grid = np.zeros(self.heights, dtype=np.int8)
         flat = grid.reshape(-1)
         gidx = self._grid
-        engine = _RollUp(self, crit, budget) if self._rolls_up(crit) else None
-        checks: dict[tuple[int, ...], NodeCheck] = {}
+        from .._threads import resolve_n_jobs
+
+        threads = resolve_n_jobs(n_jobs)
+        engine = _RollUp(self, crit, budget, threads=threads) if self._rolls_up(crit) else None
         stats: dict[tuple[int, ...], tuple[int, int, int, int]] = {}
         order: list[tuple[int, ...]] = []
         t_book = 0.0
+        n_tagged = 0
         tuples = self._node_tuples()
+        from .._kernels.lattice import tag_box, upward_path
+
+        heights = kernel_array(self.heights, np.int64)
+        strides = kernel_array(np.cumprod((self.heights[1:] + (1,))[::-1])[::-1], np.int64)
 
         def evaluate(i: int) -> bool:
-            nonlocal t_book
+            nonlocal t_book, n_tagged
             node = tuples[i]
             if engine is not None:
                 res, st = engine.check(node)
                 stats[node] = st
             else:
                 res = self._check(node, crit, budget)
-            checks[node] = res
             order.append(node)
             tb = time.perf_counter()
             if use_flash:   # the up-set / down-set of a node is one box of the grid
-                if res.ok:
-                    grid[tuple(slice(x, None) for x in node)] = SAT
-                else:
-                    grid[tuple(slice(0, x + 1) for x in node)] = UNSAT
+                n_tagged += tag_box(flat, strides, heights, self.nodes[i],
+                                    np.int64(1 if res.ok else 0),
+                                    np.int64(SAT if res.ok else UNSAT))
             else:
+                n_tagged += int(flat[gidx[i]] == UNKNOWN)
                 flat[gidx[i]] = SAT if res.ok else UNSAT
             if progress is not None or on_check is not None:
-                tagged = int(np.count_nonzero(grid))
+                tagged = n_tagged
                 if progress is not None:
                     progress(tagged, N)
                 if on_check is not None:
@@ -1020,15 +1230,19 @@ class GeneralizationLattice:
             return res.ok
 
         if use_flash:
+            # raise the attribute with the lowest relative level first (a "diagonal" path)
+            rel_step = kernel_array([1.0 / max(h - 1, 1) for h in self.heights], np.float64)
+            at = np.empty(N, dtype=np.int64)     # node index at each grid position
+            at[gidx] = np.arange(N)
             for i in range(N):
                 if flat[gidx[i]] != UNKNOWN:
                     continue
-                path = self._upward_path(node=tuples[i], grid=grid)
+                path = upward_path(flat, strides, heights, self.nodes[i], rel_step)
                 lo, hi = 0, len(path) - 1
                 while lo <= hi:
                     mid = (lo + hi) // 2
-                    st = grid[path[mid]]
-                    ok = evaluate(self._index[path[mid]]) if st == UNKNOWN else st == SAT
+                    st = flat[path[mid]]
+                    ok = evaluate(int(at[path[mid]])) if st == UNKNOWN else st == SAT
                     if ok:
                         hi = mid - 1
                     else:
@@ -1084,27 +1298,6 @@ class GeneralizationLattice:
         from ..predicates import AllOf
 
         return isinstance(crit, AllOf) and bool(crit.local)
-
-    def _upward_path(self, node: tuple[int, ...], grid: np.ndarray) -> list[tuple[int, ...]]:
-        """Extend a chain from ``node`` upwards through untagged nodes (Flash's path)."""
-        path = [node]
-        cur = list(node)
-        rel_step = [1.0 / max(h - 1, 1) for h in self.heights]
-        while True:
-            nxt = None
-            # raise the attribute with the lowest relative level first (a "diagonal" path)
-            rel = sorted((cur[a] * rel_step[a] if h > 1 else 0.0, a)
-                         for a, h in enumerate(self.heights) if cur[a] < h - 1)
-            for _, a in rel:
-                cur[a] += 1
-                cand = tuple(cur)
-                if grid[cand] == UNKNOWN:
-                    nxt = cand
-                    break
-                cur[a] -= 1
-            if nxt is None:
-                return path
-            path.append(nxt)
 
     def _minimal_grid(self, sat_grid: np.ndarray) -> list[tuple[int, ...]]:
         """Return the satisfying nodes with no satisfying node strictly below (any set).
@@ -1394,7 +1587,8 @@ def lattice_search(data: Any, *, qi: Sequence[str], sensitive: str, hierarchies:
                    nulls: str = "error",
                    progress: Callable[[int, int], None] | None = None,
                    objective: str = "minimal",
-                   on_check: Callable[[SearchProgress], None] | None = None) -> LatticeSearch:
+                   on_check: Callable[[SearchProgress], None] | None = None,
+                   n_jobs: int | None = 1) -> LatticeSearch:
     """Full-domain generalization: all minimal nodes satisfying a monotone criterion.
 
     The criterion is the conjunction of ``predicate`` and the keyword criteria:
@@ -1405,8 +1599,8 @@ def lattice_search(data: Any, *, qi: Sequence[str], sensitive: str, hierarchies:
     ``k`` negated atoms with ``knowledge_kind="negations"``). Returns a
     :class:`LatticeSearch` whose ``.release`` / ``.group_ids`` / ``.anonymized`` are the
     best minimal node's release (the best satisfying node's with ``objective="optimal"``;
-    see :meth:`GeneralizationLattice.search` for ``objective``, ``progress`` and
-    ``on_check``).
+    see :meth:`GeneralizationLattice.search` for ``objective``, ``progress``, ``on_check``
+    and ``n_jobs``).
 
     Examples
     --------
@@ -1422,7 +1616,7 @@ def lattice_search(data: Any, *, qi: Sequence[str], sensitive: str, hierarchies:
     lat = GeneralizationLattice(data, qi, sensitive, hierarchies, nulls=nulls)
     return lat.search(crit, utility=utility, suppression=suppression, strategy=strategy,
                       materialize=materialize, progress=progress, objective=objective,
-                      on_check=on_check)
+                      on_check=on_check, n_jobs=n_jobs)
 
 
 def minimal_ck_safe(data: Any, *, qi: Sequence[str], sensitive: str, hierarchies: Any = None,
