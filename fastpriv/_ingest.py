@@ -73,6 +73,11 @@ _INT32_MAX = (1 << 31) - 1
 DENSE_STATE_CELLS = 1 << 25
 # batches below this many rows are counted on one thread even when n_jobs > 1
 _PARALLEL_MIN_ROWS = 1 << 16
+# string maps of 2**_RADIX_BITS slots (2 MB) and more are probed bucket by bucket, each
+# bucket 2**_BUCKET_SLOT_BITS slots (64 KB), for batches of _RADIX_MIN_ROWS rows and more
+_RADIX_BITS = 16
+_BUCKET_SLOT_BITS = 11
+_RADIX_MIN_ROWS = 1 << 14
 
 
 def _ro(a: np.ndarray, dtype: Any) -> np.ndarray:
@@ -288,6 +293,57 @@ class StrCodes:
             if int(self.starts[self.n]) + rest > self.arena.size:
                 self._grow_arena(int(self.starts[self.n]) + rest)
 
+    def encode_unordered(self, arr: pa.Array) -> np.ndarray:
+        """Codes (int32) of the strings of ``arr`` (no nulls); new codes in any order.
+
+        Same map as :meth:`encode`. Once the slot table outgrows the L2 cache
+        (``2**_RADIX_BITS`` slots), a large batch is bucketed first
+        (``_kernels.counting_radix``): each bucket's rows probe one 64 KB slice of the table,
+        instead of one cache miss per row. New strings then get codes in bucket order, not
+        in order of first appearance. A first batch that is mostly new strings sizes the
+        table for its estimated distinct count (from its first ``_RADIX_MIN_ROWS`` rows).
+        """
+        from ._kernels.counting_radix import str_hash_rows, str_map_records, str_scatter
+
+        n = len(arr)
+        if n < 2 * _RADIX_MIN_ROWS:
+            return self.encode(arr)
+        if self.bits < _RADIX_BITS:   # small table: is this batch mostly new strings?
+            before = self.n
+            head = self.encode(arr.slice(0, _RADIX_MIN_ROWS))
+            fresh = (self.n - before) / _RADIX_MIN_ROWS
+            want = self.n + int(fresh * (n - _RADIX_MIN_ROWS))
+            if 2 * want < (1 << _RADIX_BITS):
+                return np.concatenate([head, self.encode(arr.slice(_RADIX_MIN_ROWS))])
+            if want > self.hashes.size:
+                self._grow_codes(want)
+            return np.concatenate([head, self.encode_unordered(arr.slice(_RADIX_MIN_ROWS))])
+        offsets, data = _string_buffers(arr)
+        out = np.empty(n, dtype=np.int32)
+        hrow = np.empty(n, dtype=np.uint64)
+        str_hash_rows(offsets, data, hrow)
+        pbits = min(int(self.bits) - _BUCKET_SLOT_BITS, 12)
+        rec = np.empty(4 * n, dtype=np.int64)
+        str_scatter(offsets, data, hrow, int(pbits), rec)
+        batch_bytes = int(offsets[n]) - int(offsets[0])
+        start = 0
+        while True:
+            if int(self.starts[self.n]) + batch_bytes > self.arena.size:
+                self._grow_arena(int(self.starts[self.n]) + batch_bytes)
+            stop, code = str_map_records(offsets, data, rec, int(pbits), self.slots,
+                                         int(self.bits), self.hashes, self.starts, self.arena,
+                                         out, int(start), int(self.n), int(self.hashes.size))
+            done = int(stop) - start
+            new = int(code) - self.n
+            self.n = int(code)
+            if stop == n:
+                return out
+            if self.n >= _PAIR_MASK:
+                raise InputError("more than 2**31 - 1 distinct keys: too many to encode")
+            start = int(stop)
+            # twice the codes, or room for the new strings the rest of the batch should bring
+            self._grow_codes(max(2 * self.n, self.n + (n - start) * new // max(done, 1)))
+
     def reserve_code(self) -> int:
         """Return a new code with no bytes and no slot (used for the null label)."""
         if self.n >= self.hashes.size:
@@ -426,7 +482,7 @@ class LabelCodes:
 
     def _encode_values(self, arr: pa.Array) -> np.ndarray:
         if self.kind == "str":
-            return self.strs.encode(arr)
+            return self.strs.encode_unordered(arr)
         return self._encode_numbers(arr)
 
     def _encode_numbers(self, arr: pa.Array) -> np.ndarray:
