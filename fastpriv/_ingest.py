@@ -16,8 +16,9 @@ batch is encoded by persistent per-column code maps — codes in order of first 
 * anything else (dates, booleans, decimals, …): Arrow's hash ``dictionary_encode`` per
   batch and a Python dict over the batch dictionary (:class:`LabelCodes`).
 
-Several key columns (QI tuples) are combined pairwise through hash maps of
-``code_a << 31 | code_b`` (:class:`KeyCodes`). Memory: the two int32 code columns (the group
+Several key columns (QI tuples) become one int64 key by a mixed radix over their codes,
+mapped like an integer column (:class:`KeyCodes`; pairwise hash maps of
+``code_a << 31 | code_b`` when the key would not fit). Memory: the two int32 code columns (the group
 codes become the release's ``row_group``) plus one batch in flight and one read ahead.
 At the end the labels are sorted once and the codes renumbered in place into the canonical
 (sorted-label) order, so the result is the one :func:`fastpriv._arrow.encode_keys` /
@@ -78,6 +79,8 @@ _PARALLEL_MIN_ROWS = 1 << 16
 _RADIX_BITS = 16
 _BUCKET_SLOT_BITS = 11
 _RADIX_MIN_ROWS = 1 << 14
+# several key columns: one mixed-radix key while it stays below 2**_RADIX_KEY_BITS
+_RADIX_KEY_BITS = 62
 
 
 def _ro(a: np.ndarray, dtype: Any) -> np.ndarray:
@@ -728,18 +731,33 @@ class CountState:
 
 
 # ============================================================================ key tuples
+class _RadixOverflow(Exception):
+    """The mixed-radix key of the key columns no longer fits in an int64 (see KeyCodes)."""
+
+
 class KeyCodes:
     """Persistent key tuple → group code map over one or more key columns.
 
-    One :class:`LabelCodes` per column; columns after the first are combined pairwise,
-    ``code = level.encode(code_a << 31 | code_b)``, so a group is one code whatever the
-    number of columns (codes in order of first appearance).
+    One :class:`LabelCodes` per column. Several columns become one group code (codes in
+    order of first appearance) in one of two ways:
+
+    * ``radix=True``: the per-column codes are digits of one int64 key,
+      ``key = ((c_1 · r_2 + c_2) · r_3 + c_3) …`` with radices ``r_j`` a quarter above
+      the columns' cardinalities, mapped like an integer group column (a direct-address
+      table while the key range is compact). When a column outgrows its radix, the
+      radices are widened and the key map rebuilt with the same group codes; when the
+      key cannot fit 62 bits, :class:`_RadixOverflow` is raised (the scan restarts with
+      pairwise maps).
+    * pairwise: ``code = level.encode(code_a << 31 | code_b)`` column after column.
     """
 
-    def __init__(self, names: list[str]) -> None:
+    def __init__(self, names: list[str], *, radix: bool = False) -> None:
         self.names = list(names)
         self.cols = [LabelCodes(k) for k in self.names]
-        self.levels = [IntCodes(force_hash=True) for _ in self.names[1:]]
+        self.radix = radix and len(self.names) > 1
+        self.radices: list[int] = []
+        self.levels = ([IntCodes()] if self.radix
+                       else [IntCodes(force_hash=True) for _ in self.names[1:]])
 
     @property
     def n(self) -> int:
@@ -760,12 +778,64 @@ class KeyCodes:
         """Group codes of rows given the per-column codes (first column, then the others)."""
         from ._kernels.counting import pack_pairs
 
+        if self.radix:
+            return self._combine_radix(codes, rest)
         for level, b in zip(self.levels, rest, strict=True):
             codes = level.encode(pack_pairs(_ro(codes, np.int32), _ro(b, np.int32)))
         return codes
 
+    def _combine_radix(self, codes: np.ndarray, rest: list[np.ndarray]) -> np.ndarray:
+        from ._kernels.counting_radix import radix_step
+
+        self._fit_radices()
+        key = codes.astype(np.int64)
+        for b, r in zip(rest, self.radices, strict=True):
+            radix_step(key, _ro(b, np.int32), int(r))
+        return self.levels[0].encode(key)
+
+    def _fit_radices(self) -> None:
+        """Widen the radices to the columns' code counts (rebuilding the key map)."""
+        need = [col.n for col in self.cols[1:]]
+        old = self.radices
+        if old and all(n <= r for n, r in zip(need, old, strict=True)):
+            new = old
+        else:
+            new = [max(n + max(n // 4, 1), r) for n, r in
+                   zip(need, old or [0] * len(need), strict=True)]
+        if math.prod(new) * max(self.cols[0].n, 1) >= (1 << _RADIX_KEY_BITS):
+            raise _RadixOverflow
+        if new == old:
+            return
+        level = self.levels[0]
+        if level.n:   # same group codes under the new radices (keys in code order)
+            keys = self._recompose(self._split(level.keys(), old), new)
+            fresh = IntCodes()
+            fresh.encode(keys)
+            self.levels[0] = fresh
+        self.radices = new
+
+    @staticmethod
+    def _split(keys: np.ndarray, radices: list[int]) -> list[np.ndarray]:
+        """Return the digits (per-column codes) of mixed-radix keys."""
+        comps = []
+        for r in reversed(radices):
+            comps.append(keys % r)
+            keys = keys // r
+        comps.append(keys)
+        return comps[::-1]
+
+    @staticmethod
+    def _recompose(comps: list[np.ndarray], radices: list[int]) -> np.ndarray:
+        key = comps[0].astype(np.int64)
+        for c, r in zip(comps[1:], radices, strict=True):
+            key = key * r + c
+        return key
+
     def components(self) -> list[np.ndarray]:
         """Per-column codes of every group code (multi-column keys)."""
+        if self.radix:
+            return [c.astype(np.int32) for c in self._split(self.levels[0].keys(),
+                                                            self.radices)]
         codes = None
         comps: list[np.ndarray] = []
         for level in reversed(self.levels):
@@ -876,8 +946,8 @@ class _Scan:
     """One pass over the batches: group code per row, values counted or kept per row."""
 
     def __init__(self, keys: list[str], sensitive: str, total: int | None,
-                 dense: bool) -> None:
-        self.kc = KeyCodes(keys)
+                 dense: bool, radix: bool = True) -> None:
+        self.kc = KeyCodes(keys, radix=radix)
         self.vc = LabelCodes(sensitive)
         self.gbuf = _Buffer(total)
         self.vbuf = None if dense else _Buffer(total)
@@ -965,13 +1035,19 @@ def encode_rows(data: Any, *, keys: list[str], sensitive: str, nulls: str,
     """
     total = count_rows(data)
     csv = isinstance(data, (str, os.PathLike)) and is_csv(os.fspath(data))
-    for dense in (True, False):
-        scan = _Scan(keys, sensitive, total, dense)
+    dense, radix = True, True
+    while True:
+        scan = _Scan(keys, sensitive, total, dense, radix)
         scan.csv = csv
-        if _run_scan(scan, data, keys + [sensitive], nulls, batch_size) is None:
-            return None
-        if scan.seen >= 0:
+        try:
+            if _run_scan(scan, data, keys + [sensitive], nulls, batch_size) is None:
+                return None
+        except _RadixOverflow:   # key columns too many-valued for one int64 key
+            radix = False
+            continue
+        if scan.seen >= 0 or not dense:
             break
+        dense = False
     if scan.seen == 0:
         raise InputError("data is empty: a release needs at least one row")
     if scan.gbuf.n == 0:

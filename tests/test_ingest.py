@@ -285,3 +285,22 @@ def test_strcodes_bucketed_many_strings():
     got = [sc.encode_unordered(pa.array(b)).tolist() for b in batches]
     assert sc.bits >= ingest_mod._RADIX_BITS
     _check_any_order(sc, batches, got)
+
+
+@pytest.mark.parametrize("key_bits", [62, 9, 3])
+def test_mixed_radix_keys_widen_and_fall_back(monkeypatch, key_bits):
+    # columns whose cardinality grows batch after batch (the radices widen and the key map is
+    # rebuilt with the same group codes); with a small key budget the scan restarts on the
+    # pairwise maps (9 bits: after some batches, 3 bits: at once) — same release every time
+    monkeypatch.setattr(ingest_mod, "_RADIX_KEY_BITS", key_bits)
+    rng = np.random.default_rng(key_bits)
+    n = 4000
+    growth = np.arange(n) // 200 + 2          # later rows draw from more values
+    keys = [(int(rng.integers(0, g)), f"s{int(rng.integers(0, g))}", int(rng.integers(0, 3)))
+            for g in growth]
+    values = [str(x) for x in rng.integers(0, 5, n)]
+    t = pa.table({"k0": pa.array([k[0] for k in keys]), "k1": pa.array([k[1] for k in keys]),
+                  "k2": pa.array([k[2] for k in keys], type=pa.int32()), "v": values})
+    t = pa.Table.from_batches(t.to_batches(max_chunksize=300))        # 14 batches
+    rel = Release.from_table(t, group=["k0", "k1", "k2"], sensitive="v")
+    _check(rel, keys, values, "error")

@@ -165,3 +165,10 @@ def str_map_records(offsets, data, rec, pbits, slots, bits, hashes, starts, aren
             fresh += 1
         out[i] = c
     return m, code
+
+
+@kernel
+def radix_step(key, codes, radix):
+    """``key[i] = key[i] * radix + codes[i]`` in place: one digit of a mixed-radix key."""
+    for i in range(key.shape[0]):
+        key[i] = key[i] * radix + codes[i]
