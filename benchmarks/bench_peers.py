@@ -281,8 +281,8 @@ def _profile_release(path: str, spec: dict, warm_path: str, top: int = 10) -> di
         "profile build (_Scan.profile)": _cum(st, "profile", ingest),
         "  of which label sort and group order (KeyCodes.canonical)":
             _cum(st, "canonical", ingest),
-        "  of which CSR from the dense state (dense_profiles_state, threads)":
-            _cum(st, "dense_profiles_state", counting),
+        "  of which CSR from the dense state (dense_profiles_gathered, threads)":
+            _cum(st, "dense_profiles_gathered", counting),
         "  of which sparse fallback (count_pairs)": _cum(st, "count_pairs", counting),
     }
     rows = []

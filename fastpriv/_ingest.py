@@ -980,7 +980,7 @@ class _Scan:
         from ._kernels.counting import (
             DENSE_CELLS,
             count_pairs,
-            dense_profiles_state,
+            dense_profiles_gathered,
             remap_inplace,
             used_codes,
         )
@@ -1006,9 +1006,9 @@ class _Scan:
             vused |= mat64.reshape(-1, stride)[:, :self.vc.n].any(axis=0)
         vrank, values = self._value_ranks(vused)
         threads = current_threads()
-        indptr, codes, counts, sizes, _ = dense_profiles_state(
-            mat, mat64, stride, grank, int(gorder.size), _ro(vrank, np.int32), int(self.vc.n),
-            2 * threads if threads > 1 and gorder.size >= _THREADED_GROUPS else 1)
+        indptr, codes, counts, sizes, _ = dense_profiles_gathered(
+            mat, mat64, stride, grank, _ro(gorder, np.int64), _ro(vrank, np.int32),
+            int(self.vc.n), 2 * threads if threads > 1 and gorder.size >= _THREADED_GROUPS else 1)
         remap_inplace(group, grank)
         return Profile(indptr, codes, counts, sizes, key_table, values, group)
 
@@ -1372,7 +1372,7 @@ class StreamCounts:
             DENSE_CELLS,
             count_pairs,
             count_pairs_parallel,
-            dense_profiles_state,
+            dense_profiles_gathered,
         )
         from ._threads import n_jobs as _n_jobs
 
@@ -1396,9 +1396,10 @@ class StreamCounts:
                 grank = np.full(G, -1, dtype=np.int32)
                 grank[gorder] = np.arange(n_out, dtype=np.int32)
                 mat, mat64 = st.dense_parts()
-                indptr, codes, counts, sizes, vtot = dense_profiles_state(
-                    mat, mat64, int(st.stride), grank, int(n_out), _ro(vrank, np.int32),
-                    int(V), 2 * threads if threads > 1 and n_out >= _THREADED_GROUPS else 1)
+                indptr, codes, counts, sizes, vtot = dense_profiles_gathered(
+                    mat, mat64, int(st.stride), grank, _ro(gorder, np.int64),
+                    _ro(vrank, np.int32), int(V),
+                    2 * threads if threads > 1 and n_out >= _THREADED_GROUPS else 1)
                 indptr, codes, sizes, keys, values = _drop_empty(indptr, codes, sizes, keys,
                                                                  values, vtot)
             else:
