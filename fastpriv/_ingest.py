@@ -146,27 +146,37 @@ class IntCodes:
             hash_insert(_ro(keys, np.int64), _ro(np.arange(keys.size, dtype=np.int32),
                                                  np.int32), self.tkeys, self.tvals, bits)
 
-    def encode(self, x: np.ndarray) -> np.ndarray:
-        """Codes (int32) of the int64 keys ``x``; unseen keys get new codes."""
-        from ._kernels.counting import direct_map, hash_map, int_range
+    def encode(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Codes (int32) of the int64 keys ``x``; unseen keys get new codes.
+
+        Written to ``out`` (writable int32, one slot per key) when given.
+        """
+        from ._kernels.counting import direct_map_from, hash_map, int_range
 
         n = x.shape[0]
-        out = np.empty(n, dtype=np.int32)
+        if out is None:
+            out = np.empty(n, dtype=np.int32)
         if n == 0:
             return out
         x = _ro(x, np.int64)
-        if not self.hash:
-            lo, hi = (int(b) for b in int_range(x))
-            fits, lo, hi = self._direct_fits(lo, hi, n)
-            if fits:
-                self._direct_grow(lo, hi, n)
-                self.n = int(direct_map(x, int(self.base), self.table, out, int(self.n)))
+        start = 0
+        while not self.hash:   # direct table: map until a key falls outside, then grow
+            if self.table.size:
+                stop, code = direct_map_from(x, int(self.base), self.table, out, int(start),
+                                             int(self.n))
+                self.n = int(code)
                 self._check_codes()
-                return out
-            self._to_hash(min(n, 1 << 20))
+                if stop == n:
+                    return out
+                start = int(stop)
+            lo, hi = (int(b) for b in int_range(x[start:]))
+            fits, lo, hi = self._direct_fits(lo, hi, n - start)
+            if fits:
+                self._direct_grow(lo, hi, n - start)
+            else:
+                self._to_hash(min(n - start, 1 << 20))
         if not self.bits:
             self._rehash(np.empty(0, dtype=np.int64), min(n, 1 << 20))
-        start = 0
         while True:
             cap = 1 << self.bits
             stop, code = hash_map(x, self.tkeys, self.tvals, int(self.bits), out, int(start),
@@ -730,6 +740,12 @@ class CountState:
                    + self.pcounts.nbytes)
 
 
+def _plain_int(lab: "LabelCodes", key: Any) -> bool:
+    """Return whether a key column is a plain integer array without nulls for ``lab``."""
+    t = key.type
+    return (isinstance(key, pa.Array) and not key.null_count and pa.types.is_integer(t)
+            and kind_of(t) == "int" and lab.kind in (None, "int"))
+
 # ============================================================================ key tuples
 class _RadixOverflow(Exception):
     """The mixed-radix key of the key columns no longer fits in an int64 (see KeyCodes)."""
@@ -938,6 +954,14 @@ class _Buffer:
         self.a[self.n:self.n + m] = x
         self.n += m
 
+    def tail(self, m: int) -> np.ndarray:
+        """Return the next ``m`` slots (writable; the caller then advances ``n``)."""
+        if self.n + m > self.a.size:
+            grown = np.empty(max(2 * self.a.size, self.n + m), dtype=np.int32)
+            grown[:self.n] = self.a[:self.n]
+            self.a = grown
+        return self.a[self.n:self.n + m]
+
     def result(self) -> np.ndarray:
         return self.a if self.n == self.a.size else self.a[:self.n].copy()
 
@@ -958,21 +982,32 @@ class _Scan:
 
     def add(self, batch: pa.RecordBatch, n_keys: int) -> bool:
         """Encode (and count) one batch; False when the dense state would overflow."""
-        from ._kernels.counting import dense_add, remap_codes
+        from ._kernels.counting import dense_add, dense_add_coded, remap_codes
 
-        g = self.kc.encode([batch.column(i) for i in range(n_keys)])
+        key = batch.column(0)
+        lab = self.kc.cols[0]
+        if n_keys == 1 and _plain_int(lab, key):   # codes straight into the row buffer
+            lab._set_type(key.type)
+            n = len(key)
+            g = lab.ints.encode(_ro(key.to_numpy(), np.int64), self.gbuf.tail(n))
+            self.gbuf.n += n
+        else:
+            g = self.kc.encode([batch.column(i) for i in range(n_keys)])
+            self.gbuf.append(g)
         idx, remap = self.vc.encode_pair(batch.column(n_keys))
-        v = idx if remap is None else remap_codes(_ro(idx, np.int32), remap)
-        self.gbuf.append(g)
         if self.state is None:
-            self.vbuf.append(v)
+            self.vbuf.append(idx if remap is None else remap_codes(_ro(idx, np.int32), remap))
             return True
         st = self.state
         rows = max(self.total or 0, self.gbuf.n)
         if not st._ensure_dense(self.kc.n, self.vc.n, rows):
             return False
         st.reserve(g.size)
-        dense_add(_ro(g, np.int32), _ro(v, np.int32), st.mat8, st.mat, int(st.stride))
+        if remap is None:
+            dense_add(_ro(g, np.int32), _ro(idx, np.int32), st.mat8, st.mat, int(st.stride))
+        else:
+            dense_add_coded(_ro(g, np.int32), _ro(idx, np.int32), remap, st.mat8, st.mat,
+                            int(st.stride))
         return True
 
     def profile(self) -> Profile:
@@ -981,12 +1016,19 @@ class _Scan:
             DENSE_CELLS,
             count_pairs,
             dense_profiles_gathered,
+            dense_used,
             remap_inplace,
             used_codes,
         )
 
         group = self.gbuf.result()
-        gorder, key_table = self.kc.canonical(used_codes(group, int(self.kc.n)))
+        if self.state is None:
+            gused = used_codes(group, int(self.kc.n))
+        else:   # one pass over the matrix, not over the rows
+            mat, mat64 = self.state.dense_parts()
+            stride = int(self.state.stride)
+            gused, vused = dense_used(mat, mat64, stride, int(self.kc.n), int(self.vc.n))
+        gorder, key_table = self.kc.canonical(gused)
         grank = np.full(int(self.kc.n), -1, dtype=np.int32)
         grank[gorder] = np.arange(gorder.size, dtype=np.int32)
         if self.state is None:
@@ -999,11 +1041,6 @@ class _Scan:
                                                 int(gorder.size), len(values), DENSE_CELLS)
             sizes = np.add.reduceat(counts, indptr[:-1])
             return Profile(indptr, codes, counts, sizes, key_table, values, group)
-        mat, mat64 = self.state.dense_parts()
-        stride = int(self.state.stride)
-        vused = mat.reshape(-1, stride)[:, :self.vc.n].any(axis=0)
-        if mat64.size:
-            vused |= mat64.reshape(-1, stride)[:, :self.vc.n].any(axis=0)
         vrank, values = self._value_ranks(vused)
         threads = current_threads()
         indptr, codes, counts, sizes, _ = dense_profiles_gathered(

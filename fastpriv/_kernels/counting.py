@@ -440,6 +440,29 @@ def direct_map(x, base, table, out, next_code):
 
 
 @kernel
+def direct_map_from(x, base, table, out, start, next_code):
+    """:func:`direct_map` of rows ``start..``, stopping at the first key outside the table.
+
+    Returns ``(stop, next_code)``: rows ``start..stop-1`` are done; the caller grows the
+    table (or turns to a hash table) and resumes at ``stop``.
+    """
+    code = next_code
+    tn = table.shape[0]
+    n = x.shape[0]
+    for i in range(start, n):
+        j = x[i] - base
+        if j < 0 or j >= tn:
+            return i, code
+        c = table[j]
+        if c < 0:
+            c = code
+            table[j] = c
+            code += 1
+        out[i] = c
+    return n, code
+
+
+@kernel
 def hash_map(x, tkeys, tvals, bits, out, start, next_code, max_codes):
     """Codes of int64 keys through an open-addressing (linear probing) hash table.
 
@@ -547,6 +570,18 @@ def dense_add(group, value, mat8, mat, stride):
     """
     for i in range(group.shape[0]):
         k = np.int64(group[i]) * stride + value[i]
+        y = mat8[k] + 1
+        if y == 255:
+            mat[k] += 255
+            y = 0
+        mat8[k] = y
+
+
+@kernel
+def dense_add_coded(group, vidx, vremap, mat8, mat, stride):
+    """:func:`dense_add` with value codes ``vremap[vidx[i]]`` (dictionary indices)."""
+    for i in range(group.shape[0]):
+        k = np.int64(group[i]) * stride + vremap[vidx[i]]
         y = mat8[k] + 1
         if y == 255:
             mat[k] += 255
@@ -1233,3 +1268,23 @@ def dense_emit_flat(mat, stride, gorder, vrank, n_values, indptr, codes, counts,
             codes[k + pos] = np.int32(x & 0xFFFFFFFF)
             counts[k + pos] = -(x >> 32)
         sizes[p] = tot
+
+
+@kernel
+def dense_used(mat, mat64, stride, n_groups, n_values):
+    """``(gused, vused)``: groups and values with a non-zero cell in a dense state."""
+    gused = np.zeros(n_groups, dtype=np.bool_)
+    vused = np.zeros(n_values, dtype=np.bool_)
+    has64 = mat64.shape[0] > 0
+    for g in range(n_groups):
+        base = np.int64(g) * stride
+        any_ = False
+        for v in range(n_values):
+            nz = mat[base + v] != 0
+            if has64:
+                nz = nz or mat64[base + v] != 0
+            if nz:
+                any_ = True
+                vused[v] = True
+        gused[g] = any_
+    return gused, vused
