@@ -1,18 +1,19 @@
-"""Cache-friendly (radix-partitioned) key maps and counting for the streaming ingest.
+"""Cache-friendly (radix-partitioned) key maps for the streaming ingest.
 
 A hash table larger than the L2 cache costs a cache miss per probe when rows arrive in
-random key order (~90 ns per row for a 64 MB string table at 1M distinct keys). The
-kernels here probe the *same* persistent tables as :func:`fastpriv._kernels.counting.str_map`
-and :func:`fastpriv._kernels.counting.hash_map`, but visit the rows of a batch partition by
-partition: the rows are first bucketed (a counting sort of row indices) by the top
-``pbits`` bits of their home slot, so all rows of one bucket probe one contiguous
-``1 / 2**pbits`` slice of the table, which stays in cache while they are processed. Codes
-are then handed out in bucket order instead of first-appearance order; the ingest renumbers
-every code into canonical (sorted-label) order at the end, so the result does not depend on
-it.
+random key order (one random probe per row into a 64 MB string table at 1M distinct
+keys). :func:`str_scatter` and :func:`str_map_records` probe the *same* persistent table
+as :func:`fastpriv._kernels.counting.str_map`, but bucket first: each row becomes a
+record (hash, first 16 bytes, row index and length) written to its bucket — the top
+``pbits`` bits of its home slot — so the records of one bucket probe one contiguous
+``1 / 2**pbits`` slice of the table (64 KB), which stays in cache while they are processed,
+and the records are read sequentially. Codes are then handed out in bucket order instead
+of first-appearance order; the ingest renumbers every code into canonical (sorted-label)
+order at the end, so the result does not depend on it.
 
-The multi-column key (:func:`mixed_radix_keys`) combines per-column codes into one int64
-key by a mixed radix (``((c1 * n2) + c2) * n3 + c3``), replacing pairwise hash maps.
+Several key columns become one int64 key by a mixed radix (:func:`radix_step`:
+``((c1 * r2) + c2) * r3 + c3``), mapped like one integer column instead of through
+pairwise hash maps.
 """
 
 from __future__ import annotations
