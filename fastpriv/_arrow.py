@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -317,10 +318,12 @@ def _parquet_batches(dataset: Any, columns: list[str], batch_size: int,
     opened: dict[tuple, Any] = {}
 
     def open_file(path: str, as_dict: tuple) -> Any:
-        if (path, as_dict) not in opened:
-            opened[path, as_dict] = pq.ParquetFile(path, filesystem=dataset.filesystem,
-                                                   read_dictionary=list(as_dict))
-        return opened[path, as_dict]
+        # one ParquetFile per thread: concurrent reads of one object break its range cache
+        key = (path, as_dict, threading.get_ident())
+        if key not in opened:
+            opened[key] = pq.ParquetFile(path, filesystem=dataset.filesystem,
+                                         read_dictionary=list(as_dict))
+        return opened[key]
 
     def pieces() -> Iterator[tuple[str, int]]:
         for path in dataset.files:

@@ -878,11 +878,17 @@ class KeyCodes:
             rank, _ = col.sorted_ranks()
             ranked.append(rank[cc])
         cards = [col.n for col in self.cols]
-        if math.prod(cards) < (1 << 62):   # one int64 key: a single argsort
+        span = math.prod(cards)
+        if span < (1 << 62):   # one int64 key: a single argsort
             key = np.zeros(gkeep.size, dtype=np.int64)
             for r, card in zip(ranked, cards, strict=True):
                 key = key * card + r
-            perm = np.argsort(key, kind="stable")
+            if span <= 4 * gkeep.size + 4096:   # compact key range: place by key, no sort
+                slot = np.full(span, -1, dtype=np.int64)
+                slot[key] = np.arange(gkeep.size)
+                perm = slot[slot >= 0]
+            else:
+                perm = np.argsort(key, kind="stable")
         else:
             perm = np.lexsort(ranked[::-1])
         gorder = gkeep[perm].astype(np.int64)
