@@ -4,25 +4,32 @@
 goes through :func:`encode_rows`: the batches of the projected columns are streamed
 (:func:`fastpriv._arrow.iter_batches`, the next row group decoded on a background thread
 while this one is encoded, GIL released on both sides), never the whole table, and each
-batch is encoded by persistent per-column code maps — codes in order of first appearance:
+batch is encoded by persistent per-column code maps (the order of the codes is internal:
+see the end):
 
 * integers (and floats, by bit pattern): a direct-address table over the value range while
-  it is compact, an open-addressing hash table beyond (:class:`IntCodes`);
+  it is compact, an open-addressing hash table beyond (:class:`IntCodes`); a single integer
+  group column is mapped straight into the row buffer;
 * strings and binaries: an exact hash table over the Arrow buffers themselves
-  (:class:`StrCodes`: FNV-1a hash, byte comparison on equal hashes, labels kept in one byte
-  arena) — no Python object per row or per label;
+  (:class:`StrCodes`: 64-bit hash, byte comparison on equal hashes, labels kept in one byte
+  arena) — no Python object per row or per label. Once the table outgrows the L2 cache,
+  a batch is radix-partitioned first (``_kernels.counting_radix``): the rows of one bucket
+  probe one 64 KB slice of the table, read from a sequential bucket of records;
 * dictionary columns (Parquet dictionary pages): only the dictionary is mapped, the rows
-  are one ``remap[index]``;
+  are one ``remap[index]`` (applied inside the counting kernel);
 * anything else (dates, booleans, decimals, …): Arrow's hash ``dictionary_encode`` per
   batch and a Python dict over the batch dictionary (:class:`LabelCodes`).
 
 Several key columns (QI tuples) become one int64 key by a mixed radix over their codes,
 mapped like an integer column (:class:`KeyCodes`; pairwise hash maps of
-``code_a << 31 | code_b`` when the key would not fit). Memory: the two int32 code columns (the group
-codes become the release's ``row_group``) plus one batch in flight and one read ahead.
-At the end the labels are sorted once and the codes renumbered in place into the canonical
-(sorted-label) order, so the result is the one :func:`fastpriv._arrow.encode_keys` /
-:func:`fastpriv._arrow.encode_column` give on the whole table.
+``code_a << 31 | code_b`` when the key would not fit in 62 bits). Rows are counted during
+the scan into a dense (group × value) matrix of uint8 front counters. Memory: the int32
+group code column (it becomes the release's ``row_group``), the count matrix, plus one
+batch in flight and one read ahead. At the end the labels are sorted once, the profiles
+are emitted group by group in canonical (sorted-key) order and the row codes renumbered in
+place, so the result is the one :func:`fastpriv._arrow.encode_keys` /
+:func:`fastpriv._arrow.encode_column` give on the whole table, whatever order the codes
+were handed out in.
 
 The same maps are the state of :class:`fastpriv.counts.CountAccumulator`.
 """
@@ -395,7 +402,11 @@ class StrCodes:
 
 
 class LabelCodes:
-    """Persistent label → code map of one column (codes in order of first appearance)."""
+    """Persistent label → code map of one column.
+
+    Codes in order of first appearance, except strings mapped bucket by bucket
+    (:meth:`StrCodes.encode_unordered`); every reader sorts the labels.
+    """
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -993,6 +1004,7 @@ class _Scan:
         """Encode (and count) one batch; False when the dense state would overflow."""
         from ._kernels.counting import dense_add, dense_add_coded, remap_codes
 
+        idx, remap = self.vc.encode_pair(batch.column(n_keys))
         key = batch.column(0)
         lab = self.kc.cols[0]
         if n_keys == 1 and _plain_int(lab, key):   # codes straight into the row buffer
@@ -1003,7 +1015,6 @@ class _Scan:
         else:
             g = self.kc.encode([batch.column(i) for i in range(n_keys)])
             self.gbuf.append(g)
-        idx, remap = self.vc.encode_pair(batch.column(n_keys))
         if self.state is None:
             self.vbuf.append(idx if remap is None else remap_codes(_ro(idx, np.int32), remap))
             return True
