@@ -91,6 +91,7 @@ _RADIX_MIN_ROWS = 1 << 14
 _DECODERS = 1
 # several key columns: one mixed-radix key while it stays below 2**_RADIX_KEY_BITS
 _RADIX_KEY_BITS = 62
+_NO_REMAP = kernel_array(np.empty(0, dtype=np.int32), np.int32)   # radix_step: codes as they are
 
 
 def _ro(a: np.ndarray, dtype: Any) -> np.ndarray:
@@ -800,6 +801,9 @@ class KeyCodes:
 
     def encode(self, cols: list) -> np.ndarray:
         """Group code (int32) of every row of the key columns ``cols``."""
+        if self.radix:   # dictionary columns: no pass of their own, the remap is a digit
+            pairs = [lab.encode_pair(c) for lab, c in zip(self.cols, cols, strict=True)]
+            return self._radix_codes(pairs)
         codes = self.cols[0].encode(cols[0])
         return self.combine(codes, [lab.encode(c) for lab, c in
                                     zip(self.cols[1:], cols[1:], strict=True)])
@@ -815,12 +819,17 @@ class KeyCodes:
         return codes
 
     def _combine_radix(self, codes: np.ndarray, rest: list[np.ndarray]) -> np.ndarray:
+        return self._radix_codes([(codes, None)] + [(b, None) for b in rest])
+
+    def _radix_codes(self, pairs: list[tuple[np.ndarray, np.ndarray | None]]) -> np.ndarray:
+        """Group codes of rows from per-column ``(indices, remap)`` (remap None: codes)."""
         from ._kernels.counting_radix import radix_step
 
         self._fit_radices()
-        key = codes.astype(np.int64)
-        for b, r in zip(rest, self.radices, strict=True):
-            radix_step(key, _ro(b, np.int32), int(r))
+        key = np.zeros(pairs[0][0].shape[0], dtype=np.int64)
+        for (idx, remap), r in zip(pairs, [1] + self.radices, strict=True):
+            radix_step(key, _ro(idx, np.int32), _NO_REMAP if remap is None else
+                       _ro(remap, np.int32), int(r))
         return self.levels[0].encode(key)
 
     def _fit_radices(self) -> None:

@@ -169,7 +169,15 @@ def str_map_records(offsets, data, rec, pbits, slots, bits, hashes, starts, aren
 
 
 @kernel
-def radix_step(key, codes, radix):
-    """``key[i] = key[i] * radix + codes[i]`` in place: one digit of a mixed-radix key."""
-    for i in range(key.shape[0]):
-        key[i] = key[i] * radix + codes[i]
+def radix_step(key, idx, remap, radix):
+    """``key[i] = key[i] * radix + code[i]`` in place: one digit of a mixed-radix key.
+
+    ``code[i]`` is ``remap[idx[i]]`` (dictionary indices), or ``idx[i]`` itself when
+    ``remap`` is empty.
+    """
+    if remap.shape[0]:
+        for i in range(key.shape[0]):
+            key[i] = key[i] * radix + remap[idx[i]]
+    else:
+        for i in range(key.shape[0]):
+            key[i] = key[i] * radix + idx[i]
