@@ -378,6 +378,16 @@ class StrCodes:
         self.n += 1
         return code
 
+    def sorted_order(self) -> np.ndarray:
+        """Return the codes in sorted order of their bytes (Arrow's order), the null code last.
+
+        A radix sort on 8-byte prefixes (``_kernels.counting_radix.str_sorted_order``):
+        Arrow's ``sort_indices`` takes about 1 µs per string at 1M strings.
+        """
+        from ._kernels.counting_radix import str_sorted_order
+
+        return str_sorted_order(self.starts, self.arena, int(self.n), int(self.reserved))
+
     def labels(self, t: pa.DataType) -> pa.Array:
         """All labels in code order, of type ``t`` (string or binary; reserved code: null)."""
         n = self.n
@@ -567,7 +577,7 @@ class LabelCodes:
     def sorted_ranks(self) -> tuple[np.ndarray, pa.Array]:
         """``(rank, labels_sorted)``: rank of every code among the sorted labels."""
         labels = self.labels()
-        order = pc.array_sort_indices(labels, null_placement="at_end").to_numpy()
+        order = self.sorted_order()
         rank = np.empty(len(order), dtype=np.int32)
         rank[order] = np.arange(len(order), dtype=np.int32)
         return rank, labels.take(pa.array(order))
@@ -584,6 +594,8 @@ class LabelCodes:
             if self.null_code >= 0:
                 order = np.append(order, self.null_code)
             return order
+        if self.kind == "str":
+            return self.strs.sorted_order()
         return pc.array_sort_indices(self.labels(), null_placement="at_end").to_numpy()
 
     @property

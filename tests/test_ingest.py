@@ -326,3 +326,35 @@ def test_parquet_read_ahead_on_several_decoders(tmp_path, monkeypatch):
         assert three.equals(one) and np.array_equal(three.row_group, one.row_group)
         keys = [tuple(r[c] for c in group) for r in t.select(group).to_pylist()]
         _check(one, keys, t.column("v").to_pylist(), "error")
+
+
+# ----------------------------------------------------------------------------- label sort
+
+_bytes = st.binary(max_size=20).map(lambda b: b.replace(b"\x01", b"\x00"))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.one_of(_bytes, st.sampled_from([b"abcdefgh", b"abcdefghi", b"abcdefgh\x00",
+                                                   b"", b"\x00", b"\xff" * 9])),
+                max_size=120, unique=True), st.booleans())
+def test_string_sort_order_is_bytes_order(words, null):
+    # StrCodes' radix sort on 8-byte prefixes against Python's bytes order; the null code last
+    sc = StrCodes()
+    sc.encode(pa.array(words, type=pa.binary()))
+    if null:
+        sc.reserve_code()
+    order = sc.sorted_order().tolist()
+    want = sorted(range(len(words)), key=lambda c: words[c]) + ([len(words)] if null else [])
+    assert order == want
+
+
+def test_string_sort_long_runs_of_equal_prefixes():
+    # 3000 strings sharing their first 8 bytes (one run, merge-sorted) and 20000 others
+    rng = np.random.default_rng(2)
+    words = sorted({f"prefix__{int(x)}" for x in rng.integers(0, 10**6, 3000)}
+                   | {f"{int(x):x}" for x in rng.integers(0, 10**9, 20000)})
+    shuffled = [words[i] for i in rng.permutation(len(words))]
+    sc = StrCodes()
+    sc.encode(pa.array(shuffled))
+    labels = sc.labels(pa.string()).to_pylist()
+    assert [labels[c] for c in sc.sorted_order()] == words

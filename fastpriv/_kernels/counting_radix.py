@@ -181,3 +181,123 @@ def radix_step(key, idx, remap, radix):
     else:
         for i in range(key.shape[0]):
             key[i] = key[i] * radix + idx[i]
+
+
+@kernel
+def _str_less(starts, arena, a, b):
+    """Whether string a sorts before string b (bytes compared unsigned, then length)."""
+    pa = starts[a]
+    pb = starts[b]
+    la = starts[a + 1] - pa
+    lb = starts[b + 1] - pb
+    for j in range(min(la, lb)):
+        x = arena[pa + j]
+        y = arena[pb + j]
+        if x != y:
+            return x < y
+    return la < lb
+
+
+@kernel
+def _insertion_run(starts, arena, idx, lo, hi):
+    """Sort ``idx[lo:hi]`` by the strings' bytes (insertion sort)."""
+    for a in range(lo + 1, hi):
+        v = idx[a]
+        b = a - 1
+        while b >= lo and _str_less(starts, arena, v, idx[b]):
+            idx[b + 1] = idx[b]
+            b -= 1
+        idx[b + 1] = v
+
+
+@kernel
+def _sort_run(starts, arena, idx, lo, hi, tmp):
+    """Sort ``idx[lo:hi]`` by the strings' bytes (insertion sort, or merge sort when long)."""
+    w = 32
+    for s in range(lo, hi, w):
+        _insertion_run(starts, arena, idx, s, min(s + w, hi))
+    while w < hi - lo:
+        for s in range(lo, hi, 2 * w):
+            mid = min(s + w, hi)
+            e = min(s + 2 * w, hi)
+            i, j, k = s, mid, s
+            while i < mid and j < e:
+                if _str_less(starts, arena, idx[j], idx[i]):
+                    tmp[k] = idx[j]
+                    j += 1
+                else:
+                    tmp[k] = idx[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                tmp[k] = idx[i]
+                i += 1
+                k += 1
+            while j < e:
+                tmp[k] = idx[j]
+                j += 1
+                k += 1
+        for s in range(lo, hi):
+            idx[s] = tmp[s]
+        w *= 2
+
+
+@kernel
+def str_sorted_order(starts, arena, n_codes, skip):
+    """Codes ``0..n_codes-1`` in sorted order of their strings; code ``skip`` (if ≥ 0) last.
+
+    Strings compare as bytes (unsigned), a prefix before its extensions — Arrow's order.
+    The first 8 bytes of each string, big-endian and zero-padded, are radix-sorted (LSD,
+    four 16-bit digits, passes whose digit is constant skipped); runs of equal prefixes are
+    then sorted by full comparison.
+    """
+    m = n_codes - (1 if skip >= 0 else 0)
+    keys = np.empty(m, dtype=np.uint64)
+    idx = np.empty(m, dtype=np.int64)
+    t = 0
+    for c in range(n_codes):
+        if c == skip:
+            continue
+        a = starts[c]
+        ln = starts[c + 1] - a
+        k = np.uint64(0)
+        for j in range(8):
+            k = k << np.uint64(8)
+            if j < ln:
+                k |= np.uint64(arena[a + j])
+        keys[t] = k
+        idx[t] = c
+        t += 1
+    keys2 = np.empty(m, dtype=np.uint64)
+    idx2 = np.empty(m, dtype=np.int64)
+    cnt = np.empty(65537, dtype=np.int64)
+    for p in range(4):
+        shift = np.uint64(16 * p)
+        cnt[:] = 0
+        for i in range(m):
+            cnt[np.int64((keys[i] >> shift) & np.uint64(0xFFFF)) + 1] += 1
+        if cnt.max() == m:   # one digit value: this pass would not move anything
+            continue
+        for d in range(65536):
+            cnt[d + 1] += cnt[d]
+        for i in range(m):
+            d = np.int64((keys[i] >> shift) & np.uint64(0xFFFF))
+            q = cnt[d]
+            cnt[d] = q + 1
+            keys2[q] = keys[i]
+            idx2[q] = idx[i]
+        keys, keys2 = keys2, keys
+        idx, idx2 = idx2, idx
+    s = 0
+    while s < m:   # equal 8-byte prefixes: decided by the whole strings
+        e = s + 1
+        while e < m and keys[e] == keys[s]:
+            e += 1
+        if e - s > 1:
+            _sort_run(starts, arena, idx, s, e, idx2)
+        s = e
+    out = np.empty(n_codes, dtype=np.int64)
+    out[:m] = idx
+    if skip >= 0:
+        out[m] = skip
+    return out
