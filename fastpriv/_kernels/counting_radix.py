@@ -215,7 +215,7 @@ def _sort_run(starts, arena, idx, lo, hi, tmp):
     """Sort ``idx[lo:hi]`` by the strings' bytes (insertion sort, or merge sort when long)."""
     w = 32
     for s in range(lo, hi, w):
-        _insertion_run(starts, arena, idx, s, min(s + w, hi))
+        _insertion_run(starts, arena, idx, np.int64(s), np.int64(min(s + w, hi)))
     while w < hi - lo:
         for s in range(lo, hi, 2 * w):
             mid = min(s + w, hi)
@@ -293,8 +293,8 @@ def str_sorted_order(starts, arena, n_codes, skip):
         e = s + 1
         while e < m and keys[e] == keys[s]:
             e += 1
-        if e - s > 1:
-            _sort_run(starts, arena, idx, s, e, idx2)
+        if e - s > 1:   # int64 bounds: a literal 0 would compile a second signature
+            _sort_run(starts, arena, idx, np.int64(s), np.int64(e), idx2)
         s = e
     out = np.empty(n_codes, dtype=np.int64)
     out[:m] = idx
