@@ -29,7 +29,9 @@ within a round; the subprocess first warms its engine on a tiny file of the same
 (Numba cache load, DuckDB/Polars start-up), then times the real call and reports its peak
 RSS (``VmHWM``: the whole process, imports included) and the RSS before the call.
 The minimum and the median of the rounds are reported, and every ratio is between times of
-the same run. A cProfile of one warm ``Release.from_table`` per shape (in the driver process)
+the same run. Peak memory at 100M rows is a separate hand-run
+(``python -m benchmarks.bench_peers memory 100000000 int,string``, ``peers_memory.json``).
+A cProfile of one warm ``Release.from_table`` per shape (in the driver process)
 splits the release build into phases: the pipelined scan (the wait for the Parquet reader
 thread, key encoding, sensitive encoding, counting) and the profile build.
 """
@@ -281,8 +283,8 @@ def _profile_release(path: str, spec: dict, warm_path: str, top: int = 10) -> di
         "profile build (_Scan.profile)": _cum(st, "profile", ingest),
         "  of which label sort and group order (KeyCodes.canonical)":
             _cum(st, "canonical", ingest),
-        "  of which CSR from the dense state (dense_profiles_state, threads)":
-            _cum(st, "dense_profiles_state", counting),
+        "  of which CSR from the dense state (dense_profiles_gathered, threads)":
+            _cum(st, "dense_profiles_gathered", counting),
         "  of which sparse fallback (count_pairs)": _cum(st, "count_pairs", counting),
     }
     rows = []
@@ -410,6 +412,64 @@ def bench_peers(benchmark, full):
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
 
 
+# ----------------------------------------------------------------------------- peak memory
+
+def _release_memory(path: str, kind: str, warm: str) -> dict:
+    """One warm ``Release.from_table`` in this process: its peak RSS growth and the release's
+    own arrays (``row_group`` and the CSR profile)."""
+    from fastpriv import Release
+
+    kw = dict(KINDS[kind])
+    Release.from_table(warm, sensitive=SENSITIVE, **kw)
+    before = _status_kib("VmRSS")
+    t0 = time.perf_counter()
+    rel = Release.from_table(path, sensitive=SENSITIVE, **kw)
+    dt = time.perf_counter() - t0
+    peak = _status_kib("VmHWM")
+    own = sum(a.nbytes for a in (rel.row_group, rel.indptr, rel.codes, rel.counts, rel.sizes))
+    growth = (peak - before) / 1024
+    return {"release_s": dt, "rss_before_mib": before / 1024, "peak_rss_mib": peak / 1024,
+            "growth_mib": growth, "release_arrays_mib": own / 2**20,
+            "beyond_release_mib": growth - own / 2**20, "n_groups": rel.n_groups}
+
+
+def memory_run(n_rows: int, kinds: list[str], root: str) -> None:
+    """Peak RSS of ``Release.from_table`` on ``n_rows`` rows × 1M groups per grouping kind.
+
+    Hand-run (``python -m benchmarks.bench_peers memory 100000000 int,string``): one fresh
+    process per kind, files kept in ``root`` between runs; writes ``peers_memory.json``.
+    """
+    os.makedirs(root, exist_ok=True)
+    rows = []
+    for kind in kinds:
+        path = os.path.join(root, f"{n_rows}_1000000_{kind}.parquet")
+        if not os.path.exists(path):
+            write_shape(path, n_rows, 1_000_000, kind)
+        warm = os.path.join(root, f"warm_{kind}.parquet")
+        write_shape(warm, 2_000, 100, kind, seed=1)
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        out = subprocess.run([sys.executable, "-m", "benchmarks.bench_peers", "memory-child",
+                              path, kind, warm], cwd=ROOT, env=env, check=True,
+                             capture_output=True, text=True)
+        res = {"rows": n_rows, "groups_requested": 1_000_000, "kind": kind,
+               **json.loads(out.stdout.strip().splitlines()[-1])}
+        print(json.dumps(res), flush=True)
+        rows.append(res)
+    write_result("peers_memory", {
+        "command": f"python -m benchmarks.bench_peers memory {n_rows} {','.join(kinds)}",
+        "note": "peak RSS growth (VmHWM - VmRSS before the call) of one warm "
+                "Release.from_table on a Parquet path, in a fresh process; beyond_release = "
+                "growth - the release's own arrays (row_group, indptr, codes, counts, sizes)",
+        "shapes": rows}, True)
+
+
 if __name__ == "__main__":
-    _name, _path, _spec, _warm = sys.argv[1:5]
-    print(json.dumps(run_one(_name, _path, json.loads(_spec), _warm)))
+    if sys.argv[1] == "memory":
+        memory_run(int(sys.argv[2]), sys.argv[3].split(","),
+                   sys.argv[4] if len(sys.argv) > 4 else
+                   os.path.join(tempfile.gettempdir(), "fastpriv-peers-memory"))
+    elif sys.argv[1] == "memory-child":
+        print(json.dumps(_release_memory(*sys.argv[2:5])))
+    else:
+        _name, _path, _spec, _warm = sys.argv[1:5]
+        print(json.dumps(run_one(_name, _path, json.loads(_spec), _warm)))

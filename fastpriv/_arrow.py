@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -212,14 +214,16 @@ def _to_table(data: Any, columns: Sequence[str] | None, param: str,
 
 
 def iter_batches(data: Any, columns: Sequence[str], *, batch_size: int = 1 << 20,
-                 param: str = "data", dictionary: bool = False) -> Iterator[pa.RecordBatch]:
+                 param: str = "data", dictionary: bool = False,
+                 decoders: int = 1) -> Iterator[pa.RecordBatch]:
     """Yield record batches of ``columns`` without materializing the whole input.
 
     Parquet files/directories and Arrow datasets are scanned with column projection; CSV
     files are read incrementally; readers and iterables of batches are passed through.
     With ``dictionary=True``, string and binary columns of Parquet files come as
     dictionary arrays (``read_dictionary``: dictionary pages are not expanded into strings,
-    the consumer maps the dictionary once and the rows by index).
+    the consumer maps the dictionary once and the rows by index). ``decoders``: Parquet
+    row groups decoded ahead, each on its own thread.
     """
     columns = list(columns)
     if isinstance(data, (str, os.PathLike)):
@@ -238,7 +242,8 @@ def iter_batches(data: Any, columns: Sequence[str], *, batch_size: int = 1 << 20
             data = _dataset(path, columns)
             if type(data).__name__ == "FileSystemDataset" and \
                     getattr(data.format, "default_extname", "") == "parquet":
-                yield from _parquet_batches(data, columns, batch_size, param, dictionary)
+                yield from _parquet_batches(data, columns, batch_size, param, dictionary,
+                                            decoders)
                 return
     mod = type(data).__module__
     if mod.startswith("pyarrow") and hasattr(data, "scanner"):
@@ -316,10 +321,12 @@ _ROW_GROUP_WHOLE = 4
 
 
 def _parquet_batches(dataset: Any, columns: list[str], batch_size: int,
-                     param: str, dictionary: bool = False) -> Iterator[pa.RecordBatch]:
+                     param: str, dictionary: bool = False,
+                     decoders: int = 1) -> Iterator[pa.RecordBatch]:
     """Yield the record batches of a Parquet dataset, one row group at a time.
 
-    One row group of read-ahead is decoded on a background thread.
+    ``decoders`` row groups of read-ahead are decoded on as many background threads
+    (different row groups at once); batches come in file order.
 
     Memory is bounded by two row groups of the projected columns, whatever the size of the
     files (the dataset scanner of pyarrow reads ahead as far as it can when the consumer is
@@ -341,10 +348,12 @@ def _parquet_batches(dataset: Any, columns: list[str], batch_size: int,
     opened: dict[tuple, Any] = {}
 
     def open_file(path: str, as_dict: tuple) -> Any:
-        if (path, as_dict) not in opened:
-            opened[path, as_dict] = pq.ParquetFile(path, filesystem=dataset.filesystem,
-                                                   read_dictionary=list(as_dict))
-        return opened[path, as_dict]
+        # one ParquetFile per thread: concurrent reads of one object break its range cache
+        key = (path, as_dict, threading.get_ident())
+        if key not in opened:
+            opened[key] = pq.ParquetFile(path, filesystem=dataset.filesystem,
+                                         read_dictionary=list(as_dict))
+        return opened[key]
 
     def pieces() -> Iterator[tuple[str, int]]:
         for path in dataset.files:
@@ -360,23 +369,33 @@ def _parquet_batches(dataset: Any, columns: list[str], batch_size: int,
         return None   # streamed below, not prefetched
 
     it = pieces()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="fastpriv-parquet") as pool:
-        cur = next(it, None)
-        fut = pool.submit(load, cur, tuple(text)) if cur is not None else None
-        while cur is not None:
-            as_dict = tuple(text)
+    decoders = max(int(decoders), 1)
+    with ThreadPoolExecutor(max_workers=decoders, thread_name_prefix="fastpriv-parquet") as pool:
+        pending: deque = deque()
+
+        def submit() -> bool:
+            nxt = next(it, None)
+            if nxt is not None:
+                as_dict = tuple(text)
+                pending.append((nxt, as_dict, pool.submit(load, nxt, as_dict)))
+            return nxt is not None
+
+        submit()
+        while pending:
+            cur, as_dict, fut = pending.popleft()
             table = fut.result()
             if table is not None:
                 _drop_wide_dictionaries(table, text)
-            nxt = next(it, None)
-            fut = pool.submit(load, nxt, tuple(text)) if nxt is not None else None
+            # the read-ahead (one row group per decoder) starts after the first row group
+            # decided which text columns stay dictionaries
+            while len(pending) < decoders and submit():
+                pass
             if table is None:
                 pf = open_file(cur[0], as_dict)
                 yield from pf.iter_batches(batch_size=batch_size, row_groups=[cur[1]],
                                            columns=columns)
             else:
                 yield from table.to_batches(max_chunksize=batch_size)
-            cur = nxt
 
 
 def _drop_wide_dictionaries(table: pa.Table, text: list[str]) -> None:

@@ -4,24 +4,32 @@
 goes through :func:`encode_rows`: the batches of the projected columns are streamed
 (:func:`fastpriv._arrow.iter_batches`, the next row group decoded on a background thread
 while this one is encoded, GIL released on both sides), never the whole table, and each
-batch is encoded by persistent per-column code maps — codes in order of first appearance:
+batch is encoded by persistent per-column code maps (the order of the codes is internal:
+see the end):
 
 * integers (and floats, by bit pattern): a direct-address table over the value range while
-  it is compact, an open-addressing hash table beyond (:class:`IntCodes`);
+  it is compact, an open-addressing hash table beyond (:class:`IntCodes`); a single integer
+  group column is mapped straight into the row buffer;
 * strings and binaries: an exact hash table over the Arrow buffers themselves
-  (:class:`StrCodes`: FNV-1a hash, byte comparison on equal hashes, labels kept in one byte
-  arena) — no Python object per row or per label;
+  (:class:`StrCodes`: 64-bit hash, byte comparison on equal hashes, labels kept in one byte
+  arena) — no Python object per row or per label. Once the table outgrows the L2 cache,
+  a batch is radix-partitioned first (``_kernels.counting_radix``): the rows of one bucket
+  probe one 64 KB slice of the table, read from a sequential bucket of records;
 * dictionary columns (Parquet dictionary pages): only the dictionary is mapped, the rows
-  are one ``remap[index]``;
+  are one ``remap[index]`` (applied inside the counting kernel);
 * anything else (dates, booleans, decimals, …): Arrow's hash ``dictionary_encode`` per
   batch and a Python dict over the batch dictionary (:class:`LabelCodes`).
 
-Several key columns (QI tuples) are combined pairwise through hash maps of
-``code_a << 31 | code_b`` (:class:`KeyCodes`). Memory: the two int32 code columns (the group
-codes become the release's ``row_group``) plus one batch in flight and one read ahead.
-At the end the labels are sorted once and the codes renumbered in place into the canonical
-(sorted-label) order, so the result is the one :func:`fastpriv._arrow.encode_keys` /
-:func:`fastpriv._arrow.encode_column` give on the whole table.
+Several key columns (QI tuples) become one int64 key by a mixed radix over their codes,
+mapped like an integer column (:class:`KeyCodes`; pairwise hash maps of
+``code_a << 31 | code_b`` when the key would not fit in 62 bits). Rows are counted during
+the scan into a dense (group × value) matrix of uint8 front counters. Memory: the int32
+group code column (it becomes the release's ``row_group``), the count matrix, plus one
+batch in flight and one read ahead. At the end the labels are sorted once, the profiles
+are emitted group by group in canonical (sorted-key) order and the row codes renumbered in
+place, so the result is the one :func:`fastpriv._arrow.encode_keys` /
+:func:`fastpriv._arrow.encode_column` give on the whole table, whatever order the codes
+were handed out in.
 
 The same maps are the state of :class:`fastpriv.counts.CountAccumulator`.
 """
@@ -73,6 +81,17 @@ _INT32_MAX = (1 << 31) - 1
 DENSE_STATE_CELLS = 1 << 25
 # batches below this many rows are counted on one thread even when n_jobs > 1
 _PARALLEL_MIN_ROWS = 1 << 16
+# string maps of 2**_RADIX_BITS slots (2 MB) and more are probed bucket by bucket, each
+# bucket 2**_BUCKET_SLOT_BITS slots (64 KB), for batches of _RADIX_MIN_ROWS rows and more
+_RADIX_BITS = 16
+_BUCKET_SLOT_BITS = 11
+_RADIX_MIN_ROWS = 1 << 14
+# Parquet row groups decoded ahead, each on its own thread, when there are several cores
+# (1: on 2 shared cores a second decoder made 1M-group scans slower, 10k-group ones no faster)
+_DECODERS = 1
+# several key columns: one mixed-radix key while it stays below 2**_RADIX_KEY_BITS
+_RADIX_KEY_BITS = 62
+_NO_REMAP = kernel_array(np.empty(0, dtype=np.int32), np.int32)   # radix_step: codes as they are
 
 
 def _ro(a: np.ndarray, dtype: Any) -> np.ndarray:
@@ -138,27 +157,37 @@ class IntCodes:
             hash_insert(_ro(keys, np.int64), _ro(np.arange(keys.size, dtype=np.int32),
                                                  np.int32), self.tkeys, self.tvals, bits)
 
-    def encode(self, x: np.ndarray) -> np.ndarray:
-        """Codes (int32) of the int64 keys ``x``; unseen keys get new codes."""
-        from ._kernels.counting import direct_map, hash_map, int_range
+    def encode(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Codes (int32) of the int64 keys ``x``; unseen keys get new codes.
+
+        Written to ``out`` (writable int32, one slot per key) when given.
+        """
+        from ._kernels.counting import direct_map_from, hash_map, int_range
 
         n = x.shape[0]
-        out = np.empty(n, dtype=np.int32)
+        if out is None:
+            out = np.empty(n, dtype=np.int32)
         if n == 0:
             return out
         x = _ro(x, np.int64)
-        if not self.hash:
-            lo, hi = (int(b) for b in int_range(x))
-            fits, lo, hi = self._direct_fits(lo, hi, n)
-            if fits:
-                self._direct_grow(lo, hi, n)
-                self.n = int(direct_map(x, int(self.base), self.table, out, int(self.n)))
+        start = 0
+        while not self.hash:   # direct table: map until a key falls outside, then grow
+            if self.table.size:
+                stop, code = direct_map_from(x, int(self.base), self.table, out, int(start),
+                                             int(self.n))
+                self.n = int(code)
                 self._check_codes()
-                return out
-            self._to_hash(min(n, 1 << 20))
+                if stop == n:
+                    return out
+                start = int(stop)
+            lo, hi = (int(b) for b in int_range(x[start:]))
+            fits, lo, hi = self._direct_fits(lo, hi, n - start)
+            if fits:
+                self._direct_grow(lo, hi, n - start)
+            else:
+                self._to_hash(min(n - start, 1 << 20))
         if not self.bits:
             self._rehash(np.empty(0, dtype=np.int64), min(n, 1 << 20))
-        start = 0
         while True:
             cap = 1 << self.bits
             stop, code = hash_map(x, self.tkeys, self.tvals, int(self.bits), out, int(start),
@@ -288,6 +317,57 @@ class StrCodes:
             if int(self.starts[self.n]) + rest > self.arena.size:
                 self._grow_arena(int(self.starts[self.n]) + rest)
 
+    def encode_unordered(self, arr: pa.Array) -> np.ndarray:
+        """Codes (int32) of the strings of ``arr`` (no nulls); new codes in any order.
+
+        Same map as :meth:`encode`. Once the slot table outgrows the L2 cache
+        (``2**_RADIX_BITS`` slots), a large batch is bucketed first
+        (``_kernels.counting_radix``): each bucket's rows probe one 64 KB slice of the table,
+        instead of one cache miss per row. New strings then get codes in bucket order, not
+        in order of first appearance. A first batch that is mostly new strings sizes the
+        table for its estimated distinct count (from its first ``_RADIX_MIN_ROWS`` rows).
+        """
+        from ._kernels.counting_radix import str_hash_rows, str_map_records, str_scatter
+
+        n = len(arr)
+        if n < 2 * _RADIX_MIN_ROWS:
+            return self.encode(arr)
+        if self.bits < _RADIX_BITS:   # small table: is this batch mostly new strings?
+            before = self.n
+            head = self.encode(arr.slice(0, _RADIX_MIN_ROWS))
+            fresh = (self.n - before) / _RADIX_MIN_ROWS
+            want = self.n + int(fresh * (n - _RADIX_MIN_ROWS))
+            if 2 * want < (1 << _RADIX_BITS):
+                return np.concatenate([head, self.encode(arr.slice(_RADIX_MIN_ROWS))])
+            if want > self.hashes.size:
+                self._grow_codes(want)
+            return np.concatenate([head, self.encode_unordered(arr.slice(_RADIX_MIN_ROWS))])
+        offsets, data = _string_buffers(arr)
+        out = np.empty(n, dtype=np.int32)
+        hrow = np.empty(n, dtype=np.uint64)
+        str_hash_rows(offsets, data, hrow)
+        pbits = min(int(self.bits) - _BUCKET_SLOT_BITS, 12)
+        rec = np.empty(4 * n, dtype=np.int64)
+        str_scatter(offsets, data, hrow, int(pbits), rec)
+        batch_bytes = int(offsets[n]) - int(offsets[0])
+        start = 0
+        while True:
+            if int(self.starts[self.n]) + batch_bytes > self.arena.size:
+                self._grow_arena(int(self.starts[self.n]) + batch_bytes)
+            stop, code = str_map_records(offsets, data, rec, int(pbits), self.slots,
+                                         int(self.bits), self.hashes, self.starts, self.arena,
+                                         out, int(start), int(self.n), int(self.hashes.size))
+            done = int(stop) - start
+            new = int(code) - self.n
+            self.n = int(code)
+            if stop == n:
+                return out
+            if self.n >= _PAIR_MASK:
+                raise InputError("more than 2**31 - 1 distinct keys: too many to encode")
+            start = int(stop)
+            # twice the codes, or room for the new strings the rest of the batch should bring
+            self._grow_codes(max(2 * self.n, self.n + (n - start) * new // max(done, 1)))
+
     def reserve_code(self) -> int:
         """Return a new code with no bytes and no slot (used for the null label)."""
         if self.n >= self.hashes.size:
@@ -297,6 +377,16 @@ class StrCodes:
         self.reserved = code
         self.n += 1
         return code
+
+    def sorted_order(self) -> np.ndarray:
+        """Return the codes in sorted order of their bytes (Arrow's order), the null code last.
+
+        A radix sort on 8-byte prefixes (``_kernels.counting_radix.str_sorted_order``):
+        Arrow's ``sort_indices`` takes about 1 µs per string at 1M strings.
+        """
+        from ._kernels.counting_radix import str_sorted_order
+
+        return str_sorted_order(self.starts, self.arena, int(self.n), int(self.reserved))
 
     def labels(self, t: pa.DataType) -> pa.Array:
         """All labels in code order, of type ``t`` (string or binary; reserved code: null)."""
@@ -323,7 +413,11 @@ class StrCodes:
 
 
 class LabelCodes:
-    """Persistent label → code map of one column (codes in order of first appearance)."""
+    """Persistent label → code map of one column.
+
+    Codes in order of first appearance, except strings mapped bucket by bucket
+    (:meth:`StrCodes.encode_unordered`); every reader sorts the labels.
+    """
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -426,7 +520,7 @@ class LabelCodes:
 
     def _encode_values(self, arr: pa.Array) -> np.ndarray:
         if self.kind == "str":
-            return self.strs.encode(arr)
+            return self.strs.encode_unordered(arr)
         return self._encode_numbers(arr)
 
     def _encode_numbers(self, arr: pa.Array) -> np.ndarray:
@@ -483,7 +577,7 @@ class LabelCodes:
     def sorted_ranks(self) -> tuple[np.ndarray, pa.Array]:
         """``(rank, labels_sorted)``: rank of every code among the sorted labels."""
         labels = self.labels()
-        order = pc.array_sort_indices(labels, null_placement="at_end").to_numpy()
+        order = self.sorted_order()
         rank = np.empty(len(order), dtype=np.int32)
         rank[order] = np.arange(len(order), dtype=np.int32)
         return rank, labels.take(pa.array(order))
@@ -500,6 +594,8 @@ class LabelCodes:
             if self.null_code >= 0:
                 order = np.append(order, self.null_code)
             return order
+        if self.kind == "str":
+            return self.strs.sorted_order()
         return pc.array_sort_indices(self.labels(), null_placement="at_end").to_numpy()
 
     @property
@@ -671,19 +767,40 @@ class CountState:
                    + self.pcounts.nbytes)
 
 
+def _plain_int(lab: "LabelCodes", key: Any) -> bool:
+    """Return whether a key column is a plain integer array without nulls for ``lab``."""
+    t = key.type
+    return (isinstance(key, pa.Array) and not key.null_count and pa.types.is_integer(t)
+            and kind_of(t) == "int" and lab.kind in (None, "int"))
+
 # ============================================================================ key tuples
+class _RadixOverflow(Exception):
+    """The mixed-radix key of the key columns no longer fits in an int64 (see KeyCodes)."""
+
+
 class KeyCodes:
     """Persistent key tuple → group code map over one or more key columns.
 
-    One :class:`LabelCodes` per column; columns after the first are combined pairwise,
-    ``code = level.encode(code_a << 31 | code_b)``, so a group is one code whatever the
-    number of columns (codes in order of first appearance).
+    One :class:`LabelCodes` per column. Several columns become one group code (codes in
+    order of first appearance) in one of two ways:
+
+    * ``radix=True``: the per-column codes are digits of one int64 key,
+      ``key = ((c_1 · r_2 + c_2) · r_3 + c_3) …`` with radices ``r_j`` a quarter above
+      the columns' cardinalities, mapped like an integer group column (a direct-address
+      table while the key range is compact). When a column outgrows its radix, the
+      radices are widened and the key map rebuilt with the same group codes; when the
+      key cannot fit 62 bits, :class:`_RadixOverflow` is raised (the scan restarts with
+      pairwise maps).
+    * pairwise: ``code = level.encode(code_a << 31 | code_b)`` column after column.
     """
 
-    def __init__(self, names: list[str]) -> None:
+    def __init__(self, names: list[str], *, radix: bool = False) -> None:
         self.names = list(names)
         self.cols = [LabelCodes(k) for k in self.names]
-        self.levels = [IntCodes(force_hash=True) for _ in self.names[1:]]
+        self.radix = radix and len(self.names) > 1
+        self.radices: list[int] = []
+        self.levels = ([IntCodes()] if self.radix
+                       else [IntCodes(force_hash=True) for _ in self.names[1:]])
 
     @property
     def n(self) -> int:
@@ -696,6 +813,9 @@ class KeyCodes:
 
     def encode(self, cols: list) -> np.ndarray:
         """Group code (int32) of every row of the key columns ``cols``."""
+        if self.radix:   # dictionary columns: no pass of their own, the remap is a digit
+            pairs = [lab.encode_pair(c) for lab, c in zip(self.cols, cols, strict=True)]
+            return self._radix_codes(pairs)
         codes = self.cols[0].encode(cols[0])
         return self.combine(codes, [lab.encode(c) for lab, c in
                                     zip(self.cols[1:], cols[1:], strict=True)])
@@ -704,12 +824,69 @@ class KeyCodes:
         """Group codes of rows given the per-column codes (first column, then the others)."""
         from ._kernels.counting import pack_pairs
 
+        if self.radix:
+            return self._combine_radix(codes, rest)
         for level, b in zip(self.levels, rest, strict=True):
             codes = level.encode(pack_pairs(_ro(codes, np.int32), _ro(b, np.int32)))
         return codes
 
+    def _combine_radix(self, codes: np.ndarray, rest: list[np.ndarray]) -> np.ndarray:
+        return self._radix_codes([(codes, None)] + [(b, None) for b in rest])
+
+    def _radix_codes(self, pairs: list[tuple[np.ndarray, np.ndarray | None]]) -> np.ndarray:
+        """Group codes of rows from per-column ``(indices, remap)`` (remap None: codes)."""
+        from ._kernels.counting_radix import radix_step
+
+        self._fit_radices()
+        key = np.zeros(pairs[0][0].shape[0], dtype=np.int64)
+        for (idx, remap), r in zip(pairs, [1] + self.radices, strict=True):
+            radix_step(key, _ro(idx, np.int32), _NO_REMAP if remap is None else
+                       _ro(remap, np.int32), int(r))
+        return self.levels[0].encode(key)
+
+    def _fit_radices(self) -> None:
+        """Widen the radices to the columns' code counts (rebuilding the key map)."""
+        need = [col.n for col in self.cols[1:]]
+        old = self.radices
+        if old and all(n <= r for n, r in zip(need, old, strict=True)):
+            new = old
+        else:
+            new = [max(n + max(n // 4, 1), r) for n, r in
+                   zip(need, old or [0] * len(need), strict=True)]
+        if math.prod(new) * max(self.cols[0].n, 1) >= (1 << _RADIX_KEY_BITS):
+            raise _RadixOverflow
+        if new == old:
+            return
+        level = self.levels[0]
+        if level.n:   # same group codes under the new radices (keys in code order)
+            keys = self._recompose(self._split(level.keys(), old), new)
+            fresh = IntCodes()
+            fresh.encode(keys)
+            self.levels[0] = fresh
+        self.radices = new
+
+    @staticmethod
+    def _split(keys: np.ndarray, radices: list[int]) -> list[np.ndarray]:
+        """Return the digits (per-column codes) of mixed-radix keys."""
+        comps = []
+        for r in reversed(radices):
+            comps.append(keys % r)
+            keys = keys // r
+        comps.append(keys)
+        return comps[::-1]
+
+    @staticmethod
+    def _recompose(comps: list[np.ndarray], radices: list[int]) -> np.ndarray:
+        key = comps[0].astype(np.int64)
+        for c, r in zip(comps[1:], radices, strict=True):
+            key = key * r + c
+        return key
+
     def components(self) -> list[np.ndarray]:
         """Per-column codes of every group code (multi-column keys)."""
+        if self.radix:
+            return [c.astype(np.int32) for c in self._split(self.levels[0].keys(),
+                                                            self.radices)]
         codes = None
         comps: list[np.ndarray] = []
         for level in reversed(self.levels):
@@ -733,11 +910,17 @@ class KeyCodes:
             rank, _ = col.sorted_ranks()
             ranked.append(rank[cc])
         cards = [col.n for col in self.cols]
-        if math.prod(cards) < (1 << 62):   # one int64 key: a single argsort
+        span = math.prod(cards)
+        if span < (1 << 62):   # one int64 key: a single argsort
             key = np.zeros(gkeep.size, dtype=np.int64)
             for r, card in zip(ranked, cards, strict=True):
                 key = key * card + r
-            perm = np.argsort(key, kind="stable")
+            if span <= 4 * gkeep.size + 4096:   # compact key range: place by key, no sort
+                slot = np.full(span, -1, dtype=np.int64)
+                slot[key] = np.arange(gkeep.size)
+                perm = slot[slot >= 0]
+            else:
+                perm = np.argsort(key, kind="stable")
         else:
             perm = np.lexsort(ranked[::-1])
         gorder = gkeep[perm].astype(np.int64)
@@ -812,6 +995,14 @@ class _Buffer:
         self.a[self.n:self.n + m] = x
         self.n += m
 
+    def tail(self, m: int) -> np.ndarray:
+        """Return the next ``m`` slots (writable; the caller then advances ``n``)."""
+        if self.n + m > self.a.size:
+            grown = np.empty(max(2 * self.a.size, self.n + m), dtype=np.int32)
+            grown[:self.n] = self.a[:self.n]
+            self.a = grown
+        return self.a[self.n:self.n + m]
+
     def result(self) -> np.ndarray:
         return self.a if self.n == self.a.size else self.a[:self.n].copy()
 
@@ -820,8 +1011,8 @@ class _Scan:
     """One pass over the batches: group code per row, values counted or kept per row."""
 
     def __init__(self, keys: list[str], sensitive: str, total: int | None,
-                 dense: bool) -> None:
-        self.kc = KeyCodes(keys)
+                 dense: bool, radix: bool = True) -> None:
+        self.kc = KeyCodes(keys, radix=radix)
         self.vc = LabelCodes(sensitive)
         self.gbuf = _Buffer(total)
         self.vbuf = None if dense else _Buffer(total)
@@ -832,21 +1023,32 @@ class _Scan:
 
     def add(self, batch: pa.RecordBatch, n_keys: int) -> bool:
         """Encode (and count) one batch; False when the dense state would overflow."""
-        from ._kernels.counting import dense_add, remap_codes
+        from ._kernels.counting import dense_add, dense_add_coded, remap_codes
 
-        g = self.kc.encode([batch.column(i) for i in range(n_keys)])
         idx, remap = self.vc.encode_pair(batch.column(n_keys))
-        v = idx if remap is None else remap_codes(_ro(idx, np.int32), remap)
-        self.gbuf.append(g)
+        key = batch.column(0)
+        lab = self.kc.cols[0]
+        if n_keys == 1 and _plain_int(lab, key):   # codes straight into the row buffer
+            lab._set_type(key.type)
+            n = len(key)
+            g = lab.ints.encode(_ro(key.to_numpy(), np.int64), self.gbuf.tail(n))
+            self.gbuf.n += n
+        else:
+            g = self.kc.encode([batch.column(i) for i in range(n_keys)])
+            self.gbuf.append(g)
         if self.state is None:
-            self.vbuf.append(v)
+            self.vbuf.append(idx if remap is None else remap_codes(_ro(idx, np.int32), remap))
             return True
         st = self.state
         rows = max(self.total or 0, self.gbuf.n)
         if not st._ensure_dense(self.kc.n, self.vc.n, rows):
             return False
         st.reserve(g.size)
-        dense_add(_ro(g, np.int32), _ro(v, np.int32), st.mat8, st.mat, int(st.stride))
+        if remap is None:
+            dense_add(_ro(g, np.int32), _ro(idx, np.int32), st.mat8, st.mat, int(st.stride))
+        else:
+            dense_add_coded(_ro(g, np.int32), _ro(idx, np.int32), remap, st.mat8, st.mat,
+                            int(st.stride))
         return True
 
     def profile(self) -> Profile:
@@ -854,13 +1056,20 @@ class _Scan:
         from ._kernels.counting import (
             DENSE_CELLS,
             count_pairs,
-            dense_profiles_state,
+            dense_profiles_gathered,
+            dense_used,
             remap_inplace,
             used_codes,
         )
 
         group = self.gbuf.result()
-        gorder, key_table = self.kc.canonical(used_codes(group, int(self.kc.n)))
+        if self.state is None:
+            gused = used_codes(group, int(self.kc.n))
+        else:   # one pass over the matrix, not over the rows
+            mat, mat64 = self.state.dense_parts()
+            stride = int(self.state.stride)
+            gused, vused = dense_used(mat, mat64, stride, int(self.kc.n), int(self.vc.n))
+        gorder, key_table = self.kc.canonical(gused)
         grank = np.full(int(self.kc.n), -1, dtype=np.int32)
         grank[gorder] = np.arange(gorder.size, dtype=np.int32)
         if self.state is None:
@@ -873,16 +1082,11 @@ class _Scan:
                                                 int(gorder.size), len(values), DENSE_CELLS)
             sizes = np.add.reduceat(counts, indptr[:-1])
             return Profile(indptr, codes, counts, sizes, key_table, values, group)
-        mat, mat64 = self.state.dense_parts()
-        stride = int(self.state.stride)
-        vused = mat.reshape(-1, stride)[:, :self.vc.n].any(axis=0)
-        if mat64.size:
-            vused |= mat64.reshape(-1, stride)[:, :self.vc.n].any(axis=0)
         vrank, values = self._value_ranks(vused)
         threads = current_threads()
-        indptr, codes, counts, sizes, _ = dense_profiles_state(
-            mat, mat64, stride, grank, int(gorder.size), _ro(vrank, np.int32), int(self.vc.n),
-            2 * threads if threads > 1 and gorder.size >= _THREADED_GROUPS else 1)
+        indptr, codes, counts, sizes, _ = dense_profiles_gathered(
+            mat, mat64, stride, grank, _ro(gorder, np.int64), _ro(vrank, np.int32),
+            int(self.vc.n), 2 * threads if threads > 1 and gorder.size >= _THREADED_GROUPS else 1)
         remap_inplace(group, grank)
         return Profile(indptr, codes, counts, sizes, key_table, values, group)
 
@@ -909,13 +1113,19 @@ def encode_rows(data: Any, *, keys: list[str], sensitive: str, nulls: str,
     """
     total = count_rows(data)
     csv = isinstance(data, (str, os.PathLike)) and is_csv(os.fspath(data))
-    for dense in (True, False):
-        scan = _Scan(keys, sensitive, total, dense)
+    dense, radix = True, True
+    while True:
+        scan = _Scan(keys, sensitive, total, dense, radix)
         scan.csv = csv
-        if _run_scan(scan, data, keys + [sensitive], nulls, batch_size) is None:
-            return None
-        if scan.seen >= 0:
+        try:
+            if _run_scan(scan, data, keys + [sensitive], nulls, batch_size) is None:
+                return None
+        except _RadixOverflow:   # key columns too many-valued for one int64 key
+            radix = False
+            continue
+        if scan.seen >= 0 or not dense:
             break
+        dense = False
     if scan.seen == 0:
         raise InputError("data is empty: a release needs at least one row")
     if scan.gbuf.n == 0:
@@ -933,7 +1143,8 @@ def _run_scan(scan: _Scan, data: Any, cols: list[str], nulls: str,
     it whole, which raises the error naming the column.
     """
     try:
-        for batch in iter_batches(data, cols, batch_size=batch_size, dictionary=True):
+        for batch in iter_batches(data, cols, batch_size=batch_size, dictionary=True,
+                                  decoders=_DECODERS if current_threads() > 1 else 1):
             if not _add_batch(scan, batch, cols, nulls):
                 return None
             if scan.seen < 0:
@@ -1240,7 +1451,7 @@ class StreamCounts:
             DENSE_CELLS,
             count_pairs,
             count_pairs_parallel,
-            dense_profiles_state,
+            dense_profiles_gathered,
         )
         from ._threads import n_jobs as _n_jobs
 
@@ -1264,9 +1475,10 @@ class StreamCounts:
                 grank = np.full(G, -1, dtype=np.int32)
                 grank[gorder] = np.arange(n_out, dtype=np.int32)
                 mat, mat64 = st.dense_parts()
-                indptr, codes, counts, sizes, vtot = dense_profiles_state(
-                    mat, mat64, int(st.stride), grank, int(n_out), _ro(vrank, np.int32),
-                    int(V), 2 * threads if threads > 1 and n_out >= _THREADED_GROUPS else 1)
+                indptr, codes, counts, sizes, vtot = dense_profiles_gathered(
+                    mat, mat64, int(st.stride), grank, _ro(gorder, np.int64),
+                    _ro(vrank, np.int32), int(V),
+                    2 * threads if threads > 1 and n_out >= _THREADED_GROUPS else 1)
                 indptr, codes, sizes, keys, values = _drop_empty(indptr, codes, sizes, keys,
                                                                  values, vtot)
             else:

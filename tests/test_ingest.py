@@ -237,3 +237,124 @@ def test_csv_that_streams_badly_falls_back(tmp_path):
     bad.write_bytes("g,v\n1,caf\u00e9\n".encode("latin-1"))
     with pytest.raises(InputError, match="not valid"):
         Release.from_table(str(bad), group="g", sensitive="v")
+
+
+# ----------------------------------------------------------------------------- bucketed maps
+
+def _check_any_order(sc: StrCodes, batches: list[list[str]], got: list[list[int]]) -> None:
+    """Codes are a bijection onto the distinct strings seen: ``labels[code]`` is the string."""
+    labels = sc.labels(pa.string()).to_pylist()
+    assert len(labels) == sc.n == len({s for b in batches for s in b})
+    assert len(set(labels)) == len(labels)
+    for batch, codes in zip(batches, got, strict=True):
+        assert [labels[c] for c in codes] == batch
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(_texts, max_size=300), min_size=1, max_size=4), st.integers(0, 3))
+@example(batches=[["x" * 17 + "a", "x" * 17 + "b", "", "x" * 17 + "a", ""] * 20], cut=1)
+def test_strcodes_bucketed_is_exact(batches, cut):
+    # tiny thresholds: the bucketed probe, its bucket-load stops and the table growth run on
+    # small inputs (1024-slot tables and up, 8-slot buckets)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ingest_mod, "_RADIX_MIN_ROWS", 4)
+        mp.setattr(ingest_mod, "_RADIX_BITS", 4)
+        mp.setattr(ingest_mod, "_BUCKET_SLOT_BITS", 3)
+        _bucketed_batches(batches, cut)
+
+
+def _bucketed_batches(batches: list[list[str]], cut: int) -> None:
+    sc = StrCodes()
+    got = []
+    for batch in batches:
+        arr = pa.array(["pad"] * cut + batch, type=pa.string()).slice(cut)
+        got.append(sc.encode_unordered(arr).tolist())
+    _check_any_order(sc, batches, got)
+    # the first-appearance path agrees on strings already seen
+    if batches[0]:
+        assert sc.encode(pa.array(batches[0])).tolist() == got[0]
+
+
+def test_strcodes_bucketed_many_strings():
+    # real thresholds: a first batch of mostly new strings (table sized from its head), then
+    # batches probing a table past the L2 size, long strings sharing 16-byte prefixes
+    rng = np.random.default_rng(11)
+    words = [f"{'p' * int(rng.integers(0, 20))}{i}" for i in range(120_000)]
+    batches = [list(rng.choice(words, 70_000)) for _ in range(4)]
+    sc = StrCodes()
+    got = [sc.encode_unordered(pa.array(b)).tolist() for b in batches]
+    assert sc.bits >= ingest_mod._RADIX_BITS
+    _check_any_order(sc, batches, got)
+
+
+@pytest.mark.parametrize("key_bits", [62, 9, 3])
+def test_mixed_radix_keys_widen_and_fall_back(monkeypatch, key_bits):
+    # columns whose cardinality grows batch after batch (the radices widen and the key map is
+    # rebuilt with the same group codes); with a small key budget the scan restarts on the
+    # pairwise maps (9 bits: after some batches, 3 bits: at once) — same release every time
+    monkeypatch.setattr(ingest_mod, "_RADIX_KEY_BITS", key_bits)
+    rng = np.random.default_rng(key_bits)
+    n = 4000
+    growth = np.arange(n) // 200 + 2          # later rows draw from more values
+    keys = [(int(rng.integers(0, g)), f"s{int(rng.integers(0, g))}", int(rng.integers(0, 3)))
+            for g in growth]
+    values = [str(x) for x in rng.integers(0, 5, n)]
+    t = pa.table({"k0": pa.array([k[0] for k in keys]), "k1": pa.array([k[1] for k in keys]),
+                  "k2": pa.array([k[2] for k in keys], type=pa.int32()), "v": values})
+    t = pa.Table.from_batches(t.to_batches(max_chunksize=300))        # 14 batches
+    rel = Release.from_table(t, group=["k0", "k1", "k2"], sensitive="v")
+    _check(rel, keys, values, "error")
+
+
+def test_parquet_read_ahead_on_several_decoders(tmp_path, monkeypatch):
+    # row groups decoded ahead on three threads come back in file order: the same release
+    # (row groups included); the string column is plain after the first row group
+    rng = np.random.default_rng(3)
+    n = 30000
+    gid = rng.integers(0, 9000, n)
+    t = pa.table({"g": pa.array([f"n{g}" for g in gid]), "i": pa.array(gid),
+                  "v": pa.array([f"v{x}" for x in rng.integers(0, 6, n)])})
+    path = str(tmp_path / "r.parquet")
+    pq.write_table(t, path, row_group_size=2500)
+    for group in (["g"], ["i"], ["g", "i"]):
+        one = Release.from_table(path, group=group, sensitive="v")
+        monkeypatch.setattr(ingest_mod, "_DECODERS", 3)
+        monkeypatch.setattr(ingest_mod, "current_threads", lambda: 2)
+        three = Release.from_table(path, group=group, sensitive="v")
+        monkeypatch.undo()
+        monkeypatch.setattr(ingest_mod, "_STREAMED_TABLE_ROWS", 0)
+        assert three.equals(one) and np.array_equal(three.row_group, one.row_group)
+        keys = [tuple(r[c] for c in group) for r in t.select(group).to_pylist()]
+        _check(one, keys, t.column("v").to_pylist(), "error")
+
+
+# ----------------------------------------------------------------------------- label sort
+
+_bytes = st.binary(max_size=20).map(lambda b: b.replace(b"\x01", b"\x00"))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.one_of(_bytes, st.sampled_from([b"abcdefgh", b"abcdefghi", b"abcdefgh\x00",
+                                                   b"", b"\x00", b"\xff" * 9])),
+                max_size=120, unique=True), st.booleans())
+def test_string_sort_order_is_bytes_order(words, null):
+    # StrCodes' radix sort on 8-byte prefixes against Python's bytes order; the null code last
+    sc = StrCodes()
+    sc.encode(pa.array(words, type=pa.binary()))
+    if null:
+        sc.reserve_code()
+    order = sc.sorted_order().tolist()
+    want = sorted(range(len(words)), key=lambda c: words[c]) + ([len(words)] if null else [])
+    assert order == want
+
+
+def test_string_sort_long_runs_of_equal_prefixes():
+    # 3000 strings sharing their first 8 bytes (one run, merge-sorted) and 20000 others
+    rng = np.random.default_rng(2)
+    words = sorted({f"prefix__{int(x)}" for x in rng.integers(0, 10**6, 3000)}
+                   | {f"{int(x):x}" for x in rng.integers(0, 10**9, 20000)})
+    shuffled = [words[i] for i in rng.permutation(len(words))]
+    sc = StrCodes()
+    sc.encode(pa.array(shuffled))
+    labels = sc.labels(pa.string()).to_pylist()
+    assert [labels[c] for c in sc.sorted_order()] == words

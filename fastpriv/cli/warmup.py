@@ -120,6 +120,14 @@ def _streaming_paths() -> None:
                 merge([a, a]).to_release()
         Release.from_batches(t.to_batches(max_chunksize=1000), sensitive="sensitive",
                              group="group", n_jobs=nj)
+    # a table large enough to be streamed: mixed-radix keys of two columns, and a string
+    # column with many distinct values (the bucketed string map)
+    import pyarrow.compute as pc
+
+    wide = synthetic(1 << 20, group_size=8, n_values=6, seed=2)
+    wide = wide.append_column("label", pc.binary_join_element_wise(
+        "g", pa.array(np.arange(wide.num_rows) // 8).cast(pa.string()), ""))
+    Release.from_table(wide, sensitive="sensitive", qi=["group", "label"])
     # parallel kernels whose production thresholds a tiny input never reaches
     g = kernel_array(np.repeat(np.arange(100, dtype=np.int32), 5), np.int32)
     v = kernel_array(np.tile(np.arange(5, dtype=np.int32), 100), np.int32)
