@@ -14,6 +14,16 @@ from fastpriv._kernels import possible_worlds as pw
 from fastpriv._validation import kernel_array
 
 
+def _fresh_kernel(fn):
+    """``fn`` as a fastpriv kernel (its module named like one) that always compiles."""
+    from numba.core.caching import NullCache
+
+    fn.__module__ = "fastpriv._kernels.cold_start_probe"
+    disp = kernel(fn)
+    disp._cache = NullCache()  # never loaded from a disk cache: it compiles in every run
+    return disp
+
+
 def test_gc_paused_while_a_kernel_compiles_and_restored_after():
     from numba.core import event as ev
 
@@ -32,8 +42,7 @@ def test_gc_paused_while_a_kernel_compiles_and_restored_after():
             s += x
         return s
 
-    _cold_start_probe.__module__ = "fastpriv._kernels.cold_start_probe"  # a fastpriv kernel
-    _cold_start_probe = kernel(_cold_start_probe)
+    _cold_start_probe = _fresh_kernel(_cold_start_probe)
 
     assert gc.isenabled()
     probe = Probe()
@@ -50,8 +59,7 @@ def test_gc_left_off_when_the_caller_turned_it_off():
     def _cold_start_probe2(a):
         return a[0] + 1
 
-    _cold_start_probe2.__module__ = "fastpriv._kernels.cold_start_probe"
-    _cold_start_probe2 = kernel(_cold_start_probe2)
+    _cold_start_probe2 = _fresh_kernel(_cold_start_probe2)
 
     gc.disable()
     try:
