@@ -121,3 +121,38 @@ def test_compile_profile_has_phases():
     assert abs(sum(phases.values()) - cold["compile_s"]) < 0.05 + 0.01 * cold["compile_s"]
     row = next(iter(cold["compiles"].values()))
     assert abs(sum(row["phases"].values()) - row["s"]) < 1e-6
+
+
+def test_split_models_keeps_the_shared_kernels_together_and_covers_every_model():
+    from fastpriv.cli.warmup import MODELS, split_models
+
+    for jobs in (1, 2, 3, 9, 20):
+        groups = split_models(MODELS, jobs)
+        assert sorted(m for g in groups for m in g) == sorted(MODELS)
+        assert len(groups) <= max(1, jobs)
+        if jobs > 1:
+            assert any({"art", "foreground", "robustness"} <= set(g) for g in groups)
+    assert split_models(["classic"], 4) == [["classic"]]
+
+
+def test_warmup_jobs_fills_one_cache_that_a_later_process_hits(tmp_path):
+    """Two worker processes warm disjoint models into one cache directory; a fresh process
+    then compiles nothing for those models."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "FASTPRIV_NO_CACHE"}
+    env["FASTPRIV_CACHE_DIR"] = str(tmp_path / "cache")
+    out = tmp_path / "w.json"
+    cmd = [sys.executable, "-m", "fastpriv", "warmup", "--models", "metrics", "art"]
+    subprocess.run(cmd + ["--jobs", "2", "--json", str(out)], check=True, env=env,
+                   capture_output=True)
+    first = json.loads(out.read_text())
+    assert first["jobs"] == 2 and sorted(first["models"]) == ["art", "metrics"]
+    assert first["compiled"] > 0
+    again = tmp_path / "again.json"
+    subprocess.run(cmd + ["--json", str(again)], check=True, env=env, capture_output=True)
+    second = json.loads(again.read_text())
+    assert second["compiled"] == 0 and second["loaded"] == first["compiled"]

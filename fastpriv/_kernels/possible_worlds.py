@@ -507,14 +507,19 @@ def _checkpoints(fseg, ws, flip, m, b, nc, CKL, BLK):
 
 
 @kernel
+def _small_segment(fseg, N, n, ws, out1):
+    """:func:`posterior_small` of a whole segment, as a call of its own from :func:`loo_core`.
+
+    Not inlined on purpose: with the closed form inlined into ``loo_core`` the large-segment
+    path of ``posterior_batch`` (20 segments of 3000, one thread) took 129 ms instead of
+    118 ms (``python -m benchmarks.ab_commits``, probe ``posterior``).
+    """
+    return posterior_small(fseg, np.int64(0), N, n, ws, out1, np.int64(0))
+
+
+@kernel
 def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
     """Stable prefix/suffix leave-one-out ESP for one segment (see module docstring).
-
-    Posteriors of segments with min(n, N - n) <= 1 have a closed form
-    (:func:`posterior_small`), which its callers in mode 0 try first
-    (:func:`binary_posteriors_range`; :func:`binary_loo` runs that kernel): inlining the
-    closed form here as well cost 0.6-2.6 CPU-s of Numba's IR inlining in every process
-    that compiles ``loo_core`` (``benchmarks/bench_cold_start.py`` profile).
 
     Helpers in the hot loops are ``inline="always"`` (:func:`_esp_row`, :func:`_factor`,
     :func:`esp_defined`): a real call passing an array costs two atomic reference-count
@@ -524,6 +529,10 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
         _fill_nan(out1, out2, N, mode)
         return STATUS_UNDEFINED, -np.inf
     flip, m, b, nc, _ = esp_plan(N, n, limit)
+    if m <= 1 and mode == 0:
+        res = _small_segment(fseg, N, n, ws, out1)
+        if res[0] != _NOT_SMALL:
+            return res
     w = m + 1
     CK = 0
     CKL = nc * w
@@ -756,22 +765,12 @@ def _read_only(a):
 def _binary_loo(f, n, limit, logspace, mode):
     """Run :func:`loo_core` on one segment: ``(status, out1, out2, log_E)``.
 
-    ``mode`` 0 gives posteriors in ``out1`` (``out2`` unspecified), 1 the leave-one-out
-    ratios a, b; ``logspace=1`` forces the log-space path. A Python driver of compiled
-    kernels of the batched path (posteriors run :func:`binary_posteriors_range` on a batch
-    of one segment, closed form included; the ratios run ``loo_core`` with that kernel's
-    argument types), so nothing is linked and re-optimized inside one more kernel.
+    ``mode`` 0 gives posteriors in ``out1``, 1 the leave-one-out ratios a, b;
+    ``logspace=1`` forces the log-space path. A Python driver of the compiled ``loo_core``
+    (called with the argument types of :func:`binary_posteriors_range`), so ``loo_core``
+    is not linked and re-optimized inside one more kernel.
     """
     N = int(f.shape[0])
-    if mode == 0 and logspace == 0:
-        p = np.empty(N, dtype=np.float64)
-        status = np.zeros(1, dtype=np.int8)
-        log_e = np.empty(1, dtype=np.float64)
-        fv = _read_only(np.ascontiguousarray(f, dtype=np.float64).view())
-        binary_posteriors_range(_read_only(np.array([0, N], dtype=np.int64)), fv,
-                                _read_only(np.array([n], dtype=np.int64)), int(limit), 0, 1,
-                                p, status, log_e)
-        return status[0], p, np.full(N, np.nan), log_e[0]
     ws = np.empty(int(esp_plan(N, int(n), int(limit))[4]), dtype=np.float64)
     fs = np.empty(max(N, 1), dtype=np.float64)
     fs[:N] = f
@@ -782,7 +781,7 @@ def _binary_loo(f, n, limit, logspace, mode):
     return res[0], a[:N].copy(), b[:N].copy(), res[1]
 
 
-binary_loo = Threaded(_binary_loo, binary_posteriors_range, loo_core, loo_core_log)
+binary_loo = Threaded(_binary_loo, loo_core)
 
 
 # ====================================================================== enumeration
