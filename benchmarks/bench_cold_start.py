@@ -326,7 +326,24 @@ def measure(only: list[str] | None = None, warmup: bool = True,
             print(f"warmup cold: {w['wall_s']:.1f} s wall, {w['cpu_s']:.1f} s cpu, "
                   f"{w['compiled_kernels']} kernels, {w['compile_s']:.1f} s compiling",
                   flush=True)
+            res["warmup_fill"] = _warmup_fill(tmp)
     return res
+
+
+def _warmup_fill(tmp: str) -> dict[str, Any]:
+    """``fastpriv warmup`` into an empty cache directory, in 1 process and with ``--jobs 2``.
+
+    Wall and CPU seconds (the workers' CPU included) of each, alternated; ``--jobs 2``
+    trades CPU (kernels two model groups share compile twice) for wall time on 2 cores.
+    """
+    out: dict[str, Any] = {}
+    for jobs in (1, 2):
+        cache = tempfile.mkdtemp(dir=tmp, prefix=f"fill{jobs}-")
+        r = run_fresh("module", "fastpriv", ["warmup", "--jobs", str(jobs)], cache=cache)
+        out[f"jobs_{jobs}"] = {k: r[k] for k in ("rc", "wall_s", "cpu_s")}
+        print(f"warmup --jobs {jobs} into an empty cache: {r['wall_s']:.1f} s wall, "
+              f"{r['cpu_s']:.1f} s cpu, rc={r['rc']}", flush=True)
+    return out
 
 
 SMOKE_CODE = ("import numpy as np\nfrom fastpriv._kernels import metrics as M\n"
