@@ -12,7 +12,16 @@ kernels).
 * **commands, cached** — the same commands with a cache filled by a previous run
   (``FASTPRIV_CACHE_DIR`` in a temporary directory), the first call of a new process.
 * **warmup, cold** — ``fastpriv warmup`` with ``FASTPRIV_NO_CACHE=1``: every kernel, with
-  the per-kernel compile profile (``cold_start_kernels`` in the JSON, slowest first).
+  the per-kernel compile profile (``cold_start_kernels`` in the JSON, slowest first), each
+  kernel's seconds split by compile phase (``frontend``: bytecode to Numba IR, including
+  IR inlining of ``inline="always"`` helpers; ``typing``; ``typed_passes``; ``lowering``:
+  Numba IR to LLVM IR; ``llvm``: LLVM optimisation and machine code, every call into
+  llvmlite's C library — for a caller this includes re-optimizing the callees linked into
+  it; ``other``), the totals by phase (``compile_phases_s``) and by kernel module, and
+  Numba's own helpers compiled on the way (``numba_internal_compiles``: ``np.empty``
+  per dtype, sorts, the error formatter of array-to-slice assignments, ...).
+* **warmup, filling a cache** — ``fastpriv warmup`` and ``fastpriv warmup --jobs 2`` into an
+  empty cache directory: wall and CPU seconds (``warmup_fill``).
 
 Full mode (``FASTPRIV_BENCH=full``; ``python -m benchmarks.bench_cold_start [--only audit,demo]
 [--skip-warmup] [--baseline REV]``, the last adding the same cold runs of revision REV,

@@ -9,6 +9,11 @@ workers** (Dask, Spark, multiprocessing): several processes compiling the same k
 the first time at once all pay the compile (Numba writes cache files atomically, so they do
 not corrupt each other's entries, but each process compiles).
 
+``--jobs N`` warms the models in N worker processes that share the cache directory (the
+models sharing the possible-worlds kernels stay in one worker): less wall time on N free
+cores, a little more CPU time in all, since kernels two workers both need (the counting
+kernels) compile in both.
+
 The workload is tiny and exercises every public model that is installed: the documented
 examples (doctests) of every public module — each model's owner keeps them running — plus
 explicit calls that reach the streaming, sparse and parallel code paths that small inputs
