@@ -10,10 +10,11 @@ the first time at once all pay the compile (Numba writes cache files atomically,
 not corrupt each other's entries, but each process compiles).
 
 ``--jobs N`` warms the models in N worker processes that share the cache directory (the
-models sharing the possible-worlds kernels stay in one worker). It costs about 20 % more CPU
+models sharing the possible-worlds kernels stay in one worker). It costs 5-20 % more CPU
 time in all, since kernels two workers both need (the counting kernels) compile in both, so
-it can only shorten the wall time when N cores are free (on a busy 2-core machine it was
-slower: ``benchmarks/results/cold_start_commands.json``, ``warmup_fill``).
+it shortens the wall time only when N cores are free: on 2 cores ``--jobs 2`` took 0.61× the
+wall time of one process, and on the same machine busy with other work it took longer
+(``warmup_fill`` in ``benchmarks/results/cold_start_commands.json`` and its history).
 
 The workload is tiny and exercises every public model that is installed: the documented
 examples (doctests) of every public module — each model's owner keeps them running — plus
@@ -77,9 +78,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         + ", ".join(MODELS))
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="warm the models in N worker processes sharing the cache directory "
-                        "(default 1). Can shorten the wall time only when N cores are free; "
-                        "it costs about 20%% more CPU (kernels several models share compile "
-                        "in each worker)")
+                        "(default 1). Shortens the wall time when N cores are free; costs "
+                        "5-20%% more CPU (kernels several models share compile in each "
+                        "worker)")
     p.add_argument("--verbose", action="store_true",
                    help="list every kernel and the workloads that failed")
     p.add_argument("--json", metavar="OUT", help="also write the report as JSON to OUT")
