@@ -12,7 +12,16 @@ kernels).
 * **commands, cached** — the same commands with a cache filled by a previous run
   (``FASTPRIV_CACHE_DIR`` in a temporary directory), the first call of a new process.
 * **warmup, cold** — ``fastpriv warmup`` with ``FASTPRIV_NO_CACHE=1``: every kernel, with
-  the per-kernel compile profile (``cold_start_kernels`` in the JSON, slowest first).
+  the per-kernel compile profile (``cold_start_kernels`` in the JSON, slowest first), each
+  kernel's seconds split by compile phase (``frontend``: bytecode to Numba IR, including
+  IR inlining of ``inline="always"`` helpers; ``typing``; ``typed_passes``; ``lowering``:
+  Numba IR to LLVM IR; ``llvm``: LLVM optimisation and machine code, every call into
+  llvmlite's C library — for a caller this includes re-optimizing the callees linked into
+  it; ``other``), the totals by phase (``compile_phases_s``) and by kernel module, and
+  Numba's own helpers compiled on the way (``numba_internal_compiles``: ``np.empty``
+  per dtype, sorts, the error formatter of array-to-slice assignments, ...).
+* **warmup, filling a cache** — ``fastpriv warmup`` and ``fastpriv warmup --jobs 2`` into an
+  empty cache directory: wall and CPU seconds (``warmup_fill``).
 
 Full mode (``FASTPRIV_BENCH=full``; ``python -m benchmarks.bench_cold_start [--only audit,demo]
 [--skip-warmup] [--baseline REV]``, the last adding the same cold runs of revision REV,
@@ -44,32 +53,81 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {"warmup_cold_cpu_s": 25.0, "command_first_line_s": 10.0, "command_total_s": 20.0,
            "audit_cached_s": 1.0}
 
-#: Runs a module or code under a numba:compile recorder; writes the profile to $BENCH_OUT.
+#: Runs a module or code under a compile recorder; writes the profile to $BENCH_OUT.
+#: Every ``numba:compile`` (a kernel), ``numba:run_pass`` (a compiler pass) and
+#: ``numba:llvm_lock`` (a call into LLVM) event opens a frame on a per-thread stack; each
+#: frame's *own* thread-CPU time (less its children's) is charged to the innermost kernel and
+#: the frame's phase, so a callee compiled inside its caller is charged to the callee only.
 _RECORDER = r"""
-import atexit, json, os, runpy, sys, time
+import atexit, json, os, runpy, sys, threading, time
 from numba.core import event as ev
 
-stack, per = [], {}
-clock = time.process_time  # CPU seconds of this process: steadier than wall on a busy machine
+clock = time.thread_time  # CPU seconds of the compiling thread: steady on a busy machine
+local, per = threading.local(), {}
+PHASE = {"nopython_type_inference": "typing", "native_lowering": "lowering",
+         "nopython_backend": "lowering", "ir_legalization": "lowering",
+         "dump_parfor_diagnostics": "typed_passes"}
+
+def _stack():
+    st = getattr(local, "st", None)
+    if st is None:
+        st = local.st = []
+    return st
+
+def _phase(kind, data):
+    if kind == "numba:compile":
+        return "other"
+    if kind == "numba:llvm_lock":
+        return "llvm"
+    name = data["name"].split(" [", 1)[0]
+    if name in PHASE:
+        return PHASE[name]
+    return "frontend" if name in FRONTEND else "typed_passes"
+
+FRONTEND = set()
+try:
+    from numba.core import untyped_passes as _up
+    for _v in vars(_up).values():
+        if isinstance(_v, type) and hasattr(_v, "_name"):
+            FRONTEND.add(_v._name)
+except Exception:
+    pass
 
 class Rec(ev.Listener):
+    def __init__(self, kind):
+        self.kind = kind
+
     def on_start(self, event):
-        d = event.data["dispatcher"]
-        stack.append([f"{d.py_func.__module__}.{d.py_func.__qualname__}", clock(), 0.0])
+        st = _stack()
+        if self.kind == "numba:compile":
+            d = event.data["dispatcher"]
+            kernel = f"{d.py_func.__module__}.{d.py_func.__qualname__}"
+        elif st:
+            kernel = st[-1][0]
+        else:
+            kernel = "(outside compiles)"
+        st.append([kernel, _phase(self.kind, event.data), clock(), 0.0])
 
     def on_end(self, event):
-        name, t0, inner = stack.pop()
+        st = _stack()
+        if not st:
+            return
+        kernel, phase, t0, inner = st.pop()
         total = clock() - t0
-        if stack:  # a callee compiled inside its caller: charge it to the callee only
-            stack[-1][2] += total
-        n, s = per.get(name, (0, 0.0))
-        per[name] = (n + 1, s + total - inner)
+        if st:
+            st[-1][3] += total
+        row = per.setdefault(kernel, {"n": 0, "s": 0.0, "phases": {}})
+        row["s"] += total - inner
+        row["phases"][phase] = row["phases"].get(phase, 0.0) + total - inner
+        if self.kind == "numba:compile":
+            row["n"] += 1
 
-ev.register("numba:compile", Rec())
+for _kind in ("numba:compile", "numba:run_pass", "numba:llvm_lock"):
+    ev.register(_kind, Rec(_kind))
 
 def dump():
     with open(os.environ["BENCH_OUT"], "w") as fh:
-        json.dump({k: {"n": n, "s": s} for k, (n, s) in per.items()}, fh)
+        json.dump(per, fh)
 
 atexit.register(dump)
 mode, target, *argv = sys.argv[1:]
@@ -126,13 +184,33 @@ def run_fresh(mode: str, target: str, argv: list[str], *, cache: str | None,
                 compiles = json.load(fh)
         except (OSError, ValueError):
             compiles = {}
+    outside = compiles.pop(OUTSIDE, {"s": 0.0})
     fp = {k: v for k, v in compiles.items() if k.startswith("fastpriv.")}
     return {"rc": rc, "wall_s": wall, "first_line_s": first, "stdout_lines": lines,
             "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
             "compiled_kernels": len(fp), "compile_events": sum(v["n"] for v in compiles.values()),
             "compile_s": sum(v["s"] for v in compiles.values()),
             "fastpriv_compile_s": sum(v["s"] for v in fp.values()),
+            "compile_phases_s": _phase_totals(compiles.values()),
+            "llvm_outside_compiles_s": round(outside["s"], 3),
+            "numba_internal_compiles": _kernel_table(
+                {k: v for k, v in compiles.items() if not k.startswith("fastpriv.")})[:20],
             "compiles": fp, "stderr_tail": err[-400:] if rc else ""}
+
+
+OUTSIDE = "(outside compiles)"
+#: The compile phases of the profile: Numba's bytecode-to-IR passes, type inference, the
+#: other typed passes, lowering to LLVM IR (Numba's Python side), LLVM itself (optimisation
+#: and machine code, every call into llvmlite's C library) and the rest of a compile.
+PHASES = ("frontend", "typing", "typed_passes", "lowering", "llvm", "other")
+
+
+def _phase_totals(rows: Any) -> dict[str, float]:
+    tot = dict.fromkeys(PHASES, 0.0)
+    for v in rows:
+        for ph, sec in v.get("phases", {}).items():
+            tot[ph] = tot.get(ph, 0.0) + sec
+    return {k: round(v, 3) for k, v in tot.items()}
 
 
 def _inputs(folder: Path) -> dict[str, str]:
@@ -174,7 +252,8 @@ def commands(inp: dict[str, str]) -> dict[str, list[str]]:
 
 
 def _kernel_table(profile: dict[str, dict]) -> list[dict]:
-    rows = [{"kernel": k, "compiles": v["n"], "seconds": round(v["s"], 3)}
+    rows = [{"kernel": k, "compiles": v["n"], "seconds": round(v["s"], 3),
+             **{ph: round(v.get("phases", {}).get(ph, 0.0), 3) for ph in PHASES}}
             for k, v in profile.items()]
     return sorted(rows, key=lambda r: -r["seconds"])
 
@@ -256,7 +335,24 @@ def measure(only: list[str] | None = None, warmup: bool = True,
             print(f"warmup cold: {w['wall_s']:.1f} s wall, {w['cpu_s']:.1f} s cpu, "
                   f"{w['compiled_kernels']} kernels, {w['compile_s']:.1f} s compiling",
                   flush=True)
+            res["warmup_fill"] = _warmup_fill(tmp)
     return res
+
+
+def _warmup_fill(tmp: str) -> dict[str, Any]:
+    """``fastpriv warmup`` into an empty cache directory, in 1 process and with ``--jobs 2``.
+
+    Wall and CPU seconds (the workers' CPU included) of each, alternated; ``--jobs 2``
+    trades CPU (kernels two model groups share compile twice) for wall time on 2 cores.
+    """
+    out: dict[str, Any] = {}
+    for jobs in (1, 2):
+        cache = tempfile.mkdtemp(dir=tmp, prefix=f"fill{jobs}-")
+        r = run_fresh("module", "fastpriv", ["warmup", "--jobs", str(jobs)], cache=cache)
+        out[f"jobs_{jobs}"] = {k: r[k] for k in ("rc", "wall_s", "cpu_s")}
+        print(f"warmup --jobs {jobs} into an empty cache: {r['wall_s']:.1f} s wall, "
+              f"{r['cpu_s']:.1f} s cpu, rc={r['rc']}", flush=True)
+    return out
 
 
 SMOKE_CODE = ("import numpy as np\nfrom fastpriv._kernels import metrics as M\n"

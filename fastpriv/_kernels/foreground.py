@@ -1105,27 +1105,27 @@ def endpoint_layout(var_off, start_off, n_random, default_starts):
     return ep_off, epF_off
 
 
-@kernel
-def solve_block(b, nb, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var,
-                cls_mult, f0s, consts, start_off, start_vals, n_random, seed, default_starts,
-                max_iter, em_warm, tol, newton_max, order, ep_off, epF_off, sys_id, F, stat_f,
-                stat_i, ep_F, ep_ll, ep_kind, ep_it):
+def _solve_block(b, nb, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var,
+                 cls_mult, f0s, consts, start_off, start_vals, n_random, seed, default_starts,
+                 max_iter, em_warm, tol, newton_max, order, ep_off, epF_off, sys_id, F, stat_f,
+                 stat_i, ep_F, ep_ll, ep_kind, ep_it):
     """Solve the systems ``order[b::nb]`` (one work block of :func:`solve_systems`).
 
-    Serial and ``nogil``; every system writes only its own slots of ``F``, ``stat_f``
-    (loglik, residual, pgrad, second loglik), ``stat_i`` (iterations, flags, maxima, end
-    points) and the ``ep_*`` arrays.
+    A Python loop over the compiled :func:`_solve_system` (``nogil``): a compiled loop
+    would link the solver's whole closure once more and re-optimize it (1.9 of the
+    warm-up's CPU-s), for a call overhead of microseconds per system. Every system writes
+    only its own slots of ``F``, ``stat_f`` (loglik, residual, pgrad, second loglik),
+    ``stat_i`` (iterations, flags, maxima, end points) and the ``ep_*`` arrays.
     """
-    U = order.shape[0]
-    for u in range(b, U, nb):
-        s = np.int64(order[u])
+    n_random, seed, default_starts = int(n_random), int(seed), int(default_starts)
+    max_iter, em_warm, tol, newton_max = int(max_iter), int(em_warm), float(tol), int(newton_max)
+    for s in order[b::nb].tolist():
+        e0 = int(ep_off[s])
         r = _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var,
-                          cls_mult, f0s, consts, start_off, start_vals,
-                          np.int64(n_random), np.int64(seed), np.int64(default_starts),
-                          np.int64(max_iter), np.int64(em_warm), np.float64(tol),
-                          np.int64(newton_max), F, ep_F, ep_ll, ep_kind, ep_it,
-                          np.int64(ep_off[s]), np.int64(ep_off[s + 1] - ep_off[s]),
-                          np.int64(epF_off[s]), np.int64(sys_id[s]))
+                          cls_mult, f0s, consts, start_off, start_vals, n_random, seed,
+                          default_starts, max_iter, em_warm, tol, newton_max, F, ep_F, ep_ll,
+                          ep_kind, ep_it, e0, int(ep_off[s + 1]) - e0, int(epF_off[s]),
+                          int(sys_id[s]))
         stat_f[0, s] = r[0]
         stat_i[0, s] = r[1]
         stat_i[1, s] = r[2]
@@ -1136,15 +1136,16 @@ def solve_block(b, nb, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off
         stat_i[3, s] = r[7]
 
 
-@threaded(solve_block)
+@threaded(_solve_system)
 def solve_systems(var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult,
                   f0s, consts, start_off, start_vals, n_random, seed, default_starts, max_iter,
                   em_warm, tol, newton_max, order, nblocks, ep_off, epF_off, sys_id):
     """Solve the packed systems listed in ``order``, on the thread pool.
 
     ``order`` lists the systems to solve (most expensive first); ``nblocks`` blocks of
-    systems are dealt round-robin from it, each solved by :func:`solve_block` (serial,
-    ``nogil``) on :func:`fastpriv._threads.run_chunks`. ``sys_id[s]`` identifies system s
+    systems are dealt round-robin from it, each solved by :func:`_solve_block` (a loop
+    over the ``nogil`` kernel :func:`_solve_system`) on
+    :func:`fastpriv._threads.run_chunks`. ``sys_id[s]`` identifies system s
     for its seeded random starts (so a system packed on its own — the single-system path —
     gets the same starts as inside a batch).
 
@@ -1162,7 +1163,7 @@ def solve_systems(var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls
     ep_kind = np.zeros(int(ep_off[S]), dtype=np.int64)
     ep_it = np.zeros(int(ep_off[S]), dtype=np.int64)
     nb = max(1, min(int(nblocks), int(order.shape[0])))
-    run_chunks(lambda b: solve_block(b, nb, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w,
+    run_chunks(lambda b: _solve_block(b, nb, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w,
                                      cls_off, cls_var, cls_mult, f0s, consts, start_off,
                                      start_vals, n_random, seed, default_starts, max_iter,
                                      em_warm, tol, newton_max, order, ep_off, epF_off, sys_id,

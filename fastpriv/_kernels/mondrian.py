@@ -279,8 +279,9 @@ def mondrian_local(q, s, w, pos, pos_off, ordered, gspan, n_values, kinds, ipara
             if top + 2 > stack_a.shape[0]:
                 na = np.empty(2 * stack_a.shape[0], dtype=np.int64)
                 nb = np.empty(2 * stack_b.shape[0], dtype=np.int64)
-                na[:top] = stack_a[:top]
-                nb[:top] = stack_b[:top]
+                for u in range(top):  # a loop: no slice-assignment error formatter to compile
+                    na[u] = stack_a[u]
+                    nb[u] = stack_b[u]
                 stack_a = na
                 stack_b = nb
             stack_a[top] = mid

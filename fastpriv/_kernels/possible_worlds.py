@@ -506,15 +506,13 @@ def _checkpoints(fseg, ws, flip, m, b, nc, CKL, BLK):
     return True
 
 
-@kernel
-def _small_segment(fseg, N, n, ws, out1):
-    """:func:`posterior_small` of a whole segment, as a call of its own from :func:`loo_core`.
-
-    Not inlined on purpose: with the closed form inlined into ``loo_core`` the large-segment
-    path of ``posterior_batch`` (20 segments of 3000, one thread) took 129 ms instead of
-    118 ms (``python -m benchmarks.ab_commits``, probe ``posterior``).
-    """
-    return posterior_small(fseg, np.int64(0), N, n, ws, out1, np.int64(0))
+#: :func:`posterior_small` as a called kernel (not inlined) for :func:`loo_core`'s small
+#: segments: the same Python function, compiled on its own. Not inlined on purpose: with
+#: the closed form inlined into ``loo_core`` the large-segment path of ``posterior_batch``
+#: (20 segments of 3000, one thread) took 129 ms instead of 118 ms
+#: (``python -m benchmarks.ab_commits``, probe ``posterior``); and a wrapper kernel that
+#: inlines it cost 0.6-2.6 CPU-s of Numba IR inlining in every cold process.
+posterior_small_call = kernel(posterior_small.py_func)
 
 
 @kernel
@@ -530,7 +528,7 @@ def loo_core(fseg, N, n, ws, out1, out2, mode, limit):
         return STATUS_UNDEFINED, -np.inf
     flip, m, b, nc, _ = esp_plan(N, n, limit)
     if m <= 1 and mode == 0:
-        res = _small_segment(fseg, N, n, ws, out1)
+        res = posterior_small_call(fseg, np.int64(0), N, n, ws, out1, np.int64(0))
         if res[0] != _NOT_SMALL:
             return res
     w = m + 1
@@ -1418,9 +1416,14 @@ def ryser_core(Pl, N, K, mult, out):
     return STATUS_OK, math.log(total) - logfact + logc, absum / total
 
 
-@kernel
+@kernel(inline="always")
 def _mv_group(P_flat, poff, N, K, mult_flat, moff, method, out):
-    """Copy one group into local buffers and run the chosen method (value-major out)."""
+    """Copy one group into local buffers and run the chosen method (value-major out).
+
+    Inlined into its one caller :func:`mv_posteriors_range`: as a kernel of its own it
+    linked the three methods' code once more (0.9 of the warm-up's compile CPU-s), and it
+    runs once per group, not in a hot loop.
+    """
     Pl = np.empty(N * K, dtype=np.float64)
     for i in range(N * K):
         Pl[i] = P_flat[poff + i]

@@ -460,15 +460,17 @@ def sigma_stats(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, o
     return stats, args
 
 
-@kernel
 def check_sigma(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, occ, j0, j1,
                 case, pt_l, pt_k, pt_m):
     """SkylineCheck of one σ and several points: :func:`sigma_stats` for each point.
 
     Point-major: every point streams the occurrences ``occ[j0 .. j1-1]`` (all of σ's, or
     the :func:`sigma_records` of the points' common ℓ), which is faster than one
-    group-major pass carrying per-point state. Returns ``(stats, args)`` of shape
-    ``(points, 5)``.
+    group-major pass carrying per-point state; from :data:`GROUP_MAJOR_POINTS` points on,
+    one group-major :func:`points_stats` pass. Returns ``(stats, args)`` of shape
+    ``(points, 5)``. A Python driver (fewer than 8 calls of a ``nogil`` kernel that each
+    stream every occurrence): as a kernel it linked both scans once more (0.7 CPU-s of
+    every cold process that checks a skyline).
     """
     n_pts = pt_l.shape[0]
     if n_pts >= GROUP_MAJOR_POINTS:

@@ -245,8 +245,9 @@ def skyline_partition(q, s, w, iw, pos, pos_off, ordered, gspan, n_values, case,
                 live = tail - head
                 na = np.empty(max(2 * live + 2, 64), dtype=np.int64)
                 nb = np.empty(max(2 * live + 2, 64), dtype=np.int64)
-                na[:live] = qa[head:tail]
-                nb[:live] = qb[head:tail]
+                for u in range(live):  # a loop: no slice-assignment error formatter to compile
+                    na[u] = qa[head + u]
+                    nb[u] = qb[head + u]
                 qa = na
                 qb = nb
                 head = 0
