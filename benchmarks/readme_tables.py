@@ -480,6 +480,24 @@ def cold_commands(r: Results) -> str:
                   rows)
 
 
+def compile_profile(r: Results) -> str:
+    """Where a cold warm-up's compile time goes, and ``warmup --jobs 2`` against one process."""
+    f = "cold_start_commands.json"
+    w = r.get(f, "warmup_cold")
+    ph = r.get(f, "warmup_cold", "compile_phases_s")
+    total = sum(ph.values())
+    one, two = r.get(f, "warmup_fill", "jobs_1"), r.get(f, "warmup_fill", "jobs_2")
+    return (f"A cold `fastpriv warmup` compiles {w['compiled_kernels']} kernels in "
+            f"{num(w['cpu_s'])} CPU-s; LLVM (optimisation and machine code, including callees "
+            f"that Numba links into each caller and compiles again there) takes "
+            f"{ph['llvm'] / total:.0%} of the compile time, lowering {ph['lowering'] / total:.0%}"
+            f", typing and the other Numba passes the rest (per kernel and per phase: "
+            f"`cold_start_kernels` in `{f}`). `fastpriv warmup --jobs 2` warms the models in two "
+            f"processes sharing the cache: {dur(two['wall_s'])} instead of {dur(one['wall_s'])} "
+            f"in the benchmark run, for {two['cpu_s'] / one['cpu_s'] - 1:.0%} more CPU (kernels "
+            f"both need compile in each); on a machine busy with other work it can be slower.")
+
+
 def not_paid(r: Results) -> str:
     """What did not pay: threads on the counting kernels, Dask on one machine."""
     f = "scale_threads.json"
@@ -746,6 +764,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "table": perf_table,
     "not-paid": not_paid,
     "cold-commands": cold_commands,
+    "compile-profile": compile_profile,
     "engines": engines,
     "limit-skyline": skyline_limit,
     "limit-threads": threads_limit,

@@ -235,10 +235,10 @@ def _emit_keys(keys, d, codes, counts, k):
     ``np.sort``.
     """
     if d > 32:
-        keys[:d] = np.sort(keys[:d])
-        for a in range(d):
-            codes[k + a] = np.int32(keys[a] & 0xFFFFFFFF)
-            counts[k + a] = -(keys[a] >> 32)
+        srt = np.sort(keys[:d])      # read from the sorted copy: a slice assignment would
+        for a in range(d):           # compile Numba's shape-error formatter for this kernel
+            codes[k + a] = np.int32(srt[a] & 0xFFFFFFFF)
+            counts[k + a] = -(srt[a] >> 32)
         return
     for a in range(d):
         x = keys[a]
