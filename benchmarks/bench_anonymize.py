@@ -34,6 +34,7 @@ import time
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 
 from benchmarks._common import best_time, cold_start, write_result
 
@@ -287,6 +288,7 @@ _COLD_CODE = ("import fastpriv as fp\n"
               "query_error(t, r, n_queries=1000)\n")
 
 
+@pytest.mark.slow   # starts fresh interpreters
 def bench_cold_start(benchmark, full):
     """Fresh interpreters (full mode); smoke mode runs the same script in-process."""
     if not full:

@@ -35,6 +35,7 @@ import time
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 
 from benchmarks._common import RESULTS, best_time, cold_start, write_result
 from fastpriv import Release
@@ -252,6 +253,7 @@ ck._implications(ck._Profiles(rel), 12, exact=False, witness_t=None, prune=True)
 """
 
 
+@pytest.mark.slow   # starts fresh interpreters
 def bench_cold_start(full):
     t0 = time.perf_counter()
     # a full compile takes tens of seconds on a loaded 2-core machine: full mode only

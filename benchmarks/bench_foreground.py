@@ -34,6 +34,7 @@ import statistics
 import time
 
 import numpy as np
+import pytest
 
 from benchmarks._common import RESULTS, best_time, cold_start, write_result
 from fastpriv import foreground as fg
@@ -306,6 +307,7 @@ attack(j, qi=["age", "workclass", "marital_status", "occupation", "race"],
 """
 
 
+@pytest.mark.slow   # starts fresh interpreters
 def bench_foreground_cold_start(benchmark, full):
     if not full:
         t = benchmark.pedantic(lambda: cold_start(COLD, no_cache=False), rounds=1,

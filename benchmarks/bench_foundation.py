@@ -153,6 +153,7 @@ COLD = ("from fastpriv import Release, classic; "
         "r = Release.from_groups([['a','b','a'],['b','c']]); classic.audit(r)")
 
 
+@pytest.mark.slow   # starts fresh interpreters
 def bench_cold_start(benchmark, full):
     """First call in a fresh interpreter: JIT compile (no cache) vs cached machine code."""
     warm = cold_start(COLD, no_cache=False)  # fills the cache if needed

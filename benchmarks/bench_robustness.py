@@ -37,6 +37,7 @@ import time
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from benchmarks._common import best_time, cold_start, write_result
 from fastpriv import robustness as rb
@@ -368,6 +369,7 @@ def bench_robustness_1m(benchmark, full):
 
 
 # ====================================================================== cold start
+@pytest.mark.slow   # starts fresh interpreters
 def bench_robustness_cold_start(benchmark, full):
     code = ("import pyarrow as pa; from fastpriv import robustness as rb; "
             "rb.posterior([0.5, 0.5, 0.2, 0.2], 2); "

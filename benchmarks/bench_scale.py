@@ -51,6 +51,7 @@ import tempfile
 import time
 
 import numpy as np
+import pytest
 
 from benchmarks._common import write_result
 
@@ -200,6 +201,7 @@ def _in_memory_reference(folder: str) -> dict:
 
 
 # ------------------------------------------------------------------------ end to end
+@pytest.mark.slow   # writes and scans Parquet files
 def bench_end_to_end(benchmark, full):
     sizes = [10_000_000, 100_000_000] if full else [100_000]
     root = tempfile.mkdtemp(prefix="fastpriv-scale-", dir=os.environ.get("FASTPRIV_BENCH_TMP"))

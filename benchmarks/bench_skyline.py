@@ -50,6 +50,8 @@ import os
 import random
 import time
 
+import pytest
+
 from benchmarks._common import best_time, cold_start, write_result
 from fastpriv import Release
 from fastpriv import skyline as sky
@@ -317,6 +319,7 @@ def bench_skyline_points(benchmark, full):
                  full)
 
 
+@pytest.mark.slow   # starts fresh interpreters
 def bench_skyline_cold_start(benchmark, full):
     """First-call latency in a fresh interpreter: with the on-disk Numba cache (smoke and
     full) and with the cache disabled, i.e. compiling every kernel used (full mode only:

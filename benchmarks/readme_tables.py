@@ -498,6 +498,18 @@ def compile_profile(r: Results) -> str:
             f"both need compile in each); on a machine busy with other work it can be slower.")
 
 
+def test_suite(r: Results) -> str:
+    """The suite's wall time cold and warm, and the developer loop (``-m "not slow"``)."""
+    f = "test_suite.json"
+    runs = r.get(f, "runs")
+    cold, warm, fast = runs["cold"], runs["warm"], runs["warm_fast"]
+    return (f"The whole suite ({cold['summary'].split(',')[0]}) takes {dur(cold['wall_s'])} "
+            f"with an empty kernel cache, as on a fresh CI machine, and {dur(warm['wall_s'])} "
+            f"warm; `python -m pytest -q -m \"not slow\"` leaves out the tests marked slow "
+            f"(fresh interpreters, Spark, whole reproductions) and takes {dur(fast['wall_s'])} "
+            f"warm ({fast['summary'].split(',')[0]}; `{f}`, `python -m benchmarks.suite_time`).")
+
+
 def not_paid(r: Results) -> str:
     """What did not pay: threads on the counting kernels, Dask on one machine."""
     f = "scale_threads.json"
@@ -765,6 +777,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "not-paid": not_paid,
     "cold-commands": cold_commands,
     "compile-profile": compile_profile,
+    "test-suite": test_suite,
     "engines": engines,
     "limit-skyline": skyline_limit,
     "limit-threads": threads_limit,

@@ -38,6 +38,7 @@ def test_audit_exit_code_is_the_verdict(small_release, tmp_path, capsys):
     assert verdict["passed"] is True and verdict["exit_code"] == 0 and not verdict["violated"]
 
 
+@pytest.mark.slow   # runs the printed remedy and re-audits Adult
 def test_report_exit_code_is_the_verdict(tmp_path, capsys):
     args = ["report", "adult", "--sensitive", "occupation", "--qi", *QI,
             "--json", str(tmp_path / "r.json")]

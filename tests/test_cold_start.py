@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -135,6 +136,7 @@ def test_split_models_keeps_the_shared_kernels_together_and_covers_every_model()
     assert split_models(["classic"], 4) == [["classic"]]
 
 
+@pytest.mark.slow   # compiles every model in worker processes
 def test_warmup_jobs_fills_one_cache_that_a_later_process_hits(tmp_path):
     """Two worker processes warm disjoint models into one cache directory; a fresh process
     then compiles nothing for those models."""

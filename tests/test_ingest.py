@@ -306,6 +306,7 @@ def test_mixed_radix_keys_widen_and_fall_back(monkeypatch, key_bits):
     _check(rel, keys, values, "error")
 
 
+@pytest.mark.slow   # checks 9,000 groups three times with the Python oracle
 def test_parquet_read_ahead_on_several_decoders(tmp_path, monkeypatch):
     # row groups decoded ahead on three threads come back in file order: the same release
     # (row groups included); the string column is plain after the first row group

@@ -52,6 +52,7 @@ def test_reproduction_markdown(quick_run):
                 assert (md.parent / target).is_file(), target
 
 
+@pytest.mark.slow   # renders every figure of a reproduction run
 def test_plots_are_svg_or_png(quick_run):
     out, _, index = quick_run
     for e in index["experiments"]:

@@ -188,6 +188,7 @@ def test_zayatz_matches_exact_hypergeometric(seed, factor):
     assert got["zayatz"] == pytest.approx(nv.zayatz_uniques(sizes, big_n), rel=1e-9)
 
 
+@pytest.mark.slow   # generic solver on every parameter pair
 @pytest.mark.parametrize("seed", range(2))
 @pytest.mark.parametrize("factor", [2, 5])
 def test_snb_matches_series_and_generic_solver(seed, factor):

@@ -19,6 +19,8 @@ from fastpriv import InputError, InputTypeError, Release
 from fastpriv.datasets import load_adult
 from tests.engines import assert_same, audits, tables
 
+pytestmark = pytest.mark.slow   # every test starts or uses a local Spark session (a JVM)
+
 INSTALL = ("the Spark tests need PySpark and a Java runtime: pip install -e '.[all]' and "
            "apt-get install -y openjdk-17-jre-headless (what .ci/run does)")
 METHODS = [("groupby", "driver"), ("partitions", "driver"), ("partitions", "cluster")]
