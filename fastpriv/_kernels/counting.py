@@ -1042,6 +1042,10 @@ _FNV_OFFSET = 0xCBF29CE484222325
 _FNV_PRIME = 0x100000001B3
 
 
+HASH_MULT = _HASH_MULT
+FNV_PRIME = _FNV_PRIME
+
+
 @kernel
 def _mix(h):
     """Return the finalized 64-bit hash ``h`` (xor-shift-multiply)."""
@@ -1049,6 +1053,31 @@ def _mix(h):
     h *= np.uint64(0xBF58476D1CE4E5B9)
     h ^= h >> np.uint64(32)
     return h
+
+
+@kernel(inline="always")
+def prefix_words(data, a, ln):
+    """Return the first 16 bytes of string ``data[a:a+ln]`` as two little-endian words."""
+    w0 = np.uint64(0)
+    w1 = np.uint64(0)
+    for j in range(min(ln, 8)):
+        w0 |= np.uint64(data[a + j]) << np.uint64(8 * j)
+    for j in range(8, min(ln, 16)):
+        w1 |= np.uint64(data[a + j]) << np.uint64(8 * (j - 8))
+    return w0, w1
+
+
+@kernel(inline="always")
+def str_hash(data, a, ln, w0, w1):
+    """Return the 64-bit hash of string ``data[a:a+ln]`` (its :func:`prefix_words` w0, w1).
+
+    The first 16 bytes and the length mixed by multiplication, then FNV-1a over the rest,
+    then :func:`_mix`. Every string map (:func:`str_map`, ``counting_radix``) uses this one.
+    """
+    h = w0 * np.uint64(_HASH_MULT) ^ (w1 + np.uint64(ln)) * np.uint64(_FNV_PRIME)
+    for j in range(16, ln):
+        h = (h ^ np.uint64(data[a + j])) * np.uint64(_FNV_PRIME)
+    return _mix(h)
 
 
 @kernel
@@ -1077,16 +1106,8 @@ def str_map(offsets, data, slots, bits, hashes, starts, arena, out, start, next_
     for i in range(start, n):
         a = np.int64(offsets[i])
         ln = np.int64(offsets[i + 1]) - a
-        w0 = np.uint64(0)
-        w1 = np.uint64(0)
-        for j in range(min(ln, 8)):
-            w0 |= np.uint64(data[a + j]) << np.uint64(8 * j)
-        for j in range(8, min(ln, 16)):
-            w1 |= np.uint64(data[a + j]) << np.uint64(8 * (j - 8))
-        h = w0 * np.uint64(_HASH_MULT) ^ (w1 + np.uint64(ln)) * np.uint64(_FNV_PRIME)
-        for j in range(16, ln):
-            h = (h ^ np.uint64(data[a + j])) * np.uint64(_FNV_PRIME)
-        h = _mix(h)
+        w0, w1 = prefix_words(data, a, ln)
+        h = str_hash(data, a, ln, w0, w1)
         hs = np.int64(h)
         s = np.int64((h * np.uint64(_HASH_MULT)) >> shift)
         c = -1

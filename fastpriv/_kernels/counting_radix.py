@@ -21,34 +21,19 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import kernel
-
-_HASH_MULT = 0x9E3779B97F4A7C15
-_FNV_PRIME = 0x100000001B3
+from .counting import HASH_MULT as _HASH_MULT
+from .counting import prefix_words, str_hash
 
 
 @kernel
 def str_hash_rows(offsets, data, hrow):
-    """``hrow[i]`` = the 64-bit hash of string i, the one :func:`counting.str_map` computes.
-
-    The first 16 bytes and the length are mixed by multiplication, then FNV-1a over the
-    rest, then an xor-shift-multiply finalizer.
-    """
+    """``hrow[i]`` = the 64-bit hash of string i (:func:`counting.str_hash`, as in str_map)."""
     n = offsets.shape[0] - 1
     for i in range(n):
         a = np.int64(offsets[i])
         ln = np.int64(offsets[i + 1]) - a
-        w0 = np.uint64(0)
-        w1 = np.uint64(0)
-        for j in range(min(ln, 8)):
-            w0 |= np.uint64(data[a + j]) << np.uint64(8 * j)
-        for j in range(8, min(ln, 16)):
-            w1 |= np.uint64(data[a + j]) << np.uint64(8 * (j - 8))
-        h = w0 * np.uint64(_HASH_MULT) ^ (w1 + np.uint64(ln)) * np.uint64(_FNV_PRIME)
-        for j in range(16, ln):
-            h = (h ^ np.uint64(data[a + j])) * np.uint64(_FNV_PRIME)
-        h ^= h >> np.uint64(29)
-        h *= np.uint64(0xBF58476D1CE4E5B9)
-        h ^= h >> np.uint64(32)
+        w0, w1 = prefix_words(data, a, ln)
+        h = str_hash(data, a, ln, w0, w1)
         hrow[i] = h
 
 
@@ -74,12 +59,7 @@ def str_scatter(offsets, data, hrow, pbits, rec):
         b = np.int64((h * np.uint64(_HASH_MULT)) >> shift)
         a = np.int64(offsets[i])
         ln = np.int64(offsets[i + 1]) - a
-        w0 = np.uint64(0)
-        w1 = np.uint64(0)
-        for j in range(min(ln, 8)):
-            w0 |= np.uint64(data[a + j]) << np.uint64(8 * j)
-        for j in range(8, min(ln, 16)):
-            w1 |= np.uint64(data[a + j]) << np.uint64(8 * (j - 8))
+        w0, w1 = prefix_words(data, a, ln)
         p = 4 * pos[b]
         pos[b] += 1
         rec[p] = np.int64(h)
