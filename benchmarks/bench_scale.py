@@ -392,8 +392,7 @@ def bench_threads(benchmark, full):
     mat32 = np.zeros(G * stride, dtype=np.int32)
     mat8 = np.zeros(G * stride, dtype=np.uint8)
     C.dense_add(g, v, mat8, mat32, stride)
-    mat32 += mat8
-    args = (mat32, np.zeros(0, dtype=np.int64), stride, kernel_array(np.arange(G), np.int64),
+    args = (mat8, mat32, np.zeros(0, dtype=np.int64), stride, kernel_array(np.arange(G), np.int64),
             kernel_array(np.arange(20), np.int32), 20)
     one, two = _alternate(lambda: C.dense_profiles(*args),
                           lambda: C.dense_profiles_parallel(*args, 2), repeats)

@@ -86,6 +86,8 @@ _PARALLEL_MIN_ROWS = 1 << 16
 _RADIX_BITS = 16
 _BUCKET_SLOT_BITS = 11
 _RADIX_MIN_ROWS = 1 << 14
+# a string map sized up front for the whole scan holds at most this many codes (128 MB)
+_PRESIZE_CODES = 1 << 21
 # Parquet row groups decoded ahead, each on its own thread, when there are several cores
 # (1: on 2 shared cores a second decoder made 1M-group scans slower, 10k-group ones no faster)
 _DECODERS = 1
@@ -254,6 +256,31 @@ def _string_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return _ro(offsets, np.int64), _ro(data, np.uint8)
 
 
+def expected_distinct(m: int, d: int, rows: int) -> int:
+    """Distinct keys expected among ``rows`` rows when a sample of ``m`` rows held ``d``.
+
+    The occupancy estimate for keys drawn uniformly from D: a sample of m rows holds
+    E[d] = D (1 − exp(−m/D)) distinct keys; D is solved from the observed d (bisection on
+    log D), and ``rows`` rows then hold D (1 − exp(−rows/D)). A sample without repeats
+    bounds nothing: the answer is ``rows``. Skewed frequencies make the estimate low (the
+    table then grows as it fills); it only sizes a hash table, never decides a result.
+    """
+    if m <= 0 or d <= 0:
+        return 0
+    if d >= m - 0.5:
+        return int(rows)
+    lo, hi = math.log(d), math.log(rows) + 1.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        big = math.exp(mid)
+        if big * -math.expm1(-m / big) < d:
+            lo = mid
+        else:
+            hi = mid
+    big = math.exp(hi)
+    return int(min(rows, big * -math.expm1(-rows / big)))
+
+
 class StrCodes:
     """Persistent string/binary → code map over Arrow buffers (exact, codes by first appearance).
 
@@ -265,6 +292,7 @@ class StrCodes:
 
     def __init__(self) -> None:
         self.n = 0
+        self.rows_hint = 0          # rows the whole scan will bring (0: unknown), for sizing
         self.reserved = -1                          # a code without bytes (the null label)
         self.bits = 0
         self.slots = np.empty(0, dtype=np.int64)
@@ -317,7 +345,7 @@ class StrCodes:
             if int(self.starts[self.n]) + rest > self.arena.size:
                 self._grow_arena(int(self.starts[self.n]) + rest)
 
-    def encode_unordered(self, arr: pa.Array) -> np.ndarray:
+    def encode_unordered(self, arr: pa.Array, rows: int = 0) -> np.ndarray:
         """Codes (int32) of the strings of ``arr`` (no nulls); new codes in any order.
 
         Same map as :meth:`encode`. Once the slot table outgrows the L2 cache
@@ -325,7 +353,11 @@ class StrCodes:
         (``_kernels.counting_radix``): each bucket's rows probe one 64 KB slice of the table,
         instead of one cache miss per row. New strings then get codes in bucket order, not
         in order of first appearance. A first batch that is mostly new strings sizes the
-        table for its estimated distinct count (from its first ``_RADIX_MIN_ROWS`` rows).
+        table for its estimated distinct count (from its first ``_RADIX_MIN_ROWS`` rows):
+        that of the whole scan when ``rows_hint`` says how many rows it will bring (see
+        :func:`expected_distinct`), which saves rehashing the table as it fills. ``rows``:
+        the rows ``arr`` stands for when it is a dictionary (its distinct strings), which
+        then is the sample.
         """
         from ._kernels.counting_radix import str_hash_rows, str_map_records, str_scatter
 
@@ -337,11 +369,15 @@ class StrCodes:
             head = self.encode(arr.slice(0, _RADIX_MIN_ROWS))
             fresh = (self.n - before) / _RADIX_MIN_ROWS
             want = self.n + int(fresh * (n - _RADIX_MIN_ROWS))
+            m, d = (rows, n) if rows > n else (_RADIX_MIN_ROWS, self.n - before)
+            if self.rows_hint > max(n, rows):   # size once for the whole scan
+                want = max(want, min(expected_distinct(m, d, self.rows_hint), _PRESIZE_CODES))
             if 2 * want < (1 << _RADIX_BITS):
                 return np.concatenate([head, self.encode(arr.slice(_RADIX_MIN_ROWS))])
             if want > self.hashes.size:
                 self._grow_codes(want)
-            return np.concatenate([head, self.encode_unordered(arr.slice(_RADIX_MIN_ROWS))])
+            return np.concatenate([head, self.encode_unordered(arr.slice(_RADIX_MIN_ROWS),
+                                                               rows)])
         offsets, data = _string_buffers(arr)
         out = np.empty(n, dtype=np.int32)
         hrow = np.empty(n, dtype=np.uint64)
@@ -499,12 +535,13 @@ class LabelCodes:
         raw = _ro(idx.to_numpy(), np.int32)
         remap = np.full(nd + 1, -1, dtype=np.int32)
         if nd:
-            remap[:nd] = self._encode_plain(dictionary)
+            remap[:nd] = self._encode_plain(dictionary, len(col))
         if has_null:
             remap[nd] = self._null()
         return raw, _ro(remap, np.int32)
 
-    def _encode_plain(self, arr: pa.Array) -> np.ndarray:
+    def _encode_plain(self, arr: pa.Array, rows: int = 0) -> np.ndarray:
+        """Codes of a plain array; ``rows``: the rows it stands for if it is a dictionary."""
         n = len(arr)
         if n == 0:
             return np.empty(0, dtype=np.int32)
@@ -513,14 +550,14 @@ class LabelCodes:
         if arr.null_count:
             valid = pc.is_valid(arr).to_numpy(zero_copy_only=False)
             out = np.empty(n, dtype=np.int32)
-            out[valid] = self._encode_values(arr.drop_null())
+            out[valid] = self._encode_values(arr.drop_null(), rows)
             out[~valid] = self._null()
             return out
-        return self._encode_values(arr)
+        return self._encode_values(arr, rows)
 
-    def _encode_values(self, arr: pa.Array) -> np.ndarray:
+    def _encode_values(self, arr: pa.Array, rows: int = 0) -> np.ndarray:
         if self.kind == "str":
-            return self.strs.encode_unordered(arr)
+            return self.strs.encode_unordered(arr, rows)
         return self._encode_numbers(arr)
 
     def _encode_numbers(self, arr: pa.Array) -> np.ndarray:
@@ -612,10 +649,13 @@ class CountState:
     Unit counts land in **uint8** front counters (``mat8``) that spill 255 at a time into
     an **int32** matrix (``mat``): the byte matrix is a quarter of the int32 one, so
     random-order groups stay in cache far longer (10k groups: 2x faster counting, see
-    ``_kernels.counting.dense_add``). ``fold`` adds the bytes into ``mat`` before any
-    read. The int32 matrix is flushed into an int64 matrix of the same layout before it
-    could overflow — after 2**31 - 1 rows, so only huge inputs ever allocate the third
-    matrix. Weighted additions (merges of partial states) go to the int64 matrix.
+    ``_kernels.counting.dense_add``). A cell's count is the sum of the matrices; the
+    readers skip the int32 one until a cell has spilled (``spilled``), so a state of
+    fewer than 255 rows per cell is read, regridded and held at one byte per cell (the
+    int32 matrix is allocated zeroed and its pages stay untouched). The int32 matrix is
+    flushed into an int64 matrix of the same layout before it could overflow — after
+    2**31 - 1 rows, so only huge inputs ever allocate the third matrix. Weighted additions
+    (merges of partial states) go to the int64 matrix.
     """
 
     def __init__(self, dense_cells: int) -> None:
@@ -625,7 +665,7 @@ class CountState:
         self.mat8 = np.zeros(0, dtype=np.uint8)
         self.mat64: np.ndarray | None = None
         self.since_flush = 0
-        self.unfolded = False
+        self.spilled = False      # some cell has reached 255: ``mat`` holds counts
         self.stride = 0
         self.gcap = 0
         self.pairs = IntCodes(force_hash=True)
@@ -643,7 +683,8 @@ class CountState:
         if n_groups > gcap:
             gcap = min(max(n_groups, 4 * gcap, 1024), max_g)
         if (stride, gcap) != (self.stride, self.gcap):
-            self.mat = self._regrid(self.mat, stride, gcap)
+            self.mat = (self._regrid(self.mat, stride, gcap) if self.spilled
+                        else np.zeros(stride * gcap, dtype=np.int32))   # pages untouched
             self.mat8 = self._regrid(self.mat8, stride, gcap)
             if self.mat64 is not None:
                 self.mat64 = self._regrid(self.mat64, stride, gcap)
@@ -660,30 +701,26 @@ class CountState:
     def reserve(self, rows: int) -> None:
         """Make room for ``rows`` more unit counts in the int32 matrix (flush if needed)."""
         if self.since_flush + rows > _INT32_MAX:
-            self.fold()
             if self.mat64 is None:
                 self.mat64 = np.zeros(self.mat.size, dtype=np.int64)
-            self.mat64 += self.mat
-            self.mat[:] = 0
+            if self.spilled:
+                self.mat64 += self.mat
+                self.mat[:] = 0
             self.since_flush = 0
         self.since_flush += rows
-        self.unfolded = True
 
-    def fold(self) -> None:
-        """Add the uint8 front counters into the int32 matrix and clear them.
+    def counted(self, spills: int) -> None:
+        """Record the spill count an adding kernel returned."""
+        if spills:
+            self.spilled = True
 
-        Their rows were reserved, so the int32 total stays below 2**31.
+    def dense_parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Return ``(mat8, mat, mat64)`` for the dense readers.
+
+        ``mat`` is empty until a cell has spilled, ``mat64`` when never needed.
         """
-        if self.unfolded:
-            self.mat += self.mat8
-            self.mat8[:] = 0
-            self.unfolded = False
-
-    def dense_parts(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(mat, mat64)`` for the dense readers (``mat64`` empty when never needed)."""
-        self.fold()
-        return self.mat, (self.mat64 if self.mat64 is not None
-                          else np.zeros(0, dtype=np.int64))
+        return (self.mat8, self.mat if self.spilled else np.zeros(0, dtype=np.int32),
+                self.mat64 if self.mat64 is not None else np.zeros(0, dtype=np.int64))
 
     def _to_sparse(self, n_values: int) -> None:
         from ._kernels.counting import dense_nonzero
@@ -694,6 +731,7 @@ class CountState:
         self.mat = np.zeros(0, dtype=np.int32)
         self.mat8 = np.zeros(0, dtype=np.uint8)
         self.mat64 = None
+        self.spilled = False
         self.stride = self.gcap = 0
         self._add_sparse(g, v, c)
 
@@ -717,10 +755,10 @@ class CountState:
         self.reserve(g.size)
         if threads > 1 and g.size >= _PARALLEL_MIN_ROWS:
             lo, hi = int(g.min()), int(g.max())
-            dense_add_parallel(g, v, self.mat8, self.mat, int(self.stride), lo, hi,
-                               int(threads))
+            self.counted(dense_add_parallel(g, v, self.mat8, self.mat, int(self.stride), lo, hi,
+                                            int(threads)))
         else:
-            dense_add(g, v, self.mat8, self.mat, int(self.stride))
+            self.counted(dense_add(g, v, self.mat8, self.mat, int(self.stride)))
 
     def _add_sparse(self, g: np.ndarray, v: np.ndarray, w: np.ndarray) -> None:
         from ._kernels.counting import hash_count
@@ -762,6 +800,10 @@ class CountState:
 
     @property
     def nbytes(self) -> int:
+        """Bytes allocated, an upper bound.
+
+        The int32 matrix's pages stay untouched until a cell spills.
+        """
         extra = 0 if self.mat64 is None else self.mat64.nbytes
         return int(self.mat.nbytes + self.mat8.nbytes + extra + self.pairs.nbytes
                    + self.pcounts.nbytes)
@@ -1013,6 +1055,8 @@ class _Scan:
     def __init__(self, keys: list[str], sensitive: str, total: int | None,
                  dense: bool, radix: bool = True) -> None:
         self.kc = KeyCodes(keys, radix=radix)
+        for lab in self.kc.cols:
+            lab.strs.rows_hint = total or 0
         self.vc = LabelCodes(sensitive)
         self.gbuf = _Buffer(total)
         self.vbuf = None if dense else _Buffer(total)
@@ -1045,10 +1089,11 @@ class _Scan:
             return False
         st.reserve(g.size)
         if remap is None:
-            dense_add(_ro(g, np.int32), _ro(idx, np.int32), st.mat8, st.mat, int(st.stride))
+            st.counted(dense_add(_ro(g, np.int32), _ro(idx, np.int32), st.mat8, st.mat,
+                                 int(st.stride)))
         else:
-            dense_add_coded(_ro(g, np.int32), _ro(idx, np.int32), remap, st.mat8, st.mat,
-                            int(st.stride))
+            st.counted(dense_add_coded(_ro(g, np.int32), _ro(idx, np.int32), remap, st.mat8,
+                                       st.mat, int(st.stride)))
         return True
 
     def profile(self) -> Profile:
@@ -1066,9 +1111,9 @@ class _Scan:
         if self.state is None:
             gused = used_codes(group, int(self.kc.n))
         else:   # one pass over the matrix, not over the rows
-            mat, mat64 = self.state.dense_parts()
+            mat8, mat, mat64 = self.state.dense_parts()
             stride = int(self.state.stride)
-            gused, vused = dense_used(mat, mat64, stride, int(self.kc.n), int(self.vc.n))
+            gused, vused = dense_used(mat8, mat, mat64, stride, int(self.kc.n), int(self.vc.n))
         gorder, key_table = self.kc.canonical(gused)
         grank = np.full(int(self.kc.n), -1, dtype=np.int32)
         grank[gorder] = np.arange(gorder.size, dtype=np.int32)
@@ -1085,7 +1130,7 @@ class _Scan:
         vrank, values = self._value_ranks(vused)
         threads = current_threads()
         indptr, codes, counts, sizes, _ = dense_profiles_gathered(
-            mat, mat64, stride, grank, _ro(gorder, np.int64), _ro(vrank, np.int32),
+            mat8, mat, mat64, stride, grank, _ro(gorder, np.int64), _ro(vrank, np.int32),
             int(self.vc.n), 2 * threads if threads > 1 and gorder.size >= _THREADED_GROUPS else 1)
         remap_inplace(group, grank)
         return Profile(indptr, codes, counts, sizes, key_table, values, group)
@@ -1323,9 +1368,10 @@ class StreamCounts:
             if not st._ensure_dense(ints.n, self.n_values, rows_after):
                 break
             st.reserve(n - start)
-            stop, code = count_direct(x, int(ints.base), ints.table, int(ints.n), v, vremap,
-                                      st.mat8, st.mat, int(st.stride), int(st.gcap),
-                                      int(start))
+            stop, code, spills = count_direct(x, int(ints.base), ints.table, int(ints.n), v,
+                                              vremap, st.mat8, st.mat, int(st.stride),
+                                              int(st.gcap), int(start))
+            st.counted(spills)
             ints.n = int(code)
             ints._check_codes()
             st.since_flush -= n - int(stop)   # reserved for rows not counted yet
@@ -1474,9 +1520,9 @@ class StreamCounts:
             if not st.sparse:
                 grank = np.full(G, -1, dtype=np.int32)
                 grank[gorder] = np.arange(n_out, dtype=np.int32)
-                mat, mat64 = st.dense_parts()
+                mat8, mat, mat64 = st.dense_parts()
                 indptr, codes, counts, sizes, vtot = dense_profiles_gathered(
-                    mat, mat64, int(st.stride), grank, _ro(gorder, np.int64),
+                    mat8, mat, mat64, int(st.stride), grank, _ro(gorder, np.int64),
                     _ro(vrank, np.int32), int(V),
                     2 * threads if threads > 1 and n_out >= _THREADED_GROUPS else 1)
                 indptr, codes, sizes, keys, values = _drop_empty(indptr, codes, sizes, keys,

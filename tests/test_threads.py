@@ -111,15 +111,16 @@ def test_dense_profiles_and_parallel_add_equal_oracle(data, chunks):
     expect = np.zeros(G * stride, dtype=np.int64)
     np.add.at(expect, g.astype(np.int64) * stride + v, 1)
     assert np.array_equal(serial, expect)
-    # the state's int64 overflow part: split the counts between the two matrices
-    over = (serial // 2).astype(np.int64)
-    serial = serial - (serial // 2)
+    # a state's three parts: split the counts between the byte, int32 and int64 matrices
+    part8 = (serial % 200).astype(np.uint8)
+    over = ((serial - part8) // 2).astype(np.int64)
+    serial = serial - part8 - over.astype(np.int32)
     # the state's groups in a shuffled order, values relabelled by a permutation
     rng = np.random.default_rng(len(rs))
     gorder = rng.permutation(G)
     vrank = rng.permutation(V).astype(np.int32)
-    args = (serial, over, stride, kernel_array(gorder, np.int64), kernel_array(vrank, np.int32),
-            V)
+    args = (part8, serial, over, stride, kernel_array(gorder, np.int64),
+            kernel_array(vrank, np.int32), V)
     one = K.dense_profiles(*args)
     many = K.dense_profiles_parallel(*args, chunks)
     inv = np.argsort(gorder)

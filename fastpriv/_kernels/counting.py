@@ -564,29 +564,37 @@ def dense_add(group, value, mat8, mat, stride):
     (int32: the caller keeps its total below 2**31, see ``_ingest.CountState.reserve``) and
     restarts at 0. The byte matrix is a quarter of the int32 one, so random-order groups
     stay in L2 far longer: 10k groups × 24 cells count in 3.3 ns/row instead of 6.7 (min
-    of 7, same process; 1M sorted groups 2.8 vs 3.9). The caller folds ``mat8`` into
-    ``mat`` before reading (``_CountState.fold``). The three spill sites (here,
-    :func:`count_direct`, :func:`dense_add_parallel`) are written out in the loops.
+    of 7, same process; 1M sorted groups 2.8 vs 3.9). A cell's count is
+    ``mat8 + mat`` (the readers take both). Returns the number of spills: while no cell
+    has spilled, ``mat`` is all zeros and the readers skip it (its pages are never
+    touched). The spill sites (here, :func:`dense_add_coded`, :func:`count_direct`,
+    :func:`dense_add_range`) are written out in the loops.
     """
+    spills = 0
     for i in range(group.shape[0]):
         k = np.int64(group[i]) * stride + value[i]
         y = mat8[k] + 1
         if y == 255:
             mat[k] += 255
+            spills += 1
             y = 0
         mat8[k] = y
+    return spills
 
 
 @kernel
 def dense_add_coded(group, vidx, vremap, mat8, mat, stride):
     """:func:`dense_add` with value codes ``vremap[vidx[i]]`` (dictionary indices)."""
+    spills = 0
     for i in range(group.shape[0]):
         k = np.int64(group[i]) * stride + vremap[vidx[i]]
         y = mat8[k] + 1
         if y == 255:
             mat[k] += 255
+            spills += 1
             y = 0
         mat8[k] = y
+    return spills
 
 
 @kernel
@@ -600,8 +608,10 @@ def count_direct(x, base, table, next_code, vidx, vremap, mat8, mat, stride, gca
     ``next_code + 1``, …) and cell ``g * stride + vremap[vidx[i]]`` gets ``+1`` through the
     uint8 front counters of :func:`dense_add`. Stops at the first row
     whose key lies outside the table or whose new group code would reach ``gcap``, so the
-    caller can grow the table or the matrix and resume. Returns ``(stop, next_code)``.
+    caller can grow the table or the matrix and resume. Returns ``(stop, next_code,
+    spills)``.
     """
+    spills = 0
     code = next_code
     tn = table.shape[0]
     n = x.shape[0]
@@ -623,9 +633,10 @@ def count_direct(x, base, table, next_code, vidx, vremap, mat8, mat, stride, gca
         y = mat8[k] + 1
         if y == 255:
             mat[k] += 255
+            spills += 1
             y = 0
         mat8[k] = y
-    return stop, code
+    return stop, code, spills
 
 
 @kernel
@@ -634,8 +645,9 @@ def dense_add_range(group, value, mat8, mat, stride, lo, hi):
 
     One chunk of :func:`dense_add_parallel` (owner computes): it scans every row and
     updates only its own groups' cells, so chunks with disjoint ranges never write the same
-    cell and run concurrently (``nogil``).
+    cell and run concurrently (``nogil``). Returns the number of spills.
     """
+    spills = 0
     span = np.uint64(hi - lo)
     for i in range(group.shape[0]):
         g = np.int64(group[i])
@@ -644,8 +656,10 @@ def dense_add_range(group, value, mat8, mat, stride, lo, hi):
             y = mat8[k] + 1
             if y == 255:
                 mat[k] += 255
+                spills += 1
                 y = 0
             mat8[k] = y
+    return spills
 
 
 def dense_add_parallel(group, value, mat8, mat, stride, g_lo, g_hi, n_chunks):
@@ -656,19 +670,19 @@ def dense_add_parallel(group, value, mat8, mat, stride, g_lo, g_hi, n_chunks):
     the rows of its own groups: no two threads ever write the same cell, and no per-thread
     matrix is needed (the state matrix can be hundreds of MB). Each thread reads all rows
     (sequential, cheap) and performs 1/n_chunks of the random-access updates. The chunks
-    run on :func:`fastpriv._threads.run_chunks`.
+    run on :func:`fastpriv._threads.run_chunks`. Returns the number of spills.
     """
     n_chunks = max(int(n_chunks), 1)
     if n_chunks == 1:     # one owner: the plain kernel, no range test per row
-        dense_add(group, value, mat8, mat, stride)
-        return
+        return int(dense_add(group, value, mat8, mat, stride))
     span = int(g_hi) - int(g_lo) + 1
 
-    def chunk(c: int) -> None:
+    def chunk(c: int) -> int:
         lo, hi = chunk_bounds(span, n_chunks, c)
-        dense_add_range(group, value, mat8, mat, stride, int(g_lo) + lo, int(g_lo) + hi)
+        return int(dense_add_range(group, value, mat8, mat, stride, int(g_lo) + lo,
+                                   int(g_lo) + hi))
 
-    run_chunks(chunk, n_chunks)
+    return sum(run_chunks(chunk, n_chunks))
 
 
 @kernel
@@ -700,26 +714,29 @@ def hash_count(group, value, weights, tkeys, tvals, bits, counts, start, next_co
     return n, code
 
 
-# Dense state readers: ``mat`` is the int32 matrix, ``mat64`` the int64 overflow matrix of
-# the same layout (empty when the state never needed it); a cell's count is their sum.
+# Dense state readers: ``mat8`` holds the uint8 front counters, ``mat`` the int32 spill
+# matrix and ``mat64`` the int64 overflow matrix of the same layout (each of the last two
+# empty when the state never needed it); a cell's count is the sum of the three.
 
 @kernel
-def _cell(mat, mat64, i):
-    """Count of dense cell ``i``: int32 part plus int64 overflow part (if any)."""
-    c = np.int64(mat[i])
+def _cell(mat8, mat, mat64, i):
+    """Count of dense cell ``i``: byte part, plus int32 and int64 parts (if any)."""
+    c = np.int64(mat8[i])
+    if mat.shape[0]:
+        c += mat[i]
     if mat64.shape[0]:
         c += mat64[i]
     return c
 
 
 @kernel
-def dense_nonzero(mat, mat64, stride, n_groups, n_values):
+def dense_nonzero(mat8, mat, mat64, stride, n_groups, n_values):
     """(group, value, count) triples of the non-zero cells of a dense state."""
     nnz = 0
     for g in range(n_groups):
         base = np.int64(g) * stride
         for v in range(n_values):
-            if _cell(mat, mat64, base + v) != 0:
+            if _cell(mat8, mat, mat64, base + v) != 0:
                 nnz += 1
     gs = np.empty(nnz, dtype=np.int32)
     vs = np.empty(nnz, dtype=np.int32)
@@ -728,7 +745,7 @@ def dense_nonzero(mat, mat64, stride, n_groups, n_values):
     for g in range(n_groups):
         base = np.int64(g) * stride
         for v in range(n_values):
-            c = _cell(mat, mat64, base + v)
+            c = _cell(mat8, mat, mat64, base + v)
             if c != 0:
                 gs[k] = g
                 vs[k] = v
@@ -738,8 +755,8 @@ def dense_nonzero(mat, mat64, stride, n_groups, n_values):
 
 
 @kernel
-def _dense_group(mat, mat64, base, vrank, n_values, seen, scratch, keys, codes, counts, k,
-                 vtot):
+def _dense_group(mat8, mat, mat64, base, vrank, n_values, seen, scratch, keys, codes, counts,
+                 k, vtot):
     """Emit one group of a dense state (value v -> rank ``vrank[v]``); returns (d, total).
 
     ``vtot[rank]`` accumulates the value totals.
@@ -748,7 +765,7 @@ def _dense_group(mat, mat64, base, vrank, n_values, seen, scratch, keys, codes, 
     tot = np.int64(0)
     big = False
     for v in range(n_values):
-        c = _cell(mat, mat64, base + v)
+        c = _cell(mat8, mat, mat64, base + v)
         if c != 0:
             if c >= _KEY_MAX:
                 big = True
@@ -762,7 +779,7 @@ def _dense_group(mat, mat64, base, vrank, n_values, seen, scratch, keys, codes, 
         return d, tot
     d = 0
     for v in range(n_values):
-        c = _cell(mat, mat64, base + v)
+        c = _cell(mat8, mat, mat64, base + v)
         if c != 0:
             r = vrank[v]
             seen[d] = r
@@ -775,24 +792,24 @@ def _dense_group(mat, mat64, base, vrank, n_values, seen, scratch, keys, codes, 
 
 
 @kernel
-def _dense_width(mat, mat64, base, n_values):
+def _dense_width(mat8, mat, mat64, base, n_values):
     d = 0
     for v in range(n_values):
-        if _cell(mat, mat64, base + v) != 0:
+        if _cell(mat8, mat, mat64, base + v) != 0:
             d += 1
     return d
 
 
 @kernel
-def dense_widths(mat, mat64, stride, gorder, n_values, p0, p1, dcount):
+def dense_widths(mat8, mat, mat64, stride, gorder, n_values, p0, p1, dcount):
     """``dcount[p + 1]`` = number of non-zero cells of output group p, for p in [p0, p1)."""
     for p in range(p0, p1):
-        dcount[p + 1] = _dense_width(mat, mat64, np.int64(gorder[p]) * stride, n_values)
+        dcount[p + 1] = _dense_width(mat8, mat, mat64, np.int64(gorder[p]) * stride, n_values)
 
 
 @kernel
-def dense_emit(mat, mat64, stride, gorder, vrank, n_values, indptr, codes, counts, sizes,
-               vtot, p0, p1):
+def dense_emit(mat8, mat, mat64, stride, gorder, vrank, n_values, indptr, codes, counts,
+               sizes, vtot, p0, p1):
     """Write the profiles of output groups ``[p0, p1)`` (see :func:`dense_profiles`).
 
     ``sizes[p]`` gets the group's total and ``vtot[rank]`` accumulates the value totals of
@@ -802,12 +819,12 @@ def dense_emit(mat, mat64, stride, gorder, vrank, n_values, indptr, codes, count
     scratch = np.zeros(n_values, dtype=np.int64)
     keys = np.empty(n_values, dtype=np.int64)
     for p in range(p0, p1):
-        _, tot = _dense_group(mat, mat64, np.int64(gorder[p]) * stride, vrank, n_values, seen,
-                              scratch, keys, codes, counts, indptr[p], vtot)
+        _, tot = _dense_group(mat8, mat, mat64, np.int64(gorder[p]) * stride, vrank, n_values,
+                              seen, scratch, keys, codes, counts, indptr[p], vtot)
         sizes[p] = tot
 
 
-def dense_profiles(mat, mat64, stride, gorder, vrank, n_values):
+def dense_profiles(mat8, mat, mat64, stride, gorder, vrank, n_values):
     """Canonical CSR frequency profiles straight from a dense state.
 
     Output group p is state group ``gorder[p]``; value code ``v`` of the state becomes
@@ -816,10 +833,10 @@ def dense_profiles(mat, mat64, stride, gorder, vrank, n_values):
     ``(indptr, codes, counts, sizes, value_totals)`` (totals indexed by rank). One chunk
     of :func:`dense_profiles_parallel`.
     """
-    return dense_profiles_parallel(mat, mat64, stride, gorder, vrank, n_values, 1)
+    return dense_profiles_parallel(mat8, mat, mat64, stride, gorder, vrank, n_values, 1)
 
 
-def dense_profiles_parallel(mat, mat64, stride, gorder, vrank, n_values, n_chunks):
+def dense_profiles_parallel(mat8, mat, mat64, stride, gorder, vrank, n_values, n_chunks):
     """:func:`dense_profiles` over ``n_chunks`` chunks of groups, on threads.
 
     Two passes of serial ``nogil`` kernels over contiguous chunks of output groups
@@ -832,10 +849,10 @@ def dense_profiles_parallel(mat, mat64, stride, gorder, vrank, n_values, n_chunk
     vtots = np.zeros((n_chunks, n_values), dtype=np.int64)   # per-chunk value totals
     indptr, codes, counts = _csr_two_pass(
         G, G, n_chunks,
-        lambda p0, p1, dcount: dense_widths(mat, mat64, stride, gorder, n_values, p0, p1,
+        lambda p0, p1, dcount: dense_widths(mat8, mat, mat64, stride, gorder, n_values, p0, p1,
                                             dcount),
         lambda c, p0, p1, indptr, codes, counts: dense_emit(
-            mat, mat64, stride, gorder, vrank, n_values, indptr, codes, counts, sizes,
+            mat8, mat, mat64, stride, gorder, vrank, n_values, indptr, codes, counts, sizes,
             vtots[c], p0, p1))
     return indptr, codes, counts, sizes, vtots.sum(axis=0)
 
@@ -1193,7 +1210,7 @@ def used_codes(codes, n_codes):
 
 # ----------------------------------------------------------------------------- state-order profiles
 @kernel
-def dense_widths_state(mat, mat64, stride, grank, n_values, g0, g1, dcount):
+def dense_widths_state(mat8, mat, mat64, stride, grank, n_values, g0, g1, dcount):
     """``dcount[grank[g] + 1]`` = non-zero cells of state group g, for g in ``[g0, g1)``.
 
     Groups with ``grank[g] < 0`` (no rows) are skipped.
@@ -1201,10 +1218,10 @@ def dense_widths_state(mat, mat64, stride, grank, n_values, g0, g1, dcount):
     for g in range(g0, g1):
         r = grank[g]
         if r >= 0:
-            dcount[r + 1] = _dense_width(mat, mat64, np.int64(g) * stride, n_values)
+            dcount[r + 1] = _dense_width(mat8, mat, mat64, np.int64(g) * stride, n_values)
 
 
-def dense_profiles_gathered(mat, mat64, stride, grank, gorder, vrank, n_values, n_chunks):
+def dense_profiles_gathered(mat8, mat, mat64, stride, grank, gorder, vrank, n_values, n_chunks):
     """:func:`dense_profiles` addressed by state group, the profiles written in output order.
 
     ``grank`` (int32, one entry per state group, -1 for groups without rows) is the
@@ -1224,10 +1241,10 @@ def dense_profiles_gathered(mat, mat64, stride, grank, gorder, vrank, n_values, 
     dcount = np.zeros(n_out + 1, dtype=np.int64)
     flat = mat64.shape[0] == 0 and n_values <= 64
     if flat:
-        run_chunks(lambda c: dense_widths_flat(mat, stride, grank, n_values,
+        run_chunks(lambda c: dense_widths_flat(mat8, mat, stride, grank, n_values,
                                                *chunk_bounds(G, n_chunks, c), dcount), n_chunks)
     else:
-        run_chunks(lambda c: dense_widths_state(mat, mat64, stride, grank, n_values,
+        run_chunks(lambda c: dense_widths_state(mat8, mat, mat64, stride, grank, n_values,
                                                 *chunk_bounds(G, n_chunks, c), dcount),
                    n_chunks)
     indptr = np.cumsum(dcount)
@@ -1235,45 +1252,57 @@ def dense_profiles_gathered(mat, mat64, stride, grank, gorder, vrank, n_values, 
     codes = np.empty(nnz, dtype=np.int32)
     counts = np.empty(nnz, dtype=np.int64)
     if flat:
-        run_chunks(lambda c: dense_emit_flat(mat, stride, gorder, vrank, n_values, indptr,
-                                             codes, counts, sizes, vtots[c],
+        run_chunks(lambda c: dense_emit_flat(mat8, mat, stride, gorder, vrank, n_values,
+                                             indptr, codes, counts, sizes, vtots[c],
                                              *chunk_bounds(n_out, n_chunks, c)), n_chunks)
     else:
-        run_chunks(lambda c: dense_emit(mat, mat64, stride, gorder, vrank, n_values, indptr,
-                                        codes, counts, sizes, vtots[c],
+        run_chunks(lambda c: dense_emit(mat8, mat, mat64, stride, gorder, vrank, n_values,
+                                        indptr, codes, counts, sizes, vtots[c],
                                         *chunk_bounds(n_out, n_chunks, c)), n_chunks)
     return indptr, codes, counts, sizes, vtots.sum(axis=0)
 
 
 @kernel
-def dense_widths_flat(mat, stride, grank, n_values, g0, g1, dcount):
-    """:func:`dense_widths_state` of an int32-only state, in one loop (no helper calls)."""
+def dense_widths_flat(mat8, mat, stride, grank, n_values, g0, g1, dcount):
+    """:func:`dense_widths_state` of a state without int64 part, in one loop (no helper calls).
+
+    ``mat`` (int32) is read only when not empty: a state that never spilled is one byte
+    per cell.
+    """
+    has32 = mat.shape[0] > 0
     for g in range(g0, g1):
         r = grank[g]
         if r >= 0:
             base = np.int64(g) * stride
             d = 0
-            for v in range(n_values):
-                d += mat[base + v] != 0
+            if has32:
+                for v in range(n_values):
+                    d += (np.int32(mat8[base + v]) | mat[base + v]) != 0
+            else:
+                for v in range(n_values):
+                    d += mat8[base + v] != 0
             dcount[r + 1] = d
 
 
 @kernel
-def dense_emit_flat(mat, stride, gorder, vrank, n_values, indptr, codes, counts, sizes, vtot,
-                    p0, p1):
-    """:func:`dense_emit` of an int32-only state, in one loop (no helper calls).
+def dense_emit_flat(mat8, mat, stride, gorder, vrank, n_values, indptr, codes, counts, sizes,
+                    vtot, p0, p1):
+    """:func:`dense_emit` of a state without int64 part, in one loop (no helper calls).
 
     Every count is below 2**31, so each group's cells pack into int64 keys
     ``(-count) << 32 | rank`` placed by rank (the :func:`_emit_keys` order: count
     descending, ties by value rank ascending).
     """
     keys = np.empty(n_values, dtype=np.int64)
+    has32 = mat.shape[0] > 0
     for p in range(p0, p1):
         base = np.int64(gorder[p]) * stride
         d = 0
         tot = np.int64(0)
         for v in range(n_values):   # branch-free compaction: 2x faster than an if per cell
-            c = np.int64(mat[base + v])
+            c = np.int64(mat8[base + v])
+            if has32:
+                c += mat[base + v]
             r = vrank[v]
             keys[d] = ((-c) << 32) | np.int64(r)
             vtot[r] += c
@@ -1291,16 +1320,19 @@ def dense_emit_flat(mat, stride, gorder, vrank, n_values, indptr, codes, counts,
 
 
 @kernel
-def dense_used(mat, mat64, stride, n_groups, n_values):
+def dense_used(mat8, mat, mat64, stride, n_groups, n_values):
     """``(gused, vused)``: groups and values with a non-zero cell in a dense state."""
     gused = np.zeros(n_groups, dtype=np.bool_)
     vused = np.zeros(n_values, dtype=np.bool_)
+    has32 = mat.shape[0] > 0
     has64 = mat64.shape[0] > 0
     for g in range(n_groups):
         base = np.int64(g) * stride
         any_ = False
         for v in range(n_values):   # branch-free on the cells
-            nz = mat[base + v] != 0
+            nz = mat8[base + v] != 0
+            if has32:
+                nz = nz | (mat[base + v] != 0)
             if has64:
                 nz = nz | (mat64[base + v] != 0)
             vused[v] |= nz
