@@ -367,9 +367,8 @@ class StrCodes:
         if self.bits < _RADIX_BITS:   # small table: is this batch mostly new strings?
             before = self.n
             head = self.encode(arr.slice(0, _RADIX_MIN_ROWS))
-            fresh = (self.n - before) / _RADIX_MIN_ROWS
-            want = self.n + int(fresh * (n - _RADIX_MIN_ROWS))
             m, d = (rows, n) if rows > n else (_RADIX_MIN_ROWS, self.n - before)
+            want = self.n + expected_distinct(m, d, max(m, n) - _RADIX_MIN_ROWS)
             if self.rows_hint > max(n, rows):   # size once for the whole scan
                 want = max(want, min(expected_distinct(m, d, self.rows_hint), _PRESIZE_CODES))
             if 2 * want < (1 << _RADIX_BITS):

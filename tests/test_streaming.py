@@ -250,6 +250,26 @@ def test_byte_front_counters_spill_and_fold(key):
     assert sorted(second.counts.tolist()) == sorted((2 * ref.counts).tolist())
 
 
+@pytest.mark.parametrize("key", [[7, 8], ["x", "y"]])   # fused and general path
+def test_spilled_counts_survive_the_matrix_growing(key):
+    # a cell spills (400 rows > 255) while the state is small; then thousands of new groups
+    # regrid the matrix: the int32 part must move with it. A state that never spilled reads
+    # the byte matrix alone (its int32 part stays empty for the readers).
+    hot = pa.table({"g": [key[0]] * 600 + [key[1]] * 3, "s": ["a", "b", "a"] * 201})
+    acc = CountAccumulator(["g"], "s")
+    acc.add(hot)
+    assert acc._state.spilled
+    many = pa.table({"g": [i if isinstance(key[0], int) else f"n{i}" for i in range(20_000)],
+                     "s": ["b"] * 20_000})
+    acc.add(many)
+    ref = Release.from_table(pa.concat_tables([hot, many]), sensitive="s", group="g")
+    assert acc.to_release().equals(ref)
+    quiet = CountAccumulator(["g"], "s")
+    quiet.add(many)
+    assert not quiet._state.spilled and quiet._state.dense_parts()[1].size == 0
+    assert quiet.to_release().equals(Release.from_table(many, sensitive="s", group="g"))
+
+
 def test_progress_callback_and_counters(tmp_path):
     t = synthetic(3000, group_size=30, seed=1)
     calls = []
