@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -281,6 +282,24 @@ def expected_distinct(m: int, d: int, rows: int) -> int:
     return int(min(rows, big * -math.expm1(-rows / big)))
 
 
+def _identity(arr: pa.Array) -> tuple[int, int, int]:
+    """Return the memory a string array views (its wrapper object differs per access)."""
+    return (arr.buffers()[1].address, arr.offset, len(arr))
+
+
+def _bucket_strings(arr: pa.Array, pbits: int) -> np.ndarray:
+    """Return the bucketed records of ``arr`` (``_kernels.counting_radix.str_scatter``)."""
+    from ._kernels.counting_radix import str_hash_rows, str_scatter
+
+    offsets, data = _string_buffers(arr)
+    n = len(arr)
+    hrow = np.empty(n, dtype=np.uint64)
+    str_hash_rows(offsets, data, hrow)
+    rec = np.empty(4 * n, dtype=np.int64)
+    str_scatter(offsets, data, hrow, int(pbits), rec)
+    return rec
+
+
 class StrCodes:
     """Persistent string/binary → code map over Arrow buffers (exact, codes by first appearance).
 
@@ -293,6 +312,7 @@ class StrCodes:
     def __init__(self) -> None:
         self.n = 0
         self.rows_hint = 0          # rows the whole scan will bring (0: unknown), for sizing
+        self.ahead: dict = {}   # array identity -> (pbits, future records): see prefetch
         self.reserved = -1                          # a code without bytes (the null label)
         self.bits = 0
         self.slots = np.empty(0, dtype=np.int64)
@@ -359,7 +379,7 @@ class StrCodes:
         the rows ``arr`` stands for when it is a dictionary (its distinct strings), which
         then is the sample.
         """
-        from ._kernels.counting_radix import str_hash_rows, str_map_records, str_scatter
+        from ._kernels.counting_radix import str_map_records
 
         n = len(arr)
         if n < 2 * _RADIX_MIN_ROWS:
@@ -377,13 +397,14 @@ class StrCodes:
                 self._grow_codes(want)
             return np.concatenate([head, self.encode_unordered(arr.slice(_RADIX_MIN_ROWS),
                                                                rows)])
+        ahead = self.ahead.pop(_identity(arr), None)
+        if ahead is not None:   # bucketed on a worker (see prefetch)
+            pbits, rec = ahead[0], ahead[1].result()
+        else:
+            pbits = min(int(self.bits) - _BUCKET_SLOT_BITS, 12)
+            rec = _bucket_strings(arr, pbits)
         offsets, data = _string_buffers(arr)
         out = np.empty(n, dtype=np.int32)
-        hrow = np.empty(n, dtype=np.uint64)
-        str_hash_rows(offsets, data, hrow)
-        pbits = min(int(self.bits) - _BUCKET_SLOT_BITS, 12)
-        rec = np.empty(4 * n, dtype=np.int64)
-        str_scatter(offsets, data, hrow, int(pbits), rec)
         batch_bytes = int(offsets[n]) - int(offsets[0])
         start = 0
         while True:
@@ -402,6 +423,24 @@ class StrCodes:
             start = int(stop)
             # twice the codes, or room for the new strings the rest of the batch should bring
             self._grow_codes(max(2 * self.n, self.n + (n - start) * new // max(done, 1)))
+
+    def prefetch(self, arr: pa.Array, pool: Any) -> bool:
+        """Start bucketing ``arr`` (hashes and records) on ``pool``; True if started.
+
+        Only once the table is probed bucket by bucket: the next :meth:`encode_unordered`
+        of this very array takes the records instead of computing them, so the hashing
+        and the scatter (a third of a batch's encoding at 1M distinct strings) overlap
+        with the previous batch's probing and counting. Records bucketed for the table's
+        size at submission stay valid after it grows (a bucket is a prefix of the slot
+        index, and the table only grows).
+        """
+        if self.bits < _RADIX_BITS or len(arr) < 2 * _RADIX_MIN_ROWS or arr.null_count:
+            return False
+        pbits = min(int(self.bits) - _BUCKET_SLOT_BITS, 12)
+        while len(self.ahead) >= 2:   # never claimed (the batch took another path)
+            self.ahead.pop(next(iter(self.ahead)))
+        self.ahead[_identity(arr)] = (pbits, pool.submit(_bucket_strings, arr, pbits))
+        return True
 
     def reserve_code(self) -> int:
         """Return a new code with no bytes and no slot (used for the null label)."""
@@ -1095,6 +1134,21 @@ class _Scan:
                                        st.mat, int(st.stride)))
         return True
 
+    def prefetch(self, batch: pa.RecordBatch, n_keys: int, pool: Any) -> bool:
+        """Start bucketing a single string key column of ``batch`` on ``pool``.
+
+        True if started (:meth:`StrCodes.prefetch`): the caller then adds the previous
+        batch while the worker hashes this one. Batches with nulls are filtered before
+        they are added (a different array), so they are not prefetched.
+        """
+        lab = self.kc.cols[0]
+        key = batch.column(0)
+        if n_keys != 1 or lab.kind != "str" or not isinstance(key, pa.Array) or \
+                pa.types.is_dictionary(key.type) or \
+                any(batch.column(i).null_count for i in range(batch.num_columns)):
+            return False
+        return lab.strs.prefetch(key, pool)
+
     def profile(self) -> Profile:
         """Sort the labels, renumber the row codes in place, build the CSR profile."""
         from ._kernels.counting import (
@@ -1186,18 +1240,31 @@ def _run_scan(scan: _Scan, data: Any, cols: list[str], nulls: str,
     a later block contradicts, text that is not UTF-8): ``Release.from_table`` then reads
     it whole, which raises the error naming the column.
     """
+    threads = current_threads()
+    pool = ThreadPoolExecutor(1, thread_name_prefix="fastpriv-keys") if threads > 1 else None
     try:
+        held = None   # a batch whose successor is fetched first, to bucket its keys ahead
         for batch in iter_batches(data, cols, batch_size=batch_size, dictionary=True,
-                                  decoders=_DECODERS if current_threads() > 1 else 1):
-            if not _add_batch(scan, batch, cols, nulls):
-                return None
-            if scan.seen < 0:
-                return scan
+                                  decoders=_DECODERS if threads > 1 else 1):
+            if pool is not None and scan.prefetch(batch, len(cols) - 1, pool):
+                todo, held = ([held] if held is not None else []), batch
+            else:
+                todo, held = [b for b in (held, batch) if b is not None], None
+            for b in todo:
+                if not _add_batch(scan, b, cols, nulls):
+                    return None
+                if scan.seen < 0:
+                    return scan
+        if held is not None and not _add_batch(scan, held, cols, nulls):
+            return None
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
             UnicodeDecodeError):
         if scan.csv:
             return None
         raise
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
     return scan
 
 

@@ -313,6 +313,43 @@ def test_strcodes_sized_once_for_the_whole_scan(as_dictionary):
     assert 0.8 * sc.n <= grows[-1] <= 1.25 * sc.n
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_string_keys_bucketed_ahead_on_a_worker(tmp_path, jobs):
+    # with two threads, each batch's string keys are hashed and bucketed on a worker while
+    # the previous batch is mapped and counted; a batch with nulls (dropped) is not; the
+    # release is the in-memory one either way
+    from fastpriv._threads import n_jobs
+
+    rng = np.random.default_rng(3)
+    n = 200_000
+    keys = np.char.add("k", rng.integers(0, 90_000, n).astype(str)).astype(object)
+    keys[150_000:150_010] = None
+    table = pa.table({"g": pa.array(keys, type=pa.string()),
+                      "v": pa.array(rng.integers(0, 5, n)).cast(pa.string())})
+    path = tmp_path / "keys.parquet"
+    pq.write_table(table, path, row_group_size=40_000, use_dictionary=["v"])
+    used = []
+    real = ingest_mod.StrCodes.prefetch
+
+    def spy(self, arr, pool):
+        started = real(self, arr, pool)
+        used.append(started)
+        return started
+
+    with pytest.MonkeyPatch.context() as mp, n_jobs(jobs):
+        mp.setattr(ingest_mod.StrCodes, "prefetch", spy)
+        prof = ingest_mod.encode_rows(str(path), keys=["g"], sensitive="v", nulls="drop",
+                                      batch_size=40_000)
+    with n_jobs(1):   # the reference: one thread, the whole table as one batch
+        ref = ingest_mod.encode_rows(table, keys=["g"], sensitive="v", nulls="drop",
+                                     batch_size=n)
+    for name in ("indptr", "codes", "counts", "sizes", "row_group"):
+        assert np.array_equal(getattr(prof, name), getattr(ref, name)), name
+    assert prof.keys.equals(ref.keys) and prof.values.equals(ref.values)
+    assert int(prof.counts.sum()) == n - 10
+    assert (sum(used) >= 2) == (jobs == 2)
+
+
 @pytest.mark.parametrize("distinct", [1_000, 30_000, 300_000, 3_000_000])
 def test_expected_distinct_estimates_uniform_keys(distinct):
     # the occupancy estimate from a 16k-row sample, within 15 % of the true distinct count
