@@ -1291,32 +1291,46 @@ def dense_emit_flat(mat8, mat, stride, gorder, vrank, n_values, indptr, codes, c
 
     Every count is below 2**31, so each group's cells pack into int64 keys
     ``(-count) << 32 | rank`` placed by rank (the :func:`_emit_keys` order: count
-    descending, ties by value rank ascending).
+    descending, ties by value rank ascending). The matrix rows of 16 output groups are
+    gathered into a buffer before any is emitted: 16 independent scattered reads in flight
+    instead of one per group (1M random-order groups × 20 values: 0.12 s against 0.17 s,
+    six alternated rounds).
     """
+    B = 16
+    buf = np.empty((B, n_values), dtype=np.int64)
     keys = np.empty(n_values, dtype=np.int64)
     has32 = mat.shape[0] > 0
-    for p in range(p0, p1):
-        base = np.int64(gorder[p]) * stride
-        d = 0
-        tot = np.int64(0)
-        for v in range(n_values):   # branch-free compaction: 2x faster than an if per cell
-            c = np.int64(mat8[base + v])
-            if has32:
-                c += mat[base + v]
-            r = vrank[v]
-            keys[d] = ((-c) << 32) | np.int64(r)
-            vtot[r] += c
-            tot += c
-            d += c != 0
-        k = indptr[p]
-        for a in range(d):
-            x = keys[a]
-            pos = 0
-            for b in range(d):
-                pos += keys[b] < x
-            codes[k + pos] = np.int32(x & 0xFFFFFFFF)
-            counts[k + pos] = -(x >> 32)
-        sizes[p] = tot
+    for q in range(p0, p1, B):
+        e = min(q + B, p1)
+        for j in range(e - q):
+            base = np.int64(gorder[q + j]) * stride
+            for v in range(n_values):
+                buf[j, v] = mat8[base + v]
+        if has32:
+            for j in range(e - q):
+                base = np.int64(gorder[q + j]) * stride
+                for v in range(n_values):
+                    buf[j, v] += mat[base + v]
+        for j in range(e - q):
+            p = q + j
+            d = 0
+            tot = np.int64(0)
+            for v in range(n_values):   # branch-free compaction: 2x faster than an if
+                c = buf[j, v]
+                r = vrank[v]
+                keys[d] = ((-c) << 32) | np.int64(r)
+                vtot[r] += c
+                tot += c
+                d += c != 0
+            k = indptr[p]
+            for a in range(d):
+                x = keys[a]
+                pos = 0
+                for b in range(d):
+                    pos += keys[b] < x
+                codes[k + pos] = np.int32(x & 0xFFFFFFFF)
+                counts[k + pos] = -(x >> 32)
+            sizes[p] = tot
 
 
 @kernel
