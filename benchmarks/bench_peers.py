@@ -258,11 +258,12 @@ def _profile_release(path: str, spec: dict, warm_path: str, top: int = 10) -> di
     kw = dict(KINDS[spec["kind"]])
     Release.from_table(warm_path, sensitive=SENSITIVE, **kw)     # JIT / cache load
     prof = cProfile.Profile()
-    t0 = time.perf_counter()
+    t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
     prof.enable()
     Release.from_table(path, sensitive=SENSITIVE, **kw)
     prof.disable()
     wall = time.perf_counter() - t0
+    cpu, main = time.process_time() - c0, time.thread_time() - m0
     st = pstats.Stats(prof)
     ingest, counting = "_ingest.py", "counting.py"
     scan = _cum(st, "_run_scan", ingest)
@@ -270,15 +271,19 @@ def _profile_release(path: str, spec: dict, warm_path: str, top: int = 10) -> di
         "total": wall,
         "scan (read + encode + count, pipelined)": scan,
         "  of which waiting for the reader thread (Parquet decode)":
-            _cum(st, "result", "_base.py"),
+            _cum(st, "result", "_base.py", caller="_parquet_batches"),
+        "  of which waiting for the key worker (string hashing and bucketing)":
+            _cum(st, "result", "_base.py", caller="encode_unordered"),
         "  of which group key encoding (KeyCodes.encode)": _cum(st, "encode", ingest,
                                                                 caller="add"),
-        "    of which exact string hash map (str_map kernel)": _cum(st, "str_map", counting),
+        "    of which exact string hash map (str_map, str_map_records kernels)":
+            _cum(st, "str_map", counting) + _cum(st, "str_map_records", "counting_radix.py"),
         "    of which integer maps (direct_map / hash_map kernels)":
             _cum(st, "direct_map", counting) + _cum(st, "hash_map", counting),
         "  of which sensitive encoding (LabelCodes.encode_pair)": _cum(st, "encode_pair",
                                                                       ingest, caller="add"),
-        "  of which counting (dense_add kernel)": _cum(st, "dense_add", counting),
+        "  of which counting (dense_add kernels)": _cum(st, "dense_add", counting)
+            + _cum(st, "dense_add_coded", counting),
         "  of which growing the count matrix (_regrid)": _cum(st, "_regrid", ingest),
         "profile build (_Scan.profile)": _cum(st, "profile", ingest),
         "  of which label sort and group order (KeyCodes.canonical)":
@@ -292,7 +297,10 @@ def _profile_release(path: str, spec: dict, warm_path: str, top: int = 10) -> di
         rows.append({"function": f"{Path(fname).name}:{line}({func})", "calls": ncalls,
                      "own_s": round(tottime, 4), "cumulative_s": round(cumtime, 4)})
     rows.sort(key=lambda r: -r["own_s"])
-    return {"phases_s": {k: round(v, 4) for k, v in phases.items()}, "top_own_time": rows[:top]}
+    cores = {"wall": wall, "cpu, all threads": cpu, "cpu, calling thread": main,
+             "cpu, other threads (Parquet decoder, key worker, profile chunks)": cpu - main}
+    return {"phases_s": {k: round(v, 4) for k, v in phases.items()},
+            "cpu_s": {k: round(v, 4) for k, v in cores.items()}, "top_own_time": rows[:top]}
 
 
 # ----------------------------------------------------------------------------- benchmark

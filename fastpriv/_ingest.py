@@ -57,7 +57,7 @@ from ._arrow import (
     iter_batches,
     reading,
 )
-from ._threads import current_threads
+from ._threads import chunk_bounds, current_threads, run_chunks
 from ._validation import check_choice, check_columns, check_int, kernel_array
 from .errors import InputError, InputTypeError
 
@@ -67,6 +67,10 @@ __all__ = ["IntCodes", "StrCodes", "LabelCodes", "KeyCodes", "CountState", "Prof
 #: the profile is built on several threads from this many groups on: below it the thread
 #: hand-off costs more than it saves (Anatomy's 11k groups of Adult: 2.5 ms of a 10 ms call)
 _THREADED_GROUPS = 65_536
+
+#: per-row passes (the final renumbering of the row codes) run on several threads from
+#: this many rows on
+_THREADED_ROWS = 1 << 22
 
 #: an in-memory Table is streamed from this many rows on (a path or dataset always is)
 _STREAMED_TABLE_ROWS = 1 << 20
@@ -486,6 +490,22 @@ class StrCodes:
                    + self.arena.nbytes)
 
 
+def _remapped(idx: np.ndarray, remap: np.ndarray | None, out: np.ndarray | None
+              ) -> np.ndarray:
+    """Codes ``remap[idx]`` (``idx`` itself when ``remap`` is None), into ``out`` if given."""
+    from ._kernels.counting import remap_into
+
+    if remap is None:
+        if out is None:
+            return idx
+        out[:] = idx
+        return out
+    if out is None:
+        out = np.empty(idx.shape[0], dtype=np.int32)
+    remap_into(_ro(idx, np.int32), _ro(remap, np.int32), out)
+    return out
+
+
 class LabelCodes:
     """Persistent label → code map of one column.
 
@@ -531,14 +551,11 @@ class LabelCodes:
                 self.null_code = self.ints.reserve_code()
         return self.null_code
 
-    def encode(self, col: pa.Array | pa.ChunkedArray) -> np.ndarray:
-        """Global codes (int32) of every entry of ``col``."""
-        from ._kernels.counting import remap_codes
-
+    def encode(self, col: pa.Array | pa.ChunkedArray, out: np.ndarray | None = None
+               ) -> np.ndarray:
+        """Global codes (int32) of every entry of ``col`` (written to ``out`` if given)."""
         idx, remap = self.encode_pair(col)
-        if remap is None:
-            return idx
-        return remap_codes(idx, remap)
+        return _remapped(idx, remap, out)
 
     def encode_pair(self, col: pa.Array | pa.ChunkedArray
                     ) -> tuple[np.ndarray, np.ndarray | None]:
@@ -891,14 +908,20 @@ class KeyCodes:
     def nbytes(self) -> int:
         return int(sum(c.nbytes for c in self.cols) + sum(lv.nbytes for lv in self.levels))
 
-    def encode(self, cols: list) -> np.ndarray:
-        """Group code (int32) of every row of the key columns ``cols``."""
+    def encode(self, cols: list, out: np.ndarray | None = None) -> np.ndarray:
+        """Group code (int32) of every row of the key columns ``cols``.
+
+        Written to ``out`` if given (a single column or mixed-radix keys: without a copy).
+        """
         if self.radix:   # dictionary columns: no pass of their own, the remap is a digit
             pairs = [lab.encode_pair(c) for lab, c in zip(self.cols, cols, strict=True)]
-            return self._radix_codes(pairs)
+            return self._radix_codes(pairs, out)
+        if not self.levels:
+            return self.cols[0].encode(cols[0], out)
         codes = self.cols[0].encode(cols[0])
-        return self.combine(codes, [lab.encode(c) for lab, c in
-                                    zip(self.cols[1:], cols[1:], strict=True)])
+        codes = self.combine(codes, [lab.encode(c) for lab, c in
+                                     zip(self.cols[1:], cols[1:], strict=True)])
+        return _remapped(codes, None, out)
 
     def combine(self, codes: np.ndarray, rest: list[np.ndarray]) -> np.ndarray:
         """Group codes of rows given the per-column codes (first column, then the others)."""
@@ -913,7 +936,8 @@ class KeyCodes:
     def _combine_radix(self, codes: np.ndarray, rest: list[np.ndarray]) -> np.ndarray:
         return self._radix_codes([(codes, None)] + [(b, None) for b in rest])
 
-    def _radix_codes(self, pairs: list[tuple[np.ndarray, np.ndarray | None]]) -> np.ndarray:
+    def _radix_codes(self, pairs: list[tuple[np.ndarray, np.ndarray | None]],
+                     out: np.ndarray | None = None) -> np.ndarray:
         """Group codes of rows from per-column ``(indices, remap)`` (remap None: codes)."""
         from ._kernels.counting_radix import radix_step
 
@@ -922,7 +946,7 @@ class KeyCodes:
         for (idx, remap), r in zip(pairs, [1] + self.radices, strict=True):
             radix_step(key, _ro(idx, np.int32), _NO_REMAP if remap is None else
                        _ro(remap, np.int32), int(r))
-        return self.levels[0].encode(key)
+        return self.levels[0].encode(key, out)
 
     def _fit_radices(self) -> None:
         """Widen the radices to the columns' code counts (rebuilding the key map)."""
@@ -1105,7 +1129,7 @@ class _Scan:
 
     def add(self, batch: pa.RecordBatch, n_keys: int) -> bool:
         """Encode (and count) one batch; False when the dense state would overflow."""
-        from ._kernels.counting import dense_add, dense_add_coded, remap_codes
+        from ._kernels.counting import dense_add, dense_add_coded
 
         idx, remap = self.vc.encode_pair(batch.column(n_keys))
         key = batch.column(0)
@@ -1116,10 +1140,13 @@ class _Scan:
             g = lab.ints.encode(_ro(key.to_numpy(), np.int64), self.gbuf.tail(n))
             self.gbuf.n += n
         else:
-            g = self.kc.encode([batch.column(i) for i in range(n_keys)])
-            self.gbuf.append(g)
+            n = batch.num_rows
+            g = self.kc.encode([batch.column(i) for i in range(n_keys)], self.gbuf.tail(n))
+            self.gbuf.n += n
         if self.state is None:
-            self.vbuf.append(idx if remap is None else remap_codes(_ro(idx, np.int32), remap))
+            n = idx.shape[0]
+            _remapped(idx, remap, self.vbuf.tail(n))
+            self.vbuf.n += n
             return True
         st = self.state
         rows = max(self.total or 0, self.gbuf.n)
@@ -1156,7 +1183,6 @@ class _Scan:
             count_pairs,
             dense_profiles_gathered,
             dense_used,
-            remap_inplace,
             used_codes,
         )
 
@@ -1173,8 +1199,8 @@ class _Scan:
         if self.state is None:
             value = self.vbuf.result()
             vrank, values = self._value_ranks(used_codes(value, int(self.vc.n)))
-            remap_inplace(value, vrank)
-            remap_inplace(group, grank)
+            _remap_rows(value, vrank)
+            _remap_rows(group, grank)
             indptr, codes, counts = count_pairs(_ro(group, np.int32), _ro(value, np.int32),
                                                 _ro(np.empty(0, dtype=np.int64), np.int64),
                                                 int(gorder.size), len(values), DENSE_CELLS)
@@ -1185,7 +1211,7 @@ class _Scan:
         indptr, codes, counts, sizes, _ = dense_profiles_gathered(
             mat8, mat, mat64, stride, grank, _ro(gorder, np.int64), _ro(vrank, np.int32),
             int(self.vc.n), 2 * threads if threads > 1 and gorder.size >= _THREADED_GROUPS else 1)
-        remap_inplace(group, grank)
+        _remap_rows(group, grank)
         return Profile(indptr, codes, counts, sizes, key_table, values, group)
 
     def _value_ranks(self, vused: np.ndarray) -> tuple[np.ndarray, pa.Array]:
@@ -1196,6 +1222,17 @@ class _Scan:
         vrank = np.full(vused.size, -1, dtype=np.int32)
         vrank[keep[order]] = np.arange(keep.size, dtype=np.int32)
         return vrank, self.vc.labels().take(pa.array(keep[order]))
+
+
+def _remap_rows(codes: np.ndarray, remap: np.ndarray) -> None:
+    """``codes[i] = remap[codes[i]]`` in place, in chunks on threads for large arrays."""
+    from ._kernels.counting import remap_inplace
+
+    n = codes.shape[0]
+    threads = current_threads()
+    chunks = 2 * threads if threads > 1 and n >= _THREADED_ROWS else 1
+    run_chunks(lambda c: remap_inplace(codes[slice(*chunk_bounds(n, chunks, c))], remap),
+               chunks)
 
 
 def encode_rows(data: Any, *, keys: list[str], sensitive: str, nulls: str,
@@ -1378,8 +1415,6 @@ class StreamCounts:
             table, weights = apply_weights(table, self.weight)
         if table.num_rows == 0:
             return self
-        from ._kernels.counting import remap_codes
-
         if self.weight is not None:   # weighted rows: the general path, int64 weights
             vcodes = self._values.encode(table.column(self.sensitive))
             gcodes = self._group_codes([table.column(k) for k in self.keys])
@@ -1396,7 +1431,7 @@ class StreamCounts:
             if start == table.num_rows:
                 return self
             table, vidx = table.slice(start), vidx[start:]
-        vcodes = vidx if vremap is None else remap_codes(_ro(vidx, np.int32), vremap)
+        vcodes = _remapped(vidx, vremap, None)
         gcodes = self._group_codes([table.column(k) for k in self.keys])
         self._count(gcodes, vcodes, np.empty(0, dtype=np.int64))
         return self
@@ -1491,6 +1526,8 @@ class StreamCounts:
         decoded Arrow columns).
         """
         self._rows_hint = self.rows_seen + (count_rows(data) or 0)
+        for lab in self._cols:   # string maps sized for the whole source
+            lab.strs.rows_hint = self._rows_hint
         for batch in iter_batches(data, self.columns, batch_size=batch_size, dictionary=True):
             self.add(batch)
             if progress is not None:

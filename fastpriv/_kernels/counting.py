@@ -537,13 +537,10 @@ def int_range(x):
 
 
 @kernel
-def remap_codes(indices, remap):
-    """``remap[indices]`` as int32 (dictionary indices -> global codes)."""
-    n = indices.shape[0]
-    out = np.empty(n, dtype=np.int32)
-    for i in range(n):
+def remap_into(indices, remap, out):
+    """``out[i] = remap[indices[i]]`` (dictionary indices -> global codes, int32)."""
+    for i in range(indices.shape[0]):
         out[i] = remap[indices[i]]
-    return out
 
 
 @kernel
