@@ -84,6 +84,10 @@ _PAIR_MASK = (1 << 31) - 1
 _INT32_MAX = (1 << 31) - 1
 #: Largest dense (group × value) count matrix kept by a count state (int32 + uint8 cells).
 DENSE_STATE_CELLS = 1 << 25
+# a scan's count matrix of this many cells (bytes) and more is counted partition by
+# partition, each partition _PARTITION_BYTES of it (see counting.dense_add_partitioned)
+_PARTITIONED_CELLS = 1 << 23
+_PARTITION_BYTES = 1 << 17
 # batches below this many rows are counted on one thread even when n_jobs > 1
 _PARALLEL_MIN_ROWS = 1 << 16
 # string maps of 2**_RADIX_BITS slots (2 MB) and more are probed bucket by bucket, each
@@ -1129,7 +1133,7 @@ class _Scan:
 
     def add(self, batch: pa.RecordBatch, n_keys: int) -> bool:
         """Encode (and count) one batch; False when the dense state would overflow."""
-        from ._kernels.counting import dense_add, dense_add_coded
+        from ._kernels.counting import dense_add, dense_add_coded, dense_add_partitioned
 
         idx, remap = self.vc.encode_pair(batch.column(n_keys))
         key = batch.column(0)
@@ -1153,12 +1157,18 @@ class _Scan:
         if not st._ensure_dense(self.kc.n, self.vc.n, rows):
             return False
         st.reserve(g.size)
-        if remap is None:
-            st.counted(dense_add(_ro(g, np.int32), _ro(idx, np.int32), st.mat8, st.mat,
-                                 int(st.stride)))
+        g, idx = _ro(g, np.int32), _ro(idx, np.int32)
+        stride = int(st.stride)
+        if self.kc.n * stride >= _PARTITIONED_CELLS and g.size >= _PARALLEL_MIN_ROWS:
+            if remap is None:
+                remap = _ro(np.arange(self.vc.n, dtype=np.int32), np.int32)
+            shift = max(int(math.log2(_PARTITION_BYTES / stride)), 0)
+            st.counted(dense_add_partitioned(g, idx, remap, st.mat8, st.mat, stride,
+                                             int(shift)))
+        elif remap is None:
+            st.counted(dense_add(g, idx, st.mat8, st.mat, stride))
         else:
-            st.counted(dense_add_coded(_ro(g, np.int32), _ro(idx, np.int32), remap, st.mat8,
-                                       st.mat, int(st.stride)))
+            st.counted(dense_add_coded(g, idx, remap, st.mat8, st.mat, stride))
         return True
 
     def prefetch(self, batch: pa.RecordBatch, n_keys: int, pool: Any) -> bool:

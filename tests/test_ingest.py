@@ -350,6 +350,37 @@ def test_string_keys_bucketed_ahead_on_a_worker(tmp_path, jobs):
     assert (sum(used) >= 2) == (jobs == 2)
 
 
+@pytest.mark.parametrize("values", ["dictionary", "plain"])
+def test_large_count_matrix_counted_by_partition(tmp_path, monkeypatch, values):
+    # a scan whose count matrix passes _PARTITIONED_CELLS counts partition by partition
+    # (thresholds lowered: 3000 groups, 5000-row batches); same profile as the one-pass
+    # count, with dictionary and plain sensitive columns (identity remap)
+    rng = np.random.default_rng(8)
+    n = 40_000
+    table = pa.table({"g": rng.integers(0, 3000, n),
+                      "v": pa.array(rng.integers(0, 7, n)).cast(pa.string())})
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, path, row_group_size=5000,
+                   use_dictionary=values == "dictionary")
+    ref = ingest_mod.encode_rows(str(path), keys=["g"], sensitive="v", nulls="error")
+    calls = []
+    real = ingest_mod._Scan.add
+
+    def spy(self, batch, n_keys):
+        calls.append(self.kc.n * self.state.stride >= ingest_mod._PARTITIONED_CELLS)
+        return real(self, batch, n_keys)
+
+    monkeypatch.setattr(ingest_mod, "_PARTITIONED_CELLS", 1 << 12)
+    monkeypatch.setattr(ingest_mod, "_PARALLEL_MIN_ROWS", 1000)
+    monkeypatch.setattr(ingest_mod._Scan, "add", spy)
+    got = ingest_mod.encode_rows(str(path), keys=["g"], sensitive="v", nulls="error",
+                                 batch_size=5000)
+    assert sum(calls) >= 5
+    for name in ("indptr", "codes", "counts", "sizes", "row_group"):
+        assert np.array_equal(getattr(got, name), getattr(ref, name)), name
+    assert got.keys.equals(ref.keys) and got.values.equals(ref.values)
+
+
 @pytest.mark.parametrize("distinct", [1_000, 30_000, 300_000, 3_000_000])
 def test_expected_distinct_estimates_uniform_keys(distinct):
     # the occupancy estimate from a 16k-row sample, within 15 % of the true distinct count

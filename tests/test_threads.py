@@ -89,6 +89,28 @@ def test_count_pairs_parallel_equals_serial_and_oracle(data, weighted, chunks, d
         assert a.tolist() == b.tolist() == c
 
 
+@given(rows, st.integers(0, 3), st.booleans())
+def test_partitioned_add_equals_oracle(data, shift, identity):
+    # counting partition by partition: the same cells, spills and spill count as dense_add,
+    # whatever the partition width (2**shift groups) and the dictionary remap of the values
+    G, V, rs = data
+    g = kernel_array(np.array([r[0] for r in rs], dtype=np.int32), np.int32)
+    vidx = np.array([r[1] for r in rs], dtype=np.int32)
+    remap = np.arange(V, dtype=np.int32) if identity else \
+        np.random.default_rng(V).permutation(V).astype(np.int32)
+    stride = V + 3
+    start8 = np.random.default_rng(len(rs)).integers(240, 255, G * stride, dtype=np.uint8)
+    a8, b8 = start8.copy(), start8.copy()
+    a32, b32 = np.zeros(G * stride, dtype=np.int32), np.zeros(G * stride, dtype=np.int32)
+    spills_a = K.dense_add(g, kernel_array(remap[vidx], np.int32), a8, a32, stride)
+    spills_b = K.dense_add_partitioned(g, kernel_array(vidx, np.int32),
+                                       kernel_array(remap, np.int32), b8, b32, stride, shift)
+    assert np.array_equal(a8, b8) and np.array_equal(a32, b32) and spills_a == spills_b
+    expect = np.zeros(G * stride, dtype=np.int64)
+    np.add.at(expect, g.astype(np.int64) * stride + remap[vidx], 1)
+    assert np.array_equal(b32 + b8.astype(np.int64) - start8, expect)
+
+
 @pytest.mark.slow
 @given(rows, st.integers(1, 4))
 def test_dense_profiles_and_parallel_add_equal_oracle(data, chunks):

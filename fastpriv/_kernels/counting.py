@@ -565,7 +565,7 @@ def dense_add(group, value, mat8, mat, stride):
     ``mat8 + mat`` (the readers take both). Returns the number of spills: while no cell
     has spilled, ``mat`` is all zeros and the readers skip it (its pages are never
     touched). The spill sites (here, :func:`dense_add_coded`, :func:`count_direct`,
-    :func:`dense_add_range`) are written out in the loops.
+    :func:`dense_add_range`, :func:`dense_add_partitioned`) are written out in the loops.
     """
     spills = 0
     for i in range(group.shape[0]):
@@ -585,6 +585,46 @@ def dense_add_coded(group, vidx, vremap, mat8, mat, stride):
     spills = 0
     for i in range(group.shape[0]):
         k = np.int64(group[i]) * stride + vremap[vidx[i]]
+        y = mat8[k] + 1
+        if y == 255:
+            mat[k] += 255
+            spills += 1
+            y = 0
+        mat8[k] = y
+    return spills
+
+
+@kernel
+def dense_add_partitioned(group, vidx, vremap, mat8, mat, stride, shift):
+    """:func:`dense_add_coded` for a matrix far larger than the cache, partitioned first.
+
+    The rows' cell indices are scattered by partition — groups ``p << shift`` to
+    ``((p + 1) << shift) - 1``, a slice of ``2**shift * stride`` bytes of ``mat8`` chosen
+    to fit in L2 — then counted partition after partition, so the increments of each
+    partition hit cached lines instead of one cache miss per row. 1M groups × 24 cells,
+    1M-row batches: 8.2–8.7 ms against 12.7–13.2 (seven alternated rounds); slower below
+    ~300k groups (the whole matrix then stays in L3), which the caller leaves to
+    :func:`dense_add_coded`. Cell indices are int32 (a dense state has < 2**31 cells).
+    Returns the number of spills.
+    """
+    n = group.shape[0]
+    n_parts = 1
+    for i in range(n):
+        n_parts = max(n_parts, np.int64(group[i] >> shift) + 1)
+    pos = np.zeros(n_parts + 1, dtype=np.int64)
+    for i in range(n):
+        pos[np.int64(group[i] >> shift) + 1] += 1
+    for b in range(n_parts):
+        pos[b + 1] += pos[b]
+    cell = np.empty(n, dtype=np.int32)
+    for i in range(n):
+        g = np.int64(group[i])
+        b = g >> shift
+        cell[pos[b]] = np.int32(g * stride + vremap[vidx[i]])
+        pos[b] += 1
+    spills = 0
+    for i in range(n):
+        k = cell[i]
         y = mat8[k] + 1
         if y == 255:
             mat[k] += 255
