@@ -146,6 +146,8 @@ def _streaming_paths() -> None:
     w = kernel_array(np.empty(0, dtype=np.int64), np.int64)
     mat = np.zeros(100 * 8, dtype=np.int32)
     K.dense_add_parallel(g, v, np.zeros(100 * 8, dtype=np.uint8), mat, 8, 0, 99, 2)
+    K.dense_add_partitioned(g, v, kernel_array(np.arange(5, dtype=np.int32), np.int32),
+                            np.zeros(100 * 8, dtype=np.uint8), mat, 8, 4)
     K.dense_profiles_parallel(np.zeros(100 * 8, dtype=np.uint8), mat,
                               np.zeros(0, dtype=np.int64), 8,
                               kernel_array(np.arange(100), np.int64),
