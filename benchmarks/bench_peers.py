@@ -285,7 +285,8 @@ def _profile_release(path: str, spec: dict, warm_path: str, top: int = 10) -> di
         "  of which sensitive encoding (LabelCodes.encode_pair)": _cum(st, "encode_pair",
                                                                       ingest, caller="add"),
         "  of which counting (dense_add kernels)": _cum(st, "dense_add", counting)
-            + _cum(st, "dense_add_coded", counting),
+            + _cum(st, "dense_add_coded", counting)
+            + _cum(st, "dense_add_partitioned", counting),
         "  of which growing the count matrix (_regrid)": _cum(st, "_regrid", ingest),
         "profile build (_Scan.profile)": _cum(st, "profile", ingest),
         "  of which label sort and group order (KeyCodes.canonical)":

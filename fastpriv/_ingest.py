@@ -115,6 +115,7 @@ class IntCodes:
 
     def __init__(self, *, force_hash: bool = False) -> None:
         self.n = 0                    # codes in use
+        self.rows_hint = 0            # rows the whole scan will bring (0: unknown)
         self.hash = force_hash
         self.base = 0
         self.table = np.empty(0, dtype=np.int32)       # direct mode
@@ -124,7 +125,13 @@ class IntCodes:
 
     # -- direct mode
     def _direct_limit(self, incoming: int) -> int:
-        return min(max(_DIRECT_MIN, 8 * (self.n + incoming)), _DIRECT_MAX)
+        """Return the largest direct table allowed, in slots.
+
+        8 slots per key seen or coming (this batch, or every row the scan announced),
+        within ``[_DIRECT_MIN, _DIRECT_MAX]``.
+        """
+        return min(max(_DIRECT_MIN, 8 * (self.n + max(incoming, self.rows_hint))),
+                   _DIRECT_MAX)
 
     def _direct_fits(self, lo: int, hi: int, incoming: int) -> tuple[bool, int, int]:
         if self.table.size:
@@ -730,15 +737,19 @@ class CountState:
         self.pairs = IntCodes(force_hash=True)
         self.pcounts = np.zeros(0, dtype=np.int64)
 
-    def _ensure_dense(self, n_groups: int, n_values: int, rows_total: int) -> bool:
-        """Grow the dense matrix to hold the codes; False if it would exceed the limit."""
+    def _ensure_dense(self, n_groups: int, n_values: int, rows_total: int,
+                      grow: bool = True) -> bool:
+        """Grow the dense matrix to hold the codes; False if it would exceed the limit.
+
+        ``grow=False``: only whether it could.
+        """
         stride, gcap = self.stride, self.gcap
         if n_values > stride:
             stride = -(-n_values // 8) * 8 if n_values <= 64 else max(n_values, 2 * stride)
         limit = min(self.dense_cells, max(1 << 22, 8 * rows_total))
         max_g = limit // stride if stride else 0
-        if n_groups > max_g:
-            return False
+        if n_groups > max_g or not grow:
+            return n_groups <= max_g
         if n_groups > gcap:
             gcap = min(max(n_groups, 4 * gcap, 1024), max_g)
         if (stride, gcap) != (self.stride, self.gcap):
@@ -1122,7 +1133,7 @@ class _Scan:
                  dense: bool, radix: bool = True) -> None:
         self.kc = KeyCodes(keys, radix=radix)
         for lab in self.kc.cols:
-            lab.strs.rows_hint = total or 0
+            lab.strs.rows_hint = lab.ints.rows_hint = total or 0
         self.vc = LabelCodes(sensitive)
         self.gbuf = _Buffer(total)
         self.vbuf = None if dense else _Buffer(total)
@@ -1156,6 +1167,12 @@ class _Scan:
         rows = max(self.total or 0, self.gbuf.n)
         if not st._ensure_dense(self.kc.n, self.vc.n, rows):
             return False
+        if self.gbuf.n == g.size and rows > g.size and g.size >= 2 * _RADIX_MIN_ROWS:
+            # the first batch: when its occupancy says the groups of the whole scan cannot
+            # fit, restart sparse now rather than after the batches that fill the matrix
+            grows = expected_distinct(g.size, self.kc.n, rows)
+            if not st._ensure_dense(grows, self.vc.n, rows, grow=False):
+                return False
         st.reserve(g.size)
         g, idx = _ro(g, np.int32), _ro(idx, np.int32)
         stride = int(st.stride)
@@ -1191,6 +1208,7 @@ class _Scan:
         from ._kernels.counting import (
             DENSE_CELLS,
             count_pairs,
+            count_pairs_parallel,
             dense_profiles_gathered,
             dense_used,
             used_codes,
@@ -1211,9 +1229,13 @@ class _Scan:
             vrank, values = self._value_ranks(used_codes(value, int(self.vc.n)))
             _remap_rows(value, vrank)
             _remap_rows(group, grank)
-            indptr, codes, counts = count_pairs(_ro(group, np.int32), _ro(value, np.int32),
-                                                _ro(np.empty(0, dtype=np.int64), np.int64),
-                                                int(gorder.size), len(values), DENSE_CELLS)
+            args = (_ro(group, np.int32), _ro(value, np.int32),
+                    _ro(np.empty(0, dtype=np.int64), np.int64), int(gorder.size),
+                    len(values), int(DENSE_CELLS))
+            threads = current_threads()
+            indptr, codes, counts = (count_pairs_parallel(*args, int(threads))
+                                     if threads > 1 and group.size >= _THREADED_ROWS
+                                     else count_pairs(*args))
             sizes = np.add.reduceat(counts, indptr[:-1])
             return Profile(indptr, codes, counts, sizes, key_table, values, group)
         vrank, values = self._value_ranks(vused)

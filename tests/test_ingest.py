@@ -381,6 +381,38 @@ def test_large_count_matrix_counted_by_partition(tmp_path, monkeypatch, values):
     assert got.keys.equals(ref.keys) and got.values.equals(ref.values)
 
 
+def test_too_many_groups_go_sparse_after_the_first_batch(tmp_path, monkeypatch):
+    # the first batch's occupancy predicts more groups than the dense state holds: the scan
+    # restarts keeping row codes after that one batch (not after the batches that fill the
+    # matrix), and counts them on two threads; same profile as the dense scan
+    from fastpriv._threads import n_jobs
+
+    rng = np.random.default_rng(6)
+    n = 160_000
+    table = pa.table({"g": rng.integers(0, 120_000, n),
+                      "v": pa.array(rng.integers(0, 5, n)).cast(pa.string())})
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, path, row_group_size=40_000)
+    ref = ingest_mod.encode_rows(str(path), keys=["g"], sensitive="v", nulls="error")
+    added = []
+    real = ingest_mod._Scan.add
+
+    def spy(self, batch, n_keys):
+        added.append(self.state is not None)
+        return real(self, batch, n_keys)
+
+    monkeypatch.setattr(ingest_mod, "DENSE_STATE_CELLS", 1 << 19)   # 65k groups × 8 cells
+    monkeypatch.setattr(ingest_mod, "_THREADED_ROWS", 1000)
+    monkeypatch.setattr(ingest_mod._Scan, "add", spy)
+    with n_jobs(2):
+        got = ingest_mod.encode_rows(str(path), keys=["g"], sensitive="v", nulls="error",
+                                     batch_size=40_000)
+    assert added == [True, False, False, False, False]
+    for name in ("indptr", "codes", "counts", "sizes", "row_group"):
+        assert np.array_equal(getattr(got, name), getattr(ref, name)), name
+    assert got.keys.equals(ref.keys) and got.values.equals(ref.values)
+
+
 @pytest.mark.parametrize("distinct", [1_000, 30_000, 300_000, 3_000_000])
 def test_expected_distinct_estimates_uniform_keys(distinct):
     # the occupancy estimate from a 16k-row sample, within 15 % of the true distinct count

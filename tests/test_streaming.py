@@ -73,6 +73,22 @@ def test_int_codes_assign_first_appearance_codes(keys, chunk):
     assert m.keys().tolist() == uniques
 
 
+def test_int_codes_direct_for_the_rows_a_scan_announces():
+    # 100k-row batches of keys spread over 6M values: 8 slots per batch row would not cover
+    # the range (a hash table); the 1M rows the scan announced do (a direct table, whose
+    # order is the key order) — the same first-appearance codes either way
+    rng = np.random.default_rng(4)
+    batches = [rng.integers(0, 6_000_000, 100_000) for _ in range(3)]
+    keys = np.concatenate(batches).tolist()
+    want, uniques = first_appearance_codes(keys)
+    for hint, hashed in ((0, True), (1_000_000, False)):
+        m = IntCodes()
+        m.rows_hint = hint
+        got = [c for b in batches for c in m.encode(b.astype(np.int64)).tolist()]
+        assert m.hash == hashed
+        assert got == want and m.keys().tolist() == uniques
+
+
 @given(st.lists(st.integers(0, 10**6), max_size=50))
 def test_hash_map_kernel_matches_dict(keys):
     m = IntCodes(force_hash=True)
