@@ -327,7 +327,7 @@ class StrCodes:
     def __init__(self) -> None:
         self.n = 0
         self.rows_hint = 0          # rows the whole scan will bring (0: unknown), for sizing
-        self.ahead: dict = {}   # array identity -> (pbits, future records): see prefetch
+        self.ahead: dict = {}   # identity -> (array, pbits, future records): see prefetch
         self.reserved = -1                          # a code without bytes (the null label)
         self.bits = 0
         self.slots = np.empty(0, dtype=np.int64)
@@ -414,7 +414,7 @@ class StrCodes:
                                                                rows)])
         ahead = self.ahead.pop(_identity(arr), None)
         if ahead is not None:   # bucketed on a worker (see prefetch)
-            pbits, rec = ahead[0], ahead[1].result()
+            pbits, rec = ahead[1], ahead[2].result()
         else:
             pbits = min(int(self.bits) - _BUCKET_SLOT_BITS, 12)
             rec = _bucket_strings(arr, pbits)
@@ -454,7 +454,8 @@ class StrCodes:
         pbits = min(int(self.bits) - _BUCKET_SLOT_BITS, 12)
         while len(self.ahead) >= 2:   # never claimed (the batch took another path)
             self.ahead.pop(next(iter(self.ahead)))
-        self.ahead[_identity(arr)] = (pbits, pool.submit(_bucket_strings, arr, pbits))
+        # the entry holds the array: its memory cannot be reused by another while it waits
+        self.ahead[_identity(arr)] = (arr, pbits, pool.submit(_bucket_strings, arr, pbits))
         return True
 
     def reserve_code(self) -> int:
@@ -1130,10 +1131,11 @@ class _Scan:
     """One pass over the batches: group code per row, values counted or kept per row."""
 
     def __init__(self, keys: list[str], sensitive: str, total: int | None,
-                 dense: bool, radix: bool = True) -> None:
-        self.kc = KeyCodes(keys, radix=radix)
+                 dense: bool, radix: bool = True, kc: KeyCodes | None = None) -> None:
+        self.kc = kc if kc is not None else KeyCodes(keys, radix=radix)
         for lab in self.kc.cols:
             lab.strs.rows_hint = lab.ints.rows_hint = total or 0
+            lab.strs.ahead.clear()
         self.vc = LabelCodes(sensitive)
         self.gbuf = _Buffer(total)
         self.vbuf = None if dense else _Buffer(total)
@@ -1273,7 +1275,8 @@ def encode_rows(data: Any, *, keys: list[str], sensitive: str, nulls: str,
 
     Rows are counted during the scan into a dense (group × value) state while it fits
     (``DENSE_STATE_CELLS``); if it outgrows that, the scan restarts keeping the value code
-    of every row, counted at the end by ``count_pairs`` (bucketed by group). Returns None
+    of every row, counted at the end by ``count_pairs`` (bucketed by group), with the key
+    maps built so far (same codes for the same keys). Returns None
     when the whole-table path must decide (see :func:`_run_scan`): a null under
     ``nulls="error"`` (the caller reads the table to name every column with its null
     count), a CSV file its incremental reader cannot type.
@@ -1281,8 +1284,9 @@ def encode_rows(data: Any, *, keys: list[str], sensitive: str, nulls: str,
     total = count_rows(data)
     csv = isinstance(data, (str, os.PathLike)) and is_csv(os.fspath(data))
     dense, radix = True, True
+    kc = None
     while True:
-        scan = _Scan(keys, sensitive, total, dense, radix)
+        scan = _Scan(keys, sensitive, total, dense, radix, kc)
         scan.csv = csv
         try:
             if _run_scan(scan, data, keys + [sensitive], nulls, batch_size) is None:
@@ -1292,7 +1296,7 @@ def encode_rows(data: Any, *, keys: list[str], sensitive: str, nulls: str,
             continue
         if scan.seen >= 0 or not dense:
             break
-        dense = False
+        dense, kc = False, scan.kc   # the key codes so far stay valid: rows re-encode to them
     if scan.seen == 0:
         raise InputError("data is empty: a release needs at least one row")
     if scan.gbuf.n == 0:

@@ -381,15 +381,18 @@ def test_large_count_matrix_counted_by_partition(tmp_path, monkeypatch, values):
     assert got.keys.equals(ref.keys) and got.values.equals(ref.values)
 
 
-def test_too_many_groups_go_sparse_after_the_first_batch(tmp_path, monkeypatch):
+@pytest.mark.parametrize("kind", ["int", "string"])
+def test_too_many_groups_go_sparse_after_the_first_batch(tmp_path, monkeypatch, kind):
     # the first batch's occupancy predicts more groups than the dense state holds: the scan
     # restarts keeping row codes after that one batch (not after the batches that fill the
-    # matrix), and counts them on two threads; same profile as the dense scan
+    # matrix), with the key maps of the first pass (string keys: bucketed ahead on a worker
+    # in both passes), and counts them on two threads; same profile as the dense scan
     from fastpriv._threads import n_jobs
 
     rng = np.random.default_rng(6)
     n = 160_000
-    table = pa.table({"g": rng.integers(0, 120_000, n),
+    ids = rng.integers(0, 120_000, n)
+    table = pa.table({"g": ids if kind == "int" else pa.array(np.char.add("k", ids.astype(str))),
                       "v": pa.array(rng.integers(0, 5, n)).cast(pa.string())})
     path = tmp_path / "t.parquet"
     pq.write_table(table, path, row_group_size=40_000)
