@@ -341,7 +341,7 @@ def run_shape(root: str, n_rows: int, n_groups: int, kind: str, full: bool) -> d
     # full mode: the same shape at a quarter of the rows reaches the same kernels (their
     # cache load stays out of the timing, as DuckDB's and Polars' start-up does)
     write_shape(warm, n_rows // 4 if full else 2_000, n_groups if full else 100, kind, seed=1)
-    rounds = 3 if full else 1
+    rounds = 5 if full else 1
     times: dict[str, list[float]] = {c: [] for c in CONTESTANTS}
     parts: dict[str, list[float]] = {"release_s": [], "audit_s": []}
     peaks: dict[str, float] = {}
