@@ -240,6 +240,16 @@ def _emit_keys(keys, d, codes, counts, k):
             codes[k + a] = np.int32(srt[a] & 0xFFFFFFFF)
             counts[k + a] = -(srt[a] >> 32)
         return
+    _place_by_rank(keys, d, codes, counts, k)
+
+
+@kernel(inline="always")
+def _place_by_rank(keys, d, codes, counts, k):
+    """Write ``keys[:d]`` (distinct) to ``codes/counts[k:k+d]`` in ascending order.
+
+    Each key goes to the position given by the number of smaller keys: a branch-free O(d²)
+    count (see :func:`_emit_keys`).
+    """
     for a in range(d):
         x = keys[a]
         pos = 0
@@ -1359,14 +1369,7 @@ def dense_emit_flat(mat8, mat, stride, gorder, vrank, n_values, indptr, codes, c
                 vtot[r] += c
                 tot += c
                 d += c != 0
-            k = indptr[p]
-            for a in range(d):
-                x = keys[a]
-                pos = 0
-                for b in range(d):
-                    pos += keys[b] < x
-                codes[k + pos] = np.int32(x & 0xFFFFFFFF)
-                counts[k + pos] = -(x >> 32)
+            _place_by_rank(keys, d, codes, counts, indptr[p])
             sizes[p] = tot
 
 
