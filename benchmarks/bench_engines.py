@@ -81,6 +81,9 @@ def _spark_session():
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
+    # the workers' Python: this interpreter, also when its venv is not activated (the
+    # spark.pyspark.python setting alone left Python workers on the PATH's python3)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     return (SparkSession.builder.master("local[2]").appName("fastpriv-bench-engines")
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")

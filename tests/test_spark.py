@@ -37,6 +37,9 @@ def spark():
         pytest.fail(f"{INSTALL} ({exc})")
     if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
         pytest.fail(f"no 'java' on PATH and no JAVA_HOME: {INSTALL}")
+    # the workers' Python: this interpreter, also when its venv is not activated (the
+    # spark.pyspark.python setting alone left Python workers on the PATH's python3)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     _warm_kernels()
     session = (SparkSession.builder.master("local[2]").appName("fastpriv-tests")
                .config("spark.ui.enabled", "false")
