@@ -94,6 +94,9 @@ _PARALLEL_MIN_ROWS = 1 << 16
 # bucket 2**_BUCKET_SLOT_BITS slots (64 KB), for batches of _RADIX_MIN_ROWS rows and more
 _RADIX_BITS = 16
 _BUCKET_SLOT_BITS = 11
+# records are scattered by this many bits more than their bucket (see StrCodes._sort_bits)
+_SORT_BITS = 8
+_SORT_BITS_MAX = 18   # 2**20 scatter targets took 2.5x as long as 2**18 per 1M rows
 _RADIX_MIN_ROWS = 1 << 14
 # a string map sized up front for the whole scan holds at most this many codes (128 MB)
 _PRESIZE_CODES = 1 << 21
@@ -302,8 +305,11 @@ def _identity(arr: pa.Array) -> tuple[int, int, int]:
     return (arr.buffers()[1].address, arr.offset, len(arr))
 
 
-def _bucket_strings(arr: pa.Array, pbits: int) -> np.ndarray:
-    """Return the bucketed records of ``arr`` (``_kernels.counting_radix.str_scatter``)."""
+def _bucket_strings(arr: pa.Array, sbits: int) -> np.ndarray:
+    """Return the records of ``arr``, scattered by the top ``sbits`` bits of their slot.
+
+    See ``_kernels.counting_radix.str_scatter``.
+    """
     from ._kernels.counting_radix import str_hash_rows, str_scatter
 
     offsets, data = _string_buffers(arr)
@@ -311,7 +317,7 @@ def _bucket_strings(arr: pa.Array, pbits: int) -> np.ndarray:
     hrow = np.empty(n, dtype=np.uint64)
     str_hash_rows(offsets, data, hrow)
     rec = np.empty(4 * n, dtype=np.int64)
-    str_scatter(offsets, data, hrow, int(pbits), rec)
+    str_scatter(offsets, data, hrow, int(sbits), rec)
     return rec
 
 
@@ -416,8 +422,8 @@ class StrCodes:
         if ahead is not None:   # bucketed on a worker (see prefetch)
             pbits, rec = ahead[1], ahead[2].result()
         else:
-            pbits = min(int(self.bits) - _BUCKET_SLOT_BITS, 12)
-            rec = _bucket_strings(arr, pbits)
+            pbits = self._bucket_bits()
+            rec = _bucket_strings(arr, self._sort_bits(pbits))
         offsets, data = _string_buffers(arr)
         out = np.empty(n, dtype=np.int32)
         batch_bytes = int(offsets[n]) - int(offsets[0])
@@ -451,12 +457,27 @@ class StrCodes:
         """
         if self.bits < _RADIX_BITS or len(arr) < 2 * _RADIX_MIN_ROWS or arr.null_count:
             return False
-        pbits = min(int(self.bits) - _BUCKET_SLOT_BITS, 12)
+        pbits = self._bucket_bits()
         while len(self.ahead) >= 2:   # never claimed (the batch took another path)
             self.ahead.pop(next(iter(self.ahead)))
         # the entry holds the array: its memory cannot be reused by another while it waits
-        self.ahead[_identity(arr)] = (arr, pbits, pool.submit(_bucket_strings, arr, pbits))
+        self.ahead[_identity(arr)] = (arr, pbits, pool.submit(_bucket_strings, arr,
+                                                              self._sort_bits(pbits)))
         return True
+
+    def _bucket_bits(self) -> int:
+        """Bits of a bucket: each bucket's slice of the table is 2**_BUCKET_SLOT_BITS slots."""
+        return min(int(self.bits) - _BUCKET_SLOT_BITS, 12)
+
+    def _sort_bits(self, pbits: int) -> int:
+        """Return the bits the records are scattered by: _SORT_BITS more than the bucket's.
+
+        Within a bucket they then probe its slice in order, a few slots apart: the lines
+        stream in instead of one miss per record (1M-row batches at 1M keys probe in 30
+        instead of 43 ms, for a scatter of 15 instead of 9 ms, which runs ahead on a
+        worker).
+        """
+        return min(int(self.bits), pbits + _SORT_BITS, _SORT_BITS_MAX)
 
     def reserve_code(self) -> int:
         """Return a new code with no bytes and no slot (used for the null label)."""

@@ -75,10 +75,12 @@ def str_map_records(offsets, data, rec, pbits, slots, bits, hashes, starts, aren
 
     Same table layout, same exact byte comparison; ``out[i]`` gets the code of row i. The
     records are read sequentially and, bucket after bucket, probe one slice of the table
-    (``2**(bits - pbits)`` slots). Stops *before* inserting a string once ``max_codes``
-    codes exist, the arena is full, or the current bucket's slice would pass a load of 0.6
-    (estimated as the table's mean occupancy plus this call's insertions into the bucket:
-    rows sorted by bucket fill one slice at a time, which the global bound does not see).
+    (``2**(bits - pbits)`` slots); records scattered by more than ``pbits`` bits (any
+    number up to ``bits``) also probe each slice in order. Stops *before* inserting a
+    string once ``max_codes`` codes exist, the arena is full, or the current bucket's slice
+    would pass a load of 0.6 (estimated as the table's mean occupancy plus this call's
+    insertions into the bucket: rows sorted by bucket fill one slice at a time, which the
+    global bound does not see).
     Returns ``(stop, next_code)``: records ``start..stop-1`` are done.
     """
     mask = (np.int64(1) << bits) - 1
