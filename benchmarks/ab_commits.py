@@ -23,6 +23,9 @@ meaningful. Probes (synthetic data, seeded):
   and 2 threads;
 * ``anonymize``: ``art`` (the ``fastpriv anonymize --method art`` workload on Adult, with
   padding) and ``anatomy`` (ℓ = 4 on Adult's occupation);
+* ``ingest``: ``Release.from_table`` on a Parquet file (the documented entry point, the
+  ``bench_peers`` shapes at 4M rows): 1M random int groups, 1M string groups and 1M groups
+  of three QI columns; the files are written once into a temporary folder both trees read;
 * ``threads``: the multi-threaded paths (``count_pairs_parallel`` dense and bucketed,
   ``dense_profiles_parallel``, ``dense_add_parallel``, ``audit_columns_parallel``,
   ``posterior_batch``) on 1 and 2 threads — same names and arguments whether they are
@@ -58,6 +61,23 @@ def best(fn, repeat):
 """
 
 PROBES = {
+    "ingest": """
+import os, tempfile
+from benchmarks import bench_peers as bp   # the tree's own (sys.path[0])
+from fastpriv import Release
+folder = os.path.join(tempfile.gettempdir(), "fastpriv-ab-ingest")
+os.makedirs(folder, exist_ok=True)
+res = {}
+for kind in ("int", "string", "qi"):
+    path = os.path.join(folder, f"4M_1M_{kind}.parquet")
+    if not os.path.exists(path):
+        bp.write_shape(path + ".tmp", 4_000_000, 1_000_000, kind)
+        os.replace(path + ".tmp", path)
+    kw = dict(bp.KINDS[kind])
+    res[f"1M {kind} groups, 4M rows (ms)"] = 1e3 * best(
+        lambda: Release.from_table(path, sensitive=bp.SENSITIVE, **kw), 3)
+print(json.dumps(res))
+""",
     "count": """
 import pyarrow as pa
 from fastpriv.counts import CountAccumulator
