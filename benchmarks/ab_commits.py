@@ -198,6 +198,10 @@ w = kernel_array(np.empty(0, dtype=np.int64), np.int64)
 mat = np.zeros(G * V, dtype=np.int32)
 np.add.at(mat, g.astype(np.int64) * V + v, 1)
 m64 = np.zeros(0, dtype=np.int64)
+import inspect
+# the dense state: (mat8, mat, mat64) in trees whose readers take the byte counters too
+state = ((np.zeros(G * V, dtype=np.uint8), mat, m64)
+         if "mat8" in inspect.signature(C.dense_profiles_parallel).parameters else (mat, m64))
 go = kernel_array(np.arange(G), np.int64)
 vr = kernel_array(np.arange(V), np.int32)
 m8 = np.zeros(G * V, dtype=np.uint8)
@@ -217,7 +221,7 @@ for t in (1, 2):
         res[f"count_pairs_parallel bucketed, {t} thread(s) (ms)"] = best(
             lambda: C.count_pairs_parallel(g, v, w, G, V, 0, t), 3) * 1e3
         res[f"dense_profiles_parallel, {t} thread(s) (ms)"] = best(
-            lambda: C.dense_profiles_parallel(mat, m64, V, go, vr, V, t), 3) * 1e3
+            lambda: C.dense_profiles_parallel(*state, V, go, vr, V, t), 3) * 1e3
         res[f"dense_add_parallel, {t} thread(s) (ms)"] = best(
             lambda: C.dense_add_parallel(g, v, m8, m32, V, 0, G - 1, t), 3) * 1e3
         res[f"audit_columns_parallel 200k groups, {t} thread(s) (ms)"] = best(
