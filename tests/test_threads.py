@@ -187,6 +187,21 @@ def test_profiles_with_huge_counts_and_many_values_sort_exactly(mults, dense):
         assert [a.tolist() for a in out] == list(ref)
 
 
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 59), st.integers(0, 3)),
+                min_size=1, max_size=400), st.booleans(), st.booleans())
+def test_profiles_with_many_values_sort_exactly(rs, weighted, dense):
+    # more than 32 distinct values in a group: the np.sort path of _emit_keys
+    g = kernel_array(np.array([r[0] for r in rs], dtype=np.int32), np.int32)
+    v = kernel_array(np.array([r[1] for r in rs], dtype=np.int32), np.int32)
+    w = kernel_array(np.array([r[2] for r in rs], dtype=np.int64), np.int64) if weighted \
+        else EMPTY
+    ref = profiles(g.tolist(), v.tolist(), w.tolist() if weighted else None, n_groups=3)
+    cells = int(K.DENSE_CELLS) if dense else 0
+    for out in (K.count_pairs(g, v, w, 3, 60, cells),
+                K.count_pairs_parallel(g, v, w, 3, 60, cells, 2)):
+        assert [a.tolist() for a in out] == list(ref)
+
+
 @given(st.lists(st.tuples(st.integers(0, 30), st.sampled_from("abcd")), min_size=1,
                 max_size=120), st.integers(1, 50))
 def test_release_from_batches_same_for_any_n_jobs(rs, chunk):

@@ -222,7 +222,7 @@ def _sort_profile(seen, d, scratch, base):
 _KEY_MAX = 1 << 31
 
 
-@kernel
+@kernel(inline="always")
 def _emit_keys(keys, d, codes, counts, k):
     """Write the distinct packed keys ``keys[:d]`` in ascending order to ``codes/counts``.
 
@@ -232,15 +232,24 @@ def _emit_keys(keys, d, codes, counts, k):
     Short profiles (d ≤ 32) are placed by rank — each key's position is the number of
     smaller keys, a branch-free O(d²) count that vectorizes; an insertion sort mispredicts
     at every element: the profile build was 2× slower with it on 20 values. Longer ones use
-    ``np.sort``.
+    ``np.sort`` (:func:`_emit_long_keys`). Inlined, as is :func:`_emit_profile`: a kernel
+    call per group costs about 30 ns (Numba passes each array as a struct of fields), which
+    at 6M groups of one or two rows was most of the profile build (see
+    :func:`pairs_bucket_count`).
     """
     if d > 32:
-        srt = np.sort(keys[:d])      # read from the sorted copy: a slice assignment would
-        for a in range(d):           # compile Numba's shape-error formatter for this kernel
-            codes[k + a] = np.int32(srt[a] & 0xFFFFFFFF)
-            counts[k + a] = -(srt[a] >> 32)
-        return
-    _place_by_rank(keys, d, codes, counts, k)
+        _emit_long_keys(keys, d, codes, counts, k)
+    else:
+        _place_by_rank(keys, d, codes, counts, k)
+
+
+@kernel
+def _emit_long_keys(keys, d, codes, counts, k):
+    """:func:`_emit_keys` for d > 32: sort a copy of the keys."""
+    srt = np.sort(keys[:d])      # read from the sorted copy: a slice assignment would
+    for a in range(d):           # compile Numba's shape-error formatter for this kernel
+        codes[k + a] = np.int32(srt[a] & 0xFFFFFFFF)
+        counts[k + a] = -(srt[a] >> 32)
 
 
 @kernel(inline="always")
@@ -259,12 +268,12 @@ def _place_by_rank(keys, d, codes, counts, k):
         counts[k + pos] = -(x >> 32)
 
 
-@kernel
+@kernel(inline="always")
 def _emit_profile(seen, d, scratch, base, keys, codes, counts, k):
     """Write values ``seen[:d]`` to ``codes/counts[k:]`` by count descending.
 
     The count of v is ``scratch[base + v]``; ties go by code ascending. ``keys`` is a
-    scratch of length ≥ d.
+    scratch of length ≥ d. Counts of 2³¹ or more take :func:`_emit_big_profile`.
     """
     big = False
     for a in range(d):
@@ -274,12 +283,18 @@ def _emit_profile(seen, d, scratch, base, keys, codes, counts, k):
             break
         keys[a] = ((-c) << 32) | np.int64(seen[a])
     if big:
-        _sort_profile(seen, d, scratch, base)
-        for a in range(d):
-            codes[k + a] = seen[a]
-            counts[k + a] = scratch[base + seen[a]]
+        _emit_big_profile(seen, d, scratch, base, codes, counts, k)
     else:
         _emit_keys(keys, d, codes, counts, k)
+
+
+@kernel
+def _emit_big_profile(seen, d, scratch, base, codes, counts, k):
+    """:func:`_emit_profile` when a count does not fit the packed key: sort ``seen``."""
+    _sort_profile(seen, d, scratch, base)
+    for a in range(d):
+        codes[k + a] = seen[a]
+        counts[k + a] = scratch[base + seen[a]]
 
 
 #: Use a dense (group × value) count matrix up to this many cells.
@@ -765,7 +780,7 @@ def hash_count(group, value, weights, tkeys, tvals, bits, counts, start, next_co
 # matrix and ``mat64`` the int64 overflow matrix of the same layout (each of the last two
 # empty when the state never needed it); a cell's count is the sum of the three.
 
-@kernel
+@kernel(inline="always")
 def _dense_row(mat8, mat, mat64, base, n_values, row):
     """Fill ``row[v]`` with the count of cell ``base + v``, for v < n_values.
 
@@ -808,7 +823,7 @@ def dense_nonzero(mat8, mat, mat64, stride, n_groups, n_values):
     return gs, vs, cs
 
 
-@kernel
+@kernel(inline="always")
 def _dense_group(row, vrank, n_values, seen, scratch, keys, codes, counts, k, vtot):
     """Emit one group of a dense state; returns (d, total).
 
@@ -845,7 +860,7 @@ def _dense_group(row, vrank, n_values, seen, scratch, keys, codes, counts, k, vt
     return d, tot
 
 
-@kernel
+@kernel(inline="always")
 def _dense_width(mat8, mat, mat64, base, n_values, row):
     """Return the number of non-zero cells of the group at ``base`` (``row``: scratch)."""
     _dense_row(mat8, mat, mat64, base, n_values, row)
@@ -1023,15 +1038,23 @@ def pairs_bucket_count(bvals, bw, start, n_values, g0, g1, tcodes, tcounts, dcou
     """Bucketed phase 4: count groups ``[g0, g1)``, each chunk in a scratch of its own.
 
     A group's profile goes to its first row position ``start[g]``, its width to
-    ``dcount[g + 1]``.
+    ``dcount[g + 1]``. A group of one row is its own profile (at 6M groups in 10M rows,
+    skipping the scratch for them made this phase 2× faster).
     """
     unit = bw.shape[0] == 0
     seen = np.empty(n_values, dtype=np.int32)
     scratch = np.zeros(n_values, dtype=np.int64)
     keys = np.empty(n_values, dtype=np.int64)
     for g in range(g0, g1):
+        s0 = start[g]
+        if start[g + 1] - s0 == 1:
+            w = np.int64(1) if unit else bw[s0]
+            tcodes[s0] = bvals[s0]
+            tcounts[s0] = w
+            dcount[g + 1] = w != 0
+            continue
         d = 0
-        for p in range(start[g], start[g + 1]):
+        for p in range(s0, start[g + 1]):
             w = np.int64(1) if unit else bw[p]
             if w == 0:
                 continue
@@ -1040,8 +1063,7 @@ def pairs_bucket_count(bvals, bw, start, n_values, g0, g1, tcodes, tcounts, dcou
                 seen[d] = v
                 d += 1
             scratch[v] += w
-        _emit_profile(seen, np.int64(d), scratch, np.int64(0), keys, tcodes, tcounts,
-                      start[g])
+        _emit_profile(seen, np.int64(d), scratch, np.int64(0), keys, tcodes, tcounts, s0)
         for a in range(d):
             scratch[seen[a]] = 0
         dcount[g + 1] = d
