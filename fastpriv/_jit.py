@@ -32,11 +32,15 @@ import os
 from typing import Any, Callable
 
 import numba
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
 from ._cache import make_cache
 from ._progress import compile_progress
 
-__all__ = ["kernel", "threaded", "Threaded", "KERNELS", "SAFE_FASTMATH", "CACHE_ENABLED"]
+__all__ = ["kernel", "prefetch", "threaded", "Threaded", "KERNELS", "SAFE_FASTMATH",
+           "CACHE_ENABLED"]
 
 #: Fast-math flags considered value-safe for fastpriv's kernels.
 SAFE_FASTMATH: frozenset[str] = frozenset({"nsz", "contract"})
@@ -93,6 +97,35 @@ def kernel(fn: Callable | None = None, *, parallel: bool = False, inline: str = 
     if fn is None:
         return wrap
     return wrap(fn)
+
+
+@intrinsic
+def prefetch(typingctx: Any, arr: Any, index: Any) -> Any:
+    """``prefetch(arr, i)``: start loading the cache line of ``arr[i]`` (a 1-D array).
+
+    LLVM's ``llvm.prefetch`` (read, high locality): a hint, never a fault, so ``i`` may be
+    out of bounds. For probes of a table larger than the caches whose slot is known a few
+    iterations ahead: a plain load would hold the loop until it arrives, a prefetch lets
+    the probes of several rows overlap.
+    """
+    if not isinstance(arr, types.Array) or arr.ndim != 1 or \
+            not isinstance(index, types.Integer):
+        return None
+    sig = types.void(arr, index)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = builder.gep(ary.data, [args[1]])
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = builder.module.declare_intrinsic("llvm.prefetch", [i8p], fnty)
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3),
+                          ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 class Threaded:

@@ -313,6 +313,25 @@ def test_strcodes_sized_once_for_the_whole_scan(as_dictionary):
     assert 0.8 * sc.n <= grows[-1] <= 1.25 * sc.n
 
 
+def test_strcodes_grow_for_the_scan_estimate(monkeypatch):
+    # a first sizing capped below the scan's distinct strings: the table that fills in a
+    # later batch grows once to the estimate from the batches before it, not by doublings
+    monkeypatch.setattr(ingest_mod, "_PRESIZE_CODES", 1 << 15)
+    rng = np.random.default_rng(8)
+    words = [f"k{i}" for i in range(200_000)]
+    batches = [list(rng.choice(words, 100_000)) for _ in range(5)]
+    sc = StrCodes()
+    sc.rows_hint = sum(len(b) for b in batches)
+    grows = []
+    real = sc._grow_codes
+    sc._grow_codes = lambda want: (grows.append((sc.rows_seen, want)), real(want))
+    got = [sc.encode_unordered(pa.array(b)).tolist() for b in batches]
+    _check_any_order(sc, batches, got)
+    later = [want for seen, want in grows if seen > 0]
+    assert len(later) == 1 and sc.rows_seen == sc.rows_hint
+    assert 0.8 * sc.n <= later[0] <= 1.25 * sc.n
+
+
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_string_keys_bucketed_ahead_on_a_worker(tmp_path, jobs):
     # with two threads, each batch's string keys are hashed and bucketed on a worker while

@@ -1274,6 +1274,31 @@ def str_rehash(hashes, starts, arena, n_codes, skip, bits):
 
 
 @kernel
+def str_regrow(old, old_bits, bits):
+    """Return the slot table of :func:`str_rehash` at ``bits``, from the same codes' ``old``.
+
+    Slots are copied as they are (hash and prefix words included): no pass over the arena.
+    Old slots are read in order, and a slot's home at more bits extends its home at fewer
+    (its leading bits), so the new table is written front to back instead of at random:
+    for 1.9M codes into 2**24 slots, 0.24-0.27 instead of 0.33-0.35 s; most of what is
+    left is faulting in the new table's 512 MB.
+    """
+    mask = (np.int64(1) << bits) - 1
+    shift = np.uint64(64 - bits)
+    slots = np.full(np.int64(4) << bits, -1, dtype=np.int64)
+    for o in range(np.int64(1) << old_bits):
+        if old[4 * o] < 0:
+            continue
+        h = np.uint64(old[4 * o + 1])
+        s = np.int64((h * np.uint64(_HASH_MULT)) >> shift)
+        while slots[4 * s] >= 0:
+            s = (s + 1) & mask
+        for j in range(4):
+            slots[4 * s + j] = old[4 * o + j]
+    return slots
+
+
+@kernel
 def remap_inplace(codes, remap):
     """``codes[i] = remap[codes[i]]`` in place (int32 codes)."""
     for i in range(codes.shape[0]):
