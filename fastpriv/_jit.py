@@ -39,7 +39,7 @@ from numba.extending import intrinsic
 from ._cache import make_cache
 from ._progress import compile_progress
 
-__all__ = ["kernel", "prefetch", "threaded", "Threaded", "KERNELS", "SAFE_FASTMATH",
+__all__ = ["kernel", "prefetch", "AHEAD", "threaded", "Threaded", "KERNELS", "SAFE_FASTMATH",
            "CACHE_ENABLED"]
 
 #: Fast-math flags considered value-safe for fastpriv's kernels.
@@ -97,6 +97,11 @@ def kernel(fn: Callable | None = None, *, parallel: bool = False, inline: str = 
     if fn is None:
         return wrap
     return wrap(fn)
+
+
+#: Rows ahead that a probing loop prefetches (:func:`prefetch`): 16 and 32 were as fast on
+#: the string map at 6.3M keys, 8 slower.
+AHEAD = 16
 
 
 @intrinsic

@@ -108,3 +108,22 @@ def test_kernel_array_is_read_only_and_zero_copy():
 
 def test_numba_threading_layer_available():
     assert numba.config.NUMBA_NUM_THREADS >= 1
+
+
+@_jit.kernel
+def _sum_with_prefetch(a, ahead):
+    s = 0
+    for i in range(a.shape[0]):
+        _jit.prefetch(a, i + ahead)    # past the end for the last rows: a hint, no fault
+        s += a[i]
+    return s
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8])
+def test_prefetch_is_a_hint(dtype):
+    # llvm.prefetch of any element, in or far out of range, changes nothing
+    a = np.arange(1, 1001, dtype=dtype)
+    for ahead in (0, _jit.AHEAD, 1 << 40, -(1 << 40)):
+        assert _sum_with_prefetch(a, np.int64(ahead)) == int(a.astype(np.int64).sum())
+    ir = next(iter(_sum_with_prefetch.inspect_llvm().values()))
+    assert "llvm.prefetch" in ir

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel
+from .._jit import AHEAD, kernel, prefetch
 from .._threads import chunk_bounds, run_chunks
 
 
@@ -453,7 +453,10 @@ def direct_map(x, base, table, out, next_code):
     ``[base, base + len(table))``. Writes ``out[i]`` (int32) and returns the next free code.
     """
     code = next_code
-    for i in range(x.shape[0]):
+    n = x.shape[0]
+    for i in range(n):
+        if i + AHEAD < n:
+            prefetch(table, x[i + AHEAD] - base)
         j = x[i] - base
         c = table[j]
         if c < 0:
@@ -475,6 +478,8 @@ def direct_map_from(x, base, table, out, start, next_code):
     tn = table.shape[0]
     n = x.shape[0]
     for i in range(start, n):
+        if i + AHEAD < n:
+            prefetch(table, x[i + AHEAD] - base)   # a hint: out of range is harmless
         j = x[i] - base
         if j < 0 or j >= tn:
             return i, code
@@ -499,6 +504,10 @@ def hash_map(x, tkeys, tvals, bits, out, start, next_code, max_codes):
     code = next_code
     n = x.shape[0]
     for i in range(start, n):
+        if i + AHEAD < n:
+            ha = _slot(x[i + AHEAD], bits)
+            prefetch(tvals, ha)
+            prefetch(tkeys, ha)
         key = x[i]
         h, c = _probe(tkeys, tvals, key, bits)
         if c < 0:
@@ -516,7 +525,10 @@ def hash_map(x, tkeys, tvals, bits, out, start, next_code, max_codes):
 def hash_insert(keys, codes, tkeys, tvals, bits):
     """Insert ``keys[i] -> codes[i]`` (distinct keys, not present) into a hash table."""
     mask = (np.int64(1) << bits) - 1
-    for i in range(keys.shape[0]):
+    n = keys.shape[0]
+    for i in range(n):
+        if i + AHEAD < n:
+            prefetch(tvals, _slot(keys[i + AHEAD], bits))
         key = keys[i]
         h = _slot(key, bits)
         while tvals[h] >= 0:
@@ -999,6 +1011,8 @@ def pairs_dense_emit(mat, n_values, g0, g1, indptr, codes, counts):
 def pairs_group_hist(group, i0, i1, hist):
     """Bucketed phase 1: histogram of the group codes of rows ``[i0, i1)``."""
     for i in range(i0, i1):
+        if i + AHEAD < i1:
+            prefetch(hist, group[i + AHEAD])
         hist[group[i]] += 1
 
 
@@ -1025,6 +1039,8 @@ def pairs_scatter(group, value, weights, i0, i1, pos, bvals, bw):
     """Bucketed phase 3: rows ``[i0, i1)`` to their chunk's own positions ``pos[g]``."""
     unit = weights.shape[0] == 0
     for i in range(i0, i1):
+        if i + AHEAD < i1:
+            prefetch(pos, group[i + AHEAD])
         g = group[i]
         p = pos[g]
         bvals[p] = value[i]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import kernel, prefetch
+from .._jit import AHEAD, kernel, prefetch
 from .counting import HASH_MULT as _HASH_MULT
 from .counting import prefix_words, str_hash
 
@@ -68,12 +68,6 @@ def str_scatter(offsets, data, hrow, pbits, rec):
         rec[p + 3] = np.int64(i) | (ln << 32)
 
 
-#: Records ahead whose slot str_map_records prefetches: whether a string is new is a branch
-#: on its slot, mispredicted for about half the rows of a many-valued batch, and each
-#: mispredict waited for that slot's load (one cache miss per row).
-_AHEAD = 16
-
-
 @kernel
 def str_map_records(offsets, data, rec, pbits, slots, bits, hashes, starts, arena, out, start,
                     next_code, max_codes):
@@ -103,8 +97,10 @@ def str_map_records(offsets, data, rec, pbits, slots, bits, hashes, starts, aren
     cur = np.int64(-1)
     fresh = np.int64(0)
     for t in range(start, m):
-        if t + _AHEAD < m:   # the slot a later record probes (see _AHEAD)
-            ha = np.uint64(rec[4 * (t + _AHEAD)])
+        # whether a string is new is a branch on its slot, mispredicted for about half the
+        # rows of a many-valued batch: each mispredict would wait for that slot's miss
+        if t + AHEAD < m:
+            ha = np.uint64(rec[4 * (t + AHEAD)])
             prefetch(slots, 4 * np.int64((ha * np.uint64(_HASH_MULT)) >> shift))
         hs = rec[4 * t]
         h = np.uint64(hs)
