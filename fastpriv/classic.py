@@ -428,9 +428,9 @@ def audit(data: Any, *, l: int = 2, order: Sequence[Any] | None = None,
     models: dict[str, dict[str, Any]] = {}
     for model, title, _ in AUDIT_ROWS:
         if model == "entropy_l_diversity":
-            vals = np.exp(cols[:, K.ENTROPY])
+            vals = np.exp(cols[K.ENTROPY])
         elif model in column:
-            vals = cols[:, column[model]]
+            vals = cols[column[model]]
         else:
             vals = per_group(rel, model)
         g = int(np.argmax(vals) if WORSE_IF_LARGER[model] else np.argmin(vals))

@@ -216,11 +216,12 @@ def audit_tables(q, rank):
 def audit_columns(indptr, codes, counts, q, rank, l):
     """Every per-group model above in one pass over the profile (``classic.audit``).
 
-    Returns a (G, 6) array with the columns :data:`ENTROPY` (H_g, not exp), :data:`RECURSIVE`,
+    Returns a (6, G) array with the rows :data:`ENTROPY` (H_g, not exp), :data:`RECURSIVE`,
     :data:`EMD_EQUAL`, :data:`EMD_ORDERED` (order ``rank``), :data:`BETA`, :data:`DELTA` —
     the same numbers as the one-model kernels (same terms, same order), reading the
-    profile once. A Python driver of the kernels :func:`audit_tables` and
-    :func:`audit_range` (one chunk).
+    profile once. One row per model: the worst group is an argmax over contiguous memory
+    (at 6.3M groups, 9 instead of 75 ms per model over a (G, 6) column). A Python driver
+    of the kernels :func:`audit_tables` and :func:`audit_range` (one chunk).
     """
     return audit_columns_parallel(indptr, codes, counts, q, rank, l, 1)
 
@@ -234,7 +235,7 @@ def audit_columns_parallel(indptr, codes, counts, q, rank, l, n_chunks):
     (the calling thread's ``n_jobs`` setting).
     """
     n_groups = indptr.shape[0] - 1
-    out = np.empty((n_groups, 6), dtype=np.float64)
+    out = np.empty((6, n_groups), dtype=np.float64)
     qs, clogc = audit_tables(q, rank)
     n_chunks = max(int(n_chunks), 1)
 
@@ -248,7 +249,7 @@ def audit_columns_parallel(indptr, codes, counts, q, rank, l, n_chunks):
 
 @kernel
 def audit_range(indptr, codes, counts, q, rank, l, qs, clogc, out, g0, g1):
-    """Rows ``g0 .. g1-1`` of :func:`audit_columns` (a scratch of its own for ordered EMD).
+    """Fill groups ``g0 .. g1-1`` of :func:`audit_columns` (own scratch for ordered EMD).
 
     One loop over a group's entries feeds all six models: each P_g(x) = #x / N_g is
     divided once, not once per model. Every sum runs over the same terms in the same
@@ -282,13 +283,13 @@ def audit_range(indptr, codes, counts, q, rank, l, qs, clogc, out, g0, g1):
             p[rank[x]] = px
             bmax, rmax, rmin = _likeness_step(px, qx, bmax, rmax, rmin)
         if total == 0:
-            out[g, ENTROPY] = 0.0
+            out[ENTROPY, g] = 0.0
         else:
             h = math.log(total) - s / total
-            out[g, ENTROPY] = h if h > 0.0 else 0.0
-        out[g, RECURSIVE] = np.inf if b - a < l else counts[a] / tail
+            out[ENTROPY, g] = h if h > 0.0 else 0.0
+        out[RECURSIVE, g] = np.inf if b - a < l else counts[a] / tail
         rest = 1.0 - qin
-        out[g, EMD_EQUAL] = 0.5 * (e + (rest if rest > 0.0 else 0.0))
-        out[g, EMD_ORDERED] = _ordered_cost(codes, a, b, rank, qs, p)
-        out[g, BETA] = bmax
-        out[g, DELTA] = max(math.log(rmax), -math.log(rmin))
+        out[EMD_EQUAL, g] = 0.5 * (e + (rest if rest > 0.0 else 0.0))
+        out[EMD_ORDERED, g] = _ordered_cost(codes, a, b, rank, qs, p)
+        out[BETA, g] = bmax
+        out[DELTA, g] = max(math.log(rmax), -math.log(rmin))
