@@ -549,23 +549,45 @@ class StrCodes:
         n = self.n
         starts = self.starts[:n + 1]
         used = int(starts[n])
-        big = used >= _PAIR_MASK
-        offsets = starts if big else starts.astype(np.int32)
-        typ = {True: pa.large_binary(), False: pa.binary()}[big] if pa.types.is_binary(t) \
-            else {True: pa.large_string(), False: pa.string()}[big]
-        validity = None
+        valid = None
         if self.reserved >= 0:
-            mask = np.ones(n, dtype=bool)
-            mask[self.reserved] = False
-            validity = pa.array(mask).buffers()[1]
-        arr = pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(offsets),
-                                             pa.py_buffer(self.arena[:used].copy())])
-        return arr if arr.type == t else arr.cast(t)
+            valid = np.ones(n, dtype=bool)
+            valid[self.reserved] = False
+        return _string_array(t, starts, self.arena[:used].copy(), valid)
+
+    def labels_of(self, codes: np.ndarray, t: pa.DataType) -> pa.Array:
+        """Return the labels of ``codes`` (int64) in that order: ``labels(t).take(codes)``.
+
+        Gathered from the arena in one kernel (``_kernels.counting_radix.str_gather``),
+        without building every label first.
+        """
+        from ._kernels.counting_radix import str_gather
+
+        offsets, data = str_gather(self.starts, self.arena, _ro(codes, np.int64))
+        valid = None if self.reserved < 0 else codes != self.reserved
+        return _string_array(t, offsets, data, valid)
 
     @property
     def nbytes(self) -> int:
         return int(self.slots.nbytes + self.hashes.nbytes + self.starts.nbytes
                    + self.arena.nbytes)
+
+
+def _string_array(t: pa.DataType, offsets: np.ndarray, data: np.ndarray,
+                  valid: np.ndarray | None) -> pa.Array:
+    """Return a string or binary array of type ``t`` from int64 ``offsets`` and ``data``.
+
+    Built as the 32-bit-offset type when the bytes allow (then cast to ``t`` if needed);
+    ``valid`` (bool per entry, or None) marks the non-null entries.
+    """
+    n = offsets.shape[0] - 1
+    big = int(offsets[n]) >= _PAIR_MASK
+    typ = {True: pa.large_binary(), False: pa.binary()}[big] if pa.types.is_binary(t) \
+        else {True: pa.large_string(), False: pa.string()}[big]
+    validity = None if valid is None else pa.array(valid).buffers()[1]
+    arr = pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(
+        offsets if big else offsets.astype(np.int32)), pa.py_buffer(data)])
+    return arr if arr.type == t else arr.cast(t)
 
 
 def _remapped(idx: np.ndarray, remap: np.ndarray | None, out: np.ndarray | None
@@ -743,6 +765,13 @@ class LabelCodes:
         if self.kind == "float":
             return pa.array(keys.view(np.float64), mask=mask, type=pa.float64())
         return pa.array(keys, mask=mask, type=pa.int64()).cast(t)
+
+    def labels_of(self, codes: np.ndarray) -> pa.Array:
+        """Return the labels of ``codes`` (int64) in that order (canonical type)."""
+        if self.kind == "str":
+            t = self.type if self.type is not None else pa.null()
+            return self.strs.labels_of(codes, t)
+        return self.labels().take(pa.array(codes))
 
     def sorted_ranks(self) -> tuple[np.ndarray, pa.Array]:
         """``(rank, labels_sorted)``: rank of every code among the sorted labels."""
@@ -1087,7 +1116,7 @@ class KeyCodes:
         if not self.levels:
             order = self.cols[0].sorted_order()
             gorder = order[gused[order]].astype(np.int64)
-            labels = self.cols[0].labels().take(pa.array(gorder))
+            labels = self.cols[0].labels_of(gorder)
             return gorder, pa.table({self.names[0]: labels})
         gkeep = np.flatnonzero(gused)
         comps = [c[gkeep] for c in self.components()]
@@ -1110,7 +1139,7 @@ class KeyCodes:
         else:
             perm = np.lexsort(ranked[::-1])
         gorder = gkeep[perm].astype(np.int64)
-        keys = pa.table({name: col.labels().take(pa.array(cc[perm]))
+        keys = pa.table({name: col.labels_of(cc[perm].astype(np.int64, copy=False))
                          for name, col, cc in zip(self.names, self.cols, comps, strict=True)})
         return gorder, keys
 

@@ -236,6 +236,36 @@ def _sort_run(starts, arena, idx, lo, hi, tmp):
 
 
 @kernel
+def str_gather(starts, arena, codes):
+    """Arrow buffers of the strings of ``codes``, in that order: ``(offsets, data)``.
+
+    String c is ``arena[starts[c]:starts[c+1]]``. Replaces building every label and then
+    Arrow's ``take``: at 6.3M strings taken in sorted order, the take alone was 0.28 s of
+    random reads; here the reads of ``starts`` and of each string's bytes are prefetched
+    :data:`~fastpriv._jit.AHEAD` codes ahead.
+    """
+    n = codes.shape[0]
+    offsets = np.empty(n + 1, dtype=np.int64)
+    src = np.empty(n, dtype=np.int64)
+    offsets[0] = 0
+    for i in range(n):
+        if i + AHEAD < n:
+            prefetch(starts, codes[i + AHEAD])
+        c = codes[i]
+        src[i] = starts[c]
+        offsets[i + 1] = offsets[i] + (starts[c + 1] - starts[c])
+    data = np.empty(offsets[n], dtype=np.uint8)
+    for i in range(n):
+        if i + AHEAD < n:
+            prefetch(arena, src[i + AHEAD])
+        a = src[i]
+        o = offsets[i]
+        for j in range(offsets[i + 1] - o):
+            data[o + j] = arena[a + j]
+    return offsets, data
+
+
+@kernel
 def str_sorted_order(starts, arena, n_codes, skip):
     """Codes ``0..n_codes-1`` in sorted order of their strings; code ``skip`` (if ≥ 0) last.
 
