@@ -573,6 +573,13 @@ class StrCodes:
                    + self.arena.nbytes)
 
 
+def _ranks_of(order: np.ndarray) -> np.ndarray:
+    """Return the rank (int32) of every code, given the codes in sorted order."""
+    rank = np.empty(len(order), dtype=np.int32)
+    rank[order] = np.arange(len(order), dtype=np.int32)
+    return rank
+
+
 def _string_array(t: pa.DataType, offsets: np.ndarray, data: np.ndarray,
                   valid: np.ndarray | None) -> pa.Array:
     """Return a string or binary array of type ``t`` from int64 ``offsets`` and ``data``.
@@ -775,11 +782,12 @@ class LabelCodes:
 
     def sorted_ranks(self) -> tuple[np.ndarray, pa.Array]:
         """``(rank, labels_sorted)``: rank of every code among the sorted labels."""
-        labels = self.labels()
         order = self.sorted_order()
-        rank = np.empty(len(order), dtype=np.int32)
-        rank[order] = np.arange(len(order), dtype=np.int32)
-        return rank, labels.take(pa.array(order))
+        return _ranks_of(order), self.labels_of(order)
+
+    def ranks(self) -> np.ndarray:
+        """Return the rank (int32) of every code among the sorted labels."""
+        return _ranks_of(self.sorted_order())
 
     def sorted_order(self) -> np.ndarray:
         """Return the codes in sorted label order (nulls last).
@@ -1074,21 +1082,19 @@ class KeyCodes:
             return
         level = self.levels[0]
         if level.n:   # same group codes under the new radices (keys in code order)
-            keys = self._recompose(self._split(level.keys(), old), new)
+            keys = self._recompose(list(self._split(level.keys(), old)), new)
             fresh = IntCodes()
             fresh.encode(keys)
             self.levels[0] = fresh
         self.radices = new
 
     @staticmethod
-    def _split(keys: np.ndarray, radices: list[int]) -> list[np.ndarray]:
-        """Return the digits (per-column codes) of mixed-radix keys."""
-        comps = []
-        for r in reversed(radices):
-            comps.append(keys % r)
-            keys = keys // r
-        comps.append(keys)
-        return comps[::-1]
+    def _split(keys: np.ndarray, radices: list[int]) -> np.ndarray:
+        """Return the digits of mixed-radix keys: (columns, keys) int32 codes."""
+        from ._kernels.counting_radix import radix_digits
+
+        return radix_digits(_ro(keys, np.int64), _ro(np.array(radices, dtype=np.int64),
+                                                      np.int64))
 
     @staticmethod
     def _recompose(comps: list[np.ndarray], radices: list[int]) -> np.ndarray:
@@ -1100,8 +1106,7 @@ class KeyCodes:
     def components(self) -> list[np.ndarray]:
         """Per-column codes of every group code (multi-column keys)."""
         if self.radix:
-            return [c.astype(np.int32) for c in self._split(self.levels[0].keys(),
-                                                            self.radices)]
+            return list(self._split(self.levels[0].keys(), self.radices))
         codes = None
         comps: list[np.ndarray] = []
         for level in reversed(self.levels):
@@ -1118,29 +1123,29 @@ class KeyCodes:
             gorder = order[gused[order]].astype(np.int64)
             labels = self.cols[0].labels_of(gorder)
             return gorder, pa.table({self.names[0]: labels})
-        gkeep = np.flatnonzero(gused)
-        comps = [c[gkeep] for c in self.components()]
-        ranked = []
-        for col, cc in zip(self.cols, comps, strict=True):
-            rank, _ = col.sorted_ranks()
-            ranked.append(rank[cc])
+        from ._kernels.counting_radix import canonical_order
+
+        comps = self.components()
+        orders = [col.sorted_order() for col in self.cols]
+        ranks = [_ranks_of(order) for order in orders]
         cards = [col.n for col in self.cols]
         span = math.prod(cards)
-        if span < (1 << 62):   # one int64 key: a single argsort
-            key = np.zeros(gkeep.size, dtype=np.int64)
-            for r, card in zip(ranked, cards, strict=True):
-                key = key * card + r
-            if span <= 4 * gkeep.size + 4096:   # compact key range: place by key, no sort
-                slot = np.full(span, -1, dtype=np.int64)
-                slot[key] = np.arange(gkeep.size)
-                perm = slot[slot >= 0]
-            else:
-                perm = np.argsort(key, kind="stable")
+        if span < (1 << 62):   # the ranks as one int64 key (canonical_order)
+            gorder, sorted_comps = canonical_order(
+                _ro(np.stack(comps), np.int32), _ro(gused, np.bool_),
+                _ro(np.concatenate(ranks), np.int32),
+                _ro(np.concatenate(orders).astype(np.int32), np.int32),
+                _ro(np.cumsum([0] + cards[:-1]), np.int64), _ro(np.array(cards), np.int64),
+                int(span))
         else:
-            perm = np.lexsort(ranked[::-1])
-        gorder = gkeep[perm].astype(np.int64)
-        keys = pa.table({name: col.labels_of(cc[perm].astype(np.int64, copy=False))
-                         for name, col, cc in zip(self.names, self.cols, comps, strict=True)})
+            gkeep = np.flatnonzero(gused)
+            perm = np.lexsort([rank[c[gkeep]] for rank, c in zip(ranks, comps,
+                                                                  strict=True)][::-1])
+            gorder = gkeep[perm].astype(np.int64)
+            sorted_comps = [c[gorder] for c in comps]
+        keys = pa.table({name: col.labels_of(cc.astype(np.int64))
+                         for name, col, cc in zip(self.names, self.cols, sorted_comps,
+                                                  strict=True)})
         return gorder, keys
 
 
@@ -1346,7 +1351,7 @@ class _Scan:
 
     def _value_ranks(self, vused: np.ndarray) -> tuple[np.ndarray, pa.Array]:
         """``(vrank, values)``: rank of every used value code among the sorted labels."""
-        vrank_all, _ = self.vc.sorted_ranks()
+        vrank_all = self.vc.ranks()
         keep = np.flatnonzero(vused)
         order = np.argsort(vrank_all[keep], kind="stable")
         vrank = np.full(vused.size, -1, dtype=np.int32)
@@ -1715,7 +1720,7 @@ class StreamCounts:
         code among the sorted labels (-1 for labels without rows, e.g. unused dictionary
         entries).
         """
-        vrank_all, _ = self._values.sorted_ranks()
+        vrank_all = self._values.ranks()
         labels_all = self._values.labels()
         keep_v = np.flatnonzero(vused)
         sub = vrank_all[keep_v]

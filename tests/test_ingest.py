@@ -468,6 +468,30 @@ def test_mixed_radix_keys_widen_and_fall_back(monkeypatch, key_bits):
     _check(rel, keys, values, "error")
 
 
+@pytest.mark.parametrize("n_cols", [2, 4, 6])
+def test_key_order_of_many_valued_columns(monkeypatch, n_cols):
+    # the canonical order of multi-column keys of a wide span (few-valued columns, whose
+    # keys are placed in a table of the span, are in every other test): 2 and 4 columns of
+    # 2000 values span 4e6 and 1.6e13 keys for 2000 groups, radix-sorted in 2 and 3 passes;
+    # 6 span more than 2**62 (a lexsort); a null key included or dropped
+    rng = np.random.default_rng(n_cols)
+    n = 2000
+    cols = {}
+    for j in range(n_cols):
+        vals = rng.integers(-(10 ** 6), 10 ** 6, n)
+        cols[f"k{j}"] = pa.array([f"s{v}" for v in vals]) if j % 2 else pa.array(vals)
+    cols["k0"] = pa.array([None] + cols["k0"].to_pylist()[1:], type=pa.int64())
+    values = [str(x) for x in rng.integers(0, 4, n)]
+    t = pa.table({**cols, "v": values})
+    keys = [tuple(r[f"k{j}"] for j in range(n_cols)) for r in t.to_pylist()]
+    for streamed in (False, True):
+        if streamed:
+            monkeypatch.setattr(ingest_mod, "_STREAMED_TABLE_ROWS", 0)
+        for nulls in ("value", "drop"):
+            rel = Release.from_table(t, group=list(cols), sensitive="v", nulls=nulls)
+            _check(rel, keys, values, nulls)
+
+
 @pytest.mark.slow   # checks 9,000 groups three times with the Python oracle
 def test_parquet_read_ahead_on_several_decoders(tmp_path, monkeypatch):
     # row groups decoded ahead on three threads come back in file order: the same release

@@ -177,6 +177,80 @@ def radix_step(key, idx, remap, radix):
 
 
 @kernel
+def radix_digits(keys, radices):
+    """Digits of mixed-radix keys: row j of the (k, n) int32 result is column j's code.
+
+    ``key = ((d_0 · r_1 + d_1) · r_2 + d_2) …`` with ``radices = [r_1, …, r_{k-1}]``
+    (:func:`radix_step`); keys are non-negative.
+    """
+    n = keys.shape[0]
+    k = radices.shape[0] + 1
+    out = np.empty((k, n), dtype=np.int32)
+    for i in range(n):
+        x = keys[i]
+        for j in range(k - 1, 0, -1):
+            r = radices[j - 1]
+            out[j, i] = x % r
+            x //= r
+        out[0, i] = x
+    return out
+
+
+@kernel
+def canonical_order(comps, gused, ranks, orders, col_off, cards, span):
+    """Return the used groups in key order: ``(gorder, sorted_comps)``.
+
+    ``comps[j, g]``: code of group g in key column j; ``ranks[col_off[j] + c]``: rank of
+    code c among column j's sorted labels, ``orders[col_off[j] + r]`` the code of rank r;
+    ``cards[j]``: column j's code count; ``span = Π cards < 2**62``. A group's key is its
+    ranks as one mixed-radix number, ``Σ_j rank_j · Π_{i>j} cards[i]``: distinct per
+    group, in the order of the label tuples. A compact span (≤ 4 m + 4096 for m used
+    groups) is ordered by placing each group at its key in a table of the span, a wider one
+    by :func:`radix_sort`. ``gorder`` (int64) lists the used group codes in that order,
+    ``sorted_comps`` (k, m) their column codes, read back from the sorted keys' digits
+    (no random reads of ``comps``). One pass per step instead of NumPy's temporaries: at
+    6.3M groups of three columns the canonical order took 0.5-1.0 s in NumPy.
+    """
+    k, n = comps.shape
+    m = 0
+    for g in range(n):
+        m += gused[g]
+    gorder = np.empty(m, dtype=np.int64)
+    key = np.empty(m, dtype=np.uint64)
+    t = 0
+    for g in range(n):
+        if gused[g]:
+            x = np.int64(0)
+            for j in range(k):
+                x = x * cards[j] + ranks[col_off[j] + comps[j, g]]
+            gorder[t] = g
+            key[t] = np.uint64(x)
+            t += 1
+    if span <= 4 * m + 4096:
+        slot = np.full(span, -1, dtype=np.int32)
+        for t in range(m):
+            slot[np.int64(key[t])] = gorder[t]
+        p = 0
+        for x in range(span):
+            if slot[x] >= 0:
+                gorder[p] = slot[x]
+                key[p] = np.uint64(x)
+                p += 1
+    else:   # distinct keys: the radix order is the one order
+        bits = np.int64(0)
+        while (np.int64(1) << bits) < span:
+            bits += 1
+        key, gorder = radix_sort(key, gorder, bits)
+    out = np.empty((k, m), dtype=np.int32)
+    for p in range(m):
+        x = np.int64(key[p])
+        for j in range(k - 1, -1, -1):
+            out[j, p] = orders[col_off[j] + x % cards[j]]
+            x //= cards[j]
+    return gorder, out
+
+
+@kernel
 def _str_less(starts, arena, a, b):
     """Whether string a sorts before string b (bytes compared unsigned, then length)."""
     pa = starts[a]
@@ -266,6 +340,38 @@ def str_gather(starts, arena, codes):
 
 
 @kernel
+def radix_sort(keys, idx, bits):
+    """Sort ``keys`` (uint64, the low ``bits`` bits in use) with their payload ``idx``.
+
+    LSD radix sort, 16-bit digits, stable; a pass whose digit is the same for every key is
+    skipped. Returns ``(keys, idx)`` sorted: the inputs or their scratch copies (both are
+    overwritten).
+    """
+    m = keys.shape[0]
+    keys2 = np.empty(m, dtype=np.uint64)
+    idx2 = np.empty(m, dtype=np.int64)
+    cnt = np.empty(65537, dtype=np.int64)
+    for p in range((bits + 15) // 16):
+        shift = np.uint64(16 * p)
+        cnt[:] = 0
+        for i in range(m):
+            cnt[np.int64((keys[i] >> shift) & np.uint64(0xFFFF)) + 1] += 1
+        if cnt.max() == m:   # one digit value: this pass would not move anything
+            continue
+        for d in range(65536):
+            cnt[d + 1] += cnt[d]
+        for i in range(m):
+            d = np.int64((keys[i] >> shift) & np.uint64(0xFFFF))
+            q = cnt[d]
+            cnt[d] = q + 1
+            keys2[q] = keys[i]
+            idx2[q] = idx[i]
+        keys, keys2 = keys2, keys
+        idx, idx2 = idx2, idx
+    return keys, idx
+
+
+@kernel
 def str_sorted_order(starts, arena, n_codes, skip):
     """Codes ``0..n_codes-1`` in sorted order of their strings; code ``skip`` (if ≥ 0) last.
 
@@ -291,26 +397,8 @@ def str_sorted_order(starts, arena, n_codes, skip):
         keys[t] = k
         idx[t] = c
         t += 1
-    keys2 = np.empty(m, dtype=np.uint64)
+    keys, idx = radix_sort(keys, idx, np.int64(64))
     idx2 = np.empty(m, dtype=np.int64)
-    cnt = np.empty(65537, dtype=np.int64)
-    for p in range(4):
-        shift = np.uint64(16 * p)
-        cnt[:] = 0
-        for i in range(m):
-            cnt[np.int64((keys[i] >> shift) & np.uint64(0xFFFF)) + 1] += 1
-        if cnt.max() == m:   # one digit value: this pass would not move anything
-            continue
-        for d in range(65536):
-            cnt[d + 1] += cnt[d]
-        for i in range(m):
-            d = np.int64((keys[i] >> shift) & np.uint64(0xFFFF))
-            q = cnt[d]
-            cnt[d] = q + 1
-            keys2[q] = keys[i]
-            idx2[q] = idx[i]
-        keys, keys2 = keys2, keys
-        idx, idx2 = idx2, idx
     s = 0
     while s < m:   # equal 8-byte prefixes: decided by the whole strings
         e = s + 1
