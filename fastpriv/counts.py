@@ -41,7 +41,8 @@ the state (reading the matrix in state order, on threads).
 Performance (``benchmarks/bench_scale.py``, 2-core shared machine): counting 100M Parquet
 rows costs 1.1–1.9x a bare multi-threaded ``pyarrow.dataset`` scan of the same columns,
 with a state of ~100 MB for 1M groups × 20 values; the Parquet reader of
-:func:`fastpriv._arrow.iter_batches` keeps two row groups in memory, whatever the file size.
+:func:`fastpriv._arrow.iter_batches` keeps three row groups in memory, whatever the file
+size.
 
 Nulls follow the ``nulls=`` policy of :meth:`Release.from_table` (``"error"``, ``"drop"``,
 ``"value"``: null is a label of its own, sorted last).

@@ -515,6 +515,39 @@ def test_parquet_read_ahead_on_several_decoders(tmp_path, monkeypatch):
         _check(one, keys, t.column("v").to_pylist(), "error")
 
 
+def test_consumer_decodes_a_row_group_when_the_decoder_lags(tmp_path, monkeypatch):
+    # a slow decoder thread: the consumer decodes the next queued row group itself
+    # (_arrow._steal); the batches still come in file order, and the release is the same
+    import threading
+    import time
+
+    import fastpriv._arrow as arrow_mod
+
+    rng = np.random.default_rng(4)
+    n = 24_000
+    t = pa.table({"g": rng.integers(0, 50, n), "v": [f"v{x}" for x in rng.integers(0, 5, n)]})
+    path = str(tmp_path / "s.parquet")
+    pq.write_table(t, path, row_group_size=2000)
+    real = pq.ParquetFile.read_row_group
+    on = {"consumer": 0}
+
+    def slow(self, *a, **k):
+        if threading.current_thread().name.startswith("fastpriv-parquet"):
+            time.sleep(0.02)
+        else:
+            on["consumer"] += 1
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", slow)
+    batches = list(arrow_mod.iter_batches(path, ["g", "v"], batch_size=1000, dictionary=True))
+    assert on["consumer"] >= 2
+    got = pa.Table.from_batches(batches)
+    assert got.column("g").to_pylist() == t.column("g").to_pylist()
+    assert got.column("v").to_pylist() == t.column("v").to_pylist()
+    rel = Release.from_table(path, group="g", sensitive="v")
+    assert rel.equals(Release.from_table(t, group="g", sensitive="v"))
+
+
 # ----------------------------------------------------------------------------- label sort
 
 _bytes = st.binary(max_size=20).map(lambda b: b.replace(b"\x01", b"\x00"))
