@@ -28,9 +28,10 @@ assigning codes in order of first appearance:
 
 Several key columns (generalized QI tuples) are combined pairwise through hash maps of
 ``code_a << 31 | code_b``, so a group is a code whatever the number of columns. The counts
-live in a **dense** group × value matrix while it is small (≤ 2**25 cells and ≤ 8 cells per
+live in a **dense** group × value matrix while it is small (≤ 2**28 cells and ≤ 32 cells per
 row counted — rows of the whole source when it announces them, e.g. Parquet metadata;
-int32 cells, moved into an int64 matrix before they could overflow),
+uint8 cells that spill into int32 ones, moved into an int64 matrix before they could
+overflow),
 otherwise in a **sparse** hash table over (group, value) pairs. For the common case — one
 integer key column and a dictionary (or integer) sensitive column — a batch is **one
 fused kernel pass**: key → group code through the direct-address table, dictionary index →

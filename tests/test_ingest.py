@@ -515,6 +515,25 @@ def test_parquet_read_ahead_on_several_decoders(tmp_path, monkeypatch):
         _check(one, keys, t.column("v").to_pylist(), "error")
 
 
+def test_spilled_state_grows_by_its_nonzero_cells(monkeypatch):
+    # a cell spills (its 255th row) in the first batch; later batches bring new groups and
+    # values, so the int32 spill matrix is regridded (its non-zero cells moved to a wider
+    # stride): same release as the oracle's
+    monkeypatch.setattr(ingest_mod, "_STREAMED_TABLE_ROWS", 0)
+    rng = np.random.default_rng(6)
+    # first batch: 100 rows of 3 values, then 600 of one cell (group 5, value "a": neither
+    # code 0), a stride of 8
+    keys = [(int(g),) for g in rng.integers(10, 9000, 100)] + [(5,)] * 600 \
+        + [(int(g),) for g in rng.integers(0, 9000, 7900)]
+    values = [f"v{int(x)}" for x in rng.integers(0, 3, 100)] + ["a"] * 600 \
+        + [f"v{int(x)}" for x in rng.integers(0, 30, 7900)]
+    t = pa.table({"g": [k[0] for k in keys], "v": values})
+    t = pa.Table.from_batches(t.to_batches(max_chunksize=700))
+    rel = Release.from_table(t, group="g", sensitive="v")
+    _check(rel, keys, values, "error")
+    assert dict(rel.profile(rel.group_labels.index(5)))["a"] == 600
+
+
 def test_consumer_decodes_a_row_group_when_the_decoder_lags(tmp_path, monkeypatch):
     # a slow decoder thread: the consumer decodes the next queued row group itself
     # (_arrow._steal); the batches still come in file order, and the release is the same

@@ -1426,6 +1426,8 @@ def dense_emit_flat(mat8, mat, stride, gorder, vrank, n_values, indptr, codes, c
     has32 = mat.shape[0] > 0
     for q in range(p0, p1, B):
         e = min(q + B, p1)
+        for j in range(min(q + 2 * B, p1) - e):   # the next block's rows, on their way
+            prefetch(mat8, np.int64(gorder[e + j]) * stride)
         for j in range(e - q):
             base = np.int64(gorder[q + j]) * stride
             for v in range(n_values):
