@@ -33,7 +33,8 @@ times the real call and reports its peak RSS (``VmHWM``: the whole process, impo
 included) and the RSS before the call.
 The minimum and the median of the rounds are reported, and every ratio is between times of
 the same run. Peak memory at 100M rows is a separate hand-run
-(``python -m benchmarks.bench_peers memory 100000000 int,string``, ``peers_memory.json``).
+(``python -m benchmarks.bench_peers memory 100000000 int,string 1000000,10000000``,
+``peers_memory.json``).
 A cProfile of one warm ``Release.from_table`` per shape (in the driver process)
 splits the release build into phases: the pipelined scan (the wait for the Parquet reader
 thread, key encoding, sensitive encoding, counting) and the profile build.
@@ -458,30 +459,33 @@ def _release_memory(path: str, kind: str, warm: str) -> dict:
             "beyond_release_mib": growth - own / 2**20, "n_groups": rel.n_groups}
 
 
-def memory_run(n_rows: int, kinds: list[str], root: str) -> None:
-    """Peak RSS of ``Release.from_table`` on ``n_rows`` rows × 1M groups per grouping kind.
+def memory_run(n_rows: int, kinds: list[str], root: str,
+               groups: tuple[int, ...] = (1_000_000,)) -> None:
+    """Peak RSS of ``Release.from_table`` on ``n_rows`` rows per group count and kind.
 
-    Hand-run (``python -m benchmarks.bench_peers memory 100000000 int,string``): one fresh
-    process per kind, files kept in ``root`` between runs; writes ``peers_memory.json``.
+    Hand-run (``python -m benchmarks.bench_peers memory 100000000 int,string
+    1000000,10000000``): one fresh process per shape, files kept in ``root`` between runs;
+    writes ``peers_memory.json``.
     """
     os.makedirs(root, exist_ok=True)
     rows = []
-    for kind in kinds:
-        path = os.path.join(root, f"{n_rows}_1000000_{kind}.parquet")
+    for n_groups, kind in [(g, k) for g in groups for k in kinds]:
+        path = os.path.join(root, f"{n_rows}_{n_groups}_{kind}.parquet")
         if not os.path.exists(path):
-            write_shape(path, n_rows, 1_000_000, kind)
+            write_shape(path, n_rows, n_groups, kind)
         warm = os.path.join(root, f"warm_{kind}.parquet")
         write_shape(warm, 2_000, 100, kind, seed=1)
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         out = subprocess.run([sys.executable, "-m", "benchmarks.bench_peers", "memory-child",
                               path, kind, warm], cwd=ROOT, env=env, check=True,
                              capture_output=True, text=True)
-        res = {"rows": n_rows, "groups_requested": 1_000_000, "kind": kind,
+        res = {"rows": n_rows, "groups_requested": n_groups, "kind": kind,
                **json.loads(out.stdout.strip().splitlines()[-1])}
         print(json.dumps(res), flush=True)
         rows.append(res)
     write_result("peers_memory", {
-        "command": f"python -m benchmarks.bench_peers memory {n_rows} {','.join(kinds)}",
+        "command": f"python -m benchmarks.bench_peers memory {n_rows} {','.join(kinds)} "
+                   f"{','.join(map(str, groups))}",
         "note": "peak RSS growth (VmHWM - VmRSS before the call) of one warm "
                 "Release.from_table on a Parquet path, in a fresh process; beyond_release = "
                 "growth - the release's own arrays (row_group, indptr, codes, counts, sizes)",
@@ -491,8 +495,9 @@ def memory_run(n_rows: int, kinds: list[str], root: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "memory":
         memory_run(int(sys.argv[2]), sys.argv[3].split(","),
-                   sys.argv[4] if len(sys.argv) > 4 else
-                   os.path.join(tempfile.gettempdir(), "fastpriv-peers-memory"))
+                   os.path.join(tempfile.gettempdir(), "fastpriv-peers-memory"),
+                   tuple(int(g) for g in (sys.argv[4] if len(sys.argv) > 4
+                                          else "1000000").split(",")))
     elif sys.argv[1] == "memory-child":
         print(json.dumps(_release_memory(*sys.argv[2:5])))
     else:

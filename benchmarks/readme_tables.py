@@ -671,14 +671,20 @@ def peers_limit(r: Results) -> str:
     audit = r.col(f, shapes, "fastpriv_parts_min_s", "audit_s")
     m = "peers_memory.json"
     mem = r.rows(m, "shapes")
-    growth = [x / 1024 for x in r.col(m, mem, "growth_mib")]
-    own = [x / 1024 for x in r.col(m, mem, "release_arrays_mib")]
+    memory = []
+    for g in sorted({x["groups_requested"] for x in mem}):
+        sel = [x for x in mem if x["groups_requested"] == g]
+        growth = [x / 1024 for x in r.col(m, sel, "growth_mib")]
+        own = [x / 1024 for x in r.col(m, sel, "release_arrays_mib")]
+        kinds = "/".join(x["kind"] for x in sel)
+        memory.append(f"{span(growth, num)} GiB with {count(g)} groups ({kinds} keys; "
+                      f"{span(own, num)} GiB of it the release itself)")
     top = ""
     if len(groups) > 2:
         hi = groups[-1]
         top = (f" With {count(hi)} groups requested (as many ids as rows: about 63 % of them "
-               f"distinct) the matrix would not fit and the rows' codes are counted by group "
-               f"at the end; there it is {times(ratio(hi, 'fastpriv/duckdb'))} DuckDB's and "
+               f"distinct) the count matrix still holds a byte per cell; there it is "
+               f"{times(ratio(hi, 'fastpriv/duckdb'))} DuckDB's and "
                f"{times(ratio(hi, 'fastpriv/polars'))} Polars' time, string keys the slowest "
                f"(a string table of millions of keys).")
     return (f"Ingest against DuckDB and Polars (`benchmarks/bench_peers.py`, `peers.json`, "
@@ -689,19 +695,18 @@ def peers_limit(r: Results) -> str:
             f"of the columns {per_read}. The goal, 3× ahead of both and within 2× of the read, "
             f"is met {_peer_goal(r, shapes)}. Where the time goes (`release_profile`, one "
             f"profiled build per shape): with {count(lo)} groups one thread decodes the row "
-            f"groups while the other encodes and counts, and the build waits on the decoder "
-            f"for {dur(_phase(r, few, 'decoder'))} of {dur(_phase(r, few, 'total'))}, so it "
-            f"runs at the speed of a single-threaded decode (a second decoder thread was no "
-            f"faster on 2 cores). With {count(mid)} groups the count matrix and the key maps "
-            f"are far larger than the caches: counting takes {dur(_phase(r, many, 'count'))} "
-            f"(partitioned into L2-sized slices), sorting the {count(mid)} profiles "
-            f"{dur(_phase(r, many, 'profile'))}, and string keys "
-            f"{dur(_phase(r, strings, 'strmap'))} in the exact string map (one cache miss per "
-            f"row; their hashing runs on a worker thread ahead) — each a random access per row "
-            f"into tens of MB where the read streams, so those shapes stay several times the "
-            f"read.{top} The audit takes ≤ {dur(max(audit))}. At {count(mem[0]['rows'])} "
-            f"rows × {count(mem[0]['n_groups'])} groups peak memory grows by "
-            f"{span(growth, num)} GiB, {span(own, num)} GiB of it the release itself "
+            f"groups while the other encodes and counts (and decodes the next row group "
+            f"itself when it would wait), and the build waits on the decoder for "
+            f"{dur(_phase(r, few, 'decoder'))} of {dur(_phase(r, few, 'total'))}: it runs at "
+            f"the speed of the decode. With {count(mid)} groups the count matrix and the key "
+            f"maps are far larger than the caches: counting takes "
+            f"{dur(_phase(r, many, 'count'))} (partitioned into L2-sized slices), sorting the "
+            f"{count(mid)} profiles {dur(_phase(r, many, 'profile'))}, and string keys "
+            f"{dur(_phase(r, strings, 'strmap'))} in the exact string map (probes bucketed "
+            f"and prefetched; their hashing runs on a worker thread ahead) — each a random "
+            f"access per row into tens of MB where the read streams, so those shapes stay "
+            f"several times the read.{top} The audit takes ≤ {dur(max(audit))}. At "
+            f"{count(mem[0]['rows'])} rows peak memory grows by {'; by '.join(memory)} "
             f"(`peers_memory.json`).")
 
 

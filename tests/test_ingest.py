@@ -287,18 +287,25 @@ def test_strcodes_bucketed_many_strings():
     _check_any_order(sc, batches, got)
 
 
+def _scan_of(n_words: int, seed: int) -> tuple[list[list[str]], StrCodes, list]:
+    """Five 100k-row batches of ``n_words`` words, a map told the scan's rows, and the list
+    its grows are recorded in, as (rows seen, codes wanted)."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(n_words)]
+    batches = [list(rng.choice(words, 100_000)) for _ in range(5)]
+    sc = StrCodes()
+    sc.rows_hint = sum(len(b) for b in batches)
+    grows: list = []
+    real = sc._grow_codes
+    sc._grow_codes = lambda want: (grows.append((sc.rows_seen, want)), real(want))
+    return batches, sc, grows
+
+
 @pytest.mark.parametrize("as_dictionary", [False, True])
 def test_strcodes_sized_once_for_the_whole_scan(as_dictionary):
     # rows_hint: the first batch's sample sizes the table for every later batch (one grow
     # beyond the first small table, no rehash as it fills); the codes stay exact
-    rng = np.random.default_rng(5)
-    words = [f"w{i}" for i in range(60_000)]
-    batches = [list(rng.choice(words, 100_000)) for _ in range(5)]
-    sc = StrCodes()
-    sc.rows_hint = sum(len(b) for b in batches)
-    grows = []
-    real = sc._grow_codes
-    sc._grow_codes = lambda want: (grows.append(want), real(want))
+    batches, sc, grows = _scan_of(60_000, 5)
     got = []
     for b in batches:
         arr = pa.array(b)
@@ -310,21 +317,14 @@ def test_strcodes_sized_once_for_the_whole_scan(as_dictionary):
             got.append(sc.encode_unordered(arr).tolist())
     _check_any_order(sc, batches, got)
     assert len(grows) <= 2 and sc.n <= sc.hashes.size
-    assert 0.8 * sc.n <= grows[-1] <= 1.25 * sc.n
+    assert 0.8 * sc.n <= grows[-1][1] <= 1.25 * sc.n
 
 
 def test_strcodes_grow_for_the_scan_estimate(monkeypatch):
     # a first sizing capped below the scan's distinct strings: the table that fills in a
     # later batch grows once to the estimate from the batches before it, not by doublings
     monkeypatch.setattr(ingest_mod, "_PRESIZE_CODES", 1 << 15)
-    rng = np.random.default_rng(8)
-    words = [f"k{i}" for i in range(200_000)]
-    batches = [list(rng.choice(words, 100_000)) for _ in range(5)]
-    sc = StrCodes()
-    sc.rows_hint = sum(len(b) for b in batches)
-    grows = []
-    real = sc._grow_codes
-    sc._grow_codes = lambda want: (grows.append((sc.rows_seen, want)), real(want))
+    batches, sc, grows = _scan_of(200_000, 8)
     got = [sc.encode_unordered(pa.array(b)).tolist() for b in batches]
     _check_any_order(sc, batches, got)
     later = [want for seen, want in grows if seen > 0]
