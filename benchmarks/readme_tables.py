@@ -675,10 +675,10 @@ def peers_limit(r: Results) -> str:
     for g in sorted({x["groups_requested"] for x in mem}):
         sel = [x for x in mem if x["groups_requested"] == g]
         growth = [x / 1024 for x in r.col(m, sel, "growth_mib")]
-        own = [x / 1024 for x in r.col(m, sel, "release_arrays_mib")]
-        kinds = "/".join(x["kind"] for x in sel)
-        memory.append(f"{span(growth, num)} GiB with {count(g)} groups ({kinds} keys; "
-                      f"{span(own, num)} GiB of it the release itself)")
+        beyond = ", ".join(f"{num(x['beyond_release_mib'] / 1024)} GiB with {x['kind']} keys"
+                           for x in sel)
+        memory.append(f"{span(growth, num)} GiB with {count(g)} groups (beyond the release "
+                      f"itself: {beyond})")
     top = ""
     if len(groups) > 2:
         hi = groups[-1]
@@ -697,8 +697,8 @@ def peers_limit(r: Results) -> str:
             f"profiled build per shape): with {count(lo)} groups one thread decodes the row "
             f"groups while the other encodes and counts (and decodes the next row group "
             f"itself when it would wait), and the build waits on the decoder for "
-            f"{dur(_phase(r, few, 'decoder'))} of {dur(_phase(r, few, 'total'))}: it runs at "
-            f"the speed of the decode. With {count(mid)} groups the count matrix and the key "
+            f"{dur(_phase(r, few, 'decoder'))} of {dur(_phase(r, few, 'total'))}: decoding and "
+            f"counting share the two cores. With {count(mid)} groups the count matrix and the key "
             f"maps are far larger than the caches: counting takes "
             f"{dur(_phase(r, many, 'count'))} (partitioned into L2-sized slices), sorting the "
             f"{count(mid)} profiles {dur(_phase(r, many, 'profile'))}, and string keys "
