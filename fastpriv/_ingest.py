@@ -85,10 +85,10 @@ _INT32_MAX = (1 << 31) - 1
 #: Largest dense (group × value) count matrix kept by a count state (uint8 cells, with int32
 #: and int64 spill matrices whose pages are touched only where counts spill).
 DENSE_STATE_CELLS = 1 << 28
-# ... and at most this many cells per row of the scan. At 6.3M groups in 10M rows (24
-# cells per group, 15 per row) the dense state held 151 MB where the row-code path that
-# took over at 8 cells per row held 12 bytes per row plus 40 more while counting (at 100M
-# rows, gigabytes); the time is the same (0.65 s for int keys).
+# ... and at most this many cells per row of the scan. Beyond either, the row-code path
+# holds 12 bytes per row through the scan and about 40 more while counting (gigabytes at
+# 100M rows); the dense state holds a byte per cell: 151 MB for 6.3M groups × 24 cells in
+# 10M rows (15 cells per row), in the same time (0.65 s for int keys).
 _DENSE_CELLS_PER_ROW = 32
 # a scan's count matrix of this many cells (bytes) and more is counted partition by
 # partition, each partition _PARTITION_BYTES of it (see counting.dense_add_partitioned)
