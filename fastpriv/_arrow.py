@@ -372,7 +372,8 @@ def _parquet_batches(dataset: Any, columns: list[str], batch_size: int,
 
     it = pieces()
     decoders = max(int(decoders), 1)
-    with ThreadPoolExecutor(max_workers=decoders, thread_name_prefix="fastpriv-parquet") as pool:
+    pool = ThreadPoolExecutor(max_workers=decoders, thread_name_prefix="fastpriv-parquet")
+    try:
         pending: deque = deque()
 
         def submit() -> bool:
@@ -401,6 +402,10 @@ def _parquet_batches(dataset: Any, columns: list[str], batch_size: int,
                                            columns=columns)
             else:
                 yield from table.to_batches(max_chunksize=batch_size)
+    finally:
+        # a consumer that stops early (a scan that restarts, an error): decodes still
+        # queued are cancelled, not run
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _steal(pending: deque, load: Callable) -> None:

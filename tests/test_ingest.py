@@ -567,6 +567,35 @@ def test_consumer_decodes_a_row_group_when_the_decoder_lags(tmp_path, monkeypatc
     assert rel.equals(Release.from_table(t, group="g", sensitive="v"))
 
 
+def test_a_reader_closed_early_runs_no_queued_decode(tmp_path, monkeypatch):
+    # the consumer takes one batch and stops (as a scan that restarts does): the row group
+    # the decoder thread is on finishes, those queued behind it are cancelled
+    import threading
+    import time
+
+    import fastpriv._arrow as arrow_mod
+
+    t = pa.table({"g": np.arange(12_000) % 7, "v": [f"v{x % 3}" for x in range(12_000)]})
+    path = str(tmp_path / "c.parquet")
+    pq.write_table(t, path, row_group_size=1000)
+    real = pq.ParquetFile.read_row_group
+    on_decoder = []
+
+    def slow(self, i, *a, **k):
+        if threading.current_thread().name.startswith("fastpriv-parquet"):
+            on_decoder.append(i)
+            time.sleep(0.2)
+        return real(self, i, *a, **k)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", slow)
+    it = arrow_mod.iter_batches(path, ["g", "v"], batch_size=1000, dictionary=True)
+    next(it)
+    it.close()
+    # row group 0 on the decoder; 1 and 2 submitted as the first batch is handed out: 1 may
+    # have started, 2 waits behind it and is cancelled
+    assert on_decoder in ([0], [0, 1])
+
+
 # ----------------------------------------------------------------------------- label sort
 
 _bytes = st.binary(max_size=20).map(lambda b: b.replace(b"\x01", b"\x00"))
