@@ -516,6 +516,18 @@ class StrCodes:
                                                               self.spare))
         return True
 
+    def drop_index(self) -> None:
+        """Free the lookup structures (slot table, hashes); codes and labels stay.
+
+        For a map whose encoding is over: sorting and gathering the labels read only
+        ``starts`` and ``arena``. At 6.3M strings the slot table alone is 512 MB.
+        """
+        self.slots = np.empty(0, dtype=np.int64)
+        self.hashes = np.empty(0, dtype=np.uint64)
+        self.bits = 0
+        self.spare.clear()
+        self.ahead.clear()
+
     def _bucket_bits(self) -> int:
         """Bits of a bucket: each bucket's slice of the table is 2**_BUCKET_SLOT_BITS slots."""
         return min(int(self.bits) - _BUCKET_SLOT_BITS, 12)
@@ -1341,6 +1353,8 @@ class _Scan:
             mat8, mat, mat64 = self.state.dense_parts()
             stride = int(self.state.stride)
             gused, vused = dense_used(mat8, mat, mat64, stride, int(self.kc.n), int(self.vc.n))
+        for lab in self.kc.cols:   # the scan is over: no more lookups by string
+            lab.strs.drop_index()
         gorder, key_table = self.kc.canonical(gused)
         grank = np.full(int(self.kc.n), -1, dtype=np.int32)
         grank[gorder] = np.arange(gorder.size, dtype=np.int32)

@@ -320,6 +320,22 @@ def test_strcodes_sized_once_for_the_whole_scan(as_dictionary):
     assert 0.8 * sc.n <= grows[-1][1] <= 1.25 * sc.n
 
 
+def test_strcodes_labels_outlive_the_index():
+    # after drop_index (the scan's end: the slot table freed before the labels are sorted
+    # and gathered) the order and the labels of the codes are those of the full map
+    rng = np.random.default_rng(9)
+    words = [f"{'x' * int(rng.integers(0, 20))}{i}" for i in range(5000)]
+    sc = StrCodes()
+    sc.encode_unordered(pa.array(list(rng.choice(words, 40_000))))
+    codes = np.arange(sc.n, dtype=np.int64)[::-1].copy()
+    before = (sc.sorted_order().tolist(), sc.labels(pa.string()).to_pylist(),
+              sc.labels_of(codes, pa.string()).to_pylist())
+    sc.drop_index()
+    assert sc.slots.size == 0 and sc.hashes.size == 0
+    assert (sc.sorted_order().tolist(), sc.labels(pa.string()).to_pylist(),
+            sc.labels_of(codes, pa.string()).to_pylist()) == before
+
+
 def test_strcodes_grow_for_the_scan_estimate(monkeypatch):
     # a first sizing capped below the scan's distinct strings: the table that fills in a
     # later batch grows once to the estimate from the batches before it, not by doublings
