@@ -284,6 +284,8 @@ def _profile_release(path: str, spec: dict, warm_path: str, top: int = 10) -> di
         "scan (read + encode + count, pipelined)": scan,
         "  of which waiting for the reader thread (Parquet decode)":
             _cum(st, "result", "_base.py", caller="_parquet_batches"),
+        "  of which decoding on the calling thread (first row group, stolen ones)":
+            _cum(st, "_steal", "_arrow.py") + _cum(st, "_load_split", "_arrow.py"),
         "  of which waiting for the key worker (string hashing and bucketing)":
             _cum(st, "result", "_base.py", caller="encode_unordered"),
         "  of which group key encoding (KeyCodes.encode)": _cum(st, "encode", ingest,
@@ -291,7 +293,8 @@ def _profile_release(path: str, spec: dict, warm_path: str, top: int = 10) -> di
         "    of which exact string hash map (str_map, str_map_records kernels)":
             _cum(st, "str_map", counting) + _cum(st, "str_map_records", "counting_radix.py"),
         "    of which integer maps (direct_map / hash_map kernels)":
-            _cum(st, "direct_map", counting) + _cum(st, "hash_map", counting),
+            _cum(st, "direct_map", counting) + _cum(st, "direct_map_from", counting)
+            + _cum(st, "hash_map", counting),
         "  of which sensitive encoding (LabelCodes.encode_pair)": _cum(st, "encode_pair",
                                                                       ingest, caller="add"),
         "  of which counting (dense_add kernels)": _cum(st, "dense_add", counting)

@@ -583,6 +583,39 @@ def test_consumer_decodes_a_row_group_when_the_decoder_lags(tmp_path, monkeypatc
     assert rel.equals(Release.from_table(t, group="g", sensitive="v"))
 
 
+def test_first_row_group_is_decoded_on_both_threads(tmp_path, monkeypatch):
+    # the consumer decodes the even columns of row group 0 while the decoder thread takes
+    # the odd ones; the batches keep the columns in the order asked for
+    import threading
+
+    import fastpriv._arrow as arrow_mod
+
+    rng = np.random.default_rng(5)
+    n = 5000
+    t = pa.table({"a": rng.integers(0, 9, n), "b": [f"x{i % 4}" for i in range(n)],
+                  "c": rng.random(n), "v": [f"v{i % 3}" for i in range(n)]})
+    path = str(tmp_path / "f.parquet")
+    pq.write_table(t, path, row_group_size=2000)
+    real = pq.ParquetFile.read_row_group
+    calls = []
+
+    def spy(self, i, *a, **k):
+        calls.append((i, threading.current_thread().name.startswith("fastpriv-parquet"),
+                      tuple(k["columns"])))
+        return real(self, i, *a, **k)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", spy)
+    cols = ["v", "c", "a", "b"]
+    got = pa.Table.from_batches(list(arrow_mod.iter_batches(path, cols, batch_size=2000,
+                                                            dictionary=True)))
+    assert got.column_names == cols
+    for c in cols:
+        assert got.column(c).to_pylist() == t.column(c).to_pylist()
+    first = sorted(c for c in calls if c[0] == 0)
+    assert first == [(0, False, ("v", "a")), (0, True, ("c", "b"))]
+    assert sorted(c[0] for c in calls if c[0] > 0) == [1, 2]
+
+
 def test_a_reader_closed_early_runs_no_queued_decode(tmp_path, monkeypatch):
     # the consumer takes one batch and stops (as a scan that restarts does): the row group
     # the decoder thread is on finishes, those queued behind it are cancelled
@@ -607,8 +640,9 @@ def test_a_reader_closed_early_runs_no_queued_decode(tmp_path, monkeypatch):
     it = arrow_mod.iter_batches(path, ["g", "v"], batch_size=1000, dictionary=True)
     next(it)
     it.close()
-    # row group 0 on the decoder; 1 and 2 submitted as the first batch is handed out: 1 may
-    # have started, 2 waits behind it and is cancelled
+    # row group 0 split between the decoder and the consumer; 1 to 4 submitted as the
+    # first batch is handed out: 1 may have started, 2 to 4 wait behind it and are
+    # cancelled
     assert on_decoder in ([0], [0, 1])
 
 
