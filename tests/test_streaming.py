@@ -102,6 +102,12 @@ def test_hash_map_kernel_matches_dict(keys):
         codes = np.empty(len(keys), dtype=np.int32)
         n = K.direct_map(x, 0, table, codes, 0)
         assert codes.tolist() == out.tolist() and n == len(set(keys))
+        for far in (False, True):   # with and without prefetching: the same codes
+            table = np.full(max(keys) + 1, -1, dtype=np.int32)
+            codes = np.empty(len(keys), dtype=np.int32)
+            stop, n = K.direct_map_from(x, 0, table, codes, 0, 0, far)
+            assert (stop, n) == (len(keys), len(set(keys)))
+            assert codes.tolist() == out.tolist()
 
 
 # ----------------------------------------------------------------- accumulator == from_table

@@ -468,17 +468,20 @@ def direct_map(x, base, table, out, next_code):
 
 
 @kernel
-def direct_map_from(x, base, table, out, start, next_code):
+def direct_map_from(x, base, table, out, start, next_code, far):
     """:func:`direct_map` of rows ``start..``, stopping at the first key outside the table.
 
     Returns ``(stop, next_code)``: rows ``start..stop-1`` are done; the caller grows the
-    table (or turns to a hash table) and resumes at ``stop``.
+    table (or turns to a hash table) and resumes at ``stop``. ``far``: the table is larger
+    than the caches, so each row prefetches the slot of the row ``AHEAD`` further on; on a
+    table that stays cached the prefetch is pure cost (1M random keys of 10k: 0.72 ms
+    without, 1.14 with; of 1M: 4.47 with, 5.02 without).
     """
     code = next_code
     tn = table.shape[0]
     n = x.shape[0]
     for i in range(start, n):
-        if i + AHEAD < n:
+        if far and i + AHEAD < n:
             prefetch(table, x[i + AHEAD] - base)   # a hint: out of range is harmless
         j = x[i] - base
         if j < 0 or j >= tn:
