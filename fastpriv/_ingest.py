@@ -1095,8 +1095,8 @@ class KeyCodes:
         from ._kernels.counting_radix import radix_step
 
         self._fit_radices()
-        key = np.zeros(pairs[0][0].shape[0], dtype=np.int64)
-        for (idx, remap), r in zip(pairs, [1] + self.radices, strict=True):
+        key = np.empty(pairs[0][0].shape[0], dtype=np.int64)   # radix 0: the first digit
+        for (idx, remap), r in zip(pairs, [0] + self.radices, strict=True):
             radix_step(key, _ro(idx, np.int32), _NO_REMAP if remap is None else
                        _ro(remap, np.int32), int(r))
         return self.levels[0].encode(key, out)

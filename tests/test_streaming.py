@@ -110,6 +110,31 @@ def test_hash_map_kernel_matches_dict(keys):
             assert codes.tolist() == out.tolist()
 
 
+@given(st.lists(st.integers(-2**62, 2**62 - 1), min_size=1, max_size=60))
+def test_int_range_kernel_is_min_and_max(keys):
+    x = kernel_array(np.array(keys, dtype=np.int64), np.int64)
+    assert K.int_range(x) == (min(keys), max(keys))
+
+
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 4), st.integers(0, 2)),
+                min_size=1, max_size=40), st.booleans())
+def test_radix_step_kernel_builds_mixed_radix_keys(rows, dictionary):
+    # digits of radices (7, 5, 3); the first step (radix 0) overwrites whatever key holds;
+    # a remap maps dictionary indices to codes (here the reversed order)
+    from fastpriv._kernels.counting_radix import radix_step
+
+    key = np.full(len(rows), 2**40 + 3, dtype=np.int64)
+    for j, r in enumerate((0, 5, 3)):
+        codes = np.array([row[j] for row in rows], dtype=np.int32)
+        if dictionary:
+            remap = np.arange(7, dtype=np.int32)[::-1].copy()
+            idx, remap = remap[codes], remap   # remap[remap[c]] == c
+        else:
+            idx, remap = codes, np.empty(0, dtype=np.int32)
+        radix_step(key, kernel_array(idx, np.int32), kernel_array(remap, np.int32), r)
+    assert key.tolist() == [(a * 5 + b) * 3 + c for a, b, c in rows]
+
+
 # ----------------------------------------------------------------- accumulator == from_table
 KEYS = {
     "int": st.integers(0, 6),

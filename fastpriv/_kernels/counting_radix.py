@@ -166,9 +166,17 @@ def radix_step(key, idx, remap, radix):
     """``key[i] = key[i] * radix + code[i]`` in place: one digit of a mixed-radix key.
 
     ``code[i]`` is ``remap[idx[i]]`` (dictionary indices), or ``idx[i]`` itself when
-    ``remap`` is empty.
+    ``remap`` is empty. ``radix`` 0 starts the keys, ``key[i] = code[i]``, without reading
+    ``key`` (no pass to zero it first).
     """
-    if remap.shape[0]:
+    if radix == 0:
+        if remap.shape[0]:
+            for i in range(key.shape[0]):
+                key[i] = remap[idx[i]]
+        else:
+            for i in range(key.shape[0]):
+                key[i] = idx[i]
+    elif remap.shape[0]:
         for i in range(key.shape[0]):
             key[i] = key[i] * radix + remap[idx[i]]
     else:
