@@ -803,6 +803,30 @@ class LabelCodes:
             return self.strs.labels_of(codes, t)
         return self.labels().take(pa.array(codes))
 
+    def sorted_used(self, used: np.ndarray) -> tuple[np.ndarray, pa.Array]:
+        """``(codes, labels)``: the codes with ``used[code]`` in sorted label order (int64),
+        and their labels (nulls last).
+
+        Integer labels in a direct-address table come out of one pass over the table
+        (``_kernels.counting.direct_sorted``), keys included: no inverse map, no gather.
+        """
+        if self.kind != "int" or self.ints.hash or not used.shape[0]:
+            order = self.sorted_order()
+            codes = order[used[order]].astype(np.int64)
+            return codes, self.labels_of(codes)
+        from ._kernels.counting import direct_sorted
+
+        codes = np.empty(used.shape[0], dtype=np.int64)
+        keys = np.empty(used.shape[0], dtype=np.int64)
+        k = direct_sorted(self.ints.table, int(self.ints.base), _ro(used, np.bool_), codes,
+                          keys)
+        codes = codes[:k]
+        labels = pa.array(keys[:k], type=pa.int64())
+        if self.null_code >= 0 and used[self.null_code]:
+            codes = np.append(codes, self.null_code)
+            labels = pa.concat_arrays([labels, pa.nulls(1, pa.int64())])
+        return codes, labels.cast(self.type)
+
     def sorted_ranks(self) -> tuple[np.ndarray, pa.Array]:
         """``(rank, labels_sorted)``: rank of every code among the sorted labels."""
         order = self.sorted_order()
@@ -1153,9 +1177,7 @@ class KeyCodes:
     def canonical(self, gused: np.ndarray) -> tuple[np.ndarray, pa.Table]:
         """``(gorder, keys)``: the used group codes in key order, and their key table."""
         if not self.levels:
-            order = self.cols[0].sorted_order()
-            gorder = order[gused[order]].astype(np.int64)
-            labels = self.cols[0].labels_of(gorder)
+            gorder, labels = self.cols[0].sorted_used(gused)
             return gorder, pa.table({self.names[0]: labels})
         from ._kernels.counting_radix import canonical_order
 

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import fastpriv._ingest as ingest_mod
 from fastpriv import Release
-from fastpriv._ingest import StrCodes
+from fastpriv._ingest import IntCodes, LabelCodes, StrCodes
 from fastpriv.errors import InputError
 
 
@@ -644,6 +644,25 @@ def test_a_reader_closed_early_runs_no_queued_decode(tmp_path, monkeypatch):
     # first batch is handed out: 1 may have started, 2 to 4 wait behind it and are
     # cancelled
     assert on_decoder in ([0], [0, 1])
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(-50, 50)), min_size=1, max_size=80),
+       st.data(), st.sampled_from([pa.int64(), pa.int16()]))
+def test_sorted_used_from_the_direct_table_equals_the_sort(keys, data, typ):
+    # the direct-address table read in key order (direct_sorted) against the labels sorted
+    # by Arrow (a hash-table map), nulls last, only the used codes
+    direct, hashed = LabelCodes("g"), LabelCodes("g")
+    hashed.ints = IntCodes(force_hash=True)
+    col = pa.array(keys, type=typ)
+    assert direct.encode(col).tolist() == hashed.encode(col).tolist()
+    assert not direct.ints.hash
+    used = np.array(data.draw(st.lists(st.booleans(), min_size=direct.n, max_size=direct.n)),
+                    dtype=bool)
+    codes, labels = direct.sorted_used(used)
+    want_codes, want_labels = hashed.sorted_used(used)
+    assert codes.tolist() == want_codes.tolist()
+    assert labels.equals(want_labels)   # the canonical type (int64) either way
 
 
 # ----------------------------------------------------------------------------- label sort
