@@ -406,9 +406,10 @@ def audit(data: Any, *, l: int = 2, order: Sequence[Any] | None = None,
           **read: Any) -> ClassicAudit:
     """Evaluate every classical model (``l`` for recursive (c,ℓ)-diversity).
 
-    The per-group kernels run fused (:func:`fastpriv._kernels.classic.audit_columns`): the
+    The per-group kernels run fused (:func:`fastpriv._kernels.classic.audit_worst`): the
     profile is read once for all models, with the same per-group formulas as
-    :func:`per_group` — on every thread of the caller's Numba setting (see
+    :func:`per_group`, and each model's worst group is found block by block without a
+    per-group array — on every thread of the caller's Numba setting (see
     :mod:`fastpriv._threads`) from 65,536 groups on (identical results).
     """
     from ._kernels import classic as K
@@ -418,23 +419,24 @@ def audit(data: Any, *, l: int = 2, order: Sequence[Any] | None = None,
     indptr, codes, counts = _arrays(rel)
     args = (indptr, codes, counts, _global_distribution(rel), _order_rank(rel, order), l)
     threads = current_threads()
-    if threads > 1 and rel.n_groups >= _PARALLEL_MIN_GROUPS:
-        cols = K.audit_columns_parallel(*args, 4 * threads)
-    else:
-        cols = K.audit_columns(*args)
-    column = {"entropy_l_diversity": None, "recursive_cl_diversity": K.RECURSIVE,
-              "t_closeness": K.EMD_EQUAL, "t_closeness_ordered": K.EMD_ORDERED,
-              "beta_likeness": K.BETA, "delta_disclosure": K.DELTA}
+    row = {"entropy_l_diversity": K.ENTROPY, "recursive_cl_diversity": K.RECURSIVE,
+           "t_closeness": K.EMD_EQUAL, "t_closeness_ordered": K.EMD_ORDERED,
+           "beta_likeness": K.BETA, "delta_disclosure": K.DELTA}
+    larger = [False] * 6
+    for model, r in row.items():
+        larger[r] = WORSE_IF_LARGER[model]
+    worst_value, worst_group = K.audit_worst(
+        *args, larger, 2 * threads if rel.n_groups >= _PARALLEL_MIN_GROUPS else 1)
     models: dict[str, dict[str, Any]] = {}
     for model, title, _ in AUDIT_ROWS:
-        if model == "entropy_l_diversity":
-            vals = np.exp(cols[K.ENTROPY])
-        elif model in column:
-            vals = cols[column[model]]
-        else:
-            vals = per_group(rel, model)
-        g = int(np.argmax(vals) if WORSE_IF_LARGER[model] else np.argmin(vals))
-        value = float(vals[g])
+        if model in row:
+            g, value = int(worst_group[row[model]]), float(worst_value[row[model]])
+        else:   # sizes and distinct counts as they are (exact integers): no float copy
+            vals = {"k_anonymity": rel.sizes, "l_diversity": rel.distinct}.get(model)
+            if vals is None:
+                vals = per_group(rel, model)
+            g = int(np.argmax(vals) if WORSE_IF_LARGER[model] else np.argmin(vals))
+            value = float(vals[g])
         if model in ("k_anonymity", "l_diversity"):
             value = int(value)
         models[model] = {"title": title, "value": value, "worst_group": g,

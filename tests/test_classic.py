@@ -5,7 +5,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastpriv import Release, classic
@@ -142,6 +142,44 @@ def test_parallel_fused_audit_is_bit_identical(groups, l, chunks):
     seq = K.audit_columns(*args)
     par = K.audit_columns_parallel(*args, chunks)
     assert np.array_equal(seq, par, equal_nan=True)
+
+
+@pytest.mark.slow
+@settings(max_examples=60)
+@given(groups_st, st.integers(1, 4), st.integers(1, 5), st.integers(1, 9), st.data())
+def test_audit_worst_is_the_argmax_of_every_row(groups, l, block, chunks, data):
+    """Blocks and chunks of any size (also past the groups) pick what argmax/argmin of the
+    whole rows of audit_columns pick: the first among equal values, exp(H) for entropy."""
+    from fastpriv._kernels import classic as K
+
+    rel = Release.from_groups(groups)
+    larger = data.draw(st.lists(st.booleans(), min_size=6, max_size=6))
+    args = (*classic._arrays(rel), classic._global_distribution(rel),
+            classic._order_rank(rel, None), l)
+    cols = K.audit_columns(*args)
+    cols[K.ENTROPY] = np.exp(cols[K.ENTROPY])
+    want = [int(np.argmax(r) if lg else np.argmin(r)) for r, lg in zip(cols, larger)]
+    old = K._AUDIT_BLOCK
+    try:
+        K._AUDIT_BLOCK = block
+        value, group = K.audit_worst(*args, larger, chunks)
+    finally:
+        K._AUDIT_BLOCK = old
+    assert group.tolist() == want
+    assert value.tolist() == [cols[m, g] for m, g in enumerate(want)]
+
+
+def test_first_worst_keeps_the_earlier_group_on_ties_and_the_first_nan():
+    from fastpriv._kernels.classic import _first_worst
+
+    nan = float("nan")
+    assert _first_worst(None, (1.0, 5), True) == (1.0, 5)
+    assert _first_worst((1.0, 2), (1.0, 5), True) == (1.0, 2)
+    assert _first_worst((1.0, 2), (3.0, 5), True) == (3.0, 5)
+    assert _first_worst((1.0, 2), (3.0, 5), False) == (1.0, 2)
+    assert _first_worst((1.0, 2), (nan, 5), False)[1] == 5
+    assert _first_worst((nan, 2), (nan, 5), True)[1] == 2
+    assert _first_worst((nan, 2), (0.0, 5), False)[1] == 2
 
 
 def test_audit_takes_the_parallel_kernel_on_large_releases(monkeypatch):

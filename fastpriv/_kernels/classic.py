@@ -241,15 +241,70 @@ def audit_columns_parallel(indptr, codes, counts, q, rank, l, n_chunks):
 
     def chunk(c: int) -> None:
         g0, g1 = chunk_bounds(n_groups, n_chunks, c)
-        audit_range(indptr, codes, counts, q, rank, l, qs, clogc, out, g0, g1)
+        audit_range(indptr, codes, counts, q, rank, l, qs, clogc, out, g0, g1, 0)
 
     run_chunks(chunk, n_chunks)
     return out
 
 
+#: groups per block of :func:`audit_worst` (a (6, block) float64 scratch: 3 MiB)
+_AUDIT_BLOCK = 1 << 16
+
+
+def audit_worst(indptr, codes, counts, q, rank, l, larger, n_chunks):
+    """The worst group of every row of :func:`audit_columns`, without the (6, G) array.
+
+    ``larger[m]`` (bool): row ``m`` is worse when larger. Returns ``(value, group)``,
+    each of length 6: what ``np.argmax`` (or ``np.argmin``) of each row of
+    :func:`audit_columns` picks — the first group among equal values, the first NaN if
+    any — and its value. Row :data:`ENTROPY` is reduced on exp(H_g) by NumPy's ``exp``,
+    as ``classic.per_group`` reports entropy ℓ.
+
+    Each of ``n_chunks`` contiguous group ranges (on threads) is filled
+    ``_AUDIT_BLOCK`` groups at a time into a scratch of its own, reduced, and the
+    blocks' and chunks' bests combined in group order: at 6.3M groups the (6, G) array
+    would be 300 MB of fresh memory per call.
+    """
+    n_groups = indptr.shape[0] - 1
+    qs, clogc = audit_tables(q, rank)
+    n_chunks = max(min(int(n_chunks), n_groups), 1)
+
+    def chunk(c: int) -> list:
+        g0, g1 = chunk_bounds(n_groups, n_chunks, c)
+        scratch = np.empty((6, max(min(_AUDIT_BLOCK, g1 - g0), 1)), dtype=np.float64)
+        best: list = [None] * 6
+        for s in range(g0, g1, _AUDIT_BLOCK):
+            e = min(s + _AUDIT_BLOCK, g1)
+            audit_range(indptr, codes, counts, q, rank, l, qs, clogc, scratch, s, e, s)
+            for m in range(6):
+                row = np.exp(scratch[m, :e - s]) if m == ENTROPY else scratch[m, :e - s]
+                i = int(np.argmax(row) if larger[m] else np.argmin(row))
+                best[m] = _first_worst(best[m], (float(row[i]), s + i), bool(larger[m]))
+        return best
+
+    found = [None] * 6
+    for best in run_chunks(chunk, n_chunks):
+        found = [_first_worst(a, b, bool(lg)) for a, b, lg in zip(found, best, larger,
+                                                                     strict=True)]
+    return (np.array([v for v, _ in found], dtype=np.float64),
+            np.array([g for _, g in found], dtype=np.int64))
+
+
+def _first_worst(cur: tuple | None, cand: tuple | None, larger: bool) -> tuple | None:
+    """Of two ``(value, group)`` bests, ``cur`` from earlier groups: the one argmax/argmin
+    over both ranges would pick (``cand`` only if strictly worse; a NaN wins, the first)."""
+    if cur is None or cand is None:
+        return cand if cur is None else cur
+    v, w = cur[0], cand[0]
+    if v != v or w != w:
+        return cur if v != v else cand
+    return cand if (w > v if larger else w < v) else cur
+
+
 @kernel
-def audit_range(indptr, codes, counts, q, rank, l, qs, clogc, out, g0, g1):
-    """Fill groups ``g0 .. g1-1`` of :func:`audit_columns` (own scratch for ordered EMD).
+def audit_range(indptr, codes, counts, q, rank, l, qs, clogc, out, g0, g1, o):
+    """Fill groups ``g0 .. g1-1`` of :func:`audit_columns` into columns ``g - o`` of
+    ``out`` (own scratch for ordered EMD).
 
     One loop over a group's entries feeds all six models: each P_g(x) = #x / N_g is
     divided once, not once per model. Every sum runs over the same terms in the same
@@ -282,14 +337,15 @@ def audit_range(indptr, codes, counts, q, rank, l, qs, clogc, out, g0, g1):
             qin += qx
             p[rank[x]] = px
             bmax, rmax, rmin = _likeness_step(px, qx, bmax, rmax, rmin)
+        j = g - o
         if total == 0:
-            out[ENTROPY, g] = 0.0
+            out[ENTROPY, j] = 0.0
         else:
             h = math.log(total) - s / total
-            out[ENTROPY, g] = h if h > 0.0 else 0.0
-        out[RECURSIVE, g] = np.inf if b - a < l else counts[a] / tail
+            out[ENTROPY, j] = h if h > 0.0 else 0.0
+        out[RECURSIVE, j] = np.inf if b - a < l else counts[a] / tail
         rest = 1.0 - qin
-        out[EMD_EQUAL, g] = 0.5 * (e + (rest if rest > 0.0 else 0.0))
-        out[EMD_ORDERED, g] = _ordered_cost(codes, a, b, rank, qs, p)
-        out[BETA, g] = bmax
-        out[DELTA, g] = max(math.log(rmax), -math.log(rmin))
+        out[EMD_EQUAL, j] = 0.5 * (e + (rest if rest > 0.0 else 0.0))
+        out[EMD_ORDERED, j] = _ordered_cost(codes, a, b, rank, qs, p)
+        out[BETA, j] = bmax
+        out[DELTA, j] = max(math.log(rmax), -math.log(rmin))

@@ -167,8 +167,8 @@ def _large_input_kernels(rel) -> None:
     from .._kernels import classic as KC
     from .._kernels import skyline as KS
 
-    KC.audit_columns_parallel(*classic._arrays(rel), classic._global_distribution(rel),
-                              classic._order_rank(rel, None), 2, 2)
+    KC.audit_worst(*classic._arrays(rel), classic._global_distribution(rel),
+                   classic._order_rank(rel, None), 2, [True] * 6, 2)
     common = skyline._sigma_scan_args(rel)
     rec = skyline._records(rel, common, 0, (1,), 1, 1)
     ptr = rel.value_index[0]
