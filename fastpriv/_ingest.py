@@ -810,14 +810,14 @@ class LabelCodes:
         Integer labels in a direct-address table come out of one pass over the table
         (``_kernels.counting.direct_sorted``), keys included: no inverse map, no gather.
         """
-        if self.kind != "int" or self.ints.hash or not used.shape[0]:
+        if self.kind != "int" or self.ints.hash:
             order = self.sorted_order()
             codes = order[used[order]].astype(np.int64)
             return codes, self.labels_of(codes)
         from ._kernels.counting import direct_sorted
 
-        codes = np.empty(used.shape[0], dtype=np.int64)
-        keys = np.empty(used.shape[0], dtype=np.int64)
+        codes = np.empty(used.shape[0] + 1, dtype=np.int64)
+        keys = np.empty(used.shape[0] + 1, dtype=np.int64)
         k = direct_sorted(self.ints.table, int(self.ints.base), _ro(used, np.bool_), codes,
                           keys)
         codes = codes[:k]

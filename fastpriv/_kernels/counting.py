@@ -567,17 +567,17 @@ def direct_sorted(table, base, used, codes, keys):
     """The codes of a direct-address table in key order, and their keys; returns how many.
 
     Only codes with ``used[code]`` are kept, written to ``codes[:k]`` and ``keys[:k]``
-    (each at least as long as ``used``). The table is in key order already, so one
+    (each at least one longer than ``used``: every slot is written at position ``k``,
+    then kept by advancing ``k``). The table is in key order already, so one
     sequential pass replaces an inverse map, a sort and a gather. The outputs come from
     the caller (NumPy): 6.3M codes of a 12M-slot table, 29 ms into fresh NumPy arrays
     against 68 ms allocating them here (the page faults of the kernel's allocator).
     """
-    last = used.shape[0] - 1
     k = 0
     for j in range(table.shape[0]):   # branch-free compaction (empty slots: -1)
         c = table[j]
-        codes[min(k, last)] = c
-        keys[min(k, last)] = base + j
+        codes[k] = c
+        keys[k] = base + j
         k += (c >= 0) & used[max(c, 0)]
     return k
 
