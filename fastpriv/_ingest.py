@@ -889,10 +889,14 @@ class CountState:
         self.pcounts = np.zeros(0, dtype=np.int64)
 
     def _ensure_dense(self, n_groups: int, n_values: int, rows_total: int,
-                      grow: bool = True) -> bool:
+                      grow: bool = True, ahead: int = 0) -> bool:
         """Grow the dense matrix to hold the codes; False if it would exceed the limit.
 
-        ``grow=False``: only whether it could.
+        ``grow=False``: only whether it could. ``ahead``: groups expected later, allocated
+        now when the matrix grows (within the limit): one matrix instead of a chain of
+        regrids, each a copy into fresh pages. 10M rows of 6.3M int groups: the first
+        batch's occupancy estimate (``expected_distinct``) allocates 7.9M groups at once
+        instead of 1M, 4M, then 11M.
         """
         stride, gcap = self.stride, self.gcap
         if n_values > stride:
@@ -902,7 +906,7 @@ class CountState:
         if n_groups > max_g or not grow:
             return n_groups <= max_g
         if n_groups > gcap:
-            gcap = min(max(n_groups, 4 * gcap, 1024), max_g)
+            gcap = min(max(n_groups, ahead, 4 * gcap, 1024), max_g)
         if (stride, gcap) != (self.stride, self.gcap):
             self.mat = (self._regrid(self.mat, stride, gcap) if self.spilled
                         else np.zeros(stride * gcap, dtype=np.int32))   # pages untouched
@@ -1324,14 +1328,17 @@ class _Scan:
             return True
         st = self.state
         rows = max(self.total or 0, self.gbuf.n)
-        if not st._ensure_dense(self.kc.n, self.vc.n, rows):
-            return False
+        ahead = 0
         if self.gbuf.n == g.size and rows > g.size and g.size >= 2 * _RADIX_MIN_ROWS:
             # the first batch: when its occupancy says the groups of the whole scan cannot
-            # fit, restart sparse now rather than after the batches that fill the matrix
+            # fit, restart sparse now rather than after the batches that fill the matrix;
+            # when they fit, size the matrix for them now (a quarter above the estimate)
             grows = expected_distinct(g.size, self.kc.n, rows)
             if not st._ensure_dense(grows, self.vc.n, rows, grow=False):
                 return False
+            ahead = grows + grows // 4
+        if not st._ensure_dense(self.kc.n, self.vc.n, rows, ahead=ahead):
+            return False
         st.reserve(g.size)
         g, idx = _ro(g, np.int32), _ro(idx, np.int32)
         stride = int(st.stride)
