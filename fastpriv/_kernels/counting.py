@@ -978,7 +978,7 @@ def _csr_two_pass(n_out, n_items, n_chunks, widths, emit):
     """
     dcount = np.zeros(n_out + 1, dtype=np.int64)
     run_chunks(lambda c: widths(*chunk_bounds(n_items, n_chunks, c), dcount), n_chunks)
-    indptr = np.cumsum(dcount)
+    indptr = np.cumsum(dcount, out=dcount)   # in place: no second array of G + 1
     nnz = int(indptr[n_out])
     codes = np.empty(nnz, dtype=np.int32)
     counts = np.empty(nnz, dtype=np.int64)
@@ -1396,7 +1396,7 @@ def dense_profiles_gathered(mat8, mat, mat64, stride, grank, gorder, vrank, n_va
         run_chunks(lambda c: dense_widths_state(mat8, mat, mat64, stride, grank, n_values,
                                                 *chunk_bounds(G, n_chunks, c), dcount),
                    n_chunks)
-    indptr = np.cumsum(dcount)
+    indptr = np.cumsum(dcount, out=dcount)   # in place: no second array of G + 1
     nnz = int(indptr[n_out])
     codes = np.empty(nnz, dtype=np.int32)
     counts = np.empty(nnz, dtype=np.int64)
