@@ -135,6 +135,8 @@ def per_group(data: Any, model: str, *, l: int | None = None, ordered: bool = Fa
     if model == "k_anonymity":
         return rel.sizes.astype(np.float64)
     if model == "alpha_k_anonymity":
+        if rel.distinct.min() > 0:   # every group has a value (a table's release): no mask
+            return rel.counts[rel.indptr[:-1]] / rel.sizes
         top = np.zeros(rel.n_groups)
         has = rel.distinct > 0
         top[has] = rel.counts[rel.indptr[:-1][has]]
