@@ -1146,6 +1146,7 @@ class KeyCodes:
         if level.n:   # same group codes under the new radices (keys in code order)
             keys = self._recompose(list(self._split(level.keys(), old)), new)
             fresh = IntCodes()
+            fresh.rows_hint = level.rows_hint
             fresh.encode(keys)
             self.levels[0] = fresh
         self.radices = new
@@ -1297,6 +1298,8 @@ class _Scan:
             lab.strs.rows_hint = lab.ints.rows_hint = total or 0
             lab.strs.rows_seen = 0   # a restart encodes the rows seen so far again
             lab.strs.ahead.clear()
+        for level in self.kc.levels:   # mixed-radix keys: a direct table sized for the scan
+            level.rows_hint = total or 0
         self.vc = LabelCodes(sensitive)
         self.gbuf = _Buffer(total)
         self.vbuf = None if dense else _Buffer(total)

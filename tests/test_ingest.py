@@ -667,6 +667,25 @@ def test_sorted_used_from_the_direct_table_equals_the_sort(keys, data, typ):
     assert labels.equals(want_labels)   # the canonical type (int64) either way
 
 
+def test_mixed_radix_keys_get_a_direct_table_sized_for_the_whole_scan():
+    # three key columns of 200 values: keys span 200 x 250 x 250 = 12.5M. One batch of
+    # 100k rows alone allows a direct table of 4M slots; the scan's announced 10M rows
+    # allow 64M, so the key map stays a direct table (no hash probing, no inverse map)
+    from fastpriv._ingest import _Scan
+
+    rng = np.random.default_rng(8)
+    n = 100_000
+    batch = pa.record_batch({c: rng.integers(0, 200, n) for c in "abc"}
+                            | {"v": rng.integers(0, 5, n)})
+    scan = _Scan(["a", "b", "c"], "v", 10_000_000, dense=True)
+    assert scan.add(batch, 3)
+    assert scan.kc.radix and not scan.kc.levels[0].hash
+    unhinted = _Scan(["a", "b", "c"], "v", None, dense=True)
+    assert unhinted.add(batch, 3)
+    assert unhinted.kc.levels[0].hash
+    assert np.array_equal(scan.gbuf.result(), unhinted.gbuf.result())
+
+
 # ----------------------------------------------------------------------------- label sort
 
 _bytes = st.binary(max_size=20).map(lambda b: b.replace(b"\x01", b"\x00"))
