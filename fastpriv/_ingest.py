@@ -804,8 +804,9 @@ class LabelCodes:
         return self.labels().take(pa.array(codes))
 
     def sorted_used(self, used: np.ndarray) -> tuple[np.ndarray, pa.Array]:
-        """``(codes, labels)``: the codes with ``used[code]`` in sorted label order (int64),
-        and their labels (nulls last).
+        """Return ``(codes, labels)``: the used codes in sorted label order, and their labels.
+
+        ``codes`` (int64) are those with ``used[code]``; null labels come last.
 
         Integer labels in a direct-address table come out of one pass over the table
         (``_kernels.counting.direct_sorted``), keys included: no inverse map, no gather.
@@ -1186,11 +1187,14 @@ class KeyCodes:
             return gorder, pa.table({self.names[0]: labels})
         from ._kernels.counting_radix import canonical_order
 
-        comps = self.components()
         orders = [col.sorted_order() for col in self.cols]
-        ranks = [_ranks_of(order) for order in orders]
         cards = [col.n for col in self.cols]
         span = math.prod(cards)
+        if self._table_order_fits(span):
+            gorder, sorted_comps = self._table_order(gused, orders, cards)
+            return gorder, self._key_table(sorted_comps)
+        comps = self.components()
+        ranks = [_ranks_of(order) for order in orders]
         if span < (1 << 62):   # the ranks as one int64 key (canonical_order)
             gorder, sorted_comps = canonical_order(
                 _ro(np.stack(comps), np.int32), _ro(gused, np.bool_),
@@ -1204,10 +1208,42 @@ class KeyCodes:
                                                                   strict=True)][::-1])
             gorder = gkeep[perm].astype(np.int64)
             sorted_comps = [c[gorder] for c in comps]
-        keys = pa.table({name: col.labels_of(cc.astype(np.int64))
+        return gorder, self._key_table(sorted_comps)
+
+    def _table_order_fits(self, span: int) -> bool:
+        """Return whether :meth:`_table_order` applies.
+
+        It does to mixed-radix keys in a direct-address table when ``span`` (the tuples of
+        column codes) is within twice its slots.
+        """
+        level = self.levels[0]
+        return self.radix and not level.hash and span <= 2 * level.table.size + 4096
+
+    def _table_order(self, gused: np.ndarray, orders: list[np.ndarray], cards: list[int]
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """Return :meth:`canonical`'s order and column codes from the direct key table.
+
+        Every tuple of codes is visited in label order
+        (``_kernels.counting_radix.radix_table_sorted``): no sort, no inverse map.
+        """
+        from ._kernels.counting_radix import radix_table_sorted
+
+        weights = [math.prod(self.radices[j:]) for j in range(len(cards))]
+        gorder = np.empty(gused.shape[0] + 1, dtype=np.int64)
+        comps = np.empty((len(cards), gused.shape[0] + 1), dtype=np.int32)
+        level = self.levels[0]
+        m = radix_table_sorted(
+            level.table, int(level.base), _ro(gused, np.bool_),
+            _ro(np.concatenate(orders).astype(np.int64), np.int64),
+            _ro(np.cumsum([0] + cards[:-1]), np.int64), _ro(np.array(cards), np.int64),
+            _ro(np.array(weights, dtype=np.int64), np.int64), gorder, comps)
+        return gorder[:m], comps[:, :m]
+
+    def _key_table(self, sorted_comps: Any) -> pa.Table:
+        """Return the labels of the groups' column codes (``(k, m)``), one column per key."""
+        return pa.table({name: col.labels_of(cc.astype(np.int64))
                          for name, col, cc in zip(self.names, self.cols, sorted_comps,
                                                   strict=True)})
-        return gorder, keys
 
 
 # ============================================================================ rows

@@ -252,7 +252,7 @@ _AUDIT_BLOCK = 1 << 16
 
 
 def audit_worst(indptr, codes, counts, q, rank, l, larger, n_chunks):
-    """The worst group of every row of :func:`audit_columns`, without the (6, G) array.
+    """Return the worst group of every row of :func:`audit_columns`, without a (6, G) array.
 
     ``larger[m]`` (bool): row ``m`` is worse when larger. Returns ``(value, group)``,
     each of length 6: what ``np.argmax`` (or ``np.argmin``) of each row of
@@ -291,8 +291,11 @@ def audit_worst(indptr, codes, counts, q, rank, l, larger, n_chunks):
 
 
 def _first_worst(cur: tuple | None, cand: tuple | None, larger: bool) -> tuple | None:
-    """Of two ``(value, group)`` bests, ``cur`` from earlier groups: the one argmax/argmin
-    over both ranges would pick (``cand`` only if strictly worse; a NaN wins, the first)."""
+    """Return the better of two ``(value, group)`` bests, ``cur`` from earlier groups.
+
+    The one argmax/argmin over both ranges would pick: ``cand`` only if strictly worse;
+    a NaN wins, the first one.
+    """
     if cur is None or cand is None:
         return cand if cur is None else cur
     v, w = cur[0], cand[0]
@@ -303,8 +306,9 @@ def _first_worst(cur: tuple | None, cand: tuple | None, larger: bool) -> tuple |
 
 @kernel
 def audit_range(indptr, codes, counts, q, rank, l, qs, clogc, out, g0, g1, o):
-    """Fill groups ``g0 .. g1-1`` of :func:`audit_columns` into columns ``g - o`` of
-    ``out`` (own scratch for ordered EMD).
+    """Fill groups ``g0 .. g1-1`` of :func:`audit_columns` into ``out[:, g - o]``.
+
+    Each call has its own scratch for the ordered EMD.
 
     One loop over a group's entries feeds all six models: each P_g(x) = #x / N_g is
     divided once, not once per model. Every sum runs over the same terms in the same

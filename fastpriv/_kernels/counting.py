@@ -564,7 +564,7 @@ def direct_keys(table, base, n_codes):
 
 @kernel
 def direct_sorted(table, base, used, codes, keys):
-    """The codes of a direct-address table in key order, and their keys; returns how many.
+    """Write the codes of a direct-address table in key order and their keys; return how many.
 
     Only codes with ``used[code]`` are kept, written to ``codes[:k]`` and ``keys[:k]``
     (each at least one longer than ``used``: every slot is written at position ``k``,

@@ -205,6 +205,50 @@ def radix_digits(keys, radices):
 
 
 @kernel
+def radix_table_sorted(table, base, used, orders, col_off, cards, weights, gorder, comps):
+    """Return the groups of a direct-address table of mixed-radix keys, in label order.
+
+    The key of column codes ``c_j`` is ``Σ_j c_j · weights[j]`` and its group code is
+    ``table[key - base]`` (-1: none). Every tuple of codes is visited in the order of the
+    columns' sorted labels — ``orders[col_off[j] + r]`` is column j's code of rank r, of
+    ``cards[j]`` — as an odometer whose key changes by one digit's weight per step, and
+    the groups with ``used[group]`` are written in that order: ``gorder[:m]`` and their
+    column codes ``comps[:, :m]`` (both one longer than ``used``); returns m. No sort
+    and no inverse map: one read of the table per tuple, and consecutive tuples read
+    neighbouring slots (the last column's radix apart). The caller keeps the tuples
+    (Π cards) within a few times the table.
+    """
+    k = cards.shape[0]
+    tn = table.shape[0]
+    total = np.int64(1)
+    for j in range(k):
+        total *= cards[j]
+    pos = np.zeros(k, dtype=np.int64)
+    key = np.int64(0)
+    for j in range(k):
+        key += orders[col_off[j]] * weights[j]
+    m = 0
+    for _ in range(total):   # branch-free compaction: written at m, kept by advancing m
+        s = key - base
+        c = table[s] if s >= 0 and s < tn else -1
+        gorder[m] = c
+        for j in range(k):
+            comps[j, m] = orders[col_off[j] + pos[j]]
+        m += (c >= 0) & used[max(c, 0)]
+        j = k - 1
+        while j >= 0:   # the odometer: the last column turns fastest
+            old = orders[col_off[j] + pos[j]]
+            pos[j] += 1
+            if pos[j] < cards[j]:
+                key += (orders[col_off[j] + pos[j]] - old) * weights[j]
+                break
+            pos[j] = 0
+            key += (orders[col_off[j]] - old) * weights[j]
+            j -= 1
+    return m
+
+
+@kernel
 def canonical_order(comps, gused, ranks, orders, col_off, cards, span):
     """Return the used groups in key order: ``(gorder, sorted_comps)``.
 
