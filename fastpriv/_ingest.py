@@ -129,6 +129,7 @@ class IntCodes:
 
     def __init__(self, *, force_hash: bool = False) -> None:
         self.n = 0                    # codes in use
+        self.reserved = -1            # a code without a key (the null label), or -1
         self.rows_hint = 0            # rows the whole scan will bring (0: unknown)
         self.hash = force_hash
         self.base = 0
@@ -185,9 +186,13 @@ class IntCodes:
         self.bits = bits
         self.tkeys = np.zeros(1 << bits, dtype=np.int64)
         self.tvals = np.full(1 << bits, -1, dtype=np.int32)
+        codes = np.arange(keys.size, dtype=np.int32)
+        if 0 <= self.reserved < keys.size:   # its "key" is undefined: not in the table
+            codes = np.delete(codes, self.reserved)
+            keys = keys[codes]
         if keys.size:
-            hash_insert(_ro(keys, np.int64), _ro(np.arange(keys.size, dtype=np.int32),
-                                                 np.int32), self.tkeys, self.tvals, bits)
+            hash_insert(_ro(keys, np.int64), _ro(codes, np.int32), self.tkeys, self.tvals,
+                        bits)
 
     def encode(self, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Codes (int32) of the int64 keys ``x``; unseen keys get new codes.
@@ -237,9 +242,10 @@ class IntCodes:
             raise InputError("more than 2**31 - 1 distinct keys: too many to encode")
 
     def reserve_code(self) -> int:
-        """Return a new code with no key (used for the null label)."""
+        """Return a new code with no key (used for the null label, once per map)."""
         code = self.n
         self.n += 1
+        self.reserved = code
         return code
 
     def keys(self) -> np.ndarray:

@@ -110,6 +110,21 @@ def test_hash_map_kernel_matches_dict(keys):
             assert codes.tolist() == out.tolist()
 
 
+@pytest.mark.parametrize("force_hash", [True, False])
+def test_a_reserved_code_never_enters_the_hash_table(force_hash):
+    # the null label's code has no key: a rehash (or the switch from a direct table) used
+    # to insert it under whatever its undefined key entry held, so a real key equal to
+    # that value was counted as the null group
+    m = IntCodes(force_hash=force_hash)
+    m.encode(np.array([5, 6], dtype=np.int64))
+    null = m.reserve_code()
+    keys = np.array([0, 7, -2**60, 2**61] + list(range(100, 140)), dtype=np.int64)
+    codes = m.encode(keys)
+    assert m.hash and null not in m.tvals.tolist() and null not in codes.tolist()
+    assert codes.tolist() == list(range(3, 3 + keys.size))
+    assert m.encode(np.array([0, 5], dtype=np.int64)).tolist() == [codes[0], 0]
+
+
 @given(st.lists(st.integers(-2**62, 2**62 - 1), min_size=1, max_size=60))
 def test_int_range_kernel_is_min_and_max(keys):
     x = kernel_array(np.array(keys, dtype=np.int64), np.int64)
