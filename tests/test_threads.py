@@ -157,6 +157,43 @@ def test_dense_profiles_and_parallel_add_equal_oracle(data, chunks):
     assert one[4].tolist() == many[4].tolist() == totals
 
 
+@given(st.integers(1, 40), st.integers(1, 30), st.integers(1, 4), st.integers(0, 6),
+       st.booleans(), st.integers(0, 2**32 - 1))
+def test_gathered_profiles_by_words_and_by_cells_equal_the_reference(
+        G, V, chunks, per_group, spilled, seed):
+    # dense_profiles_gathered reads byte-only rows by words when groups are small
+    # (_emit_words) and cell by cell otherwise: both against dense_profiles, with groups
+    # of 0 to 6 rows (many empty words), values past the first word, a spilled state
+    rng = np.random.default_rng(seed)
+    stride = -(-V // 8) * 8
+    mat8 = np.zeros(G * stride, dtype=np.uint8)
+    for g in range(G):
+        for v in rng.integers(0, V, rng.integers(0, per_group + 1)):
+            mat8[g * stride + v] = min(254, int(mat8[g * stride + v]) + int(rng.integers(1, 99)))
+    mat = np.zeros(G * stride if spilled else 0, dtype=np.int32)
+    if spilled:
+        mat[rng.integers(0, G * stride)] = 255
+        mat.reshape(G, stride)[:, V:] = 0
+    used = np.flatnonzero((mat8.reshape(G, stride) != 0).any(axis=1)
+                          | (spilled and (mat.reshape(G, stride) != 0).any(axis=1)))
+    gorder = kernel_array(rng.permutation(used).astype(np.int64), np.int64)
+    grank = np.full(G, -1, dtype=np.int32)
+    grank[gorder] = np.arange(gorder.size, dtype=np.int32)
+    vrank = kernel_array(rng.permutation(V).astype(np.int32), np.int32)
+    empty64 = np.zeros(0, dtype=np.int64)
+    want = K.dense_profiles(mat8, mat, empty64, stride, gorder, vrank, V)
+    old = K._WORDS_BELOW
+    try:
+        for below in (0, 1e9):   # cell by cell, then by words
+            K._WORDS_BELOW = below
+            got = K.dense_profiles_gathered(mat8, mat, empty64, stride, grank, gorder, vrank,
+                                            V, chunks)
+            for a, b in zip(got, want, strict=True):
+                assert a.tolist() == b.tolist()
+    finally:
+        K._WORDS_BELOW = old
+
+
 def test_profiles_with_huge_counts_use_the_exact_fallback():
     # counts >= 2**31 cannot be packed into the sort key: same order, exact values
     big = 3 << 31

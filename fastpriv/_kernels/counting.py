@@ -1401,9 +1401,12 @@ def dense_profiles_gathered(mat8, mat, mat64, stride, grank, gorder, vrank, n_va
     codes = np.empty(nnz, dtype=np.int32)
     counts = np.empty(nnz, dtype=np.int64)
     if flat:
-        run_chunks(lambda c: dense_emit_flat(mat8, mat, stride, gorder, vrank, n_values,
+        mat8w = mat8.view(np.uint64)   # rows of stride / 8 words (stride: a multiple of 8)
+        words = nnz < _WORDS_BELOW * n_out
+        run_chunks(lambda c: dense_emit_flat(mat8, mat8w, mat, stride, gorder, vrank, n_values,
                                              indptr, codes, counts, sizes, vtots[c],
-                                             *chunk_bounds(n_out, n_chunks, c)), n_chunks)
+                                             *chunk_bounds(n_out, n_chunks, c), words),
+                   n_chunks)
     else:
         run_chunks(lambda c: dense_emit(mat8, mat, mat64, stride, gorder, vrank, n_values,
                                         indptr, codes, counts, sizes, vtots[c],
@@ -1433,9 +1436,48 @@ def dense_widths_flat(mat8, mat, stride, grank, n_values, g0, g1, dcount):
             dcount[r + 1] = d
 
 
+#: :func:`dense_emit_flat` reads rows by words (:func:`_emit_words`) when the groups
+#: average fewer distinct values than this. One thread, every group, 20 values, min of 5,
+#: cell by cell -> by words: 1.51 distinct per group (10M rows, 6.3M groups) 248 -> 198 ms,
+#: 2.45: 163 -> 156, 3.46: 113 -> 129, 6.95 (1M groups): 58 -> 81.
+_WORDS_BELOW = 2.5
+
+
+@kernel(inline="always")
+def _emit_words(mat8w, W, gorder, vrank, indptr, codes, counts, sizes, vtot, q, e, wbuf,
+                keys):
+    """:func:`dense_emit_flat` of output groups ``q..e-1`` of a byte-only state, by words.
+
+    Each matrix row is ``W`` uint64 words of 8 cells: a zero word skips 8 empty cells at
+    once (a group of a few rows among 20 values has one or two non-zero words), and the
+    non-zero cells of the others are found by a branch each.
+    """
+    for j in range(e - q):
+        base = np.int64(gorder[q + j]) * W
+        for t in range(W):
+            wbuf[j, t] = mat8w[base + t]
+    for j in range(e - q):
+        p = q + j
+        d = 0
+        tot = np.int64(0)
+        for t in range(W):
+            w = wbuf[j, t]
+            if w != 0:
+                for b in range(8):
+                    c = np.int64((w >> np.uint64(8 * b)) & np.uint64(0xFF))
+                    if c != 0:
+                        r = vrank[8 * t + b]
+                        keys[d] = ((-c) << 32) | np.int64(r)
+                        vtot[r] += c
+                        tot += c
+                        d += 1
+        _place_by_rank(keys, d, codes, counts, indptr[p])
+        sizes[p] = tot
+
+
 @kernel
-def dense_emit_flat(mat8, mat, stride, gorder, vrank, n_values, indptr, codes, counts, sizes,
-                    vtot, p0, p1):
+def dense_emit_flat(mat8, mat8w, mat, stride, gorder, vrank, n_values, indptr, codes, counts,
+                    sizes, vtot, p0, p1, words):
     """:func:`dense_emit` of a state without int64 part, in one loop (no helper calls).
 
     Every count is below 2**31, so each group's cells pack into int64 keys
@@ -1449,10 +1491,17 @@ def dense_emit_flat(mat8, mat, stride, gorder, vrank, n_values, indptr, codes, c
     buf = np.empty((B, n_values), dtype=np.int64)
     keys = np.empty(n_values, dtype=np.int64)
     has32 = mat.shape[0] > 0
+    words = words and not has32
+    W = stride // 8
+    wbuf = np.empty((B, W), dtype=np.uint64)
     for q in range(p0, p1, B):
         e = min(q + B, p1)
         for j in range(min(q + 2 * B, p1) - e):   # the next block's rows, on their way
             prefetch(mat8, np.int64(gorder[e + j]) * stride)
+        if words:
+            _emit_words(mat8w, W, gorder, vrank, indptr, codes, counts, sizes, vtot, q, e,
+                        wbuf, keys)
+            continue
         for j in range(e - q):
             base = np.int64(gorder[q + j]) * stride
             for v in range(n_values):
