@@ -1349,6 +1349,16 @@ class _Scan:
         self.total = total
         self.seen = 0
         self.csv = False      # the source is a CSV file (see _add_batch)
+        # a one-thread executor (set by _run_scan on several threads): a large state's
+        # batch is counted there while this thread encodes the next batch's keys
+        self.counter: Any = None
+        self.pending: Any = None   # the count in flight (a Future of its spill count)
+
+    def settle(self) -> None:
+        """Wait for the count in flight, if any (before the state is grown or read)."""
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            self.state.counted(pending.result())
 
     def add(self, batch: pa.RecordBatch, n_keys: int) -> bool:
         """Encode (and count) one batch; False when the dense state would overflow."""
@@ -1372,6 +1382,7 @@ class _Scan:
             self.vbuf.n += n
             return True
         st = self.state
+        self.settle()
         rows = max(self.total or 0, self.gbuf.n)
         ahead = 0
         if self.gbuf.n == g.size and rows > g.size and g.size >= 2 * _RADIX_MIN_ROWS:
@@ -1391,8 +1402,11 @@ class _Scan:
             if remap is None:
                 remap = _ro(np.arange(self.vc.n, dtype=np.int32), np.int32)
             shift = max(int(math.log2(_PARTITION_BYTES / stride)), 0)
-            st.counted(dense_add_partitioned(g, idx, remap, st.mat8, st.mat, stride,
-                                             int(shift)))
+            args = (g, idx, remap, st.mat8, st.mat, stride, int(shift))
+            if self.counter is not None:   # rows of their own; the state waits (settle)
+                self.pending = self.counter.submit(dense_add_partitioned, *args)
+            else:
+                st.counted(dense_add_partitioned(*args))
         elif remap is None:
             st.counted(dense_add(g, idx, st.mat8, st.mat, stride))
         else:
@@ -1416,6 +1430,7 @@ class _Scan:
 
     def profile(self) -> Profile:
         """Sort the labels, renumber the row codes in place, build the CSR profile."""
+        self.settle()
         from ._kernels.counting import (
             DENSE_CELLS,
             count_pairs,
@@ -1526,6 +1541,8 @@ def _run_scan(scan: _Scan, data: Any, cols: list[str], nulls: str,
     """
     threads = current_threads()
     pool = ThreadPoolExecutor(1, thread_name_prefix="fastpriv-keys") if threads > 1 else None
+    if threads > 1 and scan.state is not None:
+        scan.counter = ThreadPoolExecutor(1, thread_name_prefix="fastpriv-count")
     try:
         held = None   # a batch whose successor is fetched first, to bucket its keys ahead
         for batch in iter_batches(data, cols, batch_size=batch_size, dictionary=True,
@@ -1549,6 +1566,9 @@ def _run_scan(scan: _Scan, data: Any, cols: list[str], nulls: str,
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        if scan.counter is not None:   # the scan's last count is read by settle()
+            scan.counter.shutdown(wait=True)
+            scan.counter = None
     return scan
 
 

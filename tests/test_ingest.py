@@ -584,6 +584,46 @@ def test_consumer_decodes_a_row_group_when_the_decoder_lags(tmp_path, monkeypatc
     assert rel.equals(Release.from_table(t, group="g", sensitive="v"))
 
 
+@pytest.mark.slow
+def test_large_states_are_counted_on_their_own_thread(tmp_path, monkeypatch):
+    # with several threads a large state's batches are counted on the scan's counter
+    # thread while the next batch is encoded (_Scan.settle waits before the state grows);
+    # the release equals the one-thread scan's, spilled cells (a group's 255th row) too
+    import threading
+
+    from fastpriv._kernels import counting as K
+    from fastpriv._threads import n_jobs
+
+    rng = np.random.default_rng(9)
+    n = 40_000
+    g = np.where(rng.random(n) < 0.05, 7, rng.integers(0, 3000 + np.arange(n) // 4, n))
+    v = np.where(g == 7, 0, rng.integers(0, 12, n))   # cell (7, v0): ~2000 rows
+    t = pa.table({"g": g, "v": [f"v{x}" for x in v]})
+    path = str(tmp_path / "big.parquet")
+    pq.write_table(t, path, row_group_size=4000)
+    monkeypatch.setattr(ingest_mod, "_STREAMED_TABLE_ROWS", 0)
+    monkeypatch.setattr(ingest_mod, "_PARTITIONED_CELLS", 1)
+    monkeypatch.setattr(ingest_mod, "_PARALLEL_MIN_ROWS", 1)
+    real = K.dense_add_partitioned
+    where = []
+
+    def spy(*a):
+        where.append(threading.current_thread().name)
+        return real(*a)
+
+    monkeypatch.setattr(K, "dense_add_partitioned", spy)
+    with n_jobs(1):
+        one = Release.from_table(path, group="g", sensitive="v")
+    assert where and all(not w.startswith("fastpriv-count") for w in where)
+    where.clear()
+    with n_jobs(2):
+        two = Release.from_table(path, group="g", sensitive="v")
+    assert len(where) == 10 and all(w.startswith("fastpriv-count") for w in where)
+    assert two.equals(one) and np.array_equal(two.row_group, one.row_group)
+    assert max(one.counts) > 255
+    _check(one, [(int(x),) for x in g], t.column("v").to_pylist(), "error")
+
+
 def test_first_row_group_is_decoded_on_both_threads(tmp_path, monkeypatch):
     # the consumer decodes the even columns of row group 0 while the decoder thread takes
     # the odd ones; the batches keep the columns in the order asked for
