@@ -1446,7 +1446,8 @@ class _Scan:
         else:   # one pass over the matrix, not over the rows
             mat8, mat, mat64 = self.state.dense_parts()
             stride = int(self.state.stride)
-            gused, vused = dense_used(mat8, mat, mat64, stride, int(self.kc.n), int(self.vc.n))
+            gused, vused = dense_used(mat8, mat, mat64, stride, int(self.kc.n), int(self.vc.n),
+                                      _chunks_for(int(self.kc.n)))
         for lab in self.kc.cols:   # the scan is over: no more lookups by string
             lab.strs.drop_index()
         gorder, key_table = self.kc.canonical(gused)
@@ -1467,10 +1468,9 @@ class _Scan:
             sizes = np.add.reduceat(counts, indptr[:-1])
             return Profile(indptr, codes, counts, sizes, key_table, values, group)
         vrank, values = self._value_ranks(vused)
-        threads = current_threads()
         indptr, codes, counts, sizes, _ = dense_profiles_gathered(
             mat8, mat, mat64, stride, grank, _ro(gorder, np.int64), _ro(vrank, np.int32),
-            int(self.vc.n), 2 * threads if threads > 1 and gorder.size >= _THREADED_GROUPS else 1)
+            int(self.vc.n), _chunks_for(gorder.size))
         _remap_rows(group, grank)
         return Profile(indptr, codes, counts, sizes, key_table, values, group)
 
@@ -1482,6 +1482,15 @@ class _Scan:
         vrank = np.full(vused.size, -1, dtype=np.int32)
         vrank[keep[order]] = np.arange(keep.size, dtype=np.int32)
         return vrank, self.vc.labels().take(pa.array(keep[order]))
+
+
+def _chunks_for(n_groups: int) -> int:
+    """Return the chunks of a pass over ``n_groups`` groups.
+
+    Two per thread of the caller's setting from ``_THREADED_GROUPS`` groups on, else one.
+    """
+    threads = current_threads()
+    return 2 * threads if threads > 1 and n_groups >= _THREADED_GROUPS else 1
 
 
 def _remap_rows(codes: np.ndarray, remap: np.ndarray) -> None:
@@ -1893,8 +1902,7 @@ class StreamCounts:
                 mat8, mat, mat64 = st.dense_parts()
                 indptr, codes, counts, sizes, vtot = dense_profiles_gathered(
                     mat8, mat, mat64, int(st.stride), grank, _ro(gorder, np.int64),
-                    _ro(vrank, np.int32), int(V),
-                    2 * threads if threads > 1 and n_out >= _THREADED_GROUPS else 1)
+                    _ro(vrank, np.int32), int(V), _chunks_for(n_out))
                 indptr, codes, sizes, keys, values = _drop_empty(indptr, codes, sizes, keys,
                                                                  values, vtot)
             else:

@@ -194,6 +194,24 @@ def test_gathered_profiles_by_words_and_by_cells_equal_the_reference(
         K._WORDS_BELOW = old
 
 
+@given(st.integers(1, 50), st.integers(1, 30), st.integers(1, 5), st.booleans(),
+       st.integers(0, 2**32 - 1))
+def test_dense_used_by_words_and_by_cells(G, V, chunks, spilled, seed):
+    # a byte-only state is read by words, a spilled one cell by cell: both against NumPy
+    rng = np.random.default_rng(seed)
+    stride = -(-V // 8) * 8
+    mat8 = np.zeros((G, stride), dtype=np.uint8)
+    mat8[:, :V] = rng.integers(0, 3, (G, V)) * (rng.random((G, V)) < 0.15)
+    mat = np.zeros((G, stride) if spilled else 0, dtype=np.int32)
+    if spilled:
+        mat[rng.integers(0, G), rng.integers(0, V)] = 255
+    gused, vused = K.dense_used(mat8.ravel(), mat.ravel(), np.zeros(0, dtype=np.int64),
+                                stride, G, V, chunks)
+    nz = (mat8 != 0) | ((mat != 0) if spilled else False)
+    assert gused.tolist() == nz.any(axis=1).tolist()
+    assert vused.tolist() == nz[:, :V].any(axis=0).tolist()
+
+
 def test_profiles_with_huge_counts_use_the_exact_fallback():
     # counts >= 2**31 cannot be packed into the sort key: same order, exact values
     big = 3 << 31
