@@ -638,7 +638,7 @@ def _peer_goal(r: Results, shapes: list[dict]) -> str:
 
 _PHASE = {   # release_profile phase names (benchmarks/bench_peers.py) the README cites
     "decoder": "  of which waiting for the reader thread (Parquet decode)",
-    "count": "  of which counting (dense_add kernels)",
+    "count": "  of which counting (dense_add kernels; large states on the counter thread)",
     "strmap": "    of which exact string hash map (str_map, str_map_records kernels)",
     "profile": "profile build (_Scan.profile)",
     "total": "total",
@@ -700,7 +700,8 @@ def peers_limit(r: Results) -> str:
             f"{dur(_phase(r, few, 'decoder'))} of {dur(_phase(r, few, 'total'))}: decoding and "
             f"counting share the two cores. With {count(mid)} groups the count matrix and the key "
             f"maps are far larger than the caches: counting takes "
-            f"{dur(_phase(r, many, 'count'))} (partitioned into L2-sized slices), sorting the "
+            f"{dur(_phase(r, many, 'count'))} (partitioned into L2-sized slices, on a thread "
+            f"of its own while the next batch's keys are encoded), sorting the "
             f"{count(mid)} profiles {dur(_phase(r, many, 'profile'))}, and string keys "
             f"{dur(_phase(r, strings, 'strmap'))} in the exact string map (probes bucketed "
             f"and prefetched; their hashing runs on a worker thread ahead) — each a random "
