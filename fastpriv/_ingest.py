@@ -384,15 +384,11 @@ class StrCodes:
         starts[:self.n + 1] = self.starts[:self.n + 1]
         self.hashes, self.starts = hashes, starts
         bits = max(4, int(math.ceil(math.log2(2 * cap))))
-        if self.slots.size == 0 or bits > self.bits:
-            # allocated here, not in the kernels: NumPy maps large arrays in huge pages
-            slots = np.full(4 << bits, -1, dtype=np.int64)
-            if self.slots.size == 0:
-                str_rehash(self.hashes, self.starts, self.arena, int(self.n),
-                           int(self.reserved), int(bits), slots)
-            else:
-                str_regrow(self.slots, int(self.bits), int(bits), slots)
-            self.slots = slots
+        if self.slots.size == 0:
+            self.slots = str_rehash(self.hashes, self.starts, self.arena, int(self.n),
+                                    int(self.reserved), int(bits))
+        elif bits > self.bits:
+            self.slots = str_regrow(self.slots, int(self.bits), int(bits))
         self.bits = bits
 
     def _grow_arena(self, want: int) -> None:

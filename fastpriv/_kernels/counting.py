@@ -1288,13 +1288,11 @@ def str_map(offsets, data, slots, bits, hashes, starts, arena, out, start, next_
 
 
 @kernel
-def str_rehash(hashes, starts, arena, n_codes, skip, bits, slots):
-    """Fill the slot table (see :func:`str_map`) of codes ``0..n_codes-1`` except ``skip``.
-
-    ``skip`` -1: none. ``slots`` (``4 << bits`` int64, all -1) comes from the caller.
-    """
+def str_rehash(hashes, starts, arena, n_codes, skip, bits):
+    """Slot table (see :func:`str_map`) of codes ``0..n_codes-1`` except ``skip`` (-1: none)."""
     mask = (np.int64(1) << bits) - 1
     shift = np.uint64(64 - bits)
+    slots = np.full(np.int64(4) << bits, -1, dtype=np.int64)
     for c in range(n_codes):
         if c == skip:
             continue
@@ -1313,21 +1311,22 @@ def str_rehash(hashes, starts, arena, n_codes, skip, bits, slots):
         slots[4 * s + 1] = np.int64(hashes[c])
         slots[4 * s + 2] = np.int64(w0)
         slots[4 * s + 3] = np.int64(w1) if ln <= 16 else a
+    return slots
 
 
 @kernel
-def str_regrow(old, old_bits, bits, slots):
-    """Fill the slot table of :func:`str_rehash` at ``bits`` from the same codes' ``old``.
+def str_regrow(old, old_bits, bits):
+    """Return the slot table of :func:`str_rehash` at ``bits``, from the same codes' ``old``.
 
     Slots are copied as they are (hash and prefix words included): no pass over the arena.
     Old slots are read in order, and a slot's home at more bits extends its home at fewer
     (its leading bits), so the new table is written front to back instead of at random:
-    for 1.9M codes into 2**24 slots, 0.24-0.27 instead of 0.33-0.35 s. Most of what is
-    left is faulting in the new table's 512 MB, which is why ``slots`` (``4 << bits``
-    int64, all -1) comes from the caller: NumPy maps large arrays in huge pages.
+    for 1.9M codes into 2**24 slots, 0.24-0.27 instead of 0.33-0.35 s; most of what is
+    left is faulting in the new table's 512 MB.
     """
     mask = (np.int64(1) << bits) - 1
     shift = np.uint64(64 - bits)
+    slots = np.full(np.int64(4) << bits, -1, dtype=np.int64)
     for o in range(np.int64(1) << old_bits):
         if old[4 * o] < 0:
             continue
@@ -1337,6 +1336,7 @@ def str_regrow(old, old_bits, bits, slots):
             s = (s + 1) & mask
         for j in range(4):
             slots[4 * s + j] = old[4 * o + j]
+    return slots
 
 
 @kernel
