@@ -638,6 +638,7 @@ def _peer_goal(r: Results, shapes: list[dict]) -> str:
 
 _PHASE = {   # release_profile phase names (benchmarks/bench_peers.py) the README cites
     "decoder": "  of which waiting for the reader thread (Parquet decode)",
+    "steal": "  of which decoding on the calling thread (first row group, stolen ones)",
     "count": "  of which counting (dense_add kernels; large states on the counter thread)",
     "strmap": "    of which exact string hash map (str_map, str_map_records kernels)",
     "profile": "profile build (_Scan.profile)",
@@ -696,7 +697,8 @@ def peers_limit(r: Results) -> str:
             f"is met {_peer_goal(r, shapes)}. Where the time goes (`release_profile`, one "
             f"profiled build per shape): with {count(lo)} groups one thread decodes the row "
             f"groups while the other encodes and counts (and decodes the next row group "
-            f"itself when it would wait), and the build waits on the decoder for "
+            f"itself when it would wait: {dur(_phase(r, few, 'steal'))}, the first row group's "
+            f"columns split between both), and the build waits on the decoder for "
             f"{dur(_phase(r, few, 'decoder'))} of {dur(_phase(r, few, 'total'))}: decoding and "
             f"counting share the two cores. With {count(mid)} groups the count matrix and the key "
             f"maps are far larger than the caches: counting takes "
