@@ -584,6 +584,24 @@ def test_consumer_decodes_a_row_group_when_the_decoder_lags(tmp_path, monkeypatc
     assert rel.equals(Release.from_table(t, group="g", sensitive="v"))
 
 
+def test_row_groups_past_four_batches_are_streamed_first_one_too(tmp_path):
+    # a row group of more than _ROW_GROUP_WHOLE batches is read batch by batch (not split
+    # between the threads, not decoded ahead), the first one as any other
+    import fastpriv._arrow as arrow_mod
+
+    rng = np.random.default_rng(10)
+    n = 9000
+    t = pa.table({"g": rng.integers(0, 40, n), "v": [f"v{x}" for x in rng.integers(0, 4, n)]})
+    path = str(tmp_path / "wide.parquet")
+    pq.write_table(t, path, row_group_size=6000)   # 6000 rows > 4 batches of 1000
+    batches = list(arrow_mod.iter_batches(path, ["g", "v"], batch_size=1000,
+                                          dictionary=True))
+    assert max(b.num_rows for b in batches) <= 1000
+    got = pa.Table.from_batches(batches)
+    assert got.column("g").to_pylist() == t.column("g").to_pylist()
+    assert got.column("v").to_pylist() == t.column("v").to_pylist()
+
+
 @pytest.mark.slow
 def test_large_states_are_counted_on_their_own_thread(tmp_path, monkeypatch):
     # with several threads a large state's batches are counted on the scan's counter
