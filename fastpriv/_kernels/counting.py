@@ -1402,7 +1402,6 @@ def dense_profiles_gathered(mat8, mat, mat64, stride, grank, gorder, vrank, n_va
     codes = np.empty(nnz, dtype=np.int32)
     counts = np.empty(nnz, dtype=np.int64)
     if flat:
-        mat8w = mat8.view(np.uint64)   # rows of stride / 8 words (stride: a multiple of 8)
         words = nnz < _WORDS_BELOW * n_out
         run_chunks(lambda c: dense_emit_flat(mat8, mat8w, mat, stride, gorder, vrank, n_values,
                                              indptr, codes, counts, sizes, vtots[c],
