@@ -22,8 +22,9 @@ Shapes: grouping by (a) one int64 column ``gid`` in random row order, (b) one st
 ``q3`` (int32) whose distinct tuples are the groups; sensitive ``value``: 20 strings,
 dictionary-encoded, Zipf-like frequencies. Full mode (``FASTPRIV_BENCH=full``): 10M rows ×
 {10k, 1M, 10M} groups requested (10M ids drawn for 10M rows: 6.3M distinct) × {int,
-string, qi} (``FASTPRIV_BENCH_ROWS`` and ``FASTPRIV_BENCH_GROUPS`` change the row and group
-counts, e.g. ``10000000,50000000``); smoke: 200k rows, two shapes, in-process.
+string, qi} → ``peers.json`` (``FASTPRIV_BENCH_ROWS`` and ``FASTPRIV_BENCH_GROUPS`` change
+the row and group counts; ``FASTPRIV_BENCH_ROWS=100000000 FASTPRIV_BENCH_GROUPS=10000,1000000``
+→ ``peers_100m.json``); smoke: 200k rows, two shapes, in-process.
 
 Full mode runs every (contestant, round) in a fresh subprocess, alternating contestants
 within a round; the subprocess first runs its query on a file of the same shape at a
@@ -435,9 +436,18 @@ def _table(shapes: list[dict]) -> str:
 def _command(full: bool) -> str:
     if not full:
         return "python -m pytest -q benchmarks/bench_peers.py"
-    rows = os.environ.get("FASTPRIV_BENCH_ROWS")
-    env = f"FASTPRIV_BENCH_ROWS={rows} " if rows else ""
+    env = "".join(f"{k}={os.environ[k]} " for k in ("FASTPRIV_BENCH_ROWS",
+                                                   "FASTPRIV_BENCH_GROUPS")
+                  if k in os.environ)
     return f"FASTPRIV_BENCH=full {env}python -m pytest -q -s benchmarks/bench_peers.py"
+
+
+def _result_name(shapes: list[dict]) -> str:
+    """``peers`` for the 10M-row shapes, ``peers_100m`` etc. for other row counts."""
+    rows = sorted({s["rows"] for s in shapes})
+    if rows == [10_000_000]:
+        return "peers"
+    return "peers_" + "_".join(f"{n // 10**6}m" if n % 10**6 == 0 else str(n) for n in rows)
 
 
 def bench_peers(benchmark, full):
@@ -450,7 +460,7 @@ def bench_peers(benchmark, full):
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print("\n" + _table(shapes))
-    write_result("peers", {
+    write_result(_result_name(shapes) if full else "peers", {
         "command": _command(full),
         "contestants": {
             "fastpriv": "Release.from_table(path, group=|qi=, sensitive=) + classic.audit",
