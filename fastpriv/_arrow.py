@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._validation import check_choice, check_columns
+from ._validation import INT64_MAX, check_choice, check_columns, check_total
 from .errors import InputError, InputTypeError
 
 __all__ = ["as_table", "iter_batches", "encode_column", "encode_keys", "Encoded", "NULL_POLICIES",
@@ -675,7 +675,8 @@ def apply_weights(table: pa.Table, weight: str) -> tuple[pa.Table, np.ndarray]:
     """Check a multiplicity column (``weight=``) and drop the rows of weight 0.
 
     Returns the table without those rows and its weights as int64. Weights must be
-    non-negative integers below 2**63, without nulls.
+    non-negative integers without nulls whose sum is at most 2**63 - 1 (counts are int64;
+    a larger total would wrap around to negative group sizes).
     """
     col = table.column(weight)
     if not pa.types.is_integer(col.type):
@@ -683,8 +684,13 @@ def apply_weights(table: pa.Table, weight: str) -> tuple[pa.Table, np.ndarray]:
     if col.null_count:
         raise InputError(f"weight column {weight!r} has {col.null_count} nulls")
     w = col.to_numpy()
-    if (w < 0).any() or (w.dtype == np.uint64 and (w > np.iinfo(np.int64).max).any()):
-        raise InputError(f"weight column {weight!r} has negative (or over 2**63 - 1) weights")
+    if (w < 0).any():
+        raise InputError(f"weight column {weight!r} has negative weights ({int((w < 0).sum())} "
+                         f"of {w.size} rows); weights count individuals (>= 0)")
+    if w.dtype == np.uint64 and (w > INT64_MAX).any():
+        raise InputError(f"weight column {weight!r} has weights over 2**63 - 1 (the largest "
+                         "count fastpriv holds)")
+    check_total(w, f"weight column {weight!r}")
     if (w == 0).any():
         keep = w > 0
         table, w = table.filter(pa.array(keep)), w[keep]

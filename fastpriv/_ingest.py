@@ -58,7 +58,7 @@ from ._arrow import (
     reading,
 )
 from ._threads import chunk_bounds, current_threads, run_chunks
-from ._validation import check_choice, check_columns, check_int, kernel_array
+from ._validation import check_choice, check_columns, check_int, check_total, kernel_array
 from .errors import InputError, InputTypeError
 
 __all__ = ["IntCodes", "StrCodes", "LabelCodes", "KeyCodes", "CountState", "Profile",
@@ -1774,7 +1774,12 @@ class StreamCounts:
     def _count(self, g: np.ndarray, v: np.ndarray, w: np.ndarray) -> None:
         from ._threads import n_jobs as _n_jobs
 
-        self.rows_counted += int(g.size if w.size == 0 else w.sum())
+        if w.size == 0:
+            self.rows_counted += int(g.size)
+        else:   # weights (or a merged state's counts): the running total stays in int64
+            self.rows_counted = check_total(
+                w, f"weight column {self.weight!r}" if self.weight else "counts",
+                start=self.rows_counted)
         with _n_jobs(self.n_jobs) as threads:
             self._state.add(g, v, w, self.n_groups, self.n_values,
                             max(self.rows_counted, self._rows_hint),

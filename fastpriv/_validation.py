@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,7 +32,17 @@ __all__ = [
     "check_keys",
     "check_r",
     "check_max_set_size",
+    "check_at_least",
+    "check_nonnegative",
+    "check_positive",
+    "check_total",
+    "real_array",
+    "exact_bincount",
+    "INT64_MAX",
 ]
+
+#: The largest count (rows, weights, group sizes) fastpriv holds: counts are int64.
+INT64_MAX = (1 << 63) - 1
 
 
 def kernel_array(x: Any, dtype: Any) -> np.ndarray:
@@ -163,6 +173,39 @@ def check_real(value: Any, name: str) -> float:
     return out
 
 
+def _finite_real(value: Any, name: str) -> Any:
+    """Check that ``value`` is a finite real number (not a bool); return it unconverted."""
+    check_real(value, name)
+    return value
+
+
+def check_at_least(value: Any, name: str, minimum: float) -> Any:
+    """Return ``value`` (unconverted) after checking it is a finite real number >= ``minimum``.
+
+    For size-like thresholds that may be fractional (a k or an ℓ to compare against).
+    """
+    _finite_real(value, name)
+    if not value >= minimum:
+        raise InputError(f"{name} must be >= {minimum:g}, got {value!r}")
+    return value
+
+
+def check_nonnegative(value: Any, name: str) -> Any:
+    """Return ``value`` (unconverted) after checking it is a finite real number >= 0."""
+    _finite_real(value, name)
+    if not value >= 0:
+        raise InputError(f"{name} must be >= 0, got {value!r}")
+    return value
+
+
+def check_positive(value: Any, name: str) -> Any:
+    """Return ``value`` (unconverted) after checking it is a finite real number > 0."""
+    _finite_real(value, name)
+    if not value > 0:
+        raise InputError(f"{name} must be > 0, got {value!r}")
+    return value
+
+
 def check_probability(value: Any, name: str) -> float:
     """Validate and return a finite number in [0, 1]."""
     out = check_real(value, name)
@@ -179,9 +222,89 @@ def check_threshold(value: Any, name: str = "c") -> Any:
     return value
 
 
+def real_array(arr: Any, name: str) -> np.ndarray:
+    """Return ``arr`` as a float64 array, refusing what is not made of real numbers.
+
+    ``np.asarray(x, dtype=float)`` silently parses strings (``"0.5"``) and booleans; here an
+    array of strings, bytes, booleans or other objects is an :class:`InputTypeError` naming
+    ``name``. Ints, floats, ``Fraction`` and ``Decimal`` entries are accepted.
+
+    Raises
+    ------
+    InputTypeError
+        An entry is not a real number, or ``arr`` is a string, bytes or a mapping.
+
+    """
+    if isinstance(arr, (str, bytes, Mapping)):
+        raise InputTypeError(f"{name} must be an array of real numbers, got "
+                             f"{type(arr).__name__}")
+    try:
+        raw = np.asarray(arr)
+    except (TypeError, ValueError) as exc:   # ragged nesting
+        raise InputTypeError(f"{name} must be an array of real numbers "
+                             f"({str(exc).splitlines()[0]})") from None
+    kind = raw.dtype.kind
+    if kind in "iuf":
+        return raw.astype(np.float64, copy=False)
+    if kind == "O":
+        for i, v in enumerate(raw.ravel().tolist()):
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                raise InputTypeError(f"{name}[{i}] must be a real number, got "
+                                     f"{type(v).__name__} {v!r}")
+        return raw.astype(np.float64)
+    first = raw.ravel()[0] if raw.size else None
+    raise InputTypeError(f"{name} must hold real numbers, got {raw.dtype} values"
+                         + (f" such as {first.item()!r}" if first is not None else ""))
+
+
+def check_total(w: np.ndarray, name: str, *, start: int = 0) -> int:
+    """Return ``start + Σ w`` exactly, refusing a total past 2**63 - 1 (:data:`INT64_MAX`).
+
+    ``w`` holds non-negative integers below 2**63 (weights or counts, any integer dtype).
+    Counts are int64 throughout, so a larger total would wrap around to negative group
+    sizes. Fast accept: ``max(w) * len(w)`` within the bound (one pass for the max, one
+    for the sum); otherwise the sum is taken exactly, in two 32-bit halves.
+
+    Raises
+    ------
+    InputError
+        The total exceeds 2**63 - 1; the message names ``name``.
+
+    """
+    w = np.asarray(w)
+    if w.size == 0:
+        return int(start)
+    top = int(w.max())
+    if top * w.size <= INT64_MAX - start:
+        return int(start) + int(w.sum(dtype=np.int64))
+    u = w.astype(np.uint64, copy=False)
+    hi = int((u >> np.uint64(32)).sum(dtype=np.uint64))     # each < 2**31: no overflow
+    lo = int((u & np.uint64(0xFFFFFFFF)).sum(dtype=np.uint64))
+    total = int(start) + (hi << 32) + lo
+    if total > INT64_MAX:
+        raise InputError(f"{name}: the counts add up to {total}, past 2**63 - 1 (the largest "
+                         "count fastpriv holds)")
+    return total
+
+
+def exact_bincount(key: np.ndarray, w: np.ndarray, minlength: int) -> np.ndarray:
+    """Return Σ ``w`` per ``key`` as int64, exactly (integer weights, total checked).
+
+    ``np.bincount(key, weights=w)`` sums in float64, which rounds sums past 2**53; this
+    takes that fast path only when every partial sum stays below 2**53, and adds in int64
+    otherwise.
+    """
+    w = np.asarray(w)
+    if w.size == 0 or int(np.abs(w).max()) * w.size <= (1 << 53):
+        return np.bincount(key, weights=w, minlength=minlength).astype(np.int64)
+    out = np.zeros(max(int(minlength), int(key.max()) + 1), dtype=np.int64)
+    np.add.at(out, key, w.astype(np.int64))
+    return out
+
+
 def check_finite_probabilities(arr: Any, name: str) -> np.ndarray:
-    """Return a float64 array, checking every entry is finite and in [0, 1]."""
-    a = np.asarray(arr, dtype=np.float64)
+    """Return a float64 array, checking every entry is a finite real number in [0, 1]."""
+    a = real_array(arr, name)
     bad = ~np.isfinite(a)
     if bad.any():
         idx = np.flatnonzero(bad.ravel())[:5].tolist()

@@ -26,6 +26,7 @@ from any source, in any batching, gives a release for which :meth:`Release.equal
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
@@ -43,7 +44,15 @@ from ._arrow import (
     kept_rows,
 )
 from ._ingest import StreamCounts, encode_rows, source_schema, streamable
-from ._validation import check_choice, check_columns, check_keys, check_roles, kernel_array
+from ._validation import (
+    INT64_MAX,
+    check_choice,
+    check_columns,
+    check_keys,
+    check_roles,
+    check_total,
+    kernel_array,
+)
 from .errors import InputError, InputTypeError
 
 __all__ = ["Release", "CASES", "SVPI", "MVPI_SET", "MVPI_MULTISET"]
@@ -187,6 +196,10 @@ class Release:
                 gids.append(g)
                 labels.append(v)
                 weights.append(int(c))
+        total = sum(weights)
+        if total > INT64_MAX:
+            raise InputError(f"groups: the counts add up to {total}, past 2**63 - 1 (the "
+                             "largest count fastpriv holds)")
         if any(s is not None for s in pair_sizes):
             if sizes is not None:
                 raise InputError("sizes given twice: both (n_g, values) pairs and sizes=")
@@ -453,9 +466,14 @@ class Release:
         ctype = table.schema.field(count).type
         if not pa.types.is_integer(ctype):
             raise InputTypeError(f"count column {count!r} must hold integers, got {ctype}")
-        weights = table.column(count).to_numpy().astype(np.int64)
-        if (weights < 0).any():
+        raw = table.column(count).to_numpy()
+        if (raw < 0).any():
             raise InputError(f"count column {count!r} has negative counts")
+        if raw.dtype == np.uint64 and (raw > INT64_MAX).any():
+            raise InputError(f"count column {count!r} has counts over 2**63 - 1 (the largest "
+                             "count fastpriv holds)")
+        check_total(raw, f"count column {count!r}")
+        weights = raw.astype(np.int64)
         group_codes, group_keys = encode_keys([table.column(k) for k in keys], names=keys)
         n_groups = group_keys.num_rows
         enc = encode_column(table.column(sensitive), name=sensitive)
@@ -573,9 +591,11 @@ class Release:
         v = np.concatenate([venc.codes[voff[i]:voff[i + 1]][p.codes]
                             for i, p in enumerate(parts)])
         w = np.concatenate([p.counts for p in parts])
+        check_total(w, "merge")
         sizes = None
         if self.case != SVPI:
             all_sizes = np.concatenate([p.sizes for p in parts])
+            check_total(all_sizes, "merge (group sizes n_g)")
             total = np.zeros(gkeys.num_rows, dtype=np.int64)
             np.add.at(total, gcodes, all_sizes)
             sizes = total.tolist()
@@ -592,12 +612,16 @@ class Release:
         from ._kernels.counting import DENSE_CELLS, count_pairs
 
         check_choice(case, "case", CASES)
+        if weights.size:   # the callers name the column; this guards every path
+            check_total(weights, "counts")
         indptr, codes, counts = count_pairs(kernel_array(group_codes, np.int32),
                                             kernel_array(value_codes, np.int32),
                                             kernel_array(weights, np.int64),
                                             n_groups, len(values), DENSE_CELLS)
-        entry_group = np.repeat(np.arange(n_groups), np.diff(indptr))
-        totals = np.bincount(entry_group, weights=counts, minlength=n_groups).astype(np.int64)
+        # exact int64 sums (a float bincount rounds counts past 2**53)
+        csum = np.zeros(counts.size + 1, dtype=np.int64)
+        np.cumsum(counts, out=csum[1:])
+        totals = csum[indptr[1:]] - csum[indptr[:-1]]
         labels = _key_labels(groups)
         empty = np.flatnonzero(totals == 0)
         if case == SVPI:
@@ -919,12 +943,25 @@ def _key_labels(keys: pa.Table) -> list:
 def _check_sizes(sizes: Sequence[int], n_groups: int) -> np.ndarray:
     if isinstance(sizes, (str, bytes)):
         raise InputTypeError("sizes must be a sequence of integers")
-    sz = np.asarray(list(sizes))
+    sz = sizes if isinstance(sizes, np.ndarray) else np.asarray(list(sizes))
     if sz.shape != (n_groups,):
         raise InputError(f"sizes has {sz.size} entries but there are {n_groups} groups")
-    if sz.size and not np.issubdtype(sz.dtype, np.integer):
+    if sz.dtype.kind == "O":   # Python ints too large for int64, or other objects
+        for i, v in enumerate(sz.tolist()):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                raise InputTypeError(f"sizes[{i}] must be an integer, got {v!r}")
+            if int(v) > INT64_MAX:
+                raise InputError(f"sizes[{i}] = {v} is over 2**63 - 1 (the largest count "
+                                 "fastpriv holds)")
+    elif sz.size and sz.dtype.kind not in "iu":
         raise InputTypeError(f"sizes must hold integers, got dtype {sz.dtype}")
-    return sz.astype(np.int64)
+    elif sz.dtype == np.uint64 and (sz > INT64_MAX).any():
+        raise InputError("sizes: a group size is over 2**63 - 1 (the largest count fastpriv "
+                         "holds)")
+    sz = sz.astype(np.int64)
+    if not (sz < 0).any():   # negative sizes are refused by the caller, naming the group
+        check_total(sz, "sizes")
+    return sz
 
 
 def _mvpi_sizes(pair_group: np.ndarray, indiv: np.ndarray, value: np.ndarray, n_groups: int,

@@ -55,10 +55,13 @@ from ._arrow import apply_null_policy, as_table, encode_column, encode_keys, ite
 from ._kernels import risk as _k
 from ._threads import resolve_n_jobs
 from ._validation import (
+    INT64_MAX,
     check_column_names,
     check_columns,
     check_int,
     check_probability,
+    check_total,
+    exact_bincount,
     kernel_array,
 )
 from .errors import InputError, InputTypeError
@@ -205,11 +208,15 @@ class ClassCounts(Result):
         cnt = table.column(count)
         if not pa.types.is_integer(cnt.type):
             raise InputTypeError(f"count: expected an integer column, got {cnt.type}")
-        c = np.asarray(cnt.to_numpy(), dtype=np.int64)
+        c = cnt.to_numpy()
         if (c < 0).any():
             raise InputError(f"count: {int((c < 0).sum())} negative counts")
+        if c.dtype == np.uint64 and (c > INT64_MAX).any():
+            raise InputError("count: counts over 2**63 - 1 (the largest count fastpriv holds)")
+        check_total(c, f"count column {count!r}")
+        c = c.astype(np.int64)
         codes, keys = encode_keys([table.column(x) for x in cols], names=cols)
-        sizes = np.bincount(codes, weights=c, minlength=keys.num_rows)
+        sizes = exact_bincount(codes, c, keys.num_rows)
         keep = np.flatnonzero(sizes > 0)
         if keep.size == 0:
             raise InputError("count: every class has count 0")
@@ -218,7 +225,7 @@ class ClassCounts(Result):
             wsum = np.bincount(codes, weights=_weights(table.column(weight_sum)),
                                minlength=keys.num_rows)[keep]
         keys = keys.take(pa.array(keep))
-        return cls(tuple(cols), keys, _ro(np.rint(sizes[keep]).astype(np.int64)),
+        return cls(tuple(cols), keys, _ro(sizes[keep]),
                    None if wsum is None else _ro(wsum))
 
     @classmethod

@@ -36,7 +36,14 @@ import numpy as np
 import pyarrow as pa
 
 from ._arrow import apply_null_policy, apply_weights, as_table, encode_column, encode_keys
-from ._validation import check_column_names, check_columns, check_int, check_roles, kernel_array
+from ._validation import (
+    check_column_names,
+    check_columns,
+    check_int,
+    check_roles,
+    exact_bincount,
+    kernel_array,
+)
 from .errors import InputError, InputTypeError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -134,7 +141,7 @@ class RowView:
         goff, order = group_order(kernel_array(self.row_group, np.int32), self.n_groups)
         if self.weight is not None:
             order = np.repeat(order, self.weight[order])
-            sizes = np.bincount(self.row_group, weights=self.weight, minlength=self.n_groups)
+            sizes = exact_bincount(self.row_group, self.weight, self.n_groups)
             goff = np.zeros(self.n_groups + 1, dtype=np.int64)
             np.cumsum(sizes.astype(np.int64), out=goff[1:])
         return _ro(goff, np.int64), _ro(order, np.int64)
@@ -211,7 +218,7 @@ class RowView:
         """Units per key (``np.bincount`` of ``key`` weighted by multiplicity, int64)."""
         if self.weight is None:
             return np.bincount(key, minlength=minlength)
-        return np.bincount(key, weights=self.weight, minlength=minlength).astype(np.int64)
+        return exact_bincount(key, self.weight, minlength)
 
 
 def max_per_row(rows: np.ndarray, score: np.ndarray) -> np.ndarray:
@@ -482,7 +489,7 @@ def _reliable(view: RowView, A: tuple[str, ...], rows: np.ndarray | None, stride
     w = view.weight if rows is None or view.weight is None else view.weight[rows]
     if span <= max(4 * nr, 1 << 16):
         cnt = np.bincount(key, minlength=span) if w is None else \
-            np.bincount(key, weights=w, minlength=span).astype(np.int64)
+            exact_bincount(key, w, span)
         ukeys = np.flatnonzero(cnt >= J)
         if not ukeys.size:
             return None
@@ -491,7 +498,7 @@ def _reliable(view: RowView, A: tuple[str, ...], rows: np.ndarray | None, stride
         return ukeys, cnt[ukeys], slot[key]
     uk, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
     if w is not None:
-        cnt = np.bincount(inv, weights=w, minlength=uk.size).astype(np.int64)
+        cnt = exact_bincount(inv.ravel(), w, uk.size)
     ok = cnt >= J
     if not ok.any():
         return None
