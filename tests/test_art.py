@@ -316,21 +316,28 @@ def test_art_unsatisfiable_group_is_reported_or_raises():
 def test_stranded_group_is_merged_anyway_or_suppressed_never_silent():
     t = pa.table({"a": [0, 1, 1], "s": ["x", "n", "n"]})
     K_ = Knowledge.from_dict({("a",): {(0,): {"x": 0.5}, (1,): {"x": 0.0}}}, fallback=0.5)
-    # default: merged into the least-harm group anyway (no merge can make it robust)
-    res = art(t, qi=["a"], sensitive="s", r=2, sensitive_values=["x"], knowledge=K_)
+    # merge: merged into the least-harm group anyway (no merge can make it robust); the
+    # result says it fails r-robustness and its tables are not published without override
+    res = art(t, qi=["a"], sensitive="s", r=2, sensitive_values=["x"], knowledge=K_,
+              on_unsatisfied="merge")
     i = res.to_dict()
     assert i["on_unsatisfied"] == "merge" and i["n_stranded_groups"] == 1
     assert i["n_rescued_groups"] == 0 and i["n_merged_unsatisfied_groups"] == 1
     assert i["n_unsatisfied"] == 1 and not i["robust"]
     assert res.group_ids[0] in (res.group_ids[1], res.group_ids[2])
     assert "stranded" in i["guarantee"]
-    # suppressed: the release loses the row and is robust
-    res = art(t, qi=["a"], sensitive="s", r=2, sensitive_values=["x"], knowledge=K_,
-              on_unsatisfied="suppress")
+    assert "posterior above 1/r" in res.failure
+    with pytest.raises(ValueError, match="fails its own criterion"):
+        res.release_tables(t)
+    assert res.release_tables(t, allow_failing=True)["qi"].num_rows == 3
+    # default (suppress): the release loses the row and is robust
+    res = art(t, qi=["a"], sensitive="s", r=2, sensitive_values=["x"], knowledge=K_)
     i = res.to_dict()
+    assert i["on_unsatisfied"] == "suppress"
     assert res.group_ids[0] == -1 and i["n_suppressed_rows"] == 1
     assert i["n_suppressed_groups"] == 1 and res.release.n_rows == 2
-    assert i["robust"] and i["n_unsatisfied"] == 0
+    assert i["robust"] and i["n_unsatisfied"] == 0 and res.failure is None
+    assert res.release_tables(t)["qi"].num_rows == 2
 
 
 def test_stranded_holder_is_rescued_by_an_exactly_robust_merge():

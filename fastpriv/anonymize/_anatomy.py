@@ -74,33 +74,47 @@ class AnatomyResult(Anonymized):
     source: Any = field(default=None, repr=False)
 
     def qi_table(self, original: Any = None) -> pa.Table:
-        """Return the published QI table: every row's QI columns (input order), its group."""
-        src = self.source if original is None else original
-        if src is None:
-            raise InputError("qi_table needs the original table (this result keeps none)")
-        return self.release_tables(src, group_column=self.group_column)["qi"]
+        """Return the published QI table: the QI columns and the group id, in release order."""
+        return self.release_tables(self._src(original),
+                                   group_column=self.group_column)["qi"]
+
+    def sensitive_table(self, original: Any = None, *, group_column: str | None = None,
+                        count_column: str = "count") -> pa.Table:
+        """Return the published sensitive table (group id, value, count), in release order."""
+        return super().sensitive_table(self._src(original),
+                                       group_column=group_column or self.group_column,
+                                       count_column=count_column)
 
     def auditor_view(self, original: Any = None, *, group_column: str | None = None
                      ) -> pa.Table:
         """Return the joined auditor's view (see :meth:`Anonymized.auditor_view`); not a release."""
-        src = self.source if original is None else original
-        return super().auditor_view(src, group_column=group_column or self.group_column)
+        return super().auditor_view(self._src(original),
+                                    group_column=group_column or self.group_column)
 
     def write_tables(self, qi_path: str | os.PathLike, sensitive_path: str | os.PathLike, *,
                      original: Any = None, overwrite: bool = False,
                      format: str | None = None) -> tuple[str, str]:
-        """Write both published tables (Parquet or CSV by suffix), atomically."""
-        from .._io import write_table
+        """Write both published tables (Parquet or CSV by suffix) as one unit."""
+        from .._io import output_set, write_table
 
-        src = self.source if original is None else original
+        src = self._src(original)
         inputs = [src] if isinstance(src, (str, os.PathLike)) else []
         if os.path.abspath(os.fspath(qi_path)) == os.path.abspath(os.fspath(sensitive_path)):
             raise InputError("qi_path and sensitive_path must differ")
-        a = write_table(qi_path, self.qi_table(original), overwrite=overwrite, format=format,
-                        inputs=inputs)
-        b = write_table(sensitive_path, self.sensitive_table(), overwrite=overwrite,
-                        format=format, inputs=inputs)
+        tables = self.release_tables(src, group_column=self.group_column)
+        with output_set():
+            a = write_table(qi_path, tables["qi"], overwrite=overwrite, format=format,
+                            inputs=inputs)
+            b = write_table(sensitive_path, tables["sensitive"], overwrite=overwrite,
+                            format=format, inputs=inputs)
         return a, b
+
+    def _src(self, original: Any) -> Any:
+        src = self.source if original is None else original
+        if src is None:
+            raise InputError("original: the anonymized input table is needed (this result "
+                             "keeps none)")
+        return src
 
 
 def anatomy(data: Any, *, sensitive: str, l: int, qi: Sequence[str] | None = None,  # noqa: E741

@@ -37,13 +37,16 @@ stop growing as soon as they are robust. Closest-group merging is the same in bo
 Stranded groups (``on_unsatisfied=``): a group holding an X_s value that still fails the
 condition when no merge candidate is left (or an attribute set with f_min = 0 < f_max makes
 the required size infinite) and whose exact posterior exceeds 1/r (spec ``robustness.md``,
-ART step 4; the paper does not say). It is never published silently: ``"merge"`` (default)
-merges it into the group its merge harms least (m-uniqueness kept if possible, then least Δ
+ART step 4; the paper does not say). It is never published silently: each one is first
+merged into the group its merge harms least (m-uniqueness kept if possible, then least Δ
 increase, then size) among those whose merged group is r-robust by the exact binary
-posterior, or, if there is none, into the least-harm group anyway (counted, and the rows
-left unsatisfied are reported); ``"suppress"`` does the same first merge but suppresses the
-group (group id −1, not in the release) when no merge makes it robust; ``"report"``
-publishes it as it is; ``"raise"`` raises :class:`~fastpriv.errors.InputError`.
+posterior; when there is none, ``"suppress"`` (default) suppresses the group (group id −1,
+not in the release), ``"merge"`` merges it into the least-harm group anyway (counted, and
+the rows left unsatisfied are reported), ``"report"`` publishes it as it is and ``"raise"``
+raises :class:`~fastpriv.errors.InputError`. A result whose exact audit (or, without
+``verify``, whose count of unsatisfied rows) shows a breach says so in
+:attr:`~fastpriv.anonymize.ArtResult.failure`, and its tables are not published without
+``allow_failing=True``: the default never gives a release that fails r-robustness.
 
 The function is :func:`art` in this module (``_art``: a submodule named ``art`` would
 shadow the package-level function of the same name on import).
@@ -252,7 +255,7 @@ def art(data: Any, *, qi: Sequence[str], sensitive: str, r: float,
         max_set_size: int | None = None, epsilon: float = 0.01, confidence: float = 0.9,
         min_support: int | None = None, as_one_value: bool = False,
         condition: str = "delta", pad: bool = False, verify: bool = True,
-        on_unsatisfied: str = "merge", nulls: str = "error",
+        on_unsatisfied: str = "suppress", nulls: str = "error",
         prepared: ARTInput | None = None) -> ArtResult:
     """ART (Wong et al.): a bucketization that is r-robust against distribution knowledge.
 
@@ -291,9 +294,10 @@ def art(data: Any, *, qi: Sequence[str], sensitive: str, r: float,
     verify : bool
         Audit the output with the exact posterior (:func:`fastpriv.robustness.audit`,
         binary model, same knowledge and X_s) and report it (``max_posterior``, ``robust``).
-    on_unsatisfied : {"merge", "suppress", "report", "raise"}
+    on_unsatisfied : {"suppress", "merge", "report", "raise"}
         What happens to a **stranded** group (see *Stranded groups* in the module
-        docstring); the result counts each kind (``n_stranded_groups``,
+        docstring; default ``"suppress"``: the release meets r-robustness); the result
+        counts each kind (``n_stranded_groups``,
         ``n_rescued_groups``, ``n_merged_unsatisfied_groups``, ``n_suppressed_rows``,
         ``n_unsatisfied``). ``"error"`` raises only when the exact audit
         finds a breach.
@@ -698,11 +702,12 @@ def _cli_arguments(g: Any) -> None:
                         "exact posterior")
     g.add_argument("--art-pad", action="store_true",
                    help="ART: give every group at least ceil(r) rows")
-    g.add_argument("--art-on-unsatisfied", choices=("merge", "suppress", "report", "raise"),
-                   default="merge",
-                   help="ART: a group still failing the condition when no merge candidate is "
-                        "left: merge it into the least-harm group (default), suppress it, "
-                        "publish it (counted), or fail")
+    g.add_argument("--art-on-unsatisfied", choices=("suppress", "merge", "report", "raise"),
+                   default="suppress",
+                   help="ART: a group still failing the condition when no merge makes it "
+                        "robust: suppress it (default), merge it into the least-harm group "
+                        "anyway, keep it (counted), or fail; a release that then fails "
+                        "r-robustness is not written")
     g.add_argument("--art-report", action="store_true",
                    help="ART: same as --art-on-unsatisfied report")
 

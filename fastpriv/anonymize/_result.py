@@ -14,6 +14,7 @@ import pyarrow as pa
 from ..errors import InputError
 from ..release import Release
 from ..results import Result, json_safe
+from ._publish import canonical_order, check_keep, check_no_relink, dense_rank, entries_digest
 
 __all__ = ["Anonymized", "GeneralizedAttribute", "MondrianResult", "SkylineAnonymized",
            "ArtResult", "LatticeAnonymized", "release_paths"]
@@ -126,14 +127,36 @@ class Anonymized(Result):
         """The quasi-identifier columns."""
         return list(self.params.get("qi") or [])
 
+    @property
+    def failure(self) -> str | None:
+        """Why the release fails the criterion it claims, in words; ``None`` when it meets it.
+
+        Mondrian, the lattice search, SkylineAnonymize and Anatomy meet their criterion by
+        construction; an ART release can fail it (a stranded group merged anyway, or kept
+        with ``on_unsatisfied="report"``).
+        """
+        return None
+
+    def _refuse_failing(self, allow_failing: bool) -> None:
+        """Refuse to publish a release that fails its own criterion (unless asked to)."""
+        if self.failure is not None and not allow_failing:
+            raise InputError(f"this {self.method} release fails its own criterion "
+                             f"({self.params.get('criterion')}): {self.failure}; it is not "
+                             "published — pass allow_failing=True to get it anyway (it is "
+                             "not safe under that criterion)")
+
     def table(self, original: Any = None, *, keep: Sequence[str] = (),
-              group_column: str = "group_id") -> pa.Table:
+              group_column: str = "group_id", allow_failing: bool = False) -> pa.Table:
         """Return the publishable table of a generalization, safe under its criterion.
 
-        Columns: the generalized QI columns, the sensitive column, the group id and the
-        columns named in ``keep`` (published unchanged: name them only when they are not
-        identifying). Every other column of ``original`` is left out and suppressed rows
-        are dropped. The Parquet metadata says it is a release and which model it claims.
+        Columns: the generalized QI columns, the sensitive column, the columns named in
+        ``keep`` (published unchanged: name them only when they are not identifying) and
+        the group id. Every other column of ``original`` is left out and suppressed rows are
+        dropped. Rows are in an order that depends on the published values alone, and group
+        ids are numbered from each group's published content
+        (:func:`~fastpriv.anonymize._publish.canonical_order`): row *i* of the release is not
+        row *i* of the input. The Parquet metadata says it is a release and which model it
+        claims.
 
         Parameters
         ----------
@@ -141,16 +164,20 @@ class Anonymized(Result):
             The anonymized input (row-aligned with :attr:`group_ids`): the source of the
             sensitive values and of the ``keep`` columns.
         keep : sequence of str
-            Extra columns published unchanged.
+            Extra columns published unchanged; never a QI, the sensitive column or a name
+            the release adds.
         group_column : str
             Name of the group-id column.
+        allow_failing : bool
+            Publish a release that fails its own criterion (see :attr:`failure`).
 
         Raises
         ------
         InputError
             For a bucketization (Anatomy, ART), whose release is two tables: use
             :meth:`release_tables` (or :meth:`write`), or :meth:`auditor_view` for the joined
-            table the row-level audits read.
+            table the row-level audits read. For a refused ``keep`` column, a clashing
+            ``group_column``, or a release that fails its criterion.
 
         """
         if self.is_bucketization:
@@ -158,85 +185,169 @@ class Anonymized(Result):
                 f"the {self.method} release is two tables (QI table and sensitive table) that "
                 "must not be joined: use release_tables() or write(); auditor_view() gives "
                 "the joined table for audits (never publish it)")
-        t = self._original(original, [self.sensitive, *keep])
+        self._refuse_failing(allow_failing)
+        t = self._original(original, [self.sensitive])
+        gen = self.generalized.column_names
+        keep = check_keep(keep, columns=t.column_names, qi=[*self.qi, *gen],
+                          sensitive=self.sensitive, added=[group_column])
+        protected = [*gen, self.sensitive]
+        if group_column in protected:
+            raise InputError(f"group_column {group_column!r} is also a published column; "
+                             "pass another group_column=")
         mask = self.group_ids >= 0
-        cols: dict[str, Any] = {}
-        for name in self.generalized.column_names:
-            cols[name] = self.generalized.column(name)
+        cols = {name: self.generalized.column(name) for name in gen}
         cols[self.sensitive] = t.column(self.sensitive)
         for name in keep:
             cols[name] = t.column(name)
-        cols[group_column] = pa.array(self.group_ids)
-        out = pa.table(cols)
+        content = pa.table(cols)
+        g = self.group_ids
         if not mask.all():
-            out = out.filter(pa.array(mask))
+            content = content.filter(pa.array(mask))
+            g = g[mask]
+        order, new_id = canonical_order(content.select(protected), g, rows=content)
+        out = content.take(pa.array(order)).append_column(
+            group_column, pa.array(new_id[g[order]], pa.int64()))
         return out.replace_schema_metadata(self._metadata("release", keep))
 
     def release_tables(self, original: Any = None, *, keep: Sequence[str] = (),
-                       group_column: str = "group_id") -> dict[str, pa.Table]:
+                       group_column: str = "group_id", count_column: str = "count",
+                       allow_failing: bool = False) -> dict[str, pa.Table]:
         """Return every table of the release by name (``release``, or ``qi`` and ``sensitive``).
 
         A generalization has one table (:meth:`table`). A bucketization has the QI table
         (the exact QI columns, the ``keep`` columns and the group id, one row per published
-        person) and the sensitive table (group id, value, count).
+        person) and the sensitive table (group id, value, count); both are written in an
+        order that depends on the published values alone, and a ``keep`` column that
+        determines the sensitive value is refused (it would re-link the two tables).
         """
         if not self.is_bucketization:
-            return {"release": self.table(original, keep=keep, group_column=group_column)}
+            return {"release": self.table(original, keep=keep, group_column=group_column,
+                                          allow_failing=allow_failing)}
+        self._refuse_failing(allow_failing)
+        qi_tab, new_id = self._bucket_qi_table(original, keep, group_column, count_column)
+        return {"qi": qi_tab.replace_schema_metadata(self._metadata("release: QI table", keep)),
+                "sensitive": self._sensitive_entries(new_id, group_column, count_column)}
+
+    def sensitive_table(self, original: Any = None, *, group_column: str = "group_id",
+                        count_column: str = "count") -> pa.Table:
+        """Return the sensitive table: one (group id, value, count) row per entry.
+
+        Group ids are those of the QI table (:meth:`release_tables`), numbered from the
+        published content, so ``original`` (the anonymized input) is needed.
+        """
+        _, new_id = self._bucket_qi_table(original, (), group_column, count_column)
+        return self._sensitive_entries(new_id, group_column, count_column)
+
+    def _bucket_qi_table(self, original: Any, keep: Sequence[str], group_column: str,
+                         count_column: str) -> tuple[pa.Table, np.ndarray]:
+        """Return the QI table of a bucketization in publication order, and the new group ids."""
         if not self.qi:
             raise InputError(f"this {self.method} result names no QI columns; pass qi= to the "
                              "anonymizer to publish its QI table")
-        t = self._original(original, [*self.qi, *keep])
+        names = {group_column, self.sensitive, count_column}
+        if len(names) != 3:
+            raise InputError(f"the sensitive table's columns clash: group_column="
+                             f"{group_column!r}, the sensitive column {self.sensitive!r} and "
+                             f"count_column={count_column!r} must differ (CLI: --count-column)")
+        if group_column in self.qi:
+            raise InputError(f"group_column {group_column!r} is also a QI column; pass "
+                             "another group_column=")
+        t = self._original(original, list(self.qi))
+        keep = check_keep(keep, columns=t.column_names, qi=self.qi, sensitive=self.sensitive,
+                          added=[group_column])
         mask = self.group_ids >= 0
-        cols = {c: t.column(c) for c in [*self.qi, *keep]}
-        cols[group_column] = pa.array(self.group_ids)
-        qi_tab = pa.table(cols)
+        g = self.group_ids[mask]
+        content = t.select([*self.qi, *keep])
         if not mask.all():
-            qi_tab = qi_tab.filter(pa.array(mask))
-        return {"qi": qi_tab.replace_schema_metadata(self._metadata("release: QI table", keep)),
-                "sensitive": self.sensitive_table(group_column=group_column)}
-
-    def sensitive_table(self, *, group_column: str = "group_id") -> pa.Table:
-        """Return the sensitive table: one (group id, value, count) row per entry."""
+            content = content.filter(pa.array(mask))
+        if keep and self.sensitive in t.column_names:
+            kept = t.select([*keep, self.sensitive])
+            check_no_relink(kept.filter(pa.array(mask)) if not mask.all() else kept, keep,
+                            self.sensitive)
         rel = self.release
-        values = pa.array(rel.values)
-        tab = pa.table({group_column: pa.array(rel.entry_group, pa.int64()),
-                        self.sensitive: values.take(pa.array(rel.codes)),
-                        "count": pa.array(rel.counts)})
+        value_rank = dense_rank(pa.table({"v": pa.array(rel.values)}))
+        extra = entries_digest(rel.entry_group, value_rank[rel.codes], rel.counts,
+                               rel.n_groups)
+        order, new_id = canonical_order(content.select(list(self.qi)), g, rows=content,
+                                        group_extra=extra)
+        qi_tab = content.take(pa.array(order)).append_column(
+            group_column, pa.array(new_id[g[order]], pa.int64()))
+        return qi_tab, new_id
+
+    def _sensitive_entries(self, new_id: np.ndarray, group_column: str,
+                           count_column: str) -> pa.Table:
+        rel = self.release
+        value_rank = dense_rank(pa.table({"v": pa.array(rel.values)}))
+        codes = np.asarray(rel.codes, dtype=np.int64)
+        groups = new_id[np.asarray(rel.entry_group, dtype=np.int64)]
+        order = np.lexsort((value_rank[codes], groups))
+        tab = pa.table({group_column: pa.array(groups[order], pa.int64()),
+                        self.sensitive: pa.array(rel.values).take(pa.array(codes[order])),
+                        count_column: pa.array(np.asarray(rel.counts)[order])})
         return tab.replace_schema_metadata(self._metadata("release: sensitive table", ()))
+
+    def published_group_ids(self, original: Any = None) -> np.ndarray:
+        """Group id of every input row as the release publishes it (−1: suppressed).
+
+        The release numbers groups from their published content (:meth:`table`,
+        :meth:`release_tables`), not as :attr:`group_ids` does.
+        """
+        if self.is_bucketization:
+            _, new_id = self._bucket_qi_table(original, (), "group_id", "count")
+        else:
+            t = self._original(original, [self.sensitive])
+            gen = self.generalized.column_names
+            mask = self.group_ids >= 0
+            cols = {name: self.generalized.column(name) for name in gen}
+            cols[self.sensitive] = t.column(self.sensitive)
+            content = pa.table(cols)
+            content = content.filter(pa.array(mask)) if not mask.all() else content
+            _, new_id = canonical_order(content, self.group_ids[mask])
+        out = np.full(self.group_ids.shape[0], -1, dtype=np.int64)
+        mask = self.group_ids >= 0
+        out[mask] = new_id[self.group_ids[mask]]
+        return out
 
     def auditor_view(self, original: Any, *, group_column: str = "group_id") -> pa.Table:
         """Return the auditor's view, every original row with its group id: not a release.
 
         This joined table links each person's exact QI values to their exact sensitive
         value — it is the input of the row-level audits (:func:`fastpriv.robustness.audit`,
-        :func:`fastpriv.foreground.attack`), never something to publish. Its Parquet
-        metadata says so (``fastpriv.kind = auditor_view``).
+        :func:`fastpriv.foreground.attack`), never something to publish. Its rows are in
+        input order and its group ids are the release's (:meth:`published_group_ids`). Its
+        Parquet metadata says it is not a release (``fastpriv.kind = auditor_view``).
         """
         t = self._original(original, [])
         cols = {name: t.column(name) for name in t.column_names}
         if self.generalized is not None:
             for name in self.generalized.column_names:
                 cols[name] = self.generalized.column(name)
-        cols[group_column] = pa.array(self.group_ids)
+        cols[group_column] = pa.array(self.published_group_ids(t))
         return pa.table(cols).replace_schema_metadata(self._metadata("auditor_view", ()))
 
     def write(self, path: str | os.PathLike, original: Any = None, *,
               keep: Sequence[str] = (), overwrite: bool = False,
-              format: str | None = None) -> list[str]:
-        """Write the release atomically; return the paths written.
+              format: str | None = None, count_column: str = "count",
+              allow_failing: bool = False) -> list[str]:
+        """Write the release as one unit; return the paths written.
 
         A generalization is written to ``path``; a bucketization to two files named after
-        it, ``<stem>.qi<suffix>`` and ``<stem>.sensitive<suffix>`` (:func:`release_paths`).
-        Never over ``original``'s file.
+        it, ``<stem>.qi<suffix>`` and ``<stem>.sensitive<suffix>`` (:func:`release_paths`),
+        committed together (:class:`fastpriv._io.OutputSet`: both new files or both old
+        ones). Never over ``original``'s file or any other input; without ``overwrite``
+        nothing existing is replaced. A release that fails its own criterion is refused
+        unless ``allow_failing``.
         """
-        from .._io import check_outputs, write_table
+        from .._io import check_outputs, output_set, write_table
 
         inputs = [original] if isinstance(original, (str, os.PathLike)) else []
-        tables = self.release_tables(original, keep=keep)
+        tables = self.release_tables(original, keep=keep, count_column=count_column,
+                                     allow_failing=allow_failing)
         paths = release_paths(path, bucketization=self.is_bucketization)
         check_outputs(list(paths.values()), overwrite=overwrite, inputs=inputs)
-        return [write_table(paths[name], tab, overwrite=overwrite, format=format,
-                            inputs=inputs) for name, tab in tables.items()]
+        with output_set():
+            return [write_table(paths[name], tab, overwrite=overwrite, format=format,
+                                inputs=inputs) for name, tab in tables.items()]
 
     def _original(self, original: Any, needed: Sequence[str]) -> pa.Table:
         from .._arrow import as_table
@@ -423,6 +534,21 @@ class ArtResult(Anonymized):
     def value(self) -> float | None:
         """The largest exact posterior (``verify=True``), else None."""
         return self.max_posterior
+
+    @property
+    def failure(self) -> str | None:
+        """Why the release is not r-robust, in words; ``None`` when it is.
+
+        From the exact audit when it ran (``verify=True``), else from the rows the merge
+        left unsatisfied.
+        """
+        if self.robust is False:
+            return (f"{self.n_problematic_rows} rows have a posterior above 1/r = "
+                    f"{1 / self.r:.4g} (largest {self.max_posterior:.4g})")
+        if self.robust is None and self.n_unsatisfied:
+            return (f"{self.n_unsatisfied} sensitive rows fail the {self.condition} condition "
+                    "and the release was not audited (verify=False)")
+        return None
 
 
 @dataclass(frozen=True, eq=False)

@@ -207,9 +207,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "atomically, and summarise its utility. Methods: lattice (full-domain "
                     "generalization, minimal nodes, needs hierarchies), mondrian (strict "
                     "multidimensional partitioning), and any method a module in "
-                    "fastpriv/anonymize/ registers with CLI_METHOD. Exit status: 0 a release "
-                    "meeting the criteria was produced, 2 bad input (or no release meets "
-                    "them), 3 internal error.",
+                    "fastpriv/anonymize/ registers with CLI_METHOD. Every file it writes (the "
+                    "release's tables, --auditor-view, --json) is committed as one unit. "
+                    "Exit status: 0 a release meeting the criteria was produced, 1 the "
+                    "method's result fails its own criterion (ART; nothing is published), 2 "
+                    "bad input (or no release meets them), 3 internal error.",
         example=("fastpriv anonymize adult --method mondrian --qi age sex race "
                  "--sensitive occupation --min-size 5 --l 3 -o release.parquet --overwrite",
                  "fastpriv anonymize adult --method anatomy --qi age sex race "
@@ -251,6 +253,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also write the auditor's view: every input row with its exact values "
                         "and its group id — the input of `fastpriv robustness` / `attack`, "
                         "NOT a release (its Parquet metadata says so)")
+    o.add_argument("--count-column", default="count", metavar="NAME",
+                   help="name of the count column of a bucketization's sensitive table "
+                        "(default count; it must differ from the sensitive column)")
     o.add_argument("--overwrite", action="store_true", help="replace existing output files")
     o.add_argument("--json", metavar="OUT", help="write the summary as JSON")
     o.add_argument("--query-error", type=int, metavar="N", default=0,
@@ -322,7 +327,8 @@ def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
            "discernibility": metrics.discernibility(result if isinstance(result, Anonymized)
                                                     else rel),
            "avg_group_size_c_avg": metrics.average_group_size(rel, min_size=min_size),
-           "published_unchanged": list(args.keep), "seconds": seconds}
+           "published_unchanged": list(args.keep), "seconds": seconds,
+           "failure": getattr(result, "failure", None)}
     if isinstance(result, LatticeAnonymized):
         out["node"] = list(result.node)
         out["levels"] = dict(result.levels)
@@ -343,7 +349,9 @@ def summary_text(payload: dict, result: Any) -> str:
              f"of {payload['n_rows']:,} rows in {payload['n_groups']:,} groups of "
              f"{payload['min_group_size']:,}–{payload['max_group_size']:,} people "
              f"({payload['n_suppressed']:,} suppressed)",
-             f"criterion: {payload['criterion']} — holds for every published group"]
+             f"criterion: {payload['criterion']} — "
+             + (f"FAILS: {payload['failure']}" if payload.get("failure")
+                else "holds for every published group")]
     if "levels" in payload:
         lines.append("generalization chosen: " + ", ".join(
             f"{a} at level {lv}" for a, lv in payload["levels"].items())
@@ -378,8 +386,8 @@ def _outputs(args: argparse.Namespace, bucketization: bool | None) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv anonymize``."""
-    from .._io import check_outputs, write_table
-    from ._common import Timer, emit_json, load_data
+    from .._io import check_outputs, note_input, output_set
+    from ._common import Timer, load_data
 
     load_plugins()
     if args.method not in METHODS:
@@ -388,9 +396,12 @@ def run(args: argparse.Namespace) -> int:
                              f"{_PLUGIN_ERRORS[args.method]}")
         raise InputError(f"--method must be one of {', '.join(sorted(METHODS))}; got "
                          f"{args.method!r}")
+    inputs = [p for p in (args.data, getattr(args, "hierarchies", None)) if p]
+    for p in inputs:
+        note_input(p)
     bucket = args.method in BUCKETIZATIONS
     check_outputs(_outputs(args, bucket if args.method in METHODS_KNOWN else None),
-                  overwrite=args.overwrite, inputs=[args.data])
+                  overwrite=args.overwrite, inputs=inputs)
     crit = _criterion(args)
     data = load_data(args.data, getattr(args, "encoding", None))
     _check_keep(args, data)
@@ -398,27 +409,40 @@ def run(args: argparse.Namespace) -> int:
         result = METHODS[args.method].run(args, data, crit)
     payload = summary_payload(result, args, t.seconds, data)
     print(summary_text(payload, result))
-    if args.output:
+    with output_set():
+        _write_outputs(args, result, data, inputs, payload)
+    return 1 if payload["failure"] else 0
+
+
+def _write_outputs(args: argparse.Namespace, result: Any, data: Any, inputs: list,
+                   payload: dict) -> None:
+    """Stage every output of the run (one unit, committed by the caller's output set)."""
+    from .._io import write_table
+    from ._common import emit_json
+
+    failure = payload["failure"]
+    if args.output and failure:
+        print(f"release not written: it fails its own criterion ({failure})", file=sys.stderr)
+    elif args.output:
         if not hasattr(result, "write"):
             raise InputError(f"method {args.method!r} returned no publishable table")
         for dest in result.write(args.output, data, keep=args.keep, overwrite=args.overwrite,
-                                 format=args.format):
+                                 format=args.format, count_column=args.count_column):
             print(f"wrote {dest} (release)", file=sys.stderr)
     if args.auditor_view:
         dest = write_table(args.auditor_view, result.auditor_view(data),
-                           overwrite=args.overwrite, format=args.format, inputs=[args.data])
+                           overwrite=args.overwrite, format=args.format, inputs=inputs)
         print(f"wrote {dest} (auditor's view: NOT a release, never publish it)",
               file=sys.stderr)
-    emit_json(args, payload)
-    return 0
+    emit_json(args, payload, inputs=inputs)
 
 
 def _check_keep(args: argparse.Namespace, data: Any) -> None:
-    """--keep names existing columns other than the QI and the sensitive column."""
+    """--keep: existing columns, none a QI, the sensitive column or a name the release adds."""
     import os
 
     from .._arrow import as_table
-    from .._validation import check_columns
+    from ..anonymize._publish import check_keep
 
     if not args.keep:
         return
@@ -429,8 +453,5 @@ def _check_keep(args: argparse.Namespace, data: Any) -> None:
             (".csv", ".csv.gz")) else "parquet").schema.names
     else:
         names = as_table(data, param="data").column_names
-    check_columns(args.keep, names, "--keep")
-    clash = [c for c in args.keep if c in args.qi or c == args.sensitive]
-    if clash:
-        raise InputError(f"--keep: {', '.join(clash)} is a QI or the sensitive column, "
-                         "which the release already holds in its protected form")
+    check_keep(args.keep, columns=names, qi=args.qi, sensitive=args.sensitive,
+               added=["group_id", args.count_column], param="--keep")
