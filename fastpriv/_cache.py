@@ -25,6 +25,20 @@ into a read-only image layer). When it neither exists nor can be created, kernel
 to Numba's default locations (``__pycache__`` next to the module, or Numba's user-wide cache)
 and, when none of those is writable either, to no cache at all; one line is logged on the
 ``fastpriv`` logger, once per process. ``FASTPRIV_NO_CACHE=1`` turns the disk cache off.
+
+**Trust.** Numba's index is a pickle, so whoever can write the cache directory can run code
+in every process that reads it. fastpriv creates ``<root>`` and every directory below it
+with mode 0700 (owner only), and on POSIX systems refuses to use a cache whose root, or any
+directory from the root down to a kernel module's directory, is writable by group or others
+or owned by another user (a directory owned by root and not writable by others — a cache
+baked into a read-only image layer — is accepted): the kernels are then compiled in memory
+(Numba's ``NullCache``) and one warning is logged on the ``fastpriv`` logger, once per
+process.
+
+**Damage.** A cache entry that cannot be read back — an index or data file that is
+truncated, holds garbage or does not unpickle — is a cache miss: the kernel is compiled
+again and the entry overwritten (one line on the ``fastpriv`` logger per file), instead of
+every command failing until the cache is deleted by hand.
 """
 
 from __future__ import annotations
@@ -34,13 +48,15 @@ import hashlib
 import logging
 import os
 import re
+import stat
 import sys
 from pathlib import Path
 from typing import Any
 
 from numba.core import caching
 
-__all__ = ["cache_root", "cache_dir_for", "make_cache", "source_hash"]
+__all__ = ["UnsafeCacheDirectory", "cache_dir_for", "cache_root", "make_cache", "source_hash",
+           "unsafe_reason"]
 
 _LOG = logging.getLogger("fastpriv")
 _NOTED: set[str] = set()
@@ -129,20 +145,90 @@ def cache_dir_for(py_file: str | os.PathLike[str], root: Path | None = None) -> 
     return root / _target_tag() / f"{stem}-{source_hash(py_file)[:20]}"
 
 
+def _levels(root: Path, path: Path) -> list[Path]:
+    """``root`` and every directory from it down to ``path`` (``[path]`` when outside it)."""
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        return [path]
+    out = [root]
+    for part in rel.parts:
+        out.append(out[-1] / part)
+    return out
+
+
+def _make_private_dirs(root: Path, path: Path) -> None:
+    """Create ``path``; ``root`` and each directory below it that is created get mode 0700.
+
+    The parents of ``root`` are created with the default mode.
+    """
+    levels = _levels(root, path)
+    levels[0].parent.mkdir(parents=True, exist_ok=True)
+    for level in levels:
+        try:
+            os.mkdir(level, 0o700)
+        except FileExistsError:
+            pass
+
+
 @functools.lru_cache(maxsize=None)
-def _writable(path: Path) -> bool:
-    """Create ``path`` if needed and check that a file can be written in it.
+def _writable(path: Path, root: Path | None = None) -> bool:
+    """Create ``path`` (new directories from ``root`` down: mode 0700) and probe a write.
 
     Memoized: probed once per process and directory.
     """
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        _make_private_dirs(path if root is None else root, path)
         probe = path / f".probe-{os.getpid()}"
         probe.write_bytes(b"")
         probe.unlink()
         return True
     except OSError:
         return False
+
+
+class UnsafeCacheDirectory(RuntimeError):
+    """A cache directory others could have written (so its pickles must not be loaded)."""
+
+
+def unsafe_reason(root: Path, path: Path, *, euid: int | None = None) -> str | None:
+    """Return why the cache at ``path`` must not be trusted, or ``None`` when it may be.
+
+    ``root`` and each directory from it down to ``path`` that exists must be owned by the
+    user ``euid`` (default: the effective user) or by root, and writable by neither group
+    nor others. Always ``None`` where POSIX permissions do not apply (Windows).
+
+    Parameters
+    ----------
+    root : Path
+        The cache root (``FASTPRIV_CACHE_DIR`` or the user cache directory).
+    path : Path
+        A kernel module's directory below ``root``.
+    euid : int, optional
+        The user that reads the cache (default ``os.geteuid()``).
+
+    Returns
+    -------
+    str or None
+        One sentence naming the directory and what is wrong with it.
+
+    """
+    if os.name != "posix":
+        return None
+    euid = os.geteuid() if euid is None else euid
+    for level in _levels(root, path):
+        try:
+            st = os.stat(level)
+        except OSError:
+            break                      # not there (yet): nothing below it can be read
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            who = ("group and others" if st.st_mode & stat.S_IWGRP and st.st_mode & stat.S_IWOTH
+                   else "its group" if st.st_mode & stat.S_IWGRP else "others")
+            return (f"{level} is writable by {who} "
+                    f"(mode {stat.S_IMODE(st.st_mode):04o})")
+        if st.st_uid not in (euid, 0):
+            return f"{level} is owned by another user (uid {st.st_uid})"
+    return None
 
 
 class _ContentLocator(caching._CacheLocator):
@@ -158,7 +244,7 @@ class _ContentLocator(caching._CacheLocator):
     def ensure_cache_path(self) -> None:
         if self.read_only:
             raise OSError(f"fastpriv cache directory {self._path} is read-only")
-        os.makedirs(self._path, exist_ok=True)
+        _make_private_dirs(cache_root(), self._path)
 
     def get_cache_path(self) -> str:
         return str(self._path)
@@ -173,29 +259,85 @@ class _ContentLocator(caching._CacheLocator):
     def from_function(cls, py_func: Any, py_file: str) -> _ContentLocator | None:
         if not os.path.isfile(py_file):
             return None
-        path = cache_dir_for(py_file)
-        if _writable(path):
-            return cls(py_func, py_file, path, read_only=False)
-        if path.is_dir() and os.access(path, os.R_OK | os.X_OK):
-            return cls(py_func, py_file, path, read_only=True)
-        _note_once("unwritable", f"cannot create the kernel cache directory {cache_root()} "
-                   "(set FASTPRIV_CACHE_DIR to a writable directory); using Numba's default "
-                   "cache location instead")
-        return None
+        root = cache_root()
+        path = cache_dir_for(py_file, root)
+        if _writable(path, root):
+            locator = cls(py_func, py_file, path, read_only=False)
+        elif path.is_dir() and os.access(path, os.R_OK | os.X_OK):
+            locator = cls(py_func, py_file, path, read_only=True)
+        else:
+            _note_once("unwritable", f"cannot create the kernel cache directory {root} "
+                       "(set FASTPRIV_CACHE_DIR to a writable directory); using Numba's "
+                       "default cache location instead")
+            return None
+        # checked after creating: a directory planted in between is caught as well
+        reason = unsafe_reason(root, path)
+        if reason is not None:
+            raise UnsafeCacheDirectory(reason)
+        return locator
 
 
 class _ContentCacheImpl(caching.CompileResultCacheImpl):
     _locator_classes = [_ContentLocator, *caching.CompileResultCacheImpl._locator_classes]
 
 
+def _damaged(path: str, exc: BaseException) -> None:
+    """Log (once per path and process) that a cache entry is unreadable and is replaced."""
+    first = (str(exc).splitlines() or [""])[0]
+    _note_once(f"damaged:{path}", f"kernel cache entry {path} is unreadable "
+               f"({type(exc).__name__}{': ' + first if first else ''}); compiling the "
+               "kernel again and replacing it")
+
+
+class _TolerantCacheFile(caching.IndexDataCacheFile):
+    """Numba's index and data files, where an entry that cannot be read back is a miss.
+
+    A truncated or garbage index reads as empty (the next save rewrites it); a data file
+    that cannot be unpickled reads as missing (the next save overwrites it).
+    """
+
+    def _load_index(self) -> dict:
+        try:
+            overloads = super()._load_index()
+            if not isinstance(overloads, dict):
+                raise TypeError(f"the index holds a {type(overloads).__name__}, not a dict")
+            return overloads
+        except Exception as exc:  # noqa: BLE001 - any unreadable index is a miss
+            _damaged(self._index_path, exc)
+            return {}
+
+    def _load_data(self, name: str) -> Any:
+        try:
+            return super()._load_data(name)
+        except FileNotFoundError:
+            raise                        # removed since the index was read: numba's miss
+        except Exception as exc:  # noqa: BLE001 - any unreadable entry is a miss
+            _damaged(self._data_path(name), exc)
+            return None
+
+
 class FastprivCache(caching.FunctionCache):
     """Numba's function cache with :class:`_ContentLocator` first.
 
     It never fails a compile because the cache cannot be written (the kernel then just is
-    not saved).
+    not saved), and never fails one because an entry cannot be read back (the kernel is
+    compiled again and the entry overwritten).
     """
 
     _impl_class = _ContentCacheImpl
+
+    def __init__(self, py_func: Any) -> None:
+        super().__init__(py_func)
+        self._cache_file = _TolerantCacheFile(
+            cache_path=self._cache_path, filename_base=self._impl.filename_base,
+            source_stamp=self._impl.locator.get_source_stamp())
+
+    def _load_overload(self, sig: Any, target_context: Any) -> Any:
+        try:
+            return super()._load_overload(sig, target_context)
+        except Exception as exc:  # noqa: BLE001 - an entry that does not rebuild is a miss
+            _damaged(self._cache_path, exc)
+            return None
 
     def _save_overload(self, sig: Any, data: Any) -> None:
         try:
@@ -208,6 +350,12 @@ def make_cache(py_func: Any) -> Any:
     """Return the on-disk cache of a kernel (a ``NullCache`` when no location is usable)."""
     try:
         return FastprivCache(py_func)
+    except UnsafeCacheDirectory as exc:
+        _note_once("unsafe", f"ignoring the kernel cache: {exc}, so another user could "
+                   "plant code in it; kernels are compiled in memory instead (use a "
+                   "FASTPRIV_CACHE_DIR of your own, or `chmod -R go-w` the directory if you "
+                   "trust its contents)")
+        return caching.NullCache()
     except (RuntimeError, OSError) as exc:
         _note_once("none", f"kernels are compiled in every process: no writable cache "
                    f"location ({exc})")

@@ -177,7 +177,7 @@ def test_read_only_locator_loads_and_never_fails_a_save(monkeypatch, tmp_path):
     py_file = str(PKG / "_kernels" / "metrics.py")
     target = _cache.cache_dir_for(py_file)
     target.mkdir(parents=True)
-    monkeypatch.setattr(_cache, "_writable", lambda path: False)
+    monkeypatch.setattr(_cache, "_writable", lambda *a: False)
     loc = _cache._ContentLocator.from_function(M.group_spread.py_func, py_file)
     assert loc is not None and loc.read_only and loc.get_cache_path() == str(target)
     with pytest.raises(OSError):
@@ -266,3 +266,173 @@ def test_dask_workers_share_one_cache(monkeypatch, tmp_path):
     # the entry points load from the cache (their helpers are linked inside them)
     assert second["compiled"] == 0 and 0 < second["loaded"] <= first["compiled"]
     assert not second["failed"]
+
+
+# ============================================================================ damage, trust
+TINY = '''
+import numpy as np
+from fastpriv._jit import kernel
+
+
+@kernel
+def triple_sum(x):
+    s = 0.0
+    for v in x:
+        s += v
+    return 3.0 * s
+'''
+
+TINY_PROBE = r"""
+import json, sys
+import numpy as np
+from numba.core import event as ev
+
+compiles = []
+
+class Count(ev.Listener):
+    def on_start(self, event):
+        compiles.append(event.data["dispatcher"].py_func.__qualname__)
+
+    def on_end(self, event):
+        pass
+
+ev.register("numba:compile", Count())
+import tinykern
+
+out = tinykern.triple_sum(np.arange(5.0))
+print(json.dumps({"out": out, "compiles": compiles,
+                  "hits": int(sum(tinykern.triple_sum.stats.cache_hits.values())),
+                  "cache": type(tinykern.triple_sum._cache).__name__}))
+"""
+
+
+def _tiny(tmp_path: Path, cache: Path) -> tuple[dict, str]:
+    """Run the tiny kernel in a fresh interpreter with ``FASTPRIV_CACHE_DIR=cache``."""
+    mod = tmp_path / "mod"
+    mod.mkdir(exist_ok=True)
+    (mod / "tinykern.py").write_text(TINY)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("FASTPRIV_NO_CACHE", "FASTPRIV_PROGRESS", "NUMBA_CACHE_DIR")}
+    env["FASTPRIV_CACHE_DIR"] = str(cache)
+    env["PYTHONPATH"] = os.pathsep.join([str(mod), str(PKG.parent)])
+    proc = subprocess.run([sys.executable, "-c", TINY_PROBE], cwd=mod, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert res["out"] == 30.0          # 3 * (0 + 1 + 2 + 3 + 4): the right answer, always
+    return res, proc.stderr
+
+
+def _one_file(cache: Path, pattern: str) -> Path:
+    found = list(cache.rglob(pattern))
+    assert len(found) == 1, found
+    return found[0]
+
+
+@pytest.mark.slow
+def test_damaged_cache_entries_are_recompiled_and_overwritten(tmp_path):
+    cache = tmp_path / "cache"
+    first, err = _tiny(tmp_path, cache)
+    assert first["compiles"] == ["triple_sum"] and first["hits"] == 0 and err == ""
+    for pattern in ("tinykern.triple_sum-*.nbi", "tinykern.triple_sum-*.nbc"):
+        entry = _one_file(cache, pattern)
+        data = entry.read_bytes()
+        entry.write_bytes(data[: len(data) // 2])           # truncated to half
+        res, err = _tiny(tmp_path, cache)
+        assert res["compiles"] == ["triple_sum"] and res["hits"] == 0
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert len(lines) == 1 and "unreadable" in lines[0] and entry.name in lines[0], err
+        assert entry.read_bytes() != data[: len(data) // 2]    # replaced
+        res, err = _tiny(tmp_path, cache)                    # overwritten: a hit again
+        assert res["compiles"] == [] and res["hits"] == 1 and err == ""
+    entry = _one_file(cache, "tinykern.triple_sum-*.nbc")
+    entry.write_bytes(b"\x80\x05garbage, not a pickle" * 3)
+    res, err = _tiny(tmp_path, cache)
+    assert res["compiles"] == ["triple_sum"] and "unreadable" in err
+
+
+def test_damaged_index_reads_as_a_miss_in_process(tmp_path, caplog):
+    f = _cache._TolerantCacheFile(str(tmp_path), "k-1.py311", "stamp")
+    Path(f._index_path).write_bytes(b"\x80\x05\x95")        # a pickle cut short
+    with caplog.at_level("WARNING", logger="fastpriv"):
+        assert f._load_index() == {}
+        assert f.load(("any", "key")) is None
+    assert any("unreadable" in r.getMessage() for r in caplog.records)
+    f.save("key", {"x": 1})                                   # rewritten, readable again
+    assert f.load("key") == {"x": 1}
+    Path(f._data_path(f._load_index()["key"])).write_bytes(b"not a pickle")
+    assert f.load("key") is None
+
+
+def test_cache_directories_are_created_private(monkeypatch, tmp_path):
+    from fastpriv._kernels import metrics as M
+
+    root = tmp_path / "fresh" / "root"
+    monkeypatch.setenv("FASTPRIV_CACHE_DIR", str(root))
+    _cache._writable.cache_clear()
+    py_file = str(PKG / "_kernels" / "metrics.py")
+    loc = _cache._ContentLocator.from_function(M.group_spread.py_func, py_file)
+    assert loc is not None and not loc.read_only
+    levels = _cache._levels(root, Path(loc.get_cache_path()))
+    assert len(levels) == 4 and levels[-1].is_dir()
+    if os.name == "posix":
+        for level in levels:
+            assert (level.stat().st_mode & 0o777) == 0o700, level
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_unsafe_reason_rules(tmp_path):
+    root = tmp_path / "root"
+    kern = root / "a" / "b"
+    kern.mkdir(parents=True, mode=0o700)
+    for p in (root, root / "a", kern):
+        p.chmod(0o700)
+    me = os.geteuid()
+    assert _cache.unsafe_reason(root, kern, euid=me) is None
+    (root / "a").chmod(0o757)                                  # others may write a level
+    assert "writable by others" in _cache.unsafe_reason(root, kern, euid=me)
+    (root / "a").chmod(0o770)
+    assert "writable by its group" in _cache.unsafe_reason(root, kern, euid=me)
+    (root / "a").chmod(0o755)
+    if me == 0:
+        # owned by root and not writable by others: what a read-only image layer holds
+        assert _cache.unsafe_reason(root, kern, euid=1000) is None
+        os.chown(kern, 12345, -1)                              # another (non-root) user's
+        assert "owned by another user" in _cache.unsafe_reason(root, kern, euid=1000)
+        assert "owned by another user" in _cache.unsafe_reason(root, kern, euid=0)
+        assert _cache.unsafe_reason(root, kern, euid=12345) is None
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_world_writable_cache_is_ignored_in_process(monkeypatch, tmp_path, caplog):
+    from fastpriv._kernels import metrics as M
+
+    root = tmp_path / "shared"
+    monkeypatch.setenv("FASTPRIV_CACHE_DIR", str(root))
+    monkeypatch.setattr(_cache, "_NOTED", set())
+    _cache._writable.cache_clear()
+    assert type(_cache.make_cache(M.group_spread.py_func)).__name__ == "FastprivCache"
+    root.chmod(0o777)
+    with caplog.at_level("WARNING", logger="fastpriv"):
+        cache = _cache.make_cache(M.group_spread.py_func)
+        again = _cache.make_cache(M.group_spread.py_func)
+    assert type(cache).__name__ == type(again).__name__ == "NullCache"
+    notes = [r.getMessage() for r in caplog.records if "ignoring the kernel cache" in
+             r.getMessage()]
+    assert len(notes) == 1 and str(root) in notes[0] and "0777" in notes[0]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_world_writable_cache_dir_is_not_read(tmp_path):
+    cache = tmp_path / "cache"
+    res, err = _tiny(tmp_path, cache)                          # fill it
+    assert res["cache"] == "FastprivCache" and err == ""
+    assert (cache.stat().st_mode & 0o777) == 0o700
+    cache.chmod(0o777)
+    res, err = _tiny(tmp_path, cache)
+    assert res["cache"] == "NullCache" and res["compiles"] == ["triple_sum"]
+    assert res["hits"] == 0                                    # compiled in memory, right answer
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "ignoring the kernel cache" in lines[0], err
+    assert str(cache) in lines[0]
