@@ -496,8 +496,57 @@ class Encoded:
 
 
 def null_count(col: pa.ChunkedArray | pa.Array) -> int:
-    """Return the number of nulls (NaN in float columns counts as a value, not a null)."""
-    return col.null_count
+    """Return the number of nulls, NaN in float columns included (NaN is a null)."""
+    return col.null_count + nan_count(col)
+
+
+def _is_float(t: pa.DataType) -> bool:
+    return pa.types.is_floating(t) or (pa.types.is_dictionary(t)
+                                       and pa.types.is_floating(t.value_type))
+
+
+def nan_count(col: pa.ChunkedArray | pa.Array) -> int:
+    """Return the number of NaN entries of a float column (0 for other types)."""
+    if not _is_float(col.type):
+        return 0
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    return int(pc.sum(pc.is_nan(col)).as_py() or 0)
+
+
+def nan_to_null(col: Any) -> Any:
+    """Return ``col`` with NaN replaced by null (float columns; others unchanged).
+
+    NaN is a missing value, not a label: it goes through the null policy (``nulls=``)
+    like a null, and under ``nulls="value"`` it is the null value.
+    """
+    if not _is_float(col.type):
+        return col
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    nan = pc.is_nan(col)
+    if not pc.any(nan).as_py():
+        return col
+    return pc.if_else(nan, pa.scalar(None, col.type), col)
+
+
+def nans_as_nulls(table: Any, columns: Sequence[str]) -> tuple[Any, dict[str, int]]:
+    """Replace NaN by null in the float ``columns`` of a table or record batch.
+
+    Returns the table (or batch) and the NaN count of every column that had some.
+    """
+    nans: dict[str, int] = {}
+    for c in columns:
+        col = table.column(c)
+        if not _is_float(col.type):
+            continue
+        k = nan_count(col)
+        if k:
+            nans[c] = k
+            new = nan_to_null(col)
+            i = table.schema.get_field_index(c)
+            table = table.set_column(i, pa.field(c, new.type), new)
+    return table, nans
 
 
 def _chunked(col: Any) -> pa.ChunkedArray:
@@ -633,14 +682,20 @@ def apply_null_policy(table: pa.Table, columns: Sequence[str], nulls: str,
 
     ``"error"`` (default) raises naming each column and its null count; ``"drop"`` removes
     rows with a null in any of the columns; ``"value"`` keeps null as a value of its own.
+    NaN in a float column is a null (:func:`nans_as_nulls`): counted, dropped or kept as
+    the null value with them.
     """
     check_choice(nulls, param, NULL_POLICIES)
+    table, nans = nans_as_nulls(table, columns)
     counts = {c: table.column(c).null_count for c in columns}
     bad = {c: k for c, k in counts.items() if k}
     if not bad or nulls == "value":
         return table, 0
     if nulls == "error":
-        desc = ", ".join(f"{c!r} has {k} null{'s' if k > 1 else ''}" for c, k in bad.items())
+        desc = ", ".join(f"{c!r} has {k} null{'s' if k > 1 else ''}"
+                         + (f" (including {nans[c]} NaN: NaN is a missing value)" if c in nans
+                            else "")
+                         for c, k in bad.items())
         raise InputError(f"{desc}; pass nulls='drop' to remove those rows or nulls='value' to "
                          f"treat null as a value")
     out = table.filter(_valid(table, list(bad)))
@@ -660,8 +715,9 @@ def kept_rows(table: pa.Table, columns: Sequence[str], nulls: str) -> np.ndarray
     """Positions of the rows that the null policy keeps (``None``: it keeps every row).
 
     Under ``nulls="drop"`` these are the rows without a null in ``columns``, the rows
-    :func:`apply_null_policy` returns, in order.
+    :func:`apply_null_policy` returns, in order (NaN counts as a null).
     """
+    table, _ = nans_as_nulls(table, columns)
     bad = [c for c in columns if table.column(c).null_count]
     if nulls != "drop" or not bad:
         return None

@@ -55,6 +55,7 @@ from ._arrow import (
     count_rows,
     is_csv,
     iter_batches,
+    nans_as_nulls,
     reading,
 )
 from ._threads import chunk_bounds, current_threads, run_chunks
@@ -1587,6 +1588,7 @@ def _add_batch(scan: _Scan, batch: pa.RecordBatch, cols: list[str], nulls: str) 
                         for t in batch.schema.types):
         return False   # CSV text that is not UTF-8: read_csv names the column
     scan.seen += batch.num_rows
+    batch, _ = nans_as_nulls(batch, cols)   # NaN is a null (the null policy decides)
     if any(batch.column(i).null_count for i in range(len(cols))):
         if nulls == "error":
             return False

@@ -73,13 +73,14 @@ def _streamed_kept_rows(data: Any, columns: list[str], n_kept: int) -> np.ndarra
     A second pass over the columns' validity, made only when ``nulls="drop"`` dropped rows
     of a streamed input (the row count from metadata says so without a pass).
     """
-    from ._arrow import count_rows, iter_batches
+    from ._arrow import count_rows, iter_batches, nans_as_nulls
 
     total = count_rows(data)
     if total is not None and total == n_kept:
         return None
     parts, offset = [], 0
     for batch in iter_batches(data, columns):
+        batch, _ = nans_as_nulls(batch, columns)   # NaN is a null, as in the scan
         ok = np.ones(batch.num_rows, dtype=bool)
         for i in range(batch.num_columns):
             if batch.column(i).null_count:
@@ -191,8 +192,9 @@ class Release:
                                          f"got {c!r}")
                 if c < 0:
                     raise InputError(f"groups[{g}]: count of {v!r} is negative ({c})")
-                if v is None:
-                    raise InputError(f"groups[{g}] contains a null value")
+                if v is None or (isinstance(v, float) and v != v):
+                    raise InputError(f"groups[{g}] contains a null value"
+                                     + (" (NaN is a missing value)" if v is not None else ""))
                 gids.append(g)
                 labels.append(v)
                 weights.append(int(c))

@@ -89,3 +89,70 @@ def test_largest_total_that_fits_is_accepted():
     rel = Release.from_table(t, sensitive="s", group="g", weight="w")
     assert rel.n_rows == 2**63 - 1
     assert fp.classic.k_anonymity(rel) == 2**63 - 1
+
+
+# ---------------------------------------------------------------- 2. NaN is a null
+NAN = float("nan")
+
+
+def _nan_table():
+    return pa.table({"age": [1.0, NAN, 1.0, 2.0, 2.0, 2.0],
+                     "s": ["a", "b", "a", "b", "c", "c"],
+                     "x": [1.5, 2.0, NAN, 1.0, 1.0, 1.0]})
+
+
+@pytest.fixture(params=["table", "parquet"])
+def nan_source(request, tmp_path):
+    if request.param == "table":
+        return _nan_table()
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "nan.parquet"
+    pq.write_table(_nan_table(), path)
+    return str(path)
+
+
+def test_nan_qi_value_is_a_null_under_every_policy(nan_source):
+    with pytest.raises(InputError, match=r"'age' has 1 null \(including 1 NaN"):
+        Release.from_table(nan_source, qi=["age"], sensitive="s")
+    with pytest.raises(InputError, match=r"'age' has 1 null \(including 1 NaN"):
+        Release.from_batches(nan_source, qi=["age"], sensitive="s")
+    dropped = Release.from_table(nan_source, qi=["age"], sensitive="s", nulls="drop")
+    assert (dropped.n_groups, dropped.n_rows) == (2, 5)
+    assert dropped.group_labels == [1.0, 2.0]
+    assert Release.from_batches(nan_source, qi=["age"], sensitive="s",
+                                nulls="drop").equals(dropped)
+    kept = Release.from_table(nan_source, qi=["age"], sensitive="s", nulls="value")
+    assert kept.group_labels == [1.0, 2.0, None]     # NaN is the null value
+    nulls = _nan_table().set_column(0, "age", pa.array([1.0, None, 1.0, 2.0, 2.0, 2.0]))
+    assert kept.equals(Release.from_table(nulls, qi=["age"], sensitive="s", nulls="value"))
+
+
+def test_nan_sensitive_value_is_a_null(nan_source):
+    with pytest.raises(InputError, match=r"'x' has 1 null \(including 1 NaN"):
+        Release.from_table(nan_source, qi=["s"], sensitive="x")
+    rel = Release.from_table(nan_source, qi=["s"], sensitive="x", nulls="value")
+    assert rel.values == [1.0, 1.5, 2.0, None]
+    assert Release.from_table(nan_source, qi=["s"], sensitive="x", nulls="drop").n_rows == 5
+
+
+def test_nan_is_a_null_for_rows_risk_anonymizers_and_counts():
+    t = _nan_table()
+    rel = Release.from_table(t, qi=["age"], group="s", sensitive="x", nulls="drop")
+    assert rel.rows.input_row.tolist() == [0, 3, 4, 5]
+    with pytest.raises(InputError, match=r"'age' has 1 null \(including 1 NaN"):
+        fp.risk.audit(t, qi=["age"])
+    assert fp.risk.audit(t, qi=["age"], nulls="drop").value == 0.5
+    with pytest.raises(InputError, match=r"'age' has 1 null \(including 1 NaN"):
+        fp.anonymize.mondrian(t, qi=["age"], sensitive="s", min_size=2)
+    res = fp.anonymize.mondrian(t, qi=["age"], sensitive="s", min_size=2, nulls="drop")
+    assert res.group_ids[1] == -1 and (np.delete(res.group_ids, 1) >= 0).all()
+    with pytest.raises(InputError, match=r"'x' has 1 null \(including 1 NaN"):
+        fp.anonymize.anatomy(t, sensitive="x", l=2)
+    with pytest.raises(InputError, match=r"'g' has 1 null \(including 1 NaN"):
+        Release.from_counts(pa.table({"g": [1.0, NAN], "s": ["a", "b"], "count": [1, 2]}),
+                            group="g", sensitive="s")
+    with pytest.raises(InputError, match=r"'age' has 1 null \(including 1 NaN"):
+        fp.counts.CountAccumulator("age", "s").add(t)
+    with pytest.raises(InputError, match=r"groups\[0\] contains a null value \(NaN"):
+        Release.from_groups([[1.0, NAN]])

@@ -403,10 +403,11 @@ def test_equals_treats_nan_keys_and_values_as_one_label():
     other = Release.from_table(t.set_column(0, "g", pa.array([1.0, 2.0, 1.0, 2.0])),
                                group="g", sensitive="s", nulls="value")
     assert not a.equals(other)
-    # a null key is not a NaN key
+    # NaN is a missing value: under nulls="value" a NaN key is the null key
     with_null = Release.from_table(t.set_column(0, "g", pa.array([1.0, None, 1.0, None])),
                                    group="g", sensitive="s", nulls="value")
-    assert not a.equals(with_null)
+    assert a.equals(with_null)
+    assert a.group_labels == [1.0, None]
 
 
 # ---------------------------------------------------------------------- unused columns

@@ -7,9 +7,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from .._arrow import apply_null_policy, as_table
+from .._arrow import apply_null_policy, as_table, kept_rows
 from .._validation import check_choice, check_columns
 from ..errors import InputError, InputTypeError
 
@@ -45,8 +44,8 @@ def prepare_input(table: Any, qi: Sequence[str] | str, sensitive: str, nulls: st
     """Select ``qi + [sensitive]``, apply ``nulls`` and reject an empty result.
 
     ``nulls="error"`` raises naming the column; ``"drop"`` drops the rows and records which
-    input rows were kept. ``checked=True`` skips :func:`check_qi_sensitive` and the ``nulls``
-    check (the caller already ran them).
+    input rows were kept. NaN in a float column is a null. ``checked=True`` skips
+    :func:`check_qi_sensitive` and the ``nulls`` check (the caller already ran them).
     """
     if not checked:
         qi = check_qi_sensitive(qi, sensitive)
@@ -59,17 +58,9 @@ def prepare_input(table: Any, qi: Sequence[str] | str, sensitive: str, nulls: st
     t = t.select(cols)
     n_input = t.num_rows
     kept = None
-    if nulls == "drop":
-        mask = None
-        for c in cols:
-            if t.column(c).null_count:
-                m = pc.is_valid(t.column(c))
-                mask = m if mask is None else pc.and_(mask, m)
-        if mask is not None:
-            kept = np.flatnonzero(np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool))
-            t = t.filter(mask)
-    else:
-        t, _ = apply_null_policy(t, cols, "error")
+    if nulls == "drop":   # NaN in a float column is a null too (see apply_null_policy)
+        kept = kept_rows(t, cols, "drop")
+    t, _ = apply_null_policy(t, cols, "drop" if nulls == "drop" else "error")
     if t.num_rows == 0:
         raise InputError("table is empty: a release needs at least one row")
     return AnonymizerInput(t, qi, n_input, kept)
