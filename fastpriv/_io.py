@@ -183,6 +183,7 @@ class OutputSet:
             umask = os.umask(0)
             os.umask(umask)
             write(tmp)
+            _fault("stage")
             _fsync(tmp)
             os.chmod(tmp, 0o666 & ~umask)  # created 0600; outputs get the usual mode
         except OSError as exc:
@@ -431,17 +432,22 @@ def _signals_deferred() -> Iterator[None]:
 
 
 def _fault(step: str) -> None:
-    """Fault injection for the tests: ``FASTPRIV_IO_FAULT=<step>:<n>`` kills the process."""
+    """Fault injection for the tests: ``FASTPRIV_IO_FAULT=<step>:<n>[:<signal>]``.
+
+    At the n-th time the commit reaches ``step`` (``stage``, ``commit-start``,
+    ``commit-placed``) the process sends itself the signal (default SIGKILL).
+    """
     spec = os.environ.get("FASTPRIV_IO_FAULT", "")
     if not spec:
         return
-    name, _, count = spec.partition(":")
+    name, _, rest = spec.partition(":")
     if name != step:
         return
+    count, _, sig = rest.partition(":")
     left = int(count or 1) - 1
-    os.environ["FASTPRIV_IO_FAULT"] = f"{name}:{left}"
-    if left <= 0:
-        os.kill(os.getpid(), signal.SIGKILL)
+    os.environ["FASTPRIV_IO_FAULT"] = f"{name}:{left}:{sig}"
+    if left == 0:
+        os.kill(os.getpid(), getattr(signal, sig or "SIGKILL"))
 
 
 @contextlib.contextmanager
