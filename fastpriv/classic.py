@@ -34,7 +34,15 @@ import numpy as np
 
 from ._data import as_release
 from ._threads import current_threads
-from ._validation import check_choice, check_int, kernel_array
+from ._validation import (
+    check_at_least,
+    check_choice,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_probability,
+    kernel_array,
+)
 from .errors import InputError
 from .release import Release
 from .results import Result, Witness, json_safe
@@ -308,6 +316,24 @@ class Violations(Result):
                 f"worst {self.labels[0]!r} at {float(self.values[0]):g}")
 
 
+def _check_model_threshold(model: str, threshold: Any) -> float:
+    """Range-check a :func:`violations` threshold for ``model`` (NaN is never a threshold).
+
+    Sizes (k, ℓ, entropy ℓ) are >= 1; α and t are in [0, 1]; β and δ are >= 0; the c of
+    recursive (c,ℓ)-diversity is > 0.
+    """
+    name = f"threshold ({model})"
+    if model in ("k_anonymity", "l_diversity", "entropy_l_diversity"):
+        check_at_least(threshold, name, 1)
+    elif model in ("alpha_k_anonymity", "t_closeness", "t_closeness_ordered"):
+        check_probability(threshold, name)
+    elif model == "recursive_cl_diversity":
+        check_positive(threshold, name)
+    else:
+        check_nonnegative(threshold, name)
+    return float(threshold)
+
+
 def violations(data: Any, model: str, threshold: float, *, l: int | None = None,
                ordered: bool = False, order: Sequence[Any] | None = None,
                **read: Any) -> Violations:
@@ -317,7 +343,13 @@ def violations(data: Any, model: str, threshold: float, *, l: int | None = None,
     ``l_diversity`` and ``entropy_l_diversity``; above it for ``alpha_k_anonymity``,
     t-closeness, ``beta_likeness``, ``delta_disclosure``; and, for
     ``recursive_cl_diversity`` (needs ``l=``), when r_1 ≥ c·(r_ℓ + … + r_m), i.e. ratio ≥ c.
+
+    The threshold is range-checked (:class:`~fastpriv.InputError` naming it otherwise):
+    a finite number >= 1 for k, ℓ and entropy ℓ; in [0, 1] for α and t; >= 0 for β and δ;
+    > 0 for the c of recursive (c,ℓ)-diversity.
     """
+    check_choice(model, "model", MODELS)
+    threshold = _check_model_threshold(model, threshold)
     rel = as_release(data, **read)
     vals = per_group(rel, model, l=l, ordered=ordered, order=order)
     larger = WORSE_IF_LARGER[model]

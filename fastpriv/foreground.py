@@ -47,7 +47,16 @@ import numpy as np
 import pyarrow as pa
 
 from ._arrow import as_table
-from ._validation import check_columns, check_int, check_max_set_size, check_r, kernel_array
+from ._validation import (
+    check_columns,
+    check_int,
+    check_max_set_size,
+    check_positive,
+    check_probability,
+    check_r,
+    kernel_array,
+    real_array,
+)
 from .errors import InputError, InputTypeError
 from .knowledge import Knowledge, support_threshold
 from .results import Result, Witness, fields_equal, json_safe
@@ -387,18 +396,16 @@ def _check_groups(groups: Any, n_signatures: int, fixed_rate: Any) -> tuple[list
     if any_fixed:
         if fixed_rate is None:
             raise InputError("some tuples have signature -1 (fixed rate) but fixed_rate is None")
-        from ._validation import check_probability
-
         f0 = check_probability(fixed_rate, "fixed_rate")
     else:
-        f0 = 0.5 if fixed_rate is None else float(fixed_rate)
+        f0 = 0.5 if fixed_rate is None else check_probability(fixed_rate, "fixed_rate")
     return out, f0
 
 
 def _starts_array(starts: Any, m: int, n_systems: int = 1) -> tuple[np.ndarray, np.ndarray]:
     if starts is None:
         return np.zeros(n_systems + 1, dtype=np.int64), np.zeros(1)
-    S = np.asarray(starts, dtype=np.float64)
+    S = real_array(starts, "starts")
     if S.ndim == 1:
         S = S[None, :]
     if S.ndim != 2 or S.shape[1] != m:
@@ -468,9 +475,7 @@ def fit_global_distribution(groups: Sequence[Any], n_signatures: int, *,
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     em_warm = check_int(em_warm, "em_warm", minimum=0)
     newton_max = check_int(newton_max, "newton_max", minimum=0)
-    tol = float(solver_tol)
-    if not tol > 0:
-        raise InputError(f"solver_tol must be > 0, got {solver_tol!r}")
+    tol = float(check_positive(solver_tol, "solver_tol"))
     st_off, st_vals = _starts_array(starts, m)
     if not default_starts and n_random == 0 and starts is None:
         raise InputError("no starting point: give starts=, n_random > 0 or default_starts=True")
@@ -1051,7 +1056,7 @@ def mine(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
     params = dict(n_random=check_int(n_random, "n_random", minimum=0),
                   seed=check_int(seed, "seed", minimum=0), default_starts=True,
                   max_iter=check_int(max_iter, "max_iter", minimum=1), em_warm=10,
-                  tol=float(solver_tol),
+                  tol=float(check_positive(solver_tol, "solver_tol")),
                   newton_max=check_int(newton_max, "newton_max", minimum=0))
     targets = _targets(sensitive_values, view.values.to_pylist())
     gcount = _group_counts(view, targets)

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._validation import check_choice, check_columns, check_int, kernel_array
+from ._validation import check_choice, check_columns, check_int, kernel_array, real_array
 from .errors import InputError, InputTypeError
 from .release import Release
 from .results import Result
@@ -576,9 +576,9 @@ def average_delta(f: Any, group_ids: Any = None, *, data: Any = None,
         missing = [v for v in keys if v not in f]
         if missing:
             raise InputError(f"values {missing[:5]} are not in f")
-        mats.append(np.column_stack([np.asarray(f[v], dtype=np.float64) for v in keys]))
+        mats.append(np.column_stack([real_array(f[v], f"f[{v!r}]") for v in keys]))
     else:
-        a = np.asarray(f, dtype=np.float64)
+        a = real_array(f, "f")
         if a.ndim == 1:
             a = a[:, None]
         if a.ndim != 2:

@@ -659,6 +659,9 @@ def criteria_from(*, predicate: Any = None, min_size: int | None = None,
         parts.append(KAnonymity(check_int(min_size, "min_size", minimum=1)))
     if l is not None:
         check_choice(l_kind, "l_kind", ("distinct", "entropy", "recursive"))
+        if l_kind != "recursive" and c_l is not None:
+            raise InputError(f"c_l is the c of recursive (c,l)-diversity; it needs "
+                             f"l_kind='recursive', got l_kind={l_kind!r}")
         if l_kind == "distinct":
             parts.append(DistinctLDiversity(l))  # type: ignore[arg-type]
         elif l_kind == "entropy":

@@ -56,6 +56,7 @@ from ._kernels import risk as _k
 from ._threads import resolve_n_jobs
 from ._validation import (
     INT64_MAX,
+    check_at_least,
     check_column_names,
     check_columns,
     check_int,
@@ -63,6 +64,7 @@ from ._validation import (
     check_total,
     exact_bincount,
     kernel_array,
+    real_array,
 )
 from .errors import InputError, InputTypeError
 from .results import Result, Witness
@@ -354,10 +356,13 @@ def population_uniques(sizes: np.ndarray, count: np.ndarray, population_size: fl
         smaller of Zayatz and SNB (Zayatz if SNB has none). No sample uniques → 0 for all.
 
     """
-    sizes = np.asarray(sizes, dtype=np.float64)
-    count = np.asarray(count, dtype=np.float64)
+    sizes = real_array(sizes, "sizes")
+    count = real_array(count, "count")
+    if not (np.isfinite(sizes).all() and np.isfinite(count).all()) or (sizes < 1).any() \
+            or (count < 0).any() or sizes.shape != count.shape:
+        raise InputError("sizes and count must be arrays of one shape: sizes >= 1, count >= 0")
     n = float((sizes * count).sum())
-    big_n = float(population_size)
+    big_n = float(check_at_least(population_size, "population_size", max(n, 1.0)))
     pi = n / big_n
     c1 = float(count[sizes == 1].sum())
     out: dict = {"sampling_fraction": pi, "population_size": big_n}

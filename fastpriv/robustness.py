@@ -43,7 +43,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._validation import check_choice, check_r, kernel_array, value_codes
+from ._validation import (
+    check_choice,
+    check_int,
+    check_nonnegative,
+    check_r,
+    kernel_array,
+    real_array,
+    value_codes,
+)
 from .errors import InputError, InputTypeError
 from .knowledge import Knowledge
 from .results import Result, Witness, json_safe
@@ -111,10 +119,7 @@ def _check_f(f: Any, *, exact: bool, name: str = "f") -> Any:
         if not out:
             raise InputError(f"{name} is empty: a group has at least one tuple")
         return out
-    try:
-        a = np.asarray(f, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputTypeError(f"{name} must be a sequence of real numbers") from None
+    a = real_array(f, name)   # strings ("0.5") and booleans are refused, not parsed
     if a.ndim != 1:
         raise InputError(f"{name} must be one-dimensional, got shape {a.shape}")
     if a.size == 0:
@@ -417,7 +422,8 @@ def posterior_multivalued(P: Sequence[Mapping[Any, Any]], values: Sequence[Any],
         for k, v in enumerate(distinct):
             M[j, k] = float(row.get(v, 0.0))
     mult = np.array([vals.count(v) for v in distinct], dtype=np.int64)
-    meth = _mv_method(method, N, mult.tolist(), int(max_states), group)
+    meth = _mv_method(method, N, mult.tolist(),
+                      check_int(max_states, "max_states", minimum=1), group)
     if meth == pw.METHOD_ENUMERATE:
         worlds = math.factorial(N)
         for m in mult:
@@ -466,12 +472,12 @@ def delta_ceil(N: Any, r: Any, f_max: Any) -> Any:
 
     """
     if any(isinstance(a, np.ndarray) for a in (N, r, f_max)):
-        Na = np.asarray(N, dtype=np.float64)
-        ra = np.asarray(r, dtype=np.float64)
-        fa = np.asarray(f_max, dtype=np.float64)
-        if (Na < 1).any() or (ra <= 1).any() or ((fa < 0) | (fa > 1)).any() \
-                or not np.isfinite(fa).all():
-            raise InputError("delta_ceil: need N >= 1, r > 1 and f_max in [0, 1]")
+        Na = real_array(N, "N")
+        ra = real_array(r, "r")
+        fa = real_array(f_max, "f_max")
+        if not (np.isfinite(Na).all() and np.isfinite(ra).all() and np.isfinite(fa).all()) \
+                or not ((Na >= 1).all() and (ra > 1).all() and ((fa >= 0) & (fa <= 1)).all()):
+            raise InputError("delta_ceil: need N >= 1, r > 1 and f_max in [0, 1] (finite)")
         num = (Na - ra) * fa * (1 - fa)
         den = (ra - 1) * fa + (Na - 1) * (1 - fa)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -601,6 +607,7 @@ def delta_check(f: Sequence[Any], r: Any, *, n_x: int = 1, tol: float = 0.0) -> 
     Exact with Fractions; float comparisons allow ``tol`` absolute slack.
     """
     check_r(r)
+    check_nonnegative(tol, "tol")
     exact = all(_is_exact(v) for v in f) and _is_exact(r) if not isinstance(f, np.ndarray) \
         else False
     fv = _check_f(f, exact=exact)
@@ -950,6 +957,8 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
     seconds: dict[str, float] = {}
     r, qi = _check_audit_args(r=r, tol=tol, model=model, on_large=on_large, qi=qi,
                               knowledge=knowledge)
+    max_states = check_int(max_states, "max_states", minimum=1)
+    chunk_entries = check_int(chunk_entries, "chunk_entries", minimum=1)
     st = _prepare(data, qi=qi, sensitive=sensitive, group=group, knowledge=knowledge,
                   weight=weight, nulls=nulls)
     seconds["prepare"] = time.perf_counter() - t_start

@@ -156,3 +156,104 @@ def test_nan_is_a_null_for_rows_risk_anonymizers_and_counts():
         fp.counts.CountAccumulator("age", "s").add(t)
     with pytest.raises(InputError, match=r"groups\[0\] contains a null value \(NaN"):
         Release.from_groups([[1.0, NAN]])
+
+
+# ---------------------------------------------------------------- 3. thresholds in range
+@pytest.fixture(scope="module")
+def rel():
+    return Release.from_groups([["a", "a", "b"], ["a", "c"], ["b", "c", "c"]])
+
+
+@pytest.mark.parametrize("model", fp.classic.MODELS)
+@pytest.mark.parametrize("bad", [NAN, -1.0, math.inf])
+def test_violations_threshold_is_range_checked(rel, model, bad):
+    with pytest.raises(InputError, match=rf"threshold \({model}\) must be"):
+        fp.classic.violations(rel, model, bad, l=2)
+
+
+@pytest.mark.parametrize("model, ok, bad", [
+    ("k_anonymity", 2, 0.5), ("l_diversity", 1, 0), ("entropy_l_diversity", 1.5, 0.99),
+    ("alpha_k_anonymity", 1, 1.5), ("t_closeness", 0, 1.01), ("t_closeness_ordered", 1, 2),
+    ("beta_likeness", 0, -0.1), ("delta_disclosure", 3.5, -1e-9),
+    ("recursive_cl_diversity", 0.1, 0),
+])
+def test_violations_threshold_bounds(rel, model, ok, bad):
+    v = fp.classic.violations(rel, model, ok, l=2)
+    assert v.threshold == ok
+    with pytest.raises(InputError, match=rf"threshold \({model}\) must be"):
+        fp.classic.violations(rel, model, bad, l=2)
+    with pytest.raises(InputTypeError, match=r"threshold \(.*\) must be a real number"):
+        fp.classic.violations(rel, model, "2", l=2)
+
+
+def test_violations_threshold_nan_used_to_report_nothing(rel):
+    # k = 3 fails the groups of size 2: the threshold check did not change the answer
+    assert len(fp.classic.violations(rel, "k_anonymity", 3)) == 1
+
+
+def test_robustness_and_foreground_sizes_and_tolerances_are_range_checked():
+    R = fp.robustness
+    for tol in (NAN, -1.0, math.inf):
+        with pytest.raises(InputError, match="tol must be"):
+            R.delta_check([0.5, 0.5], 2, n_x=1, tol=tol)
+    t = pa.table({"q": [1, 2, 1, 2, 1, 2], "s": ["a", "b", "a", "b", "c", "c"],
+                  "g": [0, 0, 0, 1, 1, 1]})
+    for param in ("max_states", "chunk_entries"):
+        with pytest.raises(InputError, match=f"{param} must be >= 1, got 0"):
+            R.audit(t, qi=["q"], sensitive="s", group="g", r=2, **{param: 0})
+    with pytest.raises(InputError, match="max_states must be >= 1"):
+        R.posterior_multivalued([{"a": 0.5, "b": 0.5}] * 2, ["a", "b"], max_states=0)
+    with pytest.raises(InputError, match=r"delta_ceil: need N >= 1, r > 1"):
+        R.delta_ceil(np.array([3.0]), np.array([NAN]), np.array([0.5]))
+    for v in (NAN, -1.0, 0):
+        with pytest.raises(InputError, match="solver_tol must be (> 0|finite)"):
+            fp.foreground.attack(t, qi=["q"], sensitive="s", group="g", r=2, solver_tol=v)
+    for v in (NAN, -1.0, 2):
+        with pytest.raises(InputError, match=r"fixed_rate must be"):
+            fp.foreground.fit_global_distribution([([0, 1], 1), ([0, 0], 1)], 2,
+                                                  fixed_rate=v)
+
+
+def test_predicates_and_risk_arguments_are_range_checked():
+    with pytest.raises(InputError, match="c_l is the c of recursive"):
+        fp.predicates.criteria_from(l=2, c_l=NAN)
+    with pytest.raises(InputError, match="population_size must be >= 4"):
+        fp.risk.population_uniques([1, 2], [2, 1], 2)
+    with pytest.raises(InputError, match="population_size must be finite"):
+        fp.risk.population_uniques([1, 2], [2, 1], NAN)
+    assert fp.risk.population_uniques([1, 2], [2, 1], 100)["population_size"] == 100
+
+
+# ---------------------------------------------------------------- 5. probabilities typed
+def test_posterior_refuses_strings_instead_of_parsing_them():
+    R = fp.robustness
+    with pytest.raises(InputTypeError, match=r"f must hold real numbers, got <U3 values"):
+        R.posterior(["0.5", "0.5"], 1)
+    with pytest.raises(InputTypeError, match=r"f must be a sequence of probabilities"):
+        R.posterior("0.5", 1)
+    with pytest.raises(InputTypeError, match=r"n_x must be an integer, got str"):
+        R.posterior([0.5, 0.5], "1")
+    with pytest.raises(InputTypeError, match=r"f must hold real numbers, got bool values"):
+        R.posterior([True, False], 1)
+    with pytest.raises(InputTypeError, match=r"f must hold real numbers"):
+        R.posterior_batch(["0.5", "0.5"], [0, 2], [1])
+    with pytest.raises(InputTypeError, match=r"f must hold real numbers"):
+        R.delta_check(np.array(["0.5", "0.5"]), 2)
+    with pytest.raises(InputTypeError, match=r"N must hold real numbers"):
+        R.delta_ceil(np.array(["3"]), np.array([2.0]), np.array([0.5]))
+    # numbers of every real kind still work, with the documented answer
+    assert R.posterior([0.5, 0.5, 0.2, 0.2], 2).round(4).tolist() == \
+        [0.7273, 0.7273, 0.2727, 0.2727]
+    from fractions import Fraction
+    assert R.posterior(np.array([Fraction(1, 2), 0.5], dtype=object), 1).tolist() == \
+        [0.5, 0.5]
+
+
+def test_other_probability_arrays_refuse_strings():
+    with pytest.raises(InputTypeError, match=r"starts must hold real numbers"):
+        fp.foreground.fit_global_distribution([([0, 1], 1), ([0, 0], 1)], 2,
+                                              starts=[["0.5", "0.5"]])
+    with pytest.raises(InputTypeError, match=r"f must hold real numbers"):
+        fp.metrics.average_delta(["0.5"] * 4, [0, 0, 1, 1])
+    with pytest.raises(InputTypeError, match=r"sizes must hold real numbers"):
+        fp.risk.population_uniques(["1", "2"], [2, 1], 100)
