@@ -53,8 +53,8 @@ from .errors import InputError, InputTypeError
 __all__ = ["Hierarchy", "BoundHierarchy", "HierarchyError", "resolve_hierarchies"]
 
 
-class HierarchyError(ValueError):
-    """A hierarchy is malformed or does not cover the data (a ``ValueError``)."""
+class HierarchyError(InputError):
+    """A hierarchy is malformed or does not cover the data (an :class:`InputError`)."""
 
 
 _LEVEL_HEADER = re.compile(r"^\s*(level|lvl|l|generalization)?[\s_-]*\d+\s*$", re.IGNORECASE)
@@ -90,8 +90,10 @@ class Hierarchy:
     Raises
     ------
     HierarchyError
-        Rows of different lengths, a value listed twice with different generalizations, or
-        levels that do not nest (the message names the values and the level).
+        Rows of different lengths, a value listed twice with different generalizations,
+        levels that do not nest (a label with two parents at one level), or a cycle (a
+        label that at a higher level does not contain the values it holds below); the
+        message names the values and the level. An :class:`~fastpriv.InputError`.
 
     Examples
     --------
@@ -158,6 +160,34 @@ class Hierarchy:
                         f"hierarchy {self.name!r} is inconsistent: label {lab!r} at level {lev} "
                         f"generalizes to both {got!r} (value {child_of[lab]!r}) and {up!r} (value "
                         f"{r[0]!r}) at level {lev + 1}; each label needs one parent per level")
+        self._check_no_cycles()
+
+    def _check_no_cycles(self) -> None:
+        """Refuse a label that names, at a higher level, fewer values than at a lower one.
+
+        A label is a node of the tree whatever its level: a value kept unchanged at level 1
+        (``c;c;*``) or a label repeated upwards covers the same values or more. A label that
+        covers values it does not hold below (``a;b;*`` with ``b;a;*``: ``b`` generalizes
+        ``a`` while ``a`` generalizes ``b``) is a cycle: its output would read as another
+        value of the data.
+        """
+        seen: dict[str, tuple[int, set[str]]] = {}   # label -> (lowest level, its values)
+        for lev in range(self.height):
+            members: dict[str, set[str]] = {}
+            for r in self._rows:
+                members.setdefault(r[lev], set()).add(r[0])
+            for lab, vals in members.items():
+                low = seen.get(lab)
+                if low is None:
+                    seen[lab] = (lev, vals)
+                    continue
+                missing = low[1] - vals
+                if missing:
+                    raise HierarchyError(
+                        f"hierarchy {self.name!r} is not a tree: label {lab!r} at level {lev} "
+                        f"(values {_show(sorted(vals))}) does not contain what {lab!r} holds "
+                        f"at level {low[0]} (values {_show(sorted(missing))}); a label must "
+                        "name one node (a cycle or a label reused for other values)")
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -515,14 +545,80 @@ class BoundHierarchy:
                 f"levels={self.cardinalities})")
 
 
+#: ``hierarchies=BUNDLED`` names the hierarchies bundled for the Adult attributes explicitly.
+BUNDLED = "bundled"
+
+
+def _bundled(attr: str, table: pa.Table, *, explicit: bool) -> Hierarchy:
+    """Return the bundled Adult hierarchy of ``attr`` (bundled data, or asked for)."""
+    from .datasets import hierarchy_path, is_bundled_adult
+
+    if not explicit and not is_bundled_adult(table):
+        raise InputError(f"hierarchies: no hierarchy for QI {attr!r}: pass hierarchies= (a "
+                         "folder of hierarchy files in ARX's layout, or a mapping of "
+                         "Hierarchy objects, CSV paths, interval widths or 'suppress'); the "
+                         "bundled Adult hierarchies apply only to fastpriv.datasets."
+                         "load_adult() unless named with hierarchies='bundled'")
+    try:
+        path = hierarchy_path(attr)
+    except ValueError as exc:
+        raise InputError(f"hierarchies: no hierarchy given for {attr!r} and no bundled "
+                         f"one ({exc})") from None
+    return Hierarchy.from_csv(path, name=attr)
+
+
+def find_hierarchy_file(folder: str | os.PathLike, attr: str) -> str:
+    """Return the hierarchy file of ``attr`` in ``folder``, in fastpriv's or ARX's naming.
+
+    Accepted names (any case, ``-`` and ``_`` interchangeable, ``.csv`` or ``.txt``):
+    ``<attr>.csv`` and ARX's ``<anything>_hierarchy_<attr>.csv`` (``adult_hierarchy_sex.csv``).
+
+    Raises
+    ------
+    InputError
+        No such file, or several.
+
+    """
+    folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        raise InputError(f"hierarchies: {folder!r} is not a directory")
+
+    def norm(x: str) -> str:
+        return x.lower().replace("-", "_")
+
+    want = norm(attr)
+    files = sorted(f for f in os.listdir(folder) if os.path.isfile(os.path.join(folder, f)))
+    exact, arx = [], []
+    for f in files:
+        stem, ext = os.path.splitext(f)
+        if ext.lower() not in (".csv", ".txt"):
+            continue
+        if norm(stem) == want:
+            exact.append(f)
+        elif norm(stem).endswith("_hierarchy_" + want):
+            arx.append(f)
+    found = exact or arx
+    if len(found) > 1:
+        raise InputError(f"hierarchies: several files in {folder!r} name QI {attr!r}: "
+                         f"{', '.join(found)}")
+    if not found:
+        raise InputError(f"hierarchies: no file for QI {attr!r} in {folder!r} (expected "
+                         f"{attr}.csv or ARX's <name>_hierarchy_{attr}.csv); files there: "
+                         f"{', '.join(files[:20]) or 'none'}")
+    return os.path.join(folder, found[0])
+
+
 def resolve_hierarchies(spec: Any, qi: Sequence[str], table: pa.Table) -> list[BoundHierarchy]:
     """Turn the ``hierarchies`` argument of the anonymizers into bound hierarchies.
 
     Parameters
     ----------
     spec : None, path, or mapping
-        * ``None``: the hierarchies bundled with :mod:`fastpriv.datasets` (Adult attributes);
-        * a directory: ``<dir>/<attribute>.csv`` for each QI attribute;
+        * ``None``: for :func:`fastpriv.datasets.load_adult`'s table, the hierarchies bundled
+          for its attributes; for any other table an :class:`InputError` (never another
+          data set's hierarchies in silence); ``"bundled"`` names them explicitly;
+        * a directory: ``<attribute>.csv`` or ARX's ``<name>_hierarchy_<attribute>.csv``
+          for each QI attribute (:func:`find_hierarchy_file`);
         * a mapping ``attribute -> Hierarchy | CSV path | widths``, where widths (a list of
           numbers, optionally ending with ``"*"``) build an interval hierarchy over the
           column's values and the string ``"suppress"`` builds value / ``*``.
@@ -540,26 +636,10 @@ def resolve_hierarchies(spec: Any, qi: Sequence[str], table: pa.Table) -> list[B
 
 
 def _resolve_one(spec: Any, attr: str, table: pa.Table) -> Hierarchy:
-    if spec is None:
-        from .datasets import hierarchy_path
-
-        try:
-            path = hierarchy_path(attr)
-        except ValueError as exc:
-            raise InputError(f"hierarchies: no hierarchy given for {attr!r} and no bundled "
-                             f"one ({exc})") from None
-        return Hierarchy.from_csv(path, name=attr)
+    if spec is None or (isinstance(spec, str) and spec == BUNDLED):
+        return _bundled(attr, table, explicit=spec is not None)
     if isinstance(spec, (str, os.PathLike)):
-        folder = os.fspath(spec)
-        if not os.path.isdir(folder):
-            raise InputError(f"hierarchies: {folder!r} is not a directory")
-        for cand in (attr, attr.replace("_", "-"), attr.replace("-", "_"), attr.lower()):
-            for ext in (".csv", ".CSV", ".txt"):
-                p = os.path.join(folder, cand + ext)
-                if os.path.isfile(p):
-                    return Hierarchy.from_csv(p, name=attr)
-        raise InputError(f"hierarchies: no file for {attr!r} in {folder!r} (expected "
-                         f"{attr}.csv); files there: {', '.join(sorted(os.listdir(folder))[:20])}")
+        return Hierarchy.from_csv(find_hierarchy_file(spec, attr), name=attr)
     if isinstance(spec, Mapping):
         if attr not in spec:
             raise InputError(f"hierarchies: no entry for QI attribute {attr!r}; given: "
@@ -577,5 +657,5 @@ def _resolve_one(spec: Any, attr: str, table: pa.Table) -> Hierarchy:
             return Hierarchy.intervals(table.column(attr).unique(), list(h), name=attr)
         raise InputTypeError(f"hierarchies[{attr!r}] must be a Hierarchy, a CSV path, interval "
                         f"widths or 'suppress', got {type(h).__name__}")
-    raise InputTypeError("hierarchies must be None (bundled), a directory, or a mapping "
+    raise InputTypeError("hierarchies must be None, 'bundled', a directory, or a mapping "
                          f"attribute -> hierarchy; got {type(spec).__name__}")

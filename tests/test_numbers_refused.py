@@ -257,3 +257,32 @@ def test_other_probability_arrays_refuse_strings():
         fp.metrics.average_delta(["0.5"] * 4, [0, 0, 1, 1])
     with pytest.raises(InputTypeError, match=r"sizes must hold real numbers"):
         fp.risk.population_uniques(["1", "2"], [2, 1], 100)
+
+
+# ---------------------------------------------------------------- 4. hierarchies are trees
+from fastpriv.hierarchies import Hierarchy, HierarchyError  # noqa: E402
+
+
+def test_cyclic_hierarchy_is_refused_naming_the_label(tmp_path):
+    with pytest.raises(InputError, match=r"not a tree: label 'b' at level 1 \(values 'a'\) "
+                                         r"does not contain what 'b' holds at level 0"):
+        Hierarchy([["a", "b", "*"], ["b", "a", "*"]], name="x")
+    path = tmp_path / "x.csv"
+    path.write_text("a;x;y\nb;y;x\nc;y;x\n")
+    with pytest.raises(HierarchyError, match=r"hierarchy 'x' is not a tree: label '(x|y)'"):
+        Hierarchy.from_csv(path, name="x", header=False)
+
+
+def test_non_tree_hierarchies_are_input_errors_naming_the_value():
+    assert issubclass(HierarchyError, InputError)
+    with pytest.raises(InputError, match=r"value 'a' has two rows with different"):
+        Hierarchy([["a", "ab", "*"], ["a", "ac", "*"]], name="x")
+    with pytest.raises(InputError, match=r"label 'ab' at level 1 generalizes to both"):
+        Hierarchy([["a", "ab", "p"], ["b", "ab", "q"]], name="x")
+    h = Hierarchy([["a", "ab", "*"], ["b", "ab", "*"], ["c", "c", "*"]], name="x")
+    with pytest.raises(InputError, match=r"does not cover the data: 1 value without a row: "
+                                         r"'d'"):
+        h.bind(["a", "d"])
+    # values kept unchanged upwards, and labels repeated upwards, are trees
+    assert h.bind(["a", "b", "c"]).labels == (("a", "b", "c"), ("ab", "c"), ("*",))
+    assert Hierarchy([["1", "1", "1-2"], ["2", "1", "1-2"]], name="y").height == 3
