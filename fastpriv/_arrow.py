@@ -53,17 +53,41 @@ def is_csv(path: str) -> bool:
     return not (head[:4] == b"PAR1" or head == b"ARROW1")
 
 
-def read_csv(path: str, *, encoding: str = "utf8", param: str = "data") -> pa.Table:
+def sniff_delimiter(path: str) -> str:
+    """Guess a CSV file's delimiter from its first line: ``;``, tab, ``|`` or ``,``.
+
+    The one of them that occurs most often in the header wins (ARX writes ``;``); a header
+    with none of them is one column, read with ``,``.
+    """
+    import gzip
+
+    opener = gzip.open if str(path).lower().endswith(".gz") else open
+    try:
+        with opener(path, "rb") as fh:
+            head = fh.readline(1 << 20)
+    except OSError:
+        return ","
+    counts = {d: head.count(d.encode()) for d in (",", ";", "\t", "|")}
+    best = max(counts, key=lambda d: counts[d])
+    return best if counts[best] > 0 else ","
+
+
+def read_csv(path: str, *, encoding: str = "utf8", param: str = "data",
+             delimiter: str | None = None) -> pa.Table:
     """Read a CSV file as pandas and DuckDB do: empty fields are missing values (nulls).
 
     Text must be valid in ``encoding`` (default UTF-8): invalid bytes raise
     :class:`~fastpriv.errors.InputError` naming the column and suggesting an encoding,
-    instead of labels silently read as bytes.
+    instead of labels silently read as bytes. ``delimiter`` defaults to the one the header
+    line uses (:func:`sniff_delimiter`: ``,``, ``;`` as in ARX's files, tab or ``|``).
     """
     import pyarrow.csv as pacsv
 
+    if delimiter is None:
+        delimiter = sniff_delimiter(path)
     try:
         table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(encoding=encoding),
+                               parse_options=pacsv.ParseOptions(delimiter=delimiter),
                                convert_options=pacsv.ConvertOptions(strings_can_be_null=True))
     except (pa.ArrowInvalid, LookupError, UnicodeDecodeError) as exc:
         raise InputError(f"{param}: cannot read {path!r} as CSV ({encoding}): "

@@ -651,6 +651,8 @@ def _resolve_one(spec: Any, attr: str, table: pa.Table) -> Hierarchy:
             return h.hierarchy
         if isinstance(h, str) and h == "suppress":
             return Hierarchy.suppression(table.column(attr).unique(), name=attr)
+        if isinstance(h, str) and h == BUNDLED:
+            return _bundled(attr, table, explicit=True)
         if isinstance(h, (str, os.PathLike)):
             return Hierarchy.from_csv(h, name=attr)
         if isinstance(h, Sequence):

@@ -177,7 +177,7 @@ def test_resolve_hierarchies_sources(tmp_path):
     assert mixed[0].labels[1][0] == "[10, 20)"
     with pytest.raises(ValueError, match="no entry for QI attribute 'race'"):
         resolve_hierarchies({"age": [10]}, ["race"], adult)
-    with pytest.raises(ValueError, match="no file for 'race'"):
+    with pytest.raises(ValueError, match="no file for QI 'race'"):
         resolve_hierarchies(str(tmp_path), ["race"], adult)
     with pytest.raises(ValueError, match="no bundled"):
         resolve_hierarchies(None, ["fnlwgt"], load_adult(["fnlwgt"]))

@@ -23,8 +23,39 @@ class AnonymizerInput(NamedTuple):
     kept_rows: np.ndarray | None
 
 
-def check_qi_sensitive(qi: Sequence[str] | str, sensitive: str) -> list:
-    """Return ``qi`` as a list: non-empty, no duplicates, not containing ``sensitive``."""
+#: Internal name of the constant column that stands in for an absent sensitive attribute
+#: (``sensitive=None``: k-anonymity and risk over the QIs alone, ARX's standard set-up).
+NO_SENSITIVE = "__fastpriv_no_sensitive__"
+
+
+def sensitive_column(sensitive: str | None) -> str:
+    """Return the column an anonymizer reads as the sensitive one (a constant one if None)."""
+    return NO_SENSITIVE if sensitive is None else sensitive
+
+
+def reads_sensitive(criterion: Any) -> bool:
+    """Whether ``criterion`` reads the sensitive value (every criterion but k-anonymity)."""
+    from ..predicates import AllOf, KAnonymity
+
+    if isinstance(criterion, AllOf):
+        return any(reads_sensitive(p) for p in criterion.parts)
+    return not isinstance(criterion, KAnonymity)
+
+
+def require_sensitive(criterion: Any, sensitive: str | None) -> None:
+    """Refuse, with ``sensitive=None``, a criterion that reads the sensitive value."""
+    if sensitive is None and reads_sensitive(criterion):
+        raise InputError(f"sensitive: {getattr(criterion, 'name', criterion)} reads the "
+                         "sensitive value; pass sensitive= (CLI: --sensitive), or use "
+                         "k-anonymity (min_size=) alone")
+
+
+def check_qi_sensitive(qi: Sequence[str] | str, sensitive: str | None) -> list:
+    """Return ``qi`` as a list: non-empty, no duplicates, not containing ``sensitive``.
+
+    ``sensitive=None`` is allowed: the models that read only the QIs (k-anonymity) run
+    without a sensitive attribute.
+    """
     if isinstance(qi, str):
         qi = [qi]
     qi = list(qi)
@@ -32,16 +63,19 @@ def check_qi_sensitive(qi: Sequence[str] | str, sensitive: str) -> list:
         raise InputError("qi: at least one quasi-identifier column is required")
     if len(set(qi)) != len(qi):
         raise InputError(f"qi: duplicate columns in {qi}")
-    if not isinstance(sensitive, str):
-        raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
-    if sensitive in qi:
+    if sensitive is not None and not isinstance(sensitive, str):
+        raise InputTypeError(f"sensitive must be a column name or None, got "
+                             f"{type(sensitive).__name__}")
+    if sensitive is not None and sensitive in qi:
         raise InputError(f"sensitive column {sensitive!r} is also a qi column")
     return qi
 
 
-def prepare_input(table: Any, qi: Sequence[str] | str, sensitive: str, nulls: str,
+def prepare_input(table: Any, qi: Sequence[str] | str, sensitive: str | None, nulls: str,
                   *, checked: bool = False) -> AnonymizerInput:
     """Select ``qi + [sensitive]``, apply ``nulls`` and reject an empty result.
+
+    With ``sensitive=None`` the last column is a constant one named :data:`NO_SENSITIVE`.
 
     ``nulls="error"`` raises naming the column; ``"drop"`` drops the rows and records which
     input rows were kept. NaN in a float column is a null. ``checked=True`` skips
@@ -53,8 +87,9 @@ def prepare_input(table: Any, qi: Sequence[str] | str, sensitive: str, nulls: st
     qi = list(qi)
     t = as_table(table, param="data")
     check_columns(qi, t.column_names, "qi")
-    check_columns([sensitive], t.column_names, "sensitive")
-    cols = qi + [sensitive]
+    if sensitive is not None:
+        check_columns([sensitive], t.column_names, "sensitive")
+    cols = qi + ([] if sensitive is None else [sensitive])
     t = t.select(cols)
     n_input = t.num_rows
     kept = None
@@ -63,6 +98,8 @@ def prepare_input(table: Any, qi: Sequence[str] | str, sensitive: str, nulls: st
     t, _ = apply_null_policy(t, cols, "drop" if nulls == "drop" else "error")
     if t.num_rows == 0:
         raise InputError("table is empty: a release needs at least one row")
+    if sensitive is None:
+        t = t.append_column(NO_SENSITIVE, pa.array(np.zeros(t.num_rows, dtype=np.int8)))
     return AnonymizerInput(t, qi, n_input, kept)
 
 

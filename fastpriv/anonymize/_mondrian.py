@@ -42,7 +42,14 @@ from .._validation import check_choice, check_columns, kernel_array
 from ..errors import InputError
 from ..predicates import Criterion, LocalCriterion, criteria_from, kernel_spec
 from ..release import SVPI, Release
-from ._input import check_qi_sensitive, expand_arrow, expand_rows, prepare_input
+from ._input import (
+    check_qi_sensitive,
+    expand_arrow,
+    expand_rows,
+    prepare_input,
+    require_sensitive,
+    sensitive_column,
+)
 from ._result import GeneralizedAttribute, MondrianResult
 
 __all__ = ["mondrian", "MondrianTree"]
@@ -64,7 +71,7 @@ def _positions(labels: pa.Array) -> np.ndarray:
 class MondrianTree:
     """Encoded input of Mondrian (cells, attribute kinds); :meth:`run` partitions it."""
 
-    def __init__(self, table: Any, qi: Sequence[str], sensitive: str, *,
+    def __init__(self, table: Any, qi: Sequence[str], sensitive: str | None = None, *,
                  categorical: Sequence[str] | None = None, nulls: str = "error") -> None:
         qi = check_qi_sensitive(qi, sensitive)
         check_choice(nulls, "nulls", ("error", "drop"))
@@ -79,7 +86,8 @@ class MondrianTree:
         self.domains = [e.labels for e in encs]
         self.ordered = np.array([_is_ordered(t.schema.field(a).type) and a not in cat
                                  for a in qi], dtype=np.uint8)
-        sens = encode_column(t.column(sensitive), name=sensitive)
+        scol = sensitive_column(sensitive)
+        sens = encode_column(t.column(scol), name=scol)
         self.values = sens.labels
         self._sens_rows = sens.codes
         pos, offs, gspan = [], [], []
@@ -363,7 +371,8 @@ def _value_sets(ip: np.ndarray, cs: np.ndarray, dom: pa.Array
     return labels, indptr, members, per_group
 
 
-def mondrian(data: Any, *, qi: Sequence[str], sensitive: str, min_size: int | None = None,
+def mondrian(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
+             min_size: int | None = None,
              l: float | None = None, l_kind: str = "distinct", c_l: float | None = None,
              t: float | None = None, t_ordered: bool = False, alpha: float | None = None,
              c: Any = None, k: int | None = None, knowledge_kind: str = "implications",
@@ -378,8 +387,9 @@ def mondrian(data: Any, *, qi: Sequence[str], sensitive: str, min_size: int | No
         One row per individual (SVPI).
     qi : list of str
         Quasi-identifier columns to partition on.
-    sensitive : str
-        Sensitive column.
+    sensitive : str or None
+        Sensitive column; ``None`` for k-anonymity over the QIs alone (the release then
+        has no sensitive column).
     min_size, l, l_kind, c_l, t, t_ordered, alpha, c, k, knowledge_kind, predicate
         The criterion: the conjunction of every one given (see
         :func:`fastpriv.predicates.criteria_from`), e.g. ``min_size=10`` (k-anonymity),
@@ -412,6 +422,7 @@ def mondrian(data: Any, *, qi: Sequence[str], sensitive: str, min_size: int | No
     crit = criteria_from(predicate=predicate, min_size=min_size, l=l, l_kind=l_kind, c_l=c_l,
                          t=t, t_ordered=t_ordered, alpha=alpha, c=c, k=k,
                          knowledge_kind=knowledge_kind)
+    require_sensitive(crit, sensitive)
     tree = MondrianTree(data, qi, sensitive, categorical=categorical, nulls=nulls)
     t1 = time.perf_counter()
     g, n, splits, path = tree.run(crit, progress=progress)

@@ -143,7 +143,7 @@ def entries_digest(entry_group: np.ndarray, value_rank: np.ndarray, counts: np.n
 
 
 def check_keep(keep: Sequence[str], *, columns: Sequence[str], qi: Sequence[str],
-               sensitive: str, added: Sequence[str], param: str = "keep") -> list[str]:
+               sensitive: str | None, added: Sequence[str], param: str = "keep") -> list[str]:
     """Check the columns to publish unchanged; return them as a list.
 
     Refused: a column that is not in the input, a QI (the release holds it generalized,

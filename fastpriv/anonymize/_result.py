@@ -118,9 +118,12 @@ class Anonymized(Result):
         return self.generalized is None
 
     @property
-    def sensitive(self) -> str:
-        """The sensitive column."""
-        return str(self.params.get("sensitive") or self.release.sensitive_name)
+    def sensitive(self) -> str | None:
+        """The sensitive column (``None``: anonymized without one, k-anonymity alone)."""
+        if "sensitive" in self.params:
+            s = self.params["sensitive"]
+            return None if s is None else str(s)
+        return str(self.release.sensitive_name)
 
     @property
     def qi(self) -> list[str]:
@@ -186,18 +189,18 @@ class Anonymized(Result):
                 "must not be joined: use release_tables() or write(); auditor_view() gives "
                 "the joined table for audits (never publish it)")
         self._refuse_failing(allow_failing)
-        t = self._original(original, [self.sensitive])
+        sens = [] if self.sensitive is None else [self.sensitive]
+        t = self._original(original, sens)
         gen = self.generalized.column_names
         keep = check_keep(keep, columns=t.column_names, qi=[*self.qi, *gen],
                           sensitive=self.sensitive, added=[group_column])
-        protected = [*gen, self.sensitive]
+        protected = [*gen, *sens]
         if group_column in protected:
             raise InputError(f"group_column {group_column!r} is also a published column; "
                              "pass another group_column=")
         mask = self.group_ids >= 0
         cols = {name: self.generalized.column(name) for name in gen}
-        cols[self.sensitive] = t.column(self.sensitive)
-        for name in keep:
+        for name in [*sens, *keep]:
             cols[name] = t.column(name)
         content = pa.table(cols)
         g = self.group_ids
@@ -295,11 +298,12 @@ class Anonymized(Result):
         if self.is_bucketization:
             _, new_id = self._bucket_qi_table(original, (), "group_id", "count")
         else:
-            t = self._original(original, [self.sensitive])
-            gen = self.generalized.column_names
+            sens = [] if self.sensitive is None else [self.sensitive]
+            t = self._original(original, sens)
             mask = self.group_ids >= 0
-            cols = {name: self.generalized.column(name) for name in gen}
-            cols[self.sensitive] = t.column(self.sensitive)
+            cols = {name: self.generalized.column(name) for name in self.generalized.column_names}
+            for name in sens:
+                cols[name] = t.column(name)
             content = pa.table(cols)
             content = content.filter(pa.array(mask)) if not mask.all() else content
             _, new_id = canonical_order(content, self.group_ids[mask])
@@ -398,9 +402,11 @@ class Anonymized(Result):
                  f"people from {d['n_rows']:,} rows ({d['n_suppressed']:,} suppressed), "
                  f"meeting {crit}."]
         levels = getattr(self, "levels", None)
+        gone = set(getattr(self, "fully_suppressed", ()))
         if levels:
             lines.append("generalization: " + ", ".join(
-                f"{a} at level {lv}" for a, lv in levels.items()))
+                f"{a} at level {lv}" + (" (fully suppressed)" if a in gone else "")
+                for a, lv in levels.items()))
         lines.append("published as " + d["published_as"] + ".")
         return "\n".join(lines)
 
@@ -566,6 +572,9 @@ class LatticeAnonymized(Anonymized):
         the node was given).
     minimal_nodes : tuple or None
         The minimal satisfying nodes the search found.
+    fully_suppressed : tuple of str
+        QI attributes generalized to a level with a single value (every row ``*``): the
+        release keeps nothing of them.
 
     """
 
@@ -574,6 +583,7 @@ class LatticeAnonymized(Anonymized):
     n_nodes: int | None = None
     n_checked: int | None = None
     minimal_nodes: tuple | None = None
+    fully_suppressed: tuple = ()
 
 
 def release_paths(path: str | os.PathLike, *, bucketization: bool) -> dict[str, str]:

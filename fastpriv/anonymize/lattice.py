@@ -91,7 +91,7 @@ from ..hierarchies import BoundHierarchy, resolve_hierarchies
 from ..predicates import Criterion, LocalCriterion, as_criterion, criteria_from
 from ..release import SVPI, Release
 from ..results import Result, Witness, json_safe
-from ._input import expand_arrow, expand_rows, prepare_input
+from ._input import expand_arrow, expand_rows, prepare_input, require_sensitive, sensitive_column
 from ._result import Anonymized, GeneralizedAttribute, LatticeAnonymized
 
 __all__ = ["GeneralizationLattice", "LatticeSearch", "ChainSearch", "SearchProgress",
@@ -899,8 +899,9 @@ class GeneralizationLattice:
         One row per individual (SVPI): pyarrow Table, Parquet/CSV path, pandas/polars.
     qi : list of str
         Quasi-identifier columns, each with a hierarchy.
-    sensitive : str
-        Sensitive column.
+    sensitive : str or None
+        Sensitive column; ``None`` when every column that matters is a QI (ARX's standard
+        set-up): then only criteria that read the QIs alone (k-anonymity) apply.
     hierarchies : None, directory or mapping
         See :func:`fastpriv.hierarchies.resolve_hierarchies` (``None`` = the bundled Adult
         hierarchies; a mapping may give a :class:`~fastpriv.hierarchies.Hierarchy`, a CSV
@@ -921,7 +922,7 @@ class GeneralizationLattice:
 
     """
 
-    def __init__(self, table: Any, qi: Sequence[str], sensitive: str,
+    def __init__(self, table: Any, qi: Sequence[str], sensitive: str | None = None,
                  hierarchies: Any = None, *, nulls: str = "error") -> None:
         t, qi, self.n_input_rows, self.kept_rows = prepare_input(table, qi, sensitive, nulls)
         self.table = t
@@ -929,7 +930,8 @@ class GeneralizationLattice:
         self.sensitive = sensitive
         self.hierarchies: list[BoundHierarchy] = resolve_hierarchies(hierarchies, qi, t)
         self.heights = tuple(h.height for h in self.hierarchies)
-        sens = encode_column(t.column(sensitive), name=sensitive)
+        scol = sensitive_column(sensitive)
+        sens = encode_column(t.column(scol), name=scol)
         self.values = sens.labels
         self.n_rows = t.num_rows
         self._sens_rows = sens.codes
@@ -1096,6 +1098,7 @@ class GeneralizationLattice:
         import dataclasses
 
         crit = as_criterion(predicate)
+        require_sensitive(crit, self.sensitive)
         budget = self._budget(crit, suppression)
         res = self._check(self._node(node), crit, budget)
         return dataclasses.replace(res, params={"node": list(res.node), "criterion": crit.name,
@@ -1172,6 +1175,7 @@ class GeneralizationLattice:
         """
         t0 = time.perf_counter()
         crit = as_criterion(predicate)
+        require_sensitive(crit, self.sensitive)
         check_choice(strategy, "strategy", ("auto", "flash", "exhaustive"))
         check_choice(objective, "objective", ("minimal", "optimal"))
         if not callable(utility):
@@ -1431,6 +1435,7 @@ class GeneralizationLattice:
         """
         t0 = time.perf_counter()
         crit = as_criterion(predicate)
+        require_sensitive(crit, self.sensitive)
         nodes = [self._node(n) for n in (chain if chain is not None else self.default_chain())]
         if not nodes:
             raise InputError("chain is empty")
@@ -1555,7 +1560,10 @@ class GeneralizationLattice:
             levels={a: int(lev) for a, lev in zip(self.qi, node, strict=True)},
             n_nodes=search.get("n_nodes"), n_checked=search.get("n_checked"),
             minimal_nodes=None if search.get("minimal") is None else
-            tuple(tuple(m) for m in search["minimal"]))
+            tuple(tuple(m) for m in search["minimal"]),
+            fully_suppressed=tuple(a for a, h, lev in zip(self.qi, self.hierarchies, node,
+                                                          strict=True)
+                                   if h.cardinality(int(lev)) == 1 and h.domain_size > 1))
 
     def _expand(self, x: np.ndarray) -> np.ndarray:
         return expand_rows(x, self.kept_rows, self.n_input_rows)
@@ -1577,7 +1585,8 @@ def _criterion(predicate: Any, min_size: int | None, l: float | None, l_kind: st
                          t=t, t_ordered=t_ordered, c=c, k=k, knowledge_kind=knowledge_kind)
 
 
-def lattice_search(data: Any, *, qi: Sequence[str], sensitive: str, hierarchies: Any = None,
+def lattice_search(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
+                   hierarchies: Any = None,
                    predicate: Any = None, min_size: int | None = None, l: float | None = None,
                    l_kind: str = "distinct", c_l: float | None = None, t: float | None = None,
                    t_ordered: bool = False, c: Any = None, k: int | None = None,

@@ -70,31 +70,36 @@ def _parse_intervals(specs: list[str] | None) -> dict[str, list]:
 
 
 def _hierarchy_spec(args: argparse.Namespace) -> Any:
+    """Return the ``hierarchies=`` of the lattice search: folder, --interval, or bundled.
+
+    The hierarchies bundled for Adult apply only to the bundled data (``adult``); for any
+    other table every QI needs --hierarchies or --interval.
+    """
+    from ..hierarchies import BUNDLED, Hierarchy, find_hierarchy_file
+
     intervals = _parse_intervals(args.interval)
-    if not intervals:
-        return args.hierarchies
-    import os
-
-    from ..hierarchies import Hierarchy
-
     spec: dict[str, Any] = {}
     for a in args.qi:
         if a in intervals:
             spec[a] = intervals[a]
         elif args.hierarchies:
-            p = os.path.join(args.hierarchies, f"{a}.csv")
-            spec[a] = Hierarchy.from_csv(p, name=a)
+            spec[a] = Hierarchy.from_csv(find_hierarchy_file(args.hierarchies, a), name=a)
+        elif args.data == "adult":
+            spec[a] = BUNDLED
         else:
-            from ..datasets import hierarchy_path
-
-            spec[a] = Hierarchy.from_csv(hierarchy_path(a), name=a)
+            raise InputError(f"--hierarchies: no hierarchy for QI {a!r}: pass --hierarchies DIR "
+                             f"(files {a}.csv or ARX's <name>_hierarchy_{a}.csv), or --interval "
+                             f"{a}=W1,W2,...; the bundled Adult hierarchies apply only to "
+                             "the bundled data ('adult')")
     return spec
 
 
 def _lattice_args(g: Any) -> None:
     g.add_argument("--hierarchies", metavar="DIR",
-                   help="folder of ARX-layout hierarchy CSVs named <attribute>.csv (default: "
-                        "the bundled Adult hierarchies)")
+                   help="folder of hierarchy CSVs (one row per value, one column per level, "
+                        "; or , separated) named <attribute>.csv or, as ARX writes them, "
+                        "<name>_hierarchy_<attribute>.csv; required for any data but the "
+                        "bundled 'adult'")
     g.add_argument("--interval", action="append", metavar="ATTR=W1,W2,...",
                    help="interval hierarchy for a numeric attribute from widths, e.g. "
                         "age=5,10,20,40,* (repeatable)")
@@ -218,7 +223,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                  "--sensitive occupation --l 4 -o anatomy.parquet --overwrite"))
     p.add_argument("data", help="Parquet/CSV file or directory, or 'adult' (bundled UCI Adult)")
     p.add_argument("--qi", nargs="+", required=True, metavar="COL", help="quasi-identifiers")
-    p.add_argument("--sensitive", required=True, help="sensitive column")
+    p.add_argument("--sensitive", metavar="COL",
+                   help="sensitive column (needed by every criterion but --min-size, and by "
+                        "anatomy and art; without it every column that matters is a QI)")
     p.add_argument("--method", default="lattice", metavar="NAME",
                    help="lattice (default), mondrian, or a plugin method")
     c = p.add_argument_group("criteria (all given must hold)")
@@ -332,11 +339,15 @@ def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
     if isinstance(result, LatticeAnonymized):
         out["node"] = list(result.node)
         out["levels"] = dict(result.levels)
+        out["fully_suppressed"] = list(result.fully_suppressed)
         if result.n_checked is not None:
             out["nodes_checked"] = result.n_checked
             out["n_nodes"] = result.n_nodes
             out["minimal_nodes"] = [list(m) for m in result.minimal_nodes or ()]
     if args.query_error:
+        if args.sensitive is None:
+            raise InputError("--query-error needs --sensitive (the queries count sensitive "
+                             "values)")
         qe = metrics.query_error(data, result, qi=args.qi, sensitive=args.sensitive,
                                  n_queries=args.query_error, seed=args.seed)
         out["query_error"] = qe.to_dict()
@@ -353,8 +364,10 @@ def summary_text(payload: dict, result: Any) -> str:
              + (f"FAILS: {payload['failure']}" if payload.get("failure")
                 else "holds for every published group")]
     if "levels" in payload:
+        gone = set(payload.get("fully_suppressed", ()))
         lines.append("generalization chosen: " + ", ".join(
-            f"{a} at level {lv}" for a, lv in payload["levels"].items())
+            f"{a} at level {lv}" + (" (fully suppressed: every value is *)" if a in gone else "")
+            for a, lv in payload["levels"].items())
             + (f" (best of {len(payload['minimal_nodes'])} minimal nodes, "
                f"{payload['nodes_checked']} of {payload['n_nodes']} checked)"
                if payload.get("minimal_nodes") else ""))

@@ -114,6 +114,17 @@ def adult_path() -> str:
     return str(path)
 
 
+#: Schema metadata key marking a table read by :func:`load_adult` (kept by select, filter,
+#: slice and sort): the bundled hierarchies apply to such a table without being named.
+BUNDLED_KEY = b"fastpriv.dataset"
+
+
+def is_bundled_adult(table: "pa.Table") -> bool:
+    """Whether ``table`` comes from :func:`load_adult` (its schema metadata says so)."""
+    meta = getattr(getattr(table, "schema", None), "metadata", None) or {}
+    return meta.get(BUNDLED_KEY) == b"adult"
+
+
 def load_adult(columns: Sequence[str] | None = None) -> "pa.Table":
     """Load the cleaned UCI Adult table bundled with fastpriv.
 
@@ -153,7 +164,7 @@ def load_adult(columns: Sequence[str] | None = None) -> "pa.Table":
             raise InputTypeError("columns must be a sequence of column names, not a string")
         columns = check_columns(columns, ADULT_COLUMNS, "columns")
     table = pq.read_table(adult_path(), columns=list(columns) if columns is not None else None)
-    return table.replace_schema_metadata(None)
+    return table.replace_schema_metadata({BUNDLED_KEY: b"adult"})
 
 
 def list_hierarchies() -> list[str]:
