@@ -4,12 +4,22 @@ Each sub-command lives in its own module of this package and exposes
 ``register(subparsers)``; modules are discovered, so adding a command never touches this
 file. Command modules import only ``argparse`` at module level and import NumPy, Arrow and
 the kernels inside their run function, so ``fastpriv --help`` stays fast.
+
+Exit statuses: 0 every check holds, 1 one fails, 2 bad input (including a flag argparse
+refuses), 3 internal error, 130 interrupted, and 141 (128 + SIGPIPE, what a Unix tool
+killed by SIGPIPE reports) when standard output was closed before the command finished —
+``fastpriv audit … | head`` ends quietly, without a traceback, like ``cat`` or ``yes``.
+
+Text output goes through :class:`~fastpriv.cli._common.TerminalSafe` (control characters
+in names and values shown escaped); with ``--json -`` the JSON goes to standard output and
+the text to standard error.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 import traceback
@@ -24,6 +34,8 @@ EXIT_FAILS = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
+#: Standard output was closed early (a pipe into ``head``): 128 + SIGPIPE, as Unix tools.
+EXIT_BROKEN_PIPE = 141
 
 
 def _command_modules() -> list:
@@ -55,11 +67,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    from ._common import TerminalSafe, escape, forget_buffered
+
+    forget_buffered()
+    real_stdout = sys.stdout
+    args.stdout = real_stdout                 # machine output (--json -) goes here, as is
+    text_to = sys.stderr if getattr(args, "json", None) == "-" else real_stdout
+    sys.stdout = TerminalSafe(text_to)
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()                    # a closed pipe shows here, not at exit
+        real_stdout.flush()
+        return status
+    except BrokenPipeError:
+        return _stdout_closed(real_stdout)
     except (InputError, FileExistsError, FileNotFoundError, IsADirectoryError,
             NotADirectoryError, PermissionError) as exc:
-        print(f"fastpriv {args.command}: error: {exc}", file=sys.stderr)
+        print(f"fastpriv {args.command}: error: {escape(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"fastpriv {args.command}: interrupted", file=sys.stderr)
@@ -73,6 +97,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _internal_error(args.command)
     except Exception:  # anything else is a bug in fastpriv, not bad input
         return _internal_error(args.command)
+    finally:
+        sys.stdout = real_stdout
+
+
+def _stdout_closed(stream: object) -> int:
+    """Point standard output at the null device and return :data:`EXIT_BROKEN_PIPE`.
+
+    Python flushes standard output again at exit: that flush then goes nowhere instead of
+    failing. A reader that went away is not an error.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())  # type: ignore[attr-defined]
+        finally:
+            os.close(devnull)
+    except (AttributeError, OSError, ValueError):  # not a file (tests capture it)
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 def _interrupted(exc: BaseException) -> bool:

@@ -1,25 +1,141 @@
-"""Shared pieces of the sub-commands: data arguments, release loading, output."""
+"""Shared pieces of the sub-commands: data arguments, release loading, output.
+
+* Numeric flags are parsed by the argparse ``type=`` validators below (:func:`bounded` and
+  its instances), so a NaN, an infinity or an out-of-range value fails at parse time with
+  exit status 2 and a message naming the flag, before any data is read.
+* ``DATA`` may be ``-`` (or ``/dev/stdin``, or another pipe such as ``<(cmd)``): the bytes
+  are read whole, recognised as Parquet by the ``PAR1`` magic, as an Arrow IPC file by
+  ``ARROW1``, else read as CSV (gzip-compressed input is decompressed first), and handed on
+  as a ``pyarrow.Table`` (:func:`load_data`).
+* ``--json -`` writes the JSON to standard output (:func:`emit_json`); the text report then
+  goes to standard error, so ``fastpriv audit … --json - | jq`` reads clean JSON.
+* Text output shows terminal control characters in column names and values escaped
+  (:class:`TerminalSafe`, :func:`fastpriv.report.text.escape_control`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._timing import Timer
 
-__all__ = ["Timer", "add_bucketize_argument", "add_command", "add_data_arguments",
-           "add_encoding_argument", "add_knowledge_arguments", "add_nulls_argument",
-           "add_output_arguments", "add_risk_arguments", "bucketize", "confidence",
-           "emit_json", "epilog", "format_table", "load_data", "load_release", "print_remedy",
-           "real_gt1"]
+__all__ = ["STDIN", "TerminalSafe", "Timer", "add_bucketize_argument", "add_command",
+           "add_data_arguments", "add_encoding_argument", "add_knowledge_arguments",
+           "add_nulls_argument", "add_output_arguments", "add_risk_arguments", "bounded",
+           "bucketize", "bucketize_spec", "confidence", "count", "emit_json", "epilog",
+           "file_output", "format_table", "hoeffding_confidence", "load_data",
+           "load_release", "n_jobs", "nonnegative", "positive", "print_remedy",
+           "probability", "real_gt1", "seed", "size"]
+
+#: ``DATA`` names that mean standard input.
+STDIN = ("-", "/dev/stdin")
+
+
+# ============================================================================ flag types
+def bounded(kind: type, low: float | None = None, high: float | None = None, *,
+            low_open: bool = False, high_open: bool = False,
+            name: str | None = None) -> Callable[[str], Any]:
+    """Return an argparse ``type=`` parsing a finite ``kind`` (int or float) in a range.
+
+    Parameters
+    ----------
+    kind : {int, float}
+        ``int`` accepts integers only (``"5"``, not ``"5.0"``); ``float`` any finite number.
+    low, high : float, optional
+        Bounds of the range (``None``: unbounded on that side).
+    low_open, high_open : bool, default False
+        Exclude the bound itself.
+    name : str, optional
+        Name shown by argparse for a value it cannot parse (default: the range).
+
+    Returns
+    -------
+    callable
+        ``parse(text)``; a value that is not a finite number in range raises
+        ``argparse.ArgumentTypeError``, which argparse reports as ``argument --FLAG:
+        expected …, got '…'`` with exit status 2.
+
+    """
+    word = "an integer" if kind is int else "a number"
+    if low is not None and high is not None:
+        want = (f"{word} in {'(' if low_open else '['}{low:g}, {high:g}"
+                f"{')' if high_open else ']'}")
+    elif low is not None:
+        want = f"{word} {'>' if low_open else '>='} {low:g}"
+    elif high is not None:
+        want = f"{word} {'<' if high_open else '<='} {high:g}"
+    else:
+        want = f"a finite {word[2:] if kind is int else 'number'}"
+
+    def parse(text: str) -> Any:
+        try:
+            v = kind(text)
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text!r}") from None
+        ok = math.isfinite(v) and not (
+            low is not None and (v <= low if low_open else v < low)) and not (
+            high is not None and (v >= high if high_open else v > high))
+        if not ok:
+            raise argparse.ArgumentTypeError(f"expected {want}, got {text!r}")
+        return v
+
+    parse.__name__ = name or want
+    return parse
+
+
+#: A probability in [0, 1] (``--max-t``, ``--max-risk``, ``--fallback``).
+probability = bounded(float, 0, 1)
+#: A confidence threshold in (0, 1] (``--c``).
+confidence = bounded(float, 0, 1, low_open=True)
+#: r of r-robustness: a finite number > 1 (``--r``).
+real_gt1 = bounded(float, 1, low_open=True)
+#: A finite number > 0 (``--epsilon``).
+positive = bounded(float, 0, low_open=True)
+#: A finite number >= 0.
+nonnegative = bounded(float, 0)
+#: The Hoeffding δ of the reliable sample size, in (0, 2) as :func:`fastpriv.knowledge.
+#: reliable_support` defines it (``--confidence`` of ``robustness`` / ``attack``).
+hoeffding_confidence = bounded(float, 0, 2, low_open=True, high_open=True)
+#: A size or count of at least 1 (``--min-size``, ``--min-l``, ``--max-set-size``, ...).
+size = bounded(int, 1)
+#: A count of at least 0 (``--k``, ``--point``, ``--top``, ``--n-random``).
+count = bounded(int, 0)
+#: A random seed (an integer >= 0).
+seed = bounded(int, 0)
+
+
+def n_jobs(text: str) -> int:
+    """Parse ``--n-jobs``: a nonzero integer (``-1`` all threads, ``-2`` all but one, ...)."""
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if v == 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, -1 (all threads), -2 "
+                                         f"(all but one), ...; got {text!r}")
+    return v
+
+
+def bucketize_spec(text: str) -> str:
+    """Parse ``--bucketize``: ``anatomy:L`` with an integer ``L >= 2`` (returned as given)."""
+    method, _, level = text.partition(":")
+    if method != "anatomy" or not level.isdigit() or int(level) < 2:
+        raise argparse.ArgumentTypeError(f"expected anatomy:L with an integer L >= 2, got "
+                                         f"{text!r}")
+    return text
 
 
 def add_data_arguments(p: argparse.ArgumentParser, *, require_grouping: bool = True) -> None:
     """Add ``DATA --sensitive COL (--group COL | --qi COL ...) [--nulls ...]`` to ``p``."""
-    p.add_argument("data", help="Parquet/CSV file or Parquet directory, or 'adult' for the "
-                                "bundled UCI Adult table")
+    p.add_argument("data", help="Parquet/CSV file or Parquet directory, '-' for standard "
+                                "input (Parquet or CSV), or 'adult' for the bundled UCI Adult "
+                                "table")
     p.add_argument("--sensitive", required=True, help="sensitive column")
     g = p.add_mutually_exclusive_group(required=require_grouping)
     g.add_argument("--group", help="group-id column of a bucketized release")
@@ -38,7 +154,7 @@ def add_data_arguments(p: argparse.ArgumentParser, *, require_grouping: bool = T
     p.add_argument("--progress", action="store_true",
                    help="progress bar on stderr while streaming (rows, bytes, rows/s; "
                         "default: when stderr is a terminal)")
-    p.add_argument("--n-jobs", type=int, default=None, metavar="N",
+    p.add_argument("--n-jobs", type=n_jobs, default=None, metavar="N",
                    help="threads for the parallel kernels (default: all cores; 1: one "
                         "thread; -1: all, -2: all but one)")
 
@@ -71,80 +187,73 @@ def add_knowledge_arguments(p: Any) -> None:
                    help="adversary's distributions for r-robustness: long table (Parquet/CSV) "
                         "with columns attributes (comma-joined set), the QI columns, value, "
                         "probability (default: derived from DATA, the worst case)")
-    p.add_argument("--fallback", type=float, metavar="P",
+    p.add_argument("--fallback", type=probability, metavar="P",
                    help="with --knowledge: probability for signatures/pairs the file does not "
                         "list")
 
 
-def real_gt1(text: str) -> float:
-    """Parse ``--r``, a number > 1 (argparse ``type=``)."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--r expects a number > 1, got {text!r}") from None
-    if not v > 1:
-        raise argparse.ArgumentTypeError(f"--r must be > 1, got {text!r}")
-    return v
-
-
-def confidence(text: str) -> float:
-    """Parse a confidence threshold in (0, 1] (argparse ``type=``)."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
-    if not 0 < v <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
-    return v
-
-
 def add_risk_arguments(p: Any) -> None:
     """``--max-risk`` and ``--population`` of the re-identification risk measures."""
-    p.add_argument("--max-risk", type=float, default=0.2, metavar="R",
-                   help="highest acceptable prosecutor risk, 1/(smallest class) (default 0.2)")
-    p.add_argument("--population", type=int, metavar="N",
+    p.add_argument("--max-risk", type=probability, default=0.2, metavar="R",
+                   help="highest acceptable prosecutor risk, 1/(smallest class), in [0, 1] "
+                        "(default 0.2)")
+    p.add_argument("--population", type=size, metavar="N",
                    help="population size for journalist risk and population uniques")
 
 
-def print_remedy(args: argparse.Namespace, method: str, criteria: list[str]) -> None:
-    """Print the ``fastpriv anonymize`` command that fixes the audited data."""
+def print_remedy(args: argparse.Namespace, method: str, criteria: list[str], *,
+                 unreachable: str | None = None) -> None:
+    """Print the ``fastpriv anonymize`` command that fixes the audited data.
+
+    With ``unreachable`` (why not even one group holding the whole table meets the
+    threshold) that sentence is printed instead: a command that cannot succeed is never
+    offered.
+    """
     from ..report.verdict import anonymize_command
 
+    if unreachable:
+        print(f"  No generalization of these quasi-identifiers can pass: {unreachable}.")
+        return
     print("  To fix: " + anonymize_command(args.data, method=method, qi=args.qi,
                                           sensitive=args.sensitive, criteria=criteria))
 
 
 def add_bucketize_argument(p: argparse.ArgumentParser) -> None:
     """``--bucketize anatomy:L`` and ``--bucketize-seed`` for the row-level audits."""
-    p.add_argument("--bucketize", metavar="anatomy:L",
+    p.add_argument("--bucketize", type=bucketize_spec, metavar="anatomy:L",
                    help="bucketize DATA first with Anatomy at ℓ = L (seeded by "
                         "--bucketize-seed) and audit that release; use it for an original "
                         "table such as the bundled 'adult' (instead of --group)")
-    p.add_argument("--bucketize-seed", type=int, default=0, metavar="SEED",
+    p.add_argument("--bucketize-seed", type=seed, default=0, metavar="SEED",
                    help="seed of --bucketize (default 0)")
+
+
+def check_grouping(args: argparse.Namespace) -> None:
+    """Check that exactly one of ``--group`` and ``--bucketize`` is given (before any work)."""
+    from ..errors import InputError
+
+    if getattr(args, "bucketize", None) is None:
+        if not args.group:
+            raise InputError("give --group (the release's group-id column) or --bucketize "
+                             "anatomy:L to bucketize an original table first")
+    elif args.group:
+        raise InputError("--bucketize builds the groups itself: drop --group")
 
 
 def bucketize(args: argparse.Namespace, data: Any) -> tuple[Any, Any]:
     """Apply ``--bucketize``: return the auditor's view and its group column (or the input)."""
-    from ..errors import InputError
-
+    check_grouping(args)
     spec = getattr(args, "bucketize", None)
     if spec is None:
-        if not args.group:
-            raise InputError("give --group (the release's group-id column) or --bucketize "
-                             "anatomy:L to bucketize an original table first")
         return data, args.group
-    method, _, level = spec.partition(":")
-    if method != "anatomy" or not level.isdigit() or int(level) < 2:
-        raise InputError(f"--bucketize expects anatomy:L with an integer L >= 2, got {spec!r}")
-    if args.group:
-        raise InputError("--bucketize builds the groups itself: drop --group")
+    _, _, level = bucketize_spec(spec).partition(":")
     from ..anonymize import anatomy
 
     res = anatomy(data, sensitive=args.sensitive, l=int(level), seed=args.bucketize_seed,
                   qi=args.qi,
                   nulls="drop" if getattr(args, "nulls", "error") == "drop" else "error")
-    print(f"bucketized {args.data} with Anatomy at ℓ = {level} (seed {args.bucketize_seed}): "
+    print(f"bucketized {escape(args.data)} with Anatomy at ℓ = {level} "
+          f"(seed {args.bucketize_seed}): "
           f"{res.release.n_groups:,} groups of {int(res.release.sizes.min())}–"
           f"{int(res.release.sizes.max())} people", file=sys.stderr)
     return res.auditor_view(data), "group_id"
@@ -156,21 +265,125 @@ def add_encoding_argument(p: argparse.ArgumentParser) -> None:
                    help="text encoding of a CSV input (default utf-8; e.g. latin-1)")
 
 
+#: help of ``--json``
+JSON_HELP = ("also write the results as JSON to OUT ('-': to standard output, and the text "
+             "report to standard error)")
+
+
 def add_output_arguments(p: argparse.ArgumentParser) -> None:
     """``--json OUT`` and ``--overwrite``."""
-    p.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
+    p.add_argument("--json", metavar="OUT", help=JSON_HELP)
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
 
 
-def load_data(spec: str, encoding: str | None = None) -> Any:
-    """Return the bundled Adult table for ``"adult"``, else the path itself (read lazily).
+def file_output(path: str | None) -> str | None:
+    """Return ``path`` unless it is ``-`` (standard output): the outputs to check as files."""
+    return None if path == "-" else path
 
-    With ``encoding`` (``--encoding``), a CSV file is read in that text encoding.
+
+#: tables read from standard input or a pipe, by DATA name (read once per command)
+_BUFFERED: dict[str, Any] = {}
+
+
+def forget_buffered() -> None:
+    """Drop the tables read from standard input (each command invocation reads its own)."""
+    _BUFFERED.clear()
+
+
+def _is_pipe(spec: str) -> bool:
+    """Whether ``spec`` names a FIFO or character device (``<(cmd)``, ``/dev/fd/N``)."""
+    try:
+        mode = os.stat(spec).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
+
+
+def read_stream(spec: str, encoding: str | None = None) -> Any:
+    """Read ``DATA`` from standard input (``-``, ``/dev/stdin``) or a pipe, whole.
+
+    The bytes are buffered, then read as Parquet (``PAR1`` magic), an Arrow IPC file
+    (``ARROW1``) or CSV (empty fields are nulls, text in ``encoding``, default UTF-8);
+    gzip-compressed bytes are decompressed first.
+
+    Returns
+    -------
+    pyarrow.Table
+
+    Raises
+    ------
+    InputError
+        No input, or bytes that are neither Parquet, Arrow nor CSV in ``encoding``.
+
+    """
+    import pyarrow as pa
+
+    from ..errors import InputError
+
+    what = "standard input" if spec in STDIN else repr(spec)
+    if spec in STDIN:
+        if sys.stdin is None:
+            raise InputError("DATA: '-' reads standard input, but there is none")
+        stream = getattr(sys.stdin, "buffer", sys.stdin)
+        raw = stream.read()
+        if isinstance(raw, str):
+            raw = raw.encode(encoding or "utf-8")
+    else:
+        with open(spec, "rb") as fh:
+            raw = fh.read()
+    if raw[:2] == b"\x1f\x8b":
+        import gzip
+
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise InputError(f"DATA: cannot decompress {what} (gzip): {exc}") from None
+    if not raw.strip():
+        raise InputError(f"DATA: {what} is empty; give a Parquet or CSV table")
+    try:
+        if raw[:4] == b"PAR1":
+            import pyarrow.parquet as pq
+
+            return pq.read_table(pa.BufferReader(raw))
+        if raw[:6] == b"ARROW1":
+            return pa.ipc.open_file(pa.BufferReader(raw)).read_all()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OSError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise InputError(f"DATA: cannot read {what}: {first}") from None
+    import pyarrow.csv as pacsv
+
+    enc = encoding or "utf8"
+    try:
+        table = pacsv.read_csv(pa.BufferReader(raw),
+                               read_options=pacsv.ReadOptions(encoding=enc),
+                               convert_options=pacsv.ConvertOptions(strings_can_be_null=True))
+    except (pa.ArrowInvalid, LookupError, UnicodeDecodeError) as exc:
+        raise InputError(f"DATA: cannot read {what} as CSV ({enc}): "
+                         f"{(str(exc).splitlines() or [''])[0]}") from None
+    binary = [f.name for f in table.schema if pa.types.is_binary(f.type)
+              or pa.types.is_large_binary(f.type)]
+    if binary:
+        raise InputError(f"DATA: column {binary[0]!r} of {what} is not valid {enc} text; "
+                         "give its encoding with --encoding (e.g. latin-1)")
+    return table
+
+
+def load_data(spec: str, encoding: str | None = None) -> Any:
+    """Return what ``DATA`` names: a table to read, or a path that is read lazily.
+
+    ``"adult"`` is the bundled Adult table; ``-`` and ``/dev/stdin`` (and other pipes)
+    are read whole by :func:`read_stream` — once per command, later calls get the same
+    table; any other path is returned as it is. With ``encoding`` (``--encoding``), a CSV
+    file is read in that text encoding.
     """
     if spec == "adult":
         from ..datasets import load_adult
 
         return load_adult()
+    if spec in STDIN or _is_pipe(spec):
+        if spec not in _BUFFERED:
+            _BUFFERED[spec] = read_stream(spec, encoding)
+        return _BUFFERED[spec]
     if encoding:
         from .._arrow import is_csv, read_csv
 
@@ -218,8 +431,12 @@ def load_release(args: argparse.Namespace):
 
 
 def format_table(headers: list[str], rows: list[list[Any]], *, title: str | None = None) -> str:
-    """Format a plain-text table with aligned columns (no terminal library needed)."""
-    cells = [[_fmt(c) for c in r] for r in rows]
+    """Format a plain-text table with aligned columns (no terminal library needed).
+
+    Control characters in the cells and headers are shown escaped.
+    """
+    headers = [escape(h) for h in headers]
+    cells = [[escape(_fmt(c)) for c in r] for r in rows]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     line = "  ".join("-" * w for w in widths)
     out = []
@@ -241,10 +458,69 @@ def _fmt(v: Any) -> str:
 
 
 def emit_json(args: argparse.Namespace, payload: dict, inputs: list[Any] = ()) -> None:
-    """Write ``payload`` to ``--json`` atomically (never over an input)."""
-    if getattr(args, "json", None):
-        from .._io import write_json
+    """Write ``payload`` to ``--json``.
 
-        dest = write_json(args.json, payload, overwrite=args.overwrite,
-                          inputs=[getattr(args, "data", None), *inputs])
-        print(f"wrote {dest}", file=sys.stderr)
+    A path is written atomically (never over an input); ``-`` prints the JSON to the real
+    standard output (:func:`write_stdout`).
+    """
+    dest = getattr(args, "json", None)
+    if not dest:
+        return
+    if dest == "-":
+        import json
+
+        from .._io import to_jsonable
+
+        write_stdout(args, json.dumps(to_jsonable(payload), indent=2, allow_nan=False) + "\n")
+        return
+    from .._io import write_json
+
+    dest = write_json(dest, payload, overwrite=args.overwrite,
+                      inputs=[getattr(args, "data", None), *inputs])
+    print(f"wrote {escape(dest)}", file=sys.stderr)
+
+
+def write_stdout(args: argparse.Namespace, text: str) -> None:
+    """Write machine-readable ``text`` (JSON) to the real standard output, unescaped.
+
+    :func:`fastpriv.cli.main` keeps it in ``args.stdout`` while ``sys.stdout`` (the text
+    report) may point at standard error.
+    """
+    stream = getattr(args, "stdout", None) or sys.stdout
+    stream.write(text)
+    stream.flush()
+
+
+# ============================================================================ terminal safety
+def escape(text: Any) -> str:
+    """``str(text)`` with terminal control characters escaped (see ``escape_control``)."""
+    from ..report.text import escape_control
+
+    return escape_control(str(text))
+
+
+class TerminalSafe:
+    r"""A text stream that shows terminal control characters escaped (``\x1b``).
+
+    Newlines and tabs pass through. :func:`fastpriv.cli.main` puts the text output of every
+    command behind one, so a column name or value holding an escape sequence cannot drive
+    the terminal (recolour, move the cursor, retitle the window, hide text with ``\r``).
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self._escape: Callable[..., str] | None = None
+
+    def write(self, text: str) -> int:
+        if self._escape is None:
+            from ..report.text import escape_control
+
+            self._escape = escape_control
+        self.stream.write(self._escape(text, keep_lines=True))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)

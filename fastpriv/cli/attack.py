@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from ..errors import InputError
 
@@ -15,9 +16,10 @@ def _unreliable(text: str) -> object:
     try:
         v = float(text)
     except ValueError:
+        v = math.nan
+    if not 0 <= v <= 1:                      # also refuses nan
         raise argparse.ArgumentTypeError(
-            f"--unreliable expects pooled, uniform, global or a probability, got {text!r}"
-        ) from None
+            f"expected pooled, uniform, global or a probability in [0, 1], got {text!r}")
     return v
 
 
@@ -29,7 +31,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_encoding_argument,
         add_nulls_argument,
         add_output_arguments,
+        count,
+        hoeffding_confidence,
+        positive,
         real_gt1,
+        seed,
+        size,
     )
 
     p = add_command(
@@ -63,12 +70,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--original", metavar="FILE",
                    help="original table, row-aligned with DATA: report recall, false flags, "
                         "average breach probability and the error of the mined distributions")
-    p.add_argument("--max-set-size", type=int, metavar="K",
+    p.add_argument("--max-set-size", type=size, metavar="K",
                    help="largest attribute set (default: all of --qi)")
-    p.add_argument("--epsilon", type=float, default=0.01, help="Hoeffding ε (default 0.01)")
-    p.add_argument("--confidence", type=float, default=0.9,
-                   help="Hoeffding confidence: error ≤ ε with this probability (default 0.9)")
-    p.add_argument("--min-support", type=int, metavar="J",
+    p.add_argument("--epsilon", type=positive, default=0.01,
+                   help="Hoeffding ε > 0 (default 0.01)")
+    p.add_argument("--confidence", type=hoeffding_confidence, default=0.9,
+                   help="Hoeffding δ in (0, 2): the reliable sample size is ⌈ln(2/δ)/(2ε²)⌉ "
+                        "(default 0.9, as the paper)")
+    p.add_argument("--min-support", type=size, metavar="J",
                    help="reliable sample size (overrides --epsilon, --confidence)")
     p.add_argument("--unreliable", type=_unreliable, default="pooled",
                    help="tuples with an unreliable signature: pooled (one extra unknown per "
@@ -76,11 +85,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "global (fixed rate of x) or a number")
     p.add_argument("--verbose", action="store_true",
                    help="also print the solver's terms (systems, reliable sample size J)")
-    p.add_argument("--n-random", type=int, default=2, metavar="N",
+    p.add_argument("--n-random", type=count, default=2, metavar="N",
                    help="random solver starts per system (default 2)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random starts")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the random starts (>= 0)")
     add_nulls_argument(p)
-    p.add_argument("--top", type=int, default=10, help="worst tuples to print (default 10)")
+    p.add_argument("--top", type=count, default=10, help="worst tuples to print (default 10)")
     p.add_argument("--distributions", metavar="OUT",
                    help="write the mined distributions (long table, Parquet/CSV)")
     p.add_argument("--tuples", metavar="OUT",
@@ -97,11 +106,25 @@ def run(args: argparse.Namespace) -> int:
     from .. import foreground
     from .._io import check_outputs, write_table
     from .._progress import Progress
-    from ._common import Timer, bucketize, emit_json, format_table, load_data, print_remedy
+    from ._common import (
+        Timer,
+        bucketize,
+        check_grouping,
+        emit_json,
+        escape,
+        file_output,
+        format_table,
+        load_data,
+        print_remedy,
+    )
 
+    check_grouping(args)
+    for spec in args.value_set or []:
+        if not [v for v in spec.split(",") if v.strip()]:
+            raise InputError(f"--value-set {spec!r} is empty")
     inputs = [args.data] + [f for f in (args.sensitive_table, args.original) if f]
-    check_outputs([args.distributions, args.tuples, args.json], overwrite=args.overwrite,
-                  inputs=inputs)
+    check_outputs([args.distributions, args.tuples, file_output(args.json)],
+                  overwrite=args.overwrite, inputs=inputs)
     data, group = bucketize(args, load_data(args.data, getattr(args, "encoding", None)))
     targets: list = list(args.sensitive_values or [])
     for spec in args.value_set or []:
@@ -137,10 +160,10 @@ def run(args: argparse.Namespace) -> int:
     if args.distributions:
         dest = write_table(args.distributions, md.table(), overwrite=args.overwrite,
                            inputs=inputs)
-        print(f"wrote {dest}", file=sys.stderr)
+        print(f"wrote {escape(dest)}", file=sys.stderr)
     if args.tuples:
         dest = write_table(args.tuples, res.tuples(), overwrite=args.overwrite, inputs=inputs)
-        print(f"wrote {dest}", file=sys.stderr)
+        print(f"wrote {escape(dest)}", file=sys.stderr)
     payload = res.to_dict(max_items=max(args.top, 10))
     payload["timings_s"] = {"total": t.seconds}
     emit_json(args, payload, inputs=[f for f in (args.sensitive_table, args.original) if f])

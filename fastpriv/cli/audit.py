@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import InputError
+
 ORDER = 10
 
 EXAMPLE = "fastpriv audit adult --sensitive occupation --qi age sex"
@@ -11,27 +13,34 @@ EXAMPLE = "fastpriv audit adult --sensitive occupation --qi age sex"
 
 def add_threshold_arguments(p: argparse.ArgumentParser) -> None:
     """Add the thresholds of the verdict to ``p`` (shared by ``audit`` and ``report``)."""
-    from ._common import confidence
+    from ._common import confidence, count, probability, size
 
     t = p.add_argument_group("thresholds of the verdict (PASS/FAIL per model)")
-    t.add_argument("--min-size", type=int, default=5, metavar="N",
+    t.add_argument("--min-size", type=size, default=5, metavar="N",
                    help="k-anonymity: every group has at least N people (default 5)")
-    t.add_argument("--min-l", type=int, default=3, metavar="L",
+    t.add_argument("--min-l", type=size, default=3, metavar="L",
                    help="distinct and entropy ℓ-diversity: at least L values (default 3)")
-    t.add_argument("--max-t", type=float, default=0.2, metavar="T",
-                   help="t-closeness: distance to the whole table at most T (default 0.2)")
+    t.add_argument("--max-t", type=probability, default=0.2, metavar="T",
+                   help="t-closeness: distance to the whole table at most T, in [0, 1] "
+                        "(default 0.2)")
     t.add_argument("--c", nargs="+", type=confidence, default=[0.8], metavar="C",
                    help="confidence an adversary needs, in (0, 1]: (α,k), (c,k)-safety and "
                         "the skyline must stay below the smallest (default 0.8)")
-    t.add_argument("--k", type=int, default=3, metavar="K",
+    t.add_argument("--k", type=count, default=3, metavar="K",
                    help="(c,k)-safety: pieces of background knowledge (default 3)")
-    t.add_argument("--point", nargs=3, type=int, default=[1, 1, 1], metavar=("L", "K", "M"),
+    t.add_argument("--point", nargs=3, type=count, default=[1, 1, 1], metavar=("L", "K", "M"),
                    help="privacy skyline point (ℓ, k, m) of the verdict (default 1 1 1)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``audit`` sub-command."""
-    from ._common import add_command, add_data_arguments, add_output_arguments, add_risk_arguments
+    from ._common import (
+        add_command,
+        add_data_arguments,
+        add_output_arguments,
+        add_risk_arguments,
+        size,
+    )
 
     p = add_command(
         sub, "audit", help="audit a release: classical models, (c,k)-safety, skyline; PASS/FAIL",
@@ -43,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "input, 3 internal error.",
         example=EXAMPLE)
     add_data_arguments(p)
-    p.add_argument("--l", type=int, default=None, metavar="L",
+    p.add_argument("--l", type=size, default=None, metavar="L",
                    help="ℓ of recursive (c,ℓ)-diversity (default: the achieved distinct ℓ)")
     add_threshold_arguments(p)
     r = p.add_argument_group("re-identification risk (needs --qi)")
@@ -90,15 +99,18 @@ def audit_release(rel, args: argparse.Namespace, data_spec: str):
 def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv audit``."""
     from .._io import check_outputs
-    from ._common import Timer, emit_json, load_release
+    from ._common import Timer, emit_json, escape, file_output, load_release
 
-    check_outputs([args.json], overwrite=args.overwrite, inputs=[args.data])
+    if args.risk and not args.qi:
+        raise InputError("--risk: give the quasi-identifiers with --qi (the classes are "
+                         "their distinct tuples)")
+    check_outputs([file_output(args.json)], overwrite=args.overwrite, inputs=[args.data])
     with Timer() as t:
         rel = load_release(args)
     s = release_summary(rel)
-    print(f"{args.data}: {s['n_rows']} rows, {s['n_groups']} groups (sizes {s['min_group_size']}"
-          f"–{s['max_group_size']}), {s['n_values']} values of {args.sensitive!r} [{s['case']}]"
-          f" — built in {t.seconds:.2f} s")
+    print(f"{escape(args.data)}: {s['n_rows']} rows, {s['n_groups']} groups "
+          f"(sizes {s['min_group_size']}–{s['max_group_size']}), {s['n_values']} values of "
+          f"{args.sensitive!r} [{s['case']}] — built in {t.seconds:.2f} s")
     rep = audit_release(rel, args, args.data)
     d = rep.to_dict()
     if d["classical"]["status"] == "ok":
@@ -132,12 +144,8 @@ def _risk(args: argparse.Namespace) -> tuple[dict, bool]:
     import math
 
     from .. import risk
-    from ..errors import InputError
     from ._common import load_data, print_remedy
 
-    if not args.qi:
-        raise InputError("--risk: give the quasi-identifiers with --qi (the classes are "
-                         "their distinct tuples)")
     res = risk.audit(load_data(args.data, getattr(args, "encoding", None)), qi=args.qi,
                      threshold=args.max_risk, population=args.population, nulls=args.nulls)
     ok, lines = risk.verdict(res, args.max_risk)
@@ -147,6 +155,12 @@ def _risk(args: argparse.Namespace) -> tuple[dict, bool]:
     for line in lines:
         print("  " + line)
     if not ok:
-        n = math.ceil(1 / args.max_risk) if args.max_risk > 0 else 2
-        print_remedy(args, "mondrian", ["--min-size", str(n)])
+        n_records = int(res.params["n_records"])
+        n = math.ceil(1 / args.max_risk - 1e-12) if args.max_risk > 0 else n_records + 1
+        why = None
+        if n > n_records:      # not even one class holding every record is rare enough
+            why = (f"even one group of all {n_records:,} records has a prosecutor risk of "
+                   f"{1 / n_records:.4g} > max-risk {args.max_risk:g}" if n_records else
+                   "there are no records")
+        print_remedy(args, "mondrian", ["--min-size", str(n)], unreachable=why)
     return res.to_dict(), ok

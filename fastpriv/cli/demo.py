@@ -33,7 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "threshold) and audit that. Exit status: the verdict of the fixed "
                     "release (0 it passes, 1 it fails).",
         example="fastpriv demo")
-    p.add_argument("--json", metavar="OUT", help="also write the results as JSON to OUT")
+    p.add_argument("--json", metavar="OUT",
+                   help="also write the results as JSON to OUT ('-': to standard output, "
+                        "and the text to standard error)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing JSON output")
     p.set_defaults(func=run)
 
@@ -60,10 +62,10 @@ def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv demo``."""
     from .._io import check_outputs
     from ..release import Release
-    from ._common import Timer, emit_json
+    from ._common import Timer, emit_json, file_output
     from .audit import classical_table
 
-    check_outputs([args.json], overwrite=args.overwrite)
+    check_outputs([file_output(args.json)], overwrite=args.overwrite)
     table = demo_table()
     print("fastpriv demo — UCI Adult (Becker & Kohavi 1996, CC BY 4.0), 45,222 rows\n")
     with Timer() as t:

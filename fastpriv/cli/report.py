@@ -18,6 +18,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_nulls_argument,
         add_risk_arguments,
         confidence,
+        count,
+        probability,
+        real_gt1,
+        size,
     )
 
     p = add_command(
@@ -33,7 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         example=("fastpriv report adult --sensitive occupation --qi age sex race "
                  "-o report.html --json report.json --overwrite"))
     p.add_argument("data", help="Parquet/CSV file or Parquet directory with one row per "
-                                "individual, or 'adult' for the bundled UCI Adult table")
+                                "individual, '-' for standard input (Parquet or CSV), or "
+                                "'adult' for the bundled UCI Adult table")
     p.add_argument("--sensitive", required=True, help="sensitive column")
     p.add_argument("--group", nargs="+", metavar="COL",
                    help="group-id column(s) of a bucketized release; with --group, --qi names "
@@ -51,31 +56,32 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--c", nargs="+", type=confidence, default=[0.8, 0.95], metavar="C",
                    help="confidence thresholds in (0, 1]: an adversary succeeds when at least "
                         "c sure (default 0.8 0.95; the verdict uses the smallest)")
-    p.add_argument("--k", type=int, default=3,
+    p.add_argument("--k", type=count, default=3,
                    help="pieces of knowledge for the (c,k)-safety verdict (default 3)")
-    p.add_argument("--k-max", type=int, default=12,
-                   help="last k of the disclosure curves (default 12, as Martin et al.)")
-    p.add_argument("--point", nargs=3, type=int, default=[1, 1, 1], metavar=("L", "K", "M"),
+    p.add_argument("--k-max", type=count, default=None,
+                   help="last k of the disclosure curves (default 12, as Martin et al., or "
+                        "--k when larger)")
+    p.add_argument("--point", nargs=3, type=count, default=[1, 1, 1], metavar=("L", "K", "M"),
                    help="skyline point (ℓ, k, m) of the verdict (default 1 1 1)")
     p.add_argument("--sigma", nargs="+", metavar="VALUE",
                    help="sensitive values whose knowledge skyline is computed (default: all, "
                         "or the 24 most exposed)")
-    p.add_argument("--l", type=int, default=None,
+    p.add_argument("--l", type=size, default=None,
                    help="ℓ of recursive (c,ℓ)-diversity (default: the achieved distinct ℓ)")
-    p.add_argument("--min-size", type=int, default=5, metavar="N",
+    p.add_argument("--min-size", type=size, default=5, metavar="N",
                    help="k-anonymity threshold: every group has at least N people (default 5)")
-    p.add_argument("--min-l", type=int, default=3,
+    p.add_argument("--min-l", type=size, default=3,
                    help="distinct/entropy ℓ-diversity threshold (default 3)")
-    p.add_argument("--max-t", type=float, default=0.2,
-                   help="t-closeness threshold (default 0.2)")
-    p.add_argument("--r", type=float, default=None,
+    p.add_argument("--max-t", type=probability, default=0.2,
+                   help="t-closeness threshold in [0, 1] (default 0.2)")
+    p.add_argument("--r", type=real_gt1, default=None,
                    help="r of r-robustness and of the attack (default 1/c of the verdict)")
     add_knowledge_arguments(p)
-    p.add_argument("--max-set-size", type=int, default=2,
+    p.add_argument("--max-set-size", type=size, default=2,
                    help="largest QI attribute set of the adversary's statistics (default 2)")
     p.add_argument("--sensitive-values", nargs="+", metavar="VALUE",
                    help="values protected by r-robustness / attacked (default: every value)")
-    p.add_argument("--top", type=int, default=10,
+    p.add_argument("--top", type=size, default=10,
                    help="worst groups / tuples listed (default 10)")
     p.add_argument("--row-label", metavar="COL",
                    help="column naming each row in the report (e.g. a record number)")
@@ -91,7 +97,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--verbose", action="store_true",
                    help="also list the checks that did not run, with the reason")
     p.add_argument("-o", "--output", metavar="HTML", help="write the HTML report to HTML")
-    p.add_argument("--json", metavar="OUT", help="write the JSON report to OUT")
+    p.add_argument("--json", metavar="OUT",
+                   help="write the JSON report to OUT ('-': to standard output, and the text "
+                        "summary to standard error)")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
     add_encoding_argument(p)
     p.set_defaults(func=run)
@@ -103,16 +111,22 @@ def run(args: argparse.Namespace) -> int:
 
     from .._io import check_outputs
     from ..report import build_report
-    from ._common import load_data
+    from ._common import escape, file_output, load_data, write_stdout
 
     if args.group is None and args.qi is None:
         raise InputError("give --group (a bucketized release) and/or --qi (quasi-identifier "
                          "columns)")
-    data = load_data(args.data, getattr(args, "encoding", None))
+    if args.k_max is not None and args.k_max < args.k:
+        raise InputError(f"--k-max ({args.k_max}) must be at least --k ({args.k})")
+    if args.output == "-":
+        raise InputError("-o/--output: give a file name for the HTML report ('-' is for "
+                         "--json)")
     source = ("bundled UCI Adult (fastpriv.datasets.load_adult)" if args.data == "adult"
               else None)
     inputs = [args.data] + ([args.knowledge] if args.knowledge else [])
-    check_outputs([args.output, args.json], overwrite=args.overwrite, inputs=inputs)
+    json_file = file_output(args.json)
+    check_outputs([args.output, json_file], overwrite=args.overwrite, inputs=inputs)
+    data = load_data(args.data, getattr(args, "encoding", None))
     rep = build_report(
         data, sensitive=args.sensitive, group=args.group, qi=args.qi,
         individual=args.individual, nulls=args.nulls, knowledge=args.knowledge,
@@ -126,7 +140,11 @@ def run(args: argparse.Namespace) -> int:
         title=args.title, source=source, data_spec=args.data)
     print(rep.summary(verbose=args.verbose))
     print(f"(report built in {rep.data['timings_s']['total']:.2f} s)")
-    for dest in rep.write(html=args.output, json=args.json, overwrite=args.overwrite,
+    for dest in rep.write(html=args.output, json=json_file, overwrite=args.overwrite,
                           inputs=inputs):
-        print(f"wrote {dest}", file=sys.stderr)
+        print(f"wrote {escape(dest)}", file=sys.stderr)
+    if args.json == "-":
+        import json
+
+        write_stdout(args, json.dumps(rep.to_dict(), indent=2, allow_nan=False) + "\n")
     return rep.exit_code

@@ -16,7 +16,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_knowledge_arguments,
         add_nulls_argument,
         add_output_arguments,
+        count,
+        hoeffding_confidence,
+        positive,
         real_gt1,
+        size,
     )
 
     p = add_command(
@@ -44,18 +48,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", choices=("binary", "multivalued"), default="binary",
                    help="binary (default) or full multi-valued possible-world model")
     add_knowledge_arguments(p)
-    p.add_argument("--max-set-size", type=int, metavar="K",
+    p.add_argument("--max-set-size", type=size, metavar="K",
                    help="largest attribute set of derived knowledge (default: all of --qi)")
-    p.add_argument("--epsilon", type=float, default=0.01,
-                   help="reliability ε of derived knowledge (default 0.01)")
-    p.add_argument("--confidence", type=float, default=0.9,
-                   help="reliability of derived knowledge: error ≤ ε with this probability "
-                        "(default 0.9)")
-    p.add_argument("--min-support", type=int, metavar="J",
+    p.add_argument("--epsilon", type=positive, default=0.01,
+                   help="reliability ε > 0 of derived knowledge (default 0.01)")
+    p.add_argument("--confidence", type=hoeffding_confidence, default=0.9,
+                   help="Hoeffding δ in (0, 2) of derived knowledge: the reliable sample size "
+                        "is ⌈ln(2/δ)/(2ε²)⌉ (default 0.9, as the paper)")
+    p.add_argument("--min-support", type=size, metavar="J",
                    help="reliable sample size of derived knowledge (overrides --epsilon, "
                         "--confidence)")
     add_nulls_argument(p)
-    p.add_argument("--top", type=int, default=10,
+    p.add_argument("--top", type=count, default=10,
                    help="worst (person, attribute set, value) cases to print (default 10)")
     p.add_argument("--verbose", action="store_true",
                    help="also print the audit's internal counts (triples, Δ-certified groups)")
@@ -69,9 +73,19 @@ def run(args: argparse.Namespace) -> int:
     from .. import robustness
     from .._io import check_outputs
     from ..knowledge import Knowledge
-    from ._common import Timer, bucketize, emit_json, format_table, load_data, print_remedy
+    from ._common import (
+        Timer,
+        bucketize,
+        check_grouping,
+        emit_json,
+        file_output,
+        format_table,
+        load_data,
+        print_remedy,
+    )
 
-    check_outputs([args.json], overwrite=args.overwrite,
+    check_grouping(args)
+    check_outputs([file_output(args.json)], overwrite=args.overwrite,
                   inputs=[args.data] + ([args.knowledge] if args.knowledge else []))
     data, group = bucketize(args, load_data(args.data, getattr(args, "encoding", None)))
     knowledge = None

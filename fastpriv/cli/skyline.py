@@ -19,6 +19,8 @@ def _point(text: str):
     except ValueError:
         raise argparse.ArgumentTypeError(f"--point expects integers l,k,m and a number c; "
                                          f"got {text!r}") from None
+    if min(l, k, m) < 0:
+        raise argparse.ArgumentTypeError(f"--point expects l, k, m >= 0; got {text!r}")
     return (l, k, m, _threshold(parts[3]))
 
 
@@ -81,16 +83,17 @@ def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv skyline``."""
     from .. import skyline
     from .._io import check_outputs
-    from ..report.text import describe_key
-    from ._common import Timer, emit_json, format_table, load_release
+    from ..report.text import describe_key, fmt_label
+    from ._common import Timer, emit_json, escape, file_output, format_table, load_release
 
     if args.c is None and not args.point:
         raise InputError("give --c (knowledge skyline) and/or --point l,k,m,c (checks)")
-    check_outputs([args.json], overwrite=args.overwrite, inputs=[args.data])
+    check_outputs([file_output(args.json)], overwrite=args.overwrite, inputs=[args.data])
     with Timer() as t_rel:
         rel = load_release(args)  # streams Parquet directories / large files (SVPI)
-    print(f"{args.data}: {rel.n_rows} rows, {rel.n_groups} groups, {rel.n_values} values of "
-          f"{args.sensitive!r} [{rel.case}] — built in {t_rel.seconds:.2f} s")
+    print(f"{escape(args.data)}: {rel.n_rows} rows, {rel.n_groups} groups, "
+          f"{rel.n_values} values of {args.sensitive!r} [{rel.case}] — built in "
+          f"{t_rel.seconds:.2f} s")
     sigma = None
     if not args.all_sigma:
         sigma = _as_value(rel, args.sigma)
@@ -110,12 +113,12 @@ def run(args: argparse.Namespace) -> int:
             print(format_table(
                 ["values ruled out (ℓ)", "others' values known (k)", "relatives known (m)"],
                 rows or [["-", "-", "-"]],
-                title=f"Knowledge skyline of {s!r} at c = {float(args.c):g}: an adversary "
-                      f"whose knowledge is at most one row in every dimension stays below "
-                      f"{float(args.c):g} certainty{caps}"))
+                title=f"Knowledge skyline of {fmt_label(s)!r} at c = {float(args.c):g}: an "
+                      f"adversary whose knowledge is at most one row in every dimension "
+                      f"stays below {float(args.c):g} certainty{caps}"))
             if not rows:
                 print(f"  no safe knowledge: even from the release alone an adversary is at "
-                      f"least {float(args.c):g} sure that someone has {s!r}")
+                      f"least {float(args.c):g} sure that someone has {fmt_label(s)!r}")
     if args.point:
         key = "*" if sigma is None else sigma
         with Timer() as t:
@@ -141,13 +144,13 @@ def run(args: argparse.Namespace) -> int:
                     parts.append(f"known not to have / implying σ: {list(w.x_values)}")
                 if w.n_u:
                     what = (f"with values {list(w.y_values)}" if w.y_values
-                            else f"known to lack {pr.sigma!r}")
+                            else f"known to lack {fmt_label(pr.sigma)!r}")
                     parts.append(f"{w.n_u} other(s) in the group "
                                  f"{describe_key(names, w.group_labels.get('u'))} {what}")
                 if w.n_v:
                     parts.append(f"{w.n_v} family member(s) in the group "
                                  f"{describe_key(names, w.group_labels.get('v'))}")
-                print(f"  worst case for {pr.sigma!r} at ({pr.l},{pr.k},{pr.m}), BP = "
+                print(f"  worst case for {fmt_label(pr.sigma)!r} at ({pr.l},{pr.k},{pr.m}), BP = "
                       f"{float(pr.value):.4g}: " + "; ".join(parts))
         status = 0 if res.safe else 1
     emit_json(args, payload)

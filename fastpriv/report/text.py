@@ -3,18 +3,63 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
-__all__ = ["fmt_label", "fmt_pct", "fmt_count", "as_float", "describe_key"]
+__all__ = ["fmt_label", "fmt_pct", "fmt_count", "as_float", "describe_key", "escape_control"]
+
+# C0 controls, DEL, C1 controls (incl. the 8-bit CSI), and the invisible direction marks
+# and overrides that reorder what a terminal shows
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_BUT_LINES = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(m: re.Match) -> str:
+    c = m.group()
+    if c in _NAMED:
+        return _NAMED[c]
+    o = ord(c)
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+
+
+def escape_control(text: str, *, keep_lines: bool = False) -> str:
+    r"""Show the terminal control characters of ``text`` as escapes.
+
+    Parameters
+    ----------
+    text : str
+        A column name, a value, or a whole line of output.
+    keep_lines : bool, default False
+        Let newlines and tabs through (for whole lines of output); otherwise they are
+        escaped as well (for one name or value, which must stay on its line).
+
+    Returns
+    -------
+    str
+        ``text`` with C0 and C1 control characters, DEL and the Unicode direction marks
+        and overrides written as ``\x1b``, ``\u202e``, ``\n``, ... — so a name cannot
+        recolour the terminal, move its cursor or hide text.
+
+    Examples
+    --------
+    >>> escape_control("a\x1b[31mb")
+    'a\\x1b[31mb'
+    >>> escape_control("two\nlines", keep_lines=True) == "two\nlines"
+    True
+
+    """
+    return (_CONTROL_BUT_LINES if keep_lines else _CONTROL).sub(_escaped, text)
 
 
 def fmt_label(x: Any) -> str:
-    """Human form of a group key or value label (tuples joined by ', ')."""
+    """Human form of a group key or value label (tuples joined by ', ', controls escaped)."""
     if isinstance(x, (tuple, list)):
         return ", ".join(fmt_label(v) for v in x)
     if x is None:
         return "(null)"
-    return str(x)
+    return escape_control(str(x))
 
 
 def fmt_pct(p: float) -> str:
@@ -47,4 +92,5 @@ def describe_key(names: list[str], label: Any) -> str:
     values = label if isinstance(label, (tuple, list)) else (label,)
     if len(values) != len(names):
         return fmt_label(label)
-    return ", ".join(f"{n}={fmt_label(v)}" for n, v in zip(names, values, strict=True))
+    return ", ".join(f"{escape_control(str(n))}={fmt_label(v)}"
+                     for n, v in zip(names, values, strict=True))

@@ -54,7 +54,8 @@ def build_verdict(sec: dict, params: dict, sens: str, *, data_spec: str | None =
 
     """
     checks = _checks(sec, params, sens)
-    remedies = _add_remedies(checks, sec.get("whole_table"), params, data_spec or "DATA")
+    remedies = _add_remedies(checks, sec.get("whole_table"), params, data_spec or "DATA",
+                             risk=sec.get("risk"))
     satisfied = [c["id"] for c in checks if c["satisfied"] is True]
     violated = [c["id"] for c in checks if c["satisfied"] is False]
     risk = _key_risk(sec, checks, params["c_verdict"], sens, params)
@@ -299,18 +300,30 @@ _GENERALIZABLE = ("k_anonymity", "l_diversity", "entropy_l_diversity", "t_closen
                   "alpha_k_anonymity", "ck_safety_implications", "ck_safety_negations", "risk")
 
 
-def _add_remedies(checks: list[dict], whole: dict | None, params: dict, data: str) -> list[str]:
-    """Give every failing check its remedy (a command, or why none exists); list them."""
+def _add_remedies(checks: list[dict], whole: dict | None, params: dict, data: str, *,
+                  risk: dict | None = None) -> list[str]:
+    """Give every failing check its remedy (a command, or why none exists); list them.
+
+    When a threshold is out of reach of every generalization (:func:`_unreachable`), no
+    generalizing command is offered at all — neither Mondrian nor SkylineAnonymize, whose
+    release would still miss that threshold: only the sentence saying why.
+    """
     by_id = {c["id"]: c for c in checks}
     failing = [c for c in checks if c["satisfied"] is False]
     out: list[str] = []
+    unreachable = bool(_unreachable(by_id, whole, params, risk))
     if any(c["id"] in _GENERALIZABLE for c in failing):
-        text = _generalize_remedy(by_id, whole, params, data)
+        text = _generalize_remedy(by_id, whole, params, data, risk)
         for c in failing:
             if c["id"] in _GENERALIZABLE:
                 c["remedy"] = text
         out.append(text)
-    if "skyline" in by_id and by_id["skyline"]["satisfied"] is False:
+    if unreachable and "skyline" in by_id and by_id["skyline"]["satisfied"] is False:
+        text = _generalize_remedy(by_id, whole, params, data, risk)   # why none can pass
+        by_id["skyline"]["remedy"] = text
+        if text not in out:
+            out.append(text)
+    elif "skyline" in by_id and by_id["skyline"]["satisfied"] is False:
         ell, k, m = params["point"]
         text = _command(data, params, "skyline",
                         ["--skyline", f"*:{ell},{k},{m},{params['c_verdict']:g}"])
@@ -325,9 +338,10 @@ def _add_remedies(checks: list[dict], whole: dict | None, params: dict, data: st
     return out
 
 
-def _generalize_remedy(by_id: dict, whole: dict | None, params: dict, data: str) -> str:
+def _generalize_remedy(by_id: dict, whole: dict | None, params: dict, data: str,
+                       risk: dict | None = None) -> str:
     """Return the Mondrian command meeting every classical and (c,k) threshold, or why not."""
-    unreachable = _unreachable(by_id, whole, params)
+    unreachable = _unreachable(by_id, whole, params, risk)
     if unreachable:
         return ("No generalization of these quasi-identifiers can pass: even one group of "
                 "the whole table fails " + "; ".join(unreachable) + ". Lower the threshold "
@@ -349,16 +363,24 @@ def _generalize_remedy(by_id: dict, whole: dict | None, params: dict, data: str)
     return _command(data, params, "mondrian", crit)
 
 
-def _unreachable(by_id: dict, whole: dict | None, params: dict) -> list[str]:
+def _unreachable(by_id: dict, whole: dict | None, params: dict,
+                 risk: dict | None = None) -> list[str]:
     """Thresholds that the whole table as one group misses (so no generalization meets).
 
     Nothing is known when the whole-table section did not run (skipped, or a model refused
-    the input).
+    the input). The re-identification risk threshold is out of reach when a class of every
+    record (section ``risk``) is still too small: 1/n > ``max_risk``.
     """
-    if not whole or whole.get("status") != "ok":
-        return []
-    c_v = params["c_verdict"]
     out = []
+    n_rec = ((risk or {}).get("audit") or {}).get("params", {}).get("n_records")
+    max_risk = params.get("max_risk")
+    if "risk" in by_id and n_rec is not None and max_risk is not None and (
+            max_risk <= 0 or math.ceil(1 / max_risk - 1e-12) > n_rec):
+        out.append(f"prosecutor risk ≤ {max_risk:g} (one class of all {n_rec:,} records "
+                   f"has risk {1 / n_rec if n_rec else 1:.4g})")
+    if not whole or whole.get("status") != "ok":
+        return out
+    c_v = params["c_verdict"]
     if "l_diversity" in by_id and whole["l"] < params["min_l"]:
         out.append(f"distinct ℓ ≥ {params['min_l']} (the table has {whole['l']} values)")
     if "entropy_l_diversity" in by_id and whole["entropy_l"] < params["min_l"] - 1e-12:
