@@ -19,6 +19,7 @@ identical (``Release.equals``), and ordered attributes (t-closeness EMD) keep th
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import os
 import threading
@@ -83,15 +84,30 @@ def read_csv(path: str, *, encoding: str = "utf8", param: str = "data",
     """
     import pyarrow.csv as pacsv
 
+    try:
+        codecs.lookup(encoding)
+    except (LookupError, TypeError):
+        raise InputError(f"encoding: unknown text encoding {encoding!r}") from None
     if delimiter is None:
         delimiter = sniff_delimiter(path)
-    try:
-        table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(encoding=encoding),
-                               parse_options=pacsv.ParseOptions(delimiter=delimiter),
-                               convert_options=pacsv.ConvertOptions(strings_can_be_null=True))
-    except (pa.ArrowInvalid, LookupError, UnicodeDecodeError) as exc:
-        raise InputError(f"{param}: cannot read {path!r} as CSV ({encoding}): "
-                         f"{str(exc).splitlines()[0]}") from None
+    block = _CSV_BLOCK
+    while True:
+        try:
+            table = pacsv.read_csv(
+                path, read_options=pacsv.ReadOptions(encoding=encoding, block_size=block),
+                parse_options=pacsv.ParseOptions(delimiter=delimiter),
+                convert_options=pacsv.ConvertOptions(strings_can_be_null=True))
+            break
+        except pa.ArrowInvalid as exc:
+            bigger = _larger_block(exc, block, path)
+            if bigger is None:
+                raise InputError(f"{param}: cannot read {path!r} as CSV ({encoding}): "
+                                 f"{str(exc).splitlines()[0]}") from None
+            block = bigger
+        except UnicodeError as exc:   # decoding (UnicodeDecodeError) or a codec's own check
+            raise InputError(f"encoding: {path!r} is not {encoding} text "
+                             f"({str(exc).splitlines()[0]}); give the file's encoding, e.g. "
+                             "encoding='utf-8' or 'latin-1'") from None
     binary = [f.name for f in table.schema if pa.types.is_binary(f.type)
               or pa.types.is_large_binary(f.type)]
     if binary:
@@ -99,6 +115,33 @@ def read_csv(path: str, *, encoding: str = "utf8", param: str = "data",
                          "text; give the file's encoding (CLI: --encoding latin-1; Python: "
                          "fastpriv.read_csv(path, encoding='latin-1'))")
     return table
+
+
+#: First block size of the CSV readers (Arrow's default). A row longer than a block (one
+#: enormous field) makes Arrow fail ("straddling object straddles two block boundaries");
+#: the read is then retried with larger blocks (:func:`_larger_block`).
+_CSV_BLOCK = 1 << 20
+_CSV_BLOCK_MAX = (1 << 31) - 1
+
+
+def _larger_block(exc: Exception, block: int, path: str) -> int | None:
+    """Return the next block size after a row did not fit in ``block`` bytes, else None.
+
+    None when ``exc`` is another error or the block already held the whole file (or the
+    2 GiB Arrow limit). Sizes grow 64x to 64 MiB, then 4x, capped at the file's size.
+    """
+    if "straddl" not in str(exc) or block >= _CSV_BLOCK_MAX:
+        return None
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        size = _CSV_BLOCK_MAX
+    if path.lower().endswith((".gz", ".bz2", ".zst")):
+        size = _CSV_BLOCK_MAX   # compressed: the text may be far larger than the file
+    if block > size:
+        return None
+    step = max(block * 64, 1 << 26) if block < (1 << 26) else block * 4
+    return min(step, size + 1, _CSV_BLOCK_MAX)
 
 
 @contextlib.contextmanager
@@ -255,12 +298,7 @@ def iter_batches(data: Any, columns: Sequence[str], *, batch_size: int = 1 << 20
         if not os.path.exists(path):
             raise InputError(f"{param}: no such file or directory: {path!r}")
         if is_csv(path) and os.path.isfile(path):
-            import pyarrow.csv as pacsv
-
-            reader = pacsv.open_csv(path, convert_options=pacsv.ConvertOptions(
-                include_columns=columns, strings_can_be_null=True))
-            check_columns(columns, reader.schema.names, param)
-            yield from reader
+            yield from _csv_batches(path, columns, param)
             return
         with reading(path, param):
             data = _dataset(path, columns)
@@ -303,6 +341,37 @@ def iter_batches(data: Any, columns: Sequence[str], *, batch_size: int = 1 << 20
                                 f"got {type(batch).__name__}")
         return
     raise InputTypeError(f"{param}: cannot stream a {type(data).__name__}")
+
+
+def _csv_batches(path: str, columns: list[str], param: str) -> Iterator[pa.RecordBatch]:
+    """Stream a CSV file; a row longer than a block restarts it with larger blocks.
+
+    The restart skips the rows already yielded (the reader is deterministic), so the
+    batches are those of one pass.
+    """
+    import pyarrow.csv as pacsv
+
+    block, done = _CSV_BLOCK, 0
+    while True:
+        try:
+            reader = pacsv.open_csv(
+                path, read_options=pacsv.ReadOptions(block_size=block),
+                convert_options=pacsv.ConvertOptions(include_columns=columns,
+                                                     strings_can_be_null=True))
+            check_columns(columns, reader.schema.names, param)
+            seen = 0
+            for batch in reader:
+                n = batch.num_rows
+                if seen + n > done:
+                    yield batch.slice(max(done - seen, 0))
+                    done = seen + n
+                seen += n
+            return
+        except pa.ArrowInvalid as exc:
+            bigger = _larger_block(exc, block, path)
+            if bigger is None:
+                raise
+            block = bigger
 
 
 def count_rows(data: Any) -> int | None:

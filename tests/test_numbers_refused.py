@@ -286,3 +286,54 @@ def test_non_tree_hierarchies_are_input_errors_naming_the_value():
     # values kept unchanged upwards, and labels repeated upwards, are trees
     assert h.bind(["a", "b", "c"]).labels == (("a", "b", "c"), ("ab", "c"), ("*",))
     assert Hierarchy([["1", "1", "1-2"], ["2", "1", "1-2"]], name="y").height == 3
+
+
+# ---------------------------------------------------------------- 6. reading input
+def _big_field_csv(path, field_bytes=5 << 20):
+    big = "x" * field_bytes   # over Arrow's 1 MiB default block: "straddling object"
+    with open(path, "w") as fh:
+        fh.write("g,s,note\n")
+        for i in range(3000):
+            fh.write(f"{i % 7},{'ab'[i % 2]},{big if i == 1500 else 'n'}\n")
+    return str(path)
+
+
+def test_csv_with_a_field_larger_than_a_block_is_read(tmp_path):
+    from fastpriv._arrow import iter_batches, read_csv
+
+    path = _big_field_csv(tmp_path / "big.csv")
+    t = read_csv(path)
+    assert t.num_rows == 3000 and len(t.column("note")[1500].as_py()) == 5 << 20
+    streamed = pa.Table.from_batches(list(iter_batches(path, ["g", "s", "note"])))
+    assert streamed.num_rows == 3000 and streamed.equals(t.select(["g", "s", "note"]))
+    rel = Release.from_table(path, group="g", sensitive="s")
+    assert rel.n_rows == 3000
+    assert Release.from_batches(path, group="g", sensitive="s").equals(rel)
+
+
+def test_csv_restart_skips_the_rows_already_streamed(tmp_path, monkeypatch):
+    """The big field comes after several blocks: the stream restarts with larger blocks
+    and yields every row exactly once."""
+    import fastpriv._arrow as A
+
+    monkeypatch.setattr(A, "_CSV_BLOCK", 1 << 14)
+    path = str(tmp_path / "late.csv")
+    with open(path, "w") as fh:
+        fh.write("g,s\n")
+        for i in range(20000):
+            fh.write(f"{i},{'y' * 40000 if i == 15000 else 's' + str(i % 3)}\n")
+    got = pa.Table.from_batches(list(A.iter_batches(path, ["g", "s"])))
+    assert got.column("g").to_pylist() == list(range(20000))
+
+
+def test_csv_in_the_wrong_encoding_names_the_encoding(tmp_path):
+    from fastpriv._arrow import read_csv
+
+    path = tmp_path / "utf8.csv"
+    path.write_text("g,s\n1,é\n2,a\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"^encoding: .* is not utf-16 text \(UTF-16 stream "
+                                         r"does not start with BOM\)"):
+        read_csv(str(path), encoding="utf-16")
+    with pytest.raises(InputError, match=r"^encoding: unknown text encoding 'nope'"):
+        read_csv(str(path), encoding="nope")
+    assert read_csv(str(path), encoding="utf-8").column("s").to_pylist() == ["é", "a"]
