@@ -188,6 +188,17 @@ def test_zayatz_matches_exact_hypergeometric(seed, factor):
     assert got["zayatz"] == pytest.approx(nv.zayatz_uniques(sizes, big_n), rel=1e-9)
 
 
+@pytest.mark.parametrize("big_n", [10**8, 3 * 10**8, 7 * 10**9])
+def test_zayatz_exact_at_any_population_size(big_n):
+    # log Γ differences near log Γ(N) lost ~3e-7 relative at N >= 1e8; the product form
+    # of the hypergeometric ratios stays exact
+    rng = np.random.default_rng(7)
+    sizes = _random_hist(rng, heavy=True)
+    s, c = np.unique(sizes, return_counts=True)
+    got = risk.population_uniques(s, c, big_n)
+    assert got["zayatz"] == pytest.approx(nv.zayatz_uniques(sizes, big_n), rel=1e-12)
+
+
 @pytest.mark.slow   # generic solver on every parameter pair
 @pytest.mark.parametrize("seed", range(2))
 @pytest.mark.parametrize("factor", [2, 5])

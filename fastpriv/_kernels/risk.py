@@ -336,17 +336,25 @@ def pitman_uniques(theta: float, alpha: float, big_n: float) -> float:
     return val if 0 <= val <= big_n else float("nan")
 
 
-def log_hyper1(big_n: float, k: np.ndarray, n: float) -> np.ndarray:
-    """Log P(X = 1) for X ~ Hypergeometric(population N, k successes, n draws).
+def log_hyper1_ratio(big_n: float, k: np.ndarray, n: float) -> np.ndarray:
+    """Log of H(1; N, k, n) / H(1; N, 1, n), the hypergeometric P(X = 1) ratios, exactly.
 
-    P = k · C(N−k, n−1) / C(N, n), in log Γ form. −inf where impossible (N − k < n − 1).
+    H(1; N, k, n) = k · C(N−k, n−1) / C(N, n), so the ratio is
+    k · C(N−k, n−1) / C(N−1, n−1) = k · Π_{j=1}^{k−1} (1 − (n−1)/(N−j)), summed here as
+    log k + Σ log1p(−(n−1)/(N−j)): no difference of log Γ values near log Γ(N) (which loses
+    ~1e-7 relative at N ≥ 10⁸). −inf where impossible (N − k < n − 1).
     """
-    k = np.asarray(k, dtype=np.float64)
+    k = np.asarray(k, dtype=np.int64)
     out = np.full(k.shape, -np.inf)
+    if k.size == 0:
+        return out
+    m = int(k.max())
+    j = np.arange(1, m, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        term = np.where(big_n - j >= n, np.log1p(-(n - 1) / (big_n - j)), -np.inf)
+    cum = np.concatenate([[0.0], np.cumsum(term)])
     ok = (big_n - k) >= (n - 1)
-    kk = k[ok]
-    out[ok] = (np.log(kk) + lgamma(big_n - kk + 1) - lgamma(n) - lgamma(big_n - kk - n + 2)
-               - (lgamma(big_n + 1) - lgamma(n + 1) - lgamma(big_n - n + 1)))
+    out[ok] = np.log(k[ok]) + cum[k[ok] - 1]
     return out
 
 
@@ -356,16 +364,16 @@ def zayatz_uniques(sizes: np.ndarray, count: np.ndarray, n: int, big_n: float) -
     The population class-size distribution is estimated by the sample's (P(F = i) = c_i/u);
     the probability that a sample unique is a population unique is
     P(F=1 | f=1) = c_1 H(1; N, 1, n) / Σ_i c_i H(1; N, i, n), H the hypergeometric pmf, and
-    the estimate is c_1 · P(F=1 | f=1) / π with π = n/N.
+    the estimate is c_1 · P(F=1 | f=1) / π with π = n/N. The ratios H(1; N, i, n) /
+    H(1; N, 1, n) come from :func:`log_hyper1_ratio` (exact at any N).
     """
     c1 = float(count[sizes == 1].sum())
     if c1 == 0:
         return 0.0
-    lh = log_hyper1(big_n, sizes, n)
-    top = lh.max()
-    w = count * np.exp(lh - top)
-    lh1 = log_hyper1(big_n, np.array([1.0]), n)[0]
-    cond = c1 * math.exp(lh1 - top) / float(w.sum())
+    lr = log_hyper1_ratio(big_n, np.asarray(sizes, dtype=np.int64), n)
+    top = lr.max()
+    w = count * np.exp(lr - top)
+    cond = c1 * math.exp(-top) / float(w.sum())
     return c1 * cond / (n / big_n)
 
 
