@@ -28,10 +28,11 @@ from .._timing import Timer
 __all__ = ["STDIN", "TerminalSafe", "Timer", "add_bucketize_argument", "add_command",
            "add_data_arguments", "add_encoding_argument", "add_knowledge_arguments",
            "add_nulls_argument", "add_output_arguments", "add_risk_arguments", "bounded",
-           "bucketize", "bucketize_spec", "confidence", "count", "emit_json", "epilog",
-           "file_output", "format_table", "hoeffding_confidence", "load_data",
-           "load_release", "n_jobs", "nonnegative", "positive", "print_remedy",
-           "probability", "real_gt1", "seed", "size"]
+           "bucketize", "bucketize_spec", "check_grouping", "confidence", "count",
+           "emit_json", "epilog", "escape", "file_output", "forget_buffered", "format_table",
+           "hoeffding_confidence", "load_data", "load_release", "n_jobs", "nonnegative",
+           "positive", "print_remedy", "probability", "read_stream", "real_gt1", "seed",
+           "size", "write_stdout"]
 
 #: ``DATA`` names that mean standard input.
 STDIN = ("-", "/dev/stdin")
