@@ -496,6 +496,38 @@ def _jsonable(d: dict) -> dict:
     return out
 
 
+def _journalist(m: dict, cc: ClassCounts, f: np.ndarray, n: float, u: int,
+                pop_f: np.ndarray | None, big_n: float | None, thr: float) -> None:
+    """Fill the journalist and marketer risks (Dankar & El Emam; ARX's attacker models).
+
+    They are defined against the population table the attacker matches: each sample class
+    j is hidden among its F_j population members. F_j is exact from a population table,
+    estimated as Σ sampling weights with weights, and equal to f_j when the sample is the
+    population. A population *size* alone gives no F_j: spreading N over the classes in
+    proportion (F = f·N/n) would make the highest journalist risk n/N for a sample unique,
+    which contradicts the population uniques the same size estimates. As ARX (whose
+    journalist model needs a population subset), the risks are then not given (None) and
+    the population uniqueness models answer instead.
+    """
+    if pop_f is not None:
+        big_f, src = pop_f, "population table"
+    elif cc.weight_sums is not None:
+        big_f, src = np.maximum(cc.weight_sums, f), "sampling weights (estimated F)"
+    elif big_n is not None:
+        m.update(journalist_max=None, journalist_avg=None, journalist_above_threshold=None,
+                 marketer=None,
+                 journalist_source="needs a population table (a population size gives no "
+                                   "class sizes; see population uniques)")
+        return
+    else:
+        big_f, src = f, "sample (no population given)"
+    m["journalist_max"] = float(1.0 / big_f.min())
+    m["journalist_avg"] = float(max(u / big_f.sum(), (f / big_f).sum() / n))
+    m["journalist_above_threshold"] = float(f[1.0 / big_f > thr].sum() / n)
+    m["journalist_source"] = src
+    m["marketer"] = float((f / big_f).sum() / n)
+
+
 def _population(pop: Any, sample: ClassCounts, nulls: str) -> tuple:
     """Return ``(F per sample class or None, population classes or None, N or None, text)``."""
     if pop is None:
@@ -583,20 +615,9 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = No
     m["prosecutor_above_threshold"] = float(f[1.0 / f > thr].sum() / n)
     c1 = int((cc.sizes == 1).sum())
     m["sample_uniques"], m["sample_uniques_share"] = c1, c1 / n
-    # journalist / marketer: exact F_j from a population table, else estimated F̂_j
-    if pop_f is not None:
-        big_f, src = pop_f, "population table"
-    elif cc.weight_sums is not None:
-        big_f, src = np.maximum(cc.weight_sums, f), "sampling weights (estimated F)"
-    elif big_n is not None:
-        big_f, src = f * (big_n / n), "population size (estimated F = f N / n)"
-    else:
-        big_f, src = f, "sample (no population given)"
-    m["journalist_max"] = float(1.0 / big_f.min())
-    m["journalist_avg"] = float(max(u / big_f.sum(), (f / big_f).sum() / n))
-    m["journalist_above_threshold"] = float(f[1.0 / big_f > thr].sum() / n)
-    m["journalist_source"] = src
-    m["marketer"] = float((f / big_f).sum() / n)
+    # journalist / marketer: exact F_j from a population table, or F̂_j from sampling
+    # weights; a population size alone gives no class sizes (see _journalist)
+    _journalist(m, cc, f, n, u, pop_f, big_n, thr)
     if big_n is not None:
         size, count = cc.histogram()
         m["population_uniques"] = _json_pu(population_uniques(size, count, big_n))
