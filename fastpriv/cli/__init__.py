@@ -75,7 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     text_to = sys.stderr if getattr(args, "json", None) == "-" else real_stdout
     sys.stdout = TerminalSafe(text_to)
     try:
-        status = int(args.func(args) or 0)
+        from .._io import output_set
+
+        _note_inputs(args)
+        with output_set():                    # every file the command writes: one unit
+            status = int(args.func(args) or 0)
         sys.stdout.flush()                    # a closed pipe shows here, not at exit
         real_stdout.flush()
         return status
@@ -99,6 +103,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _internal_error(args.command)
     finally:
         sys.stdout = real_stdout
+
+
+#: Options whose value is a path the command writes (every other existing path is an input).
+OUTPUT_OPTIONS = frozenset({"output", "json", "html", "auditor_view", "distributions",
+                            "tuples", "anatomy_tables", "out", "markdown", "stdout"})
+
+
+def _note_inputs(args: argparse.Namespace) -> None:
+    """Record every existing path among the options as an input no output may replace.
+
+    Data, hierarchy folders, knowledge files, population tables: whatever the command reads,
+    compared by real path and inode (:func:`fastpriv._io.note_input`).
+    """
+    import os
+
+    from .._io import note_input
+
+    for name, value in vars(args).items():
+        if name in OUTPUT_OPTIONS or name == "func":
+            continue
+        for v in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(v, str) and v not in ("", "-") and os.path.exists(v):
+                note_input(v)
 
 
 def _stdout_closed(stream: object) -> int:

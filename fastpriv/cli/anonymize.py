@@ -394,7 +394,9 @@ def _outputs(args: argparse.Namespace, bucketization: bool | None) -> list[str]:
             out.append(args.output)
         else:
             out += list(release_paths(args.output, bucketization=bucketization).values())
-    return out + [p for p in (args.auditor_view, args.json) if p]
+    from ._common import file_output
+
+    return out + [p for p in (args.auditor_view, file_output(args.json)) if p]
 
 
 def run(args: argparse.Namespace) -> int:
