@@ -227,7 +227,7 @@ class Anonymized(Result):
             return {"release": self.table(original, keep=keep, group_column=group_column,
                                           allow_failing=allow_failing)}
         self._refuse_failing(allow_failing)
-        qi_tab, new_id = self._bucket_qi_table(original, keep, group_column, count_column)
+        qi_tab, new_id, _ = self._bucket_qi_table(original, keep, group_column, count_column)
         return {"qi": qi_tab.replace_schema_metadata(self._metadata("release: QI table", keep)),
                 "sensitive": self._sensitive_entries(new_id, group_column, count_column)}
 
@@ -238,11 +238,11 @@ class Anonymized(Result):
         Group ids are those of the QI table (:meth:`release_tables`), numbered from the
         published content, so ``original`` (the anonymized input) is needed.
         """
-        _, new_id = self._bucket_qi_table(original, (), group_column, count_column)
+        _, new_id, _ = self._bucket_qi_table(original, (), group_column, count_column)
         return self._sensitive_entries(new_id, group_column, count_column)
 
     def _bucket_qi_table(self, original: Any, keep: Sequence[str], group_column: str,
-                         count_column: str) -> tuple[pa.Table, np.ndarray]:
+                         count_column: str) -> tuple[pa.Table, np.ndarray, np.ndarray]:
         """Return the QI table of a bucketization in publication order, and the new group ids."""
         if not self.qi:
             raise InputError(f"this {self.method} result names no QI columns; pass qi= to the "
@@ -275,7 +275,7 @@ class Anonymized(Result):
                                         group_extra=extra)
         qi_tab = content.take(pa.array(order)).append_column(
             group_column, pa.array(new_id[g[order]], pa.int64()))
-        return qi_tab, new_id
+        return qi_tab, new_id, order
 
     def _sensitive_entries(self, new_id: np.ndarray, group_column: str,
                            count_column: str) -> pa.Table:
@@ -289,28 +289,43 @@ class Anonymized(Result):
                         count_column: pa.array(np.asarray(rel.counts)[order])})
         return tab.replace_schema_metadata(self._metadata("release: sensitive table", ()))
 
+    def _publication(self, original: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(publication order of the kept rows, new id of each group), ``keep`` empty."""
+        if self.is_bucketization:
+            _, new_id, order = self._bucket_qi_table(original, (), "group_id", "count")
+            return order, new_id
+        sens = [] if self.sensitive is None else [self.sensitive]
+        t = self._original(original, sens)
+        mask = self.group_ids >= 0
+        cols = {name: self.generalized.column(name) for name in self.generalized.column_names}
+        for name in sens:
+            cols[name] = t.column(name)
+        content = pa.table(cols)
+        content = content.filter(pa.array(mask)) if not mask.all() else content
+        return canonical_order(content, self.group_ids[mask])
+
     def published_group_ids(self, original: Any = None) -> np.ndarray:
         """Group id of every input row as the release publishes it (−1: suppressed).
 
         The release numbers groups from their published content (:meth:`table`,
         :meth:`release_tables`), not as :attr:`group_ids` does.
         """
-        if self.is_bucketization:
-            _, new_id = self._bucket_qi_table(original, (), "group_id", "count")
-        else:
-            sens = [] if self.sensitive is None else [self.sensitive]
-            t = self._original(original, sens)
-            mask = self.group_ids >= 0
-            cols = {name: self.generalized.column(name) for name in self.generalized.column_names}
-            for name in sens:
-                cols[name] = t.column(name)
-            content = pa.table(cols)
-            content = content.filter(pa.array(mask)) if not mask.all() else content
-            _, new_id = canonical_order(content, self.group_ids[mask])
+        _, new_id = self._publication(original)
         out = np.full(self.group_ids.shape[0], -1, dtype=np.int64)
         mask = self.group_ids >= 0
         out[mask] = new_id[self.group_ids[mask]]
         return out
+
+    def published_rows(self, original: Any = None) -> np.ndarray:
+        """Input row of each row of the release (its QI table for a bucketization), in order.
+
+        For the auditor who holds the input and measures an attack on the published file:
+        ``original.take(result.published_rows(original))`` is row-aligned with the release
+        written without ``keep`` (rows of equal published values are interchangeable).
+        The release itself never carries this mapping.
+        """
+        order, _ = self._publication(original)
+        return np.flatnonzero(self.group_ids >= 0)[order]
 
     def auditor_view(self, original: Any, *, group_column: str = "group_id") -> pa.Table:
         """Return the auditor's view, every original row with its group id: not a release.
