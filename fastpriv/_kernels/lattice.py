@@ -543,3 +543,29 @@ def decide_sizes(q, gptr, gattr, scard, slev, maps, off_tab, card_tab, node, w, 
                 before)
     sup, exceeded, kept, sq = size_stats(sizes, k, budget)
     return sizes, first, ng, sup, exceeded, kept, sq, offs, before
+
+
+@kernel
+def quality_terms(codes, kept_w, sup_w, share, suppressed):
+    """Per-attribute terms of ARX's quality models from a node's classes.
+
+    ``codes[g]`` is class ``g``'s generalized code of the attribute, ``kept_w[g]`` /
+    ``sup_w[g]`` its rows when kept / suppressed (the other one 0), ``share[c]`` the
+    domain share of code ``c`` (``DomainShareMaterialized``) and ``suppressed`` the
+    suppressed rows S. Returns ``(Σ_g kept_w[g]·share[codes[g]], Σ_c s_c·log2(s_c/S))``
+    with s_c the suppressed rows of code ``c``: the kept part of ``MetricMDNMLoss``'s sum and
+    ``MetricMDNUNMEntropy``'s suppression term (≤ 0; 0 when S = 0).
+    """
+    gen = 0.0
+    per = np.zeros(share.shape[0], dtype=np.float64)
+    for g in range(codes.shape[0]):
+        c = codes[g]
+        gen += kept_w[g] * share[c]
+        per[c] += sup_w[g]
+    ent = 0.0
+    if suppressed > 0:
+        for c in range(per.shape[0]):
+            s = per[c]
+            if s > 0:
+                ent += s * (np.log(s / suppressed) / np.log(2.0))
+    return gen, ent

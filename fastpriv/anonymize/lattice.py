@@ -65,10 +65,55 @@ criterion when the rows of its failing groups number at most ⌊f·n⌋; those r
 passing group stays passing when merged); for the other local criteria the search is
 exhaustive.
 
-Utility measures (the best minimal node minimizes; ties → lower height, then lexicographic):
-``"discernibility"`` Σ_g n_g² + n_suppressed·n (default), ``"avg_group_size"`` n/#groups,
-``"height"`` Σ levels, ``"precision"`` (Sweeney's Prec = 1 − mean_A level_A/(height_A−1),
-maximized), or a callable ``f(node, release) -> float`` to minimize.
+Utility measures (quality models; every one is minimized; ties → lower height, then
+lexicographic). n rows, d QI attributes, node levels l_A, H_A = height_A − 1, classes g of
+n_g rows, S suppressed rows (classes failing the criterion), K kept classes:
+
+* ``"discernibility"`` (default) Σ_kept n_g² + S·n — ARX's ``MetricSDNMDiscernability``
+  (Bayardo & Agrawal 2005).
+* ``"avg_group_size"`` (n − S)/K — fastpriv's own (kept rows per kept class); *not* ARX's
+  AECS, which is ``"aecs"``.
+* ``"aecs"`` n / (K + [S > 0]) — ARX's ``MetricSDAECS`` (LeFevre et al. 2006; the
+  suppressed rows form one more class).
+* ``"height"`` Σ_A l_A — ARX's ``MetricMDHeight`` (sum).
+* ``"precision"`` Sweeney's Prec = 1 − (1/d) Σ_A l_A/H_A, maximized (scored as −Prec):
+  ARX's *monotonic* ``MetricMDPrecision`` orders nodes the same way (it is 1 − Prec).
+* ``"nm_precision"`` (1/d) Σ_A ((n − S)·l_A/H_A + S)/n — ARX's ``MetricMDNMPrecision``
+  (``Metric.createPrecisionMetric()``; a suppressed cell costs 1; l_A/H_A = 0 when H_A = 0).
+* ``"loss"`` Iyengar's generalization loss as ARX's ``MetricMDNMLoss``
+  (``Metric.createLossMetric()``, ARX's default model, gs-factor 0.5): per attribute
+  x_A = Σ_kept n_g·share_A(g) + S, where share_A(g) is the number of rows of the attribute's
+  hierarchy (every leaf, also values absent from the data) under the class's generalized
+  value divided by the number of hierarchy rows D_A (ARX's ``DomainShareMaterialized``); a
+  suppressed cell costs 1. Normalized v_A = max(0, (x_A − n/D_A)/(n − n/D_A)) (0 when
+  D_A = 1), rounded down to 10 decimals as ARX does, aggregated by ARX's geometric mean
+  Π_A (1 + v_A)^(1/d) − 1.
+* ``"entropy"`` non-uniform entropy as ARX's ``MetricMDNUEntropy`` /
+  ``MetricMDNUEntropyPrecomputed`` (``Metric.createPrecomputedEntropyMetric(t, true)``,
+  Gionis & Tassa 2009): Σ_A Σ_rows −log2(c_A(v)/c_A(gen v)), c_A counting the table's rows
+  with the original value v (level 0) and with its generalized value at l_A; each attribute's
+  sum rounded down to 10 decimals and summed. Suppressed cells cost what generalization
+  alone costs them (ARX's monotonic variant ignores suppression), so it depends on the node
+  only.
+* ``"nm_entropy"`` ARX's ``MetricMDNUNMEntropy`` (``Metric.createEntropyMetric()``): the
+  entropy plus, per attribute, Σ_c −s_c·log2(s_c/S) over the generalized values c of the
+  suppressed rows (s_c of them).
+* a callable ``f(node, release) -> float`` to minimize.
+
+Monotonicity (what ``objective="optimal"`` may prune): ``height``, ``precision`` and
+``entropy`` depend on the node only and never decrease upwards; without suppression every
+built-in measure never decreases upwards (classes only merge), so the best minimal node is
+the optimum. With suppression a higher node may suppress fewer rows and cost less for
+``discernibility``, ``avg_group_size``, ``aecs``, ``loss``, ``nm_precision`` and
+``nm_entropy``: the optimal search scores satisfying nodes and prunes only with exact lower
+bounds — node-only bounds (suppression ignored: ``loss`` with every row at its share,
+``nm_precision`` at S = 0, ``nm_entropy`` = ``entropy``) visited best-first, and for
+``discernibility`` / ``aecs`` the up-set of a node X (Σ_g n_g·max(n_g, k) ≤ DM(Y);
+n / #classes(X) ≤ AECS(Y) for every Y ⪰ X).
+
+Suppression convention (ARX's): at most ⌊f·n⌋ rows of the whole table may be suppressed,
+and the rows suppressed are exactly those of the classes failing the criterion (for
+k-anonymity, classes smaller than k).
 """
 
 from __future__ import annotations
@@ -99,7 +144,31 @@ __all__ = ["GeneralizationLattice", "LatticeSearch", "ChainSearch", "SearchProgr
            "lattice_search",
            "minimal_ck_safe", "UTILITIES"]
 
-UTILITIES = ("discernibility", "avg_group_size", "height", "precision")
+UTILITIES = ("discernibility", "avg_group_size", "height", "precision", "loss", "entropy",
+             "nm_entropy", "nm_precision", "aecs")
+
+#: the ARX quality model each measure reproduces (None: fastpriv's own)
+ARX_MODELS = {"discernibility": "MetricSDNMDiscernability", "avg_group_size": None,
+              "height": "MetricMDHeight", "precision": "MetricMDPrecision (as 1 - Prec)",
+              "loss": "MetricMDNMLoss", "entropy": "MetricMDNUEntropyPrecomputed",
+              "nm_entropy": "MetricMDNUNMEntropy", "nm_precision": "MetricMDNMPrecision",
+              "aecs": "MetricSDAECS"}
+_NODE_ONLY = ("height", "precision", "entropy")     # the node's levels decide the score
+_NODE_BOUND = ("loss", "nm_precision", "nm_entropy")  # exact node-only lower bounds
+_ARX_FACTOR = 1e10   # ARX rounds a dimension's loss down to 10 decimals (Metric.round)
+
+
+def _arx_round(x: float) -> float:
+    """ARX's ``Metric.round``: ⌊x·10¹⁰⌋/10¹⁰."""
+    return math.floor(x * _ARX_FACTOR) / _ARX_FACTOR
+
+
+def _geometric(vals: Sequence[float]) -> float:
+    """ARX's ``ILMultiDimensionalGeometricMean`` (weights 1): Π (v + 1)^(1/d) − 1."""
+    r = 1.0
+    for v in vals:
+        r *= (v + 1.0) ** (1.0 / len(vals))
+    return r - 1.0
 
 _DENSE_LIMIT = 1 << 22
 UNKNOWN, SAT, UNSAT = 0, 1, -1
@@ -237,6 +306,21 @@ class LatticeSearch(Result):
                               score=float(self.scores[self.best]), utility=self.utility)
 
     @property
+    def optimum(self) -> dict[str, Any] | None:
+        """Which optimum ``best`` is: measure, its ARX model, objective, value, node.
+
+        ``objective`` ``"minimal"`` = the best minimal satisfying node, ``"optimal"`` = the
+        best of *all* satisfying nodes (ARX's global optimum). ``value`` is the score the
+        search minimized (``precision``: −Prec). ``None`` when no node satisfies.
+        """
+        if self.best is None:
+            return None
+        return {"measure": self.utility, "arx_model": ARX_MODELS.get(self.utility),
+                "objective": self.objective, "value": float(self.scores[self.best]),
+                "node": list(self.best), "suppression": self.suppression,
+                "criterion": self.criterion}
+
+    @property
     def phases(self) -> dict:
         """The per-phase part of ``seconds`` (without ``total``)."""
         return {k: v for k, v in self.seconds.items() if k != "total"}
@@ -281,7 +365,7 @@ class LatticeSearch(Result):
             "n_satisfying": self.n_satisfying, "strategy": self.strategy,
             "suppression": self.suppression, "seconds": dict(self.seconds),
             "objective": self.objective, "n_scored": self.n_scored,
-            "n_rows_rolled_up": self.n_rows_rolled_up})
+            "optimum": self.optimum, "n_rows_rolled_up": self.n_rows_rolled_up})
 
     def summary(self) -> str:
         """Two lines: the minimal nodes found and the best one."""
@@ -289,9 +373,13 @@ class LatticeSearch(Result):
                 f"{self.criterion} among {self.n_nodes} ({self.n_checked} checked, "
                 f"suppression {self.suppression:g}), {self.seconds.get('total', 0.0):.3g} s")
         w = self.witness
-        return head + "\n" + ("no node satisfies" if w is None else
-                              ("optimal " if self.objective == "optimal" else "")
-                              + w.summary())
+        if w is None:
+            return head + "\nno node satisfies"
+        model = ARX_MODELS.get(self.utility)
+        which = ("optimal among all satisfying nodes" if self.objective == "optimal"
+                 else "best of the minimal nodes")
+        return (head + "\n" + w.summary() + f" — {which} by {self.utility}"
+                + (f" (ARX {model})" if model else "") + f" = {w.score!r}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -974,6 +1062,7 @@ class GeneralizationLattice:
         self._sorted_bottoms: dict[tuple[int, int, int], Any] = {}
         self._cq0: np.ndarray | None = None
         self._tuples: list[tuple[int, ...]] | None = None
+        self._qtab: dict[str, list] | None = None
 
     # ------------------------------------------------------------------ basic facts
     @property
@@ -1145,7 +1234,10 @@ class GeneralizationLattice:
             A monotone criterion (see :mod:`fastpriv.predicates`).
         utility : str or callable
             ``"discernibility"`` (default), ``"avg_group_size"``, ``"height"``,
-            ``"precision"``, or ``f(node, release) -> float`` (minimized).
+            ``"precision"``, ARX's quality models ``"loss"`` (``MetricMDNMLoss``, ARX's
+            default), ``"entropy"`` (``MetricMDNUEntropyPrecomputed``), ``"nm_entropy"``,
+            ``"nm_precision"``, ``"aecs"``, or ``f(node, release) -> float`` (minimized).
+            Formulas, ARX class names and monotonicity: module docstring.
         suppression : float
             Fraction of rows that may be suppressed (group-local criteria only).
         strategy : {"auto", "flash", "exhaustive"}
@@ -1159,8 +1251,12 @@ class GeneralizationLattice:
             the loss-optimal node among *all* satisfying nodes (ARX's question). Without
             suppression every measure but a custom callable only grows upwards, so both
             agree; with suppression a higher node can suppress fewer rows and cost less,
-            and the satisfying nodes above the minimal ones are scored too (pruned for
-            discernibility: no node above ``X`` costs less than Σ_g n_g·max(n_g, k)).
+            and the satisfying nodes above the minimal ones are scored too, pruned only by
+            exact lower bounds (``discernibility``: no node above ``X`` costs less than
+            Σ_g n_g·max(n_g, k); ``aecs``: n/#classes(X); ``loss``, ``nm_precision``,
+            ``nm_entropy``: node-only bounds visited best-first). ``height``,
+            ``precision`` and ``entropy`` depend on the node alone, so their optimum is
+            always a minimal node. ``res.optimum`` states which optimum ``best`` is.
         on_check : callable, optional
             Called with a :class:`SearchProgress` (nodes checked, nodes tagged, elapsed
             seconds, the node and its outcome) after each check.
@@ -1286,6 +1382,7 @@ class GeneralizationLattice:
         if materialize and best is not None:
             anonymized = self.anonymize(best, crit, suppression=suppression,
                                         info={"search": res.to_dict()})
+            anonymized.params["optimum"] = res.optimum
             object.__setattr__(res, "anonymized", anonymized)
         return res
 
@@ -1331,38 +1428,72 @@ class GeneralizationLattice:
     def _score_from(self, node: tuple[int, ...], utility: Any, crit: Criterion, budget: int,
                     st: tuple[int, int, int, int] | None) -> float:
         """Score a minimal node from the counts of its check when they were kept."""
-        if st is not None and utility in ("discernibility", "avg_group_size"):
+        if st is not None and utility in ("discernibility", "avg_group_size", "aecs",
+                                          "nm_precision"):
             sup, kept, sq, _ = st
             if utility == "discernibility":
                 return float(sq + sup * self.n_rows)
+            if utility == "aecs":
+                return self.n_rows / (kept + (1 if sup > 0 else 0))
+            if utility == "nm_precision":
+                return self._nm_precision(node, sup)
             return float((self.n_rows - sup) / max(kept, 1))
         return self._score(node, utility, crit, budget, None)
 
     def _optimum(self, sat_grid: np.ndarray, minimal: list[tuple[int, ...]], scores: dict,
                  best: tuple[int, ...], utility: Any, crit: Criterion, budget: int,
                  engine: _RollUp | None) -> tuple[tuple[int, ...], int]:
-        """Find the satisfying node minimizing (utility, height, lexicographic): ARX's optimum."""
-        if not callable(utility) and (budget == 0 or utility in ("height", "precision")):
+        """Find the satisfying node minimizing (utility, height, lexicographic): ARX's optimum.
+
+        Pruning is exact: the measures that never decrease upwards return the best minimal
+        node; ``loss``, ``nm_precision`` and ``nm_entropy`` visit the satisfying nodes in
+        order of a node-only lower bound and stop past the best score; ``discernibility``
+        and ``aecs`` drop the up-set of a node whose bound exceeds it (module docstring).
+        """
+        if not callable(utility) and (budget == 0 or utility in _NODE_ONLY):
             return best, 0   # the measure only grows upwards: the optimum is minimal
         key = (scores[best], sum(best), best)
-        pruned = np.zeros(self.heights, dtype=bool)
         mins = set(minimal)
+        sat_idx = np.flatnonzero(sat_grid.reshape(-1)[self._grid])
         n = 0
-        for i in np.flatnonzero(sat_grid.reshape(-1)[self._grid]):
+        if utility in _NODE_BOUND:
+            nodes = self.nodes[sat_idx]
+            lb = self._lower_bounds(nodes, utility)
+            for j in np.lexsort((np.arange(len(sat_idx)), nodes.sum(1), lb)):
+                if lb[j] > key[0]:
+                    break
+                node = tuple(int(x) for x in nodes[j])
+                if node in mins:
+                    score = scores[node]
+                else:
+                    score = self._score(node, utility, crit, budget, None)
+                    n += 1
+                if (score, sum(node), node) < key:
+                    key = (score, sum(node), node)
+                    scores[node] = score
+            return key[2], n
+        pruned = np.zeros(self.heights, dtype=bool)
+        for i in sat_idx:
             node = tuple(int(x) for x in self.nodes[i])
             if pruned[node]:
                 continue
-            if utility == "discernibility" and engine is not None:
-                loss, bound = engine.loss_and_bound(node)
-                score = float(loss)
+            bound = None
+            if utility in ("discernibility", "aecs") and engine is not None:
+                check, (sup, kept, sq, b) = engine.check(node, budget=self.n_rows, bound=True)
+                if utility == "discernibility":
+                    score, bound = float(sq + sup * self.n_rows), float(b)
+                else:   # AECS(Y) ≥ n / #classes(Y) ≥ n / #classes(node) for Y ⪰ node
+                    score = self.n_rows / (kept + (1 if sup > 0 else 0))
+                    bound = self.n_rows / check.n_groups
                 n += 0 if node in mins else 1
-                if bound > key[0] or (bound == key[0] and sum(node) + 1 > key[1]):
-                    pruned[tuple(slice(x, None) for x in node)] = True
             elif node in mins:
                 score = scores[node]
             else:
                 score = self._score(node, utility, crit, budget, None)
                 n += 1
+            if bound is not None and (bound > key[0] or (bound == key[0]
+                                                         and sum(node) + 1 > key[1])):
+                pruned[tuple(slice(x, None) for x in node)] = True
             if (score, sum(node), node) < key:
                 key = (score, sum(node), node)
                 scores[node] = score
@@ -1376,6 +1507,10 @@ class GeneralizationLattice:
             return float(sum(node))
         if utility == "precision":
             return -self.precision(node)
+        if utility == "entropy":
+            return self._entropy(node)
+        if utility in ("loss", "nm_entropy", "nm_precision", "aecs"):
+            return self._quality(node, utility, *self._classes(node, crit, budget))
         g, n = self.cell_groups(node)
         rel = self._release(g, n)
         sizes = rel.sizes
@@ -1388,19 +1523,155 @@ class GeneralizationLattice:
             return float(np.sum(sizes.astype(np.float64) ** 2) + sup * self.n_rows)
         return float(sizes.sum() / max(len(sizes), 1))
 
+    # ------------------------------------------------------------------ quality models
+    def _quality_tables(self) -> dict[str, list[np.ndarray]]:
+        """Per attribute and level: ARX's domain shares, entropy and loss bound (built once).
+
+        ``share[a][l][c]``: hierarchy rows under generalized code ``c`` of level ``l`` / all
+        hierarchy rows (``DomainShareMaterialized``); ``ent[a][l]`` = Σ_v c(v)·log2(c(v) /
+        c(gen_l v)) over the level-0 values (≤ 0; ``MetricMDNUEntropyPrecomputed``);
+        ``gen[a][l]`` = Σ_rows share (the loss of attribute ``a`` with nothing suppressed).
+        """
+        if self._qtab is None:
+            share, ent, gen, dsize = [], [], [], []
+            for h in self.hierarchies:
+                rows = h.hierarchy.rows
+                cnt = np.bincount(h.codes, minlength=h.domain_size).astype(np.float64)
+                card0 = h.cardinality(0)
+                a0 = np.bincount(h.maps[0], weights=cnt, minlength=card0)
+                first0 = np.zeros(card0, dtype=np.int64)
+                first0[h.maps[0][::-1]] = np.arange(h.domain_size - 1, -1, -1)
+                present = a0 > 0
+                sh_a, en_a, ge_a = [], [], []
+                for lev in range(h.height):
+                    per: dict[str, int] = {}
+                    for r in rows:
+                        per[r[lev]] = per.get(r[lev], 0) + 1
+                    sh = np.array([per.get(lab, 0) for lab in h.labels[lev]],
+                                  dtype=np.float64) / len(rows)
+                    b = np.bincount(h.maps[lev], weights=cnt, minlength=h.cardinality(lev))
+                    bv = b[h.maps[lev][first0]]
+                    x = a0[present]
+                    en_a.append(float(np.sum(x * (np.log(x / bv[present]) / math.log(2)))))
+                    sh_a.append(sh)
+                    ge_a.append(float(np.sum(cnt * sh[h.maps[lev]])))
+                share.append(sh_a)
+                ent.append(en_a)
+                gen.append(ge_a)
+                dsize.append(len(rows))
+            self._qtab = {"share": share, "ent": ent, "gen": gen, "dsize": dsize}
+        return self._qtab
+
+    def _loss_norm(self, a: int, x: float) -> float:
+        """ARX's ``normalizeGeneralized``: (x − n/D)/(n − n/D) ≥ 0, rounded down (0 if D = 1)."""
+        n = float(self.n_rows)
+        lo = n / self._quality_tables()["dsize"][a]
+        if n - lo <= 0:
+            return 0.0
+        return _arx_round(max((x - lo) / (n - lo), 0.0))
+
+    def _entropy(self, node: Sequence[int], extra: Sequence[float] | None = None) -> float:
+        """ARX's non-uniform entropy of ``node`` (``extra``: suppression terms, each ≤ 0)."""
+        ent = self._quality_tables()["ent"]
+        total = 0.0
+        for a, lev in enumerate(node):
+            v = ent[a][lev] + (0.0 if extra is None else extra[a])
+            total += 0.0 if v == 0.0 else _arx_round(-v)
+        return total
+
+    def _nm_precision(self, node: Sequence[int], sup: int) -> float:
+        """ARX's ``MetricMDNMPrecision``: arithmetic mean of ((n − S)·l/H + S)/n."""
+        n = float(self.n_rows)
+        d = len(node)
+        total = 0.0
+        for lev, h in zip(node, self.heights, strict=True):
+            v = lev / (h - 1) if h > 1 else 0.0
+            total += (((n - sup) * v + sup) / n) / d
+        return total
+
+    def _lower_bounds(self, nodes: np.ndarray, utility: str) -> np.ndarray:
+        """Node-only lower bounds of ``utility`` (suppression ignored), one per row of ``nodes``."""
+        if utility == "nm_precision":
+            return np.array([self._nm_precision(nd, 0) for nd in nodes.tolist()])
+        if utility == "nm_entropy":
+            return np.array([self._entropy(nd) for nd in nodes.tolist()])
+        tab = self._quality_tables()
+        norm = [[self._loss_norm(a, x) for x in tab["gen"][a]] for a in range(len(self.heights))]
+        return np.array([_geometric([norm[a][lev] for a, lev in enumerate(nd)])
+                         for nd in nodes.tolist()])
+
+    def _classes(self, node: tuple[int, ...], crit: Criterion | None,
+                 budget: int) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+        """Return the classes of ``node``: sizes, kept (not suppressed), generalized codes.
+
+        With a budget, the classes failing ``crit`` are suppressed (whatever their number).
+        """
+        from .._kernels.generalize import weighted_first
+        from ..predicates import KAnonymity
+
+        g, n = self.cell_groups(node)
+        sizes, first = weighted_first(kernel_array(g, np.int32), self._cw, n)
+        kept = np.ones(n, dtype=bool)
+        if budget > 0 and crit is not None:
+            if isinstance(crit, KAnonymity):
+                kept = sizes >= crit.k
+            else:
+                kept = np.asarray(crit.group_ok(self._release(g, n), self._q),  # type: ignore[attr-defined]
+                                  dtype=bool)
+        codes = [h.maps[lev][self._cq[a][first]]
+                 for a, (h, lev) in enumerate(zip(self.hierarchies, node, strict=True))]
+        return np.asarray(sizes, dtype=np.int64), kept, codes
+
+    def _quality(self, node: tuple[int, ...], measure: str, sizes: np.ndarray,
+                 kept: np.ndarray, codes: list[np.ndarray]) -> float:
+        """Score ``node`` by an ARX quality model from its classes (module docstring)."""
+        from .._kernels.lattice import quality_terms
+
+        sup = int(sizes[~kept].sum())
+        if measure == "aecs":
+            return self.n_rows / (int(kept.sum()) + (1 if sup > 0 else 0))
+        if measure == "nm_precision":
+            return self._nm_precision(node, sup)
+        tab = self._quality_tables()
+        kept_w = np.where(kept, sizes, 0).astype(np.float64)
+        sup_w = np.where(kept, 0, sizes).astype(np.float64)
+        terms = [quality_terms(kernel_array(codes[a], np.int64), kept_w, sup_w,
+                               kernel_array(tab["share"][a][lev], np.float64), float(sup))
+                 for a, lev in enumerate(node)]
+        if measure == "loss":
+            return _geometric([self._loss_norm(a, t[0] + sup) for a, t in enumerate(terms)])
+        return self._entropy(node, [t[1] for t in terms])
+
     def precision(self, node: Any) -> float:
         """Sweeney's precision 1 − (1/|QI|) Σ_A level_A / (height_A − 1) (1 = no loss)."""
         node = self._node(node)
         terms = [lev / (h - 1) if h > 1 else 0.0 for lev, h in zip(node, self.heights, strict=True)]
         return 1.0 - sum(terms) / len(terms)
 
-    def utility(self, node: Any, measure: str = "discernibility") -> float:
-        """Return a utility measure of ``node`` without suppression (see the module docstring)."""
+    def utility(self, node: Any, measure: str = "discernibility", *, predicate: Any = None,
+                suppression: float = 0.0) -> float:
+        """Return a utility measure of ``node`` (see the module docstring for each formula).
+
+        Without ``suppression`` nothing is suppressed. With ``suppression`` (and the
+        ``predicate`` it applies to), the classes failing ``predicate`` are suppressed as in
+        the search — whether or not they fit the budget — and scored as ARX scores
+        suppressed rows. ``"precision"`` is returned as Prec (maximized); every other
+        measure as the value the search minimizes.
+        """
         check_choice(measure, "measure", UTILITIES)
         node = self._node(node)
         if measure == "precision":
             return self.precision(node)
-        return self._score(node, measure, criteria_from(min_size=1), 0, None)
+        if suppression:
+            if predicate is None:
+                raise InputError("predicate: suppression needs the criterion whose failing "
+                                 "classes are suppressed")
+            crit = as_criterion(predicate)
+            require_sensitive(crit, self.sensitive)
+            budget = max(self._budget(crit, suppression), 1)
+        else:
+            crit, budget = criteria_from(min_size=1), 0
+        return self._score(node, measure, crit, budget, None)
 
     # ------------------------------------------------------------------ chains
     def default_chain(self) -> list[tuple[int, ...]]:

@@ -104,8 +104,16 @@ def _lattice_args(g: Any) -> None:
                    help="interval hierarchy for a numeric attribute from widths, e.g. "
                         "age=5,10,20,40,* (repeatable)")
     g.add_argument("--utility", default="discernibility",
-                   choices=("discernibility", "avg_group_size", "height", "precision"),
-                   help="how the best minimal node is chosen (default discernibility)")
+                   choices=("discernibility", "avg_group_size", "height", "precision", "loss",
+                            "entropy", "nm_entropy", "nm_precision", "aecs"),
+                   help="quality model the chosen node minimizes (default discernibility); "
+                        "ARX's: loss (MetricMDNMLoss, ARX's default), entropy (monotonic "
+                        "non-uniform entropy), nm_entropy, nm_precision, aecs, height, "
+                        "discernibility (see fastpriv.anonymize.lattice)")
+    g.add_argument("--objective", default="minimal", choices=("minimal", "optimal"),
+                   help="minimal: the best of the minimal satisfying nodes (default); "
+                        "optimal: the best of all satisfying nodes, ARX's global optimum "
+                        "(differs only with --suppression)")
     g.add_argument("--suppression", type=float, default=0.0, metavar="FRACTION",
                    help="fraction of rows that may be suppressed (group-local criteria)")
     g.add_argument("--strategy", default="auto",
@@ -131,10 +139,15 @@ def _lattice_run(args: argparse.Namespace, data: Any, crit: Any) -> Any:
         return res.anonymized
     bar = Progress("nodes tagged")
     res = lat.search(crit, utility=args.utility, suppression=args.suppression,
-                     strategy=args.strategy, progress=bar)
+                     strategy=args.strategy, progress=bar,
+                     objective=getattr(args, "objective", "minimal"))
     bar.done()
     if res.anonymized is None:
         raise InputError(f"no node of the lattice satisfies {crit.name} (not even the top)")
+    opt = res.optimum
+    print(f"lattice: {opt['objective']} node {list(opt['node'])} by {opt['measure']}"
+          + (f" (ARX {opt['arx_model']})" if opt["arx_model"] else "")
+          + f" = {opt['value']!r}", file=sys.stderr)
     return res.anonymized
 
 
