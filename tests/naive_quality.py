@@ -37,7 +37,7 @@ def _log2(x: float) -> float:
 def generalize(rows, hierarchies, node):
     """Generalized tuple of every row at ``node``."""
     up = [{r[0]: r for r in h} for h in hierarchies]
-    return [tuple(up[a][v][lev] for a, (v, lev) in enumerate(zip(row, node)))
+    return [tuple(up[a][v][lev] for a, (v, lev) in enumerate(zip(row, node, strict=True)))
             for row in rows]
 
 
@@ -55,7 +55,7 @@ def quality(rows, hierarchies, node, measure, k=1, suppress=False):
     gen = generalize(rows, hierarchies, node)
     out = suppressed_rows(rows, hierarchies, node, k, suppress)
     n_sup = sum(out)
-    classes = Counter(g for g, o in zip(gen, out) if not o)
+    classes = Counter(g for g, o in zip(gen, out, strict=True) if not o)
     if measure == "height":
         return float(sum(node))
     if measure == "discernibility":
@@ -77,7 +77,7 @@ def quality(rows, hierarchies, node, measure, k=1, suppress=False):
             h = hierarchies[a]
             D = len(h)
             x = 0.0
-            for g, o in zip(gen, out):
+            for g, o in zip(gen, out, strict=True):
                 x += 1.0 if o else sum(1 for hr in h if hr[lev] == g[a]) / D
             lo = n / D
             v = 0.0 if n - lo <= 0 else _arx_round(max((x - lo) / (n - lo), 0.0))
@@ -85,15 +85,15 @@ def quality(rows, hierarchies, node, measure, k=1, suppress=False):
         return r - 1.0
     if measure in ("entropy", "nm_entropy"):
         total = 0.0
-        for a, lev in enumerate(node):
+        for a in range(d):
             orig = Counter(row[a] for row in rows)
             genc = Counter(g[a] for g in gen)
             v = 0.0
-            for row, g in zip(rows, gen):
+            for row, g in zip(rows, gen, strict=True):
                 v += _log2(orig[row[a]] / genc[g[a]])
             if measure == "nm_entropy" and n_sup:
-                supc = Counter(g[a] for g, o in zip(gen, out) if o)
-                for g, o in zip(gen, out):
+                supc = Counter(g[a] for g, o in zip(gen, out, strict=True) if o)
+                for g, o in zip(gen, out, strict=True):
                     if o:
                         v += _log2(supc[g[a]] / n_sup)
             total += 0.0 if v == 0.0 else _arx_round(-v)
