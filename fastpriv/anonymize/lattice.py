@@ -142,7 +142,7 @@ from ._result import Anonymized, GeneralizedAttribute, LatticeAnonymized
 __all__ = ["GeneralizationLattice", "LatticeSearch", "ChainSearch", "SearchProgress",
            "NodeCheck", "LatticeWitness",
            "lattice_search",
-           "minimal_ck_safe", "UTILITIES"]
+           "minimal_ck_safe", "UTILITIES", "ARX_MODELS"]
 
 UTILITIES = ("discernibility", "avg_group_size", "height", "precision", "loss", "entropy",
              "nm_entropy", "nm_precision", "aecs")
@@ -1460,7 +1460,8 @@ class GeneralizationLattice:
             nodes = self.nodes[sat_idx]
             lb = self._lower_bounds(nodes, utility)
             for j in np.lexsort((np.arange(len(sat_idx)), nodes.sum(1), lb)):
-                if lb[j] > key[0]:
+                # bound and score are summed in different orders: stop only clearly past it
+                if lb[j] > key[0] + 1e-9 * max(1.0, abs(key[0])):
                     break
                 node = tuple(int(x) for x in nodes[j])
                 if node in mins:
