@@ -217,7 +217,7 @@ def test_quality_matches_oracle(case, measure, data):
     assert got == pytest.approx(want, rel=1e-9, abs=1e-12)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(tables(), st.sampled_from(MEASURES))
 def test_optimum_matches_brute_force(case, measure):
     t, hier, k, fraction = case
