@@ -472,6 +472,8 @@ def test_cli_audit_ck(tmp_path, capsys):
                  "--point", "0", "0", "0", "--json", str(out2)]) == 0
     assert json.loads(out2.read_text())["verdict"]["passed"] is True
     capsys.readouterr()
-    assert main(["audit", str(path), "--sensitive", "disease", "--group", "gid",
-                 "--k", "-1"]) == 2
-    assert "k must be >= 0" in capsys.readouterr().err
+    # a bad flag is refused while parsing, before any work: argparse's exit status 2
+    with pytest.raises(SystemExit) as exc:
+        main(["audit", str(path), "--sensitive", "disease", "--group", "gid", "--k", "-1"])
+    assert exc.value.code == 2
+    assert "argument --k: expected an integer >= 0" in capsys.readouterr().err

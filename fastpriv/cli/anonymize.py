@@ -353,6 +353,7 @@ def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
         out["node"] = list(result.node)
         out["levels"] = dict(result.levels)
         out["fully_suppressed"] = list(result.fully_suppressed)
+        out["optimum"] = (result.params or {}).get("optimum")
         if result.n_checked is not None:
             out["nodes_checked"] = result.n_checked
             out["n_nodes"] = result.n_nodes
