@@ -50,6 +50,7 @@ Combine criteria with ``&`` (:class:`AllOf`).
 
 from __future__ import annotations
 
+import math
 import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
@@ -74,6 +75,10 @@ __all__ = [
     "Criterion",
     "LocalCriterion",
     "KAnonymity",
+    "HighestRisk",
+    "AverageRisk",
+    "RecordsAtRisk",
+    "PopulationUniqueness",
     "DistinctLDiversity",
     "EntropyLDiversity",
     "RecursiveCLDiversity",
@@ -289,6 +294,134 @@ class KAnonymity(LocalCriterion):
     def params(self) -> dict[str, Any]:
         """Return the parameters, for JSON reports."""
         return {"k": self.k}
+
+
+class HighestRisk(KAnonymity):
+    """Highest prosecutor re-identification risk ≤ ``max_risk`` (ARX's risk criterion).
+
+    The prosecutor risk of a record is 1/f, f the size of its class (El Emam & Dankar 2008;
+    ARX's ``RiskModelSampleRisks``), so the highest risk is at most ``max_risk`` iff every
+    class holds at least ⌈1/max_risk⌉ records: k-anonymity with that k, group-local and
+    monotone (suppression and predictive tagging apply). Reads the QIs only.
+    """
+
+    def __init__(self, max_risk: float) -> None:
+        r = _real(max_risk, "max_risk", minimum=0.0, strict=True)
+        if r > 1:
+            raise InputError(f"max_risk must be in (0, 1], got {max_risk!r}")
+        super().__init__(math.ceil(1.0 / r - 1e-12))
+        self.max_risk = r
+        self.name = f"highest-risk(max={r:g})"
+
+    def value(self, rel: Release) -> float:
+        """Return the highest prosecutor risk, 1 / (smallest class)."""
+        return 1.0 / float(check_release(rel, "rel").sizes.min())
+
+    def params(self) -> dict[str, Any]:
+        """Return the parameters, for JSON reports."""
+        return {"max_risk": self.max_risk, "k": self.k}
+
+
+class _SizesCriterion(Criterion):
+    """A criterion on the class sizes alone (the QIs; never the sensitive value)."""
+
+    reads_sensitive = False
+
+    def __call__(self, rel: Release) -> bool:
+        """Return True iff the class sizes of ``rel`` meet the criterion."""
+        return bool(self.value(rel) <= self.limit)
+
+    def _sizes(self, rel: Release) -> np.ndarray:
+        return np.asarray(check_release(rel, "rel").sizes, dtype=np.int64)
+
+
+class AverageRisk(_SizesCriterion):
+    """Average prosecutor risk ≤ ``max_avg_risk``: (number of classes) / n (ARX).
+
+    Monotone under generalization: merging classes never adds one. Not group-local (no
+    suppression budget).
+    """
+
+    def __init__(self, max_avg_risk: float) -> None:
+        self.limit = _real(max_avg_risk, "max_avg_risk", minimum=0.0)
+        if self.limit > 1:
+            raise InputError(f"max_avg_risk must be in [0, 1], got {max_avg_risk!r}")
+        self.name = f"average-risk(max={self.limit:g})"
+
+    def value(self, rel: Release) -> float:
+        """Return the average prosecutor risk, classes / records."""
+        sizes = self._sizes(rel)
+        return float(sizes.size / sizes.sum()) if sizes.size else 0.0
+
+    def params(self) -> dict[str, Any]:
+        """Return the parameters, for JSON reports."""
+        return {"max_avg_risk": self.limit}
+
+
+class RecordsAtRisk(_SizesCriterion):
+    """Share of records whose prosecutor risk 1/f exceeds ``risk_threshold`` ≤ ``max_share``.
+
+    ARX's "records at risk". Monotone: a class only grows under generalization, so a
+    record once below the threshold stays below it.
+    """
+
+    def __init__(self, risk_threshold: float, max_share: float) -> None:
+        self.threshold = _real(risk_threshold, "risk_threshold", minimum=0.0, strict=True)
+        self.limit = _real(max_share, "max_records_at_risk", minimum=0.0)
+        if self.threshold > 1 or self.limit > 1:
+            raise InputError("risk_threshold and max_records_at_risk must be in [0, 1]")
+        self.name = (f"records-at-risk(risk>{self.threshold:g}, "
+                     f"max share={self.limit:g})")
+
+    def value(self, rel: Release) -> float:
+        """Return the share of records in classes with 1/f > risk_threshold."""
+        sizes = self._sizes(rel)
+        at = sizes[sizes * self.threshold < 1.0].sum()
+        return float(at / sizes.sum()) if sizes.size else 0.0
+
+    def params(self) -> dict[str, Any]:
+        """Return the parameters, for JSON reports."""
+        return {"risk_threshold": self.threshold, "max_records_at_risk": self.limit}
+
+
+class PopulationUniqueness(_SizesCriterion):
+    """Estimated population uniques / population size ≤ ``max_uniqueness`` (ARX).
+
+    The estimate is :func:`fastpriv.risk.population_uniques` of the class-size histogram:
+    Dankar et al.'s rule (``model="dankar"``, ARX's default) or one model (``"pitman"``,
+    ``"zayatz"``, ``"snb"``). **Not monotone** (the models' estimates need not fall as
+    classes merge): the lattice search checks every node, as ARX does.
+    """
+
+    monotone = False
+
+    def __init__(self, max_uniqueness: float, population_size: float,
+                 model: str = "dankar") -> None:
+        self.limit = _real(max_uniqueness, "max_uniqueness", minimum=0.0)
+        if self.limit > 1:
+            raise InputError(f"max_uniqueness must be in [0, 1], got {max_uniqueness!r}")
+        self.population_size = _real(population_size, "population", minimum=1.0)
+        self.model = check_choice(model, "uniqueness_model",
+                                  ("dankar", "pitman", "zayatz", "snb"))
+        self.name = (f"population-uniqueness({self.model}, max={self.limit:g}, "
+                     f"N={self.population_size:g})")
+
+    def value(self, rel: Release) -> float:
+        """Return the estimated share of the population that is unique on the QIs."""
+        from .risk import population_uniques
+
+        sizes = self._sizes(rel)
+        size, count = np.unique(sizes, return_counts=True)
+        if self.population_size < sizes.sum():
+            raise InputError(f"population: {self.population_size:g} is smaller than the "
+                             f"{int(sizes.sum())} records")
+        est = population_uniques(size, count, self.population_size)[self.model]
+        return float("inf") if est is None else float(est) / self.population_size
+
+    def params(self) -> dict[str, Any]:
+        """Return the parameters, for JSON reports."""
+        return {"max_uniqueness": self.limit, "population": self.population_size,
+                "uniqueness_model": self.model}
 
 
 class DistinctLDiversity(LocalCriterion):
@@ -627,11 +760,35 @@ def as_criterion(obj: Any) -> Criterion:
                     f"them; got {type(obj).__name__}")
 
 
+def _risk_parts(max_risk: Any, max_avg_risk: Any, max_records_at_risk: Any,
+                risk_threshold: Any, max_uniqueness: Any, population: Any,
+                uniqueness_model: str) -> list[Criterion]:
+    """Return the re-identification risk criteria of :func:`criteria_from`."""
+    parts: list[Criterion] = []
+    if max_risk is not None:
+        parts.append(HighestRisk(max_risk))
+    if max_avg_risk is not None:
+        parts.append(AverageRisk(max_avg_risk))
+    if max_records_at_risk is not None:
+        parts.append(RecordsAtRisk(risk_threshold, max_records_at_risk))
+    if max_uniqueness is not None:
+        if population is None:
+            raise InputError("max_uniqueness needs population (the population size)")
+        parts.append(PopulationUniqueness(max_uniqueness, population, uniqueness_model))
+    elif population is not None:
+        raise InputError("population is the population size of max_uniqueness; give both")
+    return parts
+
+
 def criteria_from(*, predicate: Any = None, min_size: int | None = None,
                   l: float | None = None, l_kind: str = "distinct", c_l: float | None = None,
                   t: float | None = None, t_ordered: bool = False, alpha: float | None = None,
                   c: Any = None, k: int | None = None,
-                  knowledge_kind: str = "implications") -> Criterion:
+                  knowledge_kind: str = "implications", max_risk: float | None = None,
+                  max_avg_risk: float | None = None,
+                  max_records_at_risk: float | None = None, risk_threshold: float = 0.2,
+                  max_uniqueness: float | None = None, population: float | None = None,
+                  uniqueness_model: str = "dankar") -> Criterion:
     """Build the conjunction described by keyword parameters (anonymizer and CLI front-end).
 
     Parameters
@@ -650,6 +807,13 @@ def criteria_from(*, predicate: Any = None, min_size: int | None = None,
     c, k, knowledge_kind : optional
         (c,k)-safety: threshold ``c`` against ``k`` pieces of knowledge of the kind
         ``knowledge_kind``.
+    max_risk, max_avg_risk, max_records_at_risk, risk_threshold : optional
+        Re-identification risk criteria (ARX's): highest prosecutor risk
+        (:class:`HighestRisk`), average prosecutor risk (:class:`AverageRisk`), share of
+        records whose risk exceeds ``risk_threshold`` (:class:`RecordsAtRisk`).
+    max_uniqueness, population, uniqueness_model : optional
+        Estimated population uniqueness (:class:`PopulationUniqueness`; needs
+        ``population``, the population size).
 
     """
     parts: list[Criterion] = []
@@ -675,6 +839,8 @@ def criteria_from(*, predicate: Any = None, min_size: int | None = None,
         raise InputError("c_l given without l")
     if t is not None:
         parts.append(TCloseness(t, ordered=t_ordered))
+    parts.extend(_risk_parts(max_risk, max_avg_risk, max_records_at_risk, risk_threshold,
+                             max_uniqueness, population, uniqueness_model))
     if alpha is not None:
         parts.append(AlphaKAnonymity(alpha))
     if (c is None) != (k is None):

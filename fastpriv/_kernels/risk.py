@@ -392,7 +392,8 @@ def shlosser_k(sizes: np.ndarray, count: np.ndarray, pi: float) -> float:
     c1 = float(c[sizes == 1].sum())
     q = 1.0 - pi
     num1 = np.sum(i * pi * pi * (1 - pi * pi) ** (i - 1) * c)
-    den1 = np.sum(q ** i * ((1 + pi) ** i - 1) * c)
+    # (1−π)^i ((1+π)^i − 1) = (1−π²)^i − (1−π)^i: no (1+π)^i overflow for large classes
+    den1 = np.sum(((1 - pi * pi) ** i - q ** i) * c)
     num2 = np.sum(q ** i * c)
     den2 = np.sum(i * pi * q ** (i - 1) * c)
     if den1 <= 0 or den2 <= 0:

@@ -34,11 +34,13 @@ def sensitive_column(sensitive: str | None) -> str:
 
 
 def reads_sensitive(criterion: Any) -> bool:
-    """Whether ``criterion`` reads the sensitive value (every criterion but k-anonymity)."""
+    """Whether ``criterion`` reads the sensitive value (not k-anonymity, not the risks)."""
     from ..predicates import AllOf, KAnonymity
 
     if isinstance(criterion, AllOf):
         return any(reads_sensitive(p) for p in criterion.parts)
+    if getattr(criterion, "reads_sensitive", True) is False:
+        return False
     return not isinstance(criterion, KAnonymity)
 
 
