@@ -34,13 +34,14 @@ and an integral float ``39.0`` matches ``"39"`` too.
 
 from __future__ import annotations
 
+import bisect
 import csv
 import io
 import math
 import numbers
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -272,8 +273,11 @@ class Hierarchy:
         return cls([[_label(v), top] for v in _distinct(values, "values")], name=name)
 
     @classmethod
-    def intervals(cls, values: Iterable[Any], widths: Sequence[Any], *,
-                  name: str = "attribute", anchor: float = 0, top: str | None = "*"
+    def intervals(cls, values: Iterable[Any], widths: Sequence[Any] | None = None, *,
+                  name: str = "attribute", anchor: float = 0, top: str | None = "*",
+                  bounds: Sequence[float] | None = None,
+                  groups: Sequence[int | Sequence[int]] | None = None,
+                  below: float | None = None, above: float | None = None
                   ) -> "Hierarchy":
         """Interval hierarchy of a numeric attribute from nested interval widths.
 
@@ -296,8 +300,41 @@ class Hierarchy:
         top : str or None
             Label of the final, fully suppressed level (default ``"*"``); None adds no
             such level.
+        bounds : sequence of numbers, optional
+            Instead of ``widths``: increasing cut points ``b0 < b1 < … < bn``; level 1 puts
+            v in ``[b_i, b_{i+1})`` (ranges of any widths, like ARX's explicit intervals).
+            A value outside ``[b0, bn)`` is refused unless ``below``/``above`` code it.
+        groups : sequence, optional
+            With ``bounds`` only: level ℓ + 1 merges adjacent level-ℓ ranges in blocks of
+            ``groups[ℓ - 1]`` (an int, or a list of sizes used in turn, as ARX's groups);
+            the merged range is labelled ``[first lower, last upper)``. As in ARX, levels
+            stop once the data fall into one range, and ``top`` is added only when more
+            than one range is left.
+        below, above : number, optional
+            Bottom and top coding (ARX's ranges): a value ``< below`` is labelled
+            ``"<below"`` and a value ``>= above`` is labelled ``">=above"`` at every level
+            but the top; ranges that cross these bounds are cut at them
+            (``[23, 25)`` for ``below=23``).
+
+        Raises
+        ------
+        InputError
+            Both or neither of ``widths`` and ``bounds``; widths that do not nest;
+            bounds that do not increase; a group size below 1; non-numeric values; values
+            outside the bounds and not coded.
+
+        Examples
+        --------
+        >>> Hierarchy.intervals([17, 33], bounds=[0, 18, 65], above=65).rows
+        [('17', '[0, 18)', '*'), ('33', '[18, 65)', '*')]
 
         """
+        if bounds is not None or widths is None:
+            return cls._interval_bounds(values, widths, name=name, top=top, bounds=bounds,
+                                        groups=groups, below=below, above=above)
+        if groups is not None:
+            raise InputError("groups: only with bounds= (with widths, each width is a level)")
+        below, above = _coding(below, above)
         widths = list(widths)
         if widths and widths[-1] == "*":
             widths = widths[:-1]
@@ -322,11 +359,224 @@ class Hierarchy:
         rows = []
         for v in sorted(vals):
             row = [_label(v)]
+            coded = _coded(v, below, above)
             for w in ws:
+                if coded is not None:
+                    row.append(coded)
+                    continue
                 lo = anchor + w * math.floor((v - anchor) / w)
-                row.append(f"[{_fmt_num(lo)}, {_fmt_num(lo + w)})")
+                row.append(_range_label(lo, lo + w, below, above))
             if top is not None:
                 row.append(top)
+            rows.append(row)
+        return cls(rows, name=name)
+
+    @classmethod
+    def _interval_bounds(cls, values: Iterable[Any], widths: Any, *, name: str,
+                         top: str | None, bounds: Sequence[float] | None, groups: Any,
+                         below: float | None, above: float | None) -> "Hierarchy":
+        """Build :meth:`intervals` from explicit cut points (``bounds=``)."""
+        if bounds is None:
+            raise InputError("widths or bounds: pass one (interval widths, e.g. [5, 10, "
+                             "'*'], or cut points, e.g. bounds=[0, 18, 65, 120])")
+        if widths is not None:
+            raise InputError("widths and bounds: pass one of them, not both")
+        if isinstance(bounds, (str, bytes)) or not isinstance(bounds, Iterable):
+            raise InputTypeError(f"bounds must be a list of numbers, got "
+                                 f"{type(bounds).__name__}")
+        bs = list(bounds)
+        for i, b in enumerate(bs):
+            if isinstance(b, bool) or not isinstance(b, numbers.Real) or \
+                    not math.isfinite(b):
+                raise InputError(f"bounds[{i}] must be a finite number, got {b!r}")
+            if i and b <= bs[i - 1]:
+                raise InputError(f"bounds must increase: {b!r} after {bs[i - 1]!r}")
+        if len(bs) < 2:
+            raise InputError(f"bounds must have at least 2 cut points (one range), got {bs!r}")
+        sizes = _group_sizes(groups, "groups") if groups is not None else []
+        below, above = _coding(below, above)
+        vals = sorted(_numbers(values, name))
+        # the level-1 range of each value (None: bottom/top coded)
+        where: list[int | None] = []
+        outside = []
+        for v in vals:
+            if _coded(v, below, above) is not None:
+                where.append(None)
+                continue
+            k = bisect.bisect_right(bs, v) - 1
+            if not 0 <= k < len(bs) - 1:
+                outside.append(v)
+            where.append(k)
+        if outside:
+            raise InputError(f"values: {_show(outside)} outside the bounds [{_fmt_num(bs[0])}, "
+                             f"{_fmt_num(bs[-1])}) of hierarchy {name!r}; widen bounds, or "
+                             "code them with below=/above=")
+        ranges = [(bs[i], bs[i + 1]) for i in range(len(bs) - 1)]
+        cols: list[list[str]] = []
+        level = 0
+        while True:
+            col = [_coded(v, below, above) or _range_label(*ranges[k], below, above)
+                   for v, k in zip(vals, where, strict=True)]
+            cols.append(col)
+            if len(set(col)) == 1 or level >= len(sizes):
+                break
+            blocks = _blocks(len(ranges), sizes[level])
+            up = {i: b for b, block in enumerate(blocks) for i in block}
+            where = [None if k is None else up[k] for k in where]
+            ranges = [(ranges[block[0]][0], ranges[block[-1]][1]) for block in blocks]
+            level += 1
+        if top is not None and len(set(cols[-1])) > 1:
+            cols.append([top] * len(vals))
+        rows = [[_label(v), *(c[i] for c in cols)] for i, v in enumerate(vals)]
+        return cls(rows, name=name)
+
+    @classmethod
+    def ordering(cls, values: Iterable[Any], *, name: str = "attribute",
+                 groups: Sequence[int | Sequence[int]], order: Sequence[Any] | None = None,
+                 labels: str | Callable[[list[str]], str] | Sequence[Sequence[str]] = "set",
+                 top: str = "*") -> "Hierarchy":
+        """Ordering hierarchy: ordered values grouped in blocks, level by level (ARX's).
+
+        The values are put in ``order`` (default: sorted). Level 1 groups consecutive values
+        in blocks of ``groups[0]``, level 2 groups consecutive level-1 groups in blocks of
+        ``groups[1]``, and so on; a last block may be smaller. As in ARX's order-based
+        builder, levels stop once one group is left, and a final ``top`` level is added
+        only when more than one group is left after the last size.
+
+        Parameters
+        ----------
+        values : iterable
+            The values to cover (e.g. a column's distinct values).
+        name : str
+            Attribute name of the hierarchy (default ``"attribute"``).
+        groups : sequence
+            One entry per level: a block size ≥ 1, or a list of sizes used in turn (ARX's
+            several groups per level, e.g. ``[[1, 3]]`` makes blocks of 1, 3, 1, 3, …).
+        order : sequence, optional
+            Every value, in the order to group them (matched by text; other entries are
+            ignored). Default: sorted (numbers numerically).
+        labels : {"set", "bounds"}, callable or sequence of sequences of str
+            Label of a group: ``"set"`` (default, ARX's set function: ``"{a, b}"``),
+            ``"bounds"`` (ARX's bounds function: ``"[a, d]"``, first and last value), a
+            callable given the group's values in order, or one list of labels per level
+            with one label per group (ARX's constant labels). As in ARX, a label given to
+            several groups of one level gets ``-1``, ``-2``, … appended.
+        top : str
+            Label of the final level (default ``"*"``).
+
+        Raises
+        ------
+        InputError
+            Empty ``groups``, a size below 1, ``order`` missing a value or naming one
+            twice, an unknown ``labels`` kind, or a list of labels of the wrong length.
+
+        Examples
+        --------
+        >>> Hierarchy.ordering(list("abcde"), groups=[2]).rows[-1]
+        ('e', '{e}', '*')
+
+        """
+        sizes = _group_sizes(groups, "groups")
+        vals = _ordered(values, order)
+        if isinstance(labels, str):
+            if labels not in ("set", "bounds"):
+                raise InputError(f"labels must be 'set', 'bounds', a function or lists of "
+                                 f"labels per level, got {labels!r}")
+        elif not callable(labels):
+            if isinstance(labels, bytes) or not isinstance(labels, Iterable):
+                raise InputTypeError(f"labels must be 'set', 'bounds', a function or lists of "
+                                     f"labels per level, got {type(labels).__name__}")
+            labels = [list(level) for level in labels]
+            if len(labels) > len(sizes):
+                raise InputError(f"labels: {len(labels)} levels of labels for "
+                                 f"{len(sizes)} levels of groups")
+        members = [[v] for v in vals]          # the values of each current group
+        where = list(range(len(vals)))         # current group of each value
+        cols: list[list[str]] = []
+        for level, size in enumerate(sizes):
+            blocks = _blocks(len(members), size)
+            up = {i: b for b, block in enumerate(blocks) for i in block}
+            where = [up[g] for g in where]
+            members = [[v for i in block for v in members[i]] for block in blocks]
+            names = _group_labels(members, labels, level)
+            cols.append([names[g] for g in where])
+            if len(members) == 1:
+                break
+        if len(members) > 1:
+            cols.append([top] * len(vals))
+        return cls([[v, *(c[i] for c in cols)] for i, v in enumerate(vals)], name=name)
+
+    @classmethod
+    def masking(cls, values: Iterable[Any], *, name: str = "attribute",
+                direction: str = "right", pad: str | None = None, mask: str = "*",
+                align: str | None = None) -> "Hierarchy":
+        """Masking (redaction) hierarchy of strings: level i masks i characters (ARX's).
+
+        Zip codes, right to left: ``47677 → 4767* → 476** → 47*** → 4**** → *****``.
+        Level ``i`` replaces ``i`` characters by ``mask``, from the right end
+        (``direction="right"``) or the left end; the last level masks every character of
+        the longest value, so all values meet there. Values that become equal at a level
+        are one node.
+
+        Parameters
+        ----------
+        values : iterable
+            The values to cover (numbers are taken as their text, ``47677``).
+        name : str
+            Attribute name of the hierarchy (default ``"attribute"``).
+        direction : {"right", "left"}
+            The end masking starts from (ARX's redaction order; default ``"right"``).
+        pad : str, optional
+            One character: shorter values are first padded to the longest with it (ARX's
+            padding character) and the padded text is masked. Default: no padding — a
+            shorter value is masked as it is, fully masked it stays so, and it joins the
+            others at the last level.
+        mask : str
+            The masking character (default ``"*"``).
+        align : {"left", "right"}, optional
+            With ``pad``: ``"left"`` keeps values at the left and pads on the right,
+            ``"right"`` pads on the left (ARX's alignment). Default: pad on the side that
+            is masked first (``"left"`` for ``direction="right"``, ARX's default).
+
+        Raises
+        ------
+        InputError
+            An unknown direction or alignment, ``pad`` or ``mask`` not one character,
+            or only empty values.
+
+        Examples
+        --------
+        >>> Hierarchy.masking(["47677", "47678"]).rows[0]
+        ('47677', '4767*', '476**', '47***', '4****', '*****')
+
+        """
+        if direction not in ("right", "left"):
+            raise InputError(f"direction must be 'right' or 'left', got {direction!r}")
+        if not isinstance(mask, str) or len(mask) != 1:
+            raise InputError(f"mask must be one character, got {mask!r}")
+        if pad is not None and (not isinstance(pad, str) or len(pad) != 1):
+            raise InputError(f"pad must be one character or None, got {pad!r}")
+        if align is None:
+            align = "left" if direction == "right" else "right"
+        if align not in ("left", "right"):
+            raise InputError(f"align must be 'left' or 'right', got {align!r}")
+        vals = list(dict.fromkeys(_label(v) for v in _distinct(values, "values")))
+        n = max(len(v) for v in vals)
+        if n == 0:
+            raise InputError(f"values: masking hierarchy {name!r} needs a non-empty value")
+        rows = []
+        for v in vals:
+            base = v
+            if pad is not None and len(v) < n:
+                fill = pad * (n - len(v))
+                base = v + fill if align == "left" else fill + v
+            m = len(base)
+            row = [v]
+            for i in range(1, n):
+                k = min(i, m)
+                row.append(base[:m - k] + mask * k if direction == "right"
+                           else mask * k + base[k:])
+            row.append(mask * n)
             rows.append(row)
         return cls(rows, name=name)
 
@@ -460,6 +710,130 @@ def _distinct(values: Iterable[Any], param: str) -> list[Any]:
     if not seen:
         raise InputError(f"{param} is empty")
     return list(seen)
+
+
+def _numbers(values: Iterable[Any], name: str) -> list[Any]:
+    """Distinct finite numbers of ``values`` (an :class:`InputError` naming the others)."""
+    vals = _distinct(values, "values")
+    bad = [v for v in vals if isinstance(v, bool) or not isinstance(v, numbers.Real)
+           or not math.isfinite(float(v))]
+    if bad:
+        raise InputError(f"values: interval hierarchy {name!r} needs finite numbers, got "
+                         f"{_show(bad)}")
+    return vals
+
+
+def _coding(below: Any, above: Any) -> tuple[float | None, float | None]:
+    """Check the bottom/top coding bounds of :meth:`Hierarchy.intervals`."""
+    for param, b in (("below", below), ("above", above)):
+        if b is not None and (isinstance(b, bool) or not isinstance(b, numbers.Real)
+                              or not math.isfinite(b)):
+            raise InputError(f"{param} must be a finite number or None, got {b!r}")
+    if below is not None and above is not None and below >= above:
+        raise InputError(f"below must be less than above, got below={below!r}, "
+                         f"above={above!r}")
+    return below, above
+
+
+def _coded(v: Any, below: float | None, above: float | None) -> str | None:
+    """Return the bottom/top-coding label of ``v`` (None: not coded)."""
+    if below is not None and v < below:
+        return f"<{_fmt_num(below)}"
+    if above is not None and v >= above:
+        return f">={_fmt_num(above)}"
+    return None
+
+
+def _range_label(lo: float, hi: float, below: float | None, above: float | None) -> str:
+    """``[lo, hi)``, cut at the coding bounds."""
+    if below is not None:
+        lo = max(lo, below)
+    if above is not None:
+        hi = min(hi, above)
+    return f"[{_fmt_num(lo)}, {_fmt_num(hi)})"
+
+
+def _group_sizes(groups: Any, param: str) -> list[list[int]]:
+    """Check group sizes: per level an int ≥ 1 or a non-empty list of them."""
+    if isinstance(groups, (str, bytes)) or not isinstance(groups, Iterable):
+        raise InputTypeError(f"{param} must be a list of group sizes (one per level), got "
+                             f"{type(groups).__name__}")
+    out = []
+    for i, g in enumerate(groups):
+        sizes = list(g) if isinstance(g, Iterable) and not isinstance(g, (str, bytes)) \
+            else [g]
+        if not sizes:
+            raise InputError(f"{param}[{i}] must be a group size >= 1 or a non-empty list "
+                             "of sizes, got an empty list")
+        for s in sizes:
+            if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 1:
+                raise InputError(f"{param}[{i}] must be a group size: an integer >= 1, got "
+                                 f"{s!r}")
+        out.append([int(s) for s in sizes])
+    if not out:
+        raise InputError(f"{param} must name at least one level of group sizes, got none")
+    return out
+
+
+def _blocks(n: int, sizes: Sequence[int]) -> list[list[int]]:
+    """Split ``range(n)`` into consecutive blocks of ``sizes`` (used in turn)."""
+    out: list[list[int]] = []
+    i = 0
+    while i < n:
+        for s in sizes:
+            out.append(list(range(i, min(i + s, n))))
+            i += s
+            if i >= n:
+                break
+    return out
+
+
+def _ordered(values: Iterable[Any], order: Sequence[Any] | None) -> list[str]:
+    """Distinct labels of ``values`` in ``order`` (default: sorted, numbers numerically)."""
+    vals = _distinct(values, "values")
+    if order is None:
+        try:
+            vals = sorted(vals)
+        except TypeError:
+            vals = sorted(vals, key=_label)
+        return list(dict.fromkeys(_label(v) for v in vals))
+    if isinstance(order, (str, bytes)) or not isinstance(order, Iterable):
+        raise InputTypeError(f"order must be a list of values, got {type(order).__name__}")
+    rank: dict[str, int] = {}
+    for v in order:
+        lab = _label(v)
+        if lab in rank:
+            raise InputError(f"order names {lab!r} twice; each value may be given once")
+        rank[lab] = len(rank)
+    labs = list(dict.fromkeys(_label(v) for v in vals))
+    missing = [v for v in labs if v not in rank]
+    if missing:
+        raise InputError(f"order must name every value; missing: {_show(missing)}")
+    return sorted(labs, key=rank.__getitem__)
+
+
+def _group_labels(members: list[list[str]], labels: Any, level: int) -> list[str]:
+    """Labels of the groups of one level, repeated labels numbered as ARX does."""
+    if labels == "set":
+        raw = ["{" + ", ".join(m) + "}" for m in members]
+    elif labels == "bounds":
+        raw = [f"[{m[0]}, {m[-1]}]" for m in members]
+    elif callable(labels):
+        raw = [str(labels(list(m))) for m in members]
+    elif level < len(labels):
+        if len(labels[level]) != len(members):
+            raise InputError(f"labels[{level}] must give one label per group of level "
+                             f"{level + 1} ({len(members)} groups), got {len(labels[level])}")
+        raw = [str(x) for x in labels[level]]
+    else:
+        raw = ["{" + ", ".join(m) + "}" for m in members]
+    seen: dict[str, int] = {}
+    out = []
+    for lab in raw:
+        k = seen.get(lab, 0)
+        seen[lab] = k + 1
+        out.append(lab if k == 0 else f"{lab}-{k}")
+    return out
 
 
 def _looks_like_header(rows: list[list[str]], name: str) -> bool:
