@@ -118,7 +118,6 @@ k-anonymity, classes smaller than k).
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -1048,12 +1047,10 @@ class GeneralizationLattice:
         self._q = np.bincount(sens.codes, minlength=len(sens.labels)) / self.n_rows
         self._empty = kernel_array(np.empty(0, np.int64), np.int64)
         # nodes in order of height, then lexicographic
-        nodes = np.array(list(itertools.product(*[range(h) for h in self.heights])),
-                         dtype=np.int64).reshape(-1, d)
+        nodes = np.indices(self.heights, dtype=np.int64).reshape(d, -1).T
         order = np.lexsort(tuple(nodes[:, a] for a in range(d - 1, -1, -1)) + (nodes.sum(1),))
         self.nodes = nodes[order]
         self.nodes.flags.writeable = False
-        self._index = {tuple(int(x) for x in n): i for i, n in enumerate(self.nodes)}
         # position of each node in the C-ordered grid of shape ``heights`` (tagging works on
         # the grid: a node's successors / predecessors are one box slice of it)
         self._grid = np.ravel_multi_index(tuple(self.nodes.T), self.heights)
