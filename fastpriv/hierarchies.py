@@ -10,8 +10,11 @@ generalization level: level 0 is the value itself, the last level is usually ``*
 
 Build one with :meth:`Hierarchy.from_csv` (``;`` or ``,`` separated, with or without a
 header row — both detected), :meth:`Hierarchy.from_mapping`, :meth:`Hierarchy.intervals`
-(numeric attributes, from interval widths, e.g. Adult age 5, 10, 20, 40, ``*``) or
-:meth:`Hierarchy.suppression` (value or ``*``).
+(numeric attributes, from interval widths, e.g. Adult age 5, 10, 20, 40, ``*``, or from cut
+points), :meth:`Hierarchy.ordering` (ordered values grouped in blocks per level),
+:meth:`Hierarchy.masking` (characters masked one by one, e.g. zip codes) or
+:meth:`Hierarchy.suppression` (value or ``*``). The builders follow ARX's interval, order
+and redaction builders.
 
 Validation happens up front, with the offending values named:
 
