@@ -353,12 +353,7 @@ class Hierarchy:
                     raise InputError(f"widths must nest: each width must be a multiple of the "
                                      f"previous one larger than it; {w!r} after {ws[-1]!r}")
             ws.append(w)
-        vals = _distinct(values, "values")
-        bad = [v for v in vals if isinstance(v, bool) or not isinstance(v, numbers.Real)
-               or not math.isfinite(float(v))]
-        if bad:
-            raise InputError(f"values: interval hierarchy {name!r} needs finite numbers, got "
-                             f"{_show(bad)}")
+        vals = _numbers(values, name)
         rows = []
         for v in sorted(vals):
             row = [_label(v)]

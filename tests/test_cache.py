@@ -282,22 +282,8 @@ def triple_sum(x):
     return 3.0 * s
 '''
 
-TINY_PROBE = r"""
-import json, sys
-import numpy as np
-from numba.core import event as ev
-
-compiles = []
-
-class Count(ev.Listener):
-    def on_start(self, event):
-        compiles.append(event.data["dispatcher"].py_func.__qualname__)
-
-    def on_end(self, event):
-        pass
-
-ev.register("numba:compile", Count())
-import tinykern
+# the compile-counting preamble of PROBE, then the tiny module instead of fastpriv
+TINY_PROBE = PROBE[:PROBE.index("import fastpriv")] + r"""import tinykern
 
 out = tinykern.triple_sum(np.arange(5.0))
 print(json.dumps({"out": out, "compiles": compiles,
