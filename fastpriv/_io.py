@@ -57,11 +57,6 @@ def note_input(path: Any) -> None:
                 _READ_INPUTS.add(os.path.realpath(p))
 
 
-def _real_dest(path: str) -> str:
-    """Real path of a destination: its folder's symbolic links resolved, and its own."""
-    return os.path.realpath(path)
-
-
 def _is_input(dest: str, inp: Any) -> bool:
     """Whether writing ``dest`` would replace the input ``inp`` or write inside it."""
     if not isinstance(inp, (str, os.PathLike)):
@@ -70,7 +65,7 @@ def _is_input(dest: str, inp: Any) -> bool:
     if not os.path.exists(p):
         return False
     real_inp = os.path.realpath(p)
-    real = _real_dest(dest)
+    real = os.path.realpath(dest)
     if real == real_inp:
         return True
     with contextlib.suppress(OSError):
@@ -128,7 +123,7 @@ def check_outputs(paths: Iterable[Any], *, overwrite: bool = False,
     """:func:`check_output` for every given path (``None`` skipped); they must differ."""
     inputs = list(inputs)
     out = [check_output(p, overwrite=overwrite, inputs=inputs) for p in paths if p]
-    if len({_real_dest(p) for p in out}) != len(out):
+    if len({os.path.realpath(p) for p in out}) != len(out):
         raise OutputError(f"two outputs name the same file: {', '.join(out)}")
     return out
 
@@ -172,7 +167,7 @@ class OutputSet:
         """Write one file's content to a temporary file; return its destination path."""
         inputs = tuple(inputs)
         dest = check_output(path, overwrite=overwrite, inputs=inputs)
-        if any(_real_dest(s.dest) == _real_dest(dest) for s in self._staged):
+        if any(os.path.realpath(s.dest) == os.path.realpath(dest) for s in self._staged):
             raise OutputError(f"two outputs name the same file: {dest}")
         directory = os.path.dirname(dest)
         tmp = None

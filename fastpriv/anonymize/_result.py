@@ -227,9 +227,11 @@ class Anonymized(Result):
             return {"release": self.table(original, keep=keep, group_column=group_column,
                                           allow_failing=allow_failing)}
         self._refuse_failing(allow_failing)
-        qi_tab, new_id, _ = self._bucket_qi_table(original, keep, group_column, count_column)
+        qi_tab, new_id, _, value_rank = self._bucket_qi_table(original, keep, group_column,
+                                                              count_column)
         return {"qi": qi_tab.replace_schema_metadata(self._metadata("release: QI table", keep)),
-                "sensitive": self._sensitive_entries(new_id, group_column, count_column)}
+                "sensitive": self._sensitive_entries(new_id, value_rank, group_column,
+                                                     count_column)}
 
     def sensitive_table(self, original: Any = None, *, group_column: str = "group_id",
                         count_column: str = "count") -> pa.Table:
@@ -238,12 +240,18 @@ class Anonymized(Result):
         Group ids are those of the QI table (:meth:`release_tables`), numbered from the
         published content, so ``original`` (the anonymized input) is needed.
         """
-        _, new_id, _ = self._bucket_qi_table(original, (), group_column, count_column)
-        return self._sensitive_entries(new_id, group_column, count_column)
+        _, new_id, _, value_rank = self._bucket_qi_table(original, (), group_column,
+                                                         count_column)
+        return self._sensitive_entries(new_id, value_rank, group_column, count_column)
 
     def _bucket_qi_table(self, original: Any, keep: Sequence[str], group_column: str,
-                         count_column: str) -> tuple[pa.Table, np.ndarray, np.ndarray]:
-        """Return the QI table of a bucketization in publication order, and the new group ids."""
+                         count_column: str
+                         ) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray]:
+        """Return the QI table of a bucketization in publication order.
+
+        Also the new group ids, the publication order of the kept rows and the rank of each
+        sensitive value label (the sensitive table's order).
+        """
         if not self.qi:
             raise InputError(f"this {self.method} result names no QI columns; pass qi= to the "
                              "anonymizer to publish its QI table")
@@ -275,12 +283,11 @@ class Anonymized(Result):
                                         group_extra=extra)
         qi_tab = content.take(pa.array(order)).append_column(
             group_column, pa.array(new_id[g[order]], pa.int64()))
-        return qi_tab, new_id, order
+        return qi_tab, new_id, order, value_rank
 
-    def _sensitive_entries(self, new_id: np.ndarray, group_column: str,
-                           count_column: str) -> pa.Table:
+    def _sensitive_entries(self, new_id: np.ndarray, value_rank: np.ndarray,
+                           group_column: str, count_column: str) -> pa.Table:
         rel = self.release
-        value_rank = dense_rank(pa.table({"v": pa.array(rel.values)}))
         codes = np.asarray(rel.codes, dtype=np.int64)
         groups = new_id[np.asarray(rel.entry_group, dtype=np.int64)]
         order = np.lexsort((value_rank[codes], groups))
@@ -292,7 +299,7 @@ class Anonymized(Result):
     def _publication(self, original: Any) -> tuple[np.ndarray, np.ndarray]:
         """(publication order of the kept rows, new id of each group), ``keep`` empty."""
         if self.is_bucketization:
-            _, new_id, order = self._bucket_qi_table(original, (), "group_id", "count")
+            _, new_id, order, _ = self._bucket_qi_table(original, (), "group_id", "count")
             return order, new_id
         sens = [] if self.sensitive is None else [self.sensitive]
         t = self._original(original, sens)
