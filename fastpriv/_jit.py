@@ -11,8 +11,9 @@ Every kernel in :mod:`fastpriv._kernels` is decorated with :func:`kernel`, never
   time). Set ``FASTPRIV_NO_CACHE=1`` to disable the on-disk cache (e.g. to measure cold
   compiles).
 * Never wait blind: every real compilation triggers Numba's ``numba:compile`` event, which
-  :func:`fastpriv._progress.compile_progress` counts and, on a terminal (or with
-  ``FASTPRIV_PROGRESS=1``), shows as a transient line on stderr.
+  :func:`fastpriv._progress.compile_progress` counts and shows on stderr: a transient line
+  on a terminal (or with ``FASTPRIV_PROGRESS=1``), else one plain line when a phase of
+  compiling starts and one when it is done (``FASTPRIV_PROGRESS=0`` silences both).
 * ``nogil=True``: kernels release the GIL, so threads (Dask's threaded scheduler, user
   thread pools) run them concurrently.
 * ``error_model="numpy"``: division by zero gives inf/nan like NumPy instead of raising;
@@ -51,7 +52,7 @@ CACHE_ENABLED: bool = os.environ.get("FASTPRIV_NO_CACHE", "") in ("", "0")
 #: Every dispatcher created through :func:`kernel`, in definition order.
 KERNELS: list[Any] = []
 
-# Count compilations; say so on stderr while they run (a terminal, or FASTPRIV_PROGRESS=1).
+# Count compilations and say so on stderr while they run (FASTPRIV_PROGRESS=0: silent).
 compile_progress()
 
 

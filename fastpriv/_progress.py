@@ -4,9 +4,10 @@ Built on `tqdm <https://tqdm.github.io>`_. Every bar goes to **stderr**, never s
 JSON or tables on stdout stay machine-readable. Live bars are shown only when they are
 wanted (:func:`wanted`): when stderr is a terminal, or when asked for with ``enabled=True``
 (the CLI's ``--progress``) or ``FASTPRIV_PROGRESS=1``; ``FASTPRIV_PROGRESS=0`` turns them
-off everywhere. When no live bar is shown, :class:`Progress` still ends with one summary
-line (``what: done/total in s``) so logs say what ran, and the compile notice says
-nothing at all.
+off everywhere. When no live bar is shown (stderr piped into a CI log, cron mail, a Spark
+executor's log), output stays line-oriented: :class:`Progress` ends with one summary line
+(``what: done/total in s``), and compiling writes one line when it starts and one when it
+is done (see :func:`compile_progress`), so a log never shows a silent wait.
 
 Two uses:
 
@@ -15,8 +16,10 @@ Two uses:
 * :func:`compile_progress` — a listener on Numba's ``numba:compile`` event: when a kernel is
   about to be compiled (it was not found in the on-disk cache), a line on stderr says which
   model's kernels are compiling, how many so far and for how long, and it disappears when
-  compiling is done; at exit one line sums up. :mod:`fastpriv._jit` installs it when
-  :func:`wanted` says so. While a fastpriv kernel compiles, the listener also pauses
+  compiling is done; at exit one line sums up. Off a terminal it writes plain lines
+  instead, one per compile phase: ``fastpriv: compiling <model> kernels for first use…``
+  and ``fastpriv: compiled N kernels (<models>) in S s …``. :mod:`fastpriv._jit` installs
+  it on import. While a fastpriv kernel compiles, the listener also pauses
   Python's cyclic garbage collector (Numba's compiler makes millions of short-lived
   objects; full collections over them cost about 8 % of a cold start).
 """
@@ -162,16 +165,26 @@ class RowsProgress(Progress):
 
 
 # ============================================================================ compiling
-class _CompileListener:
-    """Counts Numba compilations and draws one transient bar while they run.
+#: Seconds without a compilation after which a phase of compiling counts as done (the line
+#: ``fastpriv: compiled N kernels … in S s`` is written off a terminal). Kernels a command
+#: compiles one after another, with a few milliseconds of work between them, stay one phase.
+PHASE_GAP_S = 1.0
 
-    Registered through a subclass that also derives from ``numba.core.event.Listener``
-    (made in :func:`compile_progress`, so importing this module does not import Numba).
+
+class _CompileListener:
+    """Counts Numba compilations and shows them on stderr while they run.
+
+    ``live``: one transient tqdm bar (a terminal). ``lines``: plain lines, one when a phase
+    of compiling starts and one when it is done (stderr is not a terminal). Neither:
+    counting only (``FASTPRIV_PROGRESS=0``). Registered through a subclass that also
+    derives from ``numba.core.event.Listener`` (made in :func:`compile_progress`, so
+    importing this module does not import Numba).
     """
 
-    def __init__(self, stream: Any, live: bool) -> None:
+    def __init__(self, stream: Any, live: bool, lines: bool = False) -> None:
         self.stream = stream
         self.live = live
+        self.lines = lines and not live
         self.lock = threading.RLock()
         self.depth = 0
         self.count = 0
@@ -180,7 +193,11 @@ class _CompileListener:
         self._bar: Any = None
         self._t0 = 0.0
         self._ticker: threading.Thread | None = None
+        self._ticker_pid = 0
         self._gc_paused = False
+        # the open phase of the line output: kernels and seconds when it began, models seen
+        self._phase: tuple[int, float, set[str]] | None = None
+        self._idle_since = 0.0
 
     @staticmethod
     def _model(event: Any) -> str | None:
@@ -207,6 +224,8 @@ class _CompileListener:
             self.depth += 1
             if model is not None and self._bar is not None:
                 self._bar.set_description_str(f"compiling {model} kernels", refresh=False)
+            if model is not None and self.lines:
+                self._line_start(model)
 
     def on_end(self, event: Any) -> None:
         with self.lock:
@@ -216,12 +235,15 @@ class _CompileListener:
                 self.models[model] = self.models.get(model, 0) + 1
                 if self._bar is not None:
                     self._bar.update(1)
+                if self._phase is not None:
+                    self._phase[2].add(model)
             self.depth = max(self.depth - 1, 0)
             if self.depth == 0:
                 if self._gc_paused:
                     self._gc_paused = False
                     gc.enable()
                 self.seconds += time.perf_counter() - self._t0
+                self._idle_since = time.perf_counter()
                 if self._bar is not None:
                     self._bar.close()
                     self._bar = None
@@ -232,38 +254,97 @@ class _CompileListener:
                           bar_format="{desc}: {n} done, {elapsed} (first run only: cached "
                                      "on disk)")
         self._bar.start_t -= self.seconds  # elapsed counts every compile of this process
-        if self._ticker is None:
+        self._start_ticker()
+
+    def _start_ticker(self) -> None:
+        # a forked child inherits the attribute but not the thread: start its own
+        if self._ticker is None or self._ticker_pid != os.getpid():
+            self._ticker_pid = os.getpid()
             self._ticker = threading.Thread(target=self._tick, name="fastpriv-compile-bar",
                                             daemon=True)
             self._ticker.start()
 
     def _tick(self) -> None:
-        """Redraw the elapsed time while one long compilation runs."""
+        """Redraw the elapsed time while one long compilation runs; end idle line phases."""
         while True:
-            time.sleep(0.5)
+            time.sleep(0.25 if self.lines else 0.5)
             with self.lock:
                 if self._bar is not None:
                     self._bar.refresh()
+                if (self._phase is not None and self.depth == 0
+                        and time.perf_counter() - self._idle_since >= PHASE_GAP_S):
+                    self._line_done()
+
+    def _write(self, text: str) -> None:
+        """One whole line on the stream; a closed or broken stream is not an error."""
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def _line_start(self, model: str) -> None:
+        """Open a phase: say, before the wait, that kernels are being compiled."""
+        if self._phase is not None:
+            return
+        self._phase = (self.count, self.seconds, {model})
+        self._write(f"fastpriv: compiling {model} kernels for first use… (once: they are "
+                    "cached on disk)\n")
+        self._start_ticker()
+
+    def _line_done(self) -> None:
+        """Close the open phase with the number of kernels compiled and the time taken."""
+        if self._phase is None:
+            return
+        count0, seconds0, models = self._phase
+        self._phase = None
+        n = self.count - count0
+        self._write(f"fastpriv: compiled {n} kernel{'s' if n != 1 else ''} "
+                    f"({', '.join(sorted(models))}) in {self.seconds - seconds0:.1f} s; "
+                    "later runs load them from the cache\n")
 
     def summary(self) -> None:
-        if self.live and self.count:
-            names = ", ".join(sorted(self.models))
-            self.stream.write(f"fastpriv: compiled {self.count} kernels ({names}) in "
-                              f"{self.seconds:.1f} s; later runs load them from the cache\n")
-            self.stream.flush()
+        """At exit: the live display's total, or the line output's last open phase."""
+        with self.lock:
+            if self.lines:
+                self._line_done()
+            elif self.live and self.count:
+                names = ", ".join(sorted(self.models))
+                self._write(f"fastpriv: compiled {self.count} kernels ({names}) in "
+                            f"{self.seconds:.1f} s; later runs load them from the cache\n")
 
 
 _LISTENER: _CompileListener | None = None
 
 
+def _lines_wanted(enabled: bool | None) -> bool:
+    """Whether compile phases are written as plain lines when no live bar is drawn."""
+    env = os.environ.get("FASTPRIV_PROGRESS", "").strip().lower()
+    return env not in _OFF and enabled is not False
+
+
 def compile_progress(enabled: bool | None = None, stream: Any = None) -> None:
-    """Count Numba compilations in this process and, if wanted, show them on stderr.
+    """Count Numba compilations in this process and show them on stderr.
 
     Installs (once) a listener on Numba's ``numba:compile`` event, which Numba triggers
     around every real compilation — cache loads do not trigger it. With a live display
-    (:func:`wanted`), a transient line ``compiling <model> kernels: n done [elapsed]`` is
-    drawn while kernels compile and one summary line is written at exit. Calling it again
-    with ``enabled=True`` switches the display on.
+    (:func:`wanted`: a terminal, or ``FASTPRIV_PROGRESS=1``), a transient line
+    ``compiling <model> kernels: n done [elapsed]`` is drawn while kernels compile and one
+    summary line is written at exit. Otherwise (stderr piped) each phase of compiling — a
+    run of compilations less than :data:`PHASE_GAP_S` apart — writes two plain lines,
+    ``fastpriv: compiling <model> kernels for first use…`` before the wait and
+    ``fastpriv: compiled N kernels (<models>) in S s; …`` after it. ``FASTPRIV_PROGRESS=0``
+    (or ``enabled=False``) silences both. Only fastpriv's kernels are announced. Calling
+    it again with ``enabled=True`` switches the live display on.
+
+    Parameters
+    ----------
+    enabled : bool, optional
+        Force the live display on (``True``) or everything off (``False``); default: from
+        the environment and whether ``stream`` is a terminal.
+    stream : file-like, optional
+        Where to write (default ``sys.stderr`` at the time of the first call).
+
     """
     global _LISTENER
     from numba.core import event as ev
@@ -272,11 +353,13 @@ def compile_progress(enabled: bool | None = None, stream: Any = None) -> None:
     live = wanted(enabled, stream)
     if _LISTENER is None:
         listener_cls = type("CompileListener", (_CompileListener, ev.Listener), {})
-        _LISTENER = listener_cls(stream, live)
+        _LISTENER = listener_cls(stream, live, _lines_wanted(enabled))
         ev.register("numba:compile", _LISTENER)
         atexit.register(lambda: _LISTENER is not None and _LISTENER.summary())
     elif live:
-        _LISTENER.live, _LISTENER.stream = True, stream
+        with _LISTENER.lock:
+            _LISTENER._line_done()
+            _LISTENER.live, _LISTENER.lines, _LISTENER.stream = True, False, stream
 
 
 def compile_stats() -> dict[str, Any]:
