@@ -247,8 +247,12 @@ def test_table_needs_grouping_and_sensitive():
     t = pa.table({"g": [1, 1], "s": ["a", "b"]})
     with pytest.raises(ValueError, match="group"):
         build_report(t, sensitive="s")
+    with pytest.raises(ValueError, match="sensitive: without a sensitive column give qi="):
+        build_report(t, group="g")             # group sizes alone: no QI classes to count
     with pytest.raises(TypeError, match="sensitive"):
-        build_report(t, group="g")
+        build_report(t, sensitive=3, group="g")
+    rep = build_report(t, qi=["g"])                # no sensitive column: the QI classes
+    assert rep.data["classes"]["k"] == 2 and rep.data["parameters"]["sensitive"] is None
     with pytest.raises(ValueError, match="nope"):
         build_report(t, sensitive="nope", group="g")
 

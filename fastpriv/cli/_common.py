@@ -132,12 +132,20 @@ def bucketize_spec(text: str) -> str:
     return text
 
 
-def add_data_arguments(p: argparse.ArgumentParser, *, require_grouping: bool = True) -> None:
+#: Help of an optional ``--sensitive`` (commands that also audit the QI classes alone).
+OPTIONAL_SENSITIVE_HELP = ("sensitive column (optional: without it every column of --qi is a "
+                           "quasi-identifier and only k-anonymity and re-identification "
+                           "risk of their classes are measured, as in ARX)")
+
+
+def add_data_arguments(p: argparse.ArgumentParser, *, require_grouping: bool = True,
+                       require_sensitive: bool = True) -> None:
     """Add ``DATA --sensitive COL (--group COL | --qi COL ...) [--nulls ...]`` to ``p``."""
     p.add_argument("data", help="Parquet/CSV file or Parquet directory, '-' for standard "
                                 "input (Parquet or CSV), or 'adult' for the bundled UCI Adult "
                                 "table")
-    p.add_argument("--sensitive", required=True, help="sensitive column")
+    p.add_argument("--sensitive", required=require_sensitive,
+                   help="sensitive column" if require_sensitive else OPTIONAL_SENSITIVE_HELP)
     g = p.add_mutually_exclusive_group(required=require_grouping)
     g.add_argument("--group", help="group-id column of a bucketized release")
     g.add_argument("--qi", nargs="+", metavar="COL",
@@ -216,7 +224,8 @@ def print_remedy(args: argparse.Namespace, method: str, criteria: list[str], *,
         print(f"  No generalization of these quasi-identifiers can pass: {unreachable}.")
         return
     print("  To fix: " + anonymize_command(args.data, method=method, qi=args.qi,
-                                          sensitive=args.sensitive, criteria=criteria))
+                                          sensitive=args.sensitive, criteria=criteria,
+                                          weight=getattr(args, "weight", None)))
 
 
 def add_bucketize_argument(p: argparse.ArgumentParser) -> None:

@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "failing release. Exit status: 0 every check holds, 1 one fails, 2 bad "
                     "input, 3 internal error.",
         example=EXAMPLE)
-    add_data_arguments(p)
+    add_data_arguments(p, require_sensitive=False)
     p.add_argument("--l", type=size, default=None, metavar="L",
                    help="ℓ of recursive (c,ℓ)-diversity (default: the achieved distinct ℓ)")
     add_threshold_arguments(p)
@@ -105,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--risk: give the quasi-identifiers with --qi (the classes are "
                          "their distinct tuples)")
     check_outputs([file_output(args.json)], overwrite=args.overwrite, inputs=[args.data])
+    if args.sensitive is None:
+        return _audit_classes(args)
     with Timer() as t:
         rel = load_release(args)
     s = release_summary(rel)
@@ -139,6 +141,42 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
+def _audit_classes(args: argparse.Namespace) -> int:
+    """``fastpriv audit`` without ``--sensitive``: k-anonymity and risk of the QI classes."""
+    from ..report import build_report
+    from ._common import Timer, emit_json, escape, format_table, load_data
+
+    if not args.qi:
+        raise InputError("--qi: without --sensitive give the quasi-identifier columns (the "
+                         "audit measures k-anonymity and re-identification risk of their "
+                         "classes)")
+    with Timer() as t:
+        rep = build_report(load_data(args.data, getattr(args, "encoding", None)), qi=args.qi,
+                           nulls=args.nulls, weight=args.weight, min_size=args.min_size,
+                           max_risk=args.max_risk, population=args.population,
+                           robustness=False, attack=False, knowledge_skylines=False,
+                           data_spec=args.data, source=args.data, remedy_qi=args.qi)
+    d = rep.to_dict()
+    cl = d["classes"]
+    print(f"{escape(args.data)}: {cl['n_records']:,} records in {cl['n_classes']:,} classes of "
+          f"identical quasi-identifiers (sizes {cl['class_size']['min']}–"
+          f"{cl['class_size']['max']}, {cl['singleton_classes']:,} unique) — counted in "
+          f"{t.seconds:.2f} s")
+    rows = [[", ".join(f"{k}={v}" for k, v in c["values"].items()), c["size"]]
+            for c in cl["smallest"][:5]]
+    print()
+    print(format_table(["quasi-identifier values", "people"], rows, title="Smallest classes"))
+    if d.get("risk", {}).get("status") == "ok":
+        print()
+        print("Re-identification risk")
+        print(d["risk"]["summary"])
+    print()
+    print(rep.summary(verbose=args.verbose))
+    emit_json(args, {"classes": cl, "risk": d.get("risk"), "verdict": d["verdict"],
+                     "timings_s": d["timings_s"]})
+    return rep.exit_code
+
+
 def _risk(args: argparse.Namespace) -> tuple[dict, bool]:
     """Re-identification risk of the QI classes (``--risk``): print it, return it and PASS."""
     import math
@@ -147,7 +185,8 @@ def _risk(args: argparse.Namespace) -> tuple[dict, bool]:
     from ._common import load_data, print_remedy
 
     res = risk.audit(load_data(args.data, getattr(args, "encoding", None)), qi=args.qi,
-                     threshold=args.max_risk, population=args.population, nulls=args.nulls)
+                     threshold=args.max_risk, population=args.population, nulls=args.nulls,
+                     weight=args.weight)
     ok, lines = risk.verdict(res, args.max_risk)
     print()
     print("Re-identification risk")

@@ -12,6 +12,7 @@ ORDER = 5
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``report`` sub-command."""
     from ._common import (
+        OPTIONAL_SENSITIVE_HELP,
         add_command,
         add_encoding_argument,
         add_knowledge_arguments,
@@ -39,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("data", help="Parquet/CSV file or Parquet directory with one row per "
                                 "individual, '-' for standard input (Parquet or CSV), or "
                                 "'adult' for the bundled UCI Adult table")
-    p.add_argument("--sensitive", required=True, help="sensitive column")
+    p.add_argument("--sensitive", help=OPTIONAL_SENSITIVE_HELP)
     p.add_argument("--group", nargs="+", metavar="COL",
                    help="group-id column(s) of a bucketized release; with --group, --qi names "
                         "the exact quasi-identifiers the adversary knows")
@@ -49,6 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the adversary knows exactly (r-robustness, foreground attack)")
     p.add_argument("--individual", metavar="COL",
                    help="individual-id column (MVPI: one row per individual and value)")
+    p.add_argument("--weight", metavar="COL",
+                   help="multiplicity column: each row stands for that many individuals "
+                        "(e.g. the count of a SQL GROUP BY); every section counts people")
     add_nulls_argument(p)
     p.add_argument("--stream", action="store_true",
                    help="read a large file or Parquet directory in record batches (memory "
@@ -116,6 +120,10 @@ def run(args: argparse.Namespace) -> int:
     if args.group is None and args.qi is None:
         raise InputError("give --group (a bucketized release) and/or --qi (quasi-identifier "
                          "columns)")
+    if args.sensitive is None and args.qi is None:
+        raise InputError("--qi: without --sensitive give the quasi-identifier columns (the "
+                         "report measures k-anonymity and re-identification risk of their "
+                         "classes)")
     if args.k_max is not None and args.k_max < args.k:
         raise InputError(f"--k-max ({args.k_max}) must be at least --k ({args.k})")
     if args.output == "-":
@@ -137,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
         include_individual_values=args.include_individual_values, row_label=args.row_label,
         robustness=not args.no_robustness, attack=not args.no_attack, stream=args.stream,
         risk=not args.no_risk, max_risk=args.max_risk, population=args.population,
-        title=args.title, source=source, data_spec=args.data)
+        title=args.title, source=source, data_spec=args.data, weight=args.weight)
     print(rep.summary(verbose=args.verbose))
     print(f"(report built in {rep.data['timings_s']['total']:.2f} s)")
     for dest in rep.write(html=args.output, json=json_file, overwrite=args.overwrite,

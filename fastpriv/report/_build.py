@@ -659,7 +659,8 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
                  source: str | None = None, data_spec: str | None = None,
                  knowledge_skylines: bool = True,
                  remedy_qi: Sequence[str] | None = None, risk: bool = True,
-                 max_risk: float = 0.2, population: Any = None) -> Report:
+                 max_risk: float = 0.2, population: Any = None,
+                 weight: str | None = None) -> Report:
     """Audit a release with every model fastpriv implements and return a :class:`Report`.
 
     Parameters
@@ -669,8 +670,11 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
         individual (the published groups plus the sensitive value), or an already built
         :class:`~fastpriv.Release` (then the row-level sections — r-robustness, the
         foreground attack and row numbers of individuals — are skipped, with the reason).
-    sensitive : str
-        Sensitive column (default for a Release: its own).
+    sensitive : str, optional
+        Sensitive column (default for a Release: its own). Without one (a table and
+        ``qi``), the report measures what does not read a sensitive attribute: k-anonymity
+        of the QI classes (section ``classes``) and re-identification risk; every model of
+        attribute disclosure is skipped with the reason.
     group : str or list of str, optional
         Group-id column(s) of a bucketized release. With ``group``, ``qi`` names the exact
         quasi-identifier columns the adversary knows (used by r-robustness and the
@@ -738,6 +742,9 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
         Re-identification risk of the QI classes (:mod:`fastpriv.risk`; needs ``qi`` and the
         rows): PASS when the highest prosecutor risk is at most ``max_risk``; ``population``
         (a size or a table) adds journalist risk and population uniques.
+    weight : str, optional
+        Multiplicity column: each row stands for that many identical rows (a ``GROUP BY``
+        count); every section, the risk section included, counts people.
 
     Returns
     -------
@@ -764,24 +771,29 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
     timings["fingerprint"] = tf.seconds
     with Timer() as tr:
         inp = _load_input(data, sensitive=sensitive, o=o, individual=individual,
-                          row_label=row_label)
+                          row_label=row_label, weight=weight)
     timings["release"] = tr.seconds
-    for v in o.sigma or []:                       # parameter errors before any model runs
-        inp.rel.code_of(v, param="sigma")
-    for v in o.sensitive_values or []:
-        inp.rel.code_of(v, param="sensitive_values")
+    if inp.rel is not None:
+        for v in o.sigma or []:                   # parameter errors before any model runs
+            inp.rel.code_of(v, param="sigma")
+        for v in o.sensitive_values or []:
+            inp.rel.code_of(v, param="sensitive_values")
     params = _parameters(o, inp.sensitive, individual=individual, row_label=row_label,
-                         knowledge=knowledge, max_risk=max_risk)
-    sec = _sections(inp, o, knowledge=knowledge, knowledge_fallback=knowledge_fallback,
-                    knowledge_skylines=knowledge_skylines, row_label=row_label, risk=risk,
-                    max_risk=max_risk, population=population)
-    sec["release"]["seconds"] = timings["release"]
+                         knowledge=knowledge, max_risk=max_risk, weight=weight)
+    if inp.rel is None:
+        sec = _class_sections(inp, o, risk=risk, max_risk=max_risk, population=population)
+    else:
+        sec = _sections(inp, o, knowledge=knowledge, knowledge_fallback=knowledge_fallback,
+                        knowledge_skylines=knowledge_skylines, row_label=row_label,
+                        risk=risk, max_risk=max_risk, population=population, weight=weight)
+        sec["release"]["seconds"] = timings["release"]
     table_values = None
-    if o.include_individual_values and inp.table is not None and inp.rel.case == "svpi":
+    if o.include_individual_values and inp.table is not None and inp.rel is not None \
+            and inp.rel.case == "svpi":
         table_values = inp.table.column(inp.sensitive).to_pylist()
     with Timer() as tt:
-        targets = _targets(inp.rel, sec, o.c_v, table_values, inp.row_labels,
-                           o.include_individual_values)
+        targets = [] if inp.rel is None else _targets(
+            inp.rel, sec, o.c_v, table_values, inp.row_labels, o.include_individual_values)
     verdict = build_verdict(sec, {**params, "qi": list(remedy_qi) if remedy_qi else o.qi},
                             inp.sensitive, data_spec=data_spec or inp.path)
     timings.update({name: x["seconds"] for name, x in sec.items() if "seconds" in x})
@@ -845,7 +857,7 @@ class _Input:
     """The loaded input: the release, the rows (when kept) and how they were read."""
 
     rel: Any
-    sensitive: str
+    sensitive: str | None
     kind: str
     grouping: str
     path: str | None = None
@@ -853,11 +865,17 @@ class _Input:
     n_dropped: int = 0
     row_reason: str | None = None
     row_labels: list | None = None
+    classes: Any = None
 
 
 def _load_input(data: Any, *, sensitive: str | None, o: SimpleNamespace,
-                individual: str | None, row_label: str | None) -> _Input:
-    """Read the input (a Release, a table, a path; streamed or not) into an :class:`_Input`."""
+                individual: str | None, row_label: str | None,
+                weight: str | None = None) -> _Input:
+    """Read the input (a Release, a table, a path; streamed or not) into an :class:`_Input`.
+
+    Without a sensitive column (a table and ``qi``) the input is counted into the classes
+    of identical QI values (``classes``) and ``rel`` is None.
+    """
     from ..release import Release
 
     if isinstance(data, Release):
@@ -872,6 +890,8 @@ def _load_input(data: Any, *, sensitive: str | None, o: SimpleNamespace,
                           "the input is an already built Release: it has no rows or "
                           "quasi-identifier columns, so the row-level sections (r-robustness, "
                           "the foreground attack, row numbers of individuals) are skipped"))
+    if sensitive is None:
+        return _load_classes(data, o=o, individual=individual, weight=weight)
     if not isinstance(sensitive, str):
         raise InputTypeError("sensitive must be the name of the sensitive column")
     if not o.group and not o.qi:
@@ -886,7 +906,8 @@ def _load_input(data: Any, *, sensitive: str | None, o: SimpleNamespace,
             raise InputError("stream=True needs a file or directory path")
         if individual:
             raise InputError("stream=True is for SVPI tables (no individual column)")
-        rel = Release.from_batches(path, sensitive=sensitive, nulls=o.nulls, **by)
+        rel = Release.from_batches(path, sensitive=sensitive, nulls=o.nulls, weight=weight,
+                                   **by)
         return _Input(rel=rel, sensitive=sensitive, kind=kind, grouping=grouping, path=path,
                       row_reason=("the input was streamed in record batches (a large input), "
                                   "so its rows are not kept: row-level sections are skipped"))
@@ -894,16 +915,71 @@ def _load_input(data: Any, *, sensitive: str | None, o: SimpleNamespace,
 
     needed = list(dict.fromkeys([sensitive] + (o.group or []) + (o.qi or [])
                                 + ([individual] if individual else [])
-                                + ([row_label] if row_label else [])))
+                                + ([row_label] if row_label else [])
+                                + ([weight] if weight else [])))
     table = as_table(data, columns=needed, param="data")
     kw = {"individual": individual} if individual else {}
     if o.group and o.qi:
         by = {"group": o.group, "qi": o.qi}    # the row view too, under one null policy
-    rel = Release.from_table(table, sensitive=sensitive, nulls=o.nulls, **by, **kw)
+    rel = Release.from_table(table, sensitive=sensitive, nulls=o.nulls, weight=weight, **by,
+                             **kw)
     kept = _kept_rows(rel, table)
     return _Input(rel=rel, sensitive=sensitive, kind=kind, grouping=grouping, path=path,
                   table=table, n_dropped=table.num_rows - kept,
                   row_labels=table.column(row_label).to_pylist() if row_label else None)
+
+
+def _load_classes(data: Any, *, o: SimpleNamespace, individual: str | None,
+                  weight: str | None) -> _Input:
+    """Count a table without a sensitive column into its QI classes (``rel`` is None)."""
+    from .._arrow import as_table
+    from ..risk import class_counts
+
+    if o.group or individual or not o.qi:
+        raise InputError("sensitive: without a sensitive column give qi= (the quasi-"
+                         "identifier columns; k-anonymity and re-identification risk are "
+                         "measured over their classes) and no group=/individual=")
+    if o.stream:
+        raise InputError("stream=True needs a sensitive column; the QI classes are counted "
+                         "from the quasi-identifier columns alone")
+    path = os.fspath(data) if isinstance(data, (str, os.PathLike)) else None
+    kind = ("directory" if path and os.path.isdir(path) else "file") if path else "table"
+    table = as_table(data, columns=list(dict.fromkeys(o.qi + ([weight] if weight else []))),
+                     param="data")
+    cc = class_counts(table, qi=o.qi, weight=weight, nulls=o.nulls)
+    kept = table.num_rows if o.nulls != "drop" else \
+        table.num_rows - _rows_with_nulls(table, o.qi)
+    return _Input(rel=None, sensitive=None, kind=kind, grouping="qi", path=path, table=table,
+                  n_dropped=table.num_rows - kept, classes=cc,
+                  row_reason="no sensitive column: the row-level models do not apply")
+
+
+def _rows_with_nulls(table: Any, columns: list[str]) -> int:
+    """Count the rows of ``table`` with a null in any of ``columns``."""
+    import pyarrow.compute as pc
+
+    mask = None
+    for c in columns:
+        m = pc.is_null(table.column(c), nan_is_null=True)
+        mask = m if mask is None else pc.or_(mask, m)
+    return int(pc.sum(mask).as_py() or 0) if mask is not None else 0
+
+
+def _class_sections(inp: _Input, o: SimpleNamespace, *, risk: bool, max_risk: float,
+                    population: Any) -> dict[str, Any]:
+    """Sections of a report without a sensitive column: the QI classes and their risk."""
+    from ._classes import NO_SENSITIVE_REASON, classes_section
+
+    sec: dict[str, Any] = {name: _skipped(NO_SENSITIVE_REASON) for name in (
+        "release", "classical", "ck_safety", "skyline", "whole_table", "robustness",
+        "foreground", "worst_groups")}
+    sec["classes"] = _run(classes_section, inp.classes, top=o.top)
+    if risk:
+        from ._risk import risk_section
+
+        sec["risk"] = risk_section(inp.classes, qi=o.qi, threshold=max_risk,
+                                   population=population)
+    return sec
 
 
 def _kept_rows(rel: Any, table: Any) -> int:
@@ -911,10 +987,12 @@ def _kept_rows(rel: Any, table: Any) -> int:
     return int(table.num_rows if rel.row_group is None else rel.row_group.shape[0])
 
 
-def _parameters(o: SimpleNamespace, sensitive: str, *, individual: str | None,
-                row_label: str | None, knowledge: Any, max_risk: float) -> dict:
+def _parameters(o: SimpleNamespace, sensitive: str | None, *, individual: str | None,
+                row_label: str | None, knowledge: Any, max_risk: float,
+                weight: str | None) -> dict:
     """Return the report's ``parameters`` section (what every model ran with)."""
     return {"sensitive": sensitive, "group": o.group, "qi": o.qi, "individual": individual,
+            "weight": weight,
             "nulls": o.nulls, "c": o.cs, "c_verdict": o.c_v, "k": o.k, "k_max": o.k_max,
             "point": list(o.point), "l": o.l, "min_size": o.min_size, "min_l": o.min_l,
             "max_t": o.max_t, "r": o.r, "max_set_size": o.max_set_size,
@@ -953,7 +1031,7 @@ def _row_level_reason(inp: _Input, o: SimpleNamespace, what: str,
 
 def _sections(inp: _Input, o: SimpleNamespace, *, knowledge: Any, knowledge_fallback: Any,
               knowledge_skylines: bool, row_label: str | None, risk: bool, max_risk: float,
-              population: Any) -> dict[str, Any]:
+              population: Any, weight: str | None = None) -> dict[str, Any]:
     """Run every model's section (a model refusing the input gives a 'failed' section)."""
     rel = inp.rel
     sec: dict[str, Any] = {}
@@ -996,7 +1074,8 @@ def _sections(inp: _Input, o: SimpleNamespace, *, knowledge: Any, knowledge_fall
 
         kept = inp.table if rel.input_row is None else inp.table.take(rel.input_row)
         sec["risk"] = risk_section(kept, qi=o.qi, threshold=max_risk, population=population,
-                                   nulls="error" if o.nulls == "drop" else o.nulls)
+                                   nulls="error" if o.nulls == "drop" else o.nulls,
+                                   weight=weight)
     return sec
 
 
@@ -1015,12 +1094,14 @@ def _payload(inp: _Input, sec: dict, *, title: str, source: str, fingerprint: di
                   "fingerprint": fingerprint,
                   "n_input_rows": None if table is None else int(table.num_rows),
                   "n_rows_dropped_for_nulls": inp.n_dropped,
-                  "rows_available": table is not None and inp.rel.row_group is not None,
+                  "rows_available": (table is not None and inp.rel is not None
+                                     and inp.rel.row_group is not None),
                   "row_level_reason": inp.row_reason},
         "parameters": params,
         "verdict": verdict,
         **{name: sec[name] for name in ("release", "classical", "ck_safety", "skyline",
                                         "robustness", "foreground", "worst_groups")},
+        **({"classes": sec["classes"]} if "classes" in sec else {}),
         **({"risk": sec["risk"]} if "risk" in sec else {}),
         "targets": {"individual_values_included": values_included, "items": targets},
         "timings_s": timings,

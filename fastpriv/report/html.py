@@ -175,12 +175,15 @@ def _verdict(d: dict) -> str:
     sens = d["parameters"]["sensitive"]
     risk_title = ("Most important risk" if v["violated"]
                   else "Closest risk beyond the thresholds")
+    goal = (f'<p>An adversary “succeeds” when he can be at least <b>{_pct(v["threshold_c"])}'
+            f'</b> sure of a person’s <b>{e(sens)}</b>. Each line below asks one question '
+            "about the release.</p>" if sens is not None else
+            "<p>No column is sensitive: the adversary “succeeds” when he picks out a "
+            "person’s record by its quasi-identifiers. Each line below asks one question "
+            "about the release.</p>")
     return (
         f'<section class="verdict {cls}" id="verdict">'
-        f'<p class="headline">{e(v["headline"])}</p>'
-        f'<p>An adversary “succeeds” when he can be at least <b>{_pct(v["threshold_c"])}</b> '
-        f'sure of a person’s <b>{e(sens)}</b>. Each line below asks one question about the '
-        f"release.</p>"
+        f'<p class="headline">{e(v["headline"])}</p>' + goal +
         f'<div class="{risk_cls}"><b>{risk_title}</b>{e(kr["text"])}</div>'
         + _remedies(v)
         + _table(["result", "model", "question and answer"], rows, raw={0, 2})
@@ -199,7 +202,30 @@ def _remedies(v: dict) -> str:
             f"checked against what the whole table can reach):</p><ul>{lis}</ul></div>")
 
 
+def _classes(d: dict) -> str:
+    """Render the QI classes of a report without a sensitive column (k, smallest classes)."""
+    s = d["classes"]
+    head = "<h2 id='data'>What was audited</h2>"
+    if s.get("status") != "ok":
+        return head + _skip(s)
+    cs = s["class_size"]
+    rows = [["input", d["input"]["source"]],
+            ["quasi-identifiers", ", ".join(s["qi"])],
+            ["people (records)", _fmt(s["n_records"])],
+            ["classes of identical quasi-identifiers", _fmt(s["n_classes"])],
+            ["class sizes", f"{_fmt(cs['min'])} to {_fmt(cs['max'])} (median "
+                            f"{_fmt(cs['median'])}); {_fmt(s['singleton_classes'])} records "
+                            "unique"],
+            ["sha256 fingerprint", d["input"]["fingerprint"]["value"]]]
+    small = [[", ".join(f"{k}={_plain(v)}" for k, v in c["values"].items()), c["size"]]
+             for c in s["smallest"]]
+    return (head + _table(["", ""], rows) + "<h3>Smallest classes</h3>"
+            + _table(["quasi-identifier values", "people"], small, num={1}))
+
+
 def _audited(d: dict) -> str:
+    if d.get("classes") is not None:
+        return _classes(d)
     r = d["release"]
     inp = d["input"]
     fp = inp["fingerprint"]

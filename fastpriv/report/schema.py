@@ -19,6 +19,11 @@ text, the ids satisfied / violated / not run, and the ``key_risk``), the model s
 ``worst_groups``, then ``targets`` (individuals an adversary would target and why),
 ``timings_s`` and ``glossary``.
 
+A report without a sensitive column (version 1.1: ``parameters.sensitive`` is null) has
+the section ``classes`` (the classes of identical quasi-identifiers and their k) and
+``risk``; the sections of attribute disclosure are then ``"skipped"`` with the reason.
+``parameters.weight`` names the multiplicity column (null: one row per person).
+
 Classical models follow the vocabulary of pycanon: ``classical.pycanon`` has pycanon's JSON
 report keys (``k_anonymity``, ``alpha_k_anonymity``, ``l_diversity``,
 ``entropy_l_diversity``, ``recursive_c_l_diversity``, ``basic_beta_likeness``,
@@ -38,7 +43,7 @@ from ..errors import InputError
 
 __all__ = ["SCHEMA", "SCHEMA_ID", "SCHEMA_VERSION", "validate"]
 
-SCHEMA_VERSION = "1.0.0"
+SCHEMA_VERSION = "1.1.0"
 SCHEMA_ID = "urn:fastpriv:report:1"
 
 _NUM = {"$ref": "#/$defs/num"}
@@ -157,7 +162,7 @@ SCHEMA: dict = {
             "n_rows_dropped_for_nulls": _INT, "rows_available": _BOOL,
             "row_level_reason": _STR_OR_NULL}),
         "parameters": _obj({
-            "sensitive": _STR, "group": {"type": ["array", "null"]},
+            "sensitive": _STR_OR_NULL, "group": {"type": ["array", "null"]},
             "qi": {"type": ["array", "null"]}, "individual": _STR_OR_NULL,
             "nulls": {"enum": ["error", "drop", "value"]}, "c": _arr(_NUM, minItems=1),
             "c_verdict": _NUM, "k": _INT, "k_max": _INT,
@@ -240,6 +245,12 @@ SCHEMA: dict = {
                                  "profile": _arr(_obj({"value": _LABEL, "count": _INT})),
                                  "rows": {"anyOf": [_arr(_INT), {"type": "null"}]},
                                  "row_labels": {"type": ["array", "null"]}}))}),
+        "classes": _section({
+            "qi": _arr(_STR), "n_classes": _INT, "n_records": _INT, "k": _INT,
+            "worst_label": _LABEL,
+            "class_size": _obj({"min": _INT, "median": _NUM, "mean": _NUM, "max": _INT}),
+            "singleton_classes": _INT,
+            "smallest": _arr(_obj({"values": _OBJ, "size": _INT}))}),
         "targets": _obj({"individual_values_included": _BOOL, "items": _arr(_TARGET)}),
         "timings_s": {"type": "object", "required": ["total"],
                       "additionalProperties": _NUM},

@@ -28,7 +28,8 @@ EXIT_HOLDS = 0
 EXIT_FAILS = 1
 
 
-def build_verdict(sec: dict, params: dict, sens: str, *, data_spec: str | None = None) -> dict:
+def build_verdict(sec: dict, params: dict, sens: str | None, *,
+                  data_spec: str | None = None) -> dict:
     """Collect the checks of the report sections ``sec`` into the verdict.
 
     Parameters
@@ -36,12 +37,13 @@ def build_verdict(sec: dict, params: dict, sens: str, *, data_spec: str | None =
     sec : dict
         Report sections (``classical``, ``ck_safety``, ``skyline``, ``robustness``,
         ``foreground``, ``worst_groups`` and ``whole_table``, the one-group audit that decides
-        which thresholds any generalization can reach).
+        which thresholds any generalization can reach; without a sensitive column
+        ``classes``, the QI classes, and ``risk``).
     params : dict
         The report parameters (thresholds ``min_size``, ``min_l``, ``max_t``, ``c_verdict``,
         ``k``, ``point``, ``r``; columns ``qi``, ``group``, ``sensitive``).
-    sens : str
-        Name of the sensitive column (for the sentences).
+    sens : str or None
+        Name of the sensitive column (for the sentences); None without one.
     data_spec : str, optional
         How the remedy commands name the data (a path, ``adult``); default ``DATA``.
 
@@ -86,8 +88,13 @@ def _not_run(id_: str, title: str, question: str, section: dict) -> list[dict]:
     return [_check(id_, title, question, status=section["status"], reason=section["reason"])]
 
 
-def _checks(sec: dict, params: dict, sens: str) -> list[dict]:
+def _checks(sec: dict, params: dict, sens: str | None) -> list[dict]:
     """One check per model: the question, PASS/FAIL, the achieved value and a sentence."""
+    if sec.get("classes") is not None:          # no sensitive column: the QI classes
+        out = _classes_checks(sec["classes"], params)
+        if sec.get("risk") is not None:
+            out += _risk_checks(sec["risk"])
+        return out
     out = (_classical_checks(sec["classical"], params, sens)
            + _ck_checks(sec["ck_safety"], params, sens)
            + _skyline_checks(sec["skyline"], params, sens)
@@ -95,6 +102,23 @@ def _checks(sec: dict, params: dict, sens: str) -> list[dict]:
     if sec.get("risk") is not None:
         out += _risk_checks(sec["risk"])
     return out
+
+
+def _k_check(k: int, params: dict, unit: str = "group") -> dict:
+    """Check k-anonymity: the smallest group (or QI class) has at least ``min_size``."""
+    return _check("k_anonymity", "k-anonymity",
+                  "Does every group hide each person among enough others?",
+                  k >= params["min_size"], k, f"k ≥ {params['min_size']}",
+                  f"The smallest {unit} has {k} {'person' if k == 1 else 'people'} "
+                  f"(required: at least {params['min_size']}).")
+
+
+def _classes_checks(cl: dict, params: dict) -> list[dict]:
+    """Return the checks without a sensitive column: k-anonymity of the QI classes."""
+    if cl["status"] != "ok":
+        return _not_run("k_anonymity", "k-anonymity",
+                        "Does every group hide each person among enough others?", cl)
+    return [_k_check(cl["k"], params, unit="class of identical quasi-identifiers")]
 
 
 def _classical_checks(cl: dict, params: dict, sens: str) -> list[dict]:
@@ -110,11 +134,7 @@ def _classical_checks(cl: dict, params: dict, sens: str) -> list[dict]:
     a = m["alpha_k_anonymity"]["value"]
     min_l = params["min_l"]
     return [
-        _check("k_anonymity", "k-anonymity",
-               "Does every group hide each person among enough others?",
-               k >= params["min_size"], k, f"k ≥ {params['min_size']}",
-               f"The smallest group has {k} {'person' if k == 1 else 'people'} "
-               f"(required: at least {params['min_size']})."),
+        _k_check(k, params),
         _check("l_diversity", "distinct ℓ-diversity",
                f"Does every group contain several different values of {sens}?",
                ld >= min_l, ld, f"ℓ ≥ {min_l}",
@@ -397,12 +417,17 @@ def _unreachable(by_id: dict, whole: dict | None, params: dict,
 
 def _command(data: str, params: dict, method: str, criteria: list[str]) -> str:
     return anonymize_command(data, method=method, qi=params.get("qi"),
-                             sensitive=params["sensitive"], criteria=criteria)
+                             sensitive=params["sensitive"], criteria=criteria,
+                             weight=params.get("weight"))
 
 
-def anonymize_command(data: str, *, method: str, qi: list[str] | None, sensitive: str,
-                      criteria: list[str]) -> str:
+def anonymize_command(data: str, *, method: str, qi: list[str] | None,
+                      sensitive: str | None, criteria: list[str],
+                      weight: str | None = None) -> str:
     """Return the shell-quoted ``fastpriv anonymize`` command of a remedy.
+
+    ``weight`` (the multiplicity column of an aggregated table) is passed on, so that the
+    release counts people, not rows.
 
     Examples
     --------
@@ -413,8 +438,8 @@ def anonymize_command(data: str, *, method: str, qi: list[str] | None, sensitive
 
     """
     args = ["fastpriv", "anonymize", data, "--method", method, "--qi",
-            *(qi or ["QI_COLUMNS..."]), "--sensitive", sensitive, *criteria,
-            "-o", "release.parquet"]
+            *(qi or ["QI_COLUMNS..."]), *(["--sensitive", sensitive] if sensitive else []),
+            *(["--weight", weight] if weight else []), *criteria, "-o", "release.parquet"]
     return " ".join(a if a.endswith("...") else shlex.quote(str(a)) for a in args)
 
 
