@@ -206,8 +206,31 @@ def add_risk_arguments(p: Any) -> None:
     p.add_argument("--max-risk", type=probability, default=0.2, metavar="R",
                    help="highest acceptable prosecutor risk, 1/(smallest class), in [0, 1] "
                         "(default 0.2)")
-    p.add_argument("--population", type=size, metavar="N",
-                   help="population size for journalist risk and population uniques")
+    p.add_argument("--population", type=population_arg, metavar="N|TABLE",
+                   help="population size N (journalist risk, population uniques) or a "
+                        "population table holding the data (exact journalist risk, k-map, "
+                        "δ-presence: --min-k-map, --max-delta)")
+    from ..registry import add_threshold_flags
+
+    add_threshold_flags(p, {"size": size, "probability": probability})
+
+
+def population_arg(text: str) -> int | str:
+    """Parse ``--population``: an integer population size, or a population table path."""
+    try:
+        return size(text)
+    except argparse.ArgumentTypeError:
+        if os.path.exists(text):
+            return text
+        raise argparse.ArgumentTypeError(
+            f"expected a population size (an integer >= 1) or an existing table file, got "
+            f"{text!r}") from None
+
+
+def load_population(args: argparse.Namespace) -> Any:
+    """Return the ``--population`` value: a size, a loaded table, or None."""
+    pop = getattr(args, "population", None)
+    return load_data(pop, getattr(args, "encoding", None)) if isinstance(pop, str) else pop
 
 
 def print_remedy(args: argparse.Namespace, method: str, criteria: list[str], *,

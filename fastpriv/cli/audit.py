@@ -88,12 +88,18 @@ def release_summary(rel) -> dict:
 
 def audit_release(rel, args: argparse.Namespace, data_spec: str):
     """Run the verdict's models on a built release; return the report object."""
+    from ..registry import thresholds_of
     from ..report import build_report
+    from ._common import load_population
 
+    thresholds = thresholds_of(args)
+    qi = args.qi if args.qi and not args.group and any(
+        v is not None for v in thresholds.values()) else None
     return build_report(rel, c=args.c, k=args.k, point=tuple(args.point), l=args.l,
                         min_size=args.min_size, min_l=args.min_l, max_t=args.max_t,
                         robustness=False, attack=False, knowledge_skylines=False,
-                        data_spec=data_spec, source=data_spec, remedy_qi=args.qi)
+                        data_spec=data_spec, source=data_spec, remedy_qi=args.qi, qi=qi,
+                        thresholds=thresholds, population=load_population(args))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -120,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
         print(classical_table(rel, d["classical"]["models"]))
     classical = {k: v for k, v in d["classical"].items() if k != "seconds"}  # deterministic
     payload = {"release": s, "classic": classical, "skyline": d["skyline"],
-               "verdict": d["verdict"], "timings_s": {**d["timings_s"], "release": t.seconds}}
+               "models": d.get("models", {}), "verdict": d["verdict"],
+               "timings_s": {**d["timings_s"], "release": t.seconds}}
     if rel.case == "svpi":
         from .. import ck_safety
         from ._common import format_table
@@ -143,8 +150,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _audit_classes(args: argparse.Namespace) -> int:
     """``fastpriv audit`` without ``--sensitive``: k-anonymity and risk of the QI classes."""
+    from ..registry import thresholds_of
     from ..report import build_report
-    from ._common import Timer, emit_json, escape, format_table, load_data
+    from ._common import Timer, emit_json, escape, format_table, load_data, load_population
 
     if not args.qi:
         raise InputError("--qi: without --sensitive give the quasi-identifier columns (the "
@@ -153,8 +161,9 @@ def _audit_classes(args: argparse.Namespace) -> int:
     with Timer() as t:
         rep = build_report(load_data(args.data, getattr(args, "encoding", None)), qi=args.qi,
                            nulls=args.nulls, weight=args.weight, min_size=args.min_size,
-                           max_risk=args.max_risk, population=args.population,
-                           robustness=False, attack=False, knowledge_skylines=False,
+                           max_risk=args.max_risk, population=load_population(args),
+                           thresholds=thresholds_of(args), robustness=False, attack=False,
+                           knowledge_skylines=False,
                            data_spec=args.data, source=args.data, remedy_qi=args.qi)
     d = rep.to_dict()
     cl = d["classes"]
@@ -172,8 +181,8 @@ def _audit_classes(args: argparse.Namespace) -> int:
         print(d["risk"]["summary"])
     print()
     print(rep.summary(verbose=args.verbose))
-    emit_json(args, {"classes": cl, "risk": d.get("risk"), "verdict": d["verdict"],
-                     "timings_s": d["timings_s"]})
+    emit_json(args, {"classes": cl, "risk": d.get("risk"), "models": d.get("models", {}),
+                     "verdict": d["verdict"], "timings_s": d["timings_s"]})
     return rep.exit_code
 
 
@@ -182,10 +191,11 @@ def _risk(args: argparse.Namespace) -> tuple[dict, bool]:
     import math
 
     from .. import risk
-    from ._common import load_data, print_remedy
+    from ._common import load_data, load_population, print_remedy
 
     res = risk.audit(load_data(args.data, getattr(args, "encoding", None)), qi=args.qi,
-                     threshold=args.max_risk, population=args.population, nulls=args.nulls,
+                     threshold=args.max_risk, population=load_population(args),
+                     nulls=args.nulls,
                      weight=args.weight)
     ok, lines = risk.verdict(res, args.max_risk)
     print()

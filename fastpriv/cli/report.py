@@ -114,8 +114,9 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from .._io import check_outputs
+    from ..registry import thresholds_of
     from ..report import build_report
-    from ._common import escape, file_output, load_data, write_stdout
+    from ._common import escape, file_output, load_data, load_population, write_stdout
 
     if args.group is None and args.qi is None:
         raise InputError("give --group (a bucketized release) and/or --qi (quasi-identifier "
@@ -144,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
         max_set_size=args.max_set_size, sensitive_values=args.sensitive_values, top=args.top,
         include_individual_values=args.include_individual_values, row_label=args.row_label,
         robustness=not args.no_robustness, attack=not args.no_attack, stream=args.stream,
-        risk=not args.no_risk, max_risk=args.max_risk, population=args.population,
+        risk=not args.no_risk, max_risk=args.max_risk, population=load_population(args),
+        thresholds=thresholds_of(args),
         title=args.title, source=source, data_spec=args.data, weight=args.weight)
     print(rep.summary(verbose=args.verbose))
     print(f"(report built in {rep.data['timings_s']['total']:.2f} s)")

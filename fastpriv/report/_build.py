@@ -660,7 +660,7 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
                  knowledge_skylines: bool = True,
                  remedy_qi: Sequence[str] | None = None, risk: bool = True,
                  max_risk: float = 0.2, population: Any = None,
-                 weight: str | None = None) -> Report:
+                 weight: str | None = None, thresholds: dict | None = None) -> Report:
     """Audit a release with every model fastpriv implements and return a :class:`Report`.
 
     Parameters
@@ -745,6 +745,10 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
     weight : str, optional
         Multiplicity column: each row stands for that many identical rows (a ``GROUP BY``
         count); every section, the risk section included, counts people.
+    thresholds : dict, optional
+        Thresholds of the verdict models declared in :mod:`fastpriv.registry` (e.g.
+        ``{"min_k_map": 5, "max_delta": 0.5}``; None or absent: not checked). Each model
+        given a threshold adds its section under ``models`` and its checks to the verdict.
 
     Returns
     -------
@@ -778,8 +782,10 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
             inp.rel.code_of(v, param="sigma")
         for v in o.sensitive_values or []:
             inp.rel.code_of(v, param="sensitive_values")
+    thresholds = {k: v for k, v in (thresholds or {}).items() if v is not None}
     params = _parameters(o, inp.sensitive, individual=individual, row_label=row_label,
                          knowledge=knowledge, max_risk=max_risk, weight=weight)
+    params["thresholds"] = thresholds
     if inp.rel is None:
         sec = _class_sections(inp, o, risk=risk, max_risk=max_risk, population=population)
     else:
@@ -787,6 +793,11 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
                         knowledge_skylines=knowledge_skylines, row_label=row_label,
                         risk=risk, max_risk=max_risk, population=population, weight=weight)
         sec["release"]["seconds"] = timings["release"]
+    if thresholds:
+        from ..registry import run_verdict_models
+
+        sec["models"] = run_verdict_models(_classes_of(inp, o, weight), population=population,
+                                           thresholds=thresholds)
     table_values = None
     if o.include_individual_values and inp.table is not None and inp.rel is not None \
             and inp.rel.case == "svpi":
@@ -882,11 +893,13 @@ def _load_input(data: Any, *, sensitive: str | None, o: SimpleNamespace,
         if sensitive is not None and sensitive != data.sensitive_name:
             raise InputError(f"sensitive={sensitive!r} but the release was built from "
                              f"{data.sensitive_name!r}")
-        if o.group or o.qi or individual:
+        names = list(data.groups.column_names)
+        qi_groups = bool(o.qi) and sorted(o.qi) == sorted(names)
+        if o.group or (o.qi and not qi_groups) or individual:
             raise InputError("group/qi/individual are for tables; a Release already has "
-                             "its groups")
+                             f"its groups (qi= may name its group columns {names})")
         return _Input(rel=data, sensitive=data.sensitive_name, kind="release",
-                      grouping="release", row_reason=(
+                      grouping="qi" if qi_groups else "release", row_reason=(
                           "the input is an already built Release: it has no rows or "
                           "quasi-identifier columns, so the row-level sections (r-robustness, "
                           "the foreground attack, row numbers of individuals) are skipped"))
@@ -982,6 +995,28 @@ def _class_sections(inp: _Input, o: SimpleNamespace, *, risk: bool, max_risk: fl
     return sec
 
 
+def _classes_of(inp: _Input, o: SimpleNamespace, weight: str | None) -> Any:
+    """Return the input's QI classes for the registry's verdict models (None: none).
+
+    Counted from the rows kept by the release (same null policy), or from a release whose
+    groups are the QI tuples; a bucketized release without ``qi`` has none.
+    """
+    from ..risk import class_counts
+
+    if inp.classes is not None:
+        return inp.classes
+    if not o.qi:
+        return None
+    if inp.table is not None:
+        return class_counts(_kept_table(inp), qi=o.qi, weight=weight)
+    return class_counts(inp.rel, qi=o.qi) if inp.grouping == "qi" else None
+
+
+def _kept_table(inp: _Input) -> Any:
+    """Return the input rows the release holds (kept by its null policy), in input order."""
+    return inp.table if inp.rel.input_row is None else inp.table.take(inp.rel.input_row)
+
+
 def _kept_rows(rel: Any, table: Any) -> int:
     """Rows of ``table`` that the release holds (the rest were dropped for nulls)."""
     return int(table.num_rows if rel.row_group is None else rel.row_group.shape[0])
@@ -1072,10 +1107,9 @@ def _sections(inp: _Input, o: SimpleNamespace, *, knowledge: Any, knowledge_fall
     if risk and o.qi and inp.table is not None:
         from ._risk import risk_section
 
-        kept = inp.table if rel.input_row is None else inp.table.take(rel.input_row)
-        sec["risk"] = risk_section(kept, qi=o.qi, threshold=max_risk, population=population,
-                                   nulls="error" if o.nulls == "drop" else o.nulls,
-                                   weight=weight)
+        sec["risk"] = risk_section(_kept_table(inp), qi=o.qi, threshold=max_risk,
+                                   population=population, weight=weight,
+                                   nulls="error" if o.nulls == "drop" else o.nulls)
     return sec
 
 
@@ -1102,6 +1136,8 @@ def _payload(inp: _Input, sec: dict, *, title: str, source: str, fingerprint: di
         **{name: sec[name] for name in ("release", "classical", "ck_safety", "skyline",
                                         "robustness", "foreground", "worst_groups")},
         **({"classes": sec["classes"]} if "classes" in sec else {}),
+        **({"models": {k: v["section"] for k, v in sec["models"].items()}}
+           if sec.get("models") else {}),
         **({"risk": sec["risk"]} if "risk" in sec else {}),
         "targets": {"individual_values_included": values_included, "items": targets},
         "timings_s": timings,

@@ -23,6 +23,8 @@ A report without a sensitive column (version 1.1: ``parameters.sensitive`` is nu
 the section ``classes`` (the classes of identical quasi-identifiers and their k) and
 ``risk``; the sections of attribute disclosure are then ``"skipped"`` with the reason.
 ``parameters.weight`` names the multiplicity column (null: one row per person).
+``models`` holds the sections of the verdict models declared in :mod:`fastpriv.registry`
+that were given a threshold (``parameters.thresholds``), e.g. ``k_map``, ``delta_presence``.
 
 Classical models follow the vocabulary of pycanon: ``classical.pycanon`` has pycanon's JSON
 report keys (``k_anonymity``, ``alpha_k_anonymity``, ``l_diversity``,
@@ -251,6 +253,8 @@ SCHEMA: dict = {
             "class_size": _obj({"min": _INT, "median": _NUM, "mean": _NUM, "max": _INT}),
             "singleton_classes": _INT,
             "smallest": _arr(_obj({"values": _OBJ, "size": _INT}))}),
+        "models": {"type": "object", "additionalProperties": _obj(
+            {"status": {"enum": ["ok", "skipped", "failed"]}, "reason": _STR_OR_NULL})},
         "targets": _obj({"individual_values_included": _BOOL, "items": _arr(_TARGET)}),
         "timings_s": {"type": "object", "required": ["total"],
                       "additionalProperties": _NUM},

@@ -77,10 +77,11 @@ def build_verdict(sec: dict, params: dict, sens: str | None, *,
 def _check(id_: str, title: str, question: str, satisfied: Any = None, achieved: Any = None,
            required: str = "", plain: str = "", status: str = "ok",
            reason: str | None = None) -> dict:
-    """One verdict check: the question, PASS/FAIL (None: not run), the value, a sentence."""
-    return {"id": id_, "title": title, "question": question, "satisfied": satisfied,
-            "achieved": achieved, "required": required, "plain": plain, "status": status,
-            "reason": reason}
+    """One verdict check (:func:`fastpriv.registry.make_check`)."""
+    from ..registry import make_check
+
+    return make_check(id_, title, question, satisfied, achieved, required, plain, status,
+                      reason)
 
 
 def _not_run(id_: str, title: str, question: str, section: dict) -> list[dict]:
@@ -94,14 +95,19 @@ def _checks(sec: dict, params: dict, sens: str | None) -> list[dict]:
         out = _classes_checks(sec["classes"], params)
         if sec.get("risk") is not None:
             out += _risk_checks(sec["risk"])
-        return out
+        return out + _declared_checks(sec)
     out = (_classical_checks(sec["classical"], params, sens)
            + _ck_checks(sec["ck_safety"], params, sens)
            + _skyline_checks(sec["skyline"], params, sens)
            + _row_checks(sec["robustness"], sec["foreground"], params, sens))
     if sec.get("risk") is not None:
         out += _risk_checks(sec["risk"])
-    return out
+    return out + _declared_checks(sec)
+
+
+def _declared_checks(sec: dict) -> list[dict]:
+    """Return the checks of the verdict models declared in :mod:`fastpriv.registry`."""
+    return [c for r in (sec.get("models") or {}).values() for c in r["checks"]]
 
 
 def _k_check(k: int, params: dict, unit: str = "group") -> dict:
@@ -299,6 +305,9 @@ def _key_risk(sec: dict, checks: list[dict], c_v: float, sens: str, params: dict
         c = by_id.get(mid)
         if c and c["satisfied"] is False:
             return {"model": mid, "certainty": None, "knowledge": None, "text": c["plain"]}
+    for c in checks:                     # risk and the registry's models, in verdict order
+        if c["satisfied"] is False:
+            return {"model": c["id"], "certainty": None, "knowledge": None, "text": c["plain"]}
     best = None
     for c in checks:
         if c["satisfied"] is not None and isinstance(c["achieved"], (int, float)) and \

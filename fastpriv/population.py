@@ -1,0 +1,209 @@
+"""k-map and δ-presence: privacy against a population table, as verdict models.
+
+Both compare the classes of identical quasi-identifiers of the data (the sample, f_j records
+in class j) with the same classes of a population table that holds the sample (F_j people):
+
+* **k-map** (Sweeney 2002; El Emam & Dankar 2008): every record of the sample matches at
+  least k people of the population, k = min_j F_j over the sample's classes. Unlike
+  k-anonymity, a class may be small in the data if it is large in the population.
+* **δ-presence** (Nergiz, Atzori & Clifton 2007): the probability that a person of
+  population class j is in the data is δ_j = f_j / F_j; the data is (δ_min, δ_max)-present
+  when every δ_j lies in the interval. Classes of the population absent from the data have
+  δ = 0, so δ_min > 0 needs every population class in the data. The verdict checks the upper
+  bound, δ_max ≤ ``max_delta`` (membership disclosure).
+
+Both read only the QI columns (no sensitive column) and the class counts of
+:func:`fastpriv.risk.class_counts`, so a weighted table (``weight=``, a ``GROUP BY`` count)
+gives the answer of its expanded rows. They are declared in :mod:`fastpriv.registry`, which
+gives ``fastpriv audit`` and ``fastpriv report`` their flags (``--min-k-map``,
+``--max-delta``) and the verdict their checks.
+
+Examples
+--------
+>>> import pyarrow as pa
+>>> from fastpriv import population
+>>> sample = pa.table({"zip": ["a", "a", "b"]})
+>>> pop = pa.table({"zip": ["a"] * 4 + ["b"] * 2 + ["c"] * 3})
+>>> population.k_map(sample, qi=["zip"], population=pop).value
+2
+>>> population.delta_presence(sample, qi=["zip"], population=pop).value
+0.5
+
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import InputError
+from .registry import make_check
+from .results import Result, Witness
+
+__all__ = ["k_map", "delta_presence", "KMapResult", "DeltaPresenceResult", "PopulationClass",
+           "k_map_checks", "delta_presence_checks"]
+
+
+@dataclass(frozen=True, eq=False)
+class PopulationClass(Witness):
+    """A class of identical quasi-identifiers: its values, records in the data and people."""
+
+    qi_values: dict
+    size: int
+    population_size: int
+
+    def to_dict(self) -> dict:
+        """JSON-safe dict of the fields."""
+        return {"qi_values": {k: _plain(v) for k, v in self.qi_values.items()},
+                "size": self.size, "population_size": self.population_size}
+
+    def summary(self) -> str:
+        """One sentence naming the class."""
+        vals = ", ".join(f"{k}={v!r}" for k, v in self.qi_values.items())
+        return (f"The class {vals} has {self.size:,} records in the data and "
+                f"{self.population_size:,} people in the population.")
+
+
+def _plain(v: Any) -> Any:
+    return v if v is None or isinstance(v, (bool, int, float, str)) else str(v)
+
+
+@dataclass(frozen=True, eq=False)
+class KMapResult(Result):
+    """k-map of the data against a population: ``value`` = min_j F_j; witness its class."""
+
+    value: int
+    witness: PopulationClass
+    params: dict
+
+    def to_dict(self) -> dict:
+        """JSON-safe dict: ``value``, ``witness``, ``params``."""
+        return {"model": "k_map", "value": self.value, "witness": self.witness.to_dict(),
+                "params": self.params}
+
+    def summary(self) -> str:
+        """Return the achieved k-map and its class, in plain words."""
+        return (f"k-map: every record matches at least {self.value:,} people of the "
+                f"population. {self.witness.summary()}")
+
+
+@dataclass(frozen=True, eq=False)
+class DeltaPresenceResult(Result):
+    """δ-presence: ``value`` = δ_max = max_j f_j/F_j; ``delta_min``; witness the δ_max class."""
+
+    value: float
+    delta_min: float
+    witness: PopulationClass
+    params: dict
+
+    def to_dict(self) -> dict:
+        """JSON-safe dict: ``value`` (δ_max), ``delta_min``, ``witness``, ``params``."""
+        return {"model": "delta_presence", "value": self.value, "delta_min": self.delta_min,
+                "witness": self.witness.to_dict(), "params": self.params}
+
+    def summary(self) -> str:
+        """Return the achieved (δ_min, δ_max) and the most exposed class, in words."""
+        return (f"δ-presence: a person of the population is in the data with probability "
+                f"between {self.delta_min:.4g} and {self.value:.4g}. "
+                f"{self.witness.summary()}")
+
+
+def _matched(data: Any, qi: Sequence[str] | None, population: Any, weight: str | None,
+             nulls: str) -> tuple[Any, np.ndarray, int, dict]:
+    """Sample classes, F_j per sample class, the population's class count, and params."""
+    from . import risk
+
+    if population is None or isinstance(population, (int, float)):
+        raise InputError("population: give the population table (a table or a path with the "
+                         f"QI columns); got {population!r}")
+    sample = risk.class_counts(data, qi=qi, weight=weight, nulls=nulls)
+    pop = risk.class_counts(population, qi=list(sample.qi), nulls=nulls)
+    big_f = risk.population_sizes(sample, pop).astype(np.int64)
+    params = {"qi": list(sample.qi), "n_records": int(sample.n_records),
+              "n_population": int(pop.n_records), "n_classes": int(sample.n_classes),
+              "n_population_classes": int(pop.n_classes), "weight": weight}
+    return sample, big_f, int(pop.n_classes), params
+
+
+def k_map(data: Any, *, qi: Sequence[str] | None = None, population: Any,
+          weight: str | None = None, nulls: str = "error") -> KMapResult:
+    """k-map: the smallest population class matched by a record of the data.
+
+    k = min_j F_j over the sample's classes j (Sweeney 2002; El Emam & Dankar 2008).
+
+    Parameters
+    ----------
+    data : table-like, path, Release or ClassCounts
+        The data (the sample).
+    qi : list of str
+        Quasi-identifier columns.
+    population : table-like or path
+        The population table; it must hold the data (every F_j ≥ f_j).
+    weight : str, optional
+        Multiplicity column of the data (rows standing for several identical records).
+    nulls : {"error", "drop", "value"}
+        Null policy for the QI columns of both tables.
+
+    """
+    sample, big_f, _, params = _matched(data, qi, population, weight, nulls)
+    j = int(np.argmin(big_f))
+    wit = PopulationClass(sample.values_of(j), int(sample.sizes[j]), int(big_f[j]))
+    return KMapResult(int(big_f[j]), wit, params)
+
+
+def delta_presence(data: Any, *, qi: Sequence[str] | None = None, population: Any,
+                   weight: str | None = None, nulls: str = "error") -> DeltaPresenceResult:
+    """δ-presence: δ_j = f_j / F_j, the chance a person of class j is in the data.
+
+    Returns δ_max = max_j δ_j as ``value`` and δ_min (0 when a population class is absent
+    from the data) — Nergiz, Atzori & Clifton (2007), Def. 3. Parameters as :func:`k_map`.
+    """
+    sample, big_f, n_pop_classes, params = _matched(data, qi, population, weight, nulls)
+    delta = sample.sizes / big_f
+    j = int(np.argmax(delta))
+    d_min = float(delta.min()) if n_pop_classes == sample.n_classes else 0.0
+    wit = PopulationClass(sample.values_of(j), int(sample.sizes[j]), int(big_f[j]))
+    return DeltaPresenceResult(float(delta[j]), d_min, wit, params)
+
+
+# ------------------------------------------------------------------ verdict (registry hooks)
+def _not_run(cid: str, title: str, question: str, reason: str) -> dict:
+    return {"section": {"status": "skipped", "reason": reason},
+            "checks": [make_check(cid, title, question, status="skipped", reason=reason)]}
+
+
+def k_map_checks(classes: Any, *, population: Any, thresholds: dict) -> dict:
+    """Return the k-map section and check: PASS when k-map ≥ ``min_k_map``."""
+    from .registry import model
+
+    m, want = model("k_map"), thresholds["min_k_map"]
+    if classes is None or population is None or isinstance(population, (int, float)):
+        return _not_run(m.name, m.title, m.question, "k-map needs the QI classes (--qi) and "
+                        "a population table (--population TABLE)")
+    res = k_map(classes, population=population)
+    return {"section": {"status": "ok", "reason": None, **res.to_dict()},
+            "checks": [make_check(
+                m.name, m.title, m.question, res.value >= want, res.value,
+                f"k-map ≥ {want}",
+                f"The rarest class in the data matches {res.value:,} people of the population "
+                f"(required: at least {want}).")]}
+
+
+def delta_presence_checks(classes: Any, *, population: Any, thresholds: dict) -> dict:
+    """Return the δ-presence section and check: PASS when δ_max ≤ ``max_delta``."""
+    from .registry import model
+
+    m, want = model("delta_presence"), thresholds["max_delta"]
+    if classes is None or population is None or isinstance(population, (int, float)):
+        return _not_run(m.name, m.title, m.question, "δ-presence needs the QI classes (--qi) "
+                        "and a population table (--population TABLE)")
+    res = delta_presence(classes, population=population)
+    return {"section": {"status": "ok", "reason": None, **res.to_dict()},
+            "checks": [make_check(
+                m.name, m.title, m.question, bool(res.value <= want), res.value,
+                f"δ ≤ {want:g}",
+                f"A person of the most exposed population class is in the data with "
+                f"probability {res.value:.4g} (allowed: at most {want:g}).")]}

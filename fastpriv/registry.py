@@ -1,0 +1,247 @@
+"""The model registry: one declaration per privacy model, read by the CLI, verdict and warm-up.
+
+Every model fastpriv audits is declared here once: its name, the question it answers in
+plain words, the function that computes it, its result type, its kernel modules, what it
+reads (groups, rows or the classes of identical quasi-identifiers), whether it reads the
+sensitive column, which engines feed it, and — for the models whose verdict is declared
+here — their thresholds with the CLI flags. The consumers read this table instead of keeping
+their own lists:
+
+* ``fastpriv audit`` and ``fastpriv report`` add a flag for every declared threshold
+  (:func:`add_threshold_flags`) and pass the values on as ``thresholds=``;
+* the verdict (:mod:`fastpriv.report.verdict`) runs the ``checks`` function of every model
+  whose threshold was given (:func:`verdict_models`);
+* ``fastpriv warmup --models`` accepts the warm-up groups (:data:`WARMUP_GROUPS`);
+* ``docs/api.md``'s model table is generated from it (:func:`markdown_table`) and a test keeps
+  the page equal to the output.
+
+Adding a model therefore touches its kernel module (if it has one), its model module, its
+entry in :data:`MODELS` and its tests. The module imports nothing heavy: the functions are
+named by dotted path and imported only when called.
+
+Examples
+--------
+>>> from fastpriv.registry import model
+>>> model("k_map").question
+'Is every record hidden among at least k people of the population?'
+>>> [t.flag for t in model("delta_presence").thresholds]
+['--max-delta']
+
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Threshold", "Model", "MODELS", "WARMUP_GROUPS", "ENGINES", "model",
+           "verdict_models", "add_threshold_flags", "thresholds_of", "markdown_table",
+           "load", "make_check", "run_verdict_models"]
+
+#: Where data can live when a model reads it: in memory (a table or a path), streamed in
+#: record batches, a Dask or Spark cluster, DuckDB (counts pushed down into SQL).
+ENGINES = ("memory", "stream", "dask", "spark", "duckdb")
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A verdict threshold of a model: its keyword, CLI flag, type and meaning.
+
+    ``kind`` names the CLI argument type (``"size"``: an integer ≥ 1, ``"probability"``: a
+    number in [0, 1]); ``default`` None means the check runs only when the threshold is
+    given.
+    """
+
+    name: str
+    flag: str
+    kind: str
+    help: str
+    default: Any = None
+
+
+@dataclass(frozen=True)
+class Model:
+    """One privacy model: what it answers, how it is computed and how its verdict is read."""
+
+    name: str
+    title: str
+    question: str
+    call: str
+    result: str
+    kernels: tuple[str, ...]
+    reads: str
+    sensitive: bool
+    engines: tuple[str, ...]
+    warmup: str
+    thresholds: tuple[Threshold, ...] = ()
+    checks: str | None = None
+    needs: tuple[str, ...] = field(default=())
+
+    def load_checks(self) -> Callable[..., list[dict]]:
+        """Import the function that turns report sections into this model's verdict checks."""
+        if self.checks is None:
+            raise LookupError(f"model {self.name!r} declares no verdict checks")
+        return load(self.checks)
+
+
+def load(path: str) -> Any:
+    """Import ``"package.module:attribute"`` (or ``package.module.attribute``)."""
+    mod, _, attr = path.partition(":") if ":" in path else path.rpartition(".")
+    return getattr(importlib.import_module(mod), attr)
+
+
+_GROUP_ENGINES = ENGINES
+_ROW_ENGINES = ("memory",)
+_CLASS_ENGINES = ("memory", "stream")
+
+#: Every model, in the order of the verdict.
+MODELS: tuple[Model, ...] = (
+    Model("k_anonymity", "k-anonymity",
+          "Does every group hide each person among enough others?",
+          "fastpriv.classic.k_anonymity", "int", ("classic", "counting"), "groups", False,
+          _GROUP_ENGINES, "classic"),
+    Model("l_diversity", "distinct ℓ-diversity",
+          "Does every group contain several different sensitive values?",
+          "fastpriv.classic.l_diversity", "int", ("classic", "counting"), "groups", True,
+          _GROUP_ENGINES, "classic"),
+    Model("entropy_l_diversity", "entropy ℓ-diversity",
+          "Are the sensitive values spread evenly enough within every group?",
+          "fastpriv.classic.entropy_l_diversity", "float", ("classic", "counting"), "groups",
+          True, _GROUP_ENGINES, "classic"),
+    Model("t_closeness", "t-closeness",
+          "Does every group's mix of sensitive values resemble the whole table's?",
+          "fastpriv.classic.t_closeness", "float", ("classic", "counting"), "groups", True,
+          _GROUP_ENGINES, "classic"),
+    Model("alpha_k_anonymity", "(α,k)-anonymity",
+          "Without any background knowledge, how sure can anyone be of a person's value?",
+          "fastpriv.classic.audit", "ClassicAudit", ("classic", "counting"), "groups", True,
+          _GROUP_ENGINES, "classic"),
+    Model("ck_safety", "(c,k)-safety",
+          "Can an adversary who knows k facts about people become c sure of anyone's value?",
+          "fastpriv.ck_safety.audit", "CkAudit", ("ck_safety", "counting"), "groups", True,
+          _GROUP_ENGINES, "ck_safety"),
+    Model("skyline", "privacy skyline",
+          "Can an adversary with (ℓ, k, m) knowledge become c sure of anyone's value?",
+          "fastpriv.skyline.check", "SkylineCheck", ("skyline", "counting"), "groups", True,
+          _GROUP_ENGINES, "skyline"),
+    Model("robustness", "r-robustness",
+          "Can statistics linking quasi-identifiers to sensitive values single anyone out?",
+          "fastpriv.robustness.audit", "RobustnessAudit", ("possible_worlds",), "rows", True,
+          _ROW_ENGINES, "robustness"),
+    Model("foreground", "foreground-knowledge attack",
+          "Can patterns mined from the release itself single anyone out?",
+          "fastpriv.foreground.attack", "ForegroundAttack", ("foreground", "possible_worlds"),
+          "rows", True, _ROW_ENGINES, "foreground"),
+    Model("risk", "re-identification risk",
+          "Can someone who knows a person's quasi-identifiers pick out their record?",
+          "fastpriv.risk.audit", "RiskResult", ("risk",), "classes", False, _CLASS_ENGINES,
+          "risk"),
+    Model("k_map", "k-map",
+          "Is every record hidden among at least k people of the population?",
+          "fastpriv.population.k_map", "KMapResult", ("risk",), "classes", False,
+          _CLASS_ENGINES, "risk",
+          thresholds=(Threshold("min_k_map", "--min-k-map", "size",
+                                "k-map: every class of the sample matches at least K people "
+                                "of the population table (needs --population TABLE)"),),
+          checks="fastpriv.population:k_map_checks", needs=("population_table",)),
+    Model("delta_presence", "δ-presence",
+          "Can anyone tell whether a person of the population is in the data?",
+          "fastpriv.population.delta_presence", "DeltaPresenceResult", ("risk",), "classes",
+          False, _CLASS_ENGINES, "risk",
+          thresholds=(Threshold("max_delta", "--max-delta", "probability",
+                                "δ-presence: no population class has more than this share "
+                                "of its people in the data, in [0, 1] (needs --population "
+                                "TABLE)"),),
+          checks="fastpriv.population:delta_presence_checks", needs=("population_table",)),
+)
+
+#: ``fastpriv warmup --models`` groups: those of the models plus the anonymizers' own.
+WARMUP_GROUPS: tuple[str, ...] = tuple(sorted(
+    {m.warmup for m in MODELS} | {"counting", "anonymize", "art", "metrics"}))
+
+
+def make_check(id_: str, title: str, question: str, satisfied: Any = None,
+               achieved: Any = None, required: str = "", plain: str = "", status: str = "ok",
+               reason: str | None = None) -> dict:
+    """One verdict check: the question, PASS/FAIL (None: not run), the value, a sentence.
+
+    The shape every check of the verdict has (``fastpriv.report.verdict`` and the
+    ``checks`` functions of the declared models build them with this function).
+    """
+    return {"id": id_, "title": title, "question": question, "satisfied": satisfied,
+            "achieved": achieved, "required": required, "plain": plain, "status": status,
+            "reason": reason}
+
+
+def run_verdict_models(classes: Any, *, population: Any, thresholds: dict[str, Any]) -> dict:
+    """Run every declared verdict model whose threshold is given; ``{name: result}``.
+
+    ``classes`` are the data's :class:`~fastpriv.risk.ClassCounts` (None when the input has
+    no QI classes); each result is ``{"section": dict, "checks": [check, ...]}``. A model
+    refusing the input (InputError) gives a failed section and a failed check.
+    """
+    from .errors import InputError
+
+    out = {}
+    for m in verdict_models(thresholds):
+        try:
+            out[m.name] = m.load_checks()(classes, population=population,
+                                          thresholds=thresholds)
+        except InputError as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            out[m.name] = {"section": {"status": "failed", "reason": reason},
+                           "checks": [make_check(m.name, m.title, m.question,
+                                                 status="failed", reason=reason)]}
+    return out
+
+
+def model(name: str) -> Model:
+    """Return the declaration of model ``name`` (LookupError naming the known ones)."""
+    for m in MODELS:
+        if m.name == name:
+            return m
+    raise LookupError(f"no model {name!r}; known: {', '.join(m.name for m in MODELS)}")
+
+
+def _declared_thresholds() -> Iterator[tuple[Model, Threshold]]:
+    for m in MODELS:
+        for t in m.thresholds:
+            yield m, t
+
+
+def verdict_models(thresholds: dict[str, Any]) -> list[Model]:
+    """Return the declared verdict models with at least one of their thresholds given."""
+    return [m for m in MODELS if m.checks is not None
+            and any(thresholds.get(t.name) is not None for t in m.thresholds)]
+
+
+def add_threshold_flags(group: Any, kinds: dict[str, Callable[[str], Any]]) -> None:
+    """Add a CLI flag for every declared threshold to an argparse group.
+
+    ``kinds`` maps a :attr:`Threshold.kind` to its argparse ``type`` (the CLI's validators).
+    """
+    for _, t in _declared_thresholds():
+        group.add_argument(t.flag, dest=t.name, type=kinds[t.kind], default=t.default,
+                           metavar=t.name.rsplit("_", 1)[-1].upper(), help=t.help)
+
+
+def thresholds_of(args: Any) -> dict[str, Any]:
+    """Return the declared thresholds' values from parsed CLI arguments (None: not given)."""
+    return {t.name: getattr(args, t.name, None) for _, t in _declared_thresholds()}
+
+
+def markdown_table() -> str:
+    """Return the model table of ``docs/api.md``: name, question, call, reads, engines."""
+    rows = ["| model | question | call | reads | sensitive | engines | verdict flags |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    for m in MODELS:
+        flags = ", ".join(f"`{t.flag}`" for t in m.thresholds) or "–"
+        rows.append(f"| `{m.name}` | {m.question} | `{m.call}` | {m.reads} | "
+                    f"{'yes' if m.sensitive else 'no'} | {', '.join(m.engines)} | {flags} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover - ``python -m fastpriv.registry``
+    print(markdown_table(), end="")

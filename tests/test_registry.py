@@ -1,0 +1,174 @@
+"""The model registry and the models declared through it alone (k-map, δ-presence).
+
+k-map and δ-presence were added by touching their model module (fastpriv/population.py),
+their registry entry (fastpriv/registry.py), docs/api.md (generated table) and this file:
+the CLI flags, the verdict checks and the report sections come from the registry.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fastpriv
+import fastpriv.cli
+from fastpriv import population, registry
+from fastpriv.errors import InputError
+from fastpriv.report import build_report
+from fastpriv.report.schema import validate
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "api.md"
+ARX_ADULT = os.path.join(os.path.dirname(__file__), "data", "arx", "adult.csv.gz")
+
+
+# ------------------------------------------------------------------ oracle
+def _oracle(sample: list[tuple], pop: list[tuple]) -> tuple[int, float, float]:
+    """k-map, δ_max, δ_min by counting tuples, straight from the definitions."""
+    f, big_f = collections.Counter(sample), collections.Counter(pop)
+    k_map = min(big_f[x] for x in f)
+    deltas = [f.get(x, 0) / big_f[x] for x in big_f]
+    return k_map, max(deltas), min(deltas)
+
+
+@st.composite
+def _tables(draw):
+    n_pop = draw(st.integers(1, 40))
+    pop = [(draw(st.integers(0, 3)), draw(st.sampled_from("ab"))) for _ in range(n_pop)]
+    idx = draw(st.lists(st.integers(0, n_pop - 1), min_size=1, max_size=n_pop, unique=True))
+    return [pop[i] for i in idx], pop
+
+
+def _table(rows: list[tuple]) -> pa.Table:
+    return pa.table({"age": [r[0] for r in rows], "sex": [r[1] for r in rows]})
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(_tables())
+def test_k_map_and_delta_match_the_oracle(tables):
+    sample, pop = tables
+    k_map, d_max, d_min = _oracle(sample, pop)
+    km = population.k_map(_table(sample), qi=["age", "sex"], population=_table(pop))
+    dp = population.delta_presence(_table(sample), qi=["age", "sex"], population=_table(pop))
+    assert km.value == k_map
+    assert dp.value == pytest.approx(d_max, abs=1e-15)
+    assert dp.delta_min == pytest.approx(d_min, abs=1e-15)
+    w = km.witness                               # the witness class attains the value
+    key = (w.qi_values["age"], w.qi_values["sex"])
+    assert collections.Counter(pop)[key] == k_map == w.population_size
+    assert collections.Counter(sample)[key] == w.size
+    w = dp.witness
+    key = (w.qi_values["age"], w.qi_values["sex"])
+    assert collections.Counter(sample)[key] / collections.Counter(pop)[key] == \
+        pytest.approx(d_max)
+    for res in (km, dp):
+        assert json.loads(json.dumps(res.to_dict()))["value"] == res.value
+        assert res.summary() and res.params["n_population"] == len(pop)
+
+
+def test_weight_is_multiplicity():
+    sample = _table([(1, "a"), (1, "a"), (2, "b")])
+    agg = pa.table({"age": [1, 2], "sex": ["a", "b"], "n": [2, 1]})
+    pop = _table([(1, "a")] * 5 + [(2, "b")] * 4)
+    for fn in (population.k_map, population.delta_presence):
+        a = fn(sample, qi=["age", "sex"], population=pop)
+        b = fn(agg, qi=["age", "sex"], population=pop, weight="n")
+        assert a.value == b.value
+
+
+def test_population_must_hold_the_sample_and_be_a_table():
+    sample, pop = _table([(1, "a"), (1, "a")]), _table([(1, "a")])
+    with pytest.raises(InputError, match="population must contain the data"):
+        population.k_map(sample, qi=["age", "sex"], population=pop)
+    with pytest.raises(InputError, match="population table"):
+        population.k_map(sample, qi=["age", "sex"], population=1000)
+
+
+# ------------------------------------------------------------------ the registry's consumers
+def test_docs_model_table_is_generated_from_the_registry():
+    text = DOC.read_text(encoding="utf-8")
+    assert registry.markdown_table() in text, \
+        "docs/api.md is stale: paste `python -m fastpriv.registry` into its model table"
+
+
+@pytest.mark.parametrize("m", registry.MODELS, ids=[m.name for m in registry.MODELS])
+def test_every_declaration_resolves(m):
+    assert callable(registry.load(m.call))
+    for k in m.kernels:
+        __import__(f"fastpriv._kernels.{k}")
+    assert set(m.engines) <= set(registry.ENGINES) and m.reads in ("groups", "rows",
+                                                                   "classes")
+    assert m.warmup in registry.WARMUP_GROUPS
+    if m.thresholds:
+        assert callable(m.load_checks())
+
+
+@pytest.mark.parametrize("command", ["audit", "report"])
+def test_cli_flags_come_from_the_registry(command):
+    out = subprocess.run([sys.executable, "-m", "fastpriv", command, "--help"],
+                         capture_output=True, text=True, check=True).stdout
+    for m in registry.MODELS:
+        for t in m.thresholds:
+            assert t.flag in out
+
+
+def test_model_lookup_names_the_known_ones():
+    with pytest.raises(LookupError, match="k_map"):
+        registry.model("nope")
+
+
+# ------------------------------------------------------------------ end to end
+def test_verdict_and_report_sections(tmp_path):
+    adult = fastpriv.read_csv(ARX_ADULT)
+    qi = ["sex", "race"]
+    sample = adult.slice(0, 3000)
+    rep = build_report(sample, qi=qi, population=adult,
+                       thresholds={"min_k_map": 10, "max_delta": 0.5})
+    d = rep.to_dict()
+    validate(d)
+    k_map, d_max, _ = _oracle(list(zip(*[sample.column(c).to_pylist() for c in qi],
+                                       strict=True)),
+                              list(zip(*[adult.column(c).to_pylist() for c in qi],
+                                       strict=True)))
+    assert d["models"]["k_map"]["value"] == k_map
+    assert d["models"]["delta_presence"]["value"] == pytest.approx(d_max)
+    by_id = {c["id"]: c for c in d["verdict"]["checks"]}
+    assert by_id["k_map"]["satisfied"] is (k_map >= 10)
+    assert by_id["delta_presence"]["satisfied"] is (d_max <= 0.5)
+    # without a threshold the model is not run at all
+    assert "models" not in build_report(sample, qi=qi, population=adult).to_dict()
+
+
+def test_cli_k_map_exit_status(tmp_path):
+    adult = fastpriv.read_csv(ARX_ADULT)
+    pop = tmp_path / "population.csv"
+    pacsv.write_csv(adult.select(["sex", "race"]), pop)
+    k_map, _, _ = _oracle(*[list(zip(adult.column("sex").to_pylist(),
+                                     adult.column("race").to_pylist(), strict=True))] * 2)
+    j = tmp_path / "a.json"
+    base = ["audit", ARX_ADULT, "--qi", "sex", "race", "--min-size", "1", "--max-risk", "1",
+            "--population", str(pop), "--json", str(j)]
+    assert fastpriv.cli.main(base + ["--min-k-map", str(k_map)]) == 0
+    assert json.loads(j.read_text())["models"]["k_map"]["value"] == k_map
+    assert fastpriv.cli.main(base + ["--min-k-map", str(k_map + 1), "--overwrite"]) == 1
+    # with a sensitive column, on the release built from --qi
+    assert fastpriv.cli.main(["audit", ARX_ADULT, "--sensitive", "occupation", "--qi", "sex",
+                              "race", "--population", str(pop), "--min-k-map",
+                              str(k_map + 1), "--json", str(j), "--overwrite"]) == 1
+    assert json.loads(j.read_text())["models"]["k_map"]["value"] == k_map
+
+
+def test_cli_population_flag_refuses_nonsense(capsys):
+    with pytest.raises(SystemExit) as e:
+        fastpriv.cli.main(["audit", ARX_ADULT, "--qi", "sex", "--population", "nope.csv"])
+    assert e.value.code == 2
+    assert "--population" in capsys.readouterr().err
