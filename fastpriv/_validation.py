@@ -23,7 +23,6 @@ __all__ = [
     "check_column_names",
     "check_int",
     "check_real",
-    "check_release",
     "check_probability",
     "check_threshold",
     "check_finite_probabilities",
@@ -138,16 +137,6 @@ def check_roles(**roles: Any) -> None:
                 raise InputError(f"column {name!r} is given both as {seen[name]} and as {role}; "
                                  "each column plays one role")
             seen[name] = role
-
-
-def check_release(value: Any, name: str = "data") -> Any:
-    """Return ``value`` after checking that it is a :class:`~fastpriv.Release`."""
-    from .release import Release
-
-    if not isinstance(value, Release):
-        raise InputTypeError(f"{name} must be a fastpriv.Release, got {type(value).__name__}; "
-                             "build one with Release.from_table / from_groups / from_counts")
-    return value
 
 
 def check_int(value: Any, name: str, *, minimum: int | None = None,

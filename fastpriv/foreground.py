@@ -553,8 +553,8 @@ def _read_view(data: Any, *, qi: Sequence[str], sensitive: str, group: str,
 
     From a Release, a joined table, or Anatomy's QI table plus its sensitive (counts) table.
     """
-    from .release import Release
-    from .rows import release_with_rows, view_from_counts
+    from .release import Release, release_with_rows
+    from .rows import view_from_counts
 
     qi = list(_as_names(qi, "qi"))
     if isinstance(data, Release):

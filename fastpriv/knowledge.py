@@ -678,8 +678,7 @@ class Knowledge:
             Null policy for the used columns (tables only).
 
         """
-        from .release import Release
-        from .rows import derive_view
+        from .release import Release, derive_view
 
         qi = list(_as_set(qi, "qi"))
         if sensitive is None and isinstance(data, Release):

@@ -160,7 +160,7 @@ class CountQueries:
             raise InputError(f"selectivity must be in (0, 1], got {selectivity!r}")
         self.selectivity = float(selectivity)
         self.seed = check_int(seed, "seed")
-        from .rows import derive_view
+        from .release import derive_view
 
         # the rows encoded once (QI and sensitive codes in sorted-label order)
         view = derive_view(data, qi=qi, sensitive=sensitive, weight=weight, nulls="error")

@@ -64,11 +64,10 @@ from ._validation import (
     check_int,
     check_probability,
     check_real,
-    check_release,
     kernel_array,
 )
 from .errors import InputError, InputTypeError
-from .release import SVPI, Release
+from .release import SVPI, Release, check_release
 
 __all__ = [
     "Predicate",

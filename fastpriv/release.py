@@ -47,6 +47,7 @@ from ._ingest import StreamCounts, encode_rows, source_schema, streamable
 from ._validation import (
     INT64_MAX,
     check_choice,
+    check_column_names,
     check_columns,
     check_keys,
     check_roles,
@@ -55,7 +56,8 @@ from ._validation import (
 )
 from .errors import InputError, InputTypeError
 
-__all__ = ["Release", "CASES", "SVPI", "MVPI_SET", "MVPI_MULTISET"]
+__all__ = ["Release", "CASES", "SVPI", "MVPI_SET", "MVPI_MULTISET", "check_release",
+           "release_with_rows", "derive_view"]
 
 SVPI = "svpi"
 MVPI_SET = "mvpi-set"
@@ -997,3 +999,75 @@ def _mvpi_sizes(pair_group: np.ndarray, indiv: np.ndarray, value: np.ndarray, n_
         raise InputError(f"case='mvpi-set' but some {indiv_name} holds a value more than once; "
                          "use case='mvpi-multiset'")
     return case, sizes
+
+
+# ---------------------------------------------------------------------- resolvers
+def check_release(value: Any, name: str = "data") -> Any:
+    """Return ``value`` after checking that it is a :class:`~fastpriv.Release`."""
+    if not isinstance(value, Release):
+        raise InputTypeError(f"{name} must be a fastpriv.Release, got {type(value).__name__}; "
+                             "build one with Release.from_table / from_groups / from_counts")
+    return value
+
+
+def release_with_rows(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
+                      group: str | Sequence[str] | None = None, weight: str | None = None,
+                      nulls: str = "error", param: str = "data") -> Release:
+    """Return a :class:`Release` carrying the row view of ``qi``.
+
+    ``data`` is either a Release (it must carry a row view holding every ``qi`` column, and
+    ``group``/``weight`` are not accepted: the release already has them) or any supported
+    table / path, from which ``Release.from_table(data, qi=qi, sensitive=sensitive,
+    group=group, weight=weight, nulls=nulls)`` is built.
+    """
+    qi = check_column_names(qi, "qi")
+    if isinstance(data, Release):
+        if group is not None or weight is not None:
+            raise InputError("group= and weight= are for tables; a Release already has its "
+                             "groups and multiplicities")
+        if sensitive is not None and sensitive != data.sensitive_name:
+            raise InputError(f"sensitive={sensitive!r} but the release was built from "
+                             f"{data.sensitive_name!r}")
+        if data.rows is None:
+            raise InputError(f"{param}: this Release has no row view (it was built from counts, "
+                             "batches or without qi=); build it with Release.from_table(data, "
+                             "qi=[...], group=..., sensitive=...) or pass the table")
+        data.rows.require(qi, param="qi")
+        return data
+    if group is None:
+        raise InputError("group= is required: the group (bucket) id of every row. For a "
+                         "generalized table pass the group ids with the exact QI values (the "
+                         "adversary links individuals through their exact QI)")
+    if sensitive is None:
+        raise InputError("sensitive= is required")
+    return Release.from_table(data, qi=qi, sensitive=sensitive, group=group, weight=weight,
+                              nulls=nulls)
+
+
+def derive_view(data: Any, *, qi: Sequence[str], sensitive: str, weight: str | None = None,
+                nulls: str = "error") -> Any:
+    """Build a view without groups (QI, sensitive codes, weights) of a table or Release."""
+    from .rows import RowView, prepare_rows
+    from .rows import encode_rows as encode_view
+
+    qi = check_column_names(qi, "qi")
+    if isinstance(data, RowView):
+        if data.sensitive is None:
+            raise InputError("data: this row view carries no sensitive values")
+        data.require(qi, param="qi")
+        return data
+    if isinstance(data, Release):
+        if data.rows is None or data.rows.sensitive is None:
+            raise InputError("data: this Release has no row view with sensitive values; build "
+                             "it with Release.from_table(data, qi=[...], group=..., "
+                             "sensitive=...) or pass the table")
+        if sensitive is not None and sensitive != data.sensitive_name:
+            raise InputError(f"sensitive={sensitive!r} but the release was built from "
+                             f"{data.sensitive_name!r}")
+        data.rows.require(qi, param="qi")
+        return data.rows
+    table, dropped, input_row, n_input = prepare_rows(data, qi=qi, sensitive=sensitive,
+                                                      group=None, weight=weight, nulls=nulls)
+    enc = encode_column(table.column(sensitive), name=sensitive)
+    return encode_view(table, qi=qi, sensitive=enc.codes, values=enc.labels, weight=weight,
+                       dropped_nulls=dropped, input_row=input_row, n_input_rows=n_input)

@@ -1044,7 +1044,7 @@ class _Prepared:
 def _prepare(data: Any, *, qi: list[str] | None, sensitive: str | None, group: Any,
              knowledge: Knowledge | None, weight: str | None, nulls: str) -> _Prepared:
     """Step 1: the release with the row view of every column the audit reads."""
-    from .rows import release_with_rows
+    from .release import release_with_rows
 
     cols = list(qi) if qi is not None else list(knowledge.columns)
     if not cols:

@@ -49,8 +49,23 @@ from .errors import InputError, InputTypeError
 if TYPE_CHECKING:  # pragma: no cover
     from .release import Release
 
-__all__ = ["RowView", "release_with_rows", "encode_rows", "prepare_rows", "view_from_counts",
+__all__ = ["RowView", "encode_rows", "prepare_rows", "view_from_counts",
            "mine_reliable_signatures", "ReliableSet"]
+
+#: Moved to :mod:`fastpriv.release` (a release is built from rows, not the other way round);
+#: the old names stay importable from here, with a DeprecationWarning, for one release.
+_MOVED = {"release_with_rows": "fastpriv.release", "derive_view": "fastpriv.release"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        import importlib
+        import warnings
+
+        warnings.warn(f"fastpriv.rows.{name} moved to {_MOVED[name]}.{name}",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(_MOVED[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _ro(a: np.ndarray, dtype: Any) -> np.ndarray:
@@ -382,70 +397,6 @@ def view_from_counts(qi_table: Any, rel: "Release", *, qi: Sequence[str], group:
     return encode_rows(table, qi=qi, row_group=row_group, n_groups=rel.n_groups,
                        values=rel.value_labels, dropped_nulls=dropped, input_row=input_row,
                        n_input_rows=n_input)
-
-
-def release_with_rows(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
-                      group: str | Sequence[str] | None = None, weight: str | None = None,
-                      nulls: str = "error", param: str = "data") -> "Release":
-    """Return a :class:`Release` carrying the row view of ``qi``.
-
-    ``data`` is either a Release (it must carry a row view holding every ``qi`` column, and
-    ``group``/``weight`` are not accepted: the release already has them) or any supported
-    table / path, from which ``Release.from_table(data, qi=qi, sensitive=sensitive,
-    group=group, weight=weight, nulls=nulls)`` is built.
-    """
-    from .release import Release
-
-    qi = check_column_names(qi, "qi")
-    if isinstance(data, Release):
-        if group is not None or weight is not None:
-            raise InputError("group= and weight= are for tables; a Release already has its "
-                             "groups and multiplicities")
-        if sensitive is not None and sensitive != data.sensitive_name:
-            raise InputError(f"sensitive={sensitive!r} but the release was built from "
-                             f"{data.sensitive_name!r}")
-        if data.rows is None:
-            raise InputError(f"{param}: this Release has no row view (it was built from counts, "
-                             "batches or without qi=); build it with Release.from_table(data, "
-                             "qi=[...], group=..., sensitive=...) or pass the table")
-        data.rows.require(qi, param="qi")
-        return data
-    if group is None:
-        raise InputError("group= is required: the group (bucket) id of every row. For a "
-                         "generalized table pass the group ids with the exact QI values (the "
-                         "adversary links individuals through their exact QI)")
-    if sensitive is None:
-        raise InputError("sensitive= is required")
-    return Release.from_table(data, qi=qi, sensitive=sensitive, group=group, weight=weight,
-                              nulls=nulls)
-
-
-def derive_view(data: Any, *, qi: Sequence[str], sensitive: str, weight: str | None = None,
-                nulls: str = "error") -> RowView:
-    """Build a view without groups (QI, sensitive codes, weights) of a table or Release."""
-    from .release import Release
-
-    qi = check_column_names(qi, "qi")
-    if isinstance(data, RowView):
-        if data.sensitive is None:
-            raise InputError("data: this row view carries no sensitive values")
-        data.require(qi, param="qi")
-        return data
-    if isinstance(data, Release):
-        if data.rows is None or data.rows.sensitive is None:
-            raise InputError("data: this Release has no row view with sensitive values; build "
-                             "it with Release.from_table(data, qi=[...], group=..., "
-                             "sensitive=...) or pass the table")
-        if sensitive is not None and sensitive != data.sensitive_name:
-            raise InputError(f"sensitive={sensitive!r} but the release was built from "
-                             f"{data.sensitive_name!r}")
-        data.rows.require(qi, param="qi")
-        return data.rows
-    table, dropped, input_row, n_input = prepare_rows(data, qi=qi, sensitive=sensitive,
-                                                      group=None, weight=weight, nulls=nulls)
-    enc = encode_column(table.column(sensitive), name=sensitive)
-    return encode_rows(table, qi=qi, sensitive=enc.codes, values=enc.labels, weight=weight,
-                       dropped_nulls=dropped, input_row=input_row, n_input_rows=n_input)
 
 
 # ---------------------------------------------------------------------- the Apriori miner

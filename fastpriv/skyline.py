@@ -64,9 +64,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ._data import as_release
-from ._validation import check_int, check_release, check_threshold, kernel_array
+from ._validation import check_int, check_threshold, kernel_array
 from .errors import InputError, InputTypeError
-from .release import MVPI_MULTISET, MVPI_SET, SVPI, Release
+from .release import MVPI_MULTISET, MVPI_SET, SVPI, Release, check_release
 from .results import Result, Witness
 
 __all__ = [
@@ -1146,22 +1146,28 @@ def _check_by_classes(rel: Release, pt_sig: list, pt_l: list, pt_k: list, pt_m: 
     pt_slot = np.array([slot_of[c] for c in pt_sig], dtype=np.int64)
     pt_li = np.array([li_of[x] for x in pt_l], dtype=np.int64)
     need[pt_slot, pt_li] = True
+    ks = sorted({0, *pt_k})          # T = 0 thresholds: the first group with T = 0 per k
+    ki_of = {x: i for i, x in enumerate(ks)}
     common = (indptr, codes, counts, sizes, _CASE_ID[rel.case],
               kernel_array(sig_slot, np.int64), n_sig, kernel_array(np.asarray(ells), np.int64),
               kernel_array(need, np.bool_), kernel_array(n_map, np.int64),
-              kernel_array(base, np.int64), int(cls_n.size))
+              kernel_array(base, np.int64), int(cls_n.size),
+              kernel_array(np.asarray(ks), np.int64))
     if parallel:
         tables = K.class_pass_parallel(*common, _n_chunks(rel.n_groups))
     else:
         tables = K.class_pass(*common, 0, rel.n_groups)
-    best_s, best_p, best_g, first_g = (kernel_array(tables[0], np.int64),
-                                       kernel_array(tables[1], np.float64),
-                                       kernel_array(tables[2], np.int64),
-                                       kernel_array(tables[3], np.int64))
+    best_s, best_p, best_g, first_g, zero_g = (kernel_array(tables[0], np.int64),
+                                               kernel_array(tables[1], np.float64),
+                                               kernel_array(tables[2], np.int64),
+                                               kernel_array(tables[3], np.int64),
+                                               kernel_array(tables[4], np.int64))
     return K.class_points(_CASE_ID[rel.case], kernel_array(cls_n, np.int64),
                           kernel_array(cls_s, np.int64), best_s, best_p, best_g, first_g,
-                          kernel_array(pt_slot, np.int64), kernel_array(pt_li, np.int64),
+                          zero_g, kernel_array(pt_slot, np.int64),
+                          kernel_array(pt_li, np.int64),
                           kernel_array(np.asarray(pt_k), np.int64),
+                          kernel_array(np.asarray([ki_of[x] for x in pt_k]), np.int64),
                           kernel_array(np.asarray(pt_m), np.int64))
 
 

@@ -19,7 +19,8 @@ from fastpriv import foreground as fg
 from fastpriv import robustness as rb
 from fastpriv.knowledge import Knowledge
 from fastpriv.metrics import average_delta
-from fastpriv.rows import mine_reliable_signatures, release_with_rows
+from fastpriv.release import release_with_rows
+from fastpriv.rows import mine_reliable_signatures
 
 
 def _table(seed: int, n: int, n_groups: int) -> tuple[pa.Table, np.ndarray]:
@@ -301,3 +302,12 @@ def test_explain_refuses_a_dropped_row_and_original_may_be_the_input():
         res.explain(dropped)
     same = fg.attack(t.take(pa.array(kept)), original=t.take(pa.array(kept)), **kw)
     assert res.measures == same.measures
+
+
+def test_moved_names_still_import_from_rows_with_a_warning():
+    import fastpriv.release
+    import fastpriv.rows
+
+    for name in ("release_with_rows", "derive_view"):
+        with pytest.warns(DeprecationWarning, match=f"moved to fastpriv.release.{name}"):
+            assert getattr(fastpriv.rows, name) is getattr(fastpriv.release, name)
