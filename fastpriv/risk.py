@@ -2,9 +2,17 @@
 
 Every measure here needs only the equivalence classes of the QI tuples: their sizes f_j in
 the sample, their (estimated) sizes F_j in the population, and, with sampling weights,
-Σ weights per class. One counting pass builds :class:`ClassCounts` (mergeable: shards of a
-large table or a stream are counted separately and merged); everything after works on the
-classes or on the histogram of class sizes (c_i = number of classes of size i).
+Σ sampling weights per class.
+
+Two kinds of weight, two names. ``weight=`` is what it is everywhere in fastpriv: the number
+of identical rows a row stands for (a ``GROUP BY`` count), so a pre-aggregated table gives
+exactly the measures of its expansion. ``sampling_weight=`` is the survey weight: the
+population members a record stands for, which estimates F_j (individual risk,
+journalist/marketer risk without a population table).
+
+One counting pass builds :class:`ClassCounts` (mergeable: shards of a large table or a
+stream are counted separately and merged); everything after works on the classes or on the
+histogram of class sizes (c_i = number of classes of size i).
 
 Measures (:func:`audit`):
 
@@ -20,8 +28,9 @@ Measures (:func:`audit`):
 * **sample uniques** c_1 and **population uniques** by Pitman (Hoshino 2001), Zayatz (1991),
   the SNB model (Chen & Keller-McNulty 1998) and Dankar et al.'s decision rule (Dankar,
   El Emam, Neisa & Roffey 2012, as implemented in ARX ``RiskModelPopulationUniqueness``).
-* **individual risk** with sampling weights (Benedetti & Franconi 1998; Franconi & Polettini
-  2004): r_j = E[1/F_j | f_j] under a negative-binomial posterior, computed exactly.
+* **individual risk** with sampling weights, ``sampling_weight=`` (Benedetti & Franconi 1998;
+  Franconi & Polettini 2004): r_j = E[1/F_j | f_j] under a negative-binomial posterior,
+  computed exactly.
 * **k-map** (Sweeney 2002; El Emam & Dankar 2008): min_j F_j over the sample's classes.
 * **δ-presence** (Nergiz, Atzori & Clifton 2007): δ_j = f_j/F_j, the probability that a
   population member of class j is in the sample; reported as (min, max) over the population's
@@ -43,6 +52,7 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -51,12 +61,22 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ._arrow import apply_null_policy, as_table, encode_column, encode_keys, iter_batches
+from ._arrow import (
+    NULL_POLICIES,
+    apply_null_policy,
+    apply_weights,
+    as_table,
+    encode_column,
+    encode_keys,
+    iter_batches,
+    kept_rows,
+)
 from ._kernels import risk as _k
 from ._threads import resolve_n_jobs
 from ._validation import (
     INT64_MAX,
     check_at_least,
+    check_choice,
     check_column_names,
     check_columns,
     check_int,
@@ -101,16 +121,26 @@ class ClassCounts(Result):
     keys : pyarrow.Table
         One row per class with its QI values (columns ``qi``), in lexicographic order.
     sizes : int64 array
-        f_j, the number of records per class.
-    weight_sums : float64 array or None
-        Σ sampling weights per class (an estimate of the population class size F_j).
+        f_j, the number of records per class: Σ ``weight`` over the class's rows when the
+        table was read with ``weight=`` (each row stands for that many identical records).
+    sampling_weight_sums : float64 array or None
+        Σ sampling weights per class (an estimate of the population class size F_j), when
+        the table was read with ``sampling_weight=``.
 
     """
 
     qi: tuple
     keys: pa.Table = field(repr=False)
     sizes: np.ndarray = field(repr=False)
-    weight_sums: np.ndarray | None = field(default=None, repr=False)
+    sampling_weight_sums: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def weight_sums(self) -> np.ndarray | None:
+        """Deprecated name of :attr:`sampling_weight_sums` (``weight=`` is a multiplicity)."""
+        warnings.warn("ClassCounts.weight_sums is renamed sampling_weight_sums (weight= now "
+                      "means the number of identical rows a row stands for)",
+                      DeprecationWarning, stacklevel=2)
+        return self.sampling_weight_sums
 
     @property
     def n_records(self) -> int:
@@ -124,6 +154,9 @@ class ClassCounts(Result):
 
     def histogram(self) -> tuple[np.ndarray, np.ndarray]:
         """``(size, count)``: ``count[i]`` classes have ``size[i]`` records (size ascending)."""
+        if self.sizes.size and int(self.sizes.max()) > (1 << 24):   # few classes, huge sizes
+            size, count = np.unique(self.sizes, return_counts=True)
+            return size.astype(np.int64), count.astype(np.int64)
         counts = np.bincount(self.sizes)
         size = np.flatnonzero(counts)
         return size.astype(np.int64), counts[size].astype(np.int64)
@@ -156,54 +189,104 @@ class ClassCounts(Result):
 
     @classmethod
     def from_table(cls, data: Any, *, qi: Sequence[str], weight: str | None = None,
+                   sampling_weight: str | None = None,
                    nulls: str = "error") -> "ClassCounts":
         """Count the QI classes of a table (any input :func:`fastpriv.Release.from_table` takes).
 
-        ``weight`` names a column of sampling weights (finite, > 0); nulls in the used
-        columns follow ``nulls`` (``"error"``, ``"drop"`` or ``"value"``).
+        Parameters
+        ----------
+        data : table-like
+            The records.
+        qi : list of str
+            The quasi-identifier columns.
+        weight : str, optional
+            Multiplicity column, as everywhere in fastpriv: each row stands for ``weight``
+            identical records, so f_j = Σ weight over the rows of class j and every measure
+            equals the one of the expanded table. Integers ≥ 0, no nulls (rows of weight 0
+            stand for nobody and are dropped).
+        sampling_weight : str, optional
+            Column of sampling weights (finite, > 0): the population members each record
+            stands for; Σ per class estimates F_j. With ``weight`` too, a row adds
+            ``weight · sampling_weight``.
+        nulls : {"error", "drop", "value"}
+            Null policy for the QI (and sampling weight) columns.
+
+        Notes
+        -----
+        A Parquet/CSV path, a ``pyarrow.dataset`` or a large Table read without weights is
+        counted by the streaming ingest of :meth:`fastpriv.Release.from_table`
+        (:func:`fastpriv._ingest.encode_rows`): the classes are the (group, value) pairs of
+        the QIs but the last, grouped by that last one.
+
         """
         cols = _check_qi(qi)
-        table = as_table(data, param="data", roles={"qi": cols, "weight": [weight]}
-                         if isinstance(weight, str) else {"qi": cols})
+        weight, sampling_weight = _check_weight_names(weight, sampling_weight, cols)
+        if weight is None and sampling_weight is None:
+            fast = _from_ingest(data, cols, nulls)
+            if fast is not None:
+                return cls(tuple(cols), fast[0], _ro(fast[1]))
+        roles: dict = {"qi": cols}
+        if weight is not None:
+            roles["weight"] = [weight]
+        if sampling_weight is not None:
+            roles["sampling_weight"] = [sampling_weight]
+        table = as_table(data, param="data", roles=roles)
         check_columns(cols, table.column_names, "qi")
-        used = cols + ([weight] if weight is not None else [])
+        for name, col in (("weight", weight), ("sampling_weight", sampling_weight)):
+            if col is not None:
+                check_columns([col], table.column_names, name)
+        policed = cols + ([sampling_weight] if sampling_weight is not None else [])
+        table = table.select(policed + ([weight] if weight is not None else []))
+        w = None
         if weight is not None:
-            if not isinstance(weight, str):
-                raise InputTypeError(f"weight must be a column name, got {weight!r}")
-            check_columns([weight], table.column_names, "weight")
-            if weight in cols:
-                raise InputError(f"weight column {weight!r} is also a qi column")
-        table = table.select(used)
-        table, _ = apply_null_policy(table, used, nulls)
+            table, w = _multiplicities(table, weight)
+        if nulls == "drop" and w is not None:
+            keep = kept_rows(table, policed, nulls)
+            if keep is not None:
+                w = w[keep]
+        table, _ = apply_null_policy(table, policed, nulls)
         if table.num_rows == 0:
-            raise InputError("data has no rows (after the null policy)")
+            raise InputError("data has no rows (after the null policy and weights of 0)")
         codes, keys = encode_keys([table.column(c) for c in cols], names=cols)
-        sizes = np.bincount(codes, minlength=keys.num_rows).astype(np.int64)
+        if w is None:
+            sizes = np.bincount(codes, minlength=keys.num_rows).astype(np.int64)
+        else:
+            sizes = exact_bincount(codes, w, keys.num_rows)
         wsum = None
-        if weight is not None:
-            w = _weights(table.column(weight))
-            wsum = np.bincount(codes, weights=w, minlength=keys.num_rows)
+        if sampling_weight is not None:
+            sw = _sampling_weights(table.column(sampling_weight))
+            wsum = np.bincount(codes, weights=sw if w is None else sw * w,
+                               minlength=keys.num_rows)
         return cls(tuple(cols), keys, _ro(sizes), None if wsum is None else _ro(wsum))
 
     @classmethod
     def from_counts(cls, data: Any, *, qi: Sequence[str], count: str = "count",
-                    weight_sum: str | None = None, nulls: str = "error") -> "ClassCounts":
-        """Classes from aggregated rows ``(qi..., count[, weight_sum])`` (SQL ``GROUP BY``).
+                    sampling_weight_sum: str | None = None, nulls: str = "error",
+                    weight_sum: str | None = None) -> "ClassCounts":
+        """Classes from aggregated rows ``(qi..., count[, sampling_weight_sum])`` (``GROUP BY``).
 
         Rows with the same QI values are added, so partial aggregates (per partition, per
         day) can be passed together. ``count`` must hold integers ≥ 0; classes whose total
-        is 0 are dropped.
+        is 0 are dropped. ``sampling_weight_sum`` names a column of Σ sampling weights per
+        row (``weight_sum=`` is its deprecated name).
         """
+        if weight_sum is not None:
+            warnings.warn("from_counts(weight_sum=) is renamed sampling_weight_sum=",
+                          DeprecationWarning, stacklevel=2)
+            if sampling_weight_sum is not None:
+                raise InputError("weight_sum: give sampling_weight_sum= only (weight_sum= is "
+                                 "its deprecated name)")
+            sampling_weight_sum = weight_sum
         cols = _check_qi(qi)
-        extra = [count] + ([weight_sum] if weight_sum is not None else [])
+        extra = [count] + ([sampling_weight_sum] if sampling_weight_sum is not None else [])
         roles = {"qi": cols, "count": [count]}
-        if isinstance(weight_sum, str):
-            roles["weight_sum"] = [weight_sum]
+        if isinstance(sampling_weight_sum, str):
+            roles["sampling_weight_sum"] = [sampling_weight_sum]
         table = as_table(data, param="data", roles=roles)
         check_columns(cols, table.column_names, "qi")
         check_columns([count], table.column_names, "count")
-        if weight_sum is not None:
-            check_columns([weight_sum], table.column_names, "weight_sum")
+        if sampling_weight_sum is not None:
+            check_columns([sampling_weight_sum], table.column_names, "sampling_weight_sum")
         table, _ = apply_null_policy(table.select(cols + extra), cols + extra, nulls)
         if table.num_rows == 0:
             raise InputError("data has no rows (after the null policy)")
@@ -223,34 +306,47 @@ class ClassCounts(Result):
         if keep.size == 0:
             raise InputError("count: every class has count 0")
         wsum = None
-        if weight_sum is not None:
-            wsum = np.bincount(codes, weights=_weights(table.column(weight_sum)),
-                               minlength=keys.num_rows)[keep]
+        if sampling_weight_sum is not None:
+            wsum = np.bincount(codes, weights=_sampling_weights(
+                table.column(sampling_weight_sum), "sampling_weight_sum"),
+                minlength=keys.num_rows)[keep]
         keys = keys.take(pa.array(keep))
         return cls(tuple(cols), keys, _ro(sizes[keep]),
                    None if wsum is None else _ro(wsum))
 
     @classmethod
     def from_batches(cls, data: Any, *, qi: Sequence[str], weight: str | None = None,
-                     nulls: str = "error", batch_size: int = 1 << 20) -> "ClassCounts":
+                     sampling_weight: str | None = None, nulls: str = "error",
+                     batch_size: int = 1 << 20) -> "ClassCounts":
         """Count the classes batch by batch (Parquet/CSV/reader/iterable of batches).
 
         Only the QI (and weight) columns are read; each batch is counted on its own and the
         per-batch classes are merged once at the end, so memory is bounded by the number of
-        (batch, class) pairs, never by the whole decoded table.
+        (batch, class) pairs, never by the whole decoded table. ``weight`` and
+        ``sampling_weight`` as in :meth:`from_table`.
         """
         cols = _check_qi(qi)
-        used = cols + ([weight] if weight is not None else [])
-        parts = [cls.from_table(b, qi=cols, weight=weight, nulls=nulls)
+        weight, sampling_weight = _check_weight_names(weight, sampling_weight, cols)
+        policed = cols + ([sampling_weight] if sampling_weight is not None else [])
+        used = policed + ([weight] if weight is not None else [])
+        parts = [cls.from_table(b, qi=cols, weight=weight, sampling_weight=sampling_weight,
+                                nulls=nulls)
                  for b in iter_batches(data, used, batch_size=batch_size)
-                 if b.num_rows and _keep(b, used, nulls)]
+                 if b.num_rows and _keep(b, policed, nulls, weight)]
         if not parts:
-            raise InputError("data has no rows (after the null policy)")
+            raise InputError("data has no rows (after the null policy and weights of 0)")
         return parts[0].merge(*parts[1:])
 
     @classmethod
     def from_release(cls, release: Any, *, qi: Sequence[str] | None = None) -> "ClassCounts":
-        """Classes of a :class:`fastpriv.Release` built with ``qi=`` (its groups)."""
+        """Classes of a :class:`fastpriv.Release` built with ``qi=`` (its groups).
+
+        A release built with ``weight=`` counts Σ weight per group, as the table would.
+        A release that dropped rows for nulls (``nulls="drop"``) is refused: it dropped
+        the rows whose *sensitive* value is null as well, which have QI values and count
+        as records here; pass the table (``risk.audit(table, qi=..., nulls="drop")``
+        drops only the rows with a null QI).
+        """
         keys = release.groups
         names = list(keys.column_names)
         if qi is not None:
@@ -261,6 +357,14 @@ class ClassCounts(Result):
         if release.case != "svpi":
             raise InputError(f"data: a {release.case} release counts values, not records; "
                              "pass the table with one row per individual")
+        if _dropped_rows(release):
+            raise InputError(
+                "data: the Release dropped rows with a null (nulls='drop'), in its sensitive "
+                f"column {release.sensitive_name!r} as well as in {names}; a record "
+                "whose sensitive value is null still has QI values and counts for "
+                "re-identification, so its classes may be too small. Pass the table instead: "
+                f"risk.audit(table, qi={names}, nulls='drop') drops only the rows with a "
+                "null QI")
         return cls(tuple(names), keys, _ro(np.asarray(release.sizes, dtype=np.int64)))
 
     def merge(self, *others: "ClassCounts") -> "ClassCounts":
@@ -271,26 +375,26 @@ class ClassCounts(Result):
                 raise InputTypeError(f"merge: expected ClassCounts, got {type(o).__name__}")
             if o.qi != self.qi:
                 raise InputError(f"merge: qi differ ({list(o.qi)} vs {list(self.qi)})")
-            if (o.weight_sums is None) != (self.weight_sums is None):
-                raise InputError("merge: either all parts have weights or none")
+            if (o.sampling_weight_sums is None) != (self.sampling_weight_sums is None):
+                raise InputError("merge: either all parts have sampling weights or none")
         try:
             keys = pa.concat_tables([p.keys for p in parts], promote_options="permissive")
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise InputError(f"merge: the parts' QI column types do not match ({exc})") from None
         codes, merged = encode_keys([keys.column(c) for c in self.qi], names=list(self.qi))
-        sizes = np.bincount(codes, weights=np.concatenate([p.sizes for p in parts]),
-                            minlength=merged.num_rows)
+        sizes = exact_bincount(codes, np.concatenate([p.sizes for p in parts]),
+                               merged.num_rows)
         wsum = None
-        if self.weight_sums is not None:
-            wsum = _ro(np.bincount(codes, weights=np.concatenate([p.weight_sums for p in parts]),
-                                   minlength=merged.num_rows))
-        return ClassCounts(self.qi, merged, _ro(np.rint(sizes).astype(np.int64)), wsum)
+        if self.sampling_weight_sums is not None:
+            wsum = _ro(np.bincount(codes, weights=np.concatenate(
+                [p.sampling_weight_sums for p in parts]), minlength=merged.num_rows))
+        return ClassCounts(self.qi, merged, _ro(sizes), wsum)
 
     def to_table(self) -> pa.Table:
-        """Return the classes as a table: QI columns, ``size`` (and ``weight_sum``)."""
+        """Return the classes as a table: QI columns, ``size`` (and ``sampling_weight_sum``)."""
         t = self.keys.append_column("size", pa.array(self.sizes))
-        if self.weight_sums is not None:
-            t = t.append_column("weight_sum", pa.array(self.weight_sums))
+        if self.sampling_weight_sums is not None:
+            t = t.append_column("sampling_weight_sum", pa.array(self.sampling_weight_sums))
         return t
 
     def values_of(self, j: int) -> dict:
@@ -298,41 +402,146 @@ class ClassCounts(Result):
         return {c: self.keys.column(c)[j].as_py() for c in self.qi}
 
 
-def _keep(batch: Any, used: list, nulls: str) -> bool:
-    """Return False for a batch that the null policy ``"drop"`` empties completely."""
+def _dropped_rows(release: Any) -> bool:
+    """Whether a Release built from a table dropped rows for nulls (as far as it records)."""
+    rows = release.rows
+    if rows is not None and getattr(rows, "dropped_nulls", 0):
+        return True
+    return release.input_row is not None and release.row_group is not None
+
+
+def _check_weight_names(weight: Any, sampling_weight: Any, cols: list) -> tuple:
+    """Check ``weight`` and ``sampling_weight`` (column names, distinct, not QIs)."""
+    for name, col in (("weight", weight), ("sampling_weight", sampling_weight)):
+        if col is None:
+            continue
+        if not isinstance(col, str):
+            raise InputTypeError(f"{name} must be a column name, got {col!r}")
+        if col in cols:
+            raise InputError(f"{name} column {col!r} is also a qi column")
+    if weight is not None and weight == sampling_weight:
+        raise InputError(f"weight and sampling_weight name the same column {weight!r}: "
+                         "weight= is the number of identical rows a row stands for, "
+                         "sampling_weight= the population members each record stands for")
+    return weight, sampling_weight
+
+
+def _multiplicities(table: pa.Table, weight: str) -> tuple[pa.Table, np.ndarray]:
+    """Check the ``weight=`` column (multiplicities) and drop the rows of weight 0."""
+    col = table.column(weight)
+    if pa.types.is_floating(col.type) or pa.types.is_decimal(col.type):
+        raise InputTypeError(
+            f"weight: column {weight!r} holds {col.type}, expected integers: weight= is the "
+            "number of identical rows a row stands for (a GROUP BY count). Sampling weights "
+            "(the population members each record represents) go to sampling_weight=")
+    table, w = apply_weights(table, weight)
+    return table.drop_columns([weight]), w
+
+
+def _from_ingest(data: Any, cols: list, nulls: str) -> tuple[pa.Table, np.ndarray] | None:
+    """Classes of a streamable source through the ingest of ``Release.from_table``.
+
+    The QIs but the last are the release's groups and the last one its "value": each
+    (group, value) entry of the profile is one class. None when the source is not streamed
+    (the caller reads it whole) or the scan hands the decision back (a null under
+    ``nulls="error"``, a CSV the incremental reader cannot type).
+    """
+    from ._ingest import encode_rows, source_schema, streamable
+
+    if len(cols) < 2 or not streamable(data):
+        return None
+    check_choice(nulls, "nulls", NULL_POLICIES)
+    schema = source_schema(data)
+    names = schema.names
+    if len(set(names)) != len(names):
+        return None
+    check_columns(cols, names, "qi")
+    if any(pa.types.is_nested(schema.field(c).type) for c in cols):
+        return None
+    prof = encode_rows(data, keys=cols[:-1], sensitive=cols[-1], nulls=nulls)
+    if prof is None:
+        return None
+    return _profile_classes(prof, cols)
+
+
+def _profile_classes(prof: Any, cols: list) -> tuple[pa.Table, np.ndarray]:
+    """``(keys, sizes)`` of the classes of a profile over ``cols[:-1]`` × ``cols[-1]``.
+
+    The profile lists a group's values by count; classes go in lexicographic order of the
+    QI tuple, so the entries of each group holding several values are put in value order
+    (the groups are in key order already).
+    """
+    indptr = np.asarray(prof.indptr, dtype=np.int64)
+    codes = np.asarray(prof.codes, dtype=np.int64)
+    counts = np.asarray(prof.counts, dtype=np.int64)
+    per = np.diff(indptr)
+    if per.size and int(per.max()) == 1:    # one value per group: the groups are the classes
+        group_keys = prof.keys
+    else:
+        group = np.repeat(np.arange(per.shape[0], dtype=np.int64), per)
+        multi = np.flatnonzero(per[group] > 1)
+        if multi.size:
+            key = group[multi] * max(len(prof.values), 1) + codes[multi]
+            o = multi[np.argsort(key, kind="stable")]
+            codes, counts = codes.copy(), counts.copy()
+            codes[multi], counts[multi] = codes[o], counts[o]
+        group_keys = prof.keys.take(pa.array(group))
+    keys = pa.table({**{c: group_keys.column(c) for c in cols[:-1]},
+                     cols[-1]: prof.values.take(pa.array(codes))})
+    return keys, counts
+
+
+def _keep(batch: Any, used: list, nulls: str, weight: str | None = None) -> bool:
+    """Return False for a batch that the null policy ``"drop"`` (or weights of 0) empties."""
+    if weight is not None:
+        w = batch.column(batch.schema.get_field_index(weight))
+        if w.null_count == 0 and pa.types.is_integer(w.type) and \
+                not np.asarray(w.to_numpy()).any():
+            return False
     if nulls != "drop":
         return True
     table, _ = apply_null_policy(pa.Table.from_batches([batch]), used, nulls)
     return table.num_rows > 0
 
 
-def _weights(col: Any) -> np.ndarray:
+def _sampling_weights(col: Any, name: str = "sampling_weight") -> np.ndarray:
     if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
-        raise InputTypeError(f"weight: expected a numeric column, got {col.type}")
+        raise InputTypeError(f"{name}: expected a numeric column, got {col.type}")
     w = np.asarray(col.to_numpy(), dtype=np.float64)
     bad = ~np.isfinite(w) | (w <= 0)
     if bad.any():
-        raise InputError(f"weight: {int(bad.sum())} weights are not finite and > 0 (first at row "
-                         f"{int(np.flatnonzero(bad)[0])})")
+        raise InputError(f"{name}: {int(bad.sum())} weights are not finite and > 0 (first at "
+                         f"row {int(np.flatnonzero(bad)[0])})")
     return w
 
 
 def class_counts(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = None,
-                 nulls: str = "error") -> ClassCounts:
-    """:class:`ClassCounts` of a table, a :class:`fastpriv.Release` (grouped by ``qi``) or as is."""
+                 sampling_weight: str | None = None, nulls: str = "error") -> ClassCounts:
+    """:class:`ClassCounts` of a table, a :class:`fastpriv.Release` (grouped by ``qi``) or as is.
+
+    ``weight`` (multiplicities) and ``sampling_weight`` as in :meth:`ClassCounts.from_table`.
+    """
     if isinstance(data, ClassCounts):
         if qi is not None and list(_check_qi(qi)) != list(data.qi):
             raise InputError(f"qi: the class counts are over {list(data.qi)}, not {list(qi)}")
         if weight is not None:
-            raise InputError("weight: class counts already carry their weight sums")
+            raise InputError("weight: class counts already count each row's multiplicity")
+        if sampling_weight is not None:
+            raise InputError("sampling_weight: class counts already carry their sampling "
+                             "weight sums")
         return data
     from .release import Release
 
     if isinstance(data, Release):
         if weight is not None:
-            raise InputError("weight: a Release holds no row weights; pass the table instead")
+            raise InputError("weight: a Release already counts its rows' weights (build it "
+                             "with Release.from_table(..., weight=)); pass it without weight=")
+        if sampling_weight is not None:
+            raise InputError("sampling_weight: a Release holds no sampling weights; pass the "
+                             "table instead")
         return ClassCounts.from_release(data, qi=qi)
-    return ClassCounts.from_table(data, qi=_check_qi(qi), weight=weight, nulls=nulls)
+    return ClassCounts.from_table(data, qi=_check_qi(qi), weight=weight,
+                                  sampling_weight=sampling_weight, nulls=nulls)
 
 
 # ---------------------------------------------------------------------- population models
@@ -511,8 +720,8 @@ def _journalist(m: dict, cc: ClassCounts, f: np.ndarray, n: float, u: int,
     """
     if pop_f is not None:
         big_f, src = pop_f, "population table"
-    elif cc.weight_sums is not None:
-        big_f, src = np.maximum(cc.weight_sums, f), "sampling weights (estimated F)"
+    elif cc.sampling_weight_sums is not None:
+        big_f, src = np.maximum(cc.sampling_weight_sums, f), "sampling weights (estimated F)"
     elif big_n is not None:
         m.update(journalist_max=None, journalist_avg=None, journalist_above_threshold=None,
                  marketer=None,
@@ -531,8 +740,9 @@ def _journalist(m: dict, cc: ClassCounts, f: np.ndarray, n: float, u: int,
 def _population(pop: Any, sample: ClassCounts, nulls: str) -> tuple:
     """Return ``(F per sample class or None, population classes or None, N or None, text)``."""
     if pop is None:
-        if sample.weight_sums is not None:
-            return None, None, float(sample.weight_sums.sum()), "sampling weights"
+        if sample.sampling_weight_sums is not None:
+            return (None, None, float(sample.sampling_weight_sums.sum()),
+                    "sampling weights")
         return None, None, None, "none (the sample is the population)"
     if isinstance(pop, numbers.Real) and not isinstance(pop, bool):
         big_n = float(pop)
@@ -541,13 +751,17 @@ def _population(pop: Any, sample: ClassCounts, nulls: str) -> tuple:
                              f"({sample.n_records}), got {pop!r}")
         return None, None, big_n, f"population size {big_n:g}"
     popc = class_counts(pop, qi=list(sample.qi), nulls=nulls)
-    big_f = _match(sample, popc)
+    big_f = population_sizes(sample, popc)
     return (big_f, popc.n_classes, float(popc.n_records),
             f"population table of {popc.n_records:,} records")
 
 
-def _match(sample: ClassCounts, pop: ClassCounts) -> np.ndarray:
-    """Look up F_j for each sample class (the population must hold the sample)."""
+def population_sizes(sample: ClassCounts, pop: ClassCounts) -> np.ndarray:
+    """Return F_j, the population size of each sample class (the population holds the sample).
+
+    ``pop`` are the class counts of a population table over the same QI columns; a sample
+    class with more records than its population class is refused (InputError).
+    """
     try:
         keys = pa.concat_tables([sample.keys.select(list(sample.qi)),
                                  pop.keys.select(list(sample.qi))], promote_options="permissive")
@@ -567,7 +781,8 @@ def _match(sample: ClassCounts, pop: ClassCounts) -> np.ndarray:
 
 
 def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = None,
-          population: Any = None, threshold: float = 0.2, nulls: str = "error") -> RiskResult:
+          sampling_weight: str | None = None, population: Any = None,
+          threshold: float = 0.2, nulls: str = "error") -> RiskResult:
     """Re-identification risk measures of a table, from its QI class sizes.
 
     Parameters
@@ -579,9 +794,18 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = No
     qi : list of str
         The quasi-identifier columns (optional for a Release / ClassCounts).
     weight : str, optional
-        Column of sampling weights: Σ weights in a class estimates its population size F̂_j
+        Multiplicity column, as everywhere in fastpriv: each row stands for ``weight``
+        identical records (a ``GROUP BY`` count), so f_j = Σ weight over the rows of class
+        j and every measure equals the one of the expanded table. Integers ≥ 0, no nulls;
+        rows of weight 0 stand for nobody.
+    sampling_weight : str, optional
+        Column of sampling weights (finite, > 0; the population members each record
+        stands for): Σ sampling weights in a class estimates its population size F̂_j
         (Benedetti–Franconi individual risk; journalist/marketer risk on F̂_j when no
-        population table is given).
+        population table is given). With ``weight`` too, a row contributes
+        ``weight · sampling_weight``. (Before 0.x's "one meaning of weight=", this was
+        ``weight=``; an integer sampling weight column passed as ``weight=`` is now read
+        as multiplicities.)
     population : int or table-like, optional
         The population size N (for population uniqueness), or a population table holding
         every record of ``data`` (exact journalist and marketer risk, k-map, δ-presence).
@@ -589,7 +813,8 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = No
         Highest acceptable re-identification probability of one record; a record is at risk
         when its risk is strictly greater (ARX's convention).
     nulls : {"error", "drop", "value"}
-        Null policy for the QI (and weight) columns.
+        Null policy for the QI (and sampling weight) columns. A Release that dropped rows
+        for nulls is refused (it dropped null sensitive values too): pass its table.
 
     Returns
     -------
@@ -600,12 +825,14 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = No
         ``marketer``, ``sample_uniques``, ``sample_uniques_share``, ``population_uniques``
         (dict by model, ``chosen``, ``reason``; None without a population size),
         ``individual_max``, ``individual_avg``, ``individual_above_threshold``,
-        ``expected_reidentifications`` (None without weights or population size),
+        ``expected_reidentifications`` (None without sampling weights or population size),
         ``k_map``, ``delta_min``, ``delta_max`` (None without a population table).
+        ``params`` holds ``sampling_weight`` but not ``weight``: a multiplicity column is a
+        way of reading the records, and the result is the expanded table's, exactly.
 
     """
     thr = check_probability(threshold, "threshold")
-    cc = class_counts(data, qi=qi, weight=weight, nulls=nulls)
+    cc = class_counts(data, qi=qi, weight=weight, sampling_weight=sampling_weight, nulls=nulls)
     f = cc.sizes.astype(np.float64)
     n, u = float(f.sum()), cc.n_classes
     pop_f, n_pop_classes, big_n, pop_desc = _population(population, cc, nulls)
@@ -635,7 +862,8 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = No
     at_max = int(f[cc.sizes == cc.sizes[j]].sum())
     wit = RiskWitness(cc.values_of(j), int(cc.sizes[j]),
                       None if pop_f is None else float(pop_f[j]), at_max)
-    params = {"qi": list(cc.qi), "threshold": thr, "weight": weight, "population": pop_desc,
+    params = {"qi": list(cc.qi), "threshold": thr, "sampling_weight": sampling_weight,
+              "population": pop_desc,
               "population_size": big_n, "n_records": int(n), "n_classes": u, "nulls": nulls}
     return RiskResult(m["prosecutor_max"], m, wit, params, cc.histogram())
 
@@ -652,9 +880,9 @@ def _json_pu(pu: dict) -> dict:
 
 def _individual(m: dict, cc: ClassCounts, f: np.ndarray, n: float, big_n: float | None,
                 thr: float) -> None:
-    """Benedetti–Franconi individual risk from weight sums (or uniform weights N/n)."""
-    if cc.weight_sums is not None:
-        wsum = cc.weight_sums
+    """Benedetti–Franconi individual risk from sampling weight sums (or uniform weights N/n)."""
+    if cc.sampling_weight_sums is not None:
+        wsum = cc.sampling_weight_sums
     elif big_n is not None:
         wsum = f * (big_n / n)
     else:
@@ -665,9 +893,10 @@ def _individual(m: dict, cc: ClassCounts, f: np.ndarray, n: float, big_n: float 
     bad = np.flatnonzero(wsum < f * (1 - 1e-12))
     if bad.size:
         j = int(bad[0])
-        raise InputError(f"weight: the class {cc.values_of(j)} has {int(f[j])} records but its "
-                         f"weights sum to {wsum[j]:g} (< records); weights estimate how many "
-                         "population members each record stands for and must sum to >= 1 each")
+        raise InputError(f"sampling_weight: the class {cc.values_of(j)} has {int(f[j])} records "
+                         f"but its sampling weights sum to {wsum[j]:g} (< records); sampling "
+                         "weights estimate how many population members each record stands for "
+                         "and must be >= 1 each")
     r = _k.bf_individual_risk(kernel_array(cc.sizes, np.int64),
                               kernel_array(np.maximum(wsum, f), np.float64))
     er = float((f * r).sum())
@@ -766,7 +995,7 @@ class CombinationResult(Result):
 
 
 def combinations(data: Any, *, qi: Sequence[str] | None = None, m: int | None = None,
-                 nulls: str = "error", max_memory: int = 1 << 30,
+                 weight: str | None = None, nulls: str = "error", max_memory: int = 1 << 30,
                  n_jobs: int | None = None) -> CombinationResult:
     """Uniques and minimal sample uniques (SUDA2) for every QI subset up to size ``m``.
 
@@ -794,6 +1023,9 @@ def combinations(data: Any, *, qi: Sequence[str] | None = None, m: int | None = 
         The quasi-identifier columns (optional for a Release / ClassCounts).
     m : int, optional
         Largest subset size (default: all QIs).
+    weight : str, optional
+        Multiplicity column (each row stands for ``weight`` identical records; integers
+        ≥ 0): the result equals the expanded table's.
     nulls : {"error", "drop", "value"}
         Null policy for the QI columns.
     max_memory : int
@@ -804,7 +1036,7 @@ def combinations(data: Any, *, qi: Sequence[str] | None = None, m: int | None = 
         counting pass holds about 100 bytes per distinct tuple while it runs.
 
     """
-    cc = class_counts(data, qi=qi, nulls=nulls)
+    cc = class_counts(data, qi=qi, weight=weight, nulls=nulls)
     q = len(cc.qi)
     m = q if m is None else check_int(m, "m", minimum=1, maximum=q)
     max_memory = check_int(max_memory, "max_memory", minimum=1)

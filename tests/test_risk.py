@@ -91,7 +91,7 @@ def test_audit_matches_enumeration_with_population_table(tab, more, thr):
 def test_individual_risk_matches_series(tab, data, thr):
     rows, qi, _ = tab
     w = [data.draw(st.floats(1.0, 60.0)) for _ in rows]
-    res = risk.audit(to_table(rows, qi, {"w": w}), qi=qi, weight="w", threshold=thr)
+    res = risk.audit(to_table(rows, qi, {"w": w}), qi=qi, sampling_weight="w", threshold=thr)
     exp = nv.audit(strify(rows, qi), qi, thr, weights=w)
     d = res.to_dict()
     for key in ("individual_max", "individual_avg", "expected_reidentifications"):
@@ -138,9 +138,9 @@ def test_class_counts_merge_equals_whole(tab, data):
     rows, qi, _ = tab
     cut = data.draw(st.integers(1, len(rows) - 1))
     t = to_table(rows, qi, {"w": [float(i + 1) for i in range(len(rows))]})
-    whole = risk.class_counts(t, qi=qi, weight="w")
-    parts = risk.class_counts(t.slice(0, cut), qi=qi, weight="w").merge(
-        risk.class_counts(t.slice(cut), qi=qi, weight="w"))
+    whole = risk.class_counts(t, qi=qi, sampling_weight="w")
+    parts = risk.class_counts(t.slice(0, cut), qi=qi, sampling_weight="w").merge(
+        risk.class_counts(t.slice(cut), qi=qi, sampling_weight="w"))
     assert whole.to_table().equals(parts.to_table())
     assert risk.audit(parts).to_dict() == risk.audit(whole).to_dict()
 
@@ -313,13 +313,18 @@ def test_verdict_and_summary():
     ({"qi": ["a"], "threshold": 1.5}, "threshold"),
     ({"qi": ["a"], "population": 2}, "population"),
     ({"qi": ["a"], "population": pa.table({"a": [1]})}, "population"),
-    ({"qi": ["a"], "weight": "w0"}, "weight"),
-    ({"qi": ["a"], "weight": "wsmall"}, "weight"),
+    ({"qi": ["a"], "sampling_weight": "w0"}, "sampling_weight"),
+    ({"qi": ["a"], "sampling_weight": "wsmall"}, "sampling_weight"),
+    ({"qi": ["a"], "sampling_weight": "b"}, "sampling_weight"),
+    ({"qi": ["a"], "weight": "w0"}, "sampling_weight="),     # floats: not multiplicities
+    ({"qi": ["a"], "weight": "neg"}, "weight"),
     ({"qi": ["a"], "weight": "b"}, "weight"),
+    ({"qi": ["a"], "weight": "a"}, "weight"),
+    ({"qi": ["a"], "weight": "n", "sampling_weight": "n"}, "sampling_weight"),
 ])
 def test_bad_input_names_the_parameter(kwargs, param):
     t = pa.table({"a": [1, 1, 2], "b": ["x", "y", "y"], "w0": [1.0, 0.0, 2.0],
-                  "wsmall": [0.5, 0.5, 3.0]})
+                  "wsmall": [0.5, 0.5, 3.0], "neg": [1, -1, 2], "n": [1, 2, 3]})
     with pytest.raises(InputError, match=param):
         risk.audit(t, **kwargs)
 
@@ -386,8 +391,8 @@ def test_from_counts_equals_rows(tab, data):
         if part.num_rows:
             parts.append(part.group_by(qi).aggregate([("w", "count"), ("w", "sum")]))
     agg = pa.concat_tables(parts)
-    cc = risk.ClassCounts.from_counts(agg, qi=qi, count="w_count", weight_sum="w_sum")
-    ref = risk.class_counts(t, qi=qi, weight="w")
+    cc = risk.ClassCounts.from_counts(agg, qi=qi, count="w_count", sampling_weight_sum="w_sum")
+    ref = risk.class_counts(t, qi=qi, sampling_weight="w")
     assert cc.to_table().equals(ref.to_table())
 
 

@@ -28,9 +28,14 @@ TOP_COMBINATIONS = 15
 
 
 def risk_section(data: Any, *, qi: list, threshold: float = 0.2, weight: str | None = None,
-                 population: Any = None, m: int | None = 3, nulls: str = "error",
+                 sampling_weight: str | None = None, population: Any = None,
+                 m: int | None = 3, nulls: str = "error",
                  top: int = TOP_COMBINATIONS) -> dict:
     """Run :func:`fastpriv.risk.audit` and :func:`fastpriv.risk.combinations` for a report.
+
+    ``weight`` is the multiplicity column (each row stands for that many identical
+    records: the section equals the expanded table's), ``sampling_weight`` the survey
+    weights of :func:`fastpriv.risk.audit`.
 
     Returns a JSON-safe dict: ``status`` (``"ok"``/``"failed"``), ``reason``, ``seconds``,
     ``audit`` (``RiskResult.to_dict()`` without the histogram), ``summary`` (plain text),
@@ -41,7 +46,8 @@ def risk_section(data: Any, *, qi: list, threshold: float = 0.2, weight: str | N
     """
     t0 = time.perf_counter()
     try:
-        cc = _risk.class_counts(data, qi=qi, weight=weight, nulls=nulls)
+        cc = _risk.class_counts(data, qi=qi, weight=weight, sampling_weight=sampling_weight,
+                                nulls=nulls)
         res = _risk.audit(cc, population=population, threshold=threshold)
         mm = None if m is None else min(m, len(cc.qi))
         comb = _risk.combinations(cc, m=mm)

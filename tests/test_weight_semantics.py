@@ -1,0 +1,249 @@
+"""One meaning of ``weight=``: the number of identical rows a row stands for, everywhere.
+
+A table read with ``weight="n"`` must give exactly what its expansion (each row repeated
+``n`` times) gives: the re-identification risk measures (:mod:`fastpriv.risk`) and the
+anonymizers (Mondrian, the lattice search, ``fastpriv anonymize --weight``). Sampling
+weights have their own name, ``sampling_weight=``.
+"""
+
+import warnings
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fastpriv as fp
+from fastpriv import InputError, risk
+
+FAST = settings(max_examples=60, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@st.composite
+def weighted_tables(draw, max_rows=25, zero_ok=True, nulls=False):
+    """A partly aggregated table (QI a: int, b: str, c: int; s; weight n >= 0)."""
+    n_rows = draw(st.integers(1, max_rows))
+    card = [draw(st.integers(1, 4)) for _ in range(3)]
+    cols = {c: [draw(st.integers(0, k - 1)) for _ in range(n_rows)]
+            for c, k in zip("abc", card, strict=True)}
+    if nulls:
+        cols["a"] = [None if draw(st.integers(0, 5)) == 0 else x for x in cols["a"]]
+    lo = 0 if zero_ok else 1
+    n = [draw(st.integers(lo, 4)) for _ in range(n_rows)]
+    if not any(n):
+        n[0] = 1
+    s = [draw(st.integers(0, 2)) for _ in range(n_rows)]
+    return pa.table({"a": pa.array(cols["a"], pa.int64()),
+                     "b": [f"v{x}" for x in cols["b"]],
+                     "c": pa.array(cols["c"], pa.int32()),
+                     "s": [f"s{x}" for x in s],
+                     "n": pa.array(n, pa.int64())})
+
+
+def expand(t, weight="n"):
+    """Each row repeated ``weight`` times (the table the weights describe)."""
+    w = t.column(weight).to_numpy()
+    return t.take(pa.array(np.repeat(np.arange(t.num_rows), w))).drop_columns([weight])
+
+
+QIS = [["a"], ["b", "c"], ["a", "b", "c"], ["c", "a"]]
+
+
+# ------------------------------------------------------------------------------ risk
+@FAST
+@given(weighted_tables(), st.sampled_from(QIS), st.sampled_from([None, "size", "table"]),
+       st.floats(0.05, 1.0))
+def test_risk_audit_of_weighted_table_equals_expanded(t, qi, pop, thr):
+    big = expand(t)
+    population = None
+    if pop == "size":
+        population = 7 * big.num_rows + 3
+    elif pop == "table":
+        population = pa.concat_tables([big.select(qi), big.select(qi)])
+    a = risk.audit(t, qi=qi, weight="n", population=population, threshold=thr).to_dict()
+    b = risk.audit(big, qi=qi, population=population, threshold=thr).to_dict()
+    assert a == b
+    assert a["params"]["n_records"] == int(t.column("n").to_numpy().sum())
+
+
+@FAST
+@given(weighted_tables(nulls=True), st.sampled_from(QIS), st.sampled_from(["drop", "value"]))
+def test_risk_audit_weighted_with_nulls_equals_expanded(t, qi, nulls):
+    big = expand(t)
+    try:
+        b = risk.audit(big, qi=qi, nulls=nulls).to_dict()
+    except InputError:   # every row dropped: both refuse
+        with pytest.raises(InputError):
+            risk.audit(t, qi=qi, weight="n", nulls=nulls)
+        return
+    assert risk.audit(t, qi=qi, weight="n", nulls=nulls).to_dict() == b
+
+
+@FAST
+@given(weighted_tables(), st.sampled_from(QIS[1:]), st.integers(1, 3))
+def test_risk_combinations_of_weighted_table_equals_expanded(t, qi, m):
+    m = min(m, len(qi))
+    a = risk.combinations(t, qi=qi, m=m, weight="n").to_dict()
+    b = risk.combinations(expand(t), qi=qi, m=m).to_dict()
+    assert a == b
+
+
+@FAST
+@given(weighted_tables(zero_ok=False), st.sampled_from(QIS), st.data())
+def test_weight_and_sampling_weight_together_equal_expanded(t, qi, data):
+    # integer-valued sampling weights: the sums are exact either way
+    sw = [float(data.draw(st.integers(1, 30))) for _ in range(t.num_rows)]
+    t = t.append_column("sw", pa.array(sw))
+    a = risk.audit(t, qi=qi, weight="n", sampling_weight="sw").to_dict()
+    b = risk.audit(expand(t), qi=qi, sampling_weight="sw").to_dict()
+    assert a == b
+    assert a["individual_max"] is not None and a["params"]["sampling_weight"] == "sw"
+
+
+@FAST
+@given(weighted_tables(), st.sampled_from(QIS), st.data())
+def test_weighted_counts_merge_and_batches_equal_whole(t, qi, data):
+    whole = risk.class_counts(t, qi=qi, weight="n")
+    assert whole.to_table().equals(risk.class_counts(expand(t), qi=qi).to_table())
+    if t.num_rows > 1:
+        cut = data.draw(st.integers(1, t.num_rows - 1))
+        parts = [t.slice(0, cut), t.slice(cut)]
+        parts = [p for p in parts if p.column("n").to_numpy().any()]
+        merged = risk.class_counts(parts[0], qi=qi, weight="n").merge(
+            *[risk.class_counts(p, qi=qi, weight="n") for p in parts[1:]])
+        assert merged.to_table().equals(whole.to_table())
+    batched = risk.ClassCounts.from_batches(t, qi=qi, weight="n", batch_size=3)
+    assert batched.to_table().equals(whole.to_table())
+
+
+def test_the_issue_numbers_agree():
+    """The issue's case: a GROUP BY of a table audited with weight= gives the table's risks."""
+    rng = np.random.default_rng(7)
+    n = 20_000
+    big = pa.table({"age": rng.integers(18, 90, n), "sex": rng.choice(["F", "M"], n),
+                    "zip3": rng.integers(100, 160, n)})
+    agg = big.group_by(["age", "sex", "zip3"]).aggregate([([], "count_all")])
+    agg = agg.rename_columns(["age", "sex", "zip3", "n"])
+    qi = ["age", "sex", "zip3"]
+    a = risk.audit(agg, qi=qi, weight="n", population=10 * n)
+    b = risk.audit(big, qi=qi, population=10 * n)
+    assert a.to_dict() == b.to_dict()
+    assert a.measures["expected_reidentifications"] == b.measures["expected_reidentifications"]
+    assert a.params["n_records"] == n and a.value == b.value
+
+
+def test_weighted_release_audits_like_the_expanded_table():
+    t = pa.table({"a": [1, 1, 2, 3], "b": ["x", "y", "y", "y"], "s": ["p", "q", "p", "q"],
+                  "n": [2, 3, 1, 4]})
+    rel = fp.Release.from_table(t, qi=["a", "b"], sensitive="s", weight="n")
+    assert risk.audit(rel).to_dict() == risk.audit(expand(t), qi=["a", "b"]).to_dict()
+
+
+@pytest.mark.parametrize("col,match", [
+    ("f", "sampling_weight="),        # floats are sampling weights, never multiplicities
+    ("neg", "negative"),
+    ("nul", "null"),
+    ("txt", "integers"),
+])
+def test_bad_multiplicities_are_refused(col, match):
+    t = pa.table({"a": [1, 2, 2], "f": [1.5, 2.0, 1.0], "neg": [1, -2, 3],
+                  "nul": pa.array([1, None, 2], pa.int64()), "txt": ["1", "2", "3"]})
+    with pytest.raises(InputError, match=match):
+        risk.audit(t, qi=["a"], weight=col)
+    with pytest.raises(InputError, match="weight"):
+        risk.combinations(t, qi=["a"], weight=col)
+
+
+def test_weights_of_zero_stand_for_nobody():
+    t = pa.table({"a": [1, 2, 3], "n": [2, 0, 1]})
+    cc = risk.class_counts(t, qi=["a"], weight="n")
+    assert cc.keys.column("a").to_pylist() == [1, 3] and cc.sizes.tolist() == [2, 1]
+    with pytest.raises(InputError, match="no rows"):
+        risk.audit(pa.table({"a": [1], "n": [0]}), qi=["a"], weight="n")
+
+
+def test_weight_on_a_release_or_counts_is_refused():
+    t = pa.table({"a": [1, 2], "s": ["x", "y"], "n": [1, 2]})
+    rel = fp.Release.from_table(t, qi=["a"], sensitive="s")
+    with pytest.raises(InputError, match="weight"):
+        risk.audit(rel, weight="n")
+    with pytest.raises(InputError, match="sampling_weight"):
+        risk.audit(rel, sampling_weight="n")
+    cc = risk.class_counts(t, qi=["a"])
+    with pytest.raises(InputError, match="weight"):
+        risk.audit(cc, weight="n")
+
+
+def test_deprecated_names_warn_and_work():
+    t = pa.table({"a": [1, 1, 2], "w": [2.0, 3.0, 4.0]})
+    cc = risk.class_counts(t, qi=["a"], sampling_weight="w")
+    with pytest.warns(DeprecationWarning, match="sampling_weight_sums"):
+        old = cc.weight_sums
+    assert old.tolist() == cc.sampling_weight_sums.tolist() == [5.0, 4.0]
+    agg = pa.table({"a": [1, 2], "count": [2, 1], "ws": [5.0, 4.0]})
+    with pytest.warns(DeprecationWarning, match="sampling_weight_sum"):
+        c2 = risk.ClassCounts.from_counts(agg, qi=["a"], weight_sum="ws")
+    assert c2.to_table().equals(cc.to_table())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        risk.ClassCounts.from_counts(agg, qi=["a"], sampling_weight_sum="ws")
+
+
+# --------------------------------------------------------- release built with nulls="drop"
+def test_release_that_dropped_null_sensitive_rows_is_refused():
+    t = pa.table({"a": [1, 1, 2, 2, 3], "s": ["x", None, "y", "y", None]})
+    rel = fp.Release.from_table(t, qi=["a"], sensitive="s", nulls="drop")
+    assert rel.n_rows == 3     # the release itself drops the null sensitive values
+    with pytest.raises(InputError, match="Pass the table"):
+        risk.audit(rel)
+    with pytest.raises(InputError, match="sensitive column 's'"):
+        risk.combinations(rel)
+    # the table counts every record by its QI: class 3 exists, class 1 has 2 records
+    res = risk.audit(t, qi=["a"], nulls="drop")
+    assert res.params["n_records"] == 5 and res.witness.size == 1
+    cc = risk.class_counts(t, qi=["a"], nulls="drop")
+    assert cc.sizes.tolist() == [2, 2, 1]
+
+
+def test_release_that_dropped_null_qi_rows_is_refused_too():
+    """A Release keeps no record of which column's null dropped a row: refused alike."""
+    t = pa.table({"a": [1, None, 2, 2], "s": ["x", "y", "y", "x"]})
+    rel = fp.Release.from_table(t, qi=["a"], sensitive="s", nulls="drop")
+    with pytest.raises(InputError, match="nulls='drop'"):
+        risk.audit(rel)
+    assert risk.audit(t, qi=["a"], nulls="drop").params["n_records"] == 3
+
+
+def test_release_without_dropped_rows_audits_like_the_table():
+    t = pa.table({"a": [1, 1, 2, 2, 3], "s": ["x", None, "y", "y", None]})
+    rel = fp.Release.from_table(t, qi=["a"], sensitive="s", nulls="value")
+    assert risk.audit(rel).to_dict() == risk.audit(t, qi=["a"]).to_dict()
+    rel = fp.Release.from_table(t.slice(2, 2), qi=["a"], sensitive="s", nulls="drop")
+    assert risk.audit(rel).to_dict() == risk.audit(t.slice(2, 2), qi=["a"]).to_dict()
+
+
+# ---------------------------------------------------------------------- path ingest
+@pytest.mark.parametrize("nulls", ["drop", "value"])
+def test_class_counts_of_a_path_equal_the_table(tmp_path, nulls):
+    """A path is counted by the Release ingest; the classes equal the in-memory ones."""
+    rng = np.random.default_rng(3)
+    n = 30_000
+    a = rng.integers(0, 40, n).astype(float)
+    a[rng.random(n) < 0.02] = np.nan                 # NaN is a null
+    t = pa.table({"a": a, "b": rng.choice(["x", "y", "zz", "w"], n),
+                  "c": pa.array(rng.integers(0, 7, n)).cast(pa.int8()),
+                  "d": pa.array(np.where(rng.random(n) < 0.01, None,
+                                         rng.integers(0, 1000, n)).tolist(), pa.int64())})
+    path = tmp_path / "t.parquet"
+    pq.write_table(t, path, row_group_size=4000)
+    for qi in (["a", "b"], ["b", "c", "d", "a"], ["d", "c"], ["c"]):
+        got = risk.class_counts(str(path), qi=qi, nulls=nulls)
+        want = risk.class_counts(t, qi=qi, nulls=nulls)
+        assert got.to_table().equals(want.to_table()), qi
+        assert risk.audit(str(path), qi=qi, nulls=nulls).to_dict() == \
+            risk.audit(t, qi=qi, nulls=nulls).to_dict()
+    with pytest.raises(InputError, match="'d' has"):
+        risk.class_counts(str(path), qi=["b", "d"])
