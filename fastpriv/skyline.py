@@ -1126,7 +1126,8 @@ def _check_by_classes(rel: Release, pt_sig: list, pt_l: list, pt_k: list, pt_m: 
     depend on the group and T is monotone in that number. Pass 2 evaluates every point on
     the classes only — O(entries · distinct ℓ + points · classes) instead of
     O(groups · points). Values are identical to the direct scan (same helpers, same
-    integers); a tie between groups may name a different (equally valid) witness group.
+    integers), and so are the witnesses: on ties, the first group in key order (the
+    class pass also keeps, per σ, ℓ and k, the first group whose T is 0).
     """
     from ._kernels import skyline as K
 
@@ -1466,12 +1467,10 @@ def _combine_arrays(stats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _label_less(a: Any, b: Any) -> bool:
-    if a is None or b is None:
-        return False
-    try:
-        return a < b
-    except TypeError:
-        return False
+    """Key order of witness groups merged from states (a null key sorts last, as in a release)."""
+    from ._labels import label_less
+
+    return label_less(a, b)
 
 
 def check(data: Any, *, skylines: Any, exact: bool = False, parallel: bool | None = None,
@@ -1505,8 +1504,8 @@ def check(data: Any, *, skylines: Any, exact: bool = False, parallel: bool | Non
         ``"classes"``: one scan keeps, per σ, class (n_g, #σ_g) and ℓ,
         the group with the largest S_ℓ (within a class T is monotone in it and V is
         constant), then each point is evaluated on the classes,
-        O(entries · distinct ℓ + points · classes). Same values; on ties between groups the
-        witness group may differ. ``"auto"`` (default): direct for at most 8 (σ, point)
+        O(entries · distinct ℓ + points · classes). Same values and witnesses (on ties,
+        the first group in key order). ``"auto"`` (default): direct for at most 8 (σ, point)
         pairs, else classes unless the class table would be too large or barely smaller
         than the number of groups (large, diverse groups).
 

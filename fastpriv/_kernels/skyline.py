@@ -697,21 +697,30 @@ def class_layout(indptr, counts, sizes, max_cells):
 
 @kernel
 def class_pass(indptr, codes, counts, sizes, case, sig_slot, n_sig, ells, need, n_map, base,
-               n_cls, g0, g1):
+               n_cls, ks, g0, g1):
     """Pass 1 of SkylineCheck by classes: one scan of the groups.
 
     For every requested σ (``sig_slot[code]`` ≥ 0), class (n, s) and requested ℓ
     (``ells[li]``, where ``need[slot, li]``), keep the group with the largest S_ℓ (SVPI,
     multiset) or the smallest P_ℓ (Set) — within a class T(ℓ,k) is monotone in that one
     number and V does not depend on the group, so this best group attains every per-class
-    minimum of Theorem 2. Returns ``(best_s, best_p, best_g, first_g)``; ``first_g[slot, c]``
-    is the first group of the class (-1: class absent). Scans groups ``g0 .. g1-1``.
+    minimum of Theorem 2. Returns ``(best_s, best_p, best_g, first_g, zero_g)``;
+    ``first_g[slot, c]`` is the first group of the class (-1: class absent). Scans groups
+    ``g0 .. g1-1``.
+
+    ``zero_g[slot, li, i]`` (SVPI): the first group whose deficit d = n − s − S_ℓ lies in
+    ``(ks[i-1], ks[i]]`` (``ks``: the points' distinct k, ascending, with 0) — T(ℓ, k) = 0
+    exactly when d ≤ k, so the first group of any class with T = 0 is the smallest of
+    ``zero_g[slot, li, :i+1]`` (the witness the direct scan names; the class's best group
+    need not be it).
     """
     n_l = ells.shape[0]
+    n_k = ks.shape[0]
     best_s = np.full((n_sig, n_cls, n_l), -1, dtype=np.int64)
     best_p = np.full((n_sig, n_cls, n_l), INF)
     best_g = np.full((n_sig, n_cls, n_l), -1, dtype=np.int64)
     first_g = np.full((n_sig, n_cls), -1, dtype=np.int64)
+    zero_g = np.full((n_sig, n_l, n_k), -1, dtype=np.int64)
     l_max = 0
     for li in range(n_l):
         if ells[li] > l_max:
@@ -768,11 +777,18 @@ def class_pass(indptr, codes, counts, sizes, case, sig_slot, n_sig, ells, need, 
                     if big_s > best_s[slot, cls, li]:
                         best_s[slot, cls, li] = big_s
                         best_g[slot, cls, li] = g
-    return best_s, best_p, best_g, first_g
+                    if case == SVPI:
+                        deficit = n - s - big_s
+                        for ki in range(n_k):
+                            if ks[ki] >= deficit:
+                                if zero_g[slot, li, ki] < 0:
+                                    zero_g[slot, li, ki] = g
+                                break
+    return best_s, best_p, best_g, first_g, zero_g
 
 
 def class_pass_parallel(indptr, codes, counts, sizes, case, sig_slot, n_sig, ells, need, n_map,
-                        base, n_cls, n_chunks):
+                        base, n_cls, ks, n_chunks):
     """Run :func:`class_pass` over ``n_chunks`` group ranges on threads and merge.
 
     Each range is one serial ``nogil`` call of :func:`class_pass` on
@@ -782,25 +798,42 @@ def class_pass_parallel(indptr, codes, counts, sizes, case, sig_slot, n_sig, ell
     n_chunks = max(int(n_chunks), 1)
     n_groups = sizes.shape[0]
     parts = run_chunks(lambda c: class_pass(indptr, codes, counts, sizes, case, sig_slot,
-                                            n_sig, ells, need, n_map, base, n_cls,
+                                            n_sig, ells, need, n_map, base, n_cls, ks,
                                             *chunk_bounds(n_groups, n_chunks, c)), n_chunks)
-    best_s, best_p, best_g, first_g = (x.copy() for x in parts[0])
-    for bs, bp, bg, fg in parts[1:]:
+    best_s, best_p, best_g, first_g, zero_g = (x.copy() for x in parts[0])
+    for bs, bp, bg, fg, zg in parts[1:]:
         np.copyto(first_g, fg, where=first_g < 0)
+        np.copyto(zero_g, zg, where=zero_g < 0)
         better = (bp < best_p) if case == SET else (bs > best_s)
         take = (bg >= 0) & (better | (best_g < 0))
         best_s[take] = bs[take]
         best_p[take] = bp[take]
         best_g[take] = bg[take]
-    return best_s, best_p, best_g, first_g
+    return best_s, best_p, best_g, first_g, zero_g
+
+
+@kernel(inline="always")
+def _first_zero(zero_g, slot, li, ki):
+    """Return the first group with T(ℓ, ks[ki]) = 0 (SVPI; -1: none), see class_pass."""
+    out = -1
+    for i in range(ki + 1):
+        g = zero_g[slot, li, i]
+        if g >= 0 and (out < 0 or g < out):
+            out = g
+    return out
 
 
 @kernel
-def class_points(case, cls_n, cls_s, best_s, best_p, best_g, first_g, pt_slot, pt_li, pt_k,
-                 pt_m):
+def class_points(case, cls_n, cls_s, best_s, best_p, best_g, first_g, zero_g, pt_slot, pt_li,
+                 pt_k, pt_ki, pt_m):
     """Pass 2: the five statistics of every point from the per-class bests, O(classes) each.
 
-    Ties resolve to the smaller group index (as the direct scan's "first group").
+    Ties resolve to the smaller group index, the direct scan's "first group": within a
+    class T is strictly monotone in S_ℓ (P_ℓ) while positive, so the best group is the
+    first to attain a positive minimum; a zero T is attained by every group of the class
+    (multiset; Set when n − s − k ≤ 0; V_{k+1} = 0 for SS1: the class's first group), by
+    the groups with P_ℓ = 0 (Set: the best group is the first), or, SVPI, by every group
+    whose deficit is at most k (``zero_g``, ``pt_ki``: the index of the point's k in it).
     """
     n_pts = pt_slot.shape[0]
     n_cls = cls_n.shape[0]
@@ -816,6 +849,7 @@ def class_points(case, cls_n, cls_s, best_s, best_p, best_g, first_g, pt_slot, p
         li = pt_li[p]
         k = pt_k[p]
         m = pt_m[p]
+        v_zero = -1           # first group of a class with V_{k+1} = 0 (SS1 = 0 there)
         for c in range(n_cls):
             g1 = first_g[slot, c]
             if g1 < 0:
@@ -833,17 +867,38 @@ def class_points(case, cls_n, cls_s, best_s, best_p, best_g, first_g, pt_slot, p
             tk = t_value(n, s, big_s, k, case, pl)
             v0 = v_value(n, s, m, np.int64(0), case)
             vk = v_value(n, s, m, k, case)
-            nr1 = mul(tk, v_value(n, s, m, k + 1, case))
+            vk1 = v_value(n, s, m, k + 1, case)
+            if vk1 == 0.0 and (v_zero < 0 or g1 < v_zero):
+                v_zero = g1
+            nr1 = mul(tk, vk1)
             vals = (nr1, t0, tk, v0, vk)
+            # a zero that every group of the class attains (its first group is the witness):
+            # multiset T = 0 (k ≥ n − 1), Set T = 0 from n − s − k ≤ 0 (not from P_ℓ = 0,
+            # which is group-specific: the best group is the first), V_{k+1} = 0 for SS1
+            wide_t0 = case == MULTISET or (case == SET and n - s <= 0)
+            wide_tk = case == MULTISET or (case == SET and n - s - k <= 0)
+            wide = (case != SVPI and (wide_tk or vk1 == 0.0), wide_t0, wide_tk)
             for j in range(5):
                 x = vals[j]
                 gg = gb if j < 3 else g1
+                if j < 3 and x == 0.0 and wide[j]:
+                    gg = g1
                 if x < stats[p, j] or (x == stats[p, j] and args[p, j] >= 0
                                        and gg < args[p, j]):
                     if j >= 3 and x >= 1.0:
                         continue   # V = 1 is the neutral value: no witness group
                     stats[p, j] = x
                     args[p, j] = gg
+        if case == SVPI:    # a zero minimum: the first group of any class attaining it
+            if stats[p, 1] == 0.0:
+                args[p, 1] = _first_zero(zero_g, slot, li, np.int64(0))
+            if stats[p, 2] == 0.0:
+                args[p, 2] = _first_zero(zero_g, slot, li, pt_ki[p])
+            if stats[p, 0] == 0.0:
+                g = _first_zero(zero_g, slot, li, pt_ki[p])
+                if v_zero >= 0 and (g < 0 or v_zero < g):
+                    g = v_zero
+                args[p, 0] = g
     return stats, args
 
 
