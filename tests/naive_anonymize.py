@@ -15,13 +15,13 @@ from fractions import Fraction
 # ---------------------------------------------------------------------- generalization
 def generalize(rows, qi, hierarchies, node):
     """Generalized QI tuple of every row at ``node`` (one level per attribute)."""
-    return [tuple(hierarchies[a][r[a]][lev] for a, lev in zip(qi, node)) for r in rows]
+    return [tuple(hierarchies[a][r[a]][lev] for a, lev in zip(qi, node, strict=True)) for r in rows]
 
 
 def node_groups(rows, qi, sensitive, hierarchies, node):
     """Groups (lists of sensitive values) of the release at ``node``, keyed by tuple."""
     out = {}
-    for key, r in zip(generalize(rows, qi, hierarchies, node), rows):
+    for key, r in zip(generalize(rows, qi, hierarchies, node), rows, strict=True):
         out.setdefault(key, []).append(r[sensitive])
     return out
 
@@ -36,7 +36,7 @@ def minimal_nodes(heights, satisfies):
     sat = {n for n in all_nodes(heights) if satisfies(n)}
     out = []
     for n in sat:
-        if not any(m != n and all(x <= y for x, y in zip(m, n)) for m in sat):
+        if not any(m != n and all(x <= y for x, y in zip(m, n, strict=True)) for m in sat):
             out.append(n)
     return sorted(out, key=lambda n: (sum(n), n))
 
@@ -149,7 +149,7 @@ def count_actual(rows, query, sensitive):
 def estimate_bucketized(rows, group_of_row, query, qi, sensitive):
     """Σ_g |{t ∈ g : t satisfies the QI predicates}| · #{v ∈ X_g : v ∈ b_S} / n_g."""
     groups = {}
-    for r, g in zip(rows, group_of_row):
+    for r, g in zip(rows, group_of_row, strict=True):
         if g is None or g < 0:
             continue
         groups.setdefault(g, []).append(r)
@@ -166,7 +166,7 @@ def estimate_generalized(rows, gen_sets, query, qi, sensitive):
     """Σ_t [t.S ∈ b_S] · ∏_A |gen(t.A) ∩ b_A| / |gen(t.A)| (``gen_sets[i][A]`` = set, or
     ``None`` for a suppressed row)."""
     est = Fraction(0)
-    for r, gs in zip(rows, gen_sets):
+    for r, gs in zip(rows, gen_sets, strict=True):
         if gs is None or r[sensitive] not in query[sensitive]:
             continue
         f = Fraction(1)
@@ -180,7 +180,7 @@ def estimate_generalized(rows, gen_sets, query, qi, sensitive):
 def average_delta(f_rows, group_of_row):
     """Mean over (group, value) of max − min of f inside the group (f_rows: lists)."""
     groups = {}
-    for fr, g in zip(f_rows, group_of_row):
+    for fr, g in zip(f_rows, group_of_row, strict=True):
         if g is None or g < 0:
             continue
         groups.setdefault(g, []).append(fr)

@@ -111,7 +111,7 @@ def em_map(groups, f, fixed_rate=None):
     den = [0] * m
     for sigs, n in groups:
         p = group_posteriors(_fvec(sigs, f, fixed_rate), n)
-        for s, pj in zip(sigs, p, strict=False):
+        for s, pj in zip(sigs, p, strict=True):
             if s >= 0:
                 num[s] = num[s] + pj
                 den[s] += 1
@@ -123,7 +123,7 @@ def plain_em(groups, start, fixed_rate=None, iterations=20000, tol=1e-13):
     f = list(start)
     for _ in range(iterations):
         g = em_map(groups, f, fixed_rate)
-        if max(abs(a - b) for a, b in zip(f, g, strict=False)) <= tol:
+        if max(abs(a - b) for a, b in zip(f, g, strict=True)) <= tol:
             return g
         f = g
     return f
@@ -131,7 +131,7 @@ def plain_em(groups, start, fixed_rate=None, iterations=20000, tol=1e-13):
 
 def _solve(A, b):
     n = len(b)
-    M = [list(map(float, row)) + [float(bb)] for row, bb in zip(A, b, strict=False)]
+    M = [list(map(float, row)) + [float(bb)] for row, bb in zip(A, b, strict=True)]
     for c in range(n):
         p = max(range(c, n), key=lambda r: abs(M[r][c]))
         if abs(M[p][c]) < 1e-300:
@@ -155,7 +155,7 @@ def plain_newton(groups, start, fixed_rate=None, iterations=100, tol=1e-13, h=1e
     m = len(f)
     for _ in range(iterations):
         G = em_map(groups, f, fixed_rate)
-        F = [a - b for a, b in zip(f, G, strict=False)]
+        F = [a - b for a, b in zip(f, G, strict=True)]
         if max(abs(v) for v in F) <= tol:
             break
         J = [[0.0] * m for _ in range(m)]
@@ -166,7 +166,7 @@ def plain_newton(groups, start, fixed_rate=None, iterations=100, tol=1e-13, h=1e
             for r in range(m):
                 J[r][c] = ((fp[r] - Gp[r]) - F[r]) / h
         d = _solve(J, [-v for v in F])
-        f = [a + b for a, b in zip(f, d, strict=False)]
+        f = [a + b for a, b in zip(f, d, strict=True)]
     return f
 
 

@@ -15,7 +15,7 @@ from collections import defaultdict
 def profiles(groups, values, weights=None, n_groups=None):
     """``(indptr, codes, counts)`` of the rows as plain lists (zero counts dropped)."""
     acc = defaultdict(lambda: defaultdict(int))
-    for i, (g, v) in enumerate(zip(groups, values, strict=False)):
+    for i, (g, v) in enumerate(zip(groups, values, strict=True)):
         acc[g][v] += 1 if weights is None or len(weights) == 0 else weights[i]
     n = n_groups if n_groups is not None else (max(groups) + 1 if groups else 0)
     indptr, codes, counts = [0], [], []

@@ -158,7 +158,7 @@ def test_audit_worst_is_the_argmax_of_every_row(groups, l, block, chunks, data):
             classic._order_rank(rel, None), l)
     cols = K.audit_columns(*args)
     cols[K.ENTROPY] = np.exp(cols[K.ENTROPY])
-    want = [int(np.argmax(r) if lg else np.argmin(r)) for r, lg in zip(cols, larger)]
+    want = [int(np.argmax(r) if lg else np.argmin(r)) for r, lg in zip(cols, larger, strict=True)]
     old = K._AUDIT_BLOCK
     try:
         K._AUDIT_BLOCK = block

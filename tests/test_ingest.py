@@ -765,7 +765,7 @@ def test_table_order_equals_the_sort_of_the_ranks(rows, n_batches, dictionary, d
     kc = KeyCodes(["i", "s", "j"], radix=True)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(rows)), min_size=n_batches - 1,
                                      max_size=n_batches - 1)))
-    for a, b in zip([0] + cuts, cuts + [len(rows)]):
+    for a, b in zip([0] + cuts, cuts + [len(rows)], strict=True):
         kc.encode([c.slice(a, b - a) for c in cols])
     assert kc._table_order_fits(math.prod(c.n for c in kc.cols))
     used = np.array(data.draw(st.lists(st.booleans(), min_size=kc.n, max_size=kc.n)),

@@ -117,7 +117,7 @@ def test_skyline_and_classic_states_merge_any_split_of_groups(rs, owner, rnd):
     rnd.shuffle(states)
     rnd.shuffle(sky_states)
     st_all, sky_all = states[0], sky_states[0]
-    for s_, k_ in zip(states[1:], sky_states[1:], strict=False):
+    for s_, k_ in zip(states[1:], sky_states[1:], strict=True):
         st_all = st_all.merge(s_)
         sky_all = sky_all.merge(k_)
     ref_classic = classic.audit(rel)

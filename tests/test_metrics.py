@@ -85,8 +85,8 @@ def test_estimators_equal_brute_force(rows, qd, seed, groups):
     want = [estimate_bucketized(rows, an.group_ids, q, QI, "s") for q in queries]
     assert np.allclose(est, [float(w) for w in want], rtol=1e-12, atol=1e-12)
     err = wl.relative_error(an)
-    assert math.isclose(err.value, float(sum(abs(a - w) / a for a, w in zip(acts, want)) /
-                                         len(acts)), rel_tol=1e-9)
+    want_err = sum(abs(a - w) / a for a, w in zip(acts, want, strict=True)) / len(acts)
+    assert math.isclose(err.value, float(want_err), rel_tol=1e-9)
     assert err.estimator == "bucketized"
     # generalized: a Mondrian result and a lattice node (with suppression)
     m = mondrian(t, qi=QI, sensitive="s", min_size=2)

@@ -53,7 +53,7 @@ def _table(rows):
 
 def _groups_of(rows, gids):
     out = {}
-    for r, g in zip(rows, gids):
+    for r, g in zip(rows, gids, strict=True):
         out.setdefault(int(g), []).append(r)
     return out
 

@@ -94,12 +94,12 @@ def test_grid_vector(vec):
         res_x = sky.check(rel, skylines={sigma: pts}, exact=True)
         assert [p.safe for p in res_x] == [F(e["bp"]) < Fraction(1, 2) for e in grid]
         assert [p.value for p in res_x] == [F(e["bp"]) for e in grid]
-    for e, pr in zip(grid, res.points, strict=False):
+    for e, pr in zip(grid, res.points, strict=True):
         l, k, m = e["l"], e["k"], e["m"]
         bp, min_nr, ss = F(e["bp"]), F(e["min_nr"]), [F(x) for x in e["ss"]]
         r = sky.breach_probability(rel, sigma=sigma, l=l, k=k, m=m)
         assert close(r.value, bp) and close(r.min_nr, min_nr), (l, k, m)
-        assert all(close(a, b) for a, b in zip(r.statistics, ss, strict=False)), (l, k, m)
+        assert all(close(a, b) for a, b in zip(r.statistics, ss, strict=True)), (l, k, m)
         # SkylineCheck evaluates the same helpers: identical floats
         assert (pr.value, pr.statistics, pr.case_used) == (r.value, r.statistics, r.case_used)
         if bp != Fraction(1, 2):   # float mode: ties are decided exactly only with exact=True
@@ -161,7 +161,7 @@ def test_tom_example(vec):
     t = tuple(inp["target"])
     expected = [F(p) for p in vec["expected"]["probabilities"]]
     assert expected == [Fraction(1, 4), Fraction(1, 3), Fraction(1, 2), Fraction(2, 3)]
-    for know, want in zip(inp["knowledge_sequence"], expected, strict=False):
+    for know, want in zip(inp["knowledge_sequence"], expected, strict=True):
         x = know.get("x_not_in_t", [])
         u = [(tuple(ind), y) for ind, y in know.get("u_values", [])]
         v = [tuple(ind) for ind in know.get("v_family", [])]
@@ -246,7 +246,7 @@ def _compare_with_oracle(rel, sigma, lmax, kmax, mmax, exact):
     grid = N.breach_grid(orel, rel.case, sigma, lmax, kmax, mmax)
     pts = [(l, k, m, 0.5) for (l, k, m) in grid]
     res = sky.check(rel, skylines={sigma: pts})
-    for (key, want), pr in zip(grid.items(), res.points, strict=False):
+    for (key, want), pr in zip(grid.items(), res.points, strict=True):
         r = sky.breach_probability(rel, sigma=sigma, **_lkm(key), exact=exact)
         if exact:
             assert r.value == want, (key, r)
@@ -486,7 +486,7 @@ def test_class_method_equals_direct_kernel(seed, case, parallel):
     skylines = {"*": pts}
     direct = sky.check(rel, skylines=skylines, method="direct", parallel=parallel)
     classes = sky.check(rel, skylines=skylines, method="classes", parallel=parallel)
-    for d, c in zip(direct.points, classes.points, strict=False):
+    for d, c in zip(direct.points, classes.points, strict=True):
         assert (d.sigma, d.l, d.k, d.m) == (c.sigma, c.l, c.k, c.m)
         assert (d.value, d.statistics, d.case_used, d.safe) == \
             (c.value, c.statistics, c.case_used, c.safe)
@@ -603,7 +603,7 @@ def test_knowledge_skyline_equals_corrected_a7(data, c):
 
     assert list(got) == N.knowledge_skyline_a7(bp, c, l_cap, k_cap, m_cap)
     for p in got:   # every reported point is safe, with caps standing for "any"
-        q = [cap if x == math.inf else x for x, cap in zip(p, got.caps, strict=False)]
+        q = [cap if x == math.inf else x for x, cap in zip(p, got.caps, strict=True)]
         assert bp(*q) < c
 
 
@@ -620,7 +620,7 @@ def test_knowledge_skyline_every_sigma_and_float():
     # c = 1: safe unless BP = 1
     full = sky.knowledge_skyline(rel, sigma="Cancer", c=1)
     for p in full:
-        q = [cap if x == math.inf else x for x, cap in zip(p, full.caps, strict=False)]
+        q = [cap if x == math.inf else x for x, cap in zip(p, full.caps, strict=True)]
         assert sky.breach_probability(rel, sigma="Cancer", **_lkm(q)).value < 1
 
 
@@ -634,7 +634,7 @@ def test_knowledge_skyline_reports_inf_at_caps():
         assert all(p[0] == math.inf for p in ks) and len(ks) >= 2
         assert ks[0] == (math.inf, 0, 7) and ks[-1] == (math.inf, 7, 0)
         for p in ks:
-            q = [cap if x == math.inf else x for x, cap in zip(p, ks.caps, strict=False)]
+            q = [cap if x == math.inf else x for x, cap in zip(p, ks.caps, strict=True)]
             assert sky.breach_probability(rel, sigma="s", **_lkm(q)).value < 0.5
     rel0 = make_release("svpi", [{"a": 3}], "s")    # σ occurs nowhere: BP = 0 (C5)
     assert list(sky.knowledge_skyline(rel0, sigma="s", c=0.1)) == [(math.inf, math.inf, math.inf)]
@@ -1032,8 +1032,9 @@ def test_top_prefix_table_and_value_index():
     rel = fp.Release.from_groups([["a", "a", "b", "c"], ["b"], ["c", "c", "c", "a"]])
     ptr, entry, group, rank, count = rel.value_index
     for c, v in enumerate(rel.values):
-        occ = [(int(g), int(r), int(n)) for g, r, n in
-               zip(group[ptr[c]:ptr[c + 1]], rank[ptr[c]:ptr[c + 1]], count[ptr[c]:ptr[c + 1]])]
+        at = slice(ptr[c], ptr[c + 1])
+        occ = [(int(g), int(r), int(n))
+               for g, r, n in zip(group[at], rank[at], count[at], strict=True)]
         want = [(g, r, n) for g in range(rel.n_groups)
                 for r, (x, n) in enumerate(rel.profile(g)) if x == v]
         assert occ == want

@@ -392,7 +392,7 @@ def test_clustered_audit_two_passes_from_parquet_and_given_q(tmp_path):
     # an explicit Q equal to the table's distribution gives the same values in one pass
     values, totals, n = value_distribution(path, "sensitive")
     assert values == rel.values and totals.tolist() == rel.value_totals.tolist()
-    q = {v: c / n for v, c in zip(values, totals.tolist(), strict=False)}
+    q = {v: c / n for v, c in zip(values, totals.tolist(), strict=True)}
     res_q = clustered_audit(iter(t.to_batches(max_chunksize=450)), sensitive="sensitive",
                             group="group", q=q, l=3)
     assert res_q.passes == 1

@@ -1,6 +1,7 @@
 """n_jobs: the thread-count context manager, and parallel kernels == serial kernels == oracle."""
 
 import threading
+from itertools import pairwise
 
 import numba
 import numpy as np
@@ -85,7 +86,7 @@ def test_count_pairs_parallel_equals_serial_and_oracle(data, weighted, chunks, d
     par = K.count_pairs_parallel(g, v, w, G, V, cells, chunks)
     ser = K.count_pairs(g, v, w, G, V, cells)
     ref = profiles(g.tolist(), v.tolist(), w.tolist() if weighted else None, n_groups=G)
-    for a, b, c in zip(par, ser, ref, strict=False):
+    for a, b, c in zip(par, ser, ref, strict=True):
         assert a.tolist() == b.tolist() == c
 
 
@@ -148,7 +149,7 @@ def test_dense_profiles_and_parallel_add_equal_oracle(data, chunks):
     inv = np.argsort(gorder)
     ref = profiles([int(inv[x]) for x in g.tolist()], [int(vrank[x]) for x in v.tolist()],
                    n_groups=G)
-    for a, b, c in zip(one[:3], many[:3], ref, strict=False):
+    for a, b, c in zip(one[:3], many[:3], ref, strict=True):
         assert a.tolist() == b.tolist() == c
     sizes = [sum(ref[2][ref[0][i]:ref[0][i + 1]]) for i in range(G)]
     assert one[3].tolist() == many[3].tolist() == sizes
@@ -314,4 +315,4 @@ def test_run_chunks_order_threads_and_errors():
     for n, k in ((10, 3), (0, 2), (5, 8)):
         bounds = [chunk_bounds(n, k, c) for c in range(k)]
         assert bounds[0][0] == 0 and bounds[-1][1] == n
-        assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:], strict=False))
+        assert all(a[1] == b[0] for a, b in pairwise(bounds))
