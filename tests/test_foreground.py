@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -31,22 +29,11 @@ from tests.naive_foreground import (
     reliable_signatures,
     true_distribution,
 )
-
-HERE = Path(__file__).resolve().parent
-SPEC_DIR = Path(os.environ.get("FASTPRIV_SPEC_DIR",
-                               Path(__file__).resolve().parents[2] / "shared" / "spec"))
-
-
-def _vector_file() -> Path:
-    local = HERE / "vectors" / "foreground.jsonl"
-    return local if local.exists() else SPEC_DIR / "vectors" / "foreground.jsonl"
+from tests.spec_vectors import HERE, SPEC_DIR, vectors_by_id
 
 
 def vectors():
-    with open(_vector_file()) as fh:
-        out = [json.loads(line) for line in fh if line.strip()]
-    assert out
-    return {v["id"]: v for v in out}
+    return vectors_by_id("foreground.jsonl")
 
 
 def frac(x):
@@ -298,7 +285,7 @@ def _release(seed, n_groups=None, qi=("q0", "q1", "q2"), values="abcd", gmax=4):
             rows.append([int(rng.integers(0, 2 if i else 3)) for i in range(len(qi))]
                         + [g, values[int(rng.integers(0, len(values)))]])
     cols = list(zip(*rows, strict=True))
-    t = {q: pa.array(c, pa.int64()) for q, c in zip(qi, cols, strict=False)}
+    t = {q: pa.array(c, pa.int64()) for q, c in zip(qi, cols[:len(qi)], strict=True)}
     t["gid"] = pa.array(cols[len(qi)], pa.int64())
     t["s"] = pa.array(cols[len(qi) + 1])
     return pa.table(t)

@@ -1,37 +1,23 @@
 """The JIT policy of fastpriv/_jit.py is enforced, not just documented."""
 
 import ast
-import importlib
-import pkgutil
 from pathlib import Path
 
 import numba
 import numpy as np
 import pyarrow as pa
 import pytest
-from numba.core.registry import CPUDispatcher
 
 import fastpriv
 import fastpriv._kernels
 from fastpriv import _jit
+from tests.kernel_census import dispatchers, kernel_modules
 
 PKG = Path(fastpriv.__file__).resolve().parent
 
 
-def _kernel_modules():
-    for info in pkgutil.iter_modules(fastpriv._kernels.__path__):
-        yield importlib.import_module(f"fastpriv._kernels.{info.name}")
-
-
-def _dispatchers():
-    for mod in _kernel_modules():
-        for name, obj in vars(mod).items():
-            if isinstance(obj, CPUDispatcher) and obj.__module__ == mod.__name__:
-                yield f"{mod.__name__}.{name}", obj
-
-
 def test_every_kernel_goes_through_the_policy_decorator():
-    found = list(_dispatchers())
+    found = list(dispatchers())
     assert found, "no kernels found"
     registered = {id(d) for d in _jit.KERNELS}
     for name, disp in found:
@@ -65,7 +51,7 @@ def test_no_raw_numba_decorators_outside_jit_module():
 
 
 def test_kernels_import_no_arrow():
-    for mod in _kernel_modules():
+    for mod in kernel_modules():
         src = Path(mod.__file__).read_text(encoding="utf-8")
         assert "pyarrow" not in src, f"{mod.__name__} imports pyarrow"
 
@@ -91,7 +77,7 @@ def test_one_specialization_per_kernel_for_varied_inputs():
     Release.from_counts(pa.table({"g": [1, 2], "s": ["a", "b"], "count": pa.array([2, 3],
                                                                                   pa.int32())}),
                         group="g", sensitive="s")
-    for name, disp in _dispatchers():
+    for name, disp in dispatchers():
         assert len(disp.signatures) <= 1, f"{name} compiled {len(disp.signatures)} times: " \
                                           f"{disp.signatures}"
 

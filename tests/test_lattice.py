@@ -5,6 +5,7 @@ import math
 import subprocess
 import sys
 from fractions import Fraction
+from itertools import pairwise
 
 import numpy as np
 import pyarrow as pa
@@ -18,6 +19,14 @@ from fastpriv.anonymize import lattice_search, minimal_ck_safe
 from fastpriv.anonymize.lattice import GeneralizationLattice
 from fastpriv.datasets import load_adult
 from fastpriv.hierarchies import Hierarchy
+from tests.lattice_oracle import (
+    A_VALUES,
+    B_ROWS,
+    ROLLUP_CRITERIA,
+    check_rollup_search,
+    hier_dicts,
+    wide_tables,
+)
 from tests.naive_anonymize import (
     all_nodes,
     group_passes,
@@ -25,17 +34,6 @@ from tests.naive_anonymize import (
     node_groups,
     table_distribution,
 )
-
-B_ROWS = [["x", "xy", "*"], ["y", "xy", "*"], ["z", "zw", "*"], ["w", "zw", "*"]]
-A_VALUES = list(range(8))
-
-
-def _hier_dicts():
-    a = Hierarchy.intervals(A_VALUES, [2, 4], name="a")
-    return {"a": {int(r[0]): list(r) for r in a.rows},
-            "b": {r[0]: r for r in B_ROWS},
-            "c": {"m": ["m", "*"], "f": ["f", "*"]}}
-
 
 HIER = {"a": [2, 4, "*"], "b": Hierarchy(B_ROWS, name="b"), "c": "suppress"}
 
@@ -82,7 +80,7 @@ def _naive_sat(rows, hier, crits, q):
 def test_search_equals_exhaustive_for_every_criterion(rows):
     lat = GeneralizationLattice(_table(rows), ["a", "b", "c"], "s", HIER)
     assert lat.heights == (4, 3, 2) and lat.n_nodes == 24
-    hier, q = _hier_dicts(), table_distribution(rows, "s")
+    hier, q = hier_dicts(), table_distribution(rows, "s")
     for crit, oracle in CRITERIA:
         res = lat.search(crit, materialize=False)
         want = minimal_nodes(lat.heights, _naive_sat(rows, hier, oracle, q))
@@ -113,7 +111,7 @@ def test_search_equals_exhaustive_for_worst_case_models(rows):
     from fastpriv import Release
 
     lat = GeneralizationLattice(_table(rows), ["a", "b", "c"], "s", HIER)
-    hier = _hier_dicts()
+    hier = hier_dicts()
     releases = {n: Release.from_groups(list(node_groups(rows, ["a", "b", "c"], "s", hier,
                                                         n).values()))
                 for n in all_nodes(lat.heights)}
@@ -134,7 +132,7 @@ def test_node_release_equals_brute_force_grouping(rows, node_i):
     lat = GeneralizationLattice(_table(rows), ["a", "b", "c"], "s", HIER)
     node = tuple(int(x) for x in lat.nodes[node_i])
     rel = lat.release(node, labels=True)
-    want = node_groups(rows, ["a", "b", "c"], "s", _hier_dicts(), node)
+    want = node_groups(rows, ["a", "b", "c"], "s", hier_dicts(), node)
     got = {}
     for g, key in enumerate(rel.group_labels):
         got[tuple(key)] = sorted(v for v, c in rel.profile(g) for _ in range(c))
@@ -155,7 +153,7 @@ def test_node_release_equals_brute_force_grouping(rows, node_i):
        k=st.integers(2, 4))
 def test_suppression_equals_exhaustive(rows, frac, k):
     lat = GeneralizationLattice(_table(rows), ["a", "b", "c"], "s", HIER)
-    hier = _hier_dicts()
+    hier = hier_dicts()
     budget = math.floor(frac * len(rows))
 
     def sat(node, crits):
@@ -270,7 +268,7 @@ def test_keyword_front_end_and_progress():
     assert res.criterion == ("k-anonymity(k=5) & distinct-l-diversity(l=3) & "
                              "t-closeness(t=0.3)")
     assert seen and seen[-1] == (24, 24)
-    assert all(d2 >= d1 for (d1, _), (d2, _) in zip(seen, seen[1:]))
+    assert all(d2 >= d1 for (d1, _), (d2, _) in pairwise(seen))
 
 
 def test_validation_errors():
@@ -444,94 +442,12 @@ def test_cli_discovers_plugin_methods(tmp_path, monkeypatch, capsys):
 
 
 # ---------------------------------------------------------------------- issue 27: roll-up
-ROLLUP_CRITERIA = [
-    (lambda k: P.KAnonymity(k), lambda k: [("k", k)]),
-    (lambda k: P.DistinctLDiversity(2) & P.KAnonymity(k), lambda k: [("distinct", 2), ("k", k)]),
-    (lambda k: P.TCloseness(0.4), lambda k: [("t", Fraction(2, 5))]),
-    (lambda k: P.CKSafety(0.8, 1, "negations"), lambda k: [("ck_neg", Fraction(4, 5), 1)]),
-]
-
-
-@st.composite
-def wide_tables(draw):
-    """Up to 60 rows over 4 QIs (lattice 4·3·2·3 = 72 nodes)."""
-    n = draw(st.integers(1, 60))
-    rows = []
-    for _ in range(n):
-        rows.append({"a": draw(st.sampled_from(A_VALUES)),
-                     "b": draw(st.sampled_from("xyzw")),
-                     "c": draw(st.sampled_from("mf")),
-                     "d": draw(st.sampled_from([0, 1, 2, 3, 4, 5])),
-                     "s": draw(st.sampled_from(["s0", "s1", "s2", "s3"]))})
-    return rows
-
-
-WIDE_HIER = {"a": [2, 4, "*"], "b": Hierarchy(B_ROWS, name="b"), "c": "suppress",
-             "d": [3, "*"]}
-
-
-def _wide_dicts():
-    h = _hier_dicts()
-    d = Hierarchy.intervals(list(range(6)), [3], name="d")
-    h["d"] = {int(r[0]): list(r) for r in d.rows}
-    return h
-
-
 @settings(max_examples=40, deadline=None)
 @given(rows=wide_tables(), frac=st.sampled_from([0.0, 0.05, 0.1, 0.3]), k=st.integers(1, 5),
        which=st.integers(0, len(ROLLUP_CRITERIA) - 1), tiny_cache=st.booleans())
 def test_rollup_search_equals_exhaustive_oracle(rows, frac, k, which, tiny_cache):
-    """Roll-up checks, grid tagging, counted scores and objective='optimal' against plain
-    Python: every node's groups recomputed from the rows, failing groups suppressed."""
-    import fastpriv.anonymize.lattice as L
-    from tests.naive_anonymize import best_node, discernibility
-
-    qi = ["a", "b", "c", "d"]
-    make, oracle = ROLLUP_CRITERIA[which]
-    crit, crits = make(k), oracle(k)
-    table = pa.table({c: [r[c] for r in rows] for c in qi + ["s"]})
-    lat = GeneralizationLattice(table, qi, "s", WIDE_HIER)
-    hier, q, n = _wide_dicts(), table_distribution(rows, "s"), len(rows)
-    budget = math.floor(frac * n)
-
-    def passes(g):
-        return all(group_passes(g, c, q) for c in crits)
-
-    def groups(node):
-        return list(node_groups(rows, qi, "s", hier, node).values())
-
-    def sat(node):
-        gs = groups(node)
-        bad = sum(len(g) for g in gs if not passes(g))
-        if budget == 0:
-            return bad == 0
-        return bad <= budget and any(passes(g) for g in gs)
-
-    def loss(node):
-        return discernibility(groups(node), passes, n) if budget else \
-            sum(len(g) ** 2 for g in groups(node))
-
-    if budget and not getattr(crit, "union_monotone", False):
-        return  # exhaustive path, covered by test_suppression_equals_exhaustive
-    from unittest import mock
-
-    # a tiny cache: evictions at every materialization
-    with mock.patch.object(L, "_CACHE_BYTES", 256 if tiny_cache else L._CACHE_BYTES):
-        res = lat.search(crit, suppression=frac, materialize=False)
-    want = minimal_nodes(lat.heights, sat)
-    assert list(res.minimal) == want
-    assert res.best == best_node(want, loss)
-    for m in want:
-        assert res.scores[m] == float(loss(m))
-    all_sat = [nd for nd in all_nodes(lat.heights) if sat(nd)]
-    assert res.n_satisfying == len(all_sat)
-    opt = lat.search(crit, suppression=frac, materialize=False, objective="optimal")
-    assert opt.minimal == res.minimal
-    assert opt.best == best_node(all_sat, loss)
-    if opt.best is not None:
-        assert opt.scores[opt.best] == float(loss(opt.best))
-    exh = lat.search(crit, suppression=frac, strategy="exhaustive", materialize=False)
-    assert exh.minimal == res.minimal and exh.best == res.best
+    """Roll-up search (plain settings) equals plain-Python checking of every node."""
+    check_rollup_search(rows, frac, k, which, tiny_cache)
 
 
 def test_rollup_matches_cell_regrouping_on_adult():
@@ -564,7 +480,7 @@ def test_search_progress_hook():
     assert [s.n_checked for s in seen] == list(range(1, res.n_checked + 1))
     assert [s.node for s in seen] == list(res.checked)
     assert all(b.seconds >= a.seconds and b.n_tagged >= a.n_tagged
-               for a, b in zip(seen, seen[1:], strict=False))
+               for a, b in pairwise(seen))
     assert set(res.phases) >= {"rollup", "count", "criterion", "bookkeeping"}
     with pytest.raises(ValueError, match="objective"):
         lat.search(P.KAnonymity(10), objective="best")

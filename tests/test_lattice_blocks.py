@@ -24,8 +24,7 @@ import fastpriv.predicates as P
 from fastpriv._kernels.lattice import joint_tables
 from fastpriv._validation import kernel_array
 from fastpriv.anonymize.lattice import GeneralizationLattice
-from tests import test_lattice as TL
-from tests.test_lattice import WIDE_HIER, wide_tables
+from tests.lattice_oracle import A_VALUES, WIDE_HIER, check_rollup_search, wide_tables
 
 
 def _two_threads(n_jobs, **kw):
@@ -39,7 +38,7 @@ def test_split_rollup_search_equals_exhaustive_oracle(rows, frac, k, tiny_cache,
     """k-anonymity search with block splits on two threads equals plain-Python checking."""
     with mock.patch.object(L, "_SPLIT_ROWS", split), \
             mock.patch.object(T, "resolve_n_jobs", _two_threads):
-        TL.test_rollup_search_equals_exhaustive_oracle.hypothesis.inner_test(
+        check_rollup_search(
             rows=rows, frac=frac, k=k, which=0, tiny_cache=tiny_cache)
 
 
@@ -81,7 +80,7 @@ def _check_blocks(eng: L._RollUp) -> int:
 @settings(max_examples=30, deadline=None)
 @given(rows=wide_tables(), frac=st.sampled_from([0.0, 0.05, 0.2]), k=st.integers(1, 4),
        split=st.sampled_from([0, 1 << 40]))
-@example(rows=[{"a": a, "b": "x", "c": "m", "d": 0, "s": "s0"} for a in TL.A_VALUES] * 2,
+@example(rows=[{"a": a, "b": "x", "c": "m", "d": 0, "s": "s0"} for a in A_VALUES] * 2,
          frac=0.05, k=3, split=0)
 def test_blocks_of_materialized_nodes_and_fused_checks(rows, frac, k, split):
     """Fused (fail-fast, split) checks of every node equal the release's class sizes, and

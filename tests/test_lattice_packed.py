@@ -17,8 +17,12 @@ from hypothesis import strategies as st
 import fastpriv.anonymize.lattice as L
 import fastpriv.predicates as P
 from fastpriv.anonymize.lattice import GeneralizationLattice
-from tests import test_lattice as TL
-from tests.test_lattice import ROLLUP_CRITERIA, WIDE_HIER, wide_tables
+from tests.lattice_oracle import (
+    ROLLUP_CRITERIA,
+    WIDE_HIER,
+    check_rollup_search,
+    wide_tables,
+)
 
 
 @settings(max_examples=40, deadline=None)
@@ -28,7 +32,7 @@ from tests.test_lattice import ROLLUP_CRITERIA, WIDE_HIER, wide_tables
 def test_packed_rollup_search_equals_exhaustive_oracle(rows, frac, k, which, tiny_cache, limit):
     """Minimal nodes, best, scores and the optimum equal exhaustive plain-Python checking."""
     with mock.patch.object(L, "_PACK_ROWS", 1), mock.patch.object(L, "_PACK_LIMIT", limit):
-        TL.test_rollup_search_equals_exhaustive_oracle.hypothesis.inner_test(
+        check_rollup_search(
             rows=rows, frac=frac, k=k, which=which, tiny_cache=tiny_cache)
 
 

@@ -74,9 +74,9 @@ ROWS = {"qi": QI, "sensitive": "disease", "group": "g"}
 
 
 def _fg_groups():
-    from tests.test_foreground import vectors
+    from tests.spec_vectors import vectors_by_id
 
-    return vectors()["foreground-example2"]["input"]["groups"]
+    return vectors_by_id("foreground.jsonl")["foreground-example2"]["input"]["groups"]
 
 
 CALLS[robustness] = {
