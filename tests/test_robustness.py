@@ -772,8 +772,23 @@ def test_cli_robustness(tmp_path, capsys):
 
 
 def test_kernels_compile_one_specialization_each():
+    # its own workload (binary and multivalued audits, single posteriors), so that the count
+    # means something when this test runs alone; after the file's other tests it adds calls
+    rng = np.random.default_rng(3)
+    n = 120
+    t = pa.table({"a": rng.integers(0, 3, n), "g": np.repeat(np.arange(n // 4), 4),
+                  "s": [f"v{v}" for v in rng.integers(0, 4, n)]})
+    for model in ("binary", "multivalued"):
+        rb.audit(t, qi=["a"], group="g", sensitive="s", r=2, min_support=5, model=model)
+    rb.posterior([0.9, 0.2, 0.2, 0.1], 1)
+    rb.posterior_multivalued([{"a": 0.5, "b": 0.5}, {"a": 0.2, "b": 0.8}], ["a", "b"])
+    compiled = {}
     for name in ("binary_posteriors_csr", "loo_core", "loo_core_log", "esp_plan",
                  "mv_posteriors_csr", "mv_dp_core", "ryser_core", "gather_f",
                  "reduce_segments", "binary_loo", "binary_enumerate", "mv_enumerate"):
         disp = getattr(pw, name)
         assert len(disp.signatures) <= 1, (name, disp.signatures)
+        compiled[name] = len(disp.signatures)
+    reached = {"binary_posteriors_csr", "loo_core", "esp_plan", "mv_posteriors_csr",
+               "gather_f", "reduce_segments"}
+    assert all(compiled[name] == 1 for name in reached), compiled
