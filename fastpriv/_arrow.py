@@ -2,9 +2,14 @@
 
 Accepted inputs (:func:`as_table`, :func:`iter_batches`): ``pyarrow.Table``,
 ``RecordBatch``, ``RecordBatchReader``, ``pyarrow.dataset.Dataset``, a Parquet file or
-directory, a CSV file (optionally ``.gz``/``.bz2``/``.zst``), pandas and polars DataFrames,
-any object exporting the Arrow PyCapsule stream interface, and a ``dict`` of columns.
-pandas/polars are never imported here: they convert through their own Arrow export.
+directory (``key=value`` subfolders are hive partitions: their keys are columns, as
+``pyarrow.dataset.dataset(path, partitioning="hive")`` reads them), a CSV file (optionally
+``.gz``/``.bz2``/``.zst``), pandas and polars DataFrames, any object exporting the Arrow
+PyCapsule stream interface, and a ``dict`` of columns. pandas/polars are never imported
+here: they convert through their own Arrow export. Spark and Dask DataFrames are refused
+(:func:`refuse_cluster_frame`): reading one would pull every row to this process;
+:func:`fastpriv.spark.release` and :func:`fastpriv.distributed.release_from_dask` count
+where the data lives.
 
 Streaming (:func:`iter_batches`): Parquet is read one row group at a time with the next
 row groups decoded on a background thread (or by the consumer when it would wait) —
@@ -186,13 +191,87 @@ def _from_pandas(df: Any, param: str,
                          f"df[{col!r}].astype(str)") from None
 
 
-def _dataset(path: str, columns: Sequence[str] | None):
+def _dataset(path: str, columns: Sequence[str] | None = None):
+    """Open a path as a ``pyarrow.dataset`` (None for one CSV file, read by pyarrow.csv).
+
+    The one place where a path becomes a dataset: every reader of a path (whole tables,
+    streamed batches, schemas, row counts, :mod:`fastpriv.distributed`) goes through it.
+    A folder's ``key=value`` subfolders are hive partitions: their keys are columns, typed
+    as ``pyarrow.dataset.dataset(path, partitioning="hive")`` types them.
+    """
     import pyarrow.dataset as ds
 
     fmt = "csv" if is_csv(path) else "parquet"
     if fmt == "csv" and os.path.isfile(path):
         return None  # read with pyarrow.csv (handles compression, streaming)
-    return ds.dataset(path, format=fmt)
+    return ds.dataset(path, format=fmt, partitioning="hive")
+
+
+def partition_values(dataset: Any) -> dict[str, dict[str, Any]]:
+    """``{file path: {partition column: value}}`` of a hive-partitioned dataset.
+
+    Empty when ``dataset`` has no partition columns. A ``__HIVE_DEFAULT_PARTITION__``
+    folder is a null value (None).
+    """
+    import pyarrow.dataset as ds
+
+    out = {frag.path: ds.get_partition_keys(frag.partition_expression)
+           for frag in dataset.get_fragments()}
+    names = [c for c in dataset.schema.names if any(c in keys for keys in out.values())]
+    if not names:
+        return {}
+    return {path: {c: keys.get(c) for c in names} for path, keys in out.items()}
+
+
+def with_partitions(data: Any, values: Mapping[str, Any], schema: pa.Schema,
+                    columns: Sequence[str], dictionary: bool = False) -> Any:
+    """Add the constant partition columns ``values`` to a batch or table, in ``columns`` order.
+
+    Types are those of ``schema`` (the dataset's); with ``dictionary``, text columns come
+    as dictionary arrays of one entry (the consumer maps one label, not every row).
+    """
+    if not values:
+        return data
+    n = data.num_rows
+    arrays = []
+    for c in columns:
+        if c not in values:
+            arrays.append(data.column(c))
+            continue
+        typ = schema.field(c).type
+        scalar = pa.scalar(values[c], type=typ)
+        if dictionary and _is_text(typ):
+            idx = pa.array(np.zeros(n, dtype=np.int32),
+                           mask=np.full(n, not scalar.is_valid, dtype=bool))
+            arrays.append(pa.DictionaryArray.from_arrays(idx, pa.array([values[c]], typ)
+                                                         if scalar.is_valid
+                                                         else pa.array([], typ)))
+        else:
+            arrays.append(pa.repeat(scalar, n))
+    if isinstance(data, pa.RecordBatch):
+        return pa.RecordBatch.from_arrays(arrays, names=list(columns))
+    return pa.table(arrays, names=list(columns))
+
+
+def refuse_cluster_frame(data: Any, param: str = "data") -> None:
+    """Refuse a Spark or Dask DataFrame where a table is read: it would be collected whole.
+
+    A Spark DataFrame exports the Arrow stream protocol, so reading it as a table would
+    silently pull every row to the driver; the engines' own entry points count where the
+    data lives. Detected by the class's module (pyspark is never imported here).
+    """
+    mod = type(data).__module__
+    if mod.startswith("pyspark.sql") or mod.startswith("pyspark.pandas"):
+        raise InputTypeError(
+            f"{param}: a Spark DataFrame is not read as a table (that would collect every row "
+            "to the driver); count it on the cluster with "
+            "fastpriv.spark.release(df, sensitive=..., qi=...) and audit that release")
+    if mod.startswith("dask") and hasattr(data, "to_delayed"):
+        raise InputTypeError(
+            f"{param}: a Dask DataFrame is not read as a table (that would compute every row "
+            "on the client); count it on the cluster with "
+            "fastpriv.distributed.release_from_dask(df, sensitive=..., qi=...) and audit that "
+            "release")
 
 
 def as_table(data: Any, columns: Sequence[str] | None = None, *, param: str = "data",
@@ -241,6 +320,7 @@ def _to_table(data: Any, columns: Sequence[str] | None, param: str,
     """Read or convert ``data``; ``only`` (roles, used columns) restricts what is read."""
     if isinstance(data, pa.Table):
         return data
+    refuse_cluster_frame(data, param)
     if isinstance(data, pa.RecordBatch):
         return pa.Table.from_batches([data])
     if isinstance(data, pa.RecordBatchReader):
@@ -293,6 +373,7 @@ def iter_batches(data: Any, columns: Sequence[str], *, batch_size: int = 1 << 20
     row groups decoded ahead, each on its own thread.
     """
     columns = list(columns)
+    refuse_cluster_frame(data, param)
     if isinstance(data, (str, os.PathLike)):
         path = os.fspath(data)
         if not os.path.exists(path):
@@ -448,8 +529,19 @@ def _parquet_batches(dataset: Any, columns: list[str], batch_size: int,
     import pyarrow.parquet as pq
 
     check_columns(columns, dataset.schema.names, param)
+    parts = partition_values(dataset)     # hive partition columns: constants per file
+    pnames = set(next(iter(parts.values()))) if parts else set()
+    all_columns = columns
+    columns = [c for c in columns if c not in pnames]     # read from the files
     text = [c for c in columns if dictionary and _is_text(dataset.schema.field(c).type)]
     opened: dict[tuple, Any] = {}
+
+    def complete(data: Any, path: str) -> Any:
+        if not pnames:
+            return data
+        return with_partitions(data, {c: v for c, v in parts[path].items()
+                                      if c in all_columns},
+                               dataset.schema, all_columns, dictionary)
 
     def open_file(path: str, as_dict: tuple) -> Any:
         # one ParquetFile per thread: concurrent reads of one object break its range cache
@@ -511,10 +603,11 @@ def _parquet_batches(dataset: Any, columns: list[str], batch_size: int,
                 pass
             if table is None:
                 pf = open_file(cur[0], as_dict)
-                yield from pf.iter_batches(batch_size=batch_size, row_groups=[cur[1]],
-                                           columns=columns)
+                for batch in pf.iter_batches(batch_size=batch_size, row_groups=[cur[1]],
+                                             columns=columns):
+                    yield complete(batch, cur[0])
             else:
-                yield from table.to_batches(max_chunksize=batch_size)
+                yield from complete(table, cur[0]).to_batches(max_chunksize=batch_size)
     finally:
         # a consumer that stops early (a scan that restarts, an error): decodes still
         # queued are cancelled, not run

@@ -49,6 +49,7 @@ import pyarrow.compute as pc
 
 from ._arrow import (
     NULL_POLICIES,
+    _dataset,
     apply_null_policy,
     apply_weights,
     canonical_labels,
@@ -1297,9 +1298,7 @@ def source_schema(data: Any, param: str = "data") -> pa.Schema:
                 except (pa.ArrowInvalid, LookupError, UnicodeDecodeError) as exc:
                     raise InputError(f"{param}: cannot read {path!r} as CSV: "
                                      f"{str(exc).splitlines()[0]}") from None
-            import pyarrow.dataset as ds
-
-            return ds.dataset(path, format="parquet").schema
+            return _dataset(path).schema
     return data.schema
 
 
