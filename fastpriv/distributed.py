@@ -26,10 +26,23 @@ distribution Q of the whole table: it is computed first by a tree reduction of p
 value counts (or passed as ``q=``). (c,k)-safety combines buckets across the whole release
 (a knapsack), so it needs the counts path.
 
+Every group inside one partition is **checked**, not assumed: each partition also reports
+the first and last key of its groups; when those ranges do not overlap (files written per
+key range) nothing more is read, otherwise a second pass counts each partition's distinct
+keys (a tree-merged :class:`~fastpriv.counts.CountAccumulator`, memory on the client ∝
+groups) and a key found in two partitions raises :class:`~fastpriv.InputError` naming the
+group and the fixes (``partition_by_group=True``, or the counts path). Witness groups are
+the in-memory ones: ties go to the first group in key order, in every partition and in
+every merge.
+
 Parquet on disk is read Arrow-natively (``pyarrow.dataset`` fragments with column
-projection, one task per file or row group) — faster than going through pandas, and the
-label types are exactly those of the file. A ``dask.dataframe`` is accepted as is (each
-partition is converted with ``pyarrow.Table.from_pandas``).
+projection, one task per file or row group, ``key=value`` folders as hive partition
+columns) — faster than going through pandas, and the label types are exactly those of the
+file. A ``dask.dataframe`` is accepted as is (each partition is converted with
+``pyarrow.Table.from_pandas``; an integer column that pandas turned into floats because a
+partition holds nulls is cast back to the frame's integer type, so ``29`` stays ``29``).
+Every entry point takes ``weight=``, a multiplicity column as in
+:meth:`~fastpriv.Release.from_table` (each row stands for ``weight`` identical rows).
 
 Warm the JIT cache once per cluster: give every worker the same ``FASTPRIV_CACHE_DIR`` (a
 shared file system, or a directory baked into the worker image by ``fastpriv warmup``) and
@@ -117,19 +130,23 @@ def _is_dask_collection(obj: Any) -> bool:
 
 def _parquet_pieces(path: str, columns: list[str], min_pieces: int) -> list:
     """Parquet fragments (files, split into row groups when there are few files)."""
-    import pyarrow.dataset as ds
-
+    from ._arrow import _dataset, reading
     from ._validation import check_columns
 
-    dataset = ds.dataset(path, format="parquet")
-    check_columns(columns, dataset.schema.names, "data")
-    frags = list(dataset.get_fragments())
-    if len(frags) < min_pieces:
-        split = []
-        for f in frags:
-            split.extend(f.split_by_row_group())
-        frags = split
-    return frags
+    with reading(path, "data"):
+        dataset = _dataset(path)      # hive partition folders give columns, as everywhere
+        if dataset is None:
+            raise InputError(f"data: {path!r} is a CSV file; give Parquet data or a dask "
+                             "DataFrame (dask.dataframe.read_csv)")
+        check_columns(columns, dataset.schema.names, "data")
+        frags = list(dataset.get_fragments())
+        if len(frags) < min_pieces:
+            split = []
+            for f in frags:
+                split.extend(f.split_by_row_group())
+            frags = split
+    schema = dataset.schema
+    return [(f, schema) for f in frags]
 
 
 def _pieces(data: Any, columns: list[str], min_pieces: int) -> list:
@@ -143,25 +160,78 @@ def _pieces(data: Any, columns: list[str], min_pieces: int) -> list:
         from ._validation import check_columns
 
         check_columns(columns, list(data.columns), "data")
-        return [("pandas", d) for d in data[columns].to_delayed()]
+        ints = _integer_columns(data[columns]._meta)
+        return [("pandas", (d, ints)) for d in data[columns].to_delayed()]
     raise InputTypeError("data must be a dask DataFrame or a path to Parquet data, got "
                     f"{type(data).__name__}")
 
 
-def _to_table(kind: str, obj: Any, columns: list[str]):
+def _integer_columns(meta: Any) -> dict[str, Any]:
+    """``{column: Arrow integer type}`` of the integer columns of a Dask frame's ``_meta``.
+
+    A partition of such a column that holds a null arrives as float64 (pandas' NumPy
+    backend has no null integer: ``dd.read_parquet`` turns ``29`` into ``29.0``); it is
+    cast back to the integer type of the meta, so labels are those of the source.
+    """
+    import numpy as np
     import pyarrow as pa
 
+    out = {}
+    for name, dtype in meta.dtypes.items():
+        if isinstance(dtype, np.dtype) and dtype.kind in "iu":
+            out[str(name)] = pa.from_numpy_dtype(dtype)
+    return out
+
+
+def _to_table(kind: str, obj: Any, columns: list[str]):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if kind == "fragment":
-        return obj.to_table(columns=columns)
-    return pa.Table.from_pandas(obj, preserve_index=False).select(columns)
+        frag, schema = obj
+        return frag.to_table(schema=schema, columns=columns)
+    df, ints = obj if isinstance(obj, tuple) else (obj, {})
+    table = pa.Table.from_pandas(df, preserve_index=False).select(columns)
+    for name, typ in ints.items():
+        col = table.column(name)
+        if pa.types.is_floating(col.type):        # nulls made the integers floats
+            if pc.all(pc.equal(pc.floor(col), col)).as_py() is False:
+                raise InputError(f"data: column {name!r} is an integer column of the Dask "
+                                 "frame but a partition holds fractions")
+            table = table.set_column(table.column_names.index(name), name, col.cast(typ))
+    return table
 
 
 # ============================================================================ counts
-def _count_piece(kind: str, obj: Any, keys: list[str], sensitive: str, nulls: str):
+def _columns(keys: list[str], sensitive: str, weight: str | None) -> list[str]:
+    """Return the columns a task reads: the keys, the sensitive and the weight column."""
+    if weight is not None:
+        if not isinstance(weight, str):
+            raise InputTypeError(f"weight must be a column name, got {type(weight).__name__}")
+        if weight in keys or weight == sensitive:
+            raise InputError(f"weight column {weight!r} is also a key or sensitive column")
+    return keys + [sensitive] + ([weight] if weight is not None else [])
+
+
+def _piece_table(kind: str, obj: Any, keys: list[str], sensitive: str, nulls: str,
+                 weight: str | None):
+    """Return a partition's rows after the null policy, without the rows of weight 0."""
+    from ._arrow import apply_null_policy, apply_weights
+
+    cols = keys + [sensitive]
+    table, _ = apply_null_policy(_to_table(kind, obj, _columns(keys, sensitive, weight)),
+                                 cols, nulls)
+    if weight is not None:
+        table, _ = apply_weights(table, weight)
+    return table
+
+
+def _count_piece(kind: str, obj: Any, keys: list[str], sensitive: str, nulls: str,
+                 weight: str | None = None):
     from .counts import CountAccumulator
 
-    acc = CountAccumulator(keys, sensitive, nulls=nulls, n_jobs=1)
-    acc.add(_to_table(kind, obj, keys + [sensitive]))
+    acc = CountAccumulator(keys, sensitive, nulls=nulls, n_jobs=1, weight=weight)
+    acc.add(_to_table(kind, obj, _columns(keys, sensitive, weight)))
     return acc
 
 
@@ -173,21 +243,31 @@ def _merge_accs(*accs: Any):
 
 def count_partitions(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
                      qi: Sequence[str] | None = None, nulls: str = "error",
-                     split_every: int = 8, compute: bool = True) -> Any:
+                     weight: str | None = None, split_every: int = 8,
+                     compute: bool = True) -> Any:
     """Count (group, value) pairs of every partition on the cluster; merge in a tree.
 
     Parameters
     ----------
     data : dask.dataframe.DataFrame or path
         A Dask DataFrame (any collection: from Parquet, CSV, ``from_pandas``, …) or a path
-        to a Parquet file / directory (read with pyarrow, one task per file or row group).
+        to a Parquet file / directory (read with pyarrow, one task per file or row group;
+        ``key=value`` folders are hive partition columns).
     sensitive, group, qi, nulls :
         As for :meth:`fastpriv.Release.from_table` (SVPI).
+    weight : str, optional
+        Multiplicity column, as in :meth:`fastpriv.Release.from_table`: each row stands
+        for ``weight`` identical rows (non-negative integers, no nulls).
     split_every : int
         Fan-in of the merge tree.
     compute : bool
         Return the merged :class:`~fastpriv.counts.CountAccumulator` (default), or the
         ``dask.delayed`` object that computes it.
+
+    Returns
+    -------
+    fastpriv.counts.CountAccumulator or dask.delayed.Delayed
+        The merged counts (or the delayed object computing them).
 
     Notes
     -----
@@ -198,10 +278,10 @@ def count_partitions(data: Any, *, sensitive: str, group: str | Sequence[str] | 
     dask = _require_dask()
     keys = _keys_of(group, qi)
     split_every = _check_split_every(split_every)
-    pieces = _pieces(data, keys + [sensitive], min_pieces=2 * split_every)
+    pieces = _pieces(data, _columns(keys, sensitive, weight), min_pieces=2 * split_every)
     if not pieces:
         raise InputError("data is empty: a release needs at least one row")
-    parts = [dask.delayed(_count_piece, pure=True)(kind, obj, keys, sensitive, nulls)
+    parts = [dask.delayed(_count_piece, pure=True)(kind, obj, keys, sensitive, nulls, weight)
              for kind, obj in pieces]
     out = _reduce(dask, parts, _merge_accs, split_every)
     return out.compute() if compute else out
@@ -220,27 +300,43 @@ def _reduce(dask: Any, parts: list, combine: Any, split_every: int) -> Any:
 
 def release_from_dask(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
                       qi: Sequence[str] | None = None, nulls: str = "error",
-                      split_every: int = 8):
+                      weight: str | None = None, split_every: int = 8):
     """Build the :class:`~fastpriv.Release` of a Dask DataFrame or Parquet data (counts path).
 
-    Identical (``Release.equals``) to ``Release.from_table`` on all rows; run any audit on
-    it. See :func:`count_partitions`.
+    Identical (``Release.equals``) to ``Release.from_table`` on all rows (with the same
+    ``weight=``); run any audit on it. Integer columns of a Dask frame keep their integer
+    labels when a partition holds nulls (pandas makes them floats; they are cast back to
+    the frame's integer type). See :func:`count_partitions`.
+
+    Parameters
+    ----------
+    data : dask.dataframe.DataFrame or path
+        As for :func:`count_partitions`.
+    sensitive, group, qi, nulls, weight :
+        As for :meth:`fastpriv.Release.from_table` (SVPI).
+    split_every : int
+        Fan-in of the merge tree.
+
+    Returns
+    -------
+    fastpriv.Release
+        An SVPI release.
+
     """
     acc = count_partitions(data, sensitive=sensitive, group=group, qi=qi, nulls=nulls,
-                           split_every=split_every)
+                           weight=weight, split_every=split_every)
     return acc.to_release()
 
 
 # ============================================================================ Q
-def _value_counts_piece(kind: str, obj: Any, keys: list[str], sensitive: str, nulls: str):
-    from ._arrow import apply_null_policy
+def _value_counts_piece(kind: str, obj: Any, keys: list[str], sensitive: str, nulls: str,
+                        weight: str | None = None):
     from .streaming import value_distribution
 
-    cols = keys + [sensitive]
-    table, _ = apply_null_policy(_to_table(kind, obj, cols), cols, nulls)
+    table = _piece_table(kind, obj, keys, sensitive, nulls, weight)
     if table.num_rows == 0:
         return {}
-    values, totals, _ = value_distribution(table, sensitive, nulls="value")
+    values, totals, _ = value_distribution(table, sensitive, nulls="value", weight=weight)
     return dict(zip(values, totals.tolist(), strict=False))
 
 
@@ -254,42 +350,133 @@ def _sum_counts(*dicts: dict) -> dict:
 
 def value_counts(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
                  qi: Sequence[str] | None = None, nulls: str = "error",
-                 split_every: int = 8) -> dict:
+                 weight: str | None = None, split_every: int = 8) -> dict:
     """``{value: count}`` of the sensitive column over all partitions (tree reduction).
 
     Rows dropped by ``nulls="drop"`` (a null key or value) are not counted; null is a
-    value of its own with ``nulls="value"``.
+    value of its own with ``nulls="value"``; a row counts ``weight`` times with
+    ``weight=``.
     """
     dask = _require_dask()
     keys = _keys_of(group, qi)
     split_every = _check_split_every(split_every)
-    pieces = _pieces(data, keys + [sensitive], min_pieces=2 * split_every)
-    parts = [dask.delayed(_value_counts_piece, pure=True)(kind, obj, keys, sensitive, nulls)
+    pieces = _pieces(data, _columns(keys, sensitive, weight), min_pieces=2 * split_every)
+    parts = [dask.delayed(_value_counts_piece, pure=True)(kind, obj, keys, sensitive, nulls,
+                                                          weight)
              for kind, obj in pieces]
     return _reduce(dask, parts, _sum_counts, split_every).compute()
 
 
 # ============================================================================ groupwise
 def _audit_piece(kind: str, obj: Any, keys: list[str], sensitive: str, nulls: str,
-                 params: dict):
-    from ._arrow import apply_null_policy
+                 params: dict, weight: str | None = None):
+    """Return one partition's GroupwiseState and the key range of its groups.
+
+    The range is ``[(first key, last key)]``, empty for a partition without rows.
+    """
     from .release import Release
     from .streaming import GroupwiseState
 
-    cols = keys + [sensitive]
     state = GroupwiseState(**params)
-    table, _ = apply_null_policy(_to_table(kind, obj, cols), cols, nulls)
+    table = _piece_table(kind, obj, keys, sensitive, nulls, weight)
+    if not table.num_rows:
+        return state, []
+    rel = Release.from_table(table, sensitive=sensitive, group=keys, nulls="value",
+                             weight=weight)
+    state.update(rel)
+    return state, [(rel.group_label(0), rel.group_label(rel.n_groups - 1))]
+
+
+def _merge_states(*parts: Any):
+    out, ranges = parts[0][0], list(parts[0][1])
+    for state, more in parts[1:]:
+        out = out.merge(state)
+        ranges.extend(more)
+    return out, ranges
+
+
+def _disjoint(ranges: list) -> bool:
+    """Whether the key ranges ``(first, last)`` of the partitions provably do not overlap.
+
+    True only when every label has the same Python type in every range (column by column)
+    and, sorted by first key, each range ends strictly before the next begins
+    (:func:`~fastpriv._labels.label_less`: the release's key order, nulls last). Labels
+    that do not compare (NaN) make it False: the exact check then decides.
+    """
+    from ._labels import LabelKey, label_less
+
+    def kinds(label: Any) -> tuple:
+        parts = label if isinstance(label, tuple) else (label,)
+        return tuple(None if x is None else type(x) for x in parts)
+
+    seen: list | None = None
+    for lo, hi in ranges:
+        for lab in (lo, hi):
+            k = kinds(lab)
+            if seen is None:
+                seen = list(k)
+            if len(k) != len(seen):
+                return False
+            for i, t in enumerate(k):
+                if t is not None and seen[i] is None:
+                    seen[i] = t
+                elif t is not None and t is not seen[i]:
+                    return False
+    order = sorted(ranges, key=lambda r: LabelKey(r[0]))
+    return all(label_less(a[1], b[0]) for a, b in zip(order, order[1:], strict=False))
+
+
+_ONE = "__fastpriv_partition__"
+
+
+def _keys_piece(kind: str, obj: Any, keys: list[str], sensitive: str, nulls: str,
+                weight: str | None):
+    """Return a CountAccumulator that holds each group key of the partition once."""
+    import numpy as np
+    import pyarrow as pa
+
+    from .counts import CountAccumulator
+
+    def one(t: Any) -> Any:
+        return t.select(keys).append_column(_ONE, pa.array(np.zeros(t.num_rows, np.int8)))
+
+    table = _piece_table(kind, obj, keys, sensitive, nulls, weight)
+    acc = CountAccumulator(keys, _ONE, nulls="value", n_jobs=1)
     if table.num_rows:
-        state.update(Release.from_table(table, sensitive=sensitive, group=keys,
-                                        nulls="value"))
-    return state
+        distinct = CountAccumulator(keys, _ONE, nulls="value", n_jobs=1)
+        distinct.add(one(table))
+        acc.add(one(distinct.to_release().groups))
+    return acc
 
 
-def _merge_states(*states: Any):
-    out = states[0]
-    for s in states[1:]:
-        out = out.merge(s)
-    return out
+def _check_groups_in_one_partition(dask: Any, pieces: list, ranges: list, keys: list[str],
+                                   sensitive: str, nulls: str, weight: str | None,
+                                   split_every: int) -> None:
+    """Raise InputError naming a group found in several partitions.
+
+    Cheap when the partitions' key ranges do not overlap (files written per key range):
+    nothing more is read. Otherwise every partition's distinct keys are counted once each
+    (a tree-merged :class:`~fastpriv.counts.CountAccumulator`: memory on the client ∝
+    groups) and a key counted twice is a group that spans partitions.
+    """
+    if len(ranges) < 2 or _disjoint(ranges):
+        return
+    parts = [dask.delayed(_keys_piece, pure=True)(kind, obj, keys, sensitive, nulls, weight)
+             for kind, obj in pieces]
+    rel = _reduce(dask, parts, _merge_accs, split_every).compute().to_release()
+    import numpy as np
+
+    spread = np.flatnonzero(np.asarray(rel.sizes) > 1)
+    if spread.size:
+        g = int(spread[0])
+        n = int(rel.sizes[g])
+        raise InputError(
+            f"data: group {rel.group_label(g)!r} is split over {n} partitions (files, row "
+            f"groups or Dask partitions), and {spread.size} group(s) in all; groupwise_audit "
+            "needs every group inside one partition. Pass a Dask DataFrame with "
+            f"partition_by_group=True (shuffled on {keys}), write the files per key range, "
+            "or build the release with fastpriv.distributed.release_from_dask(...) and "
+            "audit it")
 
 
 def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
@@ -297,7 +484,8 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
                     classic: bool = True, l: int = 2,
                     q: Mapping[Any, float] | str | None = "compute",
                     order: Sequence[Any] | None = None, nulls: str = "error",
-                    partition_by_group: bool = False, split_every: int = 8):
+                    weight: str | None = None, partition_by_group: bool = False,
+                    split_every: int = 8):
     """Compute the classical models and SkylineCheck of a release too large for one machine.
 
     Every partition must hold **complete groups** (each group inside one partition):
@@ -307,6 +495,13 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
     are reduced by min/max in a tree. Values and worst-group keys equal the single-machine
     ``classic.audit`` / ``skyline.check`` (``worst_group`` indices are not known across
     partitions and are ``None``).
+
+    That every group lies in one partition is checked, not assumed: each partition reports
+    the first and last key of its groups, and when the ranges do not overlap (files
+    written per key range) that settles it; otherwise a second pass counts every
+    partition's distinct keys (memory on the client ∝ groups). A group found in two
+    partitions raises :class:`~fastpriv.InputError` naming it. After
+    ``partition_by_group=True`` (Dask's shuffle on the keys) the check is skipped.
 
     Parameters
     ----------
@@ -325,6 +520,8 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
         of value counts first; a mapping gives Q; None skips those models.
     order : sequence, optional
         Value order for ordered t-closeness.
+    weight : str, optional
+        Multiplicity column, as in :meth:`Release.from_table`.
     partition_by_group : bool
         Shuffle a Dask DataFrame on the group keys before auditing.
     split_every : int
@@ -340,6 +537,7 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
     from .streaming import StreamAudit
 
     keys = _keys_of(group, qi)
+    cols = _columns(keys, sensitive, weight)
     split_every = _check_split_every(split_every)
     skipped: dict = {}
     values = qv = None
@@ -349,7 +547,7 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
             qv = [float(q[v]) for v in values]
         elif q == "compute":
             counts = value_counts(data, sensitive=sensitive, group=group, qi=qi, nulls=nulls,
-                                  split_every=split_every)
+                                  weight=weight, split_every=split_every)
             if not counts:
                 raise InputError("data is empty: a release needs at least one row")
             values = sorted(counts, key=LabelKey)
@@ -368,14 +566,18 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
         data = data.shuffle(on=keys)
     params = {"l": l, "values": values, "q": qv, "order": order, "skylines": skylines,
               "classic": classic}
-    pieces = _pieces(data, keys + [sensitive], min_pieces=1)
+    pieces = _pieces(data, cols, min_pieces=1)
     if not pieces:
         raise InputError("data is empty: a release needs at least one row")
-    parts = [dask.delayed(_audit_piece, pure=True)(kind, obj, keys, sensitive, nulls, params)
+    parts = [dask.delayed(_audit_piece, pure=True)(kind, obj, keys, sensitive, nulls, params,
+                                                   weight)
              for kind, obj in pieces]
-    state = _reduce(dask, parts, _merge_states, split_every).compute()
+    state, ranges = _reduce(dask, parts, _merge_states, split_every).compute()
     if state.n_groups == 0:
         raise InputError("data is empty: a release needs at least one row")
+    if not partition_by_group:
+        _check_groups_in_one_partition(dask, pieces, ranges, keys, sensitive, nulls, weight,
+                                       split_every)
     return StreamAudit(classic=state.classic_audit() if classic else None,
                        skyline=state.skyline_result(), ck_safety=None,
                        n_groups=state.n_groups, n_rows=state.n_rows,

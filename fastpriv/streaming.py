@@ -339,31 +339,42 @@ def _reiterable(data: Any) -> bool:
 
 
 def value_distribution(data: Any, sensitive: str, *, keys: Sequence[str] = (),
-                       nulls: str = "error", batch_size: int = 1 << 20
-                       ) -> tuple[list, np.ndarray, int]:
+                       nulls: str = "error", batch_size: int = 1 << 20,
+                       weight: str | None = None) -> tuple[list, np.ndarray, int]:
     """One pass over the sensitive column: ``(values, totals, n_rows)``.
 
     ``values`` are the sorted labels, ``totals`` their counts (int64). Q = totals / n_rows
     is exactly what :func:`fastpriv.classic.t_closeness` uses on the in-memory release.
     ``keys`` are read too only when ``nulls="drop"`` (a row dropped for a null key must
-    not count).
+    not count). With ``weight`` (a multiplicity column, as in ``Release.from_table``) a
+    row counts ``weight`` times, and ``n_rows`` is the sum of the weights.
     """
+    from ._arrow import apply_weights
     from ._ingest import LabelCodes
 
     cols = [sensitive] + (list(keys) if nulls == "drop" else [])
+    read = cols + ([weight] if weight is not None else [])
     lab = LabelCodes(sensitive)
     totals = np.zeros(0, dtype=np.int64)
     n = 0
-    for batch in iter_batches(data, cols, batch_size=batch_size):
+    for batch in iter_batches(data, read, batch_size=batch_size):
         t, _ = apply_null_policy(pa.Table.from_batches([batch]), cols, nulls)
+        w = None
+        if weight is not None:
+            t, w = apply_weights(t, weight)
         if t.num_rows == 0:
             continue
         codes = lab.encode(t.column(sensitive))
-        c = np.bincount(codes, minlength=lab.n).astype(np.int64)
+        if w is None:
+            c = np.bincount(codes, minlength=lab.n).astype(np.int64)
+            n += t.num_rows
+        else:           # exact int64 sums (bincount's float weights round past 2**53)
+            c = np.zeros(lab.n, dtype=np.int64)
+            np.add.at(c, codes, w)
+            n += int(w.sum())
         if c.size > totals.size:
             totals = np.concatenate([totals, np.zeros(c.size - totals.size, dtype=np.int64)])
         totals[:c.size] += c
-        n += t.num_rows
     if n == 0:
         raise InputError("data is empty: a release needs at least one row")
     rank, labels = lab.sorted_ranks()
@@ -543,7 +554,8 @@ def _progress(progress: Callable | None, rows: int, nbytes: int) -> None:
 
 # ============================================================================ any order
 def audit_stream(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
-                 qi: Sequence[str] | None = None, classic: bool = True, l: int = 2,
+                 qi: Sequence[str] | None = None, weight: str | None = None,
+                 classic: bool = True, l: int = 2,
                  k: int | None = None, skylines: Any = None, nulls: str = "error",
                  batch_size: int = 1 << 20, n_jobs: int | None = None,
                  progress: Callable[[int, int], Any] | None = None) -> StreamAudit:
@@ -560,6 +572,10 @@ def audit_stream(data: Any, *, sensitive: str, group: str | Sequence[str] | None
         The rows, in any order.
     sensitive, group, qi, nulls :
         As for :meth:`Release.from_table` (SVPI).
+    weight : str, optional
+        Multiplicity column, as in :meth:`Release.from_table`: each row stands for
+        ``weight`` identical rows (non-negative integers, no nulls; weight 0 rows are
+        nobody).
     classic : bool
         Evaluate the classical models (``classic.audit``).
     l : int
@@ -582,7 +598,7 @@ def audit_stream(data: Any, *, sensitive: str, group: str | Sequence[str] | None
     keys = _keys_of(group, qi)
     if k is not None:
         k = check_int(k, "k", minimum=0)
-    acc = CountAccumulator(keys, sensitive, nulls=nulls, n_jobs=n_jobs)
+    acc = CountAccumulator(keys, sensitive, nulls=nulls, n_jobs=n_jobs, weight=weight)
     acc.consume(data, batch_size=batch_size, progress=progress)
     rel = acc.to_release()
     res_classic = res_sky = res_ck = None
