@@ -21,7 +21,19 @@ Two ways to count (``method=``):
     on the cluster first (``merge="cluster"``: the driver receives each pair once). Needs
     fastpriv importable on the executors (``pip install fastpriv`` on every node; the
     Numba kernels compile on a node's first task, then load from the on-disk cache — run
-    ``fastpriv warmup`` on the nodes' image to skip that).
+    ``fastpriv warmup`` on the nodes' image to skip that). An executor whose Python cannot
+    import it raises :class:`~fastpriv.InputError` saying so (and naming
+    ``spark.pyspark.python`` / ``PYSPARK_PYTHON``), not a Java stack trace
+    (:func:`worker_error`).
+
+``weight=`` is a multiplicity column, as in :meth:`fastpriv.Release.from_table`: each row
+stands for ``weight`` identical rows, so the counts are sums of weights (exact: summed as
+``decimal(38,0)`` by ``"groupby"``, in int64 by the CountAccumulator); a null or negative
+weight raises :class:`~fastpriv.InputError`, as in memory.
+
+A Spark DataFrame given where fastpriv reads a table (``classic.audit(df, ...)``,
+``Release.from_table(df, ...)``) is refused: it would be collected to the driver row by
+row through the Arrow stream protocol. Build the release here and audit that.
 
 On one machine (``benchmarks/bench_engines.py``, 10M Parquet rows, ``local[2]``; the
 README quotes ``benchmarks/results/engines.json``) both are many times slower than the local
@@ -61,7 +73,7 @@ from .errors import InputError, InputTypeError
 if TYPE_CHECKING:
     from .release import Release
 
-__all__ = ["release", "counts", "METHODS", "MERGES"]
+__all__ = ["release", "counts", "worker_error", "METHODS", "MERGES"]
 
 #: Counting strategies of :func:`counts` / :func:`release`.
 METHODS = ("groupby", "partitions")
@@ -87,8 +99,8 @@ def _spark_column(name: str) -> Any:
     return F.col("`" + name.replace("`", "``") + "`")
 
 
-def _check(df: Any, sensitive: Any, group: Any, qi: Any, method: Any, merge: Any
-           ) -> list[str]:
+def _check(df: Any, sensitive: Any, group: Any, qi: Any, method: Any, merge: Any,
+           weight: Any = None) -> list[str]:
     """Validate the arguments; the key columns."""
     from ._validation import check_choice, check_columns, check_keys
 
@@ -106,7 +118,73 @@ def _check(df: Any, sensitive: Any, group: Any, qi: Any, method: Any, merge: Any
     check_choice(merge, "merge", MERGES)
     check_columns([sensitive], df.columns, "sensitive")
     check_columns(keys, df.columns, param)
+    if weight is not None:
+        if not isinstance(weight, str):
+            raise InputTypeError(f"weight must be a column name, got {type(weight).__name__}")
+        check_columns([weight], df.columns, "weight")
+        if weight in keys or weight == sensitive:
+            raise InputError(f"weight column {weight!r} is also a key or sensitive column")
+        from pyspark.sql import types as T
+
+        wtype = df.schema[weight].dataType
+        if not isinstance(wtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+            raise InputTypeError(f"weight column {weight!r} must hold integers, got "
+                                 f"{wtype.simpleString()}")
     return keys
+
+
+#: the Python packages the executors import for ``method="partitions"``
+_WORKER_MODULES = ("fastpriv", "numba", "llvmlite", "pyarrow", "numpy")
+
+
+def worker_error(exc: BaseException) -> InputError | None:
+    """Translate an error raised on Spark's executors into an :class:`InputError`, or None.
+
+    Spark reports a Python error of a task inside a Java stack trace. Two are bad input or
+    setup, not bugs: an executor whose Python cannot import fastpriv (or a package it
+    needs) for ``method="partitions"``, and an :class:`InputError` raised by fastpriv on
+    an executor (a null or negative ``weight``); the message of the new error says which,
+    and what to do.
+
+    Parameters
+    ----------
+    exc : BaseException
+        The exception a Spark action raised on the driver.
+
+    Returns
+    -------
+    InputError or None
+        The error to raise instead, or None when ``exc`` is neither.
+
+    """
+    import re
+
+    text = str(exc)
+    missing = re.search(r"No module named '([A-Za-z0-9_.]+)'", text)
+    if missing and missing.group(1).split(".")[0] in _WORKER_MODULES:
+        mod = missing.group(1)
+        return InputError(
+            f"method='partitions': the Python of Spark's executors cannot import {mod!r} "
+            f"(ModuleNotFoundError: No module named {mod!r}); fastpriv counts each partition "
+            "on the executors, so their Python needs fastpriv installed (pip install "
+            "fastpriv on every node), or point the spark.pyspark.python setting / the "
+            "PYSPARK_PYTHON environment variable at a Python that has it. "
+            "method='groupby' needs nothing on the executors")
+    found = re.search(r"fastpriv\.errors\.Input(?:Type)?Error: ([^\n]*)", text)
+    if found:
+        return InputError(found.group(1).strip())
+    return None
+
+
+def _collect(df: Any) -> pa.Table:
+    """:func:`_to_arrow`, with executor-side setup and input errors explained."""
+    try:
+        return _to_arrow(df)
+    except Exception as exc:     # Py4JJavaError, PythonException, SparkException, ...
+        err = worker_error(exc)
+        if err is None:
+            raise
+        raise err from None
 
 
 def _count_name(columns: Sequence[str]) -> str:
@@ -127,15 +205,16 @@ def _to_arrow(df: Any) -> pa.Table:
 
 
 def _count_partition(batches: Iterator[pa.RecordBatch], *, keys: list[str], sensitive: str,
-                     count: str) -> Iterator[pa.RecordBatch]:
+                     count: str, weight: str | None = None) -> Iterator[pa.RecordBatch]:
     """Executor side of ``method="partitions"``: one CountAccumulator per partition.
 
     Nulls are counted as labels (``nulls="value"``); the driver applies the policy, as it
-    does to the ``GROUP BY`` triples. The output keeps the input's Arrow types.
+    does to the ``GROUP BY`` triples. The output keeps the input's Arrow types. With
+    ``weight``, each row counts ``weight`` times (checked as by ``Release.from_table``).
     """
     from .counts import CountAccumulator
 
-    acc = CountAccumulator(keys, sensitive, nulls="value", n_jobs=1)
+    acc = CountAccumulator(keys, sensitive, nulls="value", n_jobs=1, weight=weight)
     schema = None
     for batch in batches:
         if schema is None:
@@ -151,8 +230,8 @@ def _count_partition(batches: Iterator[pa.RecordBatch], *, keys: list[str], sens
 
 
 def counts(df: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
-           qi: Sequence[str] | None = None, method: str = "groupby",
-           merge: str = "driver") -> pa.Table:
+           qi: Sequence[str] | None = None, weight: str | None = None,
+           method: str = "groupby", merge: str = "driver") -> pa.Table:
     """Count the (group, value) pairs of a Spark DataFrame on the cluster; Arrow triples.
 
     Parameters
@@ -161,6 +240,11 @@ def counts(df: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
         The rows (one per individual).
     sensitive, group, qi :
         As for :meth:`fastpriv.Release.from_table`.
+    weight : str, optional
+        Multiplicity column, as in :meth:`fastpriv.Release.from_table`: each row stands for
+        ``weight`` identical rows (integers ≥ 0, no nulls: anything else raises
+        :class:`~fastpriv.InputError`); the counts are sums of weights, and pairs whose
+        rows all have weight 0 are left out.
     method : {"groupby", "partitions"}
         Spark's aggregation, or fastpriv's CountAccumulator per partition (module notes).
     merge : {"driver", "cluster"}
@@ -176,7 +260,7 @@ def counts(df: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
         ``merge="driver"`` the same (group, value) may appear once per partition.
 
     """
-    keys = _check(df, sensitive, group, qi, method, merge)   # imports pyspark or explains
+    keys = _check(df, sensitive, group, qi, method, merge, weight)   # imports pyspark
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StructField, StructType
 
@@ -184,38 +268,80 @@ def counts(df: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
     # positional names on the cluster: column names with dots or spaces trip some Spark
     # paths (mapInArrow resolves names unquoted); the real names come back on the driver
     pos = [f"c{i}" for i in range(len(cols))]
-    picked = df.select(*[_spark_column(c).alias(p) for c, p in zip(cols, pos, strict=True)])
-    if method == "groupby":
+    read = cols + ([weight] if weight is not None else [])
+    picked = df.select(*[_spark_column(c).alias(p)
+                         for c, p in zip(read, pos + ["w"], strict=False)])
+    if method == "groupby" and weight is None:
         agg = picked.groupBy(*pos).agg(F.count(F.lit(1)).alias("n"))
+    elif method == "groupby":
+        # exact sums (a long sum could overflow), with what the driver checks: null and
+        # negative weights are refused, as Release.from_table refuses them
+        agg = picked.groupBy(*pos).agg(
+            F.sum(F.col("w").cast("decimal(38,0)")).alias("n"),
+            F.count(F.when(F.col("w").isNull(), 1)).alias("nulls"),
+            F.min("w").alias("least"))
+        return _weighted_triples(_collect(agg), weight, cols)
     else:
         schema = StructType([picked.schema[p] for p in pos]
                             + [StructField("n", LongType(), False)])
         fn = functools.partial(_count_partition, keys=pos[:-1], sensitive=pos[-1],
-                               count="n")
+                               count="n", weight=None if weight is None else "w")
         agg = picked.mapInArrow(fn, schema)
         if merge == "cluster":
             agg = agg.groupBy(*pos).agg(F.sum("n").cast("long").alias("n"))
-    return _to_arrow(agg).rename_columns(cols + [_count_name(cols)])
+    return _collect(agg).rename_columns(cols + [_count_name(cols)])
+
+
+def _weighted_triples(table: pa.Table, weight: str, cols: list[str]) -> pa.Table:
+    """Check the weights behind the summed triples; int64 counts, zero counts dropped."""
+    import pyarrow.compute as pc
+
+    from ._validation import INT64_MAX, check_total
+
+    nulls = int(pc.sum(table.column("nulls")).as_py() or 0)
+    if nulls:
+        raise InputError(f"weight column {weight!r} has {nulls} nulls")
+    least = pc.min(table.column("least")).as_py()
+    if least is not None and least < 0:
+        raise InputError(f"weight column {weight!r} has negative weights; weights count "
+                         "individuals (>= 0)")
+    sums = [int(x) for x in table.column("n").to_pylist()]
+    if any(x > INT64_MAX for x in sums):
+        raise InputError(f"weight column {weight!r}: a count is past 2**63 - 1 (the largest "
+                         "count fastpriv holds)")
+    import numpy as np
+
+    n = np.array(sums, dtype=np.int64)
+    check_total(n, f"weight column {weight!r}")
+    keep = n > 0
+    out = table.select(list(range(len(cols)))).append_column("n", pa.array(n))
+    return out.filter(pa.array(keep)).rename_columns(cols + [_count_name(cols)])
 
 
 def release(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
-            qi: Sequence[str] | None = None, nulls: str = "error", method: str = "groupby",
+            qi: Sequence[str] | None = None, weight: str | None = None,
+            nulls: str = "error", method: str = "groupby",
             merge: str = "driver") -> Release:
     """Build the :class:`~fastpriv.Release` of a Spark DataFrame, counting on the cluster.
 
     ``Release.from_counts(counts(data, ...))``: equal (``Release.equals``) to
-    ``Release.from_table`` on the collected rows, without collecting them — the driver
-    receives one row per distinct (group, value) pair (n_g(s) of Chen et al. (2007) §3),
-    or one per pair and partition with ``method="partitions", merge="driver"``.
+    ``Release.from_table`` on the collected rows (with the same ``weight=``), without
+    collecting them — the driver receives one row per distinct (group, value) pair
+    (n_g(s) of Chen et al. (2007) §3), or one per pair and partition with
+    ``method="partitions", merge="driver"``.
 
     Parameters
     ----------
     data : pyspark.sql.DataFrame
-        The rows (one per individual).
+        The rows (one per individual, or per distinct row with ``weight``).
     sensitive, group, qi, nulls :
         As for :meth:`fastpriv.Release.from_table` (SVPI).
+    weight : str, optional
+        Multiplicity column, as in :meth:`fastpriv.Release.from_table`.
     method, merge :
-        See :func:`counts`.
+        See :func:`counts`. ``method="partitions"`` runs fastpriv on the executors: when
+        their Python cannot import it, :class:`~fastpriv.InputError` says so (and names
+        ``spark.pyspark.python`` / ``PYSPARK_PYTHON``).
 
     Returns
     -------
@@ -228,7 +354,8 @@ def release(data: Any, *, sensitive: str, group: str | Sequence[str] | None = No
     from .release import Release
 
     check_choice(nulls, "nulls", NULL_POLICIES)   # before the cluster job, not after
-    table = counts(data, sensitive=sensitive, group=group, qi=qi, method=method, merge=merge)
+    table = counts(data, sensitive=sensitive, group=group, qi=qi, weight=weight,
+                   method=method, merge=merge)
     keys = list(table.column_names[:-2])
     if table.num_rows == 0:
         raise InputError("data is empty: a release needs at least one row")
