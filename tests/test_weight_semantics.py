@@ -24,7 +24,12 @@ FAST = settings(max_examples=60, deadline=None,
 
 @st.composite
 def weighted_tables(draw, max_rows=25, zero_ok=True, nulls=False):
-    """A partly aggregated table (QI a: int, b: str, c: int; s; weight n >= 0)."""
+    """A partly aggregated table (QI a: int, b: str, c: int; s; weight n >= 0).
+
+    ``nulls``: nulls in ``a`` (True), none (False), or either (None).
+    """
+    if nulls is None:
+        nulls = draw(st.booleans())
     n_rows = draw(st.integers(1, max_rows))
     card = [draw(st.integers(1, 4)) for _ in range(3)]
     cols = {c: [draw(st.integers(0, k - 1)) for _ in range(n_rows)]
@@ -247,3 +252,172 @@ def test_class_counts_of_a_path_equal_the_table(tmp_path, nulls):
             risk.audit(t, qi=qi, nulls=nulls).to_dict()
     with pytest.raises(InputError, match="'d' has"):
         risk.class_counts(str(path), qi=["b", "d"])
+
+
+# ------------------------------------------------------------------------ anonymizers
+def _published_people(tab, count="n"):
+    """A release table expanded to one row per person, without its group ids."""
+    if count in tab.column_names:
+        tab = expand(tab, count)
+    return tab.drop_columns(["group_id"])
+
+
+def _same_partition(a, b):
+    """Two releases of the same people: the same groups (as multisets of rows)."""
+    ga = sorted(tuple(sorted(map(str, g))) for g in _groups(a))
+    gb = sorted(tuple(sorted(map(str, g))) for g in _groups(b))
+    return ga == gb
+
+
+def _groups(tab):
+    rows = tab.drop_columns(["group_id"]).to_pylist()
+    out: dict = {}
+    for gid, r in zip(tab.column("group_id").to_pylist(), rows, strict=True):
+        out.setdefault(gid, []).append(tuple(sorted(r.items())))
+    return out.values()
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(weighted_tables(max_rows=30, nulls=None), st.integers(1, 6), st.booleans(),
+       st.sampled_from(["error", "drop"]))
+def test_mondrian_of_weighted_table_equals_expanded(t, k, with_l, nulls):
+    """Same cells, same weights: the same partition, group sizes in people, same release."""
+    qi = ["a", "b", "c"]
+    kw = {"min_size": k, **({"l": 2} if with_l else {})}
+    big = expand(t)
+    try:
+        want = fp.anonymize.mondrian(big, qi=qi, sensitive="s", nulls=nulls, **kw)
+    except InputError:
+        with pytest.raises(InputError):
+            fp.anonymize.mondrian(t, qi=qi, sensitive="s", weight="n", nulls=nulls, **kw)
+        return
+    got = fp.anonymize.mondrian(t, qi=qi, sensitive="s", weight="n", nulls=nulls, **kw)
+    assert got.release.equals(want.release)
+    sizes = np.asarray(got.release.sizes)
+    assert sizes.min() >= k and sizes.sum() == got.n_people - got.n_suppressed_people
+    assert got.n_people == big.num_rows and got.params["weight"] == "n"
+    # the written release stands for the same people, in the same groups
+    ta, tb = got.table(t), want.table(big)
+    assert "n" in ta.column_names and ta.column("n").to_numpy().min() >= 1
+    assert _published_people(ta).equals(_published_people(tb))
+    assert _same_partition(expand(ta, "n"), tb)
+    # one row per distinct published row of a group: the input's split is not published
+    assert ta.drop_columns(["n"]).group_by(ta.drop_columns(["n"]).column_names) \
+        .aggregate([]).num_rows == ta.num_rows
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(weighted_tables(max_rows=30), st.integers(1, 8), st.sampled_from([0.0, 0.2]),
+       st.sampled_from(["discernibility", "loss", "entropy"]))
+def test_lattice_search_of_weighted_table_equals_expanded(t, k, sup, utility):
+    qi = ["a", "b", "c"]
+    hier = {"a": [2, "*"], "b": "suppress", "c": [2, 4, "*"]}
+    big = expand(t)
+    kw = dict(qi=qi, sensitive="s", hierarchies=hier, min_size=k, suppression=sup,
+              utility=utility)
+    want = fp.anonymize.lattice_search(big, **kw)
+    got = fp.anonymize.lattice_search(t, weight="n", **kw)
+    assert got.minimal == want.minimal and got.best == want.best
+    if want.anonymized is None:
+        assert got.anonymized is None
+        return
+    assert got.optimum == want.optimum
+    assert got.release.equals(want.release)
+    assert got.anonymized.n_suppressed_people == want.anonymized.n_suppressed
+    assert _published_people(got.anonymized.table(t)).equals(
+        _published_people(want.anonymized.table(big)))
+
+
+def test_weighted_release_numbers_groups_from_people_not_rows():
+    """Two inputs that split the same people differently give the same release file."""
+    t1 = pa.table({"a": [1, 1, 2, 2], "s": ["x", "x", "y", "x"], "n": [2, 3, 4, 1]})
+    t2 = pa.table({"a": [2, 1, 2, 1, 2], "s": ["y", "x", "y", "x", "x"], "n": [1, 5, 3, 0, 1]})
+    r1 = fp.anonymize.mondrian(t1, qi=["a"], sensitive="s", min_size=2, weight="n")
+    r2 = fp.anonymize.mondrian(t2, qi=["a"], sensitive="s", min_size=2, weight="n")
+    a, b = r1.table(t1), r2.table(t2)
+    assert a.equals(b)
+    assert a.column("n").to_pylist() == [5, 1, 4]
+    assert r2.group_ids.tolist()[3] == -1     # weight 0: nobody
+    c = r1.table(t1, count_column="people")
+    assert "people" in c.column_names and "n" not in c.column_names
+    with pytest.raises(InputError, match="keep"):
+        r1.table(t1, keep=["n"])
+    assert len(r1.published_rows(t1)) == a.num_rows
+
+
+def test_skyline_weight_and_deprecated_count():
+    adult = fp.datasets.load_adult()
+    qi = ["age", "sex", "race"]
+    trip = adult.group_by(qi + ["occupation"]).aggregate([([], "count_all")])
+    trip = trip.rename_columns(qi + ["occupation", "n"])
+    pts = [(2, 1, 1, 0.8)]
+    rows = fp.anonymize.skyline_anonymize(adult, qi=qi, sensitive="occupation", skylines=pts)
+    agg = fp.anonymize.skyline_anonymize(trip, qi=qi, sensitive="occupation", skylines=pts,
+                                         weight="n")
+    assert agg.release.equals(rows.release)
+    assert agg.params["weight"] == "n" and agg.n_people == adult.num_rows
+    with pytest.warns(DeprecationWarning, match="weight="):
+        old = fp.anonymize.skyline_anonymize(trip, qi=qi, sensitive="occupation",
+                                             skylines=pts, count="n")
+    assert old.release.equals(rows.release)
+
+
+def test_weights_are_checked_by_the_anonymizers():
+    t = pa.table({"a": [1, 2, 3], "s": ["x", "y", "x"], "f": [1.0, 2.0, 3.0],
+                  "neg": [1, -1, 2]})
+    for col, match in (("f", "integers"), ("neg", "negative"), ("zz", "weight"),
+                       ("a", "weight")):
+        with pytest.raises(InputError, match=match):
+            fp.anonymize.mondrian(t, qi=["a"], sensitive="s", min_size=1, weight=col)
+        with pytest.raises(InputError, match=match):
+            fp.anonymize.lattice_search(t, qi=["a"], sensitive="s", min_size=1, weight=col,
+                                        hierarchies={"a": [2, "*"]})
+
+
+def test_cli_anonymize_weight_publishes_people(tmp_path):
+    """fastpriv anonymize agg.parquet --weight n: k counts people, with --nulls drop too."""
+    from fastpriv.cli import main
+
+    rng = np.random.default_rng(5)
+    n = 4000
+    age = rng.integers(18, 80, n).astype(float)
+    age[rng.random(n) < 0.02] = np.nan
+    big = pa.table({"age": age, "sex": rng.choice(["F", "M"], n),
+                    "zip": rng.integers(0, 20, n), "d": rng.choice(["a", "b", "c"], n)})
+    agg = big.group_by(["age", "sex", "zip", "d"]).aggregate([([], "count_all")])
+    agg = agg.rename_columns(["age", "sex", "zip", "d", "n"])
+    pq.write_table(agg, tmp_path / "agg.parquet")
+    pq.write_table(big, tmp_path / "big.parquet")
+    common = ["--method", "mondrian", "--qi", "age", "sex", "zip", "--sensitive", "d",
+              "--min-size", "5", "--nulls", "drop", "--overwrite"]
+    assert main(["anonymize", str(tmp_path / "agg.parquet"), *common, "--weight", "n",
+                 "-o", str(tmp_path / "ra.parquet"), "--json", str(tmp_path / "ra.json")]) == 0
+    assert main(["anonymize", str(tmp_path / "big.parquet"), *common,
+                 "-o", str(tmp_path / "rb.parquet")]) == 0
+    ra, rb = pq.read_table(tmp_path / "ra.parquet"), pq.read_table(tmp_path / "rb.parquet")
+    assert _published_people(ra).equals(_published_people(rb))
+    # every group holds at least 5 people, counted with the count column
+    sizes = ra.group_by("group_id").aggregate([("n", "sum")]).column("n_sum").to_numpy()
+    assert sizes.min() >= 5 and sizes.sum() == rb.num_rows
+    import json
+
+    js = json.loads((tmp_path / "ra.json").read_text())
+    assert js["n_people"] == n and js["min_group_size"] >= 5
+    assert js["n_people"] - js["n_suppressed_people"] == rb.num_rows
+    # the release read back with its count column audits like the expanded one
+    assert risk.audit(ra, qi=["age", "sex", "zip"], weight="n").to_dict() == \
+        risk.audit(rb, qi=["age", "sex", "zip"]).to_dict()
+    # a lattice run with --weight; a method that cannot read weights refuses
+    lat = ["--qi", "zip", "--sensitive", "d", "--min-size", "5", "--nulls", "drop",
+           "--interval", "zip=5,10,*", "--overwrite"]
+    assert main(["anonymize", str(tmp_path / "agg.parquet"), *lat, "--weight", "n",
+                 "-o", str(tmp_path / "rl.parquet")]) == 0
+    assert main(["anonymize", str(tmp_path / "big.parquet"), *lat,
+                 "-o", str(tmp_path / "rlb.parquet")]) == 0
+    assert _published_people(pq.read_table(tmp_path / "rl.parquet")).equals(
+        _published_people(pq.read_table(tmp_path / "rlb.parquet")))
+    assert main(["anonymize", str(tmp_path / "agg.parquet"), "--method", "anatomy", "--qi",
+                 "age", "--sensitive", "d", "--l", "2", "--weight", "n", "--nulls", "drop",
+                 "-o", str(tmp_path / "x.parquet")]) == 2

@@ -19,8 +19,18 @@ class AnonymizerInput(NamedTuple):
     table: pa.Table
     qi: list
     n_input_rows: int
-    #: input row index of every kept row (``nulls="drop"`` dropped some), else None
+    #: input row index of every kept row (``nulls="drop"`` or a weight of 0 dropped some),
+    #: else None
     kept_rows: np.ndarray | None
+
+
+class Weights(NamedTuple):
+    """A multiplicity column (``weight=``) read by :func:`prepare_weighted_input`."""
+
+    #: people per kept row (int64)
+    kept: np.ndarray
+    #: people per input row, kept or not (int64)
+    input: np.ndarray
 
 
 #: Internal name of the constant column that stands in for an absent sensitive attribute
@@ -83,6 +93,19 @@ def prepare_input(table: Any, qi: Sequence[str] | str, sensitive: str | None, nu
     input rows were kept. NaN in a float column is a null. ``checked=True`` skips
     :func:`check_qi_sensitive` and the ``nulls`` check (the caller already ran them).
     """
+    return prepare_weighted_input(table, qi, sensitive, nulls, None, checked=checked)[0]
+
+
+def prepare_weighted_input(table: Any, qi: Sequence[str] | str, sensitive: str | None,
+                           nulls: str, weight: str | None, *, checked: bool = False
+                           ) -> tuple[AnonymizerInput, Weights | None]:
+    """:func:`prepare_input` with a multiplicity column ``weight`` (None: none).
+
+    ``weight`` is read as in :meth:`fastpriv.Release.from_table`: each row stands for
+    ``weight`` identical people. Integers ≥ 0 without nulls (checked on every input row);
+    rows of weight 0 stand for nobody and are dropped like rows with a null
+    (``kept_rows``). Returns the input and its :class:`Weights` (None without ``weight``).
+    """
     if not checked:
         qi = check_qi_sensitive(qi, sensitive)
         check_choice(nulls, "nulls", ("error", "drop"))
@@ -92,17 +115,50 @@ def prepare_input(table: Any, qi: Sequence[str] | str, sensitive: str | None, nu
     if sensitive is not None:
         check_columns([sensitive], t.column_names, "sensitive")
     cols = qi + ([] if sensitive is None else [sensitive])
+    w_all = None
+    if weight is not None:
+        w_all = input_weights(t, weight, cols)
     t = t.select(cols)
     n_input = t.num_rows
     kept = None
     if nulls == "drop":   # NaN in a float column is a null too (see apply_null_policy)
         kept = kept_rows(t, cols, "drop")
-    t, _ = apply_null_policy(t, cols, "drop" if nulls == "drop" else "error")
+    if w_all is not None and not (w_all > 0).all():   # weight 0: nobody, dropped
+        kept = np.arange(n_input, dtype=np.int64) if kept is None else kept
+        kept = kept[w_all[kept] > 0]
+        t = t.take(pa.array(kept))   # without the null rows already under "drop"
+        if nulls != "drop":
+            apply_null_policy(t, cols, "error")
+    else:
+        t, _ = apply_null_policy(t, cols, "drop" if nulls == "drop" else "error")
     if t.num_rows == 0:
-        raise InputError("table is empty: a release needs at least one row")
+        raise InputError("table is empty: a release needs at least one row"
+                         + (" of weight > 0" if weight is not None else ""))
     if sensitive is None:
         t = t.append_column(NO_SENSITIVE, pa.array(np.zeros(t.num_rows, dtype=np.int8)))
-    return AnonymizerInput(t, qi, n_input, kept)
+    weights = None
+    if w_all is not None:
+        weights = Weights(w_all if kept is None else w_all[kept], w_all)
+    return AnonymizerInput(t, qi, n_input, kept), weights
+
+
+def input_weights(table: pa.Table, weight: Any, cols: Sequence[str]) -> np.ndarray:
+    """Check the multiplicity column ``weight`` of ``table``; return it as int64 per row."""
+    from .._arrow import apply_weights
+
+    if not isinstance(weight, str):
+        raise InputTypeError(f"weight must be a column name, got {type(weight).__name__}")
+    check_columns([weight], table.column_names, "weight")
+    if weight in cols:
+        raise InputError(f"weight column {weight!r} is also a qi or sensitive column")
+    col = table.column(weight)
+    if pa.types.is_floating(col.type) or pa.types.is_decimal(col.type):
+        raise InputTypeError(f"weight: column {weight!r} holds {col.type}, expected integers "
+                             "(the number of identical people a row stands for, e.g. a "
+                             "GROUP BY count)")
+    w_tab = table.select([weight])
+    apply_weights(w_tab, weight)        # integers >= 0, no nulls, total within int64
+    return np.asarray(w_tab.column(weight).to_numpy(), dtype=np.int64)
 
 
 def expand_rows(x: np.ndarray, kept_rows: np.ndarray | None, n_input_rows: int) -> np.ndarray:

@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from .._arrow import encode_column
 from .._cells import compress
-from .._validation import check_choice, check_columns, kernel_array
+from .._validation import check_choice, check_columns, exact_bincount, kernel_array
 from ..errors import InputError
 from ..predicates import Criterion, LocalCriterion, criteria_from, kernel_spec
 from ..release import SVPI, Release
@@ -46,7 +46,7 @@ from ._input import (
     check_qi_sensitive,
     expand_arrow,
     expand_rows,
-    prepare_input,
+    prepare_weighted_input,
     require_sensitive,
     sensitive_column,
 )
@@ -72,16 +72,21 @@ class MondrianTree:
     """Encoded input of Mondrian (cells, attribute kinds); :meth:`run` partitions it."""
 
     def __init__(self, table: Any, qi: Sequence[str], sensitive: str | None = None, *,
-                 categorical: Sequence[str] | None = None, nulls: str = "error") -> None:
+                 categorical: Sequence[str] | None = None, nulls: str = "error",
+                 weight: str | None = None) -> None:
         qi = check_qi_sensitive(qi, sensitive)
         check_choice(nulls, "nulls", ("error", "drop"))
         cat = set(categorical or ())
         check_columns(sorted(cat), qi, "categorical")
-        t, qi, self.n_input_rows, self.kept_rows = prepare_input(table, qi, sensitive, nulls,
-                                                                 checked=True)
+        prep, ws = prepare_weighted_input(table, qi, sensitive, nulls, weight, checked=True)
+        t, qi, self.n_input_rows, self.kept_rows = prep
         self.qi = tuple(qi)
         self.sensitive = sensitive
-        self.n_rows = t.num_rows
+        self.weight = weight
+        #: multiplicity of every input row (``weight=``), else None
+        self.input_weights = None if ws is None else ws.input
+        row_w = None if ws is None else ws.kept
+        self.n_rows = t.num_rows if row_w is None else int(row_w.sum())   # people
         encs = [encode_column(t.column(a), name=a) for a in qi]
         self.domains = [e.labels for e in encs]
         self.ordered = np.array([_is_ordered(t.schema.field(a).type) and a not in cat
@@ -105,13 +110,16 @@ class MondrianTree:
         self._ord = kernel_array(self.ordered, np.uint8)
         cards = [len(e.labels) for e in encs] + [len(sens.labels)]
         cell, first, weights = compress([e.codes for e in encs] + [sens.codes], cards)
+        if row_w is not None:   # a cell holds Σ weight people, not its rows
+            weights = exact_bincount(np.asarray(cell, dtype=np.int64), row_w, first.shape[0])
         self._row_cell = cell
         self._rows_q = [e.codes for e in encs]
         self._q = kernel_array(np.stack([e.codes[first] for e in encs]), np.int32)
         self._s = kernel_array(sens.codes[first], np.int32)
         self._w = kernel_array(weights, np.int64)
         self.n_cells = int(first.shape[0])
-        self.qdist = np.bincount(sens.codes, minlength=len(sens.labels)) / self.n_rows
+        self.qdist = np.bincount(self._s, weights=self._w,
+                                 minlength=len(sens.labels)) / self.n_rows
 
     # ------------------------------------------------------------------ partitioning
     def run(self, crit: Criterion, *, progress: Callable[[int, int], None] | None = None
@@ -256,15 +264,18 @@ class MondrianTree:
                                             DENSE_CELLS)
         sizes = np.bincount(cg, weights=self._w, minlength=n_groups).astype(np.int64)
         keys = pa.table({"group": pa.array(np.arange(n_groups, dtype=np.int64))})
+        one_each = self.kept_rows is None and self.input_weights is None
         rel = Release(indptr=indptr, codes=codes, counts=counts, sizes=sizes,
                       values=self.values, groups=keys, case=SVPI,
-                      row_group=row_group.astype(np.int32) if self.kept_rows is None else None,
+                      row_group=row_group.astype(np.int32) if one_each else None,
                       sensitive_name=self.sensitive)
         params = {"qi": list(self.qi), "sensitive": self.sensitive, "criterion": crit.name,
                   "categorical": [a for a, o in zip(self.qi, self.ordered, strict=True) if not o]}
+        if self.weight is not None:
+            params["weight"] = self.weight
         return cls(release=rel, group_ids=self._expand(row_group), method="mondrian",
                    params=params, generalized=pa.table(gen_cols), attributes=tuple(attrs),
-                   n_cells=self.n_cells, **facts)
+                   row_weights=self.input_weights, n_cells=self.n_cells, **facts)
 
     def _expand(self, x: np.ndarray) -> np.ndarray:
         return expand_rows(x, self.kept_rows, self.n_input_rows)
@@ -377,7 +388,7 @@ def mondrian(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
              t: float | None = None, t_ordered: bool = False, alpha: float | None = None,
              c: Any = None, k: int | None = None, knowledge_kind: str = "implications",
              predicate: Any = None, categorical: Sequence[str] | None = None,
-             nulls: str = "error",
+             nulls: str = "error", weight: str | None = None,
              progress: Callable[[int, int], None] | None = None) -> MondrianResult:
     """Strict multidimensional Mondrian partitioning with any monotone criterion.
 
@@ -399,6 +410,14 @@ def mondrian(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
         QI columns to treat as categorical even if numeric.
     nulls : {"error", "drop"}
         Dropped rows get group id −1.
+    weight : str, optional
+        Multiplicity column (as in :meth:`fastpriv.Release.from_table`): each row stands
+        for ``weight`` identical people, e.g. a ``GROUP BY qi, sensitive`` count. Every
+        criterion counts people (k-anonymity: Σ weight per group ≥ ``min_size``), the
+        medians are weighted, and the result is the expanded table's partition: the same
+        groups, generalized values and group sizes. Integers ≥ 0; rows of weight 0 stand
+        for nobody (group id −1). The written release (:meth:`~Anonymized.table`) keeps a
+        count column so that it stands for the same people.
     progress : callable, optional
         ``progress(done, total)`` (Python path: per final group; compiled path: at the end).
 
@@ -423,7 +442,8 @@ def mondrian(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
                          t=t, t_ordered=t_ordered, alpha=alpha, c=c, k=k,
                          knowledge_kind=knowledge_kind)
     require_sensitive(crit, sensitive)
-    tree = MondrianTree(data, qi, sensitive, categorical=categorical, nulls=nulls)
+    tree = MondrianTree(data, qi, sensitive, categorical=categorical, nulls=nulls,
+                        weight=weight)
     t1 = time.perf_counter()
     g, n, splits, path = tree.run(crit, progress=progress)
     t2 = time.perf_counter()

@@ -6,7 +6,7 @@ import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -73,10 +73,17 @@ class Anonymized(Result):
         published value sets here; empty for bucketizations (Anatomy).
     seconds : dict
         Seconds spent per phase (``"encode"``, ``"partition"``, ``"total"``, …).
+    row_weights : numpy.ndarray or None
+        ``weight=``: the number of people every input row stands for (int64; the release's
+        group sizes are sums of it); ``None`` when each row is one person.
 
     Notes
     -----
     A row removed by suppression has group id ``-1`` and is not part of ``release``.
+    A weighted result (``row_weights``) publishes people, not rows: its table has one row
+    per distinct published row of a group, with a count column (named after the weight
+    column unless ``count_column=`` is given) holding how many people it stands for — the
+    expanded table's release, aggregated, and never the input's split of those counts.
     Each anonymizer returns a subclass whose extra fields are the algorithm's facts
     (:class:`MondrianResult`, :class:`SkylineAnonymized`, :class:`ArtResult`,
     :class:`LatticeAnonymized`, :class:`~fastpriv.anonymize.AnatomyResult`).
@@ -90,6 +97,7 @@ class Anonymized(Result):
     generalized: pa.Table | None = None
     attributes: tuple = ()
     seconds: dict[str, float] = field(default_factory=dict)
+    row_weights: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def value(self) -> Any:
@@ -105,6 +113,34 @@ class Anonymized(Result):
     def n_suppressed(self) -> int:
         """Number of input rows left out of the release (group id −1)."""
         return int(np.sum(self.group_ids < 0))
+
+    @property
+    def weight(self) -> str | None:
+        """The multiplicity column the input was read with (``weight=``), or None."""
+        w = self.params.get("weight")
+        return None if w is None else str(w)
+
+    @property
+    def n_people(self) -> int:
+        """People the input stands for: Σ weight (``weight=``), else its number of rows."""
+        if self.row_weights is None:
+            return int(self.group_ids.shape[0])
+        return int(np.asarray(self.row_weights, dtype=np.int64).sum())
+
+    @property
+    def n_suppressed_people(self) -> int:
+        """People left out of the release: Σ weight of the rows with group id −1."""
+        if self.row_weights is None:
+            return self.n_suppressed
+        return int(np.asarray(self.row_weights, dtype=np.int64)[self.group_ids < 0].sum())
+
+    def _count_name(self, count_column: str | None) -> str:
+        """Return the count column's name: ``count_column``, else the weight column, else count."""
+        if count_column is not None:
+            if not isinstance(count_column, str) or not count_column:
+                raise InputError(f"count_column must be a column name, got {count_column!r}")
+            return count_column
+        return self.weight or "count"
 
     @property
     def is_bucketization(self) -> bool:
@@ -149,7 +185,8 @@ class Anonymized(Result):
                              "not safe under that criterion)")
 
     def table(self, original: Any = None, *, keep: Sequence[str] = (),
-              group_column: str = "group_id", allow_failing: bool = False) -> pa.Table:
+              group_column: str = "group_id", allow_failing: bool = False,
+              count_column: str | None = None) -> pa.Table:
         """Return the publishable table of a generalization, safe under its criterion.
 
         Columns: the generalized QI columns, the sensitive column, the columns named in
@@ -173,6 +210,10 @@ class Anonymized(Result):
             Name of the group-id column.
         allow_failing : bool
             Publish a release that fails its own criterion (see :attr:`failure`).
+        count_column : str, optional
+            A weighted result (``weight=``) only: the name of the count column (default: the
+            weight column's name). Rows with equal published values in one group are one
+            row whose count is the sum of their weights.
 
         Raises
         ------
@@ -192,12 +233,37 @@ class Anonymized(Result):
         sens = [] if self.sensitive is None else [self.sensitive]
         t = self._original(original, sens)
         gen = self.generalized.column_names
+        weighted = self.row_weights is not None
+        cname = self._count_name(count_column) if weighted else None
+        added = [group_column] + ([cname, self.weight] if weighted else [])
         keep = check_keep(keep, columns=t.column_names, qi=[*self.qi, *gen],
-                          sensitive=self.sensitive, added=[group_column])
+                          sensitive=self.sensitive, added=added)
         protected = [*gen, *sens]
         if group_column in protected:
             raise InputError(f"group_column {group_column!r} is also a published column; "
                              "pass another group_column=")
+        if weighted and cname in [*protected, group_column]:
+            raise InputError(f"count_column {cname!r} is also a published column or the group "
+                             "id; pass another count_column= (CLI: --count-column)")
+        pub = self._generalized_rows(t, keep)
+        out = pub.content.take(pa.array(pub.order))
+        if weighted:
+            out = out.append_column(cname, pa.array(pub.counts[pub.order], pa.int64()))
+        out = out.append_column(group_column,
+                                pa.array(pub.new_id[pub.groups[pub.order]], pa.int64()))
+        return out.replace_schema_metadata(self._metadata("release", keep))
+
+    def _generalized_rows(self, t: pa.Table, keep: Sequence[str]) -> "_Published":
+        """Return the published rows of a generalization (``t``: the input) and their order.
+
+        Unweighted: one row per kept input row. Weighted: one row per (group, distinct
+        published row) with its count Σ weight, and the groups numbered from their rows
+        *and* counts (:func:`canonical_order` with an :func:`entries_digest`), so the
+        release depends on the people it stands for, never on how the input split them.
+        """
+        sens = [] if self.sensitive is None else [self.sensitive]
+        gen = self.generalized.column_names
+        protected = [*gen, *sens]
         mask = self.group_ids >= 0
         cols = {name: self.generalized.column(name) for name in gen}
         for name in [*sens, *keep]:
@@ -207,13 +273,26 @@ class Anonymized(Result):
         if not mask.all():
             content = content.filter(pa.array(mask))
             g = g[mask]
-        order, new_id = canonical_order(content.select(protected), g, rows=content)
-        out = content.take(pa.array(order)).append_column(
-            group_column, pa.array(new_id[g[order]], pa.int64()))
-        return out.replace_schema_metadata(self._metadata("release", keep))
+        rows = np.flatnonzero(mask)
+        if self.row_weights is None:
+            order, new_id = canonical_order(content.select(protected), g, rows=content)
+            return _Published(content, g, None, rows, order, new_id)
+        from .._validation import exact_bincount
+
+        w = np.asarray(self.row_weights, dtype=np.int64)[mask]
+        rank = dense_rank(content)
+        width = int(rank.max()) + 1 if rank.size else 1
+        key = g.astype(np.int64) * width + rank
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        counts = exact_bincount(inverse.reshape(-1), w, first.shape[0])
+        content, g, rows = content.take(pa.array(first)), g[first], rows[first]
+        extra = entries_digest(g, dense_rank(content), counts, self.release.n_groups)
+        order, new_id = canonical_order(content.select(protected), g, rows=content,
+                                        group_extra=extra)
+        return _Published(content, g, counts, rows, order, new_id)
 
     def release_tables(self, original: Any = None, *, keep: Sequence[str] = (),
-                       group_column: str = "group_id", count_column: str = "count",
+                       group_column: str = "group_id", count_column: str | None = None,
                        allow_failing: bool = False) -> dict[str, pa.Table]:
         """Return every table of the release by name (``release``, or ``qi`` and ``sensitive``).
 
@@ -222,11 +301,15 @@ class Anonymized(Result):
         person) and the sensitive table (group id, value, count); both are written in an
         order that depends on the published values alone, and a ``keep`` column that
         determines the sensitive value is refused (it would re-link the two tables).
+        ``count_column`` names the sensitive table's count (default ``count``) or, for a
+        weighted generalization, the count of people per row (default: the weight column).
         """
         if not self.is_bucketization:
             return {"release": self.table(original, keep=keep, group_column=group_column,
-                                          allow_failing=allow_failing)}
+                                          allow_failing=allow_failing,
+                                          count_column=count_column)}
         self._refuse_failing(allow_failing)
+        count_column = self._count_name(count_column)
         qi_tab, new_id, _, value_rank = self._bucket_qi_table(original, keep, group_column,
                                                               count_column)
         return {"qi": qi_tab.replace_schema_metadata(self._metadata("release: QI table", keep)),
@@ -234,12 +317,13 @@ class Anonymized(Result):
                                                      count_column)}
 
     def sensitive_table(self, original: Any = None, *, group_column: str = "group_id",
-                        count_column: str = "count") -> pa.Table:
+                        count_column: str | None = None) -> pa.Table:
         """Return the sensitive table: one (group id, value, count) row per entry.
 
         Group ids are those of the QI table (:meth:`release_tables`), numbered from the
         published content, so ``original`` (the anonymized input) is needed.
         """
+        count_column = self._count_name(count_column)
         _, new_id, _, value_rank = self._bucket_qi_table(original, (), group_column,
                                                          count_column)
         return self._sensitive_entries(new_id, value_rank, group_column, count_column)
@@ -302,14 +386,8 @@ class Anonymized(Result):
             _, new_id, order, _ = self._bucket_qi_table(original, (), "group_id", "count")
             return order, new_id
         sens = [] if self.sensitive is None else [self.sensitive]
-        t = self._original(original, sens)
-        mask = self.group_ids >= 0
-        cols = {name: self.generalized.column(name) for name in self.generalized.column_names}
-        for name in sens:
-            cols[name] = t.column(name)
-        content = pa.table(cols)
-        content = content.filter(pa.array(mask)) if not mask.all() else content
-        return canonical_order(content, self.group_ids[mask])
+        pub = self._generalized_rows(self._original(original, sens), ())
+        return pub.order, pub.new_id
 
     def published_group_ids(self, original: Any = None) -> np.ndarray:
         """Group id of every input row as the release publishes it (−1: suppressed).
@@ -328,11 +406,16 @@ class Anonymized(Result):
 
         For the auditor who holds the input and measures an attack on the published file:
         ``original.take(result.published_rows(original))`` is row-aligned with the release
-        written without ``keep`` (rows of equal published values are interchangeable).
+        written without ``keep`` (rows of equal published values are interchangeable; for
+        a weighted result, each release row names one of the input rows it sums).
         The release itself never carries this mapping.
         """
-        order, _ = self._publication(original)
-        return np.flatnonzero(self.group_ids >= 0)[order]
+        if self.is_bucketization:
+            order, _ = self._publication(original)
+            return np.flatnonzero(self.group_ids >= 0)[order]
+        sens = [] if self.sensitive is None else [self.sensitive]
+        pub = self._generalized_rows(self._original(original, sens), ())
+        return pub.rows[pub.order]
 
     def auditor_view(self, original: Any, *, group_column: str = "group_id") -> pa.Table:
         """Return the auditor's view, every original row with its group id: not a release.
@@ -353,7 +436,7 @@ class Anonymized(Result):
 
     def write(self, path: str | os.PathLike, original: Any = None, *,
               keep: Sequence[str] = (), overwrite: bool = False,
-              format: str | None = None, count_column: str = "count",
+              format: str | None = None, count_column: str | None = None,
               allow_failing: bool = False) -> list[str]:
         """Write the release as one unit; return the paths written.
 
@@ -362,7 +445,7 @@ class Anonymized(Result):
         committed together (:class:`fastpriv._io.OutputSet`: both new files or both old
         ones). Never over ``original``'s file or any other input; without ``overwrite``
         nothing existing is replaced. A release that fails its own criterion is refused
-        unless ``allow_failing``.
+        unless ``allow_failing``. ``count_column`` as in :meth:`release_tables`.
         """
         from .._io import check_outputs, output_set, write_table
 
@@ -413,6 +496,9 @@ class Anonymized(Result):
             "method": self.method, "params": self.params, "n_groups": self.release.n_groups,
             "n_rows": int(self.group_ids.shape[0]), "n_suppressed": self.n_suppressed,
             "min_group_size": int(sizes.min()) if sizes.size else 0,
+            **({"weight": self.weight, "n_people": self.n_people,
+                "n_suppressed_people": self.n_suppressed_people}
+               if self.row_weights is not None else {}),
             "published_as": "two tables (QI, sensitive)" if self.is_bucketization
             else "one generalized table", "seconds": self.seconds, **self.facts()})
 
@@ -420,9 +506,12 @@ class Anonymized(Result):
         """Return a few lines of plain text: what was published, the criterion it meets."""
         d = self.to_dict()
         crit = self.params.get("criterion") or "its criterion"
+        rows = f"{d['n_rows']:,} rows ({d['n_suppressed']:,} suppressed)"
+        if self.row_weights is not None:
+            rows = (f"{d['n_people']:,} people in {d['n_rows']:,} weighted rows "
+                    f"({d['n_suppressed_people']:,} people suppressed)")
         lines = [f"{self.method}: {d['n_groups']:,} groups of at least {d['min_group_size']:,} "
-                 f"people from {d['n_rows']:,} rows ({d['n_suppressed']:,} suppressed), "
-                 f"meeting {crit}."]
+                 f"people from {rows}, meeting {crit}."]
         levels = getattr(self, "levels", None)
         gone = set(getattr(self, "fully_suppressed", ()))
         if levels:
@@ -431,6 +520,17 @@ class Anonymized(Result):
                 for a, lv in levels.items()))
         lines.append("published as " + d["published_as"] + ".")
         return "\n".join(lines)
+
+
+class _Published(NamedTuple):
+    """The rows of a generalization's release before ordering (see ``_generalized_rows``)."""
+
+    content: pa.Table           # published columns but the group id (and count)
+    groups: np.ndarray          # old group id of each row
+    counts: np.ndarray | None   # people per row (weighted), else None
+    rows: np.ndarray            # an input row of each row
+    order: np.ndarray           # publication order of the rows
+    new_id: np.ndarray          # published id of each old group id
 
 
 @dataclass(frozen=True, eq=False)

@@ -129,13 +129,19 @@ import pyarrow as pa
 
 from .._arrow import encode_column
 from .._cells import compress
-from .._validation import check_choice, kernel_array
+from .._validation import check_choice, exact_bincount, kernel_array
 from ..errors import InputError, InputTypeError
 from ..hierarchies import BoundHierarchy, resolve_hierarchies
 from ..predicates import Criterion, LocalCriterion, as_criterion, criteria_from
 from ..release import SVPI, Release
 from ..results import Result, Witness, json_safe
-from ._input import expand_arrow, expand_rows, prepare_input, require_sensitive, sensitive_column
+from ._input import (
+    expand_arrow,
+    expand_rows,
+    prepare_weighted_input,
+    require_sensitive,
+    sensitive_column,
+)
 from ._result import Anonymized, GeneralizedAttribute, LatticeAnonymized
 
 __all__ = ["GeneralizationLattice", "LatticeSearch", "ChainSearch", "SearchProgress",
@@ -995,6 +1001,11 @@ class GeneralizationLattice:
         path, interval widths or ``"suppress"`` per attribute).
     nulls : {"error", "drop"}
         Nulls in the used columns raise (default) or drop the row (its group id is −1).
+    weight : str, optional
+        Multiplicity column (as in :meth:`fastpriv.Release.from_table`): each row stands
+        for ``weight`` identical people (a ``GROUP BY`` count). Class sizes, the criterion,
+        the suppression budget and every utility measure count people, so the search and
+        its release equal the expanded table's. Integers ≥ 0 (0: nobody, group id −1).
 
     Examples
     --------
@@ -1010,8 +1021,15 @@ class GeneralizationLattice:
     """
 
     def __init__(self, table: Any, qi: Sequence[str], sensitive: str | None = None,
-                 hierarchies: Any = None, *, nulls: str = "error") -> None:
-        t, qi, self.n_input_rows, self.kept_rows = prepare_input(table, qi, sensitive, nulls)
+                 hierarchies: Any = None, *, nulls: str = "error",
+                 weight: str | None = None) -> None:
+        prep, ws = prepare_weighted_input(table, qi, sensitive, nulls, weight)
+        t, qi, self.n_input_rows, self.kept_rows = prep
+        self.weight = weight
+        #: multiplicity of every input row (``weight=``), else None
+        self.input_weights = None if ws is None else ws.input
+        # people per kept row (int64; empty: one each, the kernels' convention)
+        self._row_w = self._empty_w() if ws is None else kernel_array(ws.kept, np.int64)
         self.table = t
         self.qi = tuple(qi)
         self.sensitive = sensitive
@@ -1020,7 +1038,7 @@ class GeneralizationLattice:
         scol = sensitive_column(sensitive)
         sens = encode_column(t.column(scol), name=scol)
         self.values = sens.labels
-        self.n_rows = t.num_rows
+        self.n_rows = t.num_rows if ws is None else int(ws.kept.sum())  # people
         self._sens_rows = sens.codes
 
         # compress to distinct (QI codes, sensitive) cells
@@ -1028,6 +1046,9 @@ class GeneralizationLattice:
         cards = [h.domain_size for h in self.hierarchies] + [len(sens.labels)]
         cell, first, weights = compress([h.codes for h in self.hierarchies] + [sens.codes],
                                         cards)
+        if ws is not None:   # a cell holds Σ weight people, not its rows
+            weights = exact_bincount(np.asarray(cell, dtype=np.int64), ws.kept,
+                                     first.shape[0])
         self._row_cell = cell
         self._cq = kernel_array(np.stack([h.codes[first] for h in self.hierarchies]), np.int32)
         self._cs = kernel_array(sens.codes[first], np.int32)
@@ -1044,7 +1065,8 @@ class GeneralizationLattice:
             off.append(row)
         self._maps = kernel_array(np.concatenate(flat), np.int32)
         self._off = off
-        self._q = np.bincount(sens.codes, minlength=len(sens.labels)) / self.n_rows
+        self._q = np.bincount(self._cs, weights=self._cw,
+                              minlength=len(sens.labels)) / self.n_rows
         self._empty = kernel_array(np.empty(0, np.int64), np.int64)
         # nodes in order of height, then lexicographic
         nodes = np.indices(self.heights, dtype=np.int64).reshape(d, -1).T
@@ -1060,6 +1082,10 @@ class GeneralizationLattice:
         self._cq0: np.ndarray | None = None
         self._tuples: list[tuple[int, ...]] | None = None
         self._qtab: dict[str, list] | None = None
+
+    @staticmethod
+    def _empty_w() -> np.ndarray:
+        return kernel_array(np.empty(0, np.int64), np.int64)
 
     # ------------------------------------------------------------------ basic facts
     @property
@@ -1534,7 +1560,8 @@ class GeneralizationLattice:
             share, ent, gen, dsize = [], [], [], []
             for h in self.hierarchies:
                 rows = h.hierarchy.rows
-                cnt = np.bincount(h.codes, minlength=h.domain_size).astype(np.float64)
+                cnt = np.bincount(h.codes, weights=self._row_w if self._row_w.size else None,
+                                  minlength=h.domain_size).astype(np.float64)
                 card0 = h.cardinality(0)
                 a0 = np.bincount(h.maps[0], weights=cnt, minlength=card0)
                 first0 = np.zeros(card0, dtype=np.int64)
@@ -1791,10 +1818,11 @@ class GeneralizationLattice:
         n_kept = int(keep_group.sum())
         sens = self._sens_rows
         sel = np.flatnonzero(gid >= 0)
+        w_sel = self._row_w if not self._row_w.size else kernel_array(self._row_w[sel], np.int64)
         indptr, codes, counts = count_pairs(kernel_array(gid[sel], np.int32),
-                                            kernel_array(sens[sel], np.int32), self._empty,
+                                            kernel_array(sens[sel], np.int32), w_sel,
                                             n_kept, len(self.values), DENSE_CELLS)
-        sizes, first_sel = weighted_first(kernel_array(gid[sel], np.int32), self._empty, n_kept)
+        sizes, first_sel = weighted_first(kernel_array(gid[sel], np.int32), w_sel, n_kept)
         first = sel[first_sel]
         keys = pa.table({a: gen_cols[a].take(pa.array(first)).dictionary_decode()
                          for a in self.qi})
@@ -1807,9 +1835,10 @@ class GeneralizationLattice:
             codes = remap[codes]
             values = self.values.take(pa.array(values_present))
         row_group_out = gid.astype(np.int32)
+        one_each = sel.size == len(gid) and self.input_weights is None
         rel = Release(indptr=indptr, codes=codes, counts=counts, sizes=sizes, values=values,
                       groups=keys, case=SVPI,
-                      row_group=row_group_out if sel.size == len(gid) else None,
+                      row_group=row_group_out if one_each else None,
                       sensitive_name=self.sensitive)
         group_ids = self._expand(gid)
         gen_table = pa.table({a: self._expand_arrow(gen_cols[a]) for a in self.qi})
@@ -1823,9 +1852,12 @@ class GeneralizationLattice:
         params = {"qi": list(self.qi), "sensitive": self.sensitive,
                   "criterion": None if crit is None else crit.name,
                   "suppression": float(suppression)}
+        if self.weight is not None:
+            params["weight"] = self.weight
         return LatticeAnonymized(
             release=rel, group_ids=group_ids, method="lattice", params=params,
-            generalized=gen_table, attributes=tuple(attrs), node=tuple(int(x) for x in node),
+            generalized=gen_table, attributes=tuple(attrs), row_weights=self.input_weights,
+            node=tuple(int(x) for x in node),
             levels={a: int(lev) for a, lev in zip(self.qi, node, strict=True)},
             n_nodes=search.get("n_nodes"), n_checked=search.get("n_checked"),
             minimal_nodes=None if search.get("minimal") is None else
@@ -1862,7 +1894,7 @@ def lattice_search(data: Any, *, qi: Sequence[str], sensitive: str | None = None
                    knowledge_kind: str = "implications",
                    utility: str | Callable = "discernibility",
                    suppression: float = 0.0, strategy: str = "auto", materialize: bool = True,
-                   nulls: str = "error",
+                   nulls: str = "error", weight: str | None = None,
                    progress: Callable[[int, int], None] | None = None,
                    objective: str = "minimal",
                    on_check: Callable[[SearchProgress], None] | None = None,
@@ -1878,7 +1910,9 @@ def lattice_search(data: Any, *, qi: Sequence[str], sensitive: str | None = None
     :class:`LatticeSearch` whose ``.release`` / ``.group_ids`` / ``.anonymized`` are the
     best minimal node's release (the best satisfying node's with ``objective="optimal"``;
     see :meth:`GeneralizationLattice.search` for ``objective``, ``progress``, ``on_check``
-    and ``n_jobs``).
+    and ``n_jobs``). ``weight`` names a multiplicity column (each row stands for that
+    many identical people; see :class:`GeneralizationLattice`): the result is the expanded
+    table's.
 
     Examples
     --------
@@ -1891,7 +1925,7 @@ def lattice_search(data: Any, *, qi: Sequence[str], sensitive: str | None = None
 
     """
     crit = _criterion(predicate, min_size, l, l_kind, c_l, t, t_ordered, c, k, knowledge_kind)
-    lat = GeneralizationLattice(data, qi, sensitive, hierarchies, nulls=nulls)
+    lat = GeneralizationLattice(data, qi, sensitive, hierarchies, nulls=nulls, weight=weight)
     return lat.search(crit, utility=utility, suppression=suppression, strategy=strategy,
                       materialize=materialize, progress=progress, objective=objective,
                       on_check=on_check, n_jobs=n_jobs)
@@ -1901,7 +1935,8 @@ def minimal_ck_safe(data: Any, *, qi: Sequence[str], sensitive: str, hierarchies
                     c: Any, k: int, knowledge_kind: str = "implications",
                     utility: str | Callable = "discernibility", method: str = "lattice",
                     chain: Sequence[Sequence[int]] | None = None, materialize: bool = True,
-                    nulls: str = "error") -> LatticeSearch | ChainSearch:
+                    nulls: str = "error", weight: str | None = None
+                    ) -> LatticeSearch | ChainSearch:
     """Minimal (c,k)-safe full-domain generalizations (Martin et al. §3.4).
 
     ``method="lattice"`` (default): every ⪯-minimal node whose maximum disclosure against
@@ -1909,14 +1944,15 @@ def minimal_ck_safe(data: Any, *, qi: Sequence[str], sensitive: str, hierarchies
     ``knowledge_kind="negations"``) is < ``c``, and the best by ``utility`` —
     Incognito/Flash with the (c,k)-safety check (Theorem 14 makes it monotone).
     ``method="chain"``: the paper's binary search along one chain (``chain`` or the default
-    diagonal chain), O(log height) checks, minimal on that chain.
+    diagonal chain), O(log height) checks, minimal on that chain. ``weight`` names a
+    multiplicity column (see :class:`GeneralizationLattice`).
     """
     from ..predicates import CKSafety
 
     check_choice(method, "method", ("lattice", "chain"))
     check_choice(knowledge_kind, "knowledge_kind", ("implications", "negations"))
     crit = CKSafety(c, k, knowledge_kind)
-    lat = GeneralizationLattice(data, qi, sensitive, hierarchies, nulls=nulls)
+    lat = GeneralizationLattice(data, qi, sensitive, hierarchies, nulls=nulls, weight=weight)
     if method == "chain":
         return lat.chain_search(crit, chain, materialize=materialize)
     return lat.search(crit, utility=utility, materialize=materialize)

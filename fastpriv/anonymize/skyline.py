@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -181,44 +182,42 @@ class _Cells:
     """Mondrian's encoded cells plus the individuals per cell (MVPI) and the case."""
 
     def __init__(self, table: Any, qi: Sequence[str], sensitive: str, *,
-                 individual: str | None, case: str | None, count: str | None,
-                 categorical: Sequence[str] | None, nulls: str) -> None:
+                 individual: str | None, case: str | None, weight: str | None,
+                 categorical: Sequence[str] | None, nulls: str,
+                 count: str | None = None) -> None:
         from .._arrow import as_table
         from ._mondrian import MondrianTree
 
         t = as_table(table, param="table")
-        extra = [c for c in (individual, count) if c is not None]
-        check_columns(extra, t.column_names, "individual/count")
-        if individual is not None and count is not None:
-            raise InputError("count= (aggregated SVPI triples) cannot be combined with "
-                             "individual= (MVPI rows)")
-        for name, col in (("individual", individual), ("count", count)):
-            if col is not None and (col == sensitive or col in qi):
-                raise InputError(f"{name} column {col!r} is also a qi/sensitive column")
-        self.tree = MondrianTree(t, qi, sensitive, categorical=categorical, nulls=nulls)
-        tree = self.tree
-        kept = tree.kept_rows
-        self.individual = individual
-        self.count = count
-        self.sensitive = sensitive
-        if count is not None:
+        if count is not None:   # the deprecated name of weight=, with its old checks
+            if weight is not None:
+                raise InputError("count: give weight= only (count= is its deprecated name)")
+            check_columns([count], t.column_names, "count")
             col = t.column(count)
             if col.null_count:
                 raise InputError(f"count column {count!r} has {col.null_count} nulls")
             if not pa.types.is_integer(col.type):
                 raise InputTypeError(f"count column {count!r} must hold integers, got {col.type}")
             cnt = np.asarray(col.to_numpy(), dtype=np.int64)
-            if kept is not None:
-                cnt = cnt[kept]
             if (cnt <= 0).any():
                 raise InputError(f"count column {count!r} must be >= 1 (row "
                                  f"{int(np.flatnonzero(cnt <= 0)[0])} has {int(cnt.min())})")
-            # the tree counted each triple row once: weight its cells by the counts
-            w = np.bincount(tree._row_cell, weights=cnt, minlength=tree.n_cells)
-            tree._w = kernel_array(np.rint(w).astype(np.int64), np.int64)
-            tree.n_rows = int(cnt.sum())
-            tree.qdist = np.bincount(tree._sens_rows, weights=cnt,
-                                     minlength=len(tree.values)) / tree.n_rows
+            weight = count
+        extra = [c for c in (individual, weight) if c is not None]
+        check_columns(extra, t.column_names, "individual/weight")
+        if individual is not None and weight is not None:
+            raise InputError("weight= (each row stands for that many identical individuals, "
+                             "SVPI) cannot be combined with individual= (MVPI rows)")
+        for name, col in (("individual", individual), ("weight", weight)):
+            if col is not None and (col == sensitive or col in qi):
+                raise InputError(f"{name} column {col!r} is also a qi/sensitive column")
+        # weight=: the tree's cells hold Σ weight people (MondrianTree)
+        self.tree = MondrianTree(t, qi, sensitive, categorical=categorical, nulls=nulls,
+                                 weight=weight)
+        tree = self.tree
+        self.individual = individual
+        self.weight = weight
+        self.sensitive = sensitive
         self.case = SVPI
         self.iw = tree._w
         self.release_all = None
@@ -350,10 +349,10 @@ def _run_python(cells: _Cells, pairs: _Pairs, order: Callable,
 # ---------------------------------------------------------------------- entry point
 def skyline_anonymize(data: Any, *, qi: Sequence[str], sensitive: str, skylines: Any,
                       individual: str | None = None, case: str | None = None,
-                      count: str | None = None, order: Any = "widest",
+                      weight: str | None = None, order: Any = "widest",
                       categorical: Sequence[str] | None = None, nulls: str = "error",
-                      check: bool = True, progress: Callable[[int, int], None] | None = None
-                      ) -> SkylineAnonymized:
+                      check: bool = True, progress: Callable[[int, int], None] | None = None,
+                      count: str | None = None) -> SkylineAnonymized:
     """SkylineAnonymize (Chen et al., §5.2, Figure 6): a release safe for a privacy skyline.
 
     For every (σ, point (ℓ, k, m, c)) of ``skylines`` the output has BP_σ(ℓ,k,m) < c, where
@@ -365,7 +364,7 @@ def skyline_anonymize(data: Any, *, qi: Sequence[str], sensitive: str, skylines:
     ----------
     data : table-like
         SVPI: one row per individual. MVPI: one row per (individual, value) with
-        ``individual=``. With ``count=``: aggregated (QI, sensitive, count) triples (SVPI).
+        ``individual=``. With ``weight=``: aggregated (QI, sensitive, count) triples (SVPI).
     qi : list of str
         QI columns to partition on (numeric = ordered ranges, others = value sets).
     sensitive : str
@@ -377,8 +376,10 @@ def skyline_anonymize(data: Any, *, qi: Sequence[str], sensitive: str, skylines:
         Individual-id column (MVPI). Each individual must have one QI tuple.
     case : {"mvpi-set", "mvpi-multiset"}, optional
         MVPI case (inferred from the data when omitted).
-    count : str, optional
-        Column of counts: each row stands for that many individuals (SVPI triples).
+    weight : str, optional
+        Multiplicity column, as everywhere in fastpriv: each row stands for ``weight``
+        identical individuals (SVPI triples; integers ≥ 0, 0 = nobody). The release and its
+        written table stand for the same people as the expanded table's.
     order : {"widest", "qi"} or callable
         Split ordering: Mondrian's widest normalized range first (default), the QI order,
         or ``order(ctx: SplitContext) -> [(attribute, cut), ...]``.
@@ -390,6 +391,8 @@ def skyline_anonymize(data: Any, *, qi: Sequence[str], sensitive: str, skylines:
         Re-check the output with :func:`fastpriv.skyline.check` (``.check``).
     progress : callable, optional
         ``progress(done, total)``.
+    count : str, optional
+        Deprecated name of ``weight`` (DeprecationWarning; counts must be ≥ 1).
 
     Returns
     -------
@@ -422,8 +425,12 @@ def skyline_anonymize(data: Any, *, qi: Sequence[str], sensitive: str, skylines:
     check_choice(nulls, "nulls", ("error", "drop"))
     if case is not None:
         check_choice(case, "case", (SVPI, MVPI_SET, MVPI_MULTISET))
-    cells = _Cells(data, qi, sensitive, individual=individual, case=case, count=count,
-                   categorical=categorical, nulls=nulls)
+    if count is not None:
+        warnings.warn("skyline_anonymize(count=) is renamed weight= (the number of identical "
+                      "rows a row stands for, as everywhere in fastpriv)", DeprecationWarning,
+                      stacklevel=2)
+    cells = _Cells(data, qi, sensitive, individual=individual, case=case, weight=weight,
+                   count=count, categorical=categorical, nulls=nulls)
     pairs = _pairs(skylines, cells.tree.values.to_pylist())
     t1 = time.perf_counter()
     group, n, splits, rejected, stats, path = _partition(cells, pairs, order, progress)
@@ -481,8 +488,6 @@ def _result(cells: _Cells, pairs: _Pairs, group: np.ndarray, n: int, stats: np.n
     if cells.individual is not None:
         params["individual"] = cells.individual
         out = replace(out, release=_mvpi_release(cells, out.group_ids, cells.sensitive, n))
-    if cells.count is not None:
-        params["count"] = cells.count
     return replace(out, method="skyline", params=params)
 
 
@@ -578,6 +583,7 @@ def _cli_run(args: Any, data: Any, criterion: Any) -> SkylineAnonymized:
     return skyline_anonymize(data, qi=args.qi, sensitive=args.sensitive,
                              skylines=parse_skyline_spec(args.skyline),
                              individual=getattr(args, "skyline_individual", None),
+                             weight=getattr(args, "weight", None),
                              order=args.skyline_order, nulls=args.nulls)
 
 

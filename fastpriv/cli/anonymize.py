@@ -130,9 +130,10 @@ def _lattice_run(args: argparse.Namespace, data: Any, crit: Any) -> Any:
                          "--alpha, --c/--k, --max-risk, --max-avg-risk, "
                          "--max-records-at-risk, --max-uniqueness)")
     lat = GeneralizationLattice(data, args.qi, args.sensitive, _hierarchy_spec(args),
-                                nulls=args.nulls)
+                                nulls=args.nulls, weight=args.weight)
+    what = f"{lat.n_rows} people" if args.weight else f"{lat.n_rows} rows"
     print(f"lattice: {lat.n_nodes} nodes ({' × '.join(map(str, lat.heights))}), "
-          f"{lat.n_rows} rows in {lat.n_cells} distinct cells", file=sys.stderr)
+          f"{what} in {lat.n_cells} distinct cells", file=sys.stderr)
     if args.strategy == "chain":
         res = lat.chain_search(crit)
         if res.anonymized is None:
@@ -164,7 +165,7 @@ def _mondrian_run(args: argparse.Namespace, data: Any, crit: Any) -> Any:
         raise InputError("the mondrian method needs a criterion (--min-size, --l, --t, "
                          "--alpha, --c/--k)")
     return mondrian(data, qi=args.qi, sensitive=args.sensitive, predicate=crit,
-                    categorical=args.categorical, nulls=args.nulls,
+                    categorical=args.categorical, nulls=args.nulls, weight=args.weight,
                     progress=Progress("groups"))
 
 
@@ -174,6 +175,9 @@ METHODS["mondrian"] = Method("mondrian", _mondrian_args, _mondrian_run)
 BUCKETIZATIONS = ("anatomy", "art")
 #: built-in methods (plugins may add others, of either kind)
 METHODS_KNOWN = ("lattice", "mondrian", "skyline", "anatomy", "art")
+#: methods that read ``--weight`` (each row stands for that many identical people); any
+#: other method refuses it rather than anonymizing rows as if they were people
+WEIGHTED_METHODS = ("lattice", "mondrian", "skyline")
 
 
 def load_plugins() -> None:
@@ -242,6 +246,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "anatomy and art; without it every column that matters is a QI)")
     p.add_argument("--method", default="lattice", metavar="NAME",
                    help="lattice (default), mondrian, or a plugin method")
+    p.add_argument("--weight", metavar="COL",
+                   help="multiplicity column: each row stands for COL identical people (a "
+                        "GROUP BY count); every criterion counts people (--min-size 5: five "
+                        "people per group) and the release keeps a count column (named COL, "
+                        "or --count-column) so that it stands for the same people "
+                        "(methods " + ", ".join(WEIGHTED_METHODS) + ")")
     c = p.add_argument_group("criteria (all given must hold)")
     c.add_argument("--min-size", type=int, metavar="N",
                    help="k-anonymity: every group has at least N people")
@@ -290,9 +300,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also write the auditor's view: every input row with its exact values "
                         "and its group id — the input of `fastpriv robustness` / `attack`, "
                         "NOT a release (its Parquet metadata says so)")
-    o.add_argument("--count-column", default="count", metavar="NAME",
+    o.add_argument("--count-column", default=None, metavar="NAME",
                    help="name of the count column of a bucketization's sensitive table "
-                        "(default count; it must differ from the sensitive column)")
+                        "(default count; it must differ from the sensitive column), or of "
+                        "the people per row of a --weight release (default: the --weight "
+                        "column)")
     o.add_argument("--overwrite", action="store_true", help="replace existing output files")
     o.add_argument("--json", metavar="OUT", help="write the summary as JSON")
     o.add_argument("--query-error", type=int, metavar="N", default=0,
@@ -363,16 +375,21 @@ def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
     rel = result.release
     gids = np.asarray(result.group_ids)
     min_size = args.min_size or 1
+    weighted = getattr(result, "row_weights", None) is not None
+    sup_people = result.n_suppressed_people if weighted else None
     out = {"method": args.method, "criterion": (result.params or {}).get("criterion")
            if hasattr(result, "params") else None,
            "n_rows": int(gids.shape[0]), "n_groups": rel.n_groups,
            "n_suppressed": int(np.sum(gids < 0)),
            "min_group_size": int(rel.sizes.min()), "max_group_size": int(rel.sizes.max()),
            "discernibility": metrics.discernibility(result if isinstance(result, Anonymized)
-                                                    else rel),
+                                                    else rel, n_suppressed=sup_people),
            "avg_group_size_c_avg": metrics.average_group_size(rel, min_size=min_size),
            "published_unchanged": list(args.keep), "seconds": seconds,
            "failure": getattr(result, "failure", None)}
+    if weighted:     # group sizes count people; so do these
+        out.update(weight=args.weight, n_people=result.n_people,
+                   n_suppressed_people=sup_people)
     if isinstance(result, LatticeAnonymized):
         out["node"] = list(result.node)
         out["levels"] = dict(result.levels)
@@ -383,6 +400,9 @@ def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
             out["n_nodes"] = result.n_nodes
             out["minimal_nodes"] = [list(m) for m in result.minimal_nodes or ()]
     if args.query_error:
+        if args.weight:
+            raise InputError("--query-error is not available with --weight yet (its queries "
+                             "count rows); leave it out, or anonymize the expanded table")
         if args.sensitive is None:
             raise InputError("--query-error needs --sensitive (the queries count sensitive "
                              "values)")
@@ -394,10 +414,18 @@ def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
 
 def summary_text(payload: dict, result: Any) -> str:
     """Return the plain-text summary: what was published, how, and its utility cost."""
-    lines = [f"{payload['method']}: published {payload['n_rows'] - payload['n_suppressed']:,} "
-             f"of {payload['n_rows']:,} rows in {payload['n_groups']:,} groups of "
-             f"{payload['min_group_size']:,}–{payload['max_group_size']:,} people "
-             f"({payload['n_suppressed']:,} suppressed)",
+    rows = (f"{payload['n_rows'] - payload['n_suppressed']:,} of {payload['n_rows']:,} rows "
+            f"in {payload['n_groups']:,} groups of "
+            f"{payload['min_group_size']:,}–{payload['max_group_size']:,} people "
+            f"({payload['n_suppressed']:,} suppressed)")
+    if "n_people" in payload:
+        n_p = payload["n_people"]
+        rows = (f"{n_p - payload['n_suppressed_people']:,} of {n_p:,} people "
+                f"(--weight {payload['weight']}: {payload['n_rows']:,} rows) in "
+                f"{payload['n_groups']:,} groups of "
+                f"{payload['min_group_size']:,}–{payload['max_group_size']:,} people "
+                f"({payload['n_suppressed_people']:,} people suppressed)")
+    lines = [f"{payload['method']}: published {rows}",
              f"criterion: {payload['criterion']} — "
              + (f"FAILS: {payload['failure']}" if payload.get("failure")
                 else "holds")]
@@ -449,6 +477,10 @@ def run(args: argparse.Namespace) -> int:
                              f"{_PLUGIN_ERRORS[args.method]}")
         raise InputError(f"--method must be one of {', '.join(sorted(METHODS))}; got "
                          f"{args.method!r}")
+    if args.weight and args.method not in WEIGHTED_METHODS:
+        raise InputError(f"--weight: the {args.method} method does not read weights (it would "
+                         "anonymize rows, not the people they stand for); use --method "
+                         + "/".join(WEIGHTED_METHODS) + ", or expand the table")
     inputs = [p for p in (args.data, getattr(args, "hierarchies", None)) if p]
     for p in inputs:
         note_input(p)
@@ -506,5 +538,7 @@ def _check_keep(args: argparse.Namespace, data: Any) -> None:
             (".csv", ".csv.gz")) else "parquet").schema.names
     else:
         names = as_table(data, param="data").column_names
+    count = args.count_column or args.weight or "count"
     check_keep(args.keep, columns=names, qi=args.qi, sensitive=args.sensitive,
-               added=["group_id", args.count_column], param="--keep")
+               added=["group_id", count] + ([args.weight] if args.weight else []),
+               param="--keep")
