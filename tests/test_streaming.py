@@ -492,14 +492,13 @@ def test_warmup_command_reports_kernels(tmp_path, capsys, monkeypatch):
     from fastpriv.cli import main, warmup
 
     # the real workloads take minutes on a cold cache: keep one cheap doctest module and
-    # the streaming paths, and check the report and its JSON
+    # the streaming and counting paths, and check the report and its JSON
     monkeypatch.setattr(warmup, "DOCTEST_MODULES", ("fastpriv.counts",))
-    for name in ("_model_paths", "_robustness_paths", "_foreground_paths"):
-        monkeypatch.setattr(warmup, name, lambda: None)
+    monkeypatch.setattr(warmup, "WORKLOADS", {"counting": warmup.WORKLOADS["counting"]})
     out = tmp_path / "warm.json"
     assert main(["warmup", "--json", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "streaming and counting paths" in text and "examples of fastpriv.counts" in text
+    assert "counting paths" in text and "examples of fastpriv.counts" in text
     assert "kernels:" in text and "loaded from the cache" in text
     payload = json.loads(out.read_text())
     assert payload["n_kernels"] == len(payload["kernels"]) > 50
@@ -507,7 +506,7 @@ def test_warmup_command_reports_kernels(tmp_path, capsys, monkeypatch):
     assert names["fastpriv._kernels.counting.count_direct"]["signatures"] == 1
     assert all(w["status"] == "ok" for w in payload["workloads"])
     # a failing workload is reported, not fatal; the disabled cache is said
-    monkeypatch.setattr(warmup, "_streaming_paths", lambda: 1 / 0)
+    monkeypatch.setattr(warmup, "WORKLOADS", {"counting": lambda: 1 / 0})
     monkeypatch.setattr("fastpriv._jit.CACHE_ENABLED", False)
     assert main(["warmup"]) == 0
     text = capsys.readouterr().out

@@ -16,12 +16,21 @@ it shortens the wall time only when N cores are free: on 2 cores ``--jobs 2`` to
 wall time of one process, and on the same machine busy with other work it took longer
 (``warmup_fill`` in ``benchmarks/results/cold_start_commands.json`` and its history).
 
-The workload is tiny and exercises every public model that is installed: the documented
-examples (doctests) of every public module — each model's owner keeps them running — plus
-explicit calls that reach the streaming, sparse and parallel code paths that small inputs
-do not reach on their own. The report counts kernels compiled now, loaded from the cache,
-and not reached. ``FASTPRIV_NO_CACHE=1`` disables the cache (everything then compiles in
-every process; warm-up is pointless and the command says so).
+The workload is tiny and exercises every public model that is installed, model by model
+(:data:`MODELS`): each model's documented examples (the doctests of its modules,
+:data:`DOCTEST_MODEL` — each model's owner keeps them running) and its own workload
+(:data:`WORKLOADS`: the options, large-input, sparse and parallel code paths that small
+examples do not reach on their own). ``--models X`` runs X's alone, so it compiles X's
+kernels and the shared counting kernels that building X's input (a Release, class counts)
+takes — no other model's.
+
+It is complete for the documented commands: after ``fastpriv warmup`` into an empty cache,
+each example of each command's ``--help`` compiles nothing in a fresh process
+(``tests/test_warmup_complete.py`` runs them all), so a read-only cache baked by
+``warmup`` serves them without compiling. The report counts kernels compiled now, loaded
+from the cache, and not reached (entry points only tests, benchmarks or rare API options
+call). ``FASTPRIV_NO_CACHE=1`` disables the cache (everything then compiles in every
+process; warm-up is pointless and the command says so).
 """
 
 from __future__ import annotations
@@ -54,7 +63,7 @@ DOCTEST_MODEL = {
 
 #: Every model name ``--models`` accepts.
 MODELS = ("anonymize", "art", "ck_safety", "classic", "counting", "foreground", "metrics",
-          "robustness", "skyline")
+          "risk", "robustness", "skyline")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -74,8 +83,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=epilog("fastpriv warmup --models classic"),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--models", nargs="+", choices=MODELS, metavar="MODEL",
-                   help="warm only these models' kernels (default: all): "
-                        + ", ".join(MODELS))
+                   help="warm only these models' kernels (and the counting kernels that "
+                        "building their input takes; default: all): " + ", ".join(MODELS))
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="warm the models in N worker processes sharing the cache directory "
                         "(default 1). Shortens the wall time when N cores are free; costs "
@@ -102,7 +111,16 @@ def _doctests(module_name: str) -> tuple[int, int]:
     return runner.tries, runner.failures
 
 
-def _streaming_paths() -> None:
+def _small_release():
+    """Return a small grouped release (3000 rows, groups of 10, 6 values) to audit."""
+    from ..datasets import synthetic
+    from ..release import Release
+
+    return Release.from_table(synthetic(3000, group_size=10, n_values=6, seed=1),
+                              sensitive="sensitive", group="group")
+
+
+def _counting_workload() -> None:
     """Reach the counting paths small inputs do not reach.
 
     Sparse state, hash maps, several keys, strings, floats, parallel variants (with the
@@ -140,6 +158,9 @@ def _streaming_paths() -> None:
     wide = wide.append_column("label", pc.binary_join_element_wise(
         "g", pa.array(np.arange(wide.num_rows) // 8).cast(pa.string()), ""))
     Release.from_table(wide, sensitive="sensitive", qi=["group", "label"])
+    # several QI columns (from_table's key combination)
+    qi = synthetic(4000, qi_cardinalities=[5, 4], n_values=5, seed=2)
+    Release.from_table(qi, sensitive="sensitive", qi=["q0", "q1"])
     # parallel kernels whose production thresholds a tiny input never reaches
     g = kernel_array(np.repeat(np.arange(100, dtype=np.int32), 5), np.int32)
     v = kernel_array(np.tile(np.arange(5, dtype=np.int32), 100), np.int32)
@@ -155,20 +176,59 @@ def _streaming_paths() -> None:
     K.count_pairs_parallel(g, v, w, 100, 5, int(K.DENSE_CELLS), 2)
 
 
-def _large_input_kernels(rel) -> None:
-    """Call the multi-threaded model kernels that only large releases reach.
+def _classic_workload() -> None:
+    """Run ``classic.audit`` and every per-group measure of ``classic.per_group``.
 
-    classic.audit from 65,536 groups, the skyline scan from 4096 records; called with
-    production's types.
+    The multi-threaded scan that large releases take is called directly.
+    """
+    from .. import classic
+    from .._kernels import classic as KC
+
+    rel = _small_release()
+    classic.audit(rel, l=2)
+    # the multi-threaded scan that releases of 65,536 groups and more take
+    KC.audit_worst(*classic._arrays(rel), classic._global_distribution(rel),
+                   classic._order_rank(rel, None), 2, [True] * 6, 2)
+    for model in classic.MODELS:
+        classic.per_group(rel, model, l=2)
+    classic.per_group(rel, "t_closeness", ordered=True)
+
+
+def _ck_safety_workload() -> None:
+    """(c,k)-safety's entry points, and its pruning (a release with many profiles)."""
+    from .. import ck_safety
+    from ..datasets import synthetic
+    from ..release import Release
+
+    rel = _small_release()
+    ck_safety.audit(rel, k=4)
+    ck_safety.is_safe(rel, c=0.9, k=3)
+    ck_safety.max_safe_k(rel, c=0.9)
+    wide = Release.from_table(synthetic(1_200_000, group_size=200, n_values=20, seed=3),
+                              sensitive="sensitive", group="group")
+    ck_safety.audit(wide, k=12)
+
+
+def _skyline_workload() -> None:
+    """Check skylines every way: direct and by classes, serial and parallel.
+
+    Also the scans of large releases, the knowledge skyline, the DP, prepared tables and
+    MVPI releases.
     """
     import numpy as np
 
-    from .. import classic, skyline
-    from .._kernels import classic as KC
+    from .. import skyline
     from .._kernels import skyline as KS
+    from ..release import Release
 
-    KC.audit_worst(*classic._arrays(rel), classic._global_distribution(rel),
-                   classic._order_rank(rel, None), 2, [True] * 6, 2)
+    rel = _small_release()
+    pts = {"*": [(ell, k, m, 0.9) for ell in range(2) for k in range(3) for m in range(2)]}
+    for par in (False, True):
+        for method in ("direct", "classes"):
+            skyline.check(rel, skylines=pts, parallel=par, method=method)
+    skyline.knowledge_skyline(rel, sigma=rel.values[0], c=0.9)
+    skyline.dp_breach_probability(rel, sigma=rel.values[0], l=1, k=2, m=1)
+    # the multi-threaded scans that releases of 4096 records and more take
     common = skyline._sigma_scan_args(rel)
     rec = skyline._records(rel, common, 0, (1,), 1, 1)
     ptr = rel.value_index[0]
@@ -181,48 +241,21 @@ def _large_input_kernels(rel) -> None:
         lkm.flags.writeable = False
         KS.check_sigma_parallel(*common, rec, 0, rec.size, skyline._CASE_ID[rel.case], *lkm,
                                 2)
-
-
-def _model_paths() -> None:
-    """Call model entry points with options the doctests leave out.
-
-    Parallel scans, exact, negations, batched posteriors.
-    """
-    from .. import ck_safety, classic, skyline
-    from ..datasets import synthetic
-    from ..release import Release
-
-    rel = Release.from_table(synthetic(3000, group_size=10, n_values=6, seed=1),
-                             sensitive="sensitive", group="group")
-    classic.audit(rel, l=2)
-    ck_safety.audit(rel, k=4)
-    ck_safety.is_safe(rel, c=0.9, k=3)
-    ck_safety.max_safe_k(rel, c=0.9)
-    pts = {"*": [(ell, k, m, 0.9) for ell in range(2) for k in range(3) for m in range(2)]}
-    for par in (False, True):
-        for method in ("direct", "classes"):
-            skyline.check(rel, skylines=pts, parallel=par, method=method)
-    skyline.knowledge_skyline(rel, sigma=rel.values[0], c=0.9)
-    skyline.dp_breach_probability(rel, sigma=rel.values[0], l=1, k=2, m=1)
-    _large_input_kernels(rel)
     tables = skyline.prepare(rel, sigma=rel.values[0])
     for name in ("breach_probability", "dp_min_nr", "statistics"):
         if hasattr(tables, name):
             getattr(tables, name)(1, 2, 1)
-    # several QI columns (from_table's key combination) and (c,k) pruning (many profiles)
-    qi = synthetic(4000, qi_cardinalities=[5, 4], n_values=5, seed=2)
-    classic.audit(Release.from_table(qi, sensitive="sensitive", qi=["q0", "q1"]))
-    wide = Release.from_table(synthetic(1_200_000, group_size=200, n_values=20, seed=3),
-                              sensitive="sensitive", group="group")
-    ck_safety.audit(wide, k=12)
     for case in ("mvpi-set", "mvpi-multiset"):
         m = Release.from_groups([(3, {"a": 1, "b": 2}), (2, {"a": 1})], case=case)
         skyline.check(m, skylines={"a": [(1, 1, 1, 0.9)]})
         skyline.knowledge_skyline(m, sigma="a", c=0.9)
 
 
-def _robustness_paths() -> None:
-    """Batched binary and multi-valued posteriors through ``robustness.audit``."""
+def _robustness_workload() -> None:
+    """Compute posteriors: batched ones through ``robustness.audit``, single groups too.
+
+    Binary and multi-valued models; one group's posterior by ESP and by enumeration.
+    """
     import numpy as np
     import pyarrow as pa
 
@@ -231,7 +264,8 @@ def _robustness_paths() -> None:
 
     f = np.array([0.5, 0.2, 0.7, 0.1, 0.4, 0.6])
     robustness.posterior_batch(f, [0, 3, 6], [1, 2])
-    robustness.posterior(list(f), 2)
+    for method in ("esp", "enumerate"):
+        robustness.posterior(list(f), 2, method=method)
     sigs = [f"s{j % 3}" for j in range(12)]
     table = pa.table({"sig": sigs, "g": [j // 4 for j in range(12)],
                       "s": ["x", "y", "x", "z"] * 3})
@@ -241,7 +275,7 @@ def _robustness_paths() -> None:
         robustness.audit(table, group="g", sensitive="s", r=2.0, knowledge=know, model=model)
 
 
-def _foreground_paths() -> None:
+def _foreground_workload() -> None:
     """Mining and attack (batched EM/Newton solvers) on a small joined table."""
     import numpy as np
     import pyarrow as pa
@@ -255,6 +289,37 @@ def _foreground_paths() -> None:
                       "s": rng.choice(list("abcd"), n)})
     foreground.attack(table, qi=["q0", "q1"], sensitive="s", group="gid", r=2.0,
                       min_support=3, n_random=1, original=table)
+
+
+def _risk_workload() -> None:
+    """Measure re-identification risk every way the risk audit and the report do.
+
+    Class counts, the population-uniqueness models and individual risk (a population
+    size), a population table, and the risk of QI combinations (SUDA2).
+    """
+    from .. import risk
+    from ..datasets import synthetic
+
+    qi = ["q0", "q1", "q2"]
+    t = synthetic(3000, qi_cardinalities=[6, 5, 4], n_values=5, seed=4)
+    risk.audit(t, qi=qi)
+    risk.audit(t, qi=qi, population=1_000_000)
+    risk.audit(t.slice(0, 1000), qi=qi, population=t)
+    risk.combinations(t, qi=qi, m=2)
+
+
+#: Each model's own workload (beyond its documented examples, :data:`DOCTEST_MODEL`): the
+#: calls that reach the code paths the examples do not (options, large-input and parallel
+#: variants). ``fastpriv warmup --models X`` runs X's workload and X's examples only.
+WORKLOADS = {
+    "counting": _counting_workload,
+    "classic": _classic_workload,
+    "ck_safety": _ck_safety_workload,
+    "skyline": _skyline_workload,
+    "robustness": _robustness_workload,
+    "foreground": _foreground_workload,
+    "risk": _risk_workload,
+}
 
 
 # ============================================================================ command
@@ -323,14 +388,9 @@ def warm(models: list[str] | tuple[str, ...] | None = None) -> dict:
             status = f"failed: {type(exc).__name__}: {exc}"
         workloads.append((name, status, f"{time.perf_counter() - t:.1f} s"))
 
-    for name, fn, owners in (("streaming and counting paths", _streaming_paths, {"counting"}),
-                             ("model entry points", _model_paths,
-                              {"classic", "ck_safety", "skyline"}),
-                             ("r-robustness audits", _robustness_paths, {"robustness"}),
-                             ("foreground mining and attack", _foreground_paths,
-                              {"foreground"})):
-        if owners & wanted:
-            attempt(name, fn)
+    for model in MODELS:
+        if model in wanted and model in WORKLOADS:
+            attempt(f"{model} paths", WORKLOADS[model])
     for mod in DOCTEST_MODULES:
         if not models or DOCTEST_MODEL.get(mod) in wanted:
             attempt(f"examples of {mod}", _doctests, mod)
@@ -352,7 +412,7 @@ def warm(models: list[str] | tuple[str, ...] | None = None) -> dict:
 #: used to balance ``--jobs``; the possible-worlds kernels are shared by art, robustness
 #: and foreground, which therefore go to one process when they can.
 MODEL_COST = {"foreground": 12.0, "robustness": 9.0, "art": 7.0, "skyline": 7.0,
-              "anonymize": 9.0, "counting": 6.0, "ck_safety": 3.5, "classic": 1.0,
+              "anonymize": 9.0, "counting": 6.0, "ck_safety": 3.5, "risk": 2.0, "classic": 1.0,
               "metrics": 0.5}
 _SHARED = ("foreground", "robustness", "art")
 
@@ -364,8 +424,8 @@ def split_models(models: list[str] | tuple[str, ...], jobs: int) -> list[list[st
     once per group otherwise); the rest are dealt largest first to the cheapest group.
 
     >>> split_models(MODELS, 2)
-    [['art', 'foreground', 'robustness'], ['anonymize', 'ck_safety', 'classic', 'counting', \
-'metrics', 'skyline']]
+    [['art', 'foreground', 'metrics', 'robustness'], ['anonymize', 'ck_safety', 'classic', \
+'counting', 'risk', 'skyline']]
     """
     jobs = max(1, min(int(jobs), len(models)))
     units: list[list[str]] = []
