@@ -21,9 +21,11 @@ import argparse
 import importlib
 import os
 import pkgutil
+import re
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from .._version import __version__
 from ..errors import InputError
@@ -47,23 +49,164 @@ def _command_modules() -> list:
     return sorted(mods, key=lambda m: (getattr(m, "ORDER", 50), m.__name__))
 
 
+#: Commands whose first ``--help`` example ``fastpriv --help`` ends with, in this order.
+HELP_EXAMPLES = ("demo", "audit", "report", "anonymize")
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors name the nearest valid flag or choice.
+
+    Sub-command parsers are made by ``add_subparsers`` with the parent's class, so every
+    command and builder parser is one of these. :func:`_parse` gives each the command line
+    (``_argv``); an error then ends with "did you mean --min-size?" for every flag of the
+    line the parser does not know that is close to one it does, or for an invalid choice
+    close to a valid one.
+    """
+
+    _argv: Sequence[str] = ()
+    _top = False        # True for ``fastpriv`` itself (its flags are hinted, not its commands')
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # No abbreviations: a prefix that names one flag today names another once a flag is
+        # added (--min-k, renamed --min-size, became --min-k-map), silently
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        """Print the usage and ``message`` with a hint (see the class), exit with status 2."""
+        hint = _did_you_mean(self, message)
+        super().error(f"{message}; {hint}" if hint else message)
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    return [s for a in parser._actions for s in a.option_strings]
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
+    return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)),
+                None)
+
+
+_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+
+
+def _unknown_flags(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """Return the flags of ``argv`` that ``parser`` does not accept.
+
+    Values attached to a short flag (``-oFILE``) or a long one (``--json=OUT``), negative
+    numbers and anything after ``--`` are accepted; abbreviations only where the parser
+    allows them (fastpriv's do not).
+    """
+    known = _option_strings(parser)
+    out = []
+    for token in argv:
+        if token == "--":
+            break
+        flag = token.split("=", 1)[0]
+        if not flag.startswith("-") or flag == "-" or _NUMBER.match(flag):
+            continue
+        if flag.startswith("--"):
+            ok = any(k == flag or (parser.allow_abbrev and k.startswith(flag)) for k in known)
+        else:
+            ok = flag[:2] in known          # -o FILE, -oFILE
+        if not ok and flag not in out:
+            out.append(flag)
+    return out
+
+
+def _did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
+    """Return "did you mean …?" naming the nearest valid flag(s) or choice ("" if none is near)."""
+    import difflib
+
+    if "did you mean" in message or "maybe you meant" in message:   # argparse's own hint
+        return ""
+    choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if choice:
+        valid = [c.strip().strip("'\"") for c in choice.group(2).split(",")]
+        near = difflib.get_close_matches(choice.group(1), valid, n=1)
+        return f"did you mean {near[0]}?" if near else ""
+    if _subparsers(parser) is not None and not getattr(parser, "_top", False):
+        return ""       # a command with builders: the builder's parser reports its flags
+    options = [o for o in _option_strings(parser) if o.startswith("--")] or \
+        _option_strings(parser)
+    unknown = [(flag, difflib.get_close_matches(flag, options, n=1))
+               for flag in _unknown_flags(parser, parser._argv)]
+    if message.startswith("unrecognized arguments"):     # argparse names them already
+        pairs = [(flag, near[0]) for flag, near in unknown if near]
+        if len(pairs) == 1:
+            return f"did you mean {pairs[0][1]}?"
+        return "did you mean " + ", ".join(f"{n} (for {f})" for f, n in pairs) + "?" \
+            if pairs else ""
+    # another error came first: the unknown flags would have been refused next
+    return "also unrecognized: " + ", ".join(
+        f"{flag} (did you mean {near[0]}?)" if near else flag
+        for flag, near in unknown) if unknown else ""
+
+
+def _epilog(sub: argparse._SubParsersAction) -> str:
+    """``fastpriv --help``'s end: the first example of each of :data:`HELP_EXAMPLES`.
+
+    The examples are read from the commands' own ``--help`` (:func:`._common.examples_of`):
+    written once, where each command is declared.
+    """
+    from ._common import examples_of
+
+    lines = [f"  {examples_of(sub.choices[name])[0]}" for name in HELP_EXAMPLES]
+    return "\n".join(["examples (each runs as written on the bundled UCI Adult data):", *lines,
+                      "every command's --help ends with its own: fastpriv COMMAND --help"])
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the full argument parser (all discovered sub-commands)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="fastpriv",
-        description="Audit anonymized releases against adversaries with background knowledge, "
-                    "and produce releases that are safe against them.")
+        description="Audit anonymized releases against adversaries with background knowledge,"
+                    "\nand produce releases that are safe against them.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser._top = True
     parser.add_argument("--version", action="version", version=f"fastpriv {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for mod in _command_modules():
         mod.register(sub)
+    parser.epilog = _epilog(sub)
     return parser
+
+
+def _selected(parser: argparse.ArgumentParser,
+              args: argparse.Namespace) -> argparse.ArgumentParser:
+    """Return the innermost parser ``args`` went through (a command's, or a builder's)."""
+    while (action := _subparsers(parser)) is not None:
+        name = getattr(args, action.dest, None) if action.dest != argparse.SUPPRESS else None
+        if name not in action.choices:
+            break
+        parser = action.choices[name]
+    return parser
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``parser.parse_args(argv)``, with unknown flags reported by the command they follow.
+
+    argparse reports an unrecognized argument with the top-level usage; here the innermost
+    command's parser reports it, with its own usage and the nearest valid flag ("did you
+    mean --min-size?"), exit status 2.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    stack = [parser]
+    while stack:                                   # every parser of the tree sees the line
+        p = stack.pop()
+        p._argv = argv
+        if (action := _subparsers(p)) is not None:
+            stack.extend(action.choices.values())
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        _selected(parser, args).error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fastpriv`` console script."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 0

@@ -29,7 +29,8 @@ __all__ = ["STDIN", "TerminalSafe", "Timer", "add_bucketize_argument", "add_comm
            "add_data_arguments", "add_encoding_argument", "add_knowledge_arguments",
            "add_nulls_argument", "add_output_arguments", "add_risk_arguments", "bounded",
            "bucketize", "bucketize_spec", "check_grouping", "confidence", "count",
-           "emit_json", "epilog", "escape", "file_output", "forget_buffered", "format_table",
+           "emit_json", "epilog", "escape", "examples_of", "file_output", "forget_buffered",
+           "format_table",
            "hoeffding_confidence", "load_data", "load_release", "n_jobs", "nonnegative",
            "positive", "print_remedy", "probability", "read_stream", "real_gt1", "seed",
            "size", "write_stdout"]
@@ -175,10 +176,25 @@ def add_nulls_argument(p: Any) -> None:
                         "(default), drop rows, or keep as a value")
 
 
+#: First line of every command's epilog (:func:`epilog`); :func:`examples_of` reads after it.
+EPILOG_HEADER = "example (runs as written on the bundled UCI Adult data):"
+
+
 def epilog(*examples: str) -> str:
     """Return the end of a command's ``--help``: examples that run on the bundled data."""
-    return "example (runs as written on the bundled UCI Adult data):\n" + "\n".join(
-        f"  {e}" for e in examples)
+    return EPILOG_HEADER + "\n" + "\n".join(f"  {e}" for e in examples)
+
+
+def examples_of(parser: argparse.ArgumentParser) -> list[str]:
+    """Return the examples a command's :func:`epilog` shows (empty without one).
+
+    The command's ``--help`` is the one place its examples are written; ``fastpriv --help``
+    reads them from there.
+    """
+    lines = (parser.epilog or "").splitlines()
+    if not lines or lines[0] != EPILOG_HEADER:
+        return []
+    return [ln.strip() for ln in lines[1:] if ln.strip()]
 
 
 def add_command(sub: Any, name: str, *, help: str, description: str,  # noqa: A002
