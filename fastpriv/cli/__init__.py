@@ -10,6 +10,11 @@ refuses), 3 internal error, 130 interrupted, and 141 (128 + SIGPIPE, what a Unix
 killed by SIGPIPE reports) when standard output was closed before the command finished —
 ``fastpriv audit … | head`` ends quietly, without a traceback, like ``cat`` or ``yes``.
 
+A flag a command does not know is reported with that command's usage and the nearest valid
+flag ("did you mean --min-size?"); flags are never abbreviated (a prefix could name another
+flag once one is added). ``fastpriv --help`` ends with examples read from the commands' own
+``--help`` (:data:`HELP_EXAMPLES`).
+
 Text output goes through :class:`~fastpriv.cli._common.TerminalSafe` (control characters
 in names and values shown escaped); with ``--json -`` the JSON goes to standard output and
 the text to standard error.
