@@ -880,11 +880,25 @@ def _json_pu(pu: dict) -> dict:
 
 def _individual(m: dict, cc: ClassCounts, f: np.ndarray, n: float, big_n: float | None,
                 thr: float) -> None:
-    """Benedetti–Franconi individual risk from sampling weight sums (or uniform weights N/n)."""
+    """Benedetti–Franconi individual risk from sampling weight sums (or uniform weights N/n).
+
+    With uniform weights the risk depends on the class size alone: it is computed once per
+    distinct size (the histogram), not once per class.
+    """
     if cc.sampling_weight_sums is not None:
         wsum = cc.sampling_weight_sums
     elif big_n is not None:
-        wsum = f * (big_n / n)
+        size, count = cc.histogram()
+        fs = size.astype(np.float64)
+        r = _k.bf_individual_risk(kernel_array(size, np.int64),
+                                  kernel_array(np.maximum(fs * (big_n / n), fs), np.float64))
+        people = fs * count
+        er = float((people * r).sum())
+        m["individual_max"] = float(r.max())
+        m["individual_avg"] = er / n
+        m["individual_above_threshold"] = float(people[r > thr].sum() / n)
+        m["expected_reidentifications"] = er
+        return
     else:
         for key in ("individual_max", "individual_avg", "individual_above_threshold",
                     "expected_reidentifications"):

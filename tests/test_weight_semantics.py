@@ -330,6 +330,20 @@ def test_lattice_search_of_weighted_table_equals_expanded(t, k, sup, utility):
         _published_people(want.anonymized.table(big)))
 
 
+def test_mondrian_python_path_counts_people():
+    """(c,k)-safety against implications runs the split rule from Python: weighted too."""
+    rng = np.random.default_rng(0)
+    n = 2000
+    big = pa.table({"age": rng.integers(18, 80, n), "sex": rng.choice(["F", "M"], n),
+                    "d": rng.choice(["flu", "hiv", "cold", "none", "x"], n)})
+    agg = big.group_by(["age", "sex", "d"]).aggregate([([], "count_all")])
+    agg = agg.rename_columns(["age", "sex", "d", "n"])
+    got = fp.anonymize.mondrian(agg, qi=["age", "sex"], sensitive="d", c=0.7, k=2, weight="n")
+    want = fp.anonymize.mondrian(big, qi=["age", "sex"], sensitive="d", c=0.7, k=2)
+    assert got.path == want.path == "python"
+    assert got.release.n_groups > 1 and got.release.equals(want.release)
+
+
 def test_weighted_release_numbers_groups_from_people_not_rows():
     """Two inputs that split the same people differently give the same release file."""
     t1 = pa.table({"a": [1, 1, 2, 2], "s": ["x", "x", "y", "x"], "n": [2, 3, 4, 1]})
