@@ -191,7 +191,7 @@ def _from_pandas(df: Any, param: str,
                          f"df[{col!r}].astype(str)") from None
 
 
-def _dataset(path: str, columns: Sequence[str] | None = None):
+def open_dataset(path: str, columns: Sequence[str] | None = None):
     """Open a path as a ``pyarrow.dataset`` (None for one CSV file, read by pyarrow.csv).
 
     The one place where a path becomes a dataset: every reader of a path (whole tables,
@@ -332,7 +332,7 @@ def _to_table(data: Any, columns: Sequence[str] | None, param: str,
         if is_csv(path) and os.path.isfile(path):
             return read_csv(path, param=param)
         with reading(path, param):
-            dataset = _dataset(path, columns)
+            dataset = open_dataset(path, columns)
             return dataset.to_table(columns=_used(dataset.schema.names, only))
     mod = type(data).__module__
     if mod.startswith("pyarrow") and hasattr(data, "to_table"):  # pyarrow.dataset.Dataset
@@ -382,7 +382,7 @@ def iter_batches(data: Any, columns: Sequence[str], *, batch_size: int = 1 << 20
             yield from _csv_batches(path, columns, param)
             return
         with reading(path, param):
-            data = _dataset(path, columns)
+            data = open_dataset(path, columns)
             if type(data).__name__ == "FileSystemDataset" and \
                     getattr(data.format, "default_extname", "") == "parquet":
                 yield from _parquet_batches(data, columns, batch_size, param, dictionary,
@@ -437,6 +437,7 @@ def _csv_batches(path: str, columns: list[str], param: str) -> Iterator[pa.Recor
         try:
             reader = pacsv.open_csv(
                 path, read_options=pacsv.ReadOptions(block_size=block),
+                parse_options=pacsv.ParseOptions(delimiter=sniff_delimiter(path)),
                 convert_options=pacsv.ConvertOptions(include_columns=columns,
                                                      strings_can_be_null=True))
             check_columns(columns, reader.schema.names, param)
@@ -466,7 +467,7 @@ def count_rows(data: Any) -> int | None:
             path = os.fspath(data)
             if not os.path.exists(path) or (is_csv(path) and os.path.isfile(path)):
                 return None
-            return int(_dataset(path, None).count_rows())
+            return int(open_dataset(path, None).count_rows())
         if isinstance(data, (pa.Table, pa.RecordBatch)):
             return int(data.num_rows)
         if type(data).__module__.startswith("pyarrow") and hasattr(data, "count_rows"):

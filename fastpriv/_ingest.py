@@ -49,7 +49,6 @@ import pyarrow.compute as pc
 
 from ._arrow import (
     NULL_POLICIES,
-    _dataset,
     apply_null_policy,
     apply_weights,
     canonical_labels,
@@ -57,7 +56,9 @@ from ._arrow import (
     is_csv,
     iter_batches,
     nans_as_nulls,
+    open_dataset,
     reading,
+    sniff_delimiter,
 )
 from ._threads import chunk_bounds, current_threads, run_chunks
 from ._validation import check_choice, check_columns, check_int, check_total, kernel_array
@@ -1293,12 +1294,14 @@ def source_schema(data: Any, param: str = "data") -> pa.Schema:
                 import pyarrow.csv as pacsv
 
                 try:
-                    return pacsv.open_csv(path, convert_options=pacsv.ConvertOptions(
-                        strings_can_be_null=True)).schema
+                    return pacsv.open_csv(
+                        path, parse_options=pacsv.ParseOptions(
+                            delimiter=sniff_delimiter(path)),
+                        convert_options=pacsv.ConvertOptions(strings_can_be_null=True)).schema
                 except (pa.ArrowInvalid, LookupError, UnicodeDecodeError) as exc:
                     raise InputError(f"{param}: cannot read {path!r} as CSV: "
                                      f"{str(exc).splitlines()[0]}") from None
-            return _dataset(path).schema
+            return open_dataset(path).schema
     return data.schema
 
 

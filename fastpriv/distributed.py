@@ -130,11 +130,11 @@ def _is_dask_collection(obj: Any) -> bool:
 
 def _parquet_pieces(path: str, columns: list[str], min_pieces: int) -> list:
     """Parquet fragments (files, split into row groups when there are few files)."""
-    from ._arrow import _dataset, reading
+    from ._arrow import open_dataset, reading
     from ._validation import check_columns
 
     with reading(path, "data"):
-        dataset = _dataset(path)      # hive partition folders give columns, as everywhere
+        dataset = open_dataset(path)      # hive partition folders give columns, as everywhere
         if dataset is None:
             raise InputError(f"data: {path!r} is a CSV file; give Parquet data or a dask "
                              "DataFrame (dask.dataframe.read_csv)")
