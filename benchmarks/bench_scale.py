@@ -139,8 +139,8 @@ small = CountAccumulator(["group"], "sensitive").consume(tiny).to_release()
 classic.audit(small); ck_safety.audit(small, k=1)
 for method in ("classes", "direct"):   # a release with huge groups takes the direct path
     skyline.check(small, skylines={"*": [tuple(p) for p in points]}, method=method)
-from fastpriv.cli.warmup import _large_input_kernels
-_large_input_kernels(small)   # multi-threaded paths of big inputs (parallel σ scan, classic)
+from fastpriv._warmup import WORKLOADS
+WORKLOADS["classic"](); WORKLOADS["skyline"]()   # multi-threaded paths of big inputs
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime

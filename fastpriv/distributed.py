@@ -590,7 +590,7 @@ def _warm_here(models: Sequence[str] | None) -> dict:
     """Run the warm-up workload in this process; a short report of what it did."""
     import os as _os
 
-    from .cli.warmup import warm
+    from ._warmup import warm
 
     rep = warm(models)
     return {"pid": _os.getpid(), "cache_dir": rep["cache_dir"], "compiled": rep["compiled"],

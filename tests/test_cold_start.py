@@ -125,7 +125,7 @@ def test_compile_profile_has_phases():
 
 
 def test_split_models_keeps_the_shared_kernels_together_and_covers_every_model():
-    from fastpriv.cli.warmup import MODELS, split_models
+    from fastpriv._warmup import MODELS, split_models
 
     for jobs in (1, 2, 3, 9, 20):
         groups = split_models(MODELS, jobs)

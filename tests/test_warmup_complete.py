@@ -74,7 +74,7 @@ def _fastpriv(argv: list[str], cache: Path, cwd: Path, stats: Path,
 
 
 def test_every_model_is_warmed_by_a_workload_or_its_examples():
-    from fastpriv.cli.warmup import DOCTEST_MODEL, DOCTEST_MODULES, WORKLOADS
+    from fastpriv._warmup import DOCTEST_MODEL, DOCTEST_MODULES, WORKLOADS
 
     assert set(WORKLOADS) <= set(MODELS)
     assert set(DOCTEST_MODEL) == set(DOCTEST_MODULES) and set(DOCTEST_MODEL.values()) <= \
