@@ -980,7 +980,7 @@ def _fixed_rates(unreliable: Any, totals: np.ndarray, n: int) -> tuple[np.ndarra
     return np.full(totals.shape[0], float(unreliable)), "fixed"
 
 
-def mine(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
+def mine(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None = None,
          group: str | None = None, sensitive_table: Any = None, count: str = "count",
          sensitive_values: Any = None, max_set_size: int | None = None,
          epsilon: float = 0.01, confidence: float = 0.9, min_support: int | None = None,
@@ -1005,8 +1005,9 @@ def mine(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
         per-group value counts are used), a Release carrying the row view of ``qi``
         (``Release.from_table(table, qi=..., group=..., sensitive=...)``) or, with
         ``sensitive_table``, Anatomy's QI table (QI columns and group id).
-    qi : sequence of str
-        Quasi-identifier columns (exact values, as the adversary knows them).
+    qi : sequence of str, optional
+        Quasi-identifier columns (exact values, as the adversary knows them); default, for a
+        Release built with its QI columns, those of its row view.
     sensitive : str
         Sensitive column (of ``data``, or of ``sensitive_table``).
     group : str
@@ -1049,6 +1050,12 @@ def mine(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
 
     """
     t0 = time.perf_counter()
+    from .release import row_qi
+
+    qi = row_qi(data, qi)
+    if qi is None:
+        raise InputError("qi: give the quasi-identifier columns (or a Release built with "
+                         "them: Release.from_table(t, qi=..., group=..., sensitive=...))")
     view = _read_view(data, qi=qi, sensitive=sensitive, group=group,
                       sensitive_table=sensitive_table, count=count, weight=weight, nulls=nulls)
     J = support_threshold(min_support, epsilon, confidence)
@@ -1377,7 +1384,7 @@ class ForegroundAttack(Result):
         return "\n".join(lines)
 
 
-def attack(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
+def attack(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None = None,
            group: str | None = None, r: float, sensitive_table: Any = None,
            count: str = "count", sensitive_values: Any = None,
            max_set_size: int | None = None, epsilon: float = 0.01, confidence: float = 0.9,
@@ -1400,8 +1407,8 @@ def attack(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
         ``sensitive_table``, the QI table (see :func:`mine`). **Only the per-group value
         counts of the sensitive column are used**; the link between a row and its value is
         never read by the attack.
-    qi : sequence of str
-        Quasi-identifier columns.
+    qi : sequence of str, optional
+        Quasi-identifier columns (default, for a Release built with them: its row view's).
     sensitive : str
         Sensitive column (default for a Release: its sensitive column).
     group : str

@@ -57,7 +57,7 @@ from ._validation import (
 from .errors import InputError, InputTypeError
 
 __all__ = ["Release", "CASES", "SVPI", "MVPI_SET", "MVPI_MULTISET", "check_release",
-           "release_with_rows", "derive_view"]
+           "release_with_rows", "derive_view", "row_qi"]
 
 SVPI = "svpi"
 MVPI_SET = "mvpi-set"
@@ -1071,3 +1071,14 @@ def derive_view(data: Any, *, qi: Sequence[str], sensitive: str, weight: str | N
     enc = encode_column(table.column(sensitive), name=sensitive)
     return encode_view(table, qi=qi, sensitive=enc.codes, values=enc.labels, weight=weight,
                        dropped_nulls=dropped, input_row=input_row, n_input_rows=n_input)
+
+
+def row_qi(data: Any, qi: Sequence[str] | str | None) -> Sequence[str] | str | None:
+    """Return ``qi`` as given, or the QI columns of a Release's row view when it is None.
+
+    A Release built with its QI columns (``Release.from_table(t, qi=..., group=...,
+    sensitive=...)``) is accepted by the row-level models without naming them again.
+    """
+    if qi is None and isinstance(data, Release) and data.rows is not None and data.rows.qi:
+        return list(data.rows.qi)
+    return qi

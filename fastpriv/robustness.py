@@ -913,7 +913,8 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
         Release carrying a row view of the QI columns.
     qi : sequence of str, optional
         QI columns. Required when ``knowledge`` is None (it is derived from ``data`` with
-        every attribute subset up to ``max_set_size``); with a knowledge object, only its
+        every attribute subset up to ``max_set_size``), except for a Release built with its
+        QI columns, whose row view's are the default; with a knowledge object, only its
         attribute sets within ``qi`` are used (all when ``qi`` is None).
     sensitive : str
         Sensitive column (default for a Release: its sensitive column name).
@@ -955,8 +956,10 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
     """
     t_start = time.perf_counter()
     seconds: dict[str, float] = {}
-    r, qi = _check_audit_args(r=r, tol=tol, model=model, on_large=on_large, qi=qi,
-                              knowledge=knowledge)
+    from .release import row_qi
+
+    r, qi = _check_audit_args(r=r, tol=tol, model=model, on_large=on_large,
+                              qi=row_qi(data, qi), knowledge=knowledge)
     max_states = check_int(max_states, "max_states", minimum=1)
     chunk_entries = check_int(chunk_entries, "chunk_entries", minimum=1)
     st = _prepare(data, qi=qi, sensitive=sensitive, group=group, knowledge=knowledge,

@@ -311,3 +311,33 @@ def test_moved_names_still_import_from_rows_with_a_warning():
     for name in ("release_with_rows", "derive_view"):
         with pytest.warns(DeprecationWarning, match=f"moved to fastpriv.release.{name}"):
             assert getattr(fastpriv.rows, name) is getattr(fastpriv.release, name)
+
+
+def test_row_level_models_take_a_release_built_with_its_qi():
+    """robustness.audit(rel, r=) and foreground.attack(rel, r=) read the row view's QIs."""
+    import numpy as np
+
+    from fastpriv import foreground, robustness
+
+    rng = np.random.default_rng(5)
+    n = 300
+    t = pa.table({"a": rng.integers(0, 4, n), "b": rng.integers(0, 3, n),
+                  "g": np.arange(n) // 6, "s": rng.integers(0, 5, n)})
+    rel = Release.from_table(t, qi=["a", "b"], group="g", sensitive="s")
+    def timeless(d):
+        if isinstance(d, dict):
+            return {k: timeless(v) for k, v in d.items() if k != "seconds"}
+        return [timeless(v) for v in d] if isinstance(d, list) else d
+
+    def same(x, y):                       # every field but the timings
+        assert timeless(x.to_dict()) == timeless(y.to_dict())
+
+    kw = {"r": 2, "epsilon": 0.2, "confidence": 0.5}     # reliable signatures at n = 300
+    a = robustness.audit(rel, **kw)
+    same(a, robustness.audit(t, qi=["a", "b"], group="g", sensitive="s", **kw))
+    assert a.params["knowledge"]["signatures"] > 0     # the QI columns were read
+    fa = foreground.attack(rel, **kw)
+    same(fa, foreground.attack(t, qi=["a", "b"], group="g", sensitive="s", **kw))
+    assert fa.to_dict()["mined"]["attribute_sets"]     # something was mined from a, b
+    with pytest.raises(InputError, match="qi"):
+        foreground.attack(Release.from_table(t, group="g", sensitive="s"), r=2)
