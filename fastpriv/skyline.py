@@ -1473,8 +1473,8 @@ def _label_less(a: Any, b: Any) -> bool:
     return label_less(a, b)
 
 
-def check(data: Any, *, skylines: Any, exact: bool = False, parallel: bool | None = None,
-          method: str = "auto", **read: Any) -> SkylineCheck:
+def check(data: Any, *, skylines: Any, exact: bool = False, n_jobs: int | None = None,
+          method: str = "auto", parallel: bool | None = None, **read: Any) -> SkylineCheck:
     """Run SkylineCheck (Chen et al. §5.1): is the release safe at every skyline point.
 
     One pass over the groups maintains the five sufficient statistics of **every**
@@ -1492,9 +1492,11 @@ def check(data: Any, *, skylines: Any, exact: bool = False, parallel: bool | Non
     exact : bool
         Evaluate every point with ``Fraction`` arithmetic (SVPI and MVPI-Set; slow, for small
         releases and exact ties).
-    parallel : bool, optional
-        Split the groups into chunks scanned by several threads and merged (min-reduction).
-        Default: automatic for large inputs.
+    n_jobs : int, optional
+        Threads of the scan, as everywhere (``None``: the current setting, all cores by
+        default; ``1``: one thread; ``-1`` all, ``-2`` all but one). With more than one
+        thread, large inputs are split into chunks scanned in parallel and merged
+        (min-reduction).
     method : {"auto", "classes", "direct"}
         ``"direct"``: per σ, a scan of the groups holding σ — only the (σ, ℓ) *records*,
         the groups whose S_ℓ beats every earlier group of their (n_g, #σ_g) class (found
@@ -1508,7 +1510,10 @@ def check(data: Any, *, skylines: Any, exact: bool = False, parallel: bool | Non
         the first group in key order). ``"auto"`` (default): direct for at most 8 (σ, point)
         pairs, else classes unless the class table would be too large or barely smaller
         than the number of groups (large, diverse groups).
-
+    parallel : bool, optional
+        The algorithm, not the threads: True forces the chunked scan (chunks merged by a
+        min-reduction) even on small inputs, False forbids it; default automatic (large
+        inputs, more than one thread).
     **read
         ``sensitive=``, ``group=``/``qi=``, ``weight=``, ``nulls=`` to read a table
         (see :func:`fastpriv._data.as_release`).
@@ -1520,6 +1525,18 @@ def check(data: Any, *, skylines: Any, exact: bool = False, parallel: bool | Non
         (σ, point): value, statistics, winning term, safe), ``.violations``.
 
     """
+    from ._threads import n_jobs as threads
+
+    with threads(n_jobs) as k:
+        if parallel is None and k == 1:
+            parallel = False
+        return _check(data, skylines=skylines, exact=exact, parallel=parallel, method=method,
+                      read=read)
+
+
+def _check(data: Any, *, skylines: Any, exact: bool, parallel: bool | None, method: str,
+           read: dict) -> SkylineCheck:
+    """:func:`check` once its threads are set (``parallel``: None automatic)."""
     rel = as_release(data, **read)
     exact = _check_exact(rel, exact)
     explicit, star = normalize_skylines(skylines)

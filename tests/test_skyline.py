@@ -1126,3 +1126,17 @@ def test_results_follow_the_protocol():
     gc.collect()
     assert key not in sky._RELEASE_INDEXES
     assert not hasattr(fp.Release, "index_cache")
+
+
+def test_check_takes_n_jobs_like_every_parallel_model():
+    """n_jobs= sets the threads of the scan (one name for one idea); results are equal."""
+    from fastpriv._threads import current_threads
+
+    rel = fp.Release.from_groups([["a", "b", "a"], ["b", "c"], ["a", "c", "c", "b"]])
+    before = current_threads()
+    one = sky.check(rel, skylines={"*": [(1, 1, 1, 0.9)]}, n_jobs=1)
+    every = sky.check(rel, skylines={"*": [(1, 1, 1, 0.9)]}, n_jobs=-1)
+    assert one.to_dict() == every.to_dict()
+    assert current_threads() == before
+    with pytest.raises(fp.InputError, match="n_jobs"):
+        sky.check(rel, skylines={"*": [(1, 1, 1, 0.9)]}, n_jobs=0)
