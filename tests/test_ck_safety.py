@@ -469,7 +469,7 @@ def test_cli_audit_ck(tmp_path, capsys):
     out2 = tmp_path / "plain.json"
     assert main(["audit", str(path), "--sensitive", "disease", "--group", "gid", "--k", "0",
                  "--c", "0.5", "--min-size", "5", "--min-l", "2", "--max-t", "0.5",
-                 "--point", "0", "0", "0", "--json", str(out2)]) == 0
+                 "--point", "0,0,0", "--json", str(out2)]) == 0
     assert json.loads(out2.read_text())["verdict"]["passed"] is True
     capsys.readouterr()
     # a bad flag is refused while parsing, before any work: argparse's exit status 2

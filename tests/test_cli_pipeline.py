@@ -154,8 +154,9 @@ BAD_FLAGS = [
     (["audit", DATA, "--sensitive", "s", "--qi", "q"], "--min-size", ["0"]),
     (["audit", DATA, "--sensitive", "s", "--qi", "q"], "--min-l", ["2.5"]),
     (["audit", DATA, "--sensitive", "s", "--qi", "q"], "--k", ["-1"]),
-    (["audit", DATA, "--sensitive", "s", "--qi", "q"], "--point", ["1", "-1", "1"]),
-    (["audit", DATA, "--sensitive", "s", "--qi", "q"], "--l", ["0"]),
+    (["audit", DATA, "--sensitive", "s", "--qi", "q"], "--point", ["1,-1,1"]),
+    (["audit", DATA, "--sensitive", "s", "--qi", "q"], "--point", ["1,1"]),
+    (["audit", DATA, "--sensitive", "s", "--qi", "q"], "--recursive-l", ["0"]),
     (["audit", DATA, "--sensitive", "s", "--qi", "q"], "--population", ["0"]),
     (["audit", DATA, "--sensitive", "s", "--qi", "q"], "--n-jobs", ["0"]),
     (["report", DATA, "--sensitive", "s", "--qi", "q"], "--r", ["1"]),
@@ -214,9 +215,9 @@ def test_good_flags_still_parse():
         1.5, 0.25, 0.9, 0.05, 0, 3)
     a = build_parser().parse_args(["audit", DATA, "--sensitive", "s", "--qi", "q",
                                    "--max-risk", "0", "--max-t", "1", "--c", "1", "0.5",
-                                   "--k", "0", "--point", "0", "0", "0", "--n-jobs", "-1"])
+                                   "--k", "0", "--point", "0,0,0", "--n-jobs", "-1"])
     assert (a.max_risk, a.max_t, a.c, a.k, a.point, a.n_jobs) == (
-        0.0, 1.0, [1.0, 0.5], 0, [0, 0, 0], -1)
+        0.0, 1.0, [1.0, 0.5], 0, (0, 0, 0), -1)
 
 
 def test_cross_flag_errors_come_before_reading_the_data(capsys):
@@ -311,7 +312,7 @@ def test_report_verdict_knows_when_risk_is_out_of_reach(table, tmp_path, capsys)
     pq.write_table(table, path)
     assert main(["report", str(path), "--sensitive", "disease", "--qi", "zip", "age",
                  "--min-size", "1", "--min-l", "1", "--max-t", "1", "--k", "0",
-                 "--point", "0", "0", "0",
+                 "--point", "0,0,0",
                  "--no-robustness", "--no-attack", "--max-risk", "0.01",
                  "--json", str(tmp_path / "r.json")]) == 1
     out = capsys.readouterr().out

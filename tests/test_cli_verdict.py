@@ -31,7 +31,7 @@ def test_audit_exit_code_is_the_verdict(small_release, tmp_path, capsys):
     assert "FAIL" in out and "k-anonymity [k ≥ 5]" in out
     # ... and pass thresholds they meet (the verdict, not the command, decides)
     ok = base + ["--min-size", "3", "--min-l", "1", "--max-t", "0.5", "--c", "1", "--k", "0",
-                 "--point", "0", "0", "0",
+                 "--point", "0,0,0",
                  "--json", str(tmp_path / "a.json")]
     assert main(ok) == 0
     verdict = json.loads((tmp_path / "a.json").read_text())["verdict"]
@@ -219,3 +219,32 @@ def test_renamed_flags_are_gone(argv, capsys):
         main(argv)
     assert e.value.code == 2
     assert "unrecognized arguments" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, flag", [
+    # one flag, one meaning: --l was recursive ℓ in audit/report but the ℓ-diversity
+    # threshold in anonymize; the threshold is --min-l everywhere, recursive ℓ --recursive-l
+    (["audit", "adult", "--sensitive", "occupation", "--qi", "age", "--l", "10"],
+     "--min-l"),
+    (["report", "adult", "--sensitive", "occupation", "--qi", "age", "--l", "10"],
+     "--min-l"),
+    # the skyline point is written L,K,M as in fastpriv skyline's --point L,K,M,C
+    (["audit", "adult", "--sensitive", "occupation", "--qi", "age", "--point", "1", "1",
+      "1"], "L,K,M"),
+])
+def test_one_flag_one_meaning(argv, flag, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert flag in capsys.readouterr().err
+
+
+def test_anonymize_takes_the_audit_threshold_flags(tmp_path):
+    out = tmp_path / "r.parquet"
+    rc = main(["anonymize", "adult", "--method", "mondrian", "--qi", "age", "sex",
+               "--sensitive", "occupation", "--min-size", "5", "--min-l", "3",
+               "--max-t", "0.5", "-o", str(out)])
+    assert rc == 0
+    assert main(["audit", str(out), "--qi", "age", "sex", "--sensitive", "occupation",
+                 "--min-size", "5", "--min-l", "3", "--max-t", "0.5", "--c", "1",
+                 "--k", "0", "--point", "0,0,0"]) in (0, 1)

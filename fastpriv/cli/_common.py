@@ -231,6 +231,19 @@ def add_risk_arguments(p: Any) -> None:
     add_threshold_flags(p, {"size": size, "probability": probability})
 
 
+def point_lkm(text: str) -> tuple[int, int, int]:
+    """Parse a skyline point ``L,K,M`` (integers ≥ 0): ``fastpriv skyline``'s format, no c."""
+    parts = text.split(",")
+    try:
+        point = tuple(int(x) for x in parts)
+    except ValueError:
+        point = ()
+    if len(point) != 3 or min(point) < 0:
+        raise argparse.ArgumentTypeError(f"expected L,K,M: three integers >= 0 separated by "
+                                         f"commas (e.g. 1,1,1), got {text!r}")
+    return point  # type: ignore[return-value]
+
+
 def population_arg(text: str) -> int | str:
     """Parse ``--population``: an integer population size, or a population table path."""
     try:

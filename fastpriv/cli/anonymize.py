@@ -255,12 +255,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     c = p.add_argument_group("criteria (all given must hold)")
     c.add_argument("--min-size", type=int, metavar="N",
                    help="k-anonymity: every group has at least N people")
-    c.add_argument("--l", type=float, help="ℓ-diversity (see --l-kind)")
+    c.add_argument("--min-l", "--l", dest="l", type=float, metavar="L",
+                   help="ℓ-diversity: every group has ℓ ≥ L (see --l-kind; the flag of "
+                        "fastpriv audit's threshold)")
     c.add_argument("--l-kind", default="distinct", choices=("distinct", "entropy", "recursive"),
                    help="ℓ-diversity variant (default distinct)")
     c.add_argument("--c-l", type=float, metavar="C",
                    help="c of recursive (c,ℓ)-diversity (with --l-kind recursive)")
-    c.add_argument("--t", type=float, help="t-closeness (EMD ≤ t)")
+    c.add_argument("--max-t", "--t", dest="t", type=float, metavar="T",
+                   help="t-closeness: every group's EMD ≤ T (the flag of fastpriv audit's "
+                        "threshold)")
     c.add_argument("--t-ordered", action="store_true",
                    help="ordered ground distance for t-closeness")
     c.add_argument("--alpha", type=float, help="(α,k)-anonymity's α")
@@ -352,7 +356,8 @@ def _criterion(args: argparse.Namespace) -> Any:
     l = args.l
     if l is not None and args.l_kind != "entropy":
         if float(l) != int(l):
-            raise InputError(f"--l must be an integer for {args.l_kind} ℓ-diversity, got {l}")
+            raise InputError(f"--min-l must be an integer for {args.l_kind} ℓ-diversity, got "
+                             f"{l}")
         l = int(l)
     return criteria_from(min_size=args.min_size, l=l, l_kind=args.l_kind, c_l=args.c_l,
                          t=args.t, t_ordered=args.t_ordered, alpha=args.alpha, c=args.c,

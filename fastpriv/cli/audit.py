@@ -13,7 +13,7 @@ EXAMPLE = "fastpriv audit adult --sensitive occupation --qi age sex"
 
 def add_threshold_arguments(p: argparse.ArgumentParser) -> None:
     """Add the thresholds of the verdict to ``p`` (shared by ``audit`` and ``report``)."""
-    from ._common import confidence, count, probability, size
+    from ._common import confidence, count, point_lkm, probability, size
 
     t = p.add_argument_group("thresholds of the verdict (PASS/FAIL per model)")
     t.add_argument("--min-size", type=size, default=5, metavar="N",
@@ -28,8 +28,9 @@ def add_threshold_arguments(p: argparse.ArgumentParser) -> None:
                         "the skyline must stay below the smallest (default 0.8)")
     t.add_argument("--k", type=count, default=3, metavar="K",
                    help="(c,k)-safety: pieces of background knowledge (default 3)")
-    t.add_argument("--point", nargs=3, type=count, default=[1, 1, 1], metavar=("L", "K", "M"),
-                   help="privacy skyline point (ℓ, k, m) of the verdict (default 1 1 1)")
+    t.add_argument("--point", type=point_lkm, default=(1, 1, 1), metavar="L,K,M",
+                   help="privacy skyline point ℓ,k,m of the verdict, the format of fastpriv "
+                        "skyline --point without its c (default 1,1,1)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "input, 3 internal error.",
         example=EXAMPLE)
     add_data_arguments(p, require_sensitive=False)
-    p.add_argument("--l", type=size, default=None, metavar="L",
+    p.add_argument("--recursive-l", dest="l", type=size, default=None, metavar="L",
                    help="ℓ of recursive (c,ℓ)-diversity (default: the achieved distinct ℓ)")
     add_threshold_arguments(p)
     r = p.add_argument_group("re-identification risk (needs --qi)")

@@ -20,6 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_risk_arguments,
         confidence,
         count,
+        point_lkm,
         probability,
         real_gt1,
         size,
@@ -65,12 +66,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--k-max", type=count, default=None,
                    help="last k of the disclosure curves (default 12, as Martin et al., or "
                         "--k when larger)")
-    p.add_argument("--point", nargs=3, type=count, default=[1, 1, 1], metavar=("L", "K", "M"),
-                   help="skyline point (ℓ, k, m) of the verdict (default 1 1 1)")
+    p.add_argument("--point", type=point_lkm, default=(1, 1, 1), metavar="L,K,M",
+                   help="skyline point ℓ,k,m of the verdict, the format of fastpriv skyline "
+                        "--point without its c (default 1,1,1)")
     p.add_argument("--sigma", nargs="+", metavar="VALUE",
                    help="sensitive values whose knowledge skyline is computed (default: all, "
                         "or the 24 most exposed)")
-    p.add_argument("--l", type=size, default=None,
+    p.add_argument("--recursive-l", dest="l", type=size, default=None, metavar="L",
                    help="ℓ of recursive (c,ℓ)-diversity (default: the achieved distinct ℓ)")
     p.add_argument("--min-size", type=size, default=5, metavar="N",
                    help="k-anonymity threshold: every group has at least N people (default 5)")

@@ -380,11 +380,11 @@ def _generalize_remedy(by_id: dict, whole: dict | None, params: dict, data: str,
         min_size = max(min_size, math.ceil(1 / params["max_risk"] - 1e-12))
     crit = ["--min-size", str(min_size)]
     if "entropy_l_diversity" in by_id:
-        crit += ["--l", str(params["min_l"]), "--l-kind", "entropy"]
+        crit += ["--min-l", str(params["min_l"]), "--l-kind", "entropy"]
     elif "l_diversity" in by_id:
-        crit += ["--l", str(params["min_l"])]
+        crit += ["--min-l", str(params["min_l"])]
     if "t_closeness" in by_id:
-        crit += ["--t", f"{params['max_t']:g}"]
+        crit += ["--max-t", f"{params['max_t']:g}"]
     if any(cid.startswith("ck_safety") for cid in by_id):
         crit += ["--c", f"{params['c_verdict']:g}", "--k", str(params["k"])]
     elif "alpha_k_anonymity" in by_id:
