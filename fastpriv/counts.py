@@ -118,8 +118,14 @@ class CountAccumulator(StreamCounts):
         """Build the :class:`~fastpriv.Release` (SVPI) of everything counted so far.
 
         Identical to ``Release.from_table`` on the concatenated input (without
-        ``row_group``, which a stream does not keep).
+        ``row_group``, which a stream does not keep), and refused with the same words when
+        nothing is left to count.
         """
+        if self.n_groups == 0:
+            if self.rows_dropped:
+                raise InputError("data has no rows left after dropping nulls")
+            raise InputError("data is empty: no rows were counted, and a release needs at "
+                             "least one row")
         p = self.to_profile()
         return Release(indptr=p.indptr, codes=p.codes, counts=p.counts, sizes=p.sizes,
                        values=p.values, groups=p.keys, case=SVPI, row_group=None,

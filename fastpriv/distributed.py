@@ -160,26 +160,44 @@ def _pieces(data: Any, columns: list[str], min_pieces: int) -> list:
         from ._validation import check_columns
 
         check_columns(columns, list(data.columns), "data")
-        ints = _integer_columns(data[columns]._meta)
-        return [("pandas", (d, ints)) for d in data[columns].to_delayed()]
+        frame = data[columns]
+        types = _source_types(frame)
+        return [("pandas", (d, types)) for d in frame.to_delayed()]
     raise InputTypeError("data must be a dask DataFrame or a path to Parquet data, got "
                     f"{type(data).__name__}")
 
 
-def _integer_columns(meta: Any) -> dict[str, Any]:
-    """``{column: Arrow integer type}`` of the integer columns of a Dask frame's ``_meta``.
+def _source_types(frame: Any) -> dict[str, Any]:
+    """``{column: Arrow type}`` of a Dask frame's source, where pandas may lose it.
 
-    A partition of such a column that holds a null arrives as float64 (pandas' NumPy
-    backend has no null integer: ``dd.read_parquet`` turns ``29`` into ``29.0``); it is
-    cast back to the integer type of the meta, so labels are those of the source.
+    Partitions are pandas frames: with pandas' NumPy backend an integer column holding a
+    null arrives as float64 (``dd.read_parquet`` turns ``29`` into ``29.0``) and a column
+    whose partition holds only nulls as an untyped (null) column. The integer columns of
+    the frame's ``_meta`` give their type; a frame read by ``dd.read_parquet`` (possibly
+    with a column selection on top) gives every column's type from the Parquet schema.
+    :func:`_to_table` casts back, so labels are those of ``Release.from_table`` on the
+    files.
     """
     import numpy as np
     import pyarrow as pa
 
     out = {}
-    for name, dtype in meta.dtypes.items():
+    for name, dtype in frame._meta.dtypes.items():
         if isinstance(dtype, np.dtype) and dtype.kind in "iu":
             out[str(name)] = pa.from_numpy_dtype(dtype)
+    try:                 # dask-expr: Projection* over ReadParquet (nothing renames columns)
+        node = frame.expr
+        while type(node).__name__ == "Projection":
+            node = node.frame
+        info = getattr(node, "_dataset_info", None) if "ReadParquet" in type(
+            node).__name__ else None
+        schema = info.get("schema") if isinstance(info, dict) else None
+    except Exception:    # noqa: BLE001 - another Dask version: the meta alone
+        schema = None
+    if isinstance(schema, pa.Schema):
+        for name in frame.columns:
+            if str(name) in schema.names:
+                out[str(name)] = schema.field(str(name)).type
     return out
 
 
@@ -190,15 +208,20 @@ def _to_table(kind: str, obj: Any, columns: list[str]):
     if kind == "fragment":
         frag, schema = obj
         return frag.to_table(schema=schema, columns=columns)
-    df, ints = obj if isinstance(obj, tuple) else (obj, {})
+    df, types = obj if isinstance(obj, tuple) else (obj, {})
     table = pa.Table.from_pandas(df, preserve_index=False).select(columns)
-    for name, typ in ints.items():
+    for name, typ in types.items():
+        if name not in columns:
+            continue
         col = table.column(name)
-        if pa.types.is_floating(col.type):        # nulls made the integers floats
+        i = table.column_names.index(name)
+        if pa.types.is_null(col.type) and not pa.types.is_null(typ):
+            table = table.set_column(i, name, pa.nulls(len(col), typ))
+        elif pa.types.is_floating(col.type) and pa.types.is_integer(typ):
             if pc.all(pc.equal(pc.floor(col), col)).as_py() is False:
                 raise InputError(f"data: column {name!r} is an integer column of the Dask "
                                  "frame but a partition holds fractions")
-            table = table.set_column(table.column_names.index(name), name, col.cast(typ))
+            table = table.set_column(i, name, col.cast(typ))   # nulls made them floats
     return table
 
 

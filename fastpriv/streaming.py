@@ -419,7 +419,8 @@ def _key_at(table: pa.Table, keys: list[str], i: int) -> Any:
 
 
 def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
-                    qi: Sequence[str] | None = None, skylines: Any = None,
+                    qi: Sequence[str] | None = None, weight: str | None = None,
+                    skylines: Any = None,
                     classic: bool = True, l: int = 2, q: Mapping[Any, float] | str | None = None,
                     order: Sequence[Any] | None = None, nulls: str = "error",
                     check_sorted: bool = True, batch_size: int = 1 << 20,
@@ -436,6 +437,9 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
         Rows of each group contiguous, groups in increasing key order (nulls last).
     sensitive, group, qi, nulls :
         As for :meth:`Release.from_table` (SVPI).
+    weight : str, optional
+        Multiplicity column, as in :meth:`Release.from_table` (rows of weight 0 are nobody:
+        they are dropped before the sort order is checked).
     skylines : mapping or list, optional
         Skyline points to check (:func:`fastpriv.skyline.check`).
     classic : bool
@@ -462,10 +466,16 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
     StreamAudit
 
     """
+    from ._arrow import apply_weights
+
     keys = _keys_of(group, qi)
     if sensitive in keys:
         raise InputError(f"sensitive column {sensitive!r} is also a group column")
     cols = keys + [sensitive]
+    if weight is not None and (not isinstance(weight, str) or weight in cols):
+        raise InputError(f"weight must be a column name other than the key and sensitive "
+                         f"columns; got {weight!r}")
+    read = cols + ([weight] if weight is not None else [])
     skipped: dict = {}
     passes = 1
     values = qv = None
@@ -475,7 +485,7 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
             qv = [float(q[v]) for v in values]
         elif q == "pass" or (q is None and _reiterable(data)):
             values, totals, n_all = value_distribution(data, sensitive, keys=keys, nulls=nulls,
-                                                       batch_size=batch_size)
+                                                       batch_size=batch_size, weight=weight)
             qv = (totals / n_all).tolist()
             passes = 2
         elif q is None:
@@ -493,17 +503,19 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
     rows = nbytes = 0
 
     def fresh() -> CountAccumulator:
-        return CountAccumulator(keys, sensitive, nulls="value", n_jobs=1)
+        return CountAccumulator(keys, sensitive, nulls="value", n_jobs=1, weight=weight)
 
     def flush(acc: CountAccumulator) -> None:
         rel = acc.to_release()
         state.update(rel, offset=state.n_groups)
 
-    for batch in iter_batches(data, cols, batch_size=batch_size):
+    for batch in iter_batches(data, read, batch_size=batch_size):
         table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
         rows += table.num_rows
         nbytes += table.nbytes
         table, _ = apply_null_policy(table, cols, nulls)
+        if weight is not None:
+            table, _ = apply_weights(table, weight)
         if table.num_rows == 0:
             continue
         starts, bad = _runs(table, keys)
