@@ -116,9 +116,9 @@ import fastpriv as fp
 from fastpriv import risk
 src, qi, m = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
 data = fp.datasets.load_adult() if src == "adult" else src
-risk.combinations(data if src == "adult" else src, qi=qi[:2], m=1)   # JIT warm-up
+risk.combinations(data if src == "adult" else src, qi=qi[:2], max_set_size=1)   # JIT warm-up
 t0 = time.perf_counter()
-res = risk.combinations(data, qi=qi, m=m)
+res = risk.combinations(data, qi=qi, max_set_size=m)
 dt = time.perf_counter() - t0
 # VmHWM: this process's own peak RSS (ru_maxrss would include the parent's peak on Linux,
 # which survives fork + exec)

@@ -245,7 +245,7 @@ def _risk_workload() -> None:
     risk.audit(t, qi=qi)
     risk.audit(t, qi=qi, population=1_000_000)
     risk.audit(t.slice(0, 1000), qi=qi, population=t)
-    risk.combinations(t, qi=qi, m=2)
+    risk.combinations(t, qi=qi, max_set_size=2)
 
 
 #: Each model's own workload (beyond its documented examples, :data:`DOCTEST_MODEL`): the

@@ -994,7 +994,7 @@ class CombinationResult(Result):
         p = self.params
         top = sorted(self.rows, key=lambda r: (-r["score"], r["size"]))[:3]
         lines = [f"Risk by QI combination: {p['n_subsets']:,} subsets of {p['n_qi']} QIs up to "
-                 f"size {p['m']} on {p['n_records']:,} records."]
+                 f"size {p['max_set_size']} on {p['n_records']:,} records."]
         for r in top:
             if r["msu"] == 0:
                 break
@@ -1008,10 +1008,11 @@ class CombinationResult(Result):
         return "\n".join(lines)
 
 
-def combinations(data: Any, *, qi: Sequence[str] | None = None, m: int | None = None,
-                 weight: str | None = None, nulls: str = "error", max_memory: int = 1 << 30,
-                 n_jobs: int | None = None) -> CombinationResult:
-    """Uniques and minimal sample uniques (SUDA2) for every QI subset up to size ``m``.
+def combinations(data: Any, *, qi: Sequence[str] | None = None,
+                 max_set_size: int | None = None, weight: str | None = None,
+                 nulls: str = "error", max_memory: int = 1 << 30, n_jobs: int | None = None,
+                 m: int | None = None) -> CombinationResult:
+    """Uniques and minimal sample uniques (SUDA2) for every QI subset up to ``max_set_size``.
 
     A record is *unique* on a subset S when no other record shares its values on S. S is a
     *minimal sample unique* (MSU) of the record when the record is unique on S and on no
@@ -1035,8 +1036,9 @@ def combinations(data: Any, *, qi: Sequence[str] | None = None, m: int | None = 
         As for :func:`audit`.
     qi : list of str
         The quasi-identifier columns (optional for a Release / ClassCounts).
-    m : int, optional
-        Largest subset size (default: all QIs).
+    max_set_size : int, optional
+        Largest subset size (default: all QIs); the name of the largest attribute set
+        everywhere (``m`` is the skyline's).
     weight : str, optional
         Multiplicity column (each row stands for ``weight`` identical records; integers
         ≥ 0): the result equals the expanded table's.
@@ -1048,19 +1050,28 @@ def combinations(data: Any, *, qi: Sequence[str] | None = None, m: int | None = 
         Subsets of one level are counted on this many threads (the kernels release the GIL;
         ``fastpriv._threads`` convention: None = all threads of the pool). Each thread's
         counting pass holds about 100 bytes per distinct tuple while it runs.
+    m : int, optional
+        Deprecated name of ``max_set_size`` (warns; removed in the next release).
 
     """
+    if m is not None:
+        import warnings
+
+        warnings.warn("risk.combinations(m=) is deprecated: use max_set_size= (m is the "
+                      "skyline's letter)", DeprecationWarning, stacklevel=2)
+        max_set_size = m if max_set_size is None else max_set_size
     cc = class_counts(data, qi=qi, weight=weight, nulls=nulls)
     q = len(cc.qi)
-    m = q if m is None else check_int(m, "m", minimum=1, maximum=q)
+    m = q if max_set_size is None else check_int(max_set_size, "max_set_size", minimum=1,
+                                                 maximum=q)
     max_memory = check_int(max_memory, "max_memory", minimum=1)
     d = cc.n_classes
     widest = max(math.comb(q, k) for k in range(1, m)) if m > 1 else 0
     need = widest * ((d + 7) // 8)
     if need > max_memory:
-        raise InputError(f"m: keeping the uniqueness bits of {widest} subsets of "
+        raise InputError(f"max_set_size: keeping the uniqueness bits of {widest} subsets of "
                          f"{d:,} distinct tuples needs {need:,} bytes > max_memory={max_memory:,};"
-                         " lower m or raise max_memory")
+                         " lower max_set_size or raise max_memory")
     encs = [encode_column(cc.keys.column(c), name=c) for c in cc.qi]
     codes = kernel_array(np.stack([e.codes for e in encs]), np.int32)
     cards = kernel_array([max(len(e.labels), 1) for e in encs], np.int64)
@@ -1097,8 +1108,8 @@ def combinations(data: Any, *, qi: Sequence[str] | None = None, m: int | None = 
     n = cc.n_records
     best = max(rows, key=lambda r: (r["score"], -r["size"], r["uniques"]))
     value = max(r["uniques"] for r in rows) / n
-    params = {"qi": list(cc.qi), "m": m, "n_qi": q, "n_records": n, "n_distinct_tuples": d,
-              "n_subsets": len(rows)}
+    params = {"qi": list(cc.qi), "max_set_size": m, "n_qi": q, "n_records": n,
+              "n_distinct_tuples": d, "n_subsets": len(rows)}
     witness = SubsetWitness(tuple(best["qi"]), best["size"], best["classes"], best["uniques"],
                             best["msu"], best["score"])
     return CombinationResult(value, rows, contrib, witness, params)

@@ -62,7 +62,7 @@ CALLS = {
     risk: {
         "audit": lambda: risk.audit(TABLE, qi=["age", "sex"]),
         "class_counts": lambda: risk.class_counts(TABLE, qi=["age", "sex"]),
-        "combinations": lambda: risk.combinations(TABLE, qi=["age", "sex", "disease"], m=2),
+        "combinations": lambda: risk.combinations(TABLE, qi=["age", "sex", "disease"], max_set_size=2),
         "verdict": lambda: risk.verdict(risk.audit(TABLE, qi=["age", "sex"]), max_risk=0.5),
         "population_uniques": lambda: risk.population_uniques(
             np.array([1, 2]), np.array([3, 2]), 1000.0),

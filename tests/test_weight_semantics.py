@@ -91,8 +91,8 @@ def test_risk_audit_weighted_with_nulls_equals_expanded(t, qi, nulls):
 @given(weighted_tables(), st.sampled_from(QIS[1:]), st.integers(1, 3))
 def test_risk_combinations_of_weighted_table_equals_expanded(t, qi, m):
     m = min(m, len(qi))
-    a = risk.combinations(t, qi=qi, m=m, weight="n").to_dict()
-    b = risk.combinations(expand(t), qi=qi, m=m).to_dict()
+    a = risk.combinations(t, qi=qi, max_set_size=m, weight="n").to_dict()
+    b = risk.combinations(expand(t), qi=qi, max_set_size=m).to_dict()
     assert a == b
 
 

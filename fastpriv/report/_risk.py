@@ -1,14 +1,10 @@
 """Report section for re-identification risk (:mod:`fastpriv.risk`): data, chart and HTML.
 
-Not wired into :func:`fastpriv.report.build_report` here. The hook is three calls:
-
-* ``sec = risk_section(data, qi=..., threshold=..., weight=..., population=..., m=...)`` — a
-  JSON-safe dict in the report's section shape (``status``, ``reason``, ``seconds`` plus the
-  content), stored e.g. as ``payload["risk"]``;
-* ``risk_verdict_check(sec)`` — one entry for the verdict's list of checks (PASS/FAIL of the
-  highest prosecutor risk against the threshold);
-* ``render_risk_html(sec)`` — the HTML fragment (heading, plain-language measures, the chart
-  of risk by QI combination, the table of the riskiest combinations).
+:func:`fastpriv.report.build_report` calls :func:`risk_section` (a JSON-safe dict in the
+report's section shape: ``status``, ``reason``, ``seconds`` plus the content, stored as
+``payload["risk"]``); the verdict reads its ``verdict`` entry and the HTML page renders it
+with :func:`render_risk_html` (heading, plain-language measures, the chart of risk by QI
+combination, the table of the riskiest combinations).
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ from .. import risk as _risk
 from ..errors import InputError
 from .plots import bar_chart
 
-__all__ = ["risk_section", "risk_verdict_check", "render_risk_html", "combination_chart"]
+__all__ = ["risk_section", "render_risk_html", "combination_chart"]
 
 #: How many QI combinations the chart and the table show (riskiest first).
 TOP_COMBINATIONS = 15
@@ -29,7 +25,7 @@ TOP_COMBINATIONS = 15
 
 def risk_section(data: Any, *, qi: list, threshold: float = 0.2, weight: str | None = None,
                  sampling_weight: str | None = None, population: Any = None,
-                 m: int | None = 3, nulls: str = "error",
+                 max_set_size: int | None = 3, nulls: str = "error",
                  top: int = TOP_COMBINATIONS) -> dict:
     """Run :func:`fastpriv.risk.audit` and :func:`fastpriv.risk.combinations` for a report.
 
@@ -42,15 +38,16 @@ def risk_section(data: Any, *, qi: list, threshold: float = 0.2, weight: str | N
     ``verdict`` (``passed``, ``lines``), ``combinations`` (the ``top`` riskiest subsets,
     ``generalize_first``, ``attribute_contribution``, ``params``) and ``chart`` (labels and
     values of the bar chart: records for which each combination is a minimal sample unique).
-    ``m`` bounds the combination size (3 by default: C(q, ≤3) subsets stay small for any q).
+    ``max_set_size`` bounds the combination size (3 by default: C(q, ≤3) subsets stay small
+    for any q).
     """
     t0 = time.perf_counter()
     try:
         cc = _risk.class_counts(data, qi=qi, weight=weight, sampling_weight=sampling_weight,
                                 nulls=nulls)
         res = _risk.audit(cc, population=population, threshold=threshold)
-        mm = None if m is None else min(m, len(cc.qi))
-        comb = _risk.combinations(cc, m=mm)
+        mm = None if max_set_size is None else min(max_set_size, len(cc.qi))
+        comb = _risk.combinations(cc, max_set_size=mm)
     except InputError as exc:      # bad input for this section; a bug propagates
         return {"status": "failed", "reason": f"{type(exc).__name__}: {exc}",
                 "seconds": time.perf_counter() - t0}
@@ -72,17 +69,6 @@ def risk_section(data: Any, *, qi: list, threshold: float = 0.2, weight: str | N
                              "attribute_contribution": cd["attribute_contribution"],
                              "summary": comb.summary(), "params": cd["params"]},
             "chart": chart}
-
-
-def risk_verdict_check(sec: dict) -> dict:
-    """One verdict entry: ``{"name", "passed", "detail"}`` (``passed`` None when not run)."""
-    if sec.get("status") != "ok":
-        return {"name": "re-identification risk", "passed": None,
-                "detail": sec.get("reason") or "not run"}
-    a = sec["audit"]
-    return {"name": "re-identification risk", "passed": bool(sec["verdict"]["passed"]),
-            "detail": f"highest prosecutor risk {a['prosecutor_max']:.4g} against "
-                      f"threshold {a['params']['threshold']:g}"}
 
 
 def combination_chart(sec: dict) -> str:
