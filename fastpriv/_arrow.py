@@ -48,15 +48,46 @@ NULL_POLICIES = ("error", "drop", "value")
 _CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.zst", ".tsv")
 
 
-def is_csv(path: str) -> bool:
-    """CSV by suffix; a file with another suffix is CSV unless it starts like Parquet/Arrow."""
-    if path.lower().endswith(_CSV_SUFFIXES):
-        return True
-    if path.lower().endswith((".parquet", ".pq", ".parq")) or not os.path.isfile(path):
-        return False
+#: Table formats of a path, by suffix (lower case); the content decides when none matches.
+_FORMATS = (("parquet", (".parquet", ".pq", ".parq")),
+            ("ipc", (".arrow", ".feather", ".ipc", ".arrows")),
+            ("json", (".jsonl", ".ndjson", ".json")),
+            ("csv", _CSV_SUFFIXES))
+
+
+def file_format(path: str) -> str:
+    """Return the table format of a file or folder: the one registry of input formats.
+
+    ``"parquet"``, ``"ipc"`` (Arrow IPC file / Feather v2), ``"json"`` (JSON lines) or
+    ``"csv"`` (any delimiter, :func:`sniff_delimiter`; gzip, bz2, zstd). The suffix decides;
+    without a known one the first bytes do (``PAR1``, ``ARROW1``, ``{``), and text is CSV.
+    A folder has the format of its first data file (hidden and ``_`` files skipped).
+    """
+    low = str(path).lower()
+    for fmt, suffixes in _FORMATS:
+        if low.endswith(suffixes):
+            return fmt
+    if os.path.isdir(path):
+        for root, dirs, files in os.walk(path):
+            dirs.sort()
+            for name in sorted(files):
+                if not name.startswith((".", "_")):
+                    return file_format(os.path.join(root, name))
+        return "parquet"
+    if not os.path.isfile(path):
+        return "parquet"
     with open(path, "rb") as fh:
         head = fh.read(6)
-    return not (head[:4] == b"PAR1" or head == b"ARROW1")
+    if head[:4] == b"PAR1":
+        return "parquet"
+    if head == b"ARROW1":
+        return "ipc"
+    return "json" if head.lstrip()[:1] == b"{" else "csv"
+
+
+def is_csv(path: str) -> bool:
+    """Return True when ``path`` holds CSV text (:func:`file_format`)."""
+    return file_format(path) == "csv"
 
 
 def sniff_delimiter(path: str) -> str:
@@ -201,7 +232,7 @@ def open_dataset(path: str, columns: Sequence[str] | None = None):
     """
     import pyarrow.dataset as ds
 
-    fmt = "csv" if is_csv(path) else "parquet"
+    fmt = file_format(path)
     if fmt == "csv" and os.path.isfile(path):
         return None  # read with pyarrow.csv (handles compression, streaming)
     return ds.dataset(path, format=fmt, partitioning="hive")
@@ -355,8 +386,9 @@ def _to_table(data: Any, columns: Sequence[str] | None, param: str,
     if hasattr(data, "__arrow_c_stream__"):
         return pa.table(data)
     raise InputTypeError(
-        f"{param}: expected a pyarrow Table/RecordBatch/RecordBatchReader/Dataset, a Parquet or "
-        f"CSV path, a pandas or polars DataFrame, or a dict of columns; got {type(data).__name__}"
+        f"{param}: expected a pyarrow Table/RecordBatch/RecordBatchReader/Dataset, a path "
+        f"(Parquet, CSV, Arrow IPC/Feather or JSON lines), a pandas or polars DataFrame, or a "
+        f"dict of columns; got {type(data).__name__}"
     )
 
 
