@@ -16,9 +16,13 @@ Two ways to count (``method=``):
     ``df.mapInArrow``: every partition is counted by fastpriv's mergeable
     :class:`~fastpriv.counts.CountAccumulator` on the executor (the Numba kernels of the
     local path, one thread per task), which emits its state as Arrow triples. The partial
-    triples are merged on the driver by :meth:`Release.from_counts` (``merge="driver"``:
-    no shuffle; the driver receives one state per partition) or summed by a ``GROUP BY``
-    on the cluster first (``merge="cluster"``: the driver receives each pair once). Needs
+    triples are merged on the driver (``merge="driver"``: no shuffle; the driver receives
+    one state per partition — :func:`release` brings them :data:`PARTITIONS_PER_COLLECT`
+    partitions at a time and merges as they come, so its memory is the merged state plus
+    one block; Adult on ``local[2]`` in 24 partitions, min–median of 8: 1.5–1.9 s against
+    1.1–1.2 s for one collect of every state; up to 16 partitions it is that one
+    collect) or summed by a ``GROUP BY`` on the cluster first (``merge="cluster"``: the
+    driver receives each pair once). Needs
     fastpriv importable on the executors (``pip install fastpriv`` on every node; the
     Numba kernels compile on a node's first task, then load from the on-disk cache — run
     ``fastpriv warmup`` on the nodes' image to skip that). An executor whose Python cannot
@@ -73,7 +77,8 @@ from .errors import InputError, InputTypeError
 if TYPE_CHECKING:
     from .release import Release
 
-__all__ = ["release", "counts", "worker_error", "METHODS", "MERGES"]
+__all__ = ["release", "counts", "worker_error", "METHODS", "MERGES",
+           "PARTITIONS_PER_COLLECT"]
 
 #: Counting strategies of :func:`counts` / :func:`release`.
 METHODS = ("groupby", "partitions")
@@ -262,15 +267,9 @@ def counts(df: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
     """
     keys = _check(df, sensitive, group, qi, method, merge, weight)   # imports pyspark
     from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType, StructField, StructType
 
     cols = keys + [sensitive]
-    # positional names on the cluster: column names with dots or spaces trip some Spark
-    # paths (mapInArrow resolves names unquoted); the real names come back on the driver
-    pos = [f"c{i}" for i in range(len(cols))]
-    read = cols + ([weight] if weight is not None else [])
-    picked = df.select(*[_spark_column(c).alias(p)
-                         for c, p in zip(read, pos + ["w"], strict=False)])
+    picked, pos = _picked(df, cols, weight)
     if method == "groupby" and weight is None:
         agg = picked.groupBy(*pos).agg(F.count(F.lit(1)).alias("n"))
     elif method == "groupby":
@@ -282,14 +281,81 @@ def counts(df: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
             F.min("w").alias("least"))
         return _weighted_triples(_collect(agg), weight, cols)
     else:
-        schema = StructType([picked.schema[p] for p in pos]
-                            + [StructField("n", LongType(), False)])
-        fn = functools.partial(_count_partition, keys=pos[:-1], sensitive=pos[-1],
-                               count="n", weight=None if weight is None else "w")
-        agg = picked.mapInArrow(fn, schema)
+        agg = _partition_states(picked, pos, weight)
         if merge == "cluster":
             agg = agg.groupBy(*pos).agg(F.sum("n").cast("long").alias("n"))
     return _collect(agg).rename_columns(cols + [_count_name(cols)])
+
+
+def _picked(df: Any, cols: list[str], weight: str | None) -> tuple[Any, list[str]]:
+    """Select the used columns under positional names ``c0, c1, …`` (and ``w``).
+
+    Column names with dots or spaces trip some Spark paths (mapInArrow resolves names
+    unquoted); the real names come back on the driver.
+    """
+    pos = [f"c{i}" for i in range(len(cols))]
+    read = cols + ([weight] if weight is not None else [])
+    picked = df.select(*[_spark_column(c).alias(p)
+                         for c, p in zip(read, pos + ["w"], strict=False)])
+    return picked, pos
+
+
+def _partition_states(picked: Any, pos: list[str], weight: str | None) -> Any:
+    """One CountAccumulator state per partition, as Arrow triples (``mapInArrow``)."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    schema = StructType([picked.schema[p] for p in pos]
+                        + [StructField("n", LongType(), False)])
+    fn = functools.partial(_count_partition, keys=pos[:-1], sensitive=pos[-1],
+                           count="n", weight=None if weight is None else "w")
+    return picked.mapInArrow(fn, schema)
+
+
+#: ``release(method="partitions", merge="driver")`` brings this many partition states to
+#: the driver at a time, folding each batch into one accumulator there
+PARTITIONS_PER_COLLECT = 16
+
+
+def _streamed_counts(df: Any, *, sensitive: str, group: Any, qi: Any,
+                     weight: str | None) -> pa.Table:
+    """Sum the triples of ``method="partitions", merge="driver"`` in bounded memory.
+
+    Beyond :data:`PARTITIONS_PER_COLLECT` partitions, the partition states are computed
+    once and kept on the cluster (``persist``); the driver collects them that many
+    partitions at a time (a filter on ``spark_partition_id()``) and adds each block to one
+    :class:`~fastpriv.counts.CountAccumulator` (the counts as weights): its memory is the
+    merged state plus one block, not every partition's state at once. Up to that many
+    partitions, one collect (no persist: ~0.3 s less on a local session).
+    """
+    from pyspark.sql import functions as F
+
+    from .counts import CountAccumulator
+
+    keys = _check(df, sensitive, group, qi, "partitions", "driver", weight)
+    cols = keys + [sensitive]
+    picked, pos = _picked(df, cols, weight)
+    step = max(int(PARTITIONS_PER_COLLECT), 1)
+    try:
+        n_parts = picked.rdd.getNumPartitions()
+    except Exception:   # noqa: BLE001 - Spark Connect has no RDDs: one collect
+        n_parts = 0
+    if n_parts <= step:   # one block: one collect, nothing kept on the cluster
+        return counts(df, sensitive=sensitive, group=group, qi=qi, weight=weight,
+                      method="partitions", merge="driver")
+    states = _partition_states(picked, pos, weight).persist()
+    try:
+        acc = CountAccumulator(pos[:-1], pos[-1], nulls="value", n_jobs=1, weight="n")
+        for first in range(0, n_parts, step):
+            block = _collect(states.where(F.spark_partition_id().between(
+                first, first + step - 1)))
+            if block.num_rows:
+                acc.add(block)
+    finally:
+        states.unpersist()
+    if acc.n_groups == 0:
+        return pa.table({c: pa.array([], pa.null()) for c in cols}
+                        | {_count_name(cols): pa.array([], pa.int64())})
+    return acc.to_table().rename_columns(cols + [_count_name(cols)])
 
 
 def _weighted_triples(table: pa.Table, weight: str, cols: list[str]) -> pa.Table:
@@ -341,7 +407,9 @@ def release(data: Any, *, sensitive: str, group: str | Sequence[str] | None = No
     method, merge :
         See :func:`counts`. ``method="partitions"`` runs fastpriv on the executors: when
         their Python cannot import it, :class:`~fastpriv.InputError` says so (and names
-        ``spark.pyspark.python`` / ``PYSPARK_PYTHON``).
+        ``spark.pyspark.python`` / ``PYSPARK_PYTHON``). With ``merge="driver"`` the
+        partition states reach the driver :data:`PARTITIONS_PER_COLLECT` partitions at a
+        time and are merged as they come (memory: the merged state and one block).
 
     Returns
     -------
@@ -354,8 +422,12 @@ def release(data: Any, *, sensitive: str, group: str | Sequence[str] | None = No
     from .release import Release
 
     check_choice(nulls, "nulls", NULL_POLICIES)   # before the cluster job, not after
-    table = counts(data, sensitive=sensitive, group=group, qi=qi, weight=weight,
-                   method=method, merge=merge)
+    if method == "partitions" and merge == "driver":
+        table = _streamed_counts(data, sensitive=sensitive, group=group, qi=qi,
+                                 weight=weight)
+    else:
+        table = counts(data, sensitive=sensitive, group=group, qi=qi, weight=weight,
+                       method=method, merge=merge)
     keys = list(table.column_names[:-2])
     if table.num_rows == 0:
         raise InputError("data is empty: a release needs at least one row")
