@@ -241,11 +241,10 @@ def _piece_table(kind: str, obj: Any, keys: list[str], sensitive: str, nulls: st
     """Return a partition's rows after the null policy, without the rows of weight 0."""
     from ._arrow import apply_null_policy, apply_weights
 
-    cols = keys + [sensitive]
-    table, _ = apply_null_policy(_to_table(kind, obj, _columns(keys, sensitive, weight)),
-                                 cols, nulls)
-    if weight is not None:
+    table = _to_table(kind, obj, _columns(keys, sensitive, weight))
+    if weight is not None:      # first, as Release.from_table: every row's weight checked
         table, _ = apply_weights(table, weight)
+    table, _ = apply_null_policy(table, keys + [sensitive], nulls)
     return table
 
 

@@ -358,10 +358,12 @@ def value_distribution(data: Any, sensitive: str, *, keys: Sequence[str] = (),
     totals = np.zeros(0, dtype=np.int64)
     n = 0
     for batch in iter_batches(data, read, batch_size=batch_size):
-        t, _ = apply_null_policy(pa.Table.from_batches([batch]), cols, nulls)
-        w = None
+        t, w = pa.Table.from_batches([batch]), None
+        if weight is not None:   # first, as Release.from_table: every row's weight checked
+            t, _ = apply_weights(t, weight)
+        t, _ = apply_null_policy(t, cols, nulls)
         if weight is not None:
-            t, w = apply_weights(t, weight)
+            w = t.column(weight).to_numpy().astype(np.int64)
         if t.num_rows == 0:
             continue
         codes = lab.encode(t.column(sensitive))
@@ -513,9 +515,9 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
         table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
         rows += table.num_rows
         nbytes += table.nbytes
-        table, _ = apply_null_policy(table, cols, nulls)
-        if weight is not None:
+        if weight is not None:   # first, as Release.from_table: every row's weight checked
             table, _ = apply_weights(table, weight)
+        table, _ = apply_null_policy(table, cols, nulls)
         if table.num_rows == 0:
             continue
         starts, bad = _runs(table, keys)

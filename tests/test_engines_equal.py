@@ -315,6 +315,24 @@ def test_weights_in_dask_and_streaming_equal_in_memory(qi_table, tmp_path):
         distributed.release_from_dask(folder, qi=["age"], sensitive="d", weight="age")
 
 
+@pytest.mark.parametrize("bad, message", [(None, "has 1 nulls"), (-1, "has negative weights")])
+def test_a_bad_weight_on_a_row_nulls_drop_is_refused_by_every_engine(tmp_path, bad, message):
+    t = pa.table({"g": pa.array([1, None, 2], pa.int64()), "s": ["a", "b", "a"],
+                  "w": pa.array([1, bad, 2], pa.int64())})
+    path = str(tmp_path / "t.parquet")
+    pq.write_table(t, path)
+    kw = {"group": "g", "sensitive": "s", "nulls": "drop", "weight": "w"}
+    calls = {"in memory": lambda: Release.from_table(t, **kw),
+             "audit_stream": lambda: streaming.audit_stream(path, **kw),
+             "clustered_audit": lambda: streaming.clustered_audit(t.slice(0, 2), **kw),
+             "release_from_dask": lambda: distributed.release_from_dask(path, **kw),
+             "groupwise_audit": lambda: distributed.groupwise_audit(path, **kw)}
+    for name, call in calls.items():
+        with pytest.raises(InputError, match=f"weight column 'w' {message}"):
+            call()
+            pytest.fail(name)
+
+
 # ------------------------------------------------------------------ Spark (rows 5, 6, 7)
 @pytest.fixture(scope="module")
 def spark_session():
