@@ -55,6 +55,8 @@ from typing import Any
 
 from numba.core import caching
 
+from ._progress import gc_paused
+
 __all__ = ["UnsafeCacheDirectory", "cache_dir_for", "cache_root", "make_cache", "source_hash",
            "unsafe_reason"]
 
@@ -316,21 +318,87 @@ class _TolerantCacheFile(caching.IndexDataCacheFile):
             return None
 
 
+def _runtime_only(target_context: Any) -> None:
+    """Initialize what loaded machine code links against, and nothing more.
+
+    Numba's own ``load_overload`` first calls ``target_context.refresh()``, which imports
+    and installs every implementation registry of Numba's CPU target (``numba.np.arraymath``
+    with its BLAS probe importing ``scipy.linalg``, ``numba.typed``, the random and datetime
+    modules, …) and refreshes the typing context: about 0.25 CPU-s per process, the largest
+    single cost of a command whose kernels are all cached — and needed only to *compile*
+    (Numba's compiler refreshes both contexts itself before compiling). Rebuilding a cached
+    kernel needs the runtime: the NRT's symbols and its atomic helpers (``rtsys``), while
+    the C helpers, exception objects and math functions are registered when the context is
+    created.
+    """
+    from numba.core.runtime import rtsys
+
+    rtsys.initialize(target_context)
+    _import_arraymath_without_blas_probe()
+
+
+@functools.lru_cache(maxsize=None)
+def _import_arraymath_without_blas_probe() -> None:
+    """Import ``numba.np.arraymath`` without its BLAS probe importing ``scipy.linalg``.
+
+    Unpickling a cached kernel imports the modules of the Numba implementations compiled
+    into it (their environments), ``numba.np.arraymath`` among them for most kernels; at
+    import it probes for BLAS with ``import scipy.linalg.cython_blas`` (0.1-0.15 CPU-s,
+    for ``np.dot``-like code fastpriv's kernels do not contain). When SciPy is installed —
+    ``import numba`` has imported the ``scipy`` package then — the probe's answer is known
+    to be yes, and it is skipped during the import; the probe is restored afterwards, so
+    compiling code that calls BLAS still imports it. Without SciPy, or when Numba's
+    modules are not as expected, nothing is changed.
+    """
+    if "numba.np.arraymath" in sys.modules or "scipy" not in sys.modules:
+        return
+    try:
+        from numba.np import linalg
+    except ImportError:  # pragma: no cover - a Numba without it
+        return
+    probe = getattr(linalg, "ensure_blas", None)
+    if probe is None:  # pragma: no cover - another Numba layout
+        return
+    linalg.ensure_blas = lambda: None
+    try:
+        from numba.np import arraymath
+    finally:
+        linalg.ensure_blas = probe
+    if getattr(arraymath, "ensure_blas", None) is not None:
+        arraymath.ensure_blas = probe
+
+
 class FastprivCache(caching.FunctionCache):
     """Numba's function cache with :class:`_ContentLocator` first.
 
     It never fails a compile because the cache cannot be written (the kernel then just is
     not saved), and never fails one because an entry cannot be read back (the kernel is
-    compiled again and the entry overwritten).
+    compiled again and the entry overwritten). Loading an entry skips Numba's refresh of
+    the typing and target contexts (:func:`_runtime_only`) unless ``refresh=True`` (kernels
+    with ``parallel=True``, whose code needs the threading layer the refresh sets up); an
+    entry that fails to rebuild that way is loaded again after a full refresh before it
+    counts as damaged.
     """
 
     _impl_class = _ContentCacheImpl
 
-    def __init__(self, py_func: Any) -> None:
+    def __init__(self, py_func: Any, refresh: bool = False) -> None:
         super().__init__(py_func)
+        self._refresh = refresh
         self._cache_file = _TolerantCacheFile(
             cache_path=self._cache_path, filename_base=self._impl.filename_base,
             source_stamp=self._impl.locator.get_source_stamp())
+
+    def load_overload(self, sig: Any, target_context: Any) -> Any:
+        with gc_paused():
+            if not self._refresh:
+                _runtime_only(target_context)
+                try:
+                    with self._guard_against_spurious_io_errors():
+                        return caching.FunctionCache._load_overload(self, sig, target_context)
+                except Exception:  # noqa: BLE001 - retried below with Numba's full set-up
+                    pass
+            return super().load_overload(sig, target_context)
 
     def _load_overload(self, sig: Any, target_context: Any) -> Any:
         try:
@@ -346,10 +414,14 @@ class FastprivCache(caching.FunctionCache):
             _note_once("save", f"compiled kernels are not saved to {self.cache_path} ({exc})")
 
 
-def make_cache(py_func: Any) -> Any:
-    """Return the on-disk cache of a kernel (a ``NullCache`` when no location is usable)."""
+def make_cache(py_func: Any, refresh: bool = False) -> Any:
+    """Return the on-disk cache of a kernel (a ``NullCache`` when no location is usable).
+
+    ``refresh=True``: set up Numba's whole target before loading (see
+    :class:`FastprivCache`).
+    """
     try:
-        return FastprivCache(py_func)
+        return FastprivCache(py_func, refresh=refresh)
     except UnsafeCacheDirectory as exc:
         _note_once("unsafe", f"ignoring the kernel cache: {exc}, so another user could "
                    "plant code in it; kernels are compiled in memory instead (use a "

@@ -29,14 +29,17 @@ Two uses:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["wanted", "Progress", "RowsProgress", "compile_progress", "compile_stats"]
+__all__ = ["wanted", "Progress", "RowsProgress", "compile_progress", "compile_stats",
+           "gc_paused"]
 
 _OFF = ("0", "false", "no", "off")
 _ON = ("1", "true", "yes", "on")
@@ -164,6 +167,25 @@ class RowsProgress(Progress):
         super().__call__(rows, self.total_rows)
         if self._bar is not None:
             self._bar.set_postfix_str(f"{nbytes / 1e6:,.1f} MB", refresh=False)
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for a burst of long-lived allocations.
+
+    Importing Numba and loading cached kernels (unpickling, and the Numba modules their
+    environments import) allocate many objects that stay alive and make no cyclic garbage;
+    the collections they would trigger, full ones included, find nothing. Restores the
+    collector as it was (a caller that disabled it keeps it disabled).
+    """
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 
 
 # ============================================================================ compiling
