@@ -1689,10 +1689,12 @@ class StreamCounts:
         self.rows_seen += table.num_rows
         self.batches_seen += 1
         self.bytes_seen += table.nbytes
+        if self.weight is not None:   # checked on every row, as Release.from_table does
+            table, _ = apply_weights(table, self.weight)
         table, dropped = apply_null_policy(table, self.keys + [self.sensitive], self.nulls)
         self.rows_dropped += dropped
         if self.weight is not None:
-            table, weights = apply_weights(table, self.weight)
+            weights = table.column(self.weight).to_numpy().astype(np.int64)
         if table.num_rows == 0:
             return self
         if self.weight is not None:   # weighted rows: the general path, int64 weights

@@ -571,3 +571,15 @@ def test_dask_and_streaming_equal_in_memory(data, tmp_path_factory):
         assert cl[0] == "ok", cl
         assert cl[1].classic.to_dict() == want["classic"][1]
         assert cl[1].skyline.to_dict() == want["skyline"][1]
+
+
+def test_from_batches_checks_weights_of_dropped_rows_like_from_table():
+    """A negative weight on a row that nulls="drop" removes is refused in both paths."""
+    t = pa.table({"g": [1, None, 2], "s": ["a", "b", "a"], "n": [2, -1, 1]})
+    for build in (Release.from_table, Release.from_batches):
+        with pytest.raises(InputError, match="negative"):
+            build(t, group="g", sensitive="s", weight="n", nulls="drop")
+    ok = pa.table({"g": [1, None, 2], "s": ["a", "b", "a"], "n": [2, 0, 1]})
+    a = Release.from_table(ok, group="g", sensitive="s", weight="n", nulls="drop")
+    b = Release.from_batches(ok, group="g", sensitive="s", weight="n", nulls="drop")
+    assert a.equals(b)

@@ -489,7 +489,8 @@ def test_cli_streams_a_parquet_directory_with_a_progress_bar(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_warmup_command_reports_kernels(tmp_path, capsys, monkeypatch):
-    from fastpriv.cli import main, warmup
+    from fastpriv import _warmup as warmup
+    from fastpriv.cli import main
 
     # the real workloads take minutes on a cold cache: keep one cheap doctest module and
     # the streaming and counting paths, and check the report and its JSON
