@@ -114,21 +114,6 @@ class CountAccumulator(StreamCounts):
 
     """
 
-    def add(self, batch: pa.RecordBatch | pa.Table) -> "CountAccumulator":
-        """Count one record batch (or table) into the state. Returns ``self``.
-
-        With ``weight``, the weights of **every** row are checked first (integers, no
-        nulls, none negative), also on rows the null policy then drops: the in-memory
-        ``Release.from_table(..., weight=)`` refuses them too.
-        """
-        if self.weight is not None and isinstance(batch, (pa.Table, pa.RecordBatch)) \
-                and self.weight in batch.schema.names:
-            from ._arrow import apply_weights
-
-            apply_weights(pa.table({self.weight: batch.column(self.weight)}), self.weight)
-        super().add(batch)
-        return self
-
     def to_release(self) -> Release:
         """Build the :class:`~fastpriv.Release` (SVPI) of everything counted so far.
 
