@@ -23,6 +23,7 @@ classes in ``org.deidentifier.arx.metric.v2`` literally:
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from collections import Counter
 
 
@@ -76,11 +77,12 @@ def quality(rows, hierarchies, node, measure, k=1, suppress=False):
         for a, lev in enumerate(node):
             h = hierarchies[a]
             D = len(h)
-            x = 0.0
+            x = Fraction(0)            # exact: ARX's floor to 10 decimals is discontinuous
             for g, o in zip(gen, out, strict=True):
-                x += 1.0 if o else sum(1 for hr in h if hr[lev] == g[a]) / D
-            lo = n / D
-            v = 0.0 if n - lo <= 0 else _arx_round(max((x - lo) / (n - lo), 0.0))
+                x += 1 if o else Fraction(sum(1 for hr in h if hr[lev] == g[a]), D)
+            lo = Fraction(n, D)
+            v = 0.0 if n - lo <= 0 else \
+                math.floor(max((x - lo) / (n - lo), 0) * 10 ** 10) / 1e10
             r *= (v + 1.0) ** (1.0 / d)
         return r - 1.0
     if measure in ("entropy", "nm_entropy"):

@@ -241,3 +241,19 @@ def test_optimum_matches_brute_force(case, measure):
                           utility=measure, materialize=False)
     assert res.optimum["value"] <= mini.optimum["value"] + 1e-12
     assert np.isfinite(res.optimum["value"])
+
+
+def test_loss_is_floored_exactly():
+    """Regression (a Hypothesis case): 16 rows, one suppressed, D = 3 leaves at level 0.
+
+    The normalized loss is exactly 1/16; a float quotient (x − n/3)/(n − n/3) lands just
+    below it and ARX's floor to 10 decimals would give 0.0624999999.
+    """
+    rows = [["a0v0", "*"], ["a0v1", "*"], ["a0v2", "*"]]
+    t = pa.table({"q0": ["a0v0"] * 15 + ["a0v1"]})
+    lat = GeneralizationLattice(t, ["q0"], None, {"q0": Hierarchy(rows, name="q0")})
+    got = lat.utility((0,), "loss", predicate=KAnonymity(2), suppression=0.5)
+    assert got == 0.0625
+    want = naive_quality.quality([(v,) for v in t.column("q0").to_pylist()], [rows], (0,),
+                                 "loss", 2, True)
+    assert want == 0.0625

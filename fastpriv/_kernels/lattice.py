@@ -551,7 +551,9 @@ def quality_terms(codes, kept_w, sup_w, share, suppressed):
 
     ``codes[g]`` is class ``g``'s generalized code of the attribute, ``kept_w[g]`` /
     ``sup_w[g]`` its rows when kept / suppressed (the other one 0), ``share[c]`` the
-    domain share of code ``c`` (``DomainShareMaterialized``) and ``suppressed`` the
+    weight of code ``c`` (the caller passes the hierarchy leaves under ``c``: ARX's domain
+    share ``DomainShareMaterialized`` times the domain size, so the sum is an exact
+    integer) and ``suppressed`` the
     suppressed rows S. Returns ``(Σ_g kept_w[g]·share[codes[g]], Σ_c s_c·log2(s_c/S))``
     with s_c the suppressed rows of code ``c``: the kept part of ``MetricMDNMLoss``'s sum and
     ``MetricMDNUNMEntropy``'s suppression term (≤ 0; 0 when S = 0).

@@ -161,6 +161,7 @@ ARX_MODELS = {"discernibility": "MetricSDNMDiscernability", "avg_group_size": No
 _NODE_ONLY = ("height", "precision", "entropy")     # the node's levels decide the score
 _NODE_BOUND = ("loss", "nm_precision", "nm_entropy")  # exact node-only lower bounds
 _ARX_FACTOR = 1e10   # ARX rounds a dimension's loss down to 10 decimals (Metric.round)
+_ARX_SCALE = 10 ** 10  # the same, as an integer (the loss is floored in exact integers)
 
 
 def _arx_round(x: float) -> float:
@@ -1551,10 +1552,12 @@ class GeneralizationLattice:
     def _quality_tables(self) -> dict[str, list[np.ndarray]]:
         """Per attribute and level: ARX's domain shares, entropy and loss bound (built once).
 
-        ``share[a][l][c]``: hierarchy rows under generalized code ``c`` of level ``l`` / all
-        hierarchy rows (``DomainShareMaterialized``); ``ent[a][l]`` = Σ_v c(v)·log2(c(v) /
-        c(gen_l v)) over the level-0 values (≤ 0; ``MetricMDNUEntropyPrecomputed``);
-        ``gen[a][l]`` = Σ_rows share (the loss of attribute ``a`` with nothing suppressed).
+        ``leaves[a][l][c]``: hierarchy rows under generalized code ``c`` of level ``l``; ARX's
+        domain share (``DomainShareMaterialized``) is ``leaves / dsize[a]``, the hierarchy's
+        rows. ``ent[a][l]`` = Σ_v c(v)·log2(c(v) / c(gen_l v)) over the level-0 values (≤ 0;
+        ``MetricMDNUEntropyPrecomputed``); ``gen[a][l]`` = Σ_rows leaves, the integer
+        x·D of the loss of attribute ``a`` with nothing suppressed (x = Σ_rows share), so
+        that the loss is normalized and rounded exactly (:meth:`_loss_norm`).
         """
         if self._qtab is None:
             share, ent, gen, dsize = [], [], [], []
@@ -1573,27 +1576,33 @@ class GeneralizationLattice:
                     for r in rows:
                         per[r[lev]] = per.get(r[lev], 0) + 1
                     sh = np.array([per.get(lab, 0) for lab in h.labels[lev]],
-                                  dtype=np.float64) / len(rows)
+                                  dtype=np.float64)       # leaves under each code
                     b = np.bincount(h.maps[lev], weights=cnt, minlength=h.cardinality(lev))
                     bv = b[h.maps[lev][first0]]
                     x = a0[present]
                     en_a.append(float(np.sum(x * (np.log(x / bv[present]) / math.log(2)))))
                     sh_a.append(sh)
-                    ge_a.append(float(np.sum(cnt * sh[h.maps[lev]])))
+                    ge_a.append(int(round(float(np.sum(cnt * sh[h.maps[lev]])))))
                 share.append(sh_a)
                 ent.append(en_a)
                 gen.append(ge_a)
                 dsize.append(len(rows))
-            self._qtab = {"share": share, "ent": ent, "gen": gen, "dsize": dsize}
+            self._qtab = {"leaves": share, "ent": ent, "gen": gen, "dsize": dsize}
         return self._qtab
 
-    def _loss_norm(self, a: int, x: float) -> float:
-        """ARX's ``normalizeGeneralized``: (x − n/D)/(n − n/D) ≥ 0, rounded down (0 if D = 1)."""
-        n = float(self.n_rows)
-        lo = n / self._quality_tables()["dsize"][a]
-        if n - lo <= 0:
+    def _loss_norm(self, a: int, xd: int) -> float:
+        """ARX's ``normalizeGeneralized``, exactly: (x − n/D)/(n − n/D) ≥ 0, rounded down.
+
+        With ``xd`` = x·D (an integer: rows × hierarchy leaves) the ratio is
+        (xd − n)/(n·D − n), floored to 10 decimals in integers (ARX's ``Metric.round``) — the
+        floor of a float quotient would drop a whole 10⁻¹⁰ whenever rounding lands just
+        below an exact multiple (n/D is inexact for D = 3). 0 when D = 1.
+        """
+        n = int(self.n_rows)
+        den = n * self._quality_tables()["dsize"][a] - n
+        if den <= 0:
             return 0.0
-        return _arx_round(max((x - lo) / (n - lo), 0.0))
+        return (max(int(xd) - n, 0) * _ARX_SCALE // den) / _ARX_FACTOR
 
     def _entropy(self, node: Sequence[int], extra: Sequence[float] | None = None) -> float:
         """ARX's non-uniform entropy of ``node`` (``extra``: suppression terms, each ≤ 0)."""
@@ -1661,10 +1670,11 @@ class GeneralizationLattice:
         kept_w = np.where(kept, sizes, 0).astype(np.float64)
         sup_w = np.where(kept, 0, sizes).astype(np.float64)
         terms = [quality_terms(kernel_array(codes[a], np.int64), kept_w, sup_w,
-                               kernel_array(tab["share"][a][lev], np.float64), float(sup))
+                               kernel_array(tab["leaves"][a][lev], np.float64), float(sup))
                  for a, lev in enumerate(node)]
-        if measure == "loss":
-            return _geometric([self._loss_norm(a, t[0] + sup) for a, t in enumerate(terms)])
+        if measure == "loss":      # t[0] = Σ kept rows × leaves: an integer, exact in float64
+            return _geometric([self._loss_norm(a, round(t[0]) + sup * tab["dsize"][a])
+                               for a, t in enumerate(terms)])
         return self._entropy(node, [t[1] for t in terms])
 
     def precision(self, node: Any) -> float:
