@@ -170,40 +170,37 @@ def delta_presence(data: Any, *, qi: Sequence[str] | None = None, population: An
 
 
 # ------------------------------------------------------------------ verdict (registry hooks)
-def _not_run(cid: str, title: str, question: str, reason: str) -> dict:
-    return {"section": {"status": "skipped", "reason": reason},
-            "checks": [make_check(cid, title, question, status="skipped", reason=reason)]}
+def _verdict(name: str, compute: Any, classes: Any, population: Any, passed: Any,
+             required: str, plain: Any) -> dict:
+    """Run a population model for the verdict: its section and its one check."""
+    from .registry import model
+
+    m = model(name)
+    if classes is None or population is None or isinstance(population, (int, float)):
+        reason = (f"{m.title} needs the QI classes (--qi) and a population table "
+                  "(--population TABLE)")
+        return {"section": {"status": "skipped", "reason": reason},
+                "checks": [make_check(m.name, m.title, m.question, status="skipped",
+                                      reason=reason)]}
+    res = compute(classes, population=population)
+    return {"section": {"status": "ok", "reason": None, **res.to_dict()},
+            "checks": [make_check(m.name, m.title, m.question, bool(passed(res.value)),
+                                  res.value, required, plain(res.value))]}
 
 
 def k_map_checks(classes: Any, *, population: Any, thresholds: dict) -> dict:
     """Return the k-map section and check: PASS when k-map ≥ ``min_k_map``."""
-    from .registry import model
-
-    m, want = model("k_map"), thresholds["min_k_map"]
-    if classes is None or population is None or isinstance(population, (int, float)):
-        return _not_run(m.name, m.title, m.question, "k-map needs the QI classes (--qi) and "
-                        "a population table (--population TABLE)")
-    res = k_map(classes, population=population)
-    return {"section": {"status": "ok", "reason": None, **res.to_dict()},
-            "checks": [make_check(
-                m.name, m.title, m.question, res.value >= want, res.value,
-                f"k-map ≥ {want}",
-                f"The rarest class in the data matches {res.value:,} people of the population "
-                f"(required: at least {want}).")]}
+    want = thresholds["min_k_map"]
+    return _verdict("k_map", k_map, classes, population, lambda v: v >= want,
+                    f"k-map ≥ {want}",
+                    lambda v: f"The rarest class in the data matches {v:,} people of the "
+                              f"population (required: at least {want}).")
 
 
 def delta_presence_checks(classes: Any, *, population: Any, thresholds: dict) -> dict:
     """Return the δ-presence section and check: PASS when δ_max ≤ ``max_delta``."""
-    from .registry import model
-
-    m, want = model("delta_presence"), thresholds["max_delta"]
-    if classes is None or population is None or isinstance(population, (int, float)):
-        return _not_run(m.name, m.title, m.question, "δ-presence needs the QI classes (--qi) "
-                        "and a population table (--population TABLE)")
-    res = delta_presence(classes, population=population)
-    return {"section": {"status": "ok", "reason": None, **res.to_dict()},
-            "checks": [make_check(
-                m.name, m.title, m.question, bool(res.value <= want), res.value,
-                f"δ ≤ {want:g}",
-                f"A person of the most exposed population class is in the data with "
-                f"probability {res.value:.4g} (allowed: at most {want:g}).")]}
+    want = thresholds["max_delta"]
+    return _verdict("delta_presence", delta_presence, classes, population,
+                    lambda v: v <= want, f"δ ≤ {want:g}",
+                    lambda v: f"A person of the most exposed population class is in the data "
+                              f"with probability {v:.4g} (allowed: at most {want:g}).")
