@@ -22,13 +22,28 @@ kernels).
   per dtype, sorts, the error formatter of array-to-slice assignments, ...).
 * **warmup, filling a cache** — ``fastpriv warmup`` and ``fastpriv warmup --jobs 2`` into an
   empty cache directory: wall and CPU seconds (``warmup_fill``).
+* **documented commands, fresh processes, cached** (``--fresh ROUNDS``, ``fresh_cached`` in
+  the JSON) — each example of each command's ``--help``, exactly as documented, in a fresh
+  process on a filled cache, ``ROUNDS`` times, alternated with the ``--baseline`` revision's
+  tree when one is given (each tree fills the cache with one run first). Every process
+  profiles itself by phase (CPU seconds): imports charged to their package (``numpy``,
+  ``numba`` with llvmlite and SciPy, ``pyarrow``, ``pandas`` — pulled in by pyarrow itself
+  —, ``fastpriv``, ``other``), ``kernel_loads`` (the cached kernels loaded, and any
+  compile, with the Numba modules they import), ``work`` (the rest of the command), and
+  ``exit`` (the interpreter's teardown, measured by the parent as the process's CPU less
+  what the process measured before exiting). Medians per phase, with the process's wall
+  and CPU seconds and the kernels it loaded and compiled, and the machine's load average
+  before and after. Python's bytecode cache is on (an installed package has its ``.pyc``
+  files), in the run's own ``PYTHONPYCACHEPREFIX``.
 
 Full mode (``FASTPRIV_BENCH=full``; ``python -m benchmarks.bench_cold_start [--only audit,demo]
 [--skip-warmup] [--baseline REV]``, the last adding the same cold runs of revision REV,
 alternated, for a same-run before/after) writes
-``benchmarks/results/cold_start_commands.json``. Smoke mode (the default, and inside the
-test run) compiles one small kernel cold and loads it cached, a few seconds, into
-``benchmarks/results/smoke/cold_start_commands.json``.
+``benchmarks/results/cold_start_commands.json``; ``python -m benchmarks.bench_cold_start
+--fresh 7 [--only audit,report] [--baseline REV]`` runs the fresh-process mode alone and
+writes ``cold_start_fresh.json``. Smoke mode (the default, and inside the test run)
+compiles one small kernel cold and loads it cached, a few seconds, and profiles the cached
+load by phase, into ``benchmarks/results/smoke/cold_start_commands.json``.
 
 Targets (2-core machine): all kernels cold ≤ 25 s; any command cold ≤ 10 s to
 its first output line and ≤ 20 s in all; cached ``audit adult --sensitive occupation --qi
@@ -355,19 +370,242 @@ def _warmup_fill(tmp: str) -> dict[str, Any]:
     return out
 
 
+#: Runs a module or code and profiles the whole process by phase (CPU seconds); writes the
+#: profile to $BENCH_OUT when the run is over, before the interpreter's teardown. Each
+#: import's own CPU time (less the imports it made) is charged to the package that owns the
+#: module; Dispatcher.compile (a cached kernel's load, or a compile) is its own phase, the
+#: imports made inside it included.
+_PHASE_RECORDER = r"""
+import json, os, runpy, sys, time
+import importlib._bootstrap as _b
+
+_acc, _stack, _n = {}, [], {"kernels": 0}
+_ORIG = _b._find_and_load
+
+
+def _owner(name):
+    top = name.split(".")[0]
+    if top in ("pandas", "dateutil", "pytz", "tzdata") or name.startswith(("pyarrow.dataset",
+                                                                          "pyarrow._dataset")):
+        return "pandas"
+    return {"numpy": "numpy", "numba": "numba", "llvmlite": "numba", "scipy": "numba",
+            "pyarrow": "pyarrow", "fastpriv": "fastpriv"}.get(top, "other")
+
+
+def _charge(key, t0):
+    total = time.process_time() - t0
+    own = total - _stack.pop()[1]
+    _acc[key] = _acc.get(key, 0.0) + own
+    if _stack:
+        _stack[-1][1] += total
+
+
+def _find_and_load(name, import_):
+    if name in sys.modules:
+        return _ORIG(name, import_)
+    inner = _stack[-1][0] if _stack else None
+    key = inner if inner in ("kernel_loads", "pandas") else _owner(name)
+    _stack.append([key, 0.0])
+    t0 = time.process_time()
+    try:
+        mod = _ORIG(name, import_)
+    finally:
+        _charge(key, t0)
+    if name == "numba.core.dispatcher":
+        _patch(mod.Dispatcher)
+    return mod
+
+
+def _patch(disp):
+    real = disp.compile
+
+    def compile(self, sig):
+        _stack.append(["kernel_loads", 0.0])
+        t0 = time.process_time()
+        try:
+            return real(self, sig)
+        finally:
+            _charge("kernel_loads", t0)
+            _n["kernels"] += 1
+
+    disp.compile = compile
+
+
+_b._find_and_load = _find_and_load
+
+
+def _dump():
+    total = time.process_time()
+    out = {k: round(v, 4) for k, v in _acc.items()}
+    out["work"] = round(total - sum(_acc.values()), 4)
+    out["in_process"] = round(total, 4)
+    out["kernels"] = _n["kernels"]
+    prog = sys.modules.get("fastpriv._progress")
+    out["compiled"] = prog.compile_stats()["kernels"] if prog else 0
+    with open(os.environ["BENCH_OUT"], "w") as fh:
+        json.dump(out, fh)
+
+
+mode, target, *argv = sys.argv[1:]
+sys.argv = [target, *argv]
+try:
+    if mode == "module":
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    else:
+        exec(compile(target, "<bench>", "exec"), {"__name__": "__main__"})
+except SystemExit as stop:
+    _dump()
+    raise
+_dump()
+"""
+
+#: The per-phase profile's keys, in the order a fresh process meets them.
+FRESH_PHASES = ("numpy", "numba", "pyarrow", "pandas", "fastpriv", "other", "kernel_loads",
+                "work", "exit")
+
+
+def run_phases(mode: str, target: str, argv: list[str], *, cache: str, cwd: str,
+               root: Path | None = None, timeout: float = 600,
+               bytecode: str | None = None) -> dict[str, Any]:
+    """Run ``python -m target argv`` (or code) in a fresh process profiled by phase.
+
+    Returns the process's wall and CPU seconds, its exit code, the CPU seconds of each of
+    :data:`FRESH_PHASES` (``exit``: the process's CPU less what it measured before its
+    teardown), the kernels it loaded (``kernels``: Dispatcher.compile calls) and compiled.
+    ``bytecode``: a folder for Python's bytecode cache (``PYTHONPYCACHEPREFIX``, with
+    ``PYTHONDONTWRITEBYTECODE`` lifted), as an installed package has its ``.pyc`` files.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "phases.json")
+        env = dict(_env(cache, root), BENCH_OUT=out)
+        if bytecode is not None:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = bytecode
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", _PHASE_RECORDER, mode, target, *argv],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, env=env, cwd=cwd, text=True,
+                              timeout=timeout)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        try:
+            with open(out) as fh:
+                ph = json.load(fh)
+        except (OSError, ValueError):
+            ph = {}
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    phases = {k: ph.get(k, 0.0) for k in FRESH_PHASES if k != "exit"}
+    phases["exit"] = round(cpu - ph.get("in_process", cpu), 4)
+    return {"rc": proc.returncode, "wall_s": wall, "cpu_s": cpu, "phases_s": phases,
+            "kernels": ph.get("kernels", 0), "compiled": ph.get("compiled", 0),
+            "stderr_tail": proc.stderr[-400:] if proc.returncode not in (0, 1) else ""}
+
+
+def help_examples() -> dict[str, list[str]]:
+    """Every example of every command's ``--help`` (``fastpriv <argv>``), named by command."""
+    import shlex
+
+    from fastpriv.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    out: dict[str, list[str]] = {}
+    for name, p in sorted(sub.choices.items()):
+        lines = [ln.strip() for ln in (p.epilog or "").splitlines()
+                 if ln.strip().startswith("fastpriv ")]
+        for i, line in enumerate(lines):
+            out[name if len(lines) == 1 else f"{name}_{i + 1}"] = shlex.split(line)[1:]
+    return out
+
+
+def _median(xs: list[float]) -> float:
+    import statistics
+
+    return round(statistics.median(xs), 4)
+
+
+def _summary(runs: list[dict]) -> dict[str, Any]:
+    return {"runs": len(runs), "wall_s": _median([r["wall_s"] for r in runs]),
+            "cpu_s": _median([r["cpu_s"] for r in runs]),
+            "phases_s": {k: _median([r["phases_s"][k] for r in runs]) for k in FRESH_PHASES},
+            "kernels": max(r["kernels"] for r in runs),
+            "compiled": max(r["compiled"] for r in runs)}
+
+
+def fresh_cached(rounds: int, only: list[str] | None = None,
+                 baseline: str | None = None) -> dict[str, Any]:
+    """Each documented command in fresh processes on a filled cache, profiled by phase.
+
+    ``rounds`` processes per command and tree; with ``baseline`` the baseline revision's
+    tree runs alternately with this one (first this one, then the baseline, then the other
+    way round), so both see the same machine. Each tree first fills the cache with one run
+    of the command (not counted).
+    """
+    res: dict[str, Any] = {"revision": _revision(), "rounds": rounds, "phases": FRESH_PHASES,
+                           "load_avg_start": os.getloadavg(), "commands": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = os.path.join(tmp, "cache")
+        pyc = os.path.join(tmp, "pycache")
+        trees: dict[str, Path | None] = {"current": None}
+        if baseline:
+            trees["baseline"] = _export(baseline, Path(tempfile.mkdtemp(dir=tmp,
+                                                                        prefix="base-")))
+            res["baseline"] = baseline
+        for name, argv in help_examples().items():
+            if only and name.split("_")[0] not in only and name not in only:
+                continue
+            work = tempfile.mkdtemp(dir=tmp, prefix=f"{name}-")
+            runs: dict[str, list[dict]] = {t: [] for t in trees}
+            for root in trees.values():              # fill the caches (not counted)
+                run_phases("module", "fastpriv", argv, cache=cache, cwd=work, root=root,
+                           bytecode=pyc)
+            order = list(trees)
+            for i in range(rounds):
+                for t in (order if i % 2 == 0 else order[::-1]):
+                    r = run_phases("module", "fastpriv", argv, cache=cache, cwd=work,
+                                   root=trees[t], bytecode=pyc)
+                    if r["rc"] not in (0, 1):
+                        raise RuntimeError(f"fastpriv {' '.join(argv)} ({t}): rc={r['rc']} "
+                                           f"{r['stderr_tail']}")
+                    runs[t].append(r)
+            row = {"argv": argv, **{t: _summary(rs) for t, rs in runs.items()}}
+            if baseline:
+                row["cpu_ratio"] = round(row["current"]["cpu_s"] / row["baseline"]["cpu_s"], 3)
+                row["wall_ratio"] = round(row["current"]["wall_s"] / row["baseline"]["wall_s"],
+                                          3)
+            res["commands"][name] = row
+            cur = row["current"]
+            print(f"{name:14s} cached, fresh process: {cur['wall_s']:5.2f} s wall, "
+                  f"{cur['cpu_s']:5.2f} s cpu ({cur['kernels']} kernels loaded, "
+                  f"{cur['compiled']} compiled)"
+                  + (f"; baseline {row['baseline']['cpu_s']:5.2f} s cpu, ratio "
+                     f"{row['cpu_ratio']:.2f}" if baseline else ""), flush=True)
+            print("    " + "  ".join(f"{k} {cur['phases_s'][k]:.3f}" for k in FRESH_PHASES),
+                  flush=True)
+    res["load_avg_end"] = os.getloadavg()
+    return res
+
+
 SMOKE_CODE = ("import numpy as np\nfrom fastpriv._kernels import metrics as M\n"
               "print(M.group_spread(np.zeros(3, dtype=np.int64), np.ones((3, 2)), 1))")
 
 
 def smoke() -> dict[str, Any]:
-    """Seconds-long check: one small kernel cold, then cached in a second process."""
+    """Seconds-long check: one small kernel cold, then cached in a second process.
+
+    The cached process is also profiled by phase (:func:`run_phases`).
+    """
     with tempfile.TemporaryDirectory() as tmp:
         cold = run_fresh("code", SMOKE_CODE, [], cache=None)
         run_fresh("code", SMOKE_CODE, [], cache=tmp)
         cached = run_fresh("code", SMOKE_CODE, [], cache=tmp)
+        phases = run_phases("code", SMOKE_CODE, [], cache=tmp, cwd=tmp)
     assert cold["rc"] == 0 and cached["rc"] == 0, (cold["stderr_tail"], cached["stderr_tail"])
     assert cold["compiled_kernels"] == 1 and cached["compiled_kernels"] == 0
-    return {"smoke": {"cold": cold, "cached": cached}}
+    assert phases["rc"] == 0 and phases["kernels"] == 1 and phases["compiled"] == 0, phases
+    assert phases["phases_s"]["numba"] > 0 and phases["phases_s"]["kernel_loads"] > 0
+    return {"smoke": {"cold": cold, "cached": cached, "cached_phases": phases}}
 
 
 def test_cold_start(full):
@@ -383,10 +621,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-warmup", action="store_true", help="do not time fastpriv warmup")
     p.add_argument("--name", default="cold_start_commands", help="result file name")
     p.add_argument("--baseline", metavar="REV",
-                   help="also time every cold run of git revision REV, alternated")
+                   help="also time every cold run (with --fresh: every fresh cached run) of "
+                        "git revision REV, alternated")
+    p.add_argument("--fresh", type=int, metavar="ROUNDS",
+                   help="only the documented commands in fresh processes on a filled cache, "
+                        "ROUNDS runs each, profiled by phase (writes cold_start_fresh.json)")
     a = p.parse_args(argv)
-    payload = measure(a.only.split(",") if a.only else None, warmup=not a.skip_warmup,
-                      baseline=a.baseline)
+    only = a.only.split(",") if a.only else None
+    if a.fresh:
+        payload = fresh_cached(a.fresh, only, baseline=a.baseline)
+        name = "cold_start_fresh" if a.name == "cold_start_commands" else a.name
+        print(write_result(name, payload, True))
+        return 0
+    payload = measure(only, warmup=not a.skip_warmup, baseline=a.baseline)
     print(write_result(a.name, payload, True))
     return 0
 
