@@ -213,7 +213,14 @@ def _anatomy_cli(tmp_path, extra=(), env=None):
            "-o", str(tmp_path / "out" / "r.parquet"),
            "--json", str(tmp_path / "out" / "r.json"), "--overwrite", *extra]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **(env or {})})
+                          env={**os.environ, **(env or {})}, preexec_fn=_default_signals)
+
+
+def _default_signals():
+    """Give the writer the default signal actions (under ``nohup`` SIGHUP is ignored, and an
+    ignored signal rightly stays ignored through a commit: the test is of a killed writer)."""
+    for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_DFL)
 
 
 def _snapshot(folder):
@@ -378,3 +385,18 @@ def test_hierarchy_files_are_inputs(tmp_path, capsys):
     assert rc == 2
     assert "input" in capsys.readouterr().err
     assert (hdir / "sex.csv").read_bytes() == before
+
+
+def test_an_ignored_signal_stays_ignored_through_a_commit(tmp_path):
+    """A writer started under nohup (SIGHUP ignored) finishes its commit and succeeds."""
+    assert _anatomy_cli(tmp_path).returncode == 0
+    cmd = [sys.executable, "-c",
+           "import signal, sys; signal.signal(signal.SIGHUP, signal.SIG_IGN); "
+           "from fastpriv.cli import main; sys.exit(main(sys.argv[1:]))",
+           "anonymize", str(tmp_path / "in.parquet"), "--method", "anatomy", "--qi", *QI,
+           "--sensitive", "occupation", "--l", "3", "-o", str(tmp_path / "out" / "r.parquet"),
+           "--overwrite"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "FASTPRIV_IO_FAULT": "commit-placed:1:SIGHUP"})
+    assert run.returncode == 0, run.stderr
+    assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".fastpriv")]
