@@ -1613,7 +1613,7 @@ def _skyline_search(safe: Callable[[int, int, int], bool], l_cap: int, k_cap: in
 
 def knowledge_skyline(data: Any, *, sigma: Any, c: Any, exact: bool = False,
                       max_seconds: float | None = MAX_SKYLINE_SECONDS,
-                      **read: Any) -> KnowledgeSkyline | dict:
+                      **read: Any) -> KnowledgeSkyline:
     """Compute the knowledge skyline of σ: the maximal (ℓ, k, m) with BP_σ(ℓ, k, m) < c.
 
     Corrected Appendix A7 (Chen et al.): break on BP ≥ c (the paper's "BP > c" emits
@@ -1628,8 +1628,9 @@ def knowledge_skyline(data: Any, *, sigma: Any, c: Any, exact: bool = False,
     ----------
     data : Release or table-like
         The release.
-    sigma : value label, or None
-        None computes the skyline of every value (a dict σ -> skyline).
+    sigma : value label
+        The sensitive value (every value: :func:`knowledge_skylines`; ``None`` is its
+        deprecated spelling and warns).
     c : float or Fraction in (0, 1]
         Confidence threshold: a point is safe when BP < c.
     exact : bool
@@ -1657,8 +1658,12 @@ def knowledge_skyline(data: Any, *, sigma: Any, c: Any, exact: bool = False,
                                         and max_seconds > 0):
         raise InputError(f"max_seconds must be a positive number or None, got {max_seconds!r}")
     if sigma is None:
-        return {v: knowledge_skyline(rel, sigma=v, c=c, exact=exact, max_seconds=max_seconds)
-                for v in rel.values}
+        import warnings
+
+        warnings.warn("knowledge_skyline(sigma=None) is deprecated: knowledge_skylines(data, "
+                      "c=...) returns the skyline of every value", DeprecationWarning,
+                      stacklevel=2)
+        return knowledge_skylines(rel, c=c, exact=exact, max_seconds=max_seconds)
     code = rel.code_of(sigma, param="sigma")
     safe, l_cap, n_eval = _safe_function(rel, code, c, exact, max_seconds)
     n = rel.n_individuals
@@ -1668,9 +1673,13 @@ def knowledge_skyline(data: Any, *, sigma: Any, c: Any, exact: bool = False,
                             exact=exact)
 
 
-def knowledge_skylines(data: Any, *, c: Any, exact: bool = False, **read: Any) -> dict:
-    """:func:`knowledge_skyline` for every sensitive value: ``{σ: KnowledgeSkyline}``."""
-    return knowledge_skyline(data, sigma=None, c=c, exact=exact, **read)
+def knowledge_skylines(data: Any, *, c: Any, exact: bool = False,
+                       max_seconds: float | None = MAX_SKYLINE_SECONDS,
+                       **read: Any) -> dict:
+    """Return :func:`knowledge_skyline` of every sensitive value: ``{σ: KnowledgeSkyline}``."""
+    rel = as_release(data, **read)
+    return {v: knowledge_skyline(rel, sigma=v, c=c, exact=exact, max_seconds=max_seconds)
+            for v in rel.values}
 
 
 def _safe_function(rel: Release, code: int, c: Any, exact: bool,

@@ -614,7 +614,8 @@ def test_knowledge_skyline_every_sigma_and_float():
     assert set(allsky) == set(rel.values)
     assert list(allsky["AIDS"]) == [(0, 0, 1), (0, 1, 0)]
     assert allsky["AIDS"] == sky.knowledge_skyline(rel, sigma="AIDS", c=0.9)
-    assert sky.knowledge_skyline(rel, sigma=None, c=0.9)["Flu"] == allsky["Flu"]
+    with pytest.warns(DeprecationWarning, match="knowledge_skylines"):
+        assert sky.knowledge_skyline(rel, sigma=None, c=0.9)["Flu"] == allsky["Flu"]
     d = allsky["AIDS"].to_dict()
     assert d["points"] == [[0, 0, 1], [0, 1, 0]] and d["caps"] == [2, 8, 8]
     # c = 1: safe unless BP = 1

@@ -102,8 +102,10 @@ def run(args: argparse.Namespace) -> int:
     status = 0
     if args.c is not None:
         with Timer() as t:
-            sky = skyline.knowledge_skyline(rel, sigma=sigma, c=args.c, exact=args.exact)
-        skies = sky if isinstance(sky, dict) else {sigma: sky}
+            skies = (skyline.knowledge_skylines(rel, c=args.c, exact=args.exact)
+                     if sigma is None else
+                     {sigma: skyline.knowledge_skyline(rel, sigma=sigma, c=args.c,
+                                                       exact=args.exact)})
         payload["timings_s"]["knowledge_skyline"] = t.seconds
         payload["skylines"] = {str(s): v.to_dict() for s, v in skies.items()}
         for s, v in skies.items():
