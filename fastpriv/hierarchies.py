@@ -959,9 +959,9 @@ def find_hierarchy_file(folder: str | os.PathLike, attr: str) -> str:
         return x.lower().replace("-", "_")
 
     want = norm(attr)
-    files = sorted(f for f in os.listdir(folder) if os.path.isfile(os.path.join(folder, f)))
+    files = sorted(os.listdir(folder))
     exact, arx = [], []
-    for f in files:
+    for f in files:                  # by name first: a stat only for the candidates
         stem, ext = os.path.splitext(f)
         if ext.lower() not in (".csv", ".txt"):
             continue
@@ -969,6 +969,8 @@ def find_hierarchy_file(folder: str | os.PathLike, attr: str) -> str:
             exact.append(f)
         elif norm(stem).endswith("_hierarchy_" + want):
             arx.append(f)
+    exact, arx = ([f for f in found if os.path.isfile(os.path.join(folder, f))]
+                  for found in (exact, arx))
     found = exact or arx
     if len(found) > 1:
         raise InputError(f"hierarchies: several files in {folder!r} name QI {attr!r}: "
