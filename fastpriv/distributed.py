@@ -95,7 +95,7 @@ from typing import Any
 
 from .errors import InputError, InputTypeError
 
-__all__ = ["count_partitions", "release_from_dask", "groupwise_audit", "value_counts",
+__all__ = ["count_partitions", "release_from_dask", "row_counts", "groupwise_audit", "value_counts",
            "warm_workers"]
 
 
@@ -348,6 +348,63 @@ def release_from_dask(data: Any, *, sensitive: str, group: str | Sequence[str] |
     acc = count_partitions(data, sensitive=sensitive, group=group, qi=qi, nulls=nulls,
                            weight=weight, split_every=split_every)
     return acc.to_release()
+
+
+def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str],
+               sensitive: str, weight: str | None = None, count: str = "count",
+               split_every: int = 8):
+    """Count the distinct (QI, group, sensitive) rows on the cluster; a small Arrow table.
+
+    The sufficient statistics of the row-level models: r-robustness
+    (:func:`fastpriv.robustness.audit`) and the foreground attack
+    (:func:`fastpriv.foreground.attack`) give the answer of the full table from the
+    distinct rows with their multiplicity passed as ``weight=count``. Each partition is
+    counted by a :class:`~fastpriv.counts.CountAccumulator` keyed on ``qi…, group…``
+    (NULL kept as a label), the states are merged in a tree (:func:`count_partitions`),
+    and the client receives one row per distinct row, in the form of
+    :func:`fastpriv.pushdown.finish_row_counts` (labels typed as in memory, NaN read as
+    NULL, exact int64 counts, rows sorted by the keys)::
+
+        t = row_counts("patients/", qi=["zip", "age"], group="gid", sensitive="disease")
+        fastpriv.robustness.audit(t, qi=["zip", "age"], group="gid",
+                                  sensitive="disease", weight="count", r=2)
+
+    Groups may span partitions and files: the counts add.
+
+    Parameters
+    ----------
+    data : dask.dataframe.DataFrame or path
+        As for :func:`count_partitions`.
+    qi : str or list of str
+        The QI columns (the adversary's knowledge).
+    group : str or list of str
+        The group-id column(s) of the release.
+    sensitive : str
+        The sensitive column.
+    weight : str, optional
+        Multiplicity column, as in :meth:`fastpriv.Release.from_table`: the count is the
+        sum of the weights (a null or negative weight raises
+        :class:`~fastpriv.InputError`).
+    count : str
+        Name of the count column of the result.
+    split_every : int
+        Fan-in of the merge tree.
+
+    Returns
+    -------
+    pyarrow.Table
+        Columns ``qi…, group…, sensitive, count`` (int64), sorted.
+
+    """
+    from .pushdown import check_row_names, finish_row_counts
+
+    qi_cols, group_cols = check_row_names(qi, group, sensitive, weight, count)
+    keys = qi_cols + group_cols
+    acc = count_partitions(data, sensitive=sensitive, group=keys, nulls="value",
+                           weight=weight, split_every=split_every)
+    table = acc.to_table().rename_columns(keys + [sensitive, count])
+    return finish_row_counts(table, qi=qi_cols, group=group_cols, sensitive=sensitive,
+                             count=count)
 
 
 # ============================================================================ Q

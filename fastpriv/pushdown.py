@@ -27,6 +27,33 @@ Null policy: ``GROUP BY`` keeps NULL keys and values as groups of their own;
 ``nulls=`` of :func:`release` then treats them as :meth:`Release.from_table` treats null
 cells (``"error"``, ``"drop"`` — drop the triples, as dropping the rows would — or
 ``"value"``).
+
+Row-level models
+----------------
+r-robustness (:func:`fastpriv.robustness.audit`) and the foreground attack
+(:func:`fastpriv.foreground.attack`) read rows, not triples: each individual's exact QI
+values, group and sensitive value. Their sufficient statistics are the distinct
+(QI…, group, sensitive) rows with their multiplicity — a ``GROUP BY qi, group, sensitive``
+— and both models give the answer of the full table from that count passed as
+``weight=``. :func:`row_counts` runs it in DuckDB (a relation, or Parquet files read by
+DuckDB) and returns the small Arrow table::
+
+    t = pushdown.row_counts("patients/", qi=["zip", "age"], group="gid",
+                            sensitive="disease")
+    fastpriv.robustness.audit(t, qi=["zip", "age"], group="gid", sensitive="disease",
+                              weight="count", r=2)
+
+The same table comes from Spark (:func:`fastpriv.spark.row_counts`) and Dask
+(:func:`fastpriv.distributed.row_counts`); all three return it in one form
+(:func:`finish_row_counts`): labels typed as ``Release.from_table`` types them (every
+integer width as int64, every string layout as string), NULL kept as NULL and NaN read as
+NULL (as in memory: the null policy is the audit's ``nulls=``, applied to this table as to
+the rows), the count an exact int64 (sums of ``weight=``, checked as in memory), rows of
+count 0 left out, and the rows sorted by the key columns, then the sensitive value
+(ascending, nulls last). Sorted, the table and every row number an audit reports
+(a witness's ``row`` is a row of this table) do not depend on the engine or its
+partitioning. ``-0.0`` and ``0.0`` sort as equal, so where an engine keeps them apart
+(DuckDB, the Dask path) their relative order is the engine's; Spark merges them.
 """
 
 from __future__ import annotations
@@ -40,7 +67,8 @@ from .errors import InputError, InputTypeError
 if TYPE_CHECKING:
     from .release import Release
 
-__all__ = ["count_query", "release", "quote_identifier"]
+__all__ = ["count_query", "release", "quote_identifier", "row_counts",
+           "finish_row_counts"]
 
 _QUOTES = ('"', "`")
 
@@ -177,3 +205,267 @@ def release(data: Any, *, sensitive: str, group: str | Sequence[str] | None = No
     _check_names(keys, param, sensitive, count)
     return Release.from_counts(data, group=keys, sensitive=sensitive, count=count,
                                nulls=nulls)
+
+
+# ------------------------------------------------------------------ row-level models
+def check_row_names(qi: Any, group: Any, sensitive: Any, weight: Any = None,
+                    count: Any = "count") -> tuple[list[str], list[str]]:
+    """Check the column names of a row count; return the QI and the group columns.
+
+    Shared by every engine's ``row_counts``: ``qi`` and ``group`` are names or lists of
+    names (none twice, none in both), ``sensitive`` one name outside them, ``weight`` a
+    name outside them or None, ``count`` a non-empty output name that is no key or
+    sensitive column. Errors name the parameter.
+    """
+    from ._validation import check_column_names
+
+    if qi is None:
+        raise InputError("qi: give the QI columns the adversary knows (the row-level "
+                         "models read every individual's exact QI values)")
+    if group is None:
+        raise InputError("group: give the group-id column(s) of the release")
+    qi_cols = check_column_names(qi, "qi")
+    group_cols = check_column_names(group, "group")
+    both = [c for c in qi_cols if c in group_cols]
+    if both:
+        raise InputError(f"group: column {both[0]!r} is also a qi column")
+    keys = qi_cols + group_cols
+    if not isinstance(sensitive, str):
+        raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
+    if sensitive in keys:
+        which = "qi" if sensitive in qi_cols else "group"
+        raise InputError(f"sensitive column {sensitive!r} is also a {which} column")
+    if weight is not None:
+        if not isinstance(weight, str):
+            raise InputTypeError(f"weight must be a column name, got {type(weight).__name__}")
+        if weight in keys or weight == sensitive:
+            raise InputError(f"weight column {weight!r} is also a qi, group or sensitive "
+                             "column")
+    if not isinstance(count, str) or not count:
+        raise InputTypeError(f"count must be a non-empty column name, got {count!r}")
+    if count in keys or count == sensitive:
+        raise InputError(f"count={count!r} is also the name of a qi/group/sensitive column; "
+                         "pass another output name, e.g. count='n_rows'")
+    return qi_cols, group_cols
+
+
+def weight_sums(table: Any, *, weight: str, n: str, nulls: str, least: str) -> Any:
+    """Check the weights behind an engine's ``SUM(weight)`` and return exact int64 sums.
+
+    ``table`` holds, per aggregated row, the sum of the weights (column ``n``; integers or
+    ``decimal(38, 0)``, so that the engine's sum cannot overflow), the number of null
+    weights (``nulls``) and the least weight (``least``). A null or a negative weight
+    anywhere, a sum past 2**63 - 1 or a total past it raises :class:`InputError`, as
+    ``Release.from_table(weight=)`` refuses such weights in memory.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        The sums, one per row of ``table``.
+
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from ._validation import INT64_MAX, check_total
+
+    n_null = int(pc.sum(table.column(nulls)).as_py() or 0)
+    if n_null:
+        raise InputError(f"weight column {weight!r} has {n_null} nulls")
+    low = pc.min(table.column(least)).as_py()
+    if low is not None and low < 0:
+        raise InputError(f"weight column {weight!r} has negative weights; weights count "
+                         "individuals (>= 0)")
+    sums = [int(x) for x in table.column(n).to_pylist()]
+    if any(x > INT64_MAX for x in sums):
+        raise InputError(f"weight column {weight!r}: a count is past 2**63 - 1 (the largest "
+                         "count fastpriv holds)")
+    out = np.array(sums, dtype=np.int64)
+    check_total(out, f"weight column {weight!r}")
+    return out
+
+
+def finish_row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str],
+                      sensitive: str, count: str = "count") -> Any:
+    """Put a ``GROUP BY qi, group, sensitive`` result into fastpriv's one row-count form.
+
+    Every engine's ``row_counts`` ends here, and so can any SQL engine's result (the
+    query of the module notes): labels typed as :meth:`Release.from_table` types them
+    (every integer width int64, every string layout string, dictionaries decoded), NaN
+    read as NULL (as in memory) and NULL kept, rows with the same labels summed (partial
+    counts may be concatenated), rows of count 0 left out, and the rows sorted by
+    ``qi``, then ``group``, then ``sensitive`` (ascending, nulls last). Feed it to
+    :func:`fastpriv.robustness.audit` or :func:`fastpriv.foreground.attack` with
+    ``weight=count``.
+
+    Parameters
+    ----------
+    data : table-like
+        The query result: a ``pyarrow.Table`` or ``RecordBatchReader``, a pandas or polars
+        DataFrame, with the key columns, ``sensitive`` and ``count``.
+    qi, group, sensitive :
+        The columns of the count.
+    count : str
+        Its count column: non-negative integers, no nulls (or ``decimal(38, 0)``).
+
+    Returns
+    -------
+    pyarrow.Table
+        Columns ``qi…, group…, sensitive, count`` (int64), one row per distinct row.
+
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    from ._arrow import apply_weights, as_table, canonical_labels, encode_keys, nans_as_nulls
+
+    qi_cols, group_cols = check_row_names(qi, group, sensitive, None, count)
+    cols = qi_cols + group_cols + [sensitive]
+    table = as_table(data, cols + [count], param="data")
+    cnt = table.column(count)
+    if pa.types.is_decimal(cnt.type):
+        vals = cnt.to_pylist()
+        if any(v is not None and v != int(v) for v in vals):
+            raise InputError(f"count column {count!r} holds fractions")
+        table = table.set_column(table.schema.get_field_index(count), count, pa.array(
+            [None if v is None else int(v) for v in vals], pa.int64()))
+    if not pa.types.is_integer(table.column(count).type):
+        raise InputTypeError(f"count column {count!r} must hold integers, got "
+                             f"{table.column(count).type}")
+    table, w = apply_weights(table, count)        # nulls, negatives, overflow; drops 0s
+    table, _ = nans_as_nulls(table, cols)
+    if table.num_rows == 0:
+        return pa.table({c: canonical_labels(pa.array([], table.schema.field(c).type))
+                         for c in cols} | {count: pa.array([], pa.int64())})
+    codes, keys = encode_keys([table.column(c) for c in cols], names=cols)
+    sums = np.zeros(keys.num_rows, dtype=np.int64)
+    if keys.num_rows == table.num_rows:           # distinct already: a permutation
+        sums[codes] = w
+    else:                                         # exact: the total is checked ≤ 2**63 - 1
+        order = np.argsort(codes, kind="stable")
+        sc = codes[order]
+        starts = np.flatnonzero(np.r_[True, sc[1:] != sc[:-1]])
+        sums[sc[starts]] = np.add.reduceat(w[order], starts)
+    return keys.append_column(count, pa.array(sums, pa.int64()))
+
+
+def _require_duckdb() -> Any:
+    try:
+        import duckdb
+    except ImportError as exc:  # pragma: no cover - duckdb is a dependency
+        raise ImportError("fastpriv.pushdown.row_counts needs DuckDB: pip install duckdb"
+                          ) from exc
+    return duckdb
+
+
+_DUCK_INTEGERS = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
+                  "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"}
+
+
+def _unique_name(base: str, taken: Sequence[str]) -> str:
+    name = base
+    while name in taken:
+        name = "_" + name
+    return name
+
+
+def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str],
+               sensitive: str, weight: str | None = None, count: str = "count") -> Any:
+    """Count the distinct (QI, group, sensitive) rows in DuckDB; a small Arrow table.
+
+    ``SELECT qi…, group…, sensitive, COUNT(*) AS count … GROUP BY ALL`` (``SUM(weight)``
+    with ``weight=``) runs in DuckDB, where the data lives; only one row per distinct row
+    comes back, in the form of :func:`finish_row_counts`. r-robustness and the foreground
+    attack on it, with ``weight=count``, give the answer of the full table in memory
+    (module notes)::
+
+        t = row_counts(duckdb.sql("FROM patients"), qi=["zip"], group="gid",
+                       sensitive="disease")
+        fastpriv.robustness.audit(t, qi=["zip"], group="gid", sensitive="disease",
+                                  weight="count", r=2)
+
+    Parameters
+    ----------
+    data : duckdb.DuckDBPyRelation or path
+        A DuckDB relation (``duckdb.sql(...)``, ``con.table(...)``, ``duckdb.from_arrow``),
+        or a Parquet file or a folder of Parquet files (``**/*.parquet``, read by DuckDB's
+        own reader, hive ``key=value`` folders as columns).
+    qi : str or list of str
+        The QI columns (the adversary's knowledge).
+    group : str or list of str
+        The group-id column(s) of the release.
+    sensitive : str
+        The sensitive column.
+    weight : str, optional
+        Multiplicity column, as in :meth:`fastpriv.Release.from_table`: the count is the
+        sum of the weights (summed as ``DECIMAL(38,0)``, exact); a null or negative weight
+        raises :class:`~fastpriv.InputError`.
+    count : str
+        Name of the count column of the result.
+
+    Returns
+    -------
+    pyarrow.Table
+        Columns ``qi…, group…, sensitive, count`` (int64), sorted (see
+        :func:`finish_row_counts`).
+
+    """
+    import os
+
+    import pyarrow as pa
+
+    from ._validation import check_columns
+
+    qi_cols, group_cols = check_row_names(qi, group, sensitive, weight, count)
+    duckdb = _require_duckdb()
+    cols = qi_cols + group_cols + [sensitive]
+    read = cols + ([weight] if weight is not None else [])
+    con = None
+    if isinstance(data, (str, os.PathLike)):
+        path = os.fspath(data)
+        if not os.path.exists(path):
+            raise InputError(f"data: no such file or directory: {path!r}")
+        source = path
+        if os.path.isdir(path):
+            source = os.path.join(path, "**", "*.parquet")
+            import glob
+
+            if not glob.glob(source, recursive=True):
+                raise InputError(f"data: no *.parquet file under {path!r}")
+        con = duckdb.connect()
+        rel = con.read_parquet(source)
+    elif isinstance(data, duckdb.DuckDBPyRelation):
+        rel = data
+    else:
+        raise InputTypeError("data must be a DuckDB relation or a path to Parquet data, got "
+                             f"{type(data).__name__}")
+    try:
+        check_columns(read, rel.columns, "data")
+        if weight is not None:
+            wtype = str(rel.types[rel.columns.index(weight)])
+            if wtype not in _DUCK_INTEGERS:
+                raise InputTypeError(f"weight column {weight!r} must hold integers, got "
+                                     f"{wtype}")
+        sel = ", ".join(quote_identifier(c) for c in cols)
+        if weight is None:
+            agg = f"COUNT(*) AS {quote_identifier(count)}"
+        else:
+            taken = list(cols)
+            n = _unique_name("n", taken)
+            nulls = _unique_name("nulls", taken + [n])
+            least = _unique_name("least", taken + [n, nulls])
+            w = quote_identifier(weight)
+            agg = (f"SUM({w})::DECIMAL(38,0) AS {quote_identifier(n)}, "
+                   f"COUNT(*) FILTER (WHERE {w} IS NULL) AS {quote_identifier(nulls)}, "
+                   f"MIN({w}) AS {quote_identifier(least)}")
+        view = _unique_name("fastpriv_rows", [])
+        out = rel.query(view, f"SELECT {sel}, {agg} FROM {view} GROUP BY ALL").arrow()
+        table = out.read_all() if isinstance(out, pa.RecordBatchReader) else out
+    finally:
+        if con is not None:
+            con.close()
+    if weight is not None:
+        sums = weight_sums(table, weight=weight, n=n, nulls=nulls, least=least)
+        table = table.select(cols).append_column(count, pa.array(sums))
+    return finish_row_counts(table, qi=qi_cols, group=group_cols, sensitive=sensitive,
+                             count=count)

@@ -77,7 +77,7 @@ from .errors import InputError, InputTypeError
 if TYPE_CHECKING:
     from .release import Release
 
-__all__ = ["release", "counts", "worker_error", "METHODS", "MERGES",
+__all__ = ["release", "counts", "row_counts", "worker_error", "METHODS", "MERGES",
            "PARTITIONS_PER_COLLECT"]
 
 #: Counting strategies of :func:`counts` / :func:`release`.
@@ -360,28 +360,11 @@ def _streamed_counts(df: Any, *, sensitive: str, group: Any, qi: Any,
 
 def _weighted_triples(table: pa.Table, weight: str, cols: list[str]) -> pa.Table:
     """Check the weights behind the summed triples; int64 counts, zero counts dropped."""
-    import pyarrow.compute as pc
+    from .pushdown import weight_sums
 
-    from ._validation import INT64_MAX, check_total
-
-    nulls = int(pc.sum(table.column("nulls")).as_py() or 0)
-    if nulls:
-        raise InputError(f"weight column {weight!r} has {nulls} nulls")
-    least = pc.min(table.column("least")).as_py()
-    if least is not None and least < 0:
-        raise InputError(f"weight column {weight!r} has negative weights; weights count "
-                         "individuals (>= 0)")
-    sums = [int(x) for x in table.column("n").to_pylist()]
-    if any(x > INT64_MAX for x in sums):
-        raise InputError(f"weight column {weight!r}: a count is past 2**63 - 1 (the largest "
-                         "count fastpriv holds)")
-    import numpy as np
-
-    n = np.array(sums, dtype=np.int64)
-    check_total(n, f"weight column {weight!r}")
-    keep = n > 0
+    n = weight_sums(table, weight=weight, n="n", nulls="nulls", least="least")
     out = table.select(list(range(len(cols)))).append_column("n", pa.array(n))
-    return out.filter(pa.array(keep)).rename_columns(cols + [_count_name(cols)])
+    return out.filter(pa.array(n > 0)).rename_columns(cols + [_count_name(cols)])
 
 
 def release(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
@@ -433,3 +416,58 @@ def release(data: Any, *, sensitive: str, group: str | Sequence[str] | None = No
         raise InputError("data is empty: a release needs at least one row")
     return Release.from_counts(table, group=keys, sensitive=sensitive,
                                count=table.column_names[-1], nulls=nulls)
+
+
+def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str],
+               sensitive: str, weight: str | None = None, count: str = "count") -> pa.Table:
+    """Count the distinct (QI, group, sensitive) rows on the cluster; a small Arrow table.
+
+    The sufficient statistics of the row-level models: r-robustness
+    (:func:`fastpriv.robustness.audit`) and the foreground attack
+    (:func:`fastpriv.foreground.attack`) read each individual's exact QI values, group and
+    sensitive value, and give the answer of the full table from the distinct rows with
+    their multiplicity passed as ``weight=count``. ``data.groupBy(qi…, group…,
+    sensitive).agg(count)`` runs on the executors; the driver receives one row per distinct
+    row as Arrow batches (``toArrow``), in the form of
+    :func:`fastpriv.pushdown.finish_row_counts` (labels typed as in memory, NULL kept, NaN
+    read as NULL, exact int64 counts, rows sorted by the keys, so the row numbers an audit
+    reports do not depend on the partitioning)::
+
+        t = fastpriv.spark.row_counts(df, qi=["zip", "age"], group="gid",
+                                      sensitive="disease")
+        fastpriv.robustness.audit(t, qi=["zip", "age"], group="gid",
+                                  sensitive="disease", weight="count", r=2)
+
+    Spark groups ``-0.0`` with ``0.0`` (module notes).
+
+    Parameters
+    ----------
+    data : pyspark.sql.DataFrame
+        The rows (one per individual, or per distinct row with ``weight``).
+    qi : str or list of str
+        The QI columns (the adversary's knowledge).
+    group : str or list of str
+        The group-id column(s) of the release.
+    sensitive : str
+        The sensitive column.
+    weight : str, optional
+        Multiplicity column, as in :meth:`fastpriv.Release.from_table`: the count is the
+        sum of the weights (summed as ``decimal(38,0)``, exact); a null or negative weight
+        raises :class:`~fastpriv.InputError`.
+    count : str
+        Name of the count column of the result.
+
+    Returns
+    -------
+    pyarrow.Table
+        Columns ``qi…, group…, sensitive, count`` (int64), sorted.
+
+    """
+    from .pushdown import check_row_names, finish_row_counts
+
+    qi_cols, group_cols = check_row_names(qi, group, sensitive, weight, count)
+    keys = qi_cols + group_cols
+    table = counts(data, sensitive=sensitive, group=keys, weight=weight)
+    table = table.rename_columns(keys + [sensitive, count])
+    return finish_row_counts(table, qi=qi_cols, group=group_cols, sensitive=sensitive,
+                             count=count)
