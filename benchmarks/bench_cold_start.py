@@ -7,10 +7,10 @@ CPU seconds per kernel, each compile's own time — callees compiled inside a ca
 charged to the callee; ``compile_s`` sums them, ``fastpriv_compile_s`` only fastpriv's
 kernels).
 
-* **commands, cold** — each CLI command (``demo``, ``audit``, ``skyline``, ``robustness``,
-  ``attack``, ``anonymize --method art``, ``report``) with ``FASTPRIV_NO_CACHE=1``.
-* **commands, cached** — the same commands with a cache filled by a previous run
-  (``FASTPRIV_CACHE_DIR`` in a temporary directory), the first call of a new process.
+* **documented commands, first call** — each example of each command's ``--help``, exactly
+  as documented (:func:`help_examples`), in a temporary working folder with a cache
+  directory of its own, empty at first: the first process compiles what the command needs
+  and fills the cache (``cold``), the next one is **cached**.
 * **warmup, cold** — ``fastpriv warmup`` with ``FASTPRIV_NO_CACHE=1``: every kernel, with
   the per-kernel compile profile (``cold_start_kernels`` in the JSON, slowest first), each
   kernel's seconds split by compile phase (``frontend``: bytecode to Numba IR, including
@@ -38,7 +38,8 @@ kernels).
 
 Full mode (``FASTPRIV_BENCH=full``; ``python -m benchmarks.bench_cold_start [--only audit,demo]
 [--skip-warmup] [--baseline REV]``, the last adding the same cold runs of revision REV,
-alternated, for a same-run before/after) writes
+alternated, for a same-run before/after; the machine's load average is recorded before and
+after the run and before each process) writes
 ``benchmarks/results/cold_start_commands.json``; ``python -m benchmarks.bench_cold_start
 --fresh 7 [--only audit,report] [--baseline REV]`` runs the fresh-process mode alone and
 writes ``cold_start_fresh.json``. Smoke mode (the default, and inside the test run)
@@ -178,6 +179,7 @@ def run_fresh(mode: str, target: str, argv: list[str], *, cache: str | None,
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "compiles.json")
         env = dict(_env(cache, root), BENCH_OUT=out)
+        load = os.getloadavg()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-c", _RECORDER, mode, target, *argv],
@@ -202,6 +204,7 @@ def run_fresh(mode: str, target: str, argv: list[str], *, cache: str | None,
     outside = compiles.pop(OUTSIDE, {"s": 0.0})
     fp = {k: v for k, v in compiles.items() if k.startswith("fastpriv.")}
     return {"rc": rc, "wall_s": wall, "first_line_s": first, "stdout_lines": lines,
+            "load_avg_before": load,
             "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
             "compiled_kernels": len(fp), "compile_events": sum(v["n"] for v in compiles.values()),
             "compile_s": sum(v["s"] for v in compiles.values()),
@@ -226,44 +229,6 @@ def _phase_totals(rows: Any) -> dict[str, float]:
         for ph, sec in v.get("phases", {}).items():
             tot[ph] = tot.get(ph, 0.0) + sec
     return {k: round(v, 3) for k, v in tot.items()}
-
-
-def _inputs(folder: Path) -> dict[str, str]:
-    """A bucketized Adult sample (groups of 10 rows) for the commands that need groups."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from fastpriv.datasets import load_adult
-
-    t = load_adult().select(["age", "sex", "race", "education", "occupation"]).slice(0, 3000)
-    t = t.append_column("gid", pa.array(np.arange(t.num_rows, dtype=np.int64) // 10))
-    path = folder / "adult_groups.parquet"
-    pq.write_table(t, path)
-    sigma = str(t.column("occupation")[0])
-    return {"data": str(path), "sigma": sigma, "out": str(folder)}
-
-
-def commands(inp: dict[str, str]) -> dict[str, list[str]]:
-    """The command lines measured (``fastpriv <argv>``)."""
-    d, out = inp["data"], inp["out"]
-    return {
-        "demo": ["demo"],
-        "audit": ["audit", "adult", "--sensitive", "occupation", "--qi", "age", "sex"],
-        "skyline": ["skyline", d, "--sensitive", "occupation", "--group", "gid", "--sigma",
-                    inp["sigma"], "--c", "0.95"],
-        "robustness": ["robustness", d, "--qi", "age", "sex", "--group", "gid", "--sensitive",
-                       "occupation", "--r", "4"],
-        "attack": ["attack", d, "--qi", "age", "sex", "--group", "gid", "--sensitive",
-                   "occupation", "--r", "2"],
-        "anonymize_art": ["anonymize", "adult", "--qi", "age", "workclass", "marital_status",
-                          "--sensitive", "education", "--method", "art", "--r", "3",
-                          "--art-sensitive-values", "Preschool", "1st-4th", "5th-6th",
-                          "7th-8th", "-o", os.path.join(out, "art.parquet"), "--overwrite"],
-        "report": ["report", d, "--sensitive", "occupation", "--qi", "age", "sex", "--group",
-                   "gid", "-o", os.path.join(out, "r.html"), "--json",
-                   os.path.join(out, "r.json"), "--overwrite"],
-    }
 
 
 def _kernel_table(profile: dict[str, dict]) -> list[dict]:
@@ -293,36 +258,45 @@ def _export(rev: str, dest: Path) -> Path:
 
 def measure(only: list[str] | None = None, warmup: bool = True,
             baseline: str | None = None) -> dict[str, Any]:
-    """Full run: every command cold and cached, then ``fastpriv warmup`` cold.
+    """Full run: every ``--help`` example first on an empty cache, then cached; ``warmup`` cold.
 
-    With ``baseline`` (a git revision) every cold run is preceded by the same cold run of
-    that revision (``baseline_cold`` per command, ``baseline_warmup_cold``): a same-run
-    before/after on a machine whose speed drifts.
+    Each documented command (:func:`help_examples`, exactly as its ``--help`` shows it) runs
+    in a temporary working folder with a cache directory of its own, empty at first: the
+    ``cold`` run is a first call ever (it compiles what the command needs and fills the
+    cache), the ``cached`` run the next process. With ``baseline`` (a git revision) every
+    cold run is preceded by the same cold run of that revision (``baseline_cold`` per
+    command, ``baseline_warmup_cold``): a same-run before/after on a machine whose speed
+    drifts. The machine's load average is recorded before and after (``load_avg_start``,
+    ``load_avg_end``) and before each process (``load_avg_before``).
     """
-    res: dict[str, Any] = {"targets": TARGETS, "revision": _revision(), "commands": {}}
+    res: dict[str, Any] = {"targets": TARGETS, "revision": _revision(),
+                           "load_avg_start": os.getloadavg(), "commands": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        inp = _inputs(Path(tmp))
-        cache = os.path.join(tmp, "cache")
         base = None
         if baseline:
             base = _export(baseline, Path(tempfile.mkdtemp(dir=tmp, prefix="base-")))
             res["baseline"] = baseline
-        for name, argv in commands(inp).items():
-            if only and name not in only:
+        for name, argv in help_examples().items():
+            if only and name.split("_")[0] not in only and name not in only:
                 continue
+            work = tempfile.mkdtemp(dir=tmp, prefix=f"{name}-")
             if base is not None:
-                b = run_fresh("module", "fastpriv", argv, cache=None, root=base, cwd=str(base))
+                b = run_fresh("module", "fastpriv", argv, root=base, cwd=work,
+                              cache=tempfile.mkdtemp(dir=tmp, prefix="cache-base-"))
                 res["commands"].setdefault(name, {})["baseline_cold"] = {
                     k: v for k, v in b.items() if k != "compiles"}
                 print(f"{name:14s} baseline cold {b['wall_s']:6.1f} s (cpu {b['cpu_s']:6.1f} s, "
                       f"{b['compiled_kernels']} kernels) rc={b['rc']}", flush=True)
-            cold = run_fresh("module", "fastpriv", argv, cache=None)
-            fill = run_fresh("module", "fastpriv", argv, cache=cache)
-            cached = run_fresh("module", "fastpriv", argv, cache=cache)
+            cache = tempfile.mkdtemp(dir=tmp, prefix=f"cache-{name}-")
+            cold = run_fresh("module", "fastpriv", argv, cache=cache, cwd=work)
+            cached = run_fresh("module", "fastpriv", argv, cache=cache, cwd=work)
+            for side, r in (("cold", cold), ("cached", cached)):
+                if r["rc"] not in (0, 1):
+                    raise RuntimeError(f"fastpriv {' '.join(argv)} ({side}): rc={r['rc']} "
+                                       f"{r['stderr_tail']}")
             res["commands"].setdefault(name, {}).update({
                 "argv": argv, "cold": {k: v for k, v in cold.items() if k != "compiles"},
                 "cached": {k: v for k, v in cached.items() if k != "compiles"},
-                "fill_compiled_kernels": fill["compiled_kernels"],
                 "cold_kernels": _kernel_table(cold["compiles"])})
             print(f"{name:14s} cold {cold['wall_s']:6.1f} s (first line "
                   f"{cold['first_line_s'] or float('nan'):5.1f} s, cpu {cold['cpu_s']:6.1f} s, "
@@ -338,7 +312,7 @@ def measure(only: list[str] | None = None, warmup: bool = True,
                   f"{b['compiled_kernels']} kernels, {b['compile_s']:.1f} s compiling",
                   flush=True)
         if warmup:
-            w = run_fresh("module", "fastpriv", ["warmup"], cache=None)
+            w = run_fresh("module", "fastpriv", ["warmup"], cache=None, cwd=tmp)
             res["warmup_cold"] = {k: v for k, v in w.items() if k != "compiles"}
             res["cold_start_kernels"] = _kernel_table(w["compiles"])
             by_module: dict[str, float] = {}
@@ -351,6 +325,7 @@ def measure(only: list[str] | None = None, warmup: bool = True,
                   f"{w['compiled_kernels']} kernels, {w['compile_s']:.1f} s compiling",
                   flush=True)
             res["warmup_fill"] = _warmup_fill(tmp)
+    res["load_avg_end"] = os.getloadavg()
     return res
 
 
@@ -363,8 +338,9 @@ def _warmup_fill(tmp: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for jobs in (1, 2):
         cache = tempfile.mkdtemp(dir=tmp, prefix=f"fill{jobs}-")
-        r = run_fresh("module", "fastpriv", ["warmup", "--jobs", str(jobs)], cache=cache)
-        out[f"jobs_{jobs}"] = {k: r[k] for k in ("rc", "wall_s", "cpu_s")}
+        r = run_fresh("module", "fastpriv", ["warmup", "--jobs", str(jobs)], cache=cache,
+                      cwd=tmp)
+        out[f"jobs_{jobs}"] = {k: r[k] for k in ("rc", "wall_s", "cpu_s", "load_avg_before")}
         print(f"warmup --jobs {jobs} into an empty cache: {r['wall_s']:.1f} s wall, "
               f"{r['cpu_s']:.1f} s cpu, rc={r['rc']}", flush=True)
     return out
@@ -617,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--only", help="comma-separated command names (demo,audit,...)")
+    p.add_argument("--only", help="comma-separated command names (demo,audit,anonymize_2,...)")
     p.add_argument("--skip-warmup", action="store_true", help="do not time fastpriv warmup")
     p.add_argument("--name", default="cold_start_commands", help="result file name")
     p.add_argument("--baseline", metavar="REV",
