@@ -222,9 +222,8 @@ def _row_skyline(r: Results) -> list[str]:
             f"end to end (`skyline.check` from a `Release`, Python included): "
             f"{times(r.col(f, a, 'ratio'))} for a repeated (σ, ℓ) "
             f"({dur(r.col(f, a, 'check_s'))} per check; the (σ, ℓ) records are kept on the "
-            f"release), {times(r.col(f, a, 'cold_ratio'))} when every call re-finds them, "
-            f"{times(r.col(f, a, 'first_check_ratio'))} for the first check on a fresh release "
-            f"(builds every index); {times(r.col(f, a, 'prepared_ratio'))} on prepared inputs; "
+            f"release), {times(r.col(f, a, 'cold_ratio'))} when every call re-finds them; "
+            f"{times(r.col(f, a, 'prepared_ratio'))} on prepared inputs; "
             f"k = {kx['k']}: {times(kx['ratio'])} / {times(kx['cold_ratio'])} / "
             f"{times(kx['prepared_ratio'])}",
             f"A6 DP, {answers} ({same})", f"`{f}`"]
@@ -461,23 +460,105 @@ def machines(r: Results) -> str:
     return "Measured on: " + "; ".join(parts) + "."
 
 
+def help_examples() -> dict[str, list[str]]:
+    """Every ``--help`` example of the CLI, by name (``benchmarks.bench_cold_start``'s list)."""
+    from benchmarks.bench_cold_start import help_examples as examples
+
+    return examples()
+
+
+def _command(argv: Sequence[str]) -> str:
+    """A command line as its ``--help`` shows it, in backticks (pipes escaped for tables)."""
+    import shlex
+
+    from fastpriv.cli import build_parser
+    from fastpriv.cli._common import examples_of
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    lines = {tuple(shlex.split(ln)[1:]): ln for p in sub.choices.values()
+             for ln in examples_of(p)}
+    line = lines.get(tuple(argv), "fastpriv " + shlex.join(argv))
+    return "`" + line.replace("|", "\\|") + "`"
+
+
+def _load(x: Any) -> str:
+    """The 1-minute load average of an ``os.getloadavg()`` triple (or a number)."""
+    return f"{(x[0] if isinstance(x, (list, tuple)) else x):.1f}"
+
+
+def measured(r: Results, f: str, how: str = "") -> str:
+    """Under a generated table: file, date, machine and its load while the benchmark ran.
+
+    The file must carry ``machine.date`` and ``load_avg_start`` / ``load_avg_end`` (the
+    machine's load average before and after the run, ``os.getloadavg()``).
+    """
+    m = r.get(f, "machine")
+    date = r.get(f, "machine", "date")
+    start, end = r.get(f, "load_avg_start"), r.get(f, "load_avg_end")
+    when = f"{date[:10]} {date[11:16]} UTC" if len(date) >= 16 else date
+    return (f"`{f}`{how}: measured {when} at revision `{r.get(f, 'revision')}` on "
+            f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores; 1-minute load average "
+            f"{_load(start)} before the run, {_load(end)} after.")
+
+
+def _documented(r: Results, f: str) -> dict[str, dict]:
+    """The commands of result file ``f``; each must be a current ``--help`` example, each
+    example must be there, with the same command line."""
+    cmds = r.get(f, "commands")
+    examples = help_examples()
+    stale = sorted(name for name, c in cmds.items() if examples.get(name) != c.get("argv"))
+    missing = sorted(set(examples) - set(cmds))
+    if stale or missing:
+        raise ReadmeDataError(
+            f"benchmarks/results/{f}: commands {stale} are not the current --help examples"
+            f"{f' and examples {missing} are not measured' if missing else ''}; rerun "
+            f"benchmarks/bench_cold_start.py")
+    return cmds
+
+
 def cold_commands(r: Results) -> str:
-    """Per CLI command: a fresh process with no cache vs with a filled cache."""
+    """Per documented command: the first call on an empty cache, and the next process."""
     f = "cold_start_commands.json"
     rows = []
-    for name, c in r.get(f, "commands").items():
+    for name, c in _documented(r, f).items():
         cold, warm = r.col(f, [c], "cold")[0], r.col(f, [c], "cached")[0]
         for side, d in (("cold", cold), ("cached", warm)):
-            for key in ("wall_s", "first_line_s"):
-                if key not in d:
+            for key in ("wall_s", "first_line_s", "cpu_s", "compiled_kernels"):
+                if d.get(key) is None:
                     raise ReadmeDataError(f"benchmarks/results/{f}: no key "
                                           f"'commands.{name}.{side}.{key}'")
-        rows.append([f"`{name}`", dur(cold["wall_s"]), dur(cold["first_line_s"]),
-                     dur(warm["wall_s"]), dur(warm["first_line_s"])])
-    w = r.get(f, "warmup_cold")
-    rows.append(["`warmup` (every kernel)", dur(w["wall_s"]), dur(w["first_line_s"]), "–", "–"])
-    return _table(["command", "no cache: total", "first line", "cached: total", "first line"],
-                  rows)
+        rows.append([_command(c["argv"]), dur(cold["wall_s"]), dur(cold["first_line_s"]),
+                     num(cold["cpu_s"]), str(cold["compiled_kernels"]), dur(warm["wall_s"])])
+    table = _table(["command, as its `--help` shows it", "first call: wall", "first line",
+                    "CPU-s", "kernels compiled", "next process: wall"], rows)
+    return table + "\n\n" + measured(r, f, " (`python -m benchmarks.bench_cold_start`, "
+                                           "one run each)")
+
+
+def cold_cached(r: Results) -> str:
+    """Per documented command: a fresh process on a filled cache, CPU seconds by phase."""
+    f = "cold_start_fresh.json"
+    imports = ("numpy", "numba", "pyarrow", "pandas", "fastpriv", "other")
+    rows = []
+    for name, c in _documented(r, f).items():
+        cur = r.col(f, [c], "current")[0]
+        ph = r.col(f, [cur], "phases_s")[0]
+        missing = [k for k in (*imports, "kernel_loads", "work", "exit") if k not in ph]
+        if missing:
+            raise ReadmeDataError(f"benchmarks/results/{f}: no key "
+                                  f"'commands.{name}.current.phases_s.{missing[0]}'")
+        loads = num(ph["kernel_loads"]) + (f" ({cur['kernels']})" if cur.get("kernels") else "")
+        if cur.get("compiled"):
+            loads += f", {cur['compiled']} compiled"
+        rows.append([_command(c["argv"]), dur(cur["wall_s"]), num(cur["cpu_s"]),
+                     num(sum(ph[k] for k in imports)), loads, num(ph["work"]),
+                     num(ph["exit"])])
+    table = _table(["command, as its `--help` shows it", "wall", "CPU-s", "imports",
+                    "kernel loads (kernels)", "work", "exit"], rows)
+    how = (f" (`python -m benchmarks.bench_cold_start --fresh {r.get(f, 'rounds')}`, median "
+           f"of {r.get(f, 'rounds')} fresh processes per command; phases in CPU seconds)")
+    return table + "\n\n" + measured(r, f, how)
 
 
 def compile_profile(r: Results) -> str:
@@ -488,14 +569,17 @@ def compile_profile(r: Results) -> str:
     total = sum(ph.values())
     one, two = r.get(f, "warmup_fill", "jobs_1"), r.get(f, "warmup_fill", "jobs_2")
     return (f"A cold `fastpriv warmup` compiles {w['compiled_kernels']} kernels in "
-            f"{num(w['cpu_s'])} CPU-s; LLVM (optimisation and machine code, including callees "
+            f"{num(w['cpu_s'])} CPU-s ({dur(w['wall_s'])} wall); LLVM (optimisation and machine "
+            f"code, including callees "
             f"that Numba links into each caller and compiles again there) takes "
             f"{ph['llvm'] / total:.0%} of the compile time, lowering {ph['lowering'] / total:.0%}"
             f", typing and the other Numba passes the rest (per kernel and per phase: "
-            f"`cold_start_kernels` in `{f}`). `fastpriv warmup --jobs 2` warms the models in two "
-            f"processes sharing the cache: {dur(two['wall_s'])} instead of {dur(one['wall_s'])} "
-            f"in the benchmark run, for {two['cpu_s'] / one['cpu_s'] - 1:.0%} more CPU (kernels "
-            f"both need compile in each); on a machine busy with other work it can be slower.")
+            f"`cold_start_kernels` in `{f}`). Filling an empty cache, `fastpriv warmup` takes "
+            f"{dur(one['wall_s'])} wall and {num(one['cpu_s'])} CPU-s, and `fastpriv warmup "
+            f"--jobs 2`, which warms the models in two processes sharing the cache, "
+            f"{dur(two['wall_s'])} wall and {num(two['cpu_s'])} CPU-s (kernels both need "
+            f"compile in each; it saves wall time only while the second core is free). "
+            + measured(r, f, "").replace(": measured", " was measured", 1))
 
 
 def test_suite(r: Results) -> str:
@@ -582,8 +666,9 @@ def skyline_limit(r: Results) -> str:
             f"{dur(r.col(f, a, 'check_s'))}, mostly Python. A check that must first find the "
             f"records (one pass over the groups holding σ) is {times(r.col(f, a, 'cold_ratio'))} "
             f"at ({p['l']},{p['k']},{p['m']}) and {times(kx['cold_ratio'])} at k = {kx['k']}; "
-            f"the very first check on a fresh release, which also builds the occurrence index, "
-            f"is {times(r.col(f, a, 'first_check_ratio'))}.")
+            f"the very first check on a fresh release also builds the occurrence index and "
+            f"is slower still (not quoted: `first_check_ratio` in `{f}` predates the current "
+            f"index build).")
 
 
 def scale_limit(r: Results) -> str:
@@ -840,6 +925,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "table": perf_table,
     "not-paid": not_paid,
     "cold-commands": cold_commands,
+    "cold-cached": cold_cached,
     "compile-profile": compile_profile,
     "test-suite": test_suite,
     "engines": engines,

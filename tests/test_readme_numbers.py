@@ -222,3 +222,96 @@ def test_code_strings_of_the_benchmarks_import():
                 except ImportError:
                     broken.append(f"{file}: from {module} import {n}")
     assert not broken, broken
+
+
+# ------------------------------------------------------------------ cold start
+COLD_BLOCKS = {"cold-commands": "cold_start_commands.json", "cold-cached": "cold_start_fresh.json"}
+
+
+def _block(name: str, text: str = README) -> str:
+    m = re.search(rf"<!-- perf:{name} -->\n(.*?)<!-- /perf:{name} -->", text, flags=re.S)
+    assert m, f"README.md has no perf:{name} block"
+    return m.group(1)
+
+
+def _table_commands(block: str) -> list[str]:
+    rows = [ln for ln in block.splitlines() if ln.startswith("| `fastpriv ")]
+    return [re.match(r"\| `(fastpriv [^`]*)`", ln).group(1).replace("\\|", "|") for ln in rows]
+
+
+@pytest.mark.parametrize("name", sorted(COLD_BLOCKS))
+def test_cold_start_tables_time_exactly_the_help_examples(name):
+    import shlex
+
+    from fastpriv.cli import build_parser
+    from fastpriv.cli._common import examples_of
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    documented = [ex for p in sub.choices.values() for ex in examples_of(p)]
+    assert len(documented) >= 10
+    shown = _table_commands(_block(name))
+    assert sorted(shown) == sorted(documented), (
+        f"README's perf:{name} table times commands that are not the current --help "
+        f"examples (or misses some): rerun benchmarks/bench_cold_start.py and "
+        f"benchmarks/readme_tables.py\nnot documented: {sorted(set(shown) - set(documented))}"
+        f"\nnot timed: {sorted(set(documented) - set(shown))}")
+    assert all(shlex.split(c)[0] == "fastpriv" for c in shown)
+
+
+@pytest.mark.parametrize("name", sorted(COLD_BLOCKS))
+def test_cold_start_tables_say_their_date_and_load(name):
+    data = json.loads((RESULTS / COLD_BLOCKS[name]).read_text(encoding="utf-8"))
+    under = _block(name).split("\n\n", 1)[1]
+    assert data["machine"]["date"][:10] in under and "load average" in under
+    assert f"{data['load_avg_start'][0]:.1f} before" in under
+    assert f"{data['load_avg_end'][0]:.1f} after" in under
+    assert data["revision"] in under
+
+
+def test_a_cold_start_result_for_another_command_line_is_refused(tmp_path):
+    folder = _results_copy(tmp_path)
+
+    def other_line(data):      # the attack row timed on some other command line
+        data["commands"]["attack"]["argv"] = ["attack", "data.parquet", "--qi", "age", "sex",
+                                              "--group", "gid", "--sensitive", "occupation",
+                                              "--r", "2"]
+
+    _edit_json(folder, "cold_start_fresh.json", other_line)
+    with pytest.raises(rt.ReadmeDataError, match=r"cold_start_fresh\.json: commands "
+                                                 r"\['attack'\] are not the current --help"):
+        rt.render(README, rt.Results(folder))
+
+
+def test_a_new_help_example_without_a_measurement_is_refused(monkeypatch):
+    examples = rt.help_examples()
+    monkeypatch.setattr(rt, "help_examples",
+                        lambda: {**examples, "audit_9": ["audit", "adult", "--qi", "age"]})
+    with pytest.raises(rt.ReadmeDataError, match=r"examples \['audit_9'\] are not measured"):
+        rt.render(README)
+
+
+@pytest.mark.parametrize("name", sorted(COLD_BLOCKS))
+def test_a_changed_cold_start_result_is_detected(tmp_path, name):
+    folder = _results_copy(tmp_path)
+    f = COLD_BLOCKS[name]
+
+    def slower(data):
+        side = "current" if f == "cold_start_fresh.json" else "cold"
+        data["commands"]["audit"][side]["cpu_s"] *= 3
+        data["load_avg_end"] = [9.75, 9.0, 9.0]
+
+    _edit_json(folder, f, slower)
+    d = rt.diff(README, rt.Results(folder))
+    changed = [ln for ln in d.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+    assert any("fastpriv audit adult --sensitive occupation --qi age sex" in ln
+               for ln in changed), d
+    assert any("9.8 after" in ln for ln in changed), d
+
+
+def test_a_cold_start_result_without_its_load_is_refused(tmp_path):
+    folder = _results_copy(tmp_path)
+    _edit_json(folder, "cold_start_commands.json", lambda d: d.pop("load_avg_start"))
+    with pytest.raises(rt.ReadmeDataError, match=r"cold_start_commands\.json: no key "
+                                                 r"'load_avg_start'"):
+        rt.render(README, rt.Results(folder))
