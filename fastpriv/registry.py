@@ -93,7 +93,9 @@ def load(path: str) -> Any:
 
 
 _GROUP_ENGINES = ENGINES
-_ROW_ENGINES = ("memory",)
+#: the row-level models read the distinct (qi, group, sensitive) rows with their count, which
+#: every engine computes where the data lives (``row_counts`` of spark, distributed, pushdown)
+_ROW_ENGINES = ("memory", "dask", "spark", "duckdb")
 _CLASS_ENGINES = ("memory", "stream")
 
 #: Every model, in the order of the verdict.
