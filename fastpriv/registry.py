@@ -38,7 +38,7 @@ from typing import Any
 
 __all__ = ["Threshold", "Model", "MODELS", "WARMUP_GROUPS", "ENGINES", "model",
            "verdict_models", "add_threshold_flags", "thresholds_of", "markdown_table",
-           "load", "make_check", "run_verdict_models"]
+           "engine_table", "load", "make_check", "run_verdict_models"]
 
 #: Where data can live when a model reads it: in memory (a table or a path), streamed in
 #: record batches, a Dask or Spark cluster, DuckDB (counts pushed down into SQL).
@@ -97,6 +97,7 @@ _GROUP_ENGINES = ENGINES
 #: every engine computes where the data lives (``row_counts`` of spark, distributed, pushdown)
 _ROW_ENGINES = ("memory", "dask", "spark", "duckdb")
 _CLASS_ENGINES = ("memory", "stream")
+_POPULATION_ENGINES = ("memory",)
 
 #: Every model, in the order of the verdict.
 MODELS: tuple[Model, ...] = (
@@ -143,7 +144,7 @@ MODELS: tuple[Model, ...] = (
     Model("k_map", "k-map",
           "Is every record hidden among at least k people of the population?",
           "fastpriv.population.k_map", "KMapResult", ("risk",), "classes", False,
-          _CLASS_ENGINES, "risk",
+          _POPULATION_ENGINES, "risk",
           thresholds=(Threshold("min_k_map", "--min-k-map", "size",
                                 "k-map: every class of the sample matches at least K people "
                                 "of the population table (needs --population TABLE)"),),
@@ -151,7 +152,7 @@ MODELS: tuple[Model, ...] = (
     Model("delta_presence", "δ-presence",
           "Can anyone tell whether a person of the population is in the data?",
           "fastpriv.population.delta_presence", "DeltaPresenceResult", ("risk",), "classes",
-          False, _CLASS_ENGINES, "risk",
+          False, _POPULATION_ENGINES, "risk",
           thresholds=(Threshold("max_delta", "--max-delta", "probability",
                                 "δ-presence: no population class has more than this share "
                                 "of its people in the data, in [0, 1] (needs --population "
@@ -245,5 +246,33 @@ def markdown_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-if __name__ == "__main__":  # pragma: no cover - ``python -m fastpriv.registry``
-    print(markdown_table(), end="")
+#: How each engine feeds the models it is declared for (the README's engine table).
+ENGINE_ROUTES = {
+    "memory": "a table, a path or a Release in this process",
+    "stream": "record batches with bounded memory (`Release.from_batches`, "
+              "`risk.ClassCounts.from_batches`, `streaming.audit_stream`)",
+    "dask": "`distributed.release_from_dask`, `groupwise_audit`, `row_counts`",
+    "spark": "`spark.release`, `spark.row_counts`",
+    "duckdb": "`pushdown.release`, `pushdown.row_counts` (the GROUP BY runs in DuckDB)",
+}
+
+
+def engine_table() -> str:
+    """Return the model × engine table of the README (✓: the engine gives the in-memory answer).
+
+    Each ✓ is a declaration of :data:`MODELS`; ``tests/test_registry.py`` names, for every
+    one, the test that compares that engine with the in-memory answer.
+    """
+    head = "| model | " + " | ".join(ENGINES) + " |"
+    rows = [head, "| --- |" + " --- |" * len(ENGINES)]
+    for m in MODELS:
+        rows.append(f"| {m.title} | " + " | ".join("✓" if e in m.engines else "–"
+                                                   for e in ENGINES) + " |")
+    routes = "\n".join(f"- **{e}**: {ENGINE_ROUTES[e]}" for e in ENGINES)
+    return "\n".join(rows) + "\n\n" + routes + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover - ``python -m fastpriv.registry [engines]``
+    import sys
+
+    print(engine_table() if sys.argv[1:] == ["engines"] else markdown_table(), end="")

@@ -172,3 +172,54 @@ def test_cli_population_flag_refuses_nonsense(capsys):
         fastpriv.cli.main(["audit", ARX_ADULT, "--qi", "sex", "--population", "nope.csv"])
     assert e.value.code == 2
     assert "--population" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the engine table
+#: The test comparing an engine with the in-memory answer, by what the model reads. A model
+#: of the groups reads only the Release, so "the engine's Release equals Release.from_table"
+#: proves every such model; the row-level models read the distinct rows with their count;
+#: risk reads the QI class counts.
+PROOFS = {
+    "groups": {
+        "stream": "tests/test_engines_equal.py::test_dask_and_streaming_equal_in_memory",
+        "dask": "tests/test_distributed.py::test_counts_on_the_cluster_equal_single_machine",
+        "spark": "tests/test_spark.py::test_random_tables_on_spark_equal_in_memory",
+        "duckdb": "tests/test_pushdown.py::test_duckdb_pushdown_equals_in_memory",
+    },
+    "rows": {
+        "dask": "tests/test_engines_rowlevel.py::"
+                "test_random_tables_duckdb_and_dask_equal_in_memory",
+        "duckdb": "tests/test_engines_rowlevel.py::"
+                  "test_random_tables_duckdb_and_dask_equal_in_memory",
+        "spark": "tests/test_engines_rowlevel.py::test_random_tables_on_spark_equal_in_memory",
+    },
+    "classes": {
+        "stream": "tests/test_risk.py::"
+                  "test_from_batches_and_count_accumulator_give_the_table_audit",
+    },
+}
+
+
+def _test_exists(node: str) -> bool:
+    import ast
+
+    path, name = node.split("::")
+    tree = ast.parse((Path(__file__).resolve().parents[1] / path).read_text())
+    return any(isinstance(n, ast.FunctionDef) and n.name == name for n in tree.body)
+
+
+@pytest.mark.parametrize("m", registry.MODELS, ids=[m.name for m in registry.MODELS])
+def test_every_engine_claim_names_its_proof(m):
+    for engine in m.engines:
+        if engine == "memory":             # the reference itself (the oracles' tests)
+            continue
+        node = PROOFS[m.reads].get(engine)
+        assert node is not None, f"{m.name} on {engine}: no test proves it"
+        assert _test_exists(node), node
+
+
+def test_readme_engine_table_is_generated_from_the_registry():
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = text.split("<!-- registry:engines -->\n")[1].split("<!-- /registry:engines -->")[0]
+    assert block == registry.engine_table(), \
+        "README's engine table is stale: paste `python -m fastpriv.registry engines`"
