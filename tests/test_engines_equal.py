@@ -34,6 +34,7 @@ from fastpriv import (
     streaming,
 )
 from tests.engines import POINTS, assert_same, audits
+from tests.spark_session import local_session
 
 SKY = {"*": POINTS}
 
@@ -338,22 +339,7 @@ def test_a_bad_weight_on_a_row_nulls_drop_is_refused_by_every_engine(tmp_path, b
 def spark_session():
     """One local session for the module (the one of tests/test_spark.py when it runs first:
     ``getOrCreate``). Fails, never skips, without PySpark or Java (README)."""
-    import shutil
-
-    from pyspark.sql import SparkSession
-
-    assert shutil.which("java") or os.environ.get("JAVA_HOME"), "the Spark tests need Java"
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = (SparkSession.builder.master("local[1]").appName("fastpriv-engines")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.pyspark.python", sys.executable)
-               .config("spark.pyspark.driver.python", sys.executable)
-               .getOrCreate())
-    session.sparkContext.setLogLevel("FATAL")
-    return session
+    return local_session("fastpriv-engines", log_level="FATAL")
 
 
 @pytest.mark.slow

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
-import sys
 import tempfile
 
 import numpy as np
@@ -39,6 +37,7 @@ from hypothesis import strategies as st
 
 from fastpriv import InputError, InputTypeError, Release, foreground, pushdown, robustness
 from tests.engines import _KINDS
+from tests.spark_session import local_session
 
 R = 2.0
 SETTINGS = dict(deadline=None, derandomize=True,
@@ -372,31 +371,13 @@ def test_finish_row_counts_sums_partial_counts():
 
 
 # ------------------------------------------------------------------ Spark
-INSTALL = ("the Spark tests need PySpark and a Java runtime: pip install -e '.[all]' and "
-           "apt-get install -y openjdk-17-jre-headless (what .ci/run does)")
 
 
 @pytest.fixture(scope="module")
 def spark():
-    """One local[1] session for the module (the pattern of tests/test_spark.py; a session
-    already started in this process is reused)."""
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError as exc:
-        pytest.fail(f"{INSTALL} ({exc})")
-    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
-        pytest.fail(f"no 'java' on PATH and no JAVA_HOME: {INSTALL}")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = (SparkSession.builder.master("local[1]").appName("fastpriv-rowlevel-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.pyspark.python", sys.executable)
-               .config("spark.pyspark.driver.python", sys.executable)
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    return session
+    """One local[1] session for the module (a session already started in this process is
+    reused)."""
+    return local_session("fastpriv-rowlevel-tests")
 
 
 @pytest.mark.slow

@@ -5,8 +5,6 @@ partition inside mapInArrow — equals the in-memory release, audits included.
 Needs PySpark (the 'spark' extra, part of '.[all]') and a Java runtime; without them these
 tests FAIL with the install command (.ci/run installs both)."""
 
-import os
-import shutil
 import sys
 
 import pyarrow as pa
@@ -18,11 +16,10 @@ from hypothesis import strategies as st
 from fastpriv import InputError, InputTypeError, Release
 from fastpriv.datasets import load_adult
 from tests.engines import assert_same, audits, tables
+from tests.spark_session import local_session
 
 pytestmark = pytest.mark.slow   # every test starts or uses a local Spark session (a JVM)
 
-INSTALL = ("the Spark tests need PySpark and a Java runtime: pip install -e '.[all]' and "
-           "apt-get install -y openjdk-17-jre-headless (what .ci/run does)")
 METHODS = [("groupby", "driver"), ("partitions", "driver"), ("partitions", "cluster")]
 
 
@@ -31,26 +28,8 @@ def spark():
     """One local[2] session for every test of this module. It is not stopped: the smoke run
     of benchmarks/bench_engines.py later in the same pytest process reuses it (a second JVM
     start costs ~10-20 s); the JVM exits with the interpreter."""
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError as exc:
-        pytest.fail(f"{INSTALL} ({exc})")
-    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
-        pytest.fail(f"no 'java' on PATH and no JAVA_HOME: {INSTALL}")
-    # the workers' Python: this interpreter, also when its venv is not activated (the
-    # spark.pyspark.python setting alone left Python workers on the PATH's python3)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     _warm_kernels()
-    session = (SparkSession.builder.master("local[2]").appName("fastpriv-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.pyspark.python", sys.executable)
-               .config("spark.pyspark.driver.python", sys.executable)
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    return session
+    return local_session("fastpriv-tests", threads=2)
 
 
 def _warm_kernels():
