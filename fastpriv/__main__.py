@@ -1,8 +1,6 @@
 """``python -m fastpriv`` runs the command-line interface."""
 
-import sys
-
-from .cli import main
+from .cli import console
 
 if __name__ == "__main__":      # importing the module (e.g. doctest collection) runs nothing
-    sys.exit(main())
+    console()

@@ -208,13 +208,22 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
     return args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``fastpriv`` console script."""
+def main(argv: Sequence[str] | None = None, *, own_process: bool = False) -> int:
+    """Run one command (``argv``: the words after ``fastpriv``; default ``sys.argv``).
+
+    Returns the exit status. ``own_process``: the process exists for this command alone
+    (the console script, ``python -m fastpriv``), so pandas is kept out of it until
+    something needs it (:func:`fastpriv.cli._startup.defer_pandas`).
+    """
     parser = build_parser()
     args = _parse(parser, argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    if own_process:
+        from ._startup import defer_pandas
+
+        defer_pandas()
     from ._common import TerminalSafe, escape, forget_buffered
 
     forget_buffered()
@@ -251,6 +260,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _internal_error(args.command)
     finally:
         sys.stdout = real_stdout
+
+
+def console() -> NoReturn:
+    """Run the command line of this process and exit with its status (the console script)."""
+    sys.exit(main(own_process=True))
 
 
 #: Options whose value is a path the command writes (every other existing path is an input).
