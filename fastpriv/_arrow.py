@@ -946,6 +946,25 @@ def kept_rows(table: pa.Table, columns: Sequence[str], nulls: str) -> np.ndarray
     return np.flatnonzero(valid.to_numpy(zero_copy_only=False)).astype(np.int64)
 
 
+def expand_weights(data: Any, weight: str, max_rows: int = 2**31 - 1) -> pa.Table:
+    """One row per individual: each row repeated ``weight`` times, the weight column dropped.
+
+    For methods that anonymize rows (Anatomy, ART): a weighted row stands for ``weight``
+    identical people, and the release must publish each of them. ``data``: anything
+    :func:`as_table` reads. The copies of a row are consecutive, in input order. Refused
+    when the people exceed ``max_rows``.
+    """
+    table = as_table(data)
+    check_columns([weight], table.column_names, "weight")
+    table, w = apply_weights(table, weight)
+    total = int(w.sum())
+    if total > max_rows:
+        raise InputError(f"weight column {weight!r} stands for {total:,} people, more than the "
+                         f"{max_rows:,} rows this method can hold one per person")
+    idx = np.repeat(np.arange(w.size, dtype=np.int64), w)
+    return table.drop_columns([weight]).take(pa.array(idx))
+
+
 def apply_weights(table: pa.Table, weight: str) -> tuple[pa.Table, np.ndarray]:
     """Check a multiplicity column (``weight=``) and drop the rows of weight 0.
 

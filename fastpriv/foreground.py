@@ -1338,10 +1338,26 @@ class ForegroundAttack(Result):
         return out
 
     def worst(self, k: int = 10) -> list[dict[str, Any]]:
-        """Return the k tuples with the highest posterior, with their witnesses."""
+        """Return the k tuples (people) with the highest posterior, with their witnesses.
+
+        Ties keep input order. With weighted rows, a row stands for ``weight`` identical
+        people with one posterior: it is listed once, ``people`` saying how many of the k
+        it stands for, so the list names the same k people as the expanded table's.
+        """
         k = check_int(k, "k", minimum=0)
-        order = np.argsort(-self.posterior, kind="stable")[:k]
-        return [self._explain_held(int(i)) for i in order]
+        order = np.argsort(-self.posterior, kind="stable")
+        if self.row_weight is None:
+            return [self._explain_held(int(i)) for i in order[:k]]
+        out: list[dict[str, Any]] = []
+        left = k
+        for i in order:
+            if left <= 0:
+                break
+            people = min(int(self.row_weight[i]), left)
+            if people:
+                out.append({**self._explain_held(int(i)), "people": people})
+                left -= people
+        return out
 
     def to_dict(self, max_items: int = 10) -> dict[str, Any]:
         """JSON-safe summary."""

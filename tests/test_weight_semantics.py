@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -432,6 +433,59 @@ def test_cli_anonymize_weight_publishes_people(tmp_path):
                  "-o", str(tmp_path / "rlb.parquet")]) == 0
     assert _published_people(pq.read_table(tmp_path / "rl.parquet")).equals(
         _published_people(pq.read_table(tmp_path / "rlb.parquet")))
-    assert main(["anonymize", str(tmp_path / "agg.parquet"), "--method", "anatomy", "--qi",
-                 "age", "--sensitive", "d", "--l", "2", "--weight", "n", "--nulls", "drop",
-                 "-o", str(tmp_path / "x.parquet")]) == 2
+    # a method that anonymizes rows publishes one row per person
+    ana = ["--method", "anatomy", "--qi", "age", "--sensitive", "d", "--l", "2", "--nulls",
+           "drop"]
+    assert main(["anonymize", str(tmp_path / "agg.parquet"), *ana, "--weight", "n",
+                 "-o", str(tmp_path / "x.parquet")]) == 0
+    assert main(["anonymize", str(tmp_path / "big.parquet"), *ana,
+                 "-o", str(tmp_path / "xb.parquet")]) == 0
+    x, xb = (pq.read_table(tmp_path / f"{f}.qi.parquet") for f in ("x", "xb"))
+    assert "n" not in x.column_names and x.num_rows == xb.num_rows == \
+        big.filter(pc.is_valid(big["age"])).num_rows
+    def people_per_value(name):
+        st = pq.read_table(tmp_path / f"{name}.sensitive.parquet")
+        return st.group_by("d").aggregate([("count", "sum")]).sort_by("d")
+    assert people_per_value("x").equals(people_per_value("xb"))
+
+
+@pytest.mark.parametrize("command", ["attack", "robustness"])
+def test_cli_row_level_models_read_weight(tmp_path, command, capsys, monkeypatch):
+    """fastpriv attack/robustness agg.parquet --weight n: the numbers of the expanded table,
+    and a remedy that runs as printed and publishes the people; --weight with --bucketize
+    is refused (Anatomy buckets rows)."""
+    import json
+    import shlex
+
+    from fastpriv.cli import main
+
+    rng = np.random.default_rng(11)
+    n = 3000
+    big = pa.table({"g": rng.integers(0, 300, n), "a": rng.integers(0, 4, n),
+                    "b": rng.choice(["u", "v"], n), "s": rng.choice(["x", "y", "z"], n,
+                                                                  p=[.6, .3, .1])})
+    agg = big.group_by(["g", "a", "b", "s"]).aggregate([([], "count_all")])
+    pq.write_table(agg, tmp_path / "agg.parquet")
+    pq.write_table(big, tmp_path / "big.parquet")
+    argv = [command, "--qi", "a", "b", "--sensitive", "s", "--group", "g", "--r", "2",
+            "--overwrite"]
+    rc_w = main([argv[0], str(tmp_path / "agg.parquet"), *argv[1:], "--weight", "count_all",
+                 "--json", str(tmp_path / "w.json")])
+    rc_e = main([argv[0], str(tmp_path / "big.parquet"), *argv[1:],
+                 "--json", str(tmp_path / "e.json")])
+    w, e = (json.loads((tmp_path / f).read_text()) for f in ("w.json", "e.json"))
+    assert rc_w == rc_e == 1 and w["n_rows"] == e["n_rows"] == n
+    assert w["n_problematic"] == e["n_problematic"] and w["value"] == e["value"]
+    remedies = [line.split("To fix: ", 1)[1] for line in capsys.readouterr().out.splitlines()
+                if "To fix: " in line]
+    published = {}
+    for remedy in remedies:                          # agg.parquet --weight, then big.parquet
+        where = tmp_path / f"fix{len(published)}"
+        where.mkdir()
+        monkeypatch.chdir(where)
+        assert main(shlex.split(remedy)[1:]) == 0, remedy
+        published[remedy] = pq.read_table(where / "release.qi.parquet").num_rows
+    assert len(published) == 2 and "--weight count_all" in remedies[0]
+    assert published[remedies[0]] == published[remedies[1]]    # people, one row each
+    assert main([argv[0], str(tmp_path / "big.parquet"), "--qi", "a", "b", "--sensitive", "s",
+                 "--bucketize", "anatomy:2", "--r", "2", "--weight", "s"]) == 2

@@ -153,10 +153,7 @@ def add_data_arguments(p: argparse.ArgumentParser, *, require_grouping: bool = T
                    help="generalized quasi-identifier columns (groups = distinct tuples)")
     add_nulls_argument(p)
     add_encoding_argument(p)
-    p.add_argument("--weight", metavar="COL",
-                   help="multiplicity column: each row stands for that many individuals, "
-                        "e.g. the count of (group, value, count) triples exported by a SQL "
-                        "GROUP BY or Spark")
+    add_weight_argument(p)
     p.add_argument("--stream", choices=("auto", "yes", "no"), default="auto",
                    help="read the input in record batches with memory bounded by the number "
                         "of (group, value) pairs (auto: for Parquet directories and files "
@@ -308,6 +305,7 @@ def bucketize(args: argparse.Namespace, data: Any) -> tuple[Any, Any]:
     spec = getattr(args, "bucketize", None)
     if spec is None:
         return data, args.group
+    check_weight_bucketize(args)
     _, _, level = bucketize_spec(spec).partition(":")
     from ..anonymize import anatomy
 
@@ -319,6 +317,26 @@ def bucketize(args: argparse.Namespace, data: Any) -> tuple[Any, Any]:
           f"{res.release.n_groups:,} groups of {int(res.release.sizes.min())}–"
           f"{int(res.release.sizes.max())} people", file=sys.stderr)
     return res.auditor_view(data), "group_id"
+
+
+def add_weight_argument(p: argparse.ArgumentParser, detail: str = "") -> None:
+    """Add ``--weight COL``: how many identical people each row stands for.
+
+    ``detail``: what it means for this command, appended to the help.
+    """
+    p.add_argument("--weight", metavar="COL",
+                   help="multiplicity column: each row stands for that many individuals, "
+                        "e.g. the count of a SQL or Spark GROUP BY" + detail)
+
+
+def check_weight_bucketize(args: argparse.Namespace) -> None:
+    """Refuse ``--weight`` with ``--bucketize`` (Anatomy buckets rows, not weighted rows)."""
+    from ..errors import InputError
+
+    if getattr(args, "weight", None) and getattr(args, "bucketize", None):
+        raise InputError("--weight cannot be combined with --bucketize: Anatomy buckets rows, "
+                         "not weighted rows; bucketize the table of individual rows, or "
+                         "audit a weighted release that has a --group column")
 
 
 def add_encoding_argument(p: argparse.ArgumentParser) -> None:

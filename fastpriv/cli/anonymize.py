@@ -176,7 +176,7 @@ BUCKETIZATIONS = ("anatomy", "art")
 #: built-in methods (plugins may add others, of either kind)
 METHODS_KNOWN = ("lattice", "mondrian", "skyline", "anatomy", "art")
 #: methods that read ``--weight`` (each row stands for that many identical people); any
-#: other method refuses it rather than anonymizing rows as if they were people
+#: other method anonymizes the table expanded into one row per person
 WEIGHTED_METHODS = ("lattice", "mondrian", "skyline")
 
 
@@ -251,7 +251,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "GROUP BY count); every criterion counts people (--min-size 5: five "
                         "people per group) and the release keeps a count column (named COL, "
                         "or --count-column) so that it stands for the same people "
-                        "(methods " + ", ".join(WEIGHTED_METHODS) + ")")
+                        "(methods " + ", ".join(WEIGHTED_METHODS) + "; the others anonymize "
+                        "the table expanded into one row per person)")
     c = p.add_argument_group("criteria (all given must hold)")
     c.add_argument("--min-size", type=int, metavar="N",
                    help="k-anonymity: every group has at least N people")
@@ -482,10 +483,6 @@ def run(args: argparse.Namespace) -> int:
                              f"{_PLUGIN_ERRORS[args.method]}")
         raise InputError(f"--method must be one of {', '.join(sorted(METHODS))}; got "
                          f"{args.method!r}")
-    if args.weight and args.method not in WEIGHTED_METHODS:
-        raise InputError(f"--weight: the {args.method} method does not read weights (it would "
-                         "anonymize rows, not the people they stand for); use --method "
-                         + "/".join(WEIGHTED_METHODS) + ", or expand the table")
     inputs = [p for p in (args.data, getattr(args, "hierarchies", None)) if p]
     for p in inputs:
         note_input(p)
@@ -494,6 +491,8 @@ def run(args: argparse.Namespace) -> int:
                   overwrite=args.overwrite, inputs=inputs)
     crit = _criterion(args)
     data = load_data(args.data, getattr(args, "encoding", None))
+    if args.weight and args.method not in WEIGHTED_METHODS:
+        data = _one_row_per_person(args, data)
     _check_keep(args, data)
     with Timer() as t:
         result = METHODS[args.method].run(args, data, crit)
@@ -502,6 +501,19 @@ def run(args: argparse.Namespace) -> int:
     with output_set():
         _write_outputs(args, result, data, inputs, payload)
     return 1 if payload["failure"] else 0
+
+
+def _one_row_per_person(args: argparse.Namespace, data: Any) -> Any:
+    """``--weight`` for a method that anonymizes rows: expand each row into its people."""
+    import sys
+
+    from .._arrow import expand_weights
+
+    data = expand_weights(data, args.weight)
+    print(f"--weight {args.weight}: the {args.method} method anonymizes people one row each: "
+          f"the table expanded into {data.num_rows:,} people", file=sys.stderr)
+    args.weight = None
+    return data
 
 
 def _write_outputs(args: argparse.Namespace, result: Any, data: Any, inputs: list,

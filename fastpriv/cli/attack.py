@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_encoding_argument,
         add_nulls_argument,
         add_output_arguments,
+        add_weight_argument,
         count,
         hoeffding_confidence,
         positive,
@@ -89,6 +90,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="random solver starts per system (default 2)")
     p.add_argument("--seed", type=seed, default=0, help="seed of the random starts (>= 0)")
     add_nulls_argument(p)
+    add_weight_argument(p, "; every count and posterior is over people")
     p.add_argument("--top", type=count, default=10, help="worst tuples to print (default 10)")
     p.add_argument("--distributions", metavar="OUT",
                    help="write the mined distributions (long table, Parquet/CSV)")
@@ -139,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
             sensitive_table=args.sensitive_table, count=args.count,
             sensitive_values=targets or None, max_set_size=args.max_set_size,
             epsilon=args.epsilon, confidence=args.confidence, min_support=args.min_support,
-            original=args.original, nulls=args.nulls, n_random=args.n_random,
+            original=args.original, nulls=args.nulls, weight=args.weight, n_random=args.n_random,
             seed=args.seed, unreliable=args.unreliable, progress=bar)
     bar.done()
     md = res.mined
@@ -148,15 +150,17 @@ def run(args: argparse.Namespace) -> int:
         print_remedy(args, "art", ["--r", f"{args.r:g}"])
     print(f"  total time {t.seconds:.2f} s")
     if args.top > 0:
-        rows = []
-        for w in res.worst(args.top):
-            rows.append([w["row"], w["group"], ",".join(w.get("attribute_set") or []) or "-",
-                         str(w.get("value", "-")), w["posterior"]])
+        worst = res.worst(args.top)
+        weighted = res.row_weight is not None      # a row stands for `people` of them
+        rows = [[w["row"], *([w["people"]] if weighted else []), w["group"],
+                 ",".join(w.get("attribute_set") or []) or "-", str(w.get("value", "-")),
+                 w["posterior"]] for w in worst]
         print()
-        print(format_table(["row", "group", "attribute set", "x", "posterior"], rows,
-                           title=f"The {len(rows)} most exposed people: row, group, the "
-                                 "quasi-identifiers that expose them, the value, its "
-                                 "probability"))
+        print(format_table(["row", *(["people"] if weighted else []), "group",
+                            "attribute set", "x", "posterior"], rows,
+                           title=f"The {sum(w.get('people', 1) for w in worst)} most "
+                                 "exposed people: row, group, the quasi-identifiers that "
+                                 "expose them, the value, its probability"))
     if args.distributions:
         dest = write_table(args.distributions, md.table(), overwrite=args.overwrite,
                            inputs=inputs)

@@ -18,6 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_knowledge_arguments,
         add_nulls_argument,
         add_risk_arguments,
+        add_weight_argument,
         confidence,
         count,
         point_lkm,
@@ -51,9 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "the adversary knows exactly (r-robustness, foreground attack)")
     p.add_argument("--individual", metavar="COL",
                    help="individual-id column (MVPI: one row per individual and value)")
-    p.add_argument("--weight", metavar="COL",
-                   help="multiplicity column: each row stands for that many individuals "
-                        "(e.g. the count of a SQL GROUP BY); every section counts people")
+    add_weight_argument(p, "; every section counts people")
     add_nulls_argument(p)
     p.add_argument("--stream", action="store_true",
                    help="read a large file or Parquet directory in record batches (memory "

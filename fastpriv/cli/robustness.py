@@ -16,6 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_knowledge_arguments,
         add_nulls_argument,
         add_output_arguments,
+        add_weight_argument,
         count,
         hoeffding_confidence,
         positive,
@@ -59,6 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="reliable sample size of derived knowledge (overrides --epsilon, "
                         "--confidence)")
     add_nulls_argument(p)
+    add_weight_argument(p, "; every count and posterior is over people")
     p.add_argument("--top", type=count, default=10,
                    help="worst (person, attribute set, value) cases to print (default 10)")
     p.add_argument("--verbose", action="store_true",
@@ -98,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
             group=group if isinstance(group, str) or len(group) > 1 else group[0], r=args.r,
             knowledge=knowledge, sensitive_values=args.sensitive_values, model=args.model,
             max_set_size=args.max_set_size, epsilon=args.epsilon, confidence=args.confidence,
-            min_support=args.min_support, nulls=args.nulls)
+            min_support=args.min_support, nulls=args.nulls, weight=args.weight)
     print(res.summary(verbose=args.verbose))
     if not res.robust:
         print_remedy(args, "art", ["--r", f"{args.r:g}"])

@@ -433,11 +433,14 @@ def _stats(d: dict) -> str:
                    f"<b>{_fmt(r['n_problematic'])}</b> of {_fmt(r['n_rows'])} people are "
                    f"linked to a value with probability above {_pct(r['threshold'])} (highest:"
                    f" {_pct(r['max_posterior'] if r['max_posterior'] is not None else 0)}).</p>")
-        rows = [[w["row"], w["group"], ", ".join(w.get("attribute_set") or []) or "–",
-                 w.get("value", "–"), _pct(w["posterior"])] for w in r["worst"]]
+        weighted = any("people" in w for w in r["worst"])   # a row stands for `people`
+        rows = [[w["row"], *([w.get("people", 1)] if weighted else []), w["group"],
+                 ", ".join(w.get("attribute_set") or []) or "–", w.get("value", "–"),
+                 _pct(w["posterior"])] for w in r["worst"]]
         if rows:
-            out.append(_table(["row", "group", "patterns on", "value", "posterior"], rows,
-                              num={0, 4}))
+            out.append(_table(["row", *(["people"] if weighted else []), "group",
+                               "patterns on", "value", "posterior"], rows,
+                              num={0, 1, 5} if weighted else {0, 4}))
     return "".join(out)
 
 
