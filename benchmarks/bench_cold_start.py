@@ -1,11 +1,12 @@
 """Benchmarks: cold start — what a fresh process pays before its first answer.
 
 Every measurement runs in a **fresh subprocess** and records wall seconds, seconds to the
-first line on stdout, CPU seconds of the subprocess (user + sys, less noisy than wall on a
-shared machine) and the Numba compilations it made (``numba:compile`` events: count and
-CPU seconds per kernel, each compile's own time — callees compiled inside a caller are
-charged to the callee; ``compile_s`` sums them, ``fastpriv_compile_s`` only fastpriv's
-kernels).
+first line on stdout (the first result line) and to the first line on either stream (the
+first thing a user sees, e.g. the compile notice on stderr), CPU seconds of the subprocess
+(user + sys, less noisy than wall on a shared machine) and the Numba compilations it made
+(``numba:compile`` events: count and CPU seconds per kernel, each compile's own time —
+callees compiled inside a caller are charged to the callee; ``compile_s`` sums them,
+``fastpriv_compile_s`` only fastpriv's kernels).
 
 * **documented commands, first call** — each example of each command's ``--help``, exactly
   as documented (:func:`help_examples`), in a temporary working folder with a cache
@@ -27,14 +28,15 @@ kernels).
   process on a filled cache, ``ROUNDS`` times, alternated with the ``--baseline`` revision's
   tree when one is given (each tree fills the cache with one run first). Every process
   profiles itself by phase (CPU seconds): imports charged to their package (``numpy``,
-  ``numba`` with llvmlite and SciPy, ``pyarrow``, ``pandas`` — pulled in by pyarrow itself
-  —, ``fastpriv``, ``other``), ``kernel_loads`` (the cached kernels loaded, and any
-  compile, with the Numba modules they import), ``work`` (the rest of the command), and
-  ``exit`` (the interpreter's teardown, measured by the parent as the process's CPU less
-  what the process measured before exiting). Medians per phase, with the process's wall
-  and CPU seconds and the kernels it loaded and compiled, and the machine's load average
-  before and after. Python's bytecode cache is on (an installed package has its ``.pyc``
-  files), in the run's own ``PYTHONPYCACHEPREFIX``.
+  ``numba`` with llvmlite and SciPy, ``pyarrow``, ``pandas`` — when something imports it:
+  the command line keeps pyarrow from pulling it in —, ``fastpriv``, ``other``),
+  ``kernel_loads`` (the cached kernels loaded, and any compile, with the Numba modules they
+  import), ``work`` (the rest of the command), and ``exit`` (the interpreter's teardown,
+  measured by the parent as the process's CPU less what the process measured before
+  exiting). Medians per phase, with the process's wall and CPU seconds and the kernels it
+  loaded and compiled, and the machine's load average before and after. Python's bytecode
+  cache is on (an installed package has its ``.pyc`` files), in the run's own
+  ``PYTHONPYCACHEPREFIX``.
 
 Full mode (``FASTPRIV_BENCH=full``; ``python -m benchmarks.bench_cold_start [--only audit,demo]
 [--skip-warmup] [--baseline REV]``, the last adding the same cold runs of revision REV,
@@ -59,6 +61,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -185,15 +188,26 @@ def run_fresh(mode: str, target: str, argv: list[str], *, cache: str | None,
         proc = subprocess.Popen([sys.executable, "-c", _RECORDER, mode, target, *argv],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                                 cwd=cwd or str(ROOT), text=True)
-        first = None
+        first, first_err, err_lines = None, [], []
+
+        def drain_stderr() -> None:             # read at once: its first line is timed too
+            assert proc.stderr is not None
+            for line in proc.stderr:
+                if not first_err:
+                    first_err.append(time.perf_counter() - t0)
+                err_lines.append(line)
+
+        reader = threading.Thread(target=drain_stderr, daemon=True)
+        reader.start()
         lines = 0
         assert proc.stdout is not None
         for _line in proc.stdout:
             if first is None:
                 first = time.perf_counter() - t0
             lines += 1
-        err = proc.stderr.read() if proc.stderr else ""
         rc = proc.wait(timeout=timeout)
+        reader.join(timeout)
+        err = "".join(err_lines)
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         try:
@@ -203,7 +217,9 @@ def run_fresh(mode: str, target: str, argv: list[str], *, cache: str | None,
             compiles = {}
     outside = compiles.pop(OUTSIDE, {"s": 0.0})
     fp = {k: v for k, v in compiles.items() if k.startswith("fastpriv.")}
+    outputs = [t for t in (first, *first_err) if t is not None]
     return {"rc": rc, "wall_s": wall, "first_line_s": first, "stdout_lines": lines,
+            "first_output_s": min(outputs) if outputs else None,
             "load_avg_before": load,
             "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
             "compiled_kernels": len(fp), "compile_events": sum(v["n"] for v in compiles.values()),
@@ -361,8 +377,7 @@ _ORIG = _b._find_and_load
 
 def _owner(name):
     top = name.split(".")[0]
-    if top in ("pandas", "dateutil", "pytz", "tzdata") or name.startswith(("pyarrow.dataset",
-                                                                          "pyarrow._dataset")):
+    if top in ("pandas", "dateutil", "pytz", "tzdata"):
         return "pandas"
     return {"numpy": "numpy", "numba": "numba", "llvmlite": "numba", "scipy": "numba",
             "pyarrow": "pyarrow", "fastpriv": "fastpriv"}.get(top, "other")
