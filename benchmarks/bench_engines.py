@@ -1,34 +1,67 @@
-"""Benchmark: the same Parquet audit where the data lives — local, Spark, Dask, DuckDB.
+"""Benchmark: the same classical audit where the data lives — in memory, Spark, Dask, DuckDB —
+against the SQL / dataframe code a data engineer writes in the same engine.
 
-Synthetic Parquet data (``fastpriv.datasets.synthetic_batches``, 20 values, 10M rows in 8
-files; smoke: 100k rows, first shape only) in two shapes — *many groups*
-(``group_size=100``: 100k groups, rows sorted by group) and *few groups*
-(``n_groups=10_000``, rows in random group order) — one audit (classical models,
-(c,k)-safety at k = 12, SkylineCheck of 100 points) and four ways to build the release it
-reads, in the same run:
+Synthetic Parquet data (``fastpriv.datasets.synthetic_batches``, 20M rows in 8 files, 20
+sensitive values, rows in random group order) with 10k, 1M and 10M QI groups (smoke: 100k
+rows, 1,000 groups). Every contestant goes from the Parquet folder to the classical audit
+numbers k (smallest group) and distinct ℓ (fewest distinct sensitive values in a group):
 
-* **local**: ``Release.from_batches(folder)`` (fastpriv's streaming counts, one process);
-* **spark**: ``fastpriv.spark.release(spark.read.parquet(folder))`` on a ``local[2]``
-  session, ``method="groupby"`` (Spark's aggregation) and ``method="partitions"``
-  (fastpriv's CountAccumulator per partition in ``mapInArrow``, states merged on the
-  driver);
+* **memory_batches**: ``Release.from_batches(folder)`` (fastpriv's streaming counts, one
+  process) — the *in-memory* reference of every ``×in-memory`` ratio;
+* **memory_table**: ``Release.from_table(pyarrow.parquet.read_table(folder))``;
+* **spark_groupby** / **spark_partitions**: ``fastpriv.spark.release(spark.read.parquet(folder),
+  method=...)`` on a ``local[2]`` session with Spark's defaults (``spark.driver.memory``
+  and ``spark.sql.shuffle.partitions`` are not set); ``"groupby"`` is Spark's aggregation,
+  ``"partitions"`` fastpriv's CountAccumulator per partition in ``mapInArrow``;
 * **dask**: ``fastpriv.distributed.release_from_dask(folder)`` on a ``LocalCluster`` with 2
   worker processes × 1 thread;
-* **duckdb**: ``fastpriv.pushdown.count_query`` over a ``read_parquet`` view, DuckDB with 2
-  threads, ``pushdown.release`` on its Arrow result.
+* **duckdb**: ``fastpriv.pushdown.count_query`` over ``read_parquet``, DuckDB with 2
+  threads, ``pushdown.release`` on its Arrow result;
 
-Engines are alternated round by round (the 2 cores are shared: the minimum of the rounds is
-reported, and every ratio is against the local path of the same run). Session / cluster
-start-up is timed separately and not in the rounds; a first untimed call loads each
-engine's workers. Every release is asserted equal (``Release.equals``) to the local one and
-every audit's ``to_dict()`` equal to the local audit's. **Bytes to the driver** is what
-crosses from the engine to the process that audits: the Arrow triples for Spark and DuckDB
-(``Table.nbytes``), the pickled merged :class:`~fastpriv.counts.CountAccumulator` for Dask;
-for scale, ``rows_arrow_bytes`` is the Arrow size of the two columns of all rows (what
-collecting the rows would move) and ``parquet_bytes`` the compressed files the local path
-reads.
+each followed by ``classic.k_anonymity`` and ``classic.l_diversity`` of the release; and,
+per engine, the **hand-written** code for the same two numbers — the release's sufficient
+statistics (``SELECT group, sensitive, count(*) ... GROUP BY group, sensitive``), then k =
+min of the group sizes and ℓ = min of the distinct values per group, all in the engine,
+only k and ℓ coming back:
 
-On one 2-core machine the local path wins: the engines pay for JVM / worker processes,
+* **spark_sql**: that query through ``spark.sql`` over a temporary view of
+  ``spark.read.parquet(folder)`` (same session settings);
+* **dask_hand**: ``dd.read_parquet(folder).groupby([group, sensitive]).size()``, then a
+  ``groupby(group)`` of the pairs (sum, count) and the two minima, on the same cluster;
+* **duckdb_sql**: the query in DuckDB SQL over ``read_parquet``.
+
+The fastpriv paths bring the (group, value, count) triples to the driver (every
+count-based model can then be audited from the release); the hand-written code brings two
+numbers. Reading the Parquet folder is inside every timing; session / cluster start-up is
+not (``startup_s``).
+
+**Full mode**: every (contestant, round) runs in a **fresh subprocess** (``python -m
+benchmarks.bench_engines --child SPEC``) that starts its engine, runs the contestant once
+untimed on the smoke-size data (kernels, JVM and workers loaded), then once timed on the
+real folder. Peak memory is what that process and its engine held: **driver** — the
+subprocess's own ``VmHWM`` (peak resident set, ``/proc/self/status``; it includes the
+interpreter, the imports and the small untimed call); **JVM** — the ``VmHWM`` of the
+``java`` process Spark started under it (Spark only; the JVM runs the executors in local
+mode); **workers** — the largest sum of the resident sets of every other descendant process
+(Dask workers and nannies, Spark's Python workers), sampled every 50 ms during the timed
+call. The resident sets before the timed call are recorded too (``*_before_mib``). Rounds
+are alternated (each round starts one contestant later in the list, and every size has its
+round before any size has the next), 3 of them; min and median are reported, ratios of
+minima against ``memory_batches`` (``ratio_to_memory``) and against the same engine's
+hand-written code (``ratio_to_hand``). A run is bounded by
+``FASTPRIV_BENCH_ENGINES_MINUTES`` (default 40) of wall time: a run that would start later
+is not started, and the JSON lists it under ``skipped`` with the reason; a subprocess that
+fails or exceeds its time is listed under ``failed`` with its output's tail.
+
+Every release is asserted equal (``Release.equals``) to ``memory_batches``' (kept on disk
+as a pickle next to the data), and every contestant's k and ℓ — the hand-written ones
+included — equal to it. The Parquet data are written once into
+``FASTPRIV_BENCH_DATA`` (default ``<tmp>/fastpriv-bench-engines``) and reused while their
+parameters (``_params.json``) match. **Smoke mode** (the test suite) runs every contestant
+once in this process (reusing the test suite's Spark session when there is one) with the
+same equality checks, and one contestant through the subprocess path.
+
+On one 2-core machine the in-memory path wins: the engines pay for JVM / worker processes,
 task scheduling and (Spark) a shuffle, and have no more cores to spread over. The point of
 the other paths is where the heavy part runs — next to the data — and that the driver
 receives only one row per (group, value) pair.
@@ -36,46 +69,85 @@ receives only one row per (group, value) pair.
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import pickle
-import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
+from pathlib import Path
+from typing import Any, Callable
 
 from benchmarks._common import write_result
 
-K = 12
-POINTS = [(ell, k, m, 0.9) for ell in range(4) for k in range(5) for m in range(5)]  # 100
+ROOT = Path(__file__).resolve().parent.parent
 COLS = {"group": "group", "sensitive": "sensitive"}
-SHAPES = {"many_groups": {"group_size": 100}, "few_groups": {"n_groups": 10_000}}
+FILES = 8
+N_VALUES = 20
+ROUNDS = 3
+FULL = {"n_rows": 20_000_000, "groups": [10_000, 1_000_000, 10_000_000]}
+SMOKE = {"n_rows": 100_000, "groups": [1_000]}
+#: contestant -> engine it needs; every hand-written contestant is one engine's baseline
+CONTESTANTS = {"memory_batches": None, "memory_table": None,
+               "spark_groupby": "spark", "spark_partitions": "spark", "spark_sql": "spark",
+               "dask": "dask", "dask_hand": "dask",
+               "duckdb": "duckdb", "duckdb_sql": "duckdb"}
+HAND = {"spark_groupby": "spark_sql", "spark_partitions": "spark_sql", "spark_sql": "spark_sql",
+        "dask": "dask_hand", "dask_hand": "dask_hand",
+        "duckdb": "duckdb_sql", "duckdb_sql": "duckdb_sql"}
+REFERENCE = "memory_batches"
+#: k and ℓ from the (group, sensitive, count) pairs, in the engine
+HAND_SQL = ("WITH pairs AS (SELECT {g}, {s}, count(*) AS n FROM {t} GROUP BY {g}, {s}), "
+            "per_group AS (SELECT {g}, sum(n) AS size, count(*) AS n_values FROM pairs "
+            "GROUP BY {g}) SELECT min(size) AS k, min(n_values) AS l FROM per_group")
+MIB = 1 << 20
 
 
-def _write(folder: str, n_rows: int, files: int, **shape) -> int:
+# ------------------------------------------------------------------ data
+def data_root() -> Path:
+    return Path(os.environ.get("FASTPRIV_BENCH_DATA")
+                or Path(tempfile.gettempdir()) / "fastpriv-bench-engines")
+
+
+def _write(folder: Path, n_rows: int, n_groups: int) -> int:
+    """Write (or reuse) the Parquet folder; its size in bytes."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from fastpriv.datasets import synthetic_batches
 
-    os.makedirs(folder, exist_ok=True)
-    per_file = -(-n_rows // files)
-    for i, batch in enumerate(synthetic_batches(n_rows, batch_rows=per_file, n_values=20,
-                                                seed=0, **shape)):
-        path = os.path.join(folder, f"part-{i:03d}.parquet")
-        pq.write_table(pa.Table.from_batches([batch]), path, row_group_size=1 << 20)
-    return sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder))
+    params = {"n_rows": n_rows, "n_groups": n_groups, "files": FILES, "n_values": N_VALUES,
+              "seed": 0, "row_group_size": 1 << 20}
+    marker = folder / "_params.json"
+    if not (marker.is_file() and json.loads(marker.read_text()) == params):
+        folder.mkdir(parents=True, exist_ok=True)
+        for p in folder.iterdir():
+            p.unlink()
+        per_file = -(-n_rows // FILES)
+        for i, batch in enumerate(synthetic_batches(n_rows, batch_rows=per_file,
+                                                    n_values=N_VALUES, seed=0,
+                                                    n_groups=n_groups)):
+            pq.write_table(pa.Table.from_batches([batch]), folder / f"part-{i:03d}.parquet",
+                           row_group_size=1 << 20)
+        marker.write_text(json.dumps(params))
+    return sum(p.stat().st_size for p in folder.glob("*.parquet"))
 
 
-def _audit(rel) -> dict:
-    from fastpriv import ck_safety, classic, skyline
+def _dataset(n_rows: int, n_groups: int) -> Path:
+    folder = data_root() / f"rows{n_rows}_groups{n_groups}"
+    _write(folder, n_rows, n_groups)
+    return folder
 
-    return {"classic": classic.audit(rel).to_dict(), "ck": ck_safety.audit(rel, k=K).to_dict(),
-            "skyline": skyline.check(rel, skylines={"*": POINTS}).to_dict()}
 
-
+# ------------------------------------------------------------------ engines
 def _spark_session():
     """``(session, created)``: the running local session if there is one (the test suite's
-    Spark tests leave theirs for this smoke run), else a new local[2] one."""
+    Spark tests leave theirs for this smoke run), else a new local[2] one with Spark's
+    defaults (driver memory, ``spark.sql.shuffle.partitions``, adaptive execution)."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -87,135 +159,451 @@ def _spark_session():
     return (SparkSession.builder.master("local[2]").appName("fastpriv-bench-engines")
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", "2")
             .config("spark.pyspark.python", sys.executable)
             .config("spark.pyspark.driver.python", sys.executable)
             .getOrCreate()), True
 
 
 class _Engines:
-    """Start every engine once; :meth:`paths` gives, per engine, a function building the
-    release of a Parquet folder and returning ``(release, bytes to the driver)``."""
+    """The engines a set of contestants needs, each started once; :meth:`contestant` gives
+    a function from a Parquet folder to ``(release or None, k, l, bytes to the driver)``."""
 
-    def __init__(self):
-        import duckdb
-        from distributed import Client, LocalCluster
-
-        self.startup = {}
-        t0 = time.perf_counter()
-        self.spark, self.own_spark = _spark_session()
-        self.spark.sparkContext.setLogLevel("ERROR")
-        self.startup["spark"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        self.cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                    dashboard_address=None, silence_logs=40)
-        self.client = Client(self.cluster)
-        self.startup["dask"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        self.con = duckdb.connect(config={"threads": 2})
-        self.startup["duckdb"] = time.perf_counter() - t0
+    def __init__(self, engines: set[str]):
+        self.startup: dict[str, float] = {}
+        self.spark = self.client = self.cluster = self.con = None
+        self.own_spark = False
         self.views = 0
+        if "spark" in engines:
+            t0 = time.perf_counter()
+            self.spark, self.own_spark = _spark_session()
+            self.spark.sparkContext.setLogLevel("ERROR")
+            self.startup["spark"] = time.perf_counter() - t0
+        if "dask" in engines:
+            from distributed import Client, LocalCluster
 
-    def paths(self, folder: str) -> dict:
+            t0 = time.perf_counter()
+            self.cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                        dashboard_address=None, silence_logs=40)
+            self.client = Client(self.cluster)
+            self.startup["dask"] = time.perf_counter() - t0
+        if "duckdb" in engines:
+            import duckdb
+
+            t0 = time.perf_counter()
+            self.con = duckdb.connect(config={"threads": 2})
+            self.startup["duckdb"] = time.perf_counter() - t0
+
+    def contestant(self, name: str) -> Callable[[str], tuple[Any, int, int, int]]:
         import fastpriv.spark as fs
-        from fastpriv import Release, pushdown
-        from fastpriv.distributed import count_partitions
+        from fastpriv import Release, classic, pushdown
+        from fastpriv.distributed import release_from_dask
 
-        self.views += 1
-        view = f"data{self.views}"
-        self.con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet('{folder}/*.parquet')")
-        sql = pushdown.count_query(view, **COLS)
-        df = self.spark.read.parquet(folder)
+        def with_kl(rel, nbytes):
+            return rel, classic.k_anonymity(rel), classic.l_diversity(rel), nbytes
+
+        def memory_batches(folder):
+            return with_kl(Release.from_batches(folder, **COLS), 0)
+
+        def memory_table(folder):
+            import pyarrow.parquet as pq
+
+            t = pq.read_table(folder, columns=list(COLS.values()))
+            return with_kl(Release.from_table(t, **COLS), 0)
 
         def spark_path(method):
-            def run():
-                t = fs.counts(df, method=method, merge="driver", **COLS)
+            def run(folder):
+                if method == "partitions":   # release() as a user calls it, bytes measured
+                    rel = fs.release(self.spark.read.parquet(folder), method=method, **COLS)
+                    return with_kl(rel, 0)
+                t = fs.counts(self.spark.read.parquet(folder), method=method, **COLS)
                 rel = Release.from_counts(t, group="group", sensitive="sensitive",
                                           count=t.column_names[-1])
-                return rel, t.nbytes
+                return with_kl(rel, t.nbytes)
             return run
 
-        def dask_path():
-            acc = count_partitions(folder, **COLS)
-            return acc.to_release(), len(pickle.dumps(acc))
+        def spark_sql(folder):
+            self.views += 1
+            view = f"data{self.views}"
+            self.spark.read.parquet(folder).createOrReplaceTempView(view)
+            row = self.spark.sql(HAND_SQL.format(g="`group`", s="`sensitive`", t=view)).first()
+            return None, int(row["k"]), int(row["l"]), 16
 
-        def duckdb_path():
-            t = self.con.sql(sql).arrow().read_all()
-            return pushdown.release(t, **COLS), t.nbytes
+        def dask(folder):
+            rel = release_from_dask(folder, **COLS)
+            return with_kl(rel, 0)
 
-        return {"local": lambda: (Release.from_batches(folder, **COLS), 0),
+        def dask_hand(folder):
+            import dask
+            import dask.dataframe as dd
+
+            df = dd.read_parquet(folder, columns=["group", "sensitive"])
+            pairs = (df.groupby(["group", "sensitive"], observed=True).size().rename("n")
+                     .reset_index())
+            per = pairs.groupby("group").agg({"n": "sum", "sensitive": "count"})
+            k, ell = dask.compute(per["n"].min(), per["sensitive"].min())
+            return None, int(k), int(ell), 16
+
+        def duckdb_path(folder):
+            self.views += 1
+            view = f"data{self.views}"
+            self.con.execute(f"CREATE OR REPLACE VIEW {view} AS "
+                             f"SELECT * FROM read_parquet('{folder}/*.parquet')")
+            t = self.con.sql(pushdown.count_query(view, **COLS)).arrow().read_all()
+            return with_kl(pushdown.release(t, **COLS), t.nbytes)
+
+        def duckdb_sql(folder):
+            src = f"read_parquet('{folder}/*.parquet')"
+            k, ell = self.con.execute(HAND_SQL.format(g='"group"', s='"sensitive"', t=src)
+                                      ).fetchone()
+            return None, int(k), int(ell), 16
+
+        return {"memory_batches": memory_batches, "memory_table": memory_table,
                 "spark_groupby": spark_path("groupby"),
-                "spark_partitions": spark_path("partitions"),
-                "dask": dask_path,
-                "duckdb": duckdb_path}
+                "spark_partitions": spark_path("partitions"), "spark_sql": spark_sql,
+                "dask": dask, "dask_hand": dask_hand,
+                "duckdb": duckdb_path, "duckdb_sql": duckdb_sql}[name]
 
     def close(self):
-        self.client.close()
-        self.cluster.close()
-        self.con.close()
+        if self.client is not None:
+            self.client.close()
+            self.cluster.close()
+        if self.con is not None:
+            self.con.close()
         if self.own_spark:
             self.spark.stop()
 
 
-def _run_shape(engines: _Engines, folder: str, full: bool) -> dict:
-    import pyarrow.dataset as ds
+# ------------------------------------------------------------------ memory
+def _status_kib(pid: int | str, key: str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
 
-    rounds = 3 if full else 1   # smoke: timings are not meaningful, the equality checks are
-    paths = engines.paths(folder)
-    times = {name: [] for name in paths}
-    moved, rels = {}, {}
-    if full:   # first calls: workers load the kernels (smoke: one round, untimed)
-        for name, fn in paths.items():
-            rels[name], moved[name] = fn()
-    for _ in range(rounds):
-        for name, fn in paths.items():
-            t0 = time.perf_counter()
-            rels[name], moved[name] = fn()
-            times[name].append(time.perf_counter() - t0)
-    moved.pop("local")
-    ref = rels["local"]
+
+class _Memory:
+    """The process's and its descendants' memory: the JVM (a ``java`` descendant) by its
+    ``VmHWM``, the other descendants by their resident sets summed, sampled every 50 ms."""
+
+    def __init__(self):
+        import psutil
+
+        self.me = psutil.Process()
+        self.workers_peak = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _children(self) -> tuple[list, list]:
+        import psutil
+
+        jvm, other = [], []
+        for p in self.me.children(recursive=True):
+            try:
+                (jvm if p.name() == "java" else other).append(p)
+            except psutil.Error:
+                pass
+        return jvm, other
+
+    def _workers_rss(self) -> int:
+        import psutil
+
+        total = 0
+        for p in self._children()[1]:
+            try:
+                total += p.memory_info().rss
+            except psutil.Error:
+                pass
+        return total
+
+    def snapshot(self) -> dict:
+        jvm = self._children()[0]
+        return {"driver_mib": _status_kib("self", "VmRSS") / 1024,
+                "jvm_mib": (_status_kib(jvm[0].pid, "VmRSS") or 0) / 1024 if jvm else None,
+                "workers_mib": self._workers_rss() / MIB}
+
+    def _sample(self):
+        while not self._stop.wait(0.05):
+            self.workers_peak = max(self.workers_peak, self._workers_rss())
+
+    def start(self):
+        self.workers_peak = self._workers_rss()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def peaks(self) -> dict:
+        self._stop.set()
+        self._thread.join()
+        self.workers_peak = max(self.workers_peak, self._workers_rss())
+        jvm = self._children()[0]
+        return {"driver_peak_mib": _status_kib("self", "VmHWM") / 1024,
+                "jvm_peak_mib": (_status_kib(jvm[0].pid, "VmHWM") or 0) / 1024 if jvm else None,
+                "workers_peak_mib": self.workers_peak / MIB}
+
+
+# ------------------------------------------------------------------ one run
+def _child(spec: dict) -> dict:
+    """One (contestant, round) in this fresh process: start, untimed call, timed call."""
+    import gc
+
+    name = spec["contestant"]
+    engine = CONTESTANTS[name]
+    engines = _Engines({engine} if engine else set())
+    try:
+        fn = engines.contestant(name)
+        fn(spec["warm_folder"])
+        gc.collect()
+        mem = _Memory()
+        before = mem.snapshot()
+        mem.start()
+        t0 = time.perf_counter()
+        rel, k, ell, nbytes = fn(spec["folder"])
+        seconds = time.perf_counter() - t0
+        out = {"seconds": seconds, "k": k, "l": ell, "bytes_to_driver": nbytes,
+               "startup_s": engines.startup.get(engine),
+               **{f"{key[:-4]}_before_mib": v for key, v in before.items()}, **mem.peaks()}
+    finally:
+        engines.close()
+    if rel is not None:
+        with open(spec["reference"], "rb") as fh:
+            ref = pickle.load(fh)
+        assert rel.equals(ref), f"{name}: release differs from {REFERENCE}'s"
+        out["equal_to_memory"] = True
+    return out
+
+
+def _reference(folder: Path) -> dict:
+    """``memory_batches``' release of ``folder`` pickled beside it (in a subprocess), with
+    its k, ℓ, groups and pairs."""
+    path = folder / "_reference.pkl"
+    meta = folder / "_reference.json"
+    if not (path.is_file() and meta.is_file()
+            and meta.stat().st_mtime >= (folder / "_params.json").stat().st_mtime):
+        code = ("import pickle, json, sys\n"
+                "from fastpriv import Release, classic\n"
+                f"rel = Release.from_batches({str(folder)!r}, **{COLS!r})\n"
+                f"pickle.dump(rel, open({str(path)!r}, 'wb'), protocol=5)\n"
+                "json.dump({'k': classic.k_anonymity(rel), 'l': classic.l_diversity(rel),\n"
+                "           'n_groups': rel.n_groups, 'n_pairs': int(rel.codes.size)},\n"
+                f"          open({str(meta)!r}, 'w'))\n")
+        subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+    return json.loads(meta.read_text())
+
+
+def _spawn(spec: dict, log: Path, timeout: float) -> dict:
+    """Run :func:`_child` in a fresh interpreter (its own process group, killed whole on
+    timeout); its result, or ``{"error": ...}``."""
+    spec_path = log.with_suffix(".spec.json")
+    out_path = log.with_suffix(".out.json")
+    out_path.unlink(missing_ok=True)
+    spec_path.write_text(json.dumps({**spec, "out": str(out_path)}))
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t0 = time.perf_counter()
-    ref_audit = _audit(ref)
-    audit_s = time.perf_counter() - t0
-    for name, rel in rels.items():
-        assert rel.equals(ref), name
-        assert _audit(rel) == ref_audit, name
-    best = {name: min(t) for name, t in times.items()}
-    rows = ds.dataset(folder).to_table(columns=["group", "sensitive"])
-    return {"n_groups": ref.n_groups, "n_pairs": int(ref.codes.size), "rounds": rounds,
-            "release_s": times, "best_release_s": best,
-            "ratio_to_local_best": {name: b / best["local"] for name, b in best.items()},
-            "audit_s": audit_s, "bytes_to_driver": moved,
-            "rows_arrow_bytes": rows.nbytes,
-            "rows_arrow_bytes_note": "the two columns of all rows in Arrow (dictionary-encoded "
-                                     "values): what collecting the rows would move",
-            "identical_releases_and_audits": True}
+    with open(log, "w") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "benchmarks.bench_engines", "--child",
+                                 str(spec_path)], cwd=ROOT, env=env, stdout=fh,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+            rc = "timeout"
+    wall = time.perf_counter() - t0
+    if rc == 0 and out_path.is_file():
+        return {**json.loads(out_path.read_text()), "process_wall_s": wall}
+    tail = log.read_text(errors="replace")[-2000:]
+    return {"error": f"exit {rc} after {wall:.0f} s", "log_tail": tail, "process_wall_s": wall}
+
+
+# ------------------------------------------------------------------ the benchmark
+def _summary(runs: dict[str, list[dict]], ref: dict) -> dict:
+    """Min / median seconds, ratios of minima, peaks (the largest of the rounds)."""
+    out: dict[str, Any] = {}
+    for name, rs in runs.items():
+        ok = [r for r in rs if "seconds" in r]
+        if not ok:
+            continue
+        for r in ok:
+            assert (r["k"], r["l"]) == (ref["k"], ref["l"]), (name, r["k"], r["l"], ref)
+        secs = [r["seconds"] for r in ok]
+        out[name] = {"min_s": min(secs), "median_s": statistics.median(secs), "rounds": len(ok),
+                     "seconds": secs, "k": ok[0]["k"], "l": ok[0]["l"],
+                     "bytes_to_driver": ok[0]["bytes_to_driver"],
+                     # asserted where the run was made; the hand-written code has no release
+                     "equal_to_memory": all(r["equal_to_memory"] for r in ok)
+                     if name not in HAND.values() else None}
+        for key in ("driver_peak_mib", "jvm_peak_mib", "workers_peak_mib", "driver_before_mib",
+                    "jvm_before_mib", "workers_before_mib", "startup_s"):
+            vals = [r[key] for r in ok if r.get(key) is not None]
+            out[name][key] = max(vals) if vals else None
+    base = out.get(REFERENCE, {}).get("min_s")
+    for name, s in out.items():
+        s["ratio_to_memory"] = s["min_s"] / base if base else None
+        hand = out.get(HAND.get(name, ""), {}).get("min_s")
+        s["ratio_to_hand"] = s["min_s"] / hand if hand else None
+    return out
+
+
+def _run_full(n_rows: int, groups: list[int], minutes: float) -> dict:
+    deadline = time.monotonic() + minutes * 60
+    warm = _dataset(SMOKE["n_rows"], SMOKE["groups"][0])
+    _reference(warm)
+    logs = data_root() / "logs"
+    logs.mkdir(exist_ok=True)
+    names = list(CONTESTANTS)
+    res: dict[str, Any] = {"datasets": {}, "skipped": [], "failed": []}
+    folders = {g: _dataset(n_rows, g) for g in groups}
+    refs = {g: _reference(folders[g]) for g in groups}
+    runs: dict[int, dict[str, list[dict]]] = {g: {n: [] for n in names} for g in groups}
+    last: dict[tuple[int, str], float] = {}
+    for rnd in range(ROUNDS):    # every size gets its first round before any gets a second
+        order = names[rnd % len(names):] + names[:rnd % len(names)]
+        for g in groups:
+            for name in order:
+                left = deadline - time.monotonic()
+                need = last.get((g, name), 30)
+                if left < need:
+                    res["skipped"].append({"groups": g, "contestant": name, "round": rnd,
+                                           "reason": f"time budget of {minutes:g} min: "
+                                                     f"{left:.0f} s left, needs ~{need:.0f} s"})
+                    continue
+                spec = {"contestant": name, "folder": str(folders[g]), "warm_folder": str(warm),
+                        "reference": str(folders[g] / "_reference.pkl")}
+                r = _spawn(spec, logs / f"{g}_{name}_{rnd}.log", timeout=min(left, 1200))
+                last[(g, name)] = r["process_wall_s"]
+                print(f"groups {g:>10,} round {rnd} {name:17s} "
+                      + (f"{r['seconds']:8.2f} s" if "seconds" in r else r["error"]), flush=True)
+                if "error" in r:
+                    res["failed"].append({"groups": g, "contestant": name, "round": rnd, **r})
+                    last[(g, name)] = float("inf")   # not retried in a later round
+                    continue
+                runs[g][name].append(r)
+    for g in groups:
+        ref = refs[g]
+        res["datasets"][str(g)] = {"n_groups": ref["n_groups"], "n_pairs": ref["n_pairs"],
+                                   "k": ref["k"], "l": ref["l"],
+                                   "parquet_bytes": _write(folders[g], n_rows, g),
+                                   "contestants": _summary(runs[g], ref)}
+    return res
+
+
+def _run_smoke(n_rows: int, groups: list[int]) -> dict:
+    """Every contestant once in this process (equality checks), one through a subprocess."""
+    engines = _Engines({"spark", "dask", "duckdb"})
+    res: dict[str, Any] = {"datasets": {}, "skipped": [], "failed": [],
+                           "startup_s": engines.startup}
+    try:
+        for g in groups:
+            folder = _dataset(n_rows, g)
+            runs: dict[str, list[dict]] = {}
+            ref_rel = None
+            for name in CONTESTANTS:
+                t0 = time.perf_counter()
+                rel, k, ell, nbytes = engines.contestant(name)(str(folder))
+                r = {"seconds": time.perf_counter() - t0, "k": k, "l": ell,
+                     "bytes_to_driver": nbytes}
+                if name == REFERENCE:
+                    ref_rel = rel
+                elif rel is not None:
+                    assert rel.equals(ref_rel), f"{name}: release differs from {REFERENCE}'s"
+                if rel is not None:
+                    r["equal_to_memory"] = True
+                runs[name] = [r]
+            ref = {"k": runs[REFERENCE][0]["k"], "l": runs[REFERENCE][0]["l"],
+                   "n_groups": ref_rel.n_groups, "n_pairs": int(ref_rel.codes.size)}
+            res["datasets"][str(g)] = {**ref, "parquet_bytes": _write(folder, n_rows, g),
+                                       "contestants": _summary(runs, ref)}
+    finally:
+        engines.close()
+    # the full mode's subprocess path, on the cheapest engine
+    folder = _dataset(n_rows, groups[0])
+    _reference(folder)
+    spec = {"contestant": "duckdb", "folder": str(folder), "warm_folder": str(folder),
+            "reference": str(folder / "_reference.pkl")}
+    r = _spawn(spec, data_root() / "smoke_child.log", timeout=300)
+    assert "error" not in r, r
+    assert r["equal_to_memory"] and r["driver_peak_mib"] > 0, r
+    res["subprocess_check"] = r
+    return res
+
+
+def _revision() -> str:
+    try:
+        return subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty=+dirty"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):  # pragma: no cover - not a checkout
+        return "unknown"
+
+
+def run(full: bool) -> dict:
+    size = FULL if full else SMOKE
+    minutes = float(os.environ.get("FASTPRIV_BENCH_ENGINES_MINUTES", "40"))
+    res: dict[str, Any] = {"n_rows": size["n_rows"], "files": FILES, "groups": size["groups"],
+                           "contestants": {n: CONTESTANTS[n] or "memory" for n in CONTESTANTS},
+                           "hand_of": HAND, "reference": REFERENCE, "hand_sql": HAND_SQL,
+                           "rounds": ROUNDS if full else 1, "cores": os.cpu_count(),
+                           "spark_session": "local[2], Spark's defaults: spark.driver.memory and "
+                                            "spark.sql.shuffle.partitions unset",
+                           "memory_method": "fresh subprocess per (contestant, round): VmHWM of "
+                           "the driver and of the JVM; other descendants' RSS summed, sampled "
+                           "every 50 ms" if full else "smoke: not measured (one process)",
+                           "revision": _revision(), "load_avg_start": os.getloadavg()}
+    if full:
+        res["time_budget_min"] = minutes
+        res.update(_run_full(size["n_rows"], size["groups"], minutes))
+    else:
+        res.update(_run_smoke(size["n_rows"], size["groups"]))
+    res["load_avg_end"] = os.getloadavg()
+    return res
+
+
+def _print(res: dict) -> None:
+    for g, d in res["datasets"].items():
+        print(f"\n{int(g):,} groups ({d['n_pairs']:,} pairs, k={d['k']}, l={d['l']}):")
+        for name, s in d["contestants"].items():
+            hand = f" ×hand {s['ratio_to_hand']:.2f}" if s["ratio_to_hand"] else ""
+            peak = "".join(f" {k[:-9]} {s[k]:.0f} MiB" for k in
+                           ("driver_peak_mib", "jvm_peak_mib", "workers_peak_mib")
+                           if s.get(k))
+            print(f"  {name:17s} min {s['min_s']:7.2f} s median {s['median_s']:7.2f} s "
+                  f"×memory {s['ratio_to_memory']:.1f}{hand}{peak}")
+    for item in res["skipped"] + res["failed"]:
+        print("not measured:", {k: v for k, v in item.items() if k != "log_tail"})
 
 
 def bench_engines(benchmark, full):
-    n = 10_000_000 if full else 100_000
-    shapes = SHAPES if full else {"many_groups": SHAPES["many_groups"]}
-    root = tempfile.mkdtemp(prefix="fastpriv-engines-")
-    res = {"n_rows": n, "files": 8, "spark_partitions_merge": "driver",
-           "cores": os.cpu_count(), "shapes": {}}
-    try:
-        engines = _Engines()
-        res["startup_s"] = engines.startup
-        try:
-            for shape, kw in shapes.items():
-                folder = os.path.join(root, shape)
-                on_disk = _write(folder, n, files=8, **kw)
-                res["shapes"][shape] = {"params": kw, "parquet_bytes": on_disk,
-                                        **_run_shape(engines, folder, full)}
-            folder = os.path.join(root, next(iter(shapes)))
-            benchmark.pedantic(engines.paths(folder)["local"], rounds=1, iterations=1)
-        finally:
-            engines.close()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    res = run(full)
     write_result("engines", res, full)
-    for shape, r in res["shapes"].items():
-        print(f"\n{shape}: " + ", ".join(f"{k} {v:.2f} s (x{r['ratio_to_local_best'][k]:.1f})"
-                                        for k, v in r["best_release_s"].items())
-              + f"; audit {r['audit_s']:.2f} s; bytes to driver {r['bytes_to_driver']} "
-              f"(rows: {r['rows_arrow_bytes']})")
+    folder = _dataset(SMOKE["n_rows"], SMOKE["groups"][0])
+    from fastpriv import Release
+
+    benchmark.pedantic(lambda: Release.from_batches(str(folder), **COLS), rounds=1,
+                       iterations=1)
+    _print(res)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_engines",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--child", metavar="SPEC", help=argparse.SUPPRESS)
+    ap.add_argument("--smoke", action="store_true", help="the small run of the test suite")
+    args = ap.parse_args(argv)
+    if args.child:
+        spec = json.loads(Path(args.child).read_text())
+        out = _child(spec)
+        Path(spec["out"]).write_text(json.dumps(out))
+        return 0
+    full = not args.smoke
+    res = run(full)
+    path = write_result("engines", res, full)
+    _print(res)
+    print(f"\nwrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
