@@ -395,7 +395,8 @@ def _reference(folder: Path) -> dict:
 
 def _spawn(spec: dict, log: Path, timeout: float) -> dict:
     """Run :func:`_child` in a fresh interpreter (its own process group, killed whole on
-    timeout); its result, or ``{"error": ...}``."""
+    timeout or as soon as its log shows a JVM ``OutOfMemoryError``); its result, or
+    ``{"error": ...}``."""
     spec_path = log.with_suffix(".spec.json")
     out_path = log.with_suffix(".out.json")
     out_path.unlink(missing_ok=True)
@@ -406,17 +407,24 @@ def _spawn(spec: dict, log: Path, timeout: float) -> dict:
         proc = subprocess.Popen([sys.executable, "-m", "benchmarks.bench_engines", "--child",
                                  str(spec_path)], cwd=ROOT, env=env, stdout=fh,
                                 stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            rc = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait()
-            rc = "timeout"
+        rc: int | str | None = None
+        while rc is None:
+            try:
+                rc = proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                # a JVM out of heap can leave its job waiting forever: stop it at once
+                oom = "java.lang.OutOfMemoryError" in log.read_text(errors="replace")
+                if oom or time.perf_counter() - t0 > timeout:
+                    os.killpg(proc.pid, 9)
+                    proc.wait()
+                    rc = "killed: the JVM ran out of heap (OutOfMemoryError)" if oom \
+                        else "killed: timeout"
     wall = time.perf_counter() - t0
     if rc == 0 and out_path.is_file():
         return {**json.loads(out_path.read_text()), "process_wall_s": wall}
     tail = log.read_text(errors="replace")[-2000:]
-    return {"error": f"exit {rc} after {wall:.0f} s", "log_tail": tail, "process_wall_s": wall}
+    why = f"exit {rc}" if isinstance(rc, int) else rc
+    return {"error": f"{why} after {wall:.0f} s", "log_tail": tail, "process_wall_s": wall}
 
 
 # ------------------------------------------------------------------ the benchmark
