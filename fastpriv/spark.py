@@ -270,21 +270,74 @@ def counts(df: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
 
     cols = keys + [sensitive]
     picked, pos = _picked(df, cols, weight)
-    if method == "groupby" and weight is None:
-        agg = picked.groupBy(*pos).agg(F.count(F.lit(1)).alias("n"))
-    elif method == "groupby":
-        # exact sums (a long sum could overflow), with what the driver checks: null and
-        # negative weights are refused, as Release.from_table refuses them
-        agg = picked.groupBy(*pos).agg(
-            F.sum(F.col("w").cast("decimal(38,0)")).alias("n"),
-            F.count(F.when(F.col("w").isNull(), 1)).alias("nulls"),
-            F.min("w").alias("least"))
-        return _weighted_triples(_collect(agg), weight, cols)
+    if method == "groupby":
+        return _groupby_triples(_collect(_grouped(picked, pos, weight)), weight, cols)
     else:
         agg = _partition_states(picked, pos, weight)
         if merge == "cluster":
             agg = agg.groupBy(*pos).agg(F.sum("n").cast("long").alias("n"))
     return _collect(agg).rename_columns(cols + [_count_name(cols)])
+
+
+def _grouped(picked: Any, pos: list[str], weight: str | None) -> Any:
+    """``method="groupby"``: Spark's ``GROUP BY`` of the positional columns (``n``).
+
+    With ``weight``: exact sums (a long sum could overflow) and what the driver checks —
+    null and negative weights are refused, as ``Release.from_table`` refuses them.
+    """
+    from pyspark.sql import functions as F
+
+    if weight is None:
+        return picked.groupBy(*pos).agg(F.count(F.lit(1)).alias("n"))
+    return picked.groupBy(*pos).agg(
+        F.sum(F.col("w").cast("decimal(38,0)")).alias("n"),
+        F.count(F.when(F.col("w").isNull(), 1)).alias("nulls"),
+        F.min("w").alias("least"))
+
+
+def _groupby_triples(table: pa.Table, weight: str | None, cols: list[str]) -> pa.Table:
+    """Turn collected :func:`_grouped` rows into triples named ``cols`` + count (int64)."""
+    if weight is not None:
+        return _weighted_triples(table, weight, cols)
+    return table.rename_columns(cols + [_count_name(cols)])
+
+
+#: ``release(method="groupby")`` brings the ``GROUP BY`` result to the driver in blocks of
+#: about this many (group, value) pairs, folding each into one accumulator there
+PAIRS_PER_COLLECT = 1 << 21
+
+
+def _groupby_in_blocks(picked: Any, pos: list[str], cols: list[str],
+                       weight: str | None) -> pa.Table:
+    """Sum the ``GROUP BY`` triples on the driver in bounded memory.
+
+    ``toArrow`` gathers a whole result in the driver's JVM before Python sees it: with 1M
+    groups that exceeds Spark's default 1 GiB driver (and, in local mode, the executors
+    share that heap). The aggregate is computed once and kept on the cluster (``persist``),
+    counted, and collected in ``ceil(pairs / PAIRS_PER_COLLECT)`` blocks split by a hash of
+    the pair (``pmod(xxhash64(keys, value), blocks)``: every pair in exactly one block), each
+    added to one :class:`~fastpriv.counts.CountAccumulator`; the driver holds the merged
+    state and one block. One block: one collect of the aggregate.
+    """
+    from pyspark.sql import functions as F
+
+    from .counts import CountAccumulator
+
+    agg = _grouped(picked, pos, weight).persist()
+    try:
+        blocks = max(1, -(-agg.count() // max(int(PAIRS_PER_COLLECT), 1)))
+        if blocks == 1:
+            return _groupby_triples(_collect(agg), weight, cols)
+        count = _count_name(pos)
+        acc = CountAccumulator(pos[:-1], pos[-1], nulls="value", n_jobs=1, weight=count)
+        which = F.pmod(F.xxhash64(*pos), F.lit(blocks))
+        for b in range(blocks):
+            block = _groupby_triples(_collect(agg.where(which == b)), weight, pos)
+            if block.num_rows:
+                acc.add(block)
+    finally:
+        agg.unpersist()
+    return acc.to_table().rename_columns(cols + [_count_name(cols)])
 
 
 def _picked(df: Any, cols: list[str], weight: str | None) -> tuple[Any, list[str]]:
@@ -317,23 +370,26 @@ PARTITIONS_PER_COLLECT = 16
 
 
 def _streamed_counts(df: Any, *, sensitive: str, group: Any, qi: Any,
-                     weight: str | None) -> pa.Table:
-    """Sum the triples of ``method="partitions", merge="driver"`` in bounded memory.
+                     weight: str | None, method: str) -> pa.Table:
+    """Sum the triples of a release's ``GROUP BY`` or partition states in bounded memory.
 
-    Beyond :data:`PARTITIONS_PER_COLLECT` partitions, the partition states are computed
-    once and kept on the cluster (``persist``); the driver collects them that many
-    partitions at a time (a filter on ``spark_partition_id()``) and adds each block to one
-    :class:`~fastpriv.counts.CountAccumulator` (the counts as weights): its memory is the
-    merged state plus one block, not every partition's state at once. Up to that many
+    ``method="groupby"``: :func:`_groupby_in_blocks`. ``method="partitions",
+    merge="driver"``: beyond :data:`PARTITIONS_PER_COLLECT` partitions, the partition states
+    are computed once and kept on the cluster (``persist``); the driver collects them that
+    many partitions at a time (a filter on ``spark_partition_id()``) and adds each block to
+    one :class:`~fastpriv.counts.CountAccumulator` (the counts as weights): its memory is
+    the merged state plus one block, not every partition's state at once. Up to that many
     partitions, one collect (no persist: ~0.3 s less on a local session).
     """
     from pyspark.sql import functions as F
 
     from .counts import CountAccumulator
 
-    keys = _check(df, sensitive, group, qi, "partitions", "driver", weight)
+    keys = _check(df, sensitive, group, qi, method, "driver", weight)
     cols = keys + [sensitive]
     picked, pos = _picked(df, cols, weight)
+    if method == "groupby":
+        return _groupby_in_blocks(picked, pos, cols, weight)
     step = max(int(PARTITIONS_PER_COLLECT), 1)
     try:
         n_parts = picked.rdd.getNumPartitions()
@@ -405,9 +461,9 @@ def release(data: Any, *, sensitive: str, group: str | Sequence[str] | None = No
     from .release import Release
 
     check_choice(nulls, "nulls", NULL_POLICIES)   # before the cluster job, not after
-    if method == "partitions" and merge == "driver":
+    if method == "groupby" or merge == "driver":
         table = _streamed_counts(data, sensitive=sensitive, group=group, qi=qi,
-                                 weight=weight)
+                                 weight=weight, method=method)
     else:
         table = counts(data, sensitive=sensitive, group=group, qi=qi, weight=weight,
                        method=method, merge=merge)

@@ -399,6 +399,25 @@ def test_spark_partition_states_reach_the_driver_a_few_at_a_time(spark_session, 
     assert max(b.num_rows for b in blocks) < every.num_rows
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("weight", [None, "w"])
+def test_spark_groupby_pairs_reach_the_driver_a_block_at_a_time(spark_session, qi_table,
+                                                                 monkeypatch, weight):
+    t = qi_table.slice(0, 600)
+    ref = Release.from_table(t, qi=["age", "zip"], sensitive="d", weight=weight)
+    df = spark_session.createDataFrame(t).repartition(3)
+    pairs = df.groupBy("age", "zip", "d").count().count()   # with weight 0 pairs too
+    blocks = []
+    collect = spark._collect
+    monkeypatch.setattr(spark, "PAIRS_PER_COLLECT", 50)
+    monkeypatch.setattr(spark, "_collect", lambda d: blocks.append(collect(d)) or blocks[-1])
+    got = spark.release(df, qi=["age", "zip"], sensitive="d", weight=weight)
+    assert_same(got, ref)
+    assert len(blocks) == -(-pairs // 50) > 2             # ceil(pairs / 50) collects
+    assert sum(b.num_rows for b in blocks) == pairs       # each pair in one block
+    assert max(b.num_rows for b in blocks) < pairs
+
+
 _NO_FASTPRIV = '''"""Run ``python -m MODULE ...`` with fastpriv unimportable."""
 import runpy
 import sys
