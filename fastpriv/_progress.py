@@ -215,6 +215,10 @@ class _CompileListener:
         self.seconds = 0.0
         self.models: dict[str, int] = {}
         self.names: list[str] = []
+        # per compiled function (fastpriv kernels and Numba's own overloads they pull in):
+        # [specializations compiled, exclusive seconds, inclusive seconds]
+        self.per_kernel: dict[str, list] = {}
+        self._stack: list[list] = []  # [name, start, seconds spent in nested compiles]
         self._bar: Any = None
         self._t0 = 0.0
         self._ticker: threading.Thread | None = None
@@ -223,6 +227,15 @@ class _CompileListener:
         # the open phase of the line output: kernels and seconds when it began, models seen
         self._phase: tuple[int, float, set[str]] | None = None
         self._idle_since = 0.0
+
+    @staticmethod
+    def _name(event: Any) -> str:
+        """``module.qualname`` of the function being compiled (Numba's internals too)."""
+        try:
+            f = event.data["dispatcher"].py_func
+            return f"{f.__module__}.{getattr(f, '__qualname__', f.__name__)}"
+        except (AttributeError, KeyError, TypeError):
+            return "?"
 
     @staticmethod
     def _model(event: Any) -> str | None:
@@ -247,6 +260,7 @@ class _CompileListener:
                 if self.live:
                     self._open(model or "numba")
             self.depth += 1
+            self._stack.append([self._name(event), time.perf_counter(), 0.0])
             if model is not None and self._bar is not None:
                 self._bar.set_description_str(f"compiling {model} kernels", refresh=False)
             if model is not None and self.lines:
@@ -255,6 +269,15 @@ class _CompileListener:
     def on_end(self, event: Any) -> None:
         with self.lock:
             model = self._model(event)
+            if self._stack:
+                name, start, nested = self._stack.pop()
+                inclusive = time.perf_counter() - start
+                row = self.per_kernel.setdefault(name, [0, 0.0, 0.0])
+                row[0] += 1
+                row[1] += inclusive - nested
+                row[2] += inclusive
+                if self._stack:
+                    self._stack[-1][2] += inclusive
             if model is not None:
                 self.count += 1
                 self.models[model] = self.models.get(model, 0) + 1
@@ -394,15 +417,23 @@ def compile_progress(enabled: bool | None = None, stream: Any = None) -> None:
 def compile_stats() -> dict[str, Any]:
     """Compilations of fastpriv kernels seen since :func:`compile_progress` was installed.
 
-    ``{"kernels": n, "seconds": s, "by_model": {model: n}, "names": ["model.kernel", …]}``
+    ``{"kernels": n, "seconds": s, "by_model": {model: n}, "names": ["model.kernel", …],
+    "per_kernel": {"module.function": {"signatures": n, "seconds": s, "inclusive": s}}}``
     (zeros if not installed); ``names`` lists callees compiled inside a caller too, in the
-    order they finished.
+    order they finished. ``per_kernel`` has a row for every function Numba compiled —
+    fastpriv's kernels and the Numba implementations (``numba.…``) they pulled in — with
+    its specializations compiled, its own compile seconds (``seconds``, nested compiles
+    excluded: the rows add up to the total) and ``inclusive`` seconds, largest first.
     """
     if _LISTENER is None:
-        return {"kernels": 0, "seconds": 0.0, "by_model": {}, "names": []}
+        return {"kernels": 0, "seconds": 0.0, "by_model": {}, "names": [], "per_kernel": {}}
     with _LISTENER.lock:
+        rows = sorted(_LISTENER.per_kernel.items(), key=lambda kv: -kv[1][1])
         return {"kernels": _LISTENER.count, "seconds": _LISTENER.seconds,
-                "by_model": dict(_LISTENER.models), "names": list(_LISTENER.names)}
+                "by_model": dict(_LISTENER.models), "names": list(_LISTENER.names),
+                "per_kernel": {k: {"signatures": n, "seconds": round(ex, 4),
+                                   "inclusive": round(inc, 4)}
+                               for k, (n, ex, inc) in rows}}
 
 
 def _write_stats(path: str) -> None:
