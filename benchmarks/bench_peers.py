@@ -39,6 +39,25 @@ the same run. Peak memory at 100M rows is a separate hand-run
 A cProfile of one warm ``Release.from_table`` per shape (in the driver process)
 splits the release build into phases: the pipelined scan (the wait for the Parquet reader
 thread, key encoding, sensitive encoding, counting) and the profile build.
+
+First-call mode (``python -m benchmarks.bench_peers first-call --rows
+1000000,10000000,20000000 --rounds 5`` → ``peers_first_call.json``): every (contestant,
+round) is a fresh process that imports its library and makes its one call on the real file,
+no warm-up call, alternated within a round (fastpriv, DuckDB, Polars; ``--with-read`` adds
+the bare read). Timed: the whole process, spawn to exit (``wall_s``), and the call alone
+(``call_s``), with the start-up, the imports and the exit between them. fastpriv's kernel
+cache is warm (``fastpriv warmup`` into the run's own cache, then one uncounted process per
+shape): a cached first call, as a user's after ``fastpriv warmup``; every counted process's
+compiles are recorded (``fastpriv_kernel_loads.compiled``, 0). Each process is profiled by
+phase by ``bench_cold_start.run_phases`` (CPU seconds of the imports per package, the kernel
+loads, the work, the exit: ``fastpriv_cpu_phases``), and fastpriv's wall is split into
+start-up, imports, ``Release.from_table`` (of which kernel loads) and ``classic.audit`` and
+exit (``fastpriv_wall_split_median_s``). Where fastpriv's wall is not below DuckDB's, one
+more fresh process runs the first call under cProfile (``first_call_profile``: imports,
+kernel loads, the release build's phases, the top functions). Shapes: int / string / qi ×
+10k and 1M groups at 1M, 10M and 20M rows; a shape whose predicted time exceeds
+``--max-shape-s`` is skipped and listed in ``skipped``; ``--append`` keeps the shapes of the
+file's earlier run and replaces those measured again.
 """
 
 from __future__ import annotations
@@ -57,9 +76,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from benchmarks._common import write_result
+from benchmarks._common import RESULTS, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 N_VALUES = 20
@@ -82,6 +99,7 @@ def _qi_dims(n_groups: int) -> tuple[int, int, int]:
 
 def write_shape(path: str, n_rows: int, n_groups: int, kind: str, seed: int = 0) -> dict:
     """Write one shape's Parquet file; returns the columns the contestants read."""
+    import numpy as np  # here, not at the top: a first-call child imports only its library
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -292,20 +310,12 @@ def _profiled(path: str, kw: dict) -> tuple[cProfile.Profile, float, float, floa
     return prof, wall, cpu, main, spent[0]
 
 
-def _profile_release(path: str, spec: dict, warm_path: str, top: int = 10) -> dict:
-    """cProfile of a warm ``Release.from_table`` (the fastest of three): seconds per phase,
-    CPU per thread, and the heaviest functions by own time. Threads other than the
-    caller's (pyarrow's reader) are inside the calls that wait for them."""
-    from fastpriv import Release
-
-    kw = dict(KINDS[spec["kind"]])
-    Release.from_table(warm_path, sensitive=SENSITIVE, **kw)     # JIT / cache load
-    prof, wall, cpu, main, partitioned = min((_profiled(path, kw) for _ in range(3)),
-                                             key=lambda x: x[1])
-    st = pstats.Stats(prof)
+def _release_phases(st: pstats.Stats, wall: float, partitioned: float) -> dict[str, float]:
+    """Seconds per phase of one profiled ``Release.from_table`` (``wall``: its wall time;
+    ``partitioned``: seconds in the partitioned count, timed on any thread)."""
     ingest, counting = "_ingest.py", "counting.py"
     scan = _cum(st, "_run_scan", ingest)
-    phases = {
+    return {
         "total": wall,
         "scan (read + encode + count, pipelined)": scan,
         "  of which waiting for the reader thread (Parquet decode)":
@@ -336,15 +346,35 @@ def _profile_release(path: str, spec: dict, warm_path: str, top: int = 10) -> di
             _cum(st, "dense_profiles_gathered", counting),
         "  of which sparse fallback (count_pairs)": _cum(st, "count_pairs", counting),
     }
+
+
+def _top_functions(st: pstats.Stats, top: int, key: str = "own_s") -> list[dict]:
+    """The ``top`` functions of a profile by own (``own_s``) or cumulative seconds."""
     rows = []
     for (fname, line, func), (_, ncalls, tottime, cumtime, _) in st.stats.items():
         rows.append({"function": f"{Path(fname).name}:{line}({func})", "calls": ncalls,
                      "own_s": round(tottime, 4), "cumulative_s": round(cumtime, 4)})
-    rows.sort(key=lambda r: -r["own_s"])
+    rows.sort(key=lambda r: -r[key])
+    return rows[:top]
+
+
+def _profile_release(path: str, spec: dict, warm_path: str, top: int = 10) -> dict:
+    """cProfile of a warm ``Release.from_table`` (the fastest of three): seconds per phase,
+    CPU per thread, and the heaviest functions by own time. Threads other than the
+    caller's (pyarrow's reader) are inside the calls that wait for them."""
+    from fastpriv import Release
+
+    kw = dict(KINDS[spec["kind"]])
+    Release.from_table(warm_path, sensitive=SENSITIVE, **kw)     # JIT / cache load
+    prof, wall, cpu, main, partitioned = min((_profiled(path, kw) for _ in range(3)),
+                                             key=lambda x: x[1])
+    st = pstats.Stats(prof)
+    phases = _release_phases(st, wall, partitioned)
+    rows = _top_functions(st, top)
     cores = {"wall": wall, "cpu, all threads": cpu, "cpu, calling thread": main,
              "cpu, other threads (Parquet decoder, key worker, profile chunks)": cpu - main}
     return {"phases_s": {k: round(v, 4) for k, v in phases.items()},
-            "cpu_s": {k: round(v, 4) for k, v in cores.items()}, "top_own_time": rows[:top]}
+            "cpu_s": {k: round(v, 4) for k, v in cores.items()}, "top_own_time": rows}
 
 
 # ----------------------------------------------------------------------------- benchmark
@@ -532,8 +562,402 @@ def memory_run(n_rows: int, kinds: list[str], root: str,
         "shapes": rows}, True)
 
 
+# ----------------------------------------------------------------------------- first call
+
+#: The contestants of the first-call mode: each a fresh process that imports its library and
+#: makes its one call on the real file.
+FIRST_CONTESTANTS = ("fastpriv", "duckdb", "polars")
+FIRST_ROWS = (1_000_000, 10_000_000, 20_000_000)
+FIRST_GROUPS = (10_000, 1_000_000)
+
+
+def _mono() -> float:
+    """CLOCK_MONOTONIC: one clock for the parent and its child processes."""
+    return time.clock_gettime(time.CLOCK_MONOTONIC)
+
+
+def _import_contestant(name: str) -> None:
+    if name == "fastpriv":
+        from fastpriv import Release, classic  # noqa: F401
+    elif name == "duckdb":
+        import duckdb  # noqa: F401
+    elif name == "polars":
+        import polars  # noqa: F401
+    elif name == "pyarrow_read":
+        import pyarrow.parquet  # noqa: F401
+
+
+def _time_kernel_loads(acc: dict[str, float]) -> None:
+    """Wrap ``Dispatcher.compile`` (a cached kernel's load, or a compile): its wall seconds
+    on the calling thread (outermost calls only) and on other threads, and the calls."""
+    import threading
+
+    from numba.core.dispatcher import Dispatcher
+
+    real = Dispatcher.compile
+    main = threading.get_ident()
+    depth = threading.local()
+
+    def timed_compile(self: Any, sig: Any) -> Any:
+        level = getattr(depth, "n", 0)
+        depth.n = level + 1
+        t = time.perf_counter()
+        try:
+            return real(self, sig)
+        finally:
+            depth.n = level
+            acc["calls"] += 1
+            if level == 0:
+                key = "main_s" if threading.get_ident() == main else "other_threads_s"
+                acc[key] += time.perf_counter() - t
+
+    Dispatcher.compile = timed_compile
+
+
+def _first_child(name: str, path: str, spec_json: str, out: str, profile: str = "") -> None:
+    """Inside a fresh process: import ``name``'s library, then its one call on ``path``.
+
+    Writes the values and the wall clock at each step (CLOCK_MONOTONIC, comparable with the
+    parent's) to ``out``; ``profile``: a cProfile of imports + call (the calling thread) with
+    the release build's phases and the heaviest functions.
+    """
+    t_main = _mono()
+    spec = json.loads(spec_json)
+    prof = cProfile.Profile() if profile else None
+    loads = {"calls": 0, "main_s": 0.0, "other_threads_s": 0.0}
+    partitioned = [0.0]
+    if prof is not None:
+        prof.enable()
+    t_imp = _mono()
+    _import_contestant(name)
+    if name == "fastpriv":
+        _time_kernel_loads(loads)
+        if prof is not None:       # the partitioned count runs on a thread cProfile misses
+            import threading
+
+            from fastpriv._kernels import counting
+
+            real, lock = counting.dense_add_partitioned, threading.Lock()
+
+            def timed(*args: Any) -> Any:
+                t = time.perf_counter()
+                try:
+                    return real(*args)
+                finally:
+                    with lock:
+                        partitioned[0] += time.perf_counter() - t
+
+            counting.dense_add_partitioned = timed
+    t_call = _mono()
+    vals, parts = RUNNERS[name](path, spec)
+    t_done = _mono()
+    if prof is not None:
+        prof.disable()
+    res: dict[str, Any] = {
+        "values": {k: (v.item() if hasattr(v, "item") else v) for k, v in vals.items()},
+        "t_main": t_main, "imports_s": t_call - t_imp, "call_s": t_done - t_call,
+        "t_done": t_done, "peak_rss_mib": _peak_kib() / 1024, **parts}
+    if name == "fastpriv":
+        res["kernel_loads"] = loads
+    if prof is not None:
+        st = pstats.Stats(prof)
+        imports = max((v[3] for k, v in st.stats.items() if k[2] == "_find_and_load"),
+                      default=0.0)
+        res["profile"] = {
+            "calling_thread_s": {
+                "imports (all, before and inside the call)": round(imports, 4),
+                "kernel loads (Dispatcher.compile)": round(_cum(st, "timed_compile",
+                                                                "bench_peers.py"), 4),
+                "Release.from_table": round(_cum(st, "from_table", "release.py"), 4),
+                "classic.audit": round(_cum(st, "audit", "classic.py"), 4)},
+            "release_phases_s": ({k: round(v, 4) for k, v in _release_phases(
+                st, parts.get("release_s", 0.0), partitioned[0]).items()}
+                if name == "fastpriv" else {}),
+            "top_own_time": _top_functions(st, 25),
+            "top_cumulative": _top_functions(st, 40, "cumulative_s")}
+    with open(out, "w") as fh:
+        json.dump(res, fh)
+
+
+def _fresh_call(name: str, path: str, spec: dict, *, cache: str, pyc: str, cwd: str,
+                profile: bool = False) -> dict:
+    """One contestant's first call in a fresh process (profiled by phase: ``run_phases``).
+
+    ``wall_s``: spawn to exit; ``startup_s``: spawn to the child's first line of benchmark
+    code (interpreter, site, the phase recorder); ``imports_s``; ``call_s``: the one call;
+    ``exit_s``: the call's end to the process's exit (teardown)."""
+    from benchmarks.bench_cold_start import run_phases
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "result.json")
+        load = os.getloadavg()[0]
+        spawn = _mono()
+        r = run_phases("module", "benchmarks.bench_peers",
+                       ["first-call-child", name, path, json.dumps(spec), out]
+                       + (["profile"] if profile else []), cache=cache, cwd=cwd, bytecode=pyc)
+        if r["rc"] != 0 or not os.path.exists(out):
+            raise RuntimeError(f"{name} on {path}: rc={r['rc']} {r['stderr_tail']}")
+        with open(out) as fh:
+            child = json.load(fh)
+    t_main, t_done = child.pop("t_main"), child.pop("t_done")
+    child.update(wall_s=r["wall_s"], startup_s=t_main - spawn,
+                 exit_s=r["wall_s"] - (t_done - spawn), cpu_s=r["cpu_s"],
+                 phases_s=r["phases_s"], kernels=r["kernels"], compiled=r["compiled"],
+                 load_avg_before=load)
+    return child
+
+
+def _median_of(runs: list[dict], key: str) -> float:
+    return round(statistics.median(x[key] for x in runs), 4)
+
+
+def _first_shape(root: str, n_rows: int, n_groups: int, kind: str, rounds: int, *,
+                 cache: str, pyc: str, contestants: tuple[str, ...], prime_all: bool,
+                 profile: bool) -> dict:
+    """One shape of the first-call mode: the file, a priming process per contestant (not
+    counted: fills fastpriv's kernel cache for this shape, the page cache with the libraries),
+    then ``rounds`` rounds of one fresh process per contestant, alternated."""
+    from benchmarks.bench_cold_start import FRESH_PHASES
+    from benchmarks.bench_cold_start import _summary as _phase_summary
+
+    path = os.path.join(root, f"{n_rows}_{n_groups}_{kind}.parquet")
+    t0 = time.perf_counter()
+    spec = write_shape(path, n_rows, n_groups, kind)
+    write_s = time.perf_counter() - t0
+    t_shape = time.perf_counter()
+    prime = {}
+    for name in contestants:
+        if name == "fastpriv" or prime_all:
+            p = _fresh_call(name, path, spec, cache=cache, pyc=pyc, cwd=root)
+            prime[name] = {"wall_s": round(p["wall_s"], 4), "kernels": p["kernels"],
+                           "compiled": p["compiled"]}
+    runs: dict[str, list[dict]] = {c: [] for c in contestants}
+    for r in range(rounds):
+        k = r % len(contestants)
+        for name in contestants[k:] + contestants[:k]:      # rotate who goes first
+            runs[name].append(_fresh_call(name, path, spec, cache=cache, pyc=pyc, cwd=root))
+    check_agree({c: rs[-1] for c, rs in runs.items() if c != "pyarrow_read"})
+    per: dict[str, Any] = {}
+    for name, rs in runs.items():
+        per[name] = {key: [round(x[key], 4) for x in rs]
+                     for key in ("wall_s", "startup_s", "imports_s", "call_s", "exit_s",
+                                 "cpu_s", "peak_rss_mib", "load_avg_before")}
+    mins = {c: min(per[c]["wall_s"]) for c in contestants}
+    meds = {c: statistics.median(per[c]["wall_s"]) for c in contestants}
+    cmin = {c: min(per[c]["call_s"]) for c in contestants}
+    cmed = {c: statistics.median(per[c]["call_s"]) for c in contestants}
+    fp = runs["fastpriv"]
+    loads = [x["kernel_loads"] for x in fp]
+    split = {"startup (interpreter, site, recorder)": _median_of(fp, "startup_s"),
+             "imports (numpy, numba, pyarrow, fastpriv)": _median_of(fp, "imports_s"),
+             "Release.from_table (scan + profile build, kernel loads included)":
+                 _median_of(fp, "release_s"),
+             "  of which kernel loads (Dispatcher.compile, calling thread)":
+                 round(statistics.median(x["main_s"] for x in loads), 4),
+             "classic.audit": _median_of(fp, "audit_s"),
+             "exit (teardown)": _median_of(fp, "exit_s"),
+             "wall (spawn to exit)": _median_of(fp, "wall_s")}
+    out: dict[str, Any] = {
+        "rows": n_rows, "groups_requested": n_groups, "kind": kind, "grouping": KINDS[kind],
+        "parquet_mib": round(os.path.getsize(path) / 2**20, 2), "write_s": round(write_s, 2),
+        "rounds": rounds, "prime": prime, "fresh": per,
+        "min_wall_s": mins, "median_wall_s": meds, "min_call_s": cmin, "median_call_s": cmed,
+        "ratios": {f"fastpriv/{c}": {"min_wall": round(mins["fastpriv"] / mins[c], 3),
+                                     "median_wall": round(meds["fastpriv"] / meds[c], 3),
+                                     "min_call": round(cmin["fastpriv"] / cmin[c], 3)}
+                   for c in contestants if c != "fastpriv"},
+        "fastpriv_wall_split_median_s": split,
+        "fastpriv_cpu_phases": {**_phase_summary(fp), "phases": list(FRESH_PHASES)},
+        "fastpriv_kernel_loads": {"loaded": max(x["kernels"] for x in fp),
+                                  "compiled": max(x["compiled"] for x in fp),
+                                  "other_threads_s_median": round(statistics.median(
+                                      x["other_threads_s"] for x in loads), 4)},
+        "values": fp[-1]["values"], "values_agree": True}
+    if "duckdb" in contestants:
+        out["ahead_of_duckdb"] = {"median_wall": meds["fastpriv"] < meds["duckdb"],
+                                  "min_wall": mins["fastpriv"] < mins["duckdb"]}
+        if profile and not (out["ahead_of_duckdb"]["median_wall"]
+                            and out["ahead_of_duckdb"]["min_wall"]):
+            p = _fresh_call("fastpriv", path, spec, cache=cache, pyc=pyc, cwd=root,
+                            profile=True)
+            out["first_call_profile"] = {
+                "note": "cProfile of imports + call in a fresh process (calling thread "
+                        "only; profiled, so slower than the timed runs)",
+                "wall_s": round(p["wall_s"], 4), "imports_s": round(p["imports_s"], 4),
+                "call_s": round(p["call_s"], 4), "release_s": round(p["release_s"], 4),
+                "audit_s": round(p["audit_s"], 4), "compiled": p["compiled"],
+                **p["profile"]}
+    out["shape_s"] = round(time.perf_counter() - t_shape, 1)
+    os.remove(path)
+    return out
+
+
+def _shape_key(s: dict) -> tuple[int, int, str]:
+    return s["rows"], s["groups_requested"], s["kind"]
+
+
+def _predict_shape_s(prev: dict, n_rows: int) -> float:
+    """Seconds a shape would take at ``n_rows``, from the same kind at ``prev['rows']``: per
+    process the part outside the call stays, the call grows with the rows."""
+    scale = n_rows / prev["rows"]
+    total = 0.0
+    for name, f in prev["fresh"].items():
+        procs = prev["rounds"] + (1 if name in prev["prime"] else 0)
+        fixed = statistics.median(w - c for w, c in zip(f["wall_s"], f["call_s"], strict=True))
+        total += procs * (fixed + statistics.median(f["call_s"]) * scale)
+    return total
+
+
+def _first_table(shapes: list[dict]) -> str:
+    head = (f"{'shape':<20}{'fp wall':>8}{'duck':>7}{'polars':>7}{'fp/dk':>7}"
+            f"{'fp call':>8}{'duck':>7}{'pol':>7}   fastpriv split (start/imp/rel[load]/aud/exit)")
+    lines = [head]
+    for s in shapes:
+        m, c, sp = s["median_wall_s"], s["median_call_s"], s["fastpriv_wall_split_median_s"]
+        v = list(sp.values())
+        lines.append(
+            f"{s['rows'] / 1e6:g}M/{s['groups_requested']}/{s['kind']}".ljust(20)
+            + f"{m['fastpriv']:8.3f}{m.get('duckdb', float('nan')):7.3f}"
+            + f"{m.get('polars', float('nan')):7.3f}"
+            + f"{s['ratios'].get('fastpriv/duckdb', {}).get('median_wall', float('nan')):7.2f}"
+            + f"{c['fastpriv']:8.3f}{c.get('duckdb', float('nan')):7.3f}"
+            + f"{c.get('polars', float('nan')):7.3f}   "
+            + f"{v[0]:.3f}/{v[1]:.3f}/{v[2]:.3f}[{v[3]:.3f}]/{v[4]:.3f}/{v[5]:.3f}")
+    return "\n".join(lines)
+
+
+def first_call_run(rows: tuple[int, ...] = FIRST_ROWS, groups: tuple[int, ...] = FIRST_GROUPS,
+                   kinds: tuple[str, ...] = tuple(KINDS), rounds: int = 5, *,
+                   cache: str | None = None, warmup: bool = True, profile: bool = True,
+                   max_shape_s: float = 300.0, contestants: tuple[str, ...] = FIRST_CONTESTANTS,
+                   name: str = "peers_first_call", full: bool = True,
+                   command: str = "", append: bool = False) -> dict:
+    """First calls in fresh processes: every (contestant, round) a new process that imports
+    its library and makes its one call on the real file, alternated within a round.
+
+    fastpriv's kernel cache is warm (``fastpriv warmup`` into ``cache`` first, unless
+    ``warmup`` is False, and one uncounted process per shape): a cached first call, as a user's
+    after ``fastpriv warmup``; every counted process's compiles are recorded (must be 0).
+    Shapes run by row count; a (kind, row count) whose time predicted from the kind's
+    previous row count exceeds ``max_shape_s`` is skipped and recorded in ``skipped``.
+    Where fastpriv's wall is not below DuckDB's, one more fresh process profiles the first
+    call (``first_call_profile``). Writes ``name``.json after every shape; with ``append``
+    the shapes of the file's earlier run stay, those measured again replaced.
+    """
+    from benchmarks.bench_cold_start import _revision, run_phases
+
+    root = tempfile.mkdtemp(prefix="fastpriv-peers-first-")
+    pyc = os.path.join(root, "pycache")
+    if cache is None:
+        cache = os.path.join(root, "cache")
+    os.makedirs(cache, exist_ok=True)
+    res: dict[str, Any] = {
+        "command": command or "python -m benchmarks.bench_peers first-call",
+        "revision": _revision(), "contestants": list(contestants), "rounds": rounds,
+        "note": "each (contestant, round) a fresh process (interpreter start, imports, one "
+                "call on the real file, exit), alternated within a round; wall_s = spawn to "
+                "exit, call_s = the call alone; fastpriv's kernel cache warm (a cached first "
+                "call), Python's bytecode cache on; cpu phases: bench_cold_start.run_phases. "
+                "The machine's cores are shared with other jobs: compare within a shape.",
+        "cores": os.cpu_count(), "load_avg_start": os.getloadavg(), "shapes": [],
+        "skipped": []}
+    if append and (RESULTS / f"{name}.json").exists():      # shapes of an earlier run stay
+        old = json.loads((RESULTS / f"{name}.json").read_text())
+        res["shapes"], res["skipped"] = old["shapes"], old["skipped"]
+        res["earlier_runs"] = old.get("earlier_runs", []) + [
+            {k: old.get(k) for k in ("command", "revision", "warmup", "load_avg_start",
+                                     "load_avg_end")}
+            | {"date": old["machine"]["date"]}]
+    try:
+        if warmup:
+            t0 = time.perf_counter()
+            w = run_phases("module", "fastpriv", ["warmup", "--jobs", "2"], cache=cache,
+                           cwd=root, bytecode=pyc, timeout=1800)
+            res["warmup"] = {"rc": w["rc"], "wall_s": round(time.perf_counter() - t0, 1),
+                             "cpu_s": round(w["cpu_s"], 1)}
+            print(f"fastpriv warmup: {res['warmup']}", flush=True)
+        last: dict[tuple[str, int], dict] = {}
+        for n_rows in rows:
+            for n_groups in groups:
+                for kind in kinds:
+                    prev = last.get((kind, n_groups))
+                    guess = _predict_shape_s(prev, n_rows) if prev else 0.0
+                    if guess > max_shape_s:
+                        res["skipped"].append({
+                            "rows": n_rows, "groups_requested": n_groups, "kind": kind,
+                            "reason": f"predicted {guess:.0f} s (from {prev['rows']} rows) "
+                                      f"> {max_shape_s:g} s"})
+                        print(f"skipped {res['skipped'][-1]}", flush=True)
+                        continue
+                    s = _first_shape(root, n_rows, n_groups, kind, rounds, cache=cache,
+                                     pyc=pyc, contestants=contestants,
+                                     prime_all=not last, profile=profile)
+                    last[(kind, n_groups)] = s
+                    key = (n_rows, n_groups, kind)
+                    res["shapes"] = [x for x in res["shapes"] if _shape_key(x) != key] + [s]
+                    res["skipped"] = [x for x in res["skipped"] if _shape_key(x) != key]
+                    print(_first_table([s]), flush=True)
+                    res["load_avg_end"] = os.getloadavg()
+                    write_result(name, res, full)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print("\n" + _first_table(res["shapes"]), flush=True)
+    return res
+
+
+def bench_peers_first_call(benchmark, full):
+    """Smoke: one small shape, one round of fresh processes on the user's kernel cache. The
+    full run is a hand-run (``python -m benchmarks.bench_peers first-call``)."""
+    import pytest
+
+    if full:
+        pytest.skip("hand-run: python -m benchmarks.bench_peers first-call")
+    from fastpriv._cache import cache_root
+
+    res = first_call_run((20_000,), (1_000,), ("int",), 1, cache=str(cache_root()),
+                         warmup=False, profile=False, full=False,
+                         command="python -m pytest -q benchmarks/bench_peers.py")
+    s = res["shapes"][0]
+    assert s["values_agree"] and s["fastpriv_kernel_loads"]["compiled"] == 0, s
+    assert s["fastpriv_kernel_loads"]["loaded"] > 0
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+
+
+def _first_call_main(argv: list[str]) -> None:
+    import argparse
+
+    def ints(x: str) -> tuple[int, ...]:
+        return tuple(int(v) for v in x.split(","))
+
+    p = argparse.ArgumentParser(prog="python -m benchmarks.bench_peers first-call",
+                                description=first_call_run.__doc__.split("\n\n")[0])
+    p.add_argument("--rows", type=ints, default=FIRST_ROWS)
+    p.add_argument("--groups", type=ints, default=FIRST_GROUPS)
+    p.add_argument("--kinds", default=",".join(KINDS))
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--cache", help="fastpriv kernel cache (default: a new one, warmed)")
+    p.add_argument("--no-warmup", action="store_true", help="do not run fastpriv warmup")
+    p.add_argument("--no-profile", action="store_true", help="no first-call cProfile")
+    p.add_argument("--max-shape-s", type=float, default=300.0)
+    p.add_argument("--with-read", action="store_true", help="add pyarrow_read")
+    p.add_argument("--name", default="peers_first_call")
+    p.add_argument("--append", action="store_true",
+                   help="keep the shapes of the results file's earlier run")
+    a = p.parse_args(argv)
+    first_call_run(a.rows, a.groups, tuple(a.kinds.split(",")), a.rounds, cache=a.cache,
+                   warmup=not a.no_warmup, profile=not a.no_profile,
+                   max_shape_s=a.max_shape_s,
+                   contestants=FIRST_CONTESTANTS + (("pyarrow_read",) if a.with_read else ()),
+                   name=a.name, append=a.append,
+                   command="python -m benchmarks.bench_peers first-call " + " ".join(argv))
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "memory":
+    if sys.argv[1] == "first-call":
+        _first_call_main(sys.argv[2:])
+    elif sys.argv[1] == "first-call-child":
+        _first_child(*sys.argv[2:])
+    elif sys.argv[1] == "memory":
         memory_run(int(sys.argv[2]), sys.argv[3].split(","),
                    os.path.join(tempfile.gettempdir(), "fastpriv-peers-memory"),
                    tuple(int(g) for g in (sys.argv[4] if len(sys.argv) > 4
