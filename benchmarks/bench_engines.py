@@ -393,6 +393,19 @@ def _reference(folder: Path) -> dict:
     return json.loads(meta.read_text())
 
 
+def failure_cause(log_text: str) -> str | None:
+    """The first line of a failed run's log that says why: a JVM out of heap, a task result
+    Spark lost, else the last Python exception line."""
+    import re
+
+    for pattern in (r"java\.lang\.OutOfMemoryError[^\n]*", r"TaskResultLost \([^)\n]*\)"):
+        m = re.search(pattern, log_text)
+        if m:
+            return m.group(0).strip()
+    last = re.findall(r"^\w[\w.]*(?:Error|Exception): [^\n]*", log_text, flags=re.M)
+    return last[-1][:300] if last else None
+
+
 def _spawn(spec: dict, log: Path, timeout: float) -> dict:
     """Run :func:`_child` in a fresh interpreter (its own process group, killed whole on
     timeout or as soon as its log shows a JVM ``OutOfMemoryError``); its result, or
@@ -422,9 +435,10 @@ def _spawn(spec: dict, log: Path, timeout: float) -> dict:
     wall = time.perf_counter() - t0
     if rc == 0 and out_path.is_file():
         return {**json.loads(out_path.read_text()), "process_wall_s": wall}
-    tail = log.read_text(errors="replace")[-2000:]
+    text = log.read_text(errors="replace")
     why = f"exit {rc}" if isinstance(rc, int) else rc
-    return {"error": f"{why} after {wall:.0f} s", "log_tail": tail, "process_wall_s": wall}
+    return {"error": f"{why} after {wall:.0f} s", "cause": failure_cause(text),
+            "log_tail": text[-2000:], "process_wall_s": wall}
 
 
 # ------------------------------------------------------------------ the benchmark
