@@ -488,6 +488,10 @@ def _run_full(n_rows: int, groups: list[int], minutes: float) -> dict:
             for name in order:
                 left = deadline - time.monotonic()
                 need = last.get((g, name), 30)
+                if need == float("inf"):
+                    res["skipped"].append({"groups": g, "contestant": name, "round": rnd,
+                                           "reason": "failed in an earlier round: not retried"})
+                    continue
                 if left < need:
                     res["skipped"].append({"groups": g, "contestant": name, "round": rnd,
                                            "reason": f"time budget of {minutes:g} min: "
