@@ -37,8 +37,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._lazy_pandas import defer_pandas
 from ._validation import INT64_MAX, check_choice, check_columns, check_total
 from .errors import InputError, InputTypeError
+
+defer_pandas()    # else pyarrow imports pandas with its first array (fastpriv._lazy_pandas)
 
 __all__ = ["as_table", "iter_batches", "encode_column", "encode_keys", "Encoded", "NULL_POLICIES",
            "count_rows", "is_large_source"]

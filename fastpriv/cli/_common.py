@@ -454,8 +454,12 @@ def load_data(spec: str, encoding: str | None = None) -> Any:
     ``"adult"`` is the bundled Adult table; ``-`` and ``/dev/stdin`` (and other pipes)
     are read whole by :func:`read_stream` — once per command, later calls get the same
     table; any other path is returned as it is. With ``encoding`` (``--encoding``), a CSV
-    file is read in that text encoding.
+    file is read in that text encoding. Pandas stays out of the process unless something
+    needs it (:mod:`fastpriv._lazy_pandas`).
     """
+    from .._lazy_pandas import defer_pandas
+
+    defer_pandas()
     if spec == "adult":
         from ..datasets import load_adult
 

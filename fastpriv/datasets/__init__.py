@@ -157,6 +157,9 @@ def load_adult(columns: Sequence[str] | None = None) -> "pa.Table":
     """
     import pyarrow.parquet as pq
 
+    from .._lazy_pandas import defer_pandas
+
+    defer_pandas()      # reading Parquet would import pandas through pyarrow otherwise
     if columns is not None:
         from .._validation import check_columns
 

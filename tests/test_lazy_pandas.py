@@ -1,5 +1,5 @@
-"""A ``fastpriv`` process keeps pandas out until something needs it, and then pyarrow sees
-pandas exactly as in a process that never deferred it (fastpriv/cli/_startup.py)."""
+"""fastpriv keeps pandas out of a process until something needs it, and then pyarrow sees
+pandas exactly as in a process that never deferred it (fastpriv/_lazy_pandas.py)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def test_a_command_on_a_file_never_imports_pandas(argv):
 _PANDAS_VIEW = """
 import sys
 if sys.argv[1] == "defer":
-    from fastpriv.cli._startup import defer_pandas
+    from fastpriv._lazy_pandas import defer_pandas
     defer_pandas()
     import pyarrow as pa
     pa.scalar(1), pa.array([1, 2])          # pyarrow at work before pandas is imported
@@ -79,11 +79,40 @@ def test_pyarrow_sees_pandas_as_usual_once_it_is_imported():
     assert json.loads(deferred.stdout) == want
 
 
-def test_called_from_python_main_leaves_the_process_alone():
-    code = ("import sys\nfrom fastpriv.cli import main\n"
-            "rc = main(['audit', 'adult', '--qi', 'age', 'sex'])\n"
-            "import pyarrow as pa, pandas as pd\n"
-            "print(rc, pa.array(pd.Series(pd.Categorical(['x']))).type)")
+def test_a_library_call_on_a_file_never_imports_pandas():
+    code = ("import sys\nfrom fastpriv import classic\n"
+            "a = classic.audit('fastpriv/datasets/data/adult.parquet', qi=['age', 'sex'], "
+            "sensitive='occupation')\n"
+            "print(a.value, 'pandas' in sys.modules)")
     proc = _python(code)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip().splitlines()[-1].split(" ", 1)[1].startswith("dictionary")
+    assert proc.stdout.split()[-1] == "False", proc.stdout
+
+
+def test_a_process_that_imported_pandas_first_is_left_alone():
+    code = ("import sys, pandas as pd, pyarrow as pa\nimport fastpriv._arrow\n"
+            "print(pa.array(pd.Series(pd.Categorical(['x']))).type)")
+    proc = _python(code)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("dictionary")
+
+
+def test_another_thread_importing_pandas_meanwhile_gets_it():
+    from fastpriv._lazy_pandas import _Refuse
+
+    got = {}
+    refuse = _Refuse()
+    import threading
+
+    def other():
+        try:
+            got["other"] = refuse.find_spec("pandas")
+        except ModuleNotFoundError:
+            got["other"] = "refused"
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert got["other"] is None                       # not refused: another thread
+    with pytest.raises(ModuleNotFoundError):
+        refuse.find_spec("pandas")                    # refused: the deferring thread
