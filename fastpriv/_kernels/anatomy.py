@@ -19,7 +19,7 @@ import numpy as np
 from .._jit import kernel
 
 
-@kernel
+@kernel(helper=True)
 def _better(hs, hp, i, j):
     """Heap order: more remaining rows first, then higher priority."""
     if hs[i] != hs[j]:
@@ -27,7 +27,7 @@ def _better(hs, hp, i, j):
     return hp[i] > hp[j]
 
 
-@kernel
+@kernel(helper=True)
 def _swap(hs, hp, hb, i, j):
     t = hs[i]
     hs[i] = hs[j]
@@ -40,7 +40,7 @@ def _swap(hs, hp, hb, i, j):
     hb[j] = tb
 
 
-@kernel
+@kernel(helper=True)
 def _promote(hs, hp, hb, c, p):
     """Swap heap entry c above its parent p when it is better; whether it was."""
     if _better(hs, hp, c, p):
@@ -49,7 +49,7 @@ def _promote(hs, hp, hb, c, p):
     return False
 
 
-@kernel
+@kernel(helper=True)
 def _sift_down(hs, hp, hb, i, size):
     while True:
         lc = 2 * i + 1
@@ -63,7 +63,7 @@ def _sift_down(hs, hp, hb, i, size):
         i = c
 
 
-@kernel
+@kernel(helper=True)
 def _sift_up(hs, hp, hb, i):
     while i > 0:
         p = (i - 1) // 2

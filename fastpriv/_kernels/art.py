@@ -107,7 +107,7 @@ def required_size(d, r, f, n0):
     return N
 
 
-@kernel
+@kernel(helper=True)
 def _find(parent, i):
     """Union–find root with path halving."""
     while parent[i] != i:
@@ -134,7 +134,7 @@ def _alive(link, i):
     return root
 
 
-@kernel
+@kernel(helper=True)
 def group_required(F, row_prof, L, sL, gmin, gmax, x, r, n0):
     """Return the required size N′_o of group L for x (:data:`BIG`: none is reachable).
 
@@ -177,7 +177,7 @@ def odds(f):
     return f / (1.0 - f)
 
 
-@kernel
+@kernel(helper=True)
 def group_status(F, row_prof, L, sL, size_L, gmin, gmax, gsum, gomax, x, r, n0, mode):
     """Return (ok, stuck) of group L for x.
 
@@ -203,7 +203,7 @@ def group_status(F, row_prof, L, sL, size_L, gmin, gmax, gsum, gomax, x, r, n0, 
     return ok, False
 
 
-@kernel
+@kernel(helper=True)
 def _profile_candidate(F, cnt, ymL, lo, hi, x, self_p, self_c, mode, p):
     """(D, class) of profile p as a candidate (class −1: no eligible row / infeasible)."""
     n_cls = cnt.shape[1]
@@ -228,7 +228,7 @@ def _profile_candidate(F, cnt, ymL, lo, hi, x, self_p, self_c, mode, p):
     return dd, ec
 
 
-@kernel
+@kernel(helper=True)
 def _dead(cnt, p):
     """Tell whether profile p has no single row left in any class."""
     for c in range(cnt.shape[1]):
@@ -237,14 +237,14 @@ def _dead(cnt, p):
     return True
 
 
-@kernel
+@kernel(helper=True)
 def _kill(nxs, pvs, t):
     """Remove sorted position t from a (next, previous) skip structure."""
     nxs[t] = t + 1
     pvs[t + 1] = t
 
 
-@kernel
+@kernel(helper=True)
 def closest_profile(F, cnt, ymL, lo, hi, x, self_p, self_c, mode, sorder, svals, nxs, pvs):
     """Best single-row candidate by profile: ``(D, profile, class)``; profile −1 if none.
 
@@ -327,7 +327,7 @@ def closest_profile(F, cnt, ymL, lo, hi, x, self_p, self_c, mode, sorder, svals,
     return best_d, best_p, best_c
 
 
-@kernel
+@kernel(helper=True)
 def closest_group(gmin, gmax, ymask, slot_alive, slot_root, first_row, n_slots, sL, ymL,
                   lo, hi, x, bound, mode):
     """Best multi-row candidate with D < ``bound`` (ties: lowest smallest-row index); −1."""
@@ -370,7 +370,7 @@ def closest_group(gmin, gmax, ymask, slot_alive, slot_root, first_row, n_slots, 
     return best_s
 
 
-@kernel
+@kernel(helper=True)
 def pick_row(rstart, srank, nxt, prv, sorted_rows, b, seed, self_pos):
     """Return the available row of range ``b`` (profile × class) nearest to rank ``seed``.
 
@@ -411,7 +411,7 @@ def pick_row(rstart, srank, nxt, prv, sorted_rows, b, seed, self_pos):
     return sorted_rows[pick]
 
 
-@kernel
+@kernel(helper=True)
 def _unindex(t, alive, nxt, prv, cnt, p, c):
     """Remove sorted position ``t`` (profile p, class c) from the single-row index."""
     if alive[t]:
@@ -421,7 +421,7 @@ def _unindex(t, alive, nxt, prv, cnt, p, c):
         cnt[p, c] -= 1
 
 
-@kernel
+@kernel(helper=True)
 def _slot_from_row(F, i, cls_i, sL, gmin, gmax, gsum, gomax, ymask):
     for a in range(F.shape[1]):
         for y in range(F.shape[2]):
@@ -435,7 +435,7 @@ def _slot_from_row(F, i, cls_i, sL, gmin, gmax, gsum, gomax, ymask):
         ymask[sL, y] = 1 if cls_i == y + 1 else 0
 
 
-@kernel
+@kernel(helper=True)
 def _absorb_row(F, p, cls_i, sL, gmin, gmax, gsum, gomax, ymask):
     for a in range(F.shape[1]):
         for y in range(F.shape[2]):
@@ -452,7 +452,7 @@ def _absorb_row(F, p, cls_i, sL, gmin, gmax, gsum, gomax, ymask):
         ymask[sL, cls_i - 1] = 1
 
 
-@kernel
+@kernel(helper=True)
 def _absorb_slot(sO, sL, gmin, gmax, gsum, gomax, ymask):
     for a in range(gmin.shape[1]):
         for y in range(gmin.shape[2]):
@@ -468,7 +468,7 @@ def _absorb_slot(sO, sL, gmin, gmax, gsum, gomax, ymask):
             ymask[sL, y] = 1
 
 
-@kernel
+@kernel(helper=True)
 def _pad_join_target(F, p, gmin, gmax, ymask, slot_alive, slot_root, first_row, n_slots, n,
                      mode):
     """Return the slot of the group holding X_s values nearest to a row of profile p.
@@ -576,7 +576,7 @@ def _row_index(F, row_prof, row_cls, row_rank, sorted_rows):
     return pos_of, srank, rstart, cnt, nxt, prv, alive, hstart, holders, svals, sorder, pnxt, pprv
 
 
-@kernel
+@kernel(helper=True)
 def _new_slots(cap, nA, nX):
     """Allocate ``cap`` group slots: (f_min, f_max, f_sum, f_omax, Y mask, root, alive)."""
     return (np.empty((cap, nA, nX), dtype=np.float64),
@@ -704,7 +704,7 @@ def _unsatisfied(F, row_prof, parent, size, slot_of, gmin, gmax, gsum, gomax, hs
     return root, unsat
 
 
-@kernel
+@kernel(helper=True)
 def _group_bounds(F, row_prof, row_cls, L, sL, x, gmin, gmax, ymask, lo, hi, ymL):
     """Fill ``lo``/``hi`` (f range per attribute set for x) and ``ymL`` (X_s values) of L."""
     nA = F.shape[1]
@@ -723,7 +723,7 @@ def _group_bounds(F, row_prof, row_cls, L, sL, x, gmin, gmax, ymask, lo, hi, ymL
             ymL[y] = 1 if row_cls[L] == y + 1 else 0
 
 
-@kernel
+@kernel(helper=True)
 def _union(parent, size, first_row, slot_of, slot_root, L, other, sL):
     """Join the groups of roots L and ``other`` (union by size); the result owns slot sL."""
     if size[other] > size[L]:

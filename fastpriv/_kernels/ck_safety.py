@@ -40,7 +40,7 @@ _INF = np.inf
 
 
 # --------------------------------------------------------------------------- profiles
-@kernel
+@kernel(helper=True)
 def _profile_hash(indptr, counts, sizes, g, H):
     prime = np.uint64(0x100000001B3)
     hv = (np.uint64(0xCBF29CE484222325) ^ np.uint64(sizes[g])) * prime
@@ -56,7 +56,7 @@ def _profile_hash(indptr, counts, sizes, g, H):
     return hv ^ (hv >> np.uint64(31))
 
 
-@kernel
+@kernel(helper=True)
 def _filled1(n, value):
     out = np.empty(n)
     for i in range(n):
@@ -64,7 +64,7 @@ def _filled1(n, value):
     return out
 
 
-@kernel
+@kernel(helper=True)
 def _filled1_int(n, value):
     out = np.empty(n, dtype=np.int64)
     for i in range(n):
@@ -72,7 +72,7 @@ def _filled1_int(n, value):
     return out
 
 
-@kernel
+@kernel(helper=True)
 def _filled2(rows, cols, value):
     out = np.empty((rows, cols))
     for i in range(rows):
@@ -81,7 +81,7 @@ def _filled2(rows, cols, value):
     return out
 
 
-@kernel
+@kernel(helper=True)
 def _filled2_int(rows, cols, value):
     out = np.empty((rows, cols), dtype=np.int64)
     for i in range(rows):
@@ -182,7 +182,7 @@ def dedupe_profiles(indptr, counts, sizes, H):
 LANES = 16
 
 
-@kernel
+@kernel(helper=True)
 def _m1_block(keys, rows, lo, cnt, H, pref, nn, fi, prev, cur, best, out):
     """Fast M1(h), h = 0..H, for profiles rows[lo:lo+cnt] (≤ LANES), lanes innermost.
 
@@ -258,7 +258,7 @@ def m1_profiles(keys, rows, H):
 
 
 # --------------------------------------------------------------------------- pruning
-@kernel
+@kernel(helper=True)
 def _insert(vals, owners, row, size, cap, val, p, q):
     """Insert ``q`` copies of (val, p) into the sorted row ``row`` (capacity ``cap``)."""
     for _ in range(q):
@@ -277,7 +277,7 @@ def _insert(vals, owners, row, size, cap, val, p, q):
     return size
 
 
-@kernel
+@kernel(helper=True)
 def _role_caps(K):
     """Capacities of the 2K+1 selection lists.
 
@@ -292,7 +292,7 @@ def _role_caps(K):
     return caps
 
 
-@kernel
+@kernel(helper=True)
 def _role_lists(K):
     """Empty top lists of the 2K + 1 roles: ``(caps, vals, owners, sizes)``."""
     nrows = 2 * K + 1

@@ -63,7 +63,7 @@ def group_sizes(group, weights, n_groups):
     return out
 
 
-@kernel
+@kernel(helper=True)
 def bucket_offsets(keys, n_keys):
     """Counting-sort offsets: ``out[j]`` is how many ``keys`` are below ``j`` (length n_keys+1)."""
     out = np.zeros(n_keys + 1, dtype=np.int64)
@@ -243,7 +243,7 @@ def _emit_keys(keys, d, codes, counts, k):
         _place_by_rank(keys, d, codes, counts, k)
 
 
-@kernel
+@kernel(helper=True)
 def _emit_long_keys(keys, d, codes, counts, k):
     """:func:`_emit_keys` for d > 32: sort a copy of the keys."""
     srt = np.sort(keys[:d])      # read from the sorted copy: a slice assignment would
@@ -288,7 +288,7 @@ def _emit_profile(seen, d, scratch, base, keys, codes, counts, k):
         _emit_keys(keys, d, codes, counts, k)
 
 
-@kernel
+@kernel(helper=True)
 def _emit_big_profile(seen, d, scratch, base, codes, counts, k):
     """:func:`_emit_profile` when a count does not fit the packed key: sort ``seen``."""
     _sort_profile(seen, d, scratch, base)
@@ -423,7 +423,7 @@ EMPTY = -1
 _HASH_MULT = 0x9E3779B97F4A7C15  # 2^64 / golden ratio (Fibonacci hashing)
 
 
-@kernel
+@kernel(helper=True)
 def _slot(key, bits):
     """Home slot of an int64 key in a table of 2**bits slots (Fibonacci hashing)."""
     h = np.uint64(key) * np.uint64(_HASH_MULT)

@@ -302,7 +302,7 @@ def canonical_order(comps, gused, ranks, orders, col_off, cards, span):
     return gorder, out
 
 
-@kernel
+@kernel(helper=True)
 def _str_less(starts, arena, a, b):
     """Whether string a sorts before string b (bytes compared unsigned, then length)."""
     pa = starts[a]
@@ -317,7 +317,7 @@ def _str_less(starts, arena, a, b):
     return la < lb
 
 
-@kernel
+@kernel(helper=True)
 def _insertion_run(starts, arena, idx, lo, hi):
     """Sort ``idx[lo:hi]`` by the strings' bytes (insertion sort)."""
     for a in range(lo + 1, hi):
@@ -329,7 +329,7 @@ def _insertion_run(starts, arena, idx, lo, hi):
         idx[b + 1] = v
 
 
-@kernel
+@kernel(helper=True)
 def _sort_run(starts, arena, idx, lo, hi, tmp):
     """Sort ``idx[lo:hi]`` by the strings' bytes (insertion sort, or merge sort when long)."""
     w = 32
@@ -391,7 +391,7 @@ def str_gather(starts, arena, codes):
     return offsets, data
 
 
-@kernel
+@kernel(helper=True)
 def radix_sort(keys, idx, bits):
     """Sort ``keys`` (uint64, the low ``bits`` bits in use) with their payload ``idx``.
 

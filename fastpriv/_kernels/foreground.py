@@ -100,7 +100,7 @@ _ACTIVE = 1e-3
 
 
 # ====================================================================== small helpers
-@kernel
+@kernel(helper=True)
 def _uniform(seed, s, k, i):
     """Deterministic uniform in (0, 1) from (seed, system, start, coordinate): splitmix64."""
     z = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15)
@@ -113,7 +113,7 @@ def _uniform(seed, s, k, i):
     return (float(z >> np.uint64(11)) + 0.5) / 9007199254740992.0
 
 
-@kernel
+@kernel(helper=True)
 def _clip01(v):
     if v < 0.0:
         return 0.0
@@ -122,7 +122,7 @@ def _clip01(v):
     return v
 
 
-@kernel
+@kernel(helper=True)
 def _cholesky(A, k):
     """In-place lower Cholesky of the k x k matrix in ``A`` (row-major); False if not PD."""
     scale = 0.0
@@ -147,7 +147,7 @@ def _cholesky(A, k):
     return True
 
 
-@kernel
+@kernel(helper=True)
 def _chol_solve(L, k, b):
     """Solve (L L^T) x = b in place (b becomes x)."""
     for i in range(k):
@@ -162,7 +162,7 @@ def _chol_solve(L, k, b):
         b[i] = v / L[i * k + i]
 
 
-@kernel
+@kernel(helper=True)
 def _jacobi_eigen(A, k, V, w):
     """Eigen-decompose the symmetric k x k ``A`` (destroyed) by cyclic Jacobi rotations.
 
@@ -215,7 +215,7 @@ def _jacobi_eigen(A, k, V, w):
 
 
 # ====================================================================== evaluation
-@kernel
+@kernel(helper=True)
 def _ws_need(N, n):
     """Workspace for loo_core on (N, n), (N - 1, n) and (N - 1, n - 1)."""
     w = esp_plan(N, n, np.int64(_LIMIT))[4]
@@ -256,7 +256,7 @@ def _system_workspace(gb, ge, grp_n, grp_N, cls_off):
             np.empty(kmax, dtype=np.int64))
 
 
-@kernel
+@kernel(helper=True)
 def _fill_group(F, k, cls_off, cls_var, cls_mult, f0, fseg):
     """Tuple probabilities of mixed group k into ``fseg``; returns N."""
     pos = 0
@@ -269,7 +269,7 @@ def _fill_group(F, k, cls_off, cls_var, cls_mult, f0, fseg):
     return pos
 
 
-@kernel
+@kernel(helper=True)
 def _single_ok(F, k, cls_off, cls_var, f0):
     """Whether the closed form for n_k = 1 applies (all f < 1 - 1e-6, some f > 0)."""
     pos = False
@@ -361,7 +361,7 @@ def _evaluate(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0
 # _hessian is one kernel of ~150 lines on purpose: with the n_k = 1 closed form and the
 # leave-two-out pairs of a mixed group as kernels of their own (called once per group), the
 # solve of ``foreground.attack`` on 20k rows (one thread) took 212 ms instead of 163 ms.
-@kernel
+@kernel(helper=True)
 def _sub_gram(H, Ha, cls_var, c0k, K, gcls, wk, m):
     """Add a group's −w·g gᵀ term to the Hessian ``H`` (and w·|g gᵀ| to its scale ``Ha``).
 
@@ -513,7 +513,7 @@ def _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
 
 
 # ====================================================================== one system
-@kernel
+@kernel(helper=True)
 def _pgrad(F, grad, T, vb, m):
     """max_i |clip(F_i + g_i / T_i) - F_i|: the per-tuple projected gradient."""
     pg = 0.0
@@ -528,7 +528,7 @@ def _pgrad(F, grad, T, vb, m):
     return pg
 
 
-@kernel
+@kernel(helper=True)
 def _neg_definite(H, m, idx, nf, Hf, scale):
     """Whether H restricted to ``idx[:nf]`` is negative definite (with margin δ·scale)."""
     for a in range(nf):
@@ -538,7 +538,7 @@ def _neg_definite(H, m, idx, nf, Hf, scale):
     return _cholesky(Hf, np.int64(nf))
 
 
-@kernel
+@kernel(helper=True)
 def _classify(F, vb, m, T, grad, H, Ha, Hf, Vf, wf, idx, dirv):
     """Second-order test at a stationary point (Hessian ``H``).
 
@@ -606,7 +606,7 @@ def _classify(F, vb, m, T, grad, H, Ha, Hf, Vf, wf, idx, dirv):
 _PROBE_MAX = 64
 
 
-@kernel
+@kernel(helper=True)
 def _probe_both_sides(F, m, idx, nf, H, Ha, Hf, Vf, wf, Fn, dirv, ll, Q, nq, qcap, mm, vb, gb,
                       ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0, C1, cst, grad, emn,
                       fseg, ws, o1, o2):
@@ -650,7 +650,7 @@ def _probe_both_sides(F, m, idx, nf, H, Ha, Hf, Vf, wf, Fn, dirv, ll, Q, nq, qca
     return nq
 
 
-@kernel
+@kernel(helper=True)
 def _start_queue(s, vb, m, gb, ge, T, C1, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult, f0,
                  start_off, start_vals, n_random, seed, default_starts, sysid):
     """Queue the starts of system s: ``(Q, nq, qcap)``, rows of ``max(m, 1)`` values.
@@ -694,7 +694,7 @@ def _start_queue(s, vb, m, gb, ge, T, C1, grp_n, grp_N, grp_w, cls_off, cls_var,
     return Q, nq, qcap
 
 
-@kernel
+@kernel(helper=True)
 def _newton_direction(F, grad, H, Hf, wf, idx, d, T, vb, m, pg):
     """Projected Newton direction ``d``: ``(chol, nf, mu)``.
 
@@ -744,7 +744,7 @@ def _newton_direction(F, grad, H, Hf, wf, idx, d, T, vb, m, pg):
     return chol, nf, mu
 
 
-@kernel
+@kernel(helper=True)
 def _em_step(F, emn, grad, T, vb, m):
     """EM step (monotone): F_i <- Σ p_j / T_i.
 
@@ -760,7 +760,7 @@ def _em_step(F, emn, grad, T, vb, m):
             F[i] = nv
 
 
-@kernel
+@kernel(helper=True)
 def _best_endpoint(ep_kind, ep_ll, e0, n_ep):
     """Index of the best end point (−1: every start failed).
 
@@ -794,7 +794,7 @@ def _sup_distance(a, a0, b, b0, T, vb, m):
     return dist
 
 
-@kernel
+@kernel(helper=True)
 def _maxima(ep_F, ep_kind, ep_ll, e0, eF0, n_ep, mm, F, T, vb, m):
     """``(n_max, second)``: distinct local maxima among the end points; second best.
 
@@ -1083,7 +1083,7 @@ def _solve_system(s, var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, 
     return ev[1], total_it, flags, res, pg, n_max, second, n_ep
 
 
-@kernel
+@kernel(helper=True)
 def _ep_capacity(start_off, s, m, n_random, default_starts):
     mm = m if m > 0 else 1
     n_user = (start_off[s + 1] - start_off[s]) // mm
@@ -1384,7 +1384,7 @@ def _mix(h, v):
     return h * np.uint64(0x100000001B3)
 
 
-@kernel
+@kernel(helper=True)
 def _same_group(k, k2, grp_n, cls_off, cv, cm):
     if grp_n[k] != grp_n[k2]:
         return False

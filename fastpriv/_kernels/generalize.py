@@ -271,7 +271,7 @@ def profile_ok(codes, counts, a, b, n_indiv, kinds, iparams, fparams, q, qrank, 
     return True
 
 
-@kernel
+@kernel(helper=True)
 def _less(x, y, num, den, c):
     """Test x < c·y, exactly (x·den < num·y) when the threshold is a ratio num/den (den > 0)."""
     if den > 0:
@@ -279,7 +279,7 @@ def _less(x, y, num, den, c):
     return x < c * y
 
 
-@kernel
+@kernel(helper=True)
 def _at_most(x, y, num, den, c):
     """Test x ≤ c·y, exactly when the threshold is a ratio num/den (den > 0)."""
     if den > 0:

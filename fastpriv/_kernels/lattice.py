@@ -32,7 +32,7 @@ from .generalize import profile_ok
 _BLOCK = 2048
 
 
-@kernel
+@kernel(helper=True)
 def _block_keys(q, maps, offsets, cards, start, stop, key):
     """Write the mixed-radix keys of rows ``start:stop`` into ``key[0:stop-start]``.
 
@@ -66,7 +66,7 @@ def _rehash(keys, vals, bits, mult):
     return nkeys, nvals
 
 
-@kernel
+@kernel(helper=True)
 def _hash_rollup(key, q, maps, offsets, cards, w, max_groups, need_group, bnd, k, budget, keep,
                  group, sizes, first, before):
     """:func:`rollup` through an open-addressing hash table (large key spaces).
@@ -295,7 +295,7 @@ def profile_stats(indptr, codes, counts, sizes, kinds, iparams, fparams, q, qran
     return sup, False, kept, sq
 
 
-@kernel
+@kernel(helper=True)
 def radix_product(card, attrs, lo, hi):
     """Return the number of packed codes of the attribute group ``attrs[lo:hi]``: Π card[a]."""
     p = 1

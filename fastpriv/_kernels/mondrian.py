@@ -33,7 +33,7 @@ from .._jit import kernel
 from .generalize import profile_ok
 
 
-@kernel
+@kernel(helper=True)
 def code_range(q, perm, a, b, j):
     """Return the smallest and largest code of attribute ``j`` in partition ``perm[a:b]``."""
     lo = q[j, perm[a]]
@@ -79,7 +79,7 @@ def attribute_order(q, w, perm, a, b, pos, pos_off, ordered, gspan):
     return out
 
 
-@kernel
+@kernel(helper=True)
 def attribute_hist(q, perm, a, b, j, w):
     """Return the distinct codes of attribute ``j`` in ``perm[a:b]`` and their weights.
 
@@ -185,7 +185,7 @@ def half_profiles(q, s, w, perm, a, b, j, cut, n_values):
     return codes[:nnz].copy(), counts[:nnz].copy(), bounds, weights
 
 
-@kernel
+@kernel(helper=True)
 def _sorted_profile(hist, codes, counts, start):
     """Append the non-zero entries of ``hist`` by count descending (ties by code)."""
     nnz = start
@@ -297,7 +297,7 @@ def mondrian_local(q, s, w, pos, pos_off, ordered, gspan, n_values, kinds, ipara
     return group, n_groups, n_splits
 
 
-@kernel
+@kernel(helper=True)
 def split_in_place(q, perm, a, b, j, cut):
     """Reorder ``perm[a:b]`` left half first (:func:`split_segment`); return the split point."""
     seg, mid = split_segment(q, perm, a, b, j, cut)

@@ -113,7 +113,7 @@ _DEN_MIN = 1e-280
 
 
 # ====================================================================== small helpers
-@kernel
+@kernel(helper=True)
 def _log0(x):
     """log(x) with log(0) = -inf (no exception, no warning)."""
     if x <= 0.0:
@@ -121,7 +121,7 @@ def _log0(x):
     return math.log(x)
 
 
-@kernel
+@kernel(helper=True)
 def _lae(a, b):
     """log(exp(a) + exp(b)) for a, b possibly -inf."""
     if a < b:
@@ -178,7 +178,7 @@ def esp_plan(N, n, limit):
     return flip, m, b, nc, size
 
 
-@kernel
+@kernel(helper=True)
 def esp_step(c, top, m, stay, up):
     """Multiply the truncated polynomial c[0..m] by (stay + up·z) in place."""
     new_top = top + 1
@@ -267,7 +267,7 @@ def esp_log_coefficients(fseg, N, n, out):
     return 0.0
 
 
-@kernel
+@kernel(helper=True)
 def _fill_nan(out1, out2, N, mode):
     for j in range(N):
         out1[j] = np.nan
@@ -473,7 +473,7 @@ def posterior_small(fseg, lo, N, n, ws, out1, olo):
     return STATUS_OK, le + math.log(prod) + math.log(tot)
 
 
-@kernel
+@kernel(helper=True)
 def _checkpoints(fseg, ws, flip, m, b, nc, CKL, BLK):
     """Forward pass of :func:`loo_core`: prefix rows every b tuples into the checkpoints.
 
@@ -915,7 +915,7 @@ def mv_enumerate(P, mult):
 
 
 # ====================================================================== multi-valued model
-@kernel
+@kernel(helper=True)
 def mv_balance(Pl, N, K, mult):
     """Normalise rows then columns of the N x K block ``Pl`` (flat, in place) to max 1.
 
@@ -951,7 +951,7 @@ def mv_balance(Pl, N, K, mult):
     return logc
 
 
-@kernel
+@kernel(helper=True)
 def mv_strides(mult, K):
     """Mixed-radix strides of the DP states: ``stride[k] = Π_{i<k} (m_i + 1)``, length K+1."""
     stride = np.empty(K + 1, dtype=np.int64)
@@ -961,7 +961,7 @@ def mv_strides(mult, K):
     return stride
 
 
-@kernel
+@kernel(helper=True)
 def _mv_layer(W, Pl, order, lo, hi, stride, mult, row, K, forward):
     """One layer of the layered DP, renormalised to max 1; returns the max removed.
 
@@ -990,7 +990,7 @@ def _mv_layer(W, Pl, order, lo, hi, stride, mult, row, K, forward):
     return mx
 
 
-@kernel
+@kernel(helper=True)
 def _mv_layers(mult, K, N, stride, T):
     """States ordered by layer (Σ digits): ``(order, start)``."""
     layer = np.empty(T, dtype=np.int64)
@@ -1012,7 +1012,7 @@ def _mv_layers(mult, K, N, stride, T):
     return order, cnt
 
 
-@kernel
+@kernel(helper=True)
 def _mv_dp_layered(Pl, N, K, mult, out, logc):
     """Exact multi-valued posteriors of one group by a layered DP over used multiplicities.
 
@@ -1178,7 +1178,7 @@ def mv_dp_core(Pl, N, K, mult, out):
     return STATUS_OK, math.log(Z) + logc
 
 
-@kernel
+@kernel(helper=True)
 def mv_dp_log_core(Pl, N, K, mult, out):
     """Log-space twin of :func:`mv_dp_core`; same contract.
 
@@ -1238,7 +1238,7 @@ def mv_dp_log_core(Pl, N, K, mult, out):
     return STATUS_OK, F[T - 1]
 
 
-@kernel
+@kernel(helper=True)
 def _mv_reachable(Pl, N, K, mult, stride, order, start):
     """Whether some world has all entries > 0 (boolean DP; tells zero from underflow)."""
     T = stride[K]
@@ -1258,7 +1258,7 @@ def _mv_reachable(Pl, N, K, mult, stride, order, start):
     return R[T - 1]
 
 
-@kernel
+@kernel(helper=True)
 def _mv_matchable(Pl, N, K, mult):
     """Test whether some world has positive weight.
 

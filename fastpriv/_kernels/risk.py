@@ -24,7 +24,7 @@ _KEY_LIMIT = 1 << 62
 _DENSE_LIMIT = 1 << 26  # counting-array path when the radix product is at most this (and ≤ 4n)
 
 
-@kernel
+@kernel(helper=True)
 def _densify(keys, n_slots_bits):
     """Map int64 ``keys`` to dense ids in first-seen order; returns ``(ids, n_distinct)``."""
     n = keys.shape[0]
@@ -53,7 +53,7 @@ def _densify(keys, n_slots_bits):
     return ids, nxt
 
 
-@kernel
+@kernel(helper=True)
 def subset_ids(codes, cols, cards, n_slots_bits):
     """Dense class id of each row on the QI subset ``cols``; returns ``(ids, n_classes)``.
 

@@ -68,7 +68,7 @@ EXACT_INT = 9007199254740992.0
 
 
 # ---------------------------------------------------------------------------- scalars
-@kernel
+@kernel(helper=True)
 def int_pow(base, e):
     """Return float(base ** e) for integers base >= 1, e >= 0, exact up to 2**53.
 
@@ -165,7 +165,7 @@ def t_value(n, s, S, k, case, pl):
     return r if r > 0.0 else TINY
 
 
-@kernel
+@kernel(helper=True)
 def find_rank(codes, a, b, sig):
     """Position of code ``sig`` in the group slice [a, b) relative to ``a``; -1 if absent."""
     for e in range(a, b):
@@ -174,7 +174,7 @@ def find_rank(codes, a, b, sig):
     return -1
 
 
-@kernel
+@kernel(helper=True)
 def top_sum(counts, a, d, r, l):
     """S_ℓ: sum of the ``l`` largest counts of the slice [a, a+d) skipping position ``r``."""
     lim = l if l < d - 1 else d - 1
@@ -191,7 +191,7 @@ def top_sum(counts, a, d, r, l):
     return total
 
 
-@kernel
+@kernel(helper=True)
 def top_prod(counts, a, d, r, l, n):
     """P_ℓ = ∏ (n − c)/n over the ``l`` largest counts skipping position ``r`` (Set case)."""
     lim = l if l < d - 1 else d - 1
@@ -486,7 +486,7 @@ def check_sigma(indptr, counts, sizes, top, p_entry, p_group, p_rank, p_count, o
     return stats, args
 
 
-@kernel
+@kernel(helper=True)
 def _combo_ids(a, b):
     """Dense ids of the distinct pairs (a[i], b[i]): ``(ids, first_a, first_b)``."""
     n = a.shape[0]
@@ -994,7 +994,7 @@ def prefix_tables(case, nn, top):
 
 
 # ---------------------------------------------------------------------------- A6 DP
-@kernel
+@kernel(helper=True)
 def dp_group_tables(counts, a, b, n, r, case, l, k, m, tt, vt):
     """Fill T(f,ℓ,kk) (kk ≤ k) into ``tt`` and V(f,mm,kk) into ``vt[kk, mm]`` (kk ≤ k+1).
 
@@ -1017,7 +1017,7 @@ def dp_group_tables(counts, a, b, n, r, case, l, k, m, tt, vt):
     dp_fill_tables(n, s, big_s, pl, case, k, m, tt, vt)
 
 
-@kernel
+@kernel(helper=True)
 def dp_fill_tables(n, s, big_s, pl, case, k, m, tt, vt):
     """T and V tables of a group with σ (s >= 1) from (n, s, S_ℓ, P_ℓ)."""
     for kk in range(k + 1):
@@ -1067,7 +1067,7 @@ def _dp_buffers(k, m):
             np.empty(k + 1), np.empty((k + 2, m + 1)))
 
 
-@kernel
+@kernel(helper=True)
 def dp_step(with_, without, new_with, new_without, tt, vt, k, m):
     """One group of the A6 recurrences (O(k²m²)); see :func:`dp_min_nr`.
 

@@ -35,7 +35,7 @@ from .mondrian import attribute_order, close_group, median_cut, split_in_place
 from .skyline import INF, SET, combine, mul, t_value, v_value
 
 
-@kernel
+@kernel(helper=True)
 def profile_terms(hist, n, case, pt_sig, pt_l, pt_k, pt_m):
     """Return the five per-group terms of every pair for one group.
 
