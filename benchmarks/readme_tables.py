@@ -615,25 +615,90 @@ def not_paid(r: Results) -> str:
             f"machines, not for speed.")
 
 
+#: the README's name of every contestant of ``engines.json``, in the table's order
+ENGINE_PATHS = {
+    "memory_batches": "in memory: `Release.from_batches(folder)`",
+    "memory_table": "in memory: `Release.from_table(read_table(folder))`",
+    "spark_groupby": "Spark: `fastpriv.spark`, `method=\"groupby\"`",
+    "spark_partitions": "Spark: `fastpriv.spark`, `method=\"partitions\"`",
+    "spark_sql": "Spark: hand-written `spark.sql`",
+    "dask": "Dask: `fastpriv.distributed`",
+    "dask_hand": "Dask: hand-written `dd` groupby",
+    "duckdb": "DuckDB: `fastpriv.pushdown`",
+    "duckdb_sql": "DuckDB: hand-written SQL",
+}
+
+
 def engines(r: Results) -> str:
-    """Local path vs DuckDB / Dask / Spark on one machine."""
+    """Per engine path and number of groups: seconds, ratios, peak memory (engines.json)."""
     f = "engines.json"
-    shapes = r.rows(f, "shapes")
-    ratio = r.col(f, shapes, "ratio_to_local_best")
+    sets = r.get(f, "datasets")
+    ref, hand_of = r.get(f, "reference"), r.get(f, "hand_of")
+    unknown = sorted(set(r.get(f, "contestants")) - set(ENGINE_PATHS))
+    if unknown:
+        raise ReadmeDataError(f"benchmarks/results/{f}: contestants {unknown} have no README "
+                              f"name (ENGINE_PATHS in benchmarks/readme_tables.py)")
+    failed = r.get(f, "failed")
+    gone = {(int(x["groups"]), x["contestant"]) for x in failed}   # not retried
+    skipped = [x for x in r.get(f, "skipped") if (int(x["groups"]), x["contestant"]) not in gone]
+    missing = {(int(x["groups"]), x["contestant"]): "skipped: " + x["reason"] for x in skipped}
 
-    def pick(*names: str) -> list[float]:
-        vals = [x[n] for x in ratio for n in names if n in x]
-        if not vals:
-            raise ReadmeDataError(f"benchmarks/results/{f}: no key "
-                                  f"'shapes.*.ratio_to_local_best.{names[0]}'")
-        return vals
+    def cause(x: dict) -> str:
+        c = x.get("cause") or x["error"]
+        return "the JVM ran out of heap (OutOfMemoryError)" if "OutOfMemoryError" in c else c
 
-    duck, dask, spark = pick("duckdb"), pick("dask"), pick("spark_groupby", "spark_partitions")
-    fastest = min(duck + dask + spark) >= 1
-    lead = "the local path is fastest" if fastest else "the local path is not always fastest"
-    return (f"On one {r.get(f, 'cores')}-core machine {lead} (DuckDB {times(duck)}, Dask "
-            f"{times(dask)}, Spark {times(spark)} its time, `benchmarks/results/engines.json`): "
-            f"the point of the other paths is that the heavy part runs where the data lives.")
+    missing.update({(int(x["groups"]), x["contestant"]):
+                    f"failed after {x['process_wall_s']:.0f} s: {cause(x)}" for x in failed})
+
+    def peak(c: dict, key: str) -> str:
+        return "—" if c.get(key) is None else f"{c[key]:,.0f}"
+
+    rows, fastest, rounds = [], True, r.get(f, "rounds")
+    for g, d in sets.items():
+        cs = d["contestants"]
+        for name, label in ENGINE_PATHS.items():
+            if name not in cs:
+                why = missing.get((int(g), name), "no run")
+                rows.append([label, count(int(g)), f"not measured ({why})"] + ["—"] * 5)
+                continue
+            c = cs[name]
+            if name in hand_of and name not in hand_of.values() and c["ratio_to_memory"] < 1:
+                fastest = False    # a fastpriv engine path beat the in-memory one
+            hand = ("—" if name not in hand_of or hand_of[name] == name
+                    else times(c["ratio_to_hand"]))
+            n = c.get("rounds", rounds)
+            of = "" if n == rounds else f" ({n} round{'s' if n > 1 else ''})"
+            rows.append([label, count(int(g)), f"{num(c['min_s'])} / {num(c['median_s'])}{of}",
+                         "—" if name == ref else times(c["ratio_to_memory"]), hand,
+                         peak(c, "driver_peak_mib"), peak(c, "jvm_peak_mib"),
+                         peak(c, "workers_peak_mib")])
+    lead = (f"From Parquet to k and distinct ℓ, {count(r.get(f, 'n_rows'))} rows in "
+            f"{r.get(f, 'files')} files, on one {r.get(f, 'cores')}-core machine (min / median "
+            f"of {rounds} rounds, each path in a fresh process per round; × in-memory: against "
+            f"`Release.from_batches`; × hand: against the same engine's own SQL / dataframe "
+            f"code for k and ℓ; peak resident memory of the driver process, of Spark's JVM "
+            f"(default driver memory) and of the other processes — Dask workers, Spark's "
+            f"Python workers). Every release equals the in-memory one and every k and ℓ "
+            f"agrees. "
+            + ("In memory is faster than every engine path" if fastest else
+               "An engine path is faster than in memory somewhere")
+            + ": the point of the other paths is that the heavy part runs where the data "
+              "lives."
+            + (" Failed, so not in the timings: " + "; ".join(
+                f"{ENGINE_PATHS[x['contestant']]} at {count(int(x['groups']))} "
+                f"groups" for x in failed) + "." if failed else "")
+            + (f" {len(skipped)} run{'s' if len(skipped) > 1 else ''} did not start within "
+               f"the run's {num(r.get(f, 'time_budget_min'))}-minute budget (`skipped` in the "
+               f"JSON)."
+               if skipped else ""))
+    table = _table(["path", "groups", "seconds", "× in-memory", "× hand", "driver MiB",
+                    "JVM MiB", "workers MiB"], rows)
+    how = (" (`python -m benchmarks.bench_engines`; other processes shared the machine, so "
+           "the minimum is the better estimate of each path's cost)")
+    return (textwrap.fill(lead, WIDTH, break_long_words=False, break_on_hyphens=False)
+            + "\n\n" + table + "\n\n"
+            + textwrap.fill(measured(r, f, how), WIDTH, break_long_words=False,
+                            break_on_hyphens=False))
 
 
 def threads_limit(r: Results) -> str:
