@@ -17,18 +17,20 @@ Two ways to count (``method=``):
     :class:`~fastpriv.counts.CountAccumulator` on the executor (the Numba kernels of the
     local path, one thread per task), which emits its state as Arrow triples. The partial
     triples are merged on the driver (``merge="driver"``: no shuffle; the driver receives
-    one state per partition — :func:`release` brings them :data:`PARTITIONS_PER_COLLECT`
-    partitions at a time and merges as they come, so its memory is the merged state plus
-    one block; Adult on ``local[2]`` in 24 partitions, min–median of 8: 1.5–1.9 s against
-    1.1–1.2 s for one collect of every state; up to 16 partitions it is that one
-    collect) or summed by a ``GROUP BY`` on the cluster first (``merge="cluster"``: the
-    driver receives each pair once). Needs
-    fastpriv importable on the executors (``pip install fastpriv`` on every node; the
-    Numba kernels compile on a node's first task, then load from the on-disk cache — run
-    ``fastpriv warmup`` on the nodes' image to skip that). An executor whose Python cannot
-    import it raises :class:`~fastpriv.InputError` saying so (and naming
-    ``spark.pyspark.python`` / ``PYSPARK_PYTHON``), not a Java stack trace
+    one state per partition) or summed by a ``GROUP BY`` on the cluster first
+    (``merge="cluster"``: the driver receives each pair once). Needs fastpriv importable on
+    the executors (``pip install fastpriv`` on every node; the Numba kernels compile on a
+    node's first task, then load from the on-disk cache — run ``fastpriv warmup`` on the
+    nodes' image to skip that). An executor whose Python cannot import it raises
+    :class:`~fastpriv.InputError` saying so (and naming ``spark.pyspark.python`` /
+    ``PYSPARK_PYTHON``), not a Java stack trace
     (:func:`worker_error`).
+
+:func:`release` (``merge="driver"``, either method) keeps the triples on the cluster and
+brings them to the driver in blocks of :data:`PAIRS_PER_COLLECT` rows split by a hash of the
+pair, folding each into one accumulator: the driver's memory is the merged state plus one
+block, so Spark's default 1 GiB driver holds 1M and 10M groups (``toArrow`` of the whole
+result does not).
 
 ``weight=`` is a multiplicity column, as in :meth:`fastpriv.Release.from_table`: each row
 stands for ``weight`` identical rows, so the counts are sums of weights (exact: summed as
@@ -39,11 +41,11 @@ A Spark DataFrame given where fastpriv reads a table (``classic.audit(df, ...)``
 ``Release.from_table(df, ...)``) is refused: it would be collected to the driver row by
 row through the Arrow stream protocol. Build the release here and audit that.
 
-On one machine (``benchmarks/bench_engines.py``, 10M Parquet rows, ``local[2]``; the
-README quotes ``benchmarks/results/engines.json``) both are many times slower than the local
-path (JVM, Python workers, task scheduling, no extra cores to use), and which of
-``"partitions"`` and ``"groupby"`` is faster depends on the number of groups and the row
-order. Use Spark where the data already lives, not for speed on one machine.
+On one machine (``benchmarks/bench_engines.py``: 20M Parquet rows, ``local[2]``, beside the
+``spark.sql`` a data engineer writes for the same k and ℓ; the README's table is generated
+from ``benchmarks/results/engines.json``) both are many times slower than the local path
+(JVM, Python workers, task scheduling, no extra cores to use). Use Spark where the data
+already lives, not for speed on one machine.
 
 Example (a local session; any cluster works the same)::
 
@@ -67,7 +69,7 @@ runtime (``apt-get install openjdk-17-jre-headless``).
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -78,7 +80,7 @@ if TYPE_CHECKING:
     from .release import Release
 
 __all__ = ["release", "counts", "row_counts", "worker_error", "METHODS", "MERGES",
-           "PARTITIONS_PER_COLLECT"]
+           "PAIRS_PER_COLLECT"]
 
 #: Counting strategies of :func:`counts` / :func:`release`.
 METHODS = ("groupby", "partitions")
@@ -181,15 +183,20 @@ def worker_error(exc: BaseException) -> InputError | None:
     return None
 
 
-def _collect(df: Any) -> pa.Table:
-    """:func:`_to_arrow`, with executor-side setup and input errors explained."""
+def _explained(action: Callable[[], Any]) -> Any:
+    """Run a Spark action, with executor-side setup and input errors explained."""
     try:
-        return _to_arrow(df)
+        return action()
     except Exception as exc:     # Py4JJavaError, PythonException, SparkException, ...
         err = worker_error(exc)
         if err is None:
             raise
         raise err from None
+
+
+def _collect(df: Any) -> pa.Table:
+    """:func:`_to_arrow`, with executor-side setup and input errors explained."""
+    return _explained(lambda: _to_arrow(df))
 
 
 def _count_name(columns: Sequence[str]) -> str:
@@ -302,41 +309,45 @@ def _groupby_triples(table: pa.Table, weight: str | None, cols: list[str]) -> pa
     return table.rename_columns(cols + [_count_name(cols)])
 
 
-#: ``release(method="groupby")`` brings the ``GROUP BY`` result to the driver in blocks of
-#: about this many (group, value) pairs, folding each into one accumulator there
+#: :func:`release` brings the triples to the driver in blocks of about this many rows (one
+#: per (group, value) pair, or per pair and partition with ``method="partitions"``),
+#: folding each into one accumulator there
 PAIRS_PER_COLLECT = 1 << 21
 
 
-def _groupby_in_blocks(picked: Any, pos: list[str], cols: list[str],
-                       weight: str | None) -> pa.Table:
-    """Sum the ``GROUP BY`` triples on the driver in bounded memory.
+def _in_blocks(frame: Any, pos: list[str], cols: list[str],
+               convert: Callable[[pa.Table], pa.Table]) -> pa.Table:
+    """Collect the triples ``frame`` to the driver in bounded memory, summed.
 
     ``toArrow`` gathers a whole result in the driver's JVM before Python sees it: with 1M
-    groups that exceeds Spark's default 1 GiB driver (and, in local mode, the executors
-    share that heap). The aggregate is computed once and kept on the cluster (``persist``),
-    counted, and collected in ``ceil(pairs / PAIRS_PER_COLLECT)`` blocks split by a hash of
-    the pair (``pmod(xxhash64(keys, value), blocks)``: every pair in exactly one block), each
-    added to one :class:`~fastpriv.counts.CountAccumulator`; the driver holds the merged
-    state and one block. One block: one collect of the aggregate.
+    groups that exceeds Spark's default 1 GiB driver (in local mode the executors share
+    that heap) and ``spark.driver.maxResultSize``. ``frame`` is computed once and kept on
+    the cluster (``persist``), counted, and collected in ``ceil(rows / PAIRS_PER_COLLECT)``
+    blocks split by a hash of the pair (``pmod(xxhash64(keys, value), blocks)``: all rows
+    of a pair in one block), each ``convert``-ed to ``pos`` + count and added to one
+    :class:`~fastpriv.counts.CountAccumulator`; the driver holds the merged state and one
+    block. One block: one collect, returned as it comes (a pair may repeat; the release
+    sums). Columns of the result: ``cols`` + count.
     """
     from pyspark.sql import functions as F
 
     from .counts import CountAccumulator
 
-    agg = _grouped(picked, pos, weight).persist()
+    frame = frame.persist()
     try:
-        blocks = max(1, -(-agg.count() // max(int(PAIRS_PER_COLLECT), 1)))
+        blocks = max(1, -(-_explained(frame.count) // max(int(PAIRS_PER_COLLECT), 1)))
         if blocks == 1:
-            return _groupby_triples(_collect(agg), weight, cols)
+            table = convert(_collect(frame))
+            return table.rename_columns(cols + [_count_name(cols)])
         count = _count_name(pos)
         acc = CountAccumulator(pos[:-1], pos[-1], nulls="value", n_jobs=1, weight=count)
         which = F.pmod(F.xxhash64(*pos), F.lit(blocks))
         for b in range(blocks):
-            block = _groupby_triples(_collect(agg.where(which == b)), weight, pos)
+            block = convert(_collect(frame.where(which == b)))
             if block.num_rows:
                 acc.add(block)
     finally:
-        agg.unpersist()
+        frame.unpersist()
     return acc.to_table().rename_columns(cols + [_count_name(cols)])
 
 
@@ -364,54 +375,17 @@ def _partition_states(picked: Any, pos: list[str], weight: str | None) -> Any:
     return picked.mapInArrow(fn, schema)
 
 
-#: ``release(method="partitions", merge="driver")`` brings this many partition states to
-#: the driver at a time, folding each batch into one accumulator there
-PARTITIONS_PER_COLLECT = 16
-
-
 def _streamed_counts(df: Any, *, sensitive: str, group: Any, qi: Any,
-                     weight: str | None, method: str) -> pa.Table:
-    """Sum the triples of a release's ``GROUP BY`` or partition states in bounded memory.
-
-    ``method="groupby"``: :func:`_groupby_in_blocks`. ``method="partitions",
-    merge="driver"``: beyond :data:`PARTITIONS_PER_COLLECT` partitions, the partition states
-    are computed once and kept on the cluster (``persist``); the driver collects them that
-    many partitions at a time (a filter on ``spark_partition_id()``) and adds each block to
-    one :class:`~fastpriv.counts.CountAccumulator` (the counts as weights): its memory is
-    the merged state plus one block, not every partition's state at once. Up to that many
-    partitions, one collect (no persist: ~0.3 s less on a local session).
-    """
-    from pyspark.sql import functions as F
-
-    from .counts import CountAccumulator
-
-    keys = _check(df, sensitive, group, qi, method, "driver", weight)
+                     weight: str | None, method: str, merge: str) -> pa.Table:
+    """Collect the triples of :func:`counts` (``merge="driver"``) with :func:`_in_blocks`."""
+    keys = _check(df, sensitive, group, qi, method, merge, weight)
     cols = keys + [sensitive]
     picked, pos = _picked(df, cols, weight)
     if method == "groupby":
-        return _groupby_in_blocks(picked, pos, cols, weight)
-    step = max(int(PARTITIONS_PER_COLLECT), 1)
-    try:
-        n_parts = picked.rdd.getNumPartitions()
-    except Exception:   # noqa: BLE001 - Spark Connect has no RDDs: one collect
-        n_parts = 0
-    if n_parts <= step:   # one block: one collect, nothing kept on the cluster
-        return counts(df, sensitive=sensitive, group=group, qi=qi, weight=weight,
-                      method="partitions", merge="driver")
-    states = _partition_states(picked, pos, weight).persist()
-    try:
-        acc = CountAccumulator(pos[:-1], pos[-1], nulls="value", n_jobs=1, weight="n")
-        for first in range(0, n_parts, step):
-            block = _collect(states.where(F.spark_partition_id().between(
-                first, first + step - 1)))
-            if block.num_rows:
-                acc.add(block)
-    finally:
-        states.unpersist()
-    if acc.n_groups == 0:
-        return pa.table({c: pa.array([], pa.null()) for c in cols}
-                        | {_count_name(cols): pa.array([], pa.int64())})
-    return acc.to_table().rename_columns(cols + [_count_name(cols)])
+        return _in_blocks(_grouped(picked, pos, weight), pos, cols,
+                          lambda t: _groupby_triples(t, weight, pos))
+    return _in_blocks(_partition_states(picked, pos, weight), pos, cols,
+                      lambda t: t.rename_columns(pos + [_count_name(pos)]))
 
 
 def _weighted_triples(table: pa.Table, weight: str, cols: list[str]) -> pa.Table:
@@ -447,8 +421,8 @@ def release(data: Any, *, sensitive: str, group: str | Sequence[str] | None = No
         See :func:`counts`. ``method="partitions"`` runs fastpriv on the executors: when
         their Python cannot import it, :class:`~fastpriv.InputError` says so (and names
         ``spark.pyspark.python`` / ``PYSPARK_PYTHON``). With ``merge="driver"`` the
-        partition states reach the driver :data:`PARTITIONS_PER_COLLECT` partitions at a
-        time and are merged as they come (memory: the merged state and one block).
+        triples reach the driver in blocks of :data:`PAIRS_PER_COLLECT` rows and are
+        merged as they come (memory: the merged state and one block; module notes).
 
     Returns
     -------
@@ -463,7 +437,7 @@ def release(data: Any, *, sensitive: str, group: str | Sequence[str] | None = No
     check_choice(nulls, "nulls", NULL_POLICIES)   # before the cluster job, not after
     if method == "groupby" or merge == "driver":
         table = _streamed_counts(data, sensitive=sensitive, group=group, qi=qi,
-                                 weight=weight, method=method)
+                                 weight=weight, method=method, merge=merge)
     else:
         table = counts(data, sensitive=sensitive, group=group, qi=qi, weight=weight,
                        method=method, merge=merge)
