@@ -272,21 +272,14 @@ def _cum(st: pstats.Stats, func: str, file: str, caller: str | None = None) -> f
     return total
 
 
-def _profiled(path: str, kw: dict) -> tuple[cProfile.Profile, float, float, float, float]:
-    """One profiled ``Release.from_table``: (profile, wall, CPU of all threads, CPU of
-    the calling thread, seconds in the partitioned count on any thread).
-
-    cProfile sees the calling thread only; a large state is counted on the scan's counter
-    thread (``_Scan.counter``), so that kernel is timed by a wrapper instead.
-    """
+def _time_partitioned_count(spent: list[float]) -> Any:
+    """Wrap ``counting.dense_add_partitioned`` (it runs on a thread cProfile misses) to add
+    its seconds to ``spent[0]``; returns the real kernel."""
     import threading
 
-    from fastpriv import Release
     from fastpriv._kernels import counting
 
-    real = counting.dense_add_partitioned
-    spent = [0.0]
-    lock = threading.Lock()
+    real, lock = counting.dense_add_partitioned, threading.Lock()
 
     def timed(*args: Any) -> Any:
         t = time.perf_counter()
@@ -296,8 +289,24 @@ def _profiled(path: str, kw: dict) -> tuple[cProfile.Profile, float, float, floa
             with lock:
                 spent[0] += time.perf_counter() - t
 
-    prof = cProfile.Profile()
     counting.dense_add_partitioned = timed
+    return real
+
+
+def _profiled(path: str, kw: dict) -> tuple[cProfile.Profile, float, float, float, float]:
+    """One profiled ``Release.from_table``: (profile, wall, CPU of all threads, CPU of
+    the calling thread, seconds in the partitioned count on any thread).
+
+    cProfile sees the calling thread only; a large state is counted on the scan's counter
+    thread (``_Scan.counter``), so that kernel is timed by a wrapper instead.
+    """
+
+    from fastpriv import Release
+    from fastpriv._kernels import counting
+
+    spent = [0.0]
+    real = _time_partitioned_count(spent)
+    prof = cProfile.Profile()
     try:
         t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
         prof.enable()
@@ -446,6 +455,11 @@ def run_shape(root: str, n_rows: int, n_groups: int, kind: str, full: bool) -> d
     return out
 
 
+def _shape_label(s: dict) -> str:
+    """``10M/10000/int``: rows, groups requested, kind."""
+    return f"{s['rows'] / 1e6:g}M/{s['groups_requested']}/{s['kind']}"
+
+
 def _table(shapes: list[dict]) -> str:
     head = (f"{'shape':<26}{'fastpriv':>9}{'(rel':>7}{'+aud)':>7}{'duckdb':>8}{'polars':>8}"
             f"{'read':>7}{'fp/duck':>9}{'fp/pol':>8}{'fp/read':>8}{'peakMiB fp/dk/pl/rd':>22}")
@@ -455,7 +469,7 @@ def _table(shapes: list[dict]) -> str:
         pk = s["peak_rss_mib"]
         pk_s = "/".join(f"{pk[c]:.0f}" for c in CONTESTANTS) if pk else "-"
         lines.append(
-            f"{s['rows'] / 1e6:g}M/{s['groups_requested']}/{s['kind']}".ljust(26)
+            _shape_label(s).ljust(26)
             + f"{m['fastpriv']:9.3f}{p['release_s']:7.3f}{p['audit_s']:7.3f}"
             + f"{m['duckdb']:8.3f}{m['polars']:8.3f}{m['pyarrow_read']:7.3f}"
             + f"{r['fastpriv/duckdb']:9.2f}{r['fastpriv/polars']:8.2f}"
@@ -633,21 +647,7 @@ def _first_child(name: str, path: str, spec_json: str, out: str, profile: str = 
     if name == "fastpriv":
         _time_kernel_loads(loads)
         if prof is not None:       # the partitioned count runs on a thread cProfile misses
-            import threading
-
-            from fastpriv._kernels import counting
-
-            real, lock = counting.dense_add_partitioned, threading.Lock()
-
-            def timed(*args: Any) -> Any:
-                t = time.perf_counter()
-                try:
-                    return real(*args)
-                finally:
-                    with lock:
-                        partitioned[0] += time.perf_counter() - t
-
-            counting.dense_add_partitioned = timed
+            _time_partitioned_count(partitioned)
     t_call = _mono()
     vals, parts = RUNNERS[name](path, spec)
     t_done = _mono()
@@ -816,7 +816,7 @@ def _first_table(shapes: list[dict]) -> str:
         m, c, sp = s["median_wall_s"], s["median_call_s"], s["fastpriv_wall_split_median_s"]
         v = list(sp.values())
         lines.append(
-            f"{s['rows'] / 1e6:g}M/{s['groups_requested']}/{s['kind']}".ljust(20)
+            _shape_label(s).ljust(20)
             + f"{m['fastpriv']:8.3f}{m.get('duckdb', float('nan')):7.3f}"
             + f"{m.get('polars', float('nan')):7.3f}"
             + f"{s['ratios'].get('fastpriv/duckdb', {}).get('median_wall', float('nan')):7.2f}"
