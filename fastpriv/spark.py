@@ -312,7 +312,7 @@ def _groupby_triples(table: pa.Table, weight: str | None, cols: list[str]) -> pa
 #: :func:`release` brings the triples to the driver in blocks of about this many rows (one
 #: per (group, value) pair, or per pair and partition with ``method="partitions"``),
 #: folding each into one accumulator there
-PAIRS_PER_COLLECT = 1 << 21
+PAIRS_PER_COLLECT = 1 << 19
 
 
 def _in_blocks(frame: Any, pos: list[str], cols: list[str],
@@ -320,20 +320,22 @@ def _in_blocks(frame: Any, pos: list[str], cols: list[str],
     """Collect the triples ``frame`` to the driver in bounded memory, summed.
 
     ``toArrow`` gathers a whole result in the driver's JVM before Python sees it: with 1M
-    groups that exceeds Spark's default 1 GiB driver (in local mode the executors share
-    that heap) and ``spark.driver.maxResultSize``. ``frame`` is computed once and kept on
-    the cluster (``persist``), counted, and collected in ``ceil(rows / PAIRS_PER_COLLECT)``
-    blocks split by a hash of the pair (``pmod(xxhash64(keys, value), blocks)``: all rows
-    of a pair in one block), each ``convert``-ed to ``pos`` + count and added to one
-    :class:`~fastpriv.counts.CountAccumulator`; the driver holds the merged state and one
-    block. One block: one collect, returned as it comes (a pair may repeat; the release
-    sums). Columns of the result: ``cols`` + count.
+    groups that exceeds Spark's default 1 GiB driver (in local mode the executors share that
+    heap) and ``spark.driver.maxResultSize``. ``frame`` is computed once and kept on the
+    executors' disks (``persist(DISK_ONLY)``: kept in memory, it crowded out the large task
+    results of the blocks, which Spark then lost), counted, and collected in ``ceil(rows /
+    PAIRS_PER_COLLECT)`` blocks split by a hash of the pair (``pmod(xxhash64(keys, value),
+    blocks)``: all rows of a pair in one block), each ``convert``-ed to ``pos`` + count and
+    added to one :class:`~fastpriv.counts.CountAccumulator`; the driver holds the merged
+    state and one block. One block: one collect, returned as it comes (a pair may repeat;
+    the release sums). Columns of the result: ``cols`` + count.
     """
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     from .counts import CountAccumulator
 
-    frame = frame.persist()
+    frame = frame.persist(StorageLevel.DISK_ONLY)   # the heap stays free for the blocks
     try:
         blocks = max(1, -(-_explained(frame.count) // max(int(PAIRS_PER_COLLECT), 1)))
         if blocks == 1:
