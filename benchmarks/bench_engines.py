@@ -211,14 +211,9 @@ class _Engines:
             return with_kl(Release.from_table(t, **COLS), 0)
 
         def spark_path(method):
-            def run(folder):
-                if method == "partitions":   # release() as a user calls it, bytes measured
-                    rel = fs.release(self.spark.read.parquet(folder), method=method, **COLS)
-                    return with_kl(rel, 0)
-                t = fs.counts(self.spark.read.parquet(folder), method=method, **COLS)
-                rel = Release.from_counts(t, group="group", sensitive="sensitive",
-                                          count=t.column_names[-1])
-                return with_kl(rel, t.nbytes)
+            def run(folder):               # release() as a user calls it
+                rel = fs.release(self.spark.read.parquet(folder), method=method, **COLS)
+                return with_kl(rel, 0)
             return run
 
         def spark_sql(folder):

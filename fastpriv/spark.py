@@ -269,7 +269,9 @@ def counts(df: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
     pyarrow.Table
         The key columns, ``sensitive`` and a count column (``"count"``, or with leading
         underscores when a data column already has that name); for
-        ``merge="driver"`` the same (group, value) may appear once per partition.
+        ``merge="driver"`` the same (group, value) may appear once per partition. It is
+        collected whole (``toArrow``): with millions of pairs, :func:`release` brings them
+        in blocks instead, within the driver's default memory.
 
     """
     keys = _check(df, sensitive, group, qi, method, merge, weight)   # imports pyspark
