@@ -609,7 +609,11 @@ def remeasure(names: list[str], groups: list[int], rounds: int) -> dict:
             base, hand = cs[REFERENCE]["min_s"], cs.get(HAND.get(name, ""), {}).get("min_s")
             cs[name] = {**c, "ratio_to_memory": c["min_s"] / base,
                         "ratio_to_hand": c["min_s"] / hand if hand else None}
-    res.setdefault("remeasured", []).append(
+    for x in res.get("remeasured", []):    # what was measured again is not theirs any more
+        if set(x["groups"]) <= set(groups):
+            x["contestants"] = [n for n in x["contestants"] if n not in names]
+    res["remeasured"] = [x for x in res.get("remeasured", []) if x["contestants"]]
+    res["remeasured"].append(
         {"contestants": names, "groups": groups, "rounds": rounds, "revision": _revision(),
          "date": machine()["date"], "load_avg_start": start, "load_avg_end": os.getloadavg()})
     tmp = path.with_suffix(".json.tmp")

@@ -25,6 +25,7 @@ import argparse
 import difflib
 import json
 import re
+import statistics
 import sys
 import textwrap
 from pathlib import Path
@@ -524,14 +525,17 @@ def cold_commands(r: Results) -> str:
     for name, c in _documented(r, f).items():
         cold, warm = r.col(f, [c], "cold")[0], r.col(f, [c], "cached")[0]
         for side, d in (("cold", cold), ("cached", warm)):
-            for key in ("wall_s", "first_line_s", "cpu_s", "compiled_kernels"):
+            for key in ("wall_s", "first_line_s", "first_output_s", "cpu_s",
+                        "compiled_kernels"):
                 if d.get(key) is None:
                     raise ReadmeDataError(f"benchmarks/results/{f}: no key "
                                           f"'commands.{name}.{side}.{key}'")
-        rows.append([_command(c["argv"]), dur(cold["wall_s"]), dur(cold["first_line_s"]),
-                     num(cold["cpu_s"]), str(cold["compiled_kernels"]), dur(warm["wall_s"])])
-    table = _table(["command, as its `--help` shows it", "first call: wall", "first line",
-                    "CPU-s", "kernels compiled", "next process: wall"], rows)
+        rows.append([_command(c["argv"]), dur(cold["wall_s"]), dur(cold["first_output_s"]),
+                     dur(cold["first_line_s"]), num(cold["cpu_s"]),
+                     str(cold["compiled_kernels"]), dur(warm["wall_s"])])
+    table = _table(["command, as its `--help` shows it", "first call: wall", "first output",
+                    "first result line", "CPU-s", "kernels compiled", "next process: wall"],
+                   rows)
     return table + "\n\n" + measured(r, f, " (`python -m benchmarks.bench_cold_start`, "
                                            "one run each)")
 
@@ -695,9 +699,18 @@ def engines(r: Results) -> str:
                     "JVM MiB", "workers MiB"], rows)
     how = (" (`python -m benchmarks.bench_engines`; other processes shared the machine, so "
            "the minimum is the better estimate of each path's cost)")
+    again = "".join(
+        f" Re-measured after a change to those paths (`python -m benchmarks.bench_engines "
+        f"--remeasure {','.join(x['contestants'])} --groups "
+        f"{','.join(str(g) for g in x['groups'])} --rounds {x['rounds']}`): "
+        f"{', '.join(ENGINE_PATHS[n] for n in x['contestants'])} at "
+        f"{', '.join(count(g) for g in x['groups'])} groups, {x['date'][:10]} "
+        f"{x['date'][11:16]} UTC at revision `{x['revision']}`, load average "
+        f"{_load(x['load_avg_start'])} before, {_load(x['load_avg_end'])} after."
+        for x in r.load(f).get("remeasured", []))
     return (textwrap.fill(lead, WIDTH, break_long_words=False, break_on_hyphens=False)
             + "\n\n" + table + "\n\n"
-            + textwrap.fill(measured(r, f, how), WIDTH, break_long_words=False,
+            + textwrap.fill(measured(r, f, how) + again, WIDTH, break_long_words=False,
                             break_on_hyphens=False))
 
 
@@ -819,6 +832,46 @@ def _peers_large(r: Results) -> str:
             f"{ratio('fastpriv/duckdb')} groups against DuckDB, {ratio('fastpriv/polars')} "
             f"against Polars and {ratio('fastpriv/pyarrow_read')} against the read (which "
             f"there materializes every row); the goal is met {_peer_goal(r, shapes, f)}.")
+
+
+def peers_first_call(r: Results) -> str:
+    """Known limitation: a first call in a fresh process against DuckDB's and Polars'."""
+    f = "peers_first_call.json"
+    shapes = r.rows(f, "shapes")
+    kinds = {"qi": "3-QI", "int": "int", "string": "string"}
+
+    def name(s: dict) -> str:
+        return f"{count(s['rows'])}/{count(s['groups_requested'])} {kinds.get(s['kind'])}"
+
+    sizes = sorted({int(s["rows"]) for s in shapes})
+    per_size = "; ".join(
+        f"{times([x['fastpriv/duckdb']['median_wall'] for x in r.col(f, sel, 'ratios')])} "
+        f"DuckDB's and "
+        f"{times([x['fastpriv/polars']['median_wall'] for x in r.col(f, sel, 'ratios')])} "
+        f"Polars' at {count(n)} rows"
+        for n in sizes for sel in [[s for s in shapes if int(s["rows"]) == n]])
+    ahead = [s for s in shapes if s["ratios"]["fastpriv/duckdb"]["median_wall"] < 1]
+    behind = [name(s) for s in shapes if s not in ahead]
+    small = [s for s in shapes if int(s["rows"]) == sizes[0]]
+    ph = [r.col(f, [s], "fastpriv_cpu_phases")[0]["phases_s"] for s in small]
+    fixed = {k: statistics.median(p[k] for p in ph) for k in ph[0]}
+    imports = sum(fixed[k] for k in ("numpy", "numba", "pyarrow", "pandas", "fastpriv",
+                                      "other"))
+    duck = statistics.median(c for s in small for c in s["fresh"]["duckdb"]["cpu_s"])
+    return (f"First calls (`peers_first_call.json`, `python -m benchmarks.bench_peers "
+            f"first-call`): each contestant a fresh process that imports its library and "
+            f"makes one call on the file (fastpriv's kernel cache filled), median of "
+            f"{r.get(f, 'rounds')} alternated rounds, spawn to exit: fastpriv's whole process "
+            f"takes {per_size}. It is ahead of DuckDB's fresh process on {len(ahead)} of "
+            f"{len(shapes)} shapes (behind: {', '.join(behind) or 'none'}): at "
+            f"{count(sizes[0])} rows a fresh fastpriv process spends {num(imports)} CPU-s "
+            f"importing (NumPy, Numba, pyarrow, the rest), {num(fixed['kernel_loads'])} "
+            f"loading its cached kernels and {num(fixed['exit'])} exiting, against "
+            f"{num(duck)} CPU-s for DuckDB's whole process. " + measured(r, f)
+            + "".join(f" Shapes not measured again come from `{x['command']}` at revision "
+                      f"`{x['revision']}` ({x['date'][:10]} {x['date'][11:16]} UTC, load "
+                      f"{_load(x['load_avg_start'])} before, {_load(x['load_avg_end'])} after)."
+                      for x in r.load(f).get("earlier_runs", [])))
 
 
 def peers_limit(r: Results) -> str:
@@ -998,6 +1051,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "limit-threads": threads_limit,
     "limit-scale": scale_limit,
     "limit-peers": peers_limit,
+    "limit-peers-first-call": peers_first_call,
     "lattice-scale": lattice_scale,
     "fig7-published": figure7_published,
     "fig7-ours": figure7_ours,
