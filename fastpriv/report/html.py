@@ -147,7 +147,9 @@ def _table(headers: list[str], rows: list[list[Any]], *, num: set[int] | None = 
     return "".join(out)
 
 
-def _badge(sat: Any) -> str:
+def _badge(sat: Any, status: str = "ok") -> str:
+    if status == "failed":          # a requested check that could not run fails the verdict
+        return '<span class="badge fail">ERROR</span>'
     if sat is True:
         return '<span class="badge pass">PASS</span>'
     if sat is False:
@@ -163,13 +165,13 @@ def _skip(sec: dict) -> str:
 # ============================================================================ sections
 def _verdict(d: dict) -> str:
     v = d["verdict"]
-    cls = "fail" if v["violated"] else "pass"
+    cls = "pass" if v.get("passed", not v["violated"]) else "fail"
     kr = v["key_risk"]
     risk_cls = "risk" if v["violated"] else "risk none"
     rows = []
     for c in v["checks"]:
         text = c["plain"] if c["satisfied"] is not None else (c.get("reason") or "")
-        rows.append([_badge(c["satisfied"]), e(c["title"]),
+        rows.append([_badge(c["satisfied"], c.get("status", "ok")), e(c["title"]),
                      e(c["question"]) + (f'<br><span class="note">{e(text)}</span>'
                                          if text else "")])
     sens = d["parameters"]["sensitive"]

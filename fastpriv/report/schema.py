@@ -45,7 +45,7 @@ from ..errors import InputError
 
 __all__ = ["SCHEMA", "SCHEMA_ID", "SCHEMA_VERSION", "validate"]
 
-SCHEMA_VERSION = "1.1.0"
+SCHEMA_VERSION = "1.2.0"
 SCHEMA_ID = "urn:fastpriv:report:1"
 
 _NUM = {"$ref": "#/$defs/num"}
@@ -177,6 +177,8 @@ SCHEMA: dict = {
         "verdict": _obj({
             "threshold_c": _NUM, "headline": _STR, "satisfied": _arr(_STR),
             "violated": _arr(_STR), "not_run": _arr(_STR), "checks": _arr(_CHECK),
+            "passed": _BOOL, "exit_code": {"enum": [0, 1, 2]},
+            "errors": _arr(_obj({"id": _STR, "title": _STR, "error": _STR})),
             "key_risk": _obj({"model": _STR_OR_NULL, "certainty": _NUM_OR_NULL,
                               "knowledge": _STR_OR_NULL, "text": _STR})}),
         "release": _section({

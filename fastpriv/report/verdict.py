@@ -8,8 +8,13 @@ command that produces a release meeting the thresholds. The remedy is computed: 
 that not even one group holding the whole table meets is reported as unreachable by any
 generalization, with the value the whole table reaches, instead of a command that would fail.
 
-The exit status of a command is the verdict: :data:`EXIT_HOLDS` when every check that ran
-holds, :data:`EXIT_FAILS` otherwise.
+The exit status of a command is the verdict, and the verdict fails closed: :data:`EXIT_HOLDS`
+only when every requested check ran and holds, :data:`EXIT_FAILS` when one fails, and
+:data:`EXIT_NOT_RUN` when a requested check could not run on this input (its section
+``failed``: the model refused the input, e.g. a population table without a QI column). A
+check that did not run is never counted as holding. A check ``skipped`` by design (a
+row-level model without QI columns, a model switched off) is listed under ``not_run`` and
+does not stop a PASS; a bug in a model is not a verdict at all: it propagates (exit 3).
 """
 
 from __future__ import annotations
@@ -20,12 +25,15 @@ from typing import Any
 
 from .text import as_float, fmt_count, fmt_label, fmt_pct
 
-__all__ = ["build_verdict", "verdict_text", "anonymize_command", "EXIT_HOLDS", "EXIT_FAILS"]
+__all__ = ["build_verdict", "verdict_text", "anonymize_command", "EXIT_HOLDS", "EXIT_FAILS",
+           "EXIT_NOT_RUN"]
 
-#: Exit status when every requested check holds.
+#: Exit status when every requested check ran and holds.
 EXIT_HOLDS = 0
-#: Exit status when at least one check fails.
+#: Exit status when at least one check fails (and every requested check ran).
 EXIT_FAILS = 1
+#: Exit status when a requested check could not run on this input (the verdict is incomplete).
+EXIT_NOT_RUN = 2
 
 
 def build_verdict(sec: dict, params: dict, sens: str | None, *,
@@ -50,9 +58,11 @@ def build_verdict(sec: dict, params: dict, sens: str | None, *,
     Returns
     -------
     dict
-        ``headline``, ``passed`` (bool), ``exit_code``, ``satisfied`` / ``violated`` /
-        ``not_run`` check ids, ``checks`` (each with a ``remedy`` when it fails),
-        ``remedies`` (the distinct commands) and ``key_risk``.
+        ``headline``, ``passed`` (bool: every requested check ran and holds),
+        ``exit_code`` (:data:`EXIT_HOLDS`, :data:`EXIT_FAILS` or :data:`EXIT_NOT_RUN`),
+        ``satisfied`` / ``violated`` / ``not_run`` check ids, ``errors`` (each check that
+        could not run: ``id``, ``title``, ``error``), ``checks`` (each with a ``remedy`` when
+        it fails), ``remedies`` (the distinct commands) and ``key_risk``.
 
     """
     checks = _checks(sec, params, sens)
@@ -60,18 +70,30 @@ def build_verdict(sec: dict, params: dict, sens: str | None, *,
                              risk=sec.get("risk"))
     satisfied = [c["id"] for c in checks if c["satisfied"] is True]
     violated = [c["id"] for c in checks if c["satisfied"] is False]
+    errors = [{"id": c["id"], "title": c["title"], "error": c["reason"]}
+              for c in checks if c["status"] == "failed"]
     risk = _key_risk(sec, checks, params["c_verdict"], sens, params)
-    if not violated:
-        headline = ("PASS: the release satisfies every model that was checked at the chosen "
-                    "thresholds.")
-    else:
-        headline = (f"FAIL: the release fails {len(violated)} of the "
-                    f"{len(satisfied) + len(violated)} checks at the chosen thresholds.")
-    return {"threshold_c": params["c_verdict"], "headline": headline,
-            "passed": not violated, "exit_code": EXIT_FAILS if violated else EXIT_HOLDS,
+    return {"threshold_c": params["c_verdict"],
+            "headline": _headline(satisfied, violated, errors),
+            "passed": not violated and not errors,
+            "exit_code": (EXIT_NOT_RUN if errors else EXIT_FAILS if violated
+                          else EXIT_HOLDS),
             "satisfied": satisfied, "violated": violated,
             "not_run": [c["id"] for c in checks if c["satisfied"] is None],
-            "checks": checks, "remedies": remedies, "key_risk": risk}
+            "errors": errors, "checks": checks, "remedies": remedies, "key_risk": risk}
+
+
+def _headline(satisfied: list, violated: list, errors: list) -> str:
+    """The verdict's first line: ERROR when a requested check did not run, else PASS/FAIL."""
+    if errors:
+        names = ", ".join(e["title"] for e in errors)
+        failing = (f"; {len(violated)} of the checks that ran fail" if violated else "")
+        return (f"ERROR: {len(errors)} requested check{'s' * (len(errors) > 1)} could not "
+                f"run ({names}){failing}: the release is not passed.")
+    if not violated:
+        return "PASS: the release satisfies every model that was checked at the chosen thresholds."
+    return (f"FAIL: the release fails {len(violated)} of the "
+            f"{len(satisfied) + len(violated)} checks at the chosen thresholds.")
 
 
 def _check(id_: str, title: str, question: str, satisfied: Any = None, achieved: Any = None,
