@@ -275,7 +275,7 @@ class KAnonymity(LocalCriterion):
     union_monotone = True
 
     def __init__(self, k: int) -> None:
-        self.k = check_int(k, "k", minimum=1)
+        self.k = check_int(k, "k", minimum=1, maximum=MAX_CLASS_SIZE)
         self.name = f"k-anonymity(k={self.k})"
 
     def rows(self) -> list[tuple[int, int, float]]:
@@ -295,20 +295,27 @@ class KAnonymity(LocalCriterion):
         return {"k": self.k}
 
 
+#: Largest class size a criterion may require: more rows than any table has (int64-safe).
+MAX_CLASS_SIZE = 2 ** 62
+
+
 class HighestRisk(KAnonymity):
     """Highest prosecutor re-identification risk ≤ ``max_risk`` (ARX's risk criterion).
 
     The prosecutor risk of a record is 1/f, f the size of its class (El Emam & Dankar 2008;
     ARX's ``RiskModelSampleRisks``), so the highest risk is at most ``max_risk`` iff every
     class holds at least ⌈1/max_risk⌉ records: k-anonymity with that k, group-local and
-    monotone (suppression and predictive tagging apply). Reads the QIs only.
+    monotone (suppression and predictive tagging apply). Reads the QIs only. A bound
+    ⌈1/max_risk⌉ beyond :data:`MAX_CLASS_SIZE` (no table has that many rows) is the same
+    unsatisfiable criterion as that cap, so k is capped there (a tiny ``max_risk`` such as
+    1e-300 never overflows the kernels' int64).
     """
 
     def __init__(self, max_risk: float) -> None:
         r = _real(max_risk, "max_risk", minimum=0.0, strict=True)
         if r > 1:
             raise InputError(f"max_risk must be in (0, 1], got {max_risk!r}")
-        super().__init__(math.ceil(1.0 / r - 1e-12))
+        super().__init__(min(math.ceil(1.0 / r - 1e-12), MAX_CLASS_SIZE))
         self.max_risk = r
         self.name = f"highest-risk(max={r:g})"
 
@@ -399,7 +406,7 @@ class PopulationUniqueness(_SizesCriterion):
         self.limit = _real(max_uniqueness, "max_uniqueness", minimum=0.0)
         if self.limit > 1:
             raise InputError(f"max_uniqueness must be in [0, 1], got {max_uniqueness!r}")
-        self.population_size = _real(population_size, "population", minimum=1.0)
+        self.population_size = _people(population_size, "population")
         self.model = check_choice(model, "uniqueness_model",
                                   ("dankar", "pitman", "zayatz", "snb"))
         self.name = (f"population-uniqueness({self.model}, max={self.limit:g}, "
@@ -453,6 +460,14 @@ def _real(x: Any, name: str, *, minimum: float | None = None, strict: bool = Fal
     v = check_real(x, name)
     if minimum is not None and (v <= minimum if strict else v < minimum):
         raise InputError(f"{name} must be {'>' if strict else '>='} {minimum}, got {x!r}")
+    return v
+
+
+def _people(x: Any, name: str) -> float:
+    """A number of people: a finite whole number >= 1 (``2000.5`` people is refused)."""
+    v = _real(x, name, minimum=1.0)
+    if not v.is_integer():
+        raise InputError(f"{name} is a number of people: a whole number >= 1, got {x!r}")
     return v
 
 
@@ -761,19 +776,32 @@ def as_criterion(obj: Any) -> Criterion:
 
 def _risk_parts(max_risk: Any, max_avg_risk: Any, max_records_at_risk: Any,
                 risk_threshold: Any, max_uniqueness: Any, population: Any,
-                uniqueness_model: str) -> list[Criterion]:
-    """Return the re-identification risk criteria of :func:`criteria_from`."""
+                uniqueness_model: str | None) -> list[Criterion]:
+    """Return the re-identification risk criteria of :func:`criteria_from`.
+
+    A parameter that only qualifies another (``risk_threshold`` of ``max_records_at_risk``,
+    ``population`` and ``uniqueness_model`` of ``max_uniqueness``) is refused without it:
+    it would change nothing.
+    """
     parts: list[Criterion] = []
+    if risk_threshold is not None and max_records_at_risk is None:
+        raise InputError("risk_threshold is the risk above which max_records_at_risk counts "
+                         "a record; it does nothing without max_records_at_risk")
+    if uniqueness_model is not None and max_uniqueness is None:
+        raise InputError("uniqueness_model is the population model of max_uniqueness; it "
+                         "does nothing without max_uniqueness")
     if max_risk is not None:
         parts.append(HighestRisk(max_risk))
     if max_avg_risk is not None:
         parts.append(AverageRisk(max_avg_risk))
     if max_records_at_risk is not None:
-        parts.append(RecordsAtRisk(risk_threshold, max_records_at_risk))
+        parts.append(RecordsAtRisk(0.2 if risk_threshold is None else risk_threshold,
+                                   max_records_at_risk))
     if max_uniqueness is not None:
         if population is None:
             raise InputError("max_uniqueness needs population (the population size)")
-        parts.append(PopulationUniqueness(max_uniqueness, population, uniqueness_model))
+        parts.append(PopulationUniqueness(max_uniqueness, population,
+                                          uniqueness_model or "dankar"))
     elif population is not None:
         raise InputError("population is the population size of max_uniqueness; give both")
     return parts
@@ -785,9 +813,10 @@ def criteria_from(*, predicate: Any = None, min_size: int | None = None,
                   c: Any = None, k: int | None = None,
                   knowledge_kind: str = "implications", max_risk: float | None = None,
                   max_avg_risk: float | None = None,
-                  max_records_at_risk: float | None = None, risk_threshold: float = 0.2,
+                  max_records_at_risk: float | None = None,
+                  risk_threshold: float | None = None,
                   max_uniqueness: float | None = None, population: float | None = None,
-                  uniqueness_model: str = "dankar") -> Criterion:
+                  uniqueness_model: str | None = None) -> Criterion:
     """Build the conjunction described by keyword parameters (anonymizer and CLI front-end).
 
     Parameters
@@ -809,10 +838,12 @@ def criteria_from(*, predicate: Any = None, min_size: int | None = None,
     max_risk, max_avg_risk, max_records_at_risk, risk_threshold : optional
         Re-identification risk criteria (ARX's): highest prosecutor risk
         (:class:`HighestRisk`), average prosecutor risk (:class:`AverageRisk`), share of
-        records whose risk exceeds ``risk_threshold`` (:class:`RecordsAtRisk`).
+        records whose risk exceeds ``risk_threshold`` (:class:`RecordsAtRisk`; default 0.2,
+        given only with ``max_records_at_risk``).
     max_uniqueness, population, uniqueness_model : optional
         Estimated population uniqueness (:class:`PopulationUniqueness`; needs
-        ``population``, the population size).
+        ``population``, the population size in people; ``uniqueness_model`` default
+        ``"dankar"``, given only with ``max_uniqueness``).
 
     """
     parts: list[Criterion] = []
@@ -838,6 +869,9 @@ def criteria_from(*, predicate: Any = None, min_size: int | None = None,
         raise InputError("c_l given without l")
     if t is not None:
         parts.append(TCloseness(t, ordered=t_ordered))
+    elif t_ordered:
+        raise InputError("t_ordered chooses t-closeness' ground distance; it does nothing "
+                         "without t")
     parts.extend(_risk_parts(max_risk, max_avg_risk, max_records_at_risk, risk_threshold,
                              max_uniqueness, population, uniqueness_model))
     if alpha is not None:
@@ -847,6 +881,9 @@ def criteria_from(*, predicate: Any = None, min_size: int | None = None,
                          "adversary's number of pieces of knowledge)")
     if c is not None:
         parts.append(CKSafety(c, k, knowledge_kind))  # type: ignore[arg-type]
+    elif knowledge_kind != "implications":
+        raise InputError(f"knowledge_kind={knowledge_kind!r} is (c,k)-safety's kind of "
+                         "knowledge; it does nothing without c and k")
     if not parts:
         raise InputError("no privacy criterion given: pass min_size=, l=, t=, alpha=, c= and "
                          "k=, or predicate=")

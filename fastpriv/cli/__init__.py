@@ -78,9 +78,21 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        """Print the usage and ``message`` with a hint (see the class), exit with status 2."""
+        """Report ``message`` with a hint (see the class) and exit with status 2.
+
+        A bad value of a known flag (``argument --max-risk: expected …``, an invalid
+        choice) is one line on stderr, as every other bad input; an unknown flag or a
+        missing argument also prints the command's usage.
+        """
         hint = _did_you_mean(self, message)
-        super().error(f"{message}; {hint}" if hint else message)
+        text = f"{message}; {hint}" if hint else message
+        if _BAD_VALUE.match(message):
+            self.exit(2, f"{self.prog}: error: {text}\n")
+        super().error(text)
+
+
+#: argparse's message for a bad value of a known flag (a type or choice error).
+_BAD_VALUE = re.compile(r"^argument [^:]+: (expected |invalid )")
 
 
 def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
@@ -205,6 +217,7 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
     args, extras = parser.parse_known_args(argv)
     if extras:
         _selected(parser, args).error(f"unrecognized arguments: {' '.join(extras)}")
+    args.argv = argv                               # which flags were written out
     return args
 
 
@@ -286,7 +299,7 @@ def _note_inputs(args: argparse.Namespace) -> None:
     from .._io import note_input
 
     for name, value in vars(args).items():
-        if name in OUTPUT_OPTIONS or name == "func":
+        if name in OUTPUT_OPTIONS or name in ("func", "argv"):
             continue
         for v in value if isinstance(value, (list, tuple)) else [value]:
             if isinstance(v, str) and v not in ("", "-") and os.path.exists(v):

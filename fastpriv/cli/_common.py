@@ -104,6 +104,10 @@ nonnegative = bounded(float, 0)
 #: The Hoeffding δ of the reliable sample size, in (0, 2) as :func:`fastpriv.knowledge.
 #: reliable_support` defines it (``--confidence`` of ``robustness`` / ``attack``).
 hoeffding_confidence = bounded(float, 0, 2, low_open=True, high_open=True)
+#: A risk bound in (0, 1] (``anonymize --max-risk``, ``--risk-threshold``).
+risk_bound = confidence
+#: A real number >= 1 (``anonymize --min-l``: entropy ℓ may be fractional).
+at_least_1 = bounded(float, 1)
 #: A size or count of at least 1 (``--min-size``, ``--min-l``, ``--max-set-size``, ...).
 size = bounded(int, 1)
 #: A count of at least 0 (``--k``, ``--point``, ``--top``, ``--n-random``).

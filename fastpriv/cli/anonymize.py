@@ -30,6 +30,8 @@ from typing import Any, NamedTuple
 
 from .._progress import Progress
 from ..errors import InputError
+from ._common import (at_least_1, confidence, count, positive, probability, risk_bound, seed,
+                      size)
 
 ORDER = 30
 
@@ -45,6 +47,8 @@ class Method(NamedTuple):
 
 #: name -> Method. Filled with the built-ins below and, lazily, with plugin modules.
 METHODS: dict[str, Method] = {}
+#: name -> the options a method added (refused with any other ``--method``).
+METHOD_OPTIONS: dict[str, list[argparse.Action]] = {}
 _PLUGIN_ERRORS: dict[str, str] = {}
 _LOADED = False
 
@@ -114,7 +118,7 @@ def _lattice_args(g: Any) -> None:
                    help="minimal: the best of the minimal satisfying nodes (default); "
                         "optimal: the best of all satisfying nodes, ARX's global optimum "
                         "(differs only with --suppression)")
-    g.add_argument("--suppression", type=float, default=0.0, metavar="FRACTION",
+    g.add_argument("--suppression", type=probability, default=0.0, metavar="FRACTION",
                    help="fraction of rows that may be suppressed (group-local criteria)")
     g.add_argument("--strategy", default="auto",
                    choices=("auto", "flash", "exhaustive", "chain"),
@@ -254,43 +258,45 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(methods " + ", ".join(WEIGHTED_METHODS) + "; the others anonymize "
                         "the table expanded into one row per person)")
     c = p.add_argument_group("criteria (all given must hold)")
-    c.add_argument("--min-size", type=int, metavar="N",
+    c.add_argument("--min-size", type=size, metavar="N",
                    help="k-anonymity: every group has at least N people")
-    c.add_argument("--min-l", "--l", dest="l", type=float, metavar="L",
+    c.add_argument("--min-l", "--l", dest="l", type=at_least_1, metavar="L",
                    help="ℓ-diversity: every group has ℓ ≥ L (see --l-kind; the flag of "
                         "fastpriv audit's threshold)")
     c.add_argument("--l-kind", default="distinct", choices=("distinct", "entropy", "recursive"),
                    help="ℓ-diversity variant (default distinct)")
-    c.add_argument("--c-l", type=float, metavar="C",
+    c.add_argument("--c-l", type=positive, metavar="C",
                    help="c of recursive (c,ℓ)-diversity (with --l-kind recursive)")
-    c.add_argument("--max-t", "--t", dest="t", type=float, metavar="T",
+    c.add_argument("--max-t", "--t", dest="t", type=probability, metavar="T",
                    help="t-closeness: every group's EMD ≤ T (the flag of fastpriv audit's "
                         "threshold)")
     c.add_argument("--t-ordered", action="store_true",
                    help="ordered ground distance for t-closeness")
-    c.add_argument("--alpha", type=float, help="(α,k)-anonymity's α")
-    c.add_argument("--c", type=float, help="(c,k)-safety threshold (max disclosure < c)")
-    c.add_argument("--k", type=int, metavar="K",
+    c.add_argument("--alpha", type=confidence, help="(α,k)-anonymity's α, in (0, 1]")
+    c.add_argument("--c", type=confidence,
+                   help="(c,k)-safety threshold (max disclosure < c), in (0, 1]")
+    c.add_argument("--k", type=count, metavar="K",
                    help="(c,k)-safety: pieces of knowledge (with --c; k-anonymity is --min-size)")
-    c.add_argument("--max-risk", type=float, metavar="R",
-                   help="highest prosecutor re-identification risk, 1/(smallest class) <= R")
-    c.add_argument("--max-avg-risk", type=float, metavar="R",
+    c.add_argument("--max-risk", type=risk_bound, metavar="R",
+                   help="highest prosecutor re-identification risk, 1/(smallest class) <= R, "
+                        "in (0, 1]")
+    c.add_argument("--max-avg-risk", type=probability, metavar="R",
                    help="average prosecutor risk, classes/records <= R")
-    c.add_argument("--max-records-at-risk", type=float, metavar="SHARE",
+    c.add_argument("--max-records-at-risk", type=probability, metavar="SHARE",
                    help="share of records whose risk exceeds --risk-threshold <= SHARE")
-    c.add_argument("--risk-threshold", type=float, default=0.2, metavar="R",
-                   help="risk above which a record is at risk (default 0.2)")
-    c.add_argument("--max-uniqueness", type=float, metavar="SHARE",
+    c.add_argument("--risk-threshold", type=risk_bound, metavar="R",
+                   help="with --max-records-at-risk: risk above which a record is at risk "
+                        "(default 0.2)")
+    c.add_argument("--max-uniqueness", type=probability, metavar="SHARE",
                    help="estimated population uniques / population size <= SHARE (needs "
                         "--population; not monotone: every lattice node is checked)")
-    c.add_argument("--population", type=float, metavar="N",
-                   help="population size for --max-uniqueness")
-    c.add_argument("--uniqueness-model", default="dankar",
-                   choices=("dankar", "pitman", "zayatz", "snb"),
-                   help="population uniqueness model (default dankar: Dankar et al.'s rule)")
-    c.add_argument("--knowledge-kind", default="implications",
-                   choices=("implications", "negations"),
-                   help="(c,k)-safety knowledge kind (default implications)")
+    c.add_argument("--population", type=size, metavar="N",
+                   help="population size in people for --max-uniqueness")
+    c.add_argument("--uniqueness-model", choices=("dankar", "pitman", "zayatz", "snb"),
+                   help="with --max-uniqueness: population uniqueness model (default dankar: "
+                        "Dankar et al.'s rule)")
+    c.add_argument("--knowledge-kind", choices=("implications", "negations"),
+                   help="with --c/--k: (c,k)-safety knowledge kind (default implications)")
     o = p.add_argument_group("output")
     o.add_argument("-o", "--output", metavar="OUT",
                    help="write the release (Parquet, or CSV by suffix / --format): one table "
@@ -312,9 +318,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "column)")
     o.add_argument("--overwrite", action="store_true", help="replace existing output files")
     o.add_argument("--json", metavar="OUT", help="write the summary as JSON")
-    o.add_argument("--query-error", type=int, metavar="N", default=0,
+    o.add_argument("--query-error", type=count, metavar="N", default=0,
                    help="also report the relative error of N random count queries")
-    o.add_argument("--seed", type=int, default=0, help="seed of the query workload")
+    o.add_argument("--seed", type=seed, default=0, help="seed of the query workload")
     p.add_argument("--nulls", choices=("error", "drop"), default="error",
                    help="nulls in the used columns: raise (default) or drop the row")
     add_encoding_argument(p)
@@ -334,14 +340,30 @@ def _lazy_method_arguments(p: argparse.ArgumentParser) -> None:
             load_plugins()
             for m in METHODS.values():
                 if m.add_arguments is not None:
-                    m.add_arguments(self.add_argument_group(f"method {m.name}"))
+                    group = _Recorder(self.add_argument_group(f"method {m.name}"))
+                    m.add_arguments(group)
+                    METHOD_OPTIONS[m.name] = group.actions
         return original(args, namespace)
 
     p.parse_known_args = types.MethodType(parse_known_args, p)  # type: ignore[method-assign]
 
 
+#: (option, the option it qualifies): given alone it would change nothing, so it is refused.
+QUALIFIERS = (("risk_threshold", "--risk-threshold", "max_records_at_risk",
+               "--max-records-at-risk"),
+              ("uniqueness_model", "--uniqueness-model", "max_uniqueness", "--max-uniqueness"),
+              ("population", "--population", "max_uniqueness", "--max-uniqueness"),
+              ("t_ordered", "--t-ordered", "t", "--max-t"),
+              ("knowledge_kind", "--knowledge-kind", "c", "--c"),
+              ("c_l", "--c-l", "l", "--min-l"))
+
+
 def _criterion(args: argparse.Namespace) -> Any:
     from ..predicates import criteria_from
+
+    for dest, flag, needs, needs_flag in QUALIFIERS:
+        if getattr(args, dest) not in (None, False) and getattr(args, needs) is None:
+            raise InputError(f"{flag} qualifies {needs_flag} and does nothing without it")
 
     if args.k is not None and args.c is None:
         raise InputError(f"--k {args.k} is (c,k)-safety's number of pieces of knowledge and "
@@ -362,7 +384,7 @@ def _criterion(args: argparse.Namespace) -> Any:
         l = int(l)
     return criteria_from(min_size=args.min_size, l=l, l_kind=args.l_kind, c_l=args.c_l,
                          t=args.t, t_ordered=args.t_ordered, alpha=args.alpha, c=args.c,
-                         k=args.k, knowledge_kind=args.knowledge_kind,
+                         k=args.k, knowledge_kind=args.knowledge_kind or "implications",
                          max_risk=args.max_risk, max_avg_risk=args.max_avg_risk,
                          max_records_at_risk=args.max_records_at_risk,
                          risk_threshold=args.risk_threshold,
@@ -471,6 +493,40 @@ def _outputs(args: argparse.Namespace, bucketization: bool | None) -> list[str]:
     return out + [p for p in (args.auditor_view, file_output(args.json)) if p]
 
 
+class _Recorder:
+    """An argparse argument group that remembers the actions added to it."""
+
+    def __init__(self, group: Any) -> None:
+        self.group = group
+        self.actions: list[argparse.Action] = []
+
+    def add_argument(self, *a: Any, **kw: Any) -> argparse.Action:
+        action = self.group.add_argument(*a, **kw)
+        self.actions.append(action)
+        return action
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.group, name)
+
+
+def _refuse_other_methods_options(args: argparse.Namespace) -> None:
+    """Refuse an option of another method than ``--method``: it would do nothing.
+
+    An option counts as given when its value differs from its default or it appears on
+    the command line (``--utility discernibility`` with ``--method mondrian`` too).
+    """
+    argv = getattr(args, "argv", None) or []
+    for name, actions in METHOD_OPTIONS.items():
+        if name == args.method:
+            continue
+        for a in actions:
+            on_line = any(t == o or t.startswith(o + "=") for t in argv
+                          for o in a.option_strings)
+            if on_line or getattr(args, a.dest, a.default) != a.default:
+                raise InputError(f"{a.option_strings[-1]} is an option of --method {name}; "
+                                 f"--method {args.method} does not read it")
+
+
 def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv anonymize``."""
     from .._io import check_outputs, note_input, output_set
@@ -483,6 +539,7 @@ def run(args: argparse.Namespace) -> int:
                              f"{_PLUGIN_ERRORS[args.method]}")
         raise InputError(f"--method must be one of {', '.join(sorted(METHODS))}; got "
                          f"{args.method!r}")
+    _refuse_other_methods_options(args)
     inputs = [p for p in (args.data, getattr(args, "hierarchies", None)) if p]
     for p in inputs:
         note_input(p)

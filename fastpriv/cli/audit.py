@@ -111,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
     if args.risk and not args.qi:
         raise InputError("--risk: give the quasi-identifiers with --qi (the classes are "
                          "their distinct tuples)")
+    _refuse_idle_risk_flags(args)
     check_outputs([file_output(args.json)], overwrite=args.overwrite, inputs=[args.data])
     if args.sensitive is None:
         return _audit_classes(args)
@@ -147,6 +148,26 @@ def run(args: argparse.Namespace) -> int:
         status = max(status, 0 if risk_ok else 1)
     emit_json(args, payload)
     return status
+
+
+def _refuse_idle_risk_flags(args: argparse.Namespace) -> None:
+    """With --sensitive, --max-risk and a population size need --risk: else they do nothing.
+
+    (Without --sensitive the risk of the QI classes is always measured; a population table
+    also feeds --min-k-map and --max-delta.)
+    """
+    from ..registry import thresholds_of
+
+    if args.sensitive is None or args.risk:
+        return
+    argv = getattr(args, "argv", None) or []
+    if any(t == "--max-risk" or t.startswith("--max-risk=") for t in argv):
+        raise InputError("--max-risk is the threshold of --risk (re-identification risk); "
+                         "add --risk or leave it out")
+    table_used = any(v is not None for v in thresholds_of(args).values())
+    if args.population is not None and not table_used:
+        raise InputError("--population feeds --risk (journalist risk, population uniques), "
+                         "--min-k-map and --max-delta; add one of them or leave it out")
 
 
 def _audit_classes(args: argparse.Namespace) -> int:
