@@ -464,7 +464,7 @@ def _real(x: Any, name: str, *, minimum: float | None = None, strict: bool = Fal
 
 
 def _people(x: Any, name: str) -> float:
-    """A number of people: a finite whole number >= 1 (``2000.5`` people is refused)."""
+    """Return a number of people: a finite whole number >= 1 (``2000.5`` is refused)."""
     v = _real(x, name, minimum=1.0)
     if not v.is_integer():
         raise InputError(f"{name} is a number of people: a whole number >= 1, got {x!r}")

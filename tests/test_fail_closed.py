@@ -8,8 +8,16 @@ import pyarrow.parquet as pq
 import pytest
 
 import fastpriv as fp
-from fastpriv import ck_safety, classic, foreground, population, predicates, risk, robustness
-from fastpriv import skyline
+from fastpriv import (
+    ck_safety,
+    classic,
+    foreground,
+    population,
+    predicates,
+    risk,
+    robustness,
+    skyline,
+)
 from fastpriv.cli import main
 from fastpriv.report import build_report
 from fastpriv.report.verdict import EXIT_FAILS, EXIT_HOLDS, EXIT_NOT_RUN

@@ -30,8 +30,7 @@ from typing import Any, NamedTuple
 
 from .._progress import Progress
 from ..errors import InputError
-from ._common import (at_least_1, confidence, count, positive, probability, risk_bound, seed,
-                      size)
+from ._common import at_least_1, confidence, count, positive, probability, risk_bound, seed, size
 
 ORDER = 30
 

@@ -84,7 +84,7 @@ def build_verdict(sec: dict, params: dict, sens: str | None, *,
 
 
 def _headline(satisfied: list, violated: list, errors: list) -> str:
-    """The verdict's first line: ERROR when a requested check did not run, else PASS/FAIL."""
+    """Return the verdict's first line: ERROR when a requested check did not run, else PASS/FAIL."""
     if errors:
         names = ", ".join(e["title"] for e in errors)
         failing = (f"; {len(violated)} of the checks that ran fail" if violated else "")
