@@ -681,21 +681,32 @@ class RiskResult(Result):
                  f"{m['prosecutor_above_threshold']:.2%} of records above the threshold.",
                  f"Sample uniques: {m['sample_uniques']:,} records "
                  f"({m['sample_uniques_share']:.2%})."]
-        if m.get("journalist_max") is not None:
-            lines.append(f"Journalist ({p['population']}): highest {m['journalist_max']:.4g}, "
-                         f"average {m['journalist_avg']:.4g}; marketer {m['marketer']:.4g}.")
+        lines.append(_journalist_line(m))
         pu = m.get("population_uniques")
         if pu is not None and pu.get("dankar") is not None:
-            lines.append(f"Estimated population uniques: {pu['dankar']:.4g} "
+            big_n = p["population_size"]
+            lines.append(f"Estimated population uniques: {pu['dankar']:,.0f} people, "
+                         f"{pu['dankar'] / big_n:.4%} of the population of {big_n:,.0f} "
                          f"({pu['chosen']}; {pu['reason']}).")
-        if m.get("individual_max") is not None:
-            lines.append(f"Individual risk (sampling weights): highest {m['individual_max']:.4g},"
-                         f" expected re-identifications {m['expected_reidentifications']:.4g}.")
+        if m.get("individual_max") is not None and p.get("sampling_weight") is not None:
+            lines.append(f"Individual risk (sampling weights {p['sampling_weight']!r}): "
+                         f"highest {m['individual_max']:.4g}, expected re-identifications "
+                         f"{m['expected_reidentifications']:.4g}.")
         if m.get("k_map") is not None:
             lines.append(f"k-map: {m['k_map']}; delta-presence in "
                          f"[{m['delta_min']:.4g}, {m['delta_max']:.4g}].")
         lines.append("Riskiest: " + self.witness.describe())
         return "\n".join(lines)
+
+
+def _journalist_line(m: dict) -> str:
+    """Journalist and marketer risk in one line: the values, or why they need a table."""
+    if m.get("journalist_max") is None:
+        return (f"Journalist and marketer risk: not measured — it {m['journalist_source']}: "
+                "the population the attacker matches against, as population=TABLE (CLI "
+                "--population TABLE).")
+    return (f"Journalist ({m['journalist_source']}): highest {m['journalist_max']:.4g}, "
+            f"average {m['journalist_avg']:.4g}; marketer {m['marketer']:.4g}.")
 
 
 def _jsonable(d: dict) -> dict:
@@ -803,9 +814,8 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = No
         stands for): Σ sampling weights in a class estimates its population size F̂_j
         (Benedetti–Franconi individual risk; journalist/marketer risk on F̂_j when no
         population table is given). With ``weight`` too, a row contributes
-        ``weight · sampling_weight``. (Before 0.x's "one meaning of weight=", this was
-        ``weight=``; an integer sampling weight column passed as ``weight=`` is now read
-        as multiplicities.)
+        ``weight · sampling_weight`` (``weight=`` is always a multiplicity, never a
+        sampling weight).
     population : int or table-like, optional
         The population size N (for population uniqueness), or a population table holding
         every record of ``data`` (exact journalist and marketer risk, k-map, δ-presence).
