@@ -69,14 +69,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def classical_table(rel, models: dict) -> str:
-    """Tabulate the achieved value and the worst group (by its key columns) of every model."""
-    from ..report.text import describe_key
+    """Tabulate every model's achieved value (rounded), what it means and the worst group.
+
+    The exact values are in the JSON; the table is for a person reading the terminal.
+    """
+    from ..report.text import classical_meaning, describe_key, fmt_number
     from ._common import format_table
 
     names = rel.groups.column_names
-    rows = [[m["title"], m["value"], describe_key(names, m["worst_label"])]
-            for m in models.values()]
-    return format_table(["model", "achieved", "worst group"], rows, title="Classical models")
+    rows = [[m["title"], fmt_number(m["value"]), classical_meaning(key, m["value"]),
+             describe_key(names, m["worst_label"])] for key, m in models.items()]
+    return format_table(["model", "achieved", "what it means", "worst group"], rows,
+                        title="Classical models")
 
 
 def release_summary(rel) -> dict:

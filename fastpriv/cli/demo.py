@@ -41,13 +41,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def demo_table():
-    """Adult with age generalized to 20-year bands (column ``age_band``)."""
+    """Adult with age generalized to 20-year bands (column ``age_band``: ``"20–39"``, …)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     from ..datasets import load_adult
 
     adult = load_adult()
-    band = pc.multiply(pc.divide(adult.column("age"), 20), 20)  # integer division
+    low = pc.multiply(pc.divide(adult.column("age"), 20), 20)  # integer division
+    high = pc.add(low, 19)
+    band = pc.binary_join_element_wise(pc.cast(low, pa.string()), pc.cast(high, pa.string()),
+                                       "–")
     return adult.append_column("age_band", band)
 
 

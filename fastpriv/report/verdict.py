@@ -280,8 +280,13 @@ def _risk_checks(rk: dict) -> list[dict]:
 
 
 def _key_risk(sec: dict, checks: list[dict], c_v: float, sens: str, params: dict) -> dict:
-    """Pick the single most important risk: the one needing the least knowledge."""
+    """Pick the single most important risk: the one needing the least knowledge.
+
+    A failing check always comes first: (c,k)-safety's "k + 1 facts suffice" describes the
+    closest risk beyond the thresholds only when that check fails or nothing fails.
+    """
     by_id = {c["id"]: c for c in checks}
+    any_fails = any(c["satisfied"] is False for c in checks)
     wg = sec["worst_groups"]
     alpha = by_id.get("alpha_k_anonymity")
     if alpha is not None and alpha["satisfied"] is False and wg["groups"]:
@@ -304,7 +309,8 @@ def _key_risk(sec: dict, checks: list[dict], c_v: float, sens: str, params: dict
                          f"{w.get('row')}) is linked to {sens} = {fmt_label(w.get('value'))} "
                          f"with probability {fmt_pct(d['max_posterior'])}.")}
     ck = sec["ck_safety"]
-    if ck["status"] == "ok":
+    ck_fails = any(c["satisfied"] is False for c in checks if c["id"].startswith("ck_safety"))
+    if ck["status"] == "ok" and (ck_fails or not any_fails):
         row = next(x for x in ck["max_safe_k"] if x["c"] == c_v)
         ms = row["implications"]
         first = 0 if ms is None else ms + 1

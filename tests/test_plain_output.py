@@ -1,0 +1,40 @@
+"""Plain output for a data owner (issue 48): rounded numbers with their meaning, groups
+named by their range, the most important risk taken from the failing checks first."""
+
+import math
+import re
+
+import pytest
+
+from fastpriv import classic
+from fastpriv.cli import main
+from fastpriv.report.text import classical_meaning, fmt_number
+
+
+def test_every_classical_model_has_a_meaning():
+    rel = classic.as_release(
+        __import__("pyarrow").table({"g": [1, 1, 1, 2, 2, 2], "s": list("aabbbc")}),
+        group="g", sensitive="s")
+    res = classic.audit(rel)
+    for key, m in res.models.items():
+        assert classical_meaning(key, m["value"]), key
+
+
+@pytest.mark.parametrize("x,text", [(43, "43"), (0.334985, "0.335"), (12.5992, "12.6"),
+                                    (45222.0, "45,222"), (math.inf, "∞")])
+def test_numbers_are_rounded_for_people(x, text):
+    assert fmt_number(x) == text
+
+
+def test_demo_speaks_plainly(capsys):
+    main(["demo"])
+    out = capsys.readouterr().out
+    table = out.split("Classical models", 1)[1].split("\n\n", 1)[0]
+    assert not re.search(r"\d\.\d{4,}", table)            # no six-digit jargon
+    assert "what it means" in table and "age_band=0–19" in out
+    assert "age_band=0," not in out
+    first = out.split("2. The remedy", 1)[0]
+    failing = [f.strip() for f in re.findall(r"FAIL  ([^[]+)\[", first)]
+    key = first.split("Most important risk: ", 1)[1].splitlines()[0]
+    assert failing == ["t-closeness"]
+    assert "differs from the overall mix" in key           # the failing check's sentence
