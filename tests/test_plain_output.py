@@ -38,3 +38,18 @@ def test_demo_speaks_plainly(capsys):
     key = first.split("Most important risk: ", 1)[1].splitlines()[0]
     assert failing == ["t-closeness"]
     assert "differs from the overall mix" in key           # the failing check's sentence
+
+
+def test_report_without_a_sensitive_column_names_the_exposed_records():
+    from fastpriv.datasets import load_adult
+    from fastpriv.report import build_report
+
+    rep = build_report(load_adult(), qi=["age", "sex", "race", "education"])
+    html = rep.to_html()
+    assert html.count("Not run") == 1                     # one note, not one box per model
+    assert "No witness" not in html
+    first = rep.data["classes"]["smallest"][0]
+    assert ", ".join(f"{k}={v}" for k, v in first["values"].items()) in html
+    assert "records are unique on the quasi-identifiers" in html
+    values = rep.data["risk"]["chart"]["values"]
+    assert values == sorted(values, reverse=True)           # the chart's longest bar first

@@ -57,11 +57,12 @@ def risk_section(data: Any, *, qi: list, threshold: float = 0.2, weight: str | N
     ranked = sorted(comb.rows, key=lambda r: (-r["score"], -r["uniques"], r["size"]))
     shown = [r for r in ranked if r["uniques"] > 0][:top]
     n = comb.params["n_records"]
-    chart = {"labels": [" + ".join(r["qi"]) for r in shown],
-             "values": [r["msu"] / n for r in shown],
-             "uniques": [r["uniques"] / n for r in shown],
+    bars = sorted(shown, key=lambda r: (-r["msu"], -r["uniques"], r["size"]))  # longest first
+    chart = {"labels": [" + ".join(r["qi"]) for r in bars],
+             "values": [100.0 * r["msu"] / n for r in bars],
+             "uniques": [100.0 * r["uniques"] / n for r in bars],
              "title": "Risk by QI combination",
-             "xlabel": "share of records unique on exactly this combination (minimal)"}
+             "xlabel": "% of records unique on exactly this combination (minimal)"}
     cd = comb.to_dict()
     return {"status": "ok", "reason": None, "seconds": time.perf_counter() - t0,
             "audit": d, "summary": res.summary(), "verdict": {"passed": passed, "lines": lines},

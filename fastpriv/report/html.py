@@ -219,10 +219,42 @@ def _classes(d: dict) -> str:
                             f"{_fmt(cs['median'])}); {_fmt(s['singleton_classes'])} records "
                             "unique"],
             ["sha256 fingerprint", d["input"]["fingerprint"]["value"]]]
-    small = [[", ".join(f"{k}={_plain(v)}" for k, v in c["values"].items()), c["size"]]
-             for c in s["smallest"]]
-    return (head + _table(["", ""], rows) + "<h3>Smallest classes</h3>"
-            + _table(["quasi-identifier values", "people"], small, num={1}))
+    return head + _table(["", ""], rows)
+
+
+def _exposed_records(d: dict) -> str:
+    """Name the most exposed records of a table without a sensitive column.
+
+    They are its smallest classes of identical quasi-identifiers, each with its prosecutor
+    risk 1/size.
+    """
+    s = d["classes"]
+    head = "<h2 id='targets'>Who would an adversary target?</h2>"
+    if s.get("status") != "ok":
+        return head + _skip(s)
+    rows = [[", ".join(f"{k}={_plain(v)}" for k, v in c["values"].items()), c["size"],
+             _pct(1.0 / c["size"])] for c in s["smallest"]]
+    unique = s["singleton_classes"]
+    lead = (f"<p>{_fmt(unique)} record{'s are' if unique != 1 else ' is'} unique on the "
+            "quasi-identifiers: anyone who knows a person's values and that the person is in "
+            "the data finds the record. The smallest classes, first:</p>" if unique else
+            "<p>The smallest classes of identical quasi-identifiers, first:</p>")
+    return head + lead + _table(["quasi-identifier values", "records",
+                                 "re-identification risk"], rows, num={1, 2})
+
+
+#: The sections of the models of attribute disclosure (they need a sensitive column).
+_ATTRIBUTE_SECTIONS = ("(c,k)-safety", "the privacy skyline", "r-robustness",
+                       "the foreground attack", "the classical models of the sensitive "
+                       "value (ℓ-diversity, t-closeness, …)")
+
+
+def _attribute_models_not_run(d: dict) -> str:
+    """One note for every attribute-disclosure model, instead of one grey box each."""
+    reason = (d.get("classical") or {}).get("reason") or "no sensitive column was given"
+    return ("<h2 id='attribute'>What the adversary learns about a sensitive value</h2>"
+            f"<p class='skip'><b>Not run.</b> {e(', '.join(_ATTRIBUTE_SECTIONS))}: "
+            f"{e(reason)}.</p>")
 
 
 def _audited(d: dict) -> str:
@@ -550,6 +582,19 @@ def _glossary(d: dict) -> str:
     return f"<h2 id='glossary'>Glossary</h2><dl class='gloss'>{items}</dl>"
 
 
+def _body_without_sensitive(d: dict) -> list[str]:
+    """Return the sections of a report on the QI classes alone (no sensitive column)."""
+    nav = ("<nav><ul><li><a href='#verdict'>Verdict</a></li>"
+           "<li><a href='#data'>What was audited</a></li>"
+           + ("<li><a href='#risk'>Re-identification risk</a></li>" if d.get("risk") else "")
+           + "<li><a href='#targets'>Who would be targeted</a></li>"
+           "<li><a href='#params'>Parameters</a></li><li><a href='#glossary'>Glossary</a></li>"
+           "</ul></nav>")
+    return [_verdict(d), nav, _audited(d),
+            render_risk_html(d["risk"]) if d.get("risk") else "", _exposed_records(d),
+            _attribute_models_not_run(d), _params(d), _glossary(d)]
+
+
 def render_html(d: dict) -> str:
     """Render the report payload as a complete HTML document (a string)."""
     nav = ("<nav><ul>"
@@ -562,13 +607,14 @@ def render_html(d: dict) -> str:
            "<li><a href='#classical'>Classical models</a></li>"
            "<li><a href='#params'>Parameters</a></li><li><a href='#glossary'>Glossary</a></li>"
            "</ul></nav>")
-    body = "".join([
-        f"<h1>{e(d['title'])}</h1>",
-        f"<p class='sub'>fastpriv {e(d['generator']['fastpriv'])} · {e(d['created'])} · "
-        f"input <span class='mono'>{e(d['input']['source'])}</span></p>",
+    sections = (_body_without_sensitive(d) if d.get("classes") is not None else [
         _verdict(d), nav, _audited(d), _ck(d), _skyline(d), _stats(d),
         render_risk_html(d["risk"]) if d.get("risk") else "", _targets(d),
         _groups(d), _classical(d), _params(d), _glossary(d)])
+    body = "".join([
+        f"<h1>{e(d['title'])}</h1>",
+        f"<p class='sub'>fastpriv {e(d['generator']['fastpriv'])} · {e(d['created'])} · "
+        f"input <span class='mono'>{e(d['input']['source'])}</span></p>", *sections])
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             f"<meta http-equiv='Content-Security-Policy' content=\"{_CSP}\">"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"

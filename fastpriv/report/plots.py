@@ -61,9 +61,10 @@ def _ticks(lo: float, hi: float, n: int = 5, integer: bool = False) -> list[floa
 
 
 def _fmt_tick(v: float) -> str:
+    """Format a tick label in positional notation (0.0025, never 2.5e-03)."""
     if abs(v - round(v)) < 1e-9:
         return str(int(round(v)))
-    return f"{v:g}"
+    return f"{v:.10f}".rstrip("0").rstrip(".")
 
 
 class _Frame:
