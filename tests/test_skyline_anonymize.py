@@ -223,7 +223,7 @@ def test_count_triples_give_the_same_release(adult):
     trip = adult.group_by(qi + ["occupation"]).aggregate([("occupation", "count")])
     trip = trip.rename_columns(qi + ["occupation", "n"])
     agg = skyline_anonymize(trip, qi=qi, sensitive="occupation", skylines=[(2, 1, 1, 0.8)],
-                            count="n")
+                            weight="n")
     assert agg.release.n_groups == rows.release.n_groups
     assert np.array_equal(np.sort(agg.release.sizes), np.sort(rows.release.sizes))
     M1 = rows.release.count_matrix()
@@ -292,7 +292,8 @@ def test_errors_and_nulls():
         skyline_anonymize(t, qi=["a"], sensitive="s", skylines=[(0, 0, 0, 0.5)], nulls="drop")
     with pytest.raises(TypeError):
         skyline_anonymize(t, qi=["a"], sensitive="s", skylines=[(0, 0, 0)], nulls="drop")
-    with pytest.raises(ValueError, match="count"):
+    with pytest.raises(ValueError, match="count"), \
+            pytest.warns(DeprecationWarning, match="renamed weight="):
         skyline_anonymize(pa.table({"a": [1, 2], "s": ["x", "y"], "n": [1, 0]}), qi=["a"],
                           sensitive="s",
                           skylines=[(0, 0, 0, 0.9)], count="n")
