@@ -7,17 +7,27 @@
   full disk or an error leaves the old files untouched, and the renames then run with
   Ctrl-C, SIGTERM and SIGHUP deferred, under an exclusive lock on each destination folder.
   A set of several files keeps, while it is being committed, a journal
-  (``.fastpriv-commit-<token>.json``) in each of its folders and a hard link to each file it
-  replaces; should the process be killed (SIGKILL, power loss) between two renames, the next
-  fastpriv write into that folder — or :func:`recover` — rolls the whole set back to the old
-  files. Inside :func:`output_set` every write joins the current set.
+  (``.fastpriv-commit-<token>.json``) in each of its folders, naming that folder's files of
+  the set, and a hard link to each file it replaces; should the process be killed (SIGKILL,
+  power loss) between two renames, the next fastpriv write into a folder — or
+  :func:`recover` — rolls that folder's files of the set back to the old ones.
+  Inside :func:`output_set` every write joins the current set.
+* **A journal is followed only if fastpriv wrote it** (:func:`recover`): its format tag,
+  version and token, file names derived from the destination and the token (base names: no
+  path leaves the folder), the recorded inode of each new file, the owner; no symbolic link
+  is followed and nothing but a regular file is removed or replaced. Anything else is
+  reported (:class:`JournalWarning`) and left alone, and never stops a write.
 * **Nothing existing replaced unless asked.** Without ``overwrite`` a file is created by
   ``link(2)``, which fails when the name exists — even when a concurrent run created it a
   moment before (exclusive creation, not check-then-rename).
 * **Never over an input, never over a special file.** An output that is an input of the job,
   or lies inside an input folder, is refused — compared by real path (symbolic links
   resolved) and by inode — as is anything that exists and is not a regular file. Every path
-  the job reads through :func:`note_input` is an input, besides those passed explicitly.
+  the job reads through :func:`note_input` is an input, besides those passed explicitly, and
+  so is the file standard input was redirected from (:func:`note_input_stream`).
+* **Fault injection is for the test suite only**: :func:`_fault` calls the hook that
+  :func:`install_fault_hook` installs (none by default, so it does nothing); no environment
+  variable turns it on.
 """
 
 from __future__ import annotations
@@ -27,10 +37,13 @@ import contextvars
 import errno
 import json
 import os
+import re
 import secrets
 import signal
 import stat
+import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -38,12 +51,26 @@ from typing import Any
 from .errors import InputError, OutputError
 
 __all__ = ["atomic_write", "check_output", "check_outputs", "write_text", "write_json",
-           "write_table", "OutputSet", "output_set", "note_input", "recover"]
+           "write_table", "OutputSet", "output_set", "note_input", "note_input_stream",
+           "recover", "JournalWarning", "install_fault_hook"]
 
 PathLike = "str | os.PathLike[str]"
 
-_JOURNAL_PREFIX = ".fastpriv-commit-"
+#: What a journal says it is (with :data:`_JOURNAL_VERSION`): nothing else is followed.
+_JOURNAL_FORMAT = "fastpriv journal"
+_JOURNAL_VERSION = 2
+#: A journal larger than this was not written by fastpriv (a set has a handful of files).
+_JOURNAL_MAX_BYTES = 1 << 20
+#: A commit token: the writer's process id and 12 random hex digits.
+_TOKEN = r"(?P<pid>[0-9]{1,10})-[0-9a-f]{12}"
+_JOURNAL_NAME = re.compile(rf"\.fastpriv-commit-(?P<token>{_TOKEN})\.json")
+_TEMP_NAME = re.compile(rf"\.(?P<dest>.+)\.fastpriv-(?P<token>{_TOKEN})\.tmp", re.DOTALL)
+_BACKUP_NAME = re.compile(rf"\.(?P<dest>.+)\.fastpriv-old-(?P<token>{_TOKEN})", re.DOTALL)
 _READ_INPUTS: set[str] = set()
+#: (st_dev, st_ino) of regular files read through a descriptor (standard input redirected)
+_READ_STREAMS: set[tuple[int, int]] = set()
+#: Called with the step name at each fault-injection point (tests only; None: no-op).
+_FAULT_HOOK: Callable[[str], None] | None = None
 _CURRENT: contextvars.ContextVar[OutputSet | None] = contextvars.ContextVar(
     "fastpriv_output_set", default=None)
 
@@ -55,6 +82,32 @@ def note_input(path: Any) -> None:
             p = os.fspath(path)
             if os.path.exists(p):
                 _READ_INPUTS.add(os.path.realpath(p))
+
+
+def note_input_stream(fd: int) -> None:
+    """Record the file open on descriptor ``fd`` as an input no output may replace.
+
+    ``fastpriv anonymize - … -o data.csv < data.csv``: standard input is the file itself, and
+    it has no name to compare; when ``fd`` is a regular file its device and inode are
+    recorded, and :func:`check_output` refuses an output that is that file. A pipe, terminal
+    or closed descriptor records nothing (nothing can be written over it).
+    """
+    with contextlib.suppress(OSError, ValueError, TypeError):
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode):
+            _READ_STREAMS.add((st.st_dev, st.st_ino))
+
+
+def _is_read_stream(dest: str) -> bool:
+    """Whether ``dest`` (or the file a link there points to) is a file read through a descriptor."""
+    if not _READ_STREAMS:
+        return False
+    for look in (os.lstat, os.stat):
+        with contextlib.suppress(OSError, ValueError):
+            st = look(dest)
+            if (st.st_dev, st.st_ino) in _READ_STREAMS:
+                return True
+    return False
 
 
 def _is_input(dest: str, inp: Any) -> bool:
@@ -81,7 +134,8 @@ def check_output(path: str | os.PathLike, *, overwrite: bool = False,
     """Check, before any work, that ``path`` can be written; return its absolute path.
 
     Refused: an input of the job or of this process (or a path inside an input folder),
-    compared by real path and inode; anything that exists and is not a regular file
+    compared by real path and inode, and the file standard input was read from
+    (:func:`note_input_stream`); anything that exists and is not a regular file
     (directory, device, FIFO, socket — never replaced, even with ``overwrite``); an existing
     file without ``overwrite``; a folder that is not writable.
 
@@ -97,6 +151,9 @@ def check_output(path: str | os.PathLike, *, overwrite: bool = False,
     if raw in ("", "-"):
         raise OutputError(f"output {raw!r} is not a file name")
     dest = os.path.abspath(raw)
+    if _is_read_stream(dest):
+        raise OutputError(f"refusing to write output {dest!r} over the input read from "
+                          "standard input (it is the same file)")
     for inp in [*inputs, *_READ_INPUTS]:
         if _is_input(dest, inp):
             raise OutputError(f"refusing to write output {dest!r} over (or inside) the input "
@@ -152,6 +209,8 @@ class OutputSet:
     def __init__(self) -> None:
         self._staged: list[_Staged] = []
         self._token = f"{os.getpid()}-{secrets.token_hex(6)}"
+        #: destination paths put in place by :meth:`commit`
+        self.committed: list[str] = []
 
     def __enter__(self) -> OutputSet:
         return self
@@ -211,7 +270,7 @@ class OutputSet:
         staged, self._staged = self._staged, []
         if not staged:
             return []
-        folders = sorted({os.path.dirname(s.dest) for s in staged})
+        folders = sorted({_folder_of(s.dest) for s in staged})
         try:
             with _locked(folders), _signals_deferred():
                 for folder in folders:
@@ -232,13 +291,33 @@ class OutputSet:
         finally:
             for s in staged:
                 _unlink(s.tmp)
+        self.committed.extend(s.dest for s in staged)
         return [s.dest for s in staged]
+
+
+def _temp_name(base: str, token: str) -> str:
+    """Return the temporary file of the destination named ``base`` in the commit ``token``."""
+    return f".{base}.fastpriv-{token}.tmp"
+
+
+def _backup_name(base: str, token: str) -> str:
+    """Return the hard link that keeps the old file named ``base`` while ``token`` commits."""
+    return f".{base}.fastpriv-old-{token}"
+
+
+def _journal_name(token: str) -> str:
+    """Return the journal name of the commit ``token`` (one in each folder of the set)."""
+    return f".fastpriv-commit-{token}.json"
 
 
 def _temp_path(dest: str, token: str) -> str:
     """Return a hidden temporary name beside ``dest`` that names the writing process."""
-    return os.path.join(os.path.dirname(dest),
-                        f".{os.path.basename(dest)}.fastpriv-{token}.tmp")
+    return os.path.join(os.path.dirname(dest), _temp_name(os.path.basename(dest), token))
+
+
+def _folder_of(dest: str) -> str:
+    """Return the real folder of ``dest`` (two spellings of one folder: one lock, one journal)."""
+    return os.path.realpath(os.path.dirname(dest))
 
 
 def _unlink(path: str | None) -> None:
@@ -273,19 +352,13 @@ def _commit_many(staged: list[_Staged], folders: list[str], token: str) -> None:
     for s in staged:
         if os.path.lexists(s.dest):
             s.backup = os.path.join(os.path.dirname(s.dest),
-                                    f".{os.path.basename(s.dest)}.fastpriv-old-{token}")
+                                    _backup_name(os.path.basename(s.dest), token))
             os.link(s.dest, s.backup)
-    journals = []
+    journals: list[str] = []
     try:
-        entries = [{"dest": s.dest, "tmp": s.tmp, "backup": s.backup,
-                    "new": _inode(s.tmp)} for s in staged]
         for folder in folders:
-            j = os.path.join(folder, f"{_JOURNAL_PREFIX}{token}.json")
-            with open(j, "x", encoding="utf-8") as fh:
-                json.dump({"token": token, "entries": entries}, fh)
-            journals.append(j)
-            _fsync(j)
-            _fsync(folder, directory=True)
+            _write_journal(folder, [s for s in staged if _folder_of(s.dest) == folder], token,
+                           journals)
         _fault("commit-start")
         for s in staged:
             _place(s)
@@ -299,6 +372,26 @@ def _commit_many(staged: list[_Staged], folders: list[str], token: str) -> None:
         _unlink(j)
     for s in staged:
         _unlink(s.backup)
+
+
+def _write_journal(folder: str, items: list[_Staged], token: str, journals: list[str]) -> None:
+    """Write, flush and list in ``journals`` the journal of ``folder``'s files of the set.
+
+    Entries hold base names only — the destination, its temporary file and its backup, the
+    last two derived from the destination and ``token`` — and the inode of the new file:
+    what :func:`recover` checks before it follows a journal.
+    """
+    entries = [{"dest": os.path.basename(s.dest), "tmp": os.path.basename(s.tmp),
+                "backup": os.path.basename(s.backup) if s.backup else None,
+                "new": _inode(s.tmp)} for s in items]
+    path = os.path.join(folder, _journal_name(token))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o600)
+    journals.append(path)                    # ours from here: removed on any failure
+    with open(fd, "w", encoding="utf-8") as fh:
+        json.dump({"format": _JOURNAL_FORMAT, "version": _JOURNAL_VERSION, "token": token,
+                   "entries": entries}, fh)
+    _fsync(path)
+    _fsync(folder, directory=True)
 
 
 def _roll_back(staged: list[_Staged]) -> None:
@@ -317,13 +410,35 @@ def _inode(path: str) -> list[int]:
     return [st.st_dev, st.st_ino]
 
 
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+class JournalWarning(UserWarning):
+    """A file named like a commit journal that fastpriv did not follow; it is left in place."""
+
+
+class _Untrusted(Exception):
+    """Why a journal is not followed (the message completes "left … alone: ")."""
+
+
 def recover(folder: str | os.PathLike, *, _locked_already: bool = False) -> int:
     """Roll back every commit that a killed fastpriv process left unfinished in ``folder``.
 
-    Each journal names the files of one set: a file already replaced by its new version is
-    put back from its backup (or removed, when it did not exist before), temporary files and
-    backups are removed, then the journal. Temporary files of processes that no longer run
-    are removed too. Runs automatically before every commit into ``folder``.
+    Each journal names this folder's files of one set: a file already replaced by its new
+    version is put back from its backup (or removed, when it did not exist before), temporary
+    files and backups are removed, then the journal. Temporary files and backups of processes
+    that no longer run are removed too. Runs automatically before every commit into
+    ``folder``.
+
+    Only what fastpriv wrote is followed, and nothing outside ``folder`` is touched: a
+    journal must be a regular file of this user, of fastpriv's format and version, carry
+    the token of its own name, and name only files of this folder derived from that token
+    (:func:`_read_journal`); a new file is rolled back only if its inode is the recorded
+    one. No symbolic link is followed and only regular files are removed or replaced. A
+    journal that does not validate, or that cannot be rolled back, is reported as a
+    :class:`JournalWarning` and left alone with its temporary files and backups; no journal
+    content makes this function raise.
 
     Returns
     -------
@@ -335,46 +450,188 @@ def recover(folder: str | os.PathLike, *, _locked_already: bool = False) -> int:
     if not os.path.isdir(folder):
         return 0
     ctx = contextlib.nullcontext() if _locked_already else _locked([folder])
-    n = 0
     with ctx:
-        for name in sorted(os.listdir(folder)):
-            path = os.path.join(folder, name)
-            if name.startswith(_JOURNAL_PREFIX) and name.endswith(".json"):
-                _undo_journal(path)
-                n += 1
-            elif name.startswith(".") and ".fastpriv-" in name and (
-                    name.endswith(".tmp") or ".fastpriv-old-" in name):
-                token = name.rsplit(".fastpriv-", 1)[1].replace("old-", "")
-                if not _alive(token.split("-", 1)[0]):
-                    _unlink(path)
+        try:
+            dir_fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_CLOEXEC)
+        except OSError:
+            return 0
+        try:
+            return _recover_at(dir_fd, folder)
+        finally:
+            os.close(dir_fd)
+
+
+def _recover_at(dir_fd: int, folder: str) -> int:
+    """:func:`recover` in the folder open on ``dir_fd``: journals first, then the sweep."""
+    try:
+        names = sorted(os.listdir(dir_fd))
+    except OSError:                          # a folder one may write but not list
+        return 0
+    n = 0
+    kept: set[str] = set()                   # tokens of journals left alone
+    for name in names:
+        if not (name.startswith(".fastpriv-commit-") and name.endswith(".json")):
+            continue
+        m = _JOURNAL_NAME.fullmatch(name)
+        try:
+            entries = _read_journal(dir_fd, name)
+            _undo_journal(dir_fd, name, entries)
+            n += 1
+        except (_Untrusted, OSError, ValueError) as exc:
+            if m is not None:
+                kept.add(m["token"])
+            reason = str(exc) if isinstance(exc, _Untrusted) else \
+                f"it could not be rolled back ({getattr(exc, 'strerror', None) or exc})"
+            _report(os.path.join(folder, name), reason)
+    for name in names:
+        m = _TEMP_NAME.fullmatch(name) or _BACKUP_NAME.fullmatch(name)
+        if m is None or m["token"] in kept or _alive(m["pid"]):
+            continue
+        with contextlib.suppress(OSError):
+            if stat.S_ISREG(os.lstat(name, dir_fd=dir_fd).st_mode):
+                os.unlink(name, dir_fd=dir_fd)
     return n
 
 
-def _undo_journal(path: str) -> None:
+def _read_journal(dir_fd: int, name: str) -> list[dict]:
+    """Read and check the journal ``name`` of the folder open on ``dir_fd``; its entries.
+
+    Raises
+    ------
+    _Untrusted
+        Not a regular file of this user, too large, not JSON, or not what
+        :func:`_write_journal` writes for the token of its name (:func:`_journal_entries`).
+
+    """
+    m = _JOURNAL_NAME.fullmatch(name)
+    if m is None:
+        raise _Untrusted("its name carries no fastpriv commit token")
+    st = os.lstat(name, dir_fd=dir_fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise _Untrusted("it is not a regular file (a link, folder or special file)")
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        raise _Untrusted("it belongs to another user")
+    if st.st_size > _JOURNAL_MAX_BYTES:
+        raise _Untrusted("it is too large to be a fastpriv journal")
+    fd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_NONBLOCK", 0),
+                 dir_fd=dir_fd)
+    with open(fd, "rb") as fh:
+        now = os.fstat(fh.fileno())
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            raise _Untrusted("it was replaced while being read")
+        raw = fh.read(_JOURNAL_MAX_BYTES + 1)
     try:
-        with open(path, encoding="utf-8") as fh:
-            entries = json.load(fh)["entries"]
-    except (OSError, ValueError, KeyError, TypeError):
-        entries = []            # torn journal: written before any rename, nothing to undo
-    for e in entries:
-        dest, backup = e.get("dest"), e.get("backup")
-        with contextlib.suppress(OSError):
-            if os.path.lexists(dest) and _inode(dest) == list(e.get("new") or []):
-                if backup and os.path.lexists(backup):
-                    os.replace(backup, dest)
-                else:
-                    os.unlink(dest)
-        _unlink(e.get("tmp"))
-        with contextlib.suppress(OSError):
-            _unlink(backup)
-    _unlink(path)
+        doc = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise _Untrusted("it is not a JSON journal") from None
+    return _journal_entries(doc, m["token"])
+
+
+def _journal_entries(doc: Any, token: str) -> list[dict]:
+    """Check a parsed journal against what :func:`_write_journal` writes; its entries."""
+    if not isinstance(doc, dict) or set(doc) != {"format", "version", "token", "entries"} \
+            or doc["format"] != _JOURNAL_FORMAT:
+        raise _Untrusted("it is not a fastpriv journal")
+    if type(doc["version"]) is not int or doc["version"] != _JOURNAL_VERSION:
+        raise _Untrusted(f"it is not a version-{_JOURNAL_VERSION} fastpriv journal")
+    if doc["token"] != token:
+        raise _Untrusted("its token is not the one in its name")
+    entries = doc["entries"]
+    if not isinstance(entries, list) or not entries:
+        raise _Untrusted("it names no files")
+    seen: set[str] = set()
+    for i, e in enumerate(entries):
+        if not isinstance(e, dict) or set(e) != {"dest", "tmp", "backup", "new"}:
+            raise _Untrusted(f"entry {i} is not a fastpriv journal entry")
+        dest = e["dest"]
+        if not _plain_name(dest) or dest in seen:
+            raise _Untrusted(f"entry {i} does not name one file of the journal's own folder")
+        if e["tmp"] != _temp_name(dest, token) or \
+                e["backup"] not in (None, _backup_name(dest, token)):
+            raise _Untrusted(f"entry {i} names files that are not its destination's "
+                             "temporary file or backup for the journal's token")
+        new = e["new"]
+        if not (isinstance(new, list) and len(new) == 2
+                and all(type(x) is int and x >= 0 for x in new)):
+            raise _Untrusted(f"entry {i} records no inode")
+        seen.add(dest)
+    return entries
+
+
+def _plain_name(name: Any) -> bool:
+    """Whether ``name`` is a file name in its folder (no path) that fastpriv may write."""
+    if not isinstance(name, str) or name in ("", ".", "..") or "\0" in name \
+            or "/" in name or (os.altsep and os.altsep in name) or os.sep in name:
+        return False
+    if name.startswith(".fastpriv-commit-") or _TEMP_NAME.fullmatch(name) \
+            or _BACKUP_NAME.fullmatch(name):
+        return False
+    try:
+        os.fsencode(name)
+    except (UnicodeError, ValueError):
+        return False
+    return True
+
+
+def _undo_journal(dir_fd: int, name: str, entries: list[dict]) -> None:
+    """Roll back the checked ``entries`` of journal ``name``, then remove it.
+
+    A destination whose inode is the recorded new file gets its backup back (or is removed
+    when the set created it); a backup that vanished leaves the new file in place.
+    Temporary files and backups are removed. When any file an entry names is there but is
+    not a regular file (a link, a folder) nothing is changed: the journal does not describe
+    what fastpriv left, and is not followed (:class:`_Untrusted`).
+    """
+    found = [{key: _lstat(e[key], dir_fd) for key in ("dest", "tmp", "backup")}
+             for e in entries]
+    for i, sts in enumerate(found):
+        for key, st in sts.items():
+            if st is not None and not stat.S_ISREG(st.st_mode):
+                raise _Untrusted(f"the {key} of entry {i} is not a regular file")
+    for e, sts in zip(entries, found, strict=True):
+        dest, backup = e["dest"], e["backup"]
+        st = sts["dest"]
+        if st is not None and [st.st_dev, st.st_ino] == e["new"]:
+            if backup is None:
+                os.unlink(dest, dir_fd=dir_fd)
+            elif sts["backup"] is not None:
+                os.replace(backup, dest, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                sts["backup"] = None
+        for key in ("tmp", "backup"):
+            if sts[key] is not None:
+                os.unlink(e[key], dir_fd=dir_fd)
+    os.unlink(name, dir_fd=dir_fd)
+
+
+def _lstat(name: str | None, dir_fd: int) -> os.stat_result | None:
+    """``lstat`` of ``name`` in the folder open on ``dir_fd`` (None: no such file)."""
+    if name is None:
+        return None
+    try:
+        return os.lstat(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+
+
+def _report(path: str, reason: str) -> None:
+    """Report a journal left alone as a :class:`JournalWarning`.
+
+    Where warnings are errors it is one line on standard error instead: a report, never a
+    failed write.
+    """
+    message = (f"left {path!r} alone: {reason}; fastpriv follows only the commit journals "
+               "it wrote (remove the file if nothing needs it)")
+    try:
+        warnings.warn(message, JournalWarning, stacklevel=4)
+    except Warning:
+        print(f"fastpriv: warning: {message}", file=sys.stderr)
 
 
 def _alive(pid: str) -> bool:
     """Whether the process ``pid`` (a decimal string) still runs."""
     try:
         os.kill(int(pid), 0)
-    except (ValueError, ProcessLookupError):
+    except (ValueError, OverflowError, ProcessLookupError):
         return False
     except PermissionError:
         return True
@@ -426,23 +683,24 @@ def _signals_deferred() -> Iterator[None]:
                 os.kill(os.getpid(), s)
 
 
-def _fault(step: str) -> None:
-    """Fault injection for the tests: ``FASTPRIV_IO_FAULT=<step>:<n>[:<signal>]``.
+def install_fault_hook(hook: Callable[[str], None] | None) -> None:
+    """Install the test suite's fault-injection hook (``None`` removes it).
 
-    At the n-th time the commit reaches ``step`` (``stage``, ``commit-start``,
-    ``commit-placed``) the process sends itself the signal (default SIGKILL).
+    ``hook(step)`` is called each time a commit reaches ``step`` (``stage``,
+    ``commit-start``, ``commit-placed``) — the test suite's launcher
+    (``tests/fault_launcher.py``) kills or interrupts the process there. fastpriv itself never
+    installs one and reads no environment variable for it: without a hook the steps do
+    nothing.
     """
-    spec = os.environ.get("FASTPRIV_IO_FAULT", "")
-    if not spec:
-        return
-    name, _, rest = spec.partition(":")
-    if name != step:
-        return
-    count, _, sig = rest.partition(":")
-    left = int(count or 1) - 1
-    os.environ["FASTPRIV_IO_FAULT"] = f"{name}:{left}:{sig}"
-    if left == 0:
-        os.kill(os.getpid(), getattr(signal, sig or "SIGKILL"))
+    global _FAULT_HOOK
+    _FAULT_HOOK = hook
+
+
+def _fault(step: str) -> None:
+    """Call the fault-injection hook, if one is installed (:func:`install_fault_hook`)."""
+    hook = _FAULT_HOOK
+    if hook is not None:
+        hook(step)
 
 
 @contextlib.contextmanager

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +33,8 @@ from fastpriv.errors import InputError, OutputError
 from fastpriv.predicates import criteria_from
 
 QI = ["age", "sex", "race"]
+#: the repository root: where ``python -m tests.fault_launcher`` runs
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -208,11 +211,12 @@ def _anatomy_cli(tmp_path, extra=(), env=None):
     if not src.exists():
         pq.write_table(fp.datasets.load_adult().select([*QI, "occupation"]).slice(0, 3000),
                        src)
-    cmd = [sys.executable, "-m", "fastpriv", "anonymize", str(src), "--method", "anatomy",
-           "--qi", *QI, "--sensitive", "occupation", "--l", "3",
+    # the test suite's launcher: only it turns FASTPRIV_IO_FAULT into a fault
+    cmd = [sys.executable, "-m", "tests.fault_launcher", "anonymize", str(src), "--method",
+           "anatomy", "--qi", *QI, "--sensitive", "occupation", "--l", "3",
            "-o", str(tmp_path / "out" / "r.parquet"),
            "--json", str(tmp_path / "out" / "r.json"), "--overwrite", *extra]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT,
                           env={**os.environ, **(env or {})}, preexec_fn=_default_signals)
 
 
@@ -391,12 +395,12 @@ def test_an_ignored_signal_stays_ignored_through_a_commit(tmp_path):
     """A writer started under nohup (SIGHUP ignored) finishes its commit and succeeds."""
     assert _anatomy_cli(tmp_path).returncode == 0
     cmd = [sys.executable, "-c",
-           "import signal, sys; signal.signal(signal.SIGHUP, signal.SIG_IGN); "
-           "from fastpriv.cli import main; sys.exit(main(sys.argv[1:]))",
+           "import signal; signal.signal(signal.SIGHUP, signal.SIG_IGN); "
+           "from tests.fault_launcher import main; main()",
            "anonymize", str(tmp_path / "in.parquet"), "--method", "anatomy", "--qi", *QI,
            "--sensitive", "occupation", "--l", "3", "-o", str(tmp_path / "out" / "r.parquet"),
            "--overwrite"]
-    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT,
                          env={**os.environ, "FASTPRIV_IO_FAULT": "commit-placed:1:SIGHUP"})
     assert run.returncode == 0, run.stderr
     assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".fastpriv")]
