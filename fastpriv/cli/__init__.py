@@ -7,8 +7,12 @@ the kernels inside their run function, so ``fastpriv --help`` stays fast.
 
 Exit statuses: 0 every check holds, 1 one fails, 2 bad input (including a flag argparse
 refuses), 3 internal error, 130 interrupted, and 141 (128 + SIGPIPE, what a Unix tool
-killed by SIGPIPE reports) when standard output was closed before the command finished —
-``fastpriv audit … | head`` ends quietly, without a traceback, like ``cat`` or ``yes``.
+killed by SIGPIPE reports) when standard output was closed before the command finished and
+its verdict was 0 — ``fastpriv audit … | head`` ends quietly, without a traceback, like
+``cat`` or ``yes``. A closed standard output never costs a file: the command runs on (its
+output goes to the null device, :class:`~fastpriv.cli._common.PipeSafe`), every file it
+writes is committed, and standard error says in one line what was not delivered and which
+files were written (:func:`_undelivered`).
 
 A flag a command does not know is reported with that command's usage and the nearest valid
 flag ("did you mean --min-size?"); flags are never abbreviated (a prefix could name another
@@ -23,13 +27,14 @@ the text to standard error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import pkgutil
 import re
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
 from .._version import __version__
@@ -231,24 +236,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
-    from ._common import TerminalSafe, escape, forget_buffered
+    from ._common import PipeSafe, TerminalSafe, escape, forget_buffered
 
     forget_buffered()
     real_stdout = sys.stdout
-    args.stdout = real_stdout                 # machine output (--json -) goes here, as is
-    text_to = sys.stderr if getattr(args, "json", None) == "-" else real_stdout
-    sys.stdout = TerminalSafe(text_to)
+    machine = PipeSafe(real_stdout)
+    args.stdout = machine                     # machine output (--json -) goes here, as is
+    to_stdout = getattr(args, "json", None) != "-"
+    text = TerminalSafe(real_stdout if to_stdout else sys.stderr)
+    sys.stdout = text
     try:
         from .._io import output_set
 
         _note_inputs(args)
-        with output_set():                    # every file the command writes: one unit
-            status = int(args.func(args) or 0)
-        sys.stdout.flush()                    # a closed pipe shows here, not at exit
-        real_stdout.flush()
-        return status
+        with _warnings_on_one_line(args.command), output_set() as outputs:
+            status = int(args.func(args) or 0)   # every file it writes: one unit
+        text.flush()                          # a closed pipe shows here, if not before
+        machine.flush()
+        return _undelivered(args.command, status, summary_lost=text.lost and to_stdout,
+                            json_lost=machine.lost, written=outputs.committed)
     except BrokenPipeError:
-        return _stdout_closed(real_stdout)
+        machine.to_devnull()
+        return EXIT_BROKEN_PIPE
     except (InputError, FileExistsError, FileNotFoundError, IsADirectoryError,
             NotADirectoryError, PermissionError) as exc:
         print(f"fastpriv {args.command}: error: {escape(exc)}", file=sys.stderr)
@@ -267,6 +276,53 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _internal_error(args.command)
     finally:
         sys.stdout = real_stdout
+
+
+def _undelivered(command: str, status: int, *, summary_lost: bool, json_lost: bool,
+                 written: list[str]) -> int:
+    """Return the exit status of a command whose standard output may have been closed.
+
+    Nothing lost: ``status``. Otherwise the command's own verdict when it is not 0, else
+    :data:`EXIT_BROKEN_PIPE`; one line on standard error says what was not delivered and
+    which files were written — when the JSON was lost (``--json -``), or when files were
+    written (the summary alone lost, with nothing written, ends quietly, as Unix tools do).
+    """
+    if not (summary_lost or json_lost):
+        return status
+    if json_lost or written:
+        from ._common import escape
+
+        what = ("the JSON (--json -) was not delivered" if json_lost
+                else "the summary was not shown")
+        files = ("; written: " + ", ".join(escape(p) for p in written) if written
+                 else "; no file was written")
+        with contextlib.suppress(OSError, ValueError):
+            print(f"fastpriv {command}: standard output was closed: {what}{files}",
+                  file=sys.stderr)
+    return status or EXIT_BROKEN_PIPE
+
+
+@contextlib.contextmanager
+def _warnings_on_one_line(command: str) -> Iterator[None]:
+    """Show a :class:`fastpriv._io.JournalWarning` as one line ``fastpriv CMD: warning: …``."""
+    import warnings
+
+    from .._io import JournalWarning
+    from ._common import escape
+
+    plain = warnings.formatwarning
+
+    def one_line(message: Any, category: type, filename: str, lineno: int,
+                 line: str | None = None) -> str:
+        if issubclass(category, JournalWarning):
+            return f"fastpriv {command}: warning: {escape(message)}\n"
+        return plain(message, category, filename, lineno, line)
+
+    warnings.formatwarning = one_line
+    try:
+        yield
+    finally:
+        warnings.formatwarning = plain
 
 
 def console() -> NoReturn:
@@ -292,35 +348,23 @@ def _note_inputs(args: argparse.Namespace) -> None:
     """Record every existing path among the options as an input no output may replace.
 
     Data, hierarchy folders, knowledge files, population tables: whatever the command reads,
-    compared by real path and inode (:func:`fastpriv._io.note_input`).
+    compared by real path and inode (:func:`fastpriv._io.note_input`). An option that reads
+    standard input (``-``, ``/dev/stdin``) records the file it was redirected from, if any
+    (``fastpriv anonymize - … -o data.csv < data.csv``; :func:`fastpriv._io.note_input_stream`).
     """
-    import os
-
-    from .._io import note_input
+    from .._io import note_input, note_input_stream
+    from ._common import STDIN
 
     for name, value in vars(args).items():
         if name in OUTPUT_OPTIONS or name in ("func", "argv"):
             continue
         for v in value if isinstance(value, (list, tuple)) else [value]:
-            if isinstance(v, str) and v not in ("", "-") and os.path.exists(v):
+            if not isinstance(v, str):
+                continue
+            if v in STDIN:
+                note_input_stream(0)
+            if v not in ("", "-") and os.path.exists(v):
                 note_input(v)
-
-
-def _stdout_closed(stream: object) -> int:
-    """Point standard output at the null device and return :data:`EXIT_BROKEN_PIPE`.
-
-    Python flushes standard output again at exit: that flush then goes nowhere instead of
-    failing. A reader that went away is not an error.
-    """
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, stream.fileno())  # type: ignore[attr-defined]
-        finally:
-            os.close(devnull)
-    except (AttributeError, OSError, ValueError):  # not a file (tests capture it)
-        pass
-    return EXIT_BROKEN_PIPE
 
 
 def _interrupted(exc: BaseException) -> bool:

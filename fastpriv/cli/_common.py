@@ -25,8 +25,8 @@ from typing import Any
 
 from .._timing import Timer
 
-__all__ = ["STDIN", "TerminalSafe", "Timer", "add_bucketize_argument", "add_command",
-           "add_data_arguments", "add_encoding_argument", "add_knowledge_arguments",
+__all__ = ["STDIN", "PipeSafe", "TerminalSafe", "Timer", "add_bucketize_argument",
+           "add_command", "add_data_arguments", "add_encoding_argument", "add_knowledge_arguments",
            "add_nulls_argument", "add_output_arguments", "add_risk_arguments", "bounded",
            "bucketize", "bucketize_spec", "check_grouping", "confidence", "count",
            "emit_json", "epilog", "escape", "examples_of", "file_output", "forget_buffered",
@@ -587,28 +587,72 @@ def escape(text: Any) -> str:
     return escape_control(str(text))
 
 
-class TerminalSafe:
+class PipeSafe:
+    """A text stream that outlives its reader (a pipe closed by ``head``).
+
+    A write or flush that finds the pipe closed (``BrokenPipeError``) points the stream's
+    file descriptor at the null device (:meth:`to_devnull`) — later writes, and Python's flush
+    at exit, go nowhere instead of failing — and sets :attr:`lost`: what the command wrote
+    there was not all delivered. The command goes on, so its files are still written;
+    :func:`fastpriv.cli.main` then reports the loss. :func:`fastpriv.cli.main` puts the
+    machine output (``--json -``) behind one.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        #: whether the reader went away before everything written here was delivered
+        self.lost = False
+
+    def _render(self, text: str) -> str:
+        return text
+
+    def write(self, text: str) -> int:
+        if not self.lost:
+            try:
+                self.stream.write(self._render(text))
+            except BrokenPipeError:
+                self.to_devnull()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.lost:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self.to_devnull()
+
+    def to_devnull(self) -> None:
+        """Record the stream as lost and point its descriptor at the null device."""
+        self.lost = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, self.stream.fileno())
+            finally:
+                os.close(devnull)
+        except (AttributeError, OSError, ValueError):  # not a file (tests capture it)
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+class TerminalSafe(PipeSafe):
     r"""A text stream that shows terminal control characters escaped (``\x1b``).
 
     Newlines and tabs pass through. :func:`fastpriv.cli.main` puts the text output of every
     command behind one, so a column name or value holding an escape sequence cannot drive
     the terminal (recolour, move the cursor, retitle the window, hide text with ``\r``).
+    A closed pipe is survived as by :class:`PipeSafe`.
     """
 
     def __init__(self, stream: Any) -> None:
-        self.stream = stream
+        super().__init__(stream)
         self._escape: Callable[..., str] | None = None
 
-    def write(self, text: str) -> int:
+    def _render(self, text: str) -> str:
         if self._escape is None:
             from ..report.text import escape_control
 
             self._escape = escape_control
-        self.stream.write(self._escape(text, keep_lines=True))
-        return len(text)
-
-    def flush(self) -> None:
-        self.stream.flush()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
+        return self._escape(text, keep_lines=True)
