@@ -50,9 +50,9 @@ from typing import Any
 
 from .errors import InputError, OutputError
 
-__all__ = ["atomic_write", "check_output", "check_outputs", "write_text", "write_json",
-           "write_table", "OutputSet", "output_set", "note_input", "note_input_stream",
-           "recover", "JournalWarning", "install_fault_hook"]
+__all__ = ["announce_written", "atomic_write", "check_output", "check_outputs", "write_text",
+           "write_json", "write_table", "OutputSet", "output_set", "note_input",
+           "note_input_stream", "recover", "JournalWarning", "install_fault_hook"]
 
 PathLike = "str | os.PathLike[str]"
 
@@ -211,6 +211,11 @@ class OutputSet:
         self._token = f"{os.getpid()}-{secrets.token_hex(6)}"
         #: destination paths put in place by :meth:`commit`
         self.committed: list[str] = []
+        self._announcements: list[str] = []
+
+    def announce(self, text: str) -> None:
+        """Say ``text`` on standard error once the set has committed (never if it fails)."""
+        self._announcements.append(text)
 
     def __enter__(self) -> OutputSet:
         return self
@@ -250,10 +255,11 @@ class OutputSet:
         return dest
 
     def discard(self) -> None:
-        """Remove every staged temporary file (nothing is put in place)."""
+        """Remove every staged temporary file (nothing is put in place, nothing announced)."""
         for s in self._staged:
             _unlink(s.tmp)
         self._staged = []
+        self._announcements = []
 
     def commit(self) -> list[str]:
         """Put every staged file in place, all or none; return the destination paths.
@@ -292,7 +298,32 @@ class OutputSet:
             for s in staged:
                 _unlink(s.tmp)
         self.committed.extend(s.dest for s in staged)
+        said, self._announcements = self._announcements, []
+        for text in said:
+            _say(text)
         return [s.dest for s in staged]
+
+
+def _say(text: str) -> None:
+    """Print one announcement on standard error (a closed stderr loses it quietly)."""
+    import sys
+
+    with contextlib.suppress(OSError, ValueError):
+        print(text, file=sys.stderr)
+
+
+def announce_written(dest: str, note: str = "") -> None:
+    """Say ``wrote DEST (note)`` on standard error once ``dest`` is really in place.
+
+    Inside :func:`output_set` the line waits for the set's commit (a failed commit says
+    nothing was written, never "wrote"); outside, the file was committed already.
+    """
+    text = f"wrote {dest}" + (f" ({note})" if note else "")
+    current = _CURRENT.get()
+    if current is None:
+        _say(text)
+    else:
+        current.announce(text)
 
 
 def _temp_name(base: str, token: str) -> str:

@@ -223,3 +223,21 @@ def test_highest_risk_caps_its_class_size():
     assert not crit(rel)
     with pytest.raises(fp.InputError, match="k must be <="):
         predicates.KAnonymity(2 ** 63)
+
+
+# ------------------------------------------------------------------ "wrote" only when written
+def test_wrote_is_said_only_after_the_commit(tmp_path, capsys):
+    from fastpriv import _io
+
+    dest = tmp_path / "out.json"
+    with pytest.raises(FileExistsError), _io.output_set():
+        _io.write_json(dest, {"a": 1})
+        _io.announce_written(str(dest))
+        assert "wrote" not in capsys.readouterr().err      # not yet: nothing is in place
+        dest.write_text("created meanwhile by someone else")
+    assert "wrote" not in capsys.readouterr().err          # the commit failed: never said
+    assert dest.read_text() == "created meanwhile by someone else"
+    with _io.output_set():
+        _io.write_json(tmp_path / "b.json", {"a": 1})
+        _io.announce_written("b.json")
+    assert capsys.readouterr().err.strip() == "wrote b.json"

@@ -328,10 +328,10 @@ def _cli_run(args: Any, data: Any, criterion: Any) -> AnatomyResult:
                   sensitive_values=args.anatomy_sensitive_values,
                   nulls="drop" if getattr(args, "nulls", "error") == "drop" else "error")
     if args.anatomy_tables:
-        import sys
+        from .._io import announce_written
 
-        a, b = res.write_tables(*args.anatomy_tables, overwrite=args.overwrite)
-        print(f"wrote {a}\nwrote {b}", file=sys.stderr)
+        for dest in res.write_tables(*args.anatomy_tables, overwrite=args.overwrite):
+            announce_written(dest)
     return res
 
 

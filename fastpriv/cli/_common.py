@@ -561,11 +561,11 @@ def emit_json(args: argparse.Namespace, payload: dict, inputs: list[Any] = ()) -
 
         write_stdout(args, json.dumps(to_jsonable(payload), indent=2, allow_nan=False) + "\n")
         return
-    from .._io import write_json
+    from .._io import announce_written, write_json
 
     dest = write_json(dest, payload, overwrite=args.overwrite,
                       inputs=[getattr(args, "data", None), *inputs])
-    print(f"wrote {escape(dest)}", file=sys.stderr)
+    announce_written(escape(dest))
 
 
 def write_stdout(args: argparse.Namespace, text: str) -> None:

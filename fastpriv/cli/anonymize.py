@@ -575,8 +575,8 @@ def _one_row_per_person(args: argparse.Namespace, data: Any) -> Any:
 def _write_outputs(args: argparse.Namespace, result: Any, data: Any, inputs: list,
                    payload: dict) -> None:
     """Stage every output of the run (one unit, committed by the caller's output set)."""
-    from .._io import write_table
-    from ._common import emit_json
+    from .._io import announce_written, write_table
+    from ._common import emit_json, escape
 
     failure = payload["failure"]
     if args.output and failure:
@@ -586,12 +586,11 @@ def _write_outputs(args: argparse.Namespace, result: Any, data: Any, inputs: lis
             raise InputError(f"method {args.method!r} returned no publishable table")
         for dest in result.write(args.output, data, keep=args.keep, overwrite=args.overwrite,
                                  format=args.format, count_column=args.count_column):
-            print(f"wrote {dest} (release)", file=sys.stderr)
+            announce_written(escape(dest), "release")
     if args.auditor_view:
         dest = write_table(args.auditor_view, result.auditor_view(data),
                            overwrite=args.overwrite, format=args.format, inputs=inputs)
-        print(f"wrote {dest} (auditor's view: NOT a release, never publish it)",
-              file=sys.stderr)
+        announce_written(escape(dest), "auditor's view: NOT a release, never publish it")
     emit_json(args, payload, inputs=inputs)
 
 

@@ -103,10 +103,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv attack``."""
-    import sys
-
     from .. import foreground
-    from .._io import check_outputs, write_table
+    from .._io import announce_written, check_outputs, write_table
     from .._progress import Progress
     from ._common import (
         Timer,
@@ -164,10 +162,10 @@ def run(args: argparse.Namespace) -> int:
     if args.distributions:
         dest = write_table(args.distributions, md.table(), overwrite=args.overwrite,
                            inputs=inputs)
-        print(f"wrote {escape(dest)}", file=sys.stderr)
+        announce_written(escape(dest))
     if args.tuples:
         dest = write_table(args.tuples, res.tuples(), overwrite=args.overwrite, inputs=inputs)
-        print(f"wrote {escape(dest)}", file=sys.stderr)
+        announce_written(escape(dest))
     payload = res.to_dict(max_items=max(args.top, 10))
     payload["timings_s"] = {"total": t.seconds}
     emit_json(args, payload, inputs=[f for f in (args.sensitive_table, args.original) if f])

@@ -112,9 +112,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv report``."""
-    import sys
-
-    from .._io import check_outputs
+    from .._io import announce_written, check_outputs
     from ..registry import thresholds_of
     from ..report import build_report
     from ._common import escape, file_output, load_data, load_population, write_stdout
@@ -153,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"(report built in {rep.data['timings_s']['total']:.2f} s)")
     for dest in rep.write(html=args.output, json=json_file, overwrite=args.overwrite,
                           inputs=inputs):
-        print(f"wrote {escape(dest)}", file=sys.stderr)
+        announce_written(escape(dest))
     if args.json == "-":
         import json
 

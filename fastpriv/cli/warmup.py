@@ -113,10 +113,8 @@ def run(args: argparse.Namespace) -> int:
                            [[r["kernel"], r["helper"], r["signatures"], r["cache_hits"],
                              r["cache_misses"]] for r in rows], title="kernels"))
     if getattr(args, "json", None):
-        import sys
-
-        from .._io import write_json
+        from .._io import announce_written, write_json
 
         dest = write_json(args.json, payload, overwrite=args.overwrite, inputs=[])
-        print(f"wrote {dest}", file=sys.stderr)
+        announce_written(dest)
     return 0
