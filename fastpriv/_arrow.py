@@ -335,6 +335,23 @@ def as_table(data: Any, columns: Sequence[str] | None = None, *, param: str = "d
     if columns is not None:
         check_columns(columns, table.column_names, param)
         table = table.select(list(columns))
+    return _without_views(table)
+
+
+def _without_views(table: pa.Table) -> pa.Table:
+    """Return ``table`` with string/binary view columns as plain strings/binaries.
+
+    The same values in the layout every Arrow kernel takes (pyarrow has no take, filter or
+    sort for views): a row selected, dropped or published keeps its exact value.
+    """
+    for i, field in enumerate(table.schema):
+        t = field.type
+        plain = pa.string() if _is_view(t, "string") else pa.binary() if _is_view(t, "binary") \
+            else None
+        if plain is not None:
+            table = table.set_column(i, pa.field(field.name, plain, field.nullable,
+                                                 field.metadata),
+                                     table.column(i).cast(plain))
     return table
 
 
@@ -796,17 +813,16 @@ def encode_column(col: Any, *, name: str = "column") -> Encoded:
     col = _chunked(col)
     n = len(col)
     typ = col.type
-    if pa.types.is_nested(typ) or (pa.types.is_dictionary(typ)
-                                   and pa.types.is_nested(typ.value_type)):
-        raise InputError(f"column {name!r} holds {typ} values; a QI, group or value column "
-                         "must hold scalar values (numbers, strings, dates, times)")
+    check_scalar(typ, name)
     if n == 0:
-        return Encoded(np.empty(0, dtype=np.int32), canonical_labels(pa.array([], type=typ)))
+        return Encoded(np.empty(0, dtype=np.int32),
+                       canonical_labels(pa.array([], type=typ), name=name))
     if pa.types.is_integer(typ) and col.null_count == 0:
         arr = col.to_numpy()  # zero-copy for a single chunk without nulls
         lo, hi = int(arr.min()), int(arr.max())
         span = hi - lo + 1
-        if span <= max(_DENSE_SPAN_LIMIT, 2 * n) and span <= _DENSE_SPAN_MAX:
+        if span <= max(_DENSE_SPAN_LIMIT, 2 * n) and span <= _DENSE_SPAN_MAX \
+                and hi <= INT64_MAX:      # uint64 above it: the int64 kernel would wrap
             codes, uniques = dense_encode(kernel_array(arr, np.int64), lo, span)
             return Encoded(codes, canonical_labels(pa.array(uniques).cast(typ)))
     if pa.types.is_dictionary(typ):
@@ -827,45 +843,102 @@ def encode_column(col: Any, *, name: str = "column") -> Encoded:
         remap[keep] = np.arange(len(keep))
         raw = remap[raw]
         labels = labels.take(pa.array(keep))
-        return _sorted_encoding(raw, labels)
+        return _sorted_encoding(raw, labels, name)
     enc = pc.dictionary_encode(col, null_encoding="encode")
     labels = enc.chunks[0].dictionary if enc.num_chunks else pa.array([], typ)
     raw = pa.chunked_array([c.indices for c in enc.chunks]).to_numpy().astype(np.int64, copy=False)
-    return _sorted_encoding(raw, labels)
+    return _sorted_encoding(raw, labels, name)
 
 
-def canonical_labels(labels: pa.Array) -> pa.Array:
-    """Normalize label types so equal data from different sources compares equal.
+def check_scalar(typ: pa.DataType, name: str) -> None:
+    """Refuse a column of nested values (lists, structs, maps) as a QI, group or value.
 
-    Strings of every layout become ``string``, binaries ``binary``, integers ``int64``,
-    floats ``float64``; other types are kept.
+    An :class:`~fastpriv.errors.InputError` naming the column and its type.
+    """
+    if pa.types.is_nested(typ) or (pa.types.is_dictionary(typ)
+                                   and pa.types.is_nested(typ.value_type)):
+        raise InputError(f"column {name!r} holds {typ} values; a QI, group or value column "
+                         "must hold scalar values (numbers, strings, dates, times)")
+
+
+def _is_view(t: pa.DataType, kind: str) -> bool:
+    return getattr(pa.types, f"is_{kind}_view", lambda _: False)(t)
+
+
+def canonical_labels(labels: pa.Array, *, name: str = "column") -> pa.Array:
+    """Normalize labels so equal data from different sources compares equal, exactly.
+
+    Strings of every layout become ``string``, binaries ``binary``, integers ``int64``
+    (``uint64`` is kept), floats ``float64`` with ``-0.0`` written ``0.0`` (they are equal
+    numbers: one value, one label), ``date64`` becomes ``date32``, and nanosecond
+    timestamps, times and durations become microseconds — the resolution of Python's
+    ``datetime``, ``time`` and ``timedelta``, in which every label is handed out
+    (``Release.values``, group labels, generalized values). A value those conversions
+    would change (a ``date64`` that is not a whole day, a nanosecond value that is not a
+    whole microsecond) is refused: an :class:`~fastpriv.errors.InputError` naming the
+    column ``name`` and its type, never a label that merges two values.
     """
     t = labels.type
     if pa.types.is_dictionary(t):
         labels = labels.cast(t.value_type)
         t = labels.type
-    if pa.types.is_large_string(t) or getattr(pa.types, "is_string_view", lambda _: False)(t):
+    if pa.types.is_large_string(t) or _is_view(t, "string"):
         return labels.cast(pa.string())
-    if pa.types.is_large_binary(t) or getattr(pa.types, "is_binary_view", lambda _: False)(t):
+    if pa.types.is_large_binary(t) or _is_view(t, "binary"):
         return labels.cast(pa.binary())
     if pa.types.is_integer(t) and t != pa.int64():
         if pa.types.is_unsigned_integer(t) and t.bit_width == 64:
             return labels
         return labels.cast(pa.int64())
-    if pa.types.is_floating(t) and t != pa.float64():
-        return labels.cast(pa.float64())
+    if pa.types.is_floating(t):
+        return pc.add(labels.cast(pa.float64()), 0.0)    # -0.0 + 0.0 is 0.0
+    exact = _microsecond_type(t)
+    if exact is not None:
+        try:
+            return labels.cast(exact)
+        except pa.ArrowInvalid:
+            what = ("values that are not whole days" if pa.types.is_date64(t)
+                    else "values below a microsecond")
+            raise InputError(f"column {name!r} holds {t} {what}; fastpriv hands values out as "
+                             f"Python dates and times, exact to the microsecond: cast the "
+                             f"column to {exact} (or to strings) first") from None
     return labels
 
 
-def _sorted_encoding(raw: np.ndarray, labels: pa.Array) -> Encoded:
-    """Relabel codes so that code order = ascending label order (nulls last)."""
-    labels = canonical_labels(labels)
+def _microsecond_type(t: pa.DataType) -> pa.DataType | None:
+    """Return the exact type :func:`canonical_labels` gives ``date64`` and nanosecond types."""
+    if pa.types.is_date64(t):
+        return pa.date32()
+    if getattr(t, "unit", None) != "ns":
+        return None
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us", t.tz)
+    if pa.types.is_time64(t):
+        return pa.time64("us")
+    if pa.types.is_duration(t):
+        return pa.duration("us")
+    return None
+
+
+def _sorted_encoding(raw: np.ndarray, labels: pa.Array, name: str = "column") -> Encoded:
+    """Relabel codes so that code order = ascending label order (nulls last).
+
+    Labels that :func:`canonical_labels` makes equal (``-0.0`` and ``0.0``) share a code.
+    """
+    labels = canonical_labels(labels, name=name)
     if len(labels) == 0:
         return Encoded(raw.astype(np.int32), labels)
     order = pc.array_sort_indices(labels, null_placement="at_end").to_numpy()
+    ranked = labels.take(pa.array(order))
+    new = np.ones(len(order), dtype=bool)
+    if pa.types.is_floating(labels.type) and len(order) > 1:
+        same = pc.equal(ranked[1:], ranked[:-1]).to_numpy(zero_copy_only=False)
+        new[1:] = ~np.asarray(same, dtype=bool)      # a null compares as null: kept
     rank = np.empty(len(order), dtype=np.int32)
-    rank[order] = np.arange(len(order), dtype=np.int32)
-    return Encoded(rank[raw], labels.take(pa.array(order)))
+    rank[order] = np.cumsum(new, dtype=np.int32) - 1
+    if not new.all():
+        ranked = ranked.filter(pa.array(new))
+    return Encoded(rank[raw], ranked)
 
 
 def encode_keys(columns: Sequence[Any], *, names: Sequence[str]) -> tuple[np.ndarray, pa.Table]:

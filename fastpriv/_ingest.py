@@ -760,12 +760,13 @@ class LabelCodes:
         else:
             f = arr.to_numpy(zero_copy_only=False).astype(np.float64)
             f[np.isnan(f)] = np.nan  # one NaN bit pattern (Arrow unifies NaNs)
+            f += 0.0                 # and one zero: -0.0 is 0.0 (canonical_labels)
             x = f.view(np.int64)
         return self.ints.encode(x)
 
     def _encode_generic(self, arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         enc = pc.dictionary_encode(arr, null_encoding="encode")
-        dictionary = enc.dictionary
+        dictionary = canonical_labels(enc.dictionary, name=self.name)   # exact Python keys
         labels = dictionary.to_pylist()
         remap = np.empty(len(labels), dtype=np.int32)
         new = []
@@ -783,7 +784,7 @@ class LabelCodes:
             remap[i] = code
         if new:
             chunk = dictionary.take(pa.array(new)) if len(new) < len(labels) else dictionary
-            self.chunks.append(canonical_labels(chunk))
+            self.chunks.append(chunk)
         return _ro(enc.indices.to_numpy(zero_copy_only=False), np.int32), _ro(remap, np.int32)
 
     def labels(self) -> pa.Array:

@@ -38,14 +38,24 @@ def _mix(x: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
-def _column_rank(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """Dense rank of each value of one column (equal values, nulls included, share a rank)."""
+def _column_rank(col: pa.ChunkedArray | pa.Array, name: str) -> np.ndarray:
+    """Dense rank of each value of one column (equal values, nulls included, share a rank).
+
+    Values are ranked as they are (-0.0 ranks with 0.0, the one value
+    :func:`fastpriv._arrow.canonical_labels` makes of them; string views never get here:
+    :func:`fastpriv._arrow.as_table` reads them as strings).
+    A column of nested values (lists, structs) has no order to publish rows in: an
+    :class:`~fastpriv.errors.InputError` naming the column and its type.
+    """
     import pyarrow.compute as pc
+
+    from .._arrow import check_scalar
 
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
     if pa.types.is_dictionary(col.type):
         col = col.dictionary_decode()
+    check_scalar(col.type, name)
     return np.asarray(pc.rank(col, tiebreaker="dense"), dtype=np.int64)
 
 
@@ -59,7 +69,7 @@ def dense_rank(table: pa.Table) -> np.ndarray:
     n = table.num_rows
     if table.num_columns == 0 or n == 0:
         return np.zeros(n, dtype=np.int64)
-    ranks = [_column_rank(table.column(i)) for i in range(table.num_columns)]
+    ranks = [_column_rank(table.column(i), name) for i, name in enumerate(table.column_names)]
     if len(ranks) == 1:
         return ranks[0] - 1
     order = np.lexsort(ranks[::-1])

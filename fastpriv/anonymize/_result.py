@@ -360,7 +360,7 @@ class Anonymized(Result):
             check_no_relink(kept.filter(pa.array(mask)) if not mask.all() else kept, keep,
                             self.sensitive)
         rel = self.release
-        value_rank = dense_rank(pa.table({"v": pa.array(rel.values)}))
+        value_rank = dense_rank(pa.table({"v": rel.value_labels}))
         extra = entries_digest(rel.entry_group, value_rank[rel.codes], rel.counts,
                                rel.n_groups)
         order, new_id = canonical_order(content.select(list(self.qi)), g, rows=content,
@@ -376,7 +376,7 @@ class Anonymized(Result):
         groups = new_id[np.asarray(rel.entry_group, dtype=np.int64)]
         order = np.lexsort((value_rank[codes], groups))
         tab = pa.table({group_column: pa.array(groups[order], pa.int64()),
-                        self.sensitive: pa.array(rel.values).take(pa.array(codes[order])),
+                        self.sensitive: rel.value_labels.take(pa.array(codes[order])),
                         count_column: pa.array(np.asarray(rel.counts)[order])})
         return tab.replace_schema_metadata(self._metadata("release: sensitive table", ()))
 
