@@ -1,15 +1,63 @@
-"""The order of group and value labels used by the streaming and distributed audits.
+"""Labels: their order (streaming and distributed audits) and their text (releases).
 
-Labels of one column compare with ``<``; several key columns compare as tuples, column by
-column; a null (``None``) sorts last; labels of kinds that do not compare (an int and a
-str) fall back to their text.
+Order: labels of one column compare with ``<``; several key columns compare as tuples,
+column by column; a null (``None``) sorts last; labels of kinds that do not compare (an int
+and a str) fall back to their text.
+
+Text (:func:`label_text`): how a value is written in a published label (a generalized
+range ``[17, 25]``, a value set, a hierarchy file) and how a data value is matched with a
+hierarchy's text. It is exact — two different values never share a text, and the text is
+the value as written, never trimmed or case-folded: ``" M"`` stays ``" M"``.
 """
 
 from __future__ import annotations
 
+import numbers
+from fractions import Fraction
 from typing import Any
 
-__all__ = ["label_less", "LabelKey"]
+import numpy as np
+
+__all__ = ["label_less", "LabelKey", "label_text", "decimal_text"]
+
+
+def label_text(v: Any) -> str:
+    """Return the exact text of one label (a Python value, as Arrow's ``to_pylist`` gives).
+
+    Strings are themselves; booleans ``True``/``False``; integers in full (``2**63 - 1``
+    has all its digits); floats without a decimal point when integral (``39.0`` is
+    ``39``, ``-0.0`` is ``0``), else their shortest round-trip text (``repr``); a
+    :class:`~fractions.Fraction` as its exact decimal (:func:`decimal_text`); anything
+    else (``Decimal``, dates, times, durations) its ``str``, which is exact for the
+    microsecond values :func:`fastpriv._arrow.canonical_labels` hands out.
+    """
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, numbers.Integral):
+        return str(int(v))
+    if isinstance(v, Fraction):
+        return decimal_text(v)
+    if isinstance(v, (float, np.floating)):
+        x = float(v)
+        return str(int(x)) if x.is_integer() else repr(x)
+    return str(v)
+
+
+def decimal_text(q: Fraction) -> str:
+    """Exact decimal text of ``q`` (``3/2`` → ``1.5``); ``p/q`` when it does not terminate."""
+    if q.denominator == 1:
+        return str(q.numerator)
+    d, k = q.denominator, 0
+    while d % 2 == 0 or d % 5 == 0:
+        d //= 2 if d % 2 == 0 else 5
+        k += 1
+    if d != 1:
+        return f"{q.numerator}/{q.denominator}"
+    digits = str(abs(q.numerator) * 10 ** k // q.denominator).rjust(k + 1, "0")
+    body = f"{digits[:-k]}.{digits[-k:]}".rstrip("0").rstrip(".")
+    return ("-" if q < 0 else "") + body
 
 
 def label_less(a: Any, b: Any) -> bool:

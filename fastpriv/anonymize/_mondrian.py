@@ -38,6 +38,7 @@ import pyarrow as pa
 
 from .._arrow import encode_column
 from .._cells import compress
+from .._labels import label_text
 from .._validation import check_choice, check_columns, exact_bincount, kernel_array
 from ..errors import InputError
 from ..predicates import Criterion, LocalCriterion, criteria_from, kernel_spec
@@ -61,11 +62,27 @@ def _is_ordered(typ: pa.DataType) -> bool:
 
 
 def _positions(labels: pa.Array) -> np.ndarray:
+    """Float positions of sorted ordered labels, for the widest-range rule only.
+
+    They rank attributes by normalized range (:func:`~fastpriv._kernels.mondrian.
+    attribute_order`) and nothing else: splits, groups and published ranges come from the
+    exact codes and labels. Integers and temporal values are positions relative to the
+    smallest label, the difference taken in exact integer arithmetic (int64 extremes,
+    uint64 above 2**63) and only then rounded to float.
+    """
     typ = labels.type
     if pa.types.is_temporal(typ):       # dates/times: their integer storage is ordered
         storage = pa.int32() if typ.bit_width == 32 else pa.int64()
-        return np.asarray(labels.view(storage).to_numpy(zero_copy_only=False), np.float64)
-    return np.asarray(labels.cast(pa.float64()).to_numpy(zero_copy_only=False), np.float64)
+        labels = labels.view(storage)
+        typ = storage
+    if pa.types.is_integer(typ):
+        x = labels.to_numpy(zero_copy_only=False)
+        if x.size == 0:
+            return np.zeros(0, dtype=np.float64)
+        # sorted, so x - x[0] lies in [0, 2**64): exact in uint64 arithmetic (wraps back)
+        return (x.astype(np.uint64) - np.uint64(x[0].astype(np.uint64))).astype(np.float64)
+    return np.asarray(labels.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False),
+                      np.float64)
 
 
 class MondrianTree:
@@ -341,12 +358,6 @@ def _kernel_evaluable(crit: Criterion) -> bool:
                                                 and hasattr(crit, "group_ok"))
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
-
-
 def _range_sets(lo: np.ndarray, hi: np.ndarray, dom: pa.Array
                 ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """Labels ``[lo, hi]`` (or the value) and member ranges of each distinct (lo, hi)."""
@@ -355,7 +366,7 @@ def _range_sets(lo: np.ndarray, hi: np.ndarray, dom: pa.Array
     uniq, inv = np.unique(key, return_inverse=True)
     ulo, uhi = uniq // D, uniq % D
     vals = dom.to_pylist()
-    labels = [_fmt(vals[x]) if x == y else f"[{_fmt(vals[x])}, {_fmt(vals[y])}]"
+    labels = [label_text(vals[x]) if x == y else f"[{label_text(vals[x])}, {label_text(vals[y])}]"
               for x, y in zip(ulo.tolist(), uhi.tolist(), strict=True)]
     lens = uhi - ulo + 1
     indptr = np.zeros(len(uniq) + 1, dtype=np.int64)
@@ -374,8 +385,8 @@ def _value_sets(ip: np.ndarray, cs: np.ndarray, dom: pa.Array
         s = tuple(sorted(cs[ip[g]:ip[g + 1]].tolist()))
         per_group[g] = index.setdefault(s, len(index))
     sets = list(index)
-    labels = [_fmt(vals[s[0]]) if len(s) == 1 else "{" + ", ".join(_fmt(vals[x]) for x in s) + "}"
-              for s in sets]
+    labels = [label_text(vals[s[0]]) if len(s) == 1
+              else "{" + ", ".join(label_text(vals[x]) for x in s) + "}" for s in sets]
     indptr = np.zeros(len(sets) + 1, dtype=np.int64)
     np.cumsum([len(s) for s in sets], out=indptr[1:])
     members = np.fromiter((x for s in sets for x in s), dtype=np.int32, count=int(indptr[-1]))
