@@ -31,8 +31,19 @@ generalized code. Generalizing a column to a level is then a single gather
 ``maps[level][codes]``. Generalized codes at each level are ordered by the smallest domain
 value they contain, so interval levels come out in numeric order.
 
-Values are matched by their text: data value ``39`` matches the hierarchy label ``"39"``,
-and an integral float ``39.0`` matches ``"39"`` too.
+Values are compared exactly as written: a data value matches the hierarchy row whose
+first cell is its text (:func:`fastpriv._labels.label_text`: ``39`` is ``"39"``, an
+integral float ``39.0`` is ``"39"`` and is also found as ``"39.0"``), never trimmed or
+case-folded. A data value ``" M"`` is not the hierarchy's ``M``: when a value is missing
+only that way (equal after removing outer spaces and case), the error names both
+spellings.
+
+Numbers are exact. The interval builder computes every bound in exact arithmetic — Python
+integers for integer columns (int64 and uint64 extremes included), decimal fractions for
+decimals and floats (a float is the number its shortest text writes, ``0.1`` is one tenth)
+— so every value lies in its own ``[lo, hi)`` read as exact decimal numbers. Columns the
+interval builder cannot order exactly as numbers (dates, times, strings) are refused with
+their name and type.
 """
 
 from __future__ import annotations
@@ -46,12 +57,15 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from ._labels import label_text
 from .errors import InputError, InputTypeError
 
 __all__ = ["Hierarchy", "BoundHierarchy", "HierarchyError", "resolve_hierarchies"]
@@ -65,14 +79,23 @@ _LEVEL_HEADER = re.compile(r"^\s*(level|lvl|l|generalization)?[\s_-]*\d+\s*$", r
 _HEADER_WORDS = {"value", "values", "original", "level0", "level 0", "attribute"}
 
 
-def _fmt_num(x: float) -> str:
-    """Integral numbers without a decimal point, others with repr()."""
+def _exact(x: Any) -> int | Fraction | None:
+    """Return the exact number ``x`` is, as written (None: not a finite number).
+
+    Integers are themselves, decimals and fractions their exact value, and a float the
+    decimal its shortest text writes (``0.1`` is 1/10, ``2.0**60`` is 2**60).
+    """
+    if isinstance(x, (bool, np.bool_)):
+        return None
     if isinstance(x, numbers.Integral):
-        return str(int(x))
-    xf = float(x)
-    if xf.is_integer():
-        return str(int(xf))
-    return repr(xf)
+        return int(x)
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, Decimal):
+        return Fraction(x) if x.is_finite() else None
+    if isinstance(x, numbers.Real) and math.isfinite(float(x)):
+        return Fraction(label_text(float(x)))
+    return None
 
 
 def _show(values: Sequence[Any], limit: int = 10) -> str:
@@ -239,14 +262,17 @@ class Hierarchy:
         """Parse CSV text in the layout of :meth:`from_csv`."""
         if text.startswith("\ufeff"):
             text = text[1:]
-        lines = [ln for ln in text.splitlines() if ln.strip()]
-        if not lines:
+        first = next((ln for ln in re.split(r"\r\n|\r|\n", text) if ln.strip()), None)
+        if first is None:
             raise HierarchyError(f"hierarchy {name!r} ({source}) is empty")
         if sep is None:
-            sep = ";" if ";" in lines[0] else ","
+            sep = ";" if ";" in first else ","
         if sep not in (";", ",", "\t"):
             raise InputError(f"sep must be ';', ',' or a tab, got {sep!r}")
-        rows = [list(r) for r in csv.reader(io.StringIO("\n".join(lines)), delimiter=sep)]
+        # cells exactly as written: only CR/LF end a row (a quoted cell may hold them), and
+        # only a blank line is skipped
+        rows = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter=sep)
+                if r and not (len(r) == 1 and not r[0].strip())]
         if header is None:
             header = _looks_like_header(rows, name)
         if header:
@@ -266,14 +292,15 @@ class Hierarchy:
         for v, ups in mapping.items():
             if isinstance(ups, (str, bytes)):
                 ups = [ups]
-            rows.append([_label(v), *ups])
+            rows.append([label_text(v), *ups])
         return cls(rows, name=name)
 
     @classmethod
     def suppression(cls, values: Iterable[Any], *, name: str = "attribute",
                     top: str = "*") -> "Hierarchy":
         """Two levels: the value itself, or ``top`` (e.g. Adult race and sex)."""
-        return cls([[_label(v), top] for v in _distinct(values, "values")], name=name)
+        return cls([[label_text(v), top] for v in _distinct(values, "values", name)],
+                   name=name)
 
     @classmethod
     def intervals(cls, values: Iterable[Any], widths: Sequence[Any] | None = None, *,
@@ -339,30 +366,30 @@ class Hierarchy:
             raise InputError("groups: only with bounds= (with widths, each width is a level)")
         below, above = _coding(below, above)
         widths = list(widths)
-        if widths and widths[-1] == "*":
+        if widths and isinstance(widths[-1], str) and widths[-1] == "*":
             widths = widths[:-1]
             top = top or "*"
-        ws: list[float] = []
+        ws: list[int | Fraction] = []
         for i, w in enumerate(widths):
-            if isinstance(w, bool) or not isinstance(w, numbers.Real) or not math.isfinite(w) \
-                    or w <= 0:
+            x = _exact(w)
+            if x is None or x <= 0:
                 raise InputError(f"widths[{i}] must be a positive number, got {w!r}")
-            if ws:
-                ratio = w / ws[-1]
-                if w <= ws[-1] or abs(ratio - round(ratio)) > 1e-9:
-                    raise InputError(f"widths must nest: each width must be a multiple of the "
-                                     f"previous one larger than it; {w!r} after {ws[-1]!r}")
-            ws.append(w)
-        vals = _numbers(values, name)
+            if ws and (x <= ws[-1] or Fraction(x, ws[-1]).denominator != 1):
+                raise InputError(f"widths must nest: each width must be a multiple of the "
+                                 f"previous one larger than it; {w!r} after {widths[i - 1]!r}")
+            ws.append(x)
+        start = _exact(anchor)
+        if start is None:
+            raise InputError(f"anchor must be a finite number, got {anchor!r}")
         rows = []
-        for v in sorted(vals):
-            row = [_label(v)]
-            coded = _coded(v, below, above)
+        for v, x in _numbers(values, name):
+            row = [label_text(v)]
+            coded = _coded(x, below, above)
             for w in ws:
                 if coded is not None:
                     row.append(coded)
                     continue
-                lo = anchor + w * math.floor((v - anchor) / w)
+                lo = start + w * ((x - start) // w)     # exact: ints or fractions
                 row.append(_range_label(lo, lo + w, below, above))
             if top is not None:
                 row.append(top)
@@ -382,33 +409,36 @@ class Hierarchy:
         if isinstance(bounds, (str, bytes)) or not isinstance(bounds, Iterable):
             raise InputTypeError(f"bounds must be a list of numbers, got "
                                  f"{type(bounds).__name__}")
-        bs = list(bounds)
-        for i, b in enumerate(bs):
-            if isinstance(b, bool) or not isinstance(b, numbers.Real) or \
-                    not math.isfinite(b):
+        given = list(bounds)
+        bs: list[int | Fraction] = []
+        for i, b in enumerate(given):
+            x = _exact(b)
+            if x is None:
                 raise InputError(f"bounds[{i}] must be a finite number, got {b!r}")
-            if i and b <= bs[i - 1]:
-                raise InputError(f"bounds must increase: {b!r} after {bs[i - 1]!r}")
+            if i and x <= bs[-1]:
+                raise InputError(f"bounds must increase: {b!r} after {given[i - 1]!r}")
+            bs.append(x)
         if len(bs) < 2:
             raise InputError(f"bounds must have at least 2 cut points (one range), got {bs!r}")
         sizes = _group_sizes(groups, "groups") if groups is not None else []
         below, above = _coding(below, above)
-        vals = sorted(_numbers(values, name))
+        pairs = _numbers(values, name)
+        vals = [x for _, x in pairs]
         # the level-1 range of each value (None: bottom/top coded)
         where: list[int | None] = []
         outside = []
-        for v in vals:
-            if _coded(v, below, above) is not None:
+        for v, x in pairs:
+            if _coded(x, below, above) is not None:
                 where.append(None)
                 continue
-            k = bisect.bisect_right(bs, v) - 1
+            k = bisect.bisect_right(bs, x) - 1
             if not 0 <= k < len(bs) - 1:
                 outside.append(v)
             where.append(k)
         if outside:
-            raise InputError(f"values: {_show(outside)} outside the bounds [{_fmt_num(bs[0])}, "
-                             f"{_fmt_num(bs[-1])}) of hierarchy {name!r}; widen bounds, or "
-                             "code them with below=/above=")
+            raise InputError(f"values: {_show(outside)} outside the bounds "
+                             f"[{label_text(bs[0])}, {label_text(bs[-1])}) of hierarchy "
+                             f"{name!r}; widen bounds, or code them with below=/above=")
         ranges = [(bs[i], bs[i + 1]) for i in range(len(bs) - 1)]
         cols: list[list[str]] = []
         level = 0
@@ -425,7 +455,7 @@ class Hierarchy:
             level += 1
         if top is not None and len(set(cols[-1])) > 1:
             cols.append([top] * len(vals))
-        rows = [[_label(v), *(c[i] for c in cols)] for i, v in enumerate(vals)]
+        rows = [[label_text(v), *(c[i] for c in cols)] for i, (v, _) in enumerate(pairs)]
         return cls(rows, name=name)
 
     @classmethod
@@ -475,7 +505,7 @@ class Hierarchy:
 
         """
         sizes = _group_sizes(groups, "groups")
-        vals = _ordered(values, order)
+        vals = _ordered(values, order, name)
         if isinstance(labels, str):
             if labels not in ("set", "bounds"):
                 raise InputError(f"labels must be 'set', 'bounds', a function or lists of "
@@ -558,7 +588,7 @@ class Hierarchy:
             align = "left" if direction == "right" else "right"
         if align not in ("left", "right"):
             raise InputError(f"align must be 'left' or 'right', got {align!r}")
-        vals = list(dict.fromkeys(_label(v) for v in _distinct(values, "values")))
+        vals = list(dict.fromkeys(label_text(v) for v in _distinct(values, "values", name)))
         n = max(len(v) for v in vals)
         if n == 0:
             raise InputError(f"values: masking hierarchy {name!r} needs a non-empty value")
@@ -613,31 +643,41 @@ class Hierarchy:
         return write_text(path, buf.getvalue(), overwrite=overwrite)
 
     # ------------------------------------------------------------------ binding
-    def bind(self, column: Any) -> "BoundHierarchy":
+    def bind(self, column: Any, *, name: str | None = None) -> "BoundHierarchy":
         """Validate coverage against a data column and encode the levels as gather tables.
 
         Parameters
         ----------
         column : Arrow array / chunked array / sequence
             The attribute's data (nulls are not allowed: apply a null policy first).
+        name : str, optional
+            The column's name in messages (default: the hierarchy's name).
 
         Raises
         ------
         HierarchyError
-            Some data values have no row in the hierarchy (they are listed).
+            Some data values have no row in the hierarchy (they are listed); a value that
+            differs from a row only in outer spaces or case is named with that row.
 
         """
         from ._arrow import encode_column
 
+        name = self.name if name is None else name
         col = column if isinstance(column, (pa.Array, pa.ChunkedArray)) else pa.array(column)
         if col.null_count:
-            raise HierarchyError(f"column {self.name!r} has {col.null_count} nulls; a hierarchy "
+            raise HierarchyError(f"column {name!r} has {col.null_count} nulls; a hierarchy "
                                  "cannot generalize a null (drop them or fill them first)")
-        enc = encode_column(col, name=self.name)
-        return self.bind_domain(enc.labels, codes=enc.codes)
+        enc = encode_column(col, name=name)
+        return self.bind_domain(enc.labels, codes=enc.codes, name=name)
 
-    def bind_domain(self, domain: pa.Array, codes: np.ndarray | None = None) -> "BoundHierarchy":
-        """Encode against a sorted domain (``domain[i]`` = value of domain code ``i``)."""
+    def bind_domain(self, domain: pa.Array, codes: np.ndarray | None = None, *,
+                    name: str | None = None) -> "BoundHierarchy":
+        """Encode against a sorted domain (``domain[i]`` = value of domain code ``i``).
+
+        Values are matched by their exact text (:func:`~fastpriv._labels.label_text`);
+        ``name`` names the column in messages (default: the hierarchy's name).
+        """
+        name = self.name if name is None else name
         index = {r[0]: i for i, r in enumerate(self._rows)}
         labels = domain.to_pylist()
         row_of = np.empty(len(labels), dtype=np.int64)
@@ -649,6 +689,9 @@ class Hierarchy:
             else:
                 row_of[i] = j
         if missing:
+            near = _near_miss(name, missing, index)
+            if near is not None:
+                raise HierarchyError(near)
             raise HierarchyError(f"hierarchy {self.name!r} does not cover the data: "
                                  f"{len(missing)} value{'s' if len(missing) > 1 else ''} "
                                  f"without a row: {_show(missing)}")
@@ -672,30 +715,41 @@ class Hierarchy:
                               codes=codes)
 
 
-def _label(v: Any) -> str:
-    if isinstance(v, str):
-        return v
-    if isinstance(v, (bool, np.bool_)):
-        return str(bool(v))
-    if isinstance(v, numbers.Integral):
-        return str(int(v))
-    if isinstance(v, numbers.Real):
-        return _fmt_num(v)
-    return str(v)
-
-
 def _lookup(index: Mapping[str, int], v: Any) -> int | None:
-    j = index.get(_label(v))
-    if j is None and isinstance(v, str):
-        j = index.get(v.strip())
+    """Row of data value ``v``: the row named by its exact text (numbers also by ``str``)."""
+    j = index.get(label_text(v))
     if j is None and not isinstance(v, str):
-        j = index.get(str(v))
+        j = index.get(str(v))       # a float 39.0 written "39.0"
     return j
 
 
-def _distinct(values: Iterable[Any], param: str) -> list[Any]:
+def _near_miss(name: str, missing: Sequence[Any], index: Mapping[str, int]) -> str | None:
+    """Return the error for a missing value that differs from a row only in spaces or case."""
+    folded: dict[str, str] = {}
+    for text in index:
+        folded.setdefault(text.strip().casefold(), text)
+    for v in missing:
+        text = label_text(v)
+        near = folded.get(text.strip().casefold())
+        if near is not None:
+            return (f"column {name!r}: value {text!r} is not in the hierarchy; did you mean "
+                    f"{near!r}? values are compared exactly as written")
+    return None
+
+
+def _distinct(values: Iterable[Any], param: str, name: str = "attribute") -> list[Any]:
+    """Distinct values of an Arrow column or an iterable, in first-seen order.
+
+    An Arrow column's values are its exact labels (:func:`fastpriv._arrow.canonical_labels`:
+    ``-0.0`` is ``0.0``; nested values, sub-microsecond times refused naming ``name``).
+    """
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
-        values = values.to_pylist()
+        import pyarrow.compute as pc
+
+        from ._arrow import canonical_labels, check_scalar
+
+        check_scalar(values.type, name)
+        values = pc.unique(canonical_labels(values, name=name)).to_pylist()
     elif isinstance(values, np.ndarray):
         values = values.tolist()
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
@@ -710,45 +764,61 @@ def _distinct(values: Iterable[Any], param: str) -> list[Any]:
     return list(seen)
 
 
-def _numbers(values: Iterable[Any], name: str) -> list[Any]:
-    """Distinct finite numbers of ``values`` (an :class:`InputError` naming the others)."""
-    vals = _distinct(values, "values")
-    bad = [v for v in vals if isinstance(v, bool) or not isinstance(v, numbers.Real)
-           or not math.isfinite(float(v))]
+def _numbers(values: Iterable[Any], name: str) -> list[tuple[Any, int | Fraction]]:
+    """``(value, exact number)`` of the distinct values, by number (:func:`_exact`).
+
+    Anything but finite numbers — dates, times, strings, booleans, NaN, ±inf — is an
+    :class:`InputError` naming the column ``name`` and the type.
+    """
+    typ = values.type if isinstance(values, (pa.Array, pa.ChunkedArray)) else None
+    if typ is not None and pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    if typ is not None and not (pa.types.is_integer(typ) or pa.types.is_floating(typ)
+                                or pa.types.is_decimal(typ)):
+        raise InputError(f"column {name!r} holds {typ} values; an interval hierarchy needs "
+                         "numbers (integers, floats, decimals): use Hierarchy.ordering or "
+                         "Hierarchy.masking for other values")
+    pairs = [(v, _exact(v)) for v in _distinct(values, "values", name)]
+    bad = [v for v, x in pairs if x is None]
     if bad:
-        raise InputError(f"values: interval hierarchy {name!r} needs finite numbers, got "
-                         f"{_show(bad)}")
-    return vals
+        kind = typ if typ is not None else ", ".join(sorted({type(v).__name__ for v in bad}))
+        raise InputError(f"column {name!r} ({kind}): an interval hierarchy needs finite "
+                         f"numbers, got {_show(bad)}")
+    return sorted(pairs, key=lambda p: p[1])
 
 
-def _coding(below: Any, above: Any) -> tuple[float | None, float | None]:
-    """Check the bottom/top coding bounds of :meth:`Hierarchy.intervals`."""
+def _coding(below: Any, above: Any) -> tuple[int | Fraction | None, int | Fraction | None]:
+    """Check the bottom/top coding bounds of :meth:`Hierarchy.intervals`; exact numbers."""
+    out = []
     for param, b in (("below", below), ("above", above)):
-        if b is not None and (isinstance(b, bool) or not isinstance(b, numbers.Real)
-                              or not math.isfinite(b)):
+        x = None if b is None else _exact(b)
+        if b is not None and x is None:
             raise InputError(f"{param} must be a finite number or None, got {b!r}")
-    if below is not None and above is not None and below >= above:
+        out.append(x)
+    if out[0] is not None and out[1] is not None and out[0] >= out[1]:
         raise InputError(f"below must be less than above, got below={below!r}, "
                          f"above={above!r}")
-    return below, above
+    return out[0], out[1]
 
 
-def _coded(v: Any, below: float | None, above: float | None) -> str | None:
-    """Return the bottom/top-coding label of ``v`` (None: not coded)."""
-    if below is not None and v < below:
-        return f"<{_fmt_num(below)}"
-    if above is not None and v >= above:
-        return f">={_fmt_num(above)}"
+def _coded(x: int | Fraction, below: int | Fraction | None,
+           above: int | Fraction | None) -> str | None:
+    """Return the bottom/top-coding label of the exact number ``x`` (None: not coded)."""
+    if below is not None and x < below:
+        return f"<{label_text(below)}"
+    if above is not None and x >= above:
+        return f">={label_text(above)}"
     return None
 
 
-def _range_label(lo: float, hi: float, below: float | None, above: float | None) -> str:
-    """``[lo, hi)``, cut at the coding bounds."""
+def _range_label(lo: int | Fraction, hi: int | Fraction, below: int | Fraction | None,
+                 above: int | Fraction | None) -> str:
+    """``[lo, hi)`` in exact decimals, cut at the coding bounds."""
     if below is not None:
         lo = max(lo, below)
     if above is not None:
         hi = min(hi, above)
-    return f"[{_fmt_num(lo)}, {_fmt_num(hi)})"
+    return f"[{label_text(lo)}, {label_text(hi)})"
 
 
 def _group_sizes(groups: Any, param: str) -> list[list[int]]:
@@ -786,24 +856,24 @@ def _blocks(n: int, sizes: Sequence[int]) -> list[list[int]]:
     return out
 
 
-def _ordered(values: Iterable[Any], order: Sequence[Any] | None) -> list[str]:
+def _ordered(values: Iterable[Any], order: Sequence[Any] | None, name: str) -> list[str]:
     """Distinct labels of ``values`` in ``order`` (default: sorted, numbers numerically)."""
-    vals = _distinct(values, "values")
+    vals = _distinct(values, "values", name)
     if order is None:
         try:
             vals = sorted(vals)
         except TypeError:
-            vals = sorted(vals, key=_label)
-        return list(dict.fromkeys(_label(v) for v in vals))
+            vals = sorted(vals, key=label_text)
+        return list(dict.fromkeys(label_text(v) for v in vals))
     if isinstance(order, (str, bytes)) or not isinstance(order, Iterable):
         raise InputTypeError(f"order must be a list of values, got {type(order).__name__}")
     rank: dict[str, int] = {}
     for v in order:
-        lab = _label(v)
+        lab = label_text(v)
         if lab in rank:
             raise InputError(f"order names {lab!r} twice; each value may be given once")
         rank[lab] = len(rank)
-    labs = list(dict.fromkeys(_label(v) for v in vals))
+    labs = list(dict.fromkeys(label_text(v) for v in vals))
     missing = [v for v in labs if v not in rank]
     if missing:
         raise InputError(f"order must name every value; missing: {_show(missing)}")
@@ -1005,7 +1075,7 @@ def resolve_hierarchies(spec: Any, qi: Sequence[str], table: pa.Table) -> list[B
     out = []
     for a in qi:
         h = _resolve_one(spec, a, table)
-        out.append(h.bind(table.column(a)))
+        out.append(h.bind(table.column(a), name=a))
     return out
 
 
@@ -1024,13 +1094,13 @@ def _resolve_one(spec: Any, attr: str, table: pa.Table) -> Hierarchy:
         if isinstance(h, BoundHierarchy):
             return h.hierarchy
         if isinstance(h, str) and h == "suppress":
-            return Hierarchy.suppression(table.column(attr).unique(), name=attr)
+            return Hierarchy.suppression(table.column(attr), name=attr)
         if isinstance(h, str) and h == BUNDLED:
             return _bundled(attr, table, explicit=True)
         if isinstance(h, (str, os.PathLike)):
             return Hierarchy.from_csv(h, name=attr)
         if isinstance(h, Sequence):
-            return Hierarchy.intervals(table.column(attr).unique(), list(h), name=attr)
+            return Hierarchy.intervals(table.column(attr), list(h), name=attr)
         raise InputTypeError(f"hierarchies[{attr!r}] must be a Hierarchy, a CSV path, interval "
                         f"widths or 'suppress', got {type(h).__name__}")
     raise InputTypeError("hierarchies must be None, 'bundled', a directory, or a mapping "

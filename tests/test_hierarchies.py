@@ -185,3 +185,53 @@ def test_resolve_hierarchies_sources(tmp_path):
         resolve_hierarchies(3, ["age"], adult)
     with pytest.raises(TypeError, match=r"hierarchies\['age'\]"):
         resolve_hierarchies({"age": 3}, ["age"], adult)
+
+
+# ---------------------------------------------------------------- exact spellings (issue 47)
+def test_a_value_with_a_leading_space_is_not_the_hierarchys_value():
+    # " M" was matched with the hierarchy's "M" (stripped): two values published as one
+    h = Hierarchy.from_text("M;*\nF;*\n", name="sex")
+    with pytest.raises(HierarchyError) as err:
+        h.bind(pa.array(["M", " M", "F"]))
+    assert str(err.value) == ("column 'sex': value ' M' is not in the hierarchy; did you mean "
+                              "'M'? values are compared exactly as written")
+    with pytest.raises(HierarchyError, match="value 'f' is not in the hierarchy; did you mean "
+                                             "'F'"):
+        h.bind(pa.array(["f"]))
+    with pytest.raises(HierarchyError, match=r"does not cover the data: 1 value.*'X'"):
+        h.bind(pa.array(["X"]))            # no near miss: the plain coverage error
+
+
+def test_spellings_are_kept_from_csv_to_release(tmp_path):
+    (tmp_path / "sex.csv").write_text(" M;*\nM;*\nF;*\n")
+    h = Hierarchy.from_csv(tmp_path / "sex.csv")
+    assert h.values == [" M", "M", "F"]
+    t = pa.table({"sex": [" M", "M", "F"] * 4, "s": list("xyz") * 4})
+    from fastpriv.anonymize import lattice_search
+
+    res = lattice_search(t, qi=["sex"], sensitive="s", hierarchies=str(tmp_path), min_size=2)
+    assert sorted(res.release.groups.column("sex").to_pylist()) == [" M", "F", "M"]
+    assert sorted(res.release.sizes.tolist()) == [4, 4, 4]
+
+
+def test_anonymize_names_both_spellings_and_exits_2(tmp_path, capsys):
+    from fastpriv.cli import main
+
+    (tmp_path / "h").mkdir()
+    (tmp_path / "h" / "sex.csv").write_text("M;*\nF;*\n")
+    data = tmp_path / "d.csv"
+    data.write_text("sex,s\nM,x\n M,y\nF,x\nF,y\n")
+    out = tmp_path / "out.parquet"
+    rc = main(["anonymize", str(data), "--method", "lattice", "--qi", "sex", "--sensitive",
+               "s", "--min-size", "2", "--hierarchies", str(tmp_path / "h"), "-o", str(out)])
+    assert rc == 2
+    assert ("column 'sex': value ' M' is not in the hierarchy; did you mean 'M'?"
+            in capsys.readouterr().err)
+    assert not out.exists()
+
+
+def test_csv_cells_are_read_as_written():
+    # a form feed or a line separator inside a cell does not end a row; quoted newlines stay
+    h = Hierarchy.from_text('a\x0cb;*\nc\u2028d;*\n"e\nf";*\n\n  \n', name="x")
+    assert h.values == ["a\x0cb", "c\u2028d", "e\nf"]
+    assert Hierarchy.from_text("a;*\r\nb;*\r\n", name="x").values == ["a", "b"]

@@ -9,6 +9,9 @@ ranges, adjacent ranges merged per level, ``<x`` / ``>=x`` bottom and top coding
 
 from __future__ import annotations
 
+from decimal import Decimal
+from fractions import Fraction
+
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
@@ -273,7 +276,8 @@ def test_intervals_refuse_bad_parameters(args, kwargs, match):
     (["ordering", "--column", "job", "--groups", "2,0"], "group sizes >= 1"),
     (["masking", "--column", "job", "--direction", "up"], "invalid choice"),
     (["intervals", "--column", "age"], "one of --widths and --bounds"),
-    (["intervals", "--column", "job", "--widths", "5,*"], "needs finite numbers"),
+    (["intervals", "--column", "job", "--widths", "5,*"],
+     "column 'job' holds string values; an interval hierarchy needs numbers"),
 ])
 def test_cli_refuses_bad_input_with_exit_2(small_csv, tmp_path, capsys, argv, err):
     out = tmp_path / "h.csv"
@@ -284,3 +288,91 @@ def test_cli_refuses_bad_input_with_exit_2(small_csv, tmp_path, capsys, argv, er
     assert rc == 2
     assert err in capsys.readouterr().err
     assert not out.exists()
+
+
+# ---------------------------------------------------------------- exact numbers (issue 47)
+NEAR = 1_700_000_000_000_000_000     # past 2**53: a float cannot hold its last digits
+
+
+def _lies_in(value: str, label: str) -> bool:
+    lo, hi = (Fraction(x) for x in label[1:-1].split(", "))
+    return lo <= Fraction(value) < hi
+
+
+def test_cli_intervals_of_int64_near_1_7e18_hold_their_values(tmp_path):
+    # the values passed through float64 and got labels that excluded them
+    values = [NEAR + d for d in (0, 1, 9, 19, 99, 1001, 123_456_789)] + [2**63 - 1, -2**63]
+    data = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"id": pa.array(values, pa.int64())}), data)
+    out = tmp_path / "id.csv"
+    assert main(["hierarchy", "intervals", str(data), "--column", "id", "--widths",
+                 "10,100,1000,*", "-o", str(out)]) == 0
+    rows = Hierarchy.from_csv(out).rows
+    assert sorted(int(r[0]) for r in rows) == sorted(values)
+    for r in rows:
+        assert all(_lies_in(r[0], lab) for lab in r[1:-1]), r
+    row = next(r for r in rows if r[0] == str(NEAR + 19))
+    assert row[1:] == (f"[{NEAR + 10}, {NEAR + 20})", f"[{NEAR}, {NEAR + 100})",
+                       f"[{NEAR}, {NEAR + 1000})", "*")
+    assert main(["hierarchy", "intervals", str(data), "--column", "id", "--widths",
+                 "10,100", "--anchor", str(NEAR + 3), "-o", str(out), "--overwrite"]) == 0
+    row = next(r for r in Hierarchy.from_csv(out).rows if r[0] == str(NEAR + 19))
+    assert row[1:] == (f"[{NEAR + 13}, {NEAR + 23})", f"[{NEAR + 3}, {NEAR + 103})", "*")
+
+
+def test_cli_bounds_and_coding_are_read_exactly(tmp_path):
+    values = [NEAR + d for d in (1, 2, 3, 4)]
+    data = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"id": pa.array(values, pa.uint64())}), data)
+    out = tmp_path / "id.csv"
+    cut = ",".join(str(NEAR + d) for d in (1, 2, 4, 5))
+    assert main(["hierarchy", "intervals", str(data), "--column", "id", "--bounds", cut,
+                 "--below", str(NEAR + 2), "-o", str(out)]) == 0
+    rows = {r[0]: r[1] for r in Hierarchy.from_csv(out).rows}
+    assert rows == {str(NEAR + 1): f"<{NEAR + 2}", str(NEAR + 2): f"[{NEAR + 2}, {NEAR + 4})",
+                    str(NEAR + 3): f"[{NEAR + 2}, {NEAR + 4})",
+                    str(NEAR + 4): f"[{NEAR + 4}, {NEAR + 5})"}
+
+
+def test_intervals_of_uint64_extremes_and_decimals_are_exact():
+    top = 2**64 - 1
+    h = Hierarchy.intervals(pa.array([top, top - 7, 0], pa.uint64()), [4, 8], name="u")
+    assert h.rows[-1] == (str(top), f"[{top - 3}, {top + 1})", f"[{top - 7}, {top + 1})", "*")
+    d = pa.array([Decimal("12345678901234567890123.45"), Decimal("-0.05")],
+                 pa.decimal128(30, 2))
+    h = Hierarchy.intervals(d, [Decimal("0.1"), 1], name="d")
+    assert h.rows == [("-0.05", "[-0.1, 0)", "[-1, 0)", "*"),
+                      ("12345678901234567890123.45", "[12345678901234567890123.4, "
+                       "12345678901234567890123.5)", "[12345678901234567890123, "
+                       "12345678901234567890124)", "*")]
+
+
+def test_float_widths_are_the_decimals_written():
+    # in floats 0.7 / 0.1 is 6.999999999999999: the labels read [0.6000000000000001, …);
+    # the decimals written give the intervals a reader expects, exact
+    h = Hierarchy.intervals([0.7, 0.3, 2.0**60], [0.1, 0.2], name="x")
+    assert h.rows == [("0.3", "[0.3, 0.4)", "[0.2, 0.4)", "*"),
+                      ("0.7", "[0.7, 0.8)", "[0.6, 0.8)", "*"),
+                      (str(2**60), f"[{2**60}, {2**60}.1)", f"[{2**60}, {2**60}.2)", "*")]
+
+
+@pytest.mark.parametrize("values,typ", [
+    (pa.array([1, 2], pa.int64()).cast(pa.timestamp("s")), "timestamp[s]"),
+    (pa.array([1, 2], pa.int32()).cast(pa.date32()), "date32[day]"),
+    (pa.array(["a", "b"]), "string"),
+    (pa.array([1.5, float("inf")]), "double"),
+])
+def test_intervals_refuse_what_is_not_a_finite_number_by_column_and_type(values, typ):
+    with pytest.raises(InputError) as err:
+        Hierarchy.intervals(values, [2], name="col")
+    assert "column 'col'" in str(err.value) and typ in str(err.value)
+
+
+def test_cli_widths_with_more_digits_than_a_float_are_kept(tmp_path, capsys):
+    data = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"id": pa.array([NEAR, NEAR + 5], pa.int64())}), data)
+    out = tmp_path / "id.csv"
+    # 10**18 + 1 is no multiple of 10: read through a float it was 10**18 and passed
+    assert main(["hierarchy", "intervals", str(data), "--column", "id", "--widths",
+                 f"10,{10**18 + 1}", "-o", str(out)]) == 2
+    assert "widths must nest" in capsys.readouterr().err

@@ -5,11 +5,17 @@ Three builders, ARX's (see :meth:`fastpriv.Hierarchy.intervals`,
 distinct non-null values of one column of ``DATA``. The hierarchy is written in ARX's ``;``
 layout, so ``fastpriv anonymize --hierarchies DIR`` (a folder of ``<column>.csv`` files)
 reads it back.
+
+Numbers are exact end to end: the column's values reach the builder as its Arrow values
+(int64 and uint64 extremes, decimals), and ``--widths``, ``--bounds``, ``--anchor``,
+``--below`` and ``--above`` are read as the decimals written (``0.1`` is one tenth,
+``1700000000000000001`` keeps its last digit), never through a float.
 """
 
 from __future__ import annotations
 
 import argparse
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 ORDER = 45
@@ -18,7 +24,7 @@ BUILDERS = ("intervals", "ordering", "masking")
 
 
 def _numbers(text: str) -> list[Any]:
-    """Parse ``5,10,20,*``: numbers (ints when integral), a trailing ``*`` kept."""
+    """Parse ``5,10,20,*``: exact numbers (ints when integral, else Decimal), a trailing ``*``."""
     out: list[Any] = []
     parts = [p.strip() for p in text.split(",")]
     for i, p in enumerate(parts):
@@ -26,13 +32,13 @@ def _numbers(text: str) -> list[Any]:
             out.append("*")
             continue
         try:
-            x = float(p)
-        except ValueError:
+            x = Decimal(p)
+        except InvalidOperation:
             raise argparse.ArgumentTypeError(
                 f"expected comma-separated numbers (e.g. 5,10,20,*), got {p!r}") from None
-        if x != x or x in (float("inf"), float("-inf")):
+        if not x.is_finite():
             raise argparse.ArgumentTypeError(f"expected finite numbers, got {p!r}")
-        out.append(int(x) if x.is_integer() else x)
+        out.append(int(x) if x == x.to_integral_value() else x)
     return out
 
 
@@ -47,7 +53,7 @@ def _sizes(text: str) -> list[int]:
     return out
 
 
-def _number(text: str) -> float:
+def _number(text: str) -> int | Decimal:
     """Parse one finite number (ints when integral)."""
     vals = _numbers(text)
     if len(vals) != 1 or vals[0] == "*":
@@ -136,18 +142,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="masking character (default *)")
 
 
-def column_values(data: Any, column: str) -> list[Any]:
-    """Return the distinct non-null values of ``column`` of ``data`` (a table or a path)."""
+def column_values(data: Any, column: str) -> Any:
+    """Return the non-null values of ``column`` of ``data`` (a table or a path), in Arrow.
+
+    The builders take the Arrow column itself, so its values keep their exact type.
+    """
     from .._arrow import as_table
     from .._validation import check_columns
 
     table = as_table(data, param="DATA", roles={"--column": [column]})
     check_columns([column], table.column_names, "--column")
-    col = table.column(column).unique().drop_null()
-    return col.to_pylist()
+    return table.column(column).drop_null()
 
 
-def build(args: argparse.Namespace, values: list[Any]):
+def build(args: argparse.Namespace, values: Any):
     """Build the hierarchy ``args.builder`` describes over ``values``."""
     from ..errors import InputError
     from ..hierarchies import Hierarchy
@@ -180,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
     check_outputs([args.output], overwrite=args.overwrite, inputs=[args.data])
     values = column_values(load_data(args.data, getattr(args, "encoding", None)),
                            args.column)
-    if not values:
+    if not len(values):
         raise InputError(f"--column {args.column!r} has no non-null values")
     h = build(args, values)
     path = h.to_csv(args.output, overwrite=args.overwrite)
