@@ -895,14 +895,43 @@ def canonical_labels(labels: pa.Array, *, name: str = "column") -> pa.Array:
     exact = _microsecond_type(t)
     if exact is not None:
         try:
-            return labels.cast(exact)
+            labels = labels.cast(exact)
         except pa.ArrowInvalid:
             what = ("values that are not whole days" if pa.types.is_date64(t)
                     else "values below a microsecond")
             raise InputError(f"column {name!r} holds {t} {what}; fastpriv hands values out as "
                              f"Python dates and times, exact to the microsecond: cast the "
                              f"column to {exact} (or to strings) first") from None
+    if pa.types.is_timestamp(labels.type) and labels.type.tz is not None:
+        _refuse_folds(labels, name)
     return labels
+
+
+def _refuse_folds(labels: pa.Array, name: str) -> None:
+    """Refuse two instants that read the same local time (a daylight-saving fold).
+
+    Python compares two ``datetime`` of one time zone by their local time: 01:30 summer
+    time and 01:30 winter time, an hour apart, are equal there, and would be one label.
+    """
+    local = pc.count_distinct(pc.local_timestamp(labels)).as_py()
+    if local < pc.count_distinct(labels).as_py():
+        t = labels.type
+        raise InputError(f"column {name!r} holds {t} values that read the same local time "
+                         f"(instants an hour apart in a daylight-saving fold), which Python "
+                         f"compares equal: cast the column to {pa.timestamp(t.unit, 'UTC')} "
+                         "first")
+
+
+def exact_keys(arr: pa.Array) -> list:
+    """Return a hashable key per entry that equals another only for the same value (None: null).
+
+    Dates, times, timestamps and durations are their integer storage (two instants of a
+    daylight-saving fold are equal ``datetime`` objects); other values their Python value.
+    """
+    t = arr.type
+    if pa.types.is_temporal(t):
+        return arr.view(pa.int32() if t.bit_width == 32 else pa.int64()).to_pylist()
+    return arr.to_pylist()
 
 
 def _microsecond_type(t: pa.DataType) -> pa.DataType | None:

@@ -53,6 +53,7 @@ from ._arrow import (
     apply_weights,
     canonical_labels,
     count_rows,
+    exact_keys,
     is_csv,
     iter_batches,
     nans_as_nulls,
@@ -766,8 +767,8 @@ class LabelCodes:
 
     def _encode_generic(self, arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         enc = pc.dictionary_encode(arr, null_encoding="encode")
-        dictionary = canonical_labels(enc.dictionary, name=self.name)   # exact Python keys
-        labels = dictionary.to_pylist()
+        dictionary = canonical_labels(enc.dictionary, name=self.name)
+        labels = exact_keys(dictionary)
         remap = np.empty(len(labels), dtype=np.int32)
         new = []
         lookup = self.lookup
@@ -793,7 +794,8 @@ class LabelCodes:
         if self.kind == "generic":
             if not self.chunks:
                 return pa.array([], type=t)
-            return pa.concat_arrays([c.cast(t) if c.type != t else c for c in self.chunks])
+            return canonical_labels(pa.concat_arrays([c.cast(t) if c.type != t else c
+                                                      for c in self.chunks]), name=self.name)
         if self.kind == "str":
             return self.strs.labels(t)
         keys = self.ints.keys()

@@ -313,12 +313,18 @@ class Hierarchy:
 
         Level ℓ ≥ 1 puts value v in ``[lo, lo + w_ℓ)`` with ``lo = anchor + w_ℓ·⌊(v −
         anchor)/w_ℓ⌋``, labelled like the bundled Adult hierarchy (``"[15, 20)"``); a final
-        ``top`` level (default ``*``) suppresses the value.
+        ``top`` level (default ``*``) suppresses the value. Every bound is computed exactly
+        (Python integers; decimal fractions for decimals and floats, a float being the
+        decimal its shortest text writes) and written in full, so each value lies in its
+        labels read as exact numbers — int64 and uint64 extremes included.
 
         Parameters
         ----------
-        values : iterable of numbers
-            The values to cover (e.g. the data column, or ``range(0, 120)``).
+        values : Arrow column or iterable of numbers
+            The values to cover (e.g. the data column, or ``range(0, 120)``): integers,
+            floats, decimals. A column of another type (dates, times, strings, booleans)
+            or a value that is not a finite number is an :class:`InputError` naming the
+            column ``name`` and the type.
         widths : sequence of positive numbers
             Increasing widths, each a multiple of the previous one so the levels nest
             (Adult age: ``[5, 10, 20, 40]``). A trailing ``"*"`` is accepted and means
@@ -741,7 +747,9 @@ def _distinct(values: Iterable[Any], param: str, name: str = "attribute") -> lis
     """Distinct values of an Arrow column or an iterable, in first-seen order.
 
     An Arrow column's values are its exact labels (:func:`fastpriv._arrow.canonical_labels`:
-    ``-0.0`` is ``0.0``; nested values, sub-microsecond times refused naming ``name``).
+    ``-0.0`` is ``0.0``; nested values, sub-microsecond times refused naming ``name``),
+    made distinct by Arrow: two instants of a daylight-saving fold are two values, where
+    Python's ``datetime`` equality would merge them.
     """
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         import pyarrow.compute as pc
@@ -749,8 +757,13 @@ def _distinct(values: Iterable[Any], param: str, name: str = "attribute") -> lis
         from ._arrow import canonical_labels, check_scalar
 
         check_scalar(values.type, name)
-        values = pc.unique(canonical_labels(values, name=name)).to_pylist()
-    elif isinstance(values, np.ndarray):
+        out = pc.unique(canonical_labels(values, name=name)).to_pylist()
+        if None in out:
+            raise InputError(f"{param} contains a null")
+        if not out:
+            raise InputError(f"{param} is empty")
+        return out
+    if isinstance(values, np.ndarray):
         values = values.tolist()
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise InputTypeError(f"{param} must be an iterable of values, got {type(values).__name__}")
