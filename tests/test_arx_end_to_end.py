@@ -145,7 +145,7 @@ def test_report_without_sensitive(adult, tmp_path):
     for name in ("classical", "ck_safety", "skyline", "robustness", "foreground"):
         assert d[name]["status"] == "skipped" and "no sensitive column" in d[name]["reason"]
     page = html.read_text()
-    assert "Smallest classes" in page and "No column is sensitive" in page
+    assert "smallest classes, first" in page and "No column is sensitive" in page
 
 
 def test_weight_counts_people_without_sensitive(adult, tmp_path):
