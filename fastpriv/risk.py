@@ -90,7 +90,8 @@ from .errors import InputError, InputTypeError
 from .results import Result, Witness
 
 __all__ = ["ClassCounts", "RiskResult", "RiskWitness", "CombinationResult", "audit",
-           "class_counts", "combinations", "verdict", "population_uniques"]
+           "class_counts", "combinations", "verdict", "population_uniques",
+           "population_unique_estimate"]
 
 
 def _ro(a: np.ndarray) -> np.ndarray:
@@ -545,6 +546,104 @@ def class_counts(data: Any, *, qi: Sequence[str] | None = None, weight: str | No
 
 
 # ---------------------------------------------------------------------- population models
+class _Models:
+    """The population-uniqueness estimates of one class-size histogram, each fitted when asked.
+
+    ``est(name)`` is the estimated number of population uniques by ``"pitman"`` (Hoshino
+    2001), ``"zayatz"`` (1991) or ``"snb"`` (Chen & Keller-McNulty 1998); NaN where the model
+    has no estimate. Nothing is fitted until asked, so Dankar's rule fits only the models it
+    reads (:func:`_dankar`).
+    """
+
+    def __init__(self, sizes: np.ndarray, count: np.ndarray, big_n: float) -> None:
+        self.sizes = kernel_array(sizes, np.float64)
+        self.count = kernel_array(count, np.float64)
+        self.n = float((self.sizes * self.count).sum())
+        self.big_n = big_n
+        self.pi = self.n / big_n
+        self.c1 = float(self.count[self.sizes == 1].sum())
+        self.params: dict[str, dict] = {}
+        self._est: dict[str, float] = {}
+
+    def est(self, name: str) -> float:
+        """Return the estimate of model ``name`` (fitted on first use)."""
+        if name not in self._est:
+            self._est[name] = getattr(self, "_" + name)()
+        return self._est[name]
+
+    def _pitman(self) -> float:
+        theta, alpha, ok = _k.pitman_fit(self.sizes, self.count, np.int64(self.n),
+                                         np.int64(200))
+        self.params["pitman"] = {"theta": theta, "alpha": alpha}
+        return _k.pitman_uniques(theta, alpha, self.big_n) if ok else float("nan")
+
+    def _zayatz(self) -> float:
+        return _k.zayatz_uniques(self.sizes, self.count, int(self.n), self.big_n)
+
+    def _snb(self) -> float:
+        kk = _k.shlosser_k(self.sizes, self.count, self.pi)
+        c2 = float(self.count[self.sizes == 2].sum())
+        a, b, ok = _k.snb_fit(self.c1, c2, kk, self.pi) if self.pi < 1 else \
+            (math.nan, math.nan, False)
+        self.params["snb"] = {"alpha": a, "beta": b, "K": kk}
+        return kk * b ** a if ok else float("nan")
+
+
+def _valid(x: float) -> bool:
+    """Whether a model's estimate is usable (finite and not 0, as ARX requires)."""
+    return math.isfinite(x) and x != 0.0
+
+
+def _dankar(m: _Models) -> tuple[str, str]:
+    """Dankar et al.'s (2012) choice of model and why, fitting only the models it reads.
+
+    π ≤ 0.1 → Pitman (Zayatz when Pitman has no valid fit); π > 0.1 → the smaller of Zayatz
+    and SNB (Zayatz when SNB has none), as ARX's ``RiskModelPopulationUniqueness``.
+    """
+    pi = m.pi
+    if pi <= 0.1:
+        if _valid(m.est("pitman")):
+            return "pitman", f"sampling fraction {pi:.3g} <= 0.1: Pitman's model"
+        return "zayatz", (f"sampling fraction {pi:.3g} <= 0.1 but Pitman's model has no valid "
+                          "fit: Zayatz's model")
+    zay, snb = m.est("zayatz"), m.est("snb")
+    if _valid(snb):
+        return ("zayatz" if zay < snb else "snb"), (
+            f"sampling fraction {pi:.3g} > 0.1: the smaller of Zayatz ({zay:.4g}) and SNB "
+            f"({snb:.4g})")
+    return "zayatz", (f"sampling fraction {pi:.3g} > 0.1 and the SNB model has no valid fit: "
+                      "Zayatz's model")
+
+
+def _histogram(sizes: Any, count: Any, population_size: float) -> tuple:
+    """Validate a class-size histogram and its population size: (sizes, count, N)."""
+    sizes = real_array(sizes, "sizes")
+    count = real_array(count, "count")
+    if not (np.isfinite(sizes).all() and np.isfinite(count).all()) or (sizes < 1).any() \
+            or (count < 0).any() or sizes.shape != count.shape:
+        raise InputError("sizes and count must be arrays of one shape: sizes >= 1, count >= 0")
+    n = float((sizes * count).sum())
+    big_n = float(check_at_least(population_size, "population_size", max(n, 1.0)))
+    return sizes, count, big_n
+
+
+def population_unique_estimate(sizes: np.ndarray, count: np.ndarray, population_size: float,
+                               model: str = "dankar") -> float | None:
+    """Estimated number of population uniques by one model, fitting nothing else.
+
+    The value :func:`population_uniques` reports under ``model`` (``"dankar"``, ``"pitman"``,
+    ``"zayatz"`` or ``"snb"``): Dankar's rule fits Pitman's model alone at a sampling
+    fraction ≤ 0.1 (Zayatz's too only when Pitman has no valid fit), Zayatz's and SNB
+    above it. ``None`` where the model has no valid estimate; 0 without sample uniques.
+    """
+    check_choice(model, "model", ("dankar", "pitman", "zayatz", "snb"))
+    m = _Models(*_histogram(sizes, count, population_size))
+    if m.c1 == 0:
+        return 0.0
+    x = m.est(_dankar(m)[0] if model == "dankar" else model)
+    return x if _valid(x) else None
+
+
 def population_uniques(sizes: np.ndarray, count: np.ndarray, population_size: float) -> dict:
     """Estimate population uniques from the class-size histogram, and Dankar's choice.
 
@@ -563,51 +662,21 @@ def population_uniques(sizes: np.ndarray, count: np.ndarray, population_size: fl
         ``reason``, ``sampling_fraction`` and the fitted parameters. Dankar et al. (2012),
         as in ARX: π ≤ 0.1 → Pitman (Zayatz if Pitman has no valid estimate); π > 0.1 → the
         smaller of Zayatz and SNB (Zayatz if SNB has none). No sample uniques → 0 for all.
+        Every model is fitted (:func:`population_unique_estimate` fits only the one asked).
 
     """
-    sizes = real_array(sizes, "sizes")
-    count = real_array(count, "count")
-    if not (np.isfinite(sizes).all() and np.isfinite(count).all()) or (sizes < 1).any() \
-            or (count < 0).any() or sizes.shape != count.shape:
-        raise InputError("sizes and count must be arrays of one shape: sizes >= 1, count >= 0")
-    n = float((sizes * count).sum())
-    big_n = float(check_at_least(population_size, "population_size", max(n, 1.0)))
-    pi = n / big_n
-    c1 = float(count[sizes == 1].sum())
-    out: dict = {"sampling_fraction": pi, "population_size": big_n}
-    if c1 == 0:
+    m = _Models(*_histogram(sizes, count, population_size))
+    out: dict = {"sampling_fraction": m.pi, "population_size": m.big_n}
+    if m.c1 == 0:
         out.update(pitman=0.0, zayatz=0.0, snb=0.0, dankar=0.0, chosen="none",
                    reason="no sample uniques, so no population uniques among the sample")
         return out
-    theta, alpha, ok = _k.pitman_fit(sizes, count, int(n))
-    pit = _k.pitman_uniques(theta, alpha, big_n) if ok else float("nan")
-    zay = _k.zayatz_uniques(sizes, count, int(n), big_n)
-    kk = _k.shlosser_k(sizes, count, pi)
-    c2 = float(count[sizes == 2].sum())
-    a, b, ok2 = _k.snb_fit(c1, c2, kk, pi) if pi < 1 else (math.nan, math.nan, False)
-    snb = kk * b ** a if ok2 else float("nan")
-    out["pitman_params"] = {"theta": theta, "alpha": alpha}
-    out["snb_params"] = {"alpha": a, "beta": b, "K": kk}
-
-    def valid(x: float) -> bool:
-        return math.isfinite(x) and x != 0.0
-
-    if pi <= 0.1:
-        if valid(pit):
-            chosen, reason = "pitman", f"sampling fraction {pi:.3g} <= 0.1: Pitman's model"
-        else:
-            chosen, reason = "zayatz", (f"sampling fraction {pi:.3g} <= 0.1 but Pitman's model "
-                                        "has no valid fit: Zayatz's model")
-    elif valid(snb):
-        chosen = "zayatz" if zay < snb else "snb"
-        reason = (f"sampling fraction {pi:.3g} > 0.1: the smaller of Zayatz ({zay:.4g}) and "
-                  f"SNB ({snb:.4g})")
-    else:
-        chosen, reason = "zayatz", (f"sampling fraction {pi:.3g} > 0.1 and the SNB model has no "
-                                    "valid fit: Zayatz's model")
-    est = {"pitman": pit, "zayatz": zay, "snb": snb}
+    est = {name: m.est(name) for name in ("pitman", "zayatz", "snb")}
+    out["pitman_params"] = m.params["pitman"]
+    out["snb_params"] = m.params["snb"]
     for name, val in est.items():
-        out[name] = val if valid(val) else None
+        out[name] = val if _valid(val) else None
+    chosen, reason = _dankar(m)
     out["dankar"] = out[chosen]
     out["chosen"], out["reason"] = chosen, reason
     return out

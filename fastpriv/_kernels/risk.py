@@ -7,9 +7,9 @@ Two row-level Numba kernels (the only passes over the data):
   radix product would overflow);
 * :func:`bf_individual_risk` — Benedetti–Franconi individual risk per class.
 
-Everything else works on the histogram of class sizes (how many classes have size 1, 2, …)
-and is plain NumPy: the Pitman, Zayatz and SNB population-uniqueness estimators and the
-special functions they need (digamma, trigamma, lgamma), without SciPy.
+Everything else works on the histogram of class sizes (how many classes have size 1, 2, …):
+the Pitman fit (:func:`pitman_fit`, damped Newton with the digamma and trigamma it needs) is
+compiled, the Zayatz and SNB population-uniqueness estimators are plain NumPy; no SciPy.
 """
 
 from __future__ import annotations
@@ -185,142 +185,161 @@ def bf_individual_risk(f, wsum):
 
 
 # ----------------------------------------------------------------------------------------
-# special functions (vectorized NumPy, no SciPy)
+# special functions (scalar, compiled; no SciPy)
 
-def digamma(x: np.ndarray | float) -> np.ndarray:
-    """ψ(x) for x > 0: recurrence up to x ≥ 6, then the asymptotic series (|err| < 1e-14)."""
-    x = np.array(x, dtype=np.float64, copy=True)
-    acc = np.zeros_like(x)
-    small = x < 10.0
-    while small.any():
-        acc[small] -= 1.0 / x[small]
-        x[small] += 1.0
-        small = x < 10.0
+@kernel(helper=True)
+def _digamma(x):
+    """ψ(x) for x > 0: recurrence up to x ≥ 10, then the asymptotic series (|err| < 1e-14)."""
+    acc = 0.0
+    while x < 10.0:
+        acc -= 1.0 / x
+        x += 1.0
     inv = 1.0 / x
     inv2 = inv * inv
     series = inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (1 / 240 - inv2 / 132))))
-    return acc + np.log(x) - 0.5 * inv - series
+    return acc + math.log(x) - 0.5 * inv - series
 
 
-def trigamma(x: np.ndarray | float) -> np.ndarray:
-    """ψ'(x) for x > 0: recurrence up to x ≥ 6, then the asymptotic series."""
-    x = np.array(x, dtype=np.float64, copy=True)
-    acc = np.zeros_like(x)
-    small = x < 10.0
-    while small.any():
-        acc[small] += 1.0 / (x[small] * x[small])
-        x[small] += 1.0
-        small = x < 10.0
+@kernel(helper=True)
+def _trigamma(x):
+    """ψ'(x) for x > 0: recurrence up to x ≥ 10, then the asymptotic series."""
+    acc = 0.0
+    while x < 10.0:
+        acc += 1.0 / (x * x)
+        x += 1.0
     inv = 1.0 / x
     inv2 = inv * inv
     series = inv + 0.5 * inv2 + inv * inv2 * (1 / 6 - inv2 * (1 / 30 - inv2 * (1 / 42 - inv2 / 30)))
     return acc + series
 
 
-_lgamma = np.vectorize(math.lgamma, otypes=[np.float64])
-
-
-def lgamma(x: np.ndarray | float) -> np.ndarray:
-    """Log Γ(x) elementwise (``math.lgamma``)."""
-    return _lgamma(np.asarray(x, dtype=np.float64))
-
-
 # ----------------------------------------------------------------------------------------
 # population-uniqueness models on the histogram (sizes[i] classes have count[i] each)
 
-def pitman_loglik(theta: float, alpha: float, sizes: np.ndarray, count: np.ndarray,
-                  n: int) -> float:
+@kernel(helper=True)
+def _pitman_loglik(theta, alpha, sizes, count, n):
     """Log-likelihood of the Pitman (Ewens–Pitman two-parameter) partition of the sample.
 
     Pitman (1995); Hoshino (2001), eq. (3.2):
     log L = Σ_{i=1}^{u−1} log(θ + iα) − Σ_{i=1}^{n−1} log(θ + i) + Σ_j Σ_{i=1}^{f_j−1} log(i − α),
     written with log Γ (u classes, n records).
     """
-    u = float(count.sum())
+    u = 0.0
+    for j in range(count.shape[0]):
+        u += count[j]
     tl = theta / alpha
     val = (u - 1) * math.log(alpha) + math.lgamma(tl + u) - math.lgamma(tl + 1)
     val -= math.lgamma(theta + n) - math.lgamma(theta + 1)
-    val += float(np.sum(count * (lgamma(sizes - alpha) - math.lgamma(1 - alpha))))
-    return val
+    g1 = math.lgamma(1 - alpha)
+    s = 0.0
+    for j in range(sizes.shape[0]):
+        s += count[j] * (math.lgamma(sizes[j] - alpha) - g1)
+    return val + s
 
 
+@kernel(helper=True)
 def _pitman_grad_hess(theta, alpha, sizes, count, n):
-    u = float(count.sum())
+    """Score (g0, g1) and Hessian (h00, h01, h11) of :func:`_pitman_loglik` in (θ, α)."""
+    u = 0.0
+    for j in range(count.shape[0]):
+        u += count[j]
     tl = theta / alpha
-    psi_u, psi_1 = digamma(np.array([tl + u, tl + 1]))
-    tri_u, tri_1 = trigamma(np.array([tl + u, tl + 1]))
-    s0 = (psi_u - psi_1) / alpha                      # Σ 1/(θ+iα)
-    s1 = ((u - 1) - theta * s0) / alpha              # Σ i/(θ+iα)
-    s00 = (tri_1 - tri_u) / alpha ** 2               # Σ 1/(θ+iα)²
+    s0 = (_digamma(tl + u) - _digamma(tl + 1)) / alpha            # Σ 1/(θ+iα)
+    s1 = ((u - 1) - theta * s0) / alpha                           # Σ i/(θ+iα)
+    s00 = (_trigamma(tl + 1) - _trigamma(tl + u)) / alpha ** 2    # Σ 1/(θ+iα)²
     # Σ i/(θ+iα)² = (s0 − θ s00)/α ;  Σ i²/(θ+iα)² = (s1 − θ Σ i/(θ+iα)²)/α
     s10 = (s0 - theta * s00) / alpha
     s11 = (s1 - theta * s10) / alpha
-    dn, dn1 = digamma(np.array([theta + n, theta + 1]))
-    tn, tn1 = trigamma(np.array([theta + n, theta + 1]))
-    big = sizes > 1
-    dc = float(np.sum(count[big] * (digamma(sizes[big] - alpha) - digamma(1 - alpha))))
-    tc = float(np.sum(count[big] * (trigamma(1 - alpha) - trigamma(sizes[big] - alpha))))
-    g = np.array([s0 - (dn - dn1), s1 - dc])
-    h = np.array([[-s00 + (tn1 - tn), -s10], [-s10, -s11 - tc]])
-    return g, h
+    dn = _digamma(theta + n) - _digamma(theta + 1)
+    tn = _trigamma(theta + 1) - _trigamma(theta + n)
+    d1, t1 = _digamma(1 - alpha), _trigamma(1 - alpha)
+    dc = 0.0
+    tc = 0.0
+    for j in range(sizes.shape[0]):
+        if sizes[j] > 1:
+            dc += count[j] * (_digamma(sizes[j] - alpha) - d1)
+            tc += count[j] * (t1 - _trigamma(sizes[j] - alpha))
+    return s0 - dn, s1 - dc, -s00 + tn, -s10, -s11 - tc
 
 
-def pitman_fit(sizes: np.ndarray, count: np.ndarray, n: int,
-               max_iter: int = 200) -> tuple[float, float, bool]:
-    """Maximum-likelihood (θ, α) of Pitman's model by damped Newton on the score equations.
-
-    Hoshino (2001), section 3; the starting point is ARX's moment guess (ModelPitman).
-    Constraint 0 < α < 1, θ > −α. Returns ``(theta, alpha, converged)``.
-    """
-    c1 = float(count[sizes == 1].sum())
-    c2 = float(count[sizes == 2].sum()) or 1.0
-    u = float(count.sum())
-    c = c1 * (c1 - 1) / c2
-    den = 2 * c1 * u + c1 * c - n * c
-    t = (n * u * c - c1 * (n - 1) * (2 * u + c)) / den if den else float("nan")
-    a = (t * (c1 - n) + (n - 1) * c1) / (n * u) if np.isfinite(t) else float("nan")
-    starts = [(t, a), (1.0, 0.5), (float(u), 0.1), (0.1, 0.9)]
-    best = None
-    for t0, a0 in starts:
-        if not (np.isfinite(t0) and np.isfinite(a0) and 0 < a0 < 1 and t0 > -a0):
-            continue
-        res = _pitman_newton(t0, a0, sizes, count, n, max_iter)
-        if res is not None and (best is None or res[2] > best[2]):
-            best = res
-    if best is None:
-        return float("nan"), float("nan"), False
-    return best[0], best[1], True
-
-
+@kernel(helper=True)
 def _pitman_newton(t, a, sizes, count, n, max_iter):
-    ll = pitman_loglik(t, a, sizes, count, n)
+    """Damped Newton ascent of the Pitman likelihood from (t, a): (ok, θ, α, log L)."""
+    ll = _pitman_loglik(t, a, sizes, count, n)
     for _ in range(max_iter):
-        g, h = _pitman_grad_hess(t, a, sizes, count, n)
-        try:
-            step = np.linalg.solve(h, -g)
-        except np.linalg.LinAlgError:
-            return None
-        if not np.all(np.isfinite(step)) or float(g @ step) <= 0:
-            step = g / max(np.abs(g).max(), 1.0) * 1e-2  # not an ascent direction: gradient
+        g0, g1, h00, h01, h11 = _pitman_grad_hess(t, a, sizes, count, n)
+        det = h00 * h11 - h01 * h01
+        if det == 0.0:
+            return False, t, a, ll
+        st0 = (h01 * g1 - h11 * g0) / det          # solves H·step = −g
+        st1 = (h01 * g0 - h00 * g1) / det
+        if not (math.isfinite(st0) and math.isfinite(st1)) or g0 * st0 + g1 * st1 <= 0:
+            m = max(max(abs(g0), abs(g1)), 1.0)    # not an ascent direction: gradient
+            st0, st1 = g0 / m * 1e-2, g1 / m * 1e-2
         lam = 1.0
+        nt, na, nll = t, a, ll
+        accepted = False
         while lam > 1e-12:
-            nt, na = t + lam * step[0], a + lam * step[1]
+            nt, na = t + lam * st0, a + lam * st1
             if 0 < na < 1 and nt > -na:
-                nll = pitman_loglik(nt, na, sizes, count, n)
+                nll = _pitman_loglik(nt, na, sizes, count, n)
                 if nll >= ll - 1e-12 * abs(ll):
+                    accepted = True
                     break
             lam *= 0.5
-        else:
+        if not accepted:
             break
         done = abs(nt - t) <= 1e-10 * (1 + abs(t)) and abs(na - a) <= 1e-12
         t, a, ll = nt, na, nll
         if done:
             break
-    g, _ = _pitman_grad_hess(t, a, sizes, count, n)
-    scale = np.array([1.0 + abs(t), 1.0])
-    if not np.all(np.abs(g) * scale < 1e-5 * (1 + abs(ll))):
-        return None
-    return t, a, ll
+    g0, g1, _, _, _ = _pitman_grad_hess(t, a, sizes, count, n)
+    tol = 1e-5 * (1 + abs(ll))
+    ok = abs(g0) * (1.0 + abs(t)) < tol and abs(g1) < tol
+    return ok, t, a, ll
+
+
+@kernel
+def pitman_fit(sizes, count, n, max_iter):
+    """Maximum-likelihood (θ, α) of Pitman's model by damped Newton on the score equations.
+
+    Hoshino (2001), section 3. Newton runs from four starting points — ARX's moment guess
+    (ModelPitman), (1, ½), (u, 0.1), (0.1, 0.9) — and the converged fit of highest
+    likelihood is kept. Constraint 0 < α < 1, θ > −α. ``sizes``, ``count`` float64, ``n``
+    and ``max_iter`` int64. Returns ``(theta, alpha, converged)``.
+    """
+    c1 = 0.0
+    c2 = 0.0
+    u = 0.0
+    for j in range(sizes.shape[0]):
+        u += count[j]
+        if sizes[j] == 1:
+            c1 += count[j]
+        elif sizes[j] == 2:
+            c2 += count[j]
+    if c2 == 0:
+        c2 = 1.0
+    nf = float(n)
+    c = c1 * (c1 - 1) / c2
+    den = 2 * c1 * u + c1 * c - nf * c
+    t = (nf * u * c - c1 * (nf - 1) * (2 * u + c)) / den if den != 0 else math.nan
+    a = (t * (c1 - nf) + (nf - 1) * c1) / (nf * u) if math.isfinite(t) else math.nan
+    best_t, best_a, best_ll, found = math.nan, math.nan, -math.inf, False
+    for s in range(4):
+        if s == 0:
+            t0, a0 = t, a
+        elif s == 1:
+            t0, a0 = 1.0, 0.5
+        elif s == 2:
+            t0, a0 = u, 0.1
+        else:
+            t0, a0 = 0.1, 0.9
+        if not (math.isfinite(t0) and math.isfinite(a0) and 0 < a0 < 1 and t0 > -a0):
+            continue
+        ok, rt, ra, rll = _pitman_newton(t0, a0, sizes, count, n, max_iter)
+        if ok and (not found or rll > best_ll):
+            best_t, best_a, best_ll, found = rt, ra, rll, True
+    return best_t, best_a, found
 
 
 def pitman_uniques(theta: float, alpha: float, big_n: float) -> float:
