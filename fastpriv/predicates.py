@@ -329,13 +329,73 @@ class HighestRisk(KAnonymity):
 
 
 class _SizesCriterion(Criterion):
-    """A criterion on the class sizes alone (the QIs; never the sensitive value)."""
+    """A criterion on the class sizes alone (the QIs; never the sensitive value).
+
+    ARX's risk-based (sample-based) privacy models: the release holds iff the distribution of
+    its class sizes meets the criterion (:meth:`holds`). With a suppression budget the
+    suppressed records are out of the risk: :meth:`suppressed_prefix` is ARX's enforcement,
+    which suppresses the smallest classes first until the criterion holds on the classes
+    kept (``RiskBasedCriterion.enforce``).
+    """
 
     reads_sensitive = False
+    #: decided on the class-size distribution; suppression by :meth:`suppressed_prefix`
+    sample_based = True
+    limit: float
 
     def __call__(self, rel: Release) -> bool:
         """Return True iff the class sizes of ``rel`` meet the criterion."""
-        return bool(self.value(rel) <= self.limit)
+        return self.holds(self._sizes(rel))
+
+    def value(self, rel: Release) -> float:
+        """Return the achieved value on ``rel`` (see :meth:`value_of`)."""
+        return self.value_of(self._sizes(rel))
+
+    @abstractmethod
+    def value_of(self, sizes: np.ndarray) -> float:
+        """Return the achieved value on classes of these sizes (int64 array)."""
+
+    def holds(self, sizes: np.ndarray) -> bool:
+        """Return True iff classes of these sizes meet the criterion (value ≤ limit)."""
+        return bool(self.value_of(sizes) <= self.limit)
+
+    def suppressed_prefix(self, sizes: np.ndarray, budget: int, already: int = 0) -> int:
+        """Return how many leading classes of ``sizes`` ARX suppresses for the criterion to hold.
+
+        ``sizes`` are the classes still kept, in ARX's suppression order (smallest first).
+        ARX's ``RiskBasedCriterion.enforce``: nothing when the criterion holds; else a binary
+        search over the number ``j`` of leading classes suppressed
+        (``HashGroupifyDistribution.suppressWhileNotFulfilledBinary``, every class suppressed
+        counting as holding), given up once the criterion fails with more than ``budget``
+        records suppressed, ``already`` of them before (then the node fails: the records
+        suppressed exceed the budget). Average risk and records at risk hold more as more
+        leading classes go, so the result is the smallest ``j`` at which they hold.
+        """
+        m = int(sizes.shape[0])
+        if m == 0 or self.holds(sizes):
+            return 0
+        csum = np.cumsum(sizes)
+
+        def state(j: int) -> int:   # 1 holds, 0 fails, -1 fails past the budget (abort)
+            if j >= m or self.holds(sizes[j:]):
+                return 1
+            return -1 if already + int(csum[j - 1]) > budget else 0
+
+        low, high = 0, m - 1
+        mid = (low + high) // 2    # j = mid + 1 leading classes suppressed
+        st = -1
+        while low <= high:
+            st = state(mid + 1)
+            if st == -1:
+                break
+            if st == 1:
+                high = mid - 1
+            else:
+                low = mid + 1
+            mid = max((low + high) // 2, 0)   # Java's integer division: -1 / 2 == 0
+        if st != -1 and mid + 1 < m and state(mid + 1) == 0:
+            return mid + 2
+        return mid + 1
 
     def _sizes(self, rel: Release) -> np.ndarray:
         return np.asarray(check_release(rel, "rel").sizes, dtype=np.int64)
@@ -344,9 +404,15 @@ class _SizesCriterion(Criterion):
 class AverageRisk(_SizesCriterion):
     """Average prosecutor risk ≤ ``max_avg_risk``: (number of classes) / n (ARX).
 
-    Monotone under generalization: merging classes never adds one. Not group-local (no
-    suppression budget).
+    Monotone under generalization: merging classes never adds one. Not group-local; with a
+    suppression budget the smallest classes are suppressed first (ARX's
+    ``AverageReidentificationRisk``: the risk of the records kept), which stays monotone
+    (``union_monotone``): a node's suppression, applied to the unions of its classes above
+    it, suppresses no more records and leaves classes no smaller, and the smallest classes
+    are the fewest records whose suppression lifts the average class size to 1/max.
     """
+
+    union_monotone = True
 
     def __init__(self, max_avg_risk: float) -> None:
         self.limit = _real(max_avg_risk, "max_avg_risk", minimum=0.0)
@@ -354,9 +420,8 @@ class AverageRisk(_SizesCriterion):
             raise InputError(f"max_avg_risk must be in [0, 1], got {max_avg_risk!r}")
         self.name = f"average-risk(max={self.limit:g})"
 
-    def value(self, rel: Release) -> float:
+    def value_of(self, sizes: np.ndarray) -> float:
         """Return the average prosecutor risk, classes / records."""
-        sizes = self._sizes(rel)
         return float(sizes.size / sizes.sum()) if sizes.size else 0.0
 
     def params(self) -> dict[str, Any]:
@@ -368,7 +433,12 @@ class RecordsAtRisk(_SizesCriterion):
     """Share of records whose prosecutor risk 1/f exceeds ``risk_threshold`` ≤ ``max_share``.
 
     ARX's "records at risk". Monotone: a class only grows under generalization, so a
-    record once below the threshold stays below it.
+    record once below the threshold stays below it. With a suppression budget (the
+    smallest classes suppressed first, ARX's enforcement) it is not: with threshold 0.2,
+    share 0.2 and a budget of 3 records, classes of 2, 2 and 8 pass with one class of 2
+    suppressed, but merged into 4 and 8 the class of 4 is still at risk and its 4 records
+    exceed the budget; that search checks every node (or every node whose bound can beat
+    the best, with ``objective="optimal"``).
     """
 
     def __init__(self, risk_threshold: float, max_share: float) -> None:
@@ -379,9 +449,8 @@ class RecordsAtRisk(_SizesCriterion):
         self.name = (f"records-at-risk(risk>{self.threshold:g}, "
                      f"max share={self.limit:g})")
 
-    def value(self, rel: Release) -> float:
+    def value_of(self, sizes: np.ndarray) -> float:
         """Return the share of records in classes with 1/f > risk_threshold."""
-        sizes = self._sizes(rel)
         at = sizes[sizes * self.threshold < 1.0].sum()
         return float(at / sizes.sum()) if sizes.size else 0.0
 
@@ -393,10 +462,13 @@ class RecordsAtRisk(_SizesCriterion):
 class PopulationUniqueness(_SizesCriterion):
     """Estimated population uniques / population size ≤ ``max_uniqueness`` (ARX).
 
-    The estimate is :func:`fastpriv.risk.population_uniques` of the class-size histogram:
-    Dankar et al.'s rule (``model="dankar"``, ARX's default) or one model (``"pitman"``,
-    ``"zayatz"``, ``"snb"``). **Not monotone** (the models' estimates need not fall as
-    classes merge): the lattice search checks every node, as ARX does.
+    The estimate is :func:`fastpriv.risk.population_unique_estimate` of the class-size
+    histogram: Dankar et al.'s rule (``model="dankar"``, ARX's default; only the model the
+    rule picks is fitted) or one model (``"pitman"``, ``"zayatz"``, ``"snb"``). **Not
+    monotone** (the models' estimates need not fall as classes merge): the lattice search
+    checks every node, or with ``objective="optimal"`` every node whose lower bound of the
+    quality measure can beat the best satisfying node found. With a suppression budget the
+    estimate is of the records kept (sampling fraction kept / population), as ARX's.
     """
 
     monotone = False
@@ -412,16 +484,16 @@ class PopulationUniqueness(_SizesCriterion):
         self.name = (f"population-uniqueness({self.model}, max={self.limit:g}, "
                      f"N={self.population_size:g})")
 
-    def value(self, rel: Release) -> float:
+    def value_of(self, sizes: np.ndarray) -> float:
         """Return the estimated share of the population that is unique on the QIs."""
-        from .risk import population_uniques
+        from .risk import population_unique_estimate
 
-        sizes = self._sizes(rel)
-        size, count = np.unique(sizes, return_counts=True)
         if self.population_size < sizes.sum():
             raise InputError(f"population: {self.population_size:g} is smaller than the "
                              f"{int(sizes.sum())} records")
-        est = population_uniques(size, count, self.population_size)[self.model]
+        hist = np.bincount(sizes)
+        size = np.flatnonzero(hist)
+        est = population_unique_estimate(size, hist[size], self.population_size, self.model)
         return float("inf") if est is None else float(est) / self.population_size
 
     def params(self) -> dict[str, Any]:

@@ -16,8 +16,17 @@ few nodes as it can:
   for its lowest satisfying node. Every check tags a whole cone of the lattice.
 
 The result equals exhaustive checking of every node (a property test verifies it for each
-criterion). A criterion declaring ``monotone = False`` — or a suppression budget with a
-criterion for which suppression is not monotone — is checked exhaustively instead.
+criterion). A criterion declaring ``monotone = False`` (population uniqueness, a user's
+non-monotone predicate) — or a suppression budget with a criterion for which suppression is
+not monotone — is checked at every node, except for ``objective="optimal"`` under a measure
+with an exact node-only lower bound (``height``, ``precision``, ``entropy``, ``loss``,
+``nm_precision``, ``nm_entropy``): the **bounded** search visits the nodes by that bound
+(then height, lexicographic) and checks them until the bound exceeds the best satisfying
+node's score, so no node that could beat it goes unchecked (ARX's Flash prunes with the same
+bounds). The bound is the measure with nothing suppressed (:meth:`_node_scores`, computed
+for every node from per-level tables without grouping any); where it is the score itself
+(node-only measures, or no suppression) the first satisfying node is the optimum. Its
+``minimal`` then lists the minimal nodes among the satisfying nodes it checked only.
 
 Each check is cheap: the table is compressed once to its distinct (QI codes, sensitive
 value) combinations with counts. For the built-in group-local criteria (k-anonymity,
@@ -63,7 +72,16 @@ Suppression (optional): with ``suppression=f``, a node also satisfies a group-lo
 criterion when the rows of its failing groups number at most ⌊f·n⌋; those rows are removed
 (group id −1). Suppression keeps monotonicity for k-anonymity and distinct ℓ-diversity (a
 passing group stays passing when merged); for the other local criteria the search is
-exhaustive.
+exhaustive. The risk criteria on class sizes (average risk, records at risk, population
+uniqueness: ARX's risk-based models) take a budget as ARX does: after the classes failing
+the group-local parts, the smallest classes left are suppressed until the criterion holds
+on the classes kept — suppressed records are out of the risk — by ARX's binary search over
+how many (``RiskBasedCriterion.enforce``), in ARX's order: by size, equal sizes by the
+class's loss under ``utility="loss"``, then by first row. The node satisfies when the
+records suppressed fit the budget. Average risk stays monotone so (Flash); records at risk
+and population uniqueness do not. ARX also leaves a class generalized to ``*`` in every QI
+out of the risk; fastpriv counts it (with hierarchies whose only ``*`` is their top level
+this differs at the top node alone).
 
 Utility measures (quality models; every one is minimized; ties → lower height, then
 lexicographic). n rows, d QI attributes, node levels l_A, H_A = height_A − 1, classes g of
@@ -103,17 +121,19 @@ n_g rows, S suppressed rows (classes failing the criterion), K kept classes:
 Monotonicity (what ``objective="optimal"`` may prune): ``height``, ``precision`` and
 ``entropy`` depend on the node only and never decrease upwards; without suppression every
 built-in measure never decreases upwards (classes only merge), so the best minimal node is
-the optimum. With suppression a higher node may suppress fewer rows and cost less for
-``discernibility``, ``avg_group_size``, ``aecs``, ``loss``, ``nm_precision`` and
-``nm_entropy``: the optimal search scores satisfying nodes and prunes only with exact lower
+the optimum, and ``loss``, ``nm_precision`` and ``nm_entropy`` depend on the node alone too:
+they are scored from per-level tables, without regrouping the node. With suppression a
+higher node may suppress fewer rows and cost less for ``discernibility``,
+``avg_group_size``, ``aecs``, ``loss``, ``nm_precision`` and ``nm_entropy``: the optimal
+search scores satisfying nodes and prunes only with exact lower
 bounds — node-only bounds (suppression ignored: ``loss`` with every row at its share,
 ``nm_precision`` at S = 0, ``nm_entropy`` = ``entropy``) visited best-first, and for
 ``discernibility`` / ``aecs`` the up-set of a node X (Σ_g n_g·max(n_g, k) ≤ DM(Y);
 n / #classes(X) ≤ AECS(Y) for every Y ⪰ X).
 
 Suppression convention (ARX's): at most ⌊f·n⌋ rows of the whole table may be suppressed,
-and the rows suppressed are exactly those of the classes failing the criterion (for
-k-anonymity, classes smaller than k).
+and the rows suppressed are exactly those of the classes failing the criterion's group-local
+parts (for k-anonymity, classes smaller than k) and those its risk parts suppress.
 """
 
 from __future__ import annotations
@@ -169,12 +189,28 @@ def _arx_round(x: float) -> float:
     return math.floor(x * _ARX_FACTOR) / _ARX_FACTOR
 
 
+def _geo_factor(v: float, d: int) -> float:
+    """One attribute's factor (v + 1)^(1/d) of ARX's geometric mean."""
+    return (v + 1.0) ** (1.0 / d)
+
+
 def _geometric(vals: Sequence[float]) -> float:
     """ARX's ``ILMultiDimensionalGeometricMean`` (weights 1): Π (v + 1)^(1/d) − 1."""
     r = 1.0
     for v in vals:
-        r *= (v + 1.0) ** (1.0 / len(vals))
+        r *= _geo_factor(v, len(vals))
     return r - 1.0
+
+
+def _entropy_term(v: float) -> float:
+    """One attribute's entropy cost from its (≤ 0) log-sum ``v``, rounded down as ARX does."""
+    return 0.0 if v == 0.0 else _arx_round(-v)
+
+
+def _nm_precision_term(n: float, sup: int, v: float, d: int) -> float:
+    """One attribute's term ((n − S)·l/H + S)/n / d of ARX's ``MetricMDNMPrecision``."""
+    return (((n - sup) * v + sup) / n) / d
+
 
 _DENSE_LIMIT = 1 << 22
 UNKNOWN, SAT, UNSAT = 0, 1, -1
@@ -182,6 +218,21 @@ UNKNOWN, SAT, UNSAT = 0, 1, -1
 
 def _fmt_node(node: Sequence[int] | None) -> str:
     return "none" if node is None else "(" + ",".join(map(str, node)) + ")"
+
+
+def _suppression_parts(crit: Criterion) -> tuple[list, list] | None:
+    """Split ``crit`` into its group-local parts and its class-size (risk) parts.
+
+    ``None`` when some part is neither: a suppression budget does not apply to it.
+    """
+    from ..predicates import AllOf
+
+    parts = list(crit.parts) if isinstance(crit, AllOf) else [crit]
+    local = [p for p in parts if getattr(p, "local", False) and hasattr(p, "group_ok")]
+    sample = [p for p in parts if getattr(p, "sample_based", False)]
+    if len(local) + len(sample) != len(parts):
+        return None
+    return local, sample
 
 
 @dataclass(frozen=True, eq=False)
@@ -243,25 +294,33 @@ class LatticeSearch(Result):
         Number of levels of each QI attribute's hierarchy.
     criterion : str
     minimal : tuple of node tuples
-        Every minimal satisfying node (by height, then lexicographic).
+        Every minimal satisfying node (by height, then lexicographic); with
+        ``strategy="bounded"`` the minimal ones among the satisfying nodes it checked.
     best : tuple or None
         The minimal node optimizing ``utility`` (``None`` if no node satisfies).
     utility : str
     scores : dict
-        Utility value of each minimal node.
+        Utility value of each minimal node (``"bounded"``: of each satisfying node checked).
     n_nodes, n_checked : int
         Lattice size and number of nodes actually evaluated.
     n_satisfying : int
-        Number of satisfying nodes (checked or inferred).
+        Number of satisfying nodes (checked or inferred; ``"bounded"``: found).
     checked : tuple of node tuples
         The evaluated nodes, in order.
     strategy : str
-        ``"flash"`` (predictive tagging + binary search) or ``"exhaustive"``.
+        ``"flash"`` (predictive tagging + binary search), ``"exhaustive"``, or
+        ``"bounded"`` (a non-monotone criterion's optimum: nodes checked by lower bound
+        until none left can beat the best; module docstring).
     suppression : float
     seconds : dict
         Seconds per phase: ``total``; ``bookkeeping`` (tagging, progress callbacks); for
         built-in local criteria ``rollup`` (merging classes), ``count`` ((class, value)
-        profiles), ``criterion`` and ``materialize`` (caching failing nodes).
+        profiles), ``criterion`` and ``materialize`` (caching failing nodes); for the other
+        criteria ``regroup`` (a node's classes from the cells) and ``criterion`` (deciding
+        it: population models included); ``bounds`` (the lower bound of every node,
+        ``"bounded"``), ``minimal`` (the minimal nodes of the satisfying set), ``score``
+        (scoring nodes) and ``optimum`` (``objective="optimal"``: the satisfying nodes
+        above the minimal ones). Phases that took no time are left out.
     anonymized : Anonymized or None
         The release at ``best`` (materialized unless ``materialize=False``).
     objective : str
@@ -374,10 +433,14 @@ class LatticeSearch(Result):
             "optimum": self.optimum, "n_rows_rolled_up": self.n_rows_rolled_up})
 
     def summary(self) -> str:
-        """Two lines: the minimal nodes found and the best one."""
-        head = (f"lattice search ({self.strategy}): {self.value} minimal node(s) satisfying "
-                f"{self.criterion} among {self.n_nodes} ({self.n_checked} checked, "
-                f"suppression {self.suppression:g}), {self.seconds.get('total', 0.0):.3g} s")
+        """Two lines: the minimal nodes found (or the nodes checked) and the best one."""
+        found = (f"{self.n_satisfying} satisfying node(s) of {self.criterion} found among "
+                 f"{self.n_nodes} ({self.n_checked} checked: every node whose bound could "
+                 f"beat the best" if self.strategy == "bounded" else
+                 f"{self.value} minimal node(s) satisfying {self.criterion} among "
+                 f"{self.n_nodes} ({self.n_checked} checked")
+        head = (f"lattice search ({self.strategy}): {found}, suppression "
+                f"{self.suppression:g}), {self.seconds.get('total', 0.0):.3g} s")
         w = self.witness
         if w is None:
             return head + "\nno node satisfies"
@@ -1051,6 +1114,7 @@ class GeneralizationLattice:
             weights = exact_bincount(np.asarray(cell, dtype=np.int64), ws.kept,
                                      first.shape[0])
         self._row_cell = cell
+        self._cell_row = kernel_array(first, np.int64)   # first (input) row of each cell
         self._cq = kernel_array(np.stack([h.codes[first] for h in self.hierarchies]), np.int32)
         self._cs = kernel_array(sens.codes[first], np.int32)
         self._cw = kernel_array(weights, np.int64)
@@ -1083,6 +1147,7 @@ class GeneralizationLattice:
         self._cq0: np.ndarray | None = None
         self._tuples: list[tuple[int, ...]] | None = None
         self._qtab: dict[str, list] | None = None
+        self._ntab: dict[str, list[np.ndarray]] = {}
 
     @staticmethod
     def _empty_w() -> np.ndarray:
@@ -1221,27 +1286,110 @@ class GeneralizationLattice:
         if isinstance(suppression, bool) or not isinstance(suppression, (int, float)) or \
                 not 0.0 <= float(suppression) < 1.0:
             raise InputError(f"suppression must be a fraction in [0, 1), got {suppression!r}")
-        if suppression and not (getattr(crit, "local", False) and hasattr(crit, "group_ok")):
+        if suppression and _suppression_parts(crit) is None:
             raise InputError(f"suppression needs a group-local criterion (k-anonymity, "
-                             f"ℓ-diversity, t-closeness, (c,k)-safety with negations); "
+                             f"ℓ-diversity, t-closeness, (c,k)-safety with negations) or a "
+                             f"risk criterion (max_avg_risk, max_records_at_risk, "
+                             f"max_uniqueness), every part of a conjunction one of them; "
                              f"{crit.name} is not")
         return int(math.floor(float(suppression) * self.n_rows))
 
-    def _check(self, node: tuple[int, ...], crit: Criterion, budget: int) -> NodeCheck:
+    def _check(self, node: tuple[int, ...], crit: Criterion, budget: int,
+               seconds: dict[str, float] | None = None) -> NodeCheck:
+        """Decide ``node`` by regrouping the cells (``seconds``: adds ``regroup``/``criterion``)."""
+        from .._kernels.generalize import weighted_first
+
+        t0 = time.perf_counter()
         g, n = self.cell_groups(node)
-        rel = self._release(g, n)
+        t1 = time.perf_counter()
         if budget > 0:
-            ok = crit.group_ok(rel, self._q)  # type: ignore[attr-defined]
-            sup = int(rel.sizes[~ok].sum())
-            good = sup <= budget and bool(ok.any())
-            return NodeCheck(node, good, n, sup if good else 0)
-        return NodeCheck(node, bool(self._eval(crit, rel)), n, 0)
+            sizes, first = weighted_first(kernel_array(g, np.int32), self._cw, n)
+            kept = self._kept(node, crit, g, n, sizes, first, budget)
+            sup = int(sizes[~kept].sum())
+            good = sup <= budget and bool(kept.any())
+            res = NodeCheck(node, good, n, sup if good else 0)
+        else:
+            res = NodeCheck(node, self._holds(crit, g, n), n, 0)
+        if seconds is not None:
+            seconds["regroup"] += t1 - t0
+            seconds["criterion"] += time.perf_counter() - t1
+        return res
+
+    def _holds(self, crit: Criterion, g: np.ndarray, n: int) -> bool:
+        """Whether the classes ``g`` (``n`` of them) meet ``crit``, nothing suppressed.
+
+        Criteria on the class sizes alone (k-anonymity, the risk criteria) read the sizes
+        only; the others the node's release.
+        """
+        from .._kernels.generalize import weighted_first
+        from ..predicates import AllOf, KAnonymity
+
+        parts = crit.parts if isinstance(crit, AllOf) else (crit,)
+        if all(isinstance(p, KAnonymity) or getattr(p, "sample_based", False) for p in parts):
+            sizes, _ = weighted_first(kernel_array(g, np.int32), self._cw, n)
+            return all(bool(sizes.min() >= p.k) if isinstance(p, KAnonymity)
+                       else p.holds(sizes) for p in parts)  # type: ignore[attr-defined]
+        return self._eval(crit, self._release(g, n))
 
     def _eval(self, crit: Criterion, rel: Release) -> bool:
         if isinstance(crit, LocalCriterion) or (getattr(crit, "local", False)
                                                 and hasattr(crit, "group_ok")):
             return bool(crit.group_ok(rel, self._q).all())  # type: ignore[attr-defined]
         return bool(crit(rel))
+
+    def _kept(self, node: tuple[int, ...], crit: Criterion, g: np.ndarray, n: int,
+              sizes: np.ndarray, first: np.ndarray, budget: int,
+              utility: Any = None) -> np.ndarray:
+        """Which of the ``n`` classes ``g`` of ``node`` are kept under suppression (ARX's rules).
+
+        The classes failing a group-local part of ``crit`` are suppressed; then each risk
+        part (:class:`~fastpriv.predicates.AverageRisk`, ``RecordsAtRisk``,
+        ``PopulationUniqueness``) suppresses the leading classes left, in ARX's order
+        (:meth:`_arx_order`), until it holds on the classes kept (its
+        ``suppressed_prefix``: ARX's ``RiskBasedCriterion.enforce``, giving up past
+        ``budget`` records). ``sizes``/``first``: each class's people and first cell.
+        """
+        from ..predicates import AllOf, KAnonymity
+
+        local, sample = _suppression_parts(crit)  # type: ignore[misc]
+        kept = np.ones(n, dtype=bool)
+        if local and all(isinstance(p, KAnonymity) for p in local):
+            kept = sizes >= max(p.k for p in local)  # type: ignore[attr-defined]
+        elif local:
+            part = local[0] if len(local) == 1 else AllOf(*local)
+            kept = np.asarray(part.group_ok(self._release(g, n), self._q),  # type: ignore[attr-defined]
+                              dtype=bool)
+        sup = int(sizes[~kept].sum())
+        for part in sample:
+            idx = self._arx_order(np.flatnonzero(kept), node, g, n, sizes, first, utility)
+            j = part.suppressed_prefix(sizes[idx], budget, sup)  # type: ignore[attr-defined]
+            kept[idx[:j]] = False
+            sup += int(sizes[idx[:j]].sum())
+        return kept
+
+    def _arx_order(self, idx: np.ndarray, node: tuple[int, ...], g: np.ndarray, n: int,
+                   sizes: np.ndarray, first: np.ndarray, utility: Any) -> np.ndarray:
+        """ARX's suppression order of the classes ``idx`` (``HashGroupifyDistribution``).
+
+        Smallest first; among equal sizes, for ``utility="loss"`` the class of lower loss
+        first (ARX's ``MetricMDNMLoss`` of one class: Π_A (n_g·share_A + 1)^(1/d) − 1 over
+        its generalized values' domain shares), then the class holding the earlier first
+        input row (ARX's representative).
+        """
+        rep = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(rep, g, self._cell_row)
+        keys = [rep[idx]]
+        if utility == "loss":
+            tab = self._quality_tables()
+            d = len(self.heights)
+            loss = np.ones(idx.shape[0])
+            for a, (h, lev) in enumerate(zip(self.hierarchies, node, strict=True)):
+                code = h.maps[lev][self._cq[a][first[idx]]]
+                share = tab["leaves"][a][lev][code] / tab["dsize"][a]
+                loss *= (sizes[idx] * share + 1.0) ** (1.0 / d)
+            keys.append(loss - 1.0)
+        keys.append(sizes[idx])
+        return idx[np.lexsort(keys)]
 
     # ------------------------------------------------------------------ search
     def search(self, predicate: Any, *, utility: str | Callable = "discernibility",
@@ -1255,7 +1403,8 @@ class GeneralizationLattice:
         Parameters
         ----------
         predicate : criterion, callable or list
-            A monotone criterion (see :mod:`fastpriv.predicates`).
+            A criterion (see :mod:`fastpriv.predicates`); a non-monotone one is checked at
+            every node (``objective="optimal"``: at every node that could be the optimum).
         utility : str or callable
             ``"discernibility"`` (default), ``"avg_group_size"``, ``"height"``,
             ``"precision"``, ARX's quality models ``"loss"`` (``MetricMDNMLoss``, ARX's
@@ -1263,9 +1412,11 @@ class GeneralizationLattice:
             ``"nm_precision"``, ``"aecs"``, or ``f(node, release) -> float`` (minimized).
             Formulas, ARX class names and monotonicity: module docstring.
         suppression : float
-            Fraction of rows that may be suppressed (group-local criteria only).
+            Fraction of rows that may be suppressed (group-local criteria and the risk
+            criteria on class sizes, see the module docstring).
         strategy : {"auto", "flash", "exhaustive"}
-            ``auto`` = predictive tagging when monotonicity holds, else exhaustive.
+            ``auto`` = predictive tagging when monotonicity holds, else exhaustive (bounded
+            for a non-monotone criterion's optimum, see ``objective``).
         materialize : bool
             Build the :class:`Anonymized` release of the best node.
         progress : callable, optional
@@ -1280,7 +1431,12 @@ class GeneralizationLattice:
             Σ_g n_g·max(n_g, k); ``aecs``: n/#classes(X); ``loss``, ``nm_precision``,
             ``nm_entropy``: node-only bounds visited best-first). ``height``,
             ``precision`` and ``entropy`` depend on the node alone, so their optimum is
-            always a minimal node. ``res.optimum`` states which optimum ``best`` is.
+            always a minimal node. For a non-monotone criterion under one of the measures
+            with a node-only bound (``height``, ``precision``, ``entropy``, ``loss``,
+            ``nm_precision``, ``nm_entropy``) ``strategy="auto"`` checks only the nodes
+            whose bound could beat the best satisfying node (``res.strategy ==
+            "bounded"``; module docstring). ``res.optimum`` states which optimum ``best``
+            is.
         on_check : callable, optional
             Called with a :class:`SearchProgress` (nodes checked, nodes tagged, elapsed
             seconds, the node and its outcome) after each check.
@@ -1308,6 +1464,9 @@ class GeneralizationLattice:
             raise InputError(f"strategy='flash' needs a monotone criterion; {crit.name} "
                              f"{'with suppression ' if budget else ''}is not")
         use_flash = monotone and strategy != "exhaustive"
+        # a non-monotone criterion's optimum: best-first by an exact node-only lower bound
+        bounded = (not monotone and strategy == "auto" and objective == "optimal"
+                   and isinstance(utility, str) and utility in _NODE_ONLY + _NODE_BOUND)
         N = self.n_nodes
         grid = np.zeros(self.heights, dtype=np.int8)
         flat = grid.reshape(-1)
@@ -1318,22 +1477,23 @@ class GeneralizationLattice:
         engine = _RollUp(self, crit, budget, threads=threads) if self._rolls_up(crit) else None
         stats: dict[tuple[int, ...], tuple[int, int, int, int]] = {}
         order: list[tuple[int, ...]] = []
-        t_book = 0.0
+        phases = dict.fromkeys(("bookkeeping", "regroup", "criterion", "bounds", "minimal",
+                                "score", "optimum"), 0.0)
         n_tagged = 0
         tuples = self._node_tuples()
-        from .._kernels.lattice import tag_box, upward_path
+        from .._kernels.lattice import tag_box
 
         heights = kernel_array(self.heights, np.int64)
         strides = kernel_array(np.cumprod((self.heights[1:] + (1,))[::-1])[::-1], np.int64)
 
         def evaluate(i: int) -> bool:
-            nonlocal t_book, n_tagged
+            nonlocal n_tagged
             node = tuples[i]
             if engine is not None:
                 res, st = engine.check(node)
                 stats[node] = st
             else:
-                res = self._check(node, crit, budget)
+                res = self._check(node, crit, budget, phases)
             order.append(node)
             tb = time.perf_counter()
             if use_flash:   # the up-set / down-set of a node is one box of the grid
@@ -1350,44 +1510,28 @@ class GeneralizationLattice:
                 if on_check is not None:
                     on_check(SearchProgress(len(order), tagged, N, time.perf_counter() - t0,
                                             node, res.ok))
-            t_book += time.perf_counter() - tb
+            phases["bookkeeping"] += time.perf_counter() - tb
             return res.ok
 
+        scores: dict[tuple[int, ...], float] = {}
         if use_flash:
-            # raise the attribute with the lowest relative level first (a "diagonal" path)
-            rel_step = kernel_array([1.0 / max(h - 1, 1) for h in self.heights], np.float64)
-            at = np.empty(N, dtype=np.int64)     # node index at each grid position
-            at[gidx] = np.arange(N)
-            for i in range(N):
-                if flat[gidx[i]] != UNKNOWN:
-                    continue
-                path = upward_path(flat, strides, heights, self.nodes[i], rel_step)
-                lo, hi = 0, len(path) - 1
-                while lo <= hi:
-                    mid = (lo + hi) // 2
-                    st = flat[path[mid]]
-                    ok = evaluate(int(at[path[mid]])) if st == UNKNOWN else st == SAT
-                    if ok:
-                        hi = mid - 1
-                    else:
-                        lo = mid + 1
+            self._flash(flat, strides, heights, evaluate)
+        elif bounded:
+            best = self._bounded(evaluate, utility, crit, budget, scores, phases)
         else:
             for i in range(N):
                 evaluate(i)
         sat_grid = grid == SAT
         sat = flat[gidx] == SAT
+        tm = time.perf_counter()
         minimal = self._minimal_grid(sat_grid)
-        scores = {m: self._score_from(m, utility, crit, budget, stats.get(m))
-                  for m in minimal}
-        best = None
-        if minimal:
-            best = min(minimal, key=lambda m: (scores[m], sum(m), m))
-        n_scored = 0
-        if objective == "optimal" and best is not None:
-            best, n_scored = self._optimum(sat_grid, minimal, scores, best, utility, crit,
-                                           budget, engine)
+        phases["minimal"] += time.perf_counter() - tm
+        n_scored = len(scores) - len(minimal)
+        if not bounded:
+            best, n_scored = self._best(sat_grid, minimal, scores, utility, crit, budget,
+                                        engine, stats, objective, phases)
         name = utility if isinstance(utility, str) else getattr(utility, "__name__", "custom")
-        phases = {"bookkeeping": t_book}
+        phases = {k: v for k, v in phases.items() if v or k == "bookkeeping"}
         if engine is not None:
             phases.update(engine.seconds)
         phases["total"] = time.perf_counter() - t0
@@ -1398,17 +1542,105 @@ class GeneralizationLattice:
                             minimal=tuple(minimal), best=best, utility=name,
                             scores=scores, n_nodes=N, n_checked=len(order),
                             n_satisfying=int(sat.sum()), checked=tuple(order),
-                            strategy="flash" if use_flash else "exhaustive",
+                            strategy="flash" if use_flash else
+                            ("bounded" if bounded else "exhaustive"),
                             suppression=float(suppression), seconds=phases,
                             satisfying=sat, objective=objective, n_scored=n_scored,
                             n_rows_rolled_up=0 if engine is None else engine.rows_scanned,
                             params=params)
         if materialize and best is not None:
             anonymized = self.anonymize(best, crit, suppression=suppression,
-                                        info={"search": res.to_dict()})
+                                        info={"search": res.to_dict()},
+                                        utility=name if isinstance(utility, str) else None)
             anonymized.params["optimum"] = res.optimum
             object.__setattr__(res, "anonymized", anonymized)
         return res
+
+    def _flash(self, flat: np.ndarray, strides: np.ndarray, heights: np.ndarray,
+               evaluate: Callable[[int], bool]) -> None:
+        """Flash's traversal: from each untagged node, binary search along an upward path.
+
+        The path raises the attribute with the lowest relative level first (a "diagonal"
+        path) through untagged nodes; ``evaluate`` checks and tags a node.
+        """
+        from .._kernels.lattice import upward_path
+
+        N = self.n_nodes
+        gidx = self._grid
+        rel_step = kernel_array([1.0 / max(h - 1, 1) for h in self.heights], np.float64)
+        at = np.empty(N, dtype=np.int64)     # node index at each grid position
+        at[gidx] = np.arange(N)
+        for i in range(N):
+            if flat[gidx[i]] != UNKNOWN:
+                continue
+            path = upward_path(flat, strides, heights, self.nodes[i], rel_step)
+            lo, hi = 0, len(path) - 1
+            while lo <= hi:
+                mid = (lo + hi) // 2
+                st = flat[path[mid]]
+                ok = evaluate(int(at[path[mid]])) if st == UNKNOWN else st == SAT
+                if ok:
+                    hi = mid - 1
+                else:
+                    lo = mid + 1
+
+    def _bounded(self, evaluate: Callable[[int], bool], utility: str, crit: Criterion,
+                 budget: int, scores: dict, phases: dict[str, float]) -> tuple[int, ...] | None:
+        """Return the optimum of a non-monotone criterion, checking only nodes that can be it.
+
+        Nodes are visited by (node-only lower bound of ``utility``, height, lexicographic)
+        — :meth:`_node_scores`, which never exceeds the node's score — and checked until
+        the bound exceeds the best satisfying node's score: no node left can beat it. When
+        the bound is the score (node-only measures, or nothing suppressed) the first
+        satisfying node is the optimum. Satisfying nodes checked are scored into ``scores``.
+        """
+        tb = time.perf_counter()
+        lb = self._node_scores(self.nodes, utility)
+        visit = np.lexsort((np.arange(self.n_nodes), lb))   # node order: height, lexicographic
+        phases["bounds"] += time.perf_counter() - tb
+        exact = budget == 0 or utility in _NODE_ONLY
+        tuples = self._node_tuples()
+        key = None
+        for i in visit.tolist():
+            # bound and score are summed in different orders: stop only clearly past it
+            if key is not None and lb[i] > key[0] + 1e-9 * max(1.0, abs(key[0])):
+                break
+            if not evaluate(i):
+                continue
+            node = tuples[i]
+            ts = time.perf_counter()
+            score = float(lb[i]) if exact else self._score(node, utility, crit, budget, None)
+            phases["score"] += time.perf_counter() - ts
+            scores[node] = score
+            if key is None or (score, sum(node), node) < key:
+                key = (score, sum(node), node)
+            if exact:
+                break
+        return None if key is None else key[2]
+
+    def _best(self, sat_grid: np.ndarray, minimal: list[tuple[int, ...]], scores: dict,
+              utility: Any, crit: Criterion, budget: int, engine: "_RollUp | None",
+              stats: dict, objective: str, phases: dict[str, float]
+              ) -> tuple[tuple[int, ...] | None, int]:
+        """Score the minimal nodes into ``scores``; return the best (or the optimum) node.
+
+        Returns ``(best, n_scored)``: the best minimal node, or with ``objective="optimal"``
+        the best satisfying node (:meth:`_optimum`) and the non-minimal nodes it scored.
+        """
+        ts = time.perf_counter()
+        for m in minimal:
+            scores[m] = self._score_from(m, utility, crit, budget, stats.get(m))
+        phases["score"] += time.perf_counter() - ts
+        if not minimal:
+            return None, 0
+        best = min(minimal, key=lambda m: (scores[m], sum(m), m))
+        if objective != "optimal":
+            return best, 0
+        to = time.perf_counter()
+        best, n_scored = self._optimum(sat_grid, minimal, scores, best, utility, crit,
+                                       budget, engine)
+        phases["optimum"] += time.perf_counter() - to
+        return best, n_scored
 
     def _node_tuples(self) -> list[tuple[int, ...]]:
         """Every node as a tuple of ints, in node order (built once)."""
@@ -1482,7 +1714,7 @@ class GeneralizationLattice:
         n = 0
         if utility in _NODE_BOUND:
             nodes = self.nodes[sat_idx]
-            lb = self._lower_bounds(nodes, utility)
+            lb = self._node_scores(nodes, utility)
             for j in np.lexsort((np.arange(len(sat_idx)), nodes.sum(1), lb)):
                 # bound and score are summed in different orders: stop only clearly past it
                 if lb[j] > key[0] + 1e-9 * max(1.0, abs(key[0])):
@@ -1528,22 +1760,13 @@ class GeneralizationLattice:
                res: NodeCheck | None) -> float:
         if callable(utility):
             return float(utility(node, self.release(node)))
-        if utility == "height":
-            return float(sum(node))
-        if utility == "precision":
-            return -self.precision(node)
-        if utility == "entropy":
-            return self._entropy(node)
+        if utility in _NODE_ONLY or (budget == 0 and utility in _NODE_BOUND):
+            return float(self._node_scores(np.asarray([node]), utility)[0])
+        sizes, kept, codes = self._classes(node, crit, budget, utility)
         if utility in ("loss", "nm_entropy", "nm_precision", "aecs"):
-            return self._quality(node, utility, *self._classes(node, crit, budget))
-        g, n = self.cell_groups(node)
-        rel = self._release(g, n)
-        sizes = rel.sizes
-        sup = 0
-        if budget > 0:
-            ok = crit.group_ok(rel, self._q)  # type: ignore[attr-defined]
-            sup = int(sizes[~ok].sum())
-            sizes = sizes[ok]
+            return self._quality(node, utility, sizes, kept, codes)
+        sup = int(sizes[~kept].sum())
+        sizes = sizes[kept]
         if utility == "discernibility":
             return float(np.sum(sizes.astype(np.float64) ** 2) + sup * self.n_rows)
         return float(sizes.sum() / max(len(sizes), 1))
@@ -1609,49 +1832,79 @@ class GeneralizationLattice:
         ent = self._quality_tables()["ent"]
         total = 0.0
         for a, lev in enumerate(node):
-            v = ent[a][lev] + (0.0 if extra is None else extra[a])
-            total += 0.0 if v == 0.0 else _arx_round(-v)
+            total += _entropy_term(ent[a][lev] + (0.0 if extra is None else extra[a]))
         return total
 
     def _nm_precision(self, node: Sequence[int], sup: int) -> float:
         """ARX's ``MetricMDNMPrecision``: arithmetic mean of ((n − S)·l/H + S)/n."""
         n = float(self.n_rows)
-        d = len(node)
         total = 0.0
         for lev, h in zip(node, self.heights, strict=True):
-            v = lev / (h - 1) if h > 1 else 0.0
-            total += (((n - sup) * v + sup) / n) / d
+            total += _nm_precision_term(n, sup, lev / (h - 1) if h > 1 else 0.0, len(node))
         return total
 
-    def _lower_bounds(self, nodes: np.ndarray, utility: str) -> np.ndarray:
-        """Node-only lower bounds of ``utility`` (suppression ignored), one per row of ``nodes``."""
-        if utility == "nm_precision":
-            return np.array([self._nm_precision(nd, 0) for nd in nodes.tolist()])
-        if utility == "nm_entropy":
-            return np.array([self._entropy(nd) for nd in nodes.tolist()])
-        tab = self._quality_tables()
-        norm = [[self._loss_norm(a, x) for x in tab["gen"][a]] for a in range(len(self.heights))]
-        return np.array([_geometric([norm[a][lev] for a, lev in enumerate(nd)])
-                         for nd in nodes.tolist()])
+    def _node_tables(self, utility: str) -> list[np.ndarray]:
+        """Per attribute, each level's term of the node-only value of ``utility`` (cached).
 
-    def _classes(self, node: tuple[int, ...], crit: Criterion | None,
-                 budget: int) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+        Summed over the attributes (``loss``: multiplied, then − 1) in attribute order they
+        give :meth:`_node_scores`, the same operations in the same order as the per-node
+        formulas (:meth:`_entropy`, :meth:`_nm_precision` with S = 0, :func:`_geometric`).
+        """
+        if utility not in self._ntab:
+            d, n = len(self.heights), float(self.n_rows)
+            rel = [np.array([lev / (h - 1) if h > 1 else 0.0 for lev in range(h)])
+                   for h in self.heights]
+            if utility == "height":
+                tabs = [np.arange(h, dtype=np.float64) for h in self.heights]
+            elif utility == "precision":
+                tabs = rel
+            elif utility == "nm_precision":
+                tabs = [np.array([_nm_precision_term(n, 0, v, d) for v in r]) for r in rel]
+            elif utility in ("entropy", "nm_entropy"):
+                tabs = [np.array([_entropy_term(v) for v in e])
+                        for e in self._quality_tables()["ent"]]
+            else:   # loss: each attribute's factor of the geometric mean, nothing suppressed
+                gen = self._quality_tables()["gen"]
+                tabs = [np.array([_geo_factor(self._loss_norm(a, x), d) for x in gen[a]])
+                        for a in range(d)]
+            self._ntab[utility] = tabs
+        return self._ntab[utility]
+
+    def _node_scores(self, nodes: np.ndarray, utility: str) -> np.ndarray:
+        """Node-only values of ``utility``, one per row of ``nodes`` (int array, one column per QI).
+
+        The score itself for ``height``, ``precision`` (−Prec) and ``entropy``; for
+        ``loss``, ``nm_precision`` and ``nm_entropy`` the score with nothing suppressed —
+        their score at 0 % suppression, and an exact lower bound of it with suppression (a
+        suppressed cell costs at least its generalization). Bit for bit the per-node
+        formulas' values.
+        """
+        tabs = self._node_tables(utility)
+        nodes = np.asarray(nodes, dtype=np.int64).reshape(-1, len(self.heights))
+        if utility == "loss":
+            r = np.ones(nodes.shape[0])
+            for a, tab in enumerate(tabs):
+                r *= tab[nodes[:, a]]
+            return r - 1.0
+        total = np.zeros(nodes.shape[0])
+        for a, tab in enumerate(tabs):
+            total += tab[nodes[:, a]]
+        return -(1.0 - total / len(tabs)) if utility == "precision" else total
+
+    def _classes(self, node: tuple[int, ...], crit: Criterion | None, budget: int,
+                 utility: Any = None) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
         """Return the classes of ``node``: sizes, kept (not suppressed), generalized codes.
 
-        With a budget, the classes failing ``crit`` are suppressed (whatever their number).
+        With a budget, the classes ``crit`` suppresses are suppressed (:meth:`_kept`,
+        whatever their number; ``utility`` orders equal-size classes as ARX does).
         """
         from .._kernels.generalize import weighted_first
-        from ..predicates import KAnonymity
 
         g, n = self.cell_groups(node)
         sizes, first = weighted_first(kernel_array(g, np.int32), self._cw, n)
         kept = np.ones(n, dtype=bool)
         if budget > 0 and crit is not None:
-            if isinstance(crit, KAnonymity):
-                kept = sizes >= crit.k
-            else:
-                kept = np.asarray(crit.group_ok(self._release(g, n), self._q),  # type: ignore[attr-defined]
-                                  dtype=bool)
+            kept = self._kept(node, crit, g, n, sizes, first, self.n_rows, utility)
         codes = [h.maps[lev][self._cq[a][first]]
                  for a, (h, lev) in enumerate(zip(self.hierarchies, node, strict=True))]
         return np.asarray(sizes, dtype=np.int64), kept, codes
@@ -1679,9 +1932,7 @@ class GeneralizationLattice:
 
     def precision(self, node: Any) -> float:
         """Sweeney's precision 1 − (1/|QI|) Σ_A level_A / (height_A − 1) (1 = no loss)."""
-        node = self._node(node)
-        terms = [lev / (h - 1) if h > 1 else 0.0 for lev, h in zip(node, self.heights, strict=True)]
-        return 1.0 - sum(terms) / len(terms)
+        return -float(self._node_scores(np.asarray([self._node(node)]), "precision")[0])
 
     def utility(self, node: Any, measure: str = "discernibility", *, predicate: Any = None,
                 suppression: float = 0.0) -> float:
@@ -1783,25 +2034,29 @@ class GeneralizationLattice:
 
     # ------------------------------------------------------------------ output
     def anonymize(self, node: Any, predicate: Any = None, *, suppression: float = 0.0,
-                  info: Mapping[str, Any] | None = None) -> Anonymized:
+                  info: Mapping[str, Any] | None = None,
+                  utility: str | None = None) -> Anonymized:
         """Materialize ``node``: generalized QI columns, group ids and the release.
 
-        With a suppression budget, rows of the groups failing ``predicate`` are suppressed
-        (group id −1, generalized values ``*``).
+        With a suppression budget, rows of the groups ``predicate`` suppresses are
+        suppressed (group id −1, generalized values ``*``): the groups failing its
+        group-local parts, then for a risk criterion the smallest groups left until it
+        holds (ARX's order; among equal sizes by the group's loss when ``utility="loss"``,
+        as ARX orders them under its loss model, else by first row).
         """
         from .._kernels.counting import DENSE_CELLS, count_pairs
         from .._kernels.generalize import weighted_first
 
         node = self._node(node)
         g, n = self.cell_groups(node)
-        rel_cells = self._release(g, n)
         keep_group = np.ones(n, dtype=bool)
         crit = None if predicate is None else as_criterion(predicate)
         if suppression:
             if crit is None:
                 raise InputError("suppression needs the predicate")
             self._budget(crit, suppression)
-            keep_group = crit.group_ok(rel_cells, self._q)  # type: ignore[attr-defined]
+            sizes, first = weighted_first(kernel_array(g, np.int32), self._cw, n)
+            keep_group = self._kept(node, crit, g, n, sizes, first, self.n_rows, utility)
         row_group = g[self._row_cell]
         kept_row = keep_group[row_group]
         # generalized codes per row and attribute
@@ -1870,7 +2125,8 @@ class GeneralizationLattice:
             node=tuple(int(x) for x in node),
             levels={a: int(lev) for a, lev in zip(self.qi, node, strict=True)},
             n_nodes=search.get("n_nodes"), n_checked=search.get("n_checked"),
-            minimal_nodes=None if search.get("minimal") is None else
+            minimal_nodes=None if search.get("minimal") is None
+            or search.get("strategy") == "bounded" else
             tuple(tuple(m) for m in search["minimal"]),
             fully_suppressed=tuple(a for a, h, lev in zip(self.qi, self.hierarchies, node,
                                                           strict=True)

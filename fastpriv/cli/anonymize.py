@@ -118,7 +118,9 @@ def _lattice_args(g: Any) -> None:
                         "optimal: the best of all satisfying nodes, ARX's global optimum "
                         "(differs only with --suppression)")
     g.add_argument("--suppression", type=probability, default=0.0, metavar="FRACTION",
-                   help="fraction of rows that may be suppressed (group-local criteria)")
+                   help="fraction of rows that may be suppressed (group-local criteria; "
+                        "the risk criteria --max-avg-risk, --max-records-at-risk and "
+                        "--max-uniqueness suppress the smallest classes first, as ARX)")
     g.add_argument("--strategy", default="auto",
                    choices=("auto", "flash", "exhaustive", "chain"),
                    help="lattice strategy: predictive tagging (auto/flash), every node, or "
