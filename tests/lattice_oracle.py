@@ -129,3 +129,55 @@ def check_rollup_search(rows, frac, k, which, tiny_cache):
     exh = lat.search(crit, suppression=frac, strategy="exhaustive", materialize=False)
     assert exh.minimal == res.minimal and exh.best == res.best
     return True
+
+
+# ---------------------------------------------------------------------- issue 48: optima
+@st.composite
+def quality_tables(draw, max_rows=24):
+    """A small table and its hierarchies (``rows[i][level]``, leaves absent from the data too).
+
+    Returns ``(table, {name: Hierarchy}, hierarchy rows per column)``.
+    """
+    from fastpriv.hierarchies import Hierarchy
+
+    d = draw(st.integers(1, 3))
+    n = draw(st.integers(1, max_rows))
+    hier, cols = {}, {}
+    for a in range(d):
+        m = draw(st.integers(1, 5))
+        leaves = [f"a{a}v{i}" for i in range(m + draw(st.integers(0, 2)))]
+        n_lev = draw(st.integers(1, 3))
+        rows = [[x] for x in leaves]
+        if n_lev >= 2:
+            b = draw(st.integers(1, max(1, len(leaves) - 1)))
+            for r in rows:
+                r.append(f"a{a}g{draw(st.integers(0, b - 1))}")
+        if n_lev >= 3:
+            for r in rows:
+                r.append("*")
+        hier[f"q{a}"] = Hierarchy(rows, name=f"q{a}")
+        cols[f"q{a}"] = [leaves[draw(st.integers(0, m - 1))] for _ in range(n)]
+    table = pa.table(cols)
+    return table, hier, [hier[c].rows for c in table.schema.names]
+
+
+def optimum_oracle(rows, hrows, measure, sat_out):
+    """The optimum by plain enumeration: ``(value, node)`` minimizing (value, height, node).
+
+    ``sat_out(node)`` gives ``(satisfies, suppressed-row flags)``; values come from
+    :func:`tests.naive_quality.quality` with those rows suppressed. ``None`` if no node
+    satisfies.
+    """
+    import itertools
+
+    from tests import naive_quality
+
+    best = None
+    for node in itertools.product(*[range(len(h[0])) for h in hrows]):
+        ok, out = sat_out(node)
+        if not ok:
+            continue
+        v = naive_quality.quality(rows, hrows, node, measure, out=out)
+        if best is None or (v, sum(node), node) < best:
+            best = (v, sum(node), node)
+    return None if best is None else (best[0], best[2])

@@ -23,8 +23,8 @@ classes in ``org.deidentifier.arx.metric.v2`` literally:
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from collections import Counter
+from fractions import Fraction
 
 
 def _arx_round(x: float) -> float:
@@ -49,16 +49,25 @@ def suppressed_rows(rows, hierarchies, node, k, suppress):
     return [suppress and size[g] < k for g in gen]
 
 
-def quality(rows, hierarchies, node, measure, k=1, suppress=False):
-    """ARX's value of ``measure`` at ``node`` (see the module docstring)."""
+def quality(rows, hierarchies, node, measure, k=1, suppress=False, out=None):
+    """ARX's value of ``measure`` at ``node`` (see the module docstring).
+
+    ``out``: whether each row is suppressed, when given (else classes smaller than ``k``
+    with ``suppress=True``). ``"precision"`` is −Prec, the value the search minimizes.
+    """
     n = len(rows)
     d = len(node)
     gen = generalize(rows, hierarchies, node)
-    out = suppressed_rows(rows, hierarchies, node, k, suppress)
+    if out is None:
+        out = suppressed_rows(rows, hierarchies, node, k, suppress)
     n_sup = sum(out)
     classes = Counter(g for g, o in zip(gen, out, strict=True) if not o)
     if measure == "height":
         return float(sum(node))
+    if measure == "precision":
+        heights = [len(h[0]) - 1 for h in hierarchies]
+        return -(1.0 - sum(lev / h if h > 0 else 0.0 for lev, h in zip(node, heights,
+                                                                      strict=True)) / d)
     if measure == "discernibility":
         return float(sum(c * c for c in classes.values()) + n_sup * n)
     if measure == "aecs":
@@ -126,3 +135,99 @@ def optimum(rows, hierarchies, measure, k, fraction):
         if best is None or key < best:
             best = key
     return None if best is None else (best[0], best[2])
+
+
+# ---------------------------------------------------------------------- ARX's risk criteria
+def class_loss(size, values, hierarchies, node):
+    """ARX's loss of one class (``MetricMDNMLoss`` of an entry, the order of suppression).
+
+    Π_A (size·share_A + 1)^(1/d) − 1, share_A = hierarchy rows under the class's value of
+    attribute A at its level / hierarchy rows.
+    """
+    d = len(node)
+    r = 1.0
+    for a, lev in enumerate(node):
+        h = hierarchies[a]
+        share = sum(1 for hr in h if hr[lev] == values[a]) / len(h)
+        r *= (size * share + 1.0) ** (1.0 / d)
+    return r - 1.0
+
+
+def arx_enforce(sizes, holds, budget, already):
+    """ARX's ``RiskBasedCriterion.enforce``, transcribed line by line from its Java.
+
+    ``sizes`` are the entries (classes kept so far) in ARX's order; returns how many leading
+    entries end up suppressed. ``HashGroupifyDistribution.suppressWhileNotFulfilledBinary``
+    with its per-entry suppressed flags; the criterion is asked on the unsuppressed entries
+    (every entry suppressed: it holds); ABORT when it fails with more than ``budget``
+    records suppressed (``already`` before).
+    """
+    if holds([s for s in sizes]):
+        return 0
+    if not sizes:
+        return 0
+    suppressed = [False] * len(sizes)
+
+    def state():
+        kept = [s for s, x in zip(sizes, suppressed, strict=True) if not x]
+        if not kept or holds(kept):
+            return "FULFILLED"
+        num = already + sum(s for s, x in zip(sizes, suppressed, strict=True) if x)
+        return "ABORT" if num > budget else "NOT_FULFILLED"
+
+    def java_div2(x):
+        return int(x / 2)          # Java truncates toward zero
+
+    low, high = 0, len(sizes) - 1
+    mid = java_div2(low + high)
+    st = "ABORT"
+    for i in range(low, mid + 1):
+        suppressed[i] = True
+    while low <= high:
+        st = state()
+        if st == "ABORT":
+            break
+        if st == "FULFILLED":
+            high = mid - 1
+            mid = java_div2(low + high)
+            i = mid + 1
+            while i < len(sizes) and suppressed[i]:
+                suppressed[i] = False
+                i += 1
+        else:
+            low = mid + 1
+            mid = java_div2(low + high)
+            for i in range(low, mid + 1):
+                suppressed[i] = True
+    if st != "ABORT":
+        st = state()
+        if st == "NOT_FULFILLED" and mid + 1 < len(sizes) and not suppressed[mid + 1]:
+            suppressed[mid + 1] = True
+    assert suppressed == sorted(suppressed, reverse=True)   # a prefix
+    return sum(suppressed)
+
+
+def risk_suppressed(rows, hierarchies, node, k, risk_parts, budget, by_loss):
+    """Rows suppressed at ``node`` under ARX's rules, one flag per row.
+
+    Classes smaller than ``k`` first (k-anonymity's outliers); then each risk part
+    (``holds(sizes)``) enforced on the classes left, in ARX's order: size, the class's loss
+    when ``by_loss``, first row.
+    """
+    gen = generalize(rows, hierarchies, node)
+    size = Counter(gen)
+    first = {}
+    for i, g in enumerate(gen):
+        first.setdefault(g, i)
+    out_class = {g: size[g] < k for g in size}
+    already = sum(size[g] for g in size if out_class[g])
+    for holds in risk_parts:
+        left = [g for g in size if not out_class[g]]
+        left.sort(key=lambda g: (size[g],
+                                 class_loss(size[g], g, hierarchies, node) if by_loss else 0,
+                                 first[g]))
+        j = arx_enforce([size[g] for g in left], holds, budget, already)
+        for g in left[:j]:
+            out_class[g] = True
+            already += size[g]
+    return [out_class[g] for g in gen]

@@ -1,6 +1,8 @@
 """Re-identification risk as an anonymization criterion (ARX's risk-based privacy models)."""
 
+import json
 import math
+import os
 
 import numpy as np
 import pyarrow as pa
@@ -11,10 +13,15 @@ from hypothesis import strategies as st
 import fastpriv as fp
 from fastpriv import risk
 from fastpriv.anonymize import lattice_search
+from fastpriv.anonymize.lattice import GeneralizationLattice
 from fastpriv.cli import main
 from fastpriv.errors import InputError
-from fastpriv.predicates import (AverageRisk, HighestRisk, PopulationUniqueness, RecordsAtRisk,
-                                 criteria_from)
+from fastpriv.predicates import (
+    AverageRisk,
+    HighestRisk,
+    RecordsAtRisk,
+    criteria_from,
+)
 
 QI = ["age", "sex", "race", "marital_status"]
 
@@ -117,3 +124,98 @@ def test_risk_threshold_search_from_the_cli(tmp_path, capsys):
     assert sizes.min() >= math.ceil(1 / 0.05) and sizes.size / sizes.sum() <= 0.01
     assert main(["anonymize", "adult", "--method", "lattice", "--qi", *QI, "--l", "2"]) == 2
     assert "reads the sensitive value; pass sensitive=" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------- ARX's own files
+ARX_DIR = os.path.join(os.path.dirname(__file__), "data", "arx")
+ARX_ADULT = os.path.join(ARX_DIR, "adult.csv.gz")
+ARX_QI = ["sex", "age", "race", "marital-status", "education", "native-country",
+          "workclass", "occupation", "salary-class"]
+USA = 317_238_626       # ARXPopulationModel.Region.USA
+
+
+@pytest.fixture(scope="module")
+def arx_adult():
+    return fp.read_csv(ARX_ADULT)
+
+
+def _kept_sizes(group_ids):
+    gid = np.asarray(group_ids)
+    return np.bincount(gid[gid >= 0])
+
+
+def test_average_risk_with_suppression_is_arx(arx_adult):
+    """ARX 3.9.2 on its Adult (9 QIs, its hierarchies), 2 % suppression, average risk 0.01,
+    loss, optimum: loss 0.2892, 509 rows suppressed."""
+    res = lattice_search(arx_adult, qi=ARX_QI, hierarchies=ARX_DIR,
+                         predicate=criteria_from(max_avg_risk=0.01), suppression=0.02,
+                         utility="loss", objective="optimal")
+    assert round(res.optimum["value"], 4) == 0.2892
+    gid = np.asarray(res.group_ids)
+    assert int(np.sum(gid < 0)) == 509 <= math.floor(0.02 * arx_adult.num_rows)
+    sizes = _kept_sizes(gid)
+    assert sizes.size / sizes.sum() <= 0.01          # the risk of the records kept
+    # the classes suppressed are the smallest of the node's classes (ARX's enforcement)
+    lat = GeneralizationLattice(arx_adult, ARX_QI, None, ARX_DIR)
+    g, n = lat.cell_groups(res.best)
+    every = np.bincount(g, weights=lat._cw, minlength=n)
+    kept_class = np.zeros(n, dtype=bool)
+    kept_class[g[lat._row_cell][gid >= 0]] = True
+    assert every[~kept_class].max() <= every[kept_class].min()
+    assert lat.utility(res.best, "loss", predicate=criteria_from(max_avg_risk=0.01),
+                       suppression=0.02) == res.optimum["value"]
+
+
+def test_average_risk_with_suppression_is_arx_from_the_cli(tmp_path, capsys):
+    out, j = tmp_path / "release.parquet", tmp_path / "summary.json"
+    rc = main(["anonymize", ARX_ADULT, "--method", "lattice", "--qi", *ARX_QI,
+               "--hierarchies", ARX_DIR, "--max-avg-risk", "0.01", "--suppression", "0.02",
+               "--utility", "loss", "--objective", "optimal", "-o", str(out),
+               "--json", str(j)])
+    assert rc in (0, None)
+    payload = json.loads(j.read_text())
+    assert payload["n_suppressed"] == 509
+    assert round(payload["optimum"]["value"], 4) == 0.2892
+    import pyarrow.parquet as pq
+
+    sizes = np.bincount(pq.read_table(out).column("group_id").to_numpy())
+    assert sizes.sum() == 30162 - 509 and sizes.size / sizes.sum() <= 0.01
+
+
+def test_records_at_risk_with_suppression(adult):
+    """Records at risk with a budget: the release suppresses at most the budget and meets it."""
+    crit = criteria_from(max_records_at_risk=0.05, risk_threshold=0.2)
+    res = lattice_search(adult, qi=QI, predicate=crit, suppression=0.01, utility="loss",
+                         objective="optimal")
+    assert res.strategy == "bounded"          # not monotone with suppression
+    gid = np.asarray(res.group_ids)
+    assert int(np.sum(gid < 0)) <= math.floor(0.01 * adult.num_rows)
+    sizes = _kept_sizes(gid)
+    assert sizes[sizes < 5].sum() / sizes.sum() <= 0.05
+    with pytest.raises(InputError, match="suppression needs"):
+        lattice_search(fp.datasets.load_adult(QI + ["occupation"]), qi=QI,
+                       sensitive="occupation", suppression=0.01,
+                       predicate=[fp.predicates.CKSafety(0.9, 1), criteria_from(max_risk=0.1)])
+
+
+@pytest.mark.slow   # the exhaustive search checks all 12,960 nodes (about 15 s)
+def test_uniqueness_optimum_bounded_equals_exhaustive_on_arx_adult(arx_adult):
+    """Population uniqueness (Dankar, USA, 0.01) on ARX's Adult, 9 QIs: the bounded search
+    (ARX checks 37 nodes) returns the exhaustive search's optimum under every measure with
+    a node-only bound."""
+    lat = GeneralizationLattice(arx_adult, ARX_QI, None, ARX_DIR)
+    crit = criteria_from(max_uniqueness=0.01, population=USA)
+    exh = lat.search(crit, utility="loss", objective="optimal", strategy="exhaustive",
+                     materialize=False)
+    sat = lat.nodes[exh.satisfying]
+    for m in ("loss", "entropy", "nm_entropy", "nm_precision", "height", "precision"):
+        res = lat.search(crit, utility=m, objective="optimal", materialize=False)
+        assert res.strategy == "bounded" and res.n_checked < 50, (m, res.n_checked)
+        vals = lat._node_scores(sat, m)            # every satisfying node's score
+        want = min(zip(vals.tolist(), sat.sum(1).tolist(), map(tuple, sat.tolist()), strict=True))
+        assert (res.best, res.scores[res.best]) == (want[2], want[0]), m
+        got = lat.utility(res.best, m)
+        assert res.scores[res.best] == (-got if m == "precision" else got)
+        if m == "loss":
+            assert (res.best, res.scores[res.best]) == (exh.best, exh.scores[exh.best])
+            assert res.n_checked <= 37
