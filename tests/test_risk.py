@@ -253,6 +253,29 @@ def test_dankar_falls_back_to_zayatz_without_valid_pitman_fit():
     assert got["chosen"] == "zayatz" and got["dankar"] == got["zayatz"]
 
 
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("factor", [1.5, 4, 30, 1000])
+def test_one_model_estimate_is_the_reported_one(seed, factor, monkeypatch):
+    """population_unique_estimate gives population_uniques' value, fitting only what it reads."""
+    rng = np.random.default_rng(300 + seed)
+    sizes = _random_hist(rng, heavy=bool(seed % 2))
+    big_n = sum(sizes) * factor
+    s, c = np.unique(sizes, return_counts=True)
+    full = risk.population_uniques(s, c, big_n)
+    for model in ("dankar", "pitman", "zayatz", "snb"):
+        assert risk.population_unique_estimate(s, c, big_n, model) == full[model]
+    fitted = []
+    for name in ("_pitman", "_zayatz", "_snb"):
+        real = getattr(risk._Models, name)
+        monkeypatch.setattr(risk._Models, name,
+                            lambda self, real=real, name=name: fitted.append(name) or real(self))
+    risk.population_unique_estimate(s, c, big_n)
+    if full["chosen"] == "pitman":
+        assert fitted == ["_pitman"]              # Dankar's rule below 10 %: Pitman alone
+    elif full["sampling_fraction"] > 0.1:
+        assert sorted(fitted) == ["_snb", "_zayatz"]
+
+
 # -------------------------------------------------------------------- combinations
 @FAST
 @given(tables(max_qi=4, max_rows=25), st.data())
