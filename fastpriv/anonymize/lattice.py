@@ -300,7 +300,9 @@ class LatticeSearch(Result):
         The minimal node optimizing ``utility`` (``None`` if no node satisfies).
     utility : str
     scores : dict
-        Utility value of each minimal node (``"bounded"``: of each satisfying node checked).
+        Utility value of each minimal node (``"bounded"``: of each satisfying node checked;
+        ``objective="optimal"`` under suppression by ``loss``, ``nm_precision`` or
+        ``nm_entropy``: of each satisfying node whose bound could beat the optimum).
     n_nodes, n_checked : int
         Lattice size and number of nodes actually evaluated.
     n_satisfying : int
@@ -1626,13 +1628,23 @@ class GeneralizationLattice:
 
         Returns ``(best, n_scored)``: the best minimal node, or with ``objective="optimal"``
         the best satisfying node (:meth:`_optimum`) and the non-minimal nodes it scored.
+        The optimum of ``loss``, ``nm_precision`` or ``nm_entropy`` under suppression visits
+        every satisfying node by its bound (:meth:`_bounded`) and scores only those that
+        could beat it, minimal nodes included.
         """
+        if not minimal:
+            return None, 0
+        if objective == "optimal" and budget > 0 and utility in _NODE_BOUND:
+            # by bound over every satisfying node, minimal or not: only those whose bound
+            # could beat the optimum are scored
+            sat = sat_grid.reshape(-1)[self._grid]
+            best = self._bounded(lambda i: bool(sat[i]), utility, crit, budget, scores,
+                                 phases)
+            return best, len(scores.keys() - set(minimal))
         ts = time.perf_counter()
         for m in minimal:
             scores[m] = self._score_from(m, utility, crit, budget, stats.get(m))
         phases["score"] += time.perf_counter() - ts
-        if not minimal:
-            return None, 0
         best = min(minimal, key=lambda m: (scores[m], sum(m), m))
         if objective != "optimal":
             return best, 0
@@ -1702,9 +1714,9 @@ class GeneralizationLattice:
         """Find the satisfying node minimizing (utility, height, lexicographic): ARX's optimum.
 
         Pruning is exact: the measures that never decrease upwards return the best minimal
-        node; ``loss``, ``nm_precision`` and ``nm_entropy`` visit the satisfying nodes in
-        order of a node-only lower bound and stop past the best score; ``discernibility``
-        and ``aecs`` drop the up-set of a node whose bound exceeds it (module docstring).
+        node; ``discernibility`` and ``aecs`` drop the up-set of a node whose bound exceeds
+        it (module docstring); ``loss``, ``nm_precision`` and ``nm_entropy`` are searched
+        by :meth:`_bounded` instead.
         """
         if not callable(utility) and (budget == 0 or utility in _NODE_ONLY):
             return best, 0   # the measure only grows upwards: the optimum is minimal
@@ -1712,23 +1724,6 @@ class GeneralizationLattice:
         mins = set(minimal)
         sat_idx = np.flatnonzero(sat_grid.reshape(-1)[self._grid])
         n = 0
-        if utility in _NODE_BOUND:
-            nodes = self.nodes[sat_idx]
-            lb = self._node_scores(nodes, utility)
-            for j in np.lexsort((np.arange(len(sat_idx)), nodes.sum(1), lb)):
-                # bound and score are summed in different orders: stop only clearly past it
-                if lb[j] > key[0] + 1e-9 * max(1.0, abs(key[0])):
-                    break
-                node = tuple(int(x) for x in nodes[j])
-                if node in mins:
-                    score = scores[node]
-                else:
-                    score = self._score(node, utility, crit, budget, None)
-                    n += 1
-                if (score, sum(node), node) < key:
-                    key = (score, sum(node), node)
-                    scores[node] = score
-            return key[2], n
         pruned = np.zeros(self.heights, dtype=bool)
         for i in sat_idx:
             node = tuple(int(x) for x in self.nodes[i])
