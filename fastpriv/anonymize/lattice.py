@@ -1572,9 +1572,7 @@ class GeneralizationLattice:
         rel_step = kernel_array([1.0 / max(h - 1, 1) for h in self.heights], np.float64)
         at = np.empty(N, dtype=np.int64)     # node index at each grid position
         at[gidx] = np.arange(N)
-        for i in range(N):
-            if flat[gidx[i]] != UNKNOWN:
-                continue
+        for i in self._untagged(flat):
             path = upward_path(flat, strides, heights, self.nodes[i], rel_step)
             lo, hi = 0, len(path) - 1
             while lo <= hi:
@@ -1585,6 +1583,18 @@ class GeneralizationLattice:
                     hi = mid - 1
                 else:
                     lo = mid + 1
+
+    def _untagged(self, flat: np.ndarray, chunk: int = 1024) -> Any:
+        """Yield each node index, in order, whose grid cell is untagged when it is reached.
+
+        Tags only accumulate, so a vectorized look at a chunk of nodes ahead finds every
+        candidate; each is looked at again when its turn comes.
+        """
+        gidx = self._grid
+        for lo in range(0, self.n_nodes, chunk):
+            for j in np.flatnonzero(flat[gidx[lo:lo + chunk]] == UNKNOWN).tolist():
+                if flat[gidx[lo + j]] == UNKNOWN:
+                    yield lo + j
 
     def _bounded(self, evaluate: Callable[[int], bool], utility: str, crit: Criterion,
                  budget: int, scores: dict, phases: dict[str, float]) -> tuple[int, ...] | None:
