@@ -35,6 +35,14 @@ baked into a read-only image layer — is accepted): the kernels are then compil
 (Numba's ``NullCache``) and one warning is logged on the ``fastpriv`` logger, once per
 process.
 
+**The package's kernels.** A wheel ships the kernels compiled for portable CPUs
+(:data:`PACKAGE_CACHE`, built by :mod:`fastpriv._package_cache`): a kernel the user's cache
+does not hold is loaded from there (looked up under the portable target's magic tuple, not
+this process's) before it is compiled, and a compiled kernel is saved to the user's cache
+as before. A user cache that cannot be used (untrusted, or no location) still leaves the
+package's kernels (:class:`_PackageOnlyCache`). A source checkout or an editable install has
+none.
+
 **Damage.** A cache entry that cannot be read back — an index or data file that is
 truncated, holds garbage or does not unpickle — is a cache miss: the kernel is compiled
 again and the entry overwritten (one line on the ``fastpriv`` logger per file), instead of
@@ -59,6 +67,10 @@ from ._progress import gc_paused
 
 __all__ = ["UnsafeCacheDirectory", "cache_dir_for", "cache_root", "make_cache", "source_hash",
            "unsafe_reason"]
+
+#: The package's own compiled kernels (:mod:`fastpriv._package_cache`): built with a wheel,
+#: absent in a source checkout and an editable install.
+PACKAGE_CACHE = Path(__file__).resolve().parent / "_kernel_cache"
 
 _LOG = logging.getLogger("fastpriv")
 _NOTED: set[str] = set()
@@ -283,12 +295,12 @@ class _ContentCacheImpl(caching.CompileResultCacheImpl):
     _locator_classes = [_ContentLocator, *caching.CompileResultCacheImpl._locator_classes]
 
 
-def _damaged(path: str, exc: BaseException) -> None:
-    """Log (once per path and process) that a cache entry is unreadable and is replaced."""
+def _damaged(path: str, exc: BaseException, replaced: bool = True) -> None:
+    """Log (once per path and process) that a cache entry is unreadable (and is replaced)."""
     first = (str(exc).splitlines() or [""])[0]
     _note_once(f"damaged:{path}", f"kernel cache entry {path} is unreadable "
                f"({type(exc).__name__}{': ' + first if first else ''}); compiling the "
-               "kernel again and replacing it")
+               "kernel " + ("again and replacing it" if replaced else "instead"))
 
 
 class _TolerantCacheFile(caching.IndexDataCacheFile):
@@ -298,6 +310,10 @@ class _TolerantCacheFile(caching.IndexDataCacheFile):
     that cannot be unpickled reads as missing (the next save overwrites it).
     """
 
+    #: Whether a damaged entry is overwritten by the next save (the user's cache) or never
+    #: written (the package's).
+    replaced = True
+
     def _load_index(self) -> dict:
         try:
             overloads = super()._load_index()
@@ -305,7 +321,7 @@ class _TolerantCacheFile(caching.IndexDataCacheFile):
                 raise TypeError(f"the index holds a {type(overloads).__name__}, not a dict")
             return overloads
         except Exception as exc:  # noqa: BLE001 - any unreadable index is a miss
-            _damaged(self._index_path, exc)
+            _damaged(self._index_path, exc, self.replaced)
             return {}
 
     def _load_data(self, name: str) -> Any:
@@ -314,8 +330,105 @@ class _TolerantCacheFile(caching.IndexDataCacheFile):
         except FileNotFoundError:
             raise                        # removed since the index was read: numba's miss
         except Exception as exc:  # noqa: BLE001 - any unreadable entry is a miss
-            _damaged(self._data_path(name), exc)
+            _damaged(self._data_path(name), exc, self.replaced)
             return None
+
+
+class _ShippedCacheFile(_TolerantCacheFile):
+    """The package's index and data files for one kernel: read, never written."""
+
+    replaced = False
+
+
+class _Target:
+    """Stands in for a code generator in Numba's index key: the target entries were built for."""
+
+    def __init__(self, magic: tuple[str, str, str]) -> None:
+        self._magic = magic
+
+    def magic_tuple(self) -> tuple[str, str, str]:
+        return self._magic
+
+
+class _ShippedEntries:
+    """One kernel's entries in the package's cache (:mod:`fastpriv._package_cache`).
+
+    Looked up under the magic tuple of the portable target they were compiled for (Numba's
+    index key holds the target triple, CPU name and features, besides the signature and the
+    bytecode's hash), and rebuilt in this process's target context: the object code is
+    linked as it is, so code for a baseline CPU runs on the host.
+    """
+
+    def __init__(self, py_func: Any, py_file: str, shipped: Any) -> None:
+        self._py_func = py_func
+        stem = Path(py_file).stem
+        stamp = source_hash(py_file)
+        self.path = shipped.root / f"{stem}-{stamp[:20]}"
+        # Numba's file name: <module>.<qualname>-<disambiguator: first line>.py<XY><abiflags>
+        qualname = py_func.__qualname__.replace("<", "").replace(">", "")
+        base = (f"{stem}.{qualname}-{py_func.__code__.co_firstlineno}"
+                f".py{sys.version_info[0]}{sys.version_info[1]}{getattr(sys, 'abiflags', '')}")
+        self._file = _ShippedCacheFile(cache_path=str(self.path), filename_base=base,
+                                       source_stamp=stamp)
+        self._target = _Target(shipped.magic)
+
+    @classmethod
+    def of(cls, py_func: Any) -> _ShippedEntries | None:
+        """Return the entries of ``py_func`` in the package, or ``None`` (none shipped)."""
+        from ._package_cache import shipped
+
+        found = shipped()
+        py_file = getattr(py_func.__code__, "co_filename", "")
+        if found is None or not os.path.isfile(py_file):
+            return None
+        return cls(py_func, py_file, found)
+
+    def load(self, sig: Any, target_context: Any) -> Any:
+        """Rebuild the entry for ``sig`` in ``target_context``; ``None`` when not shipped."""
+        from numba.core import compiler
+
+        key = caching.Cache._index_key(self, sig, self._target)
+        data = self._file.load(key)
+        return None if data is None else compiler.CompileResult._rebuild(target_context, *data)
+
+
+class _FromPackage:
+    """Falls back to the package's compiled kernels (a mixin of the caches below)."""
+
+    _py_func: Any
+    _shipped: Any = False          # False: not looked up yet
+
+    def _from_package(self, sig: Any, target_context: Any, tolerant: bool) -> Any:
+        if self._shipped is False:
+            self._shipped = _ShippedEntries.of(self._py_func)
+        entries = self._shipped
+        if entries is None:
+            return None
+        if not tolerant:
+            return entries.load(sig, target_context)
+        try:
+            return entries.load(sig, target_context)
+        except Exception as exc:  # noqa: BLE001 - an entry that does not rebuild is a miss
+            _damaged(str(entries.path), exc, replaced=False)
+            return None
+
+
+def _load_lazily(load: Any, target_context: Any, refresh: bool) -> Any:
+    """Return ``load(tolerant)`` after setting up the runtime only, else after a full refresh.
+
+    ``load(False)`` may raise (an entry that does not rebuild without Numba's full set-up:
+    it is retried after :meth:`refresh`); ``load(True)`` treats what does not rebuild as a
+    miss. ``refresh=True`` skips the lazy attempt (kernels with ``parallel=True``).
+    """
+    with gc_paused():
+        if not refresh:
+            _runtime_only(target_context)
+            try:
+                return load(False)
+            except Exception:  # noqa: BLE001 - retried below with Numba's full set-up
+                pass
+        target_context.refresh()
+        return load(True)
 
 
 def _runtime_only(target_context: Any) -> None:
@@ -368,16 +481,18 @@ def _import_arraymath_without_blas_probe() -> None:
         arraymath.ensure_blas = probe
 
 
-class FastprivCache(caching.FunctionCache):
-    """Numba's function cache with :class:`_ContentLocator` first.
+class FastprivCache(_FromPackage, caching.FunctionCache):
+    """Numba's function cache with :class:`_ContentLocator` first, then the package's kernels.
 
-    It never fails a compile because the cache cannot be written (the kernel then just is
-    not saved), and never fails one because an entry cannot be read back (the kernel is
-    compiled again and the entry overwritten). Loading an entry skips Numba's refresh of
-    the typing and target contexts (:func:`_runtime_only`) unless ``refresh=True`` (kernels
-    with ``parallel=True``, whose code needs the threading layer the refresh sets up); an
-    entry that fails to rebuild that way is loaded again after a full refresh before it
-    counts as damaged.
+    A kernel the user's cache does not hold is taken from the package's compiled kernels
+    when it ships them (:class:`_ShippedEntries`), else compiled and saved to the user's
+    cache. It never fails a compile because the cache cannot be written (the kernel then
+    just is not saved), and never fails one because an entry cannot be read back (the
+    kernel is compiled again and the entry overwritten). Loading an entry skips Numba's
+    refresh of the typing and target contexts (:func:`_runtime_only`) unless
+    ``refresh=True`` (kernels with ``parallel=True``, whose code needs the threading layer
+    the refresh sets up); an entry that fails to rebuild that way is loaded again after a
+    full refresh before it counts as damaged.
     """
 
     _impl_class = _ContentCacheImpl
@@ -390,15 +505,17 @@ class FastprivCache(caching.FunctionCache):
             source_stamp=self._impl.locator.get_source_stamp())
 
     def load_overload(self, sig: Any, target_context: Any) -> Any:
-        with gc_paused():
-            if not self._refresh:
-                _runtime_only(target_context)
-                try:
-                    with self._guard_against_spurious_io_errors():
-                        return caching.FunctionCache._load_overload(self, sig, target_context)
-                except Exception:  # noqa: BLE001 - retried below with Numba's full set-up
-                    pass
-            return super().load_overload(sig, target_context)
+        def load(tolerant: bool) -> Any:
+            cres = None                  # (Windows: an access error swallowed is a miss)
+            with self._guard_against_spurious_io_errors():
+                cres = (self._load_overload if tolerant else
+                        functools.partial(caching.FunctionCache._load_overload, self))(
+                    sig, target_context)
+            if cres is None:
+                cres = self._from_package(sig, target_context, tolerant)
+            return cres
+
+        return _load_lazily(load, target_context, self._refresh)
 
     def _load_overload(self, sig: Any, target_context: Any) -> Any:
         try:
@@ -414,21 +531,38 @@ class FastprivCache(caching.FunctionCache):
             _note_once("save", f"compiled kernels are not saved to {self.cache_path} ({exc})")
 
 
+class _PackageOnlyCache(_FromPackage, caching.NullCache):
+    """No user cache: kernels come from the package's compiled kernels, else compile in memory."""
+
+    def __init__(self, py_func: Any, refresh: bool = False) -> None:
+        self._py_func = py_func
+        self._refresh = refresh
+
+    def load_overload(self, sig: Any, target_context: Any) -> Any:
+        return _load_lazily(functools.partial(self._from_package, sig, target_context),
+                            target_context, self._refresh)
+
+
 def make_cache(py_func: Any, refresh: bool = False) -> Any:
     """Return the on-disk cache of a kernel (a ``NullCache`` when no location is usable).
 
     ``refresh=True``: set up Numba's whole target before loading (see
-    :class:`FastprivCache`).
+    :class:`FastprivCache`). Without a usable user cache, a package that ships compiled
+    kernels still serves them (:class:`_PackageOnlyCache`).
     """
     try:
         return FastprivCache(py_func, refresh=refresh)
-    except UnsafeCacheDirectory as exc:
-        _note_once("unsafe", f"ignoring the kernel cache: {exc}, so another user could "
-                   "plant code in it; kernels are compiled in memory instead (use a "
+    except (UnsafeCacheDirectory, RuntimeError, OSError) as exc:
+        failure = exc
+    packaged = PACKAGE_CACHE.is_dir()
+    instead = ("loaded from the package's compiled kernels or compiled in memory" if packaged
+               else "compiled in memory")
+    if isinstance(failure, UnsafeCacheDirectory):
+        _note_once("unsafe", f"ignoring the kernel cache: {failure}, so another user could "
+                   f"plant code in it; kernels are {instead} instead (use a "
                    "FASTPRIV_CACHE_DIR of your own, or `chmod -R go-w` the directory if you "
                    "trust its contents)")
-        return caching.NullCache()
-    except (RuntimeError, OSError) as exc:
-        _note_once("none", f"kernels are compiled in every process: no writable cache "
-                   f"location ({exc})")
-        return caching.NullCache()
+    else:
+        _note_once("none", f"kernels are {instead} in every process: no writable cache "
+                   f"location ({failure})")
+    return _PackageOnlyCache(py_func, refresh) if packaged else caching.NullCache()
