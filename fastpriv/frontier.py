@@ -50,16 +50,26 @@ from ._validation import check_choice, kernel_array
 from .errors import InputError
 from .results import Result, Witness, json_safe
 
-__all__ = ["Frontier", "FrontierWitness", "frontier", "lattice_frontier", "RISK_MEASURES",
+__all__ = ["Frontier", "FrontierWitness", "frontier", "lattice_frontier", "pareto",
+           "minimal_grid", "tree_order", "RISK_MEASURES", "RISK_LABELS", "UTILITY_LABELS",
            "DEFAULT_MIN_SIZE"]
 
 #: Risk measures a frontier may be drawn against (the keys of :func:`fastpriv.risk.audit`).
 RISK_MEASURES = ("prosecutor_avg", "prosecutor_max", "population_uniques")
 #: k-anonymity's k when no criterion is given (every published class holds ≥ 2 people).
 DEFAULT_MIN_SIZE = 2
+#: What each risk measure is, in words.
 RISK_LABELS = {"prosecutor_avg": "average prosecutor risk",
                "prosecutor_max": "highest prosecutor risk",
-               "population_uniques": "population uniques (share of N)"}
+               "population_uniques": "estimated population uniques (share of the population)"}
+#: What each loss (the lattice's quality models) is, in words.
+UTILITY_LABELS = {"loss": "information loss (ARX's loss model)",
+                  "entropy": "non-uniform entropy",
+                  "nm_entropy": "non-uniform entropy with suppression",
+                  "nm_precision": "precision loss with suppression",
+                  "precision": "precision loss (1 − Prec)", "height": "generalization height",
+                  "discernibility": "discernibility", "aecs": "average class size",
+                  "avg_group_size": "average group size"}
 _MODELS = ("dankar", "pitman", "zayatz", "snb")
 #: Hash whole tuples of codes even where one 62-bit key per class would do (tests set it).
 _TUPLES = False
@@ -88,12 +98,11 @@ class FrontierWitness(Witness):
 
     def summary(self) -> str:
         """One line: the node, its risk and loss, on or off the frontier."""
-        head = (f"chosen node {_fmt_node(self.node)}: risk {self.risk:.4g}, "
-                f"loss {self.loss:.6g}")
+        head = f"chosen node {_fmt_node(self.node)}: risk {_g(self.risk)}, loss {_g(self.loss)}"
         if self.on_frontier:
             return head + " — on the frontier"
         return (head + f" — dominated by {_fmt_node(self.dominated_by or ())} (risk "
-                f"{self.dominated_risk:.4g}, loss {self.dominated_loss:.6g})")
+                f"{_g(self.dominated_risk or 0.0)}, loss {_g(self.dominated_loss or 0.0)})")
 
 
 @dataclass(frozen=True, eq=False)
@@ -256,7 +265,7 @@ class Frontier(Result):
         heads = ["node", "highest risk", "average risk"]
         if self.population_uniques is not None:
             heads.append("population uniques")
-        heads += [f"loss ({self.utility})", "suppressed", "classes", ""]
+        heads += ["loss", "suppressed", "classes", ""]
         rows = []
         for i in self.frontier_order:
             row: list[Any] = [_fmt_node(self.nodes[i]), _g(self.risk_max[i]),
@@ -264,17 +273,18 @@ class Frontier(Result):
             if self.population_uniques is not None:
                 pu = self.population_uniques[i]
                 row.append("no estimate" if not math.isfinite(pu) else f"{pu:,.0f}")
-            row += [f"{self.loss[i]:.6g}", int(self.suppressed[i]), int(self.classes[i]),
+            row += [_g(self.loss[i]), int(self.suppressed[i]), int(self.classes[i]),
                     "chosen" if tuple(int(x) for x in self.nodes[i]) == self.chosen else ""]
             rows.append(row)
         return heads, rows
 
     def headline(self) -> str:
         """One sentence: nodes, satisfying nodes, frontier, axes."""
-        sup = f", suppression {self.suppression:g}" if self.suppression else ""
+        sup = (f" with at most {100 * self.suppression:.3g}% of the people suppressed"
+               if self.suppression else "")
         return (f"Privacy–utility frontier: {self.n_satisfying:,} of {self.n_nodes:,} nodes "
                 f"satisfy {self.criterion}{sup}; {self.value:,} are on the frontier of "
-                f"({RISK_LABELS[self.risk_measure]}, loss {self.utility}).")
+                f"{RISK_LABELS[self.risk_measure]} against {UTILITY_LABELS[self.utility]}.")
 
     def summary(self) -> str:
         """Return the headline, the frontier as a text table, and the chosen node."""
@@ -296,7 +306,10 @@ class Frontier(Result):
 
 
 def _g(x: float) -> str:
-    return f"{x:.4g}" if math.isfinite(x) else "no estimate"
+    """Four significant digits, positional (0.00002211, never 2.211e-05)."""
+    if not math.isfinite(x):
+        return "no estimate"
+    return np.format_float_positional(float(x), precision=4, fractional=False, trim="-")
 
 
 def _risk_key(r: np.ndarray) -> np.ndarray:
@@ -358,15 +371,11 @@ def _sizes_k(crit: Any) -> int | None:
     return None
 
 
-def _budget(lat: Any, crit: Any, suppression: Any) -> int:
-    """Suppressed people allowed (the lattice search's rule and checks)."""
+def _budget(lat: Any, suppression: Any) -> int:
+    """Suppressed people allowed (which criteria take a budget: the lattice search says)."""
     if isinstance(suppression, bool) or not isinstance(suppression, (int, float)) or \
             not 0.0 <= float(suppression) < 1.0:
         raise InputError(f"suppression must be a fraction in [0, 1), got {suppression!r}")
-    if suppression and not (getattr(crit, "local", False) and hasattr(crit, "group_ok")):
-        raise InputError(f"suppression needs a group-local criterion (k-anonymity, "
-                         f"ℓ-diversity, t-closeness, (c,k)-safety with negations); "
-                         f"{crit.name} is not")
     return int(math.floor(float(suppression) * lat.n_rows))
 
 
@@ -582,7 +591,7 @@ def lattice_frontier(lattice: Any, criterion: Any = None, *, utility: str = "los
     if risk_measure == "population_uniques" and big_n is None:
         raise InputError("risk_measure='population_uniques' needs population= (the "
                          "population size N)")
-    budget = _budget(lattice, crit, suppression)
+    budget = _budget(lattice, suppression)
     k = _sizes_k(crit)
     seconds: dict[str, float] = {}
     sat_grid = None

@@ -311,8 +311,8 @@ def lattice_node_stats(codes, weights, step, step_off, heights, order, k, budget
     Returns
     -------
     n_classes, kept, suppressed, min_kept, sum_sq, uniques : int64 (N,)
-        Per node; the kept statistics (and ``kept_leaves``, ``sup_ent``) are left 0 where
-        the suppressed people exceed ``budget``.
+        Per node; the kept statistics are left 0 where the suppressed people exceed
+        ``budget``, ``kept_leaves`` and ``sup_ent`` where the node is not ok.
     ok : bool (N,)
     kept_leaves : int64 (N, d)
     sup_ent : float64 (N, d)

@@ -224,6 +224,57 @@ def load_plugins() -> None:
         METHODS[name] = Method(name, add, run, source=modname)
 
 
+def add_criterion_arguments(p: Any, *, title: str = "criteria (all given must hold)",
+                            population_help: str = "population size in people for "
+                                                   "--max-uniqueness") -> Any:
+    """Add the criterion flags (one meaning each, read by :func:`_criterion`) to ``p``.
+
+    Shared by the commands that search the lattice (``anonymize``, ``frontier``); returns
+    the argument group.
+    """
+    c = p.add_argument_group(title)
+    c.add_argument("--min-size", type=size, metavar="N",
+                   help="k-anonymity: every group has at least N people")
+    c.add_argument("--min-l", "--l", dest="l", type=at_least_1, metavar="L",
+                   help="ℓ-diversity: every group has ℓ ≥ L (see --l-kind; the flag of "
+                        "fastpriv audit's threshold)")
+    c.add_argument("--l-kind", default="distinct", choices=("distinct", "entropy", "recursive"),
+                   help="ℓ-diversity variant (default distinct)")
+    c.add_argument("--c-l", type=positive, metavar="C",
+                   help="c of recursive (c,ℓ)-diversity (with --l-kind recursive)")
+    c.add_argument("--max-t", "--t", dest="t", type=probability, metavar="T",
+                   help="t-closeness: every group's EMD ≤ T (the flag of fastpriv audit's "
+                        "threshold)")
+    c.add_argument("--t-ordered", action="store_true",
+                   help="ordered ground distance for t-closeness")
+    c.add_argument("--alpha", type=confidence, help="(α,k)-anonymity's α, in (0, 1]")
+    c.add_argument("--c", type=confidence,
+                   help="(c,k)-safety threshold (max disclosure < c), in (0, 1]")
+    c.add_argument("--k", type=count, metavar="K",
+                   help="(c,k)-safety: pieces of knowledge (with --c; k-anonymity is --min-size)")
+    c.add_argument("--max-risk", type=risk_bound, metavar="R",
+                   help="highest prosecutor re-identification risk, 1/(smallest class) <= R, "
+                        "in (0, 1]")
+    c.add_argument("--max-avg-risk", type=probability, metavar="R",
+                   help="average prosecutor risk, classes/records <= R")
+    c.add_argument("--max-records-at-risk", type=probability, metavar="SHARE",
+                   help="share of records whose risk exceeds --risk-threshold <= SHARE")
+    c.add_argument("--risk-threshold", type=risk_bound, metavar="R",
+                   help="with --max-records-at-risk: risk above which a record is at risk "
+                        "(default 0.2)")
+    c.add_argument("--max-uniqueness", type=probability, metavar="SHARE",
+                   help="estimated population uniques / population size <= SHARE (needs "
+                        "--population; not monotone: every lattice node is checked)")
+    c.add_argument("--population", type=size, metavar="N",
+                   help=population_help)
+    c.add_argument("--uniqueness-model", choices=("dankar", "pitman", "zayatz", "snb"),
+                   help="with --max-uniqueness: population uniqueness model (default dankar: "
+                        "Dankar et al.'s rule)")
+    c.add_argument("--knowledge-kind", choices=("implications", "negations"),
+                   help="with --c/--k: (c,k)-safety knowledge kind (default implications)")
+    return c
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``anonymize`` sub-command."""
     from ._common import add_command, add_encoding_argument
@@ -258,46 +309,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "or --count-column) so that it stands for the same people "
                         "(methods " + ", ".join(WEIGHTED_METHODS) + "; the others anonymize "
                         "the table expanded into one row per person)")
-    c = p.add_argument_group("criteria (all given must hold)")
-    c.add_argument("--min-size", type=size, metavar="N",
-                   help="k-anonymity: every group has at least N people")
-    c.add_argument("--min-l", "--l", dest="l", type=at_least_1, metavar="L",
-                   help="ℓ-diversity: every group has ℓ ≥ L (see --l-kind; the flag of "
-                        "fastpriv audit's threshold)")
-    c.add_argument("--l-kind", default="distinct", choices=("distinct", "entropy", "recursive"),
-                   help="ℓ-diversity variant (default distinct)")
-    c.add_argument("--c-l", type=positive, metavar="C",
-                   help="c of recursive (c,ℓ)-diversity (with --l-kind recursive)")
-    c.add_argument("--max-t", "--t", dest="t", type=probability, metavar="T",
-                   help="t-closeness: every group's EMD ≤ T (the flag of fastpriv audit's "
-                        "threshold)")
-    c.add_argument("--t-ordered", action="store_true",
-                   help="ordered ground distance for t-closeness")
-    c.add_argument("--alpha", type=confidence, help="(α,k)-anonymity's α, in (0, 1]")
-    c.add_argument("--c", type=confidence,
-                   help="(c,k)-safety threshold (max disclosure < c), in (0, 1]")
-    c.add_argument("--k", type=count, metavar="K",
-                   help="(c,k)-safety: pieces of knowledge (with --c; k-anonymity is --min-size)")
-    c.add_argument("--max-risk", type=risk_bound, metavar="R",
-                   help="highest prosecutor re-identification risk, 1/(smallest class) <= R, "
-                        "in (0, 1]")
-    c.add_argument("--max-avg-risk", type=probability, metavar="R",
-                   help="average prosecutor risk, classes/records <= R")
-    c.add_argument("--max-records-at-risk", type=probability, metavar="SHARE",
-                   help="share of records whose risk exceeds --risk-threshold <= SHARE")
-    c.add_argument("--risk-threshold", type=risk_bound, metavar="R",
-                   help="with --max-records-at-risk: risk above which a record is at risk "
-                        "(default 0.2)")
-    c.add_argument("--max-uniqueness", type=probability, metavar="SHARE",
-                   help="estimated population uniques / population size <= SHARE (needs "
-                        "--population; not monotone: every lattice node is checked)")
-    c.add_argument("--population", type=size, metavar="N",
-                   help="population size in people for --max-uniqueness")
-    c.add_argument("--uniqueness-model", choices=("dankar", "pitman", "zayatz", "snb"),
-                   help="with --max-uniqueness: population uniqueness model (default dankar: "
-                        "Dankar et al.'s rule)")
-    c.add_argument("--knowledge-kind", choices=("implications", "negations"),
-                   help="with --c/--k: (c,k)-safety knowledge kind (default implications)")
+    add_criterion_arguments(p)
     o = p.add_argument_group("output")
     o.add_argument("-o", "--output", metavar="OUT",
                    help="write the release (Parquet, or CSV by suffix / --format): one table "

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-__all__ = ["line_chart", "skyline_slices", "bar_chart", "standalone", "png_line_chart",
+__all__ = ["line_chart", "skyline_slices", "bar_chart", "scatter_chart", "standalone",
+           "png_line_chart",
            "PALETTE"]
 
 #: Colour-blind-safe palette (Okabe & Ito).
@@ -386,6 +387,90 @@ def bar_chart(labels: Sequence[Any], values: Sequence[float], *, title: str, xla
                    f'y2="{height - fr.bottom}" stroke="#b00020" stroke-dasharray="6 4"/>')
         out.append(f'<text x="{x}" y="{fr.top - 4}" text-anchor="middle" font-size="11" '
                    f'fill="#b00020">{_e(threshold[1])}</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _marker(kind: str, x: float, y: float, r: float, color: str, opacity: float,
+            title: str) -> str:
+    """One point: a dot, a ring or a diamond, with its tooltip."""
+    tip = f"<title>{_e(title)}</title>" if title else ""
+    op = f' fill-opacity="{opacity:g}"' if opacity < 1 else ""
+    if kind == "diamond":
+        pts = f"{_num(x)},{_num(y - r)} {_num(x + r)},{_num(y)} {_num(x)},{_num(y + r)} " \
+              f"{_num(x - r)},{_num(y)}"
+        return (f'<polygon class="point" points="{pts}" fill="{color}"{op} stroke="#ffffff" '
+                f'stroke-width="1.2">{tip}</polygon>')
+    if kind == "ring":
+        return (f'<circle class="point" cx="{_num(x)}" cy="{_num(y)}" r="{r:g}" fill="none" '
+                f'stroke="{color}" stroke-width="2">{tip}</circle>')
+    return (f'<circle class="point" cx="{_num(x)}" cy="{_num(y)}" r="{r:g}" '
+            f'fill="{color}"{op}>{tip}</circle>')
+
+
+def scatter_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: str,
+                  width: int = 720, height: int = 440, desc: str = "",
+                  css_class: str = "chart scatter-chart") -> str:
+    """Draw a scatter plot, with lines through the points of the series that ask for one.
+
+    Parameters
+    ----------
+    series : list of dict
+        Each ``{"name": str, "x": [...], "y": [...]}`` with optional ``"color"``,
+        ``"line"`` (join the points in the given order, e.g. a Pareto frontier),
+        ``"marker"`` (``"dot"``, ``"ring"`` or ``"diamond"``), ``"size"`` (radius in
+        pixels), ``"opacity"``, ``"titles"`` (one tooltip per point) and ``"label"`` (a
+        text drawn beside each point). Non-finite points are skipped; points of a series
+        without tooltips that land on the same pixel are drawn once, so a cloud of
+        thousands stays small. Later series are drawn on top.
+    title, xlabel, ylabel, desc : str
+        Texts (escaped).
+    width, height : int
+        Size in pixels (the legend below adds to the height).
+    css_class : str
+        CSS class of the ``<svg>``.
+
+    """
+    xs = [float(x) for s in series for x, y in zip(s["x"], s["y"], strict=False)
+          if _finite(x) and _finite(y)]
+    ys = [float(y) for s in series for x, y in zip(s["x"], s["y"], strict=False)
+          if _finite(x) and _finite(y)]
+    lo_x, hi_x = (min(xs), max(xs)) if xs else (0.0, 1.0)
+    lo_y, hi_y = (min(ys), max(ys)) if ys else (0.0, 1.0)
+    x_range = (min(0.0, lo_x), hi_x + ((hi_x - lo_x) * 0.04 or 0.5))
+    y_range = (min(0.0, lo_y), hi_y + ((hi_y - lo_y) * 0.05 or 0.5))
+    leg_h = 16 * ((len(series) + 1) // 2) + 6
+    height = height + leg_h
+    fr = _Frame(width, height, x_range, y_range, left=64, bottom=48 + leg_h)
+    out = _open(width, height, title, desc or title, css_class)
+    out += fr.axes(xlabel=xlabel, ylabel=ylabel, xticks=_ticks(*x_range, n=6),
+                   yticks=_ticks(*y_range))
+    legend = []
+    for i, s in enumerate(series):
+        color = s.get("color") or PALETTE[i % len(PALETTE)]
+        pts = [(fr.px(float(x)), fr.py(float(y)), j) for j, (x, y) in
+               enumerate(zip(s["x"], s["y"], strict=False)) if _finite(x) and _finite(y)]
+        if s.get("line") and len(pts) > 1:
+            line = " ".join(f"{_num(a)},{_num(b)}" for a, b, _ in pts)
+            out.append(f'<polyline class="series" points="{line}" fill="none" '
+                       f'stroke="{color}" stroke-width="2"/>')
+        titles = s.get("titles")
+        seen: set[tuple[str, str]] = set()
+        for a, b, j in pts:
+            if titles is None:
+                key = (_num(a), _num(b))
+                if key in seen:
+                    continue
+                seen.add(key)
+            out.append(_marker(s.get("marker", "dot"), a, b, float(s.get("size", 3.0)), color,
+                               float(s.get("opacity", 1.0)),
+                               "" if titles is None else str(titles[j])))
+            if s.get("label"):
+                out.append(f'<text x="{_num(a + 9)}" y="{_num(b - 7)}" font-size="11" '
+                           f'font-weight="600" fill="{color}">{_e(s["label"])}</text>')
+        legend.append((s["name"], color, ""))
+    out += _legend(legend, fr.left, height - leg_h + 8, columns=2,
+                   col_width=(width - fr.left - fr.right) / 2)
     out.append("</svg>")
     return "\n".join(out)
 
