@@ -3,6 +3,7 @@
 Public entry points (imported lazily so that ``import fastpriv`` stays fast):
 
 * :class:`fastpriv.Release` — the encoded release every model reads;
+* :class:`fastpriv.Hierarchy` — a generalization hierarchy (:mod:`fastpriv.hierarchies`);
 * :mod:`fastpriv.classic` — k-anonymity, ℓ-diversity variants, t-closeness;
 * :mod:`fastpriv.ck_safety`, :mod:`fastpriv.skyline`, :mod:`fastpriv.robustness`,
   :mod:`fastpriv.foreground` — the worst-case models;
@@ -22,6 +23,7 @@ __all__ = [
     "InputError",
     "InputTypeError",
     "Release",
+    "Hierarchy",
     "CountAccumulator",
     "read_csv",
     "classic",
@@ -43,6 +45,7 @@ __all__ = [
 ]
 
 _ATTRS = {"Release": ("fastpriv.release", "Release"),
+          "Hierarchy": ("fastpriv.hierarchies", "Hierarchy"),
           "read_csv": ("fastpriv._arrow", "read_csv"),
           "CountAccumulator": ("fastpriv.counts", "CountAccumulator")}
 _SUBMODULES = {"classic", "ck_safety", "skyline", "robustness", "foreground", "anonymize",

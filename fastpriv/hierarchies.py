@@ -16,6 +16,17 @@ points), :meth:`Hierarchy.ordering` (ordered values grouped in blocks per level)
 :meth:`Hierarchy.suppression` (value or ``*``). The builders follow ARX's interval, order
 and redaction builders.
 
+A folder of hierarchies (``hierarchies=DIR``, CLI ``--hierarchies DIR``) is read as ARX lays
+one out (:func:`find_hierarchy_files`): an attribute's file is ``<attribute>.csv`` or
+``<data set>_hierarchy_<attribute>.csv``, its name written exactly as the attribute (no
+case-folding), and every other file is ignored. ARX's ``data/`` folder holds three data
+sets' files (``adult_hierarchy_age.csv``, ``atus_hierarchy_age.csv``,
+``ihis_hierarchy_age.csv``, …): one data set's are read — the one named by
+``hierarchy_prefix=`` (CLI ``--hierarchy-prefix``), else the one named like the data file
+(``adult.csv``), else the only one with a file for every QI — and anything left undecided
+(several such data sets; ``age.csv`` beside ``adult_hierarchy_age.csv``) is an error naming
+the candidates.
+
 Validation happens up front, with the offending values named:
 
 * **consistency** (construction): every row has the same number of levels, a value has one
@@ -60,7 +71,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -68,7 +79,8 @@ import pyarrow as pa
 from ._labels import label_text
 from .errors import InputError, InputTypeError
 
-__all__ = ["Hierarchy", "BoundHierarchy", "HierarchyError", "resolve_hierarchies"]
+__all__ = ["Hierarchy", "BoundHierarchy", "HierarchyError", "HierarchyFiles",
+           "find_hierarchy_files", "resolve_hierarchies"]
 
 
 class HierarchyError(InputError):
@@ -1022,50 +1034,183 @@ def _bundled(attr: str, table: pa.Table, *, explicit: bool) -> Hierarchy:
     return Hierarchy.from_csv(path, name=attr)
 
 
-def find_hierarchy_file(folder: str | os.PathLike, attr: str) -> str:
-    """Return the hierarchy file of ``attr`` in ``folder``, in fastpriv's or ARX's naming.
+#: ARX names a data set's hierarchy files ``<data set>_hierarchy_<attribute>.csv``.
+_ARX_INFIX = "_hierarchy_"
+_HIERARCHY_EXTS = (".csv", ".txt")
 
-    Accepted names (any case, ``-`` and ``_`` interchangeable, ``.csv`` or ``.txt``):
-    ``<attr>.csv`` and ARX's ``<anything>_hierarchy_<attr>.csv`` (``adult_hierarchy_sex.csv``).
+
+class HierarchyFiles(NamedTuple):
+    """The hierarchy files :func:`find_hierarchy_files` chose in a folder."""
+
+    #: attribute -> path of its file
+    files: dict[str, str]
+    #: the data set whose ``<data set>_hierarchy_<attribute>.csv`` files were read (None: only
+    #: ``<attribute>.csv`` files)
+    dataset: str | None
+    #: every data set with a file for one of the attributes in the folder, sorted
+    datasets: tuple[str, ...]
+    #: why ``dataset`` was chosen, in words (empty when there was no choice)
+    reason: str
+
+
+def _data_names(data_name: Any) -> set[str]:
+    """Return the names a data file may share with a data set (``adult.csv.gz``: adult)."""
+    if not isinstance(data_name, (str, os.PathLike)):
+        return set()
+    base = os.path.basename(os.path.normpath(os.fspath(data_name)))
+    names = {base}
+    while "." in base:
+        base = base.rsplit(".", 1)[0]
+        names.add(base)
+    return {n for n in names if n}
+
+
+def _folder_candidates(folder: str, attrs: Sequence[str]
+                       ) -> tuple[list[str], dict[str, list[str]], dict[str, dict[str, list[str]]]]:
+    """Every file of ``folder`` that names an attribute exactly: plain and per data set."""
+    files = sorted(os.listdir(folder))
+    plain: dict[str, list[str]] = {a: [] for a in attrs}
+    by_set: dict[str, dict[str, list[str]]] = {a: {} for a in attrs}
+    for f in files:                  # by name first: a stat only for the candidates
+        stem, ext = os.path.splitext(f)
+        if ext.lower() not in _HIERARCHY_EXTS:
+            continue
+        for a in attrs:
+            if stem == a:
+                plain[a].append(f)
+            elif stem.endswith(_ARX_INFIX + a):
+                by_set[a].setdefault(stem[:-len(_ARX_INFIX + a)], []).append(f)
+
+    def regular(found: list[str]) -> list[str]:
+        return [f for f in found if os.path.isfile(os.path.join(folder, f))]
+
+    plain = {a: regular(found) for a, found in plain.items()}
+    by_set = {a: {p: r for p, found in sets.items() if (r := regular(found))}
+              for a, sets in by_set.items()}
+    return files, plain, by_set
+
+
+def _choose_dataset(folder: str, attrs: Sequence[str], by_set: dict[str, dict[str, list[str]]],
+                    prefix: str | None, data_name: Any) -> tuple[str | None, tuple, str]:
+    """Choose the data set whose files are read: (data set, every data set seen, why)."""
+    seen = tuple(sorted({p for sets in by_set.values() for p in sets}))
+    if prefix is not None:
+        if not isinstance(prefix, str):
+            raise InputTypeError(f"hierarchy_prefix must be a string, got {type(prefix).__name__}")
+        if prefix not in seen:
+            raise InputError(f"hierarchy_prefix: {folder!r} has no {prefix}{_ARX_INFIX}"
+                             f"<attribute>.csv file for the QIs {', '.join(attrs)}; data sets "
+                             f"there: {', '.join(seen) or 'none'}")
+        return prefix, seen, "hierarchy_prefix"
+    if len(seen) <= 1:
+        return (seen[0] if seen else None), seen, ""
+    named = sorted(_data_names(data_name) & set(seen))
+    if named:
+        return named[-1], seen, "the data file's name"
+    full = [p for p in seen if all(p in by_set[a] for a in attrs)]
+    if len(full) == 1:
+        return full[0], seen, "the only data set with a file for every QI"
+    which = (f"each has a file for every QI ({', '.join(full)})" if full
+             else "none has a file for every QI")
+    raise InputError(f"hierarchies: {folder!r} holds the hierarchies of several data sets "
+                     f"({', '.join(seen)}) and {which}: choose one with hierarchy_prefix=NAME "
+                     f"(CLI --hierarchy-prefix NAME), or name the data file after it "
+                     f"({seen[0]}.csv reads {seen[0]}{_ARX_INFIX}<attribute>.csv)")
+
+
+def _near_names(files: Sequence[str], attr: str) -> list[str]:
+    """Files naming ``attr`` but for case or ``-``/``_`` (names are matched exactly)."""
+    def norm(x: str) -> str:
+        return x.lower().replace("-", "_")
+
+    want = norm(attr)
+    out = []
+    for f in files:
+        stem, ext = os.path.splitext(f)
+        if ext.lower() in _HIERARCHY_EXTS and (norm(stem) == want
+                                               or norm(stem).endswith(_ARX_INFIX + want)):
+            out.append(f)
+    return out
+
+
+def find_hierarchy_files(folder: str | os.PathLike, qi: Sequence[str], *,
+                         prefix: str | None = None, data_name: Any = None) -> HierarchyFiles:
+    """Choose the hierarchy file of every attribute of ``qi`` in ``folder``.
+
+    A file names an attribute exactly as written (no case-folding): ``<attribute>.csv`` or
+    ARX's ``<data set>_hierarchy_<attribute>.csv`` (``.txt`` too); every other file is
+    ignored, so a folder may hold other data sets' files, as ARX's ``data/`` folder holds
+    Adult's, ATUS's and IHIS's. When it holds files of several data sets the one read is,
+    in this order: ``prefix`` (``hierarchy_prefix=``, CLI ``--hierarchy-prefix``); the data
+    set named like the data file (``adult.csv`` reads ``adult_hierarchy_*.csv``); the only
+    data set with a file for every attribute. An attribute without a file of that data set
+    reads ``<attribute>.csv``.
+
+    Parameters
+    ----------
+    folder : path-like
+        The folder.
+    qi : sequence of str
+        The attributes that need a file.
+    prefix : str, optional
+        The data set to read (``adult`` for ``adult_hierarchy_<attribute>.csv``).
+    data_name : path-like, optional
+        The data file (or its name), to match a data set by name.
+
+    Returns
+    -------
+    HierarchyFiles
+        The file of each attribute, the data set read, every data set seen and why.
 
     Raises
     ------
     InputError
-        No such file, or several.
+        Not a directory; no file for an attribute; two files for one attribute that
+        nothing decides between (``age.csv`` and ``adult_hierarchy_age.csv``, or ``.csv``
+        and ``.txt``), naming both; several data sets and nothing to choose one.
 
     """
     folder = os.fspath(folder)
     if not os.path.isdir(folder):
         raise InputError(f"hierarchies: {folder!r} is not a directory")
+    attrs = list(qi)
+    files, plain, by_set = _folder_candidates(folder, attrs)
+    dataset, seen, reason = _choose_dataset(folder, attrs, by_set, prefix, data_name)
+    out: dict[str, str] = {}
+    for a in attrs:
+        own = by_set[a].get(dataset, []) if dataset is not None else []
+        found = own if (own and prefix is not None) else own + plain[a]
+        if len(found) > 1:
+            raise InputError(f"hierarchies: two files in {folder!r} for QI {a!r}: "
+                             f"{' and '.join(found)}; remove one"
+                             + (f", or read {dataset}'s with hierarchy_prefix={dataset!r} "
+                                f"(CLI --hierarchy-prefix {dataset})" if own and plain[a]
+                                else ""))
+        if not found:
+            others = [f for sets in by_set[a].values() for f in sets]
+            near = _near_names(files, a)
+            raise InputError(
+                f"hierarchies: no file for QI {a!r} in {folder!r} (expected {a}.csv"
+                + (f" or {dataset}{_ARX_INFIX}{a}.csv" if dataset is not None
+                   else f" or ARX's <name>{_ARX_INFIX}{a}.csv") + ")"
+                + (f"; other data sets' files for it: {', '.join(others)}" if others else "")
+                + (f"; names are matched exactly as written ({', '.join(near)} spell the "
+                   "attribute otherwise)" if near and not others else "")
+                + (f"; files there: {', '.join(files[:20]) or 'none'}"
+                   if not (others or near) else ""))
+        out[a] = os.path.join(folder, found[0])
+    return HierarchyFiles(out, dataset, seen, reason)
 
-    def norm(x: str) -> str:
-        return x.lower().replace("-", "_")
 
-    want = norm(attr)
-    files = sorted(os.listdir(folder))
-    exact, arx = [], []
-    for f in files:                  # by name first: a stat only for the candidates
-        stem, ext = os.path.splitext(f)
-        if ext.lower() not in (".csv", ".txt"):
-            continue
-        if norm(stem) == want:
-            exact.append(f)
-        elif norm(stem).endswith("_hierarchy_" + want):
-            arx.append(f)
-    exact, arx = ([f for f in found if os.path.isfile(os.path.join(folder, f))]
-                  for found in (exact, arx))
-    found = exact or arx
-    if len(found) > 1:
-        raise InputError(f"hierarchies: several files in {folder!r} name QI {attr!r}: "
-                         f"{', '.join(found)}")
-    if not found:
-        raise InputError(f"hierarchies: no file for QI {attr!r} in {folder!r} (expected "
-                         f"{attr}.csv or ARX's <name>_hierarchy_{attr}.csv); files there: "
-                         f"{', '.join(files[:20]) or 'none'}")
-    return os.path.join(folder, found[0])
+def find_hierarchy_file(folder: str | os.PathLike, attr: str, *, prefix: str | None = None,
+                        data_name: Any = None) -> str:
+    """Return the hierarchy file of ``attr`` in ``folder`` (:func:`find_hierarchy_files`)."""
+    return find_hierarchy_files(folder, [attr], prefix=prefix, data_name=data_name).files[attr]
 
 
-def resolve_hierarchies(spec: Any, qi: Sequence[str], table: pa.Table) -> list[BoundHierarchy]:
+def resolve_hierarchies(spec: Any, qi: Sequence[str], table: pa.Table, *,
+                        prefix: str | None = None, data_name: Any = None
+                        ) -> list[BoundHierarchy]:
     """Turn the ``hierarchies`` argument of the anonymizers into bound hierarchies.
 
     Parameters
@@ -1074,8 +1219,10 @@ def resolve_hierarchies(spec: Any, qi: Sequence[str], table: pa.Table) -> list[B
         * ``None``: for :func:`fastpriv.datasets.load_adult`'s table, the hierarchies bundled
           for its attributes; for any other table an :class:`InputError` (never another
           data set's hierarchies in silence); ``"bundled"`` names them explicitly;
-        * a directory: ``<attribute>.csv`` or ARX's ``<name>_hierarchy_<attribute>.csv``
-          for each QI attribute (:func:`find_hierarchy_file`);
+        * a directory: ``<attribute>.csv`` or ARX's ``<data set>_hierarchy_<attribute>.csv``
+          for each QI attribute, named exactly as the attribute is written; other files are
+          ignored, and of several data sets' files one data set's are read
+          (:func:`find_hierarchy_files`);
         * a mapping ``attribute -> Hierarchy | CSV path | widths``, where widths (a list of
           numbers, optionally ending with ``"*"``) build an interval hierarchy over the
           column's values and the string ``"suppress"`` builds value / ``*``.
@@ -1083,8 +1230,21 @@ def resolve_hierarchies(spec: Any, qi: Sequence[str], table: pa.Table) -> list[B
         The QI attributes, in order; one bound hierarchy is returned for each.
     table : pyarrow.Table
         The data (only the QI columns are read).
+    prefix : str, optional
+        A directory's data set to read (``hierarchy_prefix=``): ``adult`` reads
+        ``adult_hierarchy_<attribute>.csv``.
+    data_name : path-like, optional
+        The data file, whose name chooses a directory's data set of the same name.
 
     """
+    folder = isinstance(spec, (str, os.PathLike)) and not (isinstance(spec, str)
+                                                           and spec == BUNDLED)
+    if prefix is not None and not folder:
+        raise InputError(f"hierarchy_prefix chooses the data set of a hierarchies= folder; "
+                         f"hierarchies={spec!r:.60} is not one")
+    if folder:
+        found = find_hierarchy_files(spec, qi, prefix=prefix, data_name=data_name).files
+        spec = {a: Hierarchy.from_csv(found[a], name=a) for a in qi}
     out = []
     for a in qi:
         h = _resolve_one(spec, a, table)
@@ -1095,8 +1255,6 @@ def resolve_hierarchies(spec: Any, qi: Sequence[str], table: pa.Table) -> list[B
 def _resolve_one(spec: Any, attr: str, table: pa.Table) -> Hierarchy:
     if spec is None or (isinstance(spec, str) and spec == BUNDLED):
         return _bundled(attr, table, explicit=spec is not None)
-    if isinstance(spec, (str, os.PathLike)):
-        return Hierarchy.from_csv(find_hierarchy_file(spec, attr), name=attr)
     if isinstance(spec, Mapping):
         if attr not in spec:
             raise InputError(f"hierarchies: no entry for QI attribute {attr!r}; given: "

@@ -398,6 +398,10 @@ def mondrian(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
              l: float | None = None, l_kind: str = "distinct", c_l: float | None = None,
              t: float | None = None, t_ordered: bool = False, alpha: float | None = None,
              c: Any = None, k: int | None = None, knowledge_kind: str = "implications",
+             max_risk: float | None = None, max_avg_risk: float | None = None,
+             max_records_at_risk: float | None = None, risk_threshold: float | None = None,
+             max_uniqueness: float | None = None, population: float | None = None,
+             uniqueness_model: str | None = None,
              predicate: Any = None, categorical: Sequence[str] | None = None,
              nulls: str = "error", weight: str | None = None,
              progress: Callable[[int, int], None] | None = None) -> MondrianResult:
@@ -417,6 +421,13 @@ def mondrian(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
         :func:`fastpriv.predicates.criteria_from`), e.g. ``min_size=10`` (k-anonymity),
         ``min_size=5, l=3``, ``c=0.8, k=3`` ((c,k)-safety against ``knowledge_kind``
         knowledge), or ``predicate=MyCriterion()``.
+    max_risk, max_avg_risk, max_records_at_risk, risk_threshold
+        ARX's re-identification risk criteria, as ``fastpriv anonymize``'s flags of the
+        same names (``--max-avg-risk`` is ``max_avg_risk=``; see
+        :func:`fastpriv.predicates.criteria_from`).
+    max_uniqueness, population, uniqueness_model
+        Estimated population uniqueness (needs ``population``). Not monotone: a split is
+        kept when the release after it meets it.
     categorical : list of str, optional
         QI columns to treat as categorical even if numeric.
     nulls : {"error", "drop"}
@@ -451,7 +462,10 @@ def mondrian(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
     t0 = time.perf_counter()
     crit = criteria_from(predicate=predicate, min_size=min_size, l=l, l_kind=l_kind, c_l=c_l,
                          t=t, t_ordered=t_ordered, alpha=alpha, c=c, k=k,
-                         knowledge_kind=knowledge_kind)
+                         knowledge_kind=knowledge_kind, max_risk=max_risk,
+                         max_avg_risk=max_avg_risk, max_records_at_risk=max_records_at_risk,
+                         risk_threshold=risk_threshold, max_uniqueness=max_uniqueness,
+                         population=population, uniqueness_model=uniqueness_model)
     require_sensitive(crit, sensitive)
     tree = MondrianTree(data, qi, sensitive, categorical=categorical, nulls=nulls,
                         weight=weight)

@@ -17,7 +17,7 @@ from ..results import Result, json_safe
 from ._publish import canonical_order, check_keep, check_no_relink, dense_rank, entries_digest
 
 __all__ = ["Anonymized", "GeneralizedAttribute", "MondrianResult", "SkylineAnonymized",
-           "ArtResult", "LatticeAnonymized", "release_paths"]
+           "ArtResult", "LatticeAnonymized", "left_out_text", "release_paths"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -506,12 +506,13 @@ class Anonymized(Result):
         """Return a few lines of plain text: what was published, the criterion it meets."""
         d = self.to_dict()
         crit = self.params.get("criterion") or "its criterion"
-        rows = f"{d['n_rows']:,} rows ({d['n_suppressed']:,} suppressed)"
+        rows = f"{d['n_rows']:,} rows ({self._left_out()})"
         if self.row_weights is not None:
             rows = (f"{d['n_people']:,} people in {d['n_rows']:,} weighted rows "
-                    f"({d['n_suppressed_people']:,} people suppressed)")
+                    f"({self._left_out()})")
         lines = [f"{self.method}: {d['n_groups']:,} groups of at least {d['min_group_size']:,} "
-                 f"people from {rows}, meeting {crit}."]
+                 f"people from {rows}, "
+                 + (f"FAILING {crit}: {self.failure}." if self.failure else f"meeting {crit}.")]
         levels = getattr(self, "levels", None)
         gone = set(getattr(self, "fully_suppressed", ()))
         if levels:
@@ -520,6 +521,33 @@ class Anonymized(Result):
                 for a, lv in levels.items()))
         lines.append("published as " + d["published_as"] + ".")
         return "\n".join(lines)
+
+
+    def _left_out(self) -> str:
+        """Return what became of the rows suppressed or left out, in words."""
+        weighted = self.row_weights is not None
+        return left_out_text(self.n_suppressed_people if weighted else self.n_suppressed,
+                             "people" if weighted else "rows",
+                             getattr(self, "n_suppressed_rows", 0),
+                             getattr(self, "suppressed", "drop"))
+
+
+def left_out_text(gone: int, unit: str, n_suppressed_rows: int, suppressed: str) -> str:
+    """Say what became of the rows a release leaves out or suppressed (summaries, CLI).
+
+    ``gone``: rows (``unit="rows"``) or people left out of the release (group id −1);
+    ``n_suppressed_rows``: input rows the criterion suppressed, dropped (among ``gone``) or
+    kept as ``*`` (``suppressed="keep"``).
+    """
+    sup = n_suppressed_rows
+    if not sup:
+        return f"{gone:,} {unit} dropped"
+    if suppressed == "keep":
+        return (f"{sup:,} suppressed rows kept as one group with every QI '*'"
+                + (f"; {gone:,} {unit} dropped (nulls, weight 0)" if gone else ""))
+    if unit == "rows" and gone == sup:
+        return f"{sup:,} suppressed rows dropped"
+    return f"{gone:,} {unit} dropped, {sup:,} suppressed rows among them"
 
 
 class _Published(NamedTuple):
@@ -697,6 +725,16 @@ class LatticeAnonymized(Anonymized):
     fully_suppressed : tuple of str
         QI attributes generalized to a level with a single value (every row ``*``): the
         release keeps nothing of them.
+    suppressed : {"drop", "keep"}
+        What the release does with the rows suppression removed: left out (group id −1),
+        or kept as ARX keeps them, every QI ``*`` and the sensitive value kept, as one
+        group of the release (``suppressed="keep"``).
+    n_suppressed_rows : int
+        Input rows whose class the criterion suppressed (dropped or kept as ``*``); rows
+        dropped for nulls or a weight of 0 are not among them.
+    suppressed_failure : str or None
+        ``suppressed="keep"``: why the release with its ``*`` group fails the criterion
+        (that group is audited like any other); ``None`` when it holds.
 
     """
 
@@ -706,6 +744,14 @@ class LatticeAnonymized(Anonymized):
     n_checked: int | None = None
     minimal_nodes: tuple | None = None
     fully_suppressed: tuple = ()
+    suppressed: str = "drop"
+    n_suppressed_rows: int = 0
+    suppressed_failure: str | None = None
+
+    @property
+    def failure(self) -> str | None:
+        """Why the release fails its criterion: its ``*`` group (``suppressed="keep"``)."""
+        return self.suppressed_failure
 
 
 def release_paths(path: str | os.PathLike, *, bucketization: bool) -> dict[str, str]:

@@ -1064,7 +1064,9 @@ class GeneralizationLattice:
     hierarchies : None, directory or mapping
         See :func:`fastpriv.hierarchies.resolve_hierarchies` (``None`` = the bundled Adult
         hierarchies; a mapping may give a :class:`~fastpriv.hierarchies.Hierarchy`, a CSV
-        path, interval widths or ``"suppress"`` per attribute).
+        path, interval widths or ``"suppress"`` per attribute). A directory may hold other
+        data sets' files: only the QIs' are read, named exactly as the attribute
+        (:func:`fastpriv.hierarchies.find_hierarchy_files`).
     nulls : {"error", "drop"}
         Nulls in the used columns raise (default) or drop the row (its group id is −1).
     weight : str, optional
@@ -1072,6 +1074,11 @@ class GeneralizationLattice:
         for ``weight`` identical people (a ``GROUP BY`` count). Class sizes, the criterion,
         the suppression budget and every utility measure count people, so the search and
         its release equal the expanded table's. Integers ≥ 0 (0: nobody, group id −1).
+    hierarchy_prefix : str, optional
+        With a ``hierarchies`` directory holding several data sets' files (ARX's
+        ``data/``): the data set to read, ``"adult"`` for ``adult_hierarchy_<QI>.csv``.
+        Default: the data set named like ``table``'s file, else the only one with a file
+        for every QI.
 
     Examples
     --------
@@ -1088,7 +1095,7 @@ class GeneralizationLattice:
 
     def __init__(self, table: Any, qi: Sequence[str], sensitive: str | None = None,
                  hierarchies: Any = None, *, nulls: str = "error",
-                 weight: str | None = None) -> None:
+                 weight: str | None = None, hierarchy_prefix: str | None = None) -> None:
         prep, ws = prepare_weighted_input(table, qi, sensitive, nulls, weight)
         t, qi, self.n_input_rows, self.kept_rows = prep
         self.weight = weight
@@ -1099,7 +1106,8 @@ class GeneralizationLattice:
         self.table = t
         self.qi = tuple(qi)
         self.sensitive = sensitive
-        self.hierarchies: list[BoundHierarchy] = resolve_hierarchies(hierarchies, qi, t)
+        self.hierarchies: list[BoundHierarchy] = resolve_hierarchies(
+            hierarchies, qi, t, prefix=hierarchy_prefix, data_name=table)
         self.heights = tuple(h.height for h in self.hierarchies)
         scol = sensitive_column(sensitive)
         sens = encode_column(t.column(scol), name=scol)
@@ -1399,7 +1407,7 @@ class GeneralizationLattice:
                progress: Callable[[int, int], None] | None = None,
                objective: str = "minimal",
                on_check: Callable[[SearchProgress], None] | None = None,
-               n_jobs: int | None = 1) -> LatticeSearch:
+               n_jobs: int | None = 1, suppressed: str = "drop") -> LatticeSearch:
         """Every minimal node satisfying ``predicate``, and the best by ``utility``.
 
         Parameters
@@ -1449,11 +1457,16 @@ class GeneralizationLattice:
             setting, ``-1``: all; see :mod:`fastpriv._threads`). It pays on idle cores only:
             on a machine whose cores are busy the thread hand-offs cost more than they save,
             hence the default of one thread.
+        suppressed : {"drop", "keep"}
+            What the best node's release does with the rows suppression removed: leave them
+            out (default), or keep them as ARX does, every QI ``*`` and the sensitive value
+            kept, as one more group audited by ``predicate`` (see :meth:`anonymize`).
 
         """
         t0 = time.perf_counter()
         crit = as_criterion(predicate)
         require_sensitive(crit, self.sensitive)
+        _check_suppressed(suppressed, suppression)
         check_choice(strategy, "strategy", ("auto", "flash", "exhaustive"))
         check_choice(objective, "objective", ("minimal", "optimal"))
         if not callable(utility):
@@ -1553,7 +1566,8 @@ class GeneralizationLattice:
         if materialize and best is not None:
             anonymized = self.anonymize(best, crit, suppression=suppression,
                                         info={"search": res.to_dict()},
-                                        utility=name if isinstance(utility, str) else None)
+                                        utility=name if isinstance(utility, str) else None,
+                                        suppressed=suppressed)
             anonymized.params["optimum"] = res.optimum
             object.__setattr__(res, "anonymized", anonymized)
         return res
@@ -2082,18 +2096,24 @@ class GeneralizationLattice:
     # ------------------------------------------------------------------ output
     def anonymize(self, node: Any, predicate: Any = None, *, suppression: float = 0.0,
                   info: Mapping[str, Any] | None = None,
-                  utility: str | None = None) -> Anonymized:
+                  utility: str | None = None, suppressed: str = "drop") -> Anonymized:
         """Materialize ``node``: generalized QI columns, group ids and the release.
 
         With a suppression budget, rows of the groups ``predicate`` suppresses are
-        suppressed (group id −1, generalized values ``*``): the groups failing its
-        group-local parts, then for a risk criterion the smallest groups left until it
-        holds (ARX's order; among equal sizes by the group's loss when ``utility="loss"``,
-        as ARX orders them under its loss model, else by first row).
+        suppressed: the groups failing its group-local parts, then for a risk criterion
+        the smallest groups left until it holds (ARX's order; among equal sizes by the
+        group's loss when ``utility="loss"``, as ARX orders them under its loss model, else
+        by first row). ``suppressed="drop"`` (default) leaves them out of the release
+        (group id −1, generalized values ``*``); ``suppressed="keep"`` publishes them as ARX
+        does, every QI ``*`` and the sensitive value kept: one group of the release (merged
+        with a class whose every QI is ``*`` already, the same published values), audited
+        by ``predicate`` like any other — a release it fails states why in
+        ``result.failure`` and is not published without ``allow_failing=True``.
         """
         from .._kernels.counting import DENSE_CELLS, count_pairs
         from .._kernels.generalize import weighted_first
 
+        _check_suppressed(suppressed, suppression)
         node = self._node(node)
         g, n = self.cell_groups(node)
         keep_group = np.ones(n, dtype=bool)
@@ -2106,28 +2126,38 @@ class GeneralizationLattice:
             keep_group = self._kept(node, crit, g, n, sizes, first, self.n_rows, utility)
         row_group = g[self._row_cell]
         kept_row = keep_group[row_group]
+        keep_star = suppressed == "keep" and not kept_row.all()
         # generalized codes per row and attribute
         attrs = []
         gen_cols = {}
+        all_star = kept_row.copy()      # kept rows published with every QI '*'
         for a, h, lev in zip(self.qi, self.hierarchies, node, strict=True):
             codes = h.maps[lev][h.codes].astype(np.int32)
             labels = list(h.labels[lev])
             indptr, members = h.members(lev)
             if not kept_row.all():
                 codes = np.where(kept_row, codes, -1).astype(np.int32)
-            attrs.append(GeneralizedAttribute(name=a, domain=h.domain, labels=labels,
+            attrs.append(_star_attribute(a, h.domain, labels, indptr, members, codes)
+                         if keep_star else
+                         GeneralizedAttribute(name=a, domain=h.domain, labels=labels,
                                               member_indptr=indptr, members=members,
                                               codes=codes))
             dict_labels = labels + (["*"] if "*" not in labels else [])
             star = dict_labels.index("*")
             idx = np.where(codes >= 0, codes, star).astype(np.int32)
+            all_star &= idx == star
             gen_cols[a] = pa.DictionaryArray.from_arrays(pa.array(idx),
                                                          pa.array(dict_labels, pa.string()))
         # group ids: dense over kept groups, in lexicographic order of generalized tuples
         new_id = np.full(n, -1, dtype=np.int64)
-        new_id[keep_group] = np.arange(int(keep_group.sum()))
-        gid = new_id[row_group]
         n_kept = int(keep_group.sum())
+        new_id[keep_group] = np.arange(n_kept)
+        star_gid = -1
+        if keep_star:   # the suppressed rows: one group, or the class already all '*'
+            star_gid = int(new_id[row_group[np.argmax(all_star)]]) if all_star.any() else n_kept
+            new_id[~keep_group] = star_gid
+            n_kept = max(n_kept, star_gid + 1)
+        gid = new_id[row_group]
         sens = self._sens_rows
         sel = np.flatnonzero(gid >= 0)
         w_sel = self._row_w if not self._row_w.size else kernel_array(self._row_w[sel], np.int64)
@@ -2152,6 +2182,10 @@ class GeneralizationLattice:
                       groups=keys, case=SVPI,
                       row_group=row_group_out if one_each else None,
                       sensitive_name=self.sensitive)
+        star_failure = None
+        if keep_star:
+            star_failure = self._audit_star(crit, new_id[g], n_kept, star_gid,
+                                            int(np.count_nonzero(~kept_row)))
         group_ids = self._expand(gid)
         gen_table = pa.table({a: self._expand_arrow(gen_cols[a]) for a in self.qi})
         if self.kept_rows is not None:
@@ -2163,7 +2197,7 @@ class GeneralizationLattice:
         search = search.get("search") or search.get("chain_search") or {}
         params = {"qi": list(self.qi), "sensitive": self.sensitive,
                   "criterion": None if crit is None else crit.name,
-                  "suppression": float(suppression)}
+                  "suppression": float(suppression), "suppressed": suppressed}
         if self.weight is not None:
             params["weight"] = self.weight
         return LatticeAnonymized(
@@ -2177,7 +2211,33 @@ class GeneralizationLattice:
             tuple(tuple(m) for m in search["minimal"]),
             fully_suppressed=tuple(a for a, h, lev in zip(self.qi, self.hierarchies, node,
                                                           strict=True)
-                                   if h.cardinality(int(lev)) == 1 and h.domain_size > 1))
+                                   if h.cardinality(int(lev)) == 1 and h.domain_size > 1),
+            suppressed=suppressed, n_suppressed_rows=int(np.count_nonzero(~kept_row)),
+            suppressed_failure=star_failure)
+
+    def _audit_star(self, crit: Criterion | None, g: np.ndarray, n: int, star: int,
+                    n_star_rows: int) -> str | None:
+        """Audit a release whose suppressed rows are kept as the group ``star`` of ``g``.
+
+        ``g``: the published class of every cell (``n`` classes). The check is the one the
+        search makes of a node (:meth:`_holds`), nothing suppressed; the reason names the
+        ``*`` group when it fails a group-local part itself.
+        """
+        from .._kernels.generalize import weighted_first
+        from ..predicates import AllOf
+
+        if crit is None or self._holds(crit, g, n):
+            return None
+        sizes, _ = weighted_first(kernel_array(g, np.int32), self._cw, n)
+        what = (f"the group with every QI '*' ({int(sizes[star]):,} people, {n_star_rows:,} "
+                "suppressed rows kept with suppressed='keep')")
+        parts = crit.parts if isinstance(crit, AllOf) else (crit,)
+        rel = self._release(g, n)
+        bad = [p.name for p in parts if getattr(p, "local", False) and hasattr(p, "group_ok")
+               and not bool(p.group_ok(rel, self._q)[star])]  # type: ignore[attr-defined]
+        if bad:
+            return f"{what} fails {', '.join(bad)}"
+        return f"with {what}, the release fails {crit.name}"
 
     def _expand(self, x: np.ndarray) -> np.ndarray:
         return expand_rows(x, self.kept_rows, self.n_input_rows)
@@ -2186,46 +2246,78 @@ class GeneralizationLattice:
         return expand_arrow(arr, self.kept_rows, self.n_input_rows)
 
 
+def _check_suppressed(suppressed: str, suppression: float) -> None:
+    """Check ``suppressed=``: ``"drop"`` or ``"keep"``, the latter only with suppression."""
+    check_choice(suppressed, "suppressed", ("drop", "keep"))
+    if suppressed == "keep" and not suppression:
+        raise InputError("suppressed='keep' keeps the rows suppression= removes (CLI: "
+                         "--suppressed keep, --suppression); it does nothing without "
+                         "suppression")
+
+
+def _star_attribute(name: str, domain: pa.Array, labels: list, indptr: np.ndarray,
+                    members: np.ndarray, codes: np.ndarray) -> GeneralizedAttribute:
+    """One attribute of a release keeping its suppressed rows (codes −1) as ``*``.
+
+    Their code is a label ``*`` standing for the whole domain (the level's own ``*`` when
+    it covers every value, else one more label), so the utility metrics read a kept
+    suppressed row as published: any value.
+    """
+    d = len(domain)
+    sizes = np.diff(np.asarray(indptr, dtype=np.int64))
+    top = [i for i, lab in enumerate(labels) if lab == "*" and sizes[i] == d]
+    if top:
+        star = top[0]
+    else:
+        star = len(labels)
+        labels = [*labels, "*"]
+        indptr = np.append(np.asarray(indptr, dtype=np.int64), int(indptr[-1]) + d)
+        members = np.concatenate([np.asarray(members), np.arange(d, dtype=np.asarray(
+            members).dtype)])
+    return GeneralizedAttribute(name=name, domain=domain, labels=labels, member_indptr=indptr,
+                                members=members,
+                                codes=np.where(codes >= 0, codes, star).astype(np.int32))
+
+
 # ---------------------------------------------------------------------- entry points
-def _criterion(predicate: Any, min_size: int | None, l: float | None, l_kind: str,
-               c_l: float | None, t: float | None, t_ordered: bool, c: Any, k: int | None,
-               knowledge_kind: str) -> Criterion:
-    """Build the conjunction of the keyword criteria (predicate, min_size, ℓ, t, (c,k))."""
-    check_choice(knowledge_kind, "knowledge_kind", ("implications", "negations"))
-    if all(x is None for x in (predicate, min_size, l, c_l, t, c, k)):
-        raise InputError("no privacy criterion given: pass min_size=, l=, t=, c= and k=, or "
-                         "predicate=")
-    return criteria_from(predicate=predicate, min_size=min_size, l=l, l_kind=l_kind, c_l=c_l,
-                         t=t, t_ordered=t_ordered, c=c, k=k, knowledge_kind=knowledge_kind)
-
-
 def lattice_search(data: Any, *, qi: Sequence[str], sensitive: str | None = None,
-                   hierarchies: Any = None,
+                   hierarchies: Any = None, hierarchy_prefix: str | None = None,
                    predicate: Any = None, min_size: int | None = None, l: float | None = None,
                    l_kind: str = "distinct", c_l: float | None = None, t: float | None = None,
-                   t_ordered: bool = False, c: Any = None, k: int | None = None,
-                   knowledge_kind: str = "implications",
+                   t_ordered: bool = False, alpha: float | None = None, c: Any = None,
+                   k: int | None = None, knowledge_kind: str = "implications",
+                   max_risk: float | None = None, max_avg_risk: float | None = None,
+                   max_records_at_risk: float | None = None,
+                   risk_threshold: float | None = None, max_uniqueness: float | None = None,
+                   population: float | None = None, uniqueness_model: str | None = None,
                    utility: str | Callable = "discernibility",
-                   suppression: float = 0.0, strategy: str = "auto", materialize: bool = True,
-                   nulls: str = "error", weight: str | None = None,
+                   suppression: float = 0.0, suppressed: str = "drop", strategy: str = "auto",
+                   materialize: bool = True, nulls: str = "error", weight: str | None = None,
                    progress: Callable[[int, int], None] | None = None,
                    objective: str = "minimal",
                    on_check: Callable[[SearchProgress], None] | None = None,
                    n_jobs: int | None = 1) -> LatticeSearch:
     """Full-domain generalization: all minimal nodes satisfying a monotone criterion.
 
-    The criterion is the conjunction of ``predicate`` and the keyword criteria:
-    ``min_size`` (k-anonymity: every group has ≥ ``min_size`` individuals; Sweeney 2002),
-    ``l``/``l_kind``/``c_l`` (ℓ-diversity; ``c_l`` is recursive (c,ℓ)-diversity's c),
-    ``t``/``t_ordered`` (t-closeness), and ``c``/``k``/``knowledge_kind`` ((c,k)-safety,
-    Martin et al. 2007: maximum disclosure < ``c`` against ``k`` basic implications, or
-    ``k`` negated atoms with ``knowledge_kind="negations"``). Returns a
+    The criterion is the conjunction of ``predicate`` and the keyword criteria, the
+    keywords of :func:`fastpriv.predicates.criteria_from` and of ``fastpriv anonymize``'s
+    flags (``--max-avg-risk`` is ``max_avg_risk=``): ``min_size`` (k-anonymity: every
+    group has ≥ ``min_size`` individuals; Sweeney 2002), ``l``/``l_kind``/``c_l``
+    (ℓ-diversity; ``c_l`` is recursive (c,ℓ)-diversity's c), ``t``/``t_ordered``
+    (t-closeness), ``alpha`` ((α,k)-anonymity), ``c``/``k``/``knowledge_kind``
+    ((c,k)-safety, Martin et al. 2007: maximum disclosure < ``c`` against ``k`` basic
+    implications, or ``k`` negated atoms with ``knowledge_kind="negations"``), and ARX's
+    re-identification risks ``max_risk``, ``max_avg_risk``, ``max_records_at_risk`` (with
+    ``risk_threshold``) and ``max_uniqueness`` (with ``population`` and
+    ``uniqueness_model``; not monotone: every node is checked). Returns a
     :class:`LatticeSearch` whose ``.release`` / ``.group_ids`` / ``.anonymized`` are the
     best minimal node's release (the best satisfying node's with ``objective="optimal"``;
-    see :meth:`GeneralizationLattice.search` for ``objective``, ``progress``, ``on_check``
-    and ``n_jobs``). ``weight`` names a multiplicity column (each row stands for that
-    many identical people; see :class:`GeneralizationLattice`): the result is the expanded
-    table's.
+    see :meth:`GeneralizationLattice.search` for ``objective``, ``progress``, ``on_check``,
+    ``n_jobs`` and ``suppressed``, whether rows ``suppression`` removes are dropped or kept
+    as ``*``). ``weight`` names a multiplicity column (each row stands for that many
+    identical people; see :class:`GeneralizationLattice`): the result is the expanded
+    table's. ``hierarchy_prefix`` chooses the data set of a ``hierarchies`` folder holding
+    several (ARX's ``data/``; see :class:`GeneralizationLattice`).
 
     Examples
     --------
@@ -2237,19 +2329,25 @@ def lattice_search(data: Any, *, qi: Sequence[str], sensitive: str | None = None
     True
 
     """
-    crit = _criterion(predicate, min_size, l, l_kind, c_l, t, t_ordered, c, k, knowledge_kind)
-    lat = GeneralizationLattice(data, qi, sensitive, hierarchies, nulls=nulls, weight=weight)
+    crit = criteria_from(predicate=predicate, min_size=min_size, l=l, l_kind=l_kind, c_l=c_l,
+                         t=t, t_ordered=t_ordered, alpha=alpha, c=c, k=k,
+                         knowledge_kind=knowledge_kind, max_risk=max_risk,
+                         max_avg_risk=max_avg_risk, max_records_at_risk=max_records_at_risk,
+                         risk_threshold=risk_threshold, max_uniqueness=max_uniqueness,
+                         population=population, uniqueness_model=uniqueness_model)
+    lat = GeneralizationLattice(data, qi, sensitive, hierarchies, nulls=nulls, weight=weight,
+                                hierarchy_prefix=hierarchy_prefix)
     return lat.search(crit, utility=utility, suppression=suppression, strategy=strategy,
                       materialize=materialize, progress=progress, objective=objective,
-                      on_check=on_check, n_jobs=n_jobs)
+                      on_check=on_check, n_jobs=n_jobs, suppressed=suppressed)
 
 
 def minimal_ck_safe(data: Any, *, qi: Sequence[str], sensitive: str, hierarchies: Any = None,
                     c: Any, k: int, knowledge_kind: str = "implications",
                     utility: str | Callable = "discernibility", method: str = "lattice",
                     chain: Sequence[Sequence[int]] | None = None, materialize: bool = True,
-                    nulls: str = "error", weight: str | None = None
-                    ) -> LatticeSearch | ChainSearch:
+                    nulls: str = "error", weight: str | None = None,
+                    hierarchy_prefix: str | None = None) -> LatticeSearch | ChainSearch:
     """Minimal (c,k)-safe full-domain generalizations (Martin et al. §3.4).
 
     ``method="lattice"`` (default): every ⪯-minimal node whose maximum disclosure against
@@ -2258,14 +2356,18 @@ def minimal_ck_safe(data: Any, *, qi: Sequence[str], sensitive: str, hierarchies
     Incognito/Flash with the (c,k)-safety check (Theorem 14 makes it monotone).
     ``method="chain"``: the paper's binary search along one chain (``chain`` or the default
     diagonal chain), O(log height) checks, minimal on that chain. ``weight`` names a
-    multiplicity column (see :class:`GeneralizationLattice`).
+    multiplicity column and ``hierarchy_prefix`` the data set of a ``hierarchies`` folder
+    (see :class:`GeneralizationLattice`). The criterion is (c,k)-safety alone; for its
+    conjunction with others pass them to :func:`lattice_search` (``c=``, ``k=`` and the
+    rest).
     """
     from ..predicates import CKSafety
 
     check_choice(method, "method", ("lattice", "chain"))
     check_choice(knowledge_kind, "knowledge_kind", ("implications", "negations"))
     crit = CKSafety(c, k, knowledge_kind)
-    lat = GeneralizationLattice(data, qi, sensitive, hierarchies, nulls=nulls, weight=weight)
+    lat = GeneralizationLattice(data, qi, sensitive, hierarchies, nulls=nulls, weight=weight,
+                                hierarchy_prefix=hierarchy_prefix)
     if method == "chain":
         return lat.chain_search(crit, chain, materialize=materialize)
     return lat.search(crit, utility=utility, materialize=materialize)

@@ -76,17 +76,32 @@ def _hierarchy_spec(args: argparse.Namespace) -> Any:
     """Return the ``hierarchies=`` of the lattice search: folder, --interval, or bundled.
 
     The hierarchies bundled for Adult apply only to the bundled data (``adult``); for any
-    other table every QI needs --hierarchies or --interval.
+    other table every QI needs --hierarchies or --interval. Of a folder holding several
+    data sets' files one data set's are read (:func:`~fastpriv.hierarchies.
+    find_hierarchy_files`), and stderr says which and why.
     """
-    from ..hierarchies import BUNDLED, Hierarchy, find_hierarchy_file
+    from ..hierarchies import BUNDLED, Hierarchy, find_hierarchy_files
 
     intervals = _parse_intervals(args.interval)
+    prefix = getattr(args, "hierarchy_prefix", None)
+    if prefix is not None and not args.hierarchies:
+        raise InputError("--hierarchy-prefix chooses the data set of a --hierarchies folder "
+                         "and does nothing without it")
+    files: dict[str, str] = {}
+    if args.hierarchies:
+        found = find_hierarchy_files(args.hierarchies,
+                                     [a for a in args.qi if a not in intervals],
+                                     prefix=prefix, data_name=args.data)
+        files = found.files
+        if len(found.datasets) > 1:
+            print(f"lattice: --hierarchies holds the files of {', '.join(found.datasets)}: "
+                  f"reading {found.dataset}'s ({found.reason})", file=sys.stderr)
     spec: dict[str, Any] = {}
     for a in args.qi:
         if a in intervals:
             spec[a] = intervals[a]
-        elif args.hierarchies:
-            spec[a] = Hierarchy.from_csv(find_hierarchy_file(args.hierarchies, a), name=a)
+        elif a in files:
+            spec[a] = Hierarchy.from_csv(files[a], name=a)
         elif args.data == "adult":
             spec[a] = BUNDLED
         else:
@@ -101,8 +116,14 @@ def _lattice_args(g: Any) -> None:
     g.add_argument("--hierarchies", metavar="DIR",
                    help="folder of hierarchy CSVs (one row per value, one column per level, "
                         "; or , separated) named <attribute>.csv or, as ARX writes them, "
-                        "<name>_hierarchy_<attribute>.csv; required for any data but the "
-                        "bundled 'adult'")
+                        "<name>_hierarchy_<attribute>.csv, the attribute written exactly "
+                        "as the column (other files are ignored); required for any data but "
+                        "the bundled 'adult'")
+    g.add_argument("--hierarchy-prefix", metavar="NAME",
+                   help="with a --hierarchies folder holding several data sets' files (ARX's "
+                        "data/): read NAME_hierarchy_<attribute>.csv (default: the data set "
+                        "named like the data file, adult.csv -> adult, else the only one "
+                        "with a file for every QI)")
     g.add_argument("--interval", action="append", metavar="ATTR=W1,W2,...",
                    help="interval hierarchy for a numeric attribute from widths, e.g. "
                         "age=5,10,20,40,* (repeatable)")
@@ -121,6 +142,11 @@ def _lattice_args(g: Any) -> None:
                    help="fraction of rows that may be suppressed (group-local criteria; "
                         "the risk criteria --max-avg-risk, --max-records-at-risk and "
                         "--max-uniqueness suppress the smallest classes first, as ARX)")
+    g.add_argument("--suppressed", choices=("drop", "keep"), default="drop",
+                   help="with --suppression: drop the suppressed rows (default), or keep them "
+                        "as ARX does, every QI '*' and the sensitive value kept, as one group "
+                        "audited by the criterion (a release whose '*' group fails it is "
+                        "not written: exit 1)")
     g.add_argument("--strategy", default="auto",
                    choices=("auto", "flash", "exhaustive", "chain"),
                    help="lattice strategy: predictive tagging (auto/flash), every node, or "
@@ -134,6 +160,12 @@ def _lattice_run(args: argparse.Namespace, data: Any, crit: Any) -> Any:
         raise InputError("the lattice method needs a criterion (--min-size, --l, --t, "
                          "--alpha, --c/--k, --max-risk, --max-avg-risk, "
                          "--max-records-at-risk, --max-uniqueness)")
+    if args.suppressed == "keep" and not args.suppression:
+        raise InputError("--suppressed keep keeps the rows --suppression removes; it does "
+                         "nothing without --suppression")
+    if args.strategy == "chain" and args.suppression:
+        raise InputError("--strategy chain searches without suppression; leave out "
+                         "--suppression")
     lat = GeneralizationLattice(data, args.qi, args.sensitive, _hierarchy_spec(args),
                                 nulls=args.nulls, weight=args.weight)
     what = f"{lat.n_rows} people" if args.weight else f"{lat.n_rows} rows"
@@ -147,7 +179,8 @@ def _lattice_run(args: argparse.Namespace, data: Any, crit: Any) -> Any:
     bar = Progress("nodes tagged")
     res = lat.search(crit, utility=args.utility, suppression=args.suppression,
                      strategy=args.strategy, progress=bar,
-                     objective=getattr(args, "objective", "minimal"))
+                     objective=getattr(args, "objective", "minimal"),
+                     suppressed=args.suppressed)
     bar.done()
     if res.anonymized is None:
         raise InputError(f"no node of the lattice satisfies {crit.name} (not even the top)")
@@ -435,6 +468,8 @@ def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
         out["node"] = list(result.node)
         out["levels"] = dict(result.levels)
         out["fully_suppressed"] = list(result.fully_suppressed)
+        out["suppressed"] = result.suppressed
+        out["n_suppressed_rows"] = result.n_suppressed_rows
         out["optimum"] = (result.params or {}).get("optimum")
         if result.n_checked is not None:
             out["nodes_checked"] = result.n_checked
@@ -455,17 +490,24 @@ def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
 
 def summary_text(payload: dict, result: Any) -> str:
     """Return the plain-text summary: what was published, how, and its utility cost."""
+    from ..anonymize._result import left_out_text
+
+    weighted = "n_people" in payload
+    left_out = left_out_text(payload["n_suppressed_people" if weighted else "n_suppressed"],
+                             "people" if weighted else "rows",
+                             payload.get("n_suppressed_rows", 0),
+                             payload.get("suppressed", "drop"))
     rows = (f"{payload['n_rows'] - payload['n_suppressed']:,} of {payload['n_rows']:,} rows "
             f"in {payload['n_groups']:,} groups of "
             f"{payload['min_group_size']:,}–{payload['max_group_size']:,} people "
-            f"({payload['n_suppressed']:,} suppressed)")
-    if "n_people" in payload:
+            f"({left_out})")
+    if weighted:
         n_p = payload["n_people"]
         rows = (f"{n_p - payload['n_suppressed_people']:,} of {n_p:,} people "
                 f"(--weight {payload['weight']}: {payload['n_rows']:,} rows) in "
                 f"{payload['n_groups']:,} groups of "
                 f"{payload['min_group_size']:,}–{payload['max_group_size']:,} people "
-                f"({payload['n_suppressed_people']:,} people suppressed)")
+                f"({left_out})")
     lines = [f"{payload['method']}: published {rows}",
              f"criterion: {payload['criterion']} — "
              + (f"FAILS: {payload['failure']}" if payload.get("failure")
