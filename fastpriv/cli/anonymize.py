@@ -322,7 +322,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "fastpriv/anonymize/ registers with CLI_METHOD. Every file it writes (the "
                     "release's tables, --auditor-view, --json) is committed as one unit. "
                     "Exit status: 0 a release meeting the criteria was produced, 1 the "
-                    "method's result fails its own criterion (ART; nothing is published), 2 "
+                    "method's result fails its own criterion (ART, or a lattice release "
+                    "whose --suppressed keep '*' group fails it; nothing is published), 2 "
                     "bad input (or no release meets them), 3 internal error.",
         example=("fastpriv anonymize adult --method mondrian --qi age sex race "
                  "--sensitive occupation --min-size 5 --l 3 -o release.parquet --overwrite",
