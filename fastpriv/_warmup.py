@@ -18,7 +18,7 @@ DOCTEST_MODULES = (
     "fastpriv.ck_safety", "fastpriv.skyline", "fastpriv.robustness", "fastpriv.foreground",
     "fastpriv.knowledge", "fastpriv.predicates", "fastpriv.hierarchies", "fastpriv.metrics",
     "fastpriv.anonymize._anatomy", "fastpriv.anonymize._mondrian", "fastpriv.anonymize.lattice",
-    "fastpriv.anonymize.skyline", "fastpriv.anonymize._art",
+    "fastpriv.anonymize.skyline", "fastpriv.anonymize._art", "fastpriv.frontier",
 )
 
 #: The model (``--models`` name) each doctest module belongs to.
@@ -31,7 +31,7 @@ DOCTEST_MODEL = {
     "fastpriv.hierarchies": "anonymize", "fastpriv.metrics": "metrics",
     "fastpriv.anonymize._anatomy": "anonymize", "fastpriv.anonymize._mondrian": "anonymize",
     "fastpriv.anonymize.lattice": "anonymize", "fastpriv.anonymize.skyline": "anonymize",
-    "fastpriv.anonymize._art": "art",
+    "fastpriv.anonymize._art": "art", "fastpriv.frontier": "anonymize",
 }
 
 #: Every model name ``--models`` accepts (the registry's warm-up groups).

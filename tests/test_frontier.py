@@ -330,6 +330,7 @@ def _audit_nodes(lat, adult, f, crit, fraction, idx):
         assert f.loss[i] == pytest.approx(want, rel=1e-12), node
 
 
+@pytest.mark.slow
 def test_adult_k2_every_node_against_its_audit(adult, adult_lattice):
     crit = KAnonymity(2)
     f = lattice_frontier(adult_lattice, crit, population=100_000)
@@ -458,3 +459,38 @@ def test_console_command_in_a_fresh_process(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     d = json.loads(proc.stdout)
     assert d["criterion"] == "k-anonymity(k=2)" and d["utility"] == "loss"
+
+
+# ---------------------------------------------------------------------- fastpriv report
+def test_report_has_the_frontier_section_with_hierarchies(tmp_path, capsys):
+    from fastpriv.report import validate
+
+    out = tmp_path / "r.json"
+    status = main(["report", "adult", "--qi", "age", "sex", "race", "--hierarchies", "bundled",
+                   "-o", str(tmp_path / "r.html"), "--json", str(out)])
+    capsys.readouterr()
+    assert status in (0, 1)
+    d = json.loads(out.read_text())
+    validate(d)
+    sec = d["frontier"]
+    want = frontier(fastpriv.datasets.load_adult(), qi=["age", "sex", "race"],
+                    hierarchies="bundled", min_size=d["parameters"]["min_size"])
+    assert sec["status"] == "ok" and sec["n_satisfying"] == want.n_satisfying
+    assert sec["chosen"]["node"] == list(want.chosen)
+    assert sec["frontier"] == want.to_dict()["frontier"]
+    page = (tmp_path / "r.html").read_text()
+    assert page.count("frontier-chart") == 1 and "<script" not in page
+    # without --hierarchies there is no such section
+    status = main(["report", "adult", "--qi", "age", "sex", "--json", str(out), "--overwrite"])
+    capsys.readouterr()
+    assert "frontier" not in json.loads(out.read_text())
+
+
+def test_report_frontier_skipped_for_a_bucketized_release():
+    from fastpriv.report import build_report
+
+    t = pa.table({"g": [1, 1, 2, 2], "age": [30, 31, 40, 41], "s": ["a", "b", "a", "b"]})
+    rep = build_report(t, sensitive="s", group="g", qi=["age"], hierarchies={"age": [10, "*"]},
+                       robustness=False, attack=False, k=1, k_max=2, min_size=2, min_l=2)
+    assert rep.data["frontier"]["status"] == "skipped"
+    assert "Not run" in rep.to_html().split("id='frontier'", 1)[1][:400]

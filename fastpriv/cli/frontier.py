@@ -177,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
     payload = {**res.to_dict(), "command": command, "input": args.data}
     with output_set():
         if args.output:
-            from ..report.frontier import render_frontier_page
+            from ..report.html import render_frontier_page
 
             title = args.title or f"Privacy–utility frontier of {args.data}"
             dest = write_text(args.output, render_frontier_page(payload, title=title),

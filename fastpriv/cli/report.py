@@ -98,6 +98,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-risk", action="store_true",
                    help="skip the re-identification risk of the QI classes")
     add_risk_arguments(p)
+    p.add_argument("--hierarchies", metavar="DIR",
+                   help="generalization hierarchies of the --qi (a folder, as fastpriv "
+                        "anonymize reads it; 'bundled': the bundled Adult ones): adds the "
+                        "privacy–utility frontier of every generalization meeting --min-size "
+                        "(as fastpriv frontier)")
     p.add_argument("--title", help="report title")
     p.add_argument("--verbose", action="store_true",
                    help="also list the checks that did not run, with the reason")
@@ -131,7 +136,8 @@ def run(args: argparse.Namespace) -> int:
                          "--json)")
     source = ("bundled UCI Adult (fastpriv.datasets.load_adult)" if args.data == "adult"
               else None)
-    inputs = [args.data] + ([args.knowledge] if args.knowledge else [])
+    inputs = [args.data] + ([args.knowledge] if args.knowledge else []) + (
+        [args.hierarchies] if args.hierarchies and args.hierarchies != "bundled" else [])
     json_file = file_output(args.json)
     check_outputs([args.output, json_file], overwrite=args.overwrite, inputs=inputs)
     data = load_data(args.data, getattr(args, "encoding", None))
@@ -146,7 +152,8 @@ def run(args: argparse.Namespace) -> int:
         robustness=not args.no_robustness, attack=not args.no_attack, stream=args.stream,
         risk=not args.no_risk, max_risk=args.max_risk, population=load_population(args),
         thresholds=thresholds_of(args),
-        title=args.title, source=source, data_spec=args.data, weight=args.weight)
+        title=args.title, source=source, data_spec=args.data, weight=args.weight,
+        hierarchies=args.hierarchies)
     print(rep.summary(verbose=args.verbose))
     print(f"(report built in {rep.data['timings_s']['total']:.2f} s)")
     for dest in rep.write(html=args.output, json=json_file, overwrite=args.overwrite,

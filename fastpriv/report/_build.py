@@ -660,7 +660,8 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
                  knowledge_skylines: bool = True,
                  remedy_qi: Sequence[str] | None = None, risk: bool = True,
                  max_risk: float = 0.2, population: Any = None,
-                 weight: str | None = None, thresholds: dict | None = None) -> Report:
+                 weight: str | None = None, thresholds: dict | None = None,
+                 hierarchies: Any = None) -> Report:
     """Audit a release with every model fastpriv implements and return a :class:`Report`.
 
     Parameters
@@ -749,6 +750,11 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
         Thresholds of the verdict models declared in :mod:`fastpriv.registry` (e.g.
         ``{"min_k_map": 5, "max_delta": 0.5}``; None or absent: not checked). Each model
         given a threshold adds its section under ``models`` and its checks to the verdict.
+    hierarchies : folder or mapping, optional
+        Generalization hierarchies of the ``qi`` (as :func:`~fastpriv.anonymize.
+        lattice_search` reads them): adds the section ``frontier``, the privacy–utility
+        frontier of every generalization meeting k-anonymity at ``min_size``
+        (:func:`fastpriv.frontier.frontier`; not part of the verdict).
 
     Returns
     -------
@@ -793,6 +799,9 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
                         knowledge_skylines=knowledge_skylines, row_label=row_label,
                         risk=risk, max_risk=max_risk, population=population, weight=weight)
         sec["release"]["seconds"] = timings["release"]
+    if hierarchies is not None:
+        sec["frontier"] = _frontier_section(data, o, hierarchies=hierarchies,
+                                            population=population, weight=weight)
     if thresholds:
         from ..registry import run_verdict_models
 
@@ -1113,6 +1122,27 @@ def _sections(inp: _Input, o: SimpleNamespace, *, knowledge: Any, knowledge_fall
     return sec
 
 
+def _frontier_section(data: Any, o: SimpleNamespace, *, hierarchies: Any, population: Any,
+                      weight: str | None) -> dict:
+    """Return the privacy–utility frontier of the QIs at the verdict's k (section ``frontier``)."""
+    if o.group is not None or not o.qi:
+        return _skipped("the frontier generalizes the quasi-identifiers: give qi= without "
+                        "group=")
+    if o.nulls not in ("error", "drop"):
+        return _skipped(f"the lattice reads nulls='error' or 'drop', not {o.nulls!r}")
+    from ..frontier import frontier
+
+    size = population if isinstance(population, numbers.Real) and \
+        not isinstance(population, bool) else None
+    def run() -> dict:
+        d = frontier(data, qi=o.qi, hierarchies=hierarchies, min_size=o.min_size,
+                     population=size, nulls=o.nulls, weight=weight).to_dict()
+        d["phases_s"] = d.pop("seconds")   # the section's own "seconds" is its total
+        return _section(**d)
+
+    return _run(run)
+
+
 def _payload(inp: _Input, sec: dict, *, title: str, source: str, fingerprint: dict,
              params: dict, verdict: dict, targets: list, values_included: bool,
              timings: dict) -> dict:
@@ -1139,6 +1169,7 @@ def _payload(inp: _Input, sec: dict, *, title: str, source: str, fingerprint: di
         **({"models": {k: v["section"] for k, v in sec["models"].items()}}
            if sec.get("models") else {}),
         **({"risk": sec["risk"]} if "risk" in sec else {}),
+        **({"frontier": sec["frontier"]} if "frontier" in sec else {}),
         "targets": {"individual_values_included": values_included, "items": targets},
         "timings_s": timings,
         "glossary": [{"term": t, "definition": d} for t, d in GLOSSARY],

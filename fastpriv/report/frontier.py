@@ -2,14 +2,16 @@
 
 Rendered from the JSON payload of :meth:`fastpriv.frontier.Frontier.to_dict` (the payload
 is the single source of truth, as for the audit report): :func:`frontier_section` is the
-section the audit report embeds, :func:`render_frontier_page` the self-contained page of
-``fastpriv frontier -o``. Inline SVG only (:func:`fastpriv.report.plots.scatter_chart`),
-no script, and every string from the data escaped.
+section the audit report embeds and the body of the page of ``fastpriv frontier -o``
+(:func:`fastpriv.report.html.render_frontier_page`). Inline SVG only
+(:func:`fastpriv.report.plots.scatter_chart`), no script, and every string from the data
+escaped.
 """
 
 from __future__ import annotations
 
 import math
+from html import escape
 from typing import Any
 
 import numpy as np
@@ -17,11 +19,15 @@ import numpy as np
 from ..frontier import RISK_LABELS as _RISK_LABELS
 from ..frontier import UTILITY_LABELS as _UTILITY_LABELS
 from . import plots
-from .html import _CSP, _CSS, e
 
-__all__ = ["frontier_section", "render_frontier_page", "frontier_chart"]
+__all__ = ["frontier_section", "frontier_chart"]
 
 _GREY, _FRONT, _CHOSEN = "#9aa0a6", plots.PALETTE[0], "#b00020"
+
+
+def e(x: Any) -> str:
+    """HTML-escape any value (quotes included)."""
+    return escape(str(x), quote=True)
 
 
 def _risk(p: dict, measure: str) -> float | None:
@@ -144,17 +150,3 @@ def frontier_section(d: dict, *, heading: str = "h2") -> str:
             "</figcaption></figure><h3>The frontier, by increasing risk</h3>"
             "<p class='note'>Levels per quasi-identifier (0 = exact values), then the "
             "measures of the published records.</p>" + _table(d) + "</section>")
-
-
-def render_frontier_page(d: dict, *, title: str) -> str:
-    """Return a self-contained HTML page of the frontier (``fastpriv frontier -o``)."""
-    src = d.get("input")
-    sub = f"<p class='sub'>input <span class='mono'>{e(src)}</span></p>" if src else ""
-    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-            f"<meta http-equiv='Content-Security-Policy' content=\"{_CSP}\">"
-            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-            f"<title>{e(title)}</title><style>{_CSS}</style></head><body><main>"
-            f"<h1>{e(title)}</h1>{sub}"
-            + frontier_section(d).replace("<section id='frontier'><h2>Privacy–utility "
-                                          "frontier</h2>", "<section id='frontier'>", 1)
-            + "</main></body></html>")

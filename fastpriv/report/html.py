@@ -23,7 +23,7 @@ from . import plots
 from ._risk import render_risk_html
 from .text import fmt_count
 
-__all__ = ["render_html", "e"]
+__all__ = ["render_html", "render_frontier_page", "e"]
 
 _CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
         "base-uri 'none'; form-action 'none'")
@@ -582,6 +582,19 @@ def _glossary(d: dict) -> str:
     return f"<h2 id='glossary'>Glossary</h2><dl class='gloss'>{items}</dl>"
 
 
+def _frontier(d: dict) -> str:
+    """Return the privacy–utility frontier section (``fastpriv report --hierarchies``)."""
+    sec = d.get("frontier")
+    if sec is None:
+        return ""
+    if sec.get("status") != "ok":
+        return ("<section id='frontier'><h2>Privacy–utility frontier</h2>"
+                + _skip(sec) + "</section>")
+    from .frontier import frontier_section
+
+    return frontier_section(sec)
+
+
 def _body_without_sensitive(d: dict) -> list[str]:
     """Return the sections of a report on the QI classes alone (no sensitive column)."""
     nav = ("<nav><ul><li><a href='#verdict'>Verdict</a></li>"
@@ -592,7 +605,7 @@ def _body_without_sensitive(d: dict) -> list[str]:
            "</ul></nav>")
     return [_verdict(d), nav, _audited(d),
             render_risk_html(d["risk"]) if d.get("risk") else "", _exposed_records(d),
-            _attribute_models_not_run(d), _params(d), _glossary(d)]
+            _attribute_models_not_run(d), _frontier(d), _params(d), _glossary(d)]
 
 
 def render_html(d: dict) -> str:
@@ -610,7 +623,7 @@ def render_html(d: dict) -> str:
     sections = (_body_without_sensitive(d) if d.get("classes") is not None else [
         _verdict(d), nav, _audited(d), _ck(d), _skyline(d), _stats(d),
         render_risk_html(d["risk"]) if d.get("risk") else "", _targets(d),
-        _groups(d), _classical(d), _params(d), _glossary(d)])
+        _groups(d), _classical(d), _frontier(d), _params(d), _glossary(d)])
     body = "".join([
         f"<h1>{e(d['title'])}</h1>",
         f"<p class='sub'>fastpriv {e(d['generator']['fastpriv'])} · {e(d['created'])} · "
@@ -621,3 +634,18 @@ def render_html(d: dict) -> str:
             f"<meta name='generator' content='fastpriv {e(d['generator']['fastpriv'])}'>"
             f"<title>{e(d['title'])}</title><style>{_CSS}</style></head>"
             f"<body><main>{body}</main></body></html>\n")
+
+
+def render_frontier_page(d: dict, *, title: str) -> str:
+    """Render a frontier payload (``fastpriv frontier -o``) as one self-contained page."""
+    from .frontier import frontier_section
+
+    src = d.get("input")
+    sub = f"<p class='sub'>input <span class='mono'>{e(src)}</span></p>" if src else ""
+    section = frontier_section(d).replace(
+        "<section id='frontier'><h2>Privacy–utility frontier</h2>", "<section id='frontier'>", 1)
+    return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+            f"<meta http-equiv='Content-Security-Policy' content=\"{_CSP}\">"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            f"<title>{e(title)}</title><style>{_CSS}</style></head><body><main>"
+            f"<h1>{e(title)}</h1>{sub}{section}</main></body></html>\n")

@@ -465,8 +465,10 @@ def scatter_chart(series: Sequence[dict], *, title: str, xlabel: str, ylabel: st
             out.append(_marker(s.get("marker", "dot"), a, b, float(s.get("size", 3.0)), color,
                                float(s.get("opacity", 1.0)),
                                "" if titles is None else str(titles[j])))
-            if s.get("label"):
-                out.append(f'<text x="{_num(a + 9)}" y="{_num(b - 7)}" font-size="11" '
+            if s.get("label"):       # beside the point, on the side with room
+                left = a + 9 + 7 * len(str(s["label"])) > width - fr.right
+                out.append(f'<text x="{_num(a - 9 if left else a + 9)}" y="{_num(b - 7)}" '
+                           f'text-anchor="{"end" if left else "start"}" font-size="11" '
                            f'font-weight="600" fill="{color}">{_e(s["label"])}</text>')
         legend.append((s["name"], color, ""))
     out += _legend(legend, fr.left, height - leg_h + 8, columns=2,

@@ -25,6 +25,10 @@ the section ``classes`` (the classes of identical quasi-identifiers and their k)
 ``parameters.weight`` names the multiplicity column (null: one row per person).
 ``models`` holds the sections of the verdict models declared in :mod:`fastpriv.registry`
 that were given a threshold (``parameters.thresholds``), e.g. ``k_map``, ``delta_presence``.
+With ``hierarchies`` (version 1.3), ``frontier`` is the privacy–utility frontier of every
+generalization of the QIs meeting k-anonymity at ``min_size`` (not part of the verdict):
+:meth:`fastpriv.frontier.Frontier.to_dict` (every satisfying node in ``points``, the
+frontier's nodes in order, the ``chosen`` node) with the section's ``status``.
 
 Classical models follow the vocabulary of pycanon: ``classical.pycanon`` has pycanon's JSON
 report keys (``k_anonymity``, ``alpha_k_anonymity``, ``l_diversity``,
@@ -45,7 +49,7 @@ from ..errors import InputError
 
 __all__ = ["SCHEMA", "SCHEMA_ID", "SCHEMA_VERSION", "validate"]
 
-SCHEMA_VERSION = "1.2.0"
+SCHEMA_VERSION = "1.3.0"
 SCHEMA_ID = "urn:fastpriv:report:1"
 
 _NUM = {"$ref": "#/$defs/num"}
@@ -255,6 +259,13 @@ SCHEMA: dict = {
             "class_size": _obj({"min": _INT, "median": _NUM, "mean": _NUM, "max": _INT}),
             "singleton_classes": _INT,
             "smallest": _arr(_obj({"values": _OBJ, "size": _INT}))}),
+        "frontier": _section({
+            "qi": _arr(_STR), "criterion": _STR, "utility": _STR, "risk_measure": _STR,
+            "n_nodes": _INT, "n_satisfying": _INT, "n_frontier": _INT,
+            "frontier": _arr(_arr(_INT)), "points": _arr(_obj({
+                "node": _arr(_INT), "risk_max": _NUM, "risk_avg": _NUM, "loss": _NUM,
+                "on_frontier": _BOOL, "chosen": _BOOL})),
+            "chosen": {"type": ["object", "null"]}}),
         "models": {"type": "object", "additionalProperties": _obj(
             {"status": {"enum": ["ok", "skipped", "failed"]}, "reason": _STR_OR_NULL})},
         "targets": _obj({"individual_values_included": _BOOL, "items": _arr(_TARGET)}),
