@@ -7,7 +7,8 @@ Public entry points (imported lazily so that ``import fastpriv`` stays fast):
 * :mod:`fastpriv.classic` — k-anonymity, ℓ-diversity variants, t-closeness;
 * :mod:`fastpriv.ck_safety`, :mod:`fastpriv.skyline`, :mod:`fastpriv.robustness`,
   :mod:`fastpriv.foreground` — the worst-case models;
-* :mod:`fastpriv.anonymize`, :mod:`fastpriv.metrics`, :mod:`fastpriv.datasets`.
+* :mod:`fastpriv.anonymize`, :mod:`fastpriv.metrics`, :mod:`fastpriv.datasets`;
+* :mod:`fastpriv.frontier` — risk and loss of every generalization, the Pareto frontier.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ __all__ = [
     "risk",
     "pushdown",
     "spark",
+    "frontier",
 ]
 
 _ATTRS = {"Release": ("fastpriv.release", "Release"),
@@ -51,7 +53,7 @@ _ATTRS = {"Release": ("fastpriv.release", "Release"),
 _SUBMODULES = {"classic", "ck_safety", "skyline", "robustness", "foreground", "anonymize",
                "metrics", "datasets", "hierarchies", "counts", "release", "distributed",
                "knowledge", "predicates", "streaming", "report", "spark", "pushdown",
-               "risk"}
+               "risk", "frontier"}
 
 
 def __getattr__(name: str) -> Any:
