@@ -604,6 +604,28 @@ def test_cold_start(full):
     write_result("cold_start_commands", payload, full)
 
 
+def merge_result(name: str, payload: dict[str, Any], how: str) -> Path:
+    """Put the commands of ``payload`` into the full result file ``name`` (``--merge``).
+
+    The file keeps its machine, date, revision and load (those of its other commands); the
+    commands measured now are listed under ``merged`` with their own date, revision, load
+    and the command line that measured them, so the README says so.
+    """
+    from benchmarks._common import RESULTS, machine
+
+    path = RESULTS / f"{name}.json"
+    data = json.loads(path.read_text())
+    data["commands"].update(payload["commands"])
+    data.setdefault("merged", []).append({
+        "commands": sorted(payload["commands"]), "how": how, "date": machine()["date"],
+        "revision": payload["revision"], "load_avg_start": payload["load_avg_start"],
+        "load_avg_end": payload["load_avg_end"]})
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -614,11 +636,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--baseline", metavar="REV",
                    help="also time every cold run (with --fresh: every fresh cached run) of "
                         "git revision REV, alternated")
+    p.add_argument("--merge", action="store_true",
+                   help="with --only: measure those commands and put them into the existing "
+                        "result file, which keeps the other commands and records which were "
+                        "measured later, when, at which revision and load (a new command)")
     p.add_argument("--fresh", type=int, metavar="ROUNDS",
                    help="only the documented commands in fresh processes on a filled cache, "
                         "ROUNDS runs each, profiled by phase (writes cold_start_fresh.json)")
     a = p.parse_args(argv)
     only = a.only.split(",") if a.only else None
+    if a.merge:
+        if not only:
+            p.error("--merge needs --only (the commands to measure)")
+        name = "cold_start_fresh" if a.fresh else a.name
+        payload = (fresh_cached(a.fresh, only) if a.fresh
+                   else measure(only, warmup=False))
+        print(merge_result(name, payload, "python -m benchmarks.bench_cold_start "
+                           + " ".join(argv if argv is not None else sys.argv[1:])))
+        return 0
     if a.fresh:
         payload = fresh_cached(a.fresh, only, baseline=a.baseline)
         name = "cold_start_fresh" if a.name == "cold_start_commands" else a.name

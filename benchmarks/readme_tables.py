@@ -488,19 +488,27 @@ def _load(x: Any) -> str:
     return f"{(x[0] if isinstance(x, (list, tuple)) else x):.1f}"
 
 
-def measured(r: Results, f: str, how: str = "") -> str:
+def measured(r: Results, f: str, how: str = "", *, merged: bool = False) -> str:
     """Under a generated table: file, date, machine and its load while the benchmark ran.
 
     The file must carry ``machine.date`` and ``load_avg_start`` / ``load_avg_end`` (the
-    machine's load average before and after the run, ``os.getloadavg()``).
+    machine's load average before and after the run, ``os.getloadavg()``). ``merged``:
+    also say which rows were measured later, when and at which load (``bench_cold_start
+    --merge``).
     """
     m = r.get(f, "machine")
     date = r.get(f, "machine", "date")
     start, end = r.get(f, "load_avg_start"), r.get(f, "load_avg_end")
     when = f"{date[:10]} {date[11:16]} UTC" if len(date) >= 16 else date
-    return (f"`{f}`{how}: measured {when} at revision `{r.get(f, 'revision')}` on "
-            f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores; 1-minute load average "
-            f"{_load(start)} before the run, {_load(end)} after.")
+    out = (f"`{f}`{how}: measured {when} at revision `{r.get(f, 'revision')}` on "
+           f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores; 1-minute load average "
+           f"{_load(start)} before the run, {_load(end)} after.")
+    for x in r.load(f).get("merged", []) if merged else ():   # rows added by --merge
+        d = x["date"]
+        out += (f" {', '.join(x['commands'])}: measured later (`{x['how']}`), "
+                f"{d[:10]} {d[11:16]} UTC at revision `{x['revision']}`, load average "
+                f"{_load(x['load_avg_start'])} before, {_load(x['load_avg_end'])} after.")
+    return out
 
 
 def _documented(r: Results, f: str) -> dict[str, dict]:
@@ -537,7 +545,7 @@ def cold_commands(r: Results) -> str:
                     "first result line", "CPU-s", "kernels compiled", "next process: wall"],
                    rows)
     return table + "\n\n" + measured(r, f, " (`python -m benchmarks.bench_cold_start`, "
-                                           "one run each)")
+                                           "one run each)", merged=True)
 
 
 def cold_cached(r: Results) -> str:
@@ -562,7 +570,7 @@ def cold_cached(r: Results) -> str:
                     "kernel loads (kernels)", "work", "exit"], rows)
     how = (f" (`python -m benchmarks.bench_cold_start --fresh {r.get(f, 'rounds')}`, median "
            f"of {r.get(f, 'rounds')} fresh processes per command; phases in CPU seconds)")
-    return table + "\n\n" + measured(r, f, how)
+    return table + "\n\n" + measured(r, f, how, merged=True)
 
 
 def compile_profile(r: Results) -> str:
