@@ -24,13 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
-
-try:
-    from setuptools.command.bdist_wheel import bdist_wheel
-except ImportError:  # setuptools < 70.1
-    from wheel.bdist_wheel import bdist_wheel
 
 
 def kernels_wanted() -> bool:
@@ -60,15 +55,17 @@ class BuildPyWithKernels(build_py):
                              "compile on first use)")
 
 
-class PlatformWheel(bdist_wheel):
-    """A wheel holding machine code is for one Python and platform, not ``py3-none-any``."""
+class KernelDistribution(Distribution):
+    """A distribution holding machine code: its wheel is for one Python and platform.
 
-    def finalize_options(self) -> None:
-        """Tag the wheel for this Python and platform when it ships kernels."""
-        super().finalize_options()
-        if kernels_wanted():
-            self.root_is_pure = False
+    Not ``py3-none-any``, and installed as platform-specific (the wheel's root is
+    ``platlib``), like a package with C extensions.
+    """
+
+    def has_ext_modules(self) -> bool:
+        """Return whether the build compiles the kernels (the wheel then holds machine code)."""
+        return kernels_wanted()
 
 
 if __name__ == "__main__":
-    setup(cmdclass={"build_py": BuildPyWithKernels, "bdist_wheel": PlatformWheel})
+    setup(cmdclass={"build_py": BuildPyWithKernels}, distclass=KernelDistribution)
