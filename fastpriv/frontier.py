@@ -477,30 +477,49 @@ class _Counts:
     hists: dict = field(default_factory=dict)   # index -> (sizes, counts), uniques > 0
 
 
-def _kernel_counts(lat: Any, k: int, budget: int, sat_grid: np.ndarray | None,
-                   want_hist: bool) -> tuple[np.ndarray, _Counts, int]:
-    """Run the kernel over every node.
+def subtree_need(sat: np.ndarray, order: Sequence[int]) -> np.ndarray:
+    """Return, per spanning-tree position q and node y, whether y's subtree holds a ``sat`` node.
 
-    Returns the satisfying grid (the kernel's decision, and ``sat_grid`` when given), the
-    counts of every node in grid order (histograms keyed by grid position) and the rows
-    rolled up.
+    The kernel reaches y by raising the attribute at position q of ``order``; its subtree
+    is the box of nodes z with z_b = y_b for the attributes at positions < q and z_b ≥ y_b
+    for the others: a suffix-OR of ``sat`` along the axes at positions ≥ q (exact for any
+    satisfying set, monotone or not). Returns bool (d, N), nodes in C order of the grid.
+    """
+    cur = np.asarray(sat, dtype=bool)
+    need = np.empty((cur.ndim, cur.size), dtype=bool)
+    for q in range(cur.ndim - 1, -1, -1):
+        ax = int(order[q])
+        cur = np.flip(np.logical_or.accumulate(np.flip(cur, axis=ax), axis=ax), axis=ax)
+        need[q] = cur.reshape(-1)
+    return need
+
+
+def _kernel_counts(lat: Any, k: int, budget: int, sat_grid: np.ndarray,
+                   want_hist: bool) -> tuple[np.ndarray, _Counts, int]:
+    """Run the kernel over the nodes whose subtrees hold a satisfying node.
+
+    Returns the satisfying grid (``sat_grid``; under k-anonymity the kernel decides every
+    visited node too, and must agree), the counts of every node in grid order (histograms
+    keyed by grid position) and the rows rolled up.
     """
     from ._kernels.frontier import lattice_node_stats
 
     inp = _kernel_inputs(lat)
-    n_grid = int(np.prod(lat.heights))
-    mask = np.zeros(n_grid, dtype=bool) if not want_hist else (
-        np.ones(n_grid, dtype=bool) if sat_grid is None else sat_grid.reshape(-1))
+    flat = sat_grid.reshape(-1)
+    mask = flat if want_hist else np.zeros(flat.shape[0], dtype=bool)
+    need = subtree_need(sat_grid, inp["order"])
     (_, kept, sup, min_kept, sum_sq, uniques, ok, kept_leaves, sup_ent, hpos, hptr, hsize,
      hcount, visited) = lattice_node_stats(
         inp["codes"], inp["weights"], inp["step"], inp["step_off"], inp["heights"],
         inp["order"], np.int64(k), np.int64(budget), inp["leaves"], inp["leaf_off"],
-        inp["cards"], kernel_array(mask, np.bool_), _TUPLES)
-    sat = ok if sat_grid is None else ok & sat_grid.reshape(-1)
+        inp["cards"], kernel_array(mask, np.bool_), kernel_array(need, np.bool_), _TUPLES)
     counts = _Counts(sup, kept, min_kept, sum_sq, uniques, kept_leaves, sup_ent)
     for j, p in enumerate(hpos.tolist()):
         counts.hists[p] = (hsize[hptr[j]:hptr[j + 1]], hcount[hptr[j]:hptr[j + 1]])
-    return sat.reshape(lat.heights), counts, int(visited)
+    if k > 0 and not np.array_equal(ok, flat):     # k-anonymity: both decide every node
+        raise AssertionError("the frontier kernel and the lattice search disagree on which "
+                             f"nodes satisfy k-anonymity(k={k}) (budget {budget}): a bug")
+    return sat_grid, counts, int(visited)
 
 
 def _materialized_counts(lat: Any, crit: Any, suppression: float,
@@ -594,15 +613,12 @@ def lattice_frontier(lattice: Any, criterion: Any = None, *, utility: str = "los
     budget = _budget(lattice, suppression)
     k = _sizes_k(crit)
     seconds: dict[str, float] = {}
-    sat_grid = None
-    if k is None:     # the lattice's own search decides every node
-        t1 = time.perf_counter()
-        res = lattice.search(crit, utility="height", suppression=suppression,
-                             materialize=False)
-        flat = np.zeros(int(np.prod(lattice.heights)), dtype=bool)
-        flat[np.ravel_multi_index(tuple(lattice.nodes.T), lattice.heights)] = res.satisfying
-        sat_grid = flat.reshape(lattice.heights)
-        seconds["search"] = time.perf_counter() - t1
+    t1 = time.perf_counter()     # the lattice's own search decides every node
+    res = lattice.search(crit, utility="height", suppression=suppression, materialize=False)
+    flat = np.zeros(int(np.prod(lattice.heights)), dtype=bool)
+    flat[np.ravel_multi_index(tuple(lattice.nodes.T), lattice.heights)] = res.satisfying
+    sat_grid = flat.reshape(lattice.heights)
+    seconds["search"] = time.perf_counter() - t1
     t1 = time.perf_counter()
     exact = k is not None or budget == 0
     if exact:

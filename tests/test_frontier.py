@@ -98,7 +98,7 @@ def test_kernel_counts_every_node_as_plain_python(case, tuples):
         ro(np.array(weights, np.int64), np.int64), ro(step, np.int32), ro(step_off, np.int64),
         ro(heights, np.int64), ro(order, np.int64), np.int64(k), np.int64(budget),
         ro(leaf, np.int64), ro(leaf_off, np.int64), ro(card, np.int64),
-        ro(np.ones(n_grid, bool), np.bool_), tuples)
+        ro(np.ones(n_grid, bool), np.bool_), ro(np.ones((d, n_grid), bool), np.bool_), tuples)
     hist = {int(p): list(zip(hsize[hptr[j]:hptr[j + 1]].tolist(),
                              hcount[hptr[j]:hptr[j + 1]].tolist(), strict=True))
             for j, p in enumerate(hpos)}
@@ -120,6 +120,40 @@ def test_kernel_counts_every_node_as_plain_python(case, tuples):
             assert hist[pos] == want["histogram"], node
         else:
             assert pos not in hist
+
+
+@settings(max_examples=80, deadline=None)
+@given(kernel_cases(), st.data())
+def test_kernel_skips_exactly_the_subtrees_without_a_wanted_node(case, data):
+    heights, cards, steps, leaves, rows, weights, k, budget = case
+    step, step_off, card, leaf, leaf_off = _kernel_arrays(heights, cards, steps, leaves)
+    d = len(heights)
+    ro = kernel_array
+    n_grid = int(np.prod(heights))
+    want = np.array(data.draw(st.lists(st.booleans(), min_size=n_grid, max_size=n_grid)))
+    order = F.tree_order(heights, [c[0] for c in cards])
+    need = F.subtree_need(want.reshape(heights), order)
+    args = (ro(np.array(rows, np.int32).reshape(len(rows), d), np.int32),
+            ro(np.array(weights, np.int64), np.int64), ro(step, np.int32),
+            ro(step_off, np.int64), ro(heights, np.int64), ro(order, np.int64), np.int64(k),
+            np.int64(budget), ro(leaf, np.int64), ro(leaf_off, np.int64), ro(card, np.int64),
+            ro(np.ones(n_grid, bool), np.bool_))
+    every = lattice_node_stats(*args, ro(np.ones((d, n_grid), bool), np.bool_), False)
+    some = lattice_node_stats(*args, ro(need, np.bool_), False)
+    assert some[-1] <= every[-1]
+    for a, b in zip(every[:9], some[:9], strict=True):    # the wanted nodes: same counts
+        assert np.array_equal(a[want], b[want])
+    # a node is visited iff its subtree (or itself, the bottom) holds a wanted node
+    pos = {a: i for i, a in enumerate(order.tolist())}
+    for g, node in enumerate(np.ndindex(*heights)):
+        nz = [a for a in order.tolist() if node[a] > 0]
+        if not nz:
+            continue
+        q = pos[nz[-1]]
+        box = [want.reshape(heights)[z] for z in np.ndindex(*heights)
+               if all(z[order[i]] == node[order[i]] for i in range(q))
+               and all(z[order[i]] >= node[order[i]] for i in range(q, d))]
+        assert (some[0][g] > 0) == any(box), node
 
 
 def test_pareto_is_pairwise_dominance():

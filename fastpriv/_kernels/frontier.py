@@ -7,7 +7,8 @@ from its parent's — each class's code of one attribute is mapped one level up 
 hierarchy and equal tuples are merged (Flash's roll-up, as in
 :mod:`fastpriv._kernels.lattice`, one attribute at a time). The table is grouped once, at
 the bottom; every other node costs its parent's number of classes, and only the chain from
-the bottom to the current node is held.
+the bottom to the current node is held. A subtree holding no node whose counts are wanted
+(``need``: the caller passes where the criterion can hold) is skipped whole.
 
 A class is identified by one int64 key, its codes in bit fields as wide as the level-0
 codes need (a higher level has fewer codes, so the fields hold at every node): raising
@@ -273,7 +274,7 @@ def _suppressed(keys, cols, w, k, shift, fmask, tuples):
 
 @kernel
 def lattice_node_stats(codes, weights, step, step_off, heights, order, k, budget, leaves,
-                       leaf_off, cards, hist_mask, tuples):
+                       leaf_off, cards, hist_mask, need, tuples):
     """Class counts of every node of the lattice, rolled up depth first (module docstring).
 
     Parameters
@@ -305,6 +306,11 @@ def lattice_node_stats(codes, weights, step, step_off, heights, order, k, budget
     hist_mask : bool (N,)
         Nodes whose histogram of kept class sizes is recorded (when they keep a class of
         one person).
+    need : bool (d, N)
+        ``need[q, y]``: whether the subtree of node ``y`` reached by raising the attribute
+        at position ``q`` of ``order`` — ``y`` and the nodes above it that differ from it
+        only in attributes at positions ≥ q — holds a node whose counts are wanted; a
+        node whose subtree holds none is neither rolled up nor visited (counts left 0).
     tuples : bool
         Hash whole tuples even when the keys would fit 62 bits (the general path; tests).
 
@@ -378,6 +384,7 @@ def lattice_node_stats(codes, weights, step, step_off, heights, order, k, budget
         depth += heights[a] - 1
     lev = np.zeros((depth, d), dtype=np.int64)
     nextp = np.zeros(depth, dtype=np.int64)
+    posd = np.zeros(depth, dtype=np.int64)     # grid position of the node at each depth
     # the bottom node: rows merged as they are
     cols0 = np.empty((d, m), dtype=np.int32)     # writable copies: one type per helper
     for i in range(m):
@@ -427,12 +434,15 @@ def lattice_node_stats(codes, weights, step, step_off, heights, order, k, budget
                 hist_pos[n_hist] = pos
                 n_hist += 1
                 hist_ptr[n_hist] = nh
-        # next node: the first raisable attribute at or after the one this node raised,
-        # else back up the chain
+        # next node: the first raisable attribute at or after the one this node raised
+        # whose subtree is wanted, else back up the chain
         p = d
         while t >= 0:
             p = nextp[t]
-            while p < d and lev[t, order[p]] + 1 >= heights[order[p]]:
+            while p < d:
+                b = order[p]
+                if lev[t, b] + 1 < heights[b] and need[p, posd[t] + strides[b]]:
+                    break
                 p += 1
             if p < d:
                 break
@@ -470,9 +480,8 @@ def lattice_node_stats(codes, weights, step, step_off, heights, order, k, budget
         stack_k[t] = kc
         stack_w[t] = w
         stack_q[t] = q
-        pos = np.int64(0)
-        for b in range(d):
-            pos += lev[t, b] * strides[b]
+        pos = posd[t - 1] + strides[a]
+        posd[t] = pos
     return (n_classes, kept, sup, min_kept, sum_sq, uniques, ok, kept_leaves, sup_ent,
             hist_pos[:n_hist].copy(), hist_ptr[:n_hist + 1].copy(), hs[:nh].copy(),
             hc[:nh].copy(), visited)
