@@ -164,6 +164,11 @@ def test_average_risk_with_suppression_is_arx(arx_adult):
     assert every[~kept_class].max() <= every[kept_class].min()
     assert lat.utility(res.best, "loss", predicate=criteria_from(max_avg_risk=0.01),
                        suppression=0.02) == res.optimum["value"]
+    # the keyword form
+    kw = lattice_search(arx_adult, qi=ARX_QI, hierarchies=ARX_DIR, max_avg_risk=0.01,
+                        suppression=0.02, utility="loss", objective="optimal",
+                        materialize=False)
+    assert (kw.best, kw.optimum["value"]) == (res.best, res.optimum["value"])
 
 
 def test_average_risk_with_suppression_is_arx_from_the_cli(tmp_path, capsys):
