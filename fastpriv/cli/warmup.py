@@ -1,13 +1,17 @@
 """``fastpriv warmup``: compile every kernel into Numba's on-disk cache, ahead of time.
 
+A wheel (or a non-editable ``pip install .``) ships every kernel compiled for portable CPUs
+(:mod:`fastpriv._package_cache`), so an installed fastpriv has nothing to warm unless its
+Numba or llvmlite differs from the wheel's (one line on the ``fastpriv`` logger says so).
+Otherwise — an editable install, a wheel built with ``FASTPRIV_BUILD_KERNELS=0`` —
 fastpriv's kernels are compiled on first use and cached on disk in ``FASTPRIV_CACHE_DIR``
 (default: the user cache directory; see :mod:`fastpriv._cache`), keyed on the kernels'
 source contents, so only the first process pays — and a cache filled in a Docker build step
 or in a directory shared by cluster workers serves every copy of the same release. Run
-``fastpriv warmup`` once after installing or upgrading — and **before fanning out
-workers** (Dask, Spark, multiprocessing): several processes compiling the same kernel for
-the first time at once all pay the compile (Numba writes cache files atomically, so they do
-not corrupt each other's entries, but each process compiles).
+``fastpriv warmup`` once after installing or upgrading such an install — and **before
+fanning out workers** (Dask, Spark, multiprocessing): several processes compiling the same
+kernel for the first time at once all pay the compile (Numba writes cache files atomically,
+so they do not corrupt each other's entries, but each process compiles).
 
 ``--jobs N`` warms the models in N worker processes that share the cache directory (the
 models sharing the possible-worlds kernels stay in one worker). It costs 5-20 % more CPU
@@ -53,10 +57,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "warmup", help="compile every kernel into the on-disk JIT cache (run before "
                        "fanning out workers)",
         description="Run a tiny workload through every installed model so that every Numba "
-                    "kernel is compiled and stored in the on-disk cache. Run it once after "
-                    "installing, and before starting parallel workers: concurrent first "
-                    "compiles race on the cache. The cache lives in FASTPRIV_CACHE_DIR "
-                    "(default the user cache dir), keyed on the kernels' source, so it can "
+                    "kernel is compiled and stored in the on-disk cache. A wheel ships the "
+                    "kernels compiled; after an editable install, run it once, and before "
+                    "starting parallel workers: concurrent first compiles race on the "
+                    "cache. The cache lives in FASTPRIV_CACHE_DIR (default the user cache "
+                    "dir), keyed on the kernels' source, so it can "
                     "be built in a Docker layer or shared by cluster workers; "
                     "FASTPRIV_NO_CACHE=1 disables it.",
         epilog=epilog("fastpriv warmup --models classic"),
