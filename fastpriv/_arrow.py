@@ -225,20 +225,26 @@ def _from_pandas(df: Any, param: str,
                          f"df[{col!r}].astype(str)") from None
 
 
-def open_dataset(path: str, columns: Sequence[str] | None = None):
+def open_dataset(path: str, columns: Sequence[str] | None = None, param: str = "data"):
     """Open a path as a ``pyarrow.dataset`` (None for one CSV file, read by pyarrow.csv).
 
     The one place where a path becomes a dataset: every reader of a path (whole tables,
     streamed batches, schemas, row counts, :mod:`fastpriv.distributed`) goes through it.
     A folder's ``key=value`` subfolders are hive partitions: their keys are columns, typed
-    as ``pyarrow.dataset.dataset(path, partitioning="hive")`` types them.
+    as ``pyarrow.dataset.dataset(path, partitioning="hive")`` types them. A folder whose
+    files disagree on a column (name, case, type) is refused here
+    (:func:`fastpriv._ingest.check_files_agree`), for every reader alike.
     """
     import pyarrow.dataset as ds
+
+    from ._ingest import check_files_agree
 
     fmt = file_format(path)
     if fmt == "csv" and os.path.isfile(path):
         return None  # read with pyarrow.csv (handles compression, streaming)
-    return ds.dataset(path, format=fmt, partitioning="hive")
+    dataset = ds.dataset(path, format=fmt, partitioning="hive")
+    check_files_agree(dataset, path, param)
+    return dataset
 
 
 def partition_values(dataset: Any) -> dict[str, dict[str, Any]]:
@@ -383,7 +389,7 @@ def _to_table(data: Any, columns: Sequence[str] | None, param: str,
         if is_csv(path) and os.path.isfile(path):
             return read_csv(path, param=param)
         with reading(path, param):
-            dataset = open_dataset(path, columns)
+            dataset = open_dataset(path, columns, param)
             return dataset.to_table(columns=_used(dataset.schema.names, only))
     mod = type(data).__module__
     if mod.startswith("pyarrow") and hasattr(data, "to_table"):  # pyarrow.dataset.Dataset
@@ -434,7 +440,7 @@ def iter_batches(data: Any, columns: Sequence[str], *, batch_size: int = 1 << 20
             yield from _csv_batches(path, columns, param)
             return
         with reading(path, param):
-            data = open_dataset(path, columns)
+            data = open_dataset(path, columns, param)
             if type(data).__name__ == "FileSystemDataset" and \
                     getattr(data.format, "default_extname", "") == "parquet":
                 yield from _parquet_batches(data, columns, batch_size, param, dictionary,
