@@ -528,3 +528,13 @@ def test_report_frontier_skipped_for_a_bucketized_release():
                        robustness=False, attack=False, k=1, k_max=2, min_size=2, min_l=2)
     assert rep.data["frontier"]["status"] == "skipped"
     assert "Not run" in rep.to_html().split("id='frontier'", 1)[1][:400]
+
+
+def test_cli_choices_are_the_librarys():
+    """``fastpriv --help`` imports no NumPy, so the CLI writes the choices out: the same."""
+    import fastpriv.cli.frontier as cli
+    from fastpriv.anonymize.lattice import UTILITIES
+
+    assert cli.UTILITIES == UTILITIES
+    assert cli.RISK_MEASURES == F.RISK_MEASURES
+    assert cli.DEFAULT_MIN_SIZE == F.DEFAULT_MIN_SIZE

@@ -20,6 +20,13 @@ ORDER = 35
 EXAMPLE = ("fastpriv frontier adult --qi age sex race marital_status education --min-size 5 "
            "--suppression 0.02 -o frontier.html --json frontier.json --overwrite")
 
+#: ``--help`` imports no NumPy: the choices of the library, written out (a test compares them
+#: with fastpriv.anonymize.lattice.UTILITIES and fastpriv.frontier's constants)
+UTILITIES = ("discernibility", "avg_group_size", "height", "precision", "loss", "entropy",
+             "nm_entropy", "nm_precision", "aecs")
+RISK_MEASURES = ("prosecutor_avg", "prosecutor_max", "population_uniques")
+DEFAULT_MIN_SIZE = 2
+
 #: criterion flag -> the Python keyword (and anonymize's flag) it stands for
 _CRITERIA = (("min_size", "--min-size"), ("l", "--min-l"), ("c_l", "--c-l"),
              ("t", "--max-t"), ("alpha", "--alpha"), ("c", "--c"), ("k", "--k"),
@@ -30,8 +37,6 @@ _CRITERIA = (("min_size", "--min-size"), ("l", "--min-l"), ("c_l", "--c-l"),
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``frontier`` sub-command."""
-    from ..anonymize.lattice import UTILITIES
-    from ..frontier import DEFAULT_MIN_SIZE, RISK_MEASURES
     from ._common import add_command, add_encoding_argument, probability
     from .anonymize import add_criterion_arguments
 
