@@ -104,9 +104,9 @@ def _table(d: dict) -> str:
         cells += [f"<td class='num'>{e(v)}</td>" for v in vals]
         mark = " style='font-weight:650;background:#fdf3f4'" if tuple(n) == chosen else ""
         rows.append(f"<tr{mark}>" + "".join(cells) + "</tr>")
-    return ("<table class='frontier-table'><thead><tr>"
+    return ("<div style='overflow-x:auto'><table class='frontier-table'><thead><tr>"
             + "".join(f"<th>{e(h)}</th>" for h in heads) + "</tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table>")
+            + "".join(rows) + "</tbody></table></div>")
 
 
 def _chosen(d: dict) -> str:
