@@ -107,6 +107,15 @@ def sniff_delimiter(path: str) -> str:
             head = fh.readline(1 << 20)
     except OSError:
         return ","
+    return delimiter_of_header(head)
+
+
+def delimiter_of_header(head: bytes) -> str:
+    """Return the delimiter a CSV header line uses: ``;``, tab, ``|`` or ``,``.
+
+    The most frequent of them wins; ``,`` when the line holds none (one column).
+    """
+    head = head.split(b"\n", 1)[0]
     counts = {d: head.count(d.encode()) for d in (",", ";", "\t", "|")}
     best = max(counts, key=lambda d: counts[d])
     return best if counts[best] > 0 else ","

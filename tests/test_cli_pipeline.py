@@ -216,10 +216,10 @@ def test_good_flags_still_parse():
     assert (a.r, a.unreliable, a.confidence, a.epsilon, a.n_random, a.seed) == (
         1.5, 0.25, 0.9, 0.05, 0, 3)
     a = build_parser().parse_args(["audit", DATA, "--sensitive", "s", "--qi", "q",
-                                   "--max-risk", "0", "--max-t", "1", "--c", "1", "0.5",
+                                   "--max-risk", "1e-9", "--max-t", "1", "--c", "1", "0.5",
                                    "--k", "0", "--point", "0,0,0", "--n-jobs", "-1"])
     assert (a.max_risk, a.max_t, a.c, a.k, a.point, a.n_jobs) == (
-        0.0, 1.0, [1.0, 0.5], 0, (0, 0, 0), -1)
+        1e-9, 1.0, [1.0, 0.5], 0, (0, 0, 0), -1)
 
 
 def test_cross_flag_errors_come_before_reading_the_data(capsys):

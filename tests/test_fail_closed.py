@@ -179,10 +179,12 @@ def _exit_of(argv):
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["audit", "adult", "--qi", "age", "--sensitive", "occupation", "--max-risk", "0.5"],
+    (["audit", "adult", "--qi", "age", "--sensitive", "occupation", "--no-risk",
+      "--max-risk", "0.5"], "--max-risk"),
+    (["audit", "adult", "--qi", "age", "--sensitive", "occupation", "--no-risk",
+      "--population", "1000"], "--population"),
+    (["audit", "adult", "--group", "age", "--sensitive", "occupation", "--max-risk", "0.5"],
      "--max-risk"),
-    (["audit", "adult", "--qi", "age", "--sensitive", "occupation", "--population", "1000"],
-     "--population"),
 ])
 def test_audit_refuses_risk_flags_without_risk(argv, needle, capsys):
     assert _exit_of(argv) == 2

@@ -689,7 +689,9 @@ def _resolve_stranded(prep: ARTInput, gid: np.ndarray, unsat: np.ndarray, rf: fl
 
 # ---------------------------------------------------------------------- CLI plugin
 def _cli_arguments(g: Any) -> None:
-    g.add_argument("--r", type=float, metavar="R",
+    from ..cli._common import real_gt1
+
+    g.add_argument("--r", type=real_gt1, metavar="R",
                    help="ART: r-robustness parameter (every posterior <= 1/r)")
     g.add_argument("--art-sensitive-values", nargs="+", metavar="VALUE",
                    help="ART: the sensitive value set X_s (default: every value)")

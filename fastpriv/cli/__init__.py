@@ -241,8 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     forget_buffered()
     real_stdout = sys.stdout
     machine = PipeSafe(real_stdout)
-    args.stdout = machine                     # machine output (--json -) goes here, as is
-    to_stdout = getattr(args, "json", None) != "-"
+    args.stdout = machine                     # machine output (--json -, -o -): as is
+    to_stdout = "-" not in (getattr(args, "json", None), getattr(args, "output", None))
     text = TerminalSafe(real_stdout if to_stdout else sys.stderr)
     sys.stdout = text
     try:

@@ -106,8 +106,17 @@ nonnegative = bounded(float, 0)
 hoeffding_confidence = bounded(float, 0, 2, low_open=True, high_open=True)
 #: A risk bound in (0, 1] (``anonymize --max-risk``, ``--risk-threshold``).
 risk_bound = confidence
-#: A real number >= 1 (``anonymize --min-l``: entropy ℓ may be fractional).
+#: A real number >= 1.
 at_least_1 = bounded(float, 1)
+
+
+def ell(text: str) -> int | float:
+    """Parse ``--min-l``: ℓ >= 1, an integer when written as one (entropy ℓ may be real)."""
+    v = at_least_1(text)
+    return int(v) if float(v).is_integer() else v
+
+
+ell.__name__ = "a number >= 1 (ℓ)"
 #: A size or count of at least 1 (``--min-size``, ``--min-l``, ``--max-set-size``, ...).
 size = bounded(int, 1)
 #: A count of at least 0 (``--k``, ``--point``, ``--top``, ``--n-random``).
@@ -152,22 +161,52 @@ def add_data_arguments(p: argparse.ArgumentParser, *, require_grouping: bool = T
     p.add_argument("--sensitive", required=require_sensitive,
                    help="sensitive column" if require_sensitive else OPTIONAL_SENSITIVE_HELP)
     g = p.add_mutually_exclusive_group(required=require_grouping)
-    g.add_argument("--group", help="group-id column of a bucketized release")
+    g.add_argument("--group", nargs="+", metavar="COL",
+                   help="group-id column(s) of a bucketized release")
     g.add_argument("--qi", nargs="+", metavar="COL",
                    help="generalized quasi-identifier columns (groups = distinct tuples)")
     add_nulls_argument(p)
     add_encoding_argument(p)
     add_weight_argument(p)
-    p.add_argument("--stream", choices=("auto", "yes", "no"), default="auto",
-                   help="read the input in record batches with memory bounded by the number "
-                        "of (group, value) pairs (auto: for Parquet directories and files "
-                        "of 64 MiB or more; witnesses then name groups, not rows)")
+    add_stream_argument(p, "; witnesses then name groups, not rows")
     p.add_argument("--progress", action="store_true",
                    help="progress bar on stderr while streaming (rows, bytes, rows/s; "
                         "default: when stderr is a terminal)")
     p.add_argument("--n-jobs", type=n_jobs, default=None, metavar="N",
                    help="threads for the parallel kernels (default: all cores; 1: one "
                         "thread; -1: all, -2: all but one)")
+
+
+def add_stream_argument(p: Any, effect: str = "", default: str = "auto") -> None:
+    """``--stream {auto,yes,no}``: read the input in record batches (bounded memory)."""
+    p.add_argument("--stream", choices=("auto", "yes", "no"), default=default,
+                   help="read the input in record batches with memory bounded by the number "
+                        "of (group, value) pairs (auto: for Parquet directories and files "
+                        f"of 64 MiB or more{effect}; default {default})")
+
+
+def streamed(args: argparse.Namespace, data: Any) -> bool:
+    """Whether ``--stream`` reads ``data`` in record batches (``auto``: a large source)."""
+    from .._arrow import is_large_source
+
+    mode = getattr(args, "stream", "auto") or "auto"
+    return mode == "yes" or (mode == "auto" and is_large_source(data))
+
+
+def add_risk_switch(p: Any) -> None:
+    """``--risk`` / ``--no-risk``: measure re-identification risk of the QI classes.
+
+    One meaning in every command: on by default whenever ``--qi`` names the classes.
+    """
+    p.add_argument("--risk", action=argparse.BooleanOptionalAction, default=None,
+                   help="measure re-identification risk from the QI class sizes: prosecutor/"
+                        "journalist/marketer, sample and population uniques (default: on "
+                        "whenever --qi is given; --no-risk skips it)")
+
+
+def risk_wanted(args: argparse.Namespace) -> bool:
+    """Whether the re-identification risk runs: ``--risk``/``--no-risk``, else with --qi."""
+    return bool(args.qi) if args.risk is None else bool(args.risk)
 
 
 def add_nulls_argument(p: Any) -> None:
@@ -220,8 +259,8 @@ def add_knowledge_arguments(p: Any) -> None:
 
 def add_risk_arguments(p: Any) -> None:
     """``--max-risk`` and ``--population`` of the re-identification risk measures."""
-    p.add_argument("--max-risk", type=probability, default=0.2, metavar="R",
-                   help="highest acceptable prosecutor risk, 1/(smallest class), in [0, 1] "
+    p.add_argument("--max-risk", type=risk_bound, default=0.2, metavar="R",
+                   help="highest acceptable prosecutor risk, 1/(smallest class), in (0, 1] "
                         "(default 0.2)")
     p.add_argument("--population", type=population_arg, metavar="N|TABLE",
                    help="population size N (journalist risk, population uniques) or a "
@@ -257,10 +296,21 @@ def population_arg(text: str) -> int | str:
             f"{text!r}") from None
 
 
+def population_size(args: argparse.Namespace) -> int | None:
+    """Return ``--population`` as a number of people (a table: its number of rows)."""
+    pop = getattr(args, "population", None)
+    if not isinstance(pop, str):
+        return pop
+    from .._arrow import count_rows
+
+    n = count_rows(pop)
+    return int(n) if n is not None else int(load_population(args).num_rows)
+
+
 def load_population(args: argparse.Namespace) -> Any:
     """Return the ``--population`` value: a size, a loaded table, or None."""
     pop = getattr(args, "population", None)
-    return load_data(pop, getattr(args, "encoding", None)) if isinstance(pop, str) else pop
+    return data_of(args, pop) if isinstance(pop, str) else pop
 
 
 def print_remedy(args: argparse.Namespace, method: str, criteria: list[str], *,
@@ -344,9 +394,22 @@ def check_weight_bucketize(args: argparse.Namespace) -> None:
 
 
 def add_encoding_argument(p: argparse.ArgumentParser) -> None:
-    """Add ``--encoding`` (text encoding of CSV input) to ``p``."""
+    """Add ``--encoding`` and ``--delimiter`` (how CSV input is read) to ``p``."""
     p.add_argument("--encoding", metavar="NAME",
                    help="text encoding of a CSV input (default utf-8; e.g. latin-1)")
+    p.add_argument("--delimiter", type=delimiter_arg, metavar="CHAR",
+                   help="field delimiter of a CSV input, a file or standard input (default: "
+                        "the one of ',', ';', tab and '|' the header line uses; '\\t' for "
+                        "tab)")
+
+
+def delimiter_arg(text: str) -> str:
+    """Parse ``--delimiter``: one character (the two characters backslash-t are tab)."""
+    sep = "\t" if text in ("\\t", "tab") else text
+    if len(sep) != 1 or sep in "\n\r\"":
+        raise argparse.ArgumentTypeError(f"expected one character (e.g. ';' or '\\t'), "
+                                         f"got {text!r}")
+    return sep
 
 
 #: help of ``--json``
@@ -383,12 +446,14 @@ def _is_pipe(spec: str) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
 
 
-def read_stream(spec: str, encoding: str | None = None) -> Any:
+def read_stream(spec: str, encoding: str | None = None, delimiter: str | None = None) -> Any:
     """Read ``DATA`` from standard input (``-``, ``/dev/stdin``) or a pipe, whole.
 
     The bytes are buffered, then read as Parquet (``PAR1`` magic), an Arrow IPC file
-    (``ARROW1``) or CSV (empty fields are nulls, text in ``encoding``, default UTF-8);
-    gzip-compressed bytes are decompressed first.
+    (``ARROW1``) or CSV (empty fields are nulls, text in ``encoding``, default UTF-8; the
+    ``delimiter`` given, else the one the header line uses, as for a file:
+    :func:`fastpriv._arrow.delimiter_of_header`); gzip-compressed bytes are decompressed
+    first.
 
     Returns
     -------
@@ -436,10 +501,14 @@ def read_stream(spec: str, encoding: str | None = None) -> Any:
         raise InputError(f"DATA: cannot read {what}: {first}") from None
     import pyarrow.csv as pacsv
 
+    from .._arrow import delimiter_of_header
+
     enc = encoding or "utf8"
+    sep = delimiter or delimiter_of_header(raw[:1 << 20])
     try:
         table = pacsv.read_csv(pa.BufferReader(raw),
                                read_options=pacsv.ReadOptions(encoding=enc),
+                               parse_options=pacsv.ParseOptions(delimiter=sep),
                                convert_options=pacsv.ConvertOptions(strings_can_be_null=True))
     except (pa.ArrowInvalid, LookupError, UnicodeDecodeError) as exc:
         raise InputError(f"DATA: cannot read {what} as CSV ({enc}): "
@@ -452,14 +521,24 @@ def read_stream(spec: str, encoding: str | None = None) -> Any:
     return table
 
 
-def load_data(spec: str, encoding: str | None = None) -> Any:
+def data_of(args: argparse.Namespace, spec: str | None = None) -> Any:
+    """Return :func:`load_data` of ``spec`` (default ``DATA``) as the command reads it.
+
+    The command's ``--encoding`` and ``--delimiter`` apply.
+    """
+    return load_data(args.data if spec is None else spec, getattr(args, "encoding", None),
+                     getattr(args, "delimiter", None))
+
+
+def load_data(spec: str, encoding: str | None = None, delimiter: str | None = None) -> Any:
     """Return what ``DATA`` names: a table to read, or a path that is read lazily.
 
     ``"adult"`` is the bundled Adult table; ``-`` and ``/dev/stdin`` (and other pipes)
     are read whole by :func:`read_stream` — once per command, later calls get the same
-    table; any other path is returned as it is. With ``encoding`` (``--encoding``), a CSV
-    file is read in that text encoding. Pandas stays out of the process unless something
-    needs it (:mod:`fastpriv._lazy_pandas`).
+    table; any other path is returned as it is. With ``encoding`` (``--encoding``) or
+    ``delimiter`` (``--delimiter``; default: sniffed from the header line, for a path and
+    standard input alike), a CSV file is read with them. Pandas stays out of the process
+    unless something needs it (:mod:`fastpriv._lazy_pandas`).
     """
     from .._lazy_pandas import defer_pandas
 
@@ -470,13 +549,18 @@ def load_data(spec: str, encoding: str | None = None) -> Any:
         return load_adult()
     if spec in STDIN or _is_pipe(spec):
         if spec not in _BUFFERED:
-            _BUFFERED[spec] = read_stream(spec, encoding)
+            _BUFFERED[spec] = read_stream(spec, encoding, delimiter)
         return _BUFFERED[spec]
-    if encoding:
+    if encoding or delimiter:
         from .._arrow import is_csv, read_csv
+        from ..errors import InputError
 
         if is_csv(spec):
-            return read_csv(spec, encoding=encoding, param="DATA")
+            return read_csv(spec, encoding=encoding or "utf8", param="DATA",
+                            delimiter=delimiter)
+        if delimiter:
+            raise InputError(f"--delimiter: {spec!r} is not a CSV file (the delimiter applies "
+                             "to CSV input only)")
     return spec
 
 
@@ -488,7 +572,7 @@ def load_release(args: argparse.Namespace):
     (group, value) pairs, and a progress bar goes to stderr (``--progress``, or when stderr
     is a terminal). MVPI tables (``--individual``) are read whole.
     """
-    from .._arrow import count_rows, is_large_source
+    from .._arrow import count_rows
     from ..release import Release
 
     n_jobs = getattr(args, "n_jobs", None)
@@ -498,10 +582,9 @@ def load_release(args: argparse.Namespace):
         from .._threads import resolve_n_jobs
 
         numba.set_num_threads(resolve_n_jobs(n_jobs, name="--n-jobs"))
-    data = load_data(args.data, getattr(args, "encoding", None))
+    data = data_of(args)
     individual = getattr(args, "individual", None)
-    mode = getattr(args, "stream", "auto") or "auto"
-    stream = individual is None and (mode == "yes" or (mode == "auto" and is_large_source(data)))
+    stream = individual is None and streamed(args, data)
     weight = getattr(args, "weight", None)
     if not stream:
         kw = {"individual": individual} if individual is not None else {}

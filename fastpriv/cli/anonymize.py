@@ -30,7 +30,18 @@ from typing import Any, NamedTuple
 
 from .._progress import Progress
 from ..errors import InputError
-from ._common import at_least_1, confidence, count, positive, probability, risk_bound, seed, size
+from ._common import (
+    confidence,
+    count,
+    ell,
+    population_arg,
+    population_size,
+    positive,
+    probability,
+    risk_bound,
+    seed,
+    size,
+)
 
 ORDER = 30
 
@@ -258,8 +269,9 @@ def load_plugins() -> None:
 
 
 def add_criterion_arguments(p: Any, *, title: str = "criteria (all given must hold)",
-                            population_help: str = "population size in people for "
-                                                   "--max-uniqueness") -> Any:
+                            population_help: str = "the population for --max-uniqueness: its "
+                                                   "size in people, or a table of it (its "
+                                                   "rows are its people)") -> Any:
     """Add the criterion flags (one meaning each, read by :func:`_criterion`) to ``p``.
 
     Shared by the commands that search the lattice (``anonymize``, ``frontier``); returns
@@ -268,7 +280,7 @@ def add_criterion_arguments(p: Any, *, title: str = "criteria (all given must ho
     c = p.add_argument_group(title)
     c.add_argument("--min-size", type=size, metavar="N",
                    help="k-anonymity: every group has at least N people")
-    c.add_argument("--min-l", "--l", dest="l", type=at_least_1, metavar="L",
+    c.add_argument("--min-l", "--l", dest="l", type=ell, metavar="L",
                    help="ℓ-diversity: every group has ℓ ≥ L (see --l-kind; the flag of "
                         "fastpriv audit's threshold)")
     c.add_argument("--l-kind", default="distinct", choices=("distinct", "entropy", "recursive"),
@@ -298,7 +310,7 @@ def add_criterion_arguments(p: Any, *, title: str = "criteria (all given must ho
     c.add_argument("--max-uniqueness", type=probability, metavar="SHARE",
                    help="estimated population uniques / population size <= SHARE (needs "
                         "--population; not monotone: every lattice node is checked)")
-    c.add_argument("--population", type=size, metavar="N",
+    c.add_argument("--population", type=population_arg, metavar="N|TABLE",
                    help=population_help)
     c.add_argument("--uniqueness-model", choices=("dankar", "pitman", "zayatz", "snb"),
                    help="with --max-uniqueness: population uniqueness model (default dankar: "
@@ -326,9 +338,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "whose --suppressed keep '*' group fails it; nothing is published), 2 "
                     "bad input (or no release meets them), 3 internal error.",
         example=("fastpriv anonymize adult --method mondrian --qi age sex race "
-                 "--sensitive occupation --min-size 5 --l 3 -o release.parquet --overwrite",
+                 "--sensitive occupation --min-size 5 --min-l 3 -o release.parquet "
+                 "--overwrite",
                  "fastpriv anonymize adult --method anatomy --qi age sex race "
-                 "--sensitive occupation --l 4 -o anatomy.parquet --overwrite"))
+                 "--sensitive occupation --min-l 4 -o anatomy.parquet --overwrite"))
     p.add_argument("data", help="Parquet/CSV file or directory, or 'adult' (bundled UCI Adult)")
     p.add_argument("--qi", nargs="+", required=True, metavar="COL", help="quasi-identifiers")
     p.add_argument("--sensitive", metavar="COL",
@@ -435,7 +448,8 @@ def _criterion(args: argparse.Namespace) -> Any:
                          max_risk=args.max_risk, max_avg_risk=args.max_avg_risk,
                          max_records_at_risk=args.max_records_at_risk,
                          risk_threshold=args.risk_threshold,
-                         max_uniqueness=args.max_uniqueness, population=args.population,
+                         max_uniqueness=args.max_uniqueness,
+                         population=population_size(args),
                          uniqueness_model=args.uniqueness_model)
 
 
@@ -538,7 +552,7 @@ def _outputs(args: argparse.Namespace, bucketization: bool | None) -> list[str]:
     from ..anonymize import release_paths
 
     out: list[str] = []
-    if args.output:
+    if args.output and args.output != "-":
         if bucketization is None:      # unknown before the method runs: check both forms
             out += list(release_paths(args.output, bucketization=True).values())
             out.append(args.output)
@@ -586,7 +600,7 @@ def _refuse_other_methods_options(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv anonymize``."""
     from .._io import check_outputs, note_input, output_set
-    from ._common import Timer, load_data
+    from ._common import Timer, data_of
 
     load_plugins()
     if args.method not in METHODS:
@@ -596,6 +610,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--method must be one of {', '.join(sorted(METHODS))}; got "
                          f"{args.method!r}")
     _refuse_other_methods_options(args)
+    _check_stdout_release(args)
     inputs = [p for p in (args.data, getattr(args, "hierarchies", None)) if p]
     for p in inputs:
         note_input(p)
@@ -603,7 +618,7 @@ def run(args: argparse.Namespace) -> int:
     check_outputs(_outputs(args, bucket if args.method in METHODS_KNOWN else None),
                   overwrite=args.overwrite, inputs=inputs)
     crit = _criterion(args)
-    data = load_data(args.data, getattr(args, "encoding", None))
+    data = data_of(args)
     if args.weight and args.method not in WEIGHTED_METHODS:
         data = _one_row_per_person(args, data)
     _check_keep(args, data)
@@ -614,6 +629,38 @@ def run(args: argparse.Namespace) -> int:
     with output_set():
         _write_outputs(args, result, data, inputs, payload)
     return 1 if payload["failure"] else 0
+
+
+def _check_stdout_release(args: argparse.Namespace) -> None:
+    """``-o -``: the release as CSV on standard output (one table; nothing else there)."""
+    if args.output != "-":
+        return
+    if args.format != "csv":
+        raise InputError("-o -: the release goes to standard output as CSV, a format that "
+                         "streams; add --format csv (or give a file name for Parquet)")
+    if args.method in BUCKETIZATIONS:
+        raise InputError(f"-o -: a {args.method} release is two tables (QI and sensitive); "
+                         "give a file name")
+    if args.json == "-":
+        raise InputError("-o - and --json - would both write to standard output; give one "
+                         "of them a file name")
+
+
+def _release_to_stdout(args: argparse.Namespace, result: Any, data: Any) -> None:
+    """Write the release's one table as CSV to the real standard output."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    from ._common import write_stdout
+
+    if not hasattr(result, "table"):
+        raise InputError(f"method {args.method!r} returned no publishable table")
+    table = result.table(data, keep=args.keep, count_column=args.count_column)
+    sink = pa.BufferOutputStream()
+    pacsv.write_csv(table, sink)
+    write_stdout(args, sink.getvalue().to_pybytes().decode("utf-8"))
+    print(f"wrote the release to standard output ({table.num_rows:,} rows, CSV)",
+          file=sys.stderr)
 
 
 def _one_row_per_person(args: argparse.Namespace, data: Any) -> Any:
@@ -638,6 +685,8 @@ def _write_outputs(args: argparse.Namespace, result: Any, data: Any, inputs: lis
     failure = payload["failure"]
     if args.output and failure:
         print(f"release not written: it fails its own criterion ({failure})", file=sys.stderr)
+    elif args.output == "-":
+        _release_to_stdout(args, result, data)
     elif args.output:
         if not hasattr(result, "write"):
             raise InputError(f"method {args.method!r} returned no publishable table")

@@ -56,7 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--qi", nargs="+", required=True, metavar="COL",
                    help="quasi-identifier columns (exact values)")
     p.add_argument("--sensitive", required=True, help="sensitive column")
-    p.add_argument("--group", metavar="COL", help="group-id column (or --bucketize)")
+    p.add_argument("--group", nargs="+", metavar="COL",
+                   help="group-id column(s) of the release (or --bucketize)")
     add_bucketize_argument(p)
     p.add_argument("--r", type=real_gt1, required=True, help="privacy parameter r > 1")
     p.add_argument("--sensitive-table", metavar="FILE",
@@ -91,7 +92,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=seed, default=0, help="seed of the random starts (>= 0)")
     add_nulls_argument(p)
     add_weight_argument(p, "; every count and posterior is over people")
-    p.add_argument("--top", type=count, default=10, help="worst tuples to print (default 10)")
+    p.add_argument("--top", type=size, metavar="N", default=10,
+                   help="worst tuples to print (default 10)")
     p.add_argument("--distributions", metavar="OUT",
                    help="write the mined distributions (long table, Parquet/CSV)")
     p.add_argument("--tuples", metavar="OUT",
@@ -110,11 +112,11 @@ def run(args: argparse.Namespace) -> int:
         Timer,
         bucketize,
         check_grouping,
+        data_of,
         emit_json,
         escape,
         file_output,
         format_table,
-        load_data,
         print_remedy,
     )
 
@@ -125,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = [args.data] + [f for f in (args.sensitive_table, args.original) if f]
     check_outputs([args.distributions, args.tuples, file_output(args.json)],
                   overwrite=args.overwrite, inputs=inputs)
-    data, group = bucketize(args, load_data(args.data, getattr(args, "encoding", None)))
+    data, group = bucketize(args, data_of(args))
     targets: list = list(args.sensitive_values or [])
     for spec in args.value_set or []:
         members = [v.strip() for v in spec.split(",") if v.strip()]

@@ -40,6 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_data_arguments,
         add_output_arguments,
         add_risk_arguments,
+        add_risk_switch,
         size,
     )
 
@@ -57,10 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ℓ of recursive (c,ℓ)-diversity (default: the achieved distinct ℓ)")
     add_threshold_arguments(p)
     r = p.add_argument_group("re-identification risk (needs --qi)")
-    r.add_argument("--risk", action="store_true",
-                   help="also measure re-identification risk from the QI class sizes: "
-                        "prosecutor/journalist/marketer, sample and population uniques "
-                        "(Pitman, Zayatz, SNB, Dankar's rule)")
+    add_risk_switch(r)
     add_risk_arguments(r)
     p.add_argument("--verbose", action="store_true",
                    help="also list the checks that did not run, with the reason")
@@ -110,11 +108,12 @@ def audit_release(rel, args: argparse.Namespace, data_spec: str):
 def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv audit``."""
     from .._io import check_outputs
-    from ._common import Timer, emit_json, escape, file_output, load_release
+    from ._common import Timer, emit_json, escape, file_output, load_release, risk_wanted
 
     if args.risk and not args.qi:
         raise InputError("--risk: give the quasi-identifiers with --qi (the classes are "
                          "their distinct tuples)")
+    args.risk = risk_wanted(args)
     _refuse_idle_risk_flags(args)
     check_outputs([file_output(args.json)], overwrite=args.overwrite, inputs=[args.data])
     if args.sensitive is None:
@@ -148,46 +147,49 @@ def run(args: argparse.Namespace) -> int:
     print(rep.summary(verbose=args.verbose))
     status = rep.exit_code
     if args.risk:
-        payload["risk"], risk_ok = _risk(args)
+        unreachable = any(not r.startswith("fastpriv ") for r in d["verdict"]["remedies"])
+        payload["risk"], risk_ok = _risk(args, remedy=not unreachable)
         status = max(status, 0 if risk_ok else 1)
     emit_json(args, payload)
     return status
 
 
 def _refuse_idle_risk_flags(args: argparse.Namespace) -> None:
-    """With --sensitive, --max-risk and a population size need --risk: else they do nothing.
+    """Refuse --max-risk and a population size when the risk does not run.
 
-    (Without --sensitive the risk of the QI classes is always measured; a population table
-    also feeds --min-k-map and --max-delta.)
+    That is with ``--no-risk`` or without ``--qi``; a population table still feeds
+    --min-k-map and --max-delta.
     """
     from ..registry import thresholds_of
 
-    if args.sensitive is None or args.risk:
+    if args.risk:
         return
     argv = getattr(args, "argv", None) or []
     if any(t == "--max-risk" or t.startswith("--max-risk=") for t in argv):
-        raise InputError("--max-risk is the threshold of --risk (re-identification risk); "
-                         "add --risk or leave it out")
+        raise InputError("--max-risk is the threshold of the re-identification risk, which "
+                         "does not run here (--no-risk, or no --qi); leave it out")
     table_used = any(v is not None for v in thresholds_of(args).values())
     if args.population is not None and not table_used:
-        raise InputError("--population feeds --risk (journalist risk, population uniques), "
-                         "--min-k-map and --max-delta; add one of them or leave it out")
+        raise InputError("--population feeds the re-identification risk (journalist risk, "
+                         "population uniques; off here: --no-risk, or no --qi), --min-k-map "
+                         "and --max-delta; add one of them or leave it out")
 
 
 def _audit_classes(args: argparse.Namespace) -> int:
     """``fastpriv audit`` without ``--sensitive``: k-anonymity and risk of the QI classes."""
     from ..registry import thresholds_of
     from ..report import build_report
-    from ._common import Timer, emit_json, escape, format_table, load_data, load_population
+    from ._common import Timer, data_of, emit_json, escape, format_table, load_population
 
     if not args.qi:
         raise InputError("--qi: without --sensitive give the quasi-identifier columns (the "
                          "audit measures k-anonymity and re-identification risk of their "
                          "classes)")
     with Timer() as t:
-        rep = build_report(load_data(args.data, getattr(args, "encoding", None)), qi=args.qi,
+        rep = build_report(data_of(args), qi=args.qi,
                            nulls=args.nulls, weight=args.weight, min_size=args.min_size,
                            max_risk=args.max_risk, population=load_population(args),
+                           risk=args.risk,
                            thresholds=thresholds_of(args), robustness=False, attack=False,
                            knowledge_skylines=False,
                            data_spec=args.data, source=args.data, remedy_qi=args.qi)
@@ -212,14 +214,18 @@ def _audit_classes(args: argparse.Namespace) -> int:
     return rep.exit_code
 
 
-def _risk(args: argparse.Namespace) -> tuple[dict, bool]:
-    """Re-identification risk of the QI classes (``--risk``): print it, return it and PASS."""
+def _risk(args: argparse.Namespace, *, remedy: bool = True) -> tuple[dict, bool]:
+    """Re-identification risk of the QI classes: print it, return it and PASS.
+
+    ``remedy=False``: the verdict already said no generalization can pass, so no command is
+    offered for the risk alone.
+    """
     import math
 
     from .. import risk
-    from ._common import load_data, load_population, print_remedy
+    from ._common import data_of, load_population, print_remedy
 
-    res = risk.audit(load_data(args.data, getattr(args, "encoding", None)), qi=args.qi,
+    res = risk.audit(data_of(args), qi=args.qi,
                      threshold=args.max_risk, population=load_population(args),
                      nulls=args.nulls,
                      weight=args.weight)
@@ -229,7 +235,7 @@ def _risk(args: argparse.Namespace) -> tuple[dict, bool]:
     print(res.summary())
     for line in lines:
         print("  " + line)
-    if not ok:
+    if not ok and remedy:
         n_records = int(res.params["n_records"])
         n = math.ceil(1 / args.max_risk - 1e-12) if args.max_risk > 0 else n_records + 1
         why = None

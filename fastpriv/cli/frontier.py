@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     from ..anonymize.lattice import GeneralizationLattice
     from ..frontier import lattice_frontier
     from ..report.verdict import anonymize_command
-    from ._common import Timer, emit_json, escape, file_output, load_data
+    from ._common import Timer, data_of, emit_json, escape, file_output, population_size
     from .anonymize import _hierarchy_spec
 
     if args.output == "-":
@@ -162,12 +162,12 @@ def run(args: argparse.Namespace) -> int:
     check_outputs([args.output, file_output(args.json)], overwrite=args.overwrite,
                   inputs=inputs)
     crit = _criterion(args)
-    data = load_data(args.data, getattr(args, "encoding", None))
+    data = data_of(args)
     with Timer() as timer:
         lat = GeneralizationLattice(data, args.qi, args.sensitive, _hierarchy_spec(args),
                                     nulls=args.nulls, weight=args.weight)
         res = lattice_frontier(lat, crit, utility=args.utility, suppression=args.suppression,
-                               objective=args.objective, population=args.population,
+                               objective=args.objective, population=population_size(args),
                                uniqueness_model=args.uniqueness_model or "dankar",
                                risk_measure=args.risk_measure)
     command = None

@@ -183,10 +183,10 @@ def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv hierarchy BUILDER``."""
     from .._io import check_outputs
     from ..errors import InputError
-    from ._common import load_data
+    from ._common import data_of
 
     check_outputs([args.output], overwrite=args.overwrite, inputs=[args.data])
-    values = column_values(load_data(args.data, getattr(args, "encoding", None)),
+    values = column_values(data_of(args),
                            args.column)
     if not len(values):
         raise InputError(f"--column {args.column!r} has no non-null values")

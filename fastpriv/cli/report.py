@@ -18,6 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_knowledge_arguments,
         add_nulls_argument,
         add_risk_arguments,
+        add_risk_switch,
+        add_stream_argument,
         add_weight_argument,
         confidence,
         count,
@@ -54,9 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="individual-id column (MVPI: one row per individual and value)")
     add_weight_argument(p, "; every section counts people")
     add_nulls_argument(p)
-    p.add_argument("--stream", action="store_true",
-                   help="read a large file or Parquet directory in record batches (memory "
-                        "bounded by the (group, value) pairs; row-level sections skipped)")
+    add_stream_argument(p, "; row-level sections skipped", default="no")
     p.add_argument("--c", nargs="+", type=confidence, default=[0.8, 0.95], metavar="C",
                    help="confidence thresholds in (0, 1]: an adversary succeeds when at least "
                         "c sure (default 0.8 0.95; the verdict uses the smallest)")
@@ -75,7 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ℓ of recursive (c,ℓ)-diversity (default: the achieved distinct ℓ)")
     p.add_argument("--min-size", type=size, default=5, metavar="N",
                    help="k-anonymity threshold: every group has at least N people (default 5)")
-    p.add_argument("--min-l", type=size, default=3,
+    p.add_argument("--min-l", type=size, default=3, metavar="L",
                    help="distinct/entropy ℓ-diversity threshold (default 3)")
     p.add_argument("--max-t", type=probability, default=0.2,
                    help="t-closeness threshold in [0, 1] (default 0.2)")
@@ -86,7 +86,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="largest QI attribute set of the adversary's statistics (default 2)")
     p.add_argument("--sensitive-values", nargs="+", metavar="VALUE",
                    help="values protected by r-robustness / attacked (default: every value)")
-    p.add_argument("--top", type=size, default=10,
+    p.add_argument("--top", type=size, default=10, metavar="N",
                    help="worst groups / tuples listed (default 10)")
     p.add_argument("--row-label", metavar="COL",
                    help="column naming each row in the report (e.g. a record number)")
@@ -95,8 +95,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(default: never)")
     p.add_argument("--no-robustness", action="store_true", help="skip r-robustness")
     p.add_argument("--no-attack", action="store_true", help="skip the foreground attack")
-    p.add_argument("--no-risk", action="store_true",
-                   help="skip the re-identification risk of the QI classes")
+    add_risk_switch(p)
     add_risk_arguments(p)
     p.add_argument("--hierarchies", metavar="DIR",
                    help="generalization hierarchies of the --qi (a folder, as fastpriv "
@@ -120,7 +119,15 @@ def run(args: argparse.Namespace) -> int:
     from .._io import announce_written, check_outputs
     from ..registry import thresholds_of
     from ..report import build_report
-    from ._common import escape, file_output, load_data, load_population, write_stdout
+    from ._common import (
+        data_of,
+        escape,
+        file_output,
+        load_population,
+        risk_wanted,
+        streamed,
+        write_stdout,
+    )
 
     if args.group is None and args.qi is None:
         raise InputError("give --group (a bucketized release) and/or --qi (quasi-identifier "
@@ -140,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         [args.hierarchies] if args.hierarchies and args.hierarchies != "bundled" else [])
     json_file = file_output(args.json)
     check_outputs([args.output, json_file], overwrite=args.overwrite, inputs=inputs)
-    data = load_data(args.data, getattr(args, "encoding", None))
+    data = data_of(args)
     rep = build_report(
         data, sensitive=args.sensitive, group=args.group, qi=args.qi,
         individual=args.individual, nulls=args.nulls, knowledge=args.knowledge,
@@ -149,8 +156,9 @@ def run(args: argparse.Namespace) -> int:
         l=args.l, min_size=args.min_size, min_l=args.min_l, max_t=args.max_t, r=args.r,
         max_set_size=args.max_set_size, sensitive_values=args.sensitive_values, top=args.top,
         include_individual_values=args.include_individual_values, row_label=args.row_label,
-        robustness=not args.no_robustness, attack=not args.no_attack, stream=args.stream,
-        risk=not args.no_risk, max_risk=args.max_risk, population=load_population(args),
+        robustness=not args.no_robustness, attack=not args.no_attack,
+        stream=streamed(args, data), risk=risk_wanted(args), max_risk=args.max_risk,
+        population=load_population(args),
         thresholds=thresholds_of(args),
         title=args.title, source=source, data_spec=args.data, weight=args.weight,
         hierarchies=args.hierarchies)

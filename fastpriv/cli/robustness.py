@@ -17,7 +17,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_nulls_argument,
         add_output_arguments,
         add_weight_argument,
-        count,
         hoeffding_confidence,
         positive,
         real_gt1,
@@ -61,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "--confidence)")
     add_nulls_argument(p)
     add_weight_argument(p, "; every count and posterior is over people")
-    p.add_argument("--top", type=count, default=10,
+    p.add_argument("--top", type=size, metavar="N", default=10,
                    help="worst (person, attribute set, value) cases to print (default 10)")
     p.add_argument("--verbose", action="store_true",
                    help="also print the audit's internal counts (triples, Δ-certified groups)")
@@ -79,17 +78,17 @@ def run(args: argparse.Namespace) -> int:
         Timer,
         bucketize,
         check_grouping,
+        data_of,
         emit_json,
         file_output,
         format_table,
-        load_data,
         print_remedy,
     )
 
     check_grouping(args)
     check_outputs([file_output(args.json)], overwrite=args.overwrite,
                   inputs=[args.data] + ([args.knowledge] if args.knowledge else []))
-    data, group = bucketize(args, load_data(args.data, getattr(args, "encoding", None)))
+    data, group = bucketize(args, data_of(args))
     knowledge = None
     if args.knowledge:
         knowledge = Knowledge.from_table(args.knowledge, set_column="attributes",
