@@ -309,7 +309,8 @@ def add_criterion_arguments(p: Any, *, title: str = "criteria (all given must ho
                         "(default 0.2)")
     c.add_argument("--max-uniqueness", type=probability, metavar="SHARE",
                    help="estimated population uniques / population size <= SHARE (needs "
-                        "--population; not monotone: every lattice node is checked)")
+                        "--population; not monotone: every lattice node is checked, with "
+                        "--objective optimal only those whose bound could beat the best)")
     c.add_argument("--population", type=population_arg, metavar="N|TABLE",
                    help=population_help)
     c.add_argument("--uniqueness-model", choices=("dankar", "pitman", "zayatz", "snb"),
