@@ -32,6 +32,13 @@ form (rows of ``kinds/iparams/fparams`` evaluated by
 leaving compiled code. t-closeness compares each group with the distribution Q of the whole
 release; the anonymizers pass the original table's Q.
 
+ARX's re-identification risk criteria read the class sizes alone: ``HighestRisk`` is
+k-anonymity with k = ⌈1/max⌉ (local); ``AverageRisk``, ``RecordsAtRisk`` and
+``PopulationUniqueness`` hold or fail on the whole distribution of class sizes
+(:meth:`_SizesCriterion.holds`) and, under a suppression budget, suppress the smallest
+classes first until they hold on the classes kept (``suppressed_prefix``, ARX's
+``RiskBasedCriterion.enforce``).
+
 Conventions: thresholds of the worst-case models are strict (disclosure **< c**, SPEC §1);
 entropy ℓ and t use a 1e-12 tolerance so exact ties (a uniform group at ℓ, EMD = t) pass.
 
