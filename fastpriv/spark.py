@@ -58,9 +58,9 @@ Example (a local session; any cluster works the same)::
     fastpriv.ck_safety.audit(rel, k=3)
 
 Labels are read as Spark hands them to Arrow: integer widths and string layouts are
-normalized as everywhere in fastpriv; timestamps carry the session time zone. Spark
-normalizes ``-0.0`` to ``0.0`` when it groups floating-point keys, where the local path
-keeps them as two labels. ``nulls=`` works as in :meth:`Release.from_table` (a NULL key or
+normalized as everywhere in fastpriv; timestamps carry the session time zone. ``-0.0``
+and ``0.0`` are one key, as Spark groups them and as the local path reads them.
+``nulls=`` works as in :meth:`Release.from_table` (a NULL key or
 value is a group / label of its own in Spark; ``"drop"`` drops those triples, as dropping
 the rows would). Needs the ``spark`` extra (``pip install 'fastpriv[spark]'``) and a Java
 runtime (``apt-get install openjdk-17-jre-headless``).
@@ -472,7 +472,7 @@ def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str]
         fastpriv.robustness.audit(t, qi=["zip", "age"], group="gid",
                                   sensitive="disease", weight="count", r=2)
 
-    Spark groups ``-0.0`` with ``0.0`` (module notes).
+    ``-0.0`` and ``0.0`` are one key (module notes).
 
     Parameters
     ----------
