@@ -53,3 +53,19 @@ def test_report_without_a_sensitive_column_names_the_exposed_records():
     assert "records are unique on the quasi-identifiers" in html
     values = rep.data["risk"]["chart"]["values"]
     assert values == sorted(values, reverse=True)           # the chart's longest bar first
+
+
+def test_anonymize_says_the_optimized_measure_on_stdout(tmp_path, capsys):
+    """--utility loss --objective optimal: the optimized loss on stdout, not discernibility
+    alone; no number in scientific notation."""
+    import json
+
+    out = tmp_path / "r.json"
+    assert main(["anonymize", "adult", "--qi", "age", "sex", "race", "--min-size", "5",
+                 "--utility", "loss", "--objective", "optimal", "--suppression", "0.02",
+                 "-o", str(tmp_path / "r.parquet"), "--json", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    opt = json.loads(out.read_text())["optimum"]
+    assert f"loss = {fmt_number(opt['value'])}" in stdout
+    assert "the best of every satisfying node" in stdout
+    assert not re.search(r"\de[+-]\d", stdout)

@@ -507,6 +507,7 @@ def summary_payload(result: Any, args: argparse.Namespace, seconds: float,
 def summary_text(payload: dict, result: Any) -> str:
     """Return the plain-text summary: what was published, how, and its utility cost."""
     from ..anonymize._result import left_out_text
+    from ..report.text import fmt_number
 
     weighted = "n_people" in payload
     left_out = left_out_text(payload["n_suppressed_people" if weighted else "n_suppressed"],
@@ -529,23 +530,39 @@ def summary_text(payload: dict, result: Any) -> str:
              + (f"FAILS: {payload['failure']}" if payload.get("failure")
                 else "holds")]
     if "levels" in payload:
-        gone = set(payload.get("fully_suppressed", ()))
-        lines.append("generalization chosen: " + ", ".join(
-            f"{a} at level {lv}" + (" (fully suppressed: every value is *)" if a in gone else "")
-            for a, lv in payload["levels"].items())
-            + (f" (best of {len(payload['minimal_nodes'])} minimal nodes, "
-               f"{payload['nodes_checked']} of {payload['n_nodes']} checked)"
-               if payload.get("minimal_nodes") else ""))
+        lines += _lattice_lines(payload)
     if getattr(result, "is_bucketization", False):
         lines.append("published as two tables: the QI table (exact QI values, group id) and "
                      "the sensitive table (group id, value, count); never join them")
     if payload["published_unchanged"]:
         lines.append("published unchanged (--keep): " + ", ".join(payload["published_unchanged"]))
-    lines.append(f"utility: discernibility {payload['discernibility']:.4g}, normalized average "
-                 f"group size {payload['avg_group_size_c_avg']:.4g}"
+    lines.append(f"utility: discernibility {fmt_number(payload['discernibility'])}, normalized "
+                 f"average group size {fmt_number(payload['avg_group_size_c_avg'])}"
                  + (f", count-query relative error {payload['query_error']['relative_error']:.3g}"
                     if "query_error" in payload else ""))
     return "\n".join(lines)
+
+
+def _lattice_lines(payload: dict) -> list[str]:
+    """Return the lines naming the node chosen and the measure it optimizes."""
+    from ..report.text import fmt_number
+
+    gone = set(payload.get("fully_suppressed", ()))
+    opt = payload.get("optimum") or {}
+    among = ("the best of every satisfying node" if opt.get("objective") == "optimal" else
+             f"the best of {len(payload['minimal_nodes'])} minimal nodes"
+             if payload.get("minimal_nodes") else "")
+    checked = (f"{payload['nodes_checked']:,} of {payload['n_nodes']:,} nodes checked"
+               if payload.get("n_nodes") else "")
+    how = "; ".join(x for x in (among, checked) if x)
+    lines = ["generalization chosen: " + ", ".join(
+        f"{a} at level {lv}" + (" (fully suppressed: every value is *)" if a in gone else "")
+        for a, lv in payload["levels"].items()) + (f" ({how})" if how else "")]
+    if opt.get("measure") is not None and opt.get("value") is not None:
+        arx = f", ARX's {opt['arx_model']}" if opt.get("arx_model") else ""
+        lines.append(f"optimized ({opt['objective']}{arx}): {opt['measure']} = "
+                     f"{fmt_number(opt['value'])}")
+    return lines
 
 
 def _outputs(args: argparse.Namespace, bucketization: bool | None) -> list[str]:
