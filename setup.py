@@ -1,10 +1,11 @@
 """setuptools hooks: a wheel, and a non-editable ``pip install .``, ship compiled kernels.
 
 ``build_py`` copies the sources into the build directory, then compiles every kernel — the
-warm-up workload of ``fastpriv warmup`` — for portable CPUs into
+warm-up workload of ``fastpriv warmup`` — for a portable CPU (the architecture's baseline;
+``FASTPRIV_KERNEL_TARGETS=x86-64-v3,generic`` adds AVX2 code) into
 ``<build>/fastpriv/_kernel_cache`` (``python -m fastpriv._package_cache build``, run on the
-copied package in fresh processes; 1-2 minutes of CPU per target; one progress line per
-target on stderr, which pip shows with ``-v``). Everything in the build directory goes
+copied package in fresh processes; 1-2 minutes of CPU per target; progress lines on stderr,
+which pip shows with ``-v``). Everything in the build directory goes
 into the wheel, so the kernels ship as package data, and the wheel is tagged for this
 Python and platform (``cp311-cp311-linux_x86_64``): the machine code is for this
 architecture and the cache for this Python.

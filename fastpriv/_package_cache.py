@@ -14,11 +14,13 @@ At run time a kernel is taken from the user's cache, else from the package's, el
 compiled as before (and saved to the user's cache). Numba keys each cache entry on its
 code generator's *magic tuple* (target triple, CPU name, CPU features); the package's
 entries are looked up under the tuple they were compiled for, not the running process's,
-and their object code is linked into the running process as is: code for baseline x86-64
-(``generic``) runs on every x86-64 CPU, code for ``x86-64-v3`` (AVX2, FMA, BMI2, …) on
-every CPU having those features. :func:`shipped` picks the most capable target whose
-features the running CPU has (as Numba sees them: ``NUMBA_CPU_NAME`` /
-``NUMBA_CPU_FEATURES`` count).
+and their object code is linked into the running process as is: code for LLVM's baseline
+CPU of the architecture (``generic``; SSE2 on x86-64) runs on every CPU of it, code for
+``x86-64-v3`` (AVX2, FMA, BMI2, …) on every CPU having those features. A wheel ships
+``generic`` (:func:`default_targets`: it measured as fast as the host's own code on the
+hot paths); ``FASTPRIV_KERNEL_TARGETS=x86-64-v3,generic`` at build time ships both, and
+:func:`shipped` then picks the most capable target whose features the running CPU has
+(as Numba sees them: ``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` count).
 
 The package's kernels are used only where they are what this process would compile: the
 Numba, llvmlite and Python versions, NumPy's major version and the target triple must be
@@ -184,18 +186,26 @@ def shipped() -> Shipped | None:
 
 # ============================================================================ building
 def default_targets() -> list[str]:
-    """Return the targets a wheel built on this machine ships, most capable first.
+    """Return the targets a wheel built here ships, most capable first.
 
-    x86-64: ``x86-64-v3`` and ``generic`` when this machine can run ``x86-64-v3`` code (the
-    warm-up runs the kernels it compiles), else ``generic`` alone; other architectures:
-    ``generic``.
+    ``FASTPRIV_KERNEL_TARGETS`` (comma-separated keys of :data:`TARGETS`), else
+    ``generic`` alone: on the hot paths of the documented commands, baseline x86-64 code
+    took 0.79-1.01x the CPU time of code compiled for the measuring machine's own CPU (AMD
+    EPYC, AVX-512; ``benchmarks/bench_portable_kernels.py``), so a second target would
+    double the build and the kernels' size for nothing measurable there. A target the
+    building machine cannot run is refused (the workload runs what it compiles).
     """
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return ["generic"]
-    from numba.core.codegen import get_host_cpu_features
+    asked = os.environ.get("FASTPRIV_KERNEL_TARGETS", "").strip()
+    targets = [t.strip() for t in asked.split(",") if t.strip()] if asked else ["generic"]
+    if "x86-64-v3" in targets:
+        from numba.core.codegen import get_host_cpu_features
 
-    have = {f[1:] for f in get_host_cpu_features().split(",") if f.startswith("+")}
-    return ["x86-64-v3", "generic"] if set(TARGETS["x86-64-v3"][1]) <= have else ["generic"]
+        have = {f[1:] for f in get_host_cpu_features().split(",") if f.startswith("+")}
+        if platform.machine().lower() not in ("x86_64", "amd64") or \
+                not set(TARGETS["x86-64-v3"][1]) <= have:
+            raise ValueError("FASTPRIV_KERNEL_TARGETS: this machine cannot run x86-64-v3 "
+                             "code, which the build runs to compile it")
+    return targets
 
 
 def target_env(target: str, cache_dir: str | os.PathLike[str],
