@@ -594,6 +594,24 @@ def compile_profile(r: Results) -> str:
             + measured(r, f, "").replace(": measured", " was measured", 1))
 
 
+def portable_kernels(r: Results) -> str:
+    """The package's portable kernels against kernels compiled for the measuring CPU."""
+    f = "portable_kernels.json"
+    ops = r.get(f, "operations")
+    ratio = r.get(f, "ratio_to_host")
+    rows = [[desc, times(r.get(f, "ratio_to_host", "generic", k)),
+             times(r.get(f, "ratio_to_host", "x86-64-v3", k))] for k, desc in ops.items()]
+    worst = max(ratio["generic"].values())
+    table = _table(["hot path (inputs of about a million rows; Adult for the last two)",
+                    "baseline x86-64 / host", "x86-64-v3 / host"], rows)
+    return (table + f"\n\nCPU time of each hot path with the package's kernels, as a multiple "
+            f"of its time with kernels compiled for the measuring CPU (the median over "
+            f"{r.get(f, 'rounds')} rounds of alternated fresh processes of each round's "
+            f"ratio, each process the best of {r.get(f, 'repeat')} calls); baseline x86-64 "
+            f"is at most {times(worst)}, so wheels ship it alone. "
+            + measured(r, f, " (`python -m benchmarks.bench_portable_kernels`)"))
+
+
 def test_suite(r: Results) -> str:
     """The suite's wall time cold and warm, and the developer loop (``-m "not slow"``)."""
     f = "test_suite.json"
@@ -1053,6 +1071,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "cold-commands": cold_commands,
     "cold-cached": cold_cached,
     "compile-profile": compile_profile,
+    "portable-kernels": portable_kernels,
     "test-suite": test_suite,
     "engines": engines,
     "limit-skyline": skyline_limit,
