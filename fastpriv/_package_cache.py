@@ -33,15 +33,10 @@ other), and never written at run time.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import os
-import platform
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,6 +190,8 @@ def default_targets() -> list[str]:
     double the build and the kernels' size for nothing measurable there. A target the
     building machine cannot run is refused (the workload runs what it compiles).
     """
+    import platform
+
     asked = os.environ.get("FASTPRIV_KERNEL_TARGETS", "").strip()
     targets = [t.strip() for t in asked.split(",") if t.strip()] if asked else ["generic"]
     if "x86-64-v3" in targets:
@@ -261,6 +258,9 @@ def _say(stream: Any, text: str) -> None:
 def _run_targets(dest: Path, targets: list[str], code: str | None, jobs: int,
                  stream: Any) -> dict[str, dict]:
     """Compile each target in its own process, ``jobs`` at a time; their reports by target."""
+    import subprocess
+    import tempfile
+
     reports: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp:
         todo = list(targets)
@@ -314,6 +314,8 @@ def build(dest: str | os.PathLike[str], targets: list[str] | None = None, *,
         The manifest written to ``dest/manifest.json``.
 
     """
+    import shutil
+
     stream = sys.stderr if stream is None else stream
     dest = Path(dest).resolve()
     targets = default_targets() if targets is None else list(targets)
@@ -353,6 +355,8 @@ def build(dest: str | os.PathLike[str], targets: list[str] | None = None, *,
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m fastpriv._package_cache build DEST [--target T ...]`` (the build hook)."""
+    import argparse
+
     parser = argparse.ArgumentParser(prog="python -m fastpriv._package_cache")
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="compile the kernels into DEST for portable targets")
