@@ -5,10 +5,10 @@ warm-up workload of ``fastpriv warmup`` — for a portable CPU (the architecture
 ``FASTPRIV_KERNEL_TARGETS=x86-64-v3,generic`` adds AVX2 code) into
 ``<build>/fastpriv/_kernel_cache`` (``python -m fastpriv._package_cache build``, run on the
 copied package in fresh processes; 1-2 minutes of CPU per target; progress lines on stderr,
-which pip shows with ``-v``). Everything in the build directory goes
-into the wheel, so the kernels ship as package data, and the wheel is tagged for this
-Python and platform (``cp311-cp311-linux_x86_64``): the machine code is for this
-architecture and the cache for this Python.
+which pip shows with ``-v``). Everything in the build directory goes into the wheel, so the
+kernels ship as package data, and the wheel is tagged for this Python and platform
+(``cp311-cp311-linux_x86_64``): the machine code is for this architecture and the cache for
+this Python.
 
 An editable install (``pip install -e .``) compiles nothing: kernels compile on first use
 and are cached in the user's cache (``fastpriv warmup`` compiles them all ahead).
