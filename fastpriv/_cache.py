@@ -37,11 +37,20 @@ process.
 
 **The package's kernels.** A wheel ships the kernels compiled for portable CPUs
 (:data:`PACKAGE_CACHE`, built by :mod:`fastpriv._package_cache`): a kernel the user's cache
-does not hold is loaded from there (looked up under the portable target's magic tuple, not
-this process's) before it is compiled, and a compiled kernel is saved to the user's cache
-as before. A user cache that cannot be used (untrusted, or no location) still leaves the
-package's kernels (:class:`_PackageOnlyCache`). A source checkout or an editable install has
-none.
+does not hold is loaded from there before it is compiled, and a compiled kernel is saved to
+the user's cache as before. Numba keys each entry on its code generator's *magic tuple*
+(target triple, CPU name, CPU features); the package's entries are looked up under the
+tuple they were compiled for, not this process's, and their object code is linked into
+this process as it is (code for the baseline CPU runs on every CPU of the architecture).
+:func:`shipped` picks the most capable target the CPU can run (its features as Numba sees
+them: ``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` count), and only where the Numba, llvmlite
+and Python versions, NumPy's major version and the target triple are the build's;
+otherwise kernels compile as without them, and one line on the ``fastpriv`` logger says
+why (once, at the first kernel the user's cache misses). A user cache that cannot be used
+(untrusted, or no location) still leaves the package's kernels (:class:`_PackageOnlyCache`).
+The package's cache is trusted like the package's modules next to it (whoever can write
+one can write the other) and never written at run time; a source checkout or an editable
+install has none. ``FASTPRIV_NO_CACHE=1`` turns it off too.
 
 **Damage.** A cache entry that cannot be read back — an index or data file that is
 truncated, holds garbage or does not unpickle — is a cache miss: the kernel is compiled
@@ -53,11 +62,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import logging
 import os
 import re
 import stat
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,10 +77,11 @@ from numba.core import caching
 from ._progress import gc_paused
 
 __all__ = ["UnsafeCacheDirectory", "cache_dir_for", "cache_root", "make_cache", "source_hash",
-           "unsafe_reason"]
+           "unsafe_reason", "PACKAGE_CACHE", "MANIFEST", "TARGETS", "Shipped", "shipped",
+           "mismatch"]
 
-#: The package's own compiled kernels (:mod:`fastpriv._package_cache`): built with a wheel,
-#: absent in a source checkout and an editable install.
+#: The package's own compiled kernels (built by :mod:`fastpriv._package_cache` with a wheel;
+#: absent in a source checkout and an editable install).
 PACKAGE_CACHE = Path(__file__).resolve().parent / "_kernel_cache"
 
 _LOG = logging.getLogger("fastpriv")
@@ -334,6 +346,136 @@ class _TolerantCacheFile(caching.IndexDataCacheFile):
             return None
 
 
+# ============================================================================ the package's
+#: What the kernels under :data:`PACKAGE_CACHE` were built with (JSON).
+MANIFEST = "manifest.json"
+
+#: Portable targets, most capable first: LLVM CPU name and the CPU features (LLVM's names)
+#: a machine needs to run code compiled for it. ``x86-64-v3`` is the x86-64 psABI level 3
+#: (Haswell, Zen 1 and later); ``generic`` is LLVM's baseline for the architecture.
+TARGETS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "x86-64-v3": ("x86-64-v3", ("avx", "avx2", "bmi", "bmi2", "cx16", "f16c", "fma", "lzcnt",
+                                "movbe", "popcnt", "sahf", "sse3", "sse4.1", "sse4.2", "ssse3",
+                                "xsave")),
+    "generic": ("generic", ()),
+}
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """The package's kernels for one target, usable in this process.
+
+    Attributes
+    ----------
+    root : Path
+        The target's directory (module directories below it, as in the user cache).
+    target : str
+        The target's name (a key of :data:`TARGETS`).
+    magic : tuple of str
+        The code generator's magic tuple the entries were saved under.
+
+    """
+
+    root: Path
+    target: str
+    magic: tuple[str, str, str]
+
+
+def _versions() -> dict[str, str]:
+    """Return the versions compiled code depends on, in this process."""
+    import llvmlite
+    import numba
+    import numpy
+
+    return {"numba": numba.__version__, "llvmlite": llvmlite.__version__,
+            "python": sys.implementation.cache_tag + getattr(sys, "abiflags", ""),
+            "numpy": numpy.__version__}
+
+
+def _host_magic() -> tuple[str, str, str]:
+    from numba.core.registry import cpu_target
+
+    return tuple(cpu_target.target_context.codegen().magic_tuple())
+
+
+def mismatch(manifest: dict, versions: dict[str, str], triple: str) -> str | None:
+    """Return why kernels built as ``manifest`` says cannot be used here, or ``None``.
+
+    Parameters
+    ----------
+    manifest : dict
+        The package cache's :data:`MANIFEST`.
+    versions : dict
+        This process's ``numba``, ``llvmlite``, ``python`` (cache tag) and ``numpy`` versions.
+    triple : str
+        This process's LLVM target triple.
+
+    Returns
+    -------
+    str or None
+        One clause naming what differs, built-with against installed.
+
+    Examples
+    --------
+    >>> m = {"numba": "0.68.1", "llvmlite": "0.50.0", "python": "cpython-311",
+    ...      "numpy": "2.4.6", "triple": "x86_64-unknown-linux-gnu"}
+    >>> v = dict(m)
+    >>> mismatch(m, v, "x86_64-unknown-linux-gnu") is None
+    True
+    >>> mismatch(m, dict(v, numba="0.69.0", llvmlite="0.51.0"), "x86_64-unknown-linux-gnu")
+    'built with Numba 0.68.1 and llvmlite 0.50.0; installed: Numba 0.69.0 and llvmlite 0.51.0'
+    >>> mismatch(m, dict(v, numpy="2.0.1"), "x86_64-unknown-linux-gnu") is None
+    True
+
+    """
+    names = {"numba": "Numba", "llvmlite": "llvmlite", "python": "Python", "numpy": "NumPy"}
+    differ = [k for k in ("numba", "llvmlite", "python") if manifest.get(k) != versions[k]]
+    if str(manifest.get("numpy", "")).split(".")[0] != versions["numpy"].split(".")[0]:
+        differ.append("numpy")
+    if differ:
+        built = " and ".join(f"{names[k]} {manifest.get(k)}" for k in differ)
+        here = " and ".join(f"{names[k]} {versions[k]}" for k in differ)
+        return f"built with {built}; installed: {here}"
+    if manifest.get("triple") != triple:
+        return f"built for {manifest.get('triple')}; this machine is {triple}"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def shipped() -> Shipped | None:
+    """Return the package's kernels this process can load, or ``None``.
+
+    ``None`` silently where the package has none (a source checkout, an editable install);
+    otherwise with one line on the ``fastpriv`` logger saying why they do not apply.
+    Memoized: decided once per process, at the first kernel the user's cache misses.
+    """
+    if not PACKAGE_CACHE.is_dir() or cache_root().resolve() == PACKAGE_CACHE:
+        return None     # none shipped, or this process is filling it (:func:`build`)
+
+    def unusable(why: str) -> None:
+        _note_once("shipped", f"the kernels compiled with this package are not used ({why}): "
+                   f"kernels are compiled on first use instead, once (cached in "
+                   f"{cache_root()}; `fastpriv warmup` compiles them all ahead)")
+
+    try:
+        manifest = json.loads((PACKAGE_CACHE / MANIFEST).read_text(encoding="utf-8"))
+        targets = list(manifest["targets"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        unusable(f"{PACKAGE_CACHE / MANIFEST} is unreadable: {type(exc).__name__}")
+        return None
+    triple, _, features = _host_magic()
+    why = mismatch(manifest, _versions(), triple)
+    if why is not None:
+        unusable(why)
+        return None
+    have = {f[1:] for f in features.split(",") if f.startswith("+")}
+    for t in targets:
+        if set(t["requires"]) <= have:
+            return Shipped(PACKAGE_CACHE / t["dir"], t["name"], tuple(t["magic"]))
+    unusable(f"no target fits this CPU: {', '.join(t['name'] for t in targets)}")
+    return None
+
+
 class _ShippedCacheFile(_TolerantCacheFile):
     """The package's index and data files for one kernel: read, never written."""
 
@@ -375,8 +517,6 @@ class _ShippedEntries:
     @classmethod
     def of(cls, py_func: Any) -> _ShippedEntries | None:
         """Return the entries of ``py_func`` in the package, or ``None`` (none shipped)."""
-        from ._package_cache import shipped
-
         found = shipped()
         py_file = getattr(py_func.__code__, "co_filename", "")
         if found is None or not os.path.isfile(py_file):

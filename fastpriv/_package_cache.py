@@ -1,182 +1,37 @@
-"""Kernels compiled with the package: a read-only cache built with the wheel, for portable CPUs.
+"""Building the package's compiled kernels: the wheel's read-only cache, for portable CPUs.
 
 Building a wheel (``pip wheel .``, ``python -m build``, a non-editable ``pip install .``)
 runs the warm-up workload (:mod:`fastpriv._warmup`, the one ``fastpriv warmup`` runs) in
 fresh processes whose code generator targets a *portable* CPU rather than the build
 machine's, and stores the machine code under ``fastpriv/_kernel_cache/`` inside the
 package (the setuptools hook is ``setup.py``; an editable install compiles nothing and
-keeps the JIT). The layout is the user cache's (:mod:`fastpriv._cache`), one directory per
-target, and ``manifest.json`` records what the code was built with:
+keeps the JIT). The layout is the user cache's, one directory per target, and
+``manifest.json`` records what the code was built with:
 
 ``_kernel_cache/numba-<version>-py<XY>/<cpu>-<features hash>/<module>-<source hash>/``
 
-At run time a kernel is taken from the user's cache, else from the package's, else
-compiled as before (and saved to the user's cache). Numba keys each cache entry on its
-code generator's *magic tuple* (target triple, CPU name, CPU features); the package's
-entries are looked up under the tuple they were compiled for, not the running process's,
-and their object code is linked into the running process as is: code for LLVM's baseline
-CPU of the architecture (``generic``; SSE2 on x86-64) runs on every CPU of it, code for
+How a process loads them — looked up under the target they were compiled for, used only
+with the Numba, llvmlite, Python and NumPy major version of the build — is
+:mod:`fastpriv._cache`'s (:func:`fastpriv._cache.shipped`). Code for LLVM's baseline CPU of
+the architecture (``generic``; SSE2 on x86-64) runs on every CPU of it, code for
 ``x86-64-v3`` (AVX2, FMA, BMI2, …) on every CPU having those features. A wheel ships
 ``generic`` (:func:`default_targets`: it measured as fast as the host's own code on the
-hot paths); ``FASTPRIV_KERNEL_TARGETS=x86-64-v3,generic`` at build time ships both, and
-:func:`shipped` then picks the most capable target whose features the running CPU has
-(as Numba sees them: ``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` count).
-
-The package's kernels are used only where they are what this process would compile: the
-Numba, llvmlite and Python versions, NumPy's major version and the target triple must be
-those of the build; otherwise kernels compile on first use, as without them, and one line
-on the ``fastpriv`` logger says why (once per process, when the first kernel misses the
-user's cache). ``FASTPRIV_NO_CACHE=1`` turns this cache off too. The package's cache is
-trusted like the package's own modules next to it (whoever can write one can write the
-other), and never written at run time.
+hot paths); ``FASTPRIV_KERNEL_TARGETS=x86-64-v3,generic`` at build time ships both, and a
+process then loads the most capable target its CPU can run.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._cache import PACKAGE_CACHE
+from ._cache import MANIFEST, TARGETS, _host_magic, _versions
 
-__all__ = ["PACKAGE_CACHE", "MANIFEST", "TARGETS", "Shipped", "shipped", "mismatch",
-           "default_targets", "target_env", "build", "main"]
-
-
-#: What the kernels under :data:`PACKAGE_CACHE` were built with (JSON).
-MANIFEST = "manifest.json"
-
-#: Portable targets, most capable first: LLVM CPU name and the CPU features (LLVM's names)
-#: a machine needs to run code compiled for it. ``x86-64-v3`` is the x86-64 psABI level 3
-#: (Haswell, Zen 1 and later); ``generic`` is LLVM's baseline for the architecture.
-TARGETS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "x86-64-v3": ("x86-64-v3", ("avx", "avx2", "bmi", "bmi2", "cx16", "f16c", "fma", "lzcnt",
-                                "movbe", "popcnt", "sahf", "sse3", "sse4.1", "sse4.2", "ssse3",
-                                "xsave")),
-    "generic": ("generic", ()),
-}
-
-
-@dataclass(frozen=True)
-class Shipped:
-    """The package's kernels for one target, usable in this process.
-
-    Attributes
-    ----------
-    root : Path
-        The target's directory (module directories below it, as in the user cache).
-    target : str
-        The target's name (a key of :data:`TARGETS`).
-    magic : tuple of str
-        The code generator's magic tuple the entries were saved under.
-
-    """
-
-    root: Path
-    target: str
-    magic: tuple[str, str, str]
-
-
-def _versions() -> dict[str, str]:
-    """Return the versions compiled code depends on, in this process."""
-    import llvmlite
-    import numba
-    import numpy
-
-    return {"numba": numba.__version__, "llvmlite": llvmlite.__version__,
-            "python": sys.implementation.cache_tag + getattr(sys, "abiflags", ""),
-            "numpy": numpy.__version__}
-
-
-def _host_magic() -> tuple[str, str, str]:
-    from numba.core.registry import cpu_target
-
-    return tuple(cpu_target.target_context.codegen().magic_tuple())
-
-
-def mismatch(manifest: dict, versions: dict[str, str], triple: str) -> str | None:
-    """Return why kernels built as ``manifest`` says cannot be used here, or ``None``.
-
-    Parameters
-    ----------
-    manifest : dict
-        The package cache's :data:`MANIFEST`.
-    versions : dict
-        This process's ``numba``, ``llvmlite``, ``python`` (cache tag) and ``numpy`` versions.
-    triple : str
-        This process's LLVM target triple.
-
-    Returns
-    -------
-    str or None
-        One clause naming what differs, built-with against installed.
-
-    Examples
-    --------
-    >>> m = {"numba": "0.68.1", "llvmlite": "0.50.0", "python": "cpython-311",
-    ...      "numpy": "2.4.6", "triple": "x86_64-unknown-linux-gnu"}
-    >>> v = dict(m)
-    >>> mismatch(m, v, "x86_64-unknown-linux-gnu") is None
-    True
-    >>> mismatch(m, dict(v, numba="0.69.0", llvmlite="0.51.0"), "x86_64-unknown-linux-gnu")
-    'built with Numba 0.68.1 and llvmlite 0.50.0; installed: Numba 0.69.0 and llvmlite 0.51.0'
-    >>> mismatch(m, dict(v, numpy="2.0.1"), "x86_64-unknown-linux-gnu") is None
-    True
-
-    """
-    names = {"numba": "Numba", "llvmlite": "llvmlite", "python": "Python", "numpy": "NumPy"}
-    differ = [k for k in ("numba", "llvmlite", "python") if manifest.get(k) != versions[k]]
-    if str(manifest.get("numpy", "")).split(".")[0] != versions["numpy"].split(".")[0]:
-        differ.append("numpy")
-    if differ:
-        built = " and ".join(f"{names[k]} {manifest.get(k)}" for k in differ)
-        here = " and ".join(f"{names[k]} {versions[k]}" for k in differ)
-        return f"built with {built}; installed: {here}"
-    if manifest.get("triple") != triple:
-        return f"built for {manifest.get('triple')}; this machine is {triple}"
-    return None
-
-
-@functools.lru_cache(maxsize=None)
-def shipped() -> Shipped | None:
-    """Return the package's kernels this process can load, or ``None``.
-
-    ``None`` silently where the package has none (a source checkout, an editable install);
-    otherwise with one line on the ``fastpriv`` logger saying why they do not apply.
-    Memoized: decided once per process, at the first kernel the user's cache misses.
-    """
-    from ._cache import _note_once, cache_root
-
-    if not PACKAGE_CACHE.is_dir() or cache_root().resolve() == PACKAGE_CACHE:
-        return None     # none shipped, or this process is filling it (:func:`build`)
-
-    def unusable(why: str) -> None:
-        _note_once("shipped", f"the kernels compiled with this package are not used ({why}): "
-                   f"kernels are compiled on first use instead, once (cached in "
-                   f"{cache_root()}; `fastpriv warmup` compiles them all ahead)")
-
-    try:
-        manifest = json.loads((PACKAGE_CACHE / MANIFEST).read_text(encoding="utf-8"))
-        targets = list(manifest["targets"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        unusable(f"{PACKAGE_CACHE / MANIFEST} is unreadable: {type(exc).__name__}")
-        return None
-    triple, _, features = _host_magic()
-    why = mismatch(manifest, _versions(), triple)
-    if why is not None:
-        unusable(why)
-        return None
-    have = {f[1:] for f in features.split(",") if f.startswith("+")}
-    for t in targets:
-        if set(t["requires"]) <= have:
-            return Shipped(PACKAGE_CACHE / t["dir"], t["name"], tuple(t["magic"]))
-    unusable(f"no target fits this CPU: {', '.join(t['name'] for t in targets)}")
-    return None
+__all__ = ["default_targets", "target_env", "build", "main"]
 
 
 # ============================================================================ building

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import fastpriv
+from fastpriv import _cache as C
 from fastpriv import _package_cache as P
 
 PKG = Path(fastpriv.__file__).resolve().parent
@@ -92,7 +93,7 @@ def _probe(site: Path, user_cache: Path) -> tuple[dict, str]:
 
 
 def test_the_package_cache_holds_generic_code(site):
-    manifest = json.loads((site / "fastpriv" / "_kernel_cache" / P.MANIFEST).read_text())
+    manifest = json.loads((site / "fastpriv" / "_kernel_cache" / C.MANIFEST).read_text())
     (target,) = manifest["targets"]
     assert target["name"] == "generic" and target["magic"][1:] == ["generic", ""]
     assert target["kernels"] == 1
@@ -130,7 +131,7 @@ def test_untrusted_user_cache_still_loads_the_package_kernels(site, tmp_path):
 def test_other_numba_version_compiles_and_says_why_in_one_line(site, tmp_path):
     other = tmp_path / "site"
     shutil.copytree(site, other)
-    path = other / "fastpriv" / "_kernel_cache" / P.MANIFEST
+    path = other / "fastpriv" / "_kernel_cache" / C.MANIFEST
     manifest = json.loads(path.read_text())
     built = manifest["numba"]
     manifest["numba"] = "0.1.0"
@@ -147,23 +148,23 @@ def test_other_numba_version_compiles_and_says_why_in_one_line(site, tmp_path):
 
 
 def test_target_is_picked_by_the_cpu_features(monkeypatch, tmp_path):
-    versions = P._versions()
+    versions = C._versions()
     triple = "x86_64-unknown-linux-gnu"
     manifest = {**versions, "triple": triple, "targets": [
-        {"name": t, "requires": list(P.TARGETS[t][1]), "magic": [triple, P.TARGETS[t][0], ""],
+        {"name": t, "requires": list(C.TARGETS[t][1]), "magic": [triple, C.TARGETS[t][0], ""],
          "dir": f"d-{t}"} for t in ("x86-64-v3", "generic")]}
-    (tmp_path / P.MANIFEST).write_text(json.dumps(manifest))
-    monkeypatch.setattr(P, "PACKAGE_CACHE", tmp_path)
-    v3 = ",".join("+" + f for f in P.TARGETS["x86-64-v3"][1])
+    (tmp_path / C.MANIFEST).write_text(json.dumps(manifest))
+    monkeypatch.setattr(C, "PACKAGE_CACHE", tmp_path)
+    v3 = ",".join("+" + f for f in C.TARGETS["x86-64-v3"][1])
     for features, expected in ((v3 + ",+avx512f", "x86-64-v3"),
                                (v3.replace("+avx2", "-avx2"), "generic"), ("", "generic")):
-        monkeypatch.setattr(P, "_host_magic", lambda f=features: (triple, "somecpu", f))
-        P.shipped.cache_clear()
-        found = P.shipped()
+        monkeypatch.setattr(C, "_host_magic", lambda f=features: (triple, "somecpu", f))
+        C.shipped.cache_clear()
+        found = C.shipped()
         assert found is not None and found.target == expected, (features, found)
         assert found.root == tmp_path / f"d-{expected}"
-        assert found.magic == (triple, P.TARGETS[expected][0], "")
-    P.shipped.cache_clear()
+        assert found.magic == (triple, C.TARGETS[expected][0], "")
+    C.shipped.cache_clear()
 
 
 def test_target_env_drops_the_builders_numba_settings():
@@ -188,9 +189,8 @@ def test_no_user_cache_location_still_loads_the_package_kernels(site, monkeypatc
     shipped = site / "fastpriv" / "_kernel_cache"
     monkeypatch.setattr(_cache, "FastprivCache", nowhere)
     monkeypatch.setattr(_cache, "PACKAGE_CACHE", shipped)
-    monkeypatch.setattr(P, "PACKAGE_CACHE", shipped)
     monkeypatch.setattr(_cache, "_NOTED", set())
-    P.shipped.cache_clear()
+    C.shipped.cache_clear()
     try:
         with caplog.at_level("WARNING", logger="fastpriv"):
             cache = _cache.make_cache(M.group_spread.py_func)
@@ -205,4 +205,4 @@ def test_no_user_cache_location_still_loads_the_package_kernels(site, monkeypatc
         cache.save_overload(sig, cres)  # never written
         assert len(list(shipped.rglob("*.nbc"))) == 1
     finally:
-        P.shipped.cache_clear()
+        C.shipped.cache_clear()
