@@ -1604,7 +1604,7 @@ class GeneralizationLattice:
         sat_grid = grid == SAT
         sat = flat[gidx] == SAT
         tm = time.perf_counter()
-        minimal = self._minimal_grid(sat_grid)
+        minimal = self._minimal_grid(sat_grid, closed=use_flash)
         phases["minimal"] += time.perf_counter() - tm
         n_scored = len(scores) - len(minimal)
         if not bounded:
@@ -1733,8 +1733,13 @@ class GeneralizationLattice:
                                  phases)
             return best, len(scores.keys() - set(minimal))
         ts = time.perf_counter()
-        for m in minimal:
-            scores[m] = self._score_from(m, utility, crit, budget, stats.get(m))
+        if utility in _NODE_ONLY or (budget == 0 and utility in _NODE_BOUND):
+            # the node alone decides the score: every minimal node's in one pass
+            scores.update(zip(minimal, self._node_scores(np.asarray(minimal), utility).tolist(),
+                              strict=True))
+        else:
+            for m in minimal:
+                scores[m] = self._score_from(m, utility, crit, budget, stats.get(m))
         phases["score"] += time.perf_counter() - ts
         best = min(minimal, key=lambda m: (scores[m], sum(m), m))
         if objective != "optimal":
@@ -1759,16 +1764,20 @@ class GeneralizationLattice:
 
         return isinstance(crit, AllOf) and bool(crit.local)
 
-    def _minimal_grid(self, sat_grid: np.ndarray) -> list[tuple[int, ...]]:
+    def _minimal_grid(self, sat_grid: np.ndarray,
+                      closed: bool = False) -> list[tuple[int, ...]]:
         """Return the satisfying nodes with no satisfying node strictly below (any set).
 
         ``below[x]`` = some satisfying ``y ≤ x`` exists (prefix-OR along every axis); a
         satisfying ``x`` is minimal iff ``below[x − e_a]`` is false for every ``a`` with
-        ``x_a > 0`` (every ``y ≤ x, y ≠ x`` lies below one of those).
+        ``x_a > 0`` (every ``y ≤ x, y ≠ x`` lies below one of those). ``closed``: the set
+        is upward-closed (Flash's), so ``below`` is the set itself.
         """
-        below = sat_grid.copy()
-        for ax in range(below.ndim):
-            np.logical_or.accumulate(below, axis=ax, out=below)
+        below = sat_grid
+        if not closed:
+            below = sat_grid.copy()
+            for ax in range(below.ndim):
+                np.logical_or.accumulate(below, axis=ax, out=below)
         strictly = np.zeros_like(sat_grid)
         for ax in range(below.ndim):
             dst = [slice(None)] * below.ndim
@@ -1776,7 +1785,7 @@ class GeneralizationLattice:
             dst[ax], src[ax] = slice(1, None), slice(None, -1)
             strictly[tuple(dst)] |= below[tuple(src)]
         mins = (sat_grid & ~strictly).reshape(-1)[self._grid]
-        return [tuple(int(x) for x in n) for n in self.nodes[mins]]
+        return [tuple(n) for n in self.nodes[mins].tolist()]
 
     def _minimal(self, sat: np.ndarray) -> list[tuple[int, ...]]:
         """Satisfying nodes (boolean per node, in node order) with none strictly below."""
