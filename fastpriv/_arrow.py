@@ -1072,8 +1072,12 @@ def expand_weights(data: Any, weight: str, max_rows: int = 2**31 - 1) -> pa.Tabl
     For methods that anonymize rows (Anatomy, ART): a weighted row stands for ``weight``
     identical people, and the release must publish each of them. ``data``: anything
     :func:`as_table` reads. The copies of a row are consecutive, in input order. Refused
-    when the people exceed ``max_rows``.
+    when the people exceed ``max_rows``, or before expanding when their rows (the row's
+    columns and :data:`fastpriv._budget.EXPANDED_ROW_BYTES` of the method's own per person)
+    would not fit in the free memory (:func:`fastpriv._budget.check_memory`).
     """
+    from ._budget import EXPANDED_ROW_BYTES, check_memory
+
     table = as_table(data)
     check_columns([weight], table.column_names, "weight")
     table, w = apply_weights(table, weight)
@@ -1081,6 +1085,11 @@ def expand_weights(data: Any, weight: str, max_rows: int = 2**31 - 1) -> pa.Tabl
     if total > max_rows:
         raise InputError(f"weight column {weight!r} stands for {total:,} people, more than the "
                          f"{max_rows:,} rows this method can hold one per person")
+    per_row = table.nbytes / max(table.num_rows, 1) + EXPANDED_ROW_BYTES
+    check_memory(total * per_row, f"expanding weight column {weight!r} into one row per "
+                 f"person ({total:,} people, about {per_row:,.0f} B each)",
+                 "anonymize the weighted table with a method that reads the weights as "
+                 "counts (mondrian, lattice), or aggregate it first")
     idx = np.repeat(np.arange(w.size, dtype=np.int64), w)
     return table.drop_columns([weight]).take(pa.array(idx))
 

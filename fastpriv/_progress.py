@@ -9,10 +9,13 @@ executor's log), output stays line-oriented: :class:`Progress` ends with one sum
 (``what: done/total in s``), and compiling writes one line when it starts and one when it
 is done (see :func:`compile_progress`), so a log never shows a silent wait.
 
-Two uses:
+Three uses:
 
 * :class:`Progress` — a ``progress(done, total)`` callback for loops that report their
   own progress (the lattice search, Mondrian, the foreground attack).
+* :class:`Estimate` — the same for one long step whose duration was estimated from its
+  sizes before it started (:mod:`fastpriv._budget`): the estimate is shown before the
+  wait (a live bar, or a line in a log), so no step of minutes is silent.
 * :func:`compile_progress` — a listener on Numba's ``numba:compile`` event: when a kernel is
   about to be compiled (it was not found in the on-disk cache), a line on stderr says which
   model's kernels are compiling, how many so far and for how long, and it disappears when
@@ -38,8 +41,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["wanted", "Progress", "RowsProgress", "compile_progress", "compile_stats",
-           "gc_paused"]
+__all__ = ["wanted", "Progress", "RowsProgress", "Estimate", "compile_progress",
+           "compile_stats", "gc_paused"]
 
 _OFF = ("0", "false", "no", "off")
 _ON = ("1", "true", "yes", "on")
@@ -167,6 +170,102 @@ class RowsProgress(Progress):
         super().__call__(rows, self.total_rows)
         if self._bar is not None:
             self._bar.set_postfix_str(f"{nbytes / 1e6:,.1f} MB", refresh=False)
+
+
+#: A step estimated to take less than this many seconds runs without a line.
+ANNOUNCE_SECONDS = 5.0
+
+
+class Estimate(Progress):
+    """Progress of a long step whose duration was estimated before it started.
+
+    A ``progress(done, total)`` callback (``total`` in any unit: values checked, groups,
+    systems) that also says, before the wait, how long the step should take — so a step
+    of minutes is never silent. Steps estimated below :data:`ANNOUNCE_SECONDS` show
+    nothing. On a terminal (:func:`wanted`) a live bar ``what (about 3 min)`` is drawn and
+    its elapsed time kept ticking while one kernel runs; otherwise (a log) one line
+    ``fastpriv: what: about 3 min (estimate)…`` when the step starts and one
+    ``fastpriv: what: done in S s`` when it ends. ``FASTPRIV_PROGRESS=0`` silences both.
+
+    Parameters
+    ----------
+    what : str
+        The step, in words ("checking the skyline of 1,000,000 values").
+    seconds : float
+        Its estimated duration (:mod:`fastpriv._budget` gives the figures).
+    total : int, optional
+        Units of work, when the step reports its progress by calling the object.
+    enabled, stream :
+        As :class:`Progress`.
+
+    Examples
+    --------
+    >>> import io
+    >>> out = io.StringIO()
+    >>> with Estimate("solving 12 systems", 120.0, stream=out) as est:
+    ...     est(12, 12)
+    >>> print(out.getvalue().splitlines()[0])
+    fastpriv: solving 12 systems: about 2 min (estimate)…
+
+    """
+
+    def __init__(self, what: str, seconds: float, total: int | None = None, *,
+                 enabled: bool | None = None, stream: Any = None) -> None:
+        from ._budget import fmt_seconds
+
+        super().__init__(what, enabled=enabled, stream=stream)
+        self.seconds = float(seconds)
+        self.total = total
+        env = os.environ.get("FASTPRIV_PROGRESS", "").strip().lower()
+        self.shown = self.seconds >= ANNOUNCE_SECONDS and env not in _OFF and \
+            enabled is not False
+        self._ticking = False
+        if not self.shown:
+            self.live = False
+            return
+        about = f"about {fmt_seconds(self.seconds)}"
+        if self.live:
+            self._bar = _tqdm(desc=f"  {what} ({about})", total=total, file=self.stream,
+                              leave=True)
+            self._ticking = True
+            threading.Thread(target=self._tick, name="fastpriv-estimate", daemon=True).start()
+        else:
+            self._line(f"fastpriv: {what}: {about} (estimate)…\n")
+
+    def _line(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def _tick(self) -> None:
+        """Redraw the live bar (its elapsed time) while a long kernel gives no news."""
+        while self._ticking:
+            time.sleep(0.5)
+            bar = self._bar
+            if bar is not None and self._ticking:
+                with contextlib.suppress(Exception):
+                    bar.refresh()
+
+    def __call__(self, done: int, total: int | None = None) -> None:
+        if self.shown:
+            super().__call__(done, self.total if total is None else total)
+
+    def done(self) -> None:
+        """End the step: close the bar, or write the line with the time it took."""
+        self._ticking = False
+        if not self.shown:
+            return
+        self.shown = False
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        else:
+            self._line(f"fastpriv: {self.what}: done in "
+                       f"{time.perf_counter() - self._t0:.1f} s\n")
+
+    close = done
 
 
 @contextlib.contextmanager

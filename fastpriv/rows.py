@@ -135,11 +135,30 @@ class RowView:
         """Number of individuals the rows stand for (Σ weight; ``n_rows`` unweighted)."""
         return self.n_rows if self.weight is None else int(self.weight.sum())
 
+    def check_units(self) -> None:
+        """Refuse, before expanding, weights whose people would not fit in memory.
+
+        The row-level models (r-robustness, the foreground attack) hold several entries per
+        person (:data:`fastpriv._budget.UNIT_BYTES`): a weighted table standing for 10¹² people
+        would need terabytes. Raises :class:`InputError` with the figure.
+        """
+        from ._budget import UNIT_BYTES, check_memory
+
+        if self.weight is None:
+            return
+        n = self.n_units
+        check_memory(n * UNIT_BYTES, f"the weights stand for {n:,} people, and a row-level "
+                     f"model holds about {UNIT_BYTES} B per person: reading them",
+                     "r-robustness and the foreground attack compute a posterior per person; "
+                     "the count-based models (fastpriv audit / report --weight) read weights "
+                     "as counts, or audit a smaller table")
+
     @cached_property
     def unit_rows(self) -> np.ndarray | None:
         """Row of every unit (``np.repeat(arange(n_rows), weight)``), ``None`` unweighted."""
         if self.weight is None:
             return None
+        self.check_units()
         return _ro(np.repeat(np.arange(self.n_rows, dtype=np.int64), self.weight), np.int64)
 
     @cached_property
@@ -153,6 +172,7 @@ class RowView:
 
         if self.row_group is None:
             raise InputError("this row view has no groups")
+        self.check_units()
         goff, order = group_order(kernel_array(self.row_group, np.int32), self.n_groups)
         if self.weight is not None:
             order = np.repeat(order, self.weight[order])
