@@ -43,6 +43,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ._budget import ESP_OP_SECONDS, MAX_SECONDS, check_max_seconds, check_seconds, esp_work
+from ._progress import Estimate
 from ._validation import (
     check_choice,
     check_int,
@@ -885,7 +887,8 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
           epsilon: float = 0.01, confidence: float = 0.9, min_support: int | None = None,
           tol: float = 1e-12, weight: str | None = None, nulls: str = "error",
           max_states: int = MAX_DP_STATES, on_large: str = "error",
-          chunk_entries: int = 1 << 22) -> RobustnessAudit:
+          chunk_entries: int = 1 << 22,
+          max_seconds: float | None = MAX_SECONDS) -> RobustnessAudit:
     """Audit a released table for r-robustness (Wong et al., Definition 3).
 
     For every tuple t, every sensitive value x and every attribute set A of the knowledge,
@@ -948,6 +951,12 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
     chunk_entries : int
         Memory bound: posteriors are computed for at most about this many (tuple, value)
         entries at a time.
+    max_seconds : float or None
+        Time bound (default :data:`fastpriv._budget.MAX_SECONDS`; None: none). The
+        posteriors of a group of N tuples with n of x cost O(N · min(n, N − n)) — quadratic
+        in its size, hours for groups of 10⁶ — so their work is estimated from the group
+        sizes before any is done; beyond the bound an :class:`InputError` gives the
+        estimate, and a long run within it shows its estimate on stderr.
 
     Returns
     -------
@@ -962,6 +971,7 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
                               qi=row_qi(data, qi), knowledge=knowledge)
     max_states = check_int(max_states, "max_states", minimum=1)
     chunk_entries = check_int(chunk_entries, "chunk_entries", minimum=1)
+    max_seconds = check_max_seconds(max_seconds)
     st = _prepare(data, qi=qi, sensitive=sensitive, group=group, knowledge=knowledge,
                   weight=weight, nulls=nulls)
     seconds["prepare"] = time.perf_counter() - t_start
@@ -983,7 +993,16 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None =
     post = _Posteriors(st, sets, xs)
     post.plan(model=model, max_states=max_states, on_large=on_large,
               chunk_entries=chunk_entries)
-    post.run(sig_by_set, mat_by_set, model=model, r=float(r), thr_eff=thr_eff)
+    est = post.seconds(model)
+    check_seconds(est, f"the posteriors of {int(post.work.sum()):,} (tuple, value) "
+                  f"possible-world terms (the largest group holds "
+                  f"{int(st.sizes.max(initial=0)):,} people)",
+                  "audit fewer values (sensitive_values= / --sensitive-values), fewer "
+                  "attribute sets (max_set_size= / --max-set-size), a release of smaller "
+                  "groups, or raise max_seconds (--max-seconds; none waits)", max_seconds)
+    with Estimate("r-robustness posteriors", est, len(post.chunk_bounds) - 1) as bar:
+        post.run(sig_by_set, mat_by_set, model=model, r=float(r), thr_eff=thr_eff,
+                 progress=bar)
     seconds["posteriors"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -1180,6 +1199,7 @@ class _Posteriors:
                                                      "multi-valued posterior (skipped)"})
         per_group = self.k_per_group if model == "binary" else np.diff(st.indptr)
         cost = (per_group * st.sizes)[self.groups_with]
+        self.work = self._work(model, max_states)
         _check_group_cost(cost, self.groups_with, st.sizes, st.group_labels)
         acc = 0
         for i, c in enumerate(cost.tolist()):
@@ -1189,12 +1209,40 @@ class _Posteriors:
             acc += c
         self.chunk_bounds.append(self.groups_with.shape[0])
 
+    def _work(self, model: str, max_states: int) -> np.ndarray:
+        """Operations of the posteriors of each group, for every attribute set.
+
+        Binary: :func:`fastpriv._budget.esp_work` per (group, tested value) segment.
+        Multi-valued: the DP visits Π(m_k + 1) states with K values each, four passes
+        (a group left to Ryser: 2^N · N terms).
+        """
+        st = self.st
+        nA = max(len(self.sets), 1)
+        if model == "binary":
+            seg = esp_work(st.sizes[self.seg_group], self.seg_n)
+            return nA * np.bincount(self.seg_group, weights=seg, minlength=st.G)
+        work = np.zeros(st.G)
+        for g in self.groups_with.tolist():
+            if self.skipped[g]:
+                continue
+            m = st.counts[st.indptr[g]:st.indptr[g + 1]]
+            states = float(np.prod(m.astype(np.float64) + 1.0))
+            n = float(st.sizes[g])
+            work[g] = 4.0 * states * m.size if states <= max_states else 2.0 ** n * n
+        return nA * work
+
+    def seconds(self, model: str) -> float:
+        """Estimated seconds of :meth:`run` (:data:`fastpriv._budget.ESP_OP_SECONDS`)."""
+        return float(self.work.sum()) * ESP_OP_SECONDS
+
     def run(self, sig_by_set: list, mat_by_set: list, *, model: str, r: float,
-            thr_eff: float) -> None:
+            thr_eff: float, progress: Any = None) -> None:
         """Compute every chunk (per multi-valued method) and attribute set."""
         from ._kernels import possible_worlds as pw
 
         for ci in range(len(self.chunk_bounds) - 1):
+            if progress is not None:
+                progress(ci, len(self.chunk_bounds) - 1)
             grp_all = self.groups_with[self.chunk_bounds[ci]:self.chunk_bounds[ci + 1]]
             if grp_all.size == 0:
                 continue

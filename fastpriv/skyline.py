@@ -947,9 +947,32 @@ def _sigma_scan_args(rel: Release) -> tuple:
             rank, count)
 
 
+#: Peak memory per (σ, point) pair of a SkylineCheck (its state, its records and its
+#: PointResult): 1.5–1.8 KB measured at 2·10⁵ and 10⁶ distinct values (VmHWM)
+PAIR_BYTES = 1_800
+#: Seconds per (σ, point) pair of a direct scan of values that occur once or twice
+#: (16–63 µs measured on 2 shared cores, 2·10⁵ and 10⁶ values)
+PAIR_SECONDS = 40e-6
+
+
+def _check_pairs(rel: Release, n_pairs: int) -> None:
+    """Refuse, before the scan, a check whose (σ, point) pairs would not fit in memory."""
+    from ._budget import check_memory
+
+    check_memory(n_pairs * PAIR_BYTES,
+                 f"checking {n_pairs:,} (sensitive value, skyline point) pairs (the release "
+                 f"has {rel.n_values:,} distinct sensitive values)",
+                 "check named values (skylines={value: [points]}; fastpriv skyline --sigma "
+                 "VALUE) or a coarser sensitive column (fewer distinct values, e.g. "
+                 "generalized with a hierarchy)")
+
+
 #: the (σ, ℓ) record lists kept on a release hold at most this many occurrences in all
 #: (beyond it the cache is emptied first) — or the release's entry count, if larger
 _RECORDS_KEPT = 1 << 22
+#: ... where a list also counts this many occurrences for itself (its array, key and slot:
+#: ~300 B), so that millions of values with a record or two each do not fill memory
+_RECORD_ENTRY = 40
 
 
 #: at most this many band edges (m_max · (k_max + 2)) for the cross-class records test
@@ -1058,25 +1081,27 @@ def _records(rel: Release, common: tuple, code: int, ells: tuple, m_max: int,
                 mark[_records(rel, common, code, (x,), m_max, k_max) - lo] = True
             rec = np.flatnonzero(mark) + lo
         rec.flags.writeable = False
-        kept = cache.get("skyline.records.size", 0) + rec.size
+        kept = cache.get("skyline.records.size", 0) + rec.size + _RECORD_ENTRY
         if kept > max(_RECORDS_KEPT, rel.codes.size):
             for old in [x for x in cache if x[0].startswith("skyline.records")]:
                 del cache[old]
-            kept = rec.size
+            kept = rec.size + _RECORD_ENTRY
         cache[key] = rec
         cache["skyline.records.size"] = kept
     return rec
 
 
 def _scan_points(rel: Release, pt_sig: list, pt_l: list, pt_k: list, pt_m: list,
-                 parallel: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                 parallel: bool = False,
+                 progress: Callable[[int, int], None] | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """Compute the five statistics and first-group witnesses of (σ, point) pairs.
 
     A σ with many points is one batch over the union of its ℓs' records, evaluated
     group-major (each distinct T and V once per group); a σ with a few points is batched
     per ℓ over that ℓ's records (:func:`_records`), point-major. σ-free groups are
     neutral, so they are never visited. Returns ``(stats, args)`` in point order, shape
-    ``(points, 5)``.
+    ``(points, 5)``. ``progress(done, total)`` is called every 4096 batches (points done).
     """
     from ._kernels import skyline as K
 
@@ -1098,7 +1123,11 @@ def _scan_points(rel: Release, pt_sig: list, pt_l: list, pt_k: list, pt_m: list,
     if not one:
         stats = np.empty((len(pt_sig), 5), dtype=np.float64)
         args = np.empty((len(pt_sig), 5), dtype=np.int64)
-    for c, ells, idx in batches:
+    done = 0
+    for b, (c, ells, idx) in enumerate(batches):
+        if progress is not None and not b & 4095:
+            progress(done, len(pt_sig))
+        done += len(idx)
         lkm = np.array([pt_l, pt_k, pt_m] if one else
                        [[x[i] for i in idx] for x in (pt_l, pt_k, pt_m)], dtype=np.int64)
         lkm.flags.writeable = False           # rows: read-only C-contiguous int64 views
@@ -1259,6 +1288,10 @@ class SkylineState:
         else:
             index = rel._code_index
             sig_list = [v for v in self._explicit if v in index]
+        n_pairs = sum(len(self._points_of(v)) for v in sig_list) if not self._star else \
+            len(sig_list) * len(self._star) + sum(len(self._explicit.get(v, ()))
+                                                  for v in self._explicit)
+        _check_pairs(rel, n_pairs)
         pt_sig, pt_l, pt_k, pt_m, owners = [], [], [], [], []
         for v in sig_list:
             code = rel.code_of(v)
@@ -1282,7 +1315,12 @@ class SkylineState:
                 raise InputError("method='classes': the (n, s) class table of this release "
                                  "is too large; use method='direct' or 'auto'")
         if stats is None:
-            stats, args = _scan_points(rel, pt_sig, pt_l, pt_k, pt_m, parallel)
+            from ._progress import Estimate
+
+            with Estimate(f"checking {len(pt_sig):,} (value, point) pairs of the skyline",
+                          len(pt_sig) * PAIR_SECONDS, len(pt_sig)) as bar:
+                stats, args = _scan_points(rel, pt_sig, pt_l, pt_k, pt_m, parallel,
+                                           progress=bar)
         rows = args.tolist()
         named = _group_names(rel, rows, labels)
         pos = 0
@@ -1568,7 +1606,7 @@ MAX_SKYLINE_SECONDS = 120.0
 
 
 def _skyline_search(safe: Callable[[int, int, int], bool], l_cap: int, k_cap: int,
-                    m_cap: int) -> list:
+                    m_cap: int, on_level: Callable[[int], None] | None = None) -> list:
     """Corrected Appendix A7, walked as a staircase.
 
     For each ℓ (stop at the first with BP(ℓ,0,0) ≥ c): k*(m) = largest safe k is
@@ -1576,6 +1614,7 @@ def _skyline_search(safe: Callable[[int, int, int], bool], l_cap: int, k_cap: in
     to corner: k* at the current m (binary search below the previous k*), then the last m
     where that k* is still safe (binary search) — a corner (ℓ, k*, m). Equal to A7 followed
     by the removal of dominated points, with O(corners · log N) evaluations.
+    ``on_level(ℓ)`` is called as level ℓ starts.
     """
 
     def last_true(pred: Callable[[int], bool], lo: int, hi: int) -> int:
@@ -1590,6 +1629,8 @@ def _skyline_search(safe: Callable[[int, int, int], bool], l_cap: int, k_cap: in
 
     pts = []
     for l in range(l_cap + 1):
+        if on_level is not None:
+            on_level(l)
         if not safe(l, 0, 0):
             break
         m = 0
@@ -1638,8 +1679,10 @@ def knowledge_skyline(data: Any, *, sigma: Any, c: Any, exact: bool = False,
     max_seconds : float or None
         Bound on the search time of one σ (default :data:`MAX_SKYLINE_SECONDS`; ``None``:
         none). The search costs O(levels · corners · log N) evaluations, and a group with
-        ~10⁵ distinct values has a skyline too large to enumerate: past the bound an
-        ``InputError`` says so instead of running for hours.
+        ~10³ distinct values has a skyline too large to enumerate: the levels to walk are
+        counted first (the last ℓ with BP(ℓ, 0, 0) < c, by bisection), and once a few
+        seconds of them project past twice the bound, or the bound is reached, an
+        ``InputError`` gives the estimate instead of running for hours.
 
     **read
         ``sensitive=``, ``group=``/``qi=``, ``weight=``, ``nulls=`` to read a table
@@ -1665,10 +1708,11 @@ def knowledge_skyline(data: Any, *, sigma: Any, c: Any, exact: bool = False,
                       stacklevel=2)
         return knowledge_skylines(rel, c=c, exact=exact, max_seconds=max_seconds)
     code = rel.code_of(sigma, param="sigma")
-    safe, l_cap, n_eval = _safe_function(rel, code, c, exact, max_seconds)
+    safe, l_cap, n_eval, pace = _safe_function(rel, code, c, exact, max_seconds)
     n = rel.n_individuals
     caps = (l_cap, n, n)
-    pts = _skyline_search(safe, *caps)
+    pace.levels = _last_safe_level(safe, l_cap) + 1
+    pts = _skyline_search(safe, *caps, on_level=pace.level)
     return KnowledgeSkyline(points=tuple(pts), sigma=sigma, c=c, caps=caps, evaluations=n_eval[0],
                             exact=exact)
 
@@ -1682,17 +1726,78 @@ def knowledge_skylines(data: Any, *, c: Any, exact: bool = False,
             for v in rel.values}
 
 
+def knowledge_skylines_within(data: Release, *, sigmas: Sequence[Any], cs: Sequence[Any],
+                              max_seconds: float | None = MAX_SKYLINE_SECONDS,
+                              partial: bool = True) -> tuple[list, list, str | None]:
+    """Knowledge skylines of every σ in ``sigmas`` at every c in ``cs``, in one time budget.
+
+    The report's knowledge skylines: each σ's search gets what is left of ``max_seconds``
+    (:func:`knowledge_skyline` refuses as soon as its levels project past it), and a
+    progress line counts the values (on a terminal, a live bar; in a log, a summary line).
+
+    Parameters
+    ----------
+    data : Release
+        The release.
+    sigmas : sequence
+        Values, most important first.
+    cs : sequence of float
+        Confidences.
+    max_seconds : float or None
+        Budget of all the searches together (None: none).
+    partial : bool
+        When the budget runs out: stop and return what was computed, with the reason
+        (True), or raise the :class:`InputError` (False).
+
+    Returns
+    -------
+    (skylines, done, stopped)
+        The :class:`KnowledgeSkyline` of every (σ, c) computed, σ-major; the σ whose
+        skylines were all computed; None, or the reason the others were not.
+
+    """
+    import time
+
+    from ._progress import Progress
+
+    rel = check_release(data, "data")
+    t0 = time.monotonic()
+    out: list = []
+    done: list = []
+    stopped = None
+    bar = Progress("knowledge skylines (values)")
+    try:
+        for v in sigmas:
+            left = None if max_seconds is None else max_seconds - (time.monotonic() - t0)
+            try:
+                if left is not None and left <= 0:
+                    raise InputError(f"their budget of max_seconds = {max_seconds:g} s was "
+                                     "spent")
+                row = [knowledge_skyline(rel, sigma=v, c=c, max_seconds=left) for c in cs]
+            except InputError as exc:
+                if not partial:
+                    raise
+                stopped = (f"the knowledge skylines of {len(sigmas) - len(done):,} of the "
+                           f"{len(sigmas):,} values were not computed: {exc}")
+                break
+            out.extend(row)
+            done.append(v)
+            bar(len(done), len(sigmas))
+    finally:
+        bar.done()
+    return out, done, stopped
+
+
 def _safe_function(rel: Release, code: int, c: Any, exact: bool,
                    max_seconds: float | None = MAX_SKYLINE_SECONDS):
     """Build a memoized predicate safe(ℓ,k,m) ⇔ BP < c over per-σ tables built once.
 
-    Past ``max_seconds`` an evaluation raises :class:`InputError`: the staircase search
-    costs O(levels · corners · log N) evaluations of O(groups · (k + m)) each, which a group
-    with 10⁵ distinct values makes unbounded for practical purposes.
+    Returns ``(safe, l_cap, n_eval, pace)``. Past ``max_seconds`` (or once the search
+    projects past twice it, see :class:`_Pace`) an evaluation raises :class:`InputError`:
+    the staircase search costs O(levels · corners · log N) evaluations of
+    O(groups · (k + m)) each, which a group with 10³ distinct values makes unbounded for
+    practical purposes.
     """
-    import time
-
-    deadline = None if max_seconds is None else time.monotonic() + max_seconds
     from ._kernels import skyline as K
 
     indptr, codes, counts, sizes = _arrays(rel)
@@ -1723,22 +1828,94 @@ def _safe_function(rel: Release, code: int, c: Any, exact: bool,
         def min_nr(l: int, k: int, m: int) -> Any:
             return float(K.columns_min_nr(case_id, nn_k, ss_k, big_s, pl, l, k, m))
 
+    pace = _Pace(rel.values[code], max_seconds, l_cap, rel.n_individuals, n_eval)
+
     def safe(l: int, k: int, m: int) -> bool:
         key = (l, k, m)
         if key not in cache:
             n_eval[0] += 1
-            if deadline is not None and not n_eval[0] & 1023 and time.monotonic() > deadline:
-                raise InputError(
-                    f"the knowledge skyline of {rel.values[code]!r} did not finish within "
-                    f"max_seconds = {max_seconds:g} s ({n_eval[0]:,} breach probabilities "
-                    f"evaluated; a group holds {l_cap + 1:,} distinct values, so the skyline "
-                    f"can have {l_cap + 1:,} levels of up to {rel.n_individuals:,} corners); "
-                    "check the points you need with skyline.check / breach_probability, or "
-                    "pass max_seconds=None to wait")
+            if not n_eval[0] & 1023:
+                pace.check()
             cache[key] = _is_safe(min_nr(l, k, m), ratio)
         return cache[key]
 
-    return safe, l_cap, n_eval
+    return safe, l_cap, n_eval, pace
+
+
+def _last_safe_level(safe: Callable[[int, int, int], bool], l_cap: int) -> int:
+    """Return the last ℓ ≤ l_cap with BP(ℓ, 0, 0) < c (-1: none), by bisection.
+
+    BP does not decrease with more knowledge, so safe(ℓ, 0, 0) holds up to a last ℓ: the
+    levels the staircase search walks.
+    """
+    if not safe(0, 0, 0):
+        return -1
+    lo, hi = 0, l_cap
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if safe(mid, 0, 0):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+#: the search of one skyline projects its time from this many seconds of levels on
+_PROJECT_AFTER = 2.0
+
+
+class _Pace:
+    """Time bound of one knowledge-skyline search: the deadline and an early projection.
+
+    ``levels`` (set once counted) and :meth:`level` (called as each ℓ starts) give the
+    share of the search done; :meth:`check` (every 1,024 evaluations) refuses once the
+    deadline has passed, or earlier when the levels walked so far (at least
+    :data:`_PROJECT_AFTER` seconds of them) project past twice the bound.
+    """
+
+    def __init__(self, sigma: Any, max_seconds: float | None, l_cap: int, n: int,
+                 n_eval: list) -> None:
+        import time
+
+        self.sigma, self.max_seconds, self.l_cap, self.n, self.n_eval = (sigma, max_seconds,
+                                                                         l_cap, n, n_eval)
+        self.t0 = time.monotonic()
+        self.levels = l_cap + 1
+        self.done = 0
+
+    def level(self, ell: int) -> None:
+        self.done = ell
+
+    def check(self) -> None:
+        import time
+
+        if self.max_seconds is None:
+            return
+        elapsed = time.monotonic() - self.t0
+        if elapsed > self.max_seconds:
+            raise InputError(
+                f"the knowledge skyline of {self.sigma!r} did not finish within max_seconds "
+                f"= {self.max_seconds:g} s ({self.n_eval[0]:,} breach probabilities "
+                f"evaluated, level {self.done:,} of {self.levels:,}; a group holds "
+                f"{self.l_cap + 1:,} distinct values, so the skyline can have "
+                f"{self.levels:,} levels of up to {self.n:,} corners); "
+                + self.way_out())
+        if elapsed >= _PROJECT_AFTER and self.done >= 1:
+            projected = elapsed * self.levels / self.done
+            if projected > 2 * self.max_seconds:
+                from ._budget import fmt_seconds
+
+                raise InputError(
+                    f"the knowledge skyline of {self.sigma!r} would take about "
+                    f"{fmt_seconds(projected)} (estimate: {elapsed:.0f} s for {self.done:,} of "
+                    f"its {self.levels:,} levels), more than max_seconds = "
+                    f"{self.max_seconds:g} s; " + self.way_out())
+
+    @staticmethod
+    def way_out() -> str:
+        return ("check the points you need with skyline.check / breach_probability "
+                "(fastpriv skyline --point), use a coarser sensitive column, or pass "
+                "max_seconds=None to wait")
 
 
 # ---------------------------------------------------------------------------- prepared columns

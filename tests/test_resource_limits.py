@@ -15,10 +15,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import fastpriv as fp
-from fastpriv import _budget, foreground, robustness
+from fastpriv import _budget, foreground, robustness, skyline
 from fastpriv._arrow import expand_weights
 from fastpriv._progress import ANNOUNCE_SECONDS, Estimate
 from fastpriv.cli import main
+from fastpriv.report import build_report
 
 MIB = 1 << 20
 
@@ -133,6 +134,170 @@ def test_progress_off_silences_the_estimate(monkeypatch):
     with Estimate("long", 3600.0, stream=out):
         pass
     assert out.getvalue() == ""
+
+
+# ------------------------------------------------------------------ item 1: distinct values
+def test_a_skyline_check_of_millions_of_values_is_refused_before_it_runs(little_memory):
+    rel = fp.Release.from_table(_distinct(), group="g", sensitive="s")
+    with pytest.raises(fp.InputError) as exc:
+        skyline.check(rel, skylines={"*": [(1, 1, 1, 0.8)]})
+    msg = str(exc.value)
+    assert "5,000 (sensitive value, skyline point) pairs" in msg
+    assert "5,000 distinct sensitive values" in msg
+    assert "needs about 8.58 MiB" in msg and "MemAvailable" in msg
+    assert "--sigma" in msg and "coarser sensitive column" in msg
+    # named values are cheap: they still run
+    assert skyline.check(rel, skylines={7: [(1, 1, 1, 0.8)]}).safe in (True, False)
+
+
+def test_the_skyline_check_still_runs_when_memory_allows():
+    rel = fp.Release.from_table(_distinct(2000), group="g", sensitive="s")
+    res = skyline.check(rel, skylines={"*": [(1, 1, 1, 0.8)]})
+    assert len(res.points) == 2000
+
+
+def test_audit_of_many_distinct_values_exits_2_with_the_figure(little_memory, tmp_path,
+                                                                 capsys):
+    path = tmp_path / "distinct.parquet"
+    pq.write_table(_distinct(), path)
+    assert main(["audit", str(path), "--group", "g", "--sensitive", "s"]) == 2
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "privacy skyline" in text and "needs about 8.58 MiB" in text
+    assert "Traceback" not in text and "MemoryError" not in text
+
+
+def test_record_lists_kept_count_their_own_size(monkeypatch):
+    """Millions of values with one record each do not fill memory with the cache."""
+    monkeypatch.setattr(skyline, "_RECORDS_KEPT", 100)
+    rel = fp.Release.from_table(_distinct(3000), group="g", sensitive="s")
+    skyline._scan_points(rel, list(range(3000)), [1] * 3000, [1] * 3000, [1] * 3000)
+    kept = [k for k in skyline._index_cache(rel) if k[0] == "skyline.records"]
+    assert 0 < len(kept) <= rel.codes.size // skyline._RECORD_ENTRY + 1
+
+
+def test_the_scan_reports_its_progress():
+    rel = fp.Release.from_table(_distinct(5000), group="g", sensitive="s")
+    seen = []
+    skyline._scan_points(rel, list(range(5000)), [1] * 5000, [1] * 5000, [1] * 5000,
+                         progress=lambda d, t: seen.append((d, t)))
+    assert seen[0] == (0, 5000) and seen[1] == (4096, 5000)
+
+
+# ------------------------------------------------------------------ item 2: long steps
+def test_robustness_of_a_huge_group_is_refused_with_its_estimate(monkeypatch):
+    t = _one_group(3000)
+    called = []
+    monkeypatch.setattr(robustness._Posteriors, "run", lambda *a, **k: called.append(1))
+    with pytest.raises(fp.InputError) as exc:
+        robustness.audit(t, qi=["age", "sex"], sensitive="d", group="g", r=2,
+                         max_seconds=1e-4)
+    msg = str(exc.value)
+    assert "(estimate), more than max_seconds = 0.0001 s" in msg
+    assert "the largest group holds 3,000 people" in msg
+    assert "--sensitive-values" in msg and "smaller groups" in msg
+    assert not called                                   # refused before any posterior
+
+
+def test_robustness_work_grows_with_the_square_of_the_group():
+    def work(n):
+        st = robustness._prepare(_one_group(n), qi=["sex"], sensitive="d", group="g",
+                                 knowledge=None, weight=None, nulls="error")
+        kn, sets = robustness._audit_knowledge(st, None, qi=["sex"], model="binary",
+                                               max_set_size=None, epsilon=0.01,
+                                               confidence=0.9, min_support=1)
+        post = robustness._Posteriors(st, sets, np.arange(st.V))
+        post.plan(model="binary", max_states=1 << 22, on_large="error", chunk_entries=1 << 22)
+        return post.seconds("binary")
+
+    assert work(4000) / work(1000) == pytest.approx(16, rel=0.1)
+
+
+def test_robustness_within_its_budget_runs():
+    res = robustness.audit(_one_group(400), qi=["age", "sex"], sensitive="d", group="g", r=2,
+                           max_seconds=60)
+    assert res.n_rows == 400
+
+
+def test_the_attack_on_a_huge_group_is_refused_before_solving(monkeypatch):
+    def never(*a, **k):
+        raise AssertionError("the solver ran")
+
+    monkeypatch.setattr(foreground, "_solve", never)
+    with pytest.raises(fp.InputError) as exc:
+        foreground.attack(_one_group(2000), qi=["sex"], sensitive="d", group="g", r=2,
+                          min_support=1, max_seconds=1e-3)
+    msg = str(exc.value)
+    assert "foreground systems (groups of up to 2,000 tuples)" in msg
+    assert "(estimate), more than max_seconds = 0.001 s" in msg
+    assert "--max-set-size" in msg
+
+
+def test_the_solve_estimate_follows_the_group_sizes():
+    md = foreground.mine(_one_group(300), qi=["sex"], sensitive="d", group="g", min_support=1)
+    small = foreground._solve_work(md._packed, 2)
+    md2 = foreground.mine(_one_group(1200), qi=["sex"], sensitive="d", group="g",
+                          min_support=1, max_seconds=None)
+    assert foreground._solve_work(md2._packed, 2) / small == pytest.approx(16, rel=0.2)
+    assert foreground._solve_work(md._packed, 6) / small == pytest.approx(2)
+
+
+@pytest.mark.parametrize("command", ["robustness", "attack"])
+def test_the_commands_refuse_with_max_seconds(command, tmp_path, capsys):
+    path = tmp_path / "one.parquet"
+    pq.write_table(_one_group(2000), path)
+    argv = [command, str(path), "--qi", "age", "sex", "--sensitive", "d", "--group", "g",
+            "--r", "2", "--max-seconds", "0.0001"]
+    if command == "attack":
+        argv += ["--min-support", "1"]
+    assert main(argv) == 2
+    line = _one_line(capsys)
+    assert "(estimate), more than max_seconds = 0.0001 s" in line
+
+
+def test_a_skyline_search_projects_its_time_and_stops_early():
+    pace = skyline._Pace("hiv", 10.0, 999, 10**6, [4096])
+    pace.levels = 1000
+    pace.level(5)
+    pace.t0 -= skyline._PROJECT_AFTER + 1          # 3 s for 5 of 1,000 levels: 10 min
+    with pytest.raises(fp.InputError, match=r"of 'hiv' would take about 10 min \(estimate: "
+                                            r"3 s for 5 of its 1,000 levels\)"):
+        pace.check()
+    pace.max_seconds = 1000.0                      # within twice the bound: it goes on
+    pace.check()
+    pace.max_seconds = None
+    pace.t0 -= 10**6
+    pace.check()                                   # no bound at all
+
+
+def test_knowledge_skylines_share_one_budget():
+    rel = fp.Release.from_groups([["a", "b", "c", "a"], ["a", "b", "b", "c", "d"]])
+    found, done, stopped = skyline.knowledge_skylines_within(rel, sigmas=["a", "b"],
+                                                             cs=[0.8, 0.95])
+    assert stopped is None and done == ["a", "b"] and len(found) == 4
+    found, done, stopped = skyline.knowledge_skylines_within(rel, sigmas=["a", "b"],
+                                                             cs=[0.8], max_seconds=1e-9)
+    assert found == [] and done == []
+    assert "the knowledge skylines of 2 of the 2 values were not computed" in stopped
+    with pytest.raises(fp.InputError, match="budget"):
+        skyline.knowledge_skylines_within(rel, sigmas=["a"], cs=[0.8], max_seconds=1e-9,
+                                          partial=False)
+
+
+def test_a_report_whose_skylines_stop_keeps_its_verdict(monkeypatch):
+    """The chosen values' skylines stop at the budget; the skyline check still decides."""
+    def slow(*a, **k):
+        raise fp.InputError("the knowledge skyline of 'a' would take about 3.0 h")
+
+    monkeypatch.setattr(skyline, "knowledge_skyline", slow)
+    t = pa.table({"g": [1] * 6 + [2] * 6, "d": ["a", "b", "c"] * 4})
+    rep = build_report(t, group="g", sensitive="d", c=[1.0], min_l=2, min_size=5, k=1,
+                       k_max=2)
+    sec = rep.data["skyline"]
+    assert sec["status"] == "ok" and sec["skylines"] == [] and sec["sigmas"] == []
+    assert "would take about 3.0 h" in sec["sigma_selection"]
+    assert sec["check"]["n_values"] == 3
+    assert rep.exit_code == 0
 
 
 # ------------------------------------------------------------------ item 3: weights

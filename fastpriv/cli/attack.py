@@ -25,6 +25,7 @@ def _unreliable(text: str) -> object:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``attack`` sub-command."""
+    from .._budget import MAX_SECONDS, max_seconds_arg
     from ._common import (
         add_bucketize_argument,
         add_command,
@@ -94,6 +95,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_weight_argument(p, "; every count and posterior is over people")
     p.add_argument("--top", type=size, metavar="N", default=10,
                    help="worst tuples to print (default 10)")
+    p.add_argument("--max-seconds", type=max_seconds_arg, default=MAX_SECONDS, metavar="S",
+                   help="refuse, before starting, when the mining's solve would take longer "
+                        "than S seconds by its estimate from the group sizes (default "
+                        f"{MAX_SECONDS:g}; none: no bound); a long run shows its estimate")
     p.add_argument("--distributions", metavar="OUT",
                    help="write the mined distributions (long table, Parquet/CSV)")
     p.add_argument("--tuples", metavar="OUT",
@@ -128,6 +133,8 @@ def run(args: argparse.Namespace) -> int:
     check_outputs([args.distributions, args.tuples, file_output(args.json)],
                   overwrite=args.overwrite, inputs=inputs)
     data, group = bucketize(args, data_of(args))
+    if isinstance(group, list) and len(group) == 1:    # --group COL: the attack reads one
+        group = group[0]
     targets: list = list(args.sensitive_values or [])
     for spec in args.value_set or []:
         members = [v.strip() for v in spec.split(",") if v.strip()]
@@ -142,7 +149,8 @@ def run(args: argparse.Namespace) -> int:
             sensitive_values=targets or None, max_set_size=args.max_set_size,
             epsilon=args.epsilon, confidence=args.confidence, min_support=args.min_support,
             original=args.original, nulls=args.nulls, weight=args.weight, n_random=args.n_random,
-            seed=args.seed, unreliable=args.unreliable, progress=bar)
+            seed=args.seed, unreliable=args.unreliable, progress=bar,
+            max_seconds=args.max_seconds)
     bar.done()
     md = res.mined
     print(res.summary(verbose=args.verbose))

@@ -9,6 +9,7 @@ ORDER = 40
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``robustness`` sub-command."""
+    from .._budget import MAX_SECONDS, max_seconds_arg
     from ._common import (
         add_bucketize_argument,
         add_command,
@@ -62,6 +63,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_weight_argument(p, "; every count and posterior is over people")
     p.add_argument("--top", type=size, metavar="N", default=10,
                    help="worst (person, attribute set, value) cases to print (default 10)")
+    p.add_argument("--max-seconds", type=max_seconds_arg, default=MAX_SECONDS, metavar="S",
+                   help="refuse, before starting, when the posteriors would take longer than S "
+                        "seconds by their estimate from the group sizes (default "
+                        f"{MAX_SECONDS:g}; none: no bound); a long run shows its estimate")
     p.add_argument("--verbose", action="store_true",
                    help="also print the audit's internal counts (triples, Δ-certified groups)")
     add_output_arguments(p)
@@ -99,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
             group=group if isinstance(group, str) or len(group) > 1 else group[0], r=args.r,
             knowledge=knowledge, sensitive_values=args.sensitive_values, model=args.model,
             max_set_size=args.max_set_size, epsilon=args.epsilon, confidence=args.confidence,
-            min_support=args.min_support, nulls=args.nulls, weight=args.weight)
+            min_support=args.min_support, nulls=args.nulls, weight=args.weight,
+            max_seconds=args.max_seconds)
     print(res.summary(verbose=args.verbose))
     if not res.robust:
         print_remedy(args, "art", ["--r", f"{args.r:g}"])

@@ -328,10 +328,12 @@ def _skyline_section(rel: Any, sigma: list | None, cs: list[float],
     worst_bp = None
     if worst is not None:
         worst_bp = sk.breach_probability(rel, sigma=worst.sigma, l=ell, k=k, m=m).to_dict()
-    skylines = []
-    for v in chosen:
-        for c in cs:
-            skylines.append(sk.knowledge_skyline(rel, sigma=v, c=c).to_dict())
+    # one time budget for all of them; the values chosen here stop at it, requested ones fail
+    found, chosen, stopped = sk.knowledge_skylines_within(rel, sigmas=chosen, cs=cs,
+                                                          partial=sigma is None)
+    skylines = [x.to_dict() for x in found]
+    if stopped:
+        selection += f"; {stopped}"
     rank = {p.sigma: i for i, p in enumerate(per_value)}
     plotted = sorted(chosen, key=lambda v: rank.get(v, 1 << 30))[:PLOTTED_SKYLINES]
     return _section(
