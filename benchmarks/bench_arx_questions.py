@@ -25,10 +25,12 @@ CPU time); ``phases_s`` are the phases of the median search (``LatticeSearch.sec
 ``process_s`` the process from spawn to exit. ``end_to_end_s`` = ``build_s`` +
 ``search_s``: ARX's ``anonymize()`` also encodes its input each time.
 
-ARX's times were measured live on this project's machine by issue 48's author (ARX 3.9.2,
-warm JVM, median): the Adult loss optimum under 5-anonymity 0.14 s at 0 % and 1.27 s at
-2 % suppression, the uniqueness search 0.7 CPU-s (37 nodes checked). The targets are ten
-times better; ``vs_arx`` is fastpriv's time / ARX's (search alone, and end to end).
+ARX's times were measured live by issue 48's author (ARX 3.9.2, warm JVM, median): the
+Adult loss optimum under 5-anonymity 0.14 s at 0 % and 1.27 s at 2 % suppression, the
+uniqueness search 0.7 CPU-s (37 nodes checked). The issue's targets, ten times better:
+≤ 15 ms, ≤ 130 ms and ≤ 70 ms (``target_met``: the search's wall time;
+``target_met_end_to_end``: with building the lattice). ``vs_arx`` is fastpriv's time /
+ARX's (search alone, ``vs_arx_end_to_end`` with the build, ``vs_arx_cpu`` CPU seconds).
 
     FASTPRIV_BENCH=full python -m benchmarks.bench_arx_questions
     FASTPRIV_BENCH=full python -m benchmarks.bench_arx_questions --only uniqueness,k5_loss_0
@@ -61,11 +63,12 @@ ARX_QI = ["sex", "age", "race", "marital-status", "education", "native-country",
 USA = 317_238_626          # ARXPopulationModel.Region.USA
 MODELS = ("loss", "entropy", "nm_entropy", "nm_precision", "aecs", "height", "precision",
           "discernibility")
-#: ARX 3.9.2 on this machine (issue 48): seconds (warm JVM, median) or CPU-seconds
-ARX = {"k5_loss_0": {"seconds": 0.14}, "k5_loss_2": {"seconds": 1.27},
-       "uniqueness": {"cpu_seconds": 0.7, "nodes_checked": 37},
+#: ARX 3.9.2 (issue 48): seconds (warm JVM, median) or CPU-seconds, and the issue's targets
+#: (ten times better than ARX, as the issue rounds them)
+ARX = {"k5_loss_0": {"seconds": 0.14, "target_s": 0.015},
+       "k5_loss_2": {"seconds": 1.27, "target_s": 0.130},
+       "uniqueness": {"cpu_seconds": 0.7, "nodes_checked": 37, "target_s": 0.070},
        "avg_risk_2": {"loss": 0.2892, "rows_suppressed": 509}}
-TARGET_FACTOR = 10         # the issue's targets: ten times better than ARX
 #: questions left out of the default run, and why (measured by hand, ``--only`` runs them)
 NOT_RUN = {"ihis_uniqueness": "one search took 264-315 s here (first calls, 1-minute load "
                               "4-6): 1,151 nodes have a loss bound below the optimum and each "
@@ -178,16 +181,13 @@ def compare_arx(qid: str, r: dict[str, Any]) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {"arx": arx}
     if "seconds" in arx:
-        target = arx["seconds"] / TARGET_FACTOR
-        out.update(target_s=target, vs_arx=r["search_s"] / arx["seconds"],
-                   vs_arx_end_to_end=r["end_to_end_s"] / arx["seconds"],
-                   target_met=r["search_s"] <= target,
-                   target_met_end_to_end=r["end_to_end_s"] <= target)
+        out.update(vs_arx=r["search_s"] / arx["seconds"],
+                   vs_arx_end_to_end=r["end_to_end_s"] / arx["seconds"])
     if "cpu_seconds" in arx:
-        target = arx["cpu_seconds"] / TARGET_FACTOR
-        out.update(target_cpu_s=target, vs_arx_cpu=r["search_cpu_s"] / arx["cpu_seconds"],
-                   target_met=r["search_cpu_s"] <= target,
-                   target_met_end_to_end=r["build_s"] + r["search_cpu_s"] <= target)
+        out.update(vs_arx_cpu=r["search_cpu_s"] / arx["cpu_seconds"])
+    if "target_s" in arx:   # wall seconds of the search, and with building the lattice
+        out.update(target_met=r["search_s"] <= arx["target_s"],
+                   target_met_end_to_end=r["end_to_end_s"] <= arx["target_s"])
     if "loss" in arx:
         out.update(same_loss=round(r["value"], 4) == arx["loss"],
                    same_rows_suppressed=r.get("rows_suppressed") == arx["rows_suppressed"])
