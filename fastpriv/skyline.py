@@ -1720,13 +1720,19 @@ def knowledge_skyline(data: Any, *, sigma: Any, c: Any, exact: bool = False,
 def knowledge_skylines(data: Any, *, c: Any, exact: bool = False,
                        max_seconds: float | None = MAX_SKYLINE_SECONDS,
                        **read: Any) -> dict:
-    """Return :func:`knowledge_skyline` of every sensitive value: ``{σ: KnowledgeSkyline}``."""
+    """Return :func:`knowledge_skyline` of every sensitive value: ``{σ: KnowledgeSkyline}``.
+
+    ``max_seconds`` bounds all the searches together (:func:`knowledge_skylines_within`:
+    each σ gets what is left; None: no bound), and a progress line counts the values.
+    """
     rel = as_release(data, **read)
-    return {v: knowledge_skyline(rel, sigma=v, c=c, exact=exact, max_seconds=max_seconds)
-            for v in rel.values}
+    found, done, _ = knowledge_skylines_within(rel, sigmas=rel.values, cs=[c], exact=exact,
+                                               max_seconds=max_seconds, partial=False)
+    return dict(zip(done, found, strict=True))
 
 
 def knowledge_skylines_within(data: Release, *, sigmas: Sequence[Any], cs: Sequence[Any],
+                              exact: bool = False,
                               max_seconds: float | None = MAX_SKYLINE_SECONDS,
                               partial: bool = True) -> tuple[list, list, str | None]:
     """Knowledge skylines of every σ in ``sigmas`` at every c in ``cs``, in one time budget.
@@ -1743,6 +1749,8 @@ def knowledge_skylines_within(data: Release, *, sigmas: Sequence[Any], cs: Seque
         Values, most important first.
     cs : sequence of float
         Confidences.
+    exact : bool
+        Evaluate with ``Fraction`` (see :func:`knowledge_skyline`).
     max_seconds : float or None
         Budget of all the searches together (None: none).
     partial : bool
@@ -1758,9 +1766,11 @@ def knowledge_skylines_within(data: Release, *, sigmas: Sequence[Any], cs: Seque
     """
     import time
 
+    from ._budget import check_max_seconds
     from ._progress import Progress
 
     rel = check_release(data, "data")
+    max_seconds = check_max_seconds(max_seconds)
     t0 = time.monotonic()
     out: list = []
     done: list = []
@@ -1773,7 +1783,8 @@ def knowledge_skylines_within(data: Release, *, sigmas: Sequence[Any], cs: Seque
                 if left is not None and left <= 0:
                     raise InputError(f"their budget of max_seconds = {max_seconds:g} s was "
                                      "spent")
-                row = [knowledge_skyline(rel, sigma=v, c=c, max_seconds=left) for c in cs]
+                row = [knowledge_skyline(rel, sigma=v, c=c, exact=exact, max_seconds=left)
+                       for c in cs]
             except InputError as exc:
                 if not partial:
                     raise

@@ -282,6 +282,12 @@ def test_knowledge_skylines_share_one_budget():
     with pytest.raises(fp.InputError, match="budget"):
         skyline.knowledge_skylines_within(rel, sigmas=["a"], cs=[0.8], max_seconds=1e-9,
                                           partial=False)
+    # every value's skyline: one budget for all of them, refused as a whole
+    assert set(skyline.knowledge_skylines(rel, c=0.8)) == {"a", "b", "c", "d"}
+    with pytest.raises(fp.InputError, match="budget"):
+        skyline.knowledge_skylines(rel, c=0.8, max_seconds=1e-9)
+    with pytest.raises(fp.InputError, match="max_seconds must be positive"):
+        skyline.knowledge_skylines(rel, c=0.8, max_seconds=0)
 
 
 def test_a_report_whose_skylines_stop_keeps_its_verdict(monkeypatch):
