@@ -242,11 +242,11 @@ def open_dataset(path: str, columns: Sequence[str] | None = None, param: str = "
     A folder's ``key=value`` subfolders are hive partitions: their keys are columns, typed
     as ``pyarrow.dataset.dataset(path, partitioning="hive")`` types them. A folder whose
     files disagree on a column (name, case, type) is refused here
-    (:func:`fastpriv._ingest.check_files_agree`), for every reader alike.
+    (:func:`fastpriv._folders.check_files_agree`), for every reader alike.
     """
     import pyarrow.dataset as ds
 
-    from ._ingest import check_files_agree
+    from ._folders import check_files_agree
 
     fmt = file_format(path)
     if fmt == "csv" and os.path.isfile(path):

@@ -26,11 +26,12 @@ import math
 import numbers
 from typing import Any
 
+from ._progress import fmt_bytes, fmt_seconds
 from .errors import InputError, InputTypeError
 
 __all__ = ["MEMORY_SHARE", "MAX_SECONDS", "EXPANDED_ROW_BYTES", "UNIT_BYTES",
            "ESP_OP_SECONDS", "esp_work", "available_memory", "check_memory", "check_seconds",
-           "check_max_seconds", "max_seconds_arg", "fmt_bytes", "fmt_seconds"]
+           "check_max_seconds", "max_seconds_arg"]
 
 #: Share of the free memory (MemAvailable) one step may plan to use.
 MEMORY_SHARE = 0.8
@@ -75,32 +76,6 @@ def available_memory() -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return None
-
-
-def fmt_bytes(n: float) -> str:
-    """Return ``n`` bytes in binary units: ``"512 B"``, ``"1.5 GiB"``, ``"7.28 TiB"``."""
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(n) < 1024 or unit == "PiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:,.3g} {unit}"
-        n /= 1024
-    return f"{n:,.3g} PiB"   # pragma: no cover - the loop returns
-
-
-def fmt_seconds(s: float) -> str:
-    """Return a duration for people: ``"40 s"``, ``"12 min"``, ``"3.2 h"``, ``"41 days"``."""
-    s = float(s)
-    if not math.isfinite(s) or s > 3.15e9:
-        return "more than a century"
-    if s < 90:
-        return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"
-    if s < 5400:
-        return f"{s / 60:.0f} min"
-    if s < 2 * 86400:
-        return f"{s / 3600:.1f} h"
-    if s < 2 * 365 * 86400:
-        return f"{s / 86400:,.0f} days"
-    return f"{s / (365 * 86400):,.0f} years"
 
 
 def check_memory(need: float, what: str, way_out: str) -> None:

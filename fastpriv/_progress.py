@@ -34,6 +34,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import gc
+import math
 import os
 import sys
 import threading
@@ -42,7 +43,7 @@ from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["wanted", "Progress", "RowsProgress", "Estimate", "compile_progress",
-           "compile_stats", "gc_paused"]
+           "compile_stats", "gc_paused", "fmt_bytes", "fmt_seconds"]
 
 _OFF = ("0", "false", "no", "off")
 _ON = ("1", "true", "yes", "on")
@@ -172,6 +173,32 @@ class RowsProgress(Progress):
             self._bar.set_postfix_str(f"{nbytes / 1e6:,.1f} MB", refresh=False)
 
 
+def fmt_bytes(n: float) -> str:
+    """Return ``n`` bytes in binary units: ``"512 B"``, ``"1.5 GiB"``, ``"7.28 TiB"``."""
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:,.3g} {unit}"
+        n /= 1024
+    return f"{n:,.3g} PiB"   # pragma: no cover - the loop returns
+
+
+def fmt_seconds(s: float) -> str:
+    """Return a duration for people: ``"40 s"``, ``"12 min"``, ``"3.2 h"``, ``"41 days"``."""
+    s = float(s)
+    if not math.isfinite(s) or s > 3.15e9:
+        return "more than a century"
+    if s < 90:
+        return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"
+    if s < 5400:
+        return f"{s / 60:.0f} min"
+    if s < 2 * 86400:
+        return f"{s / 3600:.1f} h"
+    if s < 2 * 365 * 86400:
+        return f"{s / 86400:,.0f} days"
+    return f"{s / (365 * 86400):,.0f} years"
+
+
 #: A step estimated to take less than this many seconds runs without a line.
 ANNOUNCE_SECONDS = 5.0
 
@@ -211,8 +238,6 @@ class Estimate(Progress):
 
     def __init__(self, what: str, seconds: float, total: int | None = None, *,
                  enabled: bool | None = None, stream: Any = None) -> None:
-        from ._budget import fmt_seconds
-
         super().__init__(what, enabled=enabled, stream=stream)
         self.seconds = float(seconds)
         self.total = total

@@ -1914,7 +1914,7 @@ class _Pace:
         if elapsed >= _PROJECT_AFTER and self.done >= 1:
             projected = elapsed * self.levels / self.done
             if projected > 2 * self.max_seconds:
-                from ._budget import fmt_seconds
+                from ._progress import fmt_seconds
 
                 raise InputError(
                     f"the knowledge skyline of {self.sigma!r} would take about "

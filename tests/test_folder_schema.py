@@ -2,7 +2,7 @@
 
 Arrow takes a folder's schema from one file: a column another file spells ``Disease``
 instead of ``disease`` was read as nulls, and ``report --nulls drop`` passed on half of the
-rows. The one check (:func:`fastpriv._ingest.check_files_agree`) runs where a path becomes
+rows. The one check (:func:`fastpriv._folders.check_files_agree`) runs where a path becomes
 a dataset, so every reader refuses such a folder with one line naming both files.
 """
 
@@ -13,7 +13,7 @@ import pytest
 
 import fastpriv as fp
 from fastpriv._arrow import as_table, count_rows, iter_batches
-from fastpriv._ingest import check_files_agree
+from fastpriv._folders import check_files_agree
 from fastpriv.cli import main
 
 
@@ -121,15 +121,15 @@ def test_files_that_agree_are_read_whole(tmp_path):
 
 def test_agreeing_folders_are_not_read_again(tmp_path, monkeypatch):
     """A folder seen to agree (same files, sizes, times) is not compared a second time."""
-    import fastpriv._ingest as ingest
+    import fastpriv._folders as folders
 
     d = tmp_path / "c"
     d.mkdir()
     pq.write_table(_part(0), d / "a.parquet")
     pq.write_table(_part(1), d / "b.parquet")
     calls = []
-    real = ingest._disagreement
-    monkeypatch.setattr(ingest, "_disagreement", lambda *a: calls.append(1) or real(*a))
+    real = folders._disagreement
+    monkeypatch.setattr(folders, "_disagreement", lambda *a: calls.append(1) or real(*a))
     as_table(str(d))
     as_table(str(d))
     assert len(calls) == 1

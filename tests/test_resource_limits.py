@@ -17,7 +17,7 @@ import pytest
 import fastpriv as fp
 from fastpriv import _budget, foreground, robustness, skyline
 from fastpriv._arrow import expand_weights
-from fastpriv._progress import ANNOUNCE_SECONDS, Estimate
+from fastpriv._progress import ANNOUNCE_SECONDS, Estimate, fmt_bytes, fmt_seconds
 from fastpriv.cli import main
 from fastpriv.report import build_report
 
@@ -52,13 +52,13 @@ def _one_line(capsys) -> str:
 
 # ------------------------------------------------------------------ helpers of the budget
 def test_figures_read_as_people_write_them():
-    assert _budget.fmt_bytes(512) == "512 B"
-    assert _budget.fmt_bytes(7.28 * 2**40) == "7.28 TiB"
-    assert _budget.fmt_seconds(40) == "40 s"
-    assert _budget.fmt_seconds(720) == "12 min"
-    assert _budget.fmt_seconds(3 * 3600) == "3.0 h"
-    assert _budget.fmt_seconds(41 * 86400) == "41 days"
-    assert _budget.fmt_seconds(float("inf")) == "more than a century"
+    assert fmt_bytes(512) == "512 B"
+    assert fmt_bytes(7.28 * 2**40) == "7.28 TiB"
+    assert fmt_seconds(40) == "40 s"
+    assert fmt_seconds(720) == "12 min"
+    assert fmt_seconds(3 * 3600) == "3.0 h"
+    assert fmt_seconds(41 * 86400) == "41 days"
+    assert fmt_seconds(float("inf")) == "more than a century"
 
 
 def test_free_memory_is_read_from_meminfo():
