@@ -66,6 +66,8 @@ CALLS = {
         "verdict": lambda: risk.verdict(risk.audit(TABLE, qi=["age", "sex"]), max_risk=0.5),
         "population_uniques": lambda: risk.population_uniques(
             np.array([1, 2]), np.array([3, 2]), 1000.0),
+        "population_unique_estimate": lambda: risk.population_unique_estimate(
+            np.array([1, 2]), np.array([3, 2]), 1000.0),
     },
 }
 
