@@ -689,7 +689,7 @@ def _resolve_stranded(prep: ARTInput, gid: np.ndarray, unsat: np.ndarray, rf: fl
 
 # ---------------------------------------------------------------------- CLI plugin
 def _cli_arguments(g: Any) -> None:
-    from ..cli._common import real_gt1
+    from .._flags import real_gt1
 
     g.add_argument("--r", type=real_gt1, metavar="R",
                    help="ART: r-robustness parameter (every posterior <= 1/r)")
