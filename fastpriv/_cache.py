@@ -346,7 +346,7 @@ class _TolerantCacheFile(caching.IndexDataCacheFile):
             return None
 
 
-# ============================================================================ the package's
+# =================================================================== the package's kernels
 #: What the kernels under :data:`PACKAGE_CACHE` were built with (JSON).
 MANIFEST = "manifest.json"
 
@@ -450,7 +450,7 @@ def shipped() -> Shipped | None:
     Memoized: decided once per process, at the first kernel the user's cache misses.
     """
     if not PACKAGE_CACHE.is_dir() or cache_root().resolve() == PACKAGE_CACHE:
-        return None     # none shipped, or this process is filling it (:func:`build`)
+        return None     # none shipped, or this process fills it (_package_cache.build)
 
     def unusable(why: str) -> None:
         _note_once("shipped", f"the kernels compiled with this package are not used ({why}): "
@@ -459,7 +459,8 @@ def shipped() -> Shipped | None:
 
     try:
         manifest = json.loads((PACKAGE_CACHE / MANIFEST).read_text(encoding="utf-8"))
-        targets = list(manifest["targets"])
+        targets = [(str(t["name"]), set(t["requires"]), str(t["dir"]),
+                    tuple(str(x) for x in t["magic"])) for t in manifest["targets"]]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         unusable(f"{PACKAGE_CACHE / MANIFEST} is unreadable: {type(exc).__name__}")
         return None
@@ -469,10 +470,10 @@ def shipped() -> Shipped | None:
         unusable(why)
         return None
     have = {f[1:] for f in features.split(",") if f.startswith("+")}
-    for t in targets:
-        if set(t["requires"]) <= have:
-            return Shipped(PACKAGE_CACHE / t["dir"], t["name"], tuple(t["magic"]))
-    unusable(f"no target fits this CPU: {', '.join(t['name'] for t in targets)}")
+    for name, requires, folder, magic in targets:
+        if requires <= have:
+            return Shipped(PACKAGE_CACHE / folder, name, magic)
+    unusable(f"no target fits this CPU: {', '.join(t[0] for t in targets)}")
     return None
 
 

@@ -206,3 +206,19 @@ def test_no_user_cache_location_still_loads_the_package_kernels(site, monkeypatc
         assert len(list(shipped.rglob("*.nbc"))) == 1
     finally:
         C.shipped.cache_clear()
+
+
+def test_a_manifest_that_does_not_parse_is_one_line_never_an_error(monkeypatch, tmp_path,
+                                                                    caplog):
+    monkeypatch.setattr(C, "PACKAGE_CACHE", tmp_path)
+    for text in ("{not json", json.dumps({**C._versions(), "targets": [{"name": "generic"}]})):
+        (tmp_path / C.MANIFEST).write_text(text)
+        monkeypatch.setattr(C, "_NOTED", set())
+        C.shipped.cache_clear()
+        with caplog.at_level("WARNING", logger="fastpriv"):
+            caplog.clear()
+            assert C.shipped() is None
+        lines = [r.getMessage() for r in caplog.records]
+        assert len(lines) == 1 and "is unreadable" in lines[0] and "compiled on first use" \
+            in lines[0], lines
+    C.shipped.cache_clear()
