@@ -617,11 +617,18 @@ def test_suite(r: Results) -> str:
     f = "test_suite.json"
     runs = r.get(f, "runs")
     cold, warm, fast = runs["cold"], runs["warm"], runs["warm_fast"]
+
+    def when(run: dict) -> str:
+        return str(run.get("date", "undated"))[:10]
+
     return (f"The whole suite ({cold['summary'].split(',')[0]}) takes {dur(cold['wall_s'])} "
-            f"with an empty kernel cache, as on a fresh CI machine, and {dur(warm['wall_s'])} "
-            f"warm; `python -m pytest -q -m \"not slow\"` leaves out the tests marked slow "
-            f"(fresh interpreters, Spark, whole reproductions) and takes {dur(fast['wall_s'])} "
-            f"warm ({fast['summary'].split(',')[0]}; `{f}`, `python -m benchmarks.suite_time`).")
+            f"with an empty kernel cache, as on a fresh CI machine (measured {when(cold)}); "
+            f"warm, {dur(warm['wall_s'])} ({warm['summary'].split(',')[0]}, measured "
+            f"{when(warm)}); `python -m pytest -q -m \"not slow\"` leaves out the tests marked "
+            f"slow (fresh interpreters, Spark, whole reproductions) and takes "
+            f"{dur(fast['wall_s'])} warm ({fast['summary'].split(',')[0]}, measured "
+            f"{when(fast)}; `{f}`, `python -m benchmarks.suite_time`; each run is dated because "
+            f"`--only` re-measures one of them).")
 
 
 def not_paid(r: Results) -> str:

@@ -34,15 +34,20 @@ RUNS = {"cold": [], "warm": [], "warm_fast": ["-m", "not slow"]}
 _SUMMARY = re.compile(r"^=*\s*(\d+ (passed|failed).*) in [\d.]+s")
 
 
-def run_suite(extra: list[str], cache_dir: str) -> dict:
-    """Run ``python -m pytest -q`` with ``extra`` arguments; wall seconds and summary."""
+def run_suite(extra: list[str], cache_dir: str, log: Path | None = None) -> dict:
+    """Run ``python -m pytest -q`` with ``extra`` arguments; wall seconds and summary.
+
+    With ``log``, pytest's whole output is written there (which tests failed, and why).
+    """
     env = dict(os.environ, FASTPRIV_CACHE_DIR=cache_dir)
     env.pop("FASTPRIV_NO_CACHE", None)
     date = datetime.now(timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           *extra], cwd=ROOT, env=env, capture_output=True, text=True)
+                           "-rf", *extra], cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
+    if log is not None:
+        log.write_text(proc.stdout + proc.stderr)
     lines = [ln for ln in proc.stdout.splitlines() if _SUMMARY.match(ln)]
     return {"wall_s": wall, "rc": proc.returncode,
             "summary": _SUMMARY.match(lines[-1]).group(1) if lines else proc.stdout[-300:],
@@ -54,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="+", choices=list(RUNS), default=list(RUNS))
     ap.add_argument("--cache-dir", help="kernel cache to use (default: a new empty one)")
+    ap.add_argument("--log", type=Path, metavar="DIR",
+                    help="write each run's whole pytest output to DIR/<run>.log")
     args = ap.parse_args(argv)
     out: dict = {}
     with tempfile.TemporaryDirectory(prefix="fastpriv-suite-cache-") as tmp:
@@ -61,7 +68,11 @@ def main(argv: list[str] | None = None) -> int:
         for name in RUNS:
             if name not in args.only:
                 continue
-            out[name] = run_suite(RUNS[name], cache)
+            log = None
+            if args.log is not None:
+                args.log.mkdir(parents=True, exist_ok=True)
+                log = args.log / f"{name}.log"
+            out[name] = run_suite(RUNS[name], cache, log)
             print(f"{name:10s} {out[name]['wall_s']:7.1f} s  rc {out[name]['rc']}  "
                   f"{out[name]['summary']}", flush=True)
     previous = RESULTS / "test_suite.json"
