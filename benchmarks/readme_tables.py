@@ -599,16 +599,36 @@ def portable_kernels(r: Results) -> str:
     f = "portable_kernels.json"
     ops = r.get(f, "operations")
     ratio = r.get(f, "ratio_to_host")
-    rows = [[desc, times(r.get(f, "ratio_to_host", "generic", k)),
-             times(r.get(f, "ratio_to_host", "x86-64-v3", k))] for k, desc in ops.items()]
+
+    def x(v: float) -> str:                     # ratios near 1: two decimals
+        return f"{float(v):.2f}×"
+
+    rows = [[desc, x(r.get(f, "ratio_to_host", "generic", k)),
+             x(r.get(f, "ratio_to_host", "x86-64-v3", k))] for k, desc in ops.items()]
     worst = max(ratio["generic"].values())
     table = _table(["hot path (inputs of about a million rows; Adult for the last two)",
                     "baseline x86-64 / host", "x86-64-v3 / host"], rows)
+    verdicts, answers = r.get(f, "same_verdicts"), r.get(f, "same_answers")
+    if not all(verdicts.values()):
+        raise ReadmeDataError(f"benchmarks/results/{f}: the variants' verdicts differ for "
+                              f"{[k for k, same in verdicts.items() if not same]}")
+    differ = [ops[k] for k, same in answers.items() if not same]
+    slower = (f"at most {(worst - 1) * 100:.0f} % slower than" if worst > 1 else
+              "never slower than")
+    verdict = ("within the 10 % that a second target would have to win back, so wheels ship "
+               "it alone" if worst <= 1.10 else "more than the 10 % that makes a second "
+               "target worth shipping: ship x86-64-v3 too")
+    agree = ("Every variant gave the same verdict (value, parameters, witness) on every hot "
+             "path" + ("" if not differ else
+                       f", and the same whole result except for {'; '.join(differ)} (its "
+                       f"floating-point noise and ties differ between code with FMA and "
+                       f"without, as for a JIT on a CPU without FMA: the benchmark's "
+                       f"docstring)") + ". ")
     return (table + f"\n\nCPU time of each hot path with the package's kernels, as a multiple "
             f"of its time with kernels compiled for the measuring CPU (the median over "
             f"{r.get(f, 'rounds')} rounds of alternated fresh processes of each round's "
-            f"ratio, each process the best of {r.get(f, 'repeat')} calls); baseline x86-64 "
-            f"is at most {times(worst)}, so wheels ship it alone. "
+            f"ratio, each process the best of {r.get(f, 'repeat')} calls). Baseline x86-64 "
+            f"code is {slower} the host's own, {verdict}. " + agree
             + measured(r, f, " (`python -m benchmarks.bench_portable_kernels`)"))
 
 

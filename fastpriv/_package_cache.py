@@ -40,7 +40,7 @@ def default_targets() -> list[str]:
 
     ``FASTPRIV_KERNEL_TARGETS`` (comma-separated keys of :data:`TARGETS`), else
     ``generic`` alone: on the hot paths of the documented commands, baseline x86-64 code
-    took 0.79-1.01x the CPU time of code compiled for the measuring machine's own CPU (AMD
+    took 0.89-1.07x the CPU time of code compiled for the measuring machine's own CPU (AMD
     EPYC, AVX-512; ``benchmarks/bench_portable_kernels.py``), so a second target would
     double the build and the kernels' size for nothing measurable there. A target the
     building machine cannot run is refused (the workload runs what it compiles).
