@@ -51,7 +51,7 @@ from .errors import InputError
 from .results import Result, Witness, json_safe
 
 __all__ = ["Frontier", "FrontierWitness", "frontier", "lattice_frontier", "pareto",
-           "minimal_grid", "tree_order", "RISK_MEASURES", "RISK_LABELS", "UTILITY_LABELS",
+           "tree_order", "RISK_MEASURES", "RISK_LABELS", "UTILITY_LABELS",
            "DEFAULT_MIN_SIZE"]
 
 #: Risk measures a frontier may be drawn against (the keys of :func:`fastpriv.risk.audit`).
@@ -342,25 +342,6 @@ def pareto(risk: np.ndarray, loss: np.ndarray) -> np.ndarray:
     return out
 
 
-def minimal_grid(sat: np.ndarray) -> np.ndarray:
-    """Return the satisfying grid entries with no satisfying entry strictly below them.
-
-    ``sat`` is a boolean grid of the lattice's shape. ``below[x]`` = some satisfying y ≤ x
-    (prefix-OR along every axis); x is minimal iff ``below[x − e_a]`` is false for every
-    ``a`` with ``x_a > 0``.
-    """
-    below = sat.copy()
-    for ax in range(below.ndim):
-        np.logical_or.accumulate(below, axis=ax, out=below)
-    strictly = np.zeros_like(sat)
-    for ax in range(below.ndim):
-        dst = [slice(None)] * below.ndim
-        src = [slice(None)] * below.ndim
-        dst[ax], src[ax] = slice(1, None), slice(None, -1)
-        strictly[tuple(dst)] |= below[tuple(src)]
-    return sat & ~strictly
-
-
 def _sizes_k(crit: Any) -> int | None:
     """Return k when ``crit`` is k-anonymity alone (or a conjunction of such parts)."""
     from .predicates import AllOf, HighestRisk, KAnonymity
@@ -592,7 +573,7 @@ def lattice_frontier(lattice: Any, criterion: Any = None, *, utility: str = "los
     ``criterion`` is any criterion the lattice search takes (default k-anonymity with
     k = :data:`DEFAULT_MIN_SIZE`).
     """
-    from .anonymize.lattice import UTILITIES, GeneralizationLattice
+    from .anonymize.lattice import UTILITIES, GeneralizationLattice, minimal_grid
 
     t0 = time.perf_counter()
     if not isinstance(lattice, GeneralizationLattice):

@@ -167,7 +167,7 @@ from ._result import Anonymized, GeneralizedAttribute, LatticeAnonymized
 __all__ = ["GeneralizationLattice", "LatticeSearch", "ChainSearch", "SearchProgress",
            "NodeCheck", "LatticeWitness",
            "lattice_search",
-           "minimal_ck_safe", "UTILITIES", "ARX_MODELS"]
+           "minimal_ck_safe", "minimal_grid", "UTILITIES", "ARX_MODELS"]
 
 UTILITIES = ("discernibility", "avg_group_size", "height", "precision", "loss", "entropy",
              "nm_entropy", "nm_precision", "aecs")
@@ -1071,6 +1071,29 @@ class _RollUp:
         return sq + sup * self.lat.n_rows, b
 
 
+def minimal_grid(sat: np.ndarray, closed: bool = False) -> np.ndarray:
+    """Return the satisfying grid entries with no satisfying entry strictly below them.
+
+    ``sat`` is a boolean grid of the lattice's shape. ``below[x]`` = some satisfying
+    ``y ≤ x`` (prefix-OR along every axis); a satisfying ``x`` is minimal iff
+    ``below[x − e_a]`` is false for every ``a`` with ``x_a > 0`` (every ``y ≤ x, y ≠ x`` lies
+    below one of those). ``closed``: the set is upward-closed (Flash's), so ``below`` is the
+    set itself.
+    """
+    below = sat
+    if not closed:
+        below = sat.copy()
+        for ax in range(below.ndim):
+            np.logical_or.accumulate(below, axis=ax, out=below)
+    strictly = np.zeros_like(sat)
+    for ax in range(below.ndim):
+        dst = [slice(None)] * below.ndim
+        src = [slice(None)] * below.ndim
+        dst[ax], src[ax] = slice(1, None), slice(None, -1)
+        strictly[tuple(dst)] |= below[tuple(src)]
+    return sat & ~strictly
+
+
 class GeneralizationLattice:
     """The full-domain generalization lattice of a table (encoded once, checked many times).
 
@@ -1773,18 +1796,7 @@ class GeneralizationLattice:
         ``x_a > 0`` (every ``y ≤ x, y ≠ x`` lies below one of those). ``closed``: the set
         is upward-closed (Flash's), so ``below`` is the set itself.
         """
-        below = sat_grid
-        if not closed:
-            below = sat_grid.copy()
-            for ax in range(below.ndim):
-                np.logical_or.accumulate(below, axis=ax, out=below)
-        strictly = np.zeros_like(sat_grid)
-        for ax in range(below.ndim):
-            dst = [slice(None)] * below.ndim
-            src = [slice(None)] * below.ndim
-            dst[ax], src[ax] = slice(1, None), slice(None, -1)
-            strictly[tuple(dst)] |= below[tuple(src)]
-        mins = (sat_grid & ~strictly).reshape(-1)[self._grid]
+        mins = minimal_grid(sat_grid, closed=closed).reshape(-1)[self._grid]
         return [tuple(n) for n in self.nodes[mins].tolist()]
 
     def _minimal(self, sat: np.ndarray) -> list[tuple[int, ...]]:
