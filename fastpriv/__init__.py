@@ -8,7 +8,14 @@ Public entry points (imported lazily so that ``import fastpriv`` stays fast):
 * :mod:`fastpriv.ck_safety`, :mod:`fastpriv.skyline`, :mod:`fastpriv.robustness`,
   :mod:`fastpriv.foreground` — the worst-case models;
 * :mod:`fastpriv.anonymize`, :mod:`fastpriv.metrics`, :mod:`fastpriv.datasets`;
-* :mod:`fastpriv.frontier` — risk and loss of every generalization, the Pareto frontier.
+* :mod:`fastpriv.frontier` — risk and loss of every generalization, the Pareto frontier;
+* :mod:`fastpriv.risk`, :mod:`fastpriv.population` — re-identification risk, k-map and
+  δ-presence from the classes of quasi-identifiers;
+* :mod:`fastpriv.registry` — the declaration of every model.
+
+Every public module (a name without a leading underscore) is an attribute of the package,
+imported on first use: ``import fastpriv as fp; fp.population`` works without
+``import fastpriv.population``.
 """
 
 from __future__ import annotations
@@ -19,41 +26,19 @@ from typing import Any
 from ._version import __version__
 from .errors import InputError, InputTypeError
 
-__all__ = [
-    "__version__",
-    "InputError",
-    "InputTypeError",
-    "Release",
-    "Hierarchy",
-    "CountAccumulator",
-    "read_csv",
-    "classic",
-    "ck_safety",
-    "skyline",
-    "robustness",
-    "foreground",
-    "anonymize",
-    "metrics",
-    "datasets",
-    "hierarchies",
-    "knowledge",
-    "predicates",
-    "streaming",
-    "report",
-    "risk",
-    "pushdown",
-    "spark",
-    "frontier",
-]
-
+#: Every public module of the package, imported on first access (``fastpriv.risk``).
+#: ``tests/test_package_modules.py`` keeps it equal to the modules on disk.
+_SUBMODULES = ("anonymize", "ck_safety", "classic", "cli", "counts", "datasets",
+               "distributed", "errors", "foreground", "frontier", "hierarchies", "knowledge",
+               "metrics", "population", "predicates", "pushdown", "registry", "release",
+               "report", "results", "risk", "robustness", "rows", "skyline", "spark",
+               "streaming")
 _ATTRS = {"Release": ("fastpriv.release", "Release"),
           "Hierarchy": ("fastpriv.hierarchies", "Hierarchy"),
           "read_csv": ("fastpriv._arrow", "read_csv"),
           "CountAccumulator": ("fastpriv.counts", "CountAccumulator")}
-_SUBMODULES = {"classic", "ck_safety", "skyline", "robustness", "foreground", "anonymize",
-               "metrics", "datasets", "hierarchies", "counts", "release", "distributed",
-               "knowledge", "predicates", "streaming", "report", "spark", "pushdown",
-               "risk", "frontier"}
+
+__all__ = ["__version__", "InputError", "InputTypeError", *_ATTRS, *_SUBMODULES]
 
 
 def __getattr__(name: str) -> Any:
