@@ -276,17 +276,20 @@ def _kernel_stats() -> dict:
     import inspect
     import re
 
-    sources = {}
+    call = re.compile(r"\b(\w+)\(")
+    callers: dict[str, int] = {}    # name -> how many kernels' sources call it
     for d in KERNELS:
         try:
-            sources[id(d)] = inspect.getsource(d.py_func)
+            src = inspect.getsource(d.py_func)
         except (OSError, TypeError):  # pragma: no cover
-            sources[id(d)] = ""
+            src = ""
+        called = set(call.findall(src)) - {d.py_func.__name__}
+        for name in called:
+            callers[name] = callers.get(name, 0) + 1
     rows = []
     for d in KERNELS:
         name = d.py_func.__name__
-        pat = re.compile(rf"\b{re.escape(name)}\(")
-        helper = any(pat.search(src) for k, src in sources.items() if k != id(d))
+        helper = callers.get(name, 0) > 0     # called by another kernel: linked into it
         hits = sum(d.stats.cache_hits.values())
         misses = sum(d.stats.cache_misses.values())
         rows.append({"kernel": f"{d.py_func.__module__}.{name}", "helper": helper,
