@@ -37,6 +37,15 @@ callees compiled inside a caller are charged to the callee; ``compile_s`` sums t
   loaded and compiled, and the machine's load average before and after. Python's bytecode
   cache is on (an installed package has its ``.pyc`` files), in the run's own
   ``PYTHONPYCACHEPREFIX``.
+* **fresh install** (``--install ROUNDS [--wheel PATH]``, ``cold_start_install.json``) — what
+  a new user meets: this checkout's wheel is built (its build compiles every kernel into the
+  package; ``scripts/check_wheel``'s steps) or taken, installed into a new virtual
+  environment, and each example of each command's ``--help`` runs ``ROUNDS`` times in a
+  fresh process of that environment, each with a new, empty user cache (which must stay
+  empty: nothing compiled), profiled by phase as above, with its first result line. Then
+  the audit question of ``fastpriv audit adult --sensitive occupation --qi age sex`` (k and
+  distinct ℓ) in fresh processes of the installed fastpriv, DuckDB and Polars on the same
+  bundled Adult file, alternated (:data:`PEER_CODE`); their answers must agree.
 
 Full mode (``FASTPRIV_BENCH=full``; ``python -m benchmarks.bench_cold_start [--only audit,demo]
 [--skip-warmup] [--baseline REV]``, the last adding the same cold runs of revision REV,
@@ -50,7 +59,8 @@ load by phase, into ``benchmarks/results/smoke/cold_start_commands.json``.
 
 Targets (2-core machine): a cold ``fastpriv warmup`` ≤ 45 CPU-s; any command cold ≤ 10 s to
 its first output line and ≤ 20 s in all; cached ``audit adult --sensitive occupation --qi
-age sex`` ≤ 0.5 s.
+age sex`` ≤ 0.5 s; on a fresh install every documented command's first result ≤ 1 s, the
+demo's ≤ 2 s.
 """
 
 from __future__ import annotations
@@ -70,7 +80,7 @@ from benchmarks._common import write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {"warmup_cold_cpu_s": 45.0, "command_first_line_s": 10.0, "command_total_s": 20.0,
-           "audit_cached_s": 0.5}
+           "audit_cached_s": 0.5, "install_first_result_s": 1.0, "install_demo_s": 2.0}
 
 #: Runs a module or code under a compile recorder; writes the profile to $BENCH_OUT.
 #: Every ``numba:compile`` (a kernel), ``numba:run_pass`` (a compiler pass) and
@@ -170,58 +180,67 @@ def _env(cache: str | None, root: Path | None = None) -> dict[str, str]:
     return env
 
 
+def _spawn(cmd: list[str], *, env: dict[str, str], cwd: str, timeout: float) -> dict[str, Any]:
+    """Run ``cmd`` as a fresh process; its exit code, wall and CPU seconds, seconds to the
+    first stdout line (the first result line) and to the first line on either stream (the
+    first thing a user sees), its stdout line count and stderr."""
+    load = os.getloadavg()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=env, cwd=cwd, text=True)
+    first, first_err, err_lines = None, [], []
+
+    def drain_stderr() -> None:             # read at once: its first line is timed too
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if not first_err:
+                first_err.append(time.perf_counter() - t0)
+            err_lines.append(line)
+
+    reader = threading.Thread(target=drain_stderr, daemon=True)
+    reader.start()
+    lines, first_text = 0, ""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if first is None:
+            first, first_text = time.perf_counter() - t0, line.rstrip("\n")
+        lines += 1
+    rc = proc.wait(timeout=timeout)
+    reader.join(timeout)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    outputs = [t for t in (first, *first_err) if t is not None]
+    return {"rc": rc, "wall_s": wall, "first_line_s": first, "first_line": first_text,
+            "stdout_lines": lines,
+            "first_output_s": min(outputs) if outputs else None, "load_avg_before": load,
+            "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+            "stderr": "".join(err_lines)}
+
+
 def run_fresh(mode: str, target: str, argv: list[str], *, cache: str | None,
               cwd: str | None = None, timeout: float = 1800,
               root: Path | None = None) -> dict[str, Any]:
     """Run ``python -m target argv`` (mode "module") or code in a fresh interpreter.
 
     ``cache=None`` disables the disk cache; ``root`` is the source tree imported (default
-    this checkout). Returns wall, first-line and CPU seconds, the
+    this checkout). Returns wall, first-line and CPU seconds (:func:`_spawn`), the
     exit code and the compile profile (``{"kernel": {"n": .., "s": ..}}``).
     """
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "compiles.json")
         env = dict(_env(cache, root), BENCH_OUT=out)
-        load = os.getloadavg()
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-c", _RECORDER, mode, target, *argv],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                cwd=cwd or str(ROOT), text=True)
-        first, first_err, err_lines = None, [], []
-
-        def drain_stderr() -> None:             # read at once: its first line is timed too
-            assert proc.stderr is not None
-            for line in proc.stderr:
-                if not first_err:
-                    first_err.append(time.perf_counter() - t0)
-                err_lines.append(line)
-
-        reader = threading.Thread(target=drain_stderr, daemon=True)
-        reader.start()
-        lines = 0
-        assert proc.stdout is not None
-        for _line in proc.stdout:
-            if first is None:
-                first = time.perf_counter() - t0
-            lines += 1
-        rc = proc.wait(timeout=timeout)
-        reader.join(timeout)
-        err = "".join(err_lines)
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        run = _spawn([sys.executable, "-c", _RECORDER, mode, target, *argv], env=env,
+                     cwd=cwd or str(ROOT), timeout=timeout)
         try:
             with open(out) as fh:
                 compiles = json.load(fh)
         except (OSError, ValueError):
             compiles = {}
+    err = run.pop("stderr")
     outside = compiles.pop(OUTSIDE, {"s": 0.0})
     fp = {k: v for k, v in compiles.items() if k.startswith("fastpriv.")}
-    outputs = [t for t in (first, *first_err) if t is not None]
-    return {"rc": rc, "wall_s": wall, "first_line_s": first, "stdout_lines": lines,
-            "first_output_s": min(outputs) if outputs else None,
-            "load_avg_before": load,
-            "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+    return {**run,
             "compiled_kernels": len(fp), "compile_events": sum(v["n"] for v in compiles.values()),
             "compile_s": sum(v["s"] for v in compiles.values()),
             "fastpriv_compile_s": sum(v["s"] for v in fp.values()),
@@ -229,7 +248,7 @@ def run_fresh(mode: str, target: str, argv: list[str], *, cache: str | None,
             "llvm_outside_compiles_s": round(outside["s"], 3),
             "numba_internal_compiles": _kernel_table(
                 {k: v for k, v in compiles.items() if not k.startswith("fastpriv.")})[:20],
-            "compiles": fp, "stderr_tail": err[-400:] if rc else ""}
+            "compiles": fp, "stderr_tail": err[-400:] if run["rc"] else ""}
 
 
 OUTSIDE = "(outside compiles)"
@@ -457,40 +476,56 @@ FRESH_PHASES = ("numpy", "numba", "pyarrow", "pandas", "fastpriv", "other", "ker
 
 def run_phases(mode: str, target: str, argv: list[str], *, cache: str, cwd: str,
                root: Path | None = None, timeout: float = 600,
-               bytecode: str | None = None) -> dict[str, Any]:
+               bytecode: str | None = None, installed: Path | None = None) -> dict[str, Any]:
     """Run ``python -m target argv`` (or code) in a fresh process profiled by phase.
 
-    Returns the process's wall and CPU seconds, its exit code, the CPU seconds of each of
-    :data:`FRESH_PHASES` (``exit``: the process's CPU less what it measured before its
-    teardown), the kernels it loaded (``kernels``: Dispatcher.compile calls) and compiled.
-    ``bytecode``: a folder for Python's bytecode cache (``PYTHONPYCACHEPREFIX``, with
-    ``PYTHONDONTWRITEBYTECODE`` lifted), as an installed package has its ``.pyc`` files.
+    Returns the process's wall, CPU and first-line seconds and exit code (:func:`_spawn`),
+    the CPU seconds of each of :data:`FRESH_PHASES` (``exit``: the process's CPU less what it
+    measured before its teardown), the kernels it loaded (``kernels``: Dispatcher.compile
+    calls) and compiled. ``bytecode``: a folder for Python's bytecode cache
+    (``PYTHONPYCACHEPREFIX``, with ``PYTHONDONTWRITEBYTECODE`` lifted), as an installed
+    package has its ``.pyc`` files. ``installed``: the scripts folder of a virtual
+    environment with fastpriv installed — its Python runs, in a user's environment
+    (``scripts/check_wheel``'s), instead of this checkout's.
     """
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "phases.json")
-        env = dict(_env(cache, root), BENCH_OUT=out)
+        python = sys.executable
+        if installed is None:
+            env = dict(_env(cache, root), BENCH_OUT=out)
+        else:
+            env = dict(check_wheel().installed_env(installed, Path(cache)), BENCH_OUT=out)
+            python = str(installed / "python")
         if bytecode is not None:
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             env["PYTHONPYCACHEPREFIX"] = bytecode
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", _PHASE_RECORDER, mode, target, *argv],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              stdin=subprocess.DEVNULL, env=env, cwd=cwd, text=True,
-                              timeout=timeout)
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        run = _spawn([python, "-c", _PHASE_RECORDER, mode, target, *argv], env=env, cwd=cwd,
+                     timeout=timeout)
         try:
             with open(out) as fh:
                 ph = json.load(fh)
         except (OSError, ValueError):
             ph = {}
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    err = run.pop("stderr")
     phases = {k: ph.get(k, 0.0) for k in FRESH_PHASES if k != "exit"}
-    phases["exit"] = round(cpu - ph.get("in_process", cpu), 4)
-    return {"rc": proc.returncode, "wall_s": wall, "cpu_s": cpu, "phases_s": phases,
-            "kernels": ph.get("kernels", 0), "compiled": ph.get("compiled", 0),
-            "stderr_tail": proc.stderr[-400:] if proc.returncode not in (0, 1) else ""}
+    phases["exit"] = round(run["cpu_s"] - ph.get("in_process", run["cpu_s"]), 4)
+    return {**run, "phases_s": phases, "kernels": ph.get("kernels", 0),
+            "compiled": ph.get("compiled", 0),
+            "stderr_tail": err[-400:] if run["rc"] not in (0, 1) else ""}
+
+
+def check_wheel() -> Any:
+    """``scripts/check_wheel`` as a module (it builds, installs and checks the wheel)."""
+    import importlib.util
+    from importlib.machinery import SourceFileLoader
+
+    if "check_wheel" not in sys.modules:
+        loader = SourceFileLoader("check_wheel", str(ROOT / "scripts" / "check_wheel"))
+        spec = importlib.util.spec_from_loader("check_wheel", loader)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["check_wheel"] = mod
+        loader.exec_module(mod)
+    return sys.modules["check_wheel"]
 
 
 def help_examples() -> dict[str, list[str]]:
@@ -517,8 +552,11 @@ def _median(xs: list[float]) -> float:
 
 
 def _summary(runs: list[dict]) -> dict[str, Any]:
+    firsts = {key: [r[key] for r in runs if r.get(key) is not None]
+              for key in ("first_line_s", "first_output_s")}
     return {"runs": len(runs), "wall_s": _median([r["wall_s"] for r in runs]),
             "cpu_s": _median([r["cpu_s"] for r in runs]),
+            **{key: _median(xs) if xs else None for key, xs in firsts.items()},
             "phases_s": {k: _median([r["phases_s"][k] for r in runs]) for k in FRESH_PHASES},
             "kernels": max(r["kernels"] for r in runs),
             "compiled": max(r["compiled"] for r in runs)}
@@ -574,6 +612,120 @@ def fresh_cached(rounds: int, only: list[str] | None = None,
                      f"{row['cpu_ratio']:.2f}" if baseline else ""), flush=True)
             print("    " + "  ".join(f"{k} {cur['phases_s'][k]:.3f}" for k in FRESH_PHASES),
                   flush=True)
+    res["load_avg_end"] = os.getloadavg()
+    return res
+
+
+#: The audit question of ``fastpriv audit adult --sensitive occupation --qi age sex`` (its
+#: k-anonymity and distinct ℓ-diversity), as each contestant of the fresh-install mode asks
+#: it in a fresh process of its own: fastpriv (installed from the wheel, its Python API),
+#: DuckDB and Polars (this environment's), on the bundled Adult Parquet file ``$ADULT``.
+PEER_CODE = {
+    "fastpriv": ("import os\nfrom fastpriv import Release, classic\n"
+                 "rel = Release.from_table(os.environ['ADULT'], qi=['age', 'sex'], "
+                 "sensitive='occupation')\nm = classic.audit(rel).to_dict()['models']\n"
+                 "print(m['k_anonymity']['value'], m['l_diversity']['value'])"),
+    "duckdb": ("import os, duckdb\nprint(*duckdb.connect().execute(\"SELECT min(n), min(l) "
+               "FROM (SELECT count(*) AS n, count(DISTINCT occupation) AS l FROM "
+               "read_parquet(?) GROUP BY age, sex)\", [os.environ['ADULT']]).fetchone())"),
+    "polars": ("import os, polars as pl\nr = (pl.scan_parquet(os.environ['ADULT'])"
+               ".group_by('age', 'sex').agg(pl.len().alias('n'), "
+               "pl.col('occupation').n_unique().alias('l'))"
+               ".select(pl.col('n').min(), pl.col('l').min()).collect())\n"
+               "print(r['n'][0], r['l'][0])"),
+}
+
+
+def _install_wheel(base: Path, wheel: Path | None) -> tuple[Path, dict[str, Any]]:
+    """Build this checkout's wheel (unless ``wheel`` is given) and install it into a new
+    virtual environment under ``base``; its scripts folder and what the steps took."""
+    cw = check_wheel()
+    info: dict[str, Any] = {}
+    if wheel is None:
+        wheel, info["build_s"] = cw.build_wheel(base / "dist")
+    info.update(name=wheel.name, size_mb=round(wheel.stat().st_size / 1e6, 2))
+    bindir, info["install_s"] = cw.install(wheel, base / "venv")
+    return bindir, info
+
+
+def _fresh_install_command(name: str, argv: list[str], rounds: int, bindir: Path,
+                           tmp: str) -> dict[str, Any]:
+    """One documented command, ``rounds`` fresh processes of the installed package, each
+    with a new empty user cache that must stay empty (nothing compiled, nothing written)."""
+    runs, refused = [], False
+    for _ in range(rounds):
+        cache = tempfile.mkdtemp(dir=tmp, prefix="cache-")
+        work = tempfile.mkdtemp(dir=tmp, prefix=f"{name}-")
+        r = run_phases("module", "fastpriv", argv, cache=cache, cwd=work, installed=bindir)
+        refused = r["rc"] == 2 and check_wheel().NEEDS_CHECKOUT in r["stderr_tail"]
+        if r["rc"] not in (0, 1) and not refused:
+            raise RuntimeError(f"fastpriv {' '.join(argv)} (installed): rc={r['rc']} "
+                               f"{r['stderr_tail']}")
+        written = [str(f) for f in Path(cache).rglob("*") if f.is_file()]
+        if r["compiled"] or written:
+            raise RuntimeError(f"fastpriv {' '.join(argv)} (installed) compiled "
+                               f"{r['compiled']} kernels, wrote {written[:3]} to the cache")
+        runs.append(r)
+    return {"argv": argv, "current": _summary(runs), "needs_checkout": refused}
+
+
+def _fresh_peers(rounds: int, bindir: Path, tmp: str) -> dict[str, Any]:
+    """:data:`PEER_CODE` in fresh processes, alternated, ``rounds`` each: medians of wall,
+    CPU and first-line seconds, and the answer (``"k l"``), which must be the same for all."""
+    from fastpriv.datasets import adult_path
+
+    runs: dict[str, list[dict]] = {name: [] for name in PEER_CODE}
+    for i in range(rounds):
+        for name in (list(PEER_CODE) if i % 2 == 0 else list(PEER_CODE)[::-1]):
+            cache = tempfile.mkdtemp(dir=tmp, prefix="cache-")
+            if name == "fastpriv":
+                env = check_wheel().installed_env(bindir, Path(cache))
+                python = str(bindir / "python")
+            else:
+                env, python = _env(cache), sys.executable
+            env["ADULT"] = adult_path()
+            r = _spawn([python, "-c", PEER_CODE[name]], env=env,
+                       cwd=tempfile.mkdtemp(dir=tmp, prefix="out-"), timeout=300)
+            if r["rc"] != 0:
+                raise RuntimeError(f"{name}: rc={r['rc']} {r['stderr'][-400:]}")
+            runs[name].append(r)
+    answers = {r["first_line"] for rs in runs.values() for r in rs}
+    if len(answers) != 1:
+        raise RuntimeError(f"the contestants disagree on (k, l): {sorted(answers)}")
+    return {name: {"runs": len(rs), "answer": rs[0]["first_line"],
+                   **{key: _median([r[key] for r in rs])
+                      for key in ("wall_s", "cpu_s", "first_line_s")}}
+            for name, rs in runs.items()}
+
+
+def fresh_install(rounds: int, only: list[str] | None = None,
+                  wheel: Path | None = None) -> dict[str, Any]:
+    """Every documented command as a new user runs it: the wheel in a new virtual
+    environment, an empty user cache, each command in a fresh process, profiled by phase.
+
+    ``rounds`` processes per command (medians); then the audit question in fresh processes
+    of fastpriv (installed), DuckDB and Polars, alternated (:data:`PEER_CODE`).
+    """
+    res: dict[str, Any] = {"revision": _revision(), "rounds": rounds, "phases": FRESH_PHASES,
+                           "load_avg_start": os.getloadavg(), "commands": {}}
+    with tempfile.TemporaryDirectory(prefix="fresh-install-") as tmp:
+        bindir, res["wheel"] = _install_wheel(Path(tmp), wheel)
+        print(f"wheel {res['wheel']['name']}: {res['wheel']['size_mb']} MB, installed in "
+              f"{res['wheel']['install_s']:.0f} s", flush=True)
+        for name, argv in help_examples().items():
+            if only and name.split("_")[0] not in only and name not in only:
+                continue
+            row = _fresh_install_command(name, argv, rounds, bindir, tmp)
+            res["commands"][name] = row
+            cur = row["current"]
+            print(f"{name:14s} fresh install: first result {cur['first_line_s']} s, "
+                  f"{cur['wall_s']:5.2f} s wall, {cur['cpu_s']:5.2f} s cpu "
+                  f"({cur['kernels']} kernels loaded, {cur['compiled']} compiled)"
+                  + ("; needs a source checkout" if row["needs_checkout"] else ""),
+                  flush=True)
+            print("    " + "  ".join(f"{k} {cur['phases_s'][k]:.3f}" for k in FRESH_PHASES),
+                  flush=True)
+        res["peers"] = _fresh_peers(rounds, bindir, tmp)
     res["load_avg_end"] = os.getloadavg()
     return res
 
@@ -643,8 +795,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fresh", type=int, metavar="ROUNDS",
                    help="only the documented commands in fresh processes on a filled cache, "
                         "ROUNDS runs each, profiled by phase (writes cold_start_fresh.json)")
+    p.add_argument("--install", type=int, metavar="ROUNDS",
+                   help="fresh install: build the wheel (or take --wheel), install it into a "
+                        "new virtual environment and run every documented command ROUNDS times "
+                        "with an empty user cache, profiled by phase, then the audit question "
+                        "in fresh DuckDB and Polars processes (writes cold_start_install.json)")
+    p.add_argument("--wheel", type=Path, help="with --install: a wheel already built")
     a = p.parse_args(argv)
     only = a.only.split(",") if a.only else None
+    if a.install:
+        payload = fresh_install(a.install, only, wheel=a.wheel.resolve() if a.wheel else None)
+        if a.merge:
+            print(merge_result("cold_start_install", payload, "python -m "
+                               "benchmarks.bench_cold_start " + " ".join(
+                                   argv if argv is not None else sys.argv[1:])))
+        else:
+            print(write_result("cold_start_install", payload, True))
+        return 0
     if a.merge:
         if not only:
             p.error("--merge needs --only (the commands to measure)")

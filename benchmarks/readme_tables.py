@@ -526,8 +526,25 @@ def _documented(r: Results, f: str) -> dict[str, dict]:
     return cmds
 
 
+INSTALL = "cold_start_install.json"
+
+
+def _installed_first(r: Results, name: str) -> str:
+    """A documented command's first result on a fresh install (``cold_start_install.json``);
+    a command that needs a source checkout says so."""
+    c = _documented(r, INSTALL)[name]
+    if c.get("needs_checkout"):
+        return "needs a source checkout"
+    cur = r.col(INSTALL, [c], "current")[0]
+    if cur.get("compiled"):
+        raise ReadmeDataError(f"benchmarks/results/{INSTALL}: {name} compiled "
+                              f"{cur['compiled']} kernels on a fresh install")
+    return dur(cur["first_line_s"] if cur.get("first_line_s") is not None else cur["wall_s"])
+
+
 def cold_commands(r: Results) -> str:
-    """Per documented command: the first call on an empty cache, and the next process."""
+    """Per documented command: the first call on an empty cache, and the next process, next
+    to its first result on a fresh install from the wheel."""
     f = "cold_start_commands.json"
     rows = []
     for name, c in _documented(r, f).items():
@@ -540,12 +557,50 @@ def cold_commands(r: Results) -> str:
                                           f"'commands.{name}.{side}.{key}'")
         rows.append([_command(c["argv"]), dur(cold["wall_s"]), dur(cold["first_output_s"]),
                      dur(cold["first_line_s"]), num(cold["cpu_s"]),
-                     str(cold["compiled_kernels"]), dur(warm["wall_s"])])
+                     str(cold["compiled_kernels"]), dur(warm["wall_s"]),
+                     _installed_first(r, name)])
     table = _table(["command, as its `--help` shows it", "first call: wall", "first output",
-                    "first result line", "CPU-s", "kernels compiled", "next process: wall"],
-                   rows)
-    return table + "\n\n" + measured(r, f, " (`python -m benchmarks.bench_cold_start`, "
-                                           "one run each)", merged=True)
+                    "first result line", "CPU-s", "kernels compiled", "next process: wall",
+                    "fresh install: first result"], rows)
+    return (table + "\n\n" + measured(r, f, " (`python -m benchmarks.bench_cold_start`, "
+                                            "one run each)", merged=True)
+            + " Fresh install: " + measured(r, INSTALL, _install_how(r), merged=True))
+
+
+def _install_how(r: Results) -> str:
+    rounds = r.get(INSTALL, "rounds")
+    return (f" (`python -m benchmarks.bench_cold_start --install {rounds}`: the wheel in a new "
+            f"virtual environment, an empty user cache, median of {rounds} fresh processes per "
+            f"command)")
+
+
+def cold_install(r: Results) -> str:
+    """Per documented command on a fresh install: first result, wall, CPU-s by phase; the
+    wheel; the audit question against DuckDB's and Polars' fresh processes."""
+    imports = ("numpy", "numba", "pyarrow", "pandas", "fastpriv", "other")
+    rows = []
+    for name, c in _documented(r, INSTALL).items():
+        cur = r.col(INSTALL, [c], "current")[0]
+        ph = cur["phases_s"]
+        rows.append([_command(c["argv"]), _installed_first(r, name), dur(cur["wall_s"]),
+                     num(cur["cpu_s"]), num(sum(ph[k] for k in imports)),
+                     num(ph["kernel_loads"]) + f" ({cur['kernels']})", num(ph["work"]),
+                     num(ph["exit"])])
+    table = _table(["command, as its `--help` shows it", "first result", "wall", "CPU-s",
+                    "imports", "kernel loads (kernels)", "work", "exit"], rows)
+    w, peers = r.get(INSTALL, "wheel"), r.get(INSTALL, "peers")
+    fp = peers["fastpriv"]
+    ratio = {n: fp["wall_s"] / peers[n]["wall_s"] for n in ("duckdb", "polars")}
+    text = (f"The wheel ({w['name']}) is {w['size_mb']:.1f} MB with every kernel compiled in; "
+            f"installing it takes {dur(w['install_s'])}. Asked the same question in a fresh "
+            f"process on the same bundled Adult file (k-anonymity and distinct ℓ-diversity of "
+            f"(age, sex) with occupation; all three answer k, ℓ = {fp['answer'].replace(' ', ', ')}"
+            f"), the installed fastpriv's Python API takes {dur(fp['wall_s'])} "
+            f"({num(fp['cpu_s'])} CPU-s), DuckDB {dur(peers['duckdb']['wall_s'])} and Polars "
+            f"{dur(peers['polars']['wall_s'])}: {times(ratio['duckdb'])} DuckDB's and "
+            f"{times(ratio['polars'])} Polars' time (median of {fp['runs']} alternated "
+            f"processes each).")
+    return table + "\n\n" + text + "\n\n" + measured(r, INSTALL, _install_how(r), merged=True)
 
 
 def cold_cached(r: Results) -> str:
@@ -1162,6 +1217,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "not-paid": not_paid,
     "cold-commands": cold_commands,
     "cold-cached": cold_cached,
+    "cold-install": cold_install,
     "compile-profile": compile_profile,
     "portable-kernels": portable_kernels,
     "test-suite": test_suite,
