@@ -46,7 +46,8 @@ __all__ = ["STDIN", "PipeSafe", "TerminalSafe", "Timer", "add_bucketize_argument
            "emit_json", "epilog", "escape", "examples_of", "file_output", "forget_buffered",
            "format_table",
            "hoeffding_confidence", "load_data", "load_release", "n_jobs", "nonnegative",
-           "positive", "print_remedy", "probability", "read_stream", "real_gt1", "seed",
+           "positive", "print_remedy", "probability", "read_stream", "real_gt1",
+           "remedy_options", "seed",
            "size", "write_stdout"]
 
 #: ``DATA`` names that mean standard input.
@@ -242,22 +243,43 @@ def load_population(args: argparse.Namespace) -> Any:
     return data_of(args, pop) if isinstance(pop, str) else pop
 
 
+def remedy_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Return how this command read ``DATA``, for the commands it suggests.
+
+    Every suggested command (a remedy, the command that publishes a chosen node) reads the
+    data as the command that prints it did: its ``--weight``, ``--nulls``, ``--encoding``
+    and ``--delimiter`` (the keywords of :func:`fastpriv.report.verdict.anonymize_command`).
+    Options that do not decide which people the data holds are not carried over
+    (``--population``: ``fastpriv anonymize`` reads it only with ``--max-uniqueness``;
+    ``--stream``, ``--n-jobs``: how, not what, it reads).
+    """
+    return {"weight": getattr(args, "weight", None),
+            "nulls": getattr(args, "nulls", None) or "error",
+            "encoding": getattr(args, "encoding", None),
+            "delimiter": getattr(args, "delimiter", None)}
+
+
 def print_remedy(args: argparse.Namespace, method: str, criteria: list[str], *,
                  unreachable: str | None = None) -> None:
     """Print the ``fastpriv anonymize`` command that fixes the audited data.
 
-    With ``unreachable`` (why not even one group holding the whole table meets the
-    threshold) that sentence is printed instead: a command that cannot succeed is never
-    offered.
+    The command reads ``DATA`` as this command read it
+    (:func:`remedy_options`), so that it runs as printed. With ``unreachable`` (why not
+    even one group holding the whole table meets the threshold) that sentence is printed
+    instead: a command that cannot succeed is never offered; nor one that would read the
+    data otherwise (``--nulls value``: :data:`fastpriv.report.verdict.NULLS_VALUE_REMEDY`).
     """
-    from ..report.verdict import anonymize_command
+    from ..report.verdict import NULLS_VALUE_REMEDY, anonymize_command
 
     if unreachable:
         print(f"  No generalization of these quasi-identifiers can pass: {unreachable}.")
         return
+    if remedy_options(args)["nulls"] == "value":
+        print("  " + NULLS_VALUE_REMEDY)
+        return
     print("  To fix: " + anonymize_command(args.data, method=method, qi=args.qi,
                                           sensitive=args.sensitive, criteria=criteria,
-                                          weight=getattr(args, "weight", None)))
+                                          **remedy_options(args)))
 
 
 def add_bucketize_argument(p: argparse.ArgumentParser) -> None:

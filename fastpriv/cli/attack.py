@@ -122,7 +122,6 @@ def run(args: argparse.Namespace) -> int:
         escape,
         file_output,
         format_table,
-        print_remedy,
     )
 
     check_grouping(args)
@@ -155,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     md = res.mined
     print(res.summary(verbose=args.verbose))
     if res.n_problematic:
-        print_remedy(args, "art", ["--r", f"{args.r:g}"])
+        _print_remedy(args)
     print(f"  total time {t.seconds:.2f} s")
     if args.top > 0:
         worst = res.worst(args.top)
@@ -180,3 +179,26 @@ def run(args: argparse.Namespace) -> int:
     payload["timings_s"] = {"total": t.seconds}
     emit_json(args, payload, inputs=[f for f in (args.sensitive_table, args.original) if f])
     return 1 if res.n_problematic else 0
+
+
+def _print_remedy(args: argparse.Namespace) -> None:
+    """Print the ART command that publishes an r-robust release instead.
+
+    ART anonymizes a table of people with their sensitive values: DATA itself, or — when
+    DATA is Anatomy's QI table (``--sensitive-table``), which holds no sensitive column —
+    ``--original``; without it no table to anonymize was named, and that is said instead.
+    """
+    from ._common import escape, print_remedy
+
+    criteria = ["--r", f"{args.r:g}"]
+    if not args.sensitive_table:
+        print_remedy(args, "art", criteria)
+    elif args.original:      # read as this command read it: --encoding is DATA's
+        print_remedy(argparse.Namespace(**{**vars(args), "data": args.original,
+                                           "encoding": None, "delimiter": None}),
+                     "art", criteria)
+    else:
+        print(f"  To fix, anonymize the table this release was made from (one row per person "
+              f"with its {escape(args.sensitive)}; DATA, a QI table, holds no sensitive "
+              f"column) with fastpriv anonymize --method art --r {args.r:g}; --original "
+              "names it and this command prints the full command.")

@@ -93,7 +93,7 @@ def audit_release(rel, args: argparse.Namespace, data_spec: str):
     """Run the verdict's models on a built release; return the report object."""
     from ..registry import thresholds_of
     from ..report import build_report
-    from ._common import load_population
+    from ._common import load_population, remedy_options
 
     thresholds = thresholds_of(args)
     qi = args.qi if args.qi and not args.group and any(
@@ -102,6 +102,7 @@ def audit_release(rel, args: argparse.Namespace, data_spec: str):
                         min_size=args.min_size, min_l=args.min_l, max_t=args.max_t,
                         robustness=False, attack=False, knowledge_skylines=False,
                         data_spec=data_spec, source=data_spec, remedy_qi=args.qi, qi=qi,
+                        remedy_options=remedy_options(args),
                         thresholds=thresholds, population=load_population(args))
 
 
@@ -179,7 +180,15 @@ def _audit_classes(args: argparse.Namespace) -> int:
     """``fastpriv audit`` without ``--sensitive``: k-anonymity and risk of the QI classes."""
     from ..registry import thresholds_of
     from ..report import build_report
-    from ._common import Timer, data_of, emit_json, escape, format_table, load_population
+    from ._common import (
+        Timer,
+        data_of,
+        emit_json,
+        escape,
+        format_table,
+        load_population,
+        remedy_options,
+    )
 
     if not args.qi:
         raise InputError("--qi: without --sensitive give the quasi-identifier columns (the "
@@ -192,7 +201,8 @@ def _audit_classes(args: argparse.Namespace) -> int:
                            risk=args.risk,
                            thresholds=thresholds_of(args), robustness=False, attack=False,
                            knowledge_skylines=False,
-                           data_spec=args.data, source=args.data, remedy_qi=args.qi)
+                           data_spec=args.data, source=args.data, remedy_qi=args.qi,
+                           remedy_options=remedy_options(args))
     d = rep.to_dict()
     cl = d["classes"]
     print(f"{escape(args.data)}: {cl['n_records']:,} records in {cl['n_classes']:,} classes of "

@@ -142,8 +142,6 @@ def anonymize_argv(args: argparse.Namespace) -> list[str]:
         out += ["--suppression", f"{args.suppression:g}"]
     if args.objective != "minimal":
         out += ["--objective", args.objective]
-    if args.nulls != "error":
-        out += ["--nulls", args.nulls]
     return out
 
 
@@ -153,7 +151,15 @@ def run(args: argparse.Namespace) -> int:
     from ..anonymize.lattice import GeneralizationLattice
     from ..frontier import lattice_frontier
     from ..report.verdict import anonymize_command
-    from ._common import Timer, data_of, emit_json, escape, file_output, population_size
+    from ._common import (
+        Timer,
+        data_of,
+        emit_json,
+        escape,
+        file_output,
+        population_size,
+        remedy_options,
+    )
     from .anonymize import _hierarchy_spec
 
     if args.output == "-":
@@ -174,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     if res.chosen is not None:
         command = anonymize_command(args.data, method="lattice", qi=args.qi,
                                     sensitive=args.sensitive, criteria=anonymize_argv(args),
-                                    weight=args.weight)
+                                    **remedy_options(args))
     print(res.summary())
     if command:
         print(f"To publish the chosen node: {command}")

@@ -124,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
         escape,
         file_output,
         load_population,
+        remedy_options,
         risk_wanted,
         streamed,
         write_stdout,
@@ -161,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
         population=load_population(args),
         thresholds=thresholds_of(args),
         title=args.title, source=source, data_spec=args.data, weight=args.weight,
+        remedy_options=remedy_options(args),
         hierarchies=args.hierarchies)
     print(rep.summary(verbose=args.verbose))
     print(f"(report built in {rep.data['timings_s']['total']:.2f} s)")

@@ -660,7 +660,8 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
                  stream: bool = False, title: str | None = None,
                  source: str | None = None, data_spec: str | None = None,
                  knowledge_skylines: bool = True,
-                 remedy_qi: Sequence[str] | None = None, risk: bool = True,
+                 remedy_qi: Sequence[str] | None = None,
+                 remedy_options: dict[str, Any] | None = None, risk: bool = True,
                  max_risk: float = 0.2, population: Any = None,
                  weight: str | None = None, thresholds: dict | None = None,
                  hierarchies: Any = None) -> Report:
@@ -741,6 +742,11 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
         the skyline check of the verdict (``fastpriv audit``).
     remedy_qi : list of str, optional
         The quasi-identifiers the remedy commands generalize (default: ``qi``).
+    remedy_options : dict, optional
+        How the remedy commands read the data, as it was read for this report: ``weight``,
+        ``nulls``, ``encoding``, ``delimiter`` (see :func:`fastpriv.report.verdict.
+        anonymize_command`; default: ``weight`` and ``nulls``). The command line passes its
+        own, e.g. for a Release built from a weighted file.
     risk, max_risk, population :
         Re-identification risk of the QI classes (:mod:`fastpriv.risk`; needs ``qi`` and the
         rows): PASS when the highest prosecutor risk is at most ``max_risk``; ``population``
@@ -817,7 +823,8 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
         targets = [] if inp.rel is None else _targets(
             inp.rel, sec, o.c_v, table_values, inp.row_labels, o.include_individual_values)
     verdict = build_verdict(sec, {**params, "qi": list(remedy_qi) if remedy_qi else o.qi},
-                            inp.sensitive, data_spec=data_spec or inp.path)
+                            inp.sensitive, data_spec=data_spec or inp.path,
+                            remedy_options=remedy_options)
     timings.update({name: x["seconds"] for name, x in sec.items() if "seconds" in x})
     timings["targets"] = tt.seconds
     timings["total"] = time.perf_counter() - t_start

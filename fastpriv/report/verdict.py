@@ -26,7 +26,7 @@ from typing import Any
 from .text import as_float, fmt_count, fmt_label, fmt_pct
 
 __all__ = ["build_verdict", "verdict_text", "anonymize_command", "EXIT_HOLDS", "EXIT_FAILS",
-           "EXIT_NOT_RUN"]
+           "EXIT_NOT_RUN", "READING_OPTIONS", "NULLS_VALUE_REMEDY"]
 
 #: Exit status when every requested check ran and holds.
 EXIT_HOLDS = 0
@@ -37,7 +37,8 @@ EXIT_NOT_RUN = 2
 
 
 def build_verdict(sec: dict, params: dict, sens: str | None, *,
-                  data_spec: str | None = None) -> dict:
+                  data_spec: str | None = None,
+                  remedy_options: dict[str, Any] | None = None) -> dict:
     """Collect the checks of the report sections ``sec`` into the verdict.
 
     Parameters
@@ -54,6 +55,11 @@ def build_verdict(sec: dict, params: dict, sens: str | None, *,
         Name of the sensitive column (for the sentences); None without one.
     data_spec : str, optional
         How the remedy commands name the data (a path, ``adult``); default ``DATA``.
+    remedy_options : dict, optional
+        How the remedy commands read the data, as the audit read it: the keywords of
+        :data:`READING_OPTIONS` (``weight``, ``nulls``, ``encoding``, ``delimiter``) passed
+        to :func:`anonymize_command`. Default: ``params``' ``weight`` and ``nulls``; the keys
+        given replace those.
 
     Returns
     -------
@@ -66,8 +72,10 @@ def build_verdict(sec: dict, params: dict, sens: str | None, *,
 
     """
     checks = _checks(sec, params, sens)
-    remedies = _add_remedies(checks, sec.get("whole_table"), params, data_spec or "DATA",
-                             risk=sec.get("risk"))
+    reading = {"weight": params.get("weight"), "nulls": params.get("nulls") or "error",
+               **_reading(remedy_options)}
+    remedies = _add_remedies(checks, sec.get("whole_table"), {**params, "reading": reading},
+                             data_spec or "DATA", risk=sec.get("risk"))
     satisfied = [c["id"] for c in checks if c["satisfied"] is True]
     violated = [c["id"] for c in checks if c["satisfied"] is False]
     errors = [{"id": c["id"], "title": c["title"], "error": c["reason"]}
@@ -385,7 +393,8 @@ def _add_remedies(checks: list[dict], whole: dict | None, params: dict, data: st
         text = _command(data, params, "skyline",
                         ["--skyline", f"*:{ell},{k},{m},{params['c_verdict']:g}"])
         by_id["skyline"]["remedy"] = text
-        out.append(text)
+        if text not in out:
+            out.append(text)
     for cid in ("robustness", "foreground"):
         if cid in by_id and by_id[cid]["satisfied"] is False and params.get("r"):
             text = _command(data, params, "art", ["--r", f"{params['r']:g}"])
@@ -453,18 +462,52 @@ def _unreachable(by_id: dict, whole: dict | None, params: dict,
 
 
 def _command(data: str, params: dict, method: str, criteria: list[str]) -> str:
+    """Return the remedy command, or why none reads the data as the audit did."""
+    reading = params.get("reading", {})
+    if reading.get("nulls") == "value":
+        return NULLS_VALUE_REMEDY
     return anonymize_command(data, method=method, qi=params.get("qi"),
-                             sensitive=params["sensitive"], criteria=criteria,
-                             weight=params.get("weight"))
+                             sensitive=params["sensitive"], criteria=criteria, **reading)
+
+
+#: The options with which a suggested command reads DATA as the command that suggests it
+#: read it (the keywords of :func:`anonymize_command`, each the flag of the same name).
+READING_OPTIONS = ("weight", "nulls", "encoding", "delimiter")
+
+#: The remedy of an audit that read nulls as a value: no command reads the data that way.
+NULLS_VALUE_REMEDY = ("No fastpriv anonymize command reads nulls as a value (this audit: "
+                      "--nulls value): its methods generalize no null. Audit again with "
+                      "--nulls drop: its remedy publishes the rows without nulls.")
+
+
+def _reading(options: dict[str, Any] | None) -> dict[str, Any]:
+    """Return ``options`` (how a remedy reads the data) after checking its keys."""
+    from ..errors import InputError
+
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(READING_OPTIONS))
+    if unknown:
+        raise InputError(f"remedy_options: unknown option(s) {unknown}; expected some of "
+                         f"{list(READING_OPTIONS)}")
+    return options
 
 
 def anonymize_command(data: str, *, method: str, qi: list[str] | None,
                       sensitive: str | None, criteria: list[str],
-                      weight: str | None = None) -> str:
+                      weight: str | None = None, nulls: str = "error",
+                      encoding: str | None = None, delimiter: str | None = None) -> str:
     """Return the shell-quoted ``fastpriv anonymize`` command of a remedy.
 
-    ``weight`` (the multiplicity column of an aggregated table) is passed on, so that the
-    release counts people, not rows.
+    The command reads ``data`` as the command that suggests it read it, so that it runs as
+    printed on the same people: ``weight`` (the multiplicity column of an aggregated table,
+    so that the release counts people, not rows), ``nulls`` (``"error"`` or ``"drop"``:
+    ``fastpriv anonymize`` reads no null as a value, see :data:`NULLS_VALUE_REMEDY`), and
+    a CSV's ``encoding`` and ``delimiter`` become the flags of the same names.
+
+    Raises
+    ------
+    InputError
+        ``nulls`` is not ``"error"`` or ``"drop"``.
 
     Examples
     --------
@@ -472,11 +515,25 @@ def anonymize_command(data: str, *, method: str, qi: list[str] | None,
     ...                         criteria=["--min-size", "5"]))  # doctest: +NORMALIZE_WHITESPACE
     fastpriv anonymize adult --method mondrian --qi age --sensitive job --min-size 5
     -o release.parquet
+    >>> print(anonymize_command("agg.csv", method="mondrian", qi=["age"], sensitive="job",
+    ...                         criteria=["--min-size", "5"], weight="n", nulls="drop",
+    ...                         delimiter=";"))  # doctest: +NORMALIZE_WHITESPACE
+    fastpriv anonymize agg.csv --method mondrian --qi age --sensitive job --weight n
+    --nulls drop --delimiter ';' --min-size 5 -o release.parquet
 
     """
+    from .._validation import check_choice
+
+    check_choice(nulls, "nulls (fastpriv anonymize reads nulls as an error or drops them)",
+                 ("error", "drop"))
+    reading = [*(["--weight", weight] if weight else []),
+               *(["--nulls", nulls] if nulls != "error" else []),
+               *(["--encoding", encoding] if encoding else []),
+               *(["--delimiter", "tab" if delimiter == "\t" else delimiter]
+                 if delimiter else [])]
     args = ["fastpriv", "anonymize", data, "--method", method, "--qi",
             *(qi or ["QI_COLUMNS..."]), *(["--sensitive", sensitive] if sensitive else []),
-            *(["--weight", weight] if weight else []), *criteria, "-o", "release.parquet"]
+            *reading, *criteria, "-o", "release.parquet"]
     return " ".join(a if a.endswith("...") else shlex.quote(str(a)) for a in args)
 
 
