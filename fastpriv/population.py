@@ -112,7 +112,7 @@ class DeltaPresenceResult(Result):
 
 
 def _matched(data: Any, qi: Sequence[str] | None, population: Any, weight: str | None,
-             nulls: str) -> tuple[Any, np.ndarray, int, dict]:
+             nulls: str | None) -> tuple[Any, np.ndarray, int, dict]:
     """Sample classes, F_j per sample class, the population's class count, and params."""
     from . import risk
 
@@ -120,16 +120,17 @@ def _matched(data: Any, qi: Sequence[str] | None, population: Any, weight: str |
         raise InputError("population: give the population table (a table or a path with the "
                          f"QI columns); got {population!r}")
     sample = risk.class_counts(data, qi=qi, weight=weight, nulls=nulls)
-    pop = risk.class_counts(population, qi=list(sample.qi), nulls=nulls)
+    pop = risk.class_counts(population, qi=list(sample.qi), nulls=sample.nulls)
     big_f = risk.population_sizes(sample, pop).astype(np.int64)
     params = {"qi": list(sample.qi), "n_records": int(sample.n_records),
               "n_population": int(pop.n_records), "n_classes": int(sample.n_classes),
-              "n_population_classes": int(pop.n_classes), "weight": weight}
+              "n_population_classes": int(pop.n_classes), "weight": weight,
+              "nulls": sample.nulls}
     return sample, big_f, int(pop.n_classes), params
 
 
 def k_map(data: Any, *, qi: Sequence[str] | None = None, population: Any,
-          weight: str | None = None, nulls: str = "error") -> KMapResult:
+          weight: str | None = None, nulls: str | None = None) -> KMapResult:
     """k-map: the smallest population class matched by a record of the data.
 
     k = min_j F_j over the sample's classes j (Sweeney 2002; El Emam & Dankar 2008).
@@ -144,8 +145,10 @@ def k_map(data: Any, *, qi: Sequence[str] | None = None, population: Any,
         The population table; it must hold the data (every F_j ≥ f_j).
     weight : str, optional
         Multiplicity column of the data (rows standing for several identical records).
-    nulls : {"error", "drop", "value"}
-        Null policy for the QI columns of both tables.
+    nulls : {"error", "drop", "value"}, optional
+        Null policy for the QI columns of both tables (default ``"error"``; class counts
+        keep the one they were counted under, as in :func:`fastpriv.risk.audit`);
+        ``params["nulls"]`` is the policy used.
 
     """
     sample, big_f, _, params = _matched(data, qi, population, weight, nulls)
@@ -155,7 +158,8 @@ def k_map(data: Any, *, qi: Sequence[str] | None = None, population: Any,
 
 
 def delta_presence(data: Any, *, qi: Sequence[str] | None = None, population: Any,
-                   weight: str | None = None, nulls: str = "error") -> DeltaPresenceResult:
+                   weight: str | None = None,
+                   nulls: str | None = None) -> DeltaPresenceResult:
     """δ-presence: δ_j = f_j / F_j, the chance a person of class j is in the data.
 
     Returns δ_max = max_j δ_j as ``value`` and δ_min (0 when a population class is absent

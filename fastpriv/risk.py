@@ -60,6 +60,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ._arrow import (
     NULL_POLICIES,
@@ -127,6 +128,11 @@ class ClassCounts(Result):
     sampling_weight_sums : float64 array or None
         Σ sampling weights per class (an estimate of the population class size F_j), when
         the table was read with ``sampling_weight=``.
+    nulls : {"error", "drop", "value"}
+        The null policy the classes were counted under: ``"error"`` (no QI was null),
+        ``"drop"`` (records with a null QI are left out) or ``"value"`` (null is a QI value
+        of its own). The measures report it (``params["nulls"]``) and a population table
+        is counted under it too.
 
     """
 
@@ -134,6 +140,7 @@ class ClassCounts(Result):
     keys: pa.Table = field(repr=False)
     sizes: np.ndarray = field(repr=False)
     sampling_weight_sums: np.ndarray | None = field(default=None, repr=False)
+    nulls: str = "error"
 
     @property
     def weight_sums(self) -> np.ndarray | None:
@@ -169,8 +176,8 @@ class ClassCounts(Result):
 
     @property
     def params(self) -> dict:
-        """The parameters: the QI columns."""
-        return {"qi": list(self.qi)}
+        """The parameters: the QI columns and the null policy they were counted under."""
+        return {"qi": list(self.qi), "nulls": self.nulls}
 
     @property
     def witness(self) -> None:
@@ -178,9 +185,10 @@ class ClassCounts(Result):
         return None
 
     def to_dict(self) -> dict:
-        """JSON-safe dict: QI, records, classes and the class-size histogram."""
+        """JSON-safe dict: QI, null policy, records, classes and the class-size histogram."""
         size, count = self.histogram()
-        return {"qi": list(self.qi), "n_records": self.n_records, "n_classes": self.n_classes,
+        return {"qi": list(self.qi), "nulls": self.nulls, "n_records": self.n_records,
+                "n_classes": self.n_classes,
                 "class_size_histogram": {"size": size.tolist(), "count": count.tolist()}}
 
     def summary(self) -> str:
@@ -221,11 +229,12 @@ class ClassCounts(Result):
 
         """
         cols = _check_qi(qi)
+        check_choice(nulls, "nulls", NULL_POLICIES)
         weight, sampling_weight = _check_weight_names(weight, sampling_weight, cols)
         if weight is None and sampling_weight is None:
             fast = _from_ingest(data, cols, nulls)
             if fast is not None:
-                return cls(tuple(cols), fast[0], _ro(fast[1]))
+                return cls(tuple(cols), fast[0], _ro(fast[1]), nulls=nulls)
         roles: dict = {"qi": cols}
         if weight is not None:
             roles["weight"] = [weight]
@@ -258,7 +267,8 @@ class ClassCounts(Result):
             sw = _sampling_weights(table.column(sampling_weight))
             wsum = np.bincount(codes, weights=sw if w is None else sw * w,
                                minlength=keys.num_rows)
-        return cls(tuple(cols), keys, _ro(sizes), None if wsum is None else _ro(wsum))
+        return cls(tuple(cols), keys, _ro(sizes), None if wsum is None else _ro(wsum),
+                   nulls=nulls)
 
     @classmethod
     def from_counts(cls, data: Any, *, qi: Sequence[str], count: str = "count",
@@ -266,10 +276,35 @@ class ClassCounts(Result):
                     weight_sum: str | None = None) -> "ClassCounts":
         """Classes from aggregated rows ``(qi..., count[, sampling_weight_sum])`` (``GROUP BY``).
 
-        Rows with the same QI values are added, so partial aggregates (per partition, per
-        day) can be passed together. ``count`` must hold integers ≥ 0; classes whose total
-        is 0 are dropped. ``sampling_weight_sum`` names a column of Σ sampling weights per
-        row (``weight_sum=`` is its deprecated name).
+        Each row stands for ``count`` records with its QI values, so the classes equal
+        :meth:`from_table` on the expanded rows, under every null policy: rows with the same
+        QI values are added (partial aggregates, per partition or per day, can be passed
+        together), rows of count 0 stand for nobody and are dropped, and ``nulls`` applies
+        to the QI (and ``sampling_weight_sum``) columns record by record.
+
+        Parameters
+        ----------
+        data : table-like
+            The aggregated rows, e.g. ``table.group_by(qi).aggregate([([], "count_all")])``
+            or a SQL ``SELECT qi..., COUNT(*) ... GROUP BY qi...``. Extra grouping columns
+            (a sensitive column) are allowed: they are summed over. Count every record of
+            the group (``COUNT(*)``), not the non-null values of one column.
+        qi : list of str
+            The quasi-identifier columns.
+        count : str, default "count"
+            Records per row: integers ≥ 0, no nulls (a null count stands for an unknown
+            number of records and is refused under every null policy).
+        sampling_weight_sum : str, optional
+            Σ sampling weights of the row's records.
+        nulls : {"error", "drop", "value"}
+            Null policy for the QI (and sampling weight sum) columns, as in
+            :meth:`from_table`: ``"error"`` names each column with its number of null
+            *records* (Σ count), ``"drop"`` leaves out the records of rows with a null,
+            ``"value"`` keeps null (and NaN) as a value of its own. The classes carry it
+            (:attr:`nulls`).
+        weight_sum : str, optional
+            Deprecated name of ``sampling_weight_sum`` (warns).
+
         """
         if weight_sum is not None:
             warnings.warn("from_counts(weight_sum=) is renamed sampling_weight_sum=",
@@ -279,7 +314,8 @@ class ClassCounts(Result):
                                  "its deprecated name)")
             sampling_weight_sum = weight_sum
         cols = _check_qi(qi)
-        extra = [count] + ([sampling_weight_sum] if sampling_weight_sum is not None else [])
+        check_choice(nulls, "nulls", NULL_POLICIES)
+        policed = cols + ([sampling_weight_sum] if sampling_weight_sum is not None else [])
         roles = {"qi": cols, "count": [count]}
         if isinstance(sampling_weight_sum, str):
             roles["sampling_weight_sum"] = [sampling_weight_sum]
@@ -288,32 +324,29 @@ class ClassCounts(Result):
         check_columns([count], table.column_names, "count")
         if sampling_weight_sum is not None:
             check_columns([sampling_weight_sum], table.column_names, "sampling_weight_sum")
-        table, _ = apply_null_policy(table.select(cols + extra), cols + extra, nulls)
+        table = table.select(policed + [count])
+        c = _record_counts(table.column(count), count)
+        if (c == 0).any():                      # rows standing for nobody, as weights of 0
+            keep = c > 0
+            table, c = table.filter(pa.array(keep)), c[keep]
+        if table.num_rows == 0:
+            raise InputError("count: every class has count 0")
+        if nulls == "error":
+            _refuse_null_records(table, policed, c)
+        kept = kept_rows(table, policed, nulls)
+        table, _ = apply_null_policy(table, policed, nulls)
+        if kept is not None:
+            c = c[kept]
         if table.num_rows == 0:
             raise InputError("data has no rows (after the null policy)")
-        cnt = table.column(count)
-        if not pa.types.is_integer(cnt.type):
-            raise InputTypeError(f"count: expected an integer column, got {cnt.type}")
-        c = cnt.to_numpy()
-        if (c < 0).any():
-            raise InputError(f"count: {int((c < 0).sum())} negative counts")
-        if c.dtype == np.uint64 and (c > INT64_MAX).any():
-            raise InputError("count: counts over 2**63 - 1 (the largest count fastpriv holds)")
-        check_total(c, f"count column {count!r}")
-        c = c.astype(np.int64)
         codes, keys = encode_keys([table.column(x) for x in cols], names=cols)
         sizes = exact_bincount(codes, c, keys.num_rows)
-        keep = np.flatnonzero(sizes > 0)
-        if keep.size == 0:
-            raise InputError("count: every class has count 0")
         wsum = None
         if sampling_weight_sum is not None:
-            wsum = np.bincount(codes, weights=_sampling_weights(
+            wsum = _ro(np.bincount(codes, weights=_sampling_weights(
                 table.column(sampling_weight_sum), "sampling_weight_sum"),
-                minlength=keys.num_rows)[keep]
-        keys = keys.take(pa.array(keep))
-        return cls(tuple(cols), keys, _ro(sizes[keep]),
-                   None if wsum is None else _ro(wsum))
+                minlength=keys.num_rows))
+        return cls(tuple(cols), keys, _ro(sizes), wsum, nulls=nulls)
 
     @classmethod
     def from_batches(cls, data: Any, *, qi: Sequence[str], weight: str | None = None,
@@ -324,9 +357,10 @@ class ClassCounts(Result):
         Only the QI (and weight) columns are read; each batch is counted on its own and the
         per-batch classes are merged once at the end, so memory is bounded by the number of
         (batch, class) pairs, never by the whole decoded table. ``weight`` and
-        ``sampling_weight`` as in :meth:`from_table`.
+        ``sampling_weight`` and ``nulls`` as in :meth:`from_table`.
         """
         cols = _check_qi(qi)
+        check_choice(nulls, "nulls", NULL_POLICIES)
         weight, sampling_weight = _check_weight_names(weight, sampling_weight, cols)
         policed = cols + ([sampling_weight] if sampling_weight is not None else [])
         used = policed + ([weight] if weight is not None else [])
@@ -339,7 +373,8 @@ class ClassCounts(Result):
         return parts[0].merge(*parts[1:])
 
     @classmethod
-    def from_release(cls, release: Any, *, qi: Sequence[str] | None = None) -> "ClassCounts":
+    def from_release(cls, release: Any, *, qi: Sequence[str] | None = None,
+                     nulls: str | None = None) -> "ClassCounts":
         """Classes of a :class:`fastpriv.Release` built with ``qi=`` (its groups).
 
         A release built with ``weight=`` counts Σ weight per group, as the table would.
@@ -347,6 +382,11 @@ class ClassCounts(Result):
         the rows whose *sensitive* value is null as well, which have QI values and count
         as records here; pass the table (``risk.audit(table, qi=..., nulls="drop")``
         drops only the rows with a null QI).
+
+        ``nulls`` is the null policy the release was built with; by default ``"value"``
+        when its groups hold a null QI value, else ``"error"``. A release without a row
+        index (built from counts, record batches or weighted rows) keeps no record of the
+        rows a null policy dropped, so ``nulls="drop"`` is refused for it.
         """
         keys = release.groups
         names = list(keys.column_names)
@@ -358,6 +398,7 @@ class ClassCounts(Result):
         if release.case != "svpi":
             raise InputError(f"data: a {release.case} release counts values, not records; "
                              "pass the table with one row per individual")
+        nulls = _release_nulls(release, names, nulls)
         if _dropped_rows(release):
             raise InputError(
                 "data: the Release dropped rows with a null (nulls='drop'), in its sensitive "
@@ -366,7 +407,8 @@ class ClassCounts(Result):
                 "re-identification, so its classes may be too small. Pass the table instead: "
                 f"risk.audit(table, qi={names}, nulls='drop') drops only the rows with a "
                 "null QI")
-        return cls(tuple(names), keys, _ro(np.asarray(release.sizes, dtype=np.int64)))
+        return cls(tuple(names), keys, _ro(np.asarray(release.sizes, dtype=np.int64)),
+                   nulls=nulls)
 
     def merge(self, *others: "ClassCounts") -> "ClassCounts":
         """Merge counts of disjoint parts of one table (shards, batches, partitions)."""
@@ -378,6 +420,10 @@ class ClassCounts(Result):
                 raise InputError(f"merge: qi differ ({list(o.qi)} vs {list(self.qi)})")
             if (o.sampling_weight_sums is None) != (self.sampling_weight_sums is None):
                 raise InputError("merge: either all parts have sampling weights or none")
+            if o.nulls != self.nulls:
+                raise InputError(f"merge: the parts were counted under different null "
+                                 f"policies (nulls={self.nulls!r} and nulls={o.nulls!r}); "
+                                 "count every part with the same nulls=")
         try:
             keys = pa.concat_tables([p.keys for p in parts], promote_options="permissive")
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
@@ -389,7 +435,7 @@ class ClassCounts(Result):
         if self.sampling_weight_sums is not None:
             wsum = _ro(np.bincount(codes, weights=np.concatenate(
                 [p.sampling_weight_sums for p in parts]), minlength=merged.num_rows))
-        return ClassCounts(self.qi, merged, _ro(sizes), wsum)
+        return ClassCounts(self.qi, merged, _ro(sizes), wsum, nulls=self.nulls)
 
     def to_table(self) -> pa.Table:
         """Return the classes as a table: QI columns, ``size`` (and ``sampling_weight_sum``)."""
@@ -409,6 +455,35 @@ def _dropped_rows(release: Any) -> bool:
     if rows is not None and getattr(rows, "dropped_nulls", 0):
         return True
     return release.input_row is not None and release.row_group is not None
+
+
+def _release_nulls(release: Any, names: list, nulls: str | None) -> str:
+    """Return the null policy of a Release's classes: the one given, checked, or shown.
+
+    A Release does not record its null policy; its groups show ``"value"`` when a QI
+    value is null. Given ``"error"`` or ``"drop"`` for such groups, or ``"drop"`` for a
+    release that keeps no row index (so nothing tells which rows the policy dropped), the
+    classes are refused.
+    """
+    held = [c for c in names if release.groups.column(c).null_count]
+    if nulls is None:
+        return "value" if held else "error"
+    check_choice(nulls, "nulls", NULL_POLICIES)
+    if held and nulls != "value":
+        raise InputError(f"nulls: the Release holds null values in {held} (it kept null as a "
+                         f"value, nulls='value'), not nulls={nulls!r}; pass nulls='value', or "
+                         f"the table with nulls={nulls!r}")
+    if nulls == "drop" and release.row_group is None:
+        raise InputError(
+            "nulls: this Release was counted from aggregated rows, record batches or weighted "
+            "rows and keeps no record of the rows nulls='drop' removed; they include the rows "
+            f"whose sensitive value {release.sensitive_name!r} alone was null, which have QI "
+            f"values and count as records here, so its classes may be too small. Count the "
+            f"classes from the QI columns instead: risk.ClassCounts.from_counts(counts, "
+            f"qi={names}, count=..., nulls='drop') on the engine's GROUP BY counts (a "
+            "sensitive column among the grouping columns is summed over), or "
+            f"risk.audit(table, qi={names}, nulls='drop')")
+    return nulls
 
 
 def _check_weight_names(weight: Any, sampling_weight: Any, cols: list) -> tuple:
@@ -505,6 +580,47 @@ def _keep(batch: Any, used: list, nulls: str, weight: str | None = None) -> bool
     return table.num_rows > 0
 
 
+def _record_counts(col: Any, name: str) -> np.ndarray:
+    """Return the ``count`` column of aggregated rows as int64 (integers ≥ 0, no nulls)."""
+    if not pa.types.is_integer(col.type):
+        raise InputTypeError(f"count: expected an integer column, got {col.type}")
+    if col.null_count:
+        raise InputError(f"count: {col.null_count} null counts in column {name!r}; each row "
+                         "stands for `count` records, and a null count for an unknown number "
+                         "of them (the null policy is for the QI columns)")
+    c = col.to_numpy()
+    if (c < 0).any():
+        raise InputError(f"count: {int((c < 0).sum())} negative counts")
+    if c.dtype == np.uint64 and (c > INT64_MAX).any():
+        raise InputError("count: counts over 2**63 - 1 (the largest count fastpriv holds)")
+    check_total(c, f"count column {name!r}")
+    return c.astype(np.int64)
+
+
+def _refuse_null_records(table: pa.Table, columns: list, counts: np.ndarray) -> None:
+    """``nulls="error"`` on aggregated rows: the message of the expanded table, in records.
+
+    Each row stands for ``counts`` records, so a column's nulls (and NaN, a null too) are
+    counted in records: the message is the one :func:`apply_null_policy` gives for the
+    table of the records themselves.
+    """
+    desc = []
+    for c in columns:
+        col = table.column(c)
+        nan = np.zeros(table.num_rows, dtype=bool)
+        if pa.types.is_floating(col.type):
+            nan = np.asarray(pc.fill_null(pc.is_nan(col), False).to_numpy(zero_copy_only=False))
+        null = np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False)) | nan
+        if not null.any():
+            continue
+        k, k_nan = int(counts[null].sum()), int(counts[nan].sum())
+        desc.append(f"{c!r} has {k} null{'s' if k > 1 else ''}"
+                    + (f" (including {k_nan} NaN: NaN is a missing value)" if k_nan else ""))
+    if desc:
+        raise InputError(f"{', '.join(desc)}; pass nulls='drop' to remove those rows or "
+                         "nulls='value' to treat null as a value")
+
+
 def _sampling_weights(col: Any, name: str = "sampling_weight") -> np.ndarray:
     if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
         raise InputTypeError(f"{name}: expected a numeric column, got {col.type}")
@@ -517,10 +633,13 @@ def _sampling_weights(col: Any, name: str = "sampling_weight") -> np.ndarray:
 
 
 def class_counts(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = None,
-                 sampling_weight: str | None = None, nulls: str = "error") -> ClassCounts:
+                 sampling_weight: str | None = None, nulls: str | None = None) -> ClassCounts:
     """:class:`ClassCounts` of a table, a :class:`fastpriv.Release` (grouped by ``qi``) or as is.
 
     ``weight`` (multiplicities) and ``sampling_weight`` as in :meth:`ClassCounts.from_table`.
+    ``nulls``: the null policy of the QI columns (default ``"error"``); class counts keep
+    the one they were counted under (another one is refused) and a Release is read as
+    :meth:`ClassCounts.from_release` reads it.
     """
     if isinstance(data, ClassCounts):
         if qi is not None and list(_check_qi(qi)) != list(data.qi):
@@ -530,6 +649,11 @@ def class_counts(data: Any, *, qi: Sequence[str] | None = None, weight: str | No
         if sampling_weight is not None:
             raise InputError("sampling_weight: class counts already carry their sampling "
                              "weight sums")
+        if nulls is not None and nulls != data.nulls:
+            check_choice(nulls, "nulls", NULL_POLICIES)
+            raise InputError(f"nulls: the class counts were counted with nulls={data.nulls!r}, "
+                             f"not {nulls!r}; count them again with nulls={nulls!r}, or leave "
+                             "nulls= out to use theirs")
         return data
     from .release import Release
 
@@ -540,9 +664,10 @@ def class_counts(data: Any, *, qi: Sequence[str] | None = None, weight: str | No
         if sampling_weight is not None:
             raise InputError("sampling_weight: a Release holds no sampling weights; pass the "
                              "table instead")
-        return ClassCounts.from_release(data, qi=qi)
+        return ClassCounts.from_release(data, qi=qi, nulls=nulls)
     return ClassCounts.from_table(data, qi=_check_qi(qi), weight=weight,
-                                  sampling_weight=sampling_weight, nulls=nulls)
+                                  sampling_weight=sampling_weight,
+                                  nulls="error" if nulls is None else nulls)
 
 
 # ---------------------------------------------------------------------- population models
@@ -817,7 +942,7 @@ def _journalist(m: dict, cc: ClassCounts, f: np.ndarray, n: float, u: int,
     m["marketer"] = float((f / big_f).sum() / n)
 
 
-def _population(pop: Any, sample: ClassCounts, nulls: str) -> tuple:
+def _population(pop: Any, sample: ClassCounts) -> tuple:
     """Return ``(F per sample class or None, population classes or None, N or None, text)``."""
     if pop is None:
         if sample.sampling_weight_sums is not None:
@@ -830,7 +955,7 @@ def _population(pop: Any, sample: ClassCounts, nulls: str) -> tuple:
             raise InputError(f"population: a population size must be >= the number of records "
                              f"({sample.n_records}), got {pop!r}")
         return None, None, big_n, f"population size {big_n:g}"
-    popc = class_counts(pop, qi=list(sample.qi), nulls=nulls)
+    popc = class_counts(pop, qi=list(sample.qi), nulls=sample.nulls)
     big_f = population_sizes(sample, popc)
     return (big_f, popc.n_classes, float(popc.n_records),
             f"population table of {popc.n_records:,} records")
@@ -862,7 +987,7 @@ def population_sizes(sample: ClassCounts, pop: ClassCounts) -> np.ndarray:
 
 def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = None,
           sampling_weight: str | None = None, population: Any = None,
-          threshold: float = 0.2, nulls: str = "error") -> RiskResult:
+          threshold: float = 0.2, nulls: str | None = None) -> RiskResult:
     """Re-identification risk measures of a table, from its QI class sizes.
 
     Parameters
@@ -891,9 +1016,14 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = No
     threshold : float, default 0.2
         Highest acceptable re-identification probability of one record; a record is at risk
         when its risk is strictly greater (ARX's convention).
-    nulls : {"error", "drop", "value"}
-        Null policy for the QI (and sampling weight) columns. A Release that dropped rows
-        for nulls is refused (it dropped null sensitive values too): pass its table.
+    nulls : {"error", "drop", "value"}, optional
+        Null policy for the QI (and sampling weight) columns, of the data and of a
+        population table alike: ``"error"`` (the default for a table), ``"drop"`` (leave
+        out the records with a null QI) or ``"value"`` (null is a value of its own).
+        :class:`ClassCounts` keep the policy they were counted under (another one is
+        refused); a Release's is read by :meth:`ClassCounts.from_release`. A Release that
+        dropped rows for nulls is refused (it dropped null sensitive values too): pass its
+        table. ``params["nulls"]`` is the policy the classes were counted under.
 
     Returns
     -------
@@ -914,7 +1044,7 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = No
     cc = class_counts(data, qi=qi, weight=weight, sampling_weight=sampling_weight, nulls=nulls)
     f = cc.sizes.astype(np.float64)
     n, u = float(f.sum()), cc.n_classes
-    pop_f, n_pop_classes, big_n, pop_desc = _population(population, cc, nulls)
+    pop_f, n_pop_classes, big_n, pop_desc = _population(population, cc)
     m: dict = {}
     m["prosecutor_max"] = float(1.0 / f.min())
     m["prosecutor_avg"] = u / n
@@ -943,7 +1073,8 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = No
                       None if pop_f is None else float(pop_f[j]), at_max)
     params = {"qi": list(cc.qi), "threshold": thr, "sampling_weight": sampling_weight,
               "population": pop_desc,
-              "population_size": big_n, "n_records": int(n), "n_classes": u, "nulls": nulls}
+              "population_size": big_n, "n_records": int(n), "n_classes": u,
+              "nulls": cc.nulls}
     return RiskResult(m["prosecutor_max"], m, wit, params, cc.histogram())
 
 
@@ -1089,8 +1220,8 @@ class CombinationResult(Result):
 
 def combinations(data: Any, *, qi: Sequence[str] | None = None,
                  max_set_size: int | None = None, weight: str | None = None,
-                 nulls: str = "error", max_memory: int = 1 << 30, n_jobs: int | None = None,
-                 m: int | None = None) -> CombinationResult:
+                 nulls: str | None = None, max_memory: int = 1 << 30,
+                 n_jobs: int | None = None, m: int | None = None) -> CombinationResult:
     """Uniques and minimal sample uniques (SUDA2) for every QI subset up to ``max_set_size``.
 
     A record is *unique* on a subset S when no other record shares its values on S. S is a
@@ -1121,8 +1252,9 @@ def combinations(data: Any, *, qi: Sequence[str] | None = None,
     weight : str, optional
         Multiplicity column (each row stands for ``weight`` identical records; integers
         ≥ 0): the result equals the expanded table's.
-    nulls : {"error", "drop", "value"}
-        Null policy for the QI columns.
+    nulls : {"error", "drop", "value"}, optional
+        Null policy for the QI columns, as for :func:`audit` (``params["nulls"]`` is the one
+        the classes were counted under).
     max_memory : int
         Bound in bytes on the uniqueness bits kept between levels.
     n_jobs : int or None
@@ -1188,7 +1320,7 @@ def combinations(data: Any, *, qi: Sequence[str] | None = None,
     best = max(rows, key=lambda r: (r["score"], -r["size"], r["uniques"]))
     value = max(r["uniques"] for r in rows) / n
     params = {"qi": list(cc.qi), "max_set_size": m, "n_qi": q, "n_records": n,
-              "n_distinct_tuples": d, "n_subsets": len(rows)}
+              "n_distinct_tuples": d, "n_subsets": len(rows), "nulls": cc.nulls}
     witness = SubsetWitness(tuple(best["qi"]), best["size"], best["classes"], best["uniques"],
                             best["msu"], best["score"])
     return CombinationResult(value, rows, contrib, witness, params)
