@@ -15,7 +15,10 @@ themselves: each row's group, its (exact) QI values and its sensitive value. A
   gives the result of the expanded table;
 * ``individual`` — optional int32 individual ids (MVPI);
 * :attr:`RowView.group_order` — the units (rows, each repeated ``weight`` times) sorted by
-  group, cached.
+  group, then in :attr:`RowView.content_order`, cached;
+* :attr:`RowView.content_order` / :meth:`RowView.ranked` — the one tie rule of the
+  row-level models: tied rows are taken in order of their QI codes, group, sensitive value
+  (the order of every engine's row counts), then row number, never in input order.
 
 Build one with ``Release.from_table(data, qi=..., sensitive=..., group=...)`` (the release
 then carries it as ``release.rows``) or let :func:`release_with_rows` resolve any input.
@@ -162,18 +165,80 @@ class RowView:
         return _ro(np.repeat(np.arange(self.n_rows, dtype=np.int64), self.weight), np.int64)
 
     @cached_property
+    def content_order(self) -> np.ndarray:
+        """Held rows in content order: the one tie rule of the row-level models.
+
+        Rows are sorted by their QI codes (in :attr:`qi` order, each column in sorted-label
+        order, null last), then their group, then their sensitive value, then their row
+        number: the order of :func:`fastpriv.pushdown.finish_row_counts`, which every
+        engine's ``row_counts`` returns. Whatever ranks rows and meets a tie (the units of
+        a group in :attr:`group_order`, the worst tuples first, the witness) breaks it in
+        this order, so the in-memory table, in any row order, and its row counts from
+        DuckDB, Dask or Spark (``weight=count``) name the same people in the same order.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 permutation of ``range(n_rows)``.
+
+        """
+        keys = [(self.qi_codes[c], len(self.qi_labels[c])) for c in self.qi]
+        if self.row_group is not None:
+            keys.append((self.row_group, self.n_groups))
+        if self.sensitive is not None:
+            top = int(self.sensitive.max()) + 1 if self.sensitive.size else 1
+            keys.append((self.sensitive, top))
+        return _ro(lex_order(keys, self.n_rows), np.int64)
+
+    @cached_property
+    def content_rank(self) -> np.ndarray:
+        """Position of each held row in :attr:`content_order` (int64)."""
+        rank = np.empty(self.n_rows, dtype=np.int64)
+        rank[self.content_order] = np.arange(self.n_rows, dtype=np.int64)
+        return _ro(rank, np.int64)
+
+    def ranked(self, score: np.ndarray) -> np.ndarray:
+        """Held rows by descending ``score``, ties in :attr:`content_order`; NaN last.
+
+        ``ranked(score)[:k]`` are the k worst rows and ``ranked(score)[0]`` the witness of
+        the maximum, the same people whatever the input's row order.
+
+        Parameters
+        ----------
+        score : numpy.ndarray
+            One float per held row.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 permutation of ``range(n_rows)``.
+
+        """
+        score = np.asarray(score, dtype=np.float64)
+        if score.shape != (self.n_rows,):
+            raise InputError(f"score: one value per held row ({self.n_rows}), got shape "
+                             f"{score.shape}")
+        return np.lexsort((self.content_rank, -score)).astype(np.int64)
+
+    @cached_property
     def group_order(self) -> tuple[np.ndarray, np.ndarray]:
         """``(goff, order)``: the units of group g are ``order[goff[g]:goff[g+1]]``.
 
-        Entries of ``order`` are row indices in input order (a row of weight w appears w
-        times in a row), so every per-group kernel sees the expanded table.
+        Entries of ``order`` are row indices in :attr:`content_order` (by QI codes, then
+        sensitive value, then row number; a row of weight w appears w times in a row), so
+        every per-group kernel sees the expanded table in an order that depends on the
+        rows' content only, never on the input's row order: the first of tied tuples is
+        the same in memory and on the row counts of every engine.
         """
         from ._kernels.counting import group_order
 
         if self.row_group is None:
             raise InputError("this row view has no groups")
         self.check_units()
-        goff, order = group_order(kernel_array(self.row_group, np.int32), self.n_groups)
+        content = self.content_order
+        goff, pos = group_order(kernel_array(self.row_group[content], np.int32),
+                                self.n_groups)
+        order = content[pos]
         if self.weight is not None:
             order = np.repeat(order, self.weight[order])
             sizes = exact_bincount(self.row_group, self.weight, self.n_groups)
@@ -254,6 +319,28 @@ class RowView:
         if self.weight is None:
             return np.bincount(key, minlength=minlength)
         return exact_bincount(key, self.weight, minlength)
+
+
+def lex_order(keys: Sequence[tuple[np.ndarray, int]], n: int) -> np.ndarray:
+    """Stable lexicographic order of ``n`` rows by integer ``keys``, the first most significant.
+
+    Each key is ``(codes, cardinality)`` with ``0 <= codes < cardinality``. Keys are packed
+    into one int64 (mixed radix) while their cardinalities' product fits, and sorted with
+    a stable sort, so equal rows keep their row order; past 2**62 combinations
+    ``numpy.lexsort`` sorts them.
+    """
+    if not keys:
+        return np.arange(n, dtype=np.int64)
+    span = 1
+    for _, card in keys:
+        span *= max(int(card), 1)
+    if span < (1 << 62):
+        packed = np.zeros(n, dtype=np.int64)
+        for codes, card in keys:
+            packed *= max(int(card), 1)
+            packed += np.asarray(codes, dtype=np.int64)
+        return np.argsort(packed, kind="stable").astype(np.int64)
+    return np.lexsort([np.asarray(c) for c, _ in reversed(keys)]).astype(np.int64)
 
 
 def max_per_row(rows: np.ndarray, score: np.ndarray) -> np.ndarray:
