@@ -45,7 +45,9 @@ callees compiled inside a caller are charged to the callee; ``compile_s`` sums t
   empty: nothing compiled), profiled by phase as above, with its first result line. Then
   the audit question of ``fastpriv audit adult --sensitive occupation --qi age sex`` (k and
   distinct ℓ) in fresh processes of the installed fastpriv, DuckDB and Polars on the same
-  bundled Adult file, alternated (:data:`PEER_CODE`); their answers must agree.
+  bundled Adult file, alternated (:data:`PEER_CODE`); their answers must agree. One more
+  process per command runs under ``python -X importtime`` (:func:`import_profile`: each
+  package's own import time, and the fastpriv modules the command imported).
 
 Full mode (``FASTPRIV_BENCH=full``; ``python -m benchmarks.bench_cold_start [--only audit,demo]
 [--skip-warmup] [--baseline REV]``, the last adding the same cold runs of revision REV,
@@ -669,6 +671,30 @@ def _fresh_install_command(name: str, argv: list[str], rounds: int, bindir: Path
     return {"argv": argv, "current": _summary(runs), "needs_checkout": refused}
 
 
+def import_profile(argv: list[str], bindir: Path, tmp: str) -> dict[str, Any]:
+    """``python -X importtime -m fastpriv argv`` in the installed environment (empty cache):
+    each package's own import milliseconds (fastpriv by module), and the fastpriv modules
+    the command imported."""
+    import re
+
+    cache = tempfile.mkdtemp(dir=tmp, prefix="cache-")
+    env = check_wheel().installed_env(bindir, Path(cache))
+    r = _spawn([str(bindir / "python"), "-X", "importtime", "-m", "fastpriv", *argv],
+               env=env, cwd=tempfile.mkdtemp(dir=tmp, prefix="imports-"), timeout=600)
+    own: dict[str, float] = {}
+    modules = set()
+    for m in re.finditer(r"import time:\s+(\d+) \|\s+\d+ \|\s*(\S+)", r["stderr"]):
+        name = m.group(2)
+        key = name.split(".")[0]
+        if key == "fastpriv":
+            modules.add(name)
+            key = ".".join(name.split(".")[:2])
+        own[key] = own.get(key, 0.0) + int(m.group(1)) / 1000
+    top = sorted(own.items(), key=lambda kv: -kv[1])[:12]
+    return {"own_ms": {k: round(v, 1) for k, v in top}, "total_ms": round(sum(own.values()), 1),
+            "fastpriv_modules": sorted(modules)}
+
+
 def _fresh_peers(rounds: int, bindir: Path, tmp: str) -> dict[str, Any]:
     """:data:`PEER_CODE` in fresh processes, alternated, ``rounds`` each: medians of wall,
     CPU and first-line seconds, and the answer (``"k l"``), which must be the same for all."""
@@ -716,6 +742,7 @@ def fresh_install(rounds: int, only: list[str] | None = None,
             if only and name.split("_")[0] not in only and name not in only:
                 continue
             row = _fresh_install_command(name, argv, rounds, bindir, tmp)
+            row["imports"] = import_profile(argv, bindir, tmp)
             res["commands"][name] = row
             cur = row["current"]
             print(f"{name:14s} fresh install: first result {cur['first_line_s']} s, "
