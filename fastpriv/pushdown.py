@@ -18,6 +18,15 @@ the release that :meth:`fastpriv.Release.from_table` builds from all rows — eq
     rel = pushdown.release(duckdb.sql(sql).arrow(), qi=["zip", "age"], sensitive="disease")
     fastpriv.ck_safety.audit(rel, k=3)
 
+A table whose rows stand for several people each (a ``GROUP BY`` result, survey
+weights) gives ``weight=``, the multiplicity column of :meth:`Release.from_table`: the
+query sums it (``SUM(weight)`` instead of ``COUNT(*)``) and returns two check columns
+with which :func:`release` refuses null and negative weights, as ``from_table`` does::
+
+    sql = pushdown.count_query("visits", qi=["zip"], sensitive="disease", weight="n")
+    rel = pushdown.release(duckdb.sql(sql).arrow(), qi=["zip"], sensitive="disease",
+                           weight="n")
+
 Any engine whose client returns Arrow (DuckDB, Snowflake, BigQuery, Postgres through ADBC,
 Databricks SQL, Trino, ClickHouse, …) works the same; pandas and polars results are
 accepted too. Label types are normalized as everywhere in fastpriv (all integer widths
@@ -68,7 +77,7 @@ if TYPE_CHECKING:
     from .release import Release
 
 __all__ = ["count_query", "release", "quote_identifier", "row_counts",
-           "finish_row_counts"]
+           "finish_row_counts", "weight_check_columns"]
 
 _QUOTES = ('"', "`")
 
@@ -115,9 +124,47 @@ def _check_names(keys: list[str], param: str, sensitive: Any, count: Any) -> Non
                          "pass another output name, e.g. count='n_rows'")
 
 
+def weight_check_columns(count: str) -> tuple[str, str]:
+    """Names of the check columns of a weighted :func:`count_query`.
+
+    ``(f"{count}_null_weights", f"{count}_least_weight")``: per (group, value) pair, the
+    number of null weights and the least weight, which :func:`release` reads to refuse
+    null and negative weights (a SQL ``SUM`` skips nulls and nets out negatives).
+    """
+    return f"{count}_null_weights", f"{count}_least_weight"
+
+
+def _column_names(data: Any) -> list[str]:
+    """Column names of a table-like without converting it (empty when unknown)."""
+    for attr in ("column_names", "columns"):
+        names = getattr(data, attr, None)
+        if names is not None and not callable(names):
+            return [str(n) for n in names]
+    schema = getattr(data, "schema", None)
+    return list(getattr(schema, "names", None) or [])
+
+
+def _check_weight(weight: Any, keys: list[str], param: str, sensitive: str,
+                  count: str) -> tuple[str, str] | None:
+    """Check ``weight=`` of :func:`count_query` / :func:`release`; its check columns."""
+    if weight is None:
+        return None
+    if not isinstance(weight, str) or not weight:
+        raise InputTypeError(f"weight must be a column name, got {weight!r}")
+    if weight in keys or weight == sensitive:
+        raise InputError(f"weight column {weight!r} is also a {param} or sensitive column")
+    checks = weight_check_columns(count)
+    taken = [c for c in checks if c in keys or c == sensitive]
+    if taken:
+        raise InputError(f"count={count!r}: the weight check column {taken[0]!r} is also a "
+                         f"{param}/sensitive column; pass another count name")
+    return checks
+
+
 def count_query(table_name: str | Sequence[str], *, sensitive: str,
                 group: str | Sequence[str] | None = None, qi: Sequence[str] | None = None,
-                count: str = "count", where: str | None = None, quote: str = '"') -> str:
+                weight: str | None = None, count: str = "count", where: str | None = None,
+                quote: str = '"') -> str:
     """Render the SQL that computes a release's (group, value, count) triples in the engine.
 
     ``SELECT k1, …, kq, s, COUNT(*) AS count FROM table [WHERE …] GROUP BY k1, …, kq, s``
@@ -125,6 +172,17 @@ def count_query(table_name: str | Sequence[str], *, sensitive: str,
     distinct (group key, sensitive value) pair: the counts n_g(s) of Chen et al. (2007)
     §3 / Martin et al. (2007) §2 that every count-based model reads. Feed it to
     :func:`release`.
+
+    With ``weight=w`` each row stands for ``w`` people (as in
+    :meth:`Release.from_table`): the count is ``SUM(w)``, and two check columns follow
+    it (:func:`weight_check_columns`), ``COUNT(*) - COUNT(w)`` (null weights) and
+    ``MIN(w)`` (the least weight), since ``SUM`` alone would skip a null weight and net
+    out a negative one. :func:`release` with the same ``weight=`` refuses nulls,
+    negatives and non-integer sums (a float or fractional-decimal weight column) with
+    :class:`~fastpriv.InputError`, and leaves out pairs whose rows all weigh 0. The sum
+    is the engine's: DuckDB, PostgreSQL, MySQL and Snowflake sum integers in a wider
+    type, BigQuery and Spark (ANSI mode) raise on overflow; a sum past 2**63 - 1 is
+    refused by :func:`release`.
 
     Parameters
     ----------
@@ -138,6 +196,11 @@ def count_query(table_name: str | Sequence[str], *, sensitive: str,
     qi : list of str, optional
         Generalized QI columns: groups are their distinct value tuples. Give exactly one
         of ``group`` and ``qi`` (the same keywords as :meth:`Release.from_table`).
+    weight : str, optional
+        Multiplicity column: each row stands for ``weight`` individuals (non-negative
+        integers, no nulls), as in :meth:`Release.from_table`. The count is then
+        ``SUM(weight)``, followed by the two check columns; pass the same ``weight=`` to
+        :func:`release`. It may be named like ``count`` (re-counting a count table).
     count : str
         Name of the count column in the result (default ``"count"``).
     where : str, optional
@@ -155,16 +218,26 @@ def count_query(table_name: str | Sequence[str], *, sensitive: str,
     --------
     >>> print(count_query("adult", qi=["age", "sex"], sensitive="occupation"))
     SELECT "age", "sex", "occupation", COUNT(*) AS "count" FROM "adult" GROUP BY "age", "sex", "occupation"
+    >>> print(count_query("visits", group="gid", sensitive="disease", weight="n"))
+    SELECT "gid", "disease", SUM("n") AS "count", COUNT(*) - COUNT("n") AS "count_null_weights", MIN("n") AS "count_least_weight" FROM "visits" GROUP BY "gid", "disease"
 
     """  # noqa: E501
     keys, param = check_keys(group, qi)
     _check_names(keys, param, sensitive, count)
+    checks = _check_weight(weight, keys, param, sensitive, count)
     parts = [table_name] if isinstance(table_name, str) else list(table_name)
     if not parts:
         raise InputError("table_name: give a table name")
     table = ".".join(quote_identifier(p, quote=quote) for p in parts)
     cols = ", ".join(quote_identifier(c, quote=quote) for c in keys + [sensitive])
-    sql = f"SELECT {cols}, COUNT(*) AS {quote_identifier(count, quote=quote)} FROM {table}"
+    out = quote_identifier(count, quote=quote)
+    if checks is None:
+        agg = f"COUNT(*) AS {out}"
+    else:
+        w = quote_identifier(weight, quote=quote)
+        nulls, least = (quote_identifier(c, quote=quote) for c in checks)
+        agg = f"SUM({w}) AS {out}, COUNT(*) - COUNT({w}) AS {nulls}, MIN({w}) AS {least}"
+    sql = f"SELECT {cols}, {agg} FROM {table}"
     if where is not None:
         if not isinstance(where, str) or not where.strip():
             raise InputError(f"where must be a non-empty SQL condition, got {where!r}")
@@ -173,14 +246,15 @@ def count_query(table_name: str | Sequence[str], *, sensitive: str,
 
 
 def release(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
-            qi: Sequence[str] | None = None, count: str = "count",
-            nulls: str = "error") -> Release:
+            qi: Sequence[str] | None = None, weight: str | None = None,
+            count: str = "count", nulls: str = "error") -> Release:
     """Build the :class:`~fastpriv.Release` of a :func:`count_query` result.
 
     ``Release.from_counts(data, group=<group or qi columns>, sensitive=sensitive,
     count=count, nulls=nulls)``: triples of the same (group, value) are summed, so the
     ``data`` may also be a concatenation of partial counts (per partition, per day, …). The
-    release equals ``Release.from_table`` on the rows the query counted.
+    release equals ``Release.from_table`` on the rows the query counted (with
+    ``weight=``, ``Release.from_table(rows, weight=...)``).
 
     Parameters
     ----------
@@ -189,6 +263,12 @@ def release(data: Any, *, sensitive: str, group: str | Sequence[str] | None = No
         clients return), a pandas or polars DataFrame.
     sensitive, group, qi, count :
         As given to :func:`count_query`.
+    weight : str, optional
+        The ``weight=`` the query was rendered with: its check columns are read, and a
+        null or negative weight, a sum that is not an integer or is past 2**63 - 1 raises
+        :class:`~fastpriv.InputError` naming the weight column; pairs whose rows all weigh
+        0 are left out (rows of weight 0 stand for nobody). A result holding the check
+        columns without ``weight=`` is refused (its weights would go unchecked).
     nulls : {"error", "drop", "value"}
         Null keys and values (NULL groups of the ``GROUP BY``), as in
         :meth:`Release.from_table`.
@@ -199,11 +279,35 @@ def release(data: Any, *, sensitive: str, group: str | Sequence[str] | None = No
         An SVPI release.
 
     """
+    import pyarrow as pa
+
+    from ._arrow import as_table
     from .release import Release
 
     keys, param = check_keys(group, qi)
     _check_names(keys, param, sensitive, count)
-    return Release.from_counts(data, group=keys, sensitive=sensitive, count=count,
+    checks = _check_weight(weight, keys, param, sensitive, count)
+    if checks is None:
+        present = [c for c in weight_check_columns(count) if c in _column_names(data)]
+        if present:
+            raise InputError(f"data has the weight check column {present[0]!r} of "
+                             "count_query(weight=...): pass the same weight= to release, "
+                             "so that null and negative weights are refused")
+        return Release.from_counts(data, group=keys, sensitive=sensitive, count=count,
+                                   nulls=nulls)
+    table = as_table(data, keys + [sensitive, count, *checks], param="data")
+    ctype = table.schema.field(count).type
+    if not (pa.types.is_integer(ctype)
+            or (pa.types.is_decimal(ctype) and ctype.scale == 0)):
+        hint = (" (a float sum: the weight column holds floats, or a DataFrame client "
+                "turned a wide integer sum into floats; read the result as Arrow)"
+                if pa.types.is_floating(ctype) else "")
+        raise InputTypeError(f"weight column {weight!r} must hold integers: the query's "
+                             f"SUM({weight}) column {count!r} is {ctype}{hint}")
+    sums = weight_sums(table, weight=weight, n=count, nulls=checks[0], least=checks[1])
+    table = table.select(keys + [sensitive]).append_column(count, pa.array(sums, pa.int64()))
+    table = table.filter(pa.array(sums > 0))          # rows of weight 0: nobody
+    return Release.from_counts(table, group=keys, sensitive=sensitive, count=count,
                                nulls=nulls)
 
 

@@ -193,3 +193,139 @@ def test_cli_audits_exported_triples_like_the_rows(tmp_path):
     def checks(d):       # the remedy names each input's own path; everything else is equal
         return [{k: v for k, v in c.items() if k != "remedy"} for c in d["verdict"]["checks"]]
     assert checks(t) == checks(r)
+
+
+# ------------------------------------------------------------------ weight= (issue 49)
+def _weighted_pushdown(con, table, keys, sensitive, weight, *, kind="qi", nulls="error",
+                       name="weighted table", count="count"):
+    con.register(name, table)
+    try:
+        kw = {kind: keys}
+        sql = pushdown.count_query(name, sensitive=sensitive, weight=weight, count=count,
+                                   **kw)
+        result = con.sql(sql).arrow()
+        result = result.read_all() if hasattr(result, "read_all") else result
+    finally:
+        con.unregister(name)
+    return result, pushdown.release(result, sensitive=sensitive, weight=weight, nulls=nulls,
+                                    count=count, **kw)
+
+
+def _expand(table: pa.Table, weight: str) -> pa.Table:
+    """One row per individual: row i repeated weight[i] times (what weight= means)."""
+    import numpy as np
+
+    w = table.column(weight).to_numpy()
+    return table.drop_columns([weight]).take(pa.array(np.repeat(np.arange(len(w)), w)))
+
+
+def test_count_query_weight_text():
+    """weight= sums the multiplicity (SUM, not COUNT(*)) and adds its two checks."""
+    assert pushdown.count_query("t", group="g", sensitive="s", weight="n") == (
+        'SELECT "g", "s", SUM("n") AS "count", COUNT(*) - COUNT("n") AS "count_null_weights", '
+        'MIN("n") AS "count_least_weight" FROM "t" GROUP BY "g", "s"')
+    assert pushdown.count_query("t", qi=["a"], sensitive="s", weight="w`", count="k",
+                                quote="`", where="x > 1") == (
+        "SELECT `a`, `s`, SUM(`w```) AS `k`, COUNT(*) - COUNT(`w```) AS `k_null_weights`, "
+        "MIN(`w```) AS `k_least_weight` FROM `t` WHERE x > 1 GROUP BY `a`, `s`")
+    # a count table counted again: the weight may be the count column's name
+    assert 'SUM("count") AS "count"' in pushdown.count_query("t", group="g", sensitive="s",
+                                                            weight="count")
+    assert pushdown.weight_check_columns("n") == ("n_null_weights", "n_least_weight")
+
+
+@pytest.mark.parametrize("kwargs, exc, match", [
+    ({"group": "g", "weight": "g"}, InputError, "weight column 'g' is also a group"),
+    ({"qi": ["a"], "weight": "s"}, InputError, "weight column 's' is also a qi"),
+    ({"group": "g", "weight": 3}, InputTypeError, "weight must be a column name"),
+    ({"group": "g", "weight": ""}, InputTypeError, "weight must be a column name"),
+    ({"group": "count_null_weights", "weight": "w"}, InputError, "weight check column"),
+])
+def test_count_query_weight_bad_input(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        pushdown.count_query("t", sensitive="s", **kwargs)
+    with pytest.raises(exc, match=match):
+        pushdown.release(pa.table({"g": [1]}), sensitive="s", **kwargs)
+
+
+@settings(max_examples=50, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(data=tables(max_rows=20), kind=st.sampled_from(["qi", "group"]),
+       nulls=st.sampled_from(["error", "drop", "value"]),
+       weights=st.lists(st.integers(0, 3), min_size=20, max_size=20))
+def test_weighted_duckdb_pushdown_equals_expanded_in_memory(con, data, kind, nulls, weights):
+    """A weighted table counted in DuckDB gives the release, and every audit, of the
+    expanded table in memory (and of Release.from_table(weight=))."""
+    table, keys, sens = data
+    table = table.append_column("w", pa.array(weights[:table.num_rows], pa.int64()))
+    try:
+        ref = Release.from_table(_expand(table, "w"), sensitive=sens, nulls=nulls,
+                                 **{kind: keys})
+    except InputError as exc:   # nulls="error" on nulls, or nobody left
+        with pytest.raises(InputError) as got:
+            _weighted_pushdown(con, table, keys, sens, "w", kind=kind, nulls=nulls)
+        assert str(got.value).split(" ")[0] == str(exc).split(" ")[0]
+        return
+    event("compared")
+    result, rel = _weighted_pushdown(con, table, keys, sens, "w", kind=kind, nulls=nulls)
+    assert_same(rel, ref)
+    assert_same(rel, Release.from_table(table, sensitive=sens, nulls=nulls, weight="w",
+                                        **{kind: keys}))
+
+
+def test_weighted_adult_pushdown_and_partial_counts(con):
+    """Adult with a weight column; per-partition weighted queries concatenate (sums, null
+    counts and least weights combine)."""
+    import numpy as np
+
+    adult = load_adult(["age", "sex", "occupation"])
+    w = np.random.default_rng(49).integers(0, 4, adult.num_rows)
+    adult = adult.append_column("n", pa.array(w)).append_column(
+        "rid", pa.array(range(adult.num_rows)))
+    kw = {"qi": ["age", "sex"], "sensitive": "occupation"}
+    ref = Release.from_table(_expand(adult, "n"), **kw)
+    ref_audits = audits(ref)
+    _, rel = _weighted_pushdown(con, adult, kw["qi"], "occupation", "n", name="adult_w")
+    assert_same(rel, ref, ref_audits)
+    con.register("adult_w", adult)
+    parts = []
+    for i in range(3):
+        p = con.sql(pushdown.count_query("adult_w", weight="n", where=f"rid % 3 = {i}",
+                                         **kw)).arrow()
+        parts.append(p.read_all() if hasattr(p, "read_all") else p)
+    con.unregister("adult_w")
+    assert_same(pushdown.release(pa.concat_tables(parts), weight="n", **kw), ref, ref_audits)
+
+
+def test_weighted_pushdown_refuses_bad_weights(con):
+    """What SUM alone would hide: a null weight (skipped), a negative one (netted out:
+    3 + -1 = 2); and non-integer weights, sums past 2**63 - 1, unchecked results."""
+    from decimal import Decimal
+
+    base = {"g": [1, 1, 2], "s": ["a", "a", "b"]}
+    cases = [
+        (pa.array([3, None, 1], pa.int64()), InputError, "weight column 'w' has 1 nulls"),
+        (pa.array([3, -1, 1], pa.int64()), InputError, "weight column 'w' has negative"),
+        (pa.array([1.0, 2.0, 1.0]), InputTypeError, "'w' must hold integers.*double"),
+        (pa.array([Decimal("1.50")] * 3, pa.decimal128(10, 2)), InputTypeError,
+         "'w' must hold integers"),
+        (pa.array([2**62, 2**62, 1], pa.int64()), InputError, "past 2\\*\\*63 - 1"),
+    ]
+    for w, exc, match in cases:
+        t = pa.table({**base, "w": w})
+        with pytest.raises(exc, match=match):
+            _weighted_pushdown(con, t, "g", "s", "w", kind="group")
+    t = pa.table({**base, "w": [2, 0, 0]})       # group 2 weighs 0: nobody, left out
+    _, rel = _weighted_pushdown(con, t, "g", "s", "w", kind="group")
+    assert rel.equals(Release.from_table(t, group="g", sensitive="s", weight="w"))
+    assert rel.group_labels == [1] and rel.sizes.tolist() == [2]
+    # a weighted result read without weight=: the checks would go unread
+    con.register("t", t)
+    result = con.sql(pushdown.count_query("t", group="g", sensitive="s", weight="w")).arrow()
+    result = result.read_all() if hasattr(result, "read_all") else result
+    con.unregister("t")
+    with pytest.raises(InputError, match="pass the same weight="):
+        pushdown.release(result, group="g", sensitive="s")
+    with pytest.raises(InputError, match="count_null_weights"):
+        pushdown.release(pa.table({"g": [1], "s": ["a"], "count": [2]}), group="g",
+                         sensitive="s", weight="w")
