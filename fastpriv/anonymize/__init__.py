@@ -53,3 +53,25 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     raise AttributeError(f"module 'fastpriv.anonymize' has no attribute {name!r}")
+
+
+def _one_row_per_person(data: Any, weight: Any, used: list[str]) -> Any:
+    """Return ``data`` with each row repeated ``weight`` times: one row per person.
+
+    For the anonymizers that place every person on their own (Anatomy, ART: the people of
+    one weighted row may land in different groups), ``weight=`` reads as everywhere in
+    fastpriv — each row stands for ``weight`` identical people — and their result is the
+    one of this expanded table. ``weight`` is checked like the other anonymizers' (a
+    column name, not one of the ``used`` columns, integers ≥ 0 without nulls:
+    :func:`fastpriv.anonymize._input.input_weights`); the weight column is dropped, the
+    copies of a row are consecutive, in input order, and rows of weight 0 stand for nobody.
+    Refused before expanding when the people would not fit in the free memory
+    (:func:`fastpriv._arrow.expand_weights`). ``fastpriv anonymize --weight`` calls
+    Anatomy and ART with ``weight=`` and publishes their ``source``, this table.
+    """
+    from .._arrow import as_table, expand_weights
+    from ._input import input_weights
+
+    table = as_table(data, param="data")
+    input_weights(table, weight, used)
+    return expand_weights(table, weight)

@@ -119,7 +119,8 @@ class AnatomyResult(Anonymized):
 
 def anatomy(data: Any, *, sensitive: str, l: int, qi: Sequence[str] | None = None,  # noqa: E741
             seed: int = 0, sensitive_values: Sequence[Any] | None = None,
-            nulls: str = "error", group_column: str = "group_id") -> AnatomyResult:
+            nulls: str = "error", group_column: str = "group_id",
+            weight: str | None = None) -> AnatomyResult:
     """ℓ-diverse bucketization by Anatomy (Xiao & Tao 2006; spec ``baselines.md``).
 
     Parameters
@@ -142,6 +143,15 @@ def anatomy(data: Any, *, sensitive: str, l: int, qi: Sequence[str] | None = Non
         Nulls in the sensitive column (``drop`` removes rows: their group id is -1).
     group_column : str
         Name of the group-id column of the published tables.
+    weight : str, optional
+        Multiplicity column, as everywhere in fastpriv: each row stands for ``weight``
+        identical people (e.g. a ``GROUP BY`` count). Anatomy places every person on their
+        own — the people of one row may land in different groups — so the table is
+        expanded into one row per person first (the copies of a row consecutive, in input
+        order; the weight column dropped) and the result is exactly that of the expanded
+        table with the same ``seed``: its rows, group ids and ``source`` are the people's.
+        Integers ≥ 0 without nulls (0: nobody); refused before expanding when the people
+        would not fit in the free memory.
 
     Returns
     -------
@@ -151,7 +161,8 @@ def anatomy(data: Any, *, sensitive: str, l: int, qi: Sequence[str] | None = Non
     ------
     InputError
         When the table is not eligible: a value (or the sensitive set) occurs in more than
-        n/ℓ rows.
+        n/ℓ rows; a ``weight`` column that is missing, a QI or the sensitive column, not
+        integers ≥ 0, or of more people than fit in memory.
 
     Examples
     --------
@@ -169,6 +180,11 @@ def anatomy(data: Any, *, sensitive: str, l: int, qi: Sequence[str] | None = Non
         raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
     l = check_int(l, "l", minimum=1)  # noqa: E741
     seed = check_int(seed, "seed", minimum=0)
+    if weight is not None:
+        from . import _one_row_per_person
+
+        used = [sensitive, *([qi] if isinstance(qi, str) else list(qi or []))]
+        data = _one_row_per_person(data, weight, used)
     src = as_table(data, param="data")
     qi = _check_qi(qi, src.column_names, sensitive, group_column)
     work = pa.table({"__row": pa.array(np.arange(src.num_rows, dtype=np.int64)),
@@ -326,7 +342,8 @@ def _cli_run(args: Any, data: Any, criterion: Any) -> AnatomyResult:
         raise InputError(f"--l must be an integer for Anatomy, got {args.l}")
     res = anatomy(data, sensitive=args.sensitive, l=int(ell), seed=args.anatomy_seed, qi=args.qi,
                   sensitive_values=args.anatomy_sensitive_values,
-                  nulls="drop" if getattr(args, "nulls", "error") == "drop" else "error")
+                  nulls="drop" if getattr(args, "nulls", "error") == "drop" else "error",
+                  weight=getattr(args, "weight", None))
     if args.anatomy_tables:
         from .._io import announce_written
 

@@ -57,6 +57,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -88,6 +89,9 @@ class ARTInput:
     knowledge : Knowledge
     kept_rows : numpy.ndarray or None
         Input rows kept (``nulls="drop"``), None when every row is kept.
+    people : pyarrow.Table or None
+        With ``weight=``: the input expanded into one row per person (the rows the result's
+        group ids index); None without.
 
     """
 
@@ -103,17 +107,25 @@ def prepare_art(table: Any, qi: Sequence[str], sensitive: str, *,
                 sensitive_values: Sequence[Any] | None = None, knowledge: Any = None,
                 max_set_size: int | None = None, epsilon: float = 0.01,
                 confidence: float = 0.9, min_support: int | None = None,
-                as_one_value: bool = False, nulls: str = "error") -> ARTInput:
+                as_one_value: bool = False, nulls: str = "error",
+                weight: str | None = None) -> ARTInput:
     """Encode a table for ART: knowledge, per-row probability profiles, classes, QI ranks.
 
-    Parameters are those of :func:`art`. Exposed for tests and for reuse across several
-    values of r (the preparation does not depend on r). The table is encoded once, into a
-    row view (:mod:`fastpriv.rows`) that the knowledge, the signatures and the QI ranks read.
+    Parameters are those of :func:`art` (``weight`` included: a weighted table is expanded
+    here, and the preparation covers its people). Exposed for tests and for reuse across
+    several values of r (the preparation does not depend on r). The table is encoded once,
+    into a row view (:mod:`fastpriv.rows`) that the knowledge, the signatures and the QI
+    ranks read.
     """
     from ..knowledge import Knowledge
 
     qi = check_qi_sensitive(qi, sensitive)
     check_choice(nulls, "nulls", ("error", "drop"))
+    people = None
+    if weight is not None:
+        from . import _one_row_per_person
+
+        people = table = _one_row_per_person(table, weight, [*qi, sensitive])
     if knowledge is not None and not isinstance(knowledge, Knowledge):
         raise InputTypeError(f"knowledge must be a fastpriv.knowledge.Knowledge, got "
                         f"{type(knowledge).__name__}")
@@ -150,7 +162,20 @@ def prepare_art(table: Any, qi: Sequence[str], sensitive: str, *,
                     attribute_sets=sets, sensitive_values=xs_labels, values=values,
                     knowledge=knowledge, kept_rows=kept, n_input_rows=n_input,
                     table=table_released, table_model=t, set_label=set_label, qi=qi,
-                    sensitive=sensitive, derived=derived, derive_params=derive_params)
+                    sensitive=sensitive, derived=derived, derive_params=derive_params,
+                    people=people)
+
+
+@dataclass(frozen=True, eq=False)
+class _PeopleArtResult(ArtResult):
+    """The :class:`ArtResult` of a weighted table (``art(..., weight=)``), with its people.
+
+    ``source`` is the input expanded into one row per person: the rows its group ids
+    index, to pass as ``original`` to :meth:`~ArtResult.write`, :meth:`~ArtResult.table`
+    or :meth:`~ArtResult.auditor_view` (as :attr:`fastpriv.anonymize.AnatomyResult.source`).
+    """
+
+    source: Any = field(default=None, repr=False)
 
 
 def _art_view(t: pa.Table, qi: list[str], sensitive: str) -> Any:
@@ -256,7 +281,7 @@ def art(data: Any, *, qi: Sequence[str], sensitive: str, r: float,
         min_support: int | None = None, as_one_value: bool = False,
         condition: str = "delta", pad: bool = False, verify: bool = True,
         on_unsatisfied: str = "suppress", nulls: str = "error",
-        prepared: ARTInput | None = None) -> ArtResult:
+        prepared: ARTInput | None = None, weight: str | None = None) -> ArtResult:
     """ART (Wong et al.): a bucketization that is r-robust against distribution knowledge.
 
     Parameters
@@ -305,6 +330,17 @@ def art(data: Any, *, qi: Sequence[str], sensitive: str, r: float,
         Dropped rows get group id −1.
     prepared : ARTInput, optional
         Output of :func:`prepare_art` for the same table and options (reuse across r).
+    weight : str, optional
+        Multiplicity column, as everywhere in fastpriv: each row stands for ``weight``
+        identical people (e.g. a ``GROUP BY`` count). ART places every person on their own
+        (m-uniqueness: the people of one row holding a value of X_s go to different
+        groups), so the table is expanded into one row per person first (the copies of a
+        row consecutive, in input order; the weight column dropped) and the result is
+        exactly that of the expanded table: its group ids index the people, and its
+        ``source`` is that table (pass it as ``original`` to ``write``/``table``).
+        Integers ≥ 0 without nulls (0: nobody); refused before expanding when the people
+        would not fit in the free memory. With ``prepared``, give it to
+        :func:`prepare_art`.
 
     Returns
     -------
@@ -337,9 +373,12 @@ def art(data: Any, *, qi: Sequence[str], sensitive: str, r: float,
                                knowledge=knowledge, max_set_size=max_set_size,
                                epsilon=epsilon, confidence=confidence,
                                min_support=min_support, as_one_value=as_one_value,
-                               nulls=nulls)
+                               nulls=nulls, weight=weight)
     elif not isinstance(prepared, ARTInput):
         raise InputTypeError("prepared must come from prepare_art")
+    elif weight is not None:
+        raise InputError("weight: the prepared input already holds its rows; pass weight= "
+                         "to prepare_art instead")
     prep = prepared
     t1 = time.perf_counter()
     gid, unsat, kernel_counts = _merge_groups(prep, rf, pad, condition)
@@ -376,8 +415,11 @@ def art(data: Any, *, qi: Sequence[str], sensitive: str, r: float,
               "criterion": f"{rf:g}-robustness",
               "attribute_sets": [list(A) for A in prep.attribute_sets]}
     seconds["total"] = time.perf_counter() - t0
-    return ArtResult(
-        release=rel, group_ids=group_ids, method="art", params=params, seconds=seconds,
+    people = getattr(prep, "people", None)
+    result_type, extra = ((ArtResult, {}) if people is None
+                          else (_PeopleArtResult, {"source": people}))
+    return result_type(
+        **extra, release=rel, group_ids=group_ids, method="art", params=params, seconds=seconds,
         r=rf, pad=bool(pad), condition=condition, **kernel_counts,
         n_profiles=int(prep.F.shape[0]), n_attribute_sets=len(prep.attribute_sets),
         n_sensitive_rows=int(holders.sum()), n_sensitive_groups=int(has_x.sum()),
@@ -724,7 +766,7 @@ def _cli_run(args: Any, data: Any, criterion: Any) -> Anonymized:
                sensitive_values=args.art_sensitive_values, max_set_size=args.art_max_set_size,
                as_one_value=bool(args.art_as_one_value), condition=args.art_condition,
                pad=bool(args.art_pad),
-               nulls=args.nulls,
+               nulls=args.nulls, weight=getattr(args, "weight", None),
                on_unsatisfied="report" if args.art_report else args.art_on_unsatisfied)
 
 

@@ -227,6 +227,10 @@ METHODS_KNOWN = ("lattice", "mondrian", "skyline", "anatomy", "art")
 #: methods that read ``--weight`` (each row stands for that many identical people); any
 #: other method anonymizes the table expanded into one row per person
 WEIGHTED_METHODS = ("lattice", "mondrian", "skyline")
+#: methods whose function reads ``weight=`` by anonymizing the table expanded into one row
+#: per person (:func:`fastpriv.anonymize.anatomy`, :func:`~fastpriv.anonymize.art`): the
+#: result's ``source`` is that table. A plugin method gets the table expanded here.
+PEOPLE_METHODS = ("anatomy", "art")
 
 
 def load_plugins() -> None:
@@ -637,11 +641,13 @@ def run(args: argparse.Namespace) -> int:
                   overwrite=args.overwrite, inputs=inputs)
     crit = _criterion(args)
     data = data_of(args)
-    if args.weight and args.method not in WEIGHTED_METHODS:
+    if args.weight and args.method not in WEIGHTED_METHODS + PEOPLE_METHODS:
         data = _one_row_per_person(args, data)
     _check_keep(args, data)
     with Timer() as t:
         result = METHODS[args.method].run(args, data, crit)
+    if args.weight and args.method in PEOPLE_METHODS:
+        data = _people_of(args, result)
     payload = summary_payload(result, args, t.seconds, data)
     print(summary_text(payload, result))
     with output_set():
@@ -682,16 +688,34 @@ def _release_to_stdout(args: argparse.Namespace, result: Any, data: Any) -> None
 
 
 def _one_row_per_person(args: argparse.Namespace, data: Any) -> Any:
-    """``--weight`` for a method that anonymizes rows: expand each row into its people."""
-    import sys
+    """``--weight`` for a plugin method that anonymizes rows: expand each row into its people.
 
+    The built-in ones read ``weight=`` themselves (:data:`PEOPLE_METHODS`,
+    :func:`_people_of`).
+    """
     from .._arrow import expand_weights
 
     data = expand_weights(data, args.weight)
-    print(f"--weight {args.weight}: the {args.method} method anonymizes people one row each: "
-          f"the table expanded into {data.num_rows:,} people", file=sys.stderr)
-    args.weight = None
+    _said_expanded(args, data.num_rows)
     return data
+
+
+def _people_of(args: argparse.Namespace, result: Any) -> Any:
+    """Return the people a :data:`PEOPLE_METHODS` result anonymized (one row each).
+
+    Its function read ``weight=`` by expanding the table (``result.source``); the release,
+    the auditor's view and the utility are those of that table.
+    """
+    people = result.source
+    _said_expanded(args, people.num_rows)
+    return people
+
+
+def _said_expanded(args: argparse.Namespace, n_people: int) -> None:
+    """Say that ``--weight`` expanded the table; the rest of the run reads people."""
+    print(f"--weight {args.weight}: the {args.method} method anonymizes people one row each: "
+          f"the table expanded into {n_people:,} people", file=sys.stderr)
+    args.weight = None
 
 
 def _write_outputs(args: argparse.Namespace, result: Any, data: Any, inputs: list,
@@ -734,7 +758,8 @@ def _check_keep(args: argparse.Namespace, data: Any) -> None:
             (".csv", ".csv.gz")) else "parquet").schema.names
     else:
         names = as_table(data, param="data").column_names
-    count = args.count_column or args.weight or "count"
+    count = args.count_column or (args.weight if args.method in WEIGHTED_METHODS
+                                   else None) or "count"
     check_keep(args.keep, columns=names, qi=args.qi, sensitive=args.sensitive,
                added=["group_id", count] + ([args.weight] if args.weight else []),
                param="--keep")
