@@ -37,8 +37,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from .errors import InputError
 from .registry import make_check
 from .results import Result, Witness
@@ -112,21 +110,26 @@ class DeltaPresenceResult(Result):
 
 
 def _matched(data: Any, qi: Sequence[str] | None, population: Any, weight: str | None,
-             nulls: str | None) -> tuple[Any, np.ndarray, int, dict]:
-    """Sample classes, F_j per sample class, the population's class count, and params."""
+             nulls: str | None) -> tuple[Any, dict]:
+    """Match the data's classes with the population's (:func:`risk.match_population`)."""
     from . import risk
 
     if population is None or isinstance(population, (int, float)):
         raise InputError("population: give the population table (a table or a path with the "
                          f"QI columns); got {population!r}")
     sample = risk.class_counts(data, qi=qi, weight=weight, nulls=nulls)
-    pop = risk.class_counts(population, qi=list(sample.qi), nulls=sample.nulls)
-    big_f = risk.population_sizes(sample, pop).astype(np.int64)
+    match = risk.match_population(sample, population)
     params = {"qi": list(sample.qi), "n_records": int(sample.n_records),
-              "n_population": int(pop.n_records), "n_classes": int(sample.n_classes),
-              "n_population_classes": int(pop.n_classes), "weight": weight,
+              "n_population": match.n_population, "n_classes": int(sample.n_classes),
+              "n_population_classes": match.n_population_classes, "weight": weight,
               "nulls": sample.nulls}
-    return sample, big_f, int(pop.n_classes), params
+    return match, params
+
+
+def _class(match: Any, j: int) -> PopulationClass:
+    """Return the witness: class ``j`` of the data with its records and people."""
+    return PopulationClass(match.sample.values_of(j), int(match.sample.sizes[j]),
+                           int(match.big_f[j]))
 
 
 def k_map(data: Any, *, qi: Sequence[str] | None = None, population: Any,
@@ -151,10 +154,9 @@ def k_map(data: Any, *, qi: Sequence[str] | None = None, population: Any,
         ``params["nulls"]`` is the policy used.
 
     """
-    sample, big_f, _, params = _matched(data, qi, population, weight, nulls)
-    j = int(np.argmin(big_f))
-    wit = PopulationClass(sample.values_of(j), int(sample.sizes[j]), int(big_f[j]))
-    return KMapResult(int(big_f[j]), wit, params)
+    match, params = _matched(data, qi, population, weight, nulls)
+    k, j = match.k_map()
+    return KMapResult(k, _class(match, j), params)
 
 
 def delta_presence(data: Any, *, qi: Sequence[str] | None = None, population: Any,
@@ -165,12 +167,9 @@ def delta_presence(data: Any, *, qi: Sequence[str] | None = None, population: An
     Returns δ_max = max_j δ_j as ``value`` and δ_min (0 when a population class is absent
     from the data) — Nergiz, Atzori & Clifton (2007), Def. 3. Parameters as :func:`k_map`.
     """
-    sample, big_f, n_pop_classes, params = _matched(data, qi, population, weight, nulls)
-    delta = sample.sizes / big_f
-    j = int(np.argmax(delta))
-    d_min = float(delta.min()) if n_pop_classes == sample.n_classes else 0.0
-    wit = PopulationClass(sample.values_of(j), int(sample.sizes[j]), int(big_f[j]))
-    return DeltaPresenceResult(float(delta[j]), d_min, wit, params)
+    match, params = _matched(data, qi, population, weight, nulls)
+    d_max, d_min, j = match.delta()
+    return DeltaPresenceResult(d_max, d_min, _class(match, j), params)
 
 
 # ------------------------------------------------------------------ verdict (registry hooks)

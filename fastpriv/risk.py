@@ -943,22 +943,82 @@ def _journalist(m: dict, cc: ClassCounts, f: np.ndarray, n: float, u: int,
 
 
 def _population(pop: Any, sample: ClassCounts) -> tuple:
-    """Return ``(F per sample class or None, population classes or None, N or None, text)``."""
+    """Return ``(PopulationMatch or None, N or None, text)`` of ``population=``."""
     if pop is None:
         if sample.sampling_weight_sums is not None:
-            return (None, None, float(sample.sampling_weight_sums.sum()),
-                    "sampling weights")
-        return None, None, None, "none (the sample is the population)"
+            return None, float(sample.sampling_weight_sums.sum()), "sampling weights"
+        return None, None, "none (the sample is the population)"
     if isinstance(pop, numbers.Real) and not isinstance(pop, bool):
         big_n = float(pop)
         if not math.isfinite(big_n) or big_n < sample.n_records:
             raise InputError(f"population: a population size must be >= the number of records "
                              f"({sample.n_records}), got {pop!r}")
-        return None, None, big_n, f"population size {big_n:g}"
-    popc = class_counts(pop, qi=list(sample.qi), nulls=sample.nulls)
-    big_f = population_sizes(sample, popc)
-    return (big_f, popc.n_classes, float(popc.n_records),
-            f"population table of {popc.n_records:,} records")
+        return None, big_n, f"population size {big_n:g}"
+    match = match_population(sample, pop)
+    return (match, float(match.n_population),
+            f"population table of {match.n_population:,} records")
+
+
+@dataclass(frozen=True)
+class PopulationMatch:
+    """The data's classes matched with those of a population table that holds the data.
+
+    The one place k-map and δ-presence are computed: :func:`audit` reports them among its
+    measures, :func:`fastpriv.population.k_map` and :func:`~fastpriv.population.delta_presence`
+    as verdict models with their witness class.
+
+    Attributes
+    ----------
+    sample : ClassCounts
+        The data's classes (f_j records in class j).
+    big_f : float64 array
+        F_j, the people of the population in each class of ``sample``.
+    n_population, n_population_classes : int
+        Records and classes of the population table.
+
+    """
+
+    sample: ClassCounts
+    big_f: np.ndarray
+    n_population: int
+    n_population_classes: int
+
+    def k_map(self) -> tuple[int, int]:
+        """Return ``(k, j)``: k-map = min_j F_j (Sweeney 2002) and a class j attaining it."""
+        j = int(np.argmin(self.big_f))
+        return int(self.big_f[j]), j
+
+    def delta(self) -> tuple[float, float, int]:
+        """Return ``(δ_max, δ_min, j)``, δ_j = f_j / F_j (Nergiz et al. 2007), j attaining δ_max.
+
+        δ_min is over the population's classes: 0 when one of them is absent from the data.
+        """
+        delta = self.sample.sizes / self.big_f
+        j = int(np.argmax(delta))
+        d_min = (float(delta.min()) if self.n_population_classes == self.sample.n_classes
+                 else 0.0)
+        return float(delta[j]), d_min, j
+
+
+def match_population(sample: ClassCounts, population: Any) -> PopulationMatch:
+    """Count a population table over the classes' QIs, under their null policy, and match them.
+
+    Parameters
+    ----------
+    sample : ClassCounts
+        The data's classes.
+    population : table-like, path, Release or ClassCounts
+        The population table; it must hold the data (every F_j ≥ f_j, else InputError).
+
+    Returns
+    -------
+    PopulationMatch
+        F_j for every class of ``sample``, with the population's records and classes.
+
+    """
+    popc = class_counts(population, qi=list(sample.qi), nulls=sample.nulls)
+    return PopulationMatch(sample, population_sizes(sample, popc), int(popc.n_records),
+                           int(popc.n_classes))
 
 
 def population_sizes(sample: ClassCounts, pop: ClassCounts) -> np.ndarray:
@@ -1044,7 +1104,8 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = No
     cc = class_counts(data, qi=qi, weight=weight, sampling_weight=sampling_weight, nulls=nulls)
     f = cc.sizes.astype(np.float64)
     n, u = float(f.sum()), cc.n_classes
-    pop_f, n_pop_classes, big_n, pop_desc = _population(population, cc)
+    match, big_n, pop_desc = _population(population, cc)
+    pop_f = None if match is None else match.big_f
     m: dict = {}
     m["prosecutor_max"] = float(1.0 / f.min())
     m["prosecutor_avg"] = u / n
@@ -1060,11 +1121,9 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = No
     else:
         m["population_uniques"] = None
     _individual(m, cc, f, n, big_n, thr)
-    if pop_f is not None:
-        delta = f / pop_f
-        m["k_map"] = int(pop_f.min())
-        m["delta_max"] = float(delta.max())
-        m["delta_min"] = float(delta.min()) if n_pop_classes == u else 0.0
+    if match is not None:
+        m["k_map"] = match.k_map()[0]
+        m["delta_max"], m["delta_min"], _ = match.delta()
     else:
         m["k_map"] = m["delta_min"] = m["delta_max"] = None
     j = int(np.argmin(cc.sizes))
