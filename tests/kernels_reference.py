@@ -7,7 +7,9 @@ tests that compare the fast paths against them, so they never count in a user's 
   (c,k)-safety (Martin et al., ICDE 2007), the reference of
   :mod:`fastpriv._kernels.ck_safety`'s fast path;
 * ``binary_log_en`` — log E_n(f) of one segment through the elementary symmetric
-  polynomials of :mod:`fastpriv._kernels.possible_worlds`.
+  polynomials E_0..E_n, computed by the plain recursion (``esp_coefficients``, rescaled,
+  and its log-space twin ``esp_log_coefficients``), the oracle of
+  :mod:`fastpriv._kernels.possible_worlds`' prefix/suffix algorithm.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 
 from fastpriv._jit import kernel
 from fastpriv._kernels.possible_worlds import _DEN_MIN as DEN_MIN
-from fastpriv._kernels.possible_worlds import esp_coefficients, esp_log_coefficients
+from fastpriv._kernels.possible_worlds import _RESCALE, _lae, _log0
 
 INF = np.inf
 
@@ -111,6 +113,71 @@ def reference_min_ratio(indptr, counts, sizes, K):
             U[t] = nu
             V[t] = nv
     return V
+
+
+@kernel(helper=True)
+def esp_step(c, top, m, stay, up):
+    """Multiply the truncated polynomial c[0..m] by (stay + up·z) in place."""
+    new_top = top + 1
+    if new_top > m:
+        new_top = m
+    for d in range(new_top, 0, -1):
+        c[d] = stay * c[d] + up * c[d - 1]
+    c[0] = stay * c[0]
+    return new_top
+
+
+@kernel
+def esp_coefficients(fseg, N, n, out):
+    """E_0..E_n of the first N factors, rescaled into ``out[0:n+1]``; returns log scale."""
+    for d in range(n + 1):
+        out[d] = 0.0
+    out[0] = 1.0
+    top = np.int64(0)
+    lscale = 0.0
+    for i in range(N):
+        fi = fseg[i]
+        top = esp_step(out, top, n, 1.0 - fi, fi)
+        mx = 0.0
+        for d in range(top + 1):
+            if out[d] > mx:
+                mx = out[d]
+        if mx == 0.0:
+            return -np.inf
+        if mx < _RESCALE or mx > 1.0:
+            for d in range(top + 1):
+                out[d] /= mx
+            lscale += math.log(mx)
+    # final normalisation: max 1
+    mx = 0.0
+    for d in range(n + 1):
+        if out[d] > mx:
+            mx = out[d]
+    if mx > 0.0:
+        for d in range(n + 1):
+            out[d] /= mx
+        lscale += math.log(mx)
+    return lscale
+
+
+@kernel
+def esp_log_coefficients(fseg, N, n, out):
+    """Log E_0..log E_n of the first N factors into ``out[0:n+1]`` (-inf for zeros).
+
+    Log-space twin of :func:`esp_coefficients` for coefficients more than ~1e-280 below
+    the largest one (which the single-scale float form holds only as subnormals).
+    """
+    for d in range(n + 1):
+        out[d] = -np.inf
+    out[0] = 0.0
+    for i in range(N):
+        fi = fseg[i]
+        lu = _log0(fi)
+        lsv = _log0(1.0 - fi)
+        for d in range(n, 0, -1):
+            out[d] = _lae(lsv + out[d], lu + out[d - 1])
+        out[0] = lsv + out[0]
+    return 0.0
 
 
 @kernel

@@ -53,16 +53,6 @@ def combine_codes(a, b, n_b):
     return out
 
 
-@kernel
-def group_sizes(group, weights, n_groups):
-    """Sum of ``weights`` per group (row counts when ``weights`` is empty)."""
-    out = np.zeros(n_groups, dtype=np.int64)
-    unit = weights.shape[0] == 0
-    for i in range(group.shape[0]):
-        out[group[i]] += 1 if unit else weights[i]
-    return out
-
-
 @kernel(helper=True)
 def bucket_offsets(keys, n_keys):
     """Counting-sort offsets: ``out[j]`` is how many ``keys`` are below ``j`` (length n_keys+1)."""
@@ -446,30 +436,11 @@ def _probe(tkeys, tvals, key, bits):
 
 
 @kernel
-def direct_map(x, base, table, out, next_code):
-    """Codes of int64 keys through a direct-address table; new keys get new codes.
-
-    ``table[x - base]`` holds the code of ``x`` or ``-1``; every key must lie in
-    ``[base, base + len(table))``. Writes ``out[i]`` (int32) and returns the next free code.
-    """
-    code = next_code
-    n = x.shape[0]
-    for i in range(n):
-        if i + AHEAD < n:
-            prefetch(table, x[i + AHEAD] - base)
-        j = x[i] - base
-        c = table[j]
-        if c < 0:
-            c = code
-            table[j] = c
-            code += 1
-        out[i] = c
-    return code
-
-
-@kernel
 def direct_map_from(x, base, table, out, start, next_code, far):
-    """:func:`direct_map` of rows ``start..``, stopping at the first key outside the table.
+    """Codes of the int64 keys ``x[start:]`` through a direct-address table.
+
+    ``table[x - base]`` holds the code of ``x`` or ``-1``; codes go to ``out[i]`` (int32),
+    new keys get ``next_code, next_code + 1, …``. Stops at the first key outside the table.
 
     Returns ``(stop, next_code)``: rows ``start..stop-1`` are done; the caller grows the
     table (or turns to a hash table) and resumes at ``stop``. ``far``: the table is larger

@@ -33,17 +33,6 @@ at index 0.
     truncation degree; prefix rows kept in blocks of ``b`` tuples with ``nc`` checkpoints
     (``b = N`` unless N·(m+1) > ``limit`` doubles, then ``b ≈ √N``: memory O(√N·m), prefix
     computed twice); ``size`` = length of the workspace ``ws`` that :func:`loo_core` needs.
-``esp_coefficients(fseg, N, n, out) -> log_scale``
-    Coefficients E_0..E_n of prod_{i<N} ((1-f_i) + f_i z) truncated at degree n, written
-    to ``out[0:n+1]`` rescaled (max 1 when any is positive): true E_d = out[d] ·
-    exp(log_scale). Running rescaling, so the largest coefficient never underflows for any
-    N; a coefficient more than ~1e-280 below the largest one is held as a subnormal (few
-    digits) — check ``out[d] >= 1e-280`` and use ``esp_log_coefficients`` otherwise.
-``esp_log_coefficients(fseg, N, n, out)``
-    log E_0..log E_n (log-sum-exp recursion; -inf for exact zeros).
-``esp_step(c, top, m, stay, up) -> new_top``
-    One factor: c'[d] = stay·c[d] + up·c[d-1] for d ≤ min(top+1, m), in place (``top``:
-    highest possibly non-zero degree).
 ``loo_core(fseg, N, n, ws, out1, out2, mode, limit) -> (status, log_E)``
     The stable prefix/suffix algorithm. ``mode == 0``: ``out1[j] = p_j`` (posterior of
     tuple j being x). ``mode == 1``: leave-one-out ratios ``out1[j] = a_j =
@@ -64,6 +53,9 @@ at index 0.
     Closed form used by :func:`loo_core` (mode 0) and the batched kernel when
     min(n, N - n) <= 1 (odds ratios; the segment must be defined); reads ``f[lo:lo+N]``,
     writes ``out[olo:olo+N]``. Compiled ``inline="always"``: any array types.
+
+The plain coefficient recursion E_0..E_n (rescaled, and its log-space twin), which no
+production path calls, is the tests' oracle (``tests/kernels_reference.py``).
 
 Batched entry points (called from Python with read-only inputs)
 ---------------------------------------------------------------
@@ -178,18 +170,6 @@ def esp_plan(N, n, limit):
     return flip, m, b, nc, size
 
 
-@kernel(helper=True)
-def esp_step(c, top, m, stay, up):
-    """Multiply the truncated polynomial c[0..m] by (stay + up·z) in place."""
-    new_top = top + 1
-    if new_top > m:
-        new_top = m
-    for d in range(new_top, 0, -1):
-        c[d] = stay * c[d] + up * c[d - 1]
-    c[0] = stay * c[0]
-    return new_top
-
-
 @kernel(inline="always")
 def _esp_row(ws, src, dst, top, m, stay, up):
     """Row ``ws[src:]`` times (stay + up·z), truncated at degree m, into ``ws[dst:]``.
@@ -212,59 +192,6 @@ def _esp_row(ws, src, dst, top, m, stay, up):
     if top < m:
         top += 1
     return top, mx
-
-
-@kernel
-def esp_coefficients(fseg, N, n, out):
-    """E_0..E_n of the first N factors, rescaled into ``out[0:n+1]``; returns log scale."""
-    for d in range(n + 1):
-        out[d] = 0.0
-    out[0] = 1.0
-    top = np.int64(0)
-    lscale = 0.0
-    for i in range(N):
-        fi = fseg[i]
-        top = esp_step(out, top, n, 1.0 - fi, fi)
-        mx = 0.0
-        for d in range(top + 1):
-            if out[d] > mx:
-                mx = out[d]
-        if mx == 0.0:
-            return -np.inf
-        if mx < _RESCALE or mx > 1.0:
-            for d in range(top + 1):
-                out[d] /= mx
-            lscale += math.log(mx)
-    # final normalisation: max 1
-    mx = 0.0
-    for d in range(n + 1):
-        if out[d] > mx:
-            mx = out[d]
-    if mx > 0.0:
-        for d in range(n + 1):
-            out[d] /= mx
-        lscale += math.log(mx)
-    return lscale
-
-
-@kernel
-def esp_log_coefficients(fseg, N, n, out):
-    """Log E_0..log E_n of the first N factors into ``out[0:n+1]`` (-inf for zeros).
-
-    Log-space twin of :func:`esp_coefficients` for coefficients more than ~1e-280 below
-    the largest one (which the single-scale float form holds only as subnormals).
-    """
-    for d in range(n + 1):
-        out[d] = -np.inf
-    out[0] = 0.0
-    for i in range(N):
-        fi = fseg[i]
-        lu = _log0(fi)
-        lsv = _log0(1.0 - fi)
-        for d in range(n, 0, -1):
-            out[d] = _lae(lsv + out[d], lu + out[d - 1])
-        out[0] = lsv + out[0]
-    return 0.0
 
 
 @kernel(helper=True)
