@@ -24,7 +24,8 @@ import pyarrow as pa
 
 from ..errors import InputError
 
-__all__ = ["canonical_order", "check_keep", "check_no_relink", "dense_rank", "entries_digest"]
+__all__ = ["canonical_order", "canonical_order_of_counts", "check_keep", "check_no_relink",
+           "dense_rank", "entries_digest"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -122,23 +123,63 @@ def canonical_order(key: pa.Table, group_ids: np.ndarray, *, rows: pa.Table | No
         n_groups = max(n_groups, len(group_extra))
     rank = dense_rank(key)
     row_rank = rank if rows is None else dense_rank(rows)
+    new_id = _group_ids(g, rank, None, n_groups, group_extra)
+    row_order = np.lexsort((row_rank, new_id[g])) if g.size else np.zeros(0, np.int64)
+    return row_order.astype(np.int64), new_id
+
+
+def canonical_order_of_counts(key: pa.Table, group_ids: np.ndarray, counts: np.ndarray
+                              ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`canonical_order` of the rows that distinct rows with counts stand for.
+
+    Row *i* of ``key`` (every published column) stands for ``counts[i]`` identical rows of
+    group ``group_ids[i]``; the result is what :func:`canonical_order` gives for those rows
+    written out one by one, without writing them: the order of the distinct rows (each to
+    be repeated ``counts[i]`` times in place) and the new id of each group. A release of
+    people counted in a histogram (out of core) is thereby the release of the rows.
+    """
+    g = np.asarray(group_ids, dtype=np.int64)
+    w = np.asarray(counts, dtype=np.int64)
+    n_groups = int(g.max()) + 1 if g.size else 0
+    rank = dense_rank(key)
+    new_id = _group_ids(g, rank, w, n_groups, None)
+    order = np.lexsort((rank, new_id[g])) if g.size else np.zeros(0, np.int64)
+    return order.astype(np.int64), new_id
+
+
+def _group_ids(g: np.ndarray, rank: np.ndarray, counts: np.ndarray | None, n_groups: int,
+               group_extra: np.ndarray | None) -> np.ndarray:
+    """Return the new id of each group: by smallest rank, people, hash of its ranks [+ extra].
+
+    ``counts``: each row stands for that many identical rows (None: one each); the size and
+    the hash are those of the rows it stands for (the hash is a wrapping sum, so ``c``
+    copies of a rank add ``c`` times its mix).
+    """
     by_group = np.lexsort((rank, g))
     gs, rs = g[by_group], rank[by_group]
-    size = np.bincount(g, minlength=n_groups)
+    w = None if counts is None else counts[by_group]
+    if counts is None:
+        size = np.bincount(g, minlength=n_groups)
+    else:
+        from .._validation import exact_bincount
+
+        size = exact_bincount(g, counts, n_groups)
     first = np.zeros(n_groups, dtype=np.int64)
     digest = np.zeros(n_groups, dtype=np.uint64)
     if g.size:
         starts = np.flatnonzero(np.r_[True, gs[1:] != gs[:-1]])
         first[gs[starts]] = rs[starts]
         with np.errstate(over="ignore"):
-            digest[gs[starts]] = np.add.reduceat(_mix(rs.astype(np.uint64)), starts)
+            mixed = _mix(rs.astype(np.uint64))
+            if w is not None:
+                mixed = mixed * w.astype(np.uint64)
+            digest[gs[starts]] = np.add.reduceat(mixed, starts)
     if group_extra is not None:
         with np.errstate(over="ignore"):
             digest = _mix(digest ^ np.asarray(group_extra, dtype=np.uint64))
     new_id = np.empty(n_groups, dtype=np.int64)
     new_id[np.lexsort((digest, size, first))] = np.arange(n_groups, dtype=np.int64)
-    row_order = np.lexsort((row_rank, new_id[g])) if g.size else np.zeros(0, np.int64)
-    return row_order.astype(np.int64), new_id
+    return new_id
 
 
 def entries_digest(entry_group: np.ndarray, value_rank: np.ndarray, counts: np.ndarray,

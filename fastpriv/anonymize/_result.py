@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -252,6 +252,43 @@ class Anonymized(Result):
         out = out.append_column(group_column,
                                 pa.array(pub.new_id[pub.groups[pub.order]], pa.int64()))
         return out.replace_schema_metadata(self._metadata("release", keep))
+
+    def people_batches(self, original: Any = None, *, group_column: str = "group_id",
+                       batch_rows: int = 1 << 20, allow_failing: bool = False
+                       ) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+        """Return the release of a weighted generalization, one row per person, in batches.
+
+        ``original``'s rows are distinct rows with the number of people each stands for
+        (the ``weight`` column: a histogram, as an out-of-core search reads its input). The
+        rows are those :meth:`table` gives for the people themselves — one row each, no
+        count column, in the order and with the group ids of the unweighted release
+        (:func:`~fastpriv.anonymize._publish.canonical_order_of_counts`) — produced
+        ``batch_rows`` at a time from the histogram: memory holds the histogram and one
+        batch, never the people. Returns the schema (with the release's metadata) and the
+        batches.
+        """
+        from ._publish import canonical_order_of_counts
+
+        if self.is_bucketization or self.row_weights is None:
+            raise InputError("people_batches: a weighted generalization's result is needed "
+                             "(its rows a histogram of people)")
+        self._refuse_failing(allow_failing)
+        sens = [] if self.sensitive is None else [self.sensitive]
+        t = self._original(original, sens)
+        gen = self.generalized.column_names
+        if group_column in [*gen, *sens]:
+            raise InputError(f"group_column {group_column!r} is also a published column; "
+                             "pass another group_column=")
+        mask = self.group_ids >= 0
+        content = pa.table({**{n: self.generalized.column(n) for n in gen},
+                            **{n: t.column(n) for n in sens}})
+        g, w = self.group_ids, np.asarray(self.row_weights, dtype=np.int64)
+        if not mask.all():
+            content, g, w = content.filter(pa.array(mask)), g[mask], w[mask]
+        order, new_id = canonical_order_of_counts(content, g, w)
+        schema = content.schema.append(pa.field(group_column, pa.int64())).with_metadata(
+            self._metadata("release", ()))
+        return schema, _repeat_batches(content, order, w, new_id[g], schema, batch_rows)
 
     def _generalized_rows(self, t: pa.Table, keep: Sequence[str]) -> "_Published":
         """Return the published rows of a generalization (``t``: the input) and their order.
@@ -752,6 +789,33 @@ class LatticeAnonymized(Anonymized):
     def failure(self) -> str | None:
         """Why the release fails its criterion: its ``*`` group (``suppressed="keep"``)."""
         return self.suppressed_failure
+
+
+def _repeat_batches(content: pa.Table, order: np.ndarray, counts: np.ndarray,
+                    groups: np.ndarray, schema: pa.Schema, batch_rows: int
+                    ) -> Iterator[pa.RecordBatch]:
+    """Yield rows ``order`` of ``content`` in record batches of at most ``batch_rows`` rows.
+
+    Row i is repeated ``counts[i]`` times, with its group id ``groups[i]``.
+    """
+    if batch_rows < 1:
+        raise InputError(f"batch_rows must be at least 1, got {batch_rows}")
+    ends = np.cumsum(counts[order])                  # people up to and with each row
+    total = int(ends[-1]) if ends.size else 0
+    for start in range(0, total, batch_rows):
+        stop = min(start + batch_rows, total)
+        a = int(np.searchsorted(ends, start, side="right"))
+        b = int(np.searchsorted(ends, stop - 1, side="right")) + 1
+        rows = order[a:b]
+        take = counts[rows].copy()                   # clip the first and last row's people
+        take[0] = min(int(ends[a]), stop) - start
+        if b - a > 1:
+            take[-1] = stop - int(ends[b - 2])
+        idx = np.repeat(rows, take)
+        part = content.take(pa.array(idx))
+        cols = [*part.columns, pa.array(np.repeat(groups[rows], take), pa.int64())]
+        yield pa.RecordBatch.from_arrays([c.combine_chunks() if isinstance(c, pa.ChunkedArray)
+                                          else c for c in cols], schema=schema)
 
 
 def release_paths(path: str | os.PathLike, *, bucketization: bool) -> dict[str, str]:
