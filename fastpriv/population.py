@@ -33,7 +33,8 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import numbers
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +43,7 @@ from .registry import make_check
 from .results import Result, Witness
 
 __all__ = ["k_map", "delta_presence", "KMapResult", "DeltaPresenceResult", "PopulationClass",
-           "k_map_checks", "delta_presence_checks"]
+           "k_map_checks", "delta_presence_checks", "NEEDS", "missing_needs"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -173,15 +174,46 @@ def delta_presence(data: Any, *, qi: Sequence[str] | None = None, population: An
 
 
 # ------------------------------------------------------------------ verdict (registry hooks)
-def _verdict(name: str, compute: Any, classes: Any, population: Any, passed: Any,
-             required: str, plain: Any) -> dict:
-    """Run a population model for the verdict: its section and its one check."""
+#: What a verdict model can need (:attr:`fastpriv.registry.Model.needs`): whether the inputs
+#: of the verdict hold it (``have(classes, population)``) and how to give it.
+NEEDS: dict[str, tuple[Callable[[Any, Any], bool], str]] = {
+    "qi_classes": (lambda classes, population: classes is not None,
+                   "the QI classes (--qi)"),
+    "population_table": (lambda classes, population: population is not None
+                         and not isinstance(population, numbers.Real),
+                         "a population table (--population TABLE)"),
+}
+
+
+def missing_needs(name: str, classes: Any, population: Any) -> list[str]:
+    """Return what model ``name`` needs (its declared ``needs``) and the verdict lacks.
+
+    Each entry says how to give it (e.g. ``"a population table (--population TABLE)"``);
+    empty when the model can run. A need no entry of :data:`NEEDS` knows is a declaration
+    error (LookupError), not bad input.
+    """
     from .registry import model
 
     m = model(name)
-    if classes is None or population is None or isinstance(population, (int, float)):
-        reason = (f"{m.title} needs the QI classes (--qi) and a population table "
-                  "(--population TABLE)")
+    unknown = [n for n in m.needs if n not in NEEDS]
+    if unknown:
+        raise LookupError(f"model {name!r} declares needs {unknown} that population.NEEDS "
+                          f"does not know (known: {sorted(NEEDS)})")
+    return [NEEDS[n][1] for n in m.needs if not NEEDS[n][0](classes, population)]
+
+
+def _verdict(name: str, compute: Any, classes: Any, population: Any, passed: Any,
+             required: str, plain: Any) -> dict:
+    """Run a population model for the verdict: its section and its one check.
+
+    Skipped, naming what is missing, when the inputs lack what the model declares it needs.
+    """
+    from .registry import model
+
+    m = model(name)
+    missing = missing_needs(name, classes, population)
+    if missing:
+        reason = f"{m.title} needs {' and '.join(missing)}"
         return {"section": {"status": "skipped", "reason": reason},
                 "checks": [make_check(m.name, m.title, m.question, status="skipped",
                                       reason=reason)]}

@@ -69,6 +69,8 @@ class Model:
     title: str
     question: str
     call: str
+    #: the type ``call`` returns, as its return annotation names it (``"int"``,
+    #: ``"KMapResult"``); ``tests/test_registry.py`` compares the two
     result: str
     kernels: tuple[str, ...]
     reads: str
@@ -77,6 +79,9 @@ class Model:
     warmup: str
     thresholds: tuple[Threshold, ...] = ()
     checks: str | None = None
+    #: what the verdict must be given for the model to run (keys of
+    #: ``fastpriv.population.NEEDS``: ``"qi_classes"``, ``"population_table"``); without it
+    #: the model's verdict hook skips the check, naming what is missing
     needs: tuple[str, ...] = field(default=())
 
     def load_checks(self) -> Callable[..., list[dict]]:
@@ -148,7 +153,8 @@ MODELS: tuple[Model, ...] = (
           thresholds=(Threshold("min_k_map", "--min-k-map", "size",
                                 "k-map: every class of the sample matches at least K people "
                                 "of the population table (needs --population TABLE)"),),
-          checks="fastpriv.population:k_map_checks", needs=("population_table",)),
+          checks="fastpriv.population:k_map_checks",
+          needs=("qi_classes", "population_table")),
     Model("delta_presence", "δ-presence",
           "Can anyone tell whether a person of the population is in the data?",
           "fastpriv.population.delta_presence", "DeltaPresenceResult", ("risk",), "classes",
@@ -157,7 +163,8 @@ MODELS: tuple[Model, ...] = (
                                 "δ-presence: no population class has more than this share "
                                 "of its people in the data, in [0, 1] (needs --population "
                                 "TABLE)"),),
-          checks="fastpriv.population:delta_presence_checks", needs=("population_table",)),
+          checks="fastpriv.population:delta_presence_checks",
+          needs=("qi_classes", "population_table")),
 )
 
 #: ``fastpriv warmup --models`` groups: those of the models plus the anonymizers' own.

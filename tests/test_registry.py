@@ -7,7 +7,9 @@ the CLI flags, the verdict checks and the report sections come from the registry
 
 from __future__ import annotations
 
+import builtins
 import collections
+import inspect
 import json
 import os
 import subprocess
@@ -26,6 +28,7 @@ from fastpriv import population, registry
 from fastpriv.errors import InputError
 from fastpriv.report import build_report
 from fastpriv.report.schema import validate
+from fastpriv.results import Result
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "api.md"
 ARX_ADULT = os.path.join(os.path.dirname(__file__), "data", "arx", "adult.csv.gz")
@@ -124,6 +127,73 @@ def test_cli_flags_come_from_the_registry(command):
 def test_model_lookup_names_the_known_ones():
     with pytest.raises(LookupError, match="k_map"):
         registry.model("nope")
+
+
+# ------------------------------------------------------------------ result and needs are read
+@pytest.mark.parametrize("m", registry.MODELS, ids=[m.name for m in registry.MODELS])
+def test_declared_result_is_the_return_type_of_call(m):
+    """``result`` names what ``call`` returns: its return annotation, resolved to a type."""
+    fn = registry.load(m.call)
+    ann = inspect.signature(fn).return_annotation
+    name = ann if isinstance(ann, str) else getattr(ann, "__name__", repr(ann))
+    assert name == m.result, f"{m.call} returns {name}, the registry says {m.result}"
+    typ = getattr(builtins, m.result, None) or getattr(inspect.getmodule(fn), m.result)
+    assert isinstance(typ, type)
+    if typ not in (int, float):
+        assert issubclass(typ, Result), f"{m.result} does not follow the result protocol"
+
+
+def test_class_models_return_their_declared_result():
+    sample = _table([(1, "a"), (1, "a"), (2, "b")])
+    pop = _table([(1, "a")] * 3 + [(2, "b")] * 2 + [(3, "a")])
+    for name in ("risk", "k_map", "delta_presence"):
+        m = registry.model(name)
+        kw = {"population": pop} if "population_table" in m.needs else {}
+        res = registry.load(m.call)(sample, qi=["age", "sex"], **kw)
+        assert type(res).__name__ == m.result, name
+
+
+@pytest.mark.parametrize("name", ["k_map", "delta_presence"])
+def test_verdict_hooks_skip_by_the_declared_needs(name):
+    m = registry.model(name)
+    assert set(m.needs) == {"qi_classes", "population_table"} <= set(population.NEEDS)
+    classes = fastpriv.risk.class_counts(_table([(1, "a"), (2, "b")]), qi=["age", "sex"])
+    pop = _table([(1, "a"), (2, "b"), (2, "b")])
+    thresholds = {"min_k_map": 1, "max_delta": 1.0}
+    cases = [(None, pop, ["the QI classes (--qi)"]),
+             (classes, None, ["a population table (--population TABLE)"]),
+             (classes, 1000, ["a population table (--population TABLE)"]),
+             (None, None, ["the QI classes (--qi)",
+                           "a population table (--population TABLE)"])]
+    for cls_, pop_, missing in cases:
+        assert population.missing_needs(name, cls_, pop_) == missing
+        out = m.load_checks()(cls_, population=pop_, thresholds=thresholds)
+        assert out["section"] == {"status": "skipped",
+                                  "reason": f"{m.title} needs {' and '.join(missing)}"}
+        assert [c["status"] for c in out["checks"]] == ["skipped"]
+    assert population.missing_needs(name, classes, pop) == []
+    out = m.load_checks()(classes, population=pop, thresholds=thresholds)
+    assert out["section"]["status"] == "ok" and out["checks"][0]["satisfied"] is True
+
+
+def test_verdict_hooks_read_needs_from_the_declaration(monkeypatch):
+    """A model declaring fewer needs is run without them; an unknown need is a bug."""
+    import dataclasses
+
+    classes = fastpriv.risk.class_counts(_table([(1, "a")]), qi=["age", "sex"])
+    pop = _table([(1, "a"), (1, "a")])
+    declared = {m.name: m for m in registry.MODELS}
+    monkeypatch.setattr(registry, "MODELS", tuple(
+        dataclasses.replace(m, needs=("qi_classes", "a_crystal_ball"))
+        if m.name == "k_map" else m for m in declared.values()))
+    with pytest.raises(LookupError, match="a_crystal_ball"):
+        population.k_map_checks(classes, population=pop, thresholds={"min_k_map": 2})
+    monkeypatch.setattr(registry, "MODELS", tuple(
+        dataclasses.replace(m, needs=("population_table",))
+        if m.name == "k_map" else m for m in declared.values()))
+    assert population.missing_needs("k_map", None, pop) == []
+    assert population.missing_needs("k_map", classes, None) == [
+        "a population table (--population TABLE)"]
 
 
 # ------------------------------------------------------------------ end to end
