@@ -54,7 +54,7 @@ def test_release_equals_the_in_memory_release(case, tmp_path):
     method, fn, kw = CASES[case]
     expected = _in_memory(fn, ADULT, kw)
     out = tmp_path / "release.parquet"
-    r = ooc.release_out_of_core(ADULT, out, method=method, batch_rows=4096, **kw)
+    r = ooc.release_out_of_core(ADULT, output=out, method=method, batch_rows=4096, **kw)
     got = pq.read_table(out)
     assert got.equals(expected)
     assert got.schema.metadata == expected.schema.metadata
@@ -78,7 +78,7 @@ def test_inputs_of_every_form_and_order_give_the_same_bytes(tmp_path):
     blobs = set()
     for name, src in sources.items():
         out = tmp_path / f"{name}.parquet"
-        ooc.release_out_of_core(src, out, method=method, batch_rows=2048, **kw)
+        ooc.release_out_of_core(src, output=out, method=method, batch_rows=2048, **kw)
         got = pq.read_table(out)
         assert got.equals(expected.replace_schema_metadata(got.schema.metadata)), name
         blobs.add(out.read_bytes())
@@ -100,7 +100,7 @@ def test_weighted_input_equals_the_expanded_table(tmp_path):
     method, fn, kw = CASES["mondrian"]
     expected = _in_memory(fn, ADULT, kw)
     out = tmp_path / "w.parquet"
-    ooc.release_out_of_core(agg, out, method=method, weight="n", **kw)
+    ooc.release_out_of_core(agg, output=out, method=method, weight="n", **kw)
     assert pq.read_table(out).equals(expected)
 
 
@@ -116,11 +116,11 @@ def test_nulls_as_in_memory(nulls, tmp_path):
         with pytest.raises(InputError, match="age"):
             _in_memory(fn, data, kw)
         with pytest.raises(InputError, match="age"):
-            ooc.release_out_of_core(data, out, method=method, **kw)
+            ooc.release_out_of_core(data, output=out, method=method, **kw)
         assert not out.exists()
         return
     expected = _in_memory(fn, data, kw)
-    ooc.release_out_of_core(data, out, method=method, **kw)
+    ooc.release_out_of_core(data, output=out, method=method, **kw)
     assert pq.read_table(out).equals(expected)
 
 
@@ -129,21 +129,21 @@ def test_refusals_and_atomic_commit(tmp_path):
     src = tmp_path / "in.parquet"
     pq.write_table(ADULT, src)
     with pytest.raises(InputError, match="keep"):
-        ooc.release_out_of_core(src, tmp_path / "o.parquet", method=method, keep=["income"],
-                                **kw)
+        ooc.release_out_of_core(src, output=tmp_path / "o.parquet", method=method,
+                                keep=["income"], **kw)
     with pytest.raises(InputError, match="method"):
-        ooc.release_out_of_core(src, tmp_path / "o.parquet", method="anatomy", **kw)
+        ooc.release_out_of_core(src, output=tmp_path / "o.parquet", method="anatomy", **kw)
     before = src.read_bytes()
     with pytest.raises(Exception, match="input"):
-        ooc.release_out_of_core(src, src, method=method, overwrite=True, **kw)
+        ooc.release_out_of_core(src, output=src, method=method, overwrite=True, **kw)
     assert src.read_bytes() == before
     out = tmp_path / "o.parquet"
     out.write_bytes(b"old")
     with pytest.raises(FileExistsError):
-        ooc.release_out_of_core(src, out, method=method, **kw)
+        ooc.release_out_of_core(src, output=out, method=method, **kw)
     assert out.read_bytes() == b"old"
     with pytest.raises(InputError):          # the search fails: the old file stays
-        ooc.release_out_of_core(src, out, method=method, overwrite=True,
+        ooc.release_out_of_core(src, output=out, method=method, overwrite=True,
                                 **dict(kw, min_size=10**9))
     assert out.read_bytes() == b"old"
 

@@ -10,6 +10,7 @@ Submodules are imported on first use, so importing this package costs nothing.
 ``lattice_search(data, qi=, sensitive=, …)``    full-domain generalization, monotone criterion
 ``skyline_anonymize(data, qi=, sensitive=, …)`` SkylineAnonymize (Chen et al.)
 ``art(data, qi=, sensitive=, r=, …)``           ART for r-robustness (Wong et al.)
+``release_out_of_core(data, output=, …)``       any of the generalizations above, out of core
 ==============================================  ==============================================
 """
 
@@ -29,7 +30,8 @@ from ._result import (
 
 __all__ = ["Anonymized", "MondrianResult", "SkylineAnonymized", "ArtResult", "LatticeAnonymized",
            "release_paths", "anatomy", "AnatomyResult", "mondrian", "MondrianTree",
-           "lattice_search", "minimal_ck_safe", "skyline_anonymize", "art"]
+           "lattice_search", "minimal_ck_safe", "skyline_anonymize", "art",
+           "release_out_of_core"]
 
 # Implementation modules whose name would equal their function's (anatomy, mondrian, art)
 # are private (``_anatomy``…): a public submodule named like the function would replace the
@@ -43,6 +45,7 @@ _LAZY = {
     "minimal_ck_safe": ("fastpriv.anonymize.lattice", "minimal_ck_safe"),
     "skyline_anonymize": ("fastpriv.anonymize.skyline", "skyline_anonymize"),
     "art": ("fastpriv.anonymize._art", "art"),
+    "release_out_of_core": ("fastpriv.anonymize.out_of_core", "release_out_of_core"),
 }
 
 

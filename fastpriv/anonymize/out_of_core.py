@@ -207,7 +207,7 @@ class OutOfCoreRelease(Result):
                 f"({', '.join(self.paths)})")
 
 
-def release_out_of_core(data: Any, output: Any, *, method: str = "lattice",
+def release_out_of_core(data: Any, *, output: Any, method: str = "lattice",
                         qi: Sequence[str], sensitive: str | None = None,
                         weight: str | None = None, nulls: str = "error",
                         overwrite: bool = False, format: str | None = None,
@@ -248,7 +248,7 @@ def release_out_of_core(data: Any, output: Any, *, method: str = "lattice",
     --------
     >>> import fastpriv as fp, tempfile, os
     >>> out = os.path.join(tempfile.mkdtemp(), "release.parquet")
-    >>> r = release_out_of_core(fp.datasets.adult_path(), out, qi=["age", "sex", "race"],
+    >>> r = release_out_of_core(fp.datasets.adult_path(), output=out, qi=["age", "sex", "race"],
     ...                         sensitive="occupation", hierarchies="bundled",
     ...                         min_size=5, l=2)
     >>> r.value, r.n_written == r.n_people
