@@ -26,7 +26,7 @@ Two ways to count (``method=``):
     ``PYSPARK_PYTHON``), not a Java stack trace
     (:func:`worker_error`).
 
-:func:`release` (``merge="driver"``, either method) keeps the triples on the cluster and
+:func:`release` (every method and merge) keeps the triples on the cluster and
 brings them to the driver in blocks of :data:`PAIRS_PER_COLLECT` rows split by a hash of the
 pair, folding each into one accumulator: the driver's memory is the merged state plus one
 block, so Spark's default 1 GiB driver holds 1M and 10M groups (``toArrow`` of the whole
@@ -275,17 +275,37 @@ def counts(df: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
 
     """
     keys = _check(df, sensitive, group, qi, method, merge, weight)   # imports pyspark
-    from pyspark.sql import functions as F
-
     cols = keys + [sensitive]
     picked, pos = _picked(df, cols, weight)
     if method == "groupby":
         return _groupby_triples(_collect(_grouped(picked, pos, weight)), weight, cols)
-    else:
-        agg = _partition_states(picked, pos, weight)
-        if merge == "cluster":
-            agg = agg.groupBy(*pos).agg(F.sum("n").cast("long").alias("n"))
+    agg = _partition_states(picked, pos, weight)
+    if merge == "cluster":
+        return _merged_triples(_collect(_cluster_merged(agg, pos)), cols)
     return _collect(agg).rename_columns(cols + [_count_name(cols)])
+
+
+def _cluster_merged(states: Any, pos: list[str]) -> Any:
+    """``merge="cluster"``: the partition states summed by a ``GROUP BY`` on the cluster.
+
+    Summed as ``decimal(38,0)`` (exact: a long sum of counts from many partitions could
+    overflow); :func:`_merged_triples` reads the sums back as int64, checked.
+    """
+    from pyspark.sql import functions as F
+
+    return states.groupBy(*pos).agg(F.sum(F.col("n").cast("decimal(38,0)")).alias("n"))
+
+
+def _merged_triples(table: pa.Table, cols: list[str]) -> pa.Table:
+    """Turn collected :func:`_cluster_merged` rows into triples named ``cols`` + count."""
+    from ._validation import INT64_MAX
+
+    sums = [int(x) for x in table.column(table.num_columns - 1).to_pylist()]
+    if any(x > INT64_MAX for x in sums):
+        raise InputError("a (group, value) pair's count adds up past 2**63 - 1 over the "
+                         "partitions (the largest count fastpriv holds)")
+    out = table.select(list(range(len(cols)))).append_column("n", pa.array(sums, pa.int64()))
+    return out.rename_columns(cols + [_count_name(cols)])
 
 
 def _grouped(picked: Any, pos: list[str], weight: str | None) -> Any:
@@ -381,14 +401,23 @@ def _partition_states(picked: Any, pos: list[str], weight: str | None) -> Any:
 
 def _streamed_counts(df: Any, *, sensitive: str, group: Any, qi: Any,
                      weight: str | None, method: str, merge: str) -> pa.Table:
-    """Collect the triples of :func:`counts` (``merge="driver"``) with :func:`_in_blocks`."""
+    """Collect the triples of :func:`counts` with :func:`_in_blocks`, every method and merge.
+
+    ``merge="cluster"`` too: its ``GROUP BY`` result has one row per pair, as many as
+    ``method="groupby"``'s, and collected whole (``toArrow``) at 1M groups it outgrew the
+    driver (``TaskResultLost``, or past ``spark.driver.maxResultSize``).
+    """
     keys = _check(df, sensitive, group, qi, method, merge, weight)
     cols = keys + [sensitive]
     picked, pos = _picked(df, cols, weight)
     if method == "groupby":
         return _in_blocks(_grouped(picked, pos, weight), pos, cols,
                           lambda t: _groupby_triples(t, weight, pos))
-    return _in_blocks(_partition_states(picked, pos, weight), pos, cols,
+    states = _partition_states(picked, pos, weight)
+    if merge == "cluster":
+        return _in_blocks(_cluster_merged(states, pos), pos, cols,
+                          lambda t: _merged_triples(t, pos))
+    return _in_blocks(states, pos, cols,
                       lambda t: t.rename_columns(pos + [_count_name(pos)]))
 
 
@@ -424,7 +453,7 @@ def release(data: Any, *, sensitive: str, group: str | Sequence[str] | None = No
     method, merge :
         See :func:`counts`. ``method="partitions"`` runs fastpriv on the executors: when
         their Python cannot import it, :class:`~fastpriv.InputError` says so (and names
-        ``spark.pyspark.python`` / ``PYSPARK_PYTHON``). With ``merge="driver"`` the
+        ``spark.pyspark.python`` / ``PYSPARK_PYTHON``). With every method and merge the
         triples reach the driver in blocks of :data:`PAIRS_PER_COLLECT` rows and are
         merged as they come (memory: the merged state and one block; module notes).
 
@@ -439,12 +468,8 @@ def release(data: Any, *, sensitive: str, group: str | Sequence[str] | None = No
     from .release import Release
 
     check_choice(nulls, "nulls", NULL_POLICIES)   # before the cluster job, not after
-    if method == "groupby" or merge == "driver":
-        table = _streamed_counts(data, sensitive=sensitive, group=group, qi=qi,
-                                 weight=weight, method=method, merge=merge)
-    else:
-        table = counts(data, sensitive=sensitive, group=group, qi=qi, weight=weight,
-                       method=method, merge=merge)
+    table = _streamed_counts(data, sensitive=sensitive, group=group, qi=qi, weight=weight,
+                             method=method, merge=merge)
     keys = list(table.column_names[:-2])
     if table.num_rows == 0:
         raise InputError("data is empty: a release needs at least one row")

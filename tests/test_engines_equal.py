@@ -418,6 +418,51 @@ def test_spark_groupby_pairs_reach_the_driver_a_block_at_a_time(spark_session, q
     assert max(b.num_rows for b in blocks) < pairs
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("weight", [None, "w"])
+def test_spark_cluster_merged_pairs_reach_the_driver_a_block_at_a_time(
+        spark_session, qi_table, monkeypatch, weight):
+    """method="partitions", merge="cluster" (issue 49): the GROUP BY of the partition states
+    has one row per pair, and was collected whole (toArrow) — at 1M groups past what the
+    driver keeps (TaskResultLost). It now comes in ceil(pairs / PAIRS_PER_COLLECT) blocks."""
+    t = qi_table.slice(0, 600)
+    ref = Release.from_table(t, qi=["age", "zip"], sensitive="d", weight=weight)
+    df = spark_session.createDataFrame(t).repartition(3)
+    pairs = spark.counts(df, qi=["age", "zip"], sensitive="d", weight=weight,
+                         method="partitions", merge="cluster").num_rows   # each pair once
+    blocks = []
+    collect = spark._collect
+    monkeypatch.setattr(spark, "PAIRS_PER_COLLECT", 50)
+    monkeypatch.setattr(spark, "_collect", lambda d: blocks.append(collect(d)) or blocks[-1])
+    got = spark.release(df, qi=["age", "zip"], sensitive="d", weight=weight,
+                        method="partitions", merge="cluster")
+    assert_same(got, ref)
+    assert len(blocks) == -(-pairs // 50) > 2             # ceil(pairs / 50) collects
+    assert sum(b.num_rows for b in blocks) == pairs       # each pair in one block
+    assert max(b.num_rows for b in blocks) < pairs
+
+
+@pytest.mark.slow
+def test_spark_cluster_merge_sums_exactly(spark_session):
+    """The cluster's sum of partition counts is exact (decimal), read back as int64; a
+    pair past 2**63 - 1 is refused, never wrapped around."""
+    big = 2**62
+    t = pa.table({"g": [1, 1, 1, 2], "s": ["a", "a", "a", "b"], "w": [big, big, 1, 5]})
+    df = spark_session.createDataFrame(t).repartition(3)
+    with pytest.raises(InputError, match="past 2"):     # rows of one partition: its count
+        spark.counts(df, group="g", sensitive="s", weight="w", method="partitions",
+                     merge="cluster")
+    ok = pa.table({"g": [1, 1, 2], "s": ["a", "a", "b"], "w": [big, big - 7, 5]})
+    for one in (ok, ok.slice(0, 1)):
+        df = spark_session.createDataFrame(one).repartition(2)
+        out = spark.counts(df, group="g", sensitive="s", weight="w", method="partitions",
+                           merge="cluster")
+        assert out.schema.field("count").type == pa.int64()
+        want = Release.from_table(one, group="g", sensitive="s", weight="w").to_counts()
+        assert sorted(out.column("count").to_pylist()) == \
+            sorted(want.column("count").to_pylist())
+
+
 _NO_FASTPRIV = '''"""Run ``python -m MODULE ...`` with fastpriv unimportable."""
 import runpy
 import sys
