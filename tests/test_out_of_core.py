@@ -168,3 +168,58 @@ def test_order_of_counts_is_the_order_of_the_rows(cells, seed):
     assert ours.equals(theirs)
     assert np.array_equal(np.repeat(new_id[groups[order]], counts[order]),
                           r_new[groups[idx]][r_order])
+
+
+# ----------------------------------------------------------------------------- the CLI
+HIER = str(fp.datasets.hierarchy_path("age").rsplit("/", 1)[0])
+
+
+def _cli(argv, capsys):
+    from fastpriv.cli import main
+
+    rc = main(argv)
+    return rc, capsys.readouterr()
+
+
+@pytest.mark.parametrize("method", ["lattice", "mondrian"])
+def test_cli_anonymizes_a_large_input_out_of_core(method, tmp_path, capsys, monkeypatch):
+    import json
+
+    src = tmp_path / "adult.parquet"
+    pq.write_table(ADULT, src, row_group_size=10_000)
+    argv = ["anonymize", str(src), "--method", method, "--qi", *QI, "--sensitive",
+            "occupation", "--min-size", "5", "--min-l", "2"]
+    if method == "lattice":
+        argv += ["--hierarchies", HIER, "--suppression", "0.02"]
+    runs = {}
+    for mode, limit in (("memory", str(1 << 40)), ("ooc", "0")):
+        monkeypatch.setenv("FASTPRIV_OUT_OF_CORE_BYTES", limit)
+        out, js = tmp_path / f"{mode}.parquet", tmp_path / f"{mode}.json"
+        rc, cap = _cli(argv + ["-o", str(out), "--json", str(js)], capsys)
+        assert rc == 0, cap.err
+        assert ("out of core" in cap.err) == (mode == "ooc")
+        runs[mode] = (pq.read_table(out), json.loads(js.read_text()), cap.out)
+    (t_mem, j_mem, o_mem), (t_ooc, j_ooc, o_ooc) = runs["memory"], runs["ooc"]
+    assert t_ooc.equals(t_mem) and t_ooc.schema.metadata == t_mem.schema.metadata
+    facts = j_ooc.pop("out_of_core")
+    assert facts["reaudit"]["groups_equal"] and facts["n_written"] == t_mem.num_rows
+    for j in (j_ooc, j_mem):
+        j.pop("seconds")
+    assert j_ooc == j_mem and o_ooc == o_mem      # the same summary, in people
+
+
+def test_cli_keeps_the_rows_in_memory_when_asked_for_what_needs_them(tmp_path, capsys,
+                                                                       monkeypatch):
+    monkeypatch.setenv("FASTPRIV_OUT_OF_CORE_BYTES", "0")
+    src = tmp_path / "adult.parquet"
+    pq.write_table(ADULT, src)
+    rc, cap = _cli(["anonymize", str(src), "--method", "mondrian", "--qi", *QI,
+                    "--sensitive", "occupation", "--min-size", "5", "--keep", "income",
+                    "-o", str(tmp_path / "r.parquet")], capsys)
+    assert rc == 0 and "out of core" not in cap.err
+    assert "income" in pq.read_table(tmp_path / "r.parquet").column_names
+    monkeypatch.setenv("FASTPRIV_OUT_OF_CORE_BYTES", "many")
+    rc, cap = _cli(["anonymize", str(src), "--method", "mondrian", "--qi", *QI,
+                    "--sensitive", "occupation", "--min-size", "5",
+                    "-o", str(tmp_path / "r2.parquet")], capsys)
+    assert rc == 2 and "FASTPRIV_OUT_OF_CORE_BYTES" in cap.err

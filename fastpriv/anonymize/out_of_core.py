@@ -109,6 +109,12 @@ def histogram(data: Any, columns: Sequence[str], *, weight: str | None = None,
         the source's metadata (the bundled Adult data's mark).
 
     """
+    return _histogram(data, columns, weight, batch_size, param)[0]
+
+
+def _histogram(data: Any, columns: Sequence[str], weight: str | None, batch_size: int,
+               param: str) -> tuple[pa.Table, int]:
+    """:func:`histogram` and the number of input rows read."""
     from .._arrow import iter_batches
 
     cols = list(columns)
@@ -116,7 +122,9 @@ def histogram(data: Any, columns: Sequence[str], *, weight: str | None = None,
     parts: list[pa.Table] = []
     held = 0
     total = 0
+    rows = 0
     for batch in iter_batches(data, read, batch_size=batch_size, param=param):
+        rows += batch.num_rows
         part = _batch_counts(batch, cols, weight)
         total += int(np.asarray(part.column(PEOPLE).to_numpy()).sum())
         if total >= 1 << 62:
@@ -130,7 +138,7 @@ def histogram(data: Any, columns: Sequence[str], *, weight: str | None = None,
         raise InputError(f"{param}: the input has no rows")
     hist = _aggregate(parts, cols, PEOPLE) if len(parts) > 1 else parts[0]
     meta = _source_metadata(data)
-    return hist.replace_schema_metadata(meta) if meta else hist
+    return (hist.replace_schema_metadata(meta) if meta else hist), rows
 
 
 def _source_metadata(data: Any) -> dict | None:
@@ -155,8 +163,13 @@ class OutOfCoreRelease(Result):
         The files written (one release file).
     n_cells : int
         Distinct (QI, sensitive) cells of the input: what the search held in memory.
+    n_rows : int
+        Rows of the input.
     n_people : int
         People (rows, or Σ weight) of the input; ``n_written`` of them are in the release.
+    n_null_people : int
+        People left out for a null (``nulls="drop"``); the other people not written were
+        suppressed by the criterion.
     n_written : int
         Rows written (suppressed people are not).
     reaudit : dict
@@ -171,7 +184,9 @@ class OutOfCoreRelease(Result):
     result: Anonymized
     paths: list
     n_cells: int
+    n_rows: int
     n_people: int
+    n_null_people: int
     n_written: int
     reaudit: dict
     seconds: dict = field(default_factory=dict)
@@ -194,7 +209,8 @@ class OutOfCoreRelease(Result):
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the anonymizer's result, the files, the cells and the re-audit."""
         return {"result": self.result.to_dict(), "paths": list(self.paths),
-                "n_cells": self.n_cells, "n_people": self.n_people,
+                "n_cells": self.n_cells, "n_rows": self.n_rows, "n_people": self.n_people,
+                "n_null_people": self.n_null_people,
                 "n_written": self.n_written, "reaudit": dict(self.reaudit),
                 "holds": self.value, "seconds": dict(self.seconds)}
 
@@ -275,8 +291,8 @@ def release_out_of_core(data: Any, *, output: Any, method: str = "lattice",
     crit = _criterion(method, options)
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
-    hist = histogram(data, [*qi] + ([sensitive] if sensitive is not None else []),
-                     weight=weight, batch_size=batch_rows)
+    hist, n_rows = _histogram(data, [*qi] + ([sensitive] if sensitive is not None else []),
+                              weight, batch_rows, "data")
     seconds["histogram"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     res = _run(method, hist, qi, sensitive, nulls, options, crit)
@@ -299,16 +315,31 @@ def release_out_of_core(data: Any, *, output: Any, method: str = "lattice",
             raise _NotPublished(found)
         return found
 
-    n_people = int(np.asarray(hist.column(PEOPLE).to_numpy()).sum())
+    people = np.asarray(hist.column(PEOPLE).to_numpy(), dtype=np.int64)
+    n_people = int(people.sum())
+    n_null = _null_people(hist, people, nulls)
     try:
         path, written, reaudit = _write(anon, hist, output, check, group_column=group_column,
                                         batch_rows=batch_rows, overwrite=overwrite,
                                         format=format, inputs=[*own, *inputs])
     except _NotPublished as failed:
         seconds["write"] = time.perf_counter() - t0
-        return OutOfCoreRelease(anon, [], hist.num_rows, n_people, 0, failed.reaudit, seconds)
+        return OutOfCoreRelease(anon, [], hist.num_rows, n_rows, n_people, n_null, 0,
+                                failed.reaudit, seconds)
     seconds["write"] = time.perf_counter() - t0 - seconds["reaudit"]
-    return OutOfCoreRelease(anon, [path], hist.num_rows, n_people, written, reaudit, seconds)
+    return OutOfCoreRelease(anon, [path], hist.num_rows, n_rows, n_people, n_null, written,
+                            reaudit, seconds)
+
+
+def _null_people(hist: pa.Table, people: np.ndarray, nulls: str) -> int:
+    """People of the cells ``nulls="drop"`` drops (a null or NaN in a counted column)."""
+    from .._arrow import kept_rows
+
+    if nulls != "drop":
+        return 0
+    cols = [c for c in hist.column_names if c != PEOPLE]
+    kept = kept_rows(hist, cols, "drop")
+    return 0 if kept is None else int(people.sum()) - int(people[kept].sum())
 
 
 class _NotPublished(Exception):

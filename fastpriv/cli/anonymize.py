@@ -641,6 +641,8 @@ def run(args: argparse.Namespace) -> int:
                   overwrite=args.overwrite, inputs=inputs)
     crit = _criterion(args)
     data = data_of(args)
+    if _out_of_core(args, data):
+        return _run_out_of_core(args, data, crit, inputs)
     if args.weight and args.method not in WEIGHTED_METHODS + PEOPLE_METHODS:
         data = _one_row_per_person(args, data)
     _check_keep(args, data)
@@ -653,6 +655,112 @@ def run(args: argparse.Namespace) -> int:
     with output_set():
         _write_outputs(args, result, data, inputs, payload)
     return 1 if payload["failure"] else 0
+
+
+#: Inputs of at least this many bytes on disk (a file, or a folder's files) are anonymized
+#: out of core by the methods that can (:data:`OUT_OF_CORE_METHODS`); the environment
+#: variable ``FASTPRIV_OUT_OF_CORE_BYTES`` sets another size (0: always).
+OUT_OF_CORE_BYTES = 256 << 20
+#: Methods ``fastpriv anonymize`` runs out of core on a large input
+#: (:func:`fastpriv.anonymize.release_out_of_core`).
+OUT_OF_CORE_METHODS = ("lattice", "mondrian")
+
+
+def _source_bytes(path: str) -> int:
+    """Bytes on disk of a file, or of every file under a folder."""
+    import os
+
+    if os.path.isdir(path):
+        return sum(os.path.getsize(os.path.join(root, f))
+                   for root, _, files in os.walk(path) for f in files)
+    return os.path.getsize(path)
+
+
+def _out_of_core(args: argparse.Namespace, data: Any) -> bool:
+    """Return whether this run anonymizes out of core.
+
+    It does for a large file or folder, a method that can, a release written to a file,
+    and nothing asked for that needs the rows themselves (``--keep``, ``--auditor-view``,
+    ``--query-error``, ``--suppressed keep``, the chain strategy).
+    """
+    import os
+
+    if args.method not in OUT_OF_CORE_METHODS or not isinstance(data, (str, os.PathLike)):
+        return False
+    if not args.output or args.output == "-" or args.keep or args.auditor_view or \
+            args.query_error or getattr(args, "suppressed", "drop") != "drop" or \
+            getattr(args, "strategy", "auto") == "chain":
+        return False
+    limit = os.environ.get("FASTPRIV_OUT_OF_CORE_BYTES", "").strip()
+    try:
+        threshold = int(limit) if limit else OUT_OF_CORE_BYTES
+    except ValueError:
+        raise InputError(f"FASTPRIV_OUT_OF_CORE_BYTES must be a number of bytes, got "
+                         f"{limit!r}") from None
+    return _source_bytes(os.fspath(data)) >= threshold
+
+
+def _run_out_of_core(args: argparse.Namespace, data: Any, crit: Any, inputs: list) -> int:
+    """Anonymize a large input out of core: write, re-audit, summarize; the exit status."""
+    import os
+
+    from .._io import announce_written
+    from ..anonymize.out_of_core import release_out_of_core
+    from ._common import Timer, emit_json, escape
+
+    if crit is None:
+        raise InputError(f"the {args.method} method needs a criterion (--min-size, --l, --t, "
+                         "--alpha, --c/--k, or a risk criterion)")
+    print(f"anonymize: {args.data} is large ({_source_bytes(os.fspath(data)) / 2**20:,.0f} "
+          "MiB): out of core — one pass into the histogram of distinct cells, the release "
+          "written from it batch by batch and re-audited before it is put in place",
+          file=sys.stderr)
+    options: dict[str, Any] = {"predicate": crit}
+    if args.method == "lattice":
+        options.update(hierarchies=_hierarchy_spec(args),
+                       hierarchy_prefix=args.hierarchy_prefix, utility=args.utility,
+                       objective=args.objective, suppression=args.suppression,
+                       strategy=args.strategy)
+    else:
+        options.update(categorical=args.categorical)
+    with Timer() as t:
+        r = release_out_of_core(data, output=args.output, method=args.method, qi=args.qi,
+                                sensitive=args.sensitive, weight=args.weight,
+                                nulls=args.nulls, overwrite=args.overwrite,
+                                format=args.format, inputs=inputs, **options)
+    payload = _out_of_core_payload(r, args, t.seconds)
+    print(summary_text(payload, r.result))
+    if not r.paths:
+        print("release not written: the file as written fails its criterion on re-audit",
+              file=sys.stderr)
+    for dest in r.paths:
+        announce_written(escape(dest), "release")
+    emit_json(args, payload, inputs=inputs)
+    return 0 if r.value else 1
+
+
+def _out_of_core_payload(r: Any, args: argparse.Namespace, seconds: float) -> dict:
+    """Return the run's summary (:func:`summary_payload`'s) in people, with the out-of-core facts.
+
+    The anonymizer ran on the histogram (one row per distinct cell, weighted by its
+    people): the counts are those of the people, the rows of an unweighted input.
+    """
+    payload = summary_payload(r.result, args, seconds, None)
+    if not args.weight:       # each input row is one person: rows are people
+        payload["n_rows"] = payload.pop("n_people")
+        payload["n_suppressed"] = payload.pop("n_suppressed_people")
+        payload.pop("weight", None)
+    else:                     # the input's rows, not the histogram's cells
+        payload["n_rows"] = r.n_rows
+        payload["n_suppressed"] = None
+    if "n_suppressed_rows" in payload:    # the criterion's, in people (not in cells)
+        payload["n_suppressed_rows"] = (r.result.n_suppressed_people - r.n_null_people
+                                        if not args.weight else None)
+    payload["failure"] = None if r.value else "the written file fails its criterion"
+    payload["out_of_core"] = {"n_cells": r.n_cells, "n_people": r.n_people,
+                              "n_written": r.n_written, "reaudit": r.reaudit,
+                              "paths": list(r.paths), "seconds": r.seconds}
+    return payload
 
 
 def _check_stdout_release(args: argparse.Namespace) -> None:
