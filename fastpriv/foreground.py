@@ -1296,8 +1296,8 @@ class ForegroundAttack(Result):
         """The tuple with the highest posterior (``None`` when nothing is exposed)."""
         if not self.posterior.size or not self.posterior.max() > 0:
             return None
-        row = int(np.argmax(self.posterior))
         v = self.mined._view
+        row = int(v.rows.ranked(self.posterior)[0])     # ties: the one content rule
         a, x = int(self.witness_set[row]), int(self.witness_value[row])
         return AttackWitness(row=v.rows.input_rows(row), group=v.group_labels.column(0)[
             int(v.row_group[row])].as_py(), posterior=float(self.posterior[row]),
@@ -1386,12 +1386,15 @@ class ForegroundAttack(Result):
     def worst(self, k: int = 10) -> list[dict[str, Any]]:
         """Return the k tuples (people) with the highest posterior, with their witnesses.
 
-        Ties keep input order. With weighted rows, a row stands for ``weight`` identical
-        people with one posterior: it is listed once, ``people`` saying how many of the k
-        it stands for, so the list names the same k people as the expanded table's.
+        Ties are taken in content order (:attr:`fastpriv.rows.RowView.content_order`: QI
+        values, group, sensitive value, then row number), so the list names the same people
+        whatever the input's row order, in memory or on an engine's row counts. With
+        weighted rows, a row stands for ``weight`` identical people with one posterior: it
+        is listed once, ``people`` saying how many of the k it stands for, so the list
+        names the same k people as the expanded table's.
         """
         k = check_int(k, "k", minimum=0)
-        order = np.argsort(-self.posterior, kind="stable")
+        order = self.mined._view.rows.ranked(self.posterior)
         if self.row_weight is None:
             return [self._explain_held(int(i)) for i in order[:k]]
         out: list[dict[str, Any]] = []

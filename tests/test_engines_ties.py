@@ -60,16 +60,8 @@ def _mapped(d, row_of: np.ndarray):
     return d
 
 
-#: the foreground attack's worst-N list and witness take ties by row number in
-#: fastpriv/foreground.py (``np.argsort(-posterior, kind="stable")``, ``np.argmax``), a file
-#: outside this change: until it ranks rows with ``RowView.ranked`` (the patch in the
-#: report of issue 49), its comparisons fail. strict: the fix makes them pass, and the
-#: mark must then go.
-FOREGROUND_TIES = pytest.mark.xfail(
-    strict=True, reason="issue 49: foreground.worst/witness still break ties by input row; "
-                        "needs ForegroundAttack.worst/witness to use RowView.ranked")
 MODEL_PARAMS = [pytest.param("robustness", id="robustness"),
-                pytest.param("foreground", id="foreground", marks=FOREGROUND_TIES)]
+                pytest.param("foreground", id="foreground")]
 
 
 def assert_same_in_any_order(counts: pa.Table, table: pa.Table, qi: list[str], group: str,
@@ -126,7 +118,6 @@ def _tied_counts(t: pa.Table):
     return counts, _content_rows(counts, t, ["q", "g", "s"])
 
 
-@FOREGROUND_TIES
 def test_foreground_worst_ten_tied_at_the_cut_off_duckdb():
     """The report: the ten worst people, tied with the eleventh; the engine named other
     people (in fewer list entries) than memory, which took the tied rows in input order."""
