@@ -13,7 +13,9 @@ import copy
 import dataclasses
 import inspect
 import json
+import tempfile
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -137,6 +139,9 @@ CALLS[anonymize] = {
         _adult(), qi=ADULT_QI, sensitive="occupation", min_size=5, l=2),
     "minimal_ck_safe": lambda: anonymize.minimal_ck_safe(
         _adult(), qi=ADULT_QI, sensitive="occupation", c=0.9, k=1),
+    "release_out_of_core": lambda: anonymize.release_out_of_core(
+        _adult(), output=Path(tempfile.mkdtemp()) / "release.parquet", method="mondrian",
+        qi=ADULT_QI, sensitive="occupation", min_size=10, l=3),
 }
 CALLS[metrics] = {
     "query_error": lambda: metrics.query_error(
