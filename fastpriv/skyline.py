@@ -1652,7 +1652,22 @@ def _skyline_search(safe: Callable[[int, int, int], bool], l_cap: int, k_cap: in
             for p in out]
 
 
-def knowledge_skyline(data: Any, *, sigma: Any, c: Any, exact: bool = False,
+class _NotGiven:
+    """Type of :data:`_NOT_GIVEN`: "no σ given", distinct from every value, None included."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+#: default of ``sigma`` where omitting it has a meaning of its own: None is a legitimate
+#: sensitive value (the null of a column read with ``nulls="value"``), so it cannot say
+#: "not given"
+_NOT_GIVEN: Any = _NotGiven()
+
+
+def knowledge_skyline(data: Any, *, sigma: Any = _NOT_GIVEN, c: Any, exact: bool = False,
                       max_seconds: float | None = MAX_SKYLINE_SECONDS,
                       **read: Any) -> KnowledgeSkyline:
     """Compute the knowledge skyline of σ: the maximal (ℓ, k, m) with BP_σ(ℓ, k, m) < c.
@@ -1670,8 +1685,10 @@ def knowledge_skyline(data: Any, *, sigma: Any, c: Any, exact: bool = False,
     data : Release or table-like
         The release.
     sigma : value label
-        The sensitive value (every value: :func:`knowledge_skylines`; ``None`` is its
-        deprecated spelling and warns).
+        The sensitive value; ``None`` is the null value of a table read with
+        ``nulls="value"``. Every value's skylines: :func:`knowledge_skylines` (omitting
+        ``sigma``, or ``sigma=None`` on a release without a null value, is its deprecated
+        spelling and warns).
     c : float or Fraction in (0, 1]
         Confidence threshold: a point is safe when BP < c.
     exact : bool
@@ -1700,13 +1717,19 @@ def knowledge_skyline(data: Any, *, sigma: Any, c: Any, exact: bool = False,
     if max_seconds is not None and not (isinstance(max_seconds, (int, float))
                                         and max_seconds > 0):
         raise InputError(f"max_seconds must be a positive number or None, got {max_seconds!r}")
-    if sigma is None:
+    if sigma is _NOT_GIVEN or (sigma is None and None not in rel._code_index):
         import warnings
 
-        warnings.warn("knowledge_skyline(sigma=None) is deprecated: knowledge_skylines(data, "
-                      "c=...) returns the skyline of every value", DeprecationWarning,
-                      stacklevel=2)
+        warnings.warn(f"knowledge_skyline(sigma={'None' if sigma is None else '<omitted>'}) is "
+                      "deprecated: knowledge_skylines(data, c=...) returns the skyline of "
+                      "every value", DeprecationWarning, stacklevel=2)
         return knowledge_skylines(rel, c=c, exact=exact, max_seconds=max_seconds)
+    return _knowledge_skyline(rel, sigma, c, exact, max_seconds)
+
+
+def _knowledge_skyline(rel: Release, sigma: Any, c: Any, exact: bool,
+                       max_seconds: float | None) -> KnowledgeSkyline:
+    """:func:`knowledge_skyline` of one σ (any value, None included), arguments checked."""
     code = rel.code_of(sigma, param="sigma")
     safe, l_cap, n_eval, pace = _safe_function(rel, code, c, exact, max_seconds)
     n = rel.n_individuals
@@ -1771,6 +1794,11 @@ def knowledge_skylines_within(data: Release, *, sigmas: Sequence[Any], cs: Seque
 
     rel = check_release(data, "data")
     max_seconds = check_max_seconds(max_seconds)
+    # the arguments are checked before the searches: only the budget may stop them partway
+    cs = [_check_c(c) for c in cs]
+    exact = _check_exact(rel, exact)
+    for v in sigmas:
+        rel.code_of(v, param="sigmas")
     t0 = time.monotonic()
     out: list = []
     done: list = []
@@ -1783,8 +1811,7 @@ def knowledge_skylines_within(data: Release, *, sigmas: Sequence[Any], cs: Seque
                 if left is not None and left <= 0:
                     raise InputError(f"their budget of max_seconds = {max_seconds:g} s was "
                                      "spent")
-                row = [knowledge_skyline(rel, sigma=v, c=c, exact=exact, max_seconds=left)
-                       for c in cs]
+                row = [_knowledge_skyline(rel, v, c, exact, left) for c in cs]
             except InputError as exc:
                 if not partial:
                     raise
