@@ -96,7 +96,7 @@ from typing import Any
 from .errors import InputError, InputTypeError
 
 __all__ = ["count_partitions", "release_from_dask", "row_counts", "groupwise_audit", "value_counts",
-           "warm_workers"]
+           "warm_workers", "anonymize"]
 
 
 # ============================================================================ helpers
@@ -717,3 +717,37 @@ def warm_workers(client: Any = None, *, models: Sequence[str] | None = None
     first = on(workers[0]).result()
     rest = client.gather([on(w) for w in workers[1:]])
     return dict(zip(workers, [first, *rest], strict=True))
+
+
+def anonymize(data: Any, *, output: Any, qi: str | Sequence[str], sensitive: str,
+              weight: str | None = None, **options: Any) -> Any:
+    """Anonymize a Dask DataFrame or Parquet data where it lives; write the release to ``output``.
+
+    The Dask cluster counts the histogram of distinct (QI, sensitive) cells (:func:`row_counts`
+    with no group); only that reaches this process, where the anonymizer (``method``: the
+    lattice search, Mondrian, SkylineAnonymize or the minimal (c,k)-safe search) runs on it
+    and the release is written from it, one row per person, re-audited and committed
+    atomically (:func:`fastpriv.anonymize.out_of_core.release_from_engine`). The release
+    equals the in-memory release of the same rows (rows, order, group ids, columns).
+
+    Parameters
+    ----------
+    data : dask.dataframe.DataFrame or path
+        One row per person (or ``weight`` people).
+    output : path-like
+        The release file (Parquet, or CSV by suffix or ``format=``).
+    qi, sensitive, weight
+        As for :func:`fastpriv.anonymize.release_out_of_core`; ``sensitive`` is required.
+    **options
+        ``method``, the anonymizer's keywords (criteria, ``hierarchies``, ``suppression``,
+        …), ``nulls``, ``overwrite``, ``format``, ``group_column``, ``batch_rows``.
+
+    Returns
+    -------
+    fastpriv.anonymize.out_of_core.OutOfCoreRelease
+
+    """
+    from .anonymize.out_of_core import release_from_engine
+
+    return release_from_engine(row_counts, data, output=output, qi=qi, sensitive=sensitive,
+                               weight=weight, **options)

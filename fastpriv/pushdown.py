@@ -77,7 +77,7 @@ if TYPE_CHECKING:
     from .release import Release
 
 __all__ = ["count_query", "release", "quote_identifier", "row_counts",
-           "finish_row_counts", "weight_check_columns"]
+           "finish_row_counts", "weight_check_columns", "anonymize"]
 
 _QUOTES = ('"', "`")
 
@@ -317,9 +317,10 @@ def check_row_names(qi: Any, group: Any, sensitive: Any, weight: Any = None,
     """Check the column names of a row count; return the QI and the group columns.
 
     Shared by every engine's ``row_counts``: ``qi`` and ``group`` are names or lists of
-    names (none twice, none in both), ``sensitive`` one name outside them, ``weight`` a
-    name outside them or None, ``count`` a non-empty output name that is no key or
-    sensitive column. Errors name the parameter.
+    names (none twice, none in both; ``group`` may be an empty list: the distinct
+    (QI, sensitive) rows of a table not yet grouped, the anonymizers' histogram),
+    ``sensitive`` one name outside them, ``weight`` a name outside them or None, ``count``
+    a non-empty output name that is no key or sensitive column. Errors name the parameter.
     """
     from ._validation import check_column_names
 
@@ -329,7 +330,8 @@ def check_row_names(qi: Any, group: Any, sensitive: Any, weight: Any = None,
     if group is None:
         raise InputError("group: give the group-id column(s) of the release")
     qi_cols = check_column_names(qi, "qi")
-    group_cols = check_column_names(group, "group")
+    ungrouped = isinstance(group, (list, tuple)) and len(group) == 0
+    group_cols = [] if ungrouped else check_column_names(group, "group")
     both = [c for c in qi_cols if c in group_cols]
     if both:
         raise InputError(f"group: column {both[0]!r} is also a qi column")
@@ -573,3 +575,37 @@ def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str]
         table = table.select(cols).append_column(count, pa.array(sums))
     return finish_row_counts(table, qi=qi_cols, group=group_cols, sensitive=sensitive,
                              count=count)
+
+
+def anonymize(data: Any, *, output: Any, qi: str | Sequence[str], sensitive: str,
+              weight: str | None = None, **options: Any) -> Any:
+    """Anonymize a DuckDB relation or Parquet data where it lives; write the release to ``output``.
+
+    The DuckDB query counts the histogram of distinct (QI, sensitive) cells (:func:`row_counts`
+    with no group); only that reaches this process, where the anonymizer (``method``: the
+    lattice search, Mondrian, SkylineAnonymize or the minimal (c,k)-safe search) runs on it
+    and the release is written from it, one row per person, re-audited and committed
+    atomically (:func:`fastpriv.anonymize.out_of_core.release_from_engine`). The release
+    equals the in-memory release of the same rows (rows, order, group ids, columns).
+
+    Parameters
+    ----------
+    data : duckdb.DuckDBPyRelation or path
+        One row per person (or ``weight`` people).
+    output : path-like
+        The release file (Parquet, or CSV by suffix or ``format=``).
+    qi, sensitive, weight
+        As for :func:`fastpriv.anonymize.release_out_of_core`; ``sensitive`` is required.
+    **options
+        ``method``, the anonymizer's keywords (criteria, ``hierarchies``, ``suppression``,
+        …), ``nulls``, ``overwrite``, ``format``, ``group_column``, ``batch_rows``.
+
+    Returns
+    -------
+    fastpriv.anonymize.out_of_core.OutOfCoreRelease
+
+    """
+    from .anonymize.out_of_core import release_from_engine
+
+    return release_from_engine(row_counts, data, output=output, qi=qi, sensitive=sensitive,
+                               weight=weight, **options)

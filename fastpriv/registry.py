@@ -36,7 +36,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Threshold", "Model", "MODELS", "WARMUP_GROUPS", "ENGINES", "model",
+__all__ = ["Threshold", "Model", "MODELS", "WARMUP_GROUPS", "ENGINES", "ANONYMIZE_ENGINES",
+           "model",
            "verdict_models", "add_threshold_flags", "thresholds_of", "markdown_table",
            "engine_table", "load", "make_check", "run_verdict_models"]
 
@@ -264,18 +265,39 @@ ENGINE_ROUTES = {
 }
 
 
+#: Where a release can be produced: the generalizations (lattice search, Mondrian,
+#: SkylineAnonymize, the minimal (c,k)-safe search) read only the histogram of distinct
+#: (QI, sensitive) cells, which every engine counts; the release is written from it
+#: (:mod:`fastpriv.anonymize.out_of_core`).
+ANONYMIZE_ENGINES = ("memory", "stream", "dask", "spark", "duckdb")
+
+#: How each engine produces a release (the README's engine table, its last row).
+ANONYMIZE_ROUTES = {
+    "memory": "`fastpriv.anonymize.lattice_search`, `mondrian`, … then `.write`",
+    "stream": "`fastpriv.anonymize.release_out_of_core` (and `fastpriv anonymize` on a large "
+              "file)",
+    "dask": "`distributed.anonymize`",
+    "spark": "`spark.anonymize`",
+    "duckdb": "`pushdown.anonymize`",
+}
+
+
 def engine_table() -> str:
     """Return the model × engine table of the README (✓: the engine gives the in-memory answer).
 
-    Each ✓ is a declaration of :data:`MODELS`; ``tests/test_registry.py`` names, for every
-    one, the test that compares that engine with the in-memory answer.
+    Each ✓ is a declaration of :data:`MODELS` (the last row: :data:`ANONYMIZE_ENGINES`);
+    ``tests/test_registry.py`` names, for every one, the test that compares that engine
+    with the in-memory answer.
     """
     head = "| model | " + " | ".join(ENGINES) + " |"
     rows = [head, "| --- |" + " --- |" * len(ENGINES)]
     for m in MODELS:
         rows.append(f"| {m.title} | " + " | ".join("✓" if e in m.engines else "–"
                                                    for e in ENGINES) + " |")
-    routes = "\n".join(f"- **{e}**: {ENGINE_ROUTES[e]}" for e in ENGINES)
+    rows.append("| **release** (generalizations) | " + " | ".join(
+        "✓" if e in ANONYMIZE_ENGINES else "–" for e in ENGINES) + " |")
+    routes = "\n".join(f"- **{e}**: {ENGINE_ROUTES[e]}; release: {ANONYMIZE_ROUTES[e]}"
+                       for e in ENGINES)
     return "\n".join(rows) + "\n\n" + routes + "\n"
 
 

@@ -80,7 +80,7 @@ if TYPE_CHECKING:
     from .release import Release
 
 __all__ = ["release", "counts", "row_counts", "worker_error", "METHODS", "MERGES",
-           "PAIRS_PER_COLLECT"]
+           "PAIRS_PER_COLLECT", "anonymize"]
 
 #: Counting strategies of :func:`counts` / :func:`release`.
 METHODS = ("groupby", "partitions")
@@ -530,3 +530,37 @@ def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str]
     table = table.rename_columns(keys + [sensitive, count])
     return finish_row_counts(table, qi=qi_cols, group=group_cols, sensitive=sensitive,
                              count=count)
+
+
+def anonymize(data: Any, *, output: Any, qi: str | Sequence[str], sensitive: str,
+              weight: str | None = None, **options: Any) -> Any:
+    """Anonymize a Spark DataFrame where it lives; write the release to ``output``.
+
+    The Spark cluster counts the histogram of distinct (QI, sensitive) cells (:func:`row_counts`
+    with no group); only that reaches this process, where the anonymizer (``method``: the
+    lattice search, Mondrian, SkylineAnonymize or the minimal (c,k)-safe search) runs on it
+    and the release is written from it, one row per person, re-audited and committed
+    atomically (:func:`fastpriv.anonymize.out_of_core.release_from_engine`). The release
+    equals the in-memory release of the same rows (rows, order, group ids, columns).
+
+    Parameters
+    ----------
+    data : pyspark.sql.DataFrame
+        One row per person (or ``weight`` people).
+    output : path-like
+        The release file (Parquet, or CSV by suffix or ``format=``).
+    qi, sensitive, weight
+        As for :func:`fastpriv.anonymize.release_out_of_core`; ``sensitive`` is required.
+    **options
+        ``method``, the anonymizer's keywords (criteria, ``hierarchies``, ``suppression``,
+        …), ``nulls``, ``overwrite``, ``format``, ``group_column``, ``batch_rows``.
+
+    Returns
+    -------
+    fastpriv.anonymize.out_of_core.OutOfCoreRelease
+
+    """
+    from .anonymize.out_of_core import release_from_engine
+
+    return release_from_engine(row_counts, data, output=output, qi=qi, sensitive=sensitive,
+                               weight=weight, **options)

@@ -37,7 +37,8 @@ from ..errors import InputError
 from ..results import Result
 from ._result import Anonymized
 
-__all__ = ["PEOPLE", "METHODS", "histogram", "release_out_of_core", "OutOfCoreRelease"]
+__all__ = ["PEOPLE", "METHODS", "histogram", "release_out_of_core", "release_from_engine",
+           "OutOfCoreRelease"]
 
 #: The histogram's column of people per distinct row (the anonymizers' ``weight=``).
 PEOPLE = "__fastpriv_people__"
@@ -462,3 +463,28 @@ def _reaudit(path: str, anon: Anonymized, crit: Any, sensitive: str | None,
         equal = mine[0] == theirs[0] and np.array_equal(mine[1], theirs[1])
     holds = None if crit is None or sensitive is None else bool(crit(rel))
     return {"groups_equal": bool(equal), "criterion_holds": holds, "n_groups": rel.n_groups}
+
+
+def release_from_engine(row_counts: Callable[..., pa.Table], data: Any, *, output: Any,
+                        qi: Sequence[str], sensitive: str, weight: str | None = None,
+                        **options: Any) -> OutOfCoreRelease:
+    """Anonymize data where it lives: the engine counts the histogram, the rest as out of core.
+
+    ``row_counts`` is an engine's distinct-row count (``fastpriv.pushdown.row_counts``,
+    ``fastpriv.distributed.row_counts``, ``fastpriv.spark.row_counts``): it runs the
+    ``GROUP BY qi…, sensitive`` where the data is and returns one row per distinct cell with
+    its people, labels typed as in memory. Only that histogram reaches this process; the
+    search runs on it and the release is written from it and re-audited
+    (:func:`release_out_of_core`, ``weight=`` the counts). The release equals the
+    in-memory release of the same rows.
+    """
+    from ._input import check_qi_sensitive
+
+    if sensitive is None:
+        raise InputError("sensitive: an engine's anonymize counts (QI, sensitive) cells; "
+                         "name the sensitive column (k-anonymity alone: anonymize in memory "
+                         "or out of core with fastpriv.anonymize.release_out_of_core)")
+    qi = check_qi_sensitive(qi, sensitive)
+    hist = row_counts(data, qi=qi, group=[], sensitive=sensitive, weight=weight, count=PEOPLE)
+    return release_out_of_core(hist, output=output, qi=qi, sensitive=sensitive, weight=PEOPLE,
+                               **options)
