@@ -90,8 +90,8 @@ def _counting_workload() -> None:
                 merge([a, a]).to_release()
         Release.from_batches(t.to_batches(max_chunksize=1000), sensitive="sensitive",
                              group="group", n_jobs=nj)
-    # a table large enough to be streamed: mixed-radix keys of two columns, and a string
-    # column with many distinct values (the bucketed string map)
+    # a table large enough to be streamed: mixed-radix keys of two columns (131,072 labels
+    # in runs of 8 rows: a first batch of few new strings, the plain string map)
     import pyarrow.compute as pc
 
     wide = synthetic(1 << 20, group_size=8, n_values=6, seed=2)
@@ -101,6 +101,7 @@ def _counting_workload() -> None:
     # several QI columns (from_table's key combination)
     qi = synthetic(4000, qi_cardinalities=[5, 4], n_values=5, seed=2)
     Release.from_table(qi, sensitive="sensitive", qi=["q0", "q1"])
+    _streamed_file_workload()
     # parallel kernels whose production thresholds a tiny input never reaches
     g = kernel_array(np.repeat(np.arange(100, dtype=np.int32), 5), np.int32)
     v = kernel_array(np.tile(np.arange(5, dtype=np.int32), 100), np.int32)
@@ -113,7 +114,38 @@ def _counting_workload() -> None:
                               np.zeros(0, dtype=np.int64), 8,
                               kernel_array(np.arange(100), np.int64),
                               kernel_array(np.arange(5), np.int32), 5, 2)
-    K.count_pairs_parallel(g, v, w, 100, 5, int(K.DENSE_CELLS), 2)
+    for dense_cells in (int(K.DENSE_CELLS), 0):   # dense, and bucketed by group
+        K.count_pairs_parallel(g, v, w, 100, 5, dense_cells, 2)
+
+
+def _streamed_file_workload() -> None:
+    """Stream a small Parquet file (a path is streamed whatever its size) two ways.
+
+    Two small key columns (an int and a string, as Adult's ``age`` and ``sex``): mixed-radix
+    keys in a direct table, whose groups are read in label order off the table. A string
+    key of 65,536 random ids with 200 sensitive values: a batch of mostly new strings takes
+    the bucketed string map, and more groups × values than the dense state holds restarts
+    the scan keeping the row codes.
+    """
+    import os
+    import tempfile
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .release import Release
+
+    rng = np.random.default_rng(3)
+    n = 1 << 16
+    table = pa.table({"id": pa.array(rng.integers(0, 1 << 40, n)).cast(pa.string()),
+                      "age": rng.integers(17, 91, n), "sex": rng.choice(["F", "M"], n),
+                      "s": pa.array(rng.integers(0, 200, n)).cast(pa.string())})
+    with tempfile.TemporaryDirectory(prefix="fastpriv-warmup-") as tmp:
+        path = os.path.join(tmp, "rows.parquet")
+        pq.write_table(table, path)
+        Release.from_table(path, sensitive="s", qi=["age", "sex"])
+        Release.from_table(path, sensitive="s", group="id")
 
 
 def _classic_workload() -> None:
@@ -206,6 +238,9 @@ def _robustness_workload() -> None:
     robustness.posterior_batch(f, [0, 3, 6], [1, 2])
     for method in ("esp", "enumerate"):
         robustness.posterior(list(f), 2, method=method)
+    robustness.posterior_multivalued([{"x": 0.5, "y": 0.3}, {"x": 0.2, "y": 0.7},
+                                      {"x": 0.4, "y": 0.1}], ["x", "y", "x"],
+                                     method="enumerate")
     sigs = [f"s{j % 3}" for j in range(12)]
     table = pa.table({"sig": sigs, "g": [j // 4 for j in range(12)],
                       "s": ["x", "y", "x", "z"] * 3})
@@ -235,7 +270,8 @@ def _risk_workload() -> None:
     """Measure re-identification risk every way the risk audit and the report do.
 
     Class counts, the population-uniqueness models and individual risk (a population
-    size), a population table, and the risk of QI combinations (SUDA2).
+    size; a sample with uniques, which the models are fitted to), a population table, and
+    the risk of QI combinations (SUDA2).
     """
     from . import risk
     from .datasets import synthetic
@@ -244,8 +280,38 @@ def _risk_workload() -> None:
     t = synthetic(3000, qi_cardinalities=[6, 5, 4], n_values=5, seed=4)
     risk.audit(t, qi=qi)
     risk.audit(t, qi=qi, population=1_000_000)
+    risk.audit(synthetic(200, qi_cardinalities=[6, 5, 4], n_values=5, seed=5), qi=qi,
+               population=1_000_000)
     risk.audit(t.slice(0, 1000), qi=qi, population=t)
     risk.combinations(t, qi=qi, max_set_size=2)
+
+
+def _anonymize_workload() -> None:
+    """Apply a hierarchy to codes, and search a lattice scored by ARX's loss.
+
+    The loss (and non-monotonic entropy) of a node whose failing classes are suppressed
+    is scored from the classes' generalized codes.
+    """
+    from .anonymize.lattice import GeneralizationLattice
+    from .datasets import load_adult
+    from .hierarchies import Hierarchy
+    from .predicates import KAnonymity
+
+    adult = load_adult()
+    age = Hierarchy.intervals(range(0, 120), [5, 10, 20, 40, "*"], name="age")
+    bound = age.bind(adult.column("age"))
+    bound.generalize(bound.codes, 1)
+    lat = GeneralizationLattice(adult, ["age", "marital_status", "sex"], "occupation")
+    lat.search(KAnonymity(5), utility="loss", suppression=0.05)
+
+
+def _metrics_workload() -> None:
+    """Compute the average Δ: the spread of an adversary's probabilities within groups."""
+    import numpy as np
+
+    from . import metrics
+
+    metrics.average_delta(np.array([0.1, 0.5, 0.9, 0.3]), np.array([0, 0, 1, 1]))
 
 
 #: Each model's own workload (beyond its documented examples, :data:`DOCTEST_MODEL`): the
@@ -259,6 +325,8 @@ WORKLOADS = {
     "robustness": _robustness_workload,
     "foreground": _foreground_workload,
     "risk": _risk_workload,
+    "anonymize": _anonymize_workload,
+    "metrics": _metrics_workload,
 }
 
 

@@ -32,9 +32,11 @@ takes — no other model's.
 It is complete for the documented commands: after ``fastpriv warmup`` into an empty cache,
 each example of each command's ``--help`` compiles nothing in a fresh process
 (``tests/test_warmup_complete.py`` runs them all), so a read-only cache baked by
-``warmup`` serves them without compiling. The report counts kernels compiled now, loaded
-from the cache, and not reached (entry points only tests, benchmarks or rare API options
-call). ``FASTPRIV_NO_CACHE=1`` disables the cache (everything then compiles in every
+``warmup`` serves them without compiling. It reaches every kernel entry point, so the wheel
+ships them all: the report counts kernels compiled now, loaded from the cache, helpers
+(compiled inside their callers) and entry points not reached, which the same tests keep at
+none (a kernel no Python path calls is removed, one that a path calls gets a workload).
+``FASTPRIV_NO_CACHE=1`` disables the cache (everything then compiles in every
 process; warm-up is pointless and the command says so).
 """
 
