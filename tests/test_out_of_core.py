@@ -223,3 +223,33 @@ def test_cli_keeps_the_rows_in_memory_when_asked_for_what_needs_them(tmp_path, c
                     "--sensitive", "occupation", "--min-size", "5",
                     "-o", str(tmp_path / "r2.parquet")], capsys)
     assert rc == 2 and "FASTPRIV_OUT_OF_CORE_BYTES" in cap.err
+
+
+@pytest.mark.parametrize("method", ["anatomy", "art", "lattice", "mondrian"])
+def test_in_memory_anonymizers_refuse_a_file_that_does_not_fit(method, tmp_path,
+                                                               monkeypatch):
+    """Issue 45.4: before reading, with the size it would need and the way out; never a
+    MemoryError part-way."""
+    from fastpriv import _budget
+    from fastpriv.anonymize import anatomy, art
+
+    src = tmp_path / "adult.parquet"
+    pq.write_table(ADULT, src)
+    monkeypatch.setattr(_budget, "available_memory", lambda: 1 << 20)    # 1 MiB free
+    calls = {"anatomy": lambda: anatomy(str(src), sensitive="occupation", l=3),
+             "art": lambda: art(str(src), qi=QI, sensitive="occupation", r=4),
+             "lattice": lambda: lattice_search(str(src), qi=QI, sensitive="occupation",
+                                               min_size=5, hierarchies="bundled"),
+             "mondrian": lambda: mondrian(str(src), qi=QI, sensitive="occupation",
+                                          min_size=5)}
+    with pytest.raises(InputError, match=r"needs about .* of memory.*out of core"):
+        calls[method]()
+    monkeypatch.undo()
+    out = tmp_path / "r.parquet"          # the way out named by the message works
+    if method in ("lattice", "mondrian"):
+        monkeypatch.setattr(_budget, "available_memory", lambda: 1 << 20)
+        r = ooc.release_out_of_core(str(src), output=out, method=method, qi=QI,
+                                    sensitive="occupation", min_size=5,
+                                    **({"hierarchies": "bundled"} if method == "lattice"
+                                       else {}))
+        assert r.value

@@ -175,6 +175,7 @@ def anatomy(data: Any, *, sensitive: str, l: int, qi: Sequence[str] | None = Non
     """
     from .._arrow import apply_null_policy, as_table, encode_column
     from ..release import Release
+    from ._input import check_fits_in_memory
 
     if not isinstance(sensitive, str):
         raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
@@ -185,6 +186,7 @@ def anatomy(data: Any, *, sensitive: str, l: int, qi: Sequence[str] | None = Non
 
         used = [sensitive, *([qi] if isinstance(qi, str) else list(qi or []))]
         data = _one_row_per_person(data, weight, used)
+    check_fits_in_memory(data, None)            # every column: the QI table publishes them
     src = as_table(data, param="data")
     qi = _check_qi(qi, src.column_names, sensitive, group_column)
     work = pa.table({"__row": pa.array(np.arange(src.num_rows, dtype=np.int64)),

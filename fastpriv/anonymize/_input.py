@@ -110,6 +110,8 @@ def prepare_weighted_input(table: Any, qi: Sequence[str] | str, sensitive: str |
         qi = check_qi_sensitive(qi, sensitive)
         check_choice(nulls, "nulls", ("error", "drop"))
     qi = list(qi)
+    check_fits_in_memory(table, qi + ([] if sensitive is None else [sensitive])
+                         + ([weight] if isinstance(weight, str) else []))
     t = as_table(table, param="data")
     check_columns(qi, t.column_names, "qi")
     if sensitive is not None:
@@ -140,6 +142,72 @@ def prepare_weighted_input(table: Any, qi: Sequence[str] | str, sensitive: str |
     if w_all is not None:
         weights = Weights(w_all if kept is None else w_all[kept], w_all)
     return AnonymizerInput(t, qi, n_input, kept), weights
+
+
+def source_bytes_in_memory(path: str, columns: Sequence[str] | None
+                           ) -> tuple[int, int] | None:
+    """Estimate the memory a file's ``columns`` (None: all) take once read: (bytes, rows).
+
+    Parquet: the columns' uncompressed size from the file's metadata (every row group);
+    CSV: the file's size (text is about as large as the columns it parses into). None for
+    what cannot be told without reading (a folder, another format, unreadable metadata).
+    """
+    import os
+
+    from .._arrow import file_format
+
+    if not os.path.isfile(path):
+        return None
+    fmt = file_format(path)
+    if fmt == "csv":
+        return os.path.getsize(path), 0
+    if fmt != "parquet":
+        return None
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(path).metadata
+    except (OSError, pa.ArrowException):
+        return None
+    want = None if columns is None else set(columns)
+    size = 0
+    for r in range(meta.num_row_groups):
+        rg = meta.row_group(r)
+        for c in range(rg.num_columns):
+            col = rg.column(c)
+            if want is None or col.path_in_schema.split(".")[0] in want:
+                size += col.total_uncompressed_size
+    return size, meta.num_rows
+
+
+def check_fits_in_memory(data: Any, columns: Sequence[str] | None) -> None:
+    """Refuse a file an in-memory anonymizer cannot hold, before reading it.
+
+    The estimate is twice the columns' size once read (the table and its encoding) plus
+    :data:`~fastpriv._budget.EXPANDED_ROW_BYTES` per row (the codes, the row index and the
+    method's per-row arrays; Anatomy measured 180 B per row), against the free memory
+    (:func:`fastpriv._budget.check_memory`); the message names the way out: the
+    generalizations run out of core, the bucketizations need a smaller input.
+    """
+    import os
+
+    from .._budget import EXPANDED_ROW_BYTES, check_memory
+
+    if not isinstance(data, (str, os.PathLike)):
+        return
+    path = os.fspath(data)
+    est = source_bytes_in_memory(path, columns)
+    if est is None:
+        return
+    size, rows = est
+    check_memory(2 * size + EXPANDED_ROW_BYTES * rows,
+                 f"reading {path} ({rows:,} rows) into memory to anonymize it" if rows
+                 else f"reading {path} into memory to anonymize it",
+                 "the lattice search, Mondrian, SkylineAnonymize and the minimal (c,k)-safe "
+                 "search run out of core (fastpriv.anonymize.release_out_of_core; fastpriv "
+                 "anonymize does so by itself for --method lattice/mondrian); Anatomy and ART "
+                 "place every row and need the rows in memory: anonymize a sample or split "
+                 "the input")
 
 
 def input_weights(table: pa.Table, weight: Any, cols: Sequence[str]) -> np.ndarray:
