@@ -109,3 +109,143 @@ def test_cli_report_with_a_null_sensitive_value(tmp_path):
     assert rc == d["verdict"]["exit_code"]
     assert None in d["skyline"]["sigmas"]
     assert html.read_text().startswith("<!DOCTYPE html>")
+
+
+# ============================================================================ the null policy of
+# the report's QI classes (risk section, k-map, δ-presence): the input table's classes under the
+# report's policy, as risk.audit(table, qi=..., nulls=...) counts them
+N_ROWS = 3000
+
+
+@pytest.fixture(scope="module")
+def nulls_table() -> pa.Table:
+    """3,000 rows with nulls in both QI columns and in the sensitive column; weights 0–3."""
+    import numpy as np
+
+    rng = np.random.default_rng(49)
+
+    def column(card, p_null):
+        v = rng.integers(0, card, N_ROWS).tolist()
+        for i in np.flatnonzero(rng.random(N_ROWS) < p_null).tolist():
+            v[i] = None
+        return v
+
+    s = [None if x is None else f"v{x}" for x in column(5, 0.05)]
+    return pa.table({"a": pa.array(column(6, 0.03), pa.int64()),
+                     "b": pa.array(column(4, 0.02), pa.int64()),
+                     "s": pa.array(s, pa.string()),
+                     "n": pa.array(rng.integers(0, 4, N_ROWS), pa.int64())})
+
+
+@pytest.fixture(scope="module")
+def population(nulls_table) -> pa.Table:
+    """Every record of the data, weights expanded, twice, plus people of no sample class."""
+    import numpy as np
+
+    t = nulls_table
+    idx = np.repeat(np.arange(t.num_rows), t.column("n").to_numpy())
+    rec = t.select(["a", "b"]).take(pa.array(idx))
+    extra = pa.table({"a": pa.array([100] * 7, pa.int64()), "b": pa.array([0] * 7, pa.int64())})
+    return pa.concat_tables([rec, t.select(["a", "b"]), rec, extra])
+
+
+def _jsonable(d: dict) -> dict:
+    from fastpriv._io import to_jsonable
+
+    return json.loads(json.dumps(to_jsonable(d)))
+
+
+def _risk_dict(table, **kw) -> dict:
+    from fastpriv import risk
+
+    d = risk.audit(table, qi=["a", "b"], **kw).to_dict()
+    d.pop("class_size_histogram")          # the report leaves it out
+    return _jsonable(d)
+
+
+def _nulls_in(table, columns) -> int:
+    import pyarrow.compute as pc
+
+    mask = pc.is_null(table.column(columns[0]))
+    for c in columns[1:]:
+        mask = pc.or_(mask, pc.is_null(table.column(c)))
+    return int(pc.sum(mask).as_py())
+
+
+def _some_rows_have_only_a_null_sensitive_value(t) -> bool:
+    only_s = _nulls_in(t, ["a", "b", "s"]) - _nulls_in(t, ["a", "b"])
+    return only_s > 0
+
+
+@pytest.mark.parametrize("weight", [None, "n"])
+@pytest.mark.parametrize("nulls", ["drop", "value"])
+def test_report_risk_section_is_risk_audit_of_the_table(nulls_table, population, nulls,
+                                                        weight):
+    from fastpriv import population as pop
+    from fastpriv.report import build_report
+
+    assert _some_rows_have_only_a_null_sensitive_value(nulls_table)
+    rep = build_report(nulls_table, sensitive="s", qi=["a", "b"], nulls=nulls, weight=weight,
+                       population=population, thresholds={"min_k_map": 1, "max_delta": 1.0},
+                       knowledge_skylines=False).to_dict()
+    sec = rep["risk"]
+    assert sec["status"] == "ok", sec.get("reason")
+    want = _risk_dict(nulls_table, weight=weight, nulls=nulls, population=population)
+    assert sec["audit"] == want
+    assert sec["audit"]["params"]["nulls"] == nulls
+    # k-map and δ-presence count the same classes
+    for name, fn in (("k_map", pop.k_map), ("delta_presence", pop.delta_presence)):
+        got = rep["models"][name]
+        assert got["status"] == "ok", got.get("reason")
+        res = fn(nulls_table, qi=["a", "b"], population=population, weight=weight, nulls=nulls)
+        want = _jsonable(res.to_dict())
+        # the models get the report's class counts, which already count the weights
+        assert want["params"].pop("weight") == weight and got["params"].pop("weight") is None
+        assert {k: v for k, v in got.items() if k not in ("status", "reason")} == want
+        assert got["params"]["nulls"] == nulls
+
+
+def test_report_counts_the_rows_it_dropped_weighted_or_not(nulls_table):
+    from fastpriv.report import build_report
+
+    dropped = _nulls_in(nulls_table, ["a", "b", "s"])
+    for weight in (None, "n"):
+        rep = build_report(nulls_table, sensitive="s", qi=["a", "b"], nulls="drop",
+                           weight=weight, knowledge_skylines=False).to_dict()
+        assert rep["input"]["n_rows_dropped_for_nulls"] == dropped, weight
+
+
+@pytest.mark.parametrize("weight", [None, "n"])
+def test_report_without_sensitive_column_under_nulls_drop(nulls_table, population, weight):
+    from fastpriv.report import build_report
+
+    rep = build_report(nulls_table, qi=["a", "b"], nulls="drop", weight=weight,
+                       population=population).to_dict()
+    sec = rep["risk"]
+    assert sec["status"] == "ok", sec.get("reason")
+    assert sec["audit"] == _risk_dict(nulls_table, weight=weight, nulls="drop",
+                                      population=population)
+    assert rep["verdict"]["exit_code"] in (0, 1)
+
+
+def test_cli_audit_and_report_under_nulls_drop(tmp_path, nulls_table):
+    from fastpriv.cli import main
+
+    p = tmp_path / "data.parquet"
+    pq.write_table(nulls_table, p)
+    # no sensitive column: exited 2, the risk section refusing the classes' own policy
+    js = tmp_path / "a.json"
+    rc = main(["audit", str(p), "--qi", "a", "b", "--nulls", "drop", "--json", str(js)])
+    d = json.loads(js.read_text())
+    assert rc in (0, 1) and rc == d["verdict"]["exit_code"]
+    assert d["risk"]["audit"] == _risk_dict(nulls_table, nulls="drop")
+    # weighted, nulls in the QI columns: exited 2 (the kept rows of a weighted release)
+    for weight in ([], ["--weight", "n"]):
+        js = tmp_path / f"r{len(weight)}.json"
+        rc = main(["report", str(p), "--sensitive", "s", "--qi", "a", "b", "--nulls", "drop",
+                   *weight, "-o", str(tmp_path / f"r{len(weight)}.html"), "--json", str(js)])
+        d = json.loads(js.read_text())
+        assert rc in (0, 1) and rc == d["verdict"]["exit_code"]
+        assert d["risk"]["audit"] == _risk_dict(nulls_table, nulls="drop",
+                                                weight=weight[-1] if weight else None)
+        assert d["input"]["n_rows_dropped_for_nulls"] == _nulls_in(nulls_table, ["a", "b", "s"])

@@ -954,7 +954,14 @@ def _load_input(data: Any, *, sensitive: str | None, o: SimpleNamespace,
         by = {"group": o.group, "qi": o.qi}    # the row view too, under one null policy
     rel = Release.from_table(table, sensitive=sensitive, nulls=o.nulls, weight=weight, **by,
                              **kw)
-    kept = _kept_rows(rel, table)
+    if rel.row_group is None and o.nulls == "drop":
+        # a weighted release keeps no row index: count the rows with a null in the columns
+        # the release read (its row count would say nothing was dropped)
+        policed = [sensitive] + (by["group"] or []) + (by["qi"] or []) + \
+            ([individual] if individual else [])
+        kept = table.num_rows - _rows_with_nulls(table, policed)
+    else:
+        kept = _kept_rows(rel, table)
     return _Input(rel=rel, sensitive=sensitive, kind=kind, grouping=grouping, path=path,
                   table=table, n_dropped=table.num_rows - kept,
                   row_labels=table.column(row_label).to_pylist() if row_label else None)
@@ -1008,16 +1015,20 @@ def _class_sections(inp: _Input, o: SimpleNamespace, *, risk: bool, max_risk: fl
     if risk:
         from ._risk import risk_section
 
+        # the classes were counted under the report's null policy: say so (the section's
+        # default, nulls="error", refuses counts made with another)
         sec["risk"] = risk_section(inp.classes, qi=o.qi, threshold=max_risk,
-                                   population=population)
+                                   population=population, nulls=o.nulls)
     return sec
 
 
 def _classes_of(inp: _Input, o: SimpleNamespace, weight: str | None) -> Any:
     """Return the input's QI classes for the registry's verdict models (None: none).
 
-    Counted from the rows kept by the release (same null policy), or from a release whose
-    groups are the QI tuples; a bucketized release without ``qi`` has none.
+    Counted from the input table under the report's null policy (the classes of the risk
+    section: ``nulls="drop"`` drops the records with a null QI value, not those whose only
+    null is the sensitive value), or from a release whose groups are the QI tuples; a
+    bucketized release without ``qi`` has none.
     """
     from ..risk import class_counts
 
@@ -1026,13 +1037,8 @@ def _classes_of(inp: _Input, o: SimpleNamespace, weight: str | None) -> Any:
     if not o.qi:
         return None
     if inp.table is not None:
-        return class_counts(_kept_table(inp), qi=o.qi, weight=weight)
+        return class_counts(inp.table, qi=o.qi, weight=weight, nulls=o.nulls)
     return class_counts(inp.rel, qi=o.qi) if inp.grouping == "qi" else None
-
-
-def _kept_table(inp: _Input) -> Any:
-    """Return the input rows the release holds (kept by its null policy), in input order."""
-    return inp.table if inp.rel.input_row is None else inp.table.take(inp.rel.input_row)
 
 
 def _kept_rows(rel: Any, table: Any) -> int:
@@ -1125,9 +1131,11 @@ def _sections(inp: _Input, o: SimpleNamespace, *, knowledge: Any, knowledge_fall
     if risk and o.qi and inp.table is not None:
         from ._risk import risk_section
 
-        sec["risk"] = risk_section(_kept_table(inp), qi=o.qi, threshold=max_risk,
-                                   population=population, weight=weight,
-                                   nulls="error" if o.nulls == "drop" else o.nulls)
+        # the QI classes of the input under the report's null policy, as risk.audit(table,
+        # qi=..., nulls=...) counts them: a record whose only null is its sensitive value
+        # is still a record an adversary can single out by its QI values
+        sec["risk"] = risk_section(inp.table, qi=o.qi, threshold=max_risk,
+                                   population=population, weight=weight, nulls=o.nulls)
     return sec
 
 
