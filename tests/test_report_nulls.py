@@ -249,3 +249,25 @@ def test_cli_audit_and_report_under_nulls_drop(tmp_path, nulls_table):
         assert d["risk"]["audit"] == _risk_dict(nulls_table, nulls="drop",
                                                 weight=weight[-1] if weight else None)
         assert d["input"]["n_rows_dropped_for_nulls"] == _nulls_in(nulls_table, ["a", "b", "s"])
+
+
+def test_cli_skyline_sigma_none_is_the_null_value_not_every_value(tmp_path, capsys):
+    """``--sigma None`` on a table holding nulls names the null value: one skyline, one
+    value checked (it read as 'every value' and checked all four)."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from fastpriv.cli import main
+
+    src = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"g": [1, 1, 1, 2, 2, 2, 3, 3],
+                             "s": ["x", "y", None, "x", "z", None, "y", "x"]}), src)
+    out = tmp_path / "s.json"
+    rc = main(["skyline", str(src), "--group", "g", "--sensitive", "s", "--nulls", "value",
+               "--sigma", "None", "--c", "0.9", "--point", "1,1,1,0.9", "--json", str(out)])
+    capsys.readouterr()
+    payload = json.loads(out.read_text())
+    assert rc == 1 and list(payload["skylines"]) == ["None"]
+    assert [p["sigma"] for p in payload["check"]["points"]] == [None]

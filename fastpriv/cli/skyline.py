@@ -94,16 +94,15 @@ def run(args: argparse.Namespace) -> int:
     print(f"{escape(args.data)}: {rel.n_rows} rows, {rel.n_groups} groups, "
           f"{rel.n_values} values of {args.sensitive!r} [{rel.case}] — built in "
           f"{t_rel.seconds:.2f} s")
-    sigma = None
-    if not args.all_sigma:
-        sigma = _as_value(rel, args.sigma)
+    every = bool(args.all_sigma)       # not `sigma is None`: None is the null value's label
+    sigma = None if every else _as_value(rel, args.sigma)
     payload: dict = {"data": str(args.data), "case": rel.case, "timings_s":
                      {"release": t_rel.seconds}}
     status = 0
     if args.c is not None:
         with Timer() as t:
             skies = (skyline.knowledge_skylines(rel, c=args.c, exact=args.exact)
-                     if sigma is None else
+                     if every else
                      {sigma: skyline.knowledge_skyline(rel, sigma=sigma, c=args.c,
                                                        exact=args.exact)})
         payload["timings_s"]["knowledge_skyline"] = t.seconds
@@ -122,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  no safe knowledge: even from the release alone an adversary is at "
                       f"least {float(args.c):g} sure that someone has {fmt_label(s)!r}")
     if args.point:
-        key = "*" if sigma is None else sigma
+        key = "*" if every else sigma
         with Timer() as t:
             res = skyline.check(rel, skylines={key: args.point}, exact=args.exact)
         payload["timings_s"]["check"] = t.seconds
