@@ -12,11 +12,15 @@ peak resident memory (``wait4``):
   and :meth:`~fastpriv.anonymize.Anonymized.write` (sizes up to ``--memory-max``);
 * ``out_of_core`` — :func:`fastpriv.anonymize.release_out_of_core` (one pass into the
   histogram of distinct cells, the search on it, the release written from it and
-  re-audited).
+  re-audited);
+* ``duckdb``, ``dask``, ``spark`` (``--engines``) — ``pushdown.anonymize``,
+  ``distributed.anonymize`` (a local cluster of 2 worker processes) and ``spark.anonymize``
+  (``local[2]``, default driver memory): the engine counts the histogram.
 
 Tasks: the lattice search with k = 5 at 0 % and 2 % suppression, and Mondrian with k = 5.
 Each run's release is read back and its row count, group count and a content hash are
-recorded: the out-of-core release must equal the in-memory one wherever both ran.
+recorded: every path's release must equal the in-memory one (``equal_to_memory``), or the
+out-of-core one where the in-memory path did not run.
 
     python -m benchmarks.bench_release_scale --rows 1000000,10000000 --rounds 1
 
@@ -33,7 +37,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 from benchmarks._common import write_result
@@ -93,14 +96,45 @@ def child(path_kind: str, src: str, out: str, task: str) -> dict[str, Any]:
         anon.write(out, original=src)
         info = {"groups": anon.release.n_groups}
     else:
-        from fastpriv.anonymize import release_out_of_core
-
-        r = release_out_of_core(src, output=out, method=method, **kw)
+        r = _engine_run(path_kind, src, out, method, kw)
         info = {"groups": r.reaudit["n_groups"], "cells": r.n_cells, "holds": r.value,
                 "phases_s": r.seconds}
     info["seconds_in_process"] = time.perf_counter() - t0
     info.update(_digest(out))
     return info
+
+
+def _engine_run(path_kind: str, src: str, out: str, method: str, kw: dict) -> Any:
+    """The out-of-core path, or an engine's anonymize counting the histogram where it is."""
+    if path_kind == "out_of_core":
+        from fastpriv.anonymize import release_out_of_core
+
+        return release_out_of_core(src, output=out, method=method, **kw)
+    if path_kind == "duckdb":
+        from fastpriv import pushdown
+
+        return pushdown.anonymize(src, output=out, method=method, **kw)
+    if path_kind == "dask":
+        from dask.distributed import Client, LocalCluster
+
+        from fastpriv import distributed
+
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster, \
+                Client(cluster):
+            return distributed.anonymize(src, output=out, method=method, **kw)
+    if path_kind == "spark":
+        from pyspark.sql import SparkSession
+
+        from fastpriv import spark as fs
+
+        session = (SparkSession.builder.master("local[2]").appName("release-scale")
+                   .config("spark.ui.enabled", "false").getOrCreate())
+        session.sparkContext.setLogLevel("ERROR")
+        try:
+            return fs.anonymize(session.read.parquet(src), output=out, method=method, **kw)
+        finally:
+            session.stop()
+    raise ValueError(path_kind)
 
 
 def _digest(path: str) -> dict[str, Any]:
@@ -142,8 +176,8 @@ def run(path_kind: str, src: str, task: str, tmp: str) -> dict[str, Any]:
             "peak_gib": usage.ru_maxrss / 2**20, "load_before": load, **info}
 
 
-def measure(rows: list[int], rounds: int, memory_max: int,
-            tasks: list[str]) -> dict[str, Any]:
+def measure(rows: list[int], rounds: int, memory_max: int, tasks: list[str],
+            engines: tuple[str, ...] = ()) -> dict[str, Any]:
     """Every size × task × path, ``rounds`` alternated rounds; medians and ratios."""
     import statistics
 
@@ -153,7 +187,8 @@ def measure(rows: list[int], rounds: int, memory_max: int,
             src = os.path.join(tmp, "ihis.parquet")
             facts = write_table(src, n)
             size: dict[str, Any] = {**facts, "tasks": {}}
-            paths = ["read_write", "out_of_core"] + (["memory"] if n <= memory_max else [])
+            paths = (["read_write", "out_of_core"] + list(engines)
+                     + (["memory"] if n <= memory_max else []))
             base = []
             for task in tasks:
                 runs: dict[str, list] = {p: [] for p in paths}
@@ -175,13 +210,35 @@ def measure(rows: list[int], rounds: int, memory_max: int,
                 for p in med:
                     med[p]["rows_per_s"] = n / med[p]["wall_s"]
                     med[p]["vs_read_write"] = med[p]["wall_s"] / med["read_write"]["wall_s"]
-                if "memory" in runs:
-                    med["equal_to_memory"] = (runs["memory"][0]["content_sha256"]
-                                              == runs["out_of_core"][0]["content_sha256"])
+                ref = runs["memory" if "memory" in runs else "out_of_core"][0]
+                med["equal_to_memory" if "memory" in runs else "equal_to_out_of_core"] = {
+                    p: rs[0]["content_sha256"] == ref["content_sha256"]
+                    for p, rs in runs.items() if p not in ("read_write", "memory")}
                 size["tasks"][task] = med
             out["sizes"].append(size)
     out["load_avg_end"] = os.getloadavg()
     return out
+
+
+def _merged(sizes: list[dict]) -> list[dict]:
+    """The existing result's sizes with this run's put in: a task's paths measured now
+    replace the same paths, the others stay; each size lists every command that ran."""
+    from benchmarks._common import RESULTS
+
+    old = {s["rows"]: s for s in json.loads((RESULTS / "release_scale.json").read_text())
+           ["sizes"]}
+    for new in sizes:
+        base = old.setdefault(new["rows"], {**new, "tasks": {}, "commands": []})
+        base.setdefault("commands", [base.get("command")] if base.get("command") else [])
+        base["commands"].append(new["command"])
+        for task, paths in new["tasks"].items():
+            mine = base["tasks"].setdefault(task, {})
+            for key, val in paths.items():
+                if key.startswith("equal_to") and isinstance(mine.get(key), dict):
+                    mine[key].update(val)
+                else:
+                    mine[key] = val
+    return [old[n] for n in sorted(old)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,6 +248,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memory-max", type=int, default=10_000_000,
                     help="largest size the in-memory path runs at")
     ap.add_argument("--tasks", default=",".join(TASKS))
+    ap.add_argument("--engines", default="",
+                    help="comma-separated engines whose anonymize also runs: duckdb, dask, "
+                         "spark (local[2], default driver memory)")
+    ap.add_argument("--append", action="store_true",
+                    help="keep the sizes of the existing result file that this run does not "
+                         "measure (each size records its own date, load and command)")
     ap.add_argument("--child", nargs=5, metavar=("PATH", "SRC", "OUT", "TASK", "RESULT"))
     a = ap.parse_args(argv)
     if a.child:
@@ -199,9 +262,16 @@ def main(argv: list[str] | None = None) -> int:
             json.dump(child(kind, src, out, task), fh)
         return 0
     payload = measure([int(x) for x in a.rows.split(",")], a.rounds, a.memory_max,
-                      a.tasks.split(","))
+                      a.tasks.split(","), tuple(e for e in a.engines.split(",") if e))
     payload["command"] = "python -m benchmarks.bench_release_scale " + " ".join(
         argv if argv is not None else sys.argv[1:])
+    for size in payload["sizes"]:
+        size.update(command=payload["command"], load_avg=[payload["load_avg_start"],
+                                                          payload["load_avg_end"]],
+                    date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+    if a.append:
+        payload["sizes"] = _merged(payload["sizes"])
+        payload["command"] += " (with --append: see each size's commands)"
     print(write_result("release_scale", payload, True))
     return 0
 

@@ -1069,6 +1069,34 @@ def lattice_scale(r: Results) -> str:
             f"{at(adult, 'search_s')} (ARX: {span(arx['adult']['seconds'], num)} s).")
 
 
+def release_scale(r: Results) -> str:
+    """The release at scale: each path's wall, CPU and peak memory against a read + write."""
+    f = "release_scale.json"
+    rows = []
+    for size in r.rows(f, "sizes"):
+        for task, paths in size["tasks"].items():
+            same_as = paths.get("equal_to_memory") or paths.get("equal_to_out_of_core") or {}
+            if isinstance(same_as, bool):          # a file of one comparison: out of core
+                same_as = {"out_of_core": same_as}
+            for path in ("read_write", "memory", "out_of_core", "duckdb", "dask", "spark"):
+                if path not in paths:
+                    continue
+                x = paths[path]
+                cells = x["runs"][0].get("cells")
+                same = same_as.get(path)
+                rows.append([count(size["rows"]), task.replace("_", " "),
+                             path.replace("_", " "), dur(x["wall_s"]), num(x["cpu_s"]),
+                             f"{x['peak_gib']:.2f}", count(x["rows_per_s"]),
+                             times(x["vs_read_write"]),
+                             count(cells) if cells else "",
+                             "" if same is None else "yes" if same else "NO"])
+    table = _table(["rows", "task", "path", "wall", "CPU-s", "peak GiB", "rows/s",
+                    "× read + write", "cells", "same file (in memory, else out of core)"],
+                   rows)
+    return table + "\n\n" + measured(r, f, f" (`{r.get(f, 'command')}`: each path a fresh "
+                                           "process, peak resident memory by wait4)")
+
+
 def _arx_q(r: Results) -> dict[str, dict]:
     return r.get("arx_questions.json", "questions")
 
@@ -1218,6 +1246,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "cold-commands": cold_commands,
     "cold-cached": cold_cached,
     "cold-install": cold_install,
+    "release-scale": release_scale,
     "compile-profile": compile_profile,
     "portable-kernels": portable_kernels,
     "test-suite": test_suite,
