@@ -63,6 +63,23 @@ count 0 left out, and the rows sorted by the key columns, then the sensitive val
 (a witness's ``row`` is a row of this table) do not depend on the engine or its
 partitioning. ``-0.0`` and ``0.0`` sort as equal, so where an engine keeps them apart
 (DuckDB, the Dask path) their relative order is the engine's; Spark merges them.
+
+Class-based models
+------------------
+Re-identification risk (:func:`fastpriv.risk.audit`), k-map
+(:func:`fastpriv.population.k_map`) and δ-presence (:func:`fastpriv.population.delta_presence`)
+read only the equivalence classes of the QI tuples: a ``GROUP BY qi`` with ``COUNT(*)``
+(``SUM(weight)``). :func:`class_counts` runs it in DuckDB (Spark:
+:func:`fastpriv.spark.class_counts`, Dask: :func:`fastpriv.distributed.class_counts`) and
+returns the :class:`fastpriv.risk.ClassCounts` that ``risk.class_counts(table, qi=...,
+nulls=...)`` counts in memory — the same classes, labels typed as in memory, the same null
+policy, and the same refusal under ``nulls="error"`` (the nulls of each column counted in
+records, NaN among them)::
+
+    sample = pushdown.class_counts("released/", qi=["zip", "age"])
+    people = pushdown.class_counts("census/", qi=["zip", "age"])
+    fastpriv.risk.audit(sample, population=people)
+    fastpriv.population.k_map(sample, population=people)
 """
 
 from __future__ import annotations
@@ -75,9 +92,11 @@ from .errors import InputError, InputTypeError
 
 if TYPE_CHECKING:
     from .release import Release
+    from .risk import ClassCounts
 
 __all__ = ["count_query", "release", "quote_identifier", "row_counts",
-           "finish_row_counts", "weight_check_columns", "anonymize"]
+           "finish_row_counts", "weight_check_columns", "anonymize", "class_counts",
+           "finish_class_counts"]
 
 _QUOTES = ('"', "`")
 
@@ -516,15 +535,30 @@ def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str]
         :func:`finish_row_counts`).
 
     """
+    qi_cols, group_cols = check_row_names(qi, group, sensitive, weight, count)
+    table = _duckdb_counts(data, qi_cols + group_cols + [sensitive], weight, count)
+    return finish_row_counts(table, qi=qi_cols, group=group_cols, sensitive=sensitive,
+                             count=count)
+
+
+def _duckdb_counts(data: Any, cols: list[str], weight: str | None, count: str) -> Any:
+    """Run ``SELECT cols…, COUNT(*) AS count … GROUP BY ALL`` in DuckDB; an Arrow table.
+
+    The one DuckDB query of :func:`row_counts` and :func:`class_counts`. ``data`` is a
+    relation or a Parquet path (a file, or a folder read as ``**/*.parquet``). With
+    ``weight`` the count is ``SUM(weight)`` as ``DECIMAL(38,0)`` (exact), with the number
+    of null weights and the least weight, which :func:`weight_sums` checks (a null or
+    negative weight raises :class:`InputError`, a non-integer weight column
+    :class:`InputTypeError`). Returns ``cols`` as DuckDB hands them to Arrow and ``count``
+    (int64; groups whose rows all weigh 0 have count 0).
+    """
     import os
 
     import pyarrow as pa
 
     from ._validation import check_columns
 
-    qi_cols, group_cols = check_row_names(qi, group, sensitive, weight, count)
     duckdb = _require_duckdb()
-    cols = qi_cols + group_cols + [sensitive]
     read = cols + ([weight] if weight is not None else [])
     con = None
     if isinstance(data, (str, os.PathLike)):
@@ -573,8 +607,112 @@ def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str]
     if weight is not None:
         sums = weight_sums(table, weight=weight, n=n, nulls=nulls, least=least)
         table = table.select(cols).append_column(count, pa.array(sums))
-    return finish_row_counts(table, qi=qi_cols, group=group_cols, sensitive=sensitive,
-                             count=count)
+    return table
+
+
+# ------------------------------------------------------------------ class-based models
+def check_class_names(qi: Any, weight: Any = None, nulls: Any = "error") -> list[str]:
+    """Check the arguments of an engine's ``class_counts``; return the QI columns.
+
+    Shared by every engine's ``class_counts``, with the checks (and words) of
+    :func:`fastpriv.risk.class_counts` in memory: ``qi`` a name or a list of names (none
+    twice), ``weight`` a name outside them or None, ``nulls`` one of the null policies.
+    Errors name the parameter.
+    """
+    from ._arrow import NULL_POLICIES
+    from ._validation import check_choice
+    from .risk import _check_qi, _check_weight_names
+
+    cols = _check_qi(qi)
+    _check_weight_names(weight, None, cols)
+    check_choice(nulls, "nulls", NULL_POLICIES)
+    return cols
+
+
+def finish_class_counts(data: Any, *, qi: Sequence[str], count: str,
+                        nulls: str = "error") -> ClassCounts:
+    """Read an engine's ``GROUP BY qi`` result as :class:`~fastpriv.risk.ClassCounts`.
+
+    Every engine's ``class_counts`` ends here: ``data`` holds the QI columns as the engine
+    grouped them (NULL and NaN kept, in any label type) and ``count`` (records per row:
+    integers ≥ 0, rows of the same QI values added, rows of 0 standing for nobody).
+    :meth:`ClassCounts.from_counts` reads it under ``nulls`` — labels typed as in memory,
+    NaN a null, ``-0.0`` and ``0.0`` one key, nulls refused in records — and an input with
+    no record left is refused with the words of :meth:`ClassCounts.from_table`.
+
+    Parameters
+    ----------
+    data : table-like
+        The ``GROUP BY`` result: a ``pyarrow.Table``, a pandas or polars DataFrame.
+    qi : list of str
+        The QI columns.
+    count : str
+        The count column.
+    nulls : {"error", "drop", "value"}
+        Null policy of the QI columns.
+
+    Returns
+    -------
+    fastpriv.risk.ClassCounts
+        The classes, counted under ``nulls``.
+
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ._arrow import as_table, kept_rows
+    from .risk import ClassCounts
+
+    cols = list(qi)
+    table = as_table(data, cols + [count], param="data")
+    col = table.column(count)
+    if pa.types.is_integer(col.type) and col.null_count == 0:    # else from_counts refuses
+        left = table.filter(pc.greater(col, 0))
+        kept = kept_rows(left, cols, nulls) if left.num_rows else None
+        if left.num_rows == 0 or (kept is not None and kept.size == 0):
+            raise InputError("data has no rows (after the null policy and weights of 0)")
+    return ClassCounts.from_counts(table, qi=cols, count=count, nulls=nulls)
+
+
+def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = None,
+                 nulls: str = "error") -> ClassCounts:
+    """Count the QI equivalence classes in DuckDB; the :class:`~fastpriv.risk.ClassCounts`.
+
+    ``SELECT qi…, COUNT(*) … GROUP BY ALL`` (``SUM(weight)`` with ``weight=``) runs in
+    DuckDB, where the data lives; one row per class comes back and is read by
+    :func:`finish_class_counts`. The classes equal ``risk.class_counts(table, qi=qi,
+    weight=weight, nulls=nulls)`` in memory (labels and their types, sizes, null policy),
+    so :func:`fastpriv.risk.audit`, :func:`fastpriv.population.k_map` and
+    :func:`fastpriv.population.delta_presence` on them — the population counted the same
+    way — answer as on the table (module notes)::
+
+        sample = class_counts(duckdb.sql("FROM released"), qi=["zip", "age"])
+        fastpriv.risk.audit(sample, population=class_counts("census/", qi=["zip", "age"]))
+
+    Parameters
+    ----------
+    data : duckdb.DuckDBPyRelation or path
+        A DuckDB relation, or a Parquet file or folder (as :func:`row_counts` reads it).
+    qi : str or list of str
+        The quasi-identifier columns.
+    weight : str, optional
+        Multiplicity column, as in :func:`fastpriv.risk.audit`: each row stands for
+        ``weight`` identical records (integers ≥ 0; summed exactly; a null or negative
+        weight raises :class:`~fastpriv.InputError`, as in :func:`row_counts`).
+    nulls : {"error", "drop", "value"}
+        Null policy of the QI columns, as in :meth:`fastpriv.risk.ClassCounts.from_table`
+        (NaN is a null); the classes carry it.
+
+    Returns
+    -------
+    fastpriv.risk.ClassCounts
+        One class per distinct QI tuple, with its number of records.
+
+    """
+    cols = check_class_names(qi, weight, nulls)
+    count = _unique_name("count", cols)
+    return finish_class_counts(_duckdb_counts(data, cols, weight, count), qi=cols,
+                               count=count, nulls=nulls)
 
 
 def anonymize(data: Any, *, output: Any, qi: str | Sequence[str], sensitive: str,
