@@ -89,14 +89,18 @@ pickled :class:`~fastpriv.streaming.GroupwiseState` per partition, reduced with
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, InputTypeError
 
+if TYPE_CHECKING:
+    from .risk import ClassCounts
+
 __all__ = ["count_partitions", "release_from_dask", "row_counts", "groupwise_audit", "value_counts",
-           "warm_workers", "anonymize"]
+           "warm_workers", "anonymize", "class_counts"]
 
 
 # ============================================================================ helpers
@@ -405,6 +409,109 @@ def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str]
     table = acc.to_table().rename_columns(keys + [sensitive, count])
     return finish_row_counts(table, qi=qi_cols, group=group_cols, sensitive=sensitive,
                              count=count)
+
+
+# ============================================================================ classes
+def _class_piece(kind: str, obj: Any, qi: list[str], weight: str | None, count: str):
+    """One partition's ``GROUP BY qi`` with ``COUNT(*)`` (``SUM(weight)``): an Arrow table.
+
+    The weights are checked first, row by row, as in memory (:func:`_piece_table`: a null
+    or negative weight raises, rows of weight 0 go); NULL and NaN stay labels of their own
+    (the null policy is applied once, to the merged classes). Labels are put in the types
+    of :func:`fastpriv._arrow.canonical_labels` so that every partition's table has one
+    schema.
+    """
+    import pyarrow as pa
+
+    from ._arrow import apply_weights, canonical_labels
+
+    table = _to_table(kind, obj, qi + ([weight] if weight is not None else []))
+    if weight is None:
+        agg = [([], "count_all")]
+    else:
+        table, w = apply_weights(table, weight)
+        table = table.set_column(table.schema.get_field_index(weight), weight, pa.array(w))
+        agg = [(weight, "sum")]
+    out = table.group_by(qi, use_threads=False).aggregate(agg)
+    cols = {c: canonical_labels(out.column(c).combine_chunks(), name=c) for c in qi}
+    counts = out.column(out.num_columns - 1).cast(pa.int64())
+    return pa.table({**cols, count: counts})
+
+
+def _merge_classes(weight: str | None, *parts: Any):
+    """Add partitions' class tables: one row per class, the counts summed.
+
+    The total is checked first (at most 2**63 - 1, as in memory), so no sum wraps.
+    """
+    import pyarrow as pa
+
+    from ._validation import check_total
+
+    table = pa.concat_tables(parts, promote_options="permissive")
+    count = table.column_names[-1]
+    check_total(table.column(count).to_numpy(),
+                "data" if weight is None else f"weight column {weight!r}")
+    qi = table.column_names[:-1]
+    out = table.group_by(qi, use_threads=False).aggregate([(count, "sum")])
+    return out.rename_columns(qi + [count])
+
+
+def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = None,
+                 nulls: str = "error", split_every: int = 8) -> ClassCounts:
+    """Count the QI equivalence classes on the cluster; the :class:`~fastpriv.risk.ClassCounts`.
+
+    Each partition (a partition of the Dask DataFrame, or a Parquet file / row group) runs
+    a ``GROUP BY qi`` with ``COUNT(*)`` (``SUM(weight)``) in Arrow; the partial class
+    tables are added in a tree of fan-in ``split_every`` and the client receives one row
+    per class, read by :func:`fastpriv.pushdown.finish_class_counts`. The classes equal
+    ``risk.class_counts(table, qi=qi, weight=weight, nulls=nulls)`` on all rows (labels and
+    their types, sizes, null policy), so :func:`fastpriv.risk.audit`,
+    :func:`fastpriv.population.k_map` and :func:`fastpriv.population.delta_presence` on
+    them — the population counted the same way — answer as in memory::
+
+        sample = class_counts("released/", qi=["zip", "age"])
+        fastpriv.population.k_map(sample, population=class_counts("census/",
+                                                                   qi=["zip", "age"]))
+
+    Classes may span partitions and files: the counts add.
+
+    Parameters
+    ----------
+    data : dask.dataframe.DataFrame or path
+        As for :func:`count_partitions`.
+    qi : str or list of str
+        The quasi-identifier columns.
+    weight : str, optional
+        Multiplicity column, as in :func:`fastpriv.risk.audit`: each row stands for
+        ``weight`` identical records (integers ≥ 0; a null or negative weight raises
+        :class:`~fastpriv.InputError`, as in :func:`row_counts`).
+    nulls : {"error", "drop", "value"}
+        Null policy of the QI columns, as in :meth:`fastpriv.risk.ClassCounts.from_table`
+        (NaN is a null; a Dask frame's float partitions are pandas, where a null is NaN).
+    split_every : int
+        Fan-in of the merge tree.
+
+    Returns
+    -------
+    fastpriv.risk.ClassCounts
+        One class per distinct QI tuple, with its number of records.
+
+    """
+    from .pushdown import _unique_name, check_class_names, finish_class_counts
+
+    cols = check_class_names(qi, weight, nulls)
+    split_every = _check_split_every(split_every)
+    dask = _require_dask()
+    count = _unique_name("count", cols)
+    pieces = _pieces(data, cols + ([weight] if weight is not None else []),
+                     min_pieces=2 * split_every)
+    if not pieces:
+        raise InputError("data has no rows (after the null policy and weights of 0)")
+    parts = [dask.delayed(_class_piece, pure=True)(kind, obj, cols, weight, count)
+             for kind, obj in pieces]
+    merge = functools.partial(_merge_classes, weight)
+    table = _reduce(dask, parts, merge, split_every).compute()
+    return finish_class_counts(table, qi=cols, count=count, nulls=nulls)
 
 
 # ============================================================================ Q
