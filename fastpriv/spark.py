@@ -78,9 +78,10 @@ from .errors import InputError, InputTypeError
 
 if TYPE_CHECKING:
     from .release import Release
+    from .risk import ClassCounts
 
 __all__ = ["release", "counts", "row_counts", "worker_error", "METHODS", "MERGES",
-           "PAIRS_PER_COLLECT", "anonymize"]
+           "PAIRS_PER_COLLECT", "anonymize", "class_counts"]
 
 #: Counting strategies of :func:`counts` / :func:`release`.
 METHODS = ("groupby", "partitions")
@@ -111,9 +112,7 @@ def _check(df: Any, sensitive: Any, group: Any, qi: Any, method: Any, merge: Any
     """Validate the arguments; the key columns."""
     from ._validation import check_choice, check_columns, check_keys
 
-    sql = _require_pyspark()
-    if not isinstance(df, sql.DataFrame):
-        raise InputTypeError(f"df must be a pyspark.sql.DataFrame, got {type(df).__name__}")
+    _check_frame(df)
     keys, param = check_keys(group, qi)
     if not isinstance(sensitive, str):
         raise InputTypeError(f"sensitive must be a column name, got {type(sensitive).__name__}")
@@ -125,19 +124,34 @@ def _check(df: Any, sensitive: Any, group: Any, qi: Any, method: Any, merge: Any
     check_choice(merge, "merge", MERGES)
     check_columns([sensitive], df.columns, "sensitive")
     check_columns(keys, df.columns, param)
-    if weight is not None:
-        if not isinstance(weight, str):
-            raise InputTypeError(f"weight must be a column name, got {type(weight).__name__}")
-        check_columns([weight], df.columns, "weight")
-        if weight in keys or weight == sensitive:
-            raise InputError(f"weight column {weight!r} is also a key or sensitive column")
-        from pyspark.sql import types as T
-
-        wtype = df.schema[weight].dataType
-        if not isinstance(wtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
-            raise InputTypeError(f"weight column {weight!r} must hold integers, got "
-                                 f"{wtype.simpleString()}")
+    _check_weight(df, weight, keys + [sensitive])
     return keys
+
+
+def _check_frame(df: Any) -> None:
+    """Refuse anything but a Spark DataFrame (imports pyspark)."""
+    sql = _require_pyspark()
+    if not isinstance(df, sql.DataFrame):
+        raise InputTypeError(f"df must be a pyspark.sql.DataFrame, got {type(df).__name__}")
+
+
+def _check_weight(df: Any, weight: Any, used: list[str]) -> None:
+    """Check ``weight=``: a column of ``df`` holding integers, none of the ``used`` ones."""
+    from ._validation import check_columns
+
+    if weight is None:
+        return
+    if not isinstance(weight, str):
+        raise InputTypeError(f"weight must be a column name, got {type(weight).__name__}")
+    check_columns([weight], df.columns, "weight")
+    if weight in used:
+        raise InputError(f"weight column {weight!r} is also a key or sensitive column")
+    from pyspark.sql import types as T
+
+    wtype = df.schema[weight].dataType
+    if not isinstance(wtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        raise InputTypeError(f"weight column {weight!r} must hold integers, got "
+                             f"{wtype.simpleString()}")
 
 
 #: the Python packages the executors import for ``method="partitions"``
@@ -338,7 +352,7 @@ PAIRS_PER_COLLECT = 1 << 19
 
 
 def _in_blocks(frame: Any, pos: list[str], cols: list[str],
-               convert: Callable[[pa.Table], pa.Table]) -> pa.Table:
+               convert: Callable[[pa.Table], pa.Table], distinct: bool = False) -> pa.Table:
     """Collect the triples ``frame`` to the driver in bounded memory, summed.
 
     ``toArrow`` gathers a whole result in the driver's JVM before Python sees it: with 1M
@@ -351,6 +365,10 @@ def _in_blocks(frame: Any, pos: list[str], cols: list[str],
     added to one :class:`~fastpriv.counts.CountAccumulator`; the driver holds the merged
     state and one block. One block: one collect, returned as it comes (a pair may repeat;
     the release sums). Columns of the result: ``cols`` + count.
+
+    ``distinct``: ``frame`` is a ``GROUP BY`` of ``pos`` (each key once), as the classes of
+    :func:`class_counts` are, which may have a single key column; the blocks (each key in
+    one of them) are then concatenated as they come, not folded.
     """
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -364,15 +382,20 @@ def _in_blocks(frame: Any, pos: list[str], cols: list[str],
             table = convert(_collect(frame))
             return table.rename_columns(cols + [_count_name(cols)])
         count = _count_name(pos)
-        acc = CountAccumulator(pos[:-1], pos[-1], nulls="value", n_jobs=1, weight=count)
+        acc = None if distinct else CountAccumulator(pos[:-1], pos[-1], nulls="value",
+                                                     n_jobs=1, weight=count)
         which = F.pmod(F.xxhash64(*pos), F.lit(blocks))
+        got = []
         for b in range(blocks):
             block = convert(_collect(frame.where(which == b)))
-            if block.num_rows:
+            if acc is None:
+                got.append(block)
+            elif block.num_rows:
                 acc.add(block)
     finally:
         frame.unpersist()
-    return acc.to_table().rename_columns(cols + [_count_name(cols)])
+    table = acc.to_table() if acc is not None else pa.concat_tables(got)
+    return table.rename_columns(cols + [_count_name(cols)])
 
 
 def _picked(df: Any, cols: list[str], weight: str | None) -> tuple[Any, list[str]]:
@@ -530,6 +553,59 @@ def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str]
     table = table.rename_columns(keys + [sensitive, count])
     return finish_row_counts(table, qi=qi_cols, group=group_cols, sensitive=sensitive,
                              count=count)
+
+
+def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = None,
+                 nulls: str = "error") -> ClassCounts:
+    """Count the QI equivalence classes on the cluster; the :class:`~fastpriv.risk.ClassCounts`.
+
+    ``data.groupBy(qi…).agg(count)`` (the sum of ``weight``, as ``decimal(38,0)``) runs on
+    the executors; the driver receives one row per class in blocks of
+    :data:`PAIRS_PER_COLLECT` rows, as :func:`release` does (never the whole result in one
+    task result), and reads them with :func:`fastpriv.pushdown.finish_class_counts`. The
+    classes equal ``risk.class_counts(table, qi=qi, weight=weight, nulls=nulls)`` on the
+    collected rows (labels and their types, sizes, null policy), so
+    :func:`fastpriv.risk.audit`, :func:`fastpriv.population.k_map` and
+    :func:`fastpriv.population.delta_presence` on them — the population counted the same
+    way — answer as in memory::
+
+        sample = fastpriv.spark.class_counts(df, qi=["zip", "age"])
+        census = fastpriv.spark.class_counts(spark.read.parquet("census/"),
+                                             qi=["zip", "age"])
+        fastpriv.population.delta_presence(sample, population=census)
+
+    ``-0.0`` and ``0.0`` are one key, NaN a null (module notes).
+
+    Parameters
+    ----------
+    data : pyspark.sql.DataFrame
+        The records (one per individual, or per distinct row with ``weight``).
+    qi : str or list of str
+        The quasi-identifier columns.
+    weight : str, optional
+        Multiplicity column, as in :func:`fastpriv.risk.audit`: each row stands for
+        ``weight`` identical records (integers ≥ 0; a null or negative weight raises
+        :class:`~fastpriv.InputError`, as in :func:`row_counts`).
+    nulls : {"error", "drop", "value"}
+        Null policy of the QI columns, as in :meth:`fastpriv.risk.ClassCounts.from_table`.
+
+    Returns
+    -------
+    fastpriv.risk.ClassCounts
+        One class per distinct QI tuple, with its number of records.
+
+    """
+    from ._validation import check_columns
+    from .pushdown import check_class_names, finish_class_counts
+
+    cols = check_class_names(qi, weight, nulls)     # before the cluster job, not after
+    _check_frame(data)
+    check_columns(cols, data.columns, "qi")
+    _check_weight(data, weight, cols)
+    picked, pos = _picked(data, cols, weight)
+    table = _in_blocks(_grouped(picked, pos, weight), pos, cols,
+                       lambda t: _groupby_triples(t, weight, pos), distinct=True)
+    return finish_class_counts(table, qi=cols, count=table.column_names[-1], nulls=nulls)
 
 
 def anonymize(data: Any, *, output: Any, qi: str | Sequence[str], sensitive: str,
