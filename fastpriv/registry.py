@@ -102,8 +102,13 @@ _GROUP_ENGINES = ENGINES
 #: the row-level models read the distinct (qi, group, sensitive) rows with their count, which
 #: every engine computes where the data lives (``row_counts`` of spark, distributed, pushdown)
 _ROW_ENGINES = ("memory", "dask", "spark", "duckdb")
-_CLASS_ENGINES = ("memory", "stream")
-_POPULATION_ENGINES = ("memory",)
+#: the class-based models read the QI equivalence classes (distinct QI tuples with their
+#: sizes): counted in record batches (``risk.ClassCounts.from_batches``) or by a ``GROUP BY
+#: qi`` where the data lives (``class_counts`` of spark, distributed, pushdown)
+_CLASS_ENGINES = ("memory", "stream", "dask", "spark", "duckdb")
+#: k-map and δ-presence also count a population table's classes, which the engines do too
+#: (its ``class_counts``); the streamed population is not claimed
+_POPULATION_ENGINES = ("memory", "dask", "spark", "duckdb")
 
 #: Every model, in the order of the verdict.
 MODELS: tuple[Model, ...] = (
@@ -259,9 +264,11 @@ ENGINE_ROUTES = {
     "memory": "a table, a path or a Release in this process",
     "stream": "record batches with bounded memory (`Release.from_batches`, "
               "`risk.ClassCounts.from_batches`, `streaming.audit_stream`)",
-    "dask": "`distributed.release_from_dask`, `groupwise_audit`, `row_counts`",
-    "spark": "`spark.release`, `spark.row_counts`",
-    "duckdb": "`pushdown.release`, `pushdown.row_counts` (the GROUP BY runs in DuckDB)",
+    "dask": "`distributed.release_from_dask`, `groupwise_audit`, `row_counts`, "
+            "`class_counts`",
+    "spark": "`spark.release`, `spark.row_counts`, `spark.class_counts`",
+    "duckdb": "`pushdown.release`, `pushdown.row_counts`, `pushdown.class_counts` (the GROUP "
+              "BY runs in DuckDB)",
 }
 
 

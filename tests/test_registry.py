@@ -266,6 +266,11 @@ PROOFS = {
     "classes": {
         "stream": "tests/test_risk.py::"
                   "test_from_batches_and_count_accumulator_give_the_table_audit",
+        "dask": "tests/test_engines_classes.py::"
+                "test_random_tables_duckdb_and_dask_equal_in_memory",
+        "duckdb": "tests/test_engines_classes.py::"
+                  "test_random_tables_duckdb_and_dask_equal_in_memory",
+        "spark": "tests/test_engines_classes.py::test_spark_classes_equal_in_memory",
     },
 }
 
