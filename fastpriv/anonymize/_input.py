@@ -144,13 +144,20 @@ def prepare_weighted_input(table: Any, qi: Sequence[str] | str, sensitive: str |
     return AnonymizerInput(t, qi, n_input, kept), weights
 
 
+#: Bytes a string or binary value is taken to hold in memory (its offset and its bytes)
+#: when estimating a file's size once read without reading it.
+VARIABLE_WIDTH_BYTES = 24
+
+
 def source_bytes_in_memory(path: str, columns: Sequence[str] | None
                            ) -> tuple[int, int] | None:
     """Estimate the memory a file's ``columns`` (None: all) take once read: (bytes, rows).
 
-    Parquet: the columns' uncompressed size from the file's metadata (every row group);
-    CSV: the file's size (text is about as large as the columns it parses into). None for
-    what cannot be told without reading (a folder, another format, unreadable metadata).
+    Parquet: rows × each column's width in memory (fixed-width types their bytes, strings
+    and binaries :data:`VARIABLE_WIDTH_BYTES`), from the file's metadata and schema — its
+    pages are compressed and dictionary-encoded, so their size says little; CSV: the
+    file's size (text is about as large as the columns it parses into). None for what
+    cannot be told without reading (a folder, another format, unreadable metadata).
     """
     import os
 
@@ -166,18 +173,20 @@ def source_bytes_in_memory(path: str, columns: Sequence[str] | None
     import pyarrow.parquet as pq
 
     try:
-        meta = pq.ParquetFile(path).metadata
+        f = pq.ParquetFile(path)
+        schema, rows = f.schema_arrow, f.metadata.num_rows
     except (OSError, pa.ArrowException):
         return None
-    want = None if columns is None else set(columns)
-    size = 0
-    for r in range(meta.num_row_groups):
-        rg = meta.row_group(r)
-        for c in range(rg.num_columns):
-            col = rg.column(c)
-            if want is None or col.path_in_schema.split(".")[0] in want:
-                size += col.total_uncompressed_size
-    return size, meta.num_rows
+    width = 0
+    for field in schema:
+        if columns is not None and field.name not in columns:
+            continue
+        t = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
+        try:
+            width += max(t.bit_width // 8, 1)
+        except ValueError:                  # variable width: strings, binaries, nested
+            width += VARIABLE_WIDTH_BYTES
+    return rows * width, rows
 
 
 def check_fits_in_memory(data: Any, columns: Sequence[str] | None) -> None:

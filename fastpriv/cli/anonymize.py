@@ -657,23 +657,30 @@ def run(args: argparse.Namespace) -> int:
     return 1 if payload["failure"] else 0
 
 
-#: Inputs of at least this many bytes on disk (a file, or a folder's files) are anonymized
-#: out of core by the methods that can (:data:`OUT_OF_CORE_METHODS`); the environment
-#: variable ``FASTPRIV_OUT_OF_CORE_BYTES`` sets another size (0: always).
+#: Inputs whose columns take at least this many bytes once read (a Parquet file's
+#: uncompressed size from its metadata; a CSV file's or a folder's bytes on disk) are
+#: anonymized out of core by the methods that can (:data:`OUT_OF_CORE_METHODS`); the
+#: environment variable ``FASTPRIV_OUT_OF_CORE_BYTES`` sets another size (0: always).
 OUT_OF_CORE_BYTES = 256 << 20
 #: Methods ``fastpriv anonymize`` runs out of core on a large input
 #: (:func:`fastpriv.anonymize.release_out_of_core`).
 OUT_OF_CORE_METHODS = ("lattice", "mondrian")
 
 
-def _source_bytes(path: str) -> int:
-    """Bytes on disk of a file, or of every file under a folder."""
+def _source_bytes(path: str, columns: list[str]) -> int:
+    """Return the bytes ``columns`` of a file take once read, or a folder's bytes on disk.
+
+    A file whose size once read cannot be told counts its bytes on disk.
+    """
     import os
+
+    from ..anonymize._input import source_bytes_in_memory
 
     if os.path.isdir(path):
         return sum(os.path.getsize(os.path.join(root, f))
                    for root, _, files in os.walk(path) for f in files)
-    return os.path.getsize(path)
+    est = source_bytes_in_memory(path, columns)
+    return os.path.getsize(path) if est is None else est[0]
 
 
 def _out_of_core(args: argparse.Namespace, data: Any) -> bool:
@@ -697,7 +704,13 @@ def _out_of_core(args: argparse.Namespace, data: Any) -> bool:
     except ValueError:
         raise InputError(f"FASTPRIV_OUT_OF_CORE_BYTES must be a number of bytes, got "
                          f"{limit!r}") from None
-    return _source_bytes(os.fspath(data)) >= threshold
+    return _source_bytes(os.fspath(data), _columns_read(args)) >= threshold
+
+
+def _columns_read(args: argparse.Namespace) -> list[str]:
+    """Return the columns an anonymization reads: QIs, sensitive, weight."""
+    return [*args.qi, *([args.sensitive] if args.sensitive else []),
+            *([args.weight] if args.weight else [])]
 
 
 def _run_out_of_core(args: argparse.Namespace, data: Any, crit: Any, inputs: list) -> int:
@@ -711,10 +724,10 @@ def _run_out_of_core(args: argparse.Namespace, data: Any, crit: Any, inputs: lis
     if crit is None:
         raise InputError(f"the {args.method} method needs a criterion (--min-size, --l, --t, "
                          "--alpha, --c/--k, or a risk criterion)")
-    print(f"anonymize: {args.data} is large ({_source_bytes(os.fspath(data)) / 2**20:,.0f} "
-          "MiB): out of core — one pass into the histogram of distinct cells, the release "
-          "written from it batch by batch and re-audited before it is put in place",
-          file=sys.stderr)
+    size = _source_bytes(os.fspath(data), _columns_read(args))
+    print(f"anonymize: {args.data} is large ({size / 2**20:,.0f} MiB of columns once read): "
+          "out of core — one pass into the histogram of distinct cells, the release written "
+          "from it batch by batch and re-audited before it is put in place", file=sys.stderr)
     options: dict[str, Any] = {"predicate": crit}
     if args.method == "lattice":
         options.update(hierarchies=_hierarchy_spec(args),
