@@ -229,7 +229,9 @@ def _merged(sizes: list[dict]) -> list[dict]:
            ["sizes"]}
     for new in sizes:
         base = old.setdefault(new["rows"], {**new, "tasks": {}, "commands": []})
-        base.setdefault("commands", [base.get("command")] if base.get("command") else [])
+        base.setdefault("commands", [base.get("command") or "python -m "
+                                     "benchmarks.bench_release_scale --rows "
+                                     f"{new['rows']} (an earlier run; options not recorded)"])
         base["commands"].append(new["command"])
         for task, paths in new["tasks"].items():
             mine = base["tasks"].setdefault(task, {})
@@ -263,6 +265,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     payload = measure([int(x) for x in a.rows.split(",")], a.rounds, a.memory_max,
                       a.tasks.split(","), tuple(e for e in a.engines.split(",") if e))
+    from benchmarks.bench_cold_start import _revision
+
+    payload["revision"] = _revision()
     payload["command"] = "python -m benchmarks.bench_release_scale " + " ".join(
         argv if argv is not None else sys.argv[1:])
     for size in payload["sizes"]:

@@ -500,7 +500,9 @@ def measured(r: Results, f: str, how: str = "", *, merged: bool = False) -> str:
     date = r.get(f, "machine", "date")
     start, end = r.get(f, "load_avg_start"), r.get(f, "load_avg_end")
     when = f"{date[:10]} {date[11:16]} UTC" if len(date) >= 16 else date
-    out = (f"`{f}`{how}: measured {when} at revision `{r.get(f, 'revision')}` on "
+    rev = r.load(f).get("revision")          # files written before benchmarks recorded it
+    at = f" at revision `{rev}`" if rev else ""
+    out = (f"`{f}`{how}: measured {when}{at} on "
            f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores; 1-minute load average "
            f"{_load(start)} before the run, {_load(end)} after.")
     for x in r.load(f).get("merged", []) if merged else ():   # rows added by --merge
@@ -1075,9 +1077,10 @@ def release_scale(r: Results) -> str:
     rows = []
     for size in r.rows(f, "sizes"):
         for task, paths in size["tasks"].items():
-            same_as = paths.get("equal_to_memory") or paths.get("equal_to_out_of_core") or {}
-            if isinstance(same_as, bool):          # a file of one comparison: out of core
-                same_as = {"out_of_core": same_as}
+            ref = paths.get("memory") or paths["out_of_core"]    # the file every path must be
+            same_as = {p: x["runs"][0]["content_sha256"] == ref["runs"][0]["content_sha256"]
+                       for p, x in paths.items() if isinstance(x, dict) and "runs" in x
+                       and p not in ("read_write", "memory") and x is not ref}
             for path in ("read_write", "memory", "out_of_core", "duckdb", "dask", "spark"):
                 if path not in paths:
                     continue
@@ -1093,8 +1096,46 @@ def release_scale(r: Results) -> str:
     table = _table(["rows", "task", "path", "wall", "CPU-s", "peak GiB", "rows/s",
                     "× read + write", "cells", "same file (in memory, else out of core)"],
                    rows)
-    return table + "\n\n" + measured(r, f, f" (`{r.get(f, 'command')}`: each path a fresh "
-                                           "process, peak resident memory by wait4)")
+    big = max(r.rows(f, "sizes"), key=lambda x: x["rows"])
+    ooc = [t["out_of_core"] for t in big["tasks"].values() if "out_of_core" in t]
+    worst = max(ooc, key=lambda x: x["peak_gib"])
+    per_cell = worst["peak_gib"] * 2**30 / worst["runs"][0]["cells"]
+    note = (f"At {count(big['rows'])} rows the out-of-core path held "
+            f"{count(worst['runs'][0]['cells'])} cells at a peak of {worst['peak_gib']:.2f} GiB, "
+            f"{per_cell:,.0f} bytes a cell. ")
+    dates = "; ".join(f"{count(x['rows'])} rows: " + ", ".join(
+        f"`{c}`" for c in (x.get("commands") or [x.get("command") or "python -m "
+                                                  "benchmarks.bench_release_scale"]))
+        for x in r.rows(f, "sizes"))
+    return (table + "\n\n" + note + measured(r, f, " (each path a fresh process, peak "
+                                                   "resident memory by wait4)")
+            + f" Each size's runs: {dates} (the paths a later command measured replace "
+              "those of an earlier one).")
+
+
+def release_cli(r: Results) -> str:
+    """``fastpriv anonymize`` on 100M rows out of core, against a read + write."""
+    f = "release_scale_cli.json"
+    paths = r.get(f, "paths")
+    rw = paths["read_write"]
+    parts = []
+    for kind in ("cli lattice", "cli mondrian"):
+        x = paths[kind]
+        run = x["runs"][0]
+        if not run["out_of_core"] or not run["reaudit"]["groups_equal"] or \
+                not run["reaudit"]["criterion_holds"]:
+            raise ReadmeDataError(f"benchmarks/results/{f}: {kind} did not run out of core "
+                                  "or its re-audit failed")
+        parts.append(f"`--method {kind.split()[1]}` takes {dur(x['wall_s'])} "
+                     f"({times(x['vs_read_write'])} the read + write, "
+                     f"{count(x['rows_per_s'])} rows/s) at a peak of {x['peak_gib']:.2f} GiB, "
+                     f"{count(run['n_cells'])} cells, {count(run['reaudit']['n_groups'])} groups, "
+                     f"its re-audit holding")
+    return (f"`fastpriv anonymize` on {count(r.get(f, 'input', 'rows'))} rows (Adult's age, sex, "
+            f"race, marital status and occupation repeated; k = 10,000 and ℓ = 3) takes the "
+            f"out-of-core path by itself: a plain Parquet read + write of the same columns takes "
+            f"{dur(rw['wall_s'])} at {rw['peak_gib']:.2f} GiB; " + "; ".join(parts) + ". "
+            + measured(r, f, f" (`{r.get(f, 'command')}`, each a fresh process)"))
 
 
 def _arx_q(r: Results) -> dict[str, dict]:
@@ -1247,6 +1288,7 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "cold-cached": cold_cached,
     "cold-install": cold_install,
     "release-scale": release_scale,
+    "release-cli": release_cli,
     "compile-profile": compile_profile,
     "portable-kernels": portable_kernels,
     "test-suite": test_suite,
