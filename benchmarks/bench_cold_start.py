@@ -692,6 +692,8 @@ def import_profile(argv: list[str], bindir: Path, tmp: str) -> dict[str, Any]:
         own[key] = own.get(key, 0.0) + int(m.group(1)) / 1000
     top = sorted(own.items(), key=lambda kv: -kv[1])[:12]
     return {"own_ms": {k: round(v, 1) for k, v in top}, "total_ms": round(sum(own.values()), 1),
+            "fastpriv_ms": round(sum(v for k, v in own.items()
+                                     if k == "fastpriv" or k.startswith("fastpriv.")), 1),
             "fastpriv_modules": sorted(modules)}
 
 

@@ -602,6 +602,14 @@ def cold_install(r: Results) -> str:
             f"{dur(peers['polars']['wall_s'])}: {times(ratio['duckdb'])} DuckDB's and "
             f"{times(ratio['polars'])} Polars' time (median of {fp['runs']} alternated "
             f"processes each).")
+    imp = r.get(INSTALL, "commands", "audit", "imports")
+    own = imp["own_ms"]
+    heavy = sum(v for k, v in own.items() if k in ("numpy", "numba", "llvmlite", "pyarrow"))
+    mine = imp["fastpriv_ms"]
+    text += (f" Under `python -X importtime`, `fastpriv audit`'s imports take "
+             f"{num(imp['total_ms'])} ms: NumPy, Numba with llvmlite and pyarrow "
+             f"{num(heavy)} ms, fastpriv's own modules {num(mine)} ms "
+             f"({len(imp['fastpriv_modules'])} modules, the kernel modules among them).")
     return table + "\n\n" + text + "\n\n" + measured(r, INSTALL, _install_how(r), merged=True)
 
 
