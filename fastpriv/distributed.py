@@ -828,31 +828,13 @@ def warm_workers(client: Any = None, *, models: Sequence[str] | None = None
 
 def anonymize(data: Any, *, output: Any, qi: str | Sequence[str], sensitive: str,
               weight: str | None = None, **options: Any) -> Any:
-    """Anonymize a Dask DataFrame or Parquet data where it lives; write the release to ``output``.
+    """Anonymize a Dask DataFrame or Parquet data on the cluster; write the release to ``output``.
 
-    The Dask cluster counts the histogram of distinct (QI, sensitive) cells (:func:`row_counts`
-    with no group); only that reaches this process, where the anonymizer (``method``: the
-    lattice search, Mondrian, SkylineAnonymize or the minimal (c,k)-safe search) runs on it
-    and the release is written from it, one row per person, re-audited and committed
-    atomically (:func:`fastpriv.anonymize.out_of_core.release_from_engine`). The release
-    equals the in-memory release of the same rows (rows, order, group ids, columns).
-
-    Parameters
-    ----------
-    data : dask.dataframe.DataFrame or path
-        One row per person (or ``weight`` people).
-    output : path-like
-        The release file (Parquet, or CSV by suffix or ``format=``).
-    qi, sensitive, weight
-        As for :func:`fastpriv.anonymize.release_out_of_core`; ``sensitive`` is required.
-    **options
-        ``method``, the anonymizer's keywords (criteria, ``hierarchies``, ``suppression``,
-        …), ``nulls``, ``overwrite``, ``format``, ``group_column``, ``batch_rows``.
-
-    Returns
-    -------
-    fastpriv.anonymize.out_of_core.OutOfCoreRelease
-
+    The Dask cluster counts the histogram of distinct (QI, sensitive) cells (:func:`row_counts`, no
+    group); only it reaches this process. The search, the write, the re-audit and every
+    keyword: :func:`fastpriv.anonymize.out_of_core.release_from_engine`, whose
+    :class:`~fastpriv.anonymize.out_of_core.OutOfCoreRelease` this returns; the file equals
+    the in-memory release of the same rows.
     """
     from .anonymize.out_of_core import release_from_engine
 

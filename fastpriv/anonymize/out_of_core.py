@@ -476,7 +476,22 @@ def release_from_engine(row_counts: Callable[..., pa.Table], data: Any, *, outpu
     its people, labels typed as in memory. Only that histogram reaches this process; the
     search runs on it and the release is written from it and re-audited
     (:func:`release_out_of_core`, ``weight=`` the counts). The release equals the
-    in-memory release of the same rows.
+    in-memory release of the same rows (rows, order, group ids, columns).
+
+    Parameters
+    ----------
+    row_counts : callable
+        The engine's ``row_counts``.
+    data
+        What ``row_counts`` reads, one row per person (or ``weight`` people).
+    output : path-like
+        The release file (Parquet, or CSV by suffix or ``format=``).
+    qi, sensitive, weight
+        As for :func:`release_out_of_core`; ``sensitive`` is required.
+    **options
+        ``method``, the anonymizer's keywords (criteria, ``hierarchies``, ``suppression``,
+        …), ``nulls``, ``overwrite``, ``format``, ``group_column``, ``batch_rows``.
+
     """
     from ._input import check_qi_sensitive
 
