@@ -403,12 +403,33 @@ def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str]
     from .pushdown import check_row_names, finish_row_counts
 
     qi_cols, group_cols = check_row_names(qi, group, sensitive, weight, count)
-    keys = qi_cols + group_cols
-    acc = count_partitions(data, sensitive=sensitive, group=keys, nulls="value",
-                           weight=weight, split_every=split_every)
-    table = acc.to_table().rename_columns(keys + [sensitive, count])
+    cols = qi_cols + group_cols + [sensitive]
+    table = _arrow_counts(data, cols, weight, count, _check_split_every(split_every))
     return finish_row_counts(table, qi=qi_cols, group=group_cols, sensitive=sensitive,
                              count=count)
+
+
+def _arrow_counts(data: Any, cols: list[str], weight: str | None, count: str,
+                  split_every: int) -> Any:
+    """``GROUP BY cols`` on the cluster in Arrow: one row per distinct row, its count.
+
+    Each partition (or Parquet file / row group) counts its rows with Arrow's hash
+    aggregation (:func:`_class_piece`: weights checked row by row, NULL and NaN labels of
+    their own), and the partial tables are added in a tree of fan-in ``split_every``
+    (:func:`_merge_classes`, the total checked first). A partial table holds the key
+    columns and a count per distinct row — about the bytes of the keys — where a merged
+    :class:`~fastpriv.counts.CountAccumulator` of ten million distinct rows held 8.8 GiB in
+    one worker (10M IHIS-shaped rows, 9.9M distinct).
+    """
+    dask = _require_dask()
+    pieces = _pieces(data, cols + ([weight] if weight is not None else []),
+                     min_pieces=2 * split_every)
+    if not pieces:
+        raise InputError("data has no rows (after the null policy and weights of 0)")
+    parts = [dask.delayed(_class_piece, pure=True)(kind, obj, cols, weight, count)
+             for kind, obj in pieces]
+    merge = functools.partial(_merge_classes, weight)
+    return _reduce(dask, parts, merge, split_every).compute()
 
 
 # ============================================================================ classes
@@ -501,16 +522,8 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
 
     cols = check_class_names(qi, weight, nulls)
     split_every = _check_split_every(split_every)
-    dask = _require_dask()
     count = _unique_name("count", cols)
-    pieces = _pieces(data, cols + ([weight] if weight is not None else []),
-                     min_pieces=2 * split_every)
-    if not pieces:
-        raise InputError("data has no rows (after the null policy and weights of 0)")
-    parts = [dask.delayed(_class_piece, pure=True)(kind, obj, cols, weight, count)
-             for kind, obj in pieces]
-    merge = functools.partial(_merge_classes, weight)
-    table = _reduce(dask, parts, merge, split_every).compute()
+    table = _arrow_counts(data, cols, weight, count, split_every)
     return finish_class_counts(table, qi=cols, count=count, nulls=nulls)
 
 
