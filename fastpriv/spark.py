@@ -510,7 +510,8 @@ def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str]
     sensitive value, and give the answer of the full table from the distinct rows with
     their multiplicity passed as ``weight=count``. ``data.groupBy(qi…, group…,
     sensitive).agg(count)`` runs on the executors; the driver receives one row per distinct
-    row as Arrow batches (``toArrow``), in the form of
+    row in blocks of :data:`PAIRS_PER_COLLECT` rows (never the whole result in one task
+    result), in the form of
     :func:`fastpriv.pushdown.finish_row_counts` (labels typed as in memory, NULL kept, NaN
     read as NULL, exact int64 counts, rows sorted by the keys, so the row numbers an audit
     reports do not depend on the partitioning)::
@@ -545,12 +546,18 @@ def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str]
         Columns ``qi…, group…, sensitive, count`` (int64), sorted.
 
     """
+    from ._validation import check_columns
     from .pushdown import check_row_names, finish_row_counts
 
     qi_cols, group_cols = check_row_names(qi, group, sensitive, weight, count)
-    keys = qi_cols + group_cols
-    table = counts(data, sensitive=sensitive, group=keys, weight=weight)
-    table = table.rename_columns(keys + [sensitive, count])
+    cols = qi_cols + group_cols + [sensitive]
+    _check_frame(data)
+    check_columns(cols, data.columns, "data")
+    _check_weight(data, weight, cols)
+    picked, pos = _picked(data, cols, weight)     # one row per distinct row, in blocks
+    table = _in_blocks(_grouped(picked, pos, weight), pos, cols,
+                       lambda t: _groupby_triples(t, weight, pos), distinct=True)
+    table = table.rename_columns(cols + [count])
     return finish_row_counts(table, qi=qi_cols, group=group_cols, sensitive=sensitive,
                              count=count)
 
