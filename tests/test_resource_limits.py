@@ -295,7 +295,8 @@ def test_a_report_whose_skylines_stop_keeps_its_verdict(monkeypatch):
     def slow(*a, **k):
         raise fp.InputError("the knowledge skyline of 'a' would take about 3.0 h")
 
-    monkeypatch.setattr(skyline, "knowledge_skyline", slow)
+    # the one-value search the report's skylines run (knowledge_skylines_within)
+    monkeypatch.setattr(skyline, "_knowledge_skyline", slow)
     t = pa.table({"g": [1] * 6 + [2] * 6, "d": ["a", "b", "c"] * 4})
     rep = build_report(t, group="g", sensitive="d", c=[1.0], min_l=2, min_size=5, k=1,
                        k_max=2)
