@@ -1,0 +1,239 @@
+"""Folds: audits as mergeable summaries of complete groups.
+
+Every group model is a fold over groups (issue 49): a statistic of one group, a summary that
+merges associatively, and a finish. :class:`GroupwiseState` holds the summaries of the
+classical models (a min or max over groups with the worst group's key; ties go to the
+smaller key, the in-memory answer) and the privacy skyline (Chen et al., Theorem 3: the
+minima SS1..SS5 per point, :class:`~fastpriv.skyline.SkylineState`). States built from
+disjoint sets of complete groups merge in any order and tree shape, so a clustered stream,
+the partitions of a Dask or Spark cluster and DuckDB's ordered Arrow stream all fold the
+same way and only the summaries travel: their size depends on the models' parameters, not
+on the number of groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._labels import LabelKey, label_less
+from ._validation import check_int, kernel_array
+from .classic import AUDIT_ROWS, WORSE_IF_LARGER
+from .errors import InputError, InputTypeError
+from .release import Release
+
+__all__ = ["GroupwiseState", "CLASSIC_ROWS"]
+
+
+#: (key, model, title, params) of the classical models a :class:`GroupwiseState` reduces,
+#: in the order and with the titles of :func:`fastpriv.classic.audit` (the same table).
+CLASSIC_ROWS = AUDIT_ROWS
+_NEEDS_Q = {"t_closeness", "t_closeness_ordered", "beta_likeness", "delta_disclosure"}
+
+
+# ============================================================================ state
+class GroupwiseState:
+    """Mergeable partial audit over **complete** groups: classical min/max + SkylineState.
+
+    Each :meth:`update` folds a release whose groups are complete (no group continues in
+    another update); :meth:`merge` combines states built from disjoint sets of groups
+    (batches of a clustered stream, partitions of a cluster). The worst group of each
+    model is kept with its key; ties go to the smaller key, which is what the in-memory
+    :func:`fastpriv.classic.audit` reports (first group in key order).
+
+    Parameters
+    ----------
+    l : int
+        ℓ of recursive (c,ℓ)-diversity.
+    values : sequence, optional
+        The sensitive domain (sorted labels) and ``q`` its distribution Q (same length):
+        needed for t-closeness, β-likeness and δ-disclosure, skipped otherwise.
+    q : sequence of float, optional
+        Q(x) for every label of ``values``.
+    order : sequence, optional
+        Attribute order for ordered t-closeness (default: the sorted labels).
+    skylines : mapping or list, optional
+        Skyline points to check (see :func:`fastpriv.skyline.check`).
+    classic : bool
+        Reduce the classical models (default True).
+
+    """
+
+    def __init__(self, *, l: int = 2, values: Sequence[Any] | None = None,
+                 q: Sequence[float] | None = None, order: Sequence[Any] | None = None,
+                 skylines: Any = None, classic: bool = True) -> None:
+        from .skyline import SkylineState
+
+        self.l = check_int(l, "l", minimum=1)
+        if (values is None) != (q is None):
+            raise InputError("give both values= and q= (the distribution Q) or neither")
+        self.values = None if values is None else list(values)
+        self.q = None
+        self._rank = None
+        if q is not None:
+            qa = np.asarray(q, dtype=np.float64)
+            if qa.shape != (len(self.values),):
+                raise InputError(f"q has {qa.size} entries but values has {len(self.values)}")
+            if not np.isfinite(qa).all() or (qa < 0).any():
+                raise InputError("q must hold finite non-negative probabilities")
+            self.q = kernel_array(qa, np.float64)
+            self._code = {v: i for i, v in enumerate(self.values)}
+            self._rank = kernel_array(_order_rank(self.values, order), np.int64)
+        self.order = None if order is None else list(order)
+        self.classic = bool(classic)
+        self.models: dict[str, dict] = {}
+        self.sky = None if skylines is None else SkylineState(skylines)
+        self.n_groups = 0
+        self.n_rows = 0
+        self.n_individuals = 0
+        self.case: str | None = None
+
+    # ------------------------------------------------------------------ update
+    def update(self, rel: Release, *, offset: int | None = None) -> "GroupwiseState":
+        """Fold the (complete) groups of ``rel``.
+
+        ``offset``: the number of groups before ``rel``'s first group in the whole
+        release's key order, when known (a sorted stream); it makes ``worst_group`` a
+        global group index. Returns ``self``.
+        """
+        if not isinstance(rel, Release):
+            raise InputTypeError(f"rel must be a Release, got {type(rel).__name__}")
+        if self.case is None:
+            self.case = rel.case
+        elif rel.case != self.case:
+            raise InputError(f"rel: case {rel.case!r} differs from {self.case!r}")
+        if rel.n_groups == 0:
+            return self
+        if self.classic:
+            self._update_classic(rel, offset)
+        if self.sky is not None:
+            self.sky.update(rel)
+        self.n_groups += rel.n_groups
+        self.n_rows += rel.n_rows
+        self.n_individuals += rel.n_individuals
+        return self
+
+    def _per_group(self, rel: Release, model: str, params: dict, gcodes: Any) -> np.ndarray:
+        from . import classic
+
+        if model not in _NEEDS_Q:
+            return classic.per_group(rel, model, **params)
+        from ._kernels import classic as K
+
+        indptr = kernel_array(rel.indptr, np.int64)
+        counts = kernel_array(rel.counts, np.int64)
+        if model in ("t_closeness", "t_closeness_ordered"):
+            if params.get("ordered"):
+                return K.emd_ordered(indptr, gcodes, counts, self.q, self._rank)
+            return K.emd_equal(indptr, gcodes, counts, self.q)
+        beta, delta = K.likeness(indptr, gcodes, counts, self.q)
+        return beta if model == "beta_likeness" else delta
+
+    def _update_classic(self, rel: Release, offset: int | None) -> None:
+        gcodes = None
+        if self.q is not None:
+            try:
+                gmap = np.array([self._code[v] for v in rel.values], dtype=np.int32)
+            except KeyError as exc:
+                raise InputError(f"values: the data has sensitive value {exc.args[0]!r}, "
+                                 "which is not in the domain of q") from None
+            gcodes = kernel_array(gmap[rel.codes] if gmap.size else rel.codes, np.int32)
+        labels = rel.group_labels
+        cache: dict = {}
+        for model, title, params in CLASSIC_ROWS:
+            key = model
+            if model in _NEEDS_Q and self.q is None:
+                continue
+            kw = {"l": self.l} if params is None else dict(params)
+            ck = (model, tuple(sorted(kw.items())))
+            if ck not in cache:
+                cache[ck] = self._per_group(rel, model, kw, gcodes)
+            vals = cache[ck]
+            larger = WORSE_IF_LARGER[model]
+            g = int(np.argmax(vals) if larger else np.argmin(vals))
+            value = float(vals[g])
+            if model in ("k_anonymity", "l_diversity"):
+                value = int(value)
+            cand = {"title": title, "value": value,
+                    "worst_group": None if offset is None else offset + g,
+                    "worst_label": labels[g]}
+            self._fold(key, cand, larger)
+
+    def _fold(self, key: str, cand: dict, larger: bool) -> None:
+        cur = self.models.get(key)
+        if cur is None:
+            self.models[key] = cand
+            return
+        a, b = cand["value"], cur["value"]
+        better = a > b if larger else a < b
+        if better or (a == b and label_less(cand["worst_label"], cur["worst_label"])):
+            self.models[key] = cand
+
+    # ------------------------------------------------------------------ merge
+    def merge(self, other: "GroupwiseState") -> "GroupwiseState":
+        """Return a new state for the union of two disjoint sets of groups (min/max reductions)."""
+        if not isinstance(other, GroupwiseState):
+            raise InputTypeError(f"other must be a GroupwiseState, got {type(other).__name__}")
+        if (self.l, self.values, self.order, self.classic) != \
+                (other.l, other.values, other.order, other.classic) or \
+                (self.q is None) != (other.q is None) or \
+                (self.q is not None and not np.array_equal(self.q, other.q)) or \
+                (self.sky is None) != (other.sky is None):
+            raise InputError("other: states with different parameters cannot be merged")
+        if self.case and other.case and self.case != other.case:
+            raise InputError(f"other: case {other.case!r} differs from {self.case!r}")
+        out = GroupwiseState.__new__(GroupwiseState)
+        out.__dict__.update(self.__dict__)
+        out.models = {k: dict(v) for k, v in self.models.items()}
+        for key, cand in other.models.items():
+            larger = WORSE_IF_LARGER[key]
+            out._fold(key, dict(cand), larger)
+        out.sky = None if self.sky is None else self.sky.merge(other.sky)
+        out.n_groups = self.n_groups + other.n_groups
+        out.n_rows = self.n_rows + other.n_rows
+        out.n_individuals = self.n_individuals + other.n_individuals
+        out.case = self.case or other.case
+        return out
+
+    # ------------------------------------------------------------------ result
+    def classic_audit(self):
+        """Return the classical models as a :class:`fastpriv.classic.ClassicAudit`."""
+        from .classic import ClassicAudit
+
+        if self.n_groups == 0:
+            raise InputError("no group was folded into this state")
+        models = {k: self.models[k] for k, *_ in CLASSIC_ROWS if k in self.models}
+        return ClassicAudit(n_groups=self.n_groups, n_rows=self.n_rows, case=self.case or "svpi",
+                            l=self.l, models=models)
+
+    def skyline_result(self):
+        """Return the :class:`fastpriv.skyline.SkylineCheck` (None without skylines).
+
+        Points are in the order of :func:`fastpriv.skyline.check` on the whole release:
+        the σ named in the skylines first, then every other σ in label order — whatever
+        order the partial states were merged in.
+        """
+        from .skyline import SkylineCheck
+
+        if self.sky is None:
+            return None
+        res = self.sky.result()
+        explicit = self.sky._explicit
+        head = [p for p in res.points if p.sigma in explicit]
+        tail = sorted((p for p in res.points if p.sigma not in explicit),
+                      key=lambda p: LabelKey(p.sigma))    # stable: per-σ order kept
+        return SkylineCheck(points=tuple(head + tail), case=res.case, n_groups=res.n_groups)
+
+
+def _order_rank(values: list, order: Sequence[Any] | None) -> np.ndarray:
+    if order is None:
+        return np.arange(len(values))
+    order = list(order)
+    pos = {v: i for i, v in enumerate(order)}
+    missing = [v for v in values if v not in pos]
+    if missing:
+        raise InputError(f"order: values {missing[:5]} are not in the order")
+    ranks = np.array([pos[v] for v in values], dtype=np.int64)
+    return np.argsort(np.argsort(ranks))
