@@ -32,7 +32,7 @@ _SUBMODULES = ("anonymize", "ck_safety", "classic", "cli", "counts", "datasets",
                "distributed", "errors", "foreground", "frontier", "hierarchies", "knowledge",
                "metrics", "population", "predicates", "pushdown", "registry", "release",
                "report", "results", "risk", "robustness", "rows", "skyline", "spark",
-               "streaming")
+               "stream_counts", "streaming")
 _ATTRS = {"Release": ("fastpriv.release", "Release"),
           "Hierarchy": ("fastpriv.hierarchies", "Hierarchy"),
           "read_csv": ("fastpriv._arrow", "read_csv"),

@@ -112,13 +112,24 @@ class DeltaPresenceResult(Result):
 
 def _matched(data: Any, qi: Sequence[str] | None, population: Any, weight: str | None,
              nulls: str | None) -> tuple[Any, dict]:
-    """Match the data's classes with the population's (:func:`risk.match_population`)."""
-    from . import risk
+    """Match the data's classes with the population's (:func:`risk.match_population`).
+
+    A stream of record batches (:func:`fastpriv.stream_counts.is_stream`), as the data or
+    the population, is counted batch by batch (:func:`fastpriv.stream_counts.class_counts`).
+    """
+    from . import risk, stream_counts
 
     if population is None or isinstance(population, (int, float)):
         raise InputError("population: give the population table (a table or a path with the "
                          f"QI columns); got {population!r}")
-    sample = risk.class_counts(data, qi=qi, weight=weight, nulls=nulls)
+    if stream_counts.is_stream(data):
+        sample = stream_counts.class_counts(data, qi=qi, weight=weight,
+                                            nulls="error" if nulls is None else nulls)
+    else:
+        sample = risk.class_counts(data, qi=qi, weight=weight, nulls=nulls)
+    if stream_counts.is_stream(population):
+        population = stream_counts.class_counts(population, qi=list(sample.qi),
+                                                 nulls=sample.nulls)
     match = risk.match_population(sample, population)
     params = {"qi": list(sample.qi), "n_records": int(sample.n_records),
               "n_population": match.n_population, "n_classes": int(sample.n_classes),
@@ -145,8 +156,11 @@ def k_map(data: Any, *, qi: Sequence[str] | None = None, population: Any,
         The data (the sample).
     qi : list of str
         Quasi-identifier columns.
-    population : table-like or path
-        The population table; it must hold the data (every F_j ≥ f_j).
+    population : table-like, path or stream of record batches
+        The population table; it must hold the data (every F_j ≥ f_j). A
+        ``RecordBatchReader`` or an iterator of record batches is counted batch by batch
+        (:func:`fastpriv.stream_counts.class_counts`: memory ∝ its classes), as is a
+        streamed ``data``.
     weight : str, optional
         Multiplicity column of the data (rows standing for several identical records).
     nulls : {"error", "drop", "value"}, optional

@@ -1,0 +1,283 @@
+"""The engines' counts on a stream: record batches in, memory ∝ the distinct rows.
+
+The row-level models (r-robustness, the foreground attack) read the distinct
+(QI…, group…, sensitive) rows with their count; the class-based models (k-map,
+δ-presence, re-identification risk) read the QI equivalence classes. DuckDB, Dask and
+Spark compute both where the data lives (``row_counts`` / ``class_counts`` of
+:mod:`fastpriv.pushdown`, :mod:`fastpriv.distributed`, :mod:`fastpriv.spark`); this
+module computes them from **record batches read one at a time**: any iterable of
+``pyarrow.RecordBatch`` (or ``Table``), a ``RecordBatchReader``, a ``pyarrow.dataset``, a
+Parquet or CSV path, read in batches of ``batch_size`` rows (column projection: only the
+counted columns are decoded). Each batch is counted into
+:class:`~fastpriv.risk.ClassCounts` over the counted columns (null a label of its own,
+NaN read as null, exact int64 counts, the weights checked as in memory) and the partial
+counts are merged as they come, so memory holds the distinct rows seen so far, at most
+twice, plus one batch — never the whole input.
+
+The results are those of the engines, in their one form:
+
+* :func:`row_counts` ends in :func:`fastpriv.pushdown.finish_row_counts`: the table
+  ``qi…, group…, sensitive, count`` (labels typed as in memory, NULL kept, rows sorted by
+  the keys). :func:`fastpriv.robustness.audit` and :func:`fastpriv.foreground.attack` on
+  it with ``weight="count"`` answer as on the whole table in memory, under each null
+  policy (the audit's ``nulls=``, applied to this table as to the rows)::
+
+      t = stream_counts.row_counts(pq.ParquetFile("rows.parquet").iter_batches(),
+                                   qi=["zip", "age"], group="gid", sensitive="disease")
+      fastpriv.robustness.audit(t, qi=["zip", "age"], group="gid", sensitive="disease",
+                                weight="count", r=2)
+
+* :func:`class_counts` ends in :func:`fastpriv.pushdown.finish_class_counts`: the
+  :class:`~fastpriv.risk.ClassCounts` of ``risk.class_counts(table, qi=..., weight=...,
+  nulls=...)``, with the same refusal under ``nulls="error"`` (the nulls counted in
+  records over the whole input). A streamed population of k-map and δ-presence is
+  counted here (:func:`fastpriv.population.k_map` does it for a reader or an iterator of
+  batches given as ``population=``)::
+
+      people = stream_counts.class_counts("census/", qi=["zip", "age"])
+      fastpriv.population.k_map(sample, qi=["zip", "age"], population=people)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .errors import InputError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from .risk import ClassCounts
+
+__all__ = ["row_counts", "class_counts", "is_stream"]
+
+#: Partial counts wait until they hold this many distinct rows, and at least as many as
+#: the counts merged so far, before they are merged: each row of the merged counts is
+#: re-read by a merge only after as many new rows came in (linear time overall), and
+#: memory stays within twice the distinct rows plus a batch.
+_MERGE_FLOOR = 1 << 16
+
+
+def is_stream(data: Any) -> bool:
+    """Whether ``data`` is a stream of record batches that is read once, batch by batch.
+
+    A ``pyarrow.RecordBatchReader``, an iterator (a generator, ``ParquetFile.iter_batches()``)
+    or a list/tuple of ``RecordBatch`` / ``Table``. Tables, DataFrames, datasets and paths
+    are not: every function reads them as it always did (paths and datasets already
+    stream where it matters).
+    """
+    import pyarrow as pa
+
+    if isinstance(data, pa.RecordBatchReader):
+        return True
+    if isinstance(data, Iterator):
+        return True
+    if isinstance(data, (list, tuple)) and data:
+        return all(isinstance(b, (pa.RecordBatch, pa.Table)) for b in data)
+    return False
+
+
+def _unique_name(base: str, taken: Sequence[str]) -> str:
+    name = base
+    while name in taken:
+        name = "_" + name
+    return name
+
+
+def _count_batches(data: Any, cols: list[str], weight: str | None, count: str,
+                   batch_size: int) -> pa.Table | None:
+    """``GROUP BY cols`` over the batches of ``data``: the distinct rows and their count.
+
+    Each batch: the weights checked and the rows of weight 0 dropped
+    (:func:`fastpriv._arrow.apply_weights`, the words of every engine), then
+    :meth:`ClassCounts.from_table` over ``cols`` with ``nulls="value"`` (null a label,
+    NaN a null) — the null policy is the caller's, applied once to the merged counts. The
+    running total is checked (at most 2**63 - 1), so no merged count wraps. Returns
+    ``cols`` and ``count`` (int64, > 0); ``None`` when no batch came (the schema is
+    unknown); an empty table of the batches' column types when every row weighs 0.
+    """
+    import pyarrow as pa
+
+    from ._arrow import apply_weights, iter_batches
+    from ._validation import check_total
+    from .risk import ClassCounts
+
+    read = cols + ([weight] if weight is not None else [])
+    merged: ClassCounts | None = None
+    pending: list[ClassCounts] = []
+    waiting = 0
+    total = 0
+    schema = None
+    for batch in iter_batches(data, read, batch_size=batch_size):
+        if schema is None:
+            schema = batch.schema
+        if batch.num_rows == 0:
+            continue
+        table = pa.Table.from_batches([batch])
+        if weight is None:
+            total += table.num_rows
+            part = ClassCounts.from_table(table, qi=cols, nulls="value")
+        else:
+            table, w = apply_weights(table, weight)
+            if table.num_rows == 0:
+                continue
+            total = check_total(w, f"weight column {weight!r}", start=total)
+            part = ClassCounts.from_counts(
+                table.drop_columns([weight]).append_column(count, pa.array(w, pa.int64())),
+                qi=cols, count=count, nulls="value")
+        pending.append(part)
+        waiting += part.n_classes
+        if waiting >= max(_MERGE_FLOOR, merged.n_classes if merged is not None else 0):
+            merged = _merge(merged, pending)
+            pending, waiting = [], 0
+    if pending:
+        merged = _merge(merged, pending)
+    if merged is None:
+        if schema is None:
+            return None
+        empty = {c: pa.array([], schema.field(c).type) for c in cols}
+        return pa.table({**empty, count: pa.array([], pa.int64())})
+    return merged.keys.select(cols).append_column(count, pa.array(merged.sizes, pa.int64()))
+
+
+def _merge(merged: ClassCounts | None, pending: list[ClassCounts]) -> ClassCounts:
+    parts = pending if merged is None else [merged, *pending]
+    return parts[0].merge(*parts[1:]) if len(parts) > 1 else parts[0]
+
+
+def _check_batch_size(batch_size: Any) -> int:
+    from ._validation import check_int
+
+    return check_int(batch_size, "batch_size", minimum=1)
+
+
+def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str],
+               sensitive: str, weight: str | None = None, count: str = "count",
+               batch_size: int = 1 << 20) -> pa.Table:
+    """Count the distinct (QI, group, sensitive) rows of a stream; a small Arrow table.
+
+    The sufficient statistics of the row-level models, as the engines' ``row_counts``
+    compute them (:func:`fastpriv.pushdown.row_counts`, :func:`fastpriv.distributed.row_counts`,
+    :func:`fastpriv.spark.row_counts`), from record batches read one at a time: memory
+    ∝ the distinct rows, never the whole input (module notes). The result is in the form
+    of :func:`fastpriv.pushdown.finish_row_counts` — labels typed as in memory, NULL kept
+    and NaN read as NULL (the null policy is the audit's ``nulls=``), exact int64 counts,
+    rows of count 0 left out, sorted by ``qi``, ``group``, then ``sensitive`` (nulls last)
+    — equal to what every engine returns for the same rows. r-robustness and the
+    foreground attack on it, with ``weight=count``, give the answer of the whole table in
+    memory::
+
+        t = row_counts(reader, qi=["zip"], group="gid", sensitive="disease")
+        fastpriv.foreground.attack(t, qi=["zip"], group="gid", sensitive="disease",
+                                   weight="count", r=2)
+
+    Groups may span batches: the counts add.
+
+    Parameters
+    ----------
+    data : iterable of pyarrow.RecordBatch, RecordBatchReader, dataset or path
+        The rows, one per individual (or ``weight`` individuals): an iterable of record
+        batches or tables, a ``RecordBatchReader``, a ``pyarrow.dataset``, a Parquet file
+        or folder or a CSV file (read in batches; see :func:`fastpriv._arrow.iter_batches`).
+        A table or a DataFrame is read in batches too.
+    qi : str or list of str
+        The QI columns (the adversary's knowledge).
+    group : str or list of str
+        The group-id column(s) of the release; ``[]`` counts the distinct (QI, sensitive)
+        rows of a table not yet grouped.
+    sensitive : str
+        The sensitive column.
+    weight : str, optional
+        Multiplicity column, as in :meth:`fastpriv.Release.from_table`: each row stands for
+        ``weight`` individuals (integers ≥ 0; a null or negative weight, a total past
+        2**63 - 1 raises :class:`~fastpriv.InputError`, a non-integer column
+        :class:`~fastpriv.InputTypeError`; rows of weight 0 stand for nobody).
+    count : str
+        Name of the count column of the result.
+    batch_size : int
+        Rows per batch read from a file, a dataset or a table (an iterable's own batches
+        are counted as they come).
+
+    Returns
+    -------
+    pyarrow.Table
+        Columns ``qi…, group…, sensitive, count`` (int64), one row per distinct row,
+        sorted (see :func:`fastpriv.pushdown.finish_row_counts`).
+
+    Raises
+    ------
+    InputError
+        Bad names (naming the parameter), a missing column, bad weights, or a stream that
+        yields no batch at all (its column types unknown).
+
+    """
+    from .pushdown import check_row_names, finish_row_counts
+
+    qi_cols, group_cols = check_row_names(qi, group, sensitive, weight, count)
+    size = _check_batch_size(batch_size)
+    cols = qi_cols + group_cols + [sensitive]
+    table = _count_batches(data, cols, weight, count, size)
+    if table is None:
+        raise InputError("data: the stream yielded no record batch (give at least one "
+                         "batch, empty or not, so that the column types are known)")
+    return finish_row_counts(table, qi=qi_cols, group=group_cols, sensitive=sensitive,
+                             count=count)
+
+
+def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = None,
+                 nulls: str = "error", batch_size: int = 1 << 20) -> ClassCounts:
+    """Count the QI equivalence classes of a stream; the :class:`~fastpriv.risk.ClassCounts`.
+
+    As the engines' ``class_counts`` (:func:`fastpriv.pushdown.class_counts`,
+    :func:`fastpriv.distributed.class_counts`, :func:`fastpriv.spark.class_counts`), from
+    record batches read one at a time: memory ∝ the distinct QI tuples, never the whole
+    input. The classes are read by :func:`fastpriv.pushdown.finish_class_counts` and equal
+    ``risk.class_counts(table, qi=qi, weight=weight, nulls=nulls)`` of all the rows in
+    memory (labels and their types, sizes, null policy; under ``nulls="error"`` the same
+    refusal, the nulls counted in records over the whole input), so
+    :func:`fastpriv.risk.audit`, :func:`fastpriv.population.k_map` and
+    :func:`fastpriv.population.delta_presence` on them — the population counted the same
+    way — answer as in memory::
+
+        people = class_counts(pq.ParquetFile("census.parquet").iter_batches(),
+                              qi=["zip", "age"])
+        fastpriv.population.delta_presence(sample, qi=["zip", "age"], population=people)
+
+    Parameters
+    ----------
+    data : iterable of pyarrow.RecordBatch, RecordBatchReader, dataset or path
+        The records, read in batches (as :func:`row_counts` reads them).
+    qi : str or list of str
+        The quasi-identifier columns.
+    weight : str, optional
+        Multiplicity column, as in :func:`fastpriv.risk.audit`: each row stands for
+        ``weight`` identical records (integers ≥ 0; a null or negative weight raises
+        :class:`~fastpriv.InputError`).
+    nulls : {"error", "drop", "value"}
+        Null policy of the QI columns, as in :meth:`fastpriv.risk.ClassCounts.from_table`
+        (NaN is a null); the classes carry it.
+    batch_size : int
+        Rows per batch read from a file, a dataset or a table.
+
+    Returns
+    -------
+    fastpriv.risk.ClassCounts
+        One class per distinct QI tuple, with its number of records.
+
+    Raises
+    ------
+    InputError
+        Bad names (naming the parameter), a missing column, bad weights, nulls under
+        ``nulls="error"``, or no record left (after the null policy and weights of 0).
+
+    """
+    from .pushdown import check_class_names, finish_class_counts
+
+    cols = check_class_names(qi, weight, nulls)
+    size = _check_batch_size(batch_size)
+    count = _unique_name("count", cols + ([weight] if weight is not None else []))
+    table = _count_batches(data, cols, weight, count, size)
+    if table is None:
+        raise InputError("data has no rows (after the null policy and weights of 0)")
+    return finish_class_counts(table, qi=cols, count=count, nulls=nulls)
