@@ -10,7 +10,8 @@ loaded from the cache and not reached.
 
 from __future__ import annotations
 
-from .registry import WARMUP_GROUPS
+from .registry import MODELS as REGISTRY_MODELS
+from .registry import WARMUP_GROUPS, load
 
 #: Public modules whose documented examples form the warm-up workload.
 DOCTEST_MODULES = (
@@ -402,6 +403,9 @@ def warm(models: list[str] | tuple[str, ...] | None = None) -> dict:
     for model in MODELS:
         if model in wanted and model in WORKLOADS:
             attempt(f"{model} paths", WORKLOADS[model])
+    for m in REGISTRY_MODELS:          # the workloads the registry's models declare
+        if m.warmup in wanted and m.warmup_workload is not None:
+            attempt(f"{m.name} paths", load(m.warmup_workload))
     for mod in DOCTEST_MODULES:
         if not models or DOCTEST_MODEL.get(mod) in wanted:
             attempt(f"examples of {mod}", _doctests, mod)

@@ -237,7 +237,8 @@ def _verdict(name: str, compute: Any, classes: Any, population: Any, passed: Any
                                   res.value, required, plain(res.value))]}
 
 
-def k_map_checks(classes: Any, *, population: Any, thresholds: dict) -> dict:
+def k_map_checks(classes: Any, *, population: Any, thresholds: dict,
+                 **_: Any) -> dict:
     """Return the k-map section and check: PASS when k-map ≥ ``min_k_map``."""
     want = thresholds["min_k_map"]
     return _verdict("k_map", k_map, classes, population, lambda v: v >= want,
@@ -246,7 +247,8 @@ def k_map_checks(classes: Any, *, population: Any, thresholds: dict) -> dict:
                               f"population (required: at least {want}).")
 
 
-def delta_presence_checks(classes: Any, *, population: Any, thresholds: dict) -> dict:
+def delta_presence_checks(classes: Any, *, population: Any, thresholds: dict,
+                          **_: Any) -> dict:
     """Return the δ-presence section and check: PASS when δ_max ≤ ``max_delta``."""
     want = thresholds["max_delta"]
     return _verdict("delta_presence", delta_presence, classes, population,

@@ -36,10 +36,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Threshold", "Model", "MODELS", "WARMUP_GROUPS", "ENGINES", "ANONYMIZE_ENGINES",
-           "model",
+__all__ = ["Threshold", "Option", "Model", "MODELS", "WARMUP_GROUPS", "ENGINES",
+           "ANONYMIZE_ENGINES", "model",
            "verdict_models", "add_threshold_flags", "thresholds_of", "markdown_table",
-           "engine_table", "load", "make_check", "run_verdict_models"]
+           "engine_table", "load", "make_check", "run_verdict_models", "schema_version",
+           "declared_options", "add_option_flags", "options_of", "glossary",
+           "warmup_workloads", "generalizable_checks", "render_model_html", "remedy_criteria"]
 
 #: Where data can live when a model reads it: in memory (a table or a path), streamed in
 #: record batches, a Dask or Spark cluster, DuckDB (counts pushed down into SQL).
@@ -59,6 +61,22 @@ class Threshold:
     flag: str
     kind: str
     help: str
+    default: Any = None
+
+
+@dataclass(frozen=True)
+class Option:
+    """A model option (not a threshold): its keyword, CLI flag and meaning.
+
+    ``flag`` is added to ``fastpriv audit`` and ``fastpriv report`` unless the command
+    already has a flag of that name (then the model reads that flag: one flag, one
+    meaning, e.g. ``--hierarchies``, the folder of generalization hierarchies).
+    """
+
+    name: str
+    flag: str
+    help: str
+    metavar: str = "VALUE"
     default: Any = None
 
 
@@ -84,6 +102,52 @@ class Model:
     #: ``fastpriv.population.NEEDS``: ``"qi_classes"``, ``"population_table"``); without it
     #: the model's verdict hook skips the check, naming what is missing
     needs: tuple[str, ...] = field(default=())
+    #: the model's own options (:class:`Option`), passed to ``checks`` as ``options=``
+    options: tuple[Option, ...] = ()
+    #: ``"module:function"`` returning the model's per-group statistic: ``per_group(rel, *,
+    #: q, options) -> numpy.ndarray`` (one float per group of ``rel``, in its group order;
+    #: ``q`` the whole table's sensitive distribution {label: probability} when
+    #: ``needs_q``, else None); the engines' fold runs it for every model declaring it
+    per_group: str | None = None
+    #: which direction of ``per_group`` is worse: ``"min"`` or ``"max"``
+    worse: str | None = None
+    needs_q: bool = False
+    #: ``"module:function"`` rendering the model's report section as HTML
+    #: (``html(section) -> str``); None: the verdict's check lines alone
+    html: str | None = None
+    #: lines of the report's glossary: ``((term, definition), ...)``
+    glossary: tuple[tuple[str, str], ...] = ()
+    #: a generalization of the quasi-identifiers can fix a failing check of this model
+    #: (the verdict then offers the Mondrian command as its remedy)
+    generalizable: bool = False
+    #: ``"module:function"`` returning the criterion flags a Mondrian release needs to meet
+    #: this model's thresholds (``remedy_criteria(thresholds) -> list[str]``, e.g.
+    #: ``["--max-t", "0.2"]``); read for a ``generalizable`` model
+    remedy_criteria: str | None = None
+    #: ``"module:function"`` the warm-up runs for the model's group (compiles its kernels)
+    warmup_workload: str | None = None
+    #: ``"module:attribute"``: the JSON schema of the model's section under ``models``
+    schema: str | None = None
+    #: the report schema's minor version that added the model's section (``1.4``)
+    since: str | None = None
+    #: the model's own source files beyond those of its declared functions (its CLI
+    #: sub-command), where its id may be spelled out (``tests/test_registry_only.py``)
+    modules: tuple[str, ...] = ()
+
+    def own_files(self) -> set[str]:
+        """Return the source files (``fastpriv/….py``) that belong to this model alone.
+
+        Those of every function it declares (``call``, ``checks``, ``per_group``, ``html``,
+        ``remedy_criteria``, ``warmup_workload``, ``schema``) and its :attr:`modules`.
+        """
+        paths = [self.call, self.checks, self.per_group, self.html, self.remedy_criteria,
+                 self.warmup_workload, self.schema]
+        out = set(self.modules)
+        for p in paths:
+            if p:
+                mod = p.partition(":")[0] if ":" in p else p.rpartition(".")[0]
+                out.add(mod.replace(".", "/") + ".py")
+        return out
 
     def load_checks(self) -> Callable[..., list[dict]]:
         """Import the function that turns report sections into this model's verdict checks."""
@@ -139,11 +203,11 @@ MODELS: tuple[Model, ...] = (
     Model("skyline", "privacy skyline",
           "Can an adversary with (ℓ, k, m) knowledge become c sure of anyone's value?",
           "fastpriv.skyline.check", "SkylineCheck", ("skyline", "counting"), "groups", True,
-          _GROUP_ENGINES, "skyline"),
+          _GROUP_ENGINES, "skyline", modules=("fastpriv/cli/skyline.py",)),
     Model("robustness", "r-robustness",
           "Can statistics linking quasi-identifiers to sensitive values single anyone out?",
           "fastpriv.robustness.audit", "RobustnessAudit", ("possible_worlds",), "rows", True,
-          _ROW_ENGINES, "robustness"),
+          _ROW_ENGINES, "robustness", modules=("fastpriv/cli/robustness.py",)),
     Model("foreground", "foreground-knowledge attack",
           "Can patterns mined from the release itself single anyone out?",
           "fastpriv.foreground.attack", "ForegroundAttack", ("foreground", "possible_worlds"),
@@ -191,26 +255,101 @@ def make_check(id_: str, title: str, question: str, satisfied: Any = None,
             "reason": reason}
 
 
-def run_verdict_models(classes: Any, *, population: Any, thresholds: dict[str, Any]) -> dict:
+def run_verdict_models(classes: Any, *, population: Any, thresholds: dict[str, Any],
+                       release: Any = None, options: dict[str, Any] | None = None) -> dict:
     """Run every declared verdict model whose threshold is given; ``{name: result}``.
 
     ``classes`` are the data's :class:`~fastpriv.risk.ClassCounts` (None when the input has
-    no QI classes); each result is ``{"section": dict, "checks": [check, ...]}``. A model
-    refusing the input (InputError) gives a failed section and a failed check.
+    no QI classes), ``release`` the data's :class:`~fastpriv.Release` (None without a
+    sensitive column) and ``options`` the values of the models' declared options (:class:`Option`);
+    each model's ``checks`` function is called with ``classes``, ``population=``,
+    ``thresholds=``, ``release=`` and ``options=`` (its own options) and returns
+    ``{"section": dict, "checks": [check, ...]}``. A model refusing the input (InputError)
+    gives a failed section and a failed check; any other error propagates (exit 3).
     """
     from .errors import InputError
 
     out = {}
     for m in verdict_models(thresholds):
+        own = {o.name: (options or {}).get(o.name, o.default) for o in m.options}
         try:
             out[m.name] = m.load_checks()(classes, population=population,
-                                          thresholds=thresholds)
+                                          thresholds=thresholds, release=release,
+                                          options=own)
         except InputError as exc:
             reason = f"{type(exc).__name__}: {exc}"
             out[m.name] = {"section": {"status": "failed", "reason": reason},
                            "checks": [make_check(m.name, m.title, m.question,
                                                  status="failed", reason=reason)]}
     return out
+
+
+def declared_options() -> list[Option]:
+    """Return the models' declared options, one per name (models may share one)."""
+    seen: dict[str, Option] = {}
+    for m in MODELS:
+        for o in m.options:
+            seen.setdefault(o.name, o)
+    return list(seen.values())
+
+
+def add_option_flags(parser: Any) -> None:
+    """Add the flag of every declared :class:`Option` the parser does not have yet."""
+    have = {s for a in parser._actions for s in a.option_strings}
+    for o in declared_options():
+        if o.flag not in have:
+            parser.add_argument(o.flag, dest=o.name, metavar=o.metavar, default=o.default,
+                                help=o.help)
+
+
+def options_of(args: Any) -> dict[str, Any]:
+    """Return the declared options' values from parsed CLI arguments."""
+    return {o.name: getattr(args, o.name, o.default) for o in declared_options()}
+
+
+def glossary() -> list[tuple[str, str]]:
+    """Return the glossary lines the models declare, in model order."""
+    return [line for m in MODELS for line in m.glossary]
+
+
+def warmup_workloads() -> dict[str, list[Callable[[], Any]]]:
+    """Return ``{warm-up group: [workload, ...]}`` of the models declaring a workload."""
+    out: dict[str, list[Callable[[], Any]]] = {}
+    for m in MODELS:
+        if m.warmup_workload is not None:
+            out.setdefault(m.warmup, []).append(load(m.warmup_workload))
+    return out
+
+
+def generalizable_checks() -> frozenset[str]:
+    """Return the ids of the declared models a generalization of the QIs can fix."""
+    return frozenset(m.name for m in MODELS if m.generalizable)
+
+
+def remedy_criteria(names: Any, thresholds: dict[str, Any]) -> list[str]:
+    """Return the Mondrian criterion flags of the declared models ``names`` that fail."""
+    out: list[str] = []
+    for m in MODELS:
+        if m.name in names and m.remedy_criteria is not None:
+            out += load(m.remedy_criteria)(thresholds)
+    return out
+
+
+def render_model_html(name: str, section: dict) -> str:
+    """Render a declared model's section as HTML with its ``html`` hook ("" without one)."""
+    m = model(name)
+    return "" if m.html is None else load(m.html)(section)
+
+
+#: The report schema's version before any model declared its own ``since``.
+_BASE_SCHEMA_VERSION = (1, 3)
+
+
+def schema_version() -> str:
+    """Return the report schema version: the newest ``since`` of a declared model (or 1.3)."""
+    newest = max([_BASE_SCHEMA_VERSION] + [tuple(int(x) for x in m.since.split("."))
+                                           for m in MODELS if m.since])
+    return f"{newest[0]}.{newest[1]}.0"
 
 
 def model(name: str) -> Model:

@@ -63,6 +63,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--verbose", action="store_true",
                    help="also list the checks that did not run, with the reason")
     add_output_arguments(p)
+    from ..registry import add_option_flags
+
+    add_option_flags(p)               # the options the verdict models declare
     p.set_defaults(func=run)
 
 
@@ -91,7 +94,7 @@ def release_summary(rel) -> dict:
 
 def audit_release(rel, args: argparse.Namespace, data_spec: str):
     """Run the verdict's models on a built release; return the report object."""
-    from ..registry import thresholds_of
+    from ..registry import options_of, thresholds_of
     from ..report import build_report
     from ._common import load_population, remedy_options
 
@@ -103,7 +106,8 @@ def audit_release(rel, args: argparse.Namespace, data_spec: str):
                         robustness=False, attack=False, knowledge_skylines=False,
                         data_spec=data_spec, source=data_spec, remedy_qi=args.qi, qi=qi,
                         remedy_options=remedy_options(args),
-                        thresholds=thresholds, population=load_population(args))
+                        thresholds=thresholds, population=load_population(args),
+                        options=options_of(args))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -101,7 +101,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="generalization hierarchies of the --qi (a folder, as fastpriv "
                         "anonymize reads it; 'bundled': the bundled Adult ones): adds the "
                         "privacy–utility frontier of every generalization meeting --min-size "
-                        "(as fastpriv frontier)")
+                        "(as fastpriv frontier); the verdict models reading a hierarchy of "
+                        "--sensitive take it from there too")
     p.add_argument("--title", help="report title")
     p.add_argument("--verbose", action="store_true",
                    help="also list the checks that did not run, with the reason")
@@ -111,13 +112,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "summary to standard error)")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
     add_encoding_argument(p)
+    from ..registry import add_option_flags
+
+    add_option_flags(p)               # the options the verdict models declare
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv report``."""
     from .._io import announce_written, check_outputs
-    from ..registry import thresholds_of
+    from ..registry import options_of, thresholds_of
     from ..report import build_report
     from ._common import (
         data_of,
@@ -160,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
         robustness=not args.no_robustness, attack=not args.no_attack,
         stream=streamed(args, data), risk=risk_wanted(args), max_risk=args.max_risk,
         population=load_population(args),
-        thresholds=thresholds_of(args),
+        thresholds=thresholds_of(args), options=options_of(args),
         title=args.title, source=source, data_spec=args.data, weight=args.weight,
         remedy_options=remedy_options(args),
         hierarchies=args.hierarchies)

@@ -24,6 +24,7 @@ import numpy as np
 from .._io import to_jsonable
 from .._timing import Timer
 from ..errors import InputError, InputTypeError
+from ..registry import glossary
 from ..results import Result
 from .schema import SCHEMA_ID, SCHEMA_VERSION
 from .text import as_float, describe_key, fmt_count, fmt_label, fmt_pct
@@ -664,7 +665,7 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
                  remedy_options: dict[str, Any] | None = None, risk: bool = True,
                  max_risk: float = 0.2, population: Any = None,
                  weight: str | None = None, thresholds: dict | None = None,
-                 hierarchies: Any = None) -> Report:
+                 hierarchies: Any = None, options: dict | None = None) -> Report:
     """Audit a release with every model fastpriv implements and return a :class:`Report`.
 
     Parameters
@@ -763,6 +764,11 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
         lattice_search` reads them): adds the section ``frontier``, the privacy–utility
         frontier of every generalization meeting k-anonymity at ``min_size``
         (:func:`fastpriv.frontier.frontier`; not part of the verdict).
+    options : dict, optional
+        Values of the options the verdict models declare in :mod:`fastpriv.registry`
+        (:class:`~fastpriv.registry.Option`, e.g. ``{"hierarchies": "bundled"}``); each model
+        given a threshold reads its own. ``hierarchies`` is passed on as such an option
+        unless ``options`` names it.
 
     Returns
     -------
@@ -813,8 +819,9 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
     if thresholds:
         from ..registry import run_verdict_models
 
-        sec["models"] = run_verdict_models(_classes_of(inp, o, weight), population=population,
-                                           thresholds=thresholds)
+        sec["models"] = run_verdict_models(
+            _classes_of(inp, o, weight), population=population, thresholds=thresholds,
+            release=inp.rel, options={"hierarchies": hierarchies, **(options or {})})
     table_values = None
     if o.include_individual_values and inp.table is not None and inp.rel is not None \
             and inp.rel.case == "svpi":
@@ -1189,5 +1196,5 @@ def _payload(inp: _Input, sec: dict, *, title: str, source: str, fingerprint: di
         **({"frontier": sec["frontier"]} if "frontier" in sec else {}),
         "targets": {"individual_values_included": values_included, "items": targets},
         "timings_s": timings,
-        "glossary": [{"term": t, "definition": d} for t, d in GLOSSARY],
+        "glossary": [{"term": t, "definition": d} for t, d in (*GLOSSARY, *glossary())],
     }

@@ -595,6 +595,24 @@ def _frontier(d: dict) -> str:
     return frontier_section(sec)
 
 
+def _declared_models(d: dict) -> str:
+    """Render the sections of the models declared in :mod:`fastpriv.registry` (``models``).
+
+    Each is rendered by the model's own ``html`` function; a section that did not run shows
+    its reason, a model without one is read from the verdict's lines alone.
+    """
+    from ..registry import model, render_model_html
+
+    out = []
+    for name, sec in (d.get("models") or {}).items():
+        if sec.get("status") != "ok":
+            out.append(f"<section id='model-{e(name)}'><h2>{e(model(name).title)}</h2>"
+                       + _skip(sec) + "</section>")
+        else:
+            out.append(render_model_html(name, sec))
+    return "".join(out)
+
+
 def _body_without_sensitive(d: dict) -> list[str]:
     """Return the sections of a report on the QI classes alone (no sensitive column)."""
     nav = ("<nav><ul><li><a href='#verdict'>Verdict</a></li>"
@@ -604,8 +622,9 @@ def _body_without_sensitive(d: dict) -> list[str]:
            "<li><a href='#params'>Parameters</a></li><li><a href='#glossary'>Glossary</a></li>"
            "</ul></nav>")
     return [_verdict(d), nav, _audited(d),
-            render_risk_html(d["risk"]) if d.get("risk") else "", _exposed_records(d),
-            _attribute_models_not_run(d), _frontier(d), _params(d), _glossary(d)]
+            render_risk_html(d["risk"]) if d.get("risk") else "", _declared_models(d),
+            _exposed_records(d), _attribute_models_not_run(d), _frontier(d), _params(d),
+            _glossary(d)]
 
 
 def render_html(d: dict) -> str:
@@ -622,8 +641,8 @@ def render_html(d: dict) -> str:
            "</ul></nav>")
     sections = (_body_without_sensitive(d) if d.get("classes") is not None else [
         _verdict(d), nav, _audited(d), _ck(d), _skyline(d), _stats(d),
-        render_risk_html(d["risk"]) if d.get("risk") else "", _targets(d),
-        _groups(d), _classical(d), _frontier(d), _params(d), _glossary(d)])
+        render_risk_html(d["risk"]) if d.get("risk") else "", _declared_models(d),
+        _targets(d), _groups(d), _classical(d), _frontier(d), _params(d), _glossary(d)])
     body = "".join([
         f"<h1>{e(d['title'])}</h1>",
         f"<p class='sub'>fastpriv {e(d['generator']['fastpriv'])} · {e(d['created'])} · "

@@ -46,10 +46,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
+from ..registry import MODELS, load, schema_version
 
 __all__ = ["SCHEMA", "SCHEMA_ID", "SCHEMA_VERSION", "validate"]
 
-SCHEMA_VERSION = "1.3.0"
+#: 1.3 plus the minor version of every model that declares its section (``Model.since``)
+SCHEMA_VERSION = schema_version()
 SCHEMA_ID = "urn:fastpriv:report:1"
 
 _NUM = {"$ref": "#/$defs/num"}
@@ -267,7 +269,9 @@ SCHEMA: dict = {
                 "on_frontier": _BOOL, "chosen": _BOOL})),
             "chosen": {"type": ["object", "null"]}}),
         "models": {"type": "object", "additionalProperties": _obj(
-            {"status": {"enum": ["ok", "skipped", "failed"]}, "reason": _STR_OR_NULL})},
+            {"status": {"enum": ["ok", "skipped", "failed"]}, "reason": _STR_OR_NULL}),
+            # the sections of the models that declare their schema in the registry
+            "properties": {m.name: load(m.schema) for m in MODELS if m.schema}},
         "targets": _obj({"individual_values_included": _BOOL, "items": _arr(_TARGET)}),
         "timings_s": {"type": "object", "required": ["total"],
                       "additionalProperties": _NUM},

@@ -373,14 +373,17 @@ def _add_remedies(checks: list[dict], whole: dict | None, params: dict, data: st
     generalizing command is offered at all — neither Mondrian nor SkylineAnonymize, whose
     release would still miss that threshold: only the sentence saying why.
     """
+    from ..registry import generalizable_checks
+
     by_id = {c["id"]: c for c in checks}
     failing = [c for c in checks if c["satisfied"] is False]
     out: list[str] = []
     unreachable = bool(_unreachable(by_id, whole, params, risk))
-    if any(c["id"] in _GENERALIZABLE for c in failing):
+    fixable = set(_GENERALIZABLE) | generalizable_checks()
+    if any(c["id"] in fixable for c in failing):
         text = _generalize_remedy(by_id, whole, params, data, risk)
         for c in failing:
-            if c["id"] in _GENERALIZABLE:
+            if c["id"] in fixable:
                 c["remedy"] = text
         out.append(text)
     if unreachable and "skyline" in by_id and by_id["skyline"]["satisfied"] is False:
@@ -406,7 +409,12 @@ def _add_remedies(checks: list[dict], whole: dict | None, params: dict, data: st
 
 def _generalize_remedy(by_id: dict, whole: dict | None, params: dict, data: str,
                        risk: dict | None = None) -> str:
-    """Return the Mondrian command meeting every classical and (c,k) threshold, or why not."""
+    """Return the Mondrian command meeting every classical and (c,k) threshold, or why not.
+
+    The declared models that a generalization can fix add their own criterion flags
+    (:func:`fastpriv.registry.remedy_criteria`).
+    """
+    from ..registry import remedy_criteria
     unreachable = _unreachable(by_id, whole, params, risk)
     if unreachable:
         return ("No generalization of these quasi-identifiers can pass: even one group of "
@@ -426,7 +434,24 @@ def _generalize_remedy(by_id: dict, whole: dict | None, params: dict, data: str,
         crit += ["--c", f"{params['c_verdict']:g}", "--k", str(params["k"])]
     elif "alpha_k_anonymity" in by_id:
         crit += ["--c", f"{params['c_verdict']:g}", "--k", "0"]
-    return _command(data, params, "mondrian", crit)
+    return _command(data, params, "mondrian", _merge_criteria(
+        crit + remedy_criteria(by_id, params.get("thresholds") or {})))
+
+
+def _merge_criteria(crit: list[str]) -> list[str]:
+    """Merge repeated ``--max-…`` / ``--min-…`` flags into the strictest value of each."""
+    out: list[str] = []
+    where: dict[str, int] = {}
+    for i in range(0, len(crit), 2):
+        flag, value = crit[i], crit[i + 1]
+        if flag in where and flag.startswith(("--max-", "--min-")):
+            j = where[flag]
+            pick = min if flag.startswith("--max-") else max
+            out[j + 1] = f"{pick(float(out[j + 1]), float(value)):g}"
+            continue
+        where[flag] = len(out)
+        out += [flag, value]
+    return out
 
 
 def _unreachable(by_id: dict, whole: dict | None, params: dict,
