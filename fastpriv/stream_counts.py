@@ -91,11 +91,15 @@ def _count_batches(data: Any, cols: list[str], weight: str | None, count: str,
 
     Each batch: the weights checked and the rows of weight 0 dropped
     (:func:`fastpriv._arrow.apply_weights`, the words of every engine), then
-    :meth:`ClassCounts.from_table` over ``cols`` with ``nulls="value"`` (null a label,
-    NaN a null) — the null policy is the caller's, applied once to the merged counts. The
-    running total is checked (at most 2**63 - 1), so no merged count wraps. Returns
-    ``cols`` and ``count`` (int64, > 0); ``None`` when no batch came (the schema is
-    unknown); an empty table of the batches' column types when every row weighs 0.
+    :meth:`ClassCounts.from_table` over ``cols`` with ``nulls="value"`` (null a label of
+    its own) — the null policy is the caller's, applied once to the merged counts, as the
+    engines apply it to their ``GROUP BY``. NaN stays apart from null, as in the engines'
+    ``GROUP BY`` (so that ``nulls="error"`` can say how many nulls were NaN): a float
+    column is counted with a flag column marking its NaN (:func:`_flag_nans`), put back
+    into the labels at the end. The running total is checked (at most 2**63 - 1), so no
+    merged count wraps. Returns ``cols`` and ``count`` (int64, > 0); ``None`` when no
+    batch came (the schema is unknown); an empty table of the batches' column types when
+    every row weighs 0.
     """
     import pyarrow as pa
 
@@ -109,15 +113,22 @@ def _count_batches(data: Any, cols: list[str], weight: str | None, count: str,
     waiting = 0
     total = 0
     schema = None
+    flags: dict[str, str] = {}
     for batch in iter_batches(data, read, batch_size=batch_size):
         if schema is None:
             schema = batch.schema
+            taken = [*read, count]
+            for c in cols:
+                if pa.types.is_floating(schema.field(c).type):
+                    flags[c] = _unique_name(f"{c} is NaN", taken)
+                    taken.append(flags[c])
         if batch.num_rows == 0:
             continue
-        table = pa.Table.from_batches([batch])
+        table = _flag_nans(pa.Table.from_batches([batch]), flags)
+        keys = cols + list(flags.values())
         if weight is None:
             total += table.num_rows
-            part = ClassCounts.from_table(table, qi=cols, nulls="value")
+            part = ClassCounts.from_table(table, qi=keys, nulls="value")
         else:
             table, w = apply_weights(table, weight)
             if table.num_rows == 0:
@@ -125,7 +136,7 @@ def _count_batches(data: Any, cols: list[str], weight: str | None, count: str,
             total = check_total(w, f"weight column {weight!r}", start=total)
             part = ClassCounts.from_counts(
                 table.drop_columns([weight]).append_column(count, pa.array(w, pa.int64())),
-                qi=cols, count=count, nulls="value")
+                qi=keys, count=count, nulls="value")
         pending.append(part)
         waiting += part.n_classes
         if waiting >= max(_MERGE_FLOOR, merged.n_classes if merged is not None else 0):
@@ -138,7 +149,40 @@ def _count_batches(data: Any, cols: list[str], weight: str | None, count: str,
             return None
         empty = {c: pa.array([], schema.field(c).type) for c in cols}
         return pa.table({**empty, count: pa.array([], pa.int64())})
-    return merged.keys.select(cols).append_column(count, pa.array(merged.sizes, pa.int64()))
+    labels = _restore_nans(merged.keys, flags)
+    return labels.select(cols).append_column(count, pa.array(merged.sizes, pa.int64()))
+
+
+def _flag_nans(table: pa.Table, flags: dict[str, str]) -> pa.Table:
+    """Append to ``table`` the column ``flags[c]``: whether ``c`` holds NaN, row by row.
+
+    :class:`~fastpriv.risk.ClassCounts` reads NaN as null; the flag keeps the two apart.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for c, flag in flags.items():
+        col = table.column(c)
+        if pa.types.is_floating(col.type):
+            nan = pc.fill_null(pc.is_nan(col), False)
+        else:                       # a batch typed otherwise: no NaN in it
+            nan = pa.array(np.zeros(table.num_rows, dtype=bool))
+        table = table.append_column(flag, nan)
+    return table
+
+
+def _restore_nans(keys: pa.Table, flags: dict[str, str]) -> pa.Table:
+    """Return the labels of the counts of :func:`_flag_nans`: NaN where the flag is set."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for c, flag in flags.items():
+        col = keys.column(c)
+        if pa.types.is_floating(col.type):
+            col = pc.if_else(keys.column(flag), pa.scalar(float("nan"), col.type), col)
+            keys = keys.set_column(keys.schema.get_field_index(c), c, col)
+    return keys
 
 
 def _merge(merged: ClassCounts | None, pending: list[ClassCounts]) -> ClassCounts:
