@@ -235,6 +235,31 @@ MODELS: tuple[Model, ...] = (
                                 "TABLE)"),),
           checks="fastpriv.population:delta_presence_checks",
           needs=("qi_classes", "population_table")),
+    Model("hierarchical_t", "t-closeness (hierarchical distance)",
+          "Does every group's mix of sensitive values resemble the whole table's, values "
+          "close in the hierarchy counting as close?",
+          "fastpriv.hierarchical_t.hierarchical_t_closeness", "HierarchicalTCloseness", (),
+          "groups", True, ("memory",), "classic",
+          thresholds=(Threshold("max_hierarchical_t", "--max-hierarchical-t", "probability",
+                                "t-closeness with ARX's hierarchical ground distance: every "
+                                "group's earth mover's distance to the whole table at most "
+                                "T, in [0, 1] (reads the hierarchy of --sensitive from "
+                                "--hierarchies DIR, or 'bundled')"),),
+          checks="fastpriv.hierarchical_t:checks",
+          options=(Option("hierarchies", "--hierarchies",
+                          "generalization hierarchies (a folder, as fastpriv anonymize "
+                          "reads it; 'bundled': the bundled Adult ones); the verdict "
+                          "models reading a hierarchy of --sensitive take it from there",
+                          metavar="DIR"),),
+          per_group="fastpriv.hierarchical_t:per_group", worse="max", needs_q=True,
+          html="fastpriv.hierarchical_t:html",
+          glossary=(("hierarchical t-closeness", "t-closeness whose ground distance between "
+                     "two sensitive values is the level of their lowest common ancestor in "
+                     "the attribute's generalization hierarchy divided by its height (ARX's "
+                     "HierarchicalDistanceTCloseness)."),),
+          generalizable=True, remedy_criteria="fastpriv.hierarchical_t:remedy_criteria",
+          warmup_workload="fastpriv.hierarchical_t:warmup",
+          schema="fastpriv.hierarchical_t:SECTION_SCHEMA", since="1.4"),
 )
 
 #: ``fastpriv warmup --models`` groups: those of the models plus the anonymizers' own.
