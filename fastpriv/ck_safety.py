@@ -69,6 +69,7 @@ __all__ = [
     "max_safe_k",
     "CkAudit",
     "audit",
+    "needed_groups",
 ]
 
 #: The two background-knowledge languages.
@@ -319,25 +320,23 @@ def _argmin_partition(n: int, top: list[int], h: int) -> list[int]:
     return partition(h)
 
 
-def _implications(prof: _Profiles, K: int, *, exact: bool, witness_t: int | None,
-                  prune: bool | None = None) -> tuple[list, list | None]:
-    """Compute R*(t) for t = 0..K (floats, or Fractions when exact) and a witness structure.
+def _candidates(prof: _Profiles, Keff: int, *, exact: bool,
+                prune: bool | None = None) -> tuple[np.ndarray, ...]:
+    """Select the buckets the implication knapsack at ``Keff`` may use (MINIMIZE2).
 
-    The structure (at ``witness_t``) is a list of (group, h, is_A): bucket, number of atoms
-    there and whether it holds A.
+    Returns ``(pid, keys, mult, rows, u, copies)``: every group's profile, the distinct
+    profiles (n_g, c_0 … c_{H-1}) and their multiplicities, the profiles kept by the
+    pruning bound, their M1 tables ``u`` and how many buckets of each the knapsack needs.
     """
     from ._kernels.ck_safety import (
         dedupe_profiles,
-        knapsack_candidates,
         m1_profiles,
         prune_profiles,
         select_candidates,
     )
 
-    sat = prof.saturation_k
-    Keff = min(K, sat)
     H = Keff + 1
-    _check_m1_memory(H, Keff, sat)
+    _check_m1_memory(H, Keff, prof.saturation_k)
     pid, keys, mult = dedupe_profiles(prof.indptr, prof.counts, prof.sizes, H)
     P = keys.shape[0]
     keys_k = kernel_array(keys, np.int64)
@@ -353,6 +352,20 @@ def _implications(prof: _Profiles, K: int, *, exact: bool, witness_t: int | None
     u = _m1_threaded(m1_profiles, keys_k, rows_k, H)
     copies = select_candidates(kernel_array(u, np.float64), keys_k, rows_k, mult_k, Keff,
                                float(_TIE_RTOL if exact else 0.0))
+    return pid, keys, mult, rows, u, copies
+
+
+def _implications(prof: _Profiles, K: int, *, exact: bool, witness_t: int | None,
+                  prune: bool | None = None) -> tuple[list, list | None]:
+    """Compute R*(t) for t = 0..K (floats, or Fractions when exact) and a witness structure.
+
+    The structure (at ``witness_t``) is a list of (group, h, is_A): bucket, number of atoms
+    there and whether it holds A.
+    """
+    from ._kernels.ck_safety import knapsack_candidates
+
+    Keff = min(K, prof.saturation_k)
+    pid, keys, _, rows, u, copies = _candidates(prof, Keff, exact=exact, prune=prune)
     cand_q = np.repeat(np.arange(rows.shape[0], dtype=np.int64), copies)
     # copy index of each candidate within its profile (0, 1, …)
     starts = np.cumsum(copies) - copies
@@ -848,3 +861,28 @@ def audit(data: Any, *, k: int, **read: Any) -> CkAudit:
     imp, ci = _disclosure(rel, prof, k, "implications", False)
     neg, cn = _disclosure(rel, prof, k, "negations", False)
     return CkAudit(k, imp, neg, tuple(float(x) for x in ci), tuple(float(x) for x in cn))
+
+
+def needed_groups(data: Any, *, k: int, **read: Any) -> np.ndarray:
+    """Return the groups that :func:`audit` at ``k`` can depend on (sorted group ids).
+
+    The fold of (c,k)-safety (:class:`fastpriv.folds.CkState`): ``audit`` of the release
+    restricted to these groups gives the same values, curves and witness labels as on the
+    whole release, and a group left out here is left out of any larger release's answer
+    too, so partial selections merge (select again on their union). Kept: the least
+    diverse group (the saturation point min_b d_b − 1), the worst group of the negation
+    scan at every k' ≤ k, and, of every profile the implication knapsack may use
+    (MINIMIZE2's candidate buckets, :func:`_candidates`), its first k + 1 groups — no
+    solution uses more buckets. Ties keep the first group in key order, as ``audit``
+    reports. The count is O(k³) at most, whatever the number of groups.
+    """
+    rel = _release(data, read)
+    k = check_int(k, "k", minimum=0)
+    prof = _Profiles(rel)
+    Keff = min(k, max(prof.saturation_k, 0))
+    keep = [np.array([int(np.argmin(rel.distinct))], dtype=np.int64)]
+    keep.append(np.asarray(_negations(prof, Keff)[2], dtype=np.int64))
+    pid, _, _, rows, _, copies = _candidates(prof, Keff, exact=False)
+    for p in rows[np.asarray(copies) > 0]:
+        keep.append(np.flatnonzero(pid == p)[:Keff + 1].astype(np.int64))
+    return np.unique(np.concatenate(keep))

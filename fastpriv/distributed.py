@@ -684,8 +684,8 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
                     q: Mapping[Any, float] | str | None = "compute",
                     order: Sequence[Any] | None = None, nulls: str = "error",
                     weight: str | None = None, partition_by_group: bool = False,
-                    split_every: int = 8):
-    """Compute the classical models and SkylineCheck of a release too large for one machine.
+                    split_every: int = 8, k: int | None = None):
+    """Audit a release too large for one machine: classical models, skyline, (c,k)-safety.
 
     Every partition must hold **complete groups** (each group inside one partition):
     Parquet files written per group range, a Dask DataFrame indexed / shuffled on the
@@ -725,6 +725,9 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
         Shuffle a Dask DataFrame on the group keys before auditing.
     split_every : int
         Fan-in of the tree reductions (at least 2).
+    k : int, optional
+        (c,k)-safety at ``k``, folded by :class:`~fastpriv.folds.CkState` (each partition
+        sends the few groups the answer can depend on).
 
     Returns
     -------
@@ -732,7 +735,7 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
 
     """
     dask = _require_dask()
-    from ._labels import LabelKey
+    from .folds import q_of_totals, q_param
     from .streaming import StreamAudit
 
     keys = _keys_of(group, qi)
@@ -740,31 +743,18 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
     split_every = _check_split_every(split_every)
     skipped: dict = {}
     values = qv = None
-    if classic and q is not None:
-        if isinstance(q, Mapping):
-            values = sorted(q, key=LabelKey)
-            qv = [float(q[v]) for v in values]
-        elif q == "compute":
-            counts = value_counts(data, sensitive=sensitive, group=group, qi=qi, nulls=nulls,
-                                  weight=weight, split_every=split_every)
-            if not counts:
-                raise InputError("data is empty: a release needs at least one row")
-            values = sorted(counts, key=LabelKey)
-            n = sum(counts.values())
-            qv = [counts[v] / n for v in values]
-        else:
-            raise InputError(f"q must be 'compute', a mapping label -> probability or None; "
-                             f"got {q!r}")
+    if classic and isinstance(q, str) and q == "compute":
+        counts = value_counts(data, sensitive=sensitive, group=group, qi=qi, nulls=nulls,
+                              weight=weight, split_every=split_every)
+        values, qv = q_of_totals([(list(counts), list(counts.values()))])
     elif classic:
-        for key in ("t_closeness", "t_closeness_ordered", "beta_likeness",
-                    "delta_disclosure"):
-            skipped[key] = "q=None: the distribution of the whole table was not computed"
+        values, qv, skipped = q_param(q)
     if partition_by_group:
         if not _is_dask_collection(data):
             raise InputTypeError("partition_by_group=True needs a dask DataFrame")
         data = data.shuffle(on=keys)
     params = {"l": l, "values": values, "q": qv, "order": order, "skylines": skylines,
-              "classic": classic}
+              "classic": classic, "k": k}
     pieces = _pieces(data, cols, min_pieces=1)
     if not pieces:
         raise InputError("data is empty: a release needs at least one row")
@@ -778,7 +768,7 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
         _check_groups_in_one_partition(dask, pieces, ranges, keys, sensitive, nulls, weight,
                                        split_every)
     return StreamAudit(classic=state.classic_audit() if classic else None,
-                       skyline=state.skyline_result(), ck_safety=None,
+                       skyline=state.skyline_result(), ck_safety=state.ck_result(),
                        n_groups=state.n_groups, n_rows=state.n_rows,
                        passes=2 if qv is not None and not isinstance(q, Mapping) else 1,
                        skipped=skipped)

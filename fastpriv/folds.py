@@ -24,13 +24,14 @@ from .classic import AUDIT_ROWS, WORSE_IF_LARGER
 from .errors import InputError, InputTypeError
 from .release import Release
 
-__all__ = ["GroupwiseState", "CLASSIC_ROWS"]
+__all__ = ["GroupwiseState", "CkState", "CLASSIC_ROWS", "q_of_totals", "q_param", "NEEDS_Q"]
 
 
 #: (key, model, title, params) of the classical models a :class:`GroupwiseState` reduces,
 #: in the order and with the titles of :func:`fastpriv.classic.audit` (the same table).
 CLASSIC_ROWS = AUDIT_ROWS
-_NEEDS_Q = {"t_closeness", "t_closeness_ordered", "beta_likeness", "delta_disclosure"}
+#: The models that compare each group with the whole table's distribution Q.
+NEEDS_Q = _NEEDS_Q = {"t_closeness", "t_closeness_ordered", "beta_likeness", "delta_disclosure"}
 
 
 # ============================================================================ state
@@ -58,12 +59,15 @@ class GroupwiseState:
         Skyline points to check (see :func:`fastpriv.skyline.check`).
     classic : bool
         Reduce the classical models (default True).
+    k : int, optional
+        (c,k)-safety at ``k`` (both knowledge languages, the curves 0..k): a
+        :class:`CkState` inside.
 
     """
 
     def __init__(self, *, l: int = 2, values: Sequence[Any] | None = None,
                  q: Sequence[float] | None = None, order: Sequence[Any] | None = None,
-                 skylines: Any = None, classic: bool = True) -> None:
+                 skylines: Any = None, classic: bool = True, k: int | None = None) -> None:
         from .skyline import SkylineState
 
         self.l = check_int(l, "l", minimum=1)
@@ -85,6 +89,7 @@ class GroupwiseState:
         self.classic = bool(classic)
         self.models: dict[str, dict] = {}
         self.sky = None if skylines is None else SkylineState(skylines)
+        self.ck = None if k is None else CkState(k)
         self.n_groups = 0
         self.n_rows = 0
         self.n_individuals = 0
@@ -110,6 +115,8 @@ class GroupwiseState:
             self._update_classic(rel, offset)
         if self.sky is not None:
             self.sky.update(rel)
+        if self.ck is not None:
+            self.ck.update(rel, offset=offset)
         self.n_groups += rel.n_groups
         self.n_rows += rel.n_rows
         self.n_individuals += rel.n_individuals
@@ -180,7 +187,9 @@ class GroupwiseState:
                 (other.l, other.values, other.order, other.classic) or \
                 (self.q is None) != (other.q is None) or \
                 (self.q is not None and not np.array_equal(self.q, other.q)) or \
-                (self.sky is None) != (other.sky is None):
+                (self.sky is None) != (other.sky is None) or \
+                (None if self.ck is None else self.ck.k) != (None if other.ck is None
+                                                             else other.ck.k):
             raise InputError("other: states with different parameters cannot be merged")
         if self.case and other.case and self.case != other.case:
             raise InputError(f"other: case {other.case!r} differs from {self.case!r}")
@@ -191,6 +200,7 @@ class GroupwiseState:
             larger = WORSE_IF_LARGER[key]
             out._fold(key, dict(cand), larger)
         out.sky = None if self.sky is None else self.sky.merge(other.sky)
+        out.ck = None if self.ck is None else self.ck.merge(other.ck)
         out.n_groups = self.n_groups + other.n_groups
         out.n_rows = self.n_rows + other.n_rows
         out.n_individuals = self.n_individuals + other.n_individuals
@@ -207,6 +217,10 @@ class GroupwiseState:
         models = {k: self.models[k] for k, *_ in CLASSIC_ROWS if k in self.models}
         return ClassicAudit(n_groups=self.n_groups, n_rows=self.n_rows, case=self.case or "svpi",
                             l=self.l, models=models)
+
+    def ck_result(self):
+        """Return the :class:`fastpriv.ck_safety.CkAudit` (None without ``k``)."""
+        return None if self.ck is None else self.ck.result()
 
     def skyline_result(self):
         """Return the :class:`fastpriv.skyline.SkylineCheck` (None without skylines).
@@ -237,3 +251,172 @@ def _order_rank(values: list, order: Sequence[Any] | None) -> np.ndarray:
         raise InputError(f"order: values {missing[:5]} are not in the order")
     ranks = np.array([pos[v] for v in values], dtype=np.int64)
     return np.argsort(np.argsort(ranks))
+
+
+def q_of_totals(parts: Sequence[tuple[Sequence[Any], Sequence[int]]]) -> tuple[list, list]:
+    """Return the whole table's distribution Q from partial value totals: ``(values, q)``.
+
+    ``parts`` are ``(values, totals)`` pairs of disjoint parts of the table (partitions,
+    files), as :func:`fastpriv.streaming.value_distribution` gives them; the totals of a
+    value are added (exact ints), the values sorted in label order, and ``q`` is
+    ``totals / n`` — the Q of :func:`fastpriv.classic.t_closeness` on the whole release.
+    """
+    sums: dict = {}
+    for values, totals in parts:
+        for v, t in zip(values, totals, strict=True):
+            sums[v] = sums.get(v, 0) + int(t)
+    n = sum(sums.values())
+    if n == 0:
+        raise InputError("data is empty: a release needs at least one row")
+    values = sorted(sums, key=LabelKey)
+    return values, [sums[v] / n for v in values]
+
+
+def q_param(q: Any) -> tuple[list | None, list | None, dict]:
+    """Read ``q=`` given as a mapping or None: ``(values, q, skipped)``.
+
+    A mapping ``{label: probability}`` is Q itself; None leaves out the models that need
+    it, each named in ``skipped`` with the reason. Anything else raises InputError.
+    """
+    from collections.abc import Mapping
+
+    if isinstance(q, Mapping):
+        values = sorted(q, key=LabelKey)
+        return values, [float(q[v]) for v in values], {}
+    if q is None:
+        return None, None, {key: "q=None: the distribution of the whole table was not "
+                                 "computed" for key in sorted(NEEDS_Q)}
+    raise InputError(f"q must be 'compute', a mapping label -> probability or None; "
+                     f"got {q!r}")
+
+
+#: the column of :class:`CkState`'s kept counts that holds each group's index in the whole
+#: release (null when not known)
+_INDEX = "__fastpriv_group_index__"
+
+
+class CkState:
+    """(c,k)-safety as a fold: the few groups its answer can depend on.
+
+    (c,k)-safety is not a min over groups: the worst case combines up to k + 1 buckets
+    (MINIMIZE2's knapsack, Martin et al. §4). But only a bounded set of buckets can take
+    part — :func:`fastpriv.ck_safety.needed_groups`: the candidate buckets of each
+    knapsack role, the worst bucket of the negation scan at every k' ≤ k, the least diverse
+    bucket — and a bucket not needed by a part is not needed by the whole. So the state
+    keeps the (group, value, count) entries of those groups with each group's index in the
+    whole release when known, :meth:`merge` selects again on the union, and
+    :meth:`result` audits the kept groups: the values, curves and witness labels of
+    ``ck_safety.audit`` on the whole release (group indices too when every part knew its
+    offset; None otherwise). Its size is O(k³) groups, whatever the number of groups.
+
+    Parameters
+    ----------
+    k : int
+        Pieces of background knowledge, as in :func:`fastpriv.ck_safety.audit`.
+
+    """
+
+    def __init__(self, k: int) -> None:
+        self.k = check_int(k, "k", minimum=0)
+        self.counts: Any = None          # pyarrow.Table: keys…, value, count, _INDEX
+        self.keys: list[str] | None = None
+
+    def update(self, rel: Release, *, offset: int | None = None) -> "CkState":
+        """Fold the complete groups of ``rel`` (``offset``: its first group's global index)."""
+        from .ck_safety import needed_groups
+
+        if rel.n_groups == 0:
+            return self
+        if rel.case != "svpi":
+            raise InputError("(c,k)-safety needs an SVPI release (Martin et al.)")
+        sel = needed_groups(rel, k=self.k)
+        self._add(_restricted(rel, sel, offset))
+        return self
+
+    def merge(self, other: "CkState") -> "CkState":
+        """Return the state of the union of two disjoint sets of groups."""
+        if not isinstance(other, CkState) or other.k != self.k:
+            raise InputError("other: (c,k) states with different k cannot be merged")
+        out = CkState(self.k)
+        for part in (self, other):
+            if part.counts is not None:
+                out._add(part.counts, keys=part.keys)
+        return out
+
+    def _add(self, counts: Any, keys: list[str] | None = None) -> None:
+        import pyarrow as pa
+
+        from .ck_safety import needed_groups
+
+        keys = keys if keys is not None else [c for c in counts.column_names
+                                              if c not in ("value", "count", _INDEX)]
+        if self.counts is None:
+            self.counts, self.keys = counts, keys
+            return
+        if keys != self.keys:
+            raise InputError(f"cannot fold groups keyed {keys} into groups keyed {self.keys}")
+        both = pa.concat_tables([self.counts, counts], promote_options="permissive")
+        rel = _kept_release(both, self.keys)
+        self.counts = _restricted(rel, needed_groups(rel, k=self.k), None,
+                                  index=_index_of(rel, both, self.keys))
+
+    def result(self) -> Any:
+        """Return :func:`fastpriv.ck_safety.audit` of the whole release, from the kept groups."""
+        from .ck_safety import audit
+
+        if self.counts is None:
+            raise InputError("no group was folded into this state")
+        rel = _kept_release(self.counts, self.keys)
+        return _reindexed(audit(rel, k=self.k), _index_of(rel, self.counts, self.keys))
+
+
+def _kept_release(counts: Any, keys: list[str]) -> Release:
+    return Release.from_counts(counts, group=keys, sensitive="value", count="count",
+                               nulls="value")
+
+
+def _index_of(rel: Release, counts: Any, keys: list[str]) -> list:
+    """Return the global index of each group of ``rel`` (the counts' index column)."""
+    col = counts.column(_INDEX).to_pylist()
+    labels = counts.select(keys).to_pylist()
+    by = {}
+    for row, i in zip(labels, col, strict=True):
+        lab = tuple(row.values())
+        by[lab[0] if len(keys) == 1 else lab] = i
+    return [by[lab] for lab in rel.group_labels]
+
+
+def _restricted(rel: Release, groups: np.ndarray, offset: int | None,
+                index: list | None = None) -> Any:
+    """Return the (group, value, count) entries of ``groups`` of ``rel``, with global indices."""
+    import pyarrow as pa
+
+    table = rel.to_counts()
+    entry = rel.entry_group
+    take = np.flatnonzero(np.isin(entry, groups))
+    table = table.take(pa.array(take))
+    if index is not None:
+        glob = [index[g] for g in entry[take]]
+    elif offset is not None:
+        glob = (entry[take] + offset).tolist()
+    else:
+        glob = [None] * take.size
+    return table.append_column(_INDEX, pa.array(glob, pa.int64()))
+
+
+def _reindexed(res: Any, index: list) -> Any:
+    """``res`` (a CkAudit of the kept groups) with group indices of the whole release."""
+    from dataclasses import replace
+
+    def atom(a: Any) -> Any:
+        return replace(a, group=index[a.group])
+
+    def disclosure(d: Any) -> Any:
+        w = d.witness
+        w = replace(w, consequent=atom(w.consequent),
+                    antecedents=tuple(atom(a) for a in w.antecedents),
+                    groups=tuple(index[g] for g in w.groups))
+        return replace(d, witness=w)
+
+    return replace(res, implications=disclosure(res.implications),
+                   negations=disclosure(res.negations))

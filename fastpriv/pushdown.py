@@ -84,7 +84,8 @@ records, NaN among them)::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._validation import check_keys
@@ -94,8 +95,9 @@ if TYPE_CHECKING:
     from .release import Release
     from .risk import ClassCounts
 
-__all__ = ["count_query", "release", "quote_identifier", "row_counts",
-           "finish_row_counts", "weight_check_columns", "anonymize", "class_counts",
+__all__ = ["count_query", "release", "quote_identifier", "row_counts", "audit",
+           "ordered_counts", "finish_row_counts", "weight_check_columns", "anonymize",
+           "class_counts",
            "finish_class_counts"]
 
 _QUOTES = ('"', "`")
@@ -541,6 +543,88 @@ def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str]
                              count=count)
 
 
+@contextlib.contextmanager
+def _duckdb_relation(data: Any) -> Iterator[Any]:
+    """Open ``data`` as a DuckDB relation: a relation, or a Parquet path read by DuckDB.
+
+    A path is a file or a folder read as ``**/*.parquet`` (hive ``key=value`` folders as
+    columns) on a connection of its own, closed on exit.
+    """
+    import os
+
+    duckdb = _require_duckdb()
+    if isinstance(data, duckdb.DuckDBPyRelation):
+        yield data
+        return
+    if not isinstance(data, (str, os.PathLike)):
+        raise InputTypeError("data must be a DuckDB relation or a path to Parquet data, got "
+                             f"{type(data).__name__}")
+    path = os.fspath(data)
+    if not os.path.exists(path):
+        raise InputError(f"data: no such file or directory: {path!r}")
+    source = path
+    if os.path.isdir(path):
+        source = os.path.join(path, "**", "*.parquet")
+        import glob
+
+        if not glob.glob(source, recursive=True):
+            raise InputError(f"data: no *.parquet file under {path!r}")
+    con = duckdb.connect()
+    try:
+        yield con.read_parquet(source)
+    finally:
+        con.close()
+
+
+def _count_select(rel: Any, cols: list[str], weight: str | None, count: str,
+                  keys: Sequence[str] = ()) -> tuple[str, tuple[str, str, str] | None]:
+    """Return the count's select list: ``cols…, COUNT(*)`` (or the weight's sum and checks).
+
+    Returns the SQL and, with ``weight``, the names of the sum, null-weight and least-weight
+    columns :func:`weight_sums` reads. The float columns among ``keys`` are selected as
+    fastpriv compares them (NaN as NULL, ``-0.0`` as ``0.0``), so that the rows of one
+    group are one run of an ordered result.
+    """
+    from ._validation import check_columns
+
+    read = cols + ([weight] if weight is not None else [])
+    check_columns(read, rel.columns, "data")
+    types = dict(zip(rel.columns, map(str, rel.types), strict=True))
+    if weight is not None and types[weight] not in _DUCK_INTEGERS:
+        raise InputTypeError(f"weight column {weight!r} must hold integers, got "
+                             f"{types[weight]}")
+
+    def column(c: str) -> str:
+        q = quote_identifier(c)
+        if c in keys and types[c] in ("FLOAT", "DOUBLE"):
+            return f"CASE WHEN isnan({q}) THEN NULL WHEN {q} = 0 THEN 0.0 ELSE {q} END AS {q}"
+        return q
+
+    sel = ", ".join(column(c) for c in cols)
+    if weight is None:
+        return f"{sel}, COUNT(*) AS {quote_identifier(count)}", None
+    taken = list(cols)
+    n = _unique_name("n", taken)
+    nulls = _unique_name("nulls", taken + [n])
+    least = _unique_name("least", taken + [n, nulls])
+    w = quote_identifier(weight)
+    return (f"{sel}, SUM({w})::DECIMAL(38,0) AS {quote_identifier(n)}, "
+            f"COUNT(*) FILTER (WHERE {w} IS NULL) AS {quote_identifier(nulls)}, "
+            f"MIN({w}) AS {quote_identifier(least)}"), (n, nulls, least)
+
+
+def _checked(table: Any, cols: list[str], weight: str | None, count: str,
+             checks: tuple[str, str, str] | None) -> Any:
+    """Turn a weighted count's sum and check columns into ``count`` (int64), checked."""
+    import pyarrow as pa
+
+    if checks is None:
+        return table
+    n, nulls, least = checks
+    sums = weight_sums(table, weight=weight, n=n, nulls=nulls, least=least)
+    return table.select(cols).append_column(count, pa.array(sums))
+
+
 def _duckdb_counts(data: Any, cols: list[str], weight: str | None, count: str) -> Any:
     """Run ``SELECT cols…, COUNT(*) AS count … GROUP BY ALL`` in DuckDB; an Arrow table.
 
@@ -552,62 +636,116 @@ def _duckdb_counts(data: Any, cols: list[str], weight: str | None, count: str) -
     :class:`InputTypeError`). Returns ``cols`` as DuckDB hands them to Arrow and ``count``
     (int64; groups whose rows all weigh 0 have count 0).
     """
-    import os
-
     import pyarrow as pa
 
-    from ._validation import check_columns
-
-    duckdb = _require_duckdb()
-    read = cols + ([weight] if weight is not None else [])
-    con = None
-    if isinstance(data, (str, os.PathLike)):
-        path = os.fspath(data)
-        if not os.path.exists(path):
-            raise InputError(f"data: no such file or directory: {path!r}")
-        source = path
-        if os.path.isdir(path):
-            source = os.path.join(path, "**", "*.parquet")
-            import glob
-
-            if not glob.glob(source, recursive=True):
-                raise InputError(f"data: no *.parquet file under {path!r}")
-        con = duckdb.connect()
-        rel = con.read_parquet(source)
-    elif isinstance(data, duckdb.DuckDBPyRelation):
-        rel = data
-    else:
-        raise InputTypeError("data must be a DuckDB relation or a path to Parquet data, got "
-                             f"{type(data).__name__}")
-    try:
-        check_columns(read, rel.columns, "data")
-        if weight is not None:
-            wtype = str(rel.types[rel.columns.index(weight)])
-            if wtype not in _DUCK_INTEGERS:
-                raise InputTypeError(f"weight column {weight!r} must hold integers, got "
-                                     f"{wtype}")
-        sel = ", ".join(quote_identifier(c) for c in cols)
-        if weight is None:
-            agg = f"COUNT(*) AS {quote_identifier(count)}"
-        else:
-            taken = list(cols)
-            n = _unique_name("n", taken)
-            nulls = _unique_name("nulls", taken + [n])
-            least = _unique_name("least", taken + [n, nulls])
-            w = quote_identifier(weight)
-            agg = (f"SUM({w})::DECIMAL(38,0) AS {quote_identifier(n)}, "
-                   f"COUNT(*) FILTER (WHERE {w} IS NULL) AS {quote_identifier(nulls)}, "
-                   f"MIN({w}) AS {quote_identifier(least)}")
+    with _duckdb_relation(data) as rel:
+        select, checks = _count_select(rel, cols, weight, count)
         view = _unique_name("fastpriv_rows", [])
-        out = rel.query(view, f"SELECT {sel}, {agg} FROM {view} GROUP BY ALL").arrow()
+        out = rel.query(view, f"SELECT {select} FROM {view} GROUP BY ALL").arrow()
         table = out.read_all() if isinstance(out, pa.RecordBatchReader) else out
-    finally:
-        if con is not None:
-            con.close()
-    if weight is not None:
-        sums = weight_sums(table, weight=weight, n=n, nulls=nulls, least=least)
-        table = table.select(cols).append_column(count, pa.array(sums))
-    return table
+    return _checked(table, cols, weight, count, checks)
+
+
+def ordered_counts(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
+                   qi: Sequence[str] | None = None, weight: str | None = None,
+                   count: str = "count", batch_size: int = 1 << 20) -> Iterator[Any]:
+    """Stream the (group, value, count) triples of ``data`` from DuckDB, ordered by group.
+
+    ``SELECT keys…, sensitive, COUNT(*) … GROUP BY ALL ORDER BY keys NULLS LAST``, read as
+    Arrow record batches of about ``batch_size`` rows: the rows of a group are one run, in
+    fastpriv's key order (float keys compared as fastpriv compares them: NaN as NULL,
+    ``-0.0`` as ``0.0``), which :func:`fastpriv.streaming.clustered_audit` checks as it
+    folds them. The whole result never sits in this process. With ``weight`` the counts
+    are the checked sums (as :func:`row_counts`).
+
+    Yields
+    ------
+    pyarrow.Table
+        Columns ``keys…, sensitive, count``; one batch at a time.
+
+    """
+    import pyarrow as pa
+
+    keys, param = check_keys(group, qi)
+    _check_names(keys, param, sensitive, count)
+    if weight is not None and (not isinstance(weight, str) or weight in keys + [sensitive]):
+        raise InputError(f"weight must be a column name other than the key and sensitive "
+                         f"columns; got {weight!r}")
+    cols = keys + [sensitive]
+    with _duckdb_relation(data) as rel:
+        select, checks = _count_select(rel, cols, weight, count, keys=keys)
+        view = _unique_name("fastpriv_rows", [])
+        by = ", ".join(f"{i + 1} ASC NULLS LAST" for i in range(len(keys)))
+        result = rel.query(view, f"SELECT {select} FROM {view} GROUP BY ALL ORDER BY {by}")
+        reader = result.to_arrow_reader(batch_size)
+        for batch in reader:
+            if batch.num_rows:
+                yield _checked(pa.Table.from_batches([batch]), cols, weight, count, checks)
+
+
+def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
+          qi: Sequence[str] | None = None, skylines: Any = None, classic: bool = True,
+          l: int = 2, q: Any = "compute", order: Sequence[Any] | None = None,  # noqa: E741
+          nulls: str = "error", weight: str | None = None, k: int | None = None,
+          batch_size: int = 1 << 20) -> Any:
+    """Audit data in DuckDB as a fold over its ordered counts: memory independent of groups.
+
+    The count is pushed down (``GROUP BY``), and its result streams back ordered by group
+    (:func:`ordered_counts`) into :func:`fastpriv.streaming.clustered_audit`, which folds
+    each group as its run ends (:mod:`fastpriv.folds`): this process holds one batch and
+    the summaries, whatever the number of groups (:func:`release` holds every (group,
+    value) pair). Q, for t-closeness, β-likeness and δ-disclosure, is one more aggregate
+    (``GROUP BY sensitive``) unless ``q=`` gives it. The result equals ``classic.audit`` /
+    ``skyline.check`` of the same rows in memory, ``worst_group`` indices included.
+
+    Parameters
+    ----------
+    data : duckdb.DuckDBPyRelation or path
+        A DuckDB relation or Parquet data (as :func:`row_counts`).
+    sensitive, group, qi, nulls, weight :
+        As for :meth:`fastpriv.Release.from_table` (SVPI).
+    skylines, classic, l, order, k :
+        As for :func:`fastpriv.streaming.clustered_audit` (``k``: (c,k)-safety, folded).
+    q : "compute", mapping or None
+        Distribution Q: ``"compute"`` (default) counts it in DuckDB; a mapping gives Q;
+        None leaves out the models that need it (named in ``skipped``).
+    batch_size : int
+        Rows per batch of the streamed counts.
+
+    Returns
+    -------
+    fastpriv.streaming.StreamAudit
+
+    """
+    from dataclasses import replace
+
+    from ._arrow import NULL_POLICIES
+    from ._validation import check_choice, check_int
+    from .folds import q_of_totals, q_param
+    from .streaming import clustered_audit, value_distribution
+
+    check_choice(nulls, "nulls", NULL_POLICIES)
+    batch_size = check_int(batch_size, "batch_size", minimum=1)
+    keys, _ = check_keys(group, qi)
+    passes, skipped = 1, {}
+    if not classic:
+        qmap: Any = None
+    elif q == "compute":
+        counts = ordered_counts(data, sensitive=sensitive, group=keys, weight=weight,
+                                count="n", batch_size=batch_size)
+        values, totals, _ = value_distribution(counts, sensitive, keys=keys, nulls=nulls,
+                                               weight="n", allow_empty=True)
+        values, qv = q_of_totals([(values, totals)])
+        qmap, passes = dict(zip(values, qv, strict=True)), 2
+    else:
+        values, qv, skipped = q_param(q)
+        qmap = None if values is None else dict(zip(values, qv, strict=True))
+    res = clustered_audit(
+        ordered_counts(data, sensitive=sensitive, group=keys, weight=weight, count="n",
+                       batch_size=batch_size),
+        sensitive=sensitive, group=keys, weight="n", skylines=skylines, classic=classic,
+        l=l, q=qmap, order=order, nulls=nulls, k=k, batch_size=batch_size)
+    return replace(res, passes=passes, skipped=skipped)
 
 
 # ------------------------------------------------------------------ class-based models

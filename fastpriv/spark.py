@@ -80,7 +80,7 @@ if TYPE_CHECKING:
     from .release import Release
     from .risk import ClassCounts
 
-__all__ = ["release", "counts", "row_counts", "worker_error", "METHODS", "MERGES",
+__all__ = ["release", "counts", "row_counts", "worker_error", "METHODS", "MERGES", "audit",
            "PAIRS_PER_COLLECT", "anonymize", "class_counts"]
 
 #: Counting strategies of :func:`counts` / :func:`release`.
@@ -629,3 +629,161 @@ def anonymize(data: Any, *, output: Any, qi: str | Sequence[str], sensitive: str
 
     return release_from_engine(row_counts, data, output=output, qi=qi, sensitive=sensitive,
                                weight=weight, **options)
+
+
+# ============================================================================ folds
+def _fold_values(batches: Iterator[pa.RecordBatch], *, keys: list[str], sensitive: str,
+                 nulls: str, weight: str | None) -> Iterator[pa.RecordBatch]:
+    """Executor side of :func:`audit`'s first pass: one partition's value totals.
+
+    :func:`fastpriv.streaming.value_distribution` under the null policy, as one pickled
+    ``(values, totals)`` row (nothing for a partition without a row).
+    """
+    import pickle
+
+    from .streaming import value_distribution
+
+    values, totals, n = value_distribution(batches, sensitive, keys=keys, nulls=nulls,
+                                           weight=weight, allow_empty=True)
+    if n:
+        yield pa.RecordBatch.from_pydict({"state": [pickle.dumps((values, totals.tolist()))]})
+
+
+def _fold_groups(batches: Iterator[pa.RecordBatch], *, keys: list[str], sensitive: str,
+                 nulls: str, weight: str | None, params: dict) -> Iterator[pa.RecordBatch]:
+    """Executor side of :func:`audit`: the partition's complete groups folded into one state.
+
+    The partition holds every row of its groups (shuffled by the group keys); they are
+    counted by a :class:`~fastpriv.counts.CountAccumulator` under the null policy, the
+    release built here and folded into a :class:`~fastpriv.folds.GroupwiseState`, which
+    leaves pickled as one row: its size depends on the models' parameters, not on the
+    partition's groups.
+    """
+    import pickle
+
+    from .counts import CountAccumulator
+    from .folds import GroupwiseState
+
+    acc = CountAccumulator(keys, sensitive, nulls=nulls, n_jobs=1, weight=weight)
+    for batch in batches:
+        if batch.num_rows:
+            acc.add(batch)
+    if acc.n_groups:
+        state = GroupwiseState(**params).update(acc.to_release())
+        yield pa.RecordBatch.from_pydict({"state": [pickle.dumps(state)]})
+
+
+def _states(frame: Any, fn: Callable) -> list:
+    """Run ``fn`` over every partition of ``frame`` (``mapInArrow``); the unpickled states."""
+    import pickle
+
+    out = frame.mapInArrow(fn, "state binary")
+    table = _explained(lambda: _collect(out))
+    return [pickle.loads(b) for b in table.column("state").to_pylist()]
+
+
+def _partition_keys(picked: Any, pos: list[str]) -> list:
+    """Return the shuffle's key expressions: the group keys as fastpriv compares them.
+
+    A float key is hashed with NaN read as NULL and ``-0.0`` as ``0.0`` (one group in
+    memory, possibly two hashes in Spark), so every row of a group meets in one partition.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    out = []
+    for p in pos:
+        c = F.col(p)
+        if isinstance(picked.schema[p].dataType, (T.FloatType, T.DoubleType)):
+            c = F.when(F.isnan(c), F.lit(None)).when(c == 0, F.lit(0.0)).otherwise(c)
+        out.append(c)
+    return out
+
+
+def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
+          qi: Sequence[str] | None = None, skylines: Any = None, classic: bool = True,
+          l: int = 2, q: Any = "compute", order: Sequence[Any] | None = None,  # noqa: E741
+          nulls: str = "error", weight: str | None = None, k: int | None = None,
+          partitions: int | None = None) -> Any:
+    """Audit a Spark DataFrame as folds on the executors: only summaries reach the driver.
+
+    The classical models, the privacy skyline and (c,k)-safety are folds over groups (a
+    statistic of one group, a summary that merges, a finish: :mod:`fastpriv.folds`). The rows are shuffled
+    by the group keys, so every partition holds complete groups; each executor counts its
+    partition with fastpriv's kernels (``mapInArrow``), folds its groups into a
+    :class:`~fastpriv.folds.GroupwiseState` and sends that state alone — the worst group of
+    each model with its key, the skyline's minima (Chen et al., Theorem 3). The driver
+    merges one state per partition: its memory depends on the models' parameters, not on
+    the number of groups (:func:`release` brings every (group, value) pair instead).
+    t-closeness, β-likeness and δ-disclosure compare each group with the whole table's
+    distribution Q, counted by a first pass (one (values, totals) row per partition) unless
+    ``q=`` gives it.
+
+    Values and worst-group keys equal ``classic.audit`` / ``skyline.check`` of the same
+    rows in memory (ties: the first group in key order); ``worst_group`` indices are not
+    known across partitions and are None, as in
+    :func:`fastpriv.distributed.groupwise_audit`. Needs fastpriv importable on the
+    executors (see :func:`worker_error`).
+
+    Parameters
+    ----------
+    data : pyspark.sql.DataFrame
+        The rows (one per individual, or per distinct row with ``weight``).
+    sensitive, group, qi, nulls, weight :
+        As for :func:`release`.
+    skylines : mapping or list, optional
+        Skyline points to check (:func:`fastpriv.skyline.check`).
+    classic : bool
+        Evaluate the classical models.
+    l : int
+        ℓ of recursive (c,ℓ)-diversity.
+    q : "compute", mapping or None
+        Distribution Q: ``"compute"`` (default) runs the first pass; a mapping gives Q; None
+        leaves out the models that need it (named in ``skipped``).
+    order : sequence, optional
+        Value order for ordered t-closeness.
+    k : int, optional
+        (c,k)-safety at ``k`` (:func:`fastpriv.ck_safety.audit`): each partition sends the
+        few groups the answer can depend on (:class:`~fastpriv.folds.CkState`).
+    partitions : int, optional
+        Partitions of the shuffle (default: ``spark.sql.shuffle.partitions``).
+
+    Returns
+    -------
+    fastpriv.streaming.StreamAudit
+
+    """
+    from ._arrow import NULL_POLICIES
+    from ._validation import check_choice, check_int
+    from .folds import GroupwiseState, q_of_totals, q_param
+    from .streaming import StreamAudit
+
+    check_choice(nulls, "nulls", NULL_POLICIES)
+    keys = _check(data, sensitive, group, qi, METHODS[0], MERGES[0], weight)
+    if partitions is not None:
+        partitions = check_int(partitions, "partitions", minimum=1)
+    picked, pos = _picked(data, keys + [sensitive], weight)
+    w = None if weight is None else "w"
+    skipped, values, qv, passes = {}, None, None, 1
+    if classic and q == "compute":
+        parts = _states(picked, functools.partial(
+            _fold_values, keys=pos[:-1], sensitive=pos[-1], nulls=nulls, weight=w))
+        values, qv = q_of_totals(parts)
+        passes = 2
+    elif classic:
+        values, qv, skipped = q_param(q)
+    params = {"l": l, "values": values, "q": qv, "order": order, "skylines": skylines,
+              "classic": classic, "k": k}
+    GroupwiseState(**params)                       # bad parameters: here, not on a worker
+    by = _partition_keys(picked, pos[:-1])
+    shuffled = picked.repartition(partitions, *by) if partitions else picked.repartition(*by)
+    states = _states(shuffled, functools.partial(
+        _fold_groups, keys=pos[:-1], sensitive=pos[-1], nulls=nulls, weight=w,
+        params=params))
+    if not states:
+        raise InputError("data is empty: a release needs at least one row")
+    state = functools.reduce(GroupwiseState.merge, states)
+    return StreamAudit(classic=state.classic_audit() if classic else None,
+                       skyline=state.skyline_result(), ck_safety=state.ck_result(),
+                       n_groups=state.n_groups, n_rows=state.n_rows, passes=passes,
+                       skipped=skipped)

@@ -31,7 +31,8 @@ end. :func:`clustered_audit` therefore either
 * leaves them out (a one-shot iterator without ``q``), saying so in the result.
 
 (c,k)-safety is not a per-group min: its worst case combines up to k+1 buckets (a
-knapsack over all groups), so it runs on the release built by :func:`audit_stream`.
+knapsack over all groups). Only a bounded set of buckets can take part in it, though, so
+it folds too (:class:`~fastpriv.folds.CkState`, ``k=``): the state keeps those groups.
 
 Verification: ``clustered_audit`` checks that group keys strictly increase from one run of
 rows to the next (O(1) memory); an unsorted input raises ``ValueError`` naming the row
@@ -78,7 +79,7 @@ class StreamAudit:
         ``skipped``).
     skyline : SkylineCheck or None
     ck_safety : CkAudit or None
-        Only from :func:`audit_stream` (needs all groups at once).
+        (c,k)-safety when ``k`` was given (a fold: :class:`~fastpriv.folds.CkState`).
     n_groups, n_rows : int
     passes : int
         Passes over the input (2 when Q was computed by a first pass).
@@ -128,14 +129,17 @@ def _reiterable(data: Any) -> bool:
 
 def value_distribution(data: Any, sensitive: str, *, keys: Sequence[str] = (),
                        nulls: str = "error", batch_size: int = 1 << 20,
-                       weight: str | None = None) -> tuple[list, np.ndarray, int]:
+                       weight: str | None = None,
+                       allow_empty: bool = False) -> tuple[list, np.ndarray, int]:
     """One pass over the sensitive column: ``(values, totals, n_rows)``.
 
     ``values`` are the sorted labels, ``totals`` their counts (int64). Q = totals / n_rows
     is exactly what :func:`fastpriv.classic.t_closeness` uses on the in-memory release.
     ``keys`` are read too only when ``nulls="drop"`` (a row dropped for a null key must
     not count). With ``weight`` (a multiplicity column, as in ``Release.from_table``) a
-    row counts ``weight`` times, and ``n_rows`` is the sum of the weights.
+    row counts ``weight`` times, and ``n_rows`` is the sum of the weights. An input without
+    a row (left) raises :class:`~fastpriv.InputError`, or gives ``([], [], 0)`` with
+    ``allow_empty`` (one partition of many).
     """
     from ._arrow import apply_weights
     from ._ingest import LabelCodes
@@ -166,6 +170,8 @@ def value_distribution(data: Any, sensitive: str, *, keys: Sequence[str] = (),
             totals = np.concatenate([totals, np.zeros(c.size - totals.size, dtype=np.int64)])
         totals[:c.size] += c
     if n == 0:
+        if allow_empty:
+            return [], np.zeros(0, dtype=np.int64), 0
         raise InputError("data is empty: a release needs at least one row")
     rank, labels = lab.sorted_ranks()
     full = np.zeros(rank.size, dtype=np.int64)
@@ -213,6 +219,7 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
                     skylines: Any = None,
                     classic: bool = True, l: int = 2, q: Mapping[Any, float] | str | None = None,
                     order: Sequence[Any] | None = None, nulls: str = "error",
+                    k: int | None = None,
                     check_sorted: bool = True, batch_size: int = 1 << 20,
                     progress: Callable[[int, int], Any] | None = None) -> StreamAudit:
     """Audit an input **sorted by group** in one pass with O(points + batch) memory.
@@ -243,6 +250,9 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
         otherwise.
     order : sequence, optional
         Attribute order for ordered t-closeness.
+    k : int, optional
+        (c,k)-safety at ``k`` (:func:`fastpriv.ck_safety.audit`), folded by
+        :class:`~fastpriv.folds.CkState`: only the groups its answer can depend on are kept.
     check_sorted : bool
         Verify that group keys increase (raises ``ValueError`` otherwise).
     batch_size : int
@@ -287,7 +297,7 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
             raise InputError(f"q must be a mapping label -> probability, 'pass' or None; "
                              f"got {q!r}")
     state = GroupwiseState(l=l, values=values, q=qv, order=order, skylines=skylines,
-                           classic=classic)
+                           classic=classic, k=k)
     carry: CountAccumulator | None = None
     carry_key: Any = None
     rows = nbytes = 0
@@ -344,7 +354,7 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
         raise InputError("data is empty: a release needs at least one row")
     flush(carry)
     return StreamAudit(classic=state.classic_audit() if classic else None,
-                       skyline=state.skyline_result(), ck_safety=None,
+                       skyline=state.skyline_result(), ck_safety=state.ck_result(),
                        n_groups=state.n_groups, n_rows=state.n_rows, passes=passes,
                        skipped=skipped)
 

@@ -118,6 +118,8 @@ BUILDING_BLOCKS = {
     skyline: {"combine_row": "Theorem 2's combine of one row of statistics (numbers in, out)",
               "normalize_skylines": "input normalization shared with skyline_anonymize",
               "prepare": "builds SigmaTables, a prepared input for repeated evaluation"},
+    ck_safety: {"needed_groups": "the groups (c,k)-safety's fold keeps (folds.CkState): "
+                                 "group ids out, tested in tests/test_engine_folds.py"},
 }
 ADULT_QI = ["age", "sex", "race"]
 

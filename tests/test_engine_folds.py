@@ -1,0 +1,239 @@
+"""Audits as folds on every engine: only summaries travel, the answer is the in-memory one.
+
+The classical models, the privacy skyline and (c,k)-safety are folds over groups
+(:mod:`fastpriv.folds`). A state built from any split of the groups, merged in any order,
+answers as the in-memory audit of the whole release (values, curves, witness labels, and
+group indices where the parts knew their offsets). DuckDB (:func:`fastpriv.pushdown.audit`:
+ordered counts streamed into the clustered fold), Spark (:func:`fastpriv.spark.audit`: the
+fold on the executors) and Dask (:func:`fastpriv.distributed.groupwise_audit`) each give
+the in-memory answer on random tables with nulls, ties and weights.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastpriv import InputError, Release, ck_safety, classic, pushdown, skyline, spark
+from fastpriv.folds import CkState, GroupwiseState
+from tests.engines import CK_K, POINTS, _without_rows, tables
+from tests.spark_session import local_session
+
+SKY = {"*": POINTS}
+
+
+def _in_memory(table: pa.Table, kw: dict, k: int = CK_K) -> dict | None:
+    """The reference: classic, (c,k) and skyline audits of the in-memory release."""
+    try:
+        rel = Release.from_table(table, **kw)
+        return {"classic": classic.audit(rel).to_dict(),
+                "ck": _without_rows(ck_safety.audit(rel, k=k).to_dict()),
+                "skyline": skyline.check(rel, skylines=SKY).to_dict()}
+    except InputError:
+        return None
+
+
+def _without_indices(x):
+    """A (c,k) result with its group indices left out (not known across partitions)."""
+    if isinstance(x, dict):
+        return {k: _without_indices(v) for k, v in x.items() if k not in ("group", "groups")}
+    if isinstance(x, list):
+        return [_without_indices(v) for v in x]
+    return x
+
+
+def _split_states(rel_table: pa.Table, k: int, cuts: list[int], offsets: bool,
+                  order: list[int]) -> CkState:
+    """Fold the groups of ``rel_table`` (columns g, s) cut at group positions ``cuts``."""
+    rel = Release.from_table(rel_table, group="g", sensitive="s")
+    labels = np.array(rel.group_labels)
+    bounds = [0, *cuts, rel.n_groups]
+    states = []
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        part = rel_table.filter(pa.array(np.isin(rel_table["g"].to_numpy(), labels[a:b])))
+        states.append(CkState(k).update(Release.from_table(part, group="g", sensitive="s"),
+                                        offset=a if offsets else None))
+    state = states[order[0] % len(states)]
+    rest = [s for i, s in enumerate(states) if i != order[0] % len(states)]
+    for s in rest:
+        state = state.merge(s) if len(order) % 2 else s.merge(state)
+    return state
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(0, 8), ties=st.booleans(),
+       offsets=st.booleans(), order=st.lists(st.integers(0, 9), min_size=1, max_size=4))
+def test_ck_state_any_split_any_merge_order_equals_in_memory(seed, k, ties, offsets, order):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 2000 if ties else 300))
+    groups = int(rng.integers(1, 600 if ties else 50))
+    values = int(rng.integers(2, 4) if ties else rng.integers(1, 7))
+    t = pa.table({"g": rng.integers(0, groups, n), "s": rng.integers(0, values, n)})
+    rel = Release.from_table(t, group="g", sensitive="s")
+    want = _without_rows(ck_safety.audit(rel, k=k).to_dict())
+    n_cuts = min(rel.n_groups - 1, int(rng.integers(0, 6)))
+    cuts = sorted(rng.choice(np.arange(1, rel.n_groups), n_cuts, replace=False).tolist()) \
+        if n_cuts > 0 else []
+    got = _split_states(t, k, cuts, offsets, order).result().to_dict()
+    if offsets:
+        assert got == want
+    else:
+        assert _without_indices(got) == _without_indices(want)
+
+
+def test_ck_state_keeps_a_bounded_number_of_groups():
+    """10,000 groups fold into a state of the few groups the answer can depend on."""
+    rng = np.random.default_rng(0)
+    t = pa.table({"g": np.repeat(np.arange(10_000), 4),
+                  "s": rng.integers(0, 3, 40_000)})
+    rel = Release.from_table(t, group="g", sensitive="s")
+    state = CkState(3).update(rel, offset=0)
+    kept = Release.from_counts(state.counts, group=["g"], sensitive="value", count="count",
+                               nulls="value")
+    assert kept.n_groups <= 60
+    assert _without_rows(state.result().to_dict()) == \
+        _without_rows(ck_safety.audit(rel, k=3).to_dict())
+
+
+def test_ck_states_with_different_k_are_not_merged():
+    with pytest.raises(InputError, match="different k"):
+        CkState(2).merge(CkState(3))
+    with pytest.raises(InputError, match="different parameters"):
+        GroupwiseState(k=2).merge(GroupwiseState(k=3))
+
+
+# ------------------------------------------------------------------ DuckDB
+def _kw_of(data, table):
+    weights = data.draw(st.lists(st.integers(0, 3), min_size=table.num_rows,
+                                 max_size=table.num_rows), label="weights")
+    table = table.append_column("w", pa.array(weights, pa.int64()))
+    weight = data.draw(st.sampled_from([None, "w"]), label="weight")
+    nulls = data.draw(st.sampled_from(["value", "drop", "error"]), label="nulls")
+    return table, {"sensitive": "s", "nulls": nulls, "weight": weight}
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_duckdb_fold_equals_in_memory(data):
+    table, kw = _kw_of(data, data.draw(tables(max_rows=40), label="table")[0])
+    keys = [c for c in table.column_names if c.startswith("k")]
+    batch = data.draw(st.integers(1, 9), label="batch_size")
+    want = _in_memory(table, dict(kw, qi=keys))
+    rel = duckdb.from_arrow(table)
+    if want is None:               # what the in-memory path refuses, the fold refuses
+        with pytest.raises(InputError):
+            pushdown.audit(rel, qi=keys, skylines=SKY, k=CK_K, batch_size=batch, **kw)
+        return
+    res = pushdown.audit(rel, qi=keys, skylines=SKY, k=CK_K, batch_size=batch, **kw)
+    assert res.classic.to_dict() == want["classic"]        # worst_group indices included
+    assert res.skyline.to_dict() == want["skyline"]
+    assert res.ck_safety.to_dict() == want["ck"]
+
+
+def test_duckdb_fold_streams_the_counts_in_batches(tmp_path, monkeypatch):
+    """The ordered counts reach this process one batch at a time, never as one table."""
+    import pyarrow.parquet as pq
+
+    from fastpriv import streaming
+
+    rng = np.random.default_rng(1)
+    t = pa.table({"g": rng.integers(0, 5_000, 50_000), "s": rng.integers(0, 4, 50_000)})
+    pq.write_table(t, tmp_path / "t.parquet")
+    seen = []
+    real = streaming.iter_batches
+
+    def spy(data, columns, batch_size):
+        for b in real(data, columns, batch_size=batch_size):
+            seen.append(b.num_rows)
+            yield b
+
+    monkeypatch.setattr(streaming, "iter_batches", spy)
+    res = pushdown.audit(str(tmp_path / "t.parquet"), group="g", sensitive="s", k=2,
+                         batch_size=1_000)
+    monkeypatch.undo()
+    rel = Release.from_table(t, group="g", sensitive="s")
+    assert res.classic.to_dict() == classic.audit(rel).to_dict()
+    assert len(seen) >= 15 and max(seen) <= 2_048     # ~20,000 pairs, in small batches
+
+
+# ------------------------------------------------------------------ Spark
+@pytest.fixture(scope="module")
+def spark_session():
+    return local_session("fastpriv-folds", threads=1)
+
+
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_spark_fold_equals_in_memory(spark_session, data):
+    table, kw = _kw_of(data, data.draw(tables(max_rows=30, key_kinds=("int64", "string",
+                                                                      "float", "bool")),
+                                       label="table")[0])
+    keys = [c for c in table.column_names if c.startswith("k")]
+    want = _in_memory(table, dict(kw, qi=keys))
+    df = spark_session.createDataFrame(table.to_pandas(types_mapper=pd_types))
+    if want is None:
+        with pytest.raises(InputError):
+            spark.audit(df, qi=keys, skylines=SKY, k=CK_K, partitions=3, **kw)
+        return
+    res = spark.audit(df, qi=keys, skylines=SKY, k=CK_K, partitions=3, **kw)
+    got = res.classic.to_dict()["models"]
+    for key, m in want["classic"]["models"].items():
+        assert (got[key]["value"], got[key]["worst_label"]) == \
+            (m["value"], m["worst_label"]), key
+    assert res.skyline.to_dict() == want["skyline"]
+    assert _without_indices(res.ck_safety.to_dict()) == _without_indices(want["ck"])
+
+
+def pd_types(t):
+    """Keep nullable integers and booleans as such when a table goes through pandas."""
+    import pandas as pd
+
+    return {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype(),
+            pa.string(): pd.StringDtype()}.get(t)
+
+
+def test_spark_fold_sends_one_state_per_partition_not_one_row_per_group(spark_session,
+                                                                       monkeypatch):
+    rng = np.random.default_rng(2)
+    t = pa.table({"g": rng.integers(0, 3_000, 12_000), "s": rng.integers(0, 5, 12_000)})
+    df = spark_session.createDataFrame(t.to_pandas())
+    collected = []
+    real = spark._collect
+    monkeypatch.setattr(spark, "_collect",
+                        lambda frame: collected.append(real(frame)) or collected[-1])
+    res = spark.audit(df, group="g", sensitive="s", k=2, skylines=SKY, partitions=4)
+    monkeypatch.undo()
+    rel = Release.from_table(t, group="g", sensitive="s")
+    assert res.n_groups == rel.n_groups > 2_000
+    assert res.skyline.to_dict() == skyline.check(rel, skylines=SKY).to_dict()
+    assert _without_indices(res.ck_safety.to_dict()) == \
+        _without_indices(_without_rows(ck_safety.audit(rel, k=2).to_dict()))
+    # the first pass (Q) and the fold: one row per partition each, never per group
+    assert [c.num_rows for c in collected] and all(c.num_rows <= 4 for c in collected)
+
+
+# ------------------------------------------------------------------ Dask
+def test_dask_fold_carries_ck_safety(tmp_path):
+    import dask
+
+    from fastpriv import distributed
+
+    rng = np.random.default_rng(3)
+    t = pa.table({"g": np.sort(rng.integers(0, 400, 3_000)), "s": rng.integers(0, 4, 3_000)})
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    g = t["g"].to_numpy()
+    for i, (lo, hi) in enumerate([(0, 100), (100, 250), (250, 400)]):
+        pq.write_table(t.filter(pa.array((g >= lo) & (g < hi))), folder / f"p{i}.parquet")
+    with dask.config.set(scheduler="synchronous"):
+        res = distributed.groupwise_audit(str(folder), group="g", sensitive="s", k=3,
+                                          split_every=2)
+    rel = Release.from_table(t, group="g", sensitive="s")
+    assert _without_indices(res.ck_safety.to_dict()) == \
+        _without_indices(_without_rows(ck_safety.audit(rel, k=3).to_dict()))
