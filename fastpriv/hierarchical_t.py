@@ -291,13 +291,15 @@ def html(section: dict) -> str:
             f"{section['threshold']:g}).</p></section>")
 
 
-def remedy_criteria(thresholds: dict) -> list[str]:
-    """Return Mondrian's flags meeting ``max_hierarchical_t``.
+def remedy_criteria(by_id: dict, params: dict) -> list[str]:
+    """Return Mondrian's flags meeting ``max_hierarchical_t`` (none without its check).
 
     The hierarchical distance of two values is at most 1, the equal distance's, so a release
     meeting ``--max-t T`` has a hierarchical t of at most T too.
     """
-    return ["--max-t", f"{thresholds['max_hierarchical_t']:g}"]
+    if NAME not in by_id:
+        return []
+    return ["--max-t", f"{params['thresholds']['max_hierarchical_t']:g}"]
 
 
 def warmup() -> None:

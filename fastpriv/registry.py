@@ -41,7 +41,8 @@ __all__ = ["Threshold", "Option", "Model", "MODELS", "WARMUP_GROUPS", "ENGINES",
            "verdict_models", "add_threshold_flags", "thresholds_of", "markdown_table",
            "engine_table", "load", "make_check", "run_verdict_models", "schema_version",
            "declared_options", "add_option_flags", "options_of", "glossary",
-           "warmup_workloads", "generalizable_checks", "render_model_html", "remedy_criteria"]
+           "warmup_workloads", "generalizable_checks", "render_model_html", "remedy_criteria",
+           "closest_checks", "hooks", "check_model"]
 
 #: Where data can live when a model reads it: in memory (a table or a path), streamed in
 #: record batches, a Dask or Spark cluster, DuckDB (counts pushed down into SQL).
@@ -121,8 +122,10 @@ class Model:
     #: (the verdict then offers the Mondrian command as its remedy)
     generalizable: bool = False
     #: ``"module:function"`` returning the criterion flags a Mondrian release needs to meet
-    #: this model's thresholds (``remedy_criteria(thresholds) -> list[str]``, e.g.
-    #: ``["--max-t", "0.2"]``); read for a ``generalizable`` model
+    #: this model's thresholds (``remedy_criteria(by_id, params) -> list[str]``, e.g.
+    #: ``["--max-t", "0.2"]``; ``by_id`` the verdict's checks by id, none when the model's
+    #: are absent; ``params`` the report's parameters, ``thresholds`` the declared ones);
+    #: read for a ``generalizable`` model
     remedy_criteria: str | None = None
     #: ``"module:function"`` the warm-up runs for the model's group (compiles its kernels)
     warmup_workload: str | None = None
@@ -133,21 +136,51 @@ class Model:
     #: the model's own source files beyond those of its declared functions (its CLI
     #: sub-command), where its id may be spelled out (``tests/test_registry_only.py``)
     modules: tuple[str, ...] = ()
+    #: the ids of the verdict checks the model adds (empty: its name alone)
+    check_ids: tuple[str, ...] = ()
+    #: ``"module:function"`` returning the model's verdict checks read from the report's
+    #: sections, for the models whose section the report builds itself
+    #: (``report_checks(sec, params, sens) -> list[dict]``); a function declared by several
+    #: models (a family read from one section) is called once, at its first model
+    report_checks: str | None = None
+    #: ``"module:function"`` naming the model's risk as the verdict's key risk
+    #: (``key_risk(sec, by_id, checks, params, sens) -> dict | None``); the verdict tries
+    #: these in ``key_risk_rank`` order, then names the first failing check
+    key_risk: str | None = None
+    key_risk_rank: int = 0
+    #: the model's check ids the verdict may name as the closest risk beyond the thresholds
+    #: when nothing fails (the one with the highest achieved certainty)
+    closest: tuple[str, ...] = ()
+    #: ``"module:function"`` returning the model's thresholds that no generalization can
+    #: reach (``unreachable(by_id, sec, params) -> list[str]``, ``sec`` the report's sections,
+    #: among them ``whole_table``: the one-group audit of the whole table)
+    unreachable: str | None = None
+    #: ``"module:function"`` returning the remedy of the model's failing check when it is not
+    #: generalizable (``remedy(params, *, unreachable, generalize, command) -> str | None``:
+    #: ``generalize()`` the verdict's generalization remedy, ``command(method, criteria)``
+    #: the ``fastpriv anonymize`` command reading the data as the audit did)
+    remedy: str | None = None
 
     def own_files(self) -> set[str]:
         """Return the source files (``fastpriv/….py``) that belong to this model alone.
 
         Those of every function it declares (``call``, ``checks``, ``per_group``, ``html``,
-        ``remedy_criteria``, ``warmup_workload``, ``schema``) and its :attr:`modules`.
+        ``remedy_criteria``, ``warmup_workload``, ``schema``, ``report_checks``,
+        ``key_risk``, ``unreachable``, ``remedy``) and its :attr:`modules`.
         """
         paths = [self.call, self.checks, self.per_group, self.html, self.remedy_criteria,
-                 self.warmup_workload, self.schema]
+                 self.warmup_workload, self.schema, self.report_checks, self.key_risk,
+                 self.unreachable, self.remedy]
         out = set(self.modules)
         for p in paths:
             if p:
                 mod = p.partition(":")[0] if ":" in p else p.rpartition(".")[0]
                 out.add(mod.replace(".", "/") + ".py")
         return out
+
+    def ids(self) -> tuple[str, ...]:
+        """Return the ids of the verdict checks the model adds (:attr:`check_ids`, or its name)."""
+        return self.check_ids or (self.name,)
 
     def load_checks(self) -> Callable[..., list[dict]]:
         """Import the function that turns report sections into this model's verdict checks."""
@@ -164,58 +197,92 @@ def load(path: str) -> Any:
 
 _GROUP_ENGINES = ENGINES
 #: the row-level models read the distinct (qi, group, sensitive) rows with their count, which
-#: every engine computes where the data lives (``row_counts`` of spark, distributed, pushdown)
-_ROW_ENGINES = ("memory", "dask", "spark", "duckdb")
+#: every engine computes where the data lives (``row_counts`` of spark, distributed,
+#: pushdown, and of stream_counts for record batches)
+_ROW_ENGINES = ("memory", "stream", "dask", "spark", "duckdb")
 #: the class-based models read the QI equivalence classes (distinct QI tuples with their
 #: sizes): counted in record batches (``risk.ClassCounts.from_batches``) or by a ``GROUP BY
 #: qi`` where the data lives (``class_counts`` of spark, distributed, pushdown)
 _CLASS_ENGINES = ("memory", "stream", "dask", "spark", "duckdb")
 #: k-map and δ-presence also count a population table's classes, which the engines do too
-#: (its ``class_counts``); the streamed population is not claimed
-_POPULATION_ENGINES = ("memory", "dask", "spark", "duckdb")
+#: (its ``class_counts``; a streamed sample or population: ``stream_counts.class_counts``)
+_POPULATION_ENGINES = ("memory", "stream", "dask", "spark", "duckdb")
 
 #: Every model, in the order of the verdict.
 MODELS: tuple[Model, ...] = (
     Model("k_anonymity", "k-anonymity",
           "Does every group hide each person among enough others?",
           "fastpriv.classic.k_anonymity", "int", ("classic", "counting"), "groups", False,
-          _GROUP_ENGINES, "classic"),
+          _GROUP_ENGINES, "classic",
+          report_checks="fastpriv.report._models.classical:checks",
+          generalizable=True,
+          remedy_criteria="fastpriv.report._models.classical:remedy_criteria"),
     Model("l_diversity", "distinct ℓ-diversity",
           "Does every group contain several different sensitive values?",
           "fastpriv.classic.l_diversity", "int", ("classic", "counting"), "groups", True,
-          _GROUP_ENGINES, "classic"),
+          _GROUP_ENGINES, "classic",
+          report_checks="fastpriv.report._models.classical:checks",
+          unreachable="fastpriv.report._models.classical:unreachable", generalizable=True,
+          remedy_criteria="fastpriv.report._models.classical:remedy_criteria"),
     Model("entropy_l_diversity", "entropy ℓ-diversity",
           "Are the sensitive values spread evenly enough within every group?",
           "fastpriv.classic.entropy_l_diversity", "float", ("classic", "counting"), "groups",
-          True, _GROUP_ENGINES, "classic"),
+          True, _GROUP_ENGINES, "classic",
+          report_checks="fastpriv.report._models.classical:checks",
+          unreachable="fastpriv.report._models.classical:unreachable", generalizable=True,
+          remedy_criteria="fastpriv.report._models.classical:remedy_criteria"),
     Model("t_closeness", "t-closeness",
           "Does every group's mix of sensitive values resemble the whole table's?",
           "fastpriv.classic.t_closeness", "float", ("classic", "counting"), "groups", True,
-          _GROUP_ENGINES, "classic"),
+          _GROUP_ENGINES, "classic",
+          report_checks="fastpriv.report._models.classical:checks", generalizable=True,
+          remedy_criteria="fastpriv.report._models.classical:remedy_criteria"),
     Model("alpha_k_anonymity", "(α,k)-anonymity",
           "Without any background knowledge, how sure can anyone be of a person's value?",
           "fastpriv.classic.audit", "ClassicAudit", ("classic", "counting"), "groups", True,
-          _GROUP_ENGINES, "classic"),
+          _GROUP_ENGINES, "classic",
+          report_checks="fastpriv.report._models.classical:checks",
+          key_risk="fastpriv.report._models.classical:key_risk", key_risk_rank=1,
+          closest=("alpha_k_anonymity",),
+          unreachable="fastpriv.report._models.classical:unreachable", generalizable=True,
+          remedy_criteria="fastpriv.report._models.classical:remedy_criteria"),
     Model("ck_safety", "(c,k)-safety",
           "Can an adversary who knows k facts about people become c sure of anyone's value?",
           "fastpriv.ck_safety.audit", "CkAudit", ("ck_safety", "counting"), "groups", True,
-          _GROUP_ENGINES, "ck_safety"),
+          _GROUP_ENGINES, "ck_safety",
+          check_ids=("ck_safety", "ck_safety_implications", "ck_safety_negations"),
+          report_checks="fastpriv.report._models.ck:checks",
+          key_risk="fastpriv.report._models.ck:key_risk", key_risk_rank=3,
+          closest=("ck_safety_implications",),
+          unreachable="fastpriv.report._models.ck:unreachable", generalizable=True,
+          remedy_criteria="fastpriv.report._models.ck:remedy_criteria"),
     Model("skyline", "privacy skyline",
           "Can an adversary with (ℓ, k, m) knowledge become c sure of anyone's value?",
           "fastpriv.skyline.check", "SkylineCheck", ("skyline", "counting"), "groups", True,
-          _GROUP_ENGINES, "skyline", modules=("fastpriv/cli/skyline.py",)),
+          _GROUP_ENGINES, "skyline", modules=("fastpriv/cli/skyline.py",),
+          report_checks="fastpriv.report._models.skyline:checks",
+          key_risk="fastpriv.report._models.skyline:key_risk", key_risk_rank=4,
+          closest=("skyline",), remedy="fastpriv.report._models.skyline:remedy"),
     Model("robustness", "r-robustness",
           "Can statistics linking quasi-identifiers to sensitive values single anyone out?",
           "fastpriv.robustness.audit", "RobustnessAudit", ("possible_worlds",), "rows", True,
-          _ROW_ENGINES, "robustness", modules=("fastpriv/cli/robustness.py",)),
+          _ROW_ENGINES, "robustness", modules=("fastpriv/cli/robustness.py",),
+          report_checks="fastpriv.report._models.rowlevel:robustness_checks",
+          key_risk="fastpriv.report._models.rowlevel:robustness_key_risk", key_risk_rank=5,
+          closest=("robustness",), remedy="fastpriv.report._models.rowlevel:remedy"),
     Model("foreground", "foreground-knowledge attack",
           "Can patterns mined from the release itself single anyone out?",
           "fastpriv.foreground.attack", "ForegroundAttack", ("foreground", "possible_worlds"),
-          "rows", True, _ROW_ENGINES, "foreground"),
+          "rows", True, _ROW_ENGINES, "foreground",
+          report_checks="fastpriv.report._models.rowlevel:foreground_checks",
+          key_risk="fastpriv.report._models.rowlevel:foreground_key_risk", key_risk_rank=2,
+          closest=("foreground",), remedy="fastpriv.report._models.rowlevel:remedy"),
     Model("risk", "re-identification risk",
           "Can someone who knows a person's quasi-identifiers pick out their record?",
           "fastpriv.risk.audit", "RiskResult", ("risk",), "classes", False, _CLASS_ENGINES,
-          "risk"),
+          "risk", report_checks="fastpriv.report._models.risk:checks",
+          unreachable="fastpriv.report._models.risk:unreachable", generalizable=True,
+          remedy_criteria="fastpriv.report._models.risk:remedy_criteria"),
     Model("k_map", "k-map",
           "Is every record hidden among at least k people of the population?",
           "fastpriv.population.k_map", "KMapResult", ("risk",), "classes", False,
@@ -239,7 +306,7 @@ MODELS: tuple[Model, ...] = (
           "Does every group's mix of sensitive values resemble the whole table's, values "
           "close in the hierarchy counting as close?",
           "fastpriv.hierarchical_t.hierarchical_t_closeness", "HierarchicalTCloseness", (),
-          "groups", True, ("memory",), "classic",
+          "groups", True, _GROUP_ENGINES, "classic",
           thresholds=(Threshold("max_hierarchical_t", "--max-hierarchical-t", "probability",
                                 "t-closeness with ARX's hierarchical ground distance: every "
                                 "group's earth mover's distance to the whole table at most "
@@ -347,17 +414,40 @@ def warmup_workloads() -> dict[str, list[Callable[[], Any]]]:
 
 
 def generalizable_checks() -> frozenset[str]:
-    """Return the ids of the declared models a generalization of the QIs can fix."""
-    return frozenset(m.name for m in MODELS if m.generalizable)
+    """Return the ids of the checks a generalization of the QIs can fix."""
+    return frozenset(i for m in MODELS if m.generalizable for i in m.ids())
 
 
-def remedy_criteria(names: Any, thresholds: dict[str, Any]) -> list[str]:
-    """Return the Mondrian criterion flags of the declared models ``names`` that fail."""
-    out: list[str] = []
-    for m in MODELS:
-        if m.name in names and m.remedy_criteria is not None:
-            out += load(m.remedy_criteria)(thresholds)
-    return out
+def closest_checks() -> frozenset[str]:
+    """Return the check ids the verdict may name as the closest risk (:attr:`Model.closest`)."""
+    return frozenset(i for m in MODELS for i in m.closest)
+
+
+def hooks(attr: str, *, rank: str | None = None) -> list[Callable[..., Any]]:
+    """Return the distinct functions the models declare under ``attr``, in model order.
+
+    A function declared by several models (a family) comes once, at its first model;
+    ``rank`` names an integer attribute ordering them instead (stable: ties keep the
+    model order).
+    """
+    models = sorted(MODELS, key=lambda m: getattr(m, rank)) if rank else MODELS
+    paths = list(dict.fromkeys(getattr(m, attr) for m in models if getattr(m, attr)))
+    return [load(p) for p in paths]
+
+
+def check_model(check_id: str) -> Model | None:
+    """Return the model adding the verdict check ``check_id`` (None: no model's)."""
+    return next((m for m in MODELS if check_id in m.ids()), None)
+
+
+def remedy_criteria(by_id: dict[str, Any], params: dict[str, Any]) -> list[str]:
+    """Return the Mondrian criterion flags of every model (each reads its own checks).
+
+    ``by_id`` are the verdict's checks by id, ``params`` the report's parameters (the
+    declared thresholds under ``thresholds``); each model's ``remedy_criteria`` returns
+    nothing when its checks are absent.
+    """
+    return [flag for fn in hooks("remedy_criteria") for flag in fn(by_id, params)]
 
 
 def render_model_html(name: str, section: dict) -> str:
@@ -427,12 +517,15 @@ def markdown_table() -> str:
 ENGINE_ROUTES = {
     "memory": "a table, a path or a Release in this process",
     "stream": "record batches with bounded memory (`Release.from_batches`, "
-              "`risk.ClassCounts.from_batches`, `streaming.audit_stream`)",
-    "dask": "`distributed.release_from_dask`, `groupwise_audit`, `row_counts`, "
-            "`class_counts`",
-    "spark": "`spark.release`, `spark.row_counts`, `spark.class_counts`",
+              "`streaming.audit_stream`, `stream_counts.row_counts`, "
+              "`stream_counts.class_counts`; sorted by group: the fold "
+              "`streaming.clustered_audit`)",
+    "dask": "`distributed.release_from_dask`, `row_counts`, `class_counts`; the fold "
+            "`groupwise_audit` (one summary per partition)",
+    "spark": "`spark.release`, `spark.row_counts`, `spark.class_counts`; the fold "
+             "`spark.audit` (on the executors, one summary per partition)",
     "duckdb": "`pushdown.release`, `pushdown.row_counts`, `pushdown.class_counts` (the GROUP "
-              "BY runs in DuckDB)",
+              "BY runs in DuckDB); the fold `pushdown.audit` (its ordered counts streamed)",
 }
 
 

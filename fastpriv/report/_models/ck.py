@@ -1,0 +1,113 @@
+"""(c,k)-safety in the report: its verdict checks, key risk, reach and Mondrian criterion.
+
+The section ``ck_safety`` holds the disclosure curves, the disclosure at the verdict's k
+and the largest safe k of every confidence c; the functions below are what
+:mod:`fastpriv.registry` declares for the model.
+"""
+
+from __future__ import annotations
+
+from ...registry import make_check
+from ..text import as_float, fmt_count, fmt_pct
+from . import has_release, not_run
+
+__all__ = ["checks", "key_risk", "unreachable", "remedy_criteria"]
+
+
+def checks(sec: dict, params: dict, sens: str | None) -> list[dict]:
+    """Return the checks of (c,k)-safety against implications and against negations.
+
+    Parameters
+    ----------
+    sec : dict
+        The report's sections (reads ``ck_safety``; none without a sensitive column).
+    params : dict
+        The report's parameters (``c_verdict``).
+    sens : str or None
+        The sensitive column's name.
+
+    Returns
+    -------
+    list of dict
+        ``ck_safety_implications`` and ``ck_safety_negations`` (one ``ck_safety`` check
+        when the section did not run).
+
+    """
+    if not has_release(sec):
+        return []
+    ck = sec["ck_safety"]
+    c_v = params["c_verdict"]
+    if ck["status"] != "ok":
+        return not_run("ck_safety", "(c,k)-safety",
+                       f"Can an adversary who knows k facts about people become "
+                       f"{fmt_pct(c_v)} sure of anyone's {sens}?", ck)
+    k = ck["k"]
+    out = []
+    for kn, words in (("implications", f"knows {fmt_count(k, 'fact')} of the form “if A then "
+                                       "B” about people"),
+                      ("negations", f"can rule out {fmt_count(k, 'value')} for people")):
+        v = as_float(ck["at_k"][kn]["value"])
+        row = next(x for x in ck["max_safe_k"] if x["c"] == c_v)
+        safe = bool(row[f"{kn}_is_safe_at_k"])
+        ms = row[kn]
+        more = ("" if ms is None and not safe else
+                f" It stays safe up to k = {ms}." if ms is not None and ms < ck["k_max"]
+                else f" It stays safe for every k ≤ {ck['k_max']} tested." if ms is not None
+                else "")
+        out.append(make_check(
+            f"ck_safety_{kn}", f"(c,k)-safety, {kn}",
+            f"Can an adversary who {words} become {fmt_pct(c_v)} sure of anyone's {sens}?",
+            safe, v, f"max disclosure < {c_v:g} at k = {k}",
+            f"An adversary who {words} can be as much as {fmt_pct(v)} sure of someone's "
+            f"{sens} (must stay below {fmt_pct(c_v)}).{more}"))
+    return out
+
+
+def key_risk(sec: dict, by_id: dict, checks: list[dict], params: dict,
+             sens: str | None) -> dict | None:
+    """Return how few implications make the adversary c sure, when that is the key risk.
+
+    Only when (c,k)-safety fails or nothing fails: "k + 1 facts suffice" is then the
+    closest risk beyond the thresholds.
+    """
+    ck = sec["ck_safety"]
+    c_v = params["c_verdict"]
+    any_fails = any(c["satisfied"] is False for c in checks)
+    ck_fails = any(c["satisfied"] is False for c in checks if c["id"].startswith("ck_safety"))
+    if ck["status"] != "ok" or not (ck_fails or not any_fails):
+        return None
+    row = next(x for x in ck["max_safe_k"] if x["c"] == c_v)
+    ms = row["implications"]
+    first = 0 if ms is None else ms + 1
+    if first > ck["k_max"] or (ms is not None and ms >= ck["k_max"]):
+        return None
+    curve = ck["curve"]["implications"]
+    return {"model": "ck_safety_implications", "certainty": curve[first],
+            "knowledge": f"{first} implications",
+            "text": (f"An adversary who knows only {fmt_count(first, 'fact')} of the form "
+                     f"“if A then B” about the "
+                     f"people in this release can be {fmt_pct(curve[first])} sure of "
+                     f"someone's {sens} (threshold {fmt_pct(c_v)}).")}
+
+
+def _checked(by_id: dict) -> bool:
+    return any(cid.startswith("ck_safety") for cid in by_id)
+
+
+def unreachable(by_id: dict, sec: dict, params: dict) -> list[str]:
+    """Return (c,k)-safety when one group holding the whole table is not safe either."""
+    whole = sec.get("whole_table")
+    if not whole or whole.get("status") != "ok" or not _checked(by_id):
+        return []
+    c_v = params["c_verdict"]
+    if whole["ck"] < c_v:
+        return []
+    return [f"(c,k)-safety at k = {params['k']} (disclosure {fmt_pct(whole['ck'])} "
+            f"with one group, must stay below {fmt_pct(c_v)})"]
+
+
+def remedy_criteria(by_id: dict, params: dict) -> list[str]:
+    """Return Mondrian's ``--c``/``--k`` meeting (c,k)-safety at the verdict's c and k."""
+    if not _checked(by_id):
+        return []
+    return ["--c", f"{params['c_verdict']:g}", "--k", str(params["k"])]
