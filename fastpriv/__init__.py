@@ -28,10 +28,10 @@ from .errors import InputError, InputTypeError
 
 #: Every public module of the package, imported on first access (``fastpriv.risk``).
 #: ``tests/test_package_modules.py`` keeps it equal to the modules on disk.
-_SUBMODULES = ("anonymize", "ck_safety", "classic", "cli", "counts", "datasets",
-               "distributed", "errors", "folds", "foreground", "frontier", "hierarchies",
-               "knowledge", "metrics", "population", "predicates", "pushdown", "registry", "release",
-               "report", "results", "risk", "robustness", "rows", "skyline", "spark",
+_SUBMODULES = ("anonymize", "ck_safety", "classic", "cli", "counts", "datasets", "distributed",
+               "errors", "folds", "foreground", "frontier", "hierarchical_t", "hierarchies",
+               "knowledge", "metrics", "population", "predicates", "pushdown", "registry",
+               "release", "report", "results", "risk", "robustness", "rows", "skyline", "spark",
                "stream_counts", "streaming")
 _ATTRS = {"Release": ("fastpriv.release", "Release"),
           "Hierarchy": ("fastpriv.hierarchies", "Hierarchy"),

@@ -684,7 +684,8 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
                     q: Mapping[Any, float] | str | None = "compute",
                     order: Sequence[Any] | None = None, nulls: str = "error",
                     weight: str | None = None, partition_by_group: bool = False,
-                    split_every: int = 8, k: int | None = None):
+                    split_every: int = 8, k: int | None = None,
+                    options: Mapping[str, Any] | None = None):
     """Audit a release too large for one machine: classical models, skyline, (c,k)-safety.
 
     Every partition must hold **complete groups** (each group inside one partition):
@@ -728,6 +729,9 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
     k : int, optional
         (c,k)-safety at ``k``, folded by :class:`~fastpriv.folds.CkState` (each partition
         sends the few groups the answer can depend on).
+    options : mapping, optional
+        Option values of the registry's models: those declaring a per-group statistic are
+        folded too (:class:`~fastpriv.folds.GroupwiseState`; ``models`` of the result).
 
     Returns
     -------
@@ -735,26 +739,26 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
 
     """
     dask = _require_dask()
-    from .folds import q_of_totals, q_param
-    from .streaming import StreamAudit
+    from .folds import needs_q, q_of_totals, q_param
 
     keys = _keys_of(group, qi)
     cols = _columns(keys, sensitive, weight)
     split_every = _check_split_every(split_every)
     skipped: dict = {}
     values = qv = None
-    if classic and isinstance(q, str) and q == "compute":
+    want_q = needs_q(classic, options)
+    if want_q and isinstance(q, str) and q == "compute":
         counts = value_counts(data, sensitive=sensitive, group=group, qi=qi, nulls=nulls,
                               weight=weight, split_every=split_every)
         values, qv = q_of_totals([(list(counts), list(counts.values()))])
-    elif classic:
+    elif want_q:
         values, qv, skipped = q_param(q)
     if partition_by_group:
         if not _is_dask_collection(data):
             raise InputTypeError("partition_by_group=True needs a dask DataFrame")
         data = data.shuffle(on=keys)
     params = {"l": l, "values": values, "q": qv, "order": order, "skylines": skylines,
-              "classic": classic, "k": k}
+              "classic": classic, "k": k, "options": options}
     pieces = _pieces(data, cols, min_pieces=1)
     if not pieces:
         raise InputError("data is empty: a release needs at least one row")
@@ -767,11 +771,8 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
     if not partition_by_group:
         _check_groups_in_one_partition(dask, pieces, ranges, keys, sensitive, nulls, weight,
                                        split_every)
-    return StreamAudit(classic=state.classic_audit() if classic else None,
-                       skyline=state.skyline_result(), ck_safety=state.ck_result(),
-                       n_groups=state.n_groups, n_rows=state.n_rows,
-                       passes=2 if qv is not None and not isinstance(q, Mapping) else 1,
-                       skipped=skipped)
+    return state.finish(passes=2 if qv is not None and not isinstance(q, Mapping) else 1,
+                        skipped=skipped)
 
 
 # ============================================================================ warm-up

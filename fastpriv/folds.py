@@ -13,7 +13,8 @@ on the number of groups.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,8 @@ from .classic import AUDIT_ROWS, WORSE_IF_LARGER
 from .errors import InputError, InputTypeError
 from .release import Release
 
-__all__ = ["GroupwiseState", "CkState", "CLASSIC_ROWS", "q_of_totals", "q_param", "NEEDS_Q"]
+__all__ = ["GroupwiseState", "CkState", "StreamAudit", "declared_folds", "needs_q", "CLASSIC_ROWS",
+           "q_of_totals", "q_param", "NEEDS_Q"]
 
 
 #: (key, model, title, params) of the classical models a :class:`GroupwiseState` reduces,
@@ -62,12 +64,18 @@ class GroupwiseState:
     k : int, optional
         (c,k)-safety at ``k`` (both knowledge languages, the curves 0..k): a
         :class:`CkState` inside.
+    options : mapping, optional
+        The option values of the registry's models (:class:`fastpriv.registry.Option`,
+        e.g. ``{"hierarchies": "bundled"}``): every model declaring a ``per_group``
+        statistic whose options are all given is folded too (:func:`declared_folds`); the
+        asked for without Q are named in :attr:`skipped`.
 
     """
 
     def __init__(self, *, l: int = 2, values: Sequence[Any] | None = None,
                  q: Sequence[float] | None = None, order: Sequence[Any] | None = None,
-                 skylines: Any = None, classic: bool = True, k: int | None = None) -> None:
+                 skylines: Any = None, classic: bool = True, k: int | None = None,
+                 options: Mapping[str, Any] | None = None) -> None:
         from .skyline import SkylineState
 
         self.l = check_int(l, "l", minimum=1)
@@ -90,6 +98,8 @@ class GroupwiseState:
         self.models: dict[str, dict] = {}
         self.sky = None if skylines is None else SkylineState(skylines)
         self.ck = None if k is None else CkState(k)
+        self.options = dict(options or {})
+        self.declared, self.skipped = declared_folds(self.options, q=self.q is not None)
         self.n_groups = 0
         self.n_rows = 0
         self.n_individuals = 0
@@ -113,6 +123,8 @@ class GroupwiseState:
             return self
         if self.classic:
             self._update_classic(rel, offset)
+        if self.declared:
+            self._update_declared(rel, offset)
         if self.sky is not None:
             self.sky.update(rel)
         if self.ck is not None:
@@ -168,6 +180,32 @@ class GroupwiseState:
                     "worst_label": labels[g]}
             self._fold(key, cand, larger)
 
+    def _update_declared(self, rel: Release, offset: int | None) -> None:
+        from .registry import load, model
+
+        q = None if self.q is None else dict(zip(self.values, self.q.tolist(), strict=True))
+        for name in self.declared:
+            m = model(name)
+            vals = load(m.per_group)(rel, q=q if m.needs_q else None, options=self.options)
+            larger = m.worse == "max"
+            g = int(np.argmax(vals) if larger else np.argmin(vals))
+            self._fold(name, {"title": m.title, "value": float(vals[g]),
+                              "worst_group": None if offset is None else offset + g,
+                              "worst_label": rel.group_labels[g]}, larger)
+
+    @staticmethod
+    def _larger(key: str) -> bool:
+        """Whether a larger value of model ``key`` is worse (classical or declared)."""
+        if key in WORSE_IF_LARGER:
+            return WORSE_IF_LARGER[key]
+        from .registry import model
+
+        return model(key).worse == "max"
+
+    def declared_results(self) -> dict[str, dict]:
+        """Return the folded registry models: ``{name: {title, value, worst_*}}``."""
+        return {name: dict(self.models[name]) for name in self.declared if name in self.models}
+
     def _fold(self, key: str, cand: dict, larger: bool) -> None:
         cur = self.models.get(key)
         if cur is None:
@@ -189,7 +227,8 @@ class GroupwiseState:
                 (self.q is not None and not np.array_equal(self.q, other.q)) or \
                 (self.sky is None) != (other.sky is None) or \
                 (None if self.ck is None else self.ck.k) != (None if other.ck is None
-                                                             else other.ck.k):
+                                                             else other.ck.k) or \
+                self.declared != other.declared:
             raise InputError("other: states with different parameters cannot be merged")
         if self.case and other.case and self.case != other.case:
             raise InputError(f"other: case {other.case!r} differs from {self.case!r}")
@@ -197,8 +236,7 @@ class GroupwiseState:
         out.__dict__.update(self.__dict__)
         out.models = {k: dict(v) for k, v in self.models.items()}
         for key, cand in other.models.items():
-            larger = WORSE_IF_LARGER[key]
-            out._fold(key, dict(cand), larger)
+            out._fold(key, dict(cand), self._larger(key))
         out.sky = None if self.sky is None else self.sky.merge(other.sky)
         out.ck = None if self.ck is None else self.ck.merge(other.ck)
         out.n_groups = self.n_groups + other.n_groups
@@ -217,6 +255,18 @@ class GroupwiseState:
         models = {k: self.models[k] for k, *_ in CLASSIC_ROWS if k in self.models}
         return ClassicAudit(n_groups=self.n_groups, n_rows=self.n_rows, case=self.case or "svpi",
                             l=self.l, models=models)
+
+    def finish(self, *, passes: int, skipped: Mapping[str, str] | None = None) -> "StreamAudit":
+        """Return the :class:`StreamAudit` of the folded groups.
+
+        ``passes``: how many passes over the input the engine made; ``skipped``: the models
+        it left out, with the reason (the state's own skipped models are added).
+        """
+        return StreamAudit(classic=self.classic_audit() if self.classic else None,
+                           skyline=self.skyline_result(), ck_safety=self.ck_result(),
+                           n_groups=self.n_groups, n_rows=self.n_rows, passes=passes,
+                           skipped={**self.skipped, **dict(skipped or {})},
+                           models=self.declared_results())
 
     def ck_result(self):
         """Return the :class:`fastpriv.ck_safety.CkAudit` (None without ``k``)."""
@@ -253,6 +303,39 @@ def _order_rank(values: list, order: Sequence[Any] | None) -> np.ndarray:
     return np.argsort(np.argsort(ranks))
 
 
+def declared_folds(options: Mapping[str, Any], *, q: bool) -> tuple[list[str], dict]:
+    """Return the registry models to fold and the skipped ones with the reason.
+
+    A model is folded when it declares a ``per_group`` statistic (``worse``, ``needs_q``:
+    :class:`fastpriv.registry.Model`), every option it declares is given in ``options``
+    (giving them asks for the model) and, when it ``needs_q``, Q is known (``q``); a model
+    asked for without Q is skipped, with the reason.
+    """
+    from .registry import MODELS
+
+    run, skipped = [], {}
+    for m in MODELS:
+        if m.per_group is None:
+            continue
+        if any(options.get(o.name) is None for o in m.options):
+            continue
+        if m.needs_q and not q:
+            skipped[m.name] = "needs the distribution of the whole table (q)"
+        else:
+            run.append(m.name)
+    return run, skipped
+
+
+def needs_q(classic: bool, options: Mapping[str, Any] | None) -> bool:
+    """Whether an audit must know Q: the classical models or a folded model need it."""
+    if classic:
+        return True
+    run, _ = declared_folds(dict(options or {}), q=True)
+    from .registry import model
+
+    return any(model(name).needs_q for name in run)
+
+
 def q_of_totals(parts: Sequence[tuple[Sequence[Any], Sequence[int]]]) -> tuple[list, list]:
     """Return the whole table's distribution Q from partial value totals: ``(values, q)``.
 
@@ -278,8 +361,6 @@ def q_param(q: Any) -> tuple[list | None, list | None, dict]:
     A mapping ``{label: probability}`` is Q itself; None leaves out the models that need
     it, each named in ``skipped`` with the reason. Anything else raises InputError.
     """
-    from collections.abc import Mapping
-
     if isinstance(q, Mapping):
         values = sorted(q, key=LabelKey)
         return values, [float(q[v]) for v in values], {}
@@ -288,6 +369,51 @@ def q_param(q: Any) -> tuple[list | None, list | None, dict]:
                                  "computed" for key in sorted(NEEDS_Q)}
     raise InputError(f"q must be 'compute', a mapping label -> probability or None; "
                      f"got {q!r}")
+
+
+@dataclass(frozen=True)
+class StreamAudit:
+    """Result of :func:`clustered_audit` / :func:`audit_stream`.
+
+    Attributes
+    ----------
+    classic : ClassicAudit or None
+        Classical models (the models needing Q are absent when Q was unavailable; see
+        ``skipped``).
+    skyline : SkylineCheck or None
+    ck_safety : CkAudit or None
+        (c,k)-safety when ``k`` was given (a fold: :class:`~fastpriv.folds.CkState`).
+    n_groups, n_rows : int
+    passes : int
+        Passes over the input (2 when Q was computed by a first pass).
+    skipped : dict
+        Model key -> reason, for models that could not be evaluated.
+    release : Release or None
+        The release (:func:`audit_stream` only; clustered streaming keeps no release).
+    models : dict
+        The registry's models folded by their declared per-group statistic (``options=``):
+        name -> ``{title, value, worst_group, worst_label}``.
+
+    """
+
+    classic: Any
+    skyline: Any
+    ck_safety: Any
+    n_groups: int
+    n_rows: int
+    passes: int
+    skipped: dict = field(default_factory=dict)
+    release: Any = None
+    models: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """JSON-ready form."""
+        return {"n_groups": self.n_groups, "n_rows": self.n_rows, "passes": self.passes,
+                "classic": None if self.classic is None else self.classic.to_dict(),
+                "skyline": None if self.skyline is None else self.skyline.to_dict(),
+                "ck_safety": None if self.ck_safety is None else self.ck_safety.to_dict(),
+                "models": {k: dict(v) for k, v in self.models.items()},
+                "skipped": dict(self.skipped)}
 
 
 #: the column of :class:`CkState`'s kept counts that holds each group's index in the whole

@@ -687,7 +687,7 @@ def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None
           qi: Sequence[str] | None = None, skylines: Any = None, classic: bool = True,
           l: int = 2, q: Any = "compute", order: Sequence[Any] | None = None,  # noqa: E741
           nulls: str = "error", weight: str | None = None, k: int | None = None,
-          batch_size: int = 1 << 20) -> Any:
+          batch_size: int = 1 << 20, options: Any = None) -> Any:
     """Audit data in DuckDB as a fold over its ordered counts: memory independent of groups.
 
     The count is pushed down (``GROUP BY``), and its result streams back ordered by group
@@ -704,8 +704,9 @@ def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None
         A DuckDB relation or Parquet data (as :func:`row_counts`).
     sensitive, group, qi, nulls, weight :
         As for :meth:`fastpriv.Release.from_table` (SVPI).
-    skylines, classic, l, order, k :
-        As for :func:`fastpriv.streaming.clustered_audit` (``k``: (c,k)-safety, folded).
+    skylines, classic, l, order, k, options :
+        As for :func:`fastpriv.streaming.clustered_audit` (``k``: (c,k)-safety, folded;
+        ``options``: the registry's models folded by their per-group statistic).
     q : "compute", mapping or None
         Distribution Q: ``"compute"`` (default) counts it in DuckDB; a mapping gives Q;
         None leaves out the models that need it (named in ``skipped``).
@@ -721,16 +722,16 @@ def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None
 
     from ._arrow import NULL_POLICIES
     from ._validation import check_choice, check_int
-    from .folds import q_of_totals, q_param
+    from .folds import needs_q, q_of_totals, q_param
     from .streaming import clustered_audit, value_distribution
 
     check_choice(nulls, "nulls", NULL_POLICIES)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     keys, _ = check_keys(group, qi)
     passes, skipped = 1, {}
-    if not classic:
+    if not needs_q(classic, options):
         qmap: Any = None
-    elif q == "compute":
+    elif isinstance(q, str) and q == "compute":
         counts = ordered_counts(data, sensitive=sensitive, group=keys, weight=weight,
                                 count="n", batch_size=batch_size)
         values, totals, _ = value_distribution(counts, sensitive, keys=keys, nulls=nulls,
@@ -744,8 +745,8 @@ def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None
         ordered_counts(data, sensitive=sensitive, group=keys, weight=weight, count="n",
                        batch_size=batch_size),
         sensitive=sensitive, group=keys, weight="n", skylines=skylines, classic=classic,
-        l=l, q=qmap, order=order, nulls=nulls, k=k, batch_size=batch_size)
-    return replace(res, passes=passes, skipped=skipped)
+        l=l, q=qmap, order=order, nulls=nulls, k=k, batch_size=batch_size, options=options)
+    return replace(res, passes=passes, skipped={**res.skipped, **skipped})
 
 
 # ------------------------------------------------------------------ class-based models

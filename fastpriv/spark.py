@@ -69,7 +69,7 @@ runtime (``apt-get install openjdk-17-jre-headless``).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -649,25 +649,28 @@ def _fold_values(batches: Iterator[pa.RecordBatch], *, keys: list[str], sensitiv
         yield pa.RecordBatch.from_pydict({"state": [pickle.dumps((values, totals.tolist()))]})
 
 
-def _fold_groups(batches: Iterator[pa.RecordBatch], *, keys: list[str], sensitive: str,
-                 nulls: str, weight: str | None, params: dict) -> Iterator[pa.RecordBatch]:
+def _fold_groups(batches: Iterator[pa.RecordBatch], *, cols: list[str], nulls: str,
+                 weight: str | None, params: dict) -> Iterator[pa.RecordBatch]:
     """Executor side of :func:`audit`: the partition's complete groups folded into one state.
 
     The partition holds every row of its groups (shuffled by the group keys); they are
     counted by a :class:`~fastpriv.counts.CountAccumulator` under the null policy, the
     release built here and folded into a :class:`~fastpriv.folds.GroupwiseState`, which
     leaves pickled as one row: its size depends on the models' parameters, not on the
-    partition's groups.
+    partition's groups. The positional columns take their real names back (``cols``: keys…,
+    sensitive; then ``weight``): a model may read the sensitive column's name (its
+    hierarchy).
     """
     import pickle
 
     from .counts import CountAccumulator
     from .folds import GroupwiseState
 
-    acc = CountAccumulator(keys, sensitive, nulls=nulls, n_jobs=1, weight=weight)
+    names = cols + ([weight] if weight is not None else [])
+    acc = CountAccumulator(cols[:-1], cols[-1], nulls=nulls, n_jobs=1, weight=weight)
     for batch in batches:
         if batch.num_rows:
-            acc.add(batch)
+            acc.add(batch.rename_columns(names))
     if acc.n_groups:
         state = GroupwiseState(**params).update(acc.to_release())
         yield pa.RecordBatch.from_pydict({"state": [pickle.dumps(state)]})
@@ -704,17 +707,17 @@ def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None
           qi: Sequence[str] | None = None, skylines: Any = None, classic: bool = True,
           l: int = 2, q: Any = "compute", order: Sequence[Any] | None = None,  # noqa: E741
           nulls: str = "error", weight: str | None = None, k: int | None = None,
-          partitions: int | None = None) -> Any:
+          partitions: int | None = None, options: Mapping[str, Any] | None = None) -> Any:
     """Audit a Spark DataFrame as folds on the executors: only summaries reach the driver.
 
     The classical models, the privacy skyline and (c,k)-safety are folds over groups (a
-    statistic of one group, a summary that merges, a finish: :mod:`fastpriv.folds`). The rows are shuffled
-    by the group keys, so every partition holds complete groups; each executor counts its
-    partition with fastpriv's kernels (``mapInArrow``), folds its groups into a
-    :class:`~fastpriv.folds.GroupwiseState` and sends that state alone — the worst group of
-    each model with its key, the skyline's minima (Chen et al., Theorem 3). The driver
-    merges one state per partition: its memory depends on the models' parameters, not on
-    the number of groups (:func:`release` brings every (group, value) pair instead).
+    statistic of one group, a summary that merges, a finish: :mod:`fastpriv.folds`). The
+    rows are shuffled by the group keys, so every partition holds complete groups; each
+    executor counts its partition with fastpriv's kernels (``mapInArrow``), folds its groups
+    into a :class:`~fastpriv.folds.GroupwiseState` and sends that state alone — the worst
+    group of each model with its key, the skyline's minima (Chen et al., Theorem 3). The
+    driver merges one state per partition: its memory depends on the models' parameters, not
+    on the number of groups (:func:`release` brings every (group, value) pair instead).
     t-closeness, β-likeness and δ-disclosure compare each group with the whole table's
     distribution Q, counted by a first pass (one (values, totals) row per partition) unless
     ``q=`` gives it.
@@ -747,6 +750,10 @@ def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None
         few groups the answer can depend on (:class:`~fastpriv.folds.CkState`).
     partitions : int, optional
         Partitions of the shuffle (default: ``spark.sql.shuffle.partitions``).
+    options : mapping, optional
+        Option values of the registry's models: those declaring a per-group statistic are
+        folded too (:class:`~fastpriv.folds.GroupwiseState`; ``models`` of the result).
+        They travel to the executors (a hierarchy folder must be readable there).
 
     Returns
     -------
@@ -755,8 +762,7 @@ def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None
     """
     from ._arrow import NULL_POLICIES
     from ._validation import check_choice, check_int
-    from .folds import GroupwiseState, q_of_totals, q_param
-    from .streaming import StreamAudit
+    from .folds import GroupwiseState, needs_q, q_of_totals, q_param
 
     check_choice(nulls, "nulls", NULL_POLICIES)
     keys = _check(data, sensitive, group, qi, METHODS[0], MERGES[0], weight)
@@ -765,25 +771,21 @@ def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None
     picked, pos = _picked(data, keys + [sensitive], weight)
     w = None if weight is None else "w"
     skipped, values, qv, passes = {}, None, None, 1
-    if classic and q == "compute":
+    if needs_q(classic, options) and isinstance(q, str) and q == "compute":
         parts = _states(picked, functools.partial(
             _fold_values, keys=pos[:-1], sensitive=pos[-1], nulls=nulls, weight=w))
         values, qv = q_of_totals(parts)
         passes = 2
-    elif classic:
+    elif needs_q(classic, options):
         values, qv, skipped = q_param(q)
     params = {"l": l, "values": values, "q": qv, "order": order, "skylines": skylines,
-              "classic": classic, "k": k}
+              "classic": classic, "k": k, "options": options}
     GroupwiseState(**params)                       # bad parameters: here, not on a worker
     by = _partition_keys(picked, pos[:-1])
     shuffled = picked.repartition(partitions, *by) if partitions else picked.repartition(*by)
     states = _states(shuffled, functools.partial(
-        _fold_groups, keys=pos[:-1], sensitive=pos[-1], nulls=nulls, weight=w,
-        params=params))
+        _fold_groups, cols=keys + [sensitive], nulls=nulls, weight=weight, params=params))
     if not states:
         raise InputError("data is empty: a release needs at least one row")
-    state = functools.reduce(GroupwiseState.merge, states)
-    return StreamAudit(classic=state.classic_audit() if classic else None,
-                       skyline=state.skyline_result(), ck_safety=state.ck_result(),
-                       n_groups=state.n_groups, n_rows=state.n_rows, passes=passes,
-                       skipped=skipped)
+    return functools.reduce(GroupwiseState.merge, states).finish(passes=passes,
+                                                                 skipped=skipped)

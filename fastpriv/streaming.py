@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -55,7 +54,7 @@ from ._labels import LabelKey, label_less
 from ._validation import check_int
 from .counts import CountAccumulator
 from .errors import InputError
-from .folds import CLASSIC_ROWS, GroupwiseState
+from .folds import CLASSIC_ROWS, NEEDS_Q, GroupwiseState, StreamAudit, needs_q
 
 __all__ = [
     "GroupwiseState",
@@ -68,46 +67,6 @@ __all__ = [
 
 
 # ============================================================================ results
-@dataclass(frozen=True)
-class StreamAudit:
-    """Result of :func:`clustered_audit` / :func:`audit_stream`.
-
-    Attributes
-    ----------
-    classic : ClassicAudit or None
-        Classical models (the models needing Q are absent when Q was unavailable; see
-        ``skipped``).
-    skyline : SkylineCheck or None
-    ck_safety : CkAudit or None
-        (c,k)-safety when ``k`` was given (a fold: :class:`~fastpriv.folds.CkState`).
-    n_groups, n_rows : int
-    passes : int
-        Passes over the input (2 when Q was computed by a first pass).
-    skipped : dict
-        Model key -> reason, for models that could not be evaluated.
-    release : Release or None
-        The release (:func:`audit_stream` only; clustered streaming keeps no release).
-
-    """
-
-    classic: Any
-    skyline: Any
-    ck_safety: Any
-    n_groups: int
-    n_rows: int
-    passes: int
-    skipped: dict = field(default_factory=dict)
-    release: Any = None
-
-    def to_dict(self) -> dict:
-        """JSON-ready form."""
-        return {"n_groups": self.n_groups, "n_rows": self.n_rows, "passes": self.passes,
-                "classic": None if self.classic is None else self.classic.to_dict(),
-                "skyline": None if self.skyline is None else self.skyline.to_dict(),
-                "ck_safety": None if self.ck_safety is None else self.ck_safety.to_dict(),
-                "skipped": dict(self.skipped)}
-
-
 # ============================================================================ helpers
 def _keys_of(group: Any, qi: Any) -> list[str]:
     if (group is None) == (qi is None):
@@ -219,7 +178,7 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
                     skylines: Any = None,
                     classic: bool = True, l: int = 2, q: Mapping[Any, float] | str | None = None,
                     order: Sequence[Any] | None = None, nulls: str = "error",
-                    k: int | None = None,
+                    k: int | None = None, options: Mapping[str, Any] | None = None,
                     check_sorted: bool = True, batch_size: int = 1 << 20,
                     progress: Callable[[int, int], Any] | None = None) -> StreamAudit:
     """Audit an input **sorted by group** in one pass with O(points + batch) memory.
@@ -253,6 +212,10 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
     k : int, optional
         (c,k)-safety at ``k`` (:func:`fastpriv.ck_safety.audit`), folded by
         :class:`~fastpriv.folds.CkState`: only the groups its answer can depend on are kept.
+    options : mapping, optional
+        Option values of the registry's models: every model declaring a per-group
+        statistic whose options are given is folded too (``models`` of the result;
+        :class:`~fastpriv.folds.GroupwiseState`).
     check_sorted : bool
         Verify that group keys increase (raises ``ValueError`` otherwise).
     batch_size : int
@@ -279,7 +242,7 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
     skipped: dict = {}
     passes = 1
     values = qv = None
-    if classic:
+    if needs_q(classic, options):
         if isinstance(q, Mapping):
             values = sorted(q, key=LabelKey)
             qv = [float(q[v]) for v in values]
@@ -288,16 +251,15 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
                                                        batch_size=batch_size, weight=weight)
             qv = (totals / n_all).tolist()
             passes = 2
-        elif q is None:
-            for key in ("t_closeness", "t_closeness_ordered", "beta_likeness",
-                        "delta_disclosure"):
+        elif q is None and classic:
+            for key in sorted(NEEDS_Q):
                 skipped[key] = ("needs the distribution of the whole table: pass q= or an "
                                 "input that can be read twice")
         else:
             raise InputError(f"q must be a mapping label -> probability, 'pass' or None; "
                              f"got {q!r}")
     state = GroupwiseState(l=l, values=values, q=qv, order=order, skylines=skylines,
-                           classic=classic, k=k)
+                           classic=classic, k=k, options=options)
     carry: CountAccumulator | None = None
     carry_key: Any = None
     rows = nbytes = 0
@@ -353,10 +315,7 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
     if carry is None:
         raise InputError("data is empty: a release needs at least one row")
     flush(carry)
-    return StreamAudit(classic=state.classic_audit() if classic else None,
-                       skyline=state.skyline_result(), ck_safety=state.ck_result(),
-                       n_groups=state.n_groups, n_rows=state.n_rows, passes=passes,
-                       skipped=skipped)
+    return state.finish(passes=passes, skipped=skipped)
 
 
 def _progress(progress: Callable | None, rows: int, nbytes: int) -> None:
@@ -370,7 +329,8 @@ def audit_stream(data: Any, *, sensitive: str, group: str | Sequence[str] | None
                  classic: bool = True, l: int = 2,
                  k: int | None = None, skylines: Any = None, nulls: str = "error",
                  batch_size: int = 1 << 20, n_jobs: int | None = None,
-                 progress: Callable[[int, int], Any] | None = None) -> StreamAudit:
+                 progress: Callable[[int, int], Any] | None = None,
+                 options: Mapping[str, Any] | None = None) -> StreamAudit:
     """Audit an input of any row order: stream the counts, build the release, run models.
 
     Memory is bounded by the number of (group, value) pairs. Equivalent to
@@ -403,6 +363,8 @@ def audit_stream(data: Any, *, sensitive: str, group: str | Sequence[str] | None
         Threads for counting and the parallel model kernels (:mod:`fastpriv._threads`).
     progress : callable, optional
         Called as ``progress(rows, bytes)`` after every batch.
+    options : mapping, optional
+        Option values of the registry's models, as for :func:`clustered_audit`.
 
     """
     from ._threads import n_jobs as _n_jobs
@@ -427,5 +389,8 @@ def audit_stream(data: Any, *, sensitive: str, group: str | Sequence[str] | None
             from . import skyline
 
             res_sky = skyline.check(rel, skylines=skylines)
+    declared = GroupwiseState(classic=False, values=rel.values, options=options,
+                              q=(rel.value_totals / rel.n_rows).tolist()).update(rel, offset=0)
     return StreamAudit(classic=res_classic, skyline=res_sky, ck_safety=res_ck,
-                       n_groups=rel.n_groups, n_rows=rel.n_rows, passes=1, release=rel)
+                       n_groups=rel.n_groups, n_rows=rel.n_rows, passes=1, release=rel,
+                       models=declared.declared_results(), skipped=declared.skipped)

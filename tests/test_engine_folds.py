@@ -237,3 +237,84 @@ def test_dask_fold_carries_ck_safety(tmp_path):
     rel = Release.from_table(t, group="g", sensitive="s")
     assert _without_indices(res.ck_safety.to_dict()) == \
         _without_indices(_without_rows(ck_safety.audit(rel, k=3).to_dict()))
+
+
+# ------------------------------------------------------------------ declared models
+#: a hierarchy of the sensitive values the declared-model tests draw (ARX's hierarchical
+#: t-closeness, registered with a per-group statistic: :mod:`fastpriv.hierarchical_t`)
+_VALUES = ["a", "b", "c", "d", "e", "f"]
+_HIERARCHY_ROWS = [[v, "ab" if v in "ab" else "cd" if v in "cd" else "ef", "*"] for v in _VALUES]
+
+
+def _declared_case(seed: int) -> tuple[pa.Table, dict, dict]:
+    """A random table, the options naming its hierarchy, the in-memory answer."""
+    from fastpriv.hierarchical_t import hierarchical_t_closeness
+    from fastpriv.hierarchies import Hierarchy
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(20, 1500))
+    t = pa.table({"g": np.sort(rng.integers(0, int(rng.integers(2, 200)), n)),
+                  "s": rng.choice(_VALUES[:int(rng.integers(2, 7))], n),
+                  "w": rng.integers(0, 3, n)})
+    h = Hierarchy(_HIERARCHY_ROWS, name="s")
+    ref = hierarchical_t_closeness(t, hierarchy=h, sensitive="s", group="g", weight="w")
+    return t, {"hierarchies": h}, {"value": ref.value, "worst_label": ref.witness.label}
+
+
+def _answer(res) -> dict:
+    m = res.models["hierarchical_t"]
+    return {"value": m["value"], "worst_label": m["worst_label"]}
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**32 - 1), batch=st.integers(3, 400))
+def test_declared_model_folds_on_duckdb_and_streams(seed, batch):
+    from fastpriv import streaming
+
+    t, options, want = _declared_case(seed)
+    kw = {"sensitive": "s", "group": "g", "weight": "w", "options": options}
+    assert _answer(pushdown.audit(duckdb.from_arrow(t), batch_size=batch, **kw)) == want
+    assert _answer(streaming.clustered_audit(t, batch_size=batch, **kw)) == want
+    assert _answer(streaming.audit_stream(t, batch_size=batch, **kw)) == want
+
+
+def test_declared_model_runs_when_its_options_are_given_and_q_is_known():
+    t, options, want = _declared_case(1)
+    res = pushdown.audit(duckdb.from_arrow(t), sensitive="s", group="g", weight="w")
+    assert "hierarchical_t" not in res.models and "hierarchical_t" not in res.skipped
+    res = pushdown.audit(duckdb.from_arrow(t), sensitive="s", group="g", weight="w",
+                         options=options, q=None)
+    assert "hierarchical_t" not in res.models
+    assert "distribution" in res.skipped["hierarchical_t"]
+    res = pushdown.audit(duckdb.from_arrow(t), sensitive="s", group="g", weight="w",
+                         options=options, classic=False)
+    assert _answer(res) == want and res.classic is None
+
+
+def test_declared_model_folds_on_dask(tmp_path):
+    import dask
+    import pyarrow.parquet as pq
+
+    from fastpriv import distributed
+
+    for seed in (3, 4, 5):
+        t, options, want = _declared_case(seed)
+        folder = tmp_path / f"parts{seed}"
+        folder.mkdir()
+        g = t["g"].to_numpy()
+        cut = int(np.median(g))
+        pq.write_table(t.filter(pa.array(g <= cut)), folder / "a.parquet")
+        pq.write_table(t.filter(pa.array(g > cut)), folder / "b.parquet")
+        with dask.config.set(scheduler="synchronous"):
+            res = distributed.groupwise_audit(str(folder), sensitive="s", group="g",
+                                              weight="w", options=options, split_every=2)
+        assert _answer(res) == want
+
+
+def test_declared_model_folds_on_spark_executors(spark_session):
+    for seed in (6, 7):
+        t, options, want = _declared_case(seed)
+        df = spark_session.createDataFrame(t.to_pandas())
+        res = spark.audit(df, sensitive="s", group="g", weight="w", options=options,
+                          partitions=3)
+        assert _answer(res) == want
