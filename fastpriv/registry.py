@@ -42,7 +42,7 @@ __all__ = ["Threshold", "Option", "Model", "MODELS", "WARMUP_GROUPS", "ENGINES",
            "engine_table", "load", "make_check", "run_verdict_models", "schema_version",
            "declared_options", "add_option_flags", "options_of", "glossary",
            "warmup_workloads", "generalizable_checks", "render_model_html", "remedy_criteria",
-           "closest_checks", "hooks", "check_model"]
+           "closest_checks", "hooks", "check_model", "report_sections"]
 
 #: Where data can live when a model reads it: in memory (a table or a path), streamed in
 #: record batches, a Dask or Spark cluster, DuckDB (counts pushed down into SQL).
@@ -138,6 +138,18 @@ class Model:
     modules: tuple[str, ...] = ()
     #: the ids of the verdict checks the model adds (empty: its name alone)
     check_ids: tuple[str, ...] = ()
+    #: ``"module:function"`` building the model's report sections
+    #: (``section(ctx) -> {name: section}``; ``ctx`` the report's context: ``rel``, the
+    #: release, None without a sensitive column; ``inp``, the loaded input; ``o``, the
+    #: options; ``knowledge``, ``risk``, ``max_risk``, ``population``, ``weight``); a
+    #: function declared by several models is called once
+    section: str | None = None
+    #: the names of the model's sections in the report's JSON (:func:`report_sections`)
+    section_names: tuple[str, ...] = ()
+    #: ``"module:function"`` returning the people the model's witness exposes
+    #: (``targets(ctx, sec) -> list[dict]``: ``source``, ``row``, ``group``, ``value``,
+    #: ``certainty``, ``knowledge``, ``why``), listed in the report's ``targets``
+    targets: str | None = None
     #: ``"module:function"`` returning the model's verdict checks read from the report's
     #: sections, for the models whose section the report builds itself
     #: (``report_checks(sec, params, sens) -> list[dict]``); a function declared by several
@@ -166,11 +178,12 @@ class Model:
 
         Those of every function it declares (``call``, ``checks``, ``per_group``, ``html``,
         ``remedy_criteria``, ``warmup_workload``, ``schema``, ``report_checks``,
-        ``key_risk``, ``unreachable``, ``remedy``) and its :attr:`modules`.
+        ``key_risk``, ``unreachable``, ``remedy``, ``section``, ``targets``) and its
+        :attr:`modules`.
         """
         paths = [self.call, self.checks, self.per_group, self.html, self.remedy_criteria,
                  self.warmup_workload, self.schema, self.report_checks, self.key_risk,
-                 self.unreachable, self.remedy]
+                 self.unreachable, self.remedy, self.section, self.targets]
         out = set(self.modules)
         for p in paths:
             if p:
@@ -215,6 +228,7 @@ MODELS: tuple[Model, ...] = (
           "fastpriv.classic.k_anonymity", "int", ("classic", "counting"), "groups", False,
           _GROUP_ENGINES, "classic",
           report_checks="fastpriv.report._models.classical:checks",
+          section="fastpriv.report._models.classical:sections", section_names=("classical",),
           generalizable=True,
           remedy_criteria="fastpriv.report._models.classical:remedy_criteria"),
     Model("l_diversity", "distinct ℓ-diversity",
@@ -222,6 +236,7 @@ MODELS: tuple[Model, ...] = (
           "fastpriv.classic.l_diversity", "int", ("classic", "counting"), "groups", True,
           _GROUP_ENGINES, "classic",
           report_checks="fastpriv.report._models.classical:checks",
+          section="fastpriv.report._models.classical:sections", section_names=("classical",),
           unreachable="fastpriv.report._models.classical:unreachable", generalizable=True,
           remedy_criteria="fastpriv.report._models.classical:remedy_criteria"),
     Model("entropy_l_diversity", "entropy ℓ-diversity",
@@ -229,6 +244,7 @@ MODELS: tuple[Model, ...] = (
           "fastpriv.classic.entropy_l_diversity", "float", ("classic", "counting"), "groups",
           True, _GROUP_ENGINES, "classic",
           report_checks="fastpriv.report._models.classical:checks",
+          section="fastpriv.report._models.classical:sections", section_names=("classical",),
           unreachable="fastpriv.report._models.classical:unreachable", generalizable=True,
           remedy_criteria="fastpriv.report._models.classical:remedy_criteria"),
     Model("t_closeness", "t-closeness",
@@ -236,13 +252,16 @@ MODELS: tuple[Model, ...] = (
           "fastpriv.classic.t_closeness", "float", ("classic", "counting"), "groups", True,
           _GROUP_ENGINES, "classic",
           report_checks="fastpriv.report._models.classical:checks", generalizable=True,
+          section="fastpriv.report._models.classical:sections", section_names=("classical",),
           remedy_criteria="fastpriv.report._models.classical:remedy_criteria"),
     Model("alpha_k_anonymity", "(α,k)-anonymity",
           "Without any background knowledge, how sure can anyone be of a person's value?",
           "fastpriv.classic.audit", "ClassicAudit", ("classic", "counting"), "groups", True,
           _GROUP_ENGINES, "classic",
           report_checks="fastpriv.report._models.classical:checks",
+          section="fastpriv.report._models.classical:sections", section_names=("classical",),
           key_risk="fastpriv.report._models.classical:key_risk", key_risk_rank=1,
+          targets="fastpriv.report._models.classical:targets",
           closest=("alpha_k_anonymity",),
           unreachable="fastpriv.report._models.classical:unreachable", generalizable=True,
           remedy_criteria="fastpriv.report._models.classical:remedy_criteria"),
@@ -252,6 +271,8 @@ MODELS: tuple[Model, ...] = (
           _GROUP_ENGINES, "ck_safety",
           check_ids=("ck_safety", "ck_safety_implications", "ck_safety_negations"),
           report_checks="fastpriv.report._models.ck:checks",
+          section="fastpriv.report._models.ck:sections", section_names=("ck_safety",),
+          targets="fastpriv.report._models.ck:targets",
           key_risk="fastpriv.report._models.ck:key_risk", key_risk_rank=3,
           closest=("ck_safety_implications",),
           unreachable="fastpriv.report._models.ck:unreachable", generalizable=True,
@@ -261,6 +282,8 @@ MODELS: tuple[Model, ...] = (
           "fastpriv.skyline.check", "SkylineCheck", ("skyline", "counting"), "groups", True,
           _GROUP_ENGINES, "skyline", modules=("fastpriv/cli/skyline.py",),
           report_checks="fastpriv.report._models.skyline:checks",
+          section="fastpriv.report._models.skyline:sections", section_names=("skyline",),
+          targets="fastpriv.report._models.skyline:targets",
           key_risk="fastpriv.report._models.skyline:key_risk", key_risk_rank=4,
           closest=("skyline",), remedy="fastpriv.report._models.skyline:remedy"),
     Model("robustness", "r-robustness",
@@ -268,6 +291,9 @@ MODELS: tuple[Model, ...] = (
           "fastpriv.robustness.audit", "RobustnessAudit", ("possible_worlds",), "rows", True,
           _ROW_ENGINES, "robustness", modules=("fastpriv/cli/robustness.py",),
           report_checks="fastpriv.report._models.rowlevel:robustness_checks",
+          section="fastpriv.report._models.rowlevel:robustness_sections",
+          section_names=("robustness",),
+          targets="fastpriv.report._models.rowlevel:robustness_targets",
           key_risk="fastpriv.report._models.rowlevel:robustness_key_risk", key_risk_rank=5,
           closest=("robustness",), remedy="fastpriv.report._models.rowlevel:remedy"),
     Model("foreground", "foreground-knowledge attack",
@@ -275,12 +301,16 @@ MODELS: tuple[Model, ...] = (
           "fastpriv.foreground.attack", "ForegroundAttack", ("foreground", "possible_worlds"),
           "rows", True, _ROW_ENGINES, "foreground",
           report_checks="fastpriv.report._models.rowlevel:foreground_checks",
+          section="fastpriv.report._models.rowlevel:foreground_sections",
+          section_names=("foreground",),
+          targets="fastpriv.report._models.rowlevel:foreground_targets",
           key_risk="fastpriv.report._models.rowlevel:foreground_key_risk", key_risk_rank=2,
           closest=("foreground",), remedy="fastpriv.report._models.rowlevel:remedy"),
     Model("risk", "re-identification risk",
           "Can someone who knows a person's quasi-identifiers pick out their record?",
           "fastpriv.risk.audit", "RiskResult", ("risk",), "classes", False, _CLASS_ENGINES,
           "risk", report_checks="fastpriv.report._models.risk:checks",
+          section="fastpriv.report._models.risk:sections", section_names=("risk",),
           unreachable="fastpriv.report._models.risk:unreachable", generalizable=True,
           remedy_criteria="fastpriv.report._models.risk:remedy_criteria"),
     Model("k_map", "k-map",
@@ -433,6 +463,16 @@ def hooks(attr: str, *, rank: str | None = None) -> list[Callable[..., Any]]:
     models = sorted(MODELS, key=lambda m: getattr(m, rank)) if rank else MODELS
     paths = list(dict.fromkeys(getattr(m, attr) for m in models if getattr(m, attr)))
     return [load(p) for p in paths]
+
+
+def report_sections(*, classes: bool) -> list[str]:
+    """Return the names of the models' report sections, in model order.
+
+    ``classes``: those of the models reading the QI classes (after the declared verdict
+    models' in the report), else the others' (after the release).
+    """
+    return list(dict.fromkeys(n for m in MODELS if (m.reads == "classes") == classes
+                              for n in m.section_names))
 
 
 def check_model(check_id: str) -> Model | None:

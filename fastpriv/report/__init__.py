@@ -28,7 +28,8 @@ Examples
 
 from __future__ import annotations
 
-from ._build import GLOSSARY, MAX_SKYLINE_VALUES, Report, build_report, fingerprint
+from ._build import GLOSSARY, Report, build_report, fingerprint
+from ._models.skyline import MAX_SKYLINE_VALUES
 from .schema import SCHEMA, SCHEMA_ID, SCHEMA_VERSION, validate
 
 __all__ = ["build_report", "Report", "fingerprint", "validate", "SCHEMA", "SCHEMA_ID",

@@ -26,29 +26,14 @@ from .._timing import Timer
 from ..errors import InputError, InputTypeError
 from ..registry import glossary
 from ..results import Result
+from ._sections import ROWS_PER_GROUP, run_section, section, skipped
 from .schema import SCHEMA_ID, SCHEMA_VERSION
-from .text import as_float, describe_key, fmt_count, fmt_label, fmt_pct
+from .text import describe_key
 from .verdict import build_verdict, verdict_text
 
-__all__ = ["build_report", "Report", "fingerprint", "MAX_SKYLINE_VALUES"]
+__all__ = ["build_report", "Report", "fingerprint"]
 
-#: Default cap on the number of sensitive values whose knowledge skyline is computed
-#: (the most exposed ones first) when ``sigma`` is not given.
-MAX_SKYLINE_VALUES = 24
-#: Number of values whose skyline is plotted (the most exposed ones).
-PLOTTED_SKYLINES = 4
-#: Rows listed per group in the worst-groups table.
-ROWS_PER_GROUP = 20
 _READ_CHUNK = 1 << 20
-
-# Pycanon's report vocabulary (its JSON report and its printed/PDF report) -> our model keys.
-_PYCANON_NULL = {
-    "enhanced_beta_likeness": (
-        "not computed: fastpriv.classic has no enhanced β-likeness, and the two common "
-        "readings disagree (Cao & Karras: every D(P_g(x), Q(x)) ≤ min(β, −ln Q(x)), which "
-        "has no achieved β once some D exceeds −ln Q(x); pycanon: max_x min(max_g D, "
-        "−ln Q(x))). basic_beta_likeness is reported."),
-}
 
 
 # ============================================================================ helpers
@@ -154,27 +139,6 @@ def _versions() -> dict:
             "pyarrow": pyarrow.__version__, "platform": platform.platform()}
 
 
-def _section(status: str = "ok", reason: str | None = None, seconds: float = 0.0,
-             **content: Any) -> dict:
-    return {"status": status, "reason": reason, "seconds": float(seconds), **content}
-
-
-def _skipped(reason: str) -> dict:
-    return _section("skipped", reason)
-
-
-def _run(fn: Any, *args: Any, **kw: Any) -> dict:
-    """Run a section; a model's InputError becomes a 'failed' section (bugs propagate)."""
-    t0 = time.perf_counter()
-    try:
-        out = fn(*args, **kw)
-    except InputError as exc:       # a model refusing this input; a bug propagates
-        return _section("failed", f"{type(exc).__name__}: {exc}", time.perf_counter() - t0)
-    if out.get("status") in (None, "ok"):
-        out["seconds"] = time.perf_counter() - t0
-    return out
-
-
 # ============================================================================ validation
 def _check_c(c: Any) -> list[float]:
     vals = [c] if isinstance(c, numbers.Real) and not isinstance(c, bool) else list(c)
@@ -225,7 +189,7 @@ def _release_section(rel: Any, grouping: str, group: Any, qi: Any) -> dict:
     sizes = rel.sizes
     totals = rel.value_totals
     order = np.argsort(-totals, kind="stable")[:50]
-    return _section(
+    return section(
         case=rel.case, grouping=grouping,
         group_columns=([group] if isinstance(group, str) else list(group)) if group else
         (list(qi) if grouping == "qi" and qi else []),
@@ -237,157 +201,6 @@ def _release_section(rel: Any, grouping: str, group: Any, qi: Any) -> dict:
         values=[{"value": rel.values[i], "count": int(totals[i]),
                  "share": float(totals[i] / rel.n_rows)} for i in order.tolist()],
         values_shown=int(order.shape[0]))
-
-
-def _classical_section(rel: Any, l: int | None) -> dict:  # noqa: E741 - spec name
-    from .. import classic
-
-    l_used = int(l) if l is not None else max(int(rel.distinct.min()), 1)
-    res = classic.audit(rel, l=l_used)
-    m = res.models
-    alpha, k = m["alpha_k_anonymity"]["value"], m["k_anonymity"]["value"]
-    c_star = m["recursive_cl_diversity"]["value"]
-    pycanon = {
-        "k_anonymity": {"k": k},
-        "(_alpha,_k)-anonymity": {"alpha": alpha, "k": k},
-        "alpha_k_anonymity": {"alpha": alpha, "k": k},
-        "l_diversity": {"l": m["l_diversity"]["value"]},
-        "entropy_l_diversity": {"l": m["entropy_l_diversity"]["value"]},
-        "(c,l)-diversity": {"c": c_star, "l": l_used},
-        "recursive_c_l_diversity": {"c": c_star, "l": l_used},
-        "basic_beta_likeness": {"beta": m["beta_likeness"]["value"]},
-        "enhanced_beta_likeness": None,
-        "delta_disclosure": {"delta": m["delta_disclosure"]["value"]},
-        "t_closeness": {"t": m["t_closeness"]["value"]},
-    }
-    notes = {
-        "(c,l)-diversity": "c is c*(ℓ) = max_g r_1 / (r_ℓ + … + r_m): the release is (c,ℓ)-"
-                           "diverse for every c > c* (strict, Machanavajjhala et al.); ℓ is "
-                           + ("the requested ℓ" if l is not None else
-                              "the achieved distinct ℓ (pycanon's convention)"),
-        "t_closeness": "equal ground distance (categorical values); t_closeness_ordered in "
-                       "models uses the sorted value order",
-        "delta_disclosure": "over the values present in each group (as pycanon); the strict "
-                            "definition is infinite as soon as a group misses a value",
-        **_PYCANON_NULL,
-    }
-    return _section(l=l_used, l_source="requested" if l is not None else "achieved "
-                    "distinct ℓ", models=m, pycanon=pycanon, notes=notes,
-                    n_groups=res.n_groups, n_rows=res.n_rows, case=res.case)
-
-
-def _ck_section(rel: Any, k: int, k_max: int, cs: list[float]) -> dict:
-    from .. import ck_safety as ck
-
-    if rel.case != "svpi":
-        return _skipped("(c,k)-safety is defined for one sensitive value per individual "
-                        f"(SVPI, Martin et al.); this release is {rel.case!r}")
-    imp = ck.disclosure_curve(rel, k_max=k_max, knowledge_kind="implications")
-    neg = ck.disclosure_curve(rel, k_max=k_max, knowledge_kind="negations")
-    at_imp = ck.max_disclosure(rel, k=k, knowledge_kind="implications")
-    at_neg = ck.max_disclosure(rel, k=k, knowledge_kind="negations")
-    safe_k = []
-    for c in cs:
-        row = {"c": c}
-        for kn in ("implications", "negations"):
-            row[kn] = ck.max_safe_k(rel, c=c, knowledge_kind=kn, k_limit=k_max)
-            row[f"{kn}_is_safe_at_k"] = ck.is_safe(rel, c=c, k=k, knowledge_kind=kn)
-        safe_k.append(row)
-    return _section(
-        k=k, k_max=k_max,
-        curve={"k": list(range(k_max + 1)), "implications": imp.tolist(),
-               "negations": neg.tolist()},
-        at_k={"implications": at_imp.to_dict(), "negations": at_neg.to_dict()},
-        witness_text={"implications": {"summary": at_imp.witness.summary(),
-                                       "formulas": at_imp.witness.formulas()},
-                      "negations": {"summary": at_neg.witness.summary(),
-                                    "formulas": at_neg.witness.formulas()}},
-        max_safe_k=safe_k,
-        saturation_k=max(int(rel.distinct.min()) - 1, 0))
-
-
-def _skyline_section(rel: Any, sigma: list | None, cs: list[float],
-                     point: tuple[int, int, int], c_v: float) -> dict:
-    from .. import skyline as sk
-
-    ell, k, m = point
-    check = sk.check(rel, skylines={"*": [(ell, k, m, c_v)]})
-    per_value = sorted(check.points, key=lambda p: (-float(p.value), str(p.sigma)))
-    if sigma is None:
-        chosen = [p.sigma for p in per_value[:MAX_SKYLINE_VALUES]]
-        selection = ("every sensitive value" if rel.n_values <= MAX_SKYLINE_VALUES else
-                     f"the {MAX_SKYLINE_VALUES} values with the highest breach probability at "
-                     f"(ℓ, k, m) = {point} (of {rel.n_values})")
-    else:
-        chosen = []
-        for v in sigma:
-            rel.code_of(v, param="sigma")
-            if v not in chosen:
-                chosen.append(v)
-        selection = "the requested values"
-    worst = per_value[0] if per_value else None
-    worst_bp = None
-    if worst is not None:
-        worst_bp = sk.breach_probability(rel, sigma=worst.sigma, l=ell, k=k, m=m).to_dict()
-    # one time budget for all of them; the values chosen here stop at it, requested ones fail
-    found, chosen, stopped = sk.knowledge_skylines_within(rel, sigmas=chosen, cs=cs,
-                                                          partial=sigma is None)
-    skylines = [x.to_dict() for x in found]
-    if stopped:
-        selection += f"; {stopped}"
-    rank = {p.sigma: i for i, p in enumerate(per_value)}
-    plotted = sorted(chosen, key=lambda v: rank.get(v, 1 << 30))[:PLOTTED_SKYLINES]
-    return _section(
-        point=list(point), c=c_v, confidences=cs, sigma_selection=selection,
-        sigmas=chosen, plotted=plotted,
-        check={"safe": check.safe, "n_violations": len(check.violations),
-               "n_values": len(per_value),
-               "points": [p.to_dict() for p in per_value[:100]]},
-        worst=worst_bp, skylines=skylines)
-
-
-def _whole_table_section(rel: Any, k: int, c_v: float) -> dict:
-    """Audit the whole table as one group: the best any generalization can reach."""
-    from .. import ck_safety as ck
-    from .. import classic
-    from ..release import Release
-
-    totals = rel.value_totals
-    one = Release.from_groups([{v: int(n) for v, n in zip(rel.values, totals.tolist(),
-                                                          strict=True) if n > 0}])
-    m = classic.audit(one, l=1).models
-    disclosure = (float(ck.max_disclosure(one, k=k).value) if rel.case == "svpi" else 0.0)
-    return _section(l=int(m["l_diversity"]["value"]),
-                    entropy_l=float(m["entropy_l_diversity"]["value"]),
-                    alpha=float(m["alpha_k_anonymity"]["value"]), ck=disclosure)
-
-
-def _robustness_section(*, data: Any, reading: dict, qi: list | None, r: float,
-                        knowledge: Any, sensitive_values: list | None, max_set_size: int,
-                        top: int) -> dict:
-    from .. import robustness as rb
-
-    res = rb.audit(data, qi=qi, r=r, knowledge=knowledge, sensitive_values=sensitive_values,
-                   max_set_size=max_set_size if knowledge is None else None, **reading)
-    d = res.to_dict(max_items=top)
-    return _section(result=d, summary=res.summary())
-
-
-def _foreground_section(*, data: Any, reading: dict, qi: list, r: float,
-                        sensitive_values: list | None, max_set_size: int, top: int) -> dict:
-    from .. import foreground as fg
-
-    group = reading.get("group", [None])
-    n_keys = data.groups.num_columns if not reading else len(group)
-    if n_keys != 1:
-        return _skipped("the foreground attack reads one group-id column; this release "
-                        f"has {n_keys}")
-    if reading:
-        reading = {**reading, "group": group[0]}
-    res = fg.attack(data, qi=qi, r=r, sensitive_values=sensitive_values,
-                    max_set_size=max_set_size, **reading)
-    d = res.to_dict(max_items=top)
-    return _section(result=d, summary=res.summary())
 
 
 def _worst_groups(rel: Any, top: int, row_labels: Any) -> dict:
@@ -414,7 +227,7 @@ def _worst_groups(rel: Any, top: int, row_labels: Any) -> dict:
             if row_labels is not None:
                 entry["row_labels"] = [row_labels[i] for i in entry["rows"]]
         out.append(entry)
-    return _section(by="max_share", description=(
+    return section(by="max_share", description=(
         "groups where one sensitive value is most concentrated (share of the group's people "
         "holding its most frequent value, then larger groups first: more people exposed)"),
         groups=out,
@@ -423,95 +236,20 @@ def _worst_groups(rel: Any, top: int, row_labels: Any) -> dict:
 
 # ============================================================================ targets
 def _targets(rel: Any, sec: dict, c_v: float, table_values: Any, row_labels: Any,
-             include_values: bool) -> list[dict]:
-    """Who an adversary would go after, and why, collected from every section's witness."""
+             include_values: bool, ctx: Any) -> list[dict]:
+    """Who an adversary would go after, and why: every model's ``targets``, most certain first."""
+    from ..registry import hooks
+
     out: list[dict] = []
-    sens = rel.sensitive_name
-
-    def add(**t: Any) -> None:
-        row = t.get("row")
-        t.setdefault("rows", None)
-        t["row_label"] = row_labels[row] if (row_labels is not None and row is not None) \
-            else None
-        if include_values and table_values is not None and row is not None:
-            t["actual_value"] = table_values[row]
-        out.append(t)
-
-    wg = sec["worst_groups"]
-    if wg["status"] == "ok" and wg["groups"]:
-        g = wg["groups"][0]
-        add(source="alpha_k_anonymity", row=None, rows=g["rows"], group=g["group"],
-            group_label=g["label"], value=g["top_value"], certainty=g["max_share"],
-            knowledge="none: the published release alone",
-            why=(f"{g['profile'][0]['count']:,} of the "
-                 f"{fmt_count(g['size'], 'person', 'people')} of the group {g['described']} "
-                 f"have {sens} = {fmt_label(g['top_value'])}, so anyone known to be in this "
-                 f"group has it with probability {fmt_pct(g['max_share'])}"))
-    ck = sec["ck_safety"]
-    if ck["status"] == "ok":
-        for kn in ("implications", "negations"):
-            r = ck["at_k"][kn]
-            w = r["witness"]
-            a = w["consequent"]
-            what = ("basic implications (statements “if A then B” about people)"
-                    if kn == "implications" else "negated atoms (“person p does not have "
-                    "value v”)")
-            add(source=f"ck_safety_{kn}", row=a["row"], group=a["group"],
-                group_label=a["group_label"], value=a["value"], certainty=as_float(r["value"]),
-                knowledge=f"{len(w['antecedents'])} {what} (k = {r['k']})",
-                why=("with the knowledge "
-                     + ("; ".join(ck["witness_text"][kn]["formulas"]) or "(none)")
-                     + f", the adversary is {fmt_pct(as_float(r['value']))} sure that this "
-                     f"person has {sens} = {fmt_label(a['value'])}"))
-    sky = sec["skyline"]
-    if sky["status"] == "ok" and sky.get("worst") and sky["worst"].get("witness"):
-        b = sky["worst"]
-        w = b["witness"]
-        t = int(w["t_group"])
-        rows = None
-        if rel.row_group is not None:
-            rows = [int(x) for x in rel.rows_of_group(t)[:ROWS_PER_GROUP]]
-        parts = []
-        if w["x_values"]:
-            lacks = ", ".join(map(fmt_label, w["x_values"]))
-            parts.append(f"that the target does not have {lacks}")
-        if w["n_u"]:
-            ys = (f" ({', '.join(map(fmt_label, w['y_values']))})" if w.get("y_values") else "")
-            parts.append(f"the values of {fmt_count(w['n_u'], 'other person', 'other people')}"
-                         f" of group {fmt_label(w['group_labels'].get('u'))}{ys}")
-        if w["n_v"]:
-            parts.append(f"{fmt_count(w['n_v'], 'member')} of the target's same-value family "
-                         f"in group {fmt_label(w['group_labels'].get('v'))}")
-        add(source="skyline", row=None, rows=rows, group=t, group_label=w["group_labels"]["t"],
-            value=b["sigma"], certainty=as_float(b["value"]),
-            knowledge=f"(ℓ, k, m) = ({b['l']}, {b['k']}, {b['m']})",
-            why=("knowing " + ("; ".join(parts) if parts else "nothing beyond the release")
-                 + f", the adversary is {fmt_pct(as_float(b['value']))} sure that any person "
-                 f"of this group has {sens} = {fmt_label(b['sigma'])}"))
-    rb = sec["robustness"]
-    if rb["status"] == "ok" and rb["result"].get("witness"):
-        w = rb["result"]["witness"]
-        add(source="robustness", row=w["row"], group=None, group_label=w["group"],
-            value=w["value"], certainty=float(w["posterior"]),
-            knowledge=("QI-based statistics p(signature : value) on "
-                       f"{', '.join(w['attribute_set'])}"),
-            why=(f"this person's {', '.join(w['attribute_set'])} = "
-                 f"{', '.join(map(fmt_label, w['signature']))} makes {sens} = "
-                 f"{fmt_label(w['value'])} "
-                 f"{fmt_pct(w['posterior'])} likely ({w['n_x']} of the {w['group_size']} people of "
-                 f"the group have it)"))
-    fg = sec["foreground"]
-    if fg["status"] == "ok":
-        for w in fg["result"]["worst"][:5]:
-            if not w.get("problematic"):
-                continue
-            aset = w.get("attribute_set")
-            add(source="foreground", row=w["row"], group=None, group_label=w["group"],
-                value=w.get("value"), certainty=float(w["posterior"]),
-                knowledge=("patterns mined from the release itself"
-                           + (f" on {', '.join(aset)}" if aset else "")),
-                why=(f"the release's own statistics make {sens} = {fmt_label(w.get('value'))} "
-                     f"{fmt_pct(w['posterior'])} likely for this person"))
+    for fn in hooks("targets"):
+        for t in fn(ctx, sec):
+            row = t.get("row")
+            t.setdefault("rows", None)
+            t["row_label"] = row_labels[row] if (row_labels is not None and row is not None) \
+                else None
+            if include_values and table_values is not None and row is not None:
+                t["actual_value"] = table_values[row]
+            out.append(t)
     out.sort(key=lambda t: -float(t["certainty"]))
     for t in out:
         t["exceeds_threshold"] = bool(float(t["certainty"]) >= c_v)
@@ -806,12 +544,10 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
     params = _parameters(o, inp.sensitive, individual=individual, row_label=row_label,
                          knowledge=knowledge, max_risk=max_risk, weight=weight)
     params["thresholds"] = thresholds
-    if inp.rel is None:
-        sec = _class_sections(inp, o, risk=risk, max_risk=max_risk, population=population)
-    else:
-        sec = _sections(inp, o, knowledge=knowledge, knowledge_fallback=knowledge_fallback,
-                        knowledge_skylines=knowledge_skylines, row_label=row_label,
-                        risk=risk, max_risk=max_risk, population=population, weight=weight)
+    sec, ctx = _sections(inp, o, knowledge=knowledge, knowledge_fallback=knowledge_fallback,
+                         knowledge_skylines=knowledge_skylines, risk=risk, max_risk=max_risk,
+                         population=population, weight=weight)
+    if inp.rel is not None:
         sec["release"]["seconds"] = timings["release"]
     if hierarchies is not None:
         sec["frontier"] = _frontier_section(data, o, hierarchies=hierarchies,
@@ -828,7 +564,8 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
         table_values = inp.table.column(inp.sensitive).to_pylist()
     with Timer() as tt:
         targets = [] if inp.rel is None else _targets(
-            inp.rel, sec, o.c_v, table_values, inp.row_labels, o.include_individual_values)
+            inp.rel, sec, o.c_v, table_values, inp.row_labels, o.include_individual_values,
+            ctx)
     verdict = build_verdict(sec, {**params, "qi": list(remedy_qi) if remedy_qi else o.qi},
                             inp.sensitive, data_spec=data_spec or inp.path,
                             remedy_options=remedy_options)
@@ -1010,25 +747,6 @@ def _rows_with_nulls(table: Any, columns: list[str]) -> int:
     return int(pc.sum(mask).as_py() or 0) if mask is not None else 0
 
 
-def _class_sections(inp: _Input, o: SimpleNamespace, *, risk: bool, max_risk: float,
-                    population: Any) -> dict[str, Any]:
-    """Sections of a report without a sensitive column: the QI classes and their risk."""
-    from ._classes import NO_SENSITIVE_REASON, classes_section
-
-    sec: dict[str, Any] = {name: _skipped(NO_SENSITIVE_REASON) for name in (
-        "release", "classical", "ck_safety", "skyline", "whole_table", "robustness",
-        "foreground", "worst_groups")}
-    sec["classes"] = _run(classes_section, inp.classes, top=o.top)
-    if risk:
-        from ._risk import risk_section
-
-        # the classes were counted under the report's null policy: say so (the section's
-        # default, nulls="error", refuses counts made with another)
-        sec["risk"] = risk_section(inp.classes, qi=o.qi, threshold=max_risk,
-                                   population=population, nulls=o.nulls)
-    return sec
-
-
 def _classes_of(inp: _Input, o: SimpleNamespace, weight: str | None) -> Any:
     """Return the input's QI classes for the registry's verdict models (None: none).
 
@@ -1073,87 +791,46 @@ def _parameters(o: SimpleNamespace, sensitive: str | None, *, individual: str | 
                                      f"{o.max_set_size}, the worst case)"))}
 
 
-def _row_level_reason(inp: _Input, o: SimpleNamespace, what: str,
-                      needs_qi: bool) -> str | None:
-    """Why a row-level section (r-robustness, the attack) cannot run, or None."""
-    if inp.row_reason:
-        return inp.row_reason
-    if inp.rel.case != "svpi":
-        return (f"{what} is defined for one sensitive value per individual; this release "
-                f"is {inp.rel.case!r}")
-    if inp.grouping == "qi":
-        return ("the groups are the distinct values of the QI columns, so everyone in a "
-                "group shares every QI signature and distribution-based posteriors equal "
-                "the group frequencies already reported by (α,k)-anonymity; give the "
-                "group-id column (group=/--group) together with the exact QI columns "
-                "(qi=/--qi) to audit against QI-based knowledge")
-    if needs_qi and not o.qi:
-        return ("no quasi-identifier columns were given (qi=/--qi): the adversary's "
-                "QI-based statistics cannot be formed")
-    if o.r is None:
-        return "c = 1 gives no threshold 1/r < 1: pass r= (> 1) explicitly"
-    return None
-
-
 def _sections(inp: _Input, o: SimpleNamespace, *, knowledge: Any, knowledge_fallback: Any,
-              knowledge_skylines: bool, row_label: str | None, risk: bool, max_risk: float,
-              population: Any, weight: str | None = None) -> dict[str, Any]:
-    """Run every model's section (a model refusing the input gives a 'failed' section)."""
+              knowledge_skylines: bool, risk: bool, max_risk: float,
+              population: Any, weight: str | None = None) -> tuple[dict[str, Any], Any]:
+    """Run every model's section (a model refusing the input gives a 'failed' section).
+
+    The models' ``section`` functions (:mod:`fastpriv.registry`) read the report's context
+    (returned too: the models' ``targets`` read it); without a sensitive column the release
+    and the worst groups are skipped and the QI classes are described instead.
+    """
+    from ..registry import hooks
+
     rel = inp.rel
+    ctx = SimpleNamespace(rel=rel, inp=inp, o=o, knowledge=knowledge,
+                          knowledge_fallback=knowledge_fallback,
+                          knowledge_skylines=knowledge_skylines, risk=risk,
+                          max_risk=max_risk, population=population, weight=weight)
     sec: dict[str, Any] = {}
-    sec["release"] = _release_section(rel, inp.grouping, o.group, o.qi)
-    sec["classical"] = _run(_classical_section, rel, o.l)
-    sec["ck_safety"] = _run(_ck_section, rel, o.k, o.k_max, o.cs)
-    sec["skyline"] = _run(_skyline_section, rel, o.sigma if knowledge_skylines else [], o.cs,
-                          o.point, o.c_v)
-    sec["whole_table"] = _run(_whole_table_section, rel, o.k, o.c_v)
-    # the release's row view names input rows and shares its null policy; without one
-    # (no qi given) the row-level models read the table
-    data, reading = (rel, {}) if rel.rows is not None else (
-        inp.table, {"sensitive": inp.sensitive, "group": o.group, "nulls": o.nulls})
-    rows = {"data": data, "reading": reading, "qi": o.qi, "r": o.r,
-            "sensitive_values": o.sensitive_values, "max_set_size": o.max_set_size,
-            "top": o.top}
-    reason = _row_level_reason(inp, o, "r-robustness", needs_qi=knowledge is None)
-    if not o.robustness:
-        sec["robustness"] = _skipped("disabled (robustness=False / --no-robustness)")
-    elif reason:
-        sec["robustness"] = _skipped(reason)
-    else:
-        kn = knowledge
-        if isinstance(knowledge, (str, os.PathLike)):
-            from ..knowledge import Knowledge
+    if rel is None:
+        from ._classes import NO_SENSITIVE_REASON, classes_section
 
-            kn = Knowledge.from_table(knowledge, set_column="attributes",
-                                      fallback=knowledge_fallback, model=None)
-        sec["robustness"] = _run(_robustness_section, knowledge=kn, **rows)
-    reason = _row_level_reason(inp, o, "the foreground attack", needs_qi=True)
-    if not o.attack:
-        sec["foreground"] = _skipped("disabled (attack=False / --no-attack)")
-    elif reason:
-        sec["foreground"] = _skipped(reason)
+        sec["release"] = skipped(NO_SENSITIVE_REASON)
+        sec["worst_groups"] = skipped(NO_SENSITIVE_REASON)
+        sec["classes"] = run_section(classes_section, inp.classes, top=o.top)
     else:
-        sec["foreground"] = _run(_foreground_section, **rows)
-    sec["worst_groups"] = _run(_worst_groups, rel, o.top, inp.row_labels)
-    if risk and o.qi and inp.table is not None:
-        from ._risk import risk_section
-
-        # the QI classes of the input under the report's null policy, as risk.audit(table,
-        # qi=..., nulls=...) counts them: a record whose only null is its sensitive value
-        # is still a record an adversary can single out by its QI values
-        sec["risk"] = risk_section(inp.table, qi=o.qi, threshold=max_risk,
-                                   population=population, weight=weight, nulls=o.nulls)
-    return sec
+        sec["release"] = _release_section(rel, inp.grouping, o.group, o.qi)
+    for fn in hooks("section"):
+        sec.update(fn(ctx))
+    if rel is not None:
+        sec["worst_groups"] = run_section(_worst_groups, rel, o.top, inp.row_labels)
+    return sec, ctx
 
 
 def _frontier_section(data: Any, o: SimpleNamespace, *, hierarchies: Any, population: Any,
                       weight: str | None) -> dict:
     """Return the privacy–utility frontier of the QIs at the verdict's k (section ``frontier``)."""
     if o.group is not None or not o.qi:
-        return _skipped("the frontier generalizes the quasi-identifiers: give qi= without "
+        return skipped("the frontier generalizes the quasi-identifiers: give qi= without "
                         "group=")
     if o.nulls not in ("error", "drop"):
-        return _skipped(f"the lattice reads nulls='error' or 'drop', not {o.nulls!r}")
+        return skipped(f"the lattice reads nulls='error' or 'drop', not {o.nulls!r}")
     from ..frontier import frontier
 
     size = population if isinstance(population, numbers.Real) and \
@@ -1162,15 +839,21 @@ def _frontier_section(data: Any, o: SimpleNamespace, *, hierarchies: Any, popula
         d = frontier(data, qi=o.qi, hierarchies=hierarchies, min_size=o.min_size,
                      population=size, nulls=o.nulls, weight=weight).to_dict()
         d["phases_s"] = d.pop("seconds")   # the section's own "seconds" is its total
-        return _section(**d)
+        return section(**d)
 
-    return _run(run)
+    return run_section(run)
 
 
 def _payload(inp: _Input, sec: dict, *, title: str, source: str, fingerprint: dict,
              params: dict, verdict: dict, targets: list, values_included: bool,
              timings: dict) -> dict:
-    """Assemble the report's payload (the JSON document; schema in :mod:`.schema`)."""
+    """Assemble the report's payload (the JSON document; schema in :mod:`.schema`).
+
+    The models' sections (:func:`fastpriv.registry.report_sections`) come after the release,
+    those of the models reading the QI classes after the declared verdict models'.
+    """
+    from ..registry import report_sections
+
     table = inp.table
     return {
         "schema": SCHEMA_ID,
@@ -1187,12 +870,13 @@ def _payload(inp: _Input, sec: dict, *, title: str, source: str, fingerprint: di
                   "row_level_reason": inp.row_reason},
         "parameters": params,
         "verdict": verdict,
-        **{name: sec[name] for name in ("release", "classical", "ck_safety", "skyline",
-                                        "robustness", "foreground", "worst_groups")},
+        "release": sec["release"],
+        **{name: sec[name] for name in report_sections(classes=False)},
+        "worst_groups": sec["worst_groups"],
         **({"classes": sec["classes"]} if "classes" in sec else {}),
         **({"models": {k: v["section"] for k, v in sec["models"].items()}}
            if sec.get("models") else {}),
-        **({"risk": sec["risk"]} if "risk" in sec else {}),
+        **{name: sec[name] for name in report_sections(classes=True) if name in sec},
         **({"frontier": sec["frontier"]} if "frontier" in sec else {}),
         "targets": {"individual_values_included": values_included, "items": targets},
         "timings_s": timings,

@@ -7,11 +7,15 @@ and the largest safe k of every confidence c; the functions below are what
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...registry import make_check
-from ..text import as_float, fmt_count, fmt_pct
+from .._classes import NO_SENSITIVE_REASON
+from .._sections import run_section, section, skipped
+from ..text import as_float, fmt_count, fmt_label, fmt_pct
 from . import has_release, not_run
 
-__all__ = ["checks", "key_risk", "unreachable", "remedy_criteria"]
+__all__ = ["checks", "key_risk", "unreachable", "remedy_criteria", "sections", "targets"]
 
 
 def checks(sec: dict, params: dict, sens: str | None) -> list[dict]:
@@ -111,3 +115,78 @@ def remedy_criteria(by_id: dict, params: dict) -> list[str]:
     if not _checked(by_id):
         return []
     return ["--c", f"{params['c_verdict']:g}", "--k", str(params["k"])]
+
+
+# ============================================================================ sections
+def _ck_section(rel: Any, k: int, k_max: int, cs: list[float]) -> dict:
+    from ... import ck_safety as ck
+
+    if rel.case != "svpi":
+        return skipped("(c,k)-safety is defined for one sensitive value per individual "
+                       f"(SVPI, Martin et al.); this release is {rel.case!r}")
+    imp = ck.disclosure_curve(rel, k_max=k_max, knowledge_kind="implications")
+    neg = ck.disclosure_curve(rel, k_max=k_max, knowledge_kind="negations")
+    at_imp = ck.max_disclosure(rel, k=k, knowledge_kind="implications")
+    at_neg = ck.max_disclosure(rel, k=k, knowledge_kind="negations")
+    safe_k = []
+    for c in cs:
+        row = {"c": c}
+        for kn in ("implications", "negations"):
+            row[kn] = ck.max_safe_k(rel, c=c, knowledge_kind=kn, k_limit=k_max)
+            row[f"{kn}_is_safe_at_k"] = ck.is_safe(rel, c=c, k=k, knowledge_kind=kn)
+        safe_k.append(row)
+    return section(
+        k=k, k_max=k_max,
+        curve={"k": list(range(k_max + 1)), "implications": imp.tolist(),
+               "negations": neg.tolist()},
+        at_k={"implications": at_imp.to_dict(), "negations": at_neg.to_dict()},
+        witness_text={"implications": {"summary": at_imp.witness.summary(),
+                                       "formulas": at_imp.witness.formulas()},
+                      "negations": {"summary": at_neg.witness.summary(),
+                                    "formulas": at_neg.witness.formulas()}},
+        max_safe_k=safe_k,
+        saturation_k=max(int(rel.distinct.min()) - 1, 0))
+
+
+def sections(ctx: Any) -> dict[str, dict]:
+    """Return the section ``ck_safety``: disclosure curves, the verdict's k, safe k per c.
+
+    Parameters
+    ----------
+    ctx : object
+        The report's context: ``rel`` (None without a sensitive column) and ``o`` (the
+        options: ``k``, ``k_max``, ``cs``).
+
+    Returns
+    -------
+    dict
+        ``{"ck_safety": section}``.
+
+    """
+    if ctx.rel is None:
+        return {"ck_safety": skipped(NO_SENSITIVE_REASON)}
+    return {"ck_safety": run_section(_ck_section, ctx.rel, ctx.o.k, ctx.o.k_max, ctx.o.cs)}
+
+
+def targets(ctx: Any, sec: dict) -> list[dict]:
+    """Return the person of each witness: the consequent of the adversary's knowledge."""
+    ck = sec["ck_safety"]
+    if ck["status"] != "ok":
+        return []
+    out = []
+    for kn in ("implications", "negations"):
+        r = ck["at_k"][kn]
+        w = r["witness"]
+        a = w["consequent"]
+        what = ("basic implications (statements “if A then B” about people)"
+                if kn == "implications" else "negated atoms (“person p does not have "
+                "value v”)")
+        out.append(dict(
+            source=f"ck_safety_{kn}", row=a["row"], group=a["group"],
+            group_label=a["group_label"], value=a["value"], certainty=as_float(r["value"]),
+            knowledge=f"{len(w['antecedents'])} {what} (k = {r['k']})",
+            why=("with the knowledge "
+                 + ("; ".join(ck["witness_text"][kn]["formulas"]) or "(none)")
+                 + f", the adversary is {fmt_pct(as_float(r['value']))} sure that this "
+                 f"person has {ctx.rel.sensitive_name} = {fmt_label(a['value'])}")))
+    return out

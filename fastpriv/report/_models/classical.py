@@ -9,11 +9,15 @@ criterion flags.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...registry import make_check
+from .._classes import NO_SENSITIVE_REASON
+from .._sections import run_section, section, skipped
 from ..text import fmt_count, fmt_label, fmt_pct
 from . import has_release, not_run
 
-__all__ = ["checks", "key_risk", "unreachable", "remedy_criteria"]
+__all__ = ["checks", "key_risk", "unreachable", "remedy_criteria", "sections", "targets"]
 
 _K_QUESTION = "Does every group hide each person among enough others?"
 
@@ -139,3 +143,104 @@ def remedy_criteria(by_id: dict, params: dict) -> list[str]:
     if "alpha_k_anonymity" in by_id:
         crit += ["--c", f"{params['c_verdict']:g}", "--k", "0"]
     return crit
+
+
+# ============================================================================ sections
+# Pycanon's report vocabulary (its JSON report and its printed/PDF report) -> our model keys.
+_PYCANON_NULL = {
+    "enhanced_beta_likeness": (
+        "not computed: fastpriv.classic has no enhanced β-likeness, and the two common "
+        "readings disagree (Cao & Karras: every D(P_g(x), Q(x)) ≤ min(β, −ln Q(x)), which "
+        "has no achieved β once some D exceeds −ln Q(x); pycanon: max_x min(max_g D, "
+        "−ln Q(x))). basic_beta_likeness is reported."),
+}
+
+
+def _classical_section(rel: Any, l: int | None) -> dict:  # noqa: E741 - spec name
+    from ... import classic
+
+    l_used = int(l) if l is not None else max(int(rel.distinct.min()), 1)
+    res = classic.audit(rel, l=l_used)
+    m = res.models
+    alpha, k = m["alpha_k_anonymity"]["value"], m["k_anonymity"]["value"]
+    c_star = m["recursive_cl_diversity"]["value"]
+    pycanon = {
+        "k_anonymity": {"k": k},
+        "(_alpha,_k)-anonymity": {"alpha": alpha, "k": k},
+        "alpha_k_anonymity": {"alpha": alpha, "k": k},
+        "l_diversity": {"l": m["l_diversity"]["value"]},
+        "entropy_l_diversity": {"l": m["entropy_l_diversity"]["value"]},
+        "(c,l)-diversity": {"c": c_star, "l": l_used},
+        "recursive_c_l_diversity": {"c": c_star, "l": l_used},
+        "basic_beta_likeness": {"beta": m["beta_likeness"]["value"]},
+        "enhanced_beta_likeness": None,
+        "delta_disclosure": {"delta": m["delta_disclosure"]["value"]},
+        "t_closeness": {"t": m["t_closeness"]["value"]},
+    }
+    notes = {
+        "(c,l)-diversity": "c is c*(ℓ) = max_g r_1 / (r_ℓ + … + r_m): the release is (c,ℓ)-"
+                           "diverse for every c > c* (strict, Machanavajjhala et al.); ℓ is "
+                           + ("the requested ℓ" if l is not None else
+                              "the achieved distinct ℓ (pycanon's convention)"),
+        "t_closeness": "equal ground distance (categorical values); t_closeness_ordered in "
+                       "models uses the sorted value order",
+        "delta_disclosure": "over the values present in each group (as pycanon); the strict "
+                            "definition is infinite as soon as a group misses a value",
+        **_PYCANON_NULL,
+    }
+    return section(l=l_used, l_source="requested" if l is not None else "achieved "
+                   "distinct ℓ", models=m, pycanon=pycanon, notes=notes,
+                   n_groups=res.n_groups, n_rows=res.n_rows, case=res.case)
+
+
+def _whole_table_section(rel: Any, k: int, c_v: float) -> dict:
+    """Audit the whole table as one group: the best any generalization can reach."""
+    from ... import ck_safety as ck
+    from ... import classic
+    from ...release import Release
+
+    totals = rel.value_totals
+    one = Release.from_groups([{v: int(n) for v, n in zip(rel.values, totals.tolist(),
+                                                          strict=True) if n > 0}])
+    m = classic.audit(one, l=1).models
+    disclosure = (float(ck.max_disclosure(one, k=k).value) if rel.case == "svpi" else 0.0)
+    return section(l=int(m["l_diversity"]["value"]),
+                   entropy_l=float(m["entropy_l_diversity"]["value"]),
+                   alpha=float(m["alpha_k_anonymity"]["value"]), ck=disclosure)
+
+
+def sections(ctx: Any) -> dict[str, dict]:
+    """Return the sections ``classical`` and ``whole_table`` (the one-group audit).
+
+    Parameters
+    ----------
+    ctx : object
+        The report's context: ``rel`` (the release; None without a sensitive column) and
+        ``o`` (the options: ``l``, ``k``, ``c_v``).
+
+    Returns
+    -------
+    dict
+        ``{"classical": section, "whole_table": section}`` (skipped without a release).
+
+    """
+    if ctx.rel is None:
+        return {name: skipped(NO_SENSITIVE_REASON) for name in ("classical", "whole_table")}
+    return {"classical": run_section(_classical_section, ctx.rel, ctx.o.l),
+            "whole_table": run_section(_whole_table_section, ctx.rel, ctx.o.k, ctx.o.c_v)}
+
+
+def targets(ctx: Any, sec: dict) -> list[dict]:
+    """Return the worst group's people: known to be in it, their value is its top one."""
+    wg = sec["worst_groups"]
+    if wg["status"] != "ok" or not wg["groups"]:
+        return []
+    g = wg["groups"][0]
+    return [dict(
+        source="alpha_k_anonymity", row=None, rows=g["rows"], group=g["group"],
+        group_label=g["label"], value=g["top_value"], certainty=g["max_share"],
+        knowledge="none: the published release alone",
+        why=(f"{g['profile'][0]['count']:,} of the "
+             f"{fmt_count(g['size'], 'person', 'people')} of the group {g['described']} "
+             f"have {ctx.rel.sensitive_name} = {fmt_label(g['top_value'])}, so anyone known "
+             f"to be in this group has it with probability {fmt_pct(g['max_share'])}"))]

@@ -7,12 +7,13 @@ classes; the functions below are what :mod:`fastpriv.registry` declares for the 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from ...registry import make_check
 from ..text import fmt_pct
 from . import not_run
 
-__all__ = ["checks", "unreachable", "remedy_criteria"]
+__all__ = ["checks", "unreachable", "remedy_criteria", "sections"]
 
 
 def checks(sec: dict, params: dict, sens: str | None) -> list[dict]:
@@ -65,3 +66,38 @@ def remedy_criteria(by_id: dict, params: dict) -> list[str]:
     if "risk" not in by_id or not params.get("max_risk"):
         return []
     return ["--min-size", str(math.ceil(1 / params["max_risk"] - 1e-12))]
+
+
+def sections(ctx: Any) -> dict[str, dict]:
+    """Return the section ``risk`` of the QI classes (none when switched off or without qi).
+
+    Parameters
+    ----------
+    ctx : object
+        The report's context: ``inp`` (the loaded input: its ``classes`` without a sensitive
+        column, else its ``table``), ``o`` (the options: ``qi``, ``nulls``), ``risk`` (bool),
+        ``max_risk``, ``population`` and ``weight``.
+
+    Returns
+    -------
+    dict
+        ``{"risk": section}`` or ``{}``.
+
+    """
+    from .._risk import risk_section
+
+    inp, o = ctx.inp, ctx.o
+    if not ctx.risk:
+        return {}
+    if inp.classes is not None:
+        # the classes were counted under the report's null policy: say so (the section's
+        # default, nulls="error", refuses counts made with another)
+        return {"risk": risk_section(inp.classes, qi=o.qi, threshold=ctx.max_risk,
+                                     population=ctx.population, nulls=o.nulls)}
+    if not o.qi or inp.table is None:
+        return {}
+    # the QI classes of the input under the report's null policy, as risk.audit(table,
+    # qi=..., nulls=...) counts them: a record whose only null is its sensitive value is
+    # still a record an adversary can single out by its QI values
+    return {"risk": risk_section(inp.table, qi=o.qi, threshold=ctx.max_risk,
+                                 population=ctx.population, weight=ctx.weight, nulls=o.nulls)}

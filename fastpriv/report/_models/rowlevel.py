@@ -7,14 +7,19 @@ for them: their verdict checks, their key risks and their remedy (ART's ``--r``)
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from typing import Any
 
 from ...registry import make_check
+from .._classes import NO_SENSITIVE_REASON
+from .._sections import row_level_reason, run_section, section, skipped
 from ..text import fmt_label, fmt_pct
 from . import has_release, not_run, plain_risk
 
 __all__ = ["robustness_checks", "foreground_checks", "robustness_key_risk",
-           "foreground_key_risk", "remedy"]
+           "foreground_key_risk", "remedy", "robustness_sections", "foreground_sections",
+           "robustness_targets", "foreground_targets"]
 
 
 def robustness_checks(sec: dict, params: dict, sens: str | None) -> list[dict]:
@@ -114,3 +119,141 @@ def remedy(params: dict, *, unreachable: bool, generalize: Callable[[], str],
     if not params.get("r"):
         return None
     return command("art", ["--r", f"{params['r']:g}"])
+
+
+# ============================================================================ sections
+def _rows(ctx: Any) -> dict:
+    """Return how the row-level models read the rows (the release's row view, or the table).
+
+    The release's row view names input rows and shares its null policy; without one (no qi
+    given) the row-level models read the table.
+    """
+    rel, inp, o = ctx.rel, ctx.inp, ctx.o
+    data, reading = (rel, {}) if rel.rows is not None else (
+        inp.table, {"sensitive": inp.sensitive, "group": o.group, "nulls": o.nulls})
+    return {"data": data, "reading": reading, "qi": o.qi, "r": o.r,
+            "sensitive_values": o.sensitive_values, "max_set_size": o.max_set_size,
+            "top": o.top}
+
+
+def _robustness_section(*, data: Any, reading: dict, qi: list | None, r: float,
+                        knowledge: Any, sensitive_values: list | None, max_set_size: int,
+                        top: int) -> dict:
+    from ... import robustness as rb
+
+    res = rb.audit(data, qi=qi, r=r, knowledge=knowledge, sensitive_values=sensitive_values,
+                   max_set_size=max_set_size if knowledge is None else None, **reading)
+    d = res.to_dict(max_items=top)
+    return section(result=d, summary=res.summary())
+
+
+def _foreground_section(*, data: Any, reading: dict, qi: list, r: float,
+                        sensitive_values: list | None, max_set_size: int, top: int) -> dict:
+    from ... import foreground as fg
+
+    group = reading.get("group", [None])
+    n_keys = data.groups.num_columns if not reading else len(group)
+    if n_keys != 1:
+        return skipped("the foreground attack reads one group-id column; this release "
+                       f"has {n_keys}")
+    if reading:
+        reading = {**reading, "group": group[0]}
+    res = fg.attack(data, qi=qi, r=r, sensitive_values=sensitive_values,
+                    max_set_size=max_set_size, **reading)
+    d = res.to_dict(max_items=top)
+    return section(result=d, summary=res.summary())
+
+
+def robustness_sections(ctx: Any) -> dict[str, dict]:
+    """Return the section ``robustness`` (skipped when switched off or the rows are missing).
+
+    Parameters
+    ----------
+    ctx : object
+        The report's context: ``rel``, ``inp`` (the loaded input), ``o`` (the options),
+        ``knowledge`` (a Knowledge, a path read with ``knowledge_fallback``, or None: derived
+        from the data).
+
+    Returns
+    -------
+    dict
+        ``{"robustness": section}``.
+
+    """
+    if ctx.rel is None:
+        return {"robustness": skipped(NO_SENSITIVE_REASON)}
+    reason = row_level_reason(ctx, "r-robustness", needs_qi=ctx.knowledge is None)
+    if not ctx.o.robustness:
+        return {"robustness": skipped("disabled (robustness=False / --no-robustness)")}
+    if reason:
+        return {"robustness": skipped(reason)}
+    kn = ctx.knowledge
+    if isinstance(kn, (str, os.PathLike)):
+        from ...knowledge import Knowledge
+
+        kn = Knowledge.from_table(kn, set_column="attributes",
+                                  fallback=ctx.knowledge_fallback, model=None)
+    return {"robustness": run_section(_robustness_section, knowledge=kn, **_rows(ctx))}
+
+
+def foreground_sections(ctx: Any) -> dict[str, dict]:
+    """Return the section ``foreground`` (skipped when switched off or the rows are missing).
+
+    Parameters
+    ----------
+    ctx : object
+        The report's context: ``rel``, ``inp`` (the loaded input), ``o`` (the options).
+
+    Returns
+    -------
+    dict
+        ``{"foreground": section}``.
+
+    """
+    if ctx.rel is None:
+        return {"foreground": skipped(NO_SENSITIVE_REASON)}
+    reason = row_level_reason(ctx, "the foreground attack", needs_qi=True)
+    if not ctx.o.attack:
+        return {"foreground": skipped("disabled (attack=False / --no-attack)")}
+    if reason:
+        return {"foreground": skipped(reason)}
+    return {"foreground": run_section(_foreground_section, **_rows(ctx))}
+
+
+def robustness_targets(ctx: Any, sec: dict) -> list[dict]:
+    """Return the witness of r-robustness: the person whose signature gives the value away."""
+    rb = sec["robustness"]
+    if rb["status"] != "ok" or not rb["result"].get("witness"):
+        return []
+    sens = ctx.rel.sensitive_name
+    w = rb["result"]["witness"]
+    return [dict(source="robustness", row=w["row"], group=None, group_label=w["group"],
+                 value=w["value"], certainty=float(w["posterior"]),
+                 knowledge=("QI-based statistics p(signature : value) on "
+                            f"{', '.join(w['attribute_set'])}"),
+                 why=(f"this person's {', '.join(w['attribute_set'])} = "
+                      f"{', '.join(map(fmt_label, w['signature']))} makes {sens} = "
+                      f"{fmt_label(w['value'])} "
+                      f"{fmt_pct(w['posterior'])} likely ({w['n_x']} of the {w['group_size']} "
+                      f"people of the group have it)"))]
+
+
+def foreground_targets(ctx: Any, sec: dict) -> list[dict]:
+    """Return the attack's problematic people (the five worst)."""
+    fg = sec["foreground"]
+    if fg["status"] != "ok":
+        return []
+    sens = ctx.rel.sensitive_name
+    out = []
+    for w in fg["result"]["worst"][:5]:
+        if not w.get("problematic"):
+            continue
+        aset = w.get("attribute_set")
+        out.append(dict(
+            source="foreground", row=w["row"], group=None, group_label=w["group"],
+            value=w.get("value"), certainty=float(w["posterior"]),
+            knowledge=("patterns mined from the release itself"
+                       + (f" on {', '.join(aset)}" if aset else "")),
+            why=(f"the release's own statistics make {sens} = {fmt_label(w.get('value'))} "
+                 f"{fmt_pct(w['posterior'])} likely for this person")))
+    return out

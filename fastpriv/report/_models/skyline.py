@@ -8,12 +8,16 @@ below are what :mod:`fastpriv.registry` declares for the model.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ...registry import make_check
+from .._classes import NO_SENSITIVE_REASON
+from .._sections import ROWS_PER_GROUP, run_section, section, skipped
 from ..text import as_float, fmt_count, fmt_label, fmt_pct
 from . import has_release, not_run
 
-__all__ = ["checks", "key_risk", "remedy"]
+__all__ = ["checks", "key_risk", "remedy", "sections", "targets", "MAX_SKYLINE_VALUES",
+           "PLOTTED_SKYLINES"]
 
 
 def checks(sec: dict, params: dict, sens: str | None) -> list[dict]:
@@ -79,3 +83,108 @@ def remedy(params: dict, *, unreachable: bool, generalize: Callable[[], str],
         return generalize()
     ell, k, m = params["point"]
     return command("skyline", ["--skyline", f"*:{ell},{k},{m},{params['c_verdict']:g}"])
+
+
+# ============================================================================ sections
+#: Default cap on the number of sensitive values whose knowledge skyline is computed
+#: (the most exposed ones first) when ``sigma`` is not given.
+MAX_SKYLINE_VALUES = 24
+#: Number of values whose skyline is plotted (the most exposed ones).
+PLOTTED_SKYLINES = 4
+
+
+def _skyline_section(rel: Any, sigma: list | None, cs: list[float],
+                     point: tuple[int, int, int], c_v: float) -> dict:
+    from ... import skyline as sk
+
+    ell, k, m = point
+    check = sk.check(rel, skylines={"*": [(ell, k, m, c_v)]})
+    per_value = sorted(check.points, key=lambda p: (-float(p.value), str(p.sigma)))
+    if sigma is None:
+        chosen = [p.sigma for p in per_value[:MAX_SKYLINE_VALUES]]
+        selection = ("every sensitive value" if rel.n_values <= MAX_SKYLINE_VALUES else
+                     f"the {MAX_SKYLINE_VALUES} values with the highest breach probability at "
+                     f"(ℓ, k, m) = {point} (of {rel.n_values})")
+    else:
+        chosen = []
+        for v in sigma:
+            rel.code_of(v, param="sigma")
+            if v not in chosen:
+                chosen.append(v)
+        selection = "the requested values"
+    worst = per_value[0] if per_value else None
+    worst_bp = None
+    if worst is not None:
+        worst_bp = sk.breach_probability(rel, sigma=worst.sigma, l=ell, k=k, m=m).to_dict()
+    # one time budget for all of them; the values chosen here stop at it, requested ones fail
+    found, chosen, stopped = sk.knowledge_skylines_within(rel, sigmas=chosen, cs=cs,
+                                                          partial=sigma is None)
+    skylines = [x.to_dict() for x in found]
+    if stopped:
+        selection += f"; {stopped}"
+    rank = {p.sigma: i for i, p in enumerate(per_value)}
+    plotted = sorted(chosen, key=lambda v: rank.get(v, 1 << 30))[:PLOTTED_SKYLINES]
+    return section(
+        point=list(point), c=c_v, confidences=cs, sigma_selection=selection,
+        sigmas=chosen, plotted=plotted,
+        check={"safe": check.safe, "n_violations": len(check.violations),
+               "n_values": len(per_value),
+               "points": [p.to_dict() for p in per_value[:100]]},
+        worst=worst_bp, skylines=skylines)
+
+
+def sections(ctx: Any) -> dict[str, dict]:
+    """Return the section ``skyline``: the verdict's 3D check and the knowledge skylines.
+
+    Parameters
+    ----------
+    ctx : object
+        The report's context: ``rel`` (None without a sensitive column), ``o`` (the
+        options: ``sigma``, ``cs``, ``point``, ``c_v``) and ``knowledge_skylines`` (False:
+        the check alone, no skyline).
+
+    Returns
+    -------
+    dict
+        ``{"skyline": section}``.
+
+    """
+    if ctx.rel is None:
+        return {"skyline": skipped(NO_SENSITIVE_REASON)}
+    o = ctx.o
+    return {"skyline": run_section(_skyline_section, ctx.rel,
+                                   o.sigma if ctx.knowledge_skylines else [], o.cs, o.point,
+                                   o.c_v)}
+
+
+def targets(ctx: Any, sec: dict) -> list[dict]:
+    """Return the most exposed group of the worst breach, with the knowledge it takes."""
+    sky = sec["skyline"]
+    if sky["status"] != "ok" or not sky.get("worst") or not sky["worst"].get("witness"):
+        return []
+    rel = ctx.rel
+    b = sky["worst"]
+    w = b["witness"]
+    t = int(w["t_group"])
+    rows = None
+    if rel.row_group is not None:
+        rows = [int(x) for x in rel.rows_of_group(t)[:ROWS_PER_GROUP]]
+    parts = []
+    if w["x_values"]:
+        lacks = ", ".join(map(fmt_label, w["x_values"]))
+        parts.append(f"that the target does not have {lacks}")
+    if w["n_u"]:
+        ys = (f" ({', '.join(map(fmt_label, w['y_values']))})" if w.get("y_values") else "")
+        parts.append(f"the values of {fmt_count(w['n_u'], 'other person', 'other people')}"
+                     f" of group {fmt_label(w['group_labels'].get('u'))}{ys}")
+    if w["n_v"]:
+        parts.append(f"{fmt_count(w['n_v'], 'member')} of the target's same-value family "
+                     f"in group {fmt_label(w['group_labels'].get('v'))}")
+    return [dict(source="skyline", row=None, rows=rows, group=t,
+                 group_label=w["group_labels"]["t"], value=b["sigma"],
+                 certainty=as_float(b["value"]),
+                 knowledge=f"(ℓ, k, m) = ({b['l']}, {b['k']}, {b['m']})",
+                 why=("knowing " + ("; ".join(parts) if parts else "nothing beyond the release")
+                      + f", the adversary is {fmt_pct(as_float(b['value']))} sure that any "
+                      f"person of this group has {rel.sensitive_name} = "
+                      f"{fmt_label(b['sigma'])}"))]
