@@ -8,7 +8,8 @@ import pytest
 
 from fastpriv import classic
 from fastpriv.cli import main
-from fastpriv.report.text import classical_meaning, fmt_number
+from fastpriv.report import classical_meaning
+from fastpriv.report.text import fmt_number
 
 
 def test_every_classical_model_has_a_meaning():

@@ -58,11 +58,6 @@ PENDING = {
     ("fastpriv/report/schema.py", "robustness"): 3,
     ("fastpriv/report/schema.py", "skyline"): 2,
     ("fastpriv/report/schema.py", "t_closeness"): 2,
-    ("fastpriv/report/text.py", "alpha_k_anonymity"): 1,
-    ("fastpriv/report/text.py", "entropy_l_diversity"): 1,
-    ("fastpriv/report/text.py", "k_anonymity"): 1,
-    ("fastpriv/report/text.py", "l_diversity"): 1,
-    ("fastpriv/report/text.py", "t_closeness"): 1,
 }
 
 

@@ -74,7 +74,8 @@ def classical_table(rel, models: dict) -> str:
 
     The exact values are in the JSON; the table is for a person reading the terminal.
     """
-    from ..report.text import classical_meaning, describe_key, fmt_number
+    from ..report import classical_meaning
+    from ..report.text import describe_key, fmt_number
     from ._common import format_table
 
     names = rel.groups.column_names

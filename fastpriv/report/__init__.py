@@ -29,8 +29,9 @@ Examples
 from __future__ import annotations
 
 from ._build import GLOSSARY, Report, build_report, fingerprint
+from ._models.classical import classical_meaning
 from ._models.skyline import MAX_SKYLINE_VALUES
 from .schema import SCHEMA, SCHEMA_ID, SCHEMA_VERSION, validate
 
 __all__ = ["build_report", "Report", "fingerprint", "validate", "SCHEMA", "SCHEMA_ID",
-           "SCHEMA_VERSION", "GLOSSARY", "MAX_SKYLINE_VALUES"]
+           "SCHEMA_VERSION", "GLOSSARY", "MAX_SKYLINE_VALUES", "classical_meaning"]

@@ -105,33 +105,3 @@ def fmt_number(x: Any) -> str:
         return f"{int(v):,}"
     return f"{v:.3g}"
 
-
-def classical_meaning(model: str, value: Any) -> str:
-    """Say what a classical model's achieved value means for the worst group, in words.
-
-    ``model`` is a key of :attr:`fastpriv.classic.AuditResult.models`; the formulas are
-    those of :mod:`fastpriv.classic` (β-likeness: the largest relative gain
-    (p_g − p)/p of a value's share over its share in the whole table; δ-disclosure: the
-    largest |log(p_g / p)|).
-    """
-    v = as_float(value)
-    if not math.isfinite(v):
-        return "unbounded: a group's mix can be told apart from the whole table's"
-    words = {
-        "k_anonymity": lambda: f"smallest group: {fmt_count(int(v), 'person', 'people')}",
-        "alpha_k_anonymity": lambda: f"best guess of a person's value right {fmt_pct(v)}",
-        "l_diversity": lambda: f"{fmt_count(int(v), 'different value')} in the least varied "
-                               "group",
-        "entropy_l_diversity": lambda: f"least even group as varied as {v:.3g} equally "
-                                       "common values",
-        "recursive_cl_diversity": lambda: f"most common value {v:.3g}× the rarer ones together",
-        "t_closeness": lambda: f"mix differs from the whole table's by {fmt_pct(v)} "
-                               "(share of people to move)",
-        "t_closeness_ordered": lambda: f"mix differs by {v:.3g} on the ordered scale "
-                                       "(0 same, 1 opposite ends)",
-        "beta_likeness": lambda: f"a value up to {1 + v:.3g}× as frequent as in the whole "
-                                 "table",
-        "delta_disclosure": lambda: f"a value's share up to {math.exp(v):.3g}× off its share "
-                                    "in the whole table",
-    }
-    return words[model]() if model in words else ""

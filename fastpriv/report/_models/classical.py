@@ -4,20 +4,23 @@ Their numbers are one section, ``classical`` (:func:`fastpriv.classic.audit`), o
 a sensitive column — the QI classes (section ``classes``, k-anonymity alone). The functions
 below are what :mod:`fastpriv.registry` declares for these models: their verdict checks,
 the key risk of (α,k)-anonymity, the thresholds no generalization reaches and Mondrian's
-criterion flags.
+criterion flags; :func:`classical_meaning` says what an achieved value means (the table of
+``fastpriv audit``).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ...registry import make_check
 from .._classes import NO_SENSITIVE_REASON
 from .._sections import run_section, section, skipped
-from ..text import fmt_count, fmt_label, fmt_pct
+from ..text import as_float, fmt_count, fmt_label, fmt_pct
 from . import has_release, not_run
 
-__all__ = ["checks", "key_risk", "unreachable", "remedy_criteria", "sections", "targets"]
+__all__ = ["checks", "key_risk", "unreachable", "remedy_criteria", "sections", "targets",
+           "classical_meaning"]
 
 _K_QUESTION = "Does every group hide each person among enough others?"
 
@@ -244,3 +247,34 @@ def targets(ctx: Any, sec: dict) -> list[dict]:
              f"{fmt_count(g['size'], 'person', 'people')} of the group {g['described']} "
              f"have {ctx.rel.sensitive_name} = {fmt_label(g['top_value'])}, so anyone known "
              f"to be in this group has it with probability {fmt_pct(g['max_share'])}"))]
+
+
+def classical_meaning(model: str, value: Any) -> str:
+    """Say what a classical model's achieved value means for the worst group, in words.
+
+    ``model`` is a key of :attr:`fastpriv.classic.AuditResult.models`; the formulas are
+    those of :mod:`fastpriv.classic` (β-likeness: the largest relative gain
+    (p_g − p)/p of a value's share over its share in the whole table; δ-disclosure: the
+    largest |log(p_g / p)|).
+    """
+    v = as_float(value)
+    if not math.isfinite(v):
+        return "unbounded: a group's mix can be told apart from the whole table's"
+    words = {
+        "k_anonymity": lambda: f"smallest group: {fmt_count(int(v), 'person', 'people')}",
+        "alpha_k_anonymity": lambda: f"best guess of a person's value right {fmt_pct(v)}",
+        "l_diversity": lambda: f"{fmt_count(int(v), 'different value')} in the least varied "
+                               "group",
+        "entropy_l_diversity": lambda: f"least even group as varied as {v:.3g} equally "
+                                       "common values",
+        "recursive_cl_diversity": lambda: f"most common value {v:.3g}× the rarer ones together",
+        "t_closeness": lambda: f"mix differs from the whole table's by {fmt_pct(v)} "
+                               "(share of people to move)",
+        "t_closeness_ordered": lambda: f"mix differs by {v:.3g} on the ordered scale "
+                                       "(0 same, 1 opposite ends)",
+        "beta_likeness": lambda: f"a value up to {1 + v:.3g}× as frequent as in the whole "
+                                 "table",
+        "delta_disclosure": lambda: f"a value's share up to {math.exp(v):.3g}× off its share "
+                                    "in the whole table",
+    }
+    return words[model]() if model in words else ""
