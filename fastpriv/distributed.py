@@ -91,7 +91,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, InputTypeError
@@ -100,7 +100,7 @@ if TYPE_CHECKING:
     from .risk import ClassCounts
 
 __all__ = ["count_partitions", "release_from_dask", "row_counts", "groupwise_audit", "value_counts",
-           "warm_workers", "anonymize", "class_counts"]
+           "warm_workers", "anonymize", "class_counts", "class_histogram"]
 
 
 # ============================================================================ helpers
@@ -410,7 +410,7 @@ def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str]
 
 
 def _arrow_counts(data: Any, cols: list[str], weight: str | None, count: str,
-                  split_every: int) -> Any:
+                  split_every: int, finish: Callable[[Any], Any] | None = None) -> Any:
     """``GROUP BY cols`` on the cluster in Arrow: one row per distinct row, its count.
 
     Each partition (or Parquet file / row group) counts its rows with Arrow's hash
@@ -419,7 +419,8 @@ def _arrow_counts(data: Any, cols: list[str], weight: str | None, count: str,
     (:func:`_merge_classes`, the total checked first). A partial table holds the key
     columns and a count per distinct row — about the bytes of the keys — where a merged
     :class:`~fastpriv.counts.CountAccumulator` of ten million distinct rows held 8.8 GiB in
-    one worker (10M IHIS-shaped rows, 9.9M distinct).
+    one worker (10M IHIS-shaped rows, 9.9M distinct). ``finish`` runs on the merged table
+    in the last task, on a worker: only its result reaches the client.
     """
     dask = _require_dask()
     pieces = _pieces(data, cols + ([weight] if weight is not None else []),
@@ -429,7 +430,8 @@ def _arrow_counts(data: Any, cols: list[str], weight: str | None, count: str,
     parts = [dask.delayed(_class_piece, pure=True)(kind, obj, cols, weight, count)
              for kind, obj in pieces]
     merge = functools.partial(_merge_classes, weight)
-    return _reduce(dask, parts, merge, split_every).compute()
+    root = _reduce(dask, parts, merge, split_every)
+    return (root if finish is None else dask.delayed(finish, pure=True)(root)).compute()
 
 
 # ============================================================================ classes
@@ -525,6 +527,41 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
     count = _unique_name("count", cols)
     table = _arrow_counts(data, cols, weight, count, split_every)
     return finish_class_counts(table, qi=cols, count=count, nulls=nulls)
+
+
+def _histogram_of(table: Any, *, qi: list[str], count: str, nulls: str) -> Any:
+    """Return the :class:`~fastpriv.class_histogram.ClassHistogram` of a merged class table."""
+    from .class_histogram import ClassHistogram
+    from .pushdown import finish_class_counts
+
+    classes = finish_class_counts(table, qi=qi, count=count, nulls=nulls)
+    return ClassHistogram.from_class_counts(classes)
+
+
+def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = None,
+                    nulls: str = "error", split_every: int = 8) -> Any:
+    """Count the QI classes on the cluster and bring back only their size histogram.
+
+    The fold of the re-identification risk (:mod:`fastpriv.class_histogram`): the classes
+    are counted as by :func:`class_counts` (partial Arrow tables added in a tree), and the
+    last task, on a worker, reads them into the histogram of class sizes with the first
+    smallest class; only that reaches the client. ``risk.audit`` on it equals
+    ``risk.audit(table, qi=qi, weight=weight, nulls=nulls)`` for every measure that does
+    not need each class (no population table, no sampling weights). The worker running
+    the last task holds every class, as :func:`class_counts`' client does.
+
+    Returns
+    -------
+    fastpriv.class_histogram.ClassHistogram
+
+    """
+    from .pushdown import _unique_name, check_class_names
+
+    cols = check_class_names(qi, weight, nulls)
+    split_every = _check_split_every(split_every)
+    count = _unique_name("count", cols)
+    return _arrow_counts(data, cols, weight, count, split_every, finish=functools.partial(
+        _histogram_of, qi=cols, count=count, nulls=nulls))
 
 
 # ============================================================================ Q

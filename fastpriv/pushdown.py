@@ -96,6 +96,7 @@ if TYPE_CHECKING:
     from .risk import ClassCounts
 
 __all__ = ["count_query", "release", "quote_identifier", "row_counts", "audit",
+           "class_histogram",
            "ordered_counts", "finish_row_counts", "weight_check_columns", "anonymize",
            "class_counts",
            "finish_class_counts"]
@@ -636,13 +637,10 @@ def _duckdb_counts(data: Any, cols: list[str], weight: str | None, count: str) -
     :class:`InputTypeError`). Returns ``cols`` as DuckDB hands them to Arrow and ``count``
     (int64; groups whose rows all weigh 0 have count 0).
     """
-    import pyarrow as pa
-
     with _duckdb_relation(data) as rel:
         select, checks = _count_select(rel, cols, weight, count)
         view = _unique_name("fastpriv_rows", [])
-        out = rel.query(view, f"SELECT {select} FROM {view} GROUP BY ALL").arrow()
-        table = out.read_all() if isinstance(out, pa.RecordBatchReader) else out
+        table = _read_all(rel.query(view, f"SELECT {select} FROM {view} GROUP BY ALL").arrow())
     return _checked(table, cols, weight, count, checks)
 
 
@@ -852,6 +850,82 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
     count = _unique_name("count", cols)
     return finish_class_counts(_duckdb_counts(data, cols, weight, count), qi=cols,
                                count=count, nulls=nulls)
+
+
+def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = None,
+                    nulls: str = "error") -> Any:
+    """Count the QI classes in DuckDB and bring back only their size histogram.
+
+    The fold of the re-identification risk (:mod:`fastpriv.class_histogram`): DuckDB
+    counts the classes (``GROUP BY qi``, NaN a null, ``-0.0`` as ``0.0``, the weights summed
+    and checked), then how many classes have each size, and finds the first smallest class
+    (``ORDER BY qi NULLS LAST LIMIT 1``); this process receives one row per distinct size
+    and that class — never one row per class (:func:`class_counts`). ``risk.audit`` on the
+    histogram equals ``risk.audit(table, qi=qi, weight=weight, nulls=nulls)`` for every
+    measure that does not need each class (no population table, no sampling weights).
+    A null QI under ``nulls="error"``, a null or negative weight, an input with no record
+    left: refused with the words of :func:`class_counts`.
+
+    Parameters
+    ----------
+    data : duckdb.DuckDBPyRelation or path
+        As for :func:`class_counts`.
+    qi, weight, nulls :
+        As for :func:`class_counts`.
+
+    Returns
+    -------
+    fastpriv.class_histogram.ClassHistogram
+
+    """
+    from .class_histogram import ClassHistogram
+
+    cols = check_class_names(qi, weight, nulls)
+    n = _unique_name("n", cols)
+    with _duckdb_relation(data) as rel:
+        select, checks = _count_select(rel, cols, weight, n, keys=cols)
+        size = quote_identifier(checks[0] if checks else n)
+        is_null = " OR ".join(f"{quote_identifier(c)} IS NULL" for c in cols)
+        keep = f"{size} > 0" + ("" if nulls == "value" else f" AND NOT ({is_null})")
+        view = _unique_name("fastpriv_rows", [])
+        classes = f"(SELECT {select} FROM {view} GROUP BY ALL)"
+        bad = ("0" if checks is None else
+               f"COUNT(*) FILTER (WHERE {quote_identifier(checks[1])} > 0 OR "
+               f"{quote_identifier(checks[2])} < 0)")
+        hist = rel.query(view, f"SELECT {size}::DECIMAL(38,0) AS size, COUNT(*) AS classes, "
+                               f"{bad} AS bad, COUNT(*) FILTER (WHERE {is_null}) AS nulls "
+                               f"FROM {classes} GROUP BY ALL").arrow()
+        hist = _read_all(hist)
+        wrong = [f"{quote_identifier(checks[1])} > 0 OR {quote_identifier(checks[2])} < 0"] \
+            if checks and sum(hist.column("bad").to_pylist()) else []
+        if nulls == "error" and sum(hist.column("nulls").to_pylist()):
+            wrong.append(is_null)
+        if wrong:      # the rows that break a rule, read as class_counts reads them: refused
+            got = rel.query(view, f"SELECT * FROM {classes} WHERE "
+                                  f"{' OR '.join(f'({w})' for w in wrong)}").arrow()
+            finish_class_counts(_checked(_read_all(got), cols, weight, n, checks), qi=cols,
+                                count=n, nulls=nulls)
+            raise AssertionError("finish_class_counts accepted a refused class")
+        sizes = rel.query(view, f"SELECT {size}::DECIMAL(38,0) AS size, COUNT(*) AS classes "
+                                f"FROM {classes} WHERE {keep} GROUP BY ALL ORDER BY 1").arrow()
+        sizes = _read_all(sizes)
+        if sizes.num_rows == 0:
+            raise InputError("data has no rows (after the null policy and weights of 0)")
+        least = int(sizes.column("size")[0].as_py())
+        by = ", ".join(f"{i + 1} ASC NULLS LAST" for i in range(len(cols)))
+        first = rel.query(view, f"SELECT * FROM {classes} WHERE {keep} AND {size} = {least} "
+                                f"ORDER BY {by} LIMIT 1").arrow()
+        first = _checked(_read_all(first), cols, weight, n, checks)
+    one = finish_class_counts(first, qi=cols, count=n, nulls=nulls)
+    return ClassHistogram(tuple(cols), [int(x) for x in sizes.column("size").to_pylist()],
+                          sizes.column("classes").to_pylist(), one.values_of(0), nulls)
+
+
+def _read_all(out: Any) -> Any:
+    """Return an Arrow table from DuckDB's ``.arrow()`` (a table, or a reader)."""
+    import pyarrow as pa
+
+    return out.read_all() if isinstance(out, pa.RecordBatchReader) else out
 
 
 def anonymize(data: Any, *, output: Any, qi: str | Sequence[str], sensitive: str,

@@ -910,8 +910,8 @@ def _jsonable(d: dict) -> dict:
     return out
 
 
-def _journalist(m: dict, cc: ClassCounts, f: np.ndarray, n: float, u: int,
-                pop_f: np.ndarray | None, big_n: float | None, thr: float) -> None:
+def _journalist(m: dict, cc: Any, n: float, u: int, pop_f: np.ndarray | None,
+                big_n: float | None, thr: float) -> None:
     """Fill the journalist and marketer risks (Dankar & El Emam; ARX's attacker models).
 
     They are defined against the population table the attacker matches: each sample class
@@ -923,23 +923,52 @@ def _journalist(m: dict, cc: ClassCounts, f: np.ndarray, n: float, u: int,
     journalist model needs a population subset), the risks are then not given (None) and
     the population uniqueness models answer instead.
     """
+    if pop_f is None and cc.sampling_weight_sums is None and big_n is None:
+        # the sample is the population, F_j = f_j: the prosecutor's measures (histogram)
+        m.update(journalist_max=m["prosecutor_max"], journalist_avg=u / n,
+                 journalist_above_threshold=m["prosecutor_above_threshold"],
+                 journalist_source="sample (no population given)", marketer=u / n)
+        return
     if pop_f is not None:
         big_f, src = pop_f, "population table"
     elif cc.sampling_weight_sums is not None:
-        big_f, src = np.maximum(cc.sampling_weight_sums, f), "sampling weights (estimated F)"
-    elif big_n is not None:
+        big_f = np.maximum(cc.sampling_weight_sums, cc.sizes.astype(np.float64))
+        src = "sampling weights (estimated F)"
+    else:
         m.update(journalist_max=None, journalist_avg=None, journalist_above_threshold=None,
                  marketer=None,
                  journalist_source="needs a population table (a population size gives no "
                                    "class sizes; see population uniques)")
         return
-    else:
-        big_f, src = f, "sample (no population given)"
+    f = cc.sizes.astype(np.float64)
     m["journalist_max"] = float(1.0 / big_f.min())
     m["journalist_avg"] = float(max(u / big_f.sum(), (f / big_f).sum() / n))
     m["journalist_above_threshold"] = float(f[1.0 / big_f > thr].sum() / n)
     m["journalist_source"] = src
     m["marketer"] = float((f / big_f).sum() / n)
+
+
+def _histogram_input(data: Any, *, qi: Any, weight: Any, sampling_weight: Any, nulls: Any,
+                     population: Any) -> Any:
+    """Check what :func:`audit` is given with a :class:`~fastpriv.class_histogram.ClassHistogram`.
+
+    The histogram answers every measure but those needing each class: a population table
+    (F_j per class: k-map, δ-presence, exact journalist risk) and sampling weights.
+    """
+    if qi is not None and list(_check_qi(qi)) != list(data.qi):
+        raise InputError(f"qi: the histogram is over {list(data.qi)}, not {list(qi)}")
+    if weight is not None or sampling_weight is not None:
+        raise InputError("weight/sampling_weight: a class-size histogram already counts "
+                         "the records (and holds no sampling weights)")
+    if nulls is not None and nulls != data.nulls:
+        raise InputError(f"nulls: the histogram was counted with nulls={data.nulls!r}, not "
+                         f"{nulls!r}")
+    if population is not None and not (isinstance(population, numbers.Real)
+                                       and not isinstance(population, bool)):
+        raise InputError("population: a class-size histogram matches no population table "
+                         "(that needs each class); give a population size, or audit the "
+                         "class counts (class_counts) against the table")
+    return data
 
 
 def _population(pop: Any, sample: ClassCounts) -> tuple:
@@ -1100,36 +1129,45 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = No
         way of reading the records, and the result is the expanded table's, exactly.
 
     """
+    from .class_histogram import ClassHistogram
+
     thr = check_probability(threshold, "threshold")
-    cc = class_counts(data, qi=qi, weight=weight, sampling_weight=sampling_weight, nulls=nulls)
-    f = cc.sizes.astype(np.float64)
-    n, u = float(f.sum()), cc.n_classes
+    if isinstance(data, ClassHistogram):
+        cc = _histogram_input(data, qi=qi, weight=weight, sampling_weight=sampling_weight,
+                              nulls=nulls, population=population)
+    else:
+        cc = class_counts(data, qi=qi, weight=weight, sampling_weight=sampling_weight,
+                          nulls=nulls)
+    size, count = cc.histogram()
+    n, u = float((size * count).sum()), int(count.sum())
     match, big_n, pop_desc = _population(population, cc)
     pop_f = None if match is None else match.big_f
     m: dict = {}
-    m["prosecutor_max"] = float(1.0 / f.min())
+    m["prosecutor_max"] = float(1.0 / size[0])
     m["prosecutor_avg"] = u / n
-    m["prosecutor_above_threshold"] = float(f[1.0 / f > thr].sum() / n)
-    c1 = int((cc.sizes == 1).sum())
+    m["prosecutor_above_threshold"] = float((size * count)[1.0 / size > thr].sum() / n)
+    c1 = int(count[size == 1].sum())
     m["sample_uniques"], m["sample_uniques_share"] = c1, c1 / n
     # journalist / marketer: exact F_j from a population table, or F̂_j from sampling
     # weights; a population size alone gives no class sizes (see _journalist)
-    _journalist(m, cc, f, n, u, pop_f, big_n, thr)
+    _journalist(m, cc, n, u, pop_f, big_n, thr)
     if big_n is not None:
-        size, count = cc.histogram()
         m["population_uniques"] = _json_pu(population_uniques(size, count, big_n))
     else:
         m["population_uniques"] = None
-    _individual(m, cc, f, n, big_n, thr)
+    _individual(m, cc, n, big_n, thr)
     if match is not None:
         m["k_map"] = match.k_map()[0]
         m["delta_max"], m["delta_min"], _ = match.delta()
     else:
         m["k_map"] = m["delta_min"] = m["delta_max"] = None
-    j = int(np.argmin(cc.sizes))
-    at_max = int(f[cc.sizes == cc.sizes[j]].sum())
-    wit = RiskWitness(cc.values_of(j), int(cc.sizes[j]),
-                      None if pop_f is None else float(pop_f[j]), at_max)
+    at_max = int(size[0] * count[0])
+    if isinstance(cc, ClassHistogram):
+        wit = RiskWitness(dict(cc.smallest), int(size[0]), None, at_max)
+    else:
+        j = int(np.argmin(cc.sizes))
+        wit = RiskWitness(cc.values_of(j), int(cc.sizes[j]),
+                          None if pop_f is None else float(pop_f[j]), at_max)
     params = {"qi": list(cc.qi), "threshold": thr, "sampling_weight": sampling_weight,
               "population": pop_desc,
               "population_size": big_n, "n_records": int(n), "n_classes": u,
@@ -1147,8 +1185,7 @@ def _json_pu(pu: dict) -> dict:
     return clean(pu)
 
 
-def _individual(m: dict, cc: ClassCounts, f: np.ndarray, n: float, big_n: float | None,
-                thr: float) -> None:
+def _individual(m: dict, cc: Any, n: float, big_n: float | None, thr: float) -> None:
     """Benedetti–Franconi individual risk from sampling weight sums (or uniform weights N/n).
 
     With uniform weights the risk depends on the class size alone: it is computed once per
@@ -1173,6 +1210,7 @@ def _individual(m: dict, cc: ClassCounts, f: np.ndarray, n: float, big_n: float 
                     "expected_reidentifications"):
             m[key] = None
         return
+    f = cc.sizes.astype(np.float64)
     bad = np.flatnonzero(wsum < f * (1 - 1e-12))
     if bad.size:
         j = int(bad[0])

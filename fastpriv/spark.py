@@ -81,6 +81,7 @@ if TYPE_CHECKING:
     from .risk import ClassCounts
 
 __all__ = ["release", "counts", "row_counts", "worker_error", "METHODS", "MERGES", "audit",
+           "class_histogram",
            "PAIRS_PER_COLLECT", "anonymize", "class_counts"]
 
 #: Counting strategies of :func:`counts` / :func:`release`.
@@ -613,6 +614,65 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
     table = _in_blocks(_grouped(picked, pos, weight), pos, cols,
                        lambda t: _groupby_triples(t, weight, pos), distinct=True)
     return finish_class_counts(table, qi=cols, count=table.column_names[-1], nulls=nulls)
+
+
+def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = None,
+                    nulls: str = "error") -> Any:
+    """Count the QI classes on the cluster and bring back only their size histogram.
+
+    The fold of the re-identification risk (:mod:`fastpriv.class_histogram`): the
+    executors count the classes (``groupBy(qi)``, NaN a null, ``-0.0`` as ``0.0``, weights
+    summed as ``decimal(38,0)`` and checked), then how many classes have each size, and the
+    first smallest class (``orderBy(qi, nulls last).limit(1)``); the driver receives one
+    row per distinct size and that class, never one row per class
+    (:func:`class_counts`). ``risk.audit`` on it equals ``risk.audit(table, qi=qi,
+    weight=weight, nulls=nulls)`` for every measure that does not need each class (no
+    population table, no sampling weights). Bad input is refused as by
+    :func:`class_counts`.
+
+    Returns
+    -------
+    fastpriv.class_histogram.ClassHistogram
+
+    """
+    from pyspark.sql import functions as F
+
+    from ._validation import check_columns
+    from .class_histogram import ClassHistogram
+    from .pushdown import check_class_names, finish_class_counts
+
+    cols = check_class_names(qi, weight, nulls)
+    _check_frame(data)
+    check_columns(cols, data.columns, "qi")
+    _check_weight(data, weight, cols)
+    picked, pos = _picked(data, cols, weight)
+    keys = [e.alias(p) for e, p in zip(_partition_keys(picked, pos), pos, strict=True)]
+    classes = _grouped(picked.select(*keys, *(["w"] if weight else [])), pos, weight)
+    is_null = functools.reduce(lambda a, b: a | b, [F.col(p).isNull() for p in pos])
+    bad = (F.col("nulls") > 0) | (F.col("least") < 0) if weight else F.lit(False)
+
+    def read(frame: Any) -> pa.Table:        # classes as class_counts reads them
+        t = _groupby_triples(_explained(lambda: _collect(frame)), weight, pos)
+        return finish_class_counts(t.rename_columns(cols + ["n"]), qi=cols, count="n",
+                                   nulls=nulls)
+
+    wrong = classes.where(bad | is_null) if nulls == "error" else classes.where(bad)
+    if _explained(lambda: wrong.limit(1).count()):
+        read(wrong)                                           # refused with its words
+        raise AssertionError("finish_class_counts accepted a refused class")
+    keep = F.col("n") > 0
+    if nulls != "value":
+        keep = keep & ~is_null
+    kept = classes.where(keep)
+    sizes = _explained(lambda: _collect(kept.groupBy("n").agg(
+        F.count(F.lit(1)).alias("classes")).orderBy("n")))
+    if sizes.num_rows == 0:
+        raise InputError("data has no rows (after the null policy and weights of 0)")
+    least = sizes.column("n")[0].as_py()
+    first = read(kept.where(F.col("n") == F.lit(least)).orderBy(
+        *[F.col(p).asc_nulls_last() for p in pos]).limit(1))
+    return ClassHistogram(tuple(cols), [int(x) for x in sizes.column("n").to_pylist()],
+                          sizes.column("classes").to_pylist(), first.values_of(0), nulls)
 
 
 def anonymize(data: Any, *, output: Any, qi: str | Sequence[str], sensitive: str,

@@ -318,3 +318,119 @@ def test_declared_model_folds_on_spark_executors(spark_session):
         res = spark.audit(df, sensitive="s", group="g", weight="w", options=options,
                           partitions=3)
         assert _answer(res) == want
+
+
+# ------------------------------------------------------------------ risk: the histogram
+def _risk(fn) -> tuple:
+    try:
+        return ("ok", fn().to_dict())
+    except InputError:
+        return ("refused",)
+
+
+def _risk_case(data, **kinds) -> tuple[pa.Table, list[str], dict]:
+    table, keys, _ = data.draw(tables(max_rows=30, **kinds), label="table")
+    weights = data.draw(st.lists(st.integers(0, 3), min_size=table.num_rows,
+                                 max_size=table.num_rows), label="weights")
+    table = table.append_column("w", pa.array(weights, pa.int64()))
+    kw = {"weight": data.draw(st.sampled_from([None, "w"]), label="weight"),
+          "nulls": data.draw(st.sampled_from(["value", "drop", "error"]), label="nulls")}
+    return table, keys, kw
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_class_histogram_merged_from_any_split_equals_in_memory(data):
+    from fastpriv import risk
+    from fastpriv.class_histogram import ClassHistogram
+
+    table, keys, kw = _risk_case(data)
+    want = _risk(lambda: risk.audit(table, qi=keys, population=1000, **kw))
+    try:
+        classes = risk.class_counts(table, qi=keys, **kw)
+    except InputError:
+        assert want == ("refused",)
+        return
+    if want == ("refused",):        # no record left: nothing to summarize either
+        with pytest.raises(InputError):
+            ClassHistogram.from_class_counts(classes)
+        return
+    cut = data.draw(st.integers(0, classes.n_classes), label="cut")
+    parts = [ClassHistogram.from_class_counts(risk.ClassCounts(
+        classes.qi, classes.keys.slice(a, b - a), classes.sizes[a:b], nulls=classes.nulls))
+        for a, b in ((0, cut), (cut, classes.n_classes)) if b > a]
+    merged = parts[-1].merge(*parts[:-1])
+    assert _risk(lambda: risk.audit(merged, population=1000)) == want
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_class_histogram_on_duckdb_and_dask_equals_in_memory(data, tmp_path_factory):
+    import tempfile
+
+    import dask
+    import pyarrow.parquet as pq
+
+    from fastpriv import distributed, risk
+
+    table, keys, kw = _risk_case(data)
+    want = _risk(lambda: risk.audit(table, qi=keys, population=1000, **kw))
+    got = _risk(lambda: risk.audit(pushdown.class_histogram(duckdb.from_arrow(table),
+                                                            qi=keys, **kw), population=1000))
+    assert got == want
+    folder = tempfile.mkdtemp(dir=tmp_path_factory.getbasetemp())
+    cut = data.draw(st.integers(0, table.num_rows), label="cut")
+    pq.write_table(table.slice(0, cut), f"{folder}/a.parquet")
+    pq.write_table(table.slice(cut), f"{folder}/b.parquet")
+    with dask.config.set(scheduler="synchronous"):
+        got = _risk(lambda: risk.audit(distributed.class_histogram(folder, qi=keys,
+                                                                   split_every=2, **kw),
+                                       population=1000))
+    assert got == want
+
+
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_class_histogram_on_spark_equals_in_memory(spark_session, data):
+    from fastpriv import risk
+
+    # the kinds a pandas round trip keeps (dates and int32: tests/test_engines_classes.py)
+    table, keys, kw = _risk_case(data, key_kinds=("int64", "string", "float", "bool"))
+    want = _risk(lambda: risk.audit(table, qi=keys, population=1000, **kw))
+    df = spark_session.createDataFrame(table.to_pandas(types_mapper=pd_types))
+    got = _risk(lambda: risk.audit(spark.class_histogram(df, qi=keys, **kw),
+                                   population=1000))
+    assert got == want
+
+
+def test_class_histogram_sends_sizes_not_classes(spark_session, monkeypatch):
+    """20,000 classes: the driver receives one row per distinct size and one class."""
+    from fastpriv import risk
+
+    rng = np.random.default_rng(5)
+    t = pa.table({"a": rng.integers(0, 200, 40_000), "b": rng.integers(0, 100, 40_000)})
+    collected = []
+    real = spark._collect
+    monkeypatch.setattr(spark, "_collect",
+                        lambda frame: collected.append(real(frame)) or collected[-1])
+    hist = spark.class_histogram(spark_session.createDataFrame(t.to_pandas()),
+                                 qi=["a", "b"])
+    monkeypatch.undo()
+    classes = risk.class_counts(t, qi=["a", "b"])
+    assert hist.n_classes == classes.n_classes > 15_000
+    assert sum(c.num_rows for c in collected) <= hist.size.size + 1
+    assert risk.audit(hist).to_dict() == risk.audit(classes).to_dict()
+
+
+def test_class_histogram_refuses_what_needs_each_class():
+    from fastpriv import risk
+    from fastpriv.class_histogram import ClassHistogram
+
+    t = pa.table({"a": [1, 1, 2], "b": ["x", "y", "y"]})
+    hist = ClassHistogram.from_class_counts(risk.class_counts(t, qi=["a"]))
+    with pytest.raises(InputError, match="population table"):
+        risk.audit(hist, population=t)
+    with pytest.raises(InputError, match="sampling"):
+        risk.audit(hist, sampling_weight="b")
+    with pytest.raises(InputError, match="null policies|different"):
+        hist.merge(ClassHistogram.from_class_counts(risk.class_counts(t, qi=["b"])))
