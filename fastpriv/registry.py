@@ -560,12 +560,14 @@ ENGINE_ROUTES = {
               "`streaming.audit_stream`, `stream_counts.row_counts`, "
               "`stream_counts.class_counts`; sorted by group: the fold "
               "`streaming.clustered_audit`)",
-    "dask": "`distributed.release_from_dask`, `row_counts`, `class_counts`; the fold "
-            "`groupwise_audit` (one summary per partition)",
-    "spark": "`spark.release`, `spark.row_counts`, `spark.class_counts`; the fold "
-             "`spark.audit` (on the executors, one summary per partition)",
+    "dask": "`distributed.release_from_dask`, `row_counts`, `class_counts`; the folds "
+            "`groupwise_audit` (one summary per partition) and `class_histogram` (risk)",
+    "spark": "`spark.release`, `spark.row_counts`, `spark.class_counts`; the folds "
+             "`spark.audit` (on the executors, one summary per partition) and "
+             "`spark.class_histogram` (risk: one row per class size)",
     "duckdb": "`pushdown.release`, `pushdown.row_counts`, `pushdown.class_counts` (the GROUP "
-              "BY runs in DuckDB); the fold `pushdown.audit` (its ordered counts streamed)",
+              "BY runs in DuckDB); the folds `pushdown.audit` (its ordered counts streamed) "
+              "and `pushdown.class_histogram` (risk: one row per class size)",
 }
 
 
