@@ -42,7 +42,7 @@ __all__ = ["Threshold", "Option", "Model", "MODELS", "WARMUP_GROUPS", "ENGINES",
            "engine_table", "load", "make_check", "run_verdict_models", "schema_version",
            "declared_options", "add_option_flags", "options_of", "glossary",
            "warmup_workloads", "generalizable_checks", "render_model_html", "remedy_criteria",
-           "closest_checks", "hooks", "check_model", "report_sections"]
+           "closest_checks", "hooks", "check_model", "report_sections", "target_labels"]
 
 #: Where data can live when a model reads it: in memory (a table or a path), streamed in
 #: record batches, a Dask or Spark cluster, DuckDB (counts pushed down into SQL).
@@ -172,18 +172,28 @@ class Model:
     #: ``generalize()`` the verdict's generalization remedy, ``command(method, criteria)``
     #: the ``fastpriv anonymize`` command reading the data as the audit did)
     remedy: str | None = None
+    #: ``"module:function"`` rendering the model's top-level report sections as HTML, for
+    #: the models whose section the report builds itself (``report_html(d) -> str``, ``d``
+    #: the report payload; "" when its section is absent); a function declared by several
+    #: models is called once, at its first model
+    report_html: str | None = None
+    #: how the report page's "found by" column names the targets of each of the model's
+    #: ``targets`` sources: ``((source, label), ...)``
+    target_labels: tuple[tuple[str, str], ...] = ()
 
     def own_files(self) -> set[str]:
         """Return the source files (``fastpriv/….py``) that belong to this model alone.
 
         Those of every function it declares (``call``, ``checks``, ``per_group``, ``html``,
         ``remedy_criteria``, ``warmup_workload``, ``schema``, ``report_checks``,
-        ``key_risk``, ``unreachable``, ``remedy``, ``section``, ``targets``) and its
+        ``key_risk``, ``unreachable``, ``remedy``, ``section``, ``targets``,
+        ``report_html``) and its
         :attr:`modules`.
         """
         paths = [self.call, self.checks, self.per_group, self.html, self.remedy_criteria,
                  self.warmup_workload, self.schema, self.report_checks, self.key_risk,
-                 self.unreachable, self.remedy, self.section, self.targets]
+                 self.unreachable, self.remedy, self.section, self.targets,
+                 self.report_html]
         out = set(self.modules)
         for p in paths:
             if p:
@@ -262,6 +272,7 @@ MODELS: tuple[Model, ...] = (
           section="fastpriv.report._models.classical:sections", section_names=("classical",),
           key_risk="fastpriv.report._models.classical:key_risk", key_risk_rank=1,
           targets="fastpriv.report._models.classical:targets",
+          target_labels=(("alpha_k_anonymity", "release alone"),),
           closest=("alpha_k_anonymity",),
           unreachable="fastpriv.report._models.classical:unreachable", generalizable=True,
           remedy_criteria="fastpriv.report._models.classical:remedy_criteria"),
@@ -273,6 +284,9 @@ MODELS: tuple[Model, ...] = (
           report_checks="fastpriv.report._models.ck:checks",
           section="fastpriv.report._models.ck:sections", section_names=("ck_safety",),
           targets="fastpriv.report._models.ck:targets",
+          report_html="fastpriv.report._models.ck:html",
+          target_labels=(("ck_safety_implications", "(c,k) implications"),
+                         ("ck_safety_negations", "(c,k) negated atoms")),
           key_risk="fastpriv.report._models.ck:key_risk", key_risk_rank=3,
           closest=("ck_safety_implications",),
           unreachable="fastpriv.report._models.ck:unreachable", generalizable=True,
@@ -284,6 +298,8 @@ MODELS: tuple[Model, ...] = (
           report_checks="fastpriv.report._models.skyline:checks",
           section="fastpriv.report._models.skyline:sections", section_names=("skyline",),
           targets="fastpriv.report._models.skyline:targets",
+          report_html="fastpriv.report._models.skyline:html",
+          target_labels=(("skyline", "privacy skyline"),),
           key_risk="fastpriv.report._models.skyline:key_risk", key_risk_rank=4,
           closest=("skyline",), remedy="fastpriv.report._models.skyline:remedy"),
     Model("robustness", "r-robustness",
@@ -294,6 +310,8 @@ MODELS: tuple[Model, ...] = (
           section="fastpriv.report._models.rowlevel:robustness_sections",
           section_names=("robustness",),
           targets="fastpriv.report._models.rowlevel:robustness_targets",
+          report_html="fastpriv.report._models.rowlevel:html",
+          target_labels=(("robustness", "r-robustness"),),
           key_risk="fastpriv.report._models.rowlevel:robustness_key_risk", key_risk_rank=5,
           closest=("robustness",), remedy="fastpriv.report._models.rowlevel:remedy"),
     Model("foreground", "foreground-knowledge attack",
@@ -304,6 +322,8 @@ MODELS: tuple[Model, ...] = (
           section="fastpriv.report._models.rowlevel:foreground_sections",
           section_names=("foreground",),
           targets="fastpriv.report._models.rowlevel:foreground_targets",
+          report_html="fastpriv.report._models.rowlevel:html",
+          target_labels=(("foreground", "foreground attack"),),
           key_risk="fastpriv.report._models.rowlevel:foreground_key_risk", key_risk_rank=2,
           closest=("foreground",), remedy="fastpriv.report._models.rowlevel:remedy"),
     Model("risk", "re-identification risk",
@@ -311,6 +331,7 @@ MODELS: tuple[Model, ...] = (
           "fastpriv.risk.audit", "RiskResult", ("risk",), "classes", False, _CLASS_ENGINES,
           "risk", report_checks="fastpriv.report._models.risk:checks",
           section="fastpriv.report._models.risk:sections", section_names=("risk",),
+          report_html="fastpriv.report._models.risk:html",
           unreachable="fastpriv.report._models.risk:unreachable", generalizable=True,
           remedy_criteria="fastpriv.report._models.risk:remedy_criteria"),
     Model("k_map", "k-map",
@@ -441,6 +462,11 @@ def warmup_workloads() -> dict[str, list[Callable[[], Any]]]:
         if m.warmup_workload is not None:
             out.setdefault(m.warmup, []).append(load(m.warmup_workload))
     return out
+
+
+def target_labels() -> dict[str, str]:
+    """Return ``{targets source: label}`` of every model (:attr:`Model.target_labels`)."""
+    return {src: label for m in MODELS for src, label in m.target_labels}
 
 
 def generalizable_checks() -> frozenset[str]:

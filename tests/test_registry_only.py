@@ -43,12 +43,6 @@ PENDING = {
     ("fastpriv/report/_build.py", "robustness"): 2,
     # a frontier point's risk key, not the model
     ("fastpriv/report/frontier.py", "risk"): 1,
-    ("fastpriv/report/html.py", "alpha_k_anonymity"): 1,
-    ("fastpriv/report/html.py", "ck_safety"): 1,
-    ("fastpriv/report/html.py", "foreground"): 2,
-    ("fastpriv/report/html.py", "risk"): 6,
-    ("fastpriv/report/html.py", "robustness"): 2,
-    ("fastpriv/report/html.py", "skyline"): 2,
     ("fastpriv/report/schema.py", "alpha_k_anonymity"): 2,
     ("fastpriv/report/schema.py", "ck_safety"): 3,
     ("fastpriv/report/schema.py", "entropy_l_diversity"): 2,

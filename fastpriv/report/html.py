@@ -15,13 +15,10 @@ weakest), then the classical models, the parameters and a glossary.
 
 from __future__ import annotations
 
-import math
-from html import escape
+import re
 from typing import Any
 
-from . import plots
-from ._risk import render_risk_html
-from .text import fmt_count
+from ._markup import e, fmt, num, pct, plain, skip, table
 
 __all__ = ["render_html", "render_frontier_page", "e"]
 
@@ -67,86 +64,6 @@ nav ul{columns:2;padding-left:1.2em;margin:.3em 0}
 """
 
 
-def e(x: Any) -> str:
-    """HTML-escape any value (quotes included); tuples/lists are joined with ', '."""
-    if isinstance(x, (list, tuple)):
-        return escape(", ".join(_plain(v) for v in x), quote=True)
-    return escape(_plain(x), quote=True)
-
-
-def _plain(x: Any) -> str:
-    if isinstance(x, (list, tuple)):
-        return "(" + ", ".join(_plain(v) for v in x) + ")"
-    if x is None:
-        return "–"
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, float):
-        return _fmt(x)
-    return str(x)
-
-
-def _fmt(x: Any, digits: int = 4) -> str:
-    if isinstance(x, dict) and "float" in x:
-        x = x["float"]
-    if isinstance(x, str):
-        return {"inf": "∞", "-inf": "−∞", "nan": "undefined"}.get(x, x)
-    if isinstance(x, bool) or x is None:
-        return _plain(x)
-    if isinstance(x, int):
-        return f"{x:,}"
-    if isinstance(x, float):
-        if not math.isfinite(x):
-            return "∞" if x > 0 else ("−∞" if x < 0 else "undefined")
-        if x == int(x) and abs(x) < 1e15:
-            return f"{int(x):,}"
-        return f"{x:.{digits}g}"
-    return str(x)
-
-
-def _pct(x: Any) -> str:
-    if isinstance(x, dict) and "float" in x:
-        x = x["float"]
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return e(x)
-    if not math.isfinite(v):
-        return e(_fmt(x))
-    p = 100 * v
-    if 99.95 <= p < 100:
-        return f"{p:.2f}%"
-    return f"{p:.0f}%" if abs(p - round(p)) < 0.05 else f"{p:.1f}%"
-
-
-def _num(x: Any) -> float:
-    if isinstance(x, dict) and "float" in x:
-        return float(x["float"])
-    if isinstance(x, str):
-        return float(x) if x not in ("inf", "-inf", "nan") else {"inf": math.inf,
-                                                                 "-inf": -math.inf}.get(x,
-                                                                                        math.nan)
-    return float(x)
-
-
-def _table(headers: list[str], rows: list[list[Any]], *, num: set[int] | None = None,
-           raw: set[int] | None = None) -> str:
-    """Build a table; cells are escaped unless their column is in ``raw`` (built HTML)."""
-    num = num or set()
-    raw = raw or set()
-    out = ["<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in headers) +
-           "</tr></thead><tbody>"]
-    for r in rows:
-        cells = []
-        for i, c in enumerate(r):
-            cls = ' class="num"' if i in num else ""
-            body = c if i in raw else (e(_fmt(c)) if i in num else e(c))
-            cells.append(f"<td{cls}>{body}</td>")
-        out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</tbody></table>")
-    return "".join(out)
-
-
 def _badge(sat: Any, status: str = "ok") -> str:
     if status == "failed":          # a requested check that could not run fails the verdict
         return '<span class="badge fail">ERROR</span>'
@@ -157,17 +74,12 @@ def _badge(sat: Any, status: str = "ok") -> str:
     return '<span class="badge na">NOT RUN</span>'
 
 
-def _skip(sec: dict) -> str:
-    word = "Not run" if sec.get("status") == "skipped" else "Failed"
-    return f'<p class="skip"><b>{word}.</b> {e(sec.get("reason") or "")}</p>'
-
-
 # ============================================================================ sections
 def _verdict(d: dict) -> str:
     v = d["verdict"]
     cls = "pass" if v.get("passed", not v["violated"]) else "fail"
     kr = v["key_risk"]
-    risk_cls = "risk" if v["violated"] else "risk none"
+    risk_cls = "" if v["violated"] else " none"
     rows = []
     for c in v["checks"]:
         text = c["plain"] if c["satisfied"] is not None else (c.get("reason") or "")
@@ -177,7 +89,7 @@ def _verdict(d: dict) -> str:
     sens = d["parameters"]["sensitive"]
     risk_title = ("Most important risk" if v["violated"]
                   else "Closest risk beyond the thresholds")
-    goal = (f'<p>An adversary “succeeds” when he can be at least <b>{_pct(v["threshold_c"])}'
+    goal = (f'<p>An adversary “succeeds” when he can be at least <b>{pct(v["threshold_c"])}'
             f'</b> sure of a person’s <b>{e(sens)}</b>. Each line below asks one question '
             "about the release.</p>" if sens is not None else
             "<p>No column is sensitive: the adversary “succeeds” when he picks out a "
@@ -186,9 +98,9 @@ def _verdict(d: dict) -> str:
     return (
         f'<section class="verdict {cls}" id="verdict">'
         f'<p class="headline">{e(v["headline"])}</p>' + goal +
-        f'<div class="{risk_cls}"><b>{risk_title}</b>{e(kr["text"])}</div>'
+        f'<div class="risk{risk_cls}"><b>{risk_title}</b>{e(kr["text"])}</div>'
         + _remedies(v)
-        + _table(["result", "model", "question and answer"], rows, raw={0, 2})
+        + table(["result", "model", "question and answer"], rows, raw={0, 2})
         + "</section>")
 
 
@@ -209,17 +121,17 @@ def _classes(d: dict) -> str:
     s = d["classes"]
     head = "<h2 id='data'>What was audited</h2>"
     if s.get("status") != "ok":
-        return head + _skip(s)
+        return head + skip(s)
     cs = s["class_size"]
     rows = [["input", d["input"]["source"]],
             ["quasi-identifiers", ", ".join(s["qi"])],
-            ["people (records)", _fmt(s["n_records"])],
-            ["classes of identical quasi-identifiers", _fmt(s["n_classes"])],
-            ["class sizes", f"{_fmt(cs['min'])} to {_fmt(cs['max'])} (median "
-                            f"{_fmt(cs['median'])}); {_fmt(s['singleton_classes'])} records "
+            ["people (records)", fmt(s["n_records"])],
+            ["classes of identical quasi-identifiers", fmt(s["n_classes"])],
+            ["class sizes", f"{fmt(cs['min'])} to {fmt(cs['max'])} (median "
+                            f"{fmt(cs['median'])}); {fmt(s['singleton_classes'])} records "
                             "unique"],
             ["sha256 fingerprint", d["input"]["fingerprint"]["value"]]]
-    return head + _table(["", ""], rows)
+    return head + table(["", ""], rows)
 
 
 def _exposed_records(d: dict) -> str:
@@ -231,15 +143,15 @@ def _exposed_records(d: dict) -> str:
     s = d["classes"]
     head = "<h2 id='targets'>Who would an adversary target?</h2>"
     if s.get("status") != "ok":
-        return head + _skip(s)
-    rows = [[", ".join(f"{k}={_plain(v)}" for k, v in c["values"].items()), c["size"],
-             _pct(1.0 / c["size"])] for c in s["smallest"]]
+        return head + skip(s)
+    rows = [[", ".join(f"{k}={plain(v)}" for k, v in c["values"].items()), c["size"],
+             pct(1.0 / c["size"])] for c in s["smallest"]]
     unique = s["singleton_classes"]
-    lead = (f"<p>{_fmt(unique)} record{'s are' if unique != 1 else ' is'} unique on the "
+    lead = (f"<p>{fmt(unique)} record{'s are' if unique != 1 else ' is'} unique on the "
             "quasi-identifiers: anyone who knows a person's values and that the person is in "
             "the data finds the record. The smallest classes, first:</p>" if unique else
             "<p>The smallest classes of identical quasi-identifiers, first:</p>")
-    return head + lead + _table(["quasi-identifier values", "records",
+    return head + lead + table(["quasi-identifier values", "records",
                                  "re-identification risk"], rows, num={1, 2})
 
 
@@ -265,7 +177,7 @@ def _audited(d: dict) -> str:
     fp = inp["fingerprint"]
     p = d["parameters"]
     if r.get("status") != "ok":
-        return "<h2 id='data'>What was audited</h2>" + _skip(r)
+        return "<h2 id='data'>What was audited</h2>" + skip(r)
     cols = ", ".join(r["group_columns"])
     grouping = {"group": f"bucketized: groups given by the column(s) {cols}",
                 "qi": "generalized: groups are the distinct values of the quasi-identifiers "
@@ -275,12 +187,12 @@ def _audited(d: dict) -> str:
     rows = [["input", inp["source"]],
             ["sensitive attribute", r["sensitive"]],
             ["grouping", grouping],
-            ["people (individuals)", _fmt(r["n_individuals"])],
-            ["groups", _fmt(r["n_groups"])],
-            ["group sizes", f"{_fmt(gs['min'])} to {_fmt(gs['max'])} (median "
-                            f"{_fmt(gs['median'])}); {_fmt(r['singleton_groups'])} groups of "
+            ["people (individuals)", fmt(r["n_individuals"])],
+            ["groups", fmt(r["n_groups"])],
+            ["group sizes", f"{fmt(gs['min'])} to {fmt(gs['max'])} (median "
+                            f"{fmt(gs['median'])}); {fmt(r['singleton_groups'])} groups of "
                             "one person"],
-            ["distinct sensitive values", _fmt(r["n_values"])],
+            ["distinct sensitive values", fmt(r["n_values"])],
             ["quasi-identifiers known to the adversary",
              ", ".join(p["qi"]) if p["qi"] and p["group"] else "–"],
             ["case", {"svpi": "one value per person (SVPI)",
@@ -288,203 +200,21 @@ def _audited(d: dict) -> str:
                       "mvpi-multiset": "several values per person (MVPI-Multiset)"}[r["case"]]],
             ["sha256 fingerprint", fp["value"] + f" ({fp['of']})"]]
     if inp.get("n_rows_dropped_for_nulls"):
-        rows.append(["rows dropped (nulls)", _fmt(inp["n_rows_dropped_for_nulls"])])
-    vals = [[v["value"], v["count"], _pct(v["share"])] for v in r["values"][:20]]
-    more = (f'<p class="note">Showing the 20 most frequent of {_fmt(r["n_values"])} values.'
+        rows.append(["rows dropped (nulls)", fmt(inp["n_rows_dropped_for_nulls"])])
+    vals = [[v["value"], v["count"], pct(v["share"])] for v in r["values"][:20]]
+    more = (f'<p class="note">Showing the 20 most frequent of {fmt(r["n_values"])} values.'
             "</p>" if r["n_values"] > 20 else "")
-    return ("<h2 id='data'>What was audited</h2>" + _table(["", ""], rows)
+    return ("<h2 id='data'>What was audited</h2>" + table(["", ""], rows)
             + "<details><summary>Distribution of the sensitive values</summary>"
-            + _table(["value", "people", "share"], vals, num={1, 2}) + more + "</details>")
-
-
-def _ck(d: dict) -> str:
-    s = d["ck_safety"]
-    head = ("<h2 id='ck'>How much can an adversary learn from k facts? ((c,k)-safety)</h2>"
-            "<p>Martin et al. (2007): the adversary knows k facts about the people in the "
-            "release — either <i>basic implications</i> (“if Ann has flu then Bob has flu”; "
-            "any fact can be written this way) or <i>negated atoms</i> (“Bob does not have "
-            "cancer”). The curve shows the highest certainty he can reach about anyone, for "
-            "each amount of knowledge. The release is (c,k)-safe when it stays below c.</p>")
-    if s.get("status") != "ok":
-        return head + _skip(s)
-    c_v = d["verdict"]["threshold_c"]
-    svg = plots.line_chart(
-        [{"name": "basic implications", "x": s["curve"]["k"],
-          "y": [_num(y) for y in s["curve"]["implications"]]},
-         {"name": "negated atoms", "x": s["curve"]["k"],
-          "y": [_num(y) for y in s["curve"]["negations"]], "dash": True}],
-        title="Maximum disclosure vs. amount of background knowledge",
-        xlabel="k = pieces of background knowledge", ylabel="maximum disclosure",
-        y_range=(0, 1.05), hline=(c_v, f"threshold c = {c_v:g}"),
-        desc="Maximum disclosure for k = 0.." + str(s["k_max"]) + " against implications "
-             "and negated atoms", css_class="chart disclosure-curve")
-    rows = [[k, s["curve"]["implications"][i], s["curve"]["negations"][i]]
-            for i, k in enumerate(s["curve"]["k"])]
-    safe_rows = []
-    for row in s["max_safe_k"]:
-        def word(x: Any) -> str:
-            if x is None:
-                return "not even with k = 0"
-            return (f"any k ≤ {x} (tested up to {s['k_max']})" if x >= s["k_max"]
-                    else f"k ≤ {x}")
-        safe_rows.append([_pct(row["c"]), word(row["implications"]),
-                          word(row["negations"])])
-    wit = []
-    for kn in ("implications", "negations"):
-        r = s["at_k"][kn]
-        w = s["witness_text"][kn]
-        forms = "".join(f"<li><code>{e(f)}</code></li>" for f in w["formulas"][:30])
-        more = (f"<li>… {len(w['formulas']) - 30} more</li>" if len(w["formulas"]) > 30
-                else "")
-        a = r["witness"]["consequent"]
-        people = {(x["group"], x["person"]) for x in r["witness"]["antecedents"]}
-        who = (f"person {a['person']} of group <b>{e(a['group_label'])}</b>"
-               + (f" (row {a['row']})" if a.get("row") is not None else ""))
-        n_st = len(r["witness"]["antecedents"])
-        knows = ("The adversary needs no knowledge at all: the release alone gives this."
-                 if n_st == 0 else
-                 f"The adversary's knowledge is {fmt_count(n_st, 'statement')} about "
-                 f"{fmt_count(len(people), 'person', 'people')} in "
-                 f"{fmt_count(len(r['witness']['groups']), 'group')}.")
-        wit.append(f"<h3>Worst case with k = {s['k']} {e(kn)}: {_pct(r['value'])}</h3>"
-                   f"<p>Target: {who}, value <b>{e(a['value'])}</b>. {knows} "
-                   "People within a group are interchangeable: any member can play each "
-                   "role.</p>"
-                   + (f"<details><summary>The adversary's knowledge "
-                      f"({len(w['formulas'])} statements)</summary><ul>{forms}{more}</ul>"
-                      "</details>" if forms else ""))
-    sat = s["saturation_k"]
-    reach = ("Disclosure is 1 already without knowledge (k = 0): some group holds one value "
-             "only." if sat == 0 else
-             f"Disclosure reaches 1 at k = {sat} at the latest (one person, every value of "
-             "the least varied group ruled out).")
-    return (head + f"<figure>{svg}<figcaption>{reach}</figcaption></figure>"
-            + "<h3>Largest amount of knowledge the release withstands</h3>"
-            + _table(["threshold c", "implications", "negated atoms"], safe_rows)
-            + "".join(wit)
-            + "<details><summary>Disclosure curve values</summary>"
-            + _table(["k", "implications", "negated atoms"], rows, num={0, 1, 2})
-            + "</details>")
-
-
-def _skyline(d: dict) -> str:
-    s = d["skyline"]
-    sens = d["parameters"]["sensitive"]
-    head = ("<h2 id='skyline'>Knowledge in three dimensions (privacy skyline)</h2>"
-            "<p>Chen et al. (2007): to learn whether a target has a value σ, the adversary "
-            "may know ℓ values the target does <i>not</i> have, the values of k other people, "
-            "and m people who have σ if the target has it (a “same-value family”, e.g. "
-            "relatives with a hereditary illness). The <i>breach probability</i> is the "
-            "highest certainty such an adversary can reach.</p>")
-    if s.get("status") != "ok":
-        return head + _skip(s)
-    ell, k, m = s["point"]
-    pts = s["check"]["points"]
-    bars = plots.bar_chart(
-        [p["sigma"] for p in pts[:30]], [_num(p["value"]) for p in pts[:30]],
-        title=f"Breach probability at (ℓ, k, m) = ({ell}, {k}, {m}) per value",
-        xlabel="breach probability", x_max=1.0, threshold=(s["c"], f"c = {s['c']:g}"),
-        desc="breach probability of each sensitive value", css_class="chart bp-bars")
-    more = (f'<p class="note">The {len(pts[:30])} most exposed of {s["check"]["n_values"]} '
-            "values are shown.</p>" if s["check"]["n_values"] > 30 else "")
-    w = s.get("worst")
-    worst = ""
-    if w and w.get("witness"):
-        wt = w["witness"]
-        gl = wt["group_labels"]
-        bits = [f"the target is any person of group <b>{e(gl.get('t'))}</b>"]
-        if wt["x_values"]:
-            bits.append(f"the adversary knows the target does not have {e(wt['x_values'])}")
-        if wt["n_u"]:
-            ys = f" ({e(wt['y_values'])})" if wt.get("y_values") else ""
-            bits.append(f"knows the values of {wt['n_u']} other people of group "
-                        f"<b>{e(gl.get('u'))}</b>{ys}")
-        if wt["n_v"]:
-            bits.append(f"knows {wt['n_v']} members of the target's same-value family in "
-                        f"group <b>{e(gl.get('v'))}</b>")
-        worst = (f"<h3>Most exposed value: {e(w['sigma'])} ({_pct(w['value'])})</h3><p>"
-                 + "; ".join(bits) + ".</p>")
-    figs = []
-    by = {}
-    for sk in s["skylines"]:
-        by.setdefault(_key(sk["sigma"]), []).append(sk)
-    for v in s["plotted"]:
-        for sk in by.get(_key(v), []):
-            svg = plots.skyline_slices(
-                sk["points"], title=f"{_plain(v)} at c = {_fmt(sk['c'])}",
-                desc=f"knowledge skyline of {_plain(v)} at confidence {_fmt(sk['c'])}")
-            figs.append(f"<figure>{svg}</figure>")
-    rows = []
-    for sk in s["skylines"]:
-        text = (", ".join("(" + ", ".join(_fmt(x) for x in p) + ")" for p in sk["points"])
-                or "none: unsafe even without background knowledge")
-        rows.append([sk["sigma"], _pct(sk["c"]), text])
-    return (head + f"<figure>{bars}</figure>" + more + worst
-            + "<h3>Knowledge skylines</h3><p>The skyline lists the largest amounts of "
-              f"knowledge (ℓ, k, m) under which nobody's {e(sens)} can be inferred with "
-              "confidence c; any smaller amount is safe too, ∞ means “any amount”. Each "
-              "chart shows, for every ℓ, the safe region of (k, m) as a staircase.</p>"
-            + f'<div class="charts">{"".join(figs)}</div>'
-            + f'<p class="note">Values: {e(s["sigma_selection"])}.</p>'
-            + _table(["value σ", "confidence c", "skyline points (ℓ, k, m)"], rows))
-
-
-def _key(v: Any) -> str:
-    return repr(v)
-
-
-def _stats(d: dict) -> str:
-    rb, fg = d["robustness"], d["foreground"]
-    sens = d["parameters"]["sensitive"]
-    out = ["<h2 id='stats'>Attacks with statistics (r-robustness, foreground knowledge)</h2>",
-           "<p>Wong et al.: the adversary knows everyone's quasi-identifiers and statistics "
-           f"such as “30% of people with these quasi-identifiers have this {e(sens)}”. With "
-           "them, some people in a group become more likely than others to hold a value. "
-           "<i>r-robustness</i> uses accurate statistics of the original data (the worst "
-           "case); the <i>foreground attack</i> learns them from the release itself.</p>",
-           "<h3>r-robustness</h3>"]
-    if rb.get("status") != "ok":
-        out.append(_skip(rb))
-    else:
-        r = rb["result"]
-        out.append(f"<p>{'Robust' if r['robust'] else 'Not robust'}: the highest posterior "
-                   f"is <b>{_pct(r['value'])}</b> (threshold 1/r = {_pct(r['threshold'])}); "
-                   f"{_fmt(r['n_problematic_rows'])} of {_fmt(r['n_rows'])} people exceed it. "
-                   f"Statistics on {len(r['attribute_sets'])} attribute sets were used.</p>")
-        rows = [[w["row"], ", ".join(w["attribute_set"]), w["value"], _pct(w["posterior"])]
-                for w in r["problematic"][:d["parameters"]["top"]]]
-        if rows:
-            out.append(_table(["row", "statistics on", "value", "posterior"], rows,
-                              num={0, 3}))
-    out.append("<h3>Foreground-knowledge attack</h3>")
-    if fg.get("status") != "ok":
-        out.append(_skip(fg))
-    else:
-        r = fg["result"]
-        mined = r["mined"]
-        out.append(f"<p>Mining the release found {len(mined.get('attribute_sets', []))} "
-                   "attribute sets with reliable patterns; "
-                   f"<b>{_fmt(r['n_problematic'])}</b> of {_fmt(r['n_rows'])} people are "
-                   f"linked to a value with probability above {_pct(r['threshold'])} (highest:"
-                   f" {_pct(r['max_posterior'] if r['max_posterior'] is not None else 0)}).</p>")
-        weighted = any("people" in w for w in r["worst"])   # a row stands for `people`
-        rows = [[w["row"], *([w.get("people", 1)] if weighted else []), w["group"],
-                 ", ".join(w.get("attribute_set") or []) or "–", w.get("value", "–"),
-                 _pct(w["posterior"])] for w in r["worst"]]
-        if rows:
-            out.append(_table(["row", *(["people"] if weighted else []), "group",
-                               "patterns on", "value", "posterior"], rows,
-                              num={0, 1, 5} if weighted else {0, 4}))
-    return "".join(out)
+            + table(["value", "people", "share"], vals, num={1, 2}) + more + "</details>")
 
 
 def _targets(d: dict) -> str:
     t = d["targets"]
     items = t["items"]
-    src = {"alpha_k_anonymity": "release alone", "ck_safety_implications":
-           "(c,k) implications", "ck_safety_negations": "(c,k) negated atoms",
-           "skyline": "privacy skyline", "robustness": "r-robustness",
-           "foreground": "foreground attack"}
+    from ..registry import target_labels
+
+    src = target_labels()
     show_val = t["individual_values_included"]
     rows = []
     for it in items:
@@ -498,9 +228,9 @@ def _targets(d: dict) -> str:
         else:
             who.append("any person of the group")
         if it.get("row_label") is not None:
-            who.append(f"[{_plain(it['row_label'])}]")
+            who.append(f"[{plain(it['row_label'])}]")
         row = [" ".join(who), it["group_label"], src.get(it["source"], it["source"]),
-               it["value"], _pct(it["certainty"]), it["knowledge"], it["why"]]
+               it["value"], pct(it["certainty"]), it["knowledge"], it["why"]]
         if show_val:
             row.append(it.get("actual_value", "–"))
         rows.append(row)
@@ -518,24 +248,24 @@ def _targets(d: dict) -> str:
     return ("<h2 id='targets'>Who would an adversary target, and why?</h2>"
             "<p>The worst cases behind the numbers above: the people an adversary would "
             "investigate first. Rows are numbered from 0 in input order.</p>"
-            + _table(headers, rows, num={4}) + note)
+            + table(headers, rows, num={4}) + note)
 
 
 def _groups(d: dict) -> str:
     s = d["worst_groups"]
     if s.get("status") != "ok":
-        return "<h2 id='groups'>Groups most at risk</h2>" + _skip(s)
+        return "<h2 id='groups'>Groups most at risk</h2>" + skip(s)
     rows = []
     for g in s["groups"]:
-        prof = ", ".join(f"{_plain(p['value'])} ×{p['count']}" for p in g["profile"])
+        prof = ", ".join(f"{plain(p['value'])} ×{p['count']}" for p in g["profile"])
         if g.get("profile_truncated"):
             prof += ", …"
         rws = "–" if g["rows"] is None else (", ".join(str(x) for x in g["rows"])
                                              + (", …" if g.get("rows_truncated") else ""))
-        rows.append([g["label"], g["size"], g["distinct"], _pct(g["max_share"]), prof, rws])
+        rows.append([g["label"], g["size"], g["distinct"], pct(g["max_share"]), prof, rws])
     return ("<h2 id='groups'>Groups most at risk</h2>"
             f"<p>{e(s['description'])}.</p>"
-            + _table(["group", "people", "distinct values", "top share", "published values",
+            + table(["group", "people", "distinct values", "top share", "published values",
                       "rows"], rows, num={1, 2, 3}))
 
 
@@ -545,10 +275,10 @@ def _classical(d: dict) -> str:
             "classical model and its worst group (the same vocabulary as other checkers, "
             "e.g. pycanon).</p>")
     if s.get("status") != "ok":
-        return head + _skip(s)
+        return head + skip(s)
     rows = [[m["title"], m["value"], m["worst_label"]] for m in s["models"].values()]
     notes = "".join(f"<li><b>{e(k)}</b>: {e(v)}</li>" for k, v in s["notes"].items())
-    return (head + _table(["model", "achieved", "worst group"], rows, num={1})
+    return (head + table(["model", "achieved", "worst group"], rows, num={1})
             + f"<ul class='note'>{notes}</ul>")
 
 
@@ -556,12 +286,12 @@ def _params(d: dict) -> str:
     p = d["parameters"]
     g = d["generator"]
     fp = d["input"]["fingerprint"]
-    prow = [[k, v if not isinstance(v, list) else ", ".join(_plain(x) for x in v)]
+    prow = [[k, v if not isinstance(v, list) else ", ".join(plain(x) for x in v)]
             for k, v in p.items()]
-    trow = [[k, f"{_num(v):.3f} s"] for k, v in d["timings_s"].items()]
+    trow = [[k, f"{num(v):.3f} s"] for k, v in d["timings_s"].items()]
     files = ""
     if fp.get("files"):
-        files = "<details><summary>Files</summary>" + _table(
+        files = "<details><summary>Files</summary>" + table(
             ["file", "bytes", "sha256"],
             [[f["path"], f["bytes"], f["sha256"]] for f in fp["files"]], num={1}) + \
             "</details>"
@@ -572,8 +302,8 @@ def _params(d: dict) -> str:
             f"<span class='mono'>sha256:{e(fp['value'])}</span> ({e(fp['of'])}). Report "
             f"schema {e(d['schema'])} version {e(d['schema_version'])}.</p>" + files
             + "<div class='charts'><div style='flex:1;min-width:300px'>"
-            + _table(["parameter", "value"], prow) + "</div><div style='flex:1;min-width:220px'>"
-            + _table(["step", "time"], trow, num={1}) + "</div></div>")
+            + table(["parameter", "value"], prow) + "</div><div style='flex:1;min-width:220px'>"
+            + table(["step", "time"], trow, num={1}) + "</div></div>")
 
 
 def _glossary(d: dict) -> str:
@@ -589,7 +319,7 @@ def _frontier(d: dict) -> str:
         return ""
     if sec.get("status") != "ok":
         return ("<section id='frontier'><h2>Privacy–utility frontier</h2>"
-                + _skip(sec) + "</section>")
+                + skip(sec) + "</section>")
     from .frontier import frontier_section
 
     return frontier_section(sec)
@@ -607,22 +337,40 @@ def _declared_models(d: dict) -> str:
     for name, sec in (d.get("models") or {}).items():
         if sec.get("status") != "ok":
             out.append(f"<section id='model-{e(name)}'><h2>{e(model(name).title)}</h2>"
-                       + _skip(sec) + "</section>")
+                       + skip(sec) + "</section>")
         else:
             out.append(render_model_html(name, sec))
     return "".join(out)
 
 
+#: a section's heading in a model's HTML: its anchor and title (the page's navigation)
+_HEADINGS = re.compile(r"<h2 id='([^']+)'>([^<]*)</h2>")
+
+
+def _model_sections(d: dict, *, sensitive: bool) -> str:
+    """Render the top-level sections of the models declaring ``report_html``, in model order.
+
+    ``sensitive=False`` (a report on the QI classes alone): those of the models that read
+    no sensitive column. A function declared by several models is called once.
+    """
+    from ..registry import MODELS, load
+
+    paths = dict.fromkeys(m.report_html for m in MODELS
+                          if m.report_html and (sensitive or not m.sensitive))
+    return "".join(load(p)(d) for p in paths)
+
+
 def _body_without_sensitive(d: dict) -> list[str]:
     """Return the sections of a report on the QI classes alone (no sensitive column)."""
+    own = _model_sections(d, sensitive=False)
+    links = "".join(f"<li><a href='#{a}'>{t}</a></li>" for a, t in _HEADINGS.findall(own))
     nav = ("<nav><ul><li><a href='#verdict'>Verdict</a></li>"
            "<li><a href='#data'>What was audited</a></li>"
-           + ("<li><a href='#risk'>Re-identification risk</a></li>" if d.get("risk") else "")
+           + links
            + "<li><a href='#targets'>Who would be targeted</a></li>"
            "<li><a href='#params'>Parameters</a></li><li><a href='#glossary'>Glossary</a></li>"
            "</ul></nav>")
-    return [_verdict(d), nav, _audited(d),
-            render_risk_html(d["risk"]) if d.get("risk") else "", _declared_models(d),
+    return [_verdict(d), nav, _audited(d), own, _declared_models(d),
             _exposed_records(d), _attribute_models_not_run(d), _frontier(d), _params(d),
             _glossary(d)]
 
@@ -640,8 +388,7 @@ def render_html(d: dict) -> str:
            "<li><a href='#params'>Parameters</a></li><li><a href='#glossary'>Glossary</a></li>"
            "</ul></nav>")
     sections = (_body_without_sensitive(d) if d.get("classes") is not None else [
-        _verdict(d), nav, _audited(d), _ck(d), _skyline(d), _stats(d),
-        render_risk_html(d["risk"]) if d.get("risk") else "", _declared_models(d),
+        _verdict(d), nav, _audited(d), _model_sections(d, sensitive=True), _declared_models(d),
         _targets(d), _groups(d), _classical(d), _frontier(d), _params(d), _glossary(d)])
     body = "".join([
         f"<h1>{e(d['title'])}</h1>",

@@ -10,12 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from ...registry import make_check
+from .. import plots
 from .._classes import NO_SENSITIVE_REASON
+from .._markup import e, num, pct, skip, table
 from .._sections import run_section, section, skipped
 from ..text import as_float, fmt_count, fmt_label, fmt_pct
 from . import has_release, not_run
 
-__all__ = ["checks", "key_risk", "unreachable", "remedy_criteria", "sections", "targets"]
+__all__ = ["checks", "key_risk", "unreachable", "remedy_criteria", "sections", "targets",
+           "html"]
 
 
 def checks(sec: dict, params: dict, sens: str | None) -> list[dict]:
@@ -190,3 +193,78 @@ def targets(ctx: Any, sec: dict) -> list[dict]:
                  + f", the adversary is {fmt_pct(as_float(r['value']))} sure that this "
                  f"person has {ctx.rel.sensitive_name} = {fmt_label(a['value'])}")))
     return out
+
+
+def html(d: dict) -> str:
+    """Render the (c,k)-safety section of the report payload ``d`` as HTML.
+
+    The disclosure curves against k, the largest safe k per threshold, the worst case of
+    each kind of knowledge with its statements, and the curve's values.
+    """
+    s = d["ck_safety"]
+    head = ("<h2 id='ck'>How much can an adversary learn from k facts? ((c,k)-safety)</h2>"
+            "<p>Martin et al. (2007): the adversary knows k facts about the people in the "
+            "release — either <i>basic implications</i> (“if Ann has flu then Bob has flu”; "
+            "any fact can be written this way) or <i>negated atoms</i> (“Bob does not have "
+            "cancer”). The curve shows the highest certainty he can reach about anyone, for "
+            "each amount of knowledge. The release is (c,k)-safe when it stays below c.</p>")
+    if s.get("status") != "ok":
+        return head + skip(s)
+    c_v = d["verdict"]["threshold_c"]
+    svg = plots.line_chart(
+        [{"name": "basic implications", "x": s["curve"]["k"],
+          "y": [num(y) for y in s["curve"]["implications"]]},
+         {"name": "negated atoms", "x": s["curve"]["k"],
+          "y": [num(y) for y in s["curve"]["negations"]], "dash": True}],
+        title="Maximum disclosure vs. amount of background knowledge",
+        xlabel="k = pieces of background knowledge", ylabel="maximum disclosure",
+        y_range=(0, 1.05), hline=(c_v, f"threshold c = {c_v:g}"),
+        desc="Maximum disclosure for k = 0.." + str(s["k_max"]) + " against implications "
+             "and negated atoms", css_class="chart disclosure-curve")
+    rows = [[k, s["curve"]["implications"][i], s["curve"]["negations"][i]]
+            for i, k in enumerate(s["curve"]["k"])]
+    safe_rows = []
+    for row in s["max_safe_k"]:
+        def word(x: Any) -> str:
+            if x is None:
+                return "not even with k = 0"
+            return (f"any k ≤ {x} (tested up to {s['k_max']})" if x >= s["k_max"]
+                    else f"k ≤ {x}")
+        safe_rows.append([pct(row["c"]), word(row["implications"]),
+                          word(row["negations"])])
+    wit = []
+    for kn in ("implications", "negations"):
+        r = s["at_k"][kn]
+        w = s["witness_text"][kn]
+        forms = "".join(f"<li><code>{e(f)}</code></li>" for f in w["formulas"][:30])
+        more = (f"<li>… {len(w['formulas']) - 30} more</li>" if len(w["formulas"]) > 30
+                else "")
+        a = r["witness"]["consequent"]
+        people = {(x["group"], x["person"]) for x in r["witness"]["antecedents"]}
+        who = (f"person {a['person']} of group <b>{e(a['group_label'])}</b>"
+               + (f" (row {a['row']})" if a.get("row") is not None else ""))
+        n_st = len(r["witness"]["antecedents"])
+        knows = ("The adversary needs no knowledge at all: the release alone gives this."
+                 if n_st == 0 else
+                 f"The adversary's knowledge is {fmt_count(n_st, 'statement')} about "
+                 f"{fmt_count(len(people), 'person', 'people')} in "
+                 f"{fmt_count(len(r['witness']['groups']), 'group')}.")
+        wit.append(f"<h3>Worst case with k = {s['k']} {e(kn)}: {pct(r['value'])}</h3>"
+                   f"<p>Target: {who}, value <b>{e(a['value'])}</b>. {knows} "
+                   "People within a group are interchangeable: any member can play each "
+                   "role.</p>"
+                   + (f"<details><summary>The adversary's knowledge "
+                      f"({len(w['formulas'])} statements)</summary><ul>{forms}{more}</ul>"
+                      "</details>" if forms else ""))
+    sat = s["saturation_k"]
+    reach = ("Disclosure is 1 already without knowledge (k = 0): some group holds one value "
+             "only." if sat == 0 else
+             f"Disclosure reaches 1 at k = {sat} at the latest (one person, every value of "
+             "the least varied group ruled out).")
+    return (head + f"<figure>{svg}<figcaption>{reach}</figcaption></figure>"
+            + "<h3>Largest amount of knowledge the release withstands</h3>"
+            + table(["threshold c", "implications", "negated atoms"], safe_rows)
+            + "".join(wit)
+            + "<details><summary>Disclosure curve values</summary>"
+            + table(["k", "implications", "negated atoms"], rows, num={0, 1, 2})
+            + "</details>")

@@ -10,10 +10,11 @@ import math
 from typing import Any
 
 from ...registry import make_check
+from .._risk import render_risk_html
 from ..text import fmt_pct
 from . import not_run
 
-__all__ = ["checks", "unreachable", "remedy_criteria", "sections"]
+__all__ = ["checks", "unreachable", "remedy_criteria", "sections", "html"]
 
 
 def checks(sec: dict, params: dict, sens: str | None) -> list[dict]:
@@ -101,3 +102,8 @@ def sections(ctx: Any) -> dict[str, dict]:
     # still a record an adversary can single out by its QI values
     return {"risk": risk_section(inp.table, qi=o.qi, threshold=ctx.max_risk,
                                  population=ctx.population, weight=ctx.weight, nulls=o.nulls)}
+
+
+def html(d: dict) -> str:
+    """Render the re-identification risk section of the report payload ``d`` ("" without one)."""
+    return render_risk_html(d["risk"]) if d.get("risk") else ""

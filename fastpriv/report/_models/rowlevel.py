@@ -13,13 +13,14 @@ from typing import Any
 
 from ...registry import make_check
 from .._classes import NO_SENSITIVE_REASON
+from .._markup import e, fmt, pct, skip, table
 from .._sections import row_level_reason, run_section, section, skipped
 from ..text import fmt_label, fmt_pct
 from . import has_release, not_run, plain_risk
 
 __all__ = ["robustness_checks", "foreground_checks", "robustness_key_risk",
            "foreground_key_risk", "remedy", "robustness_sections", "foreground_sections",
-           "robustness_targets", "foreground_targets"]
+           "robustness_targets", "foreground_targets", "html"]
 
 
 def robustness_checks(sec: dict, params: dict, sens: str | None) -> list[dict]:
@@ -257,3 +258,52 @@ def foreground_targets(ctx: Any, sec: dict) -> list[dict]:
             why=(f"the release's own statistics make {sens} = {fmt_label(w.get('value'))} "
                  f"{fmt_pct(w['posterior'])} likely for this person")))
     return out
+
+
+def html(d: dict) -> str:
+    """Render the section of the attacks with statistics (r-robustness, foreground) as HTML.
+
+    ``d`` is the report payload; the two models share the section (one call).
+    """
+    rb, fg = d["robustness"], d["foreground"]
+    sens = d["parameters"]["sensitive"]
+    out = ["<h2 id='stats'>Attacks with statistics (r-robustness, foreground knowledge)</h2>",
+           "<p>Wong et al.: the adversary knows everyone's quasi-identifiers and statistics "
+           f"such as “30% of people with these quasi-identifiers have this {e(sens)}”. With "
+           "them, some people in a group become more likely than others to hold a value. "
+           "<i>r-robustness</i> uses accurate statistics of the original data (the worst "
+           "case); the <i>foreground attack</i> learns them from the release itself.</p>",
+           "<h3>r-robustness</h3>"]
+    if rb.get("status") != "ok":
+        out.append(skip(rb))
+    else:
+        r = rb["result"]
+        out.append(f"<p>{'Robust' if r['robust'] else 'Not robust'}: the highest posterior "
+                   f"is <b>{pct(r['value'])}</b> (threshold 1/r = {pct(r['threshold'])}); "
+                   f"{fmt(r['n_problematic_rows'])} of {fmt(r['n_rows'])} people exceed it. "
+                   f"Statistics on {len(r['attribute_sets'])} attribute sets were used.</p>")
+        rows = [[w["row"], ", ".join(w["attribute_set"]), w["value"], pct(w["posterior"])]
+                for w in r["problematic"][:d["parameters"]["top"]]]
+        if rows:
+            out.append(table(["row", "statistics on", "value", "posterior"], rows,
+                              num={0, 3}))
+    out.append("<h3>Foreground-knowledge attack</h3>")
+    if fg.get("status") != "ok":
+        out.append(skip(fg))
+    else:
+        r = fg["result"]
+        mined = r["mined"]
+        out.append(f"<p>Mining the release found {len(mined.get('attribute_sets', []))} "
+                   "attribute sets with reliable patterns; "
+                   f"<b>{fmt(r['n_problematic'])}</b> of {fmt(r['n_rows'])} people are "
+                   f"linked to a value with probability above {pct(r['threshold'])} (highest:"
+                   f" {pct(r['max_posterior'] if r['max_posterior'] is not None else 0)}).</p>")
+        weighted = any("people" in w for w in r["worst"])   # a row stands for `people`
+        rows = [[w["row"], *([w.get("people", 1)] if weighted else []), w["group"],
+                 ", ".join(w.get("attribute_set") or []) or "–", w.get("value", "–"),
+                 pct(w["posterior"])] for w in r["worst"]]
+        if rows:
+            out.append(table(["row", *(["people"] if weighted else []), "group",
+                               "patterns on", "value", "posterior"], rows,
+                              num={0, 1, 5} if weighted else {0, 4}))
+    return "".join(out)

@@ -11,13 +11,15 @@ from collections.abc import Callable
 from typing import Any
 
 from ...registry import make_check
+from .. import plots
 from .._classes import NO_SENSITIVE_REASON
+from .._markup import e, fmt, num, pct, plain, skip, table
 from .._sections import ROWS_PER_GROUP, run_section, section, skipped
 from ..text import as_float, fmt_count, fmt_label, fmt_pct
 from . import has_release, not_run
 
 __all__ = ["checks", "key_risk", "remedy", "sections", "targets", "MAX_SKYLINE_VALUES",
-           "PLOTTED_SKYLINES"]
+           "PLOTTED_SKYLINES", "html"]
 
 
 def checks(sec: dict, params: dict, sens: str | None) -> list[dict]:
@@ -188,3 +190,74 @@ def targets(ctx: Any, sec: dict) -> list[dict]:
                       + f", the adversary is {fmt_pct(as_float(b['value']))} sure that any "
                       f"person of this group has {rel.sensitive_name} = "
                       f"{fmt_label(b['sigma'])}"))]
+
+
+def html(d: dict) -> str:
+    """Render the privacy skyline section of the report payload ``d`` as HTML.
+
+    The breach probability of each value at the verdict's (ℓ, k, m), the most exposed
+    value's witness and the knowledge skylines (charts and points).
+    """
+    s = d["skyline"]
+    sens = d["parameters"]["sensitive"]
+    head = ("<h2 id='skyline'>Knowledge in three dimensions (privacy skyline)</h2>"
+            "<p>Chen et al. (2007): to learn whether a target has a value σ, the adversary "
+            "may know ℓ values the target does <i>not</i> have, the values of k other people, "
+            "and m people who have σ if the target has it (a “same-value family”, e.g. "
+            "relatives with a hereditary illness). The <i>breach probability</i> is the "
+            "highest certainty such an adversary can reach.</p>")
+    if s.get("status") != "ok":
+        return head + skip(s)
+    ell, k, m = s["point"]
+    pts = s["check"]["points"]
+    bars = plots.bar_chart(
+        [p["sigma"] for p in pts[:30]], [num(p["value"]) for p in pts[:30]],
+        title=f"Breach probability at (ℓ, k, m) = ({ell}, {k}, {m}) per value",
+        xlabel="breach probability", x_max=1.0, threshold=(s["c"], f"c = {s['c']:g}"),
+        desc="breach probability of each sensitive value", css_class="chart bp-bars")
+    more = (f'<p class="note">The {len(pts[:30])} most exposed of {s["check"]["n_values"]} '
+            "values are shown.</p>" if s["check"]["n_values"] > 30 else "")
+    w = s.get("worst")
+    worst = ""
+    if w and w.get("witness"):
+        wt = w["witness"]
+        gl = wt["group_labels"]
+        bits = [f"the target is any person of group <b>{e(gl.get('t'))}</b>"]
+        if wt["x_values"]:
+            bits.append(f"the adversary knows the target does not have {e(wt['x_values'])}")
+        if wt["n_u"]:
+            ys = f" ({e(wt['y_values'])})" if wt.get("y_values") else ""
+            bits.append(f"knows the values of {wt['n_u']} other people of group "
+                        f"<b>{e(gl.get('u'))}</b>{ys}")
+        if wt["n_v"]:
+            bits.append(f"knows {wt['n_v']} members of the target's same-value family in "
+                        f"group <b>{e(gl.get('v'))}</b>")
+        worst = (f"<h3>Most exposed value: {e(w['sigma'])} ({pct(w['value'])})</h3><p>"
+                 + "; ".join(bits) + ".</p>")
+    figs = []
+    by = {}
+    for sk in s["skylines"]:
+        by.setdefault(_key(sk["sigma"]), []).append(sk)
+    for v in s["plotted"]:
+        for sk in by.get(_key(v), []):
+            svg = plots.skyline_slices(
+                sk["points"], title=f"{plain(v)} at c = {fmt(sk['c'])}",
+                desc=f"knowledge skyline of {plain(v)} at confidence {fmt(sk['c'])}")
+            figs.append(f"<figure>{svg}</figure>")
+    rows = []
+    for sk in s["skylines"]:
+        text = (", ".join("(" + ", ".join(fmt(x) for x in p) + ")" for p in sk["points"])
+                or "none: unsafe even without background knowledge")
+        rows.append([sk["sigma"], pct(sk["c"]), text])
+    return (head + f"<figure>{bars}</figure>" + more + worst
+            + "<h3>Knowledge skylines</h3><p>The skyline lists the largest amounts of "
+              f"knowledge (ℓ, k, m) under which nobody's {e(sens)} can be inferred with "
+              "confidence c; any smaller amount is safe too, ∞ means “any amount”. Each "
+              "chart shows, for every ℓ, the safe region of (k, m) as a staircase.</p>"
+            + f'<div class="charts">{"".join(figs)}</div>'
+            + f'<p class="note">Values: {e(s["sigma_selection"])}.</p>'
+            + table(["value σ", "confidence c", "skyline points (ℓ, k, m)"], rows))
+
+
+def _key(v: Any) -> str:
+    return repr(v)
