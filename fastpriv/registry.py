@@ -180,6 +180,10 @@ class Model:
     #: how the report page's "found by" column names the targets of each of the model's
     #: ``targets`` sources: ``((source, label), ...)``
     target_labels: tuple[tuple[str, str], ...] = ()
+    #: ``"module:attribute"``: ``{section name: JSON schema}`` of the model's top-level
+    #: report sections (those of :attr:`section`; every report has them), read by
+    #: :mod:`fastpriv.report.schema`; a dict declared by several models is read once
+    section_schemas: str | None = None
 
     def own_files(self) -> set[str]:
         """Return the source files (``fastpriv/….py``) that belong to this model alone.
@@ -187,13 +191,13 @@ class Model:
         Those of every function it declares (``call``, ``checks``, ``per_group``, ``html``,
         ``remedy_criteria``, ``warmup_workload``, ``schema``, ``report_checks``,
         ``key_risk``, ``unreachable``, ``remedy``, ``section``, ``targets``,
-        ``report_html``) and its
+        ``report_html``, ``section_schemas``) and its
         :attr:`modules`.
         """
         paths = [self.call, self.checks, self.per_group, self.html, self.remedy_criteria,
                  self.warmup_workload, self.schema, self.report_checks, self.key_risk,
                  self.unreachable, self.remedy, self.section, self.targets,
-                 self.report_html]
+                 self.report_html, self.section_schemas]
         out = set(self.modules)
         for p in paths:
             if p:
@@ -239,6 +243,7 @@ MODELS: tuple[Model, ...] = (
           _GROUP_ENGINES, "classic",
           report_checks="fastpriv.report._models.classical:checks",
           section="fastpriv.report._models.classical:sections", section_names=("classical",),
+          section_schemas="fastpriv.report._models.classical:SECTION_SCHEMAS",
           generalizable=True,
           remedy_criteria="fastpriv.report._models.classical:remedy_criteria"),
     Model("l_diversity", "distinct ℓ-diversity",
@@ -247,6 +252,7 @@ MODELS: tuple[Model, ...] = (
           _GROUP_ENGINES, "classic",
           report_checks="fastpriv.report._models.classical:checks",
           section="fastpriv.report._models.classical:sections", section_names=("classical",),
+          section_schemas="fastpriv.report._models.classical:SECTION_SCHEMAS",
           unreachable="fastpriv.report._models.classical:unreachable", generalizable=True,
           remedy_criteria="fastpriv.report._models.classical:remedy_criteria"),
     Model("entropy_l_diversity", "entropy ℓ-diversity",
@@ -255,6 +261,7 @@ MODELS: tuple[Model, ...] = (
           True, _GROUP_ENGINES, "classic",
           report_checks="fastpriv.report._models.classical:checks",
           section="fastpriv.report._models.classical:sections", section_names=("classical",),
+          section_schemas="fastpriv.report._models.classical:SECTION_SCHEMAS",
           unreachable="fastpriv.report._models.classical:unreachable", generalizable=True,
           remedy_criteria="fastpriv.report._models.classical:remedy_criteria"),
     Model("t_closeness", "t-closeness",
@@ -263,6 +270,7 @@ MODELS: tuple[Model, ...] = (
           _GROUP_ENGINES, "classic",
           report_checks="fastpriv.report._models.classical:checks", generalizable=True,
           section="fastpriv.report._models.classical:sections", section_names=("classical",),
+          section_schemas="fastpriv.report._models.classical:SECTION_SCHEMAS",
           remedy_criteria="fastpriv.report._models.classical:remedy_criteria"),
     Model("alpha_k_anonymity", "(α,k)-anonymity",
           "Without any background knowledge, how sure can anyone be of a person's value?",
@@ -270,6 +278,7 @@ MODELS: tuple[Model, ...] = (
           _GROUP_ENGINES, "classic",
           report_checks="fastpriv.report._models.classical:checks",
           section="fastpriv.report._models.classical:sections", section_names=("classical",),
+          section_schemas="fastpriv.report._models.classical:SECTION_SCHEMAS",
           key_risk="fastpriv.report._models.classical:key_risk", key_risk_rank=1,
           targets="fastpriv.report._models.classical:targets",
           target_labels=(("alpha_k_anonymity", "release alone"),),
@@ -283,6 +292,7 @@ MODELS: tuple[Model, ...] = (
           check_ids=("ck_safety", "ck_safety_implications", "ck_safety_negations"),
           report_checks="fastpriv.report._models.ck:checks",
           section="fastpriv.report._models.ck:sections", section_names=("ck_safety",),
+          section_schemas="fastpriv.report._models.ck:SECTION_SCHEMAS",
           targets="fastpriv.report._models.ck:targets",
           report_html="fastpriv.report._models.ck:html",
           target_labels=(("ck_safety_implications", "(c,k) implications"),
@@ -297,6 +307,7 @@ MODELS: tuple[Model, ...] = (
           _GROUP_ENGINES, "skyline", modules=("fastpriv/cli/skyline.py",),
           report_checks="fastpriv.report._models.skyline:checks",
           section="fastpriv.report._models.skyline:sections", section_names=("skyline",),
+          section_schemas="fastpriv.report._models.skyline:SECTION_SCHEMAS",
           targets="fastpriv.report._models.skyline:targets",
           report_html="fastpriv.report._models.skyline:html",
           target_labels=(("skyline", "privacy skyline"),),
@@ -309,6 +320,7 @@ MODELS: tuple[Model, ...] = (
           report_checks="fastpriv.report._models.rowlevel:robustness_checks",
           section="fastpriv.report._models.rowlevel:robustness_sections",
           section_names=("robustness",),
+          section_schemas="fastpriv.report._models.rowlevel:ROBUSTNESS_SCHEMAS",
           targets="fastpriv.report._models.rowlevel:robustness_targets",
           report_html="fastpriv.report._models.rowlevel:html",
           target_labels=(("robustness", "r-robustness"),),
@@ -321,6 +333,7 @@ MODELS: tuple[Model, ...] = (
           report_checks="fastpriv.report._models.rowlevel:foreground_checks",
           section="fastpriv.report._models.rowlevel:foreground_sections",
           section_names=("foreground",),
+          section_schemas="fastpriv.report._models.rowlevel:FOREGROUND_SCHEMAS",
           targets="fastpriv.report._models.rowlevel:foreground_targets",
           report_html="fastpriv.report._models.rowlevel:html",
           target_labels=(("foreground", "foreground attack"),),

@@ -13,12 +13,13 @@ from ...registry import make_check
 from .. import plots
 from .._classes import NO_SENSITIVE_REASON
 from .._markup import e, num, pct, skip, table
+from .._schema_parts import BOOL, INT, LABEL, NUM, OBJ, STR, arr, obj, section_schema
 from .._sections import run_section, section, skipped
 from ..text import as_float, fmt_count, fmt_label, fmt_pct
 from . import has_release, not_run
 
 __all__ = ["checks", "key_risk", "unreachable", "remedy_criteria", "sections", "targets",
-           "html"]
+           "html", "SECTION_SCHEMAS"]
 
 
 def checks(sec: dict, params: dict, sens: str | None) -> list[dict]:
@@ -268,3 +269,31 @@ def html(d: dict) -> str:
             + "<details><summary>Disclosure curve values</summary>"
             + table(["k", "implications", "negated atoms"], rows, num={0, 1, 2})
             + "</details>")
+
+
+# ============================================================================ schema
+_ATOM = obj({"group": INT, "group_label": LABEL, "person": INT, "value": LABEL,
+              "row": {"type": ["integer", "null"]}})
+_DISCLOSURE = obj({"model": {"const": "ck_safety"},
+                    "knowledge_kind": {"enum": ["implications", "negations"]}, "k": INT,
+                    "value": NUM, "min_ratio": NUM, "exact": BOOL,
+                    "witness": obj({"knowledge_kind": STR, "consequent": _ATOM,
+                                     "antecedents": arr(_ATOM), "groups": arr(INT),
+                                     "group_labels": arr(LABEL),
+                                     "formulas": arr(STR)})})
+
+#: the JSON schema of the report section ``ck_safety`` (:mod:`fastpriv.report.schema`)
+SECTION_SCHEMAS: dict[str, dict] = {
+    "ck_safety": section_schema({
+        "k": INT, "k_max": INT,
+        "curve": obj({"k": arr(INT), "implications": arr(NUM),
+                       "negations": arr(NUM)}),
+        "at_k": obj({"implications": _DISCLOSURE, "negations": _DISCLOSURE}),
+        "witness_text": OBJ,
+        "max_safe_k": arr(obj({"c": NUM,
+                                 "implications": {"type": ["integer", "null"]},
+                                 "negations": {"type": ["integer", "null"]},
+                                 "implications_is_safe_at_k": BOOL,
+                                 "negations_is_safe_at_k": BOOL})),
+        "saturation_k": INT}),
+}

@@ -15,12 +15,13 @@ from typing import Any
 
 from ...registry import make_check
 from .._classes import NO_SENSITIVE_REASON
+from .._schema_parts import INT, LABEL, NUM, STR, obj, section_schema
 from .._sections import run_section, section, skipped
 from ..text import as_float, fmt_count, fmt_label, fmt_pct
 from . import has_release, not_run
 
 __all__ = ["checks", "key_risk", "unreachable", "remedy_criteria", "sections", "targets",
-           "classical_meaning"]
+           "classical_meaning", "SECTION_SCHEMAS"]
 
 _K_QUESTION = "Does every group hide each person among enough others?"
 
@@ -278,3 +279,37 @@ def classical_meaning(model: str, value: Any) -> str:
                                     "in the whole table",
     }
     return words[model]() if model in words else ""
+
+
+# ============================================================================ schema
+_CLASSIC_MODEL = obj({"title": STR, "value": NUM, "worst_group": INT,
+                       "worst_label": LABEL})
+
+
+def _pycanon_entry(*keys: str) -> dict:
+    """Describe a pycanon entry: an object of the achieved parameters ``keys``, or null."""
+    return {"anyOf": [obj({k: NUM for k in keys}), {"type": "null"}]}
+
+
+#: the JSON schema of the report section ``classical`` (:mod:`fastpriv.report.schema`)
+SECTION_SCHEMAS: dict[str, dict] = {
+    "classical": section_schema({
+        "l": INT, "l_source": STR,
+        "models": obj({key: _CLASSIC_MODEL for key in (
+            "k_anonymity", "alpha_k_anonymity", "l_diversity", "entropy_l_diversity",
+            "recursive_cl_diversity", "t_closeness", "t_closeness_ordered", "beta_likeness",
+            "delta_disclosure")}),
+        "pycanon": obj({
+            "k_anonymity": _pycanon_entry("k"),
+            "(_alpha,_k)-anonymity": _pycanon_entry("alpha", "k"),
+            "alpha_k_anonymity": _pycanon_entry("alpha", "k"),
+            "l_diversity": _pycanon_entry("l"),
+            "entropy_l_diversity": _pycanon_entry("l"),
+            "(c,l)-diversity": _pycanon_entry("c", "l"),
+            "recursive_c_l_diversity": _pycanon_entry("c", "l"),
+            "basic_beta_likeness": _pycanon_entry("beta"),
+            "enhanced_beta_likeness": _pycanon_entry("beta"),
+            "delta_disclosure": _pycanon_entry("delta"),
+            "t_closeness": _pycanon_entry("t")}),
+        "notes": {"type": "object", "additionalProperties": STR}}),
+}

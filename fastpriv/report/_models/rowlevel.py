@@ -14,13 +14,15 @@ from typing import Any
 from ...registry import make_check
 from .._classes import NO_SENSITIVE_REASON
 from .._markup import e, fmt, pct, skip, table
+from .._schema_parts import BOOL, INT, NUM, NUM_OR_NULL, OBJ, STR, arr, obj, section_schema
 from .._sections import row_level_reason, run_section, section, skipped
 from ..text import fmt_label, fmt_pct
 from . import has_release, not_run, plain_risk
 
 __all__ = ["robustness_checks", "foreground_checks", "robustness_key_risk",
            "foreground_key_risk", "remedy", "robustness_sections", "foreground_sections",
-           "robustness_targets", "foreground_targets", "html"]
+           "robustness_targets", "foreground_targets", "html", "ROBUSTNESS_SCHEMAS",
+           "FOREGROUND_SCHEMAS"]
 
 
 def robustness_checks(sec: dict, params: dict, sens: str | None) -> list[dict]:
@@ -307,3 +309,26 @@ def html(d: dict) -> str:
                                "patterns on", "value", "posterior"], rows,
                               num={0, 1, 5} if weighted else {0, 4}))
     return "".join(out)
+
+
+# ============================================================================ schema
+#: the JSON schema of the report section ``robustness`` (:mod:`fastpriv.report.schema`)
+ROBUSTNESS_SCHEMAS: dict[str, dict] = {
+    "robustness": section_schema({
+        "result": obj({"model": STR, "r": NUM, "threshold": NUM, "value": NUM,
+                        "robust": BOOL, "complete": BOOL,
+                        "witness": {"type": ["object", "null"]}, "n_rows": INT,
+                        "n_groups": INT, "attribute_sets": arr(arr(STR)),
+                        "n_problematic": INT, "n_problematic_rows": INT,
+                        "problematic": arr(OBJ), "groups": OBJ}),
+        "summary": STR}),
+}
+
+#: the JSON schema of the report section ``foreground``
+FOREGROUND_SCHEMAS: dict[str, dict] = {
+    "foreground": section_schema({
+        "result": obj({"r": NUM, "threshold": NUM, "n_rows": INT,
+                        "n_problematic": INT, "max_posterior": NUM_OR_NULL,
+                        "mined": OBJ, "worst": arr(OBJ)}),
+        "summary": STR}),
+}

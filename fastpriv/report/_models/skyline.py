@@ -14,12 +14,13 @@ from ...registry import make_check
 from .. import plots
 from .._classes import NO_SENSITIVE_REASON
 from .._markup import e, fmt, num, pct, plain, skip, table
+from .._schema_parts import BOOL, INT, LABEL, NUM, OBJ, STR, STR_OR_NULL, arr, obj, section_schema
 from .._sections import ROWS_PER_GROUP, run_section, section, skipped
 from ..text import as_float, fmt_count, fmt_label, fmt_pct
 from . import has_release, not_run
 
 __all__ = ["checks", "key_risk", "remedy", "sections", "targets", "MAX_SKYLINE_VALUES",
-           "PLOTTED_SKYLINES", "html"]
+           "PLOTTED_SKYLINES", "html", "SECTION_SCHEMAS"]
 
 
 def checks(sec: dict, params: dict, sens: str | None) -> list[dict]:
@@ -261,3 +262,34 @@ def html(d: dict) -> str:
 
 def _key(v: Any) -> str:
     return repr(v)
+
+
+# ============================================================================ schema
+_SKYLINE = obj({"sigma": LABEL, "c": NUM, "caps": arr(INT), "exact": BOOL,
+                 "evaluations": INT,
+                 "points": arr(arr(NUM, minItems=3, maxItems=3))})
+
+_BREACH = obj({"sigma": LABEL, "l": INT, "k": INT, "m": INT, "case": STR,
+                "exact": BOOL, "value": NUM, "min_nr": NUM, "statistics": OBJ,
+                "case_used": STR_OR_NULL,
+                "witness": {"anyOf": [obj({"t_group": INT, "x_values": arr(LABEL),
+                                            "u_group": {"type": ["integer", "null"]},
+                                            "n_u": INT, "v_group": {"type": ["integer",
+                                                                              "null"]},
+                                            "n_v": INT, "group_labels": OBJ}),
+                                      {"type": "null"}]}})
+
+_POINT = obj({"sigma": LABEL, "l": INT, "k": INT, "m": INT, "c": NUM, "value": NUM,
+               "min_nr": NUM, "safe": BOOL})
+
+#: the JSON schema of the report section ``skyline`` (:mod:`fastpriv.report.schema`)
+SECTION_SCHEMAS: dict[str, dict] = {
+    "skyline": section_schema({
+        "point": arr(INT, minItems=3, maxItems=3), "c": NUM,
+        "confidences": arr(NUM), "sigma_selection": STR, "sigmas": arr(LABEL),
+        "plotted": arr(LABEL),
+        "check": obj({"safe": BOOL, "n_violations": INT, "n_values": INT,
+                       "points": arr(_POINT)}),
+        "worst": {"anyOf": [_BREACH, {"type": "null"}]},
+        "skylines": arr(_SKYLINE)}),
+}
