@@ -85,6 +85,31 @@ def classical_table(rel, models: dict) -> str:
                         title="Classical models")
 
 
+def group_sections(d: dict) -> dict:
+    """Return the report's sections of the models reading the groups, but ``classical``.
+
+    In the registry's order (:data:`fastpriv.registry.MODELS`): those of (c,k)-safety and
+    the privacy skyline; ``d`` is the report payload.
+    """
+    from ..registry import MODELS
+
+    names = dict.fromkeys(n for m in MODELS if m.reads == "groups" for n in m.section_names)
+    return {n: d[n] for n in names if n != "classical"}
+
+
+def class_sections(d: dict) -> list[tuple[str, str, dict | None]]:
+    """Return the report's sections of the models reading the QI classes.
+
+    ``(name, title, section)`` in the registry's order (the re-identification risk; the
+    section None when the report has none); ``d`` is the report payload.
+    """
+    from ..registry import MODELS
+
+    out = {n: (n, m.title[:1].upper() + m.title[1:], d.get(n))
+           for m in MODELS if m.reads == "classes" for n in m.section_names}
+    return list(out.values())
+
+
 def release_summary(rel) -> dict:
     """Return the basic facts of a release, for tables and JSON."""
     return {"case": rel.case, "n_groups": rel.n_groups, "n_rows": rel.n_rows,
@@ -218,14 +243,17 @@ def _audit_classes(args: argparse.Namespace) -> int:
             for c in cl["smallest"][:5]]
     print()
     print(format_table(["quasi-identifier values", "people"], rows, title="Smallest classes"))
-    if d.get("risk", {}).get("status") == "ok":
-        print()
-        print("Re-identification risk")
-        print(d["risk"]["summary"])
+    sections = class_sections(d)
+    for _, title, sec in sections:
+        if (sec or {}).get("status") == "ok":
+            print()
+            print(title)
+            print(sec["summary"])
     print()
     print(rep.summary(verbose=args.verbose))
-    emit_json(args, {"classes": cl, "risk": d.get("risk"), "models": d.get("models", {}),
-                     "verdict": d["verdict"], "timings_s": d["timings_s"]})
+    emit_json(args, {"classes": cl, **{name: sec for name, _, sec in sections},
+                     "models": d.get("models", {}), "verdict": d["verdict"],
+                     "timings_s": d["timings_s"]})
     return rep.exit_code
 
 

@@ -115,11 +115,11 @@ def _remedy(table):
 
 
 def _payload(rel, rep) -> dict:
-    from .audit import release_summary
+    from .audit import group_sections, release_summary
 
     d = rep.to_dict()
     return {"release": release_summary(rel), "classic": d["classical"],
-            "ck_safety": d["ck_safety"], "skyline": d["skyline"], "verdict": d["verdict"]}
+            **group_sections(d), "verdict": d["verdict"]}
 
 
 def _print_skyline(rel) -> dict:
