@@ -3,15 +3,21 @@
 The engine behind ``fastpriv warmup`` (:mod:`fastpriv.cli.warmup`) and
 :func:`fastpriv.distributed.warm_workers`. Each warm-up group (:data:`MODELS`, the names of
 ``fastpriv warmup --models``, declared in :mod:`fastpriv.registry`) runs its documented
-examples (:data:`DOCTEST_MODEL`) and its own workload (:data:`WORKLOADS`): the calls that
-reach the code paths the examples do not. :func:`warm` reports the kernels compiled now,
-loaded from the cache and not reached.
+examples (:data:`DOCTEST_MODEL`) and its own workloads (:data:`WORKLOADS`): the calls that
+reach the code paths the examples do not. The models' workloads, their compile cost and
+their example modules are declared by the registry (``warmup_workload``, ``warmup_cost``,
+``warmup_examples``); this module keeps those of the counting and the anonymizers (groups,
+not models). :func:`warm` reports the kernels compiled now, loaded from the cache and not
+reached.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from .registry import MODELS as REGISTRY_MODELS
-from .registry import WARMUP_GROUPS, load
+from .registry import WARMUP_GROUPS, load, module_of
 
 #: Public modules whose documented examples form the warm-up workload.
 DOCTEST_MODULES = (
@@ -22,18 +28,28 @@ DOCTEST_MODULES = (
     "fastpriv.anonymize.skyline", "fastpriv.anonymize._art", "fastpriv.frontier",
 )
 
-#: The model (``--models`` name) each doctest module belongs to.
-DOCTEST_MODEL = {
+#: The warm-up group of the doctest modules that belong to no model (counting, anonymizers).
+_OWN_DOCTEST_GROUP = {
     "fastpriv.release": "counting", "fastpriv.counts": "counting",
-    "fastpriv.streaming": "counting", "fastpriv.classic": "classic",
-    "fastpriv.ck_safety": "ck_safety", "fastpriv.skyline": "skyline",
-    "fastpriv.robustness": "robustness", "fastpriv.foreground": "foreground",
-    "fastpriv.knowledge": "robustness", "fastpriv.predicates": "anonymize",
+    "fastpriv.streaming": "counting", "fastpriv.predicates": "anonymize",
     "fastpriv.hierarchies": "anonymize", "fastpriv.metrics": "metrics",
     "fastpriv.anonymize._anatomy": "anonymize", "fastpriv.anonymize._mondrian": "anonymize",
     "fastpriv.anonymize.lattice": "anonymize", "fastpriv.anonymize.skyline": "anonymize",
     "fastpriv.anonymize._art": "art", "fastpriv.frontier": "anonymize",
 }
+
+
+def _doctest_groups() -> dict[str, str]:
+    """Return ``{module: warm-up group}``: each model's ``call`` module and ``warmup_examples``."""
+    out: dict[str, str] = {}
+    for m in REGISTRY_MODELS:
+        for mod in (module_of(m.call), *m.warmup_examples):
+            out.setdefault(mod, m.warmup)
+    return {**out, **_OWN_DOCTEST_GROUP}
+
+
+#: The model (``--models`` name) each doctest module belongs to.
+DOCTEST_MODEL = {mod: _doctest_groups()[mod] for mod in DOCTEST_MODULES}
 
 #: Every model name ``--models`` accepts (the registry's warm-up groups).
 MODELS = WARMUP_GROUPS
@@ -50,15 +66,6 @@ def _doctests(module_name: str) -> tuple[int, int]:
     for test in finder.find(mod, module_name, globs=dict(vars(mod))):
         runner.run(test, out=lambda _s: None)
     return runner.tries, runner.failures
-
-
-def _small_release():
-    """Return a small grouped release (3000 rows, groups of 10, 6 values) to audit."""
-    from .datasets import synthetic
-    from .release import Release
-
-    return Release.from_table(synthetic(3000, group_size=10, n_values=6, seed=1),
-                              sensitive="sensitive", group="group")
 
 
 def _counting_workload() -> None:
@@ -149,144 +156,6 @@ def _streamed_file_workload() -> None:
         Release.from_table(path, sensitive="s", group="id")
 
 
-def _classic_workload() -> None:
-    """Run ``classic.audit`` and every per-group measure of ``classic.per_group``.
-
-    The multi-threaded scan that large releases take is called directly.
-    """
-    from . import classic
-    from ._kernels import classic as KC
-
-    rel = _small_release()
-    classic.audit(rel, l=2)
-    # the multi-threaded scan that releases of 65,536 groups and more take
-    KC.audit_worst(*classic._arrays(rel), classic._global_distribution(rel),
-                   classic._order_rank(rel, None), 2, [True] * 6, 2)
-    for model in classic.MODELS:
-        classic.per_group(rel, model, l=2)
-    classic.per_group(rel, "t_closeness", ordered=True)
-
-
-def _ck_safety_workload() -> None:
-    """(c,k)-safety's entry points, and its pruning (a release with many profiles)."""
-    from . import ck_safety
-    from .datasets import synthetic
-    from .release import Release
-
-    rel = _small_release()
-    ck_safety.audit(rel, k=4)
-    ck_safety.is_safe(rel, c=0.9, k=3)
-    ck_safety.max_safe_k(rel, c=0.9)
-    wide = Release.from_table(synthetic(1_200_000, group_size=200, n_values=20, seed=3),
-                              sensitive="sensitive", group="group")
-    ck_safety.audit(wide, k=12)
-
-
-def _skyline_workload() -> None:
-    """Check skylines every way: direct and by classes, serial and parallel.
-
-    Also the scans of large releases, the knowledge skyline, the DP, prepared tables and
-    MVPI releases.
-    """
-    import numpy as np
-
-    from . import skyline
-    from ._kernels import skyline as KS
-    from .release import Release
-
-    rel = _small_release()
-    pts = {"*": [(ell, k, m, 0.9) for ell in range(2) for k in range(3) for m in range(2)]}
-    for par in (False, True):
-        for method in ("direct", "classes"):
-            skyline.check(rel, skylines=pts, parallel=par, method=method)
-    skyline.knowledge_skyline(rel, sigma=rel.values[0], c=0.9)
-    skyline.dp_breach_probability(rel, sigma=rel.values[0], l=1, k=2, m=1)
-    # the multi-threaded scans that releases of 4096 records and more take
-    common = skyline._sigma_scan_args(rel)
-    rec = skyline._records(rel, common, 0, (1,), 1, 1)
-    ptr = rel.value_index[0]
-    ells = np.array([0, 1], dtype=np.int64)
-    ells.flags.writeable = False
-    KS.records_union(*common, int(ptr[0]), int(ptr[1]), skyline._CASE_ID[rel.case], ells,
-                     *skyline._cross_class_guard(1, 1))
-    for n_pts in (1, KS.GROUP_MAJOR_POINTS):
-        lkm = np.ones((3, n_pts), dtype=np.int64)
-        lkm.flags.writeable = False
-        KS.check_sigma_parallel(*common, rec, 0, rec.size, skyline._CASE_ID[rel.case], *lkm,
-                                2)
-    tables = skyline.prepare(rel, sigma=rel.values[0])
-    for name in ("breach_probability", "dp_min_nr", "statistics"):
-        if hasattr(tables, name):
-            getattr(tables, name)(1, 2, 1)
-    for case in ("mvpi-set", "mvpi-multiset"):
-        m = Release.from_groups([(3, {"a": 1, "b": 2}), (2, {"a": 1})], case=case)
-        skyline.check(m, skylines={"a": [(1, 1, 1, 0.9)]})
-        skyline.knowledge_skyline(m, sigma="a", c=0.9)
-
-
-def _robustness_workload() -> None:
-    """Compute posteriors: batched ones through ``robustness.audit``, single groups too.
-
-    Binary and multi-valued models; one group's posterior by ESP and by enumeration.
-    """
-    import numpy as np
-    import pyarrow as pa
-
-    from . import robustness
-    from .knowledge import Knowledge
-
-    f = np.array([0.5, 0.2, 0.7, 0.1, 0.4, 0.6])
-    robustness.posterior_batch(f, [0, 3, 6], [1, 2])
-    for method in ("esp", "enumerate"):
-        robustness.posterior(list(f), 2, method=method)
-    robustness.posterior_multivalued([{"x": 0.5, "y": 0.3}, {"x": 0.2, "y": 0.7},
-                                      {"x": 0.4, "y": 0.1}], ["x", "y", "x"],
-                                     method="enumerate")
-    sigs = [f"s{j % 3}" for j in range(12)]
-    table = pa.table({"sig": sigs, "g": [j // 4 for j in range(12)],
-                      "s": ["x", "y", "x", "z"] * 3})
-    know = Knowledge.from_dict({"sig": {f"s{j}": {"x": 0.2 + 0.2 * j, "y": 0.1, "z": 0.3}
-                                        for j in range(3)}}, fallback=0.0)
-    for model in ("binary", "multivalued"):
-        robustness.audit(table, group="g", sensitive="s", r=2.0, knowledge=know, model=model)
-
-
-def _foreground_workload() -> None:
-    """Mining and attack (batched EM/Newton solvers) on a small joined table."""
-    import numpy as np
-    import pyarrow as pa
-
-    from . import foreground
-
-    rng = np.random.default_rng(0)
-    n = 60
-    table = pa.table({"q0": rng.integers(0, 3, n), "q1": rng.integers(0, 2, n),
-                      "gid": np.repeat(np.arange(n // 4), 4),
-                      "s": rng.choice(list("abcd"), n)})
-    foreground.attack(table, qi=["q0", "q1"], sensitive="s", group="gid", r=2.0,
-                      min_support=3, n_random=1, original=table)
-
-
-def _risk_workload() -> None:
-    """Measure re-identification risk every way the risk audit and the report do.
-
-    Class counts, the population-uniqueness models and individual risk (a population
-    size; a sample with uniques, which the models are fitted to), a population table, and
-    the risk of QI combinations (SUDA2).
-    """
-    from . import risk
-    from .datasets import synthetic
-
-    qi = ["q0", "q1", "q2"]
-    t = synthetic(3000, qi_cardinalities=[6, 5, 4], n_values=5, seed=4)
-    risk.audit(t, qi=qi)
-    risk.audit(t, qi=qi, population=1_000_000)
-    risk.audit(synthetic(200, qi_cardinalities=[6, 5, 4], n_values=5, seed=5), qi=qi,
-               population=1_000_000)
-    risk.audit(t.slice(0, 1000), qi=qi, population=t)
-    risk.combinations(t, qi=qi, max_set_size=2)
-
-
 def _anonymize_workload() -> None:
     """Apply a hierarchy to codes, and search a lattice scored by ARX's loss.
 
@@ -315,20 +184,44 @@ def _metrics_workload() -> None:
     metrics.average_delta(np.array([0.1, 0.5, 0.9, 0.3]), np.array([0, 0, 1, 1]))
 
 
-#: Each model's own workload (beyond its documented examples, :data:`DOCTEST_MODEL`): the
+def _declared(path: str) -> Callable[[], Any]:
+    """Return a registry-declared workload imported when it runs (``--help`` imports none)."""
+    def run() -> Any:
+        return load(path)()
+
+    run.__qualname__ = run.__name__ = path
+    return run
+
+
+def _declared_workloads() -> dict[str, tuple[str, Callable[[], Any]]]:
+    """Return ``{name: (group, workload)}`` of the models' ``warmup_workload``.
+
+    A workload is named after its module (``fastpriv.classic:warmup``: ``classic``); one
+    declared by several models runs once.
+    """
+    out: dict[str, tuple[str, Callable[[], Any]]] = {}
+    for m in REGISTRY_MODELS:
+        if m.warmup_workload is not None:
+            name = module_of(m.warmup_workload).rpartition(".")[2]
+            out.setdefault(name, (m.warmup, _declared(m.warmup_workload)))
+    return out
+
+
+#: The workloads of the warm-up groups that are not models (counting, anonymizers).
+_OWN_WORKLOADS = {"counting": _counting_workload, "anonymize": _anonymize_workload,
+                  "metrics": _metrics_workload}
+
+#: Each workload's warm-up group (an own workload's is its name).
+WORKLOAD_GROUP = {**{n: n for n in _OWN_WORKLOADS},
+                  **{n: g for n, (g, _) in _declared_workloads().items()}}
+
+#: Every workload by name (beyond the documented examples, :data:`DOCTEST_MODEL`): the
 #: calls that reach the code paths the examples do not (options, large-input and parallel
-#: variants). ``fastpriv warmup --models X`` runs X's workload and X's examples only.
-WORKLOADS = {
-    "counting": _counting_workload,
-    "classic": _classic_workload,
-    "ck_safety": _ck_safety_workload,
-    "skyline": _skyline_workload,
-    "robustness": _robustness_workload,
-    "foreground": _foreground_workload,
-    "risk": _risk_workload,
-    "anonymize": _anonymize_workload,
-    "metrics": _metrics_workload,
-}
+#: variants): the models' declared ones and the counting's and anonymizers' own.
+#: ``fastpriv warmup --models X`` runs the workloads of group X (:data:`WORKLOAD_GROUP`)
+#: and X's examples only.
+WORKLOADS: dict[str, Callable[[], Any]] = {
+    **_OWN_WORKLOADS, **{n: fn for n, (_, fn) in _declared_workloads().items()}}
 
 
 # ============================================================================ command
@@ -400,12 +293,9 @@ def warm(models: list[str] | tuple[str, ...] | None = None) -> dict:
             status = f"failed: {type(exc).__name__}: {exc}"
         workloads.append((name, status, f"{time.perf_counter() - t:.1f} s"))
 
-    for model in MODELS:
-        if model in wanted and model in WORKLOADS:
-            attempt(f"{model} paths", WORKLOADS[model])
-    for m in REGISTRY_MODELS:          # the workloads the registry's models declare
-        if m.warmup in wanted and m.warmup_workload is not None:
-            attempt(f"{m.name} paths", load(m.warmup_workload))
+    for name, fn in sorted(WORKLOADS.items(), key=lambda w: WORKLOAD_GROUP.get(w[0], w[0])):
+        if WORKLOAD_GROUP.get(name, name) in wanted:
+            attempt(f"{name} paths", fn)
     for mod in DOCTEST_MODULES:
         if not models or DOCTEST_MODEL.get(mod) in wanted:
             attempt(f"examples of {mod}", _doctests, mod)
@@ -423,13 +313,22 @@ def warm(models: list[str] | tuple[str, ...] | None = None) -> dict:
             **stats}
 
 
-#: Relative cold compile cost of each model's own workload (``bench_cold_start`` profile),
-#: used to balance ``--jobs``; the possible-worlds kernels are shared by art, robustness
-#: and foreground, which therefore go to one process when they can.
-MODEL_COST = {"foreground": 12.0, "robustness": 9.0, "art": 7.0, "skyline": 7.0,
-              "anonymize": 9.0, "counting": 6.0, "ck_safety": 3.5, "risk": 2.0, "classic": 1.0,
-              "metrics": 0.5}
-_SHARED = ("foreground", "robustness", "art")
+def _model_cost() -> dict[str, float]:
+    """Return each warm-up group's cost: the groups' own, the models' declared ``warmup_cost``."""
+    out = {"art": 7.0, "anonymize": 9.0, "counting": 6.0, "metrics": 0.5}
+    for m in REGISTRY_MODELS:
+        if m.warmup_cost:
+            out[m.warmup] = out.get(m.warmup, 0.0) + m.warmup_cost
+    return out
+
+
+#: Relative cold compile cost of each group's own workload (``bench_cold_start`` profile),
+#: used to balance ``--jobs``.
+MODEL_COST = _model_cost()
+#: The groups sharing the possible-worlds kernels (the ART anonymizer and the models whose
+#: kernels include them), which therefore go to one process when they can.
+_SHARED = tuple(sorted({"art"} | {m.warmup for m in REGISTRY_MODELS
+                                  if "possible_worlds" in m.kernels}))
 
 
 def split_models(models: list[str] | tuple[str, ...], jobs: int) -> list[list[str]]:

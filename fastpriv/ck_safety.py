@@ -886,3 +886,18 @@ def needed_groups(data: Any, *, k: int, **read: Any) -> np.ndarray:
     for p in rows[np.asarray(copies) > 0]:
         keep.append(np.flatnonzero(pid == p)[:Keff + 1].astype(np.int64))
     return np.unique(np.concatenate(keep))
+
+
+def warmup() -> None:
+    """Run (c,k)-safety's entry points and its pruning (``fastpriv warmup``'s workload).
+
+    The registry's ``warmup_workload`` of the model: :func:`audit`, :func:`is_safe` and
+    :func:`max_safe_k` on a small release, and :func:`audit` on one with many profiles.
+    """
+    from .datasets import synthetic_release
+
+    rel = synthetic_release(3000, group_size=10, n_values=6, seed=1)
+    audit(rel, k=4)
+    is_safe(rel, c=0.9, k=3)
+    max_safe_k(rel, c=0.9)
+    audit(synthetic_release(1_200_000, group_size=200, n_values=20, seed=3), k=12)

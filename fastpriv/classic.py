@@ -477,3 +477,23 @@ def audit(data: Any, *, l: int = 2, order: Sequence[Any] | None = None,
                          "worst_label": rel.group_label(g)}
     return ClassicAudit(n_groups=rel.n_groups, n_rows=rel.n_rows, case=rel.case, l=l,
                         models=models)
+
+
+def warmup() -> None:
+    """Run :func:`audit` and every per-group measure of :func:`per_group` (warm-up workload).
+
+    ``fastpriv warmup``'s workload of the classical models (the registry's
+    ``warmup_workload``): the calls their documented examples do not reach, among them the
+    multi-threaded scan that large releases take, called directly.
+    """
+    from ._kernels import classic as KC
+    from .datasets import synthetic_release
+
+    rel = synthetic_release(3000, group_size=10, n_values=6, seed=1)
+    audit(rel, l=2)
+    # the multi-threaded scan that releases of 65,536 groups and more take
+    KC.audit_worst(*_arrays(rel), _global_distribution(rel), _order_rank(rel, None), 2,
+                   [True] * 6, 2)
+    for model in MODELS:
+        per_group(rel, model, l=2)
+    per_group(rel, "t_closeness", ordered=True)

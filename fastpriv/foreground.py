@@ -1703,3 +1703,17 @@ def _measures(md: MinedDistributions, worst: np.ndarray, problematic: np.ndarray
     out["n_zero_truth"] = nz
     out["n_distribution_entries"] = int(sum(len(v) for v in ab))
     return out
+
+
+def warmup() -> None:
+    """Mine and attack (batched EM/Newton solvers) a small joined table (warm-up).
+
+    ``fastpriv warmup``'s workload of the model (the registry's ``warmup_workload``).
+    """
+    rng = np.random.default_rng(0)
+    n = 60
+    table = pa.table({"q0": rng.integers(0, 3, n), "q1": rng.integers(0, 2, n),
+                      "gid": np.repeat(np.arange(n // 4), 4),
+                      "s": rng.choice(list("abcd"), n)})
+    attack(table, qi=["q0", "q1"], sensitive="s", group="gid", r=2.0, min_support=3,
+           n_random=1, original=table)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Threshold", "Option", "Model", "MODELS", "WARMUP_GROUPS", "ENGINES",
-           "ANONYMIZE_ENGINES", "model",
+           "ANONYMIZE_ENGINES", "model", "module_of",
            "verdict_models", "add_threshold_flags", "thresholds_of", "markdown_table",
            "engine_table", "load", "make_check", "run_verdict_models", "schema_version",
            "declared_options", "add_option_flags", "options_of", "glossary",
@@ -127,8 +127,16 @@ class Model:
     #: are absent; ``params`` the report's parameters, ``thresholds`` the declared ones);
     #: read for a ``generalizable`` model
     remedy_criteria: str | None = None
-    #: ``"module:function"`` the warm-up runs for the model's group (compiles its kernels)
+    #: ``"module:function"`` the warm-up runs for the model's group (compiles its kernels):
+    #: the calls the model's documented examples do not reach (options, large-input and
+    #: parallel variants); ``fastpriv warmup`` names it after its module
     warmup_workload: str | None = None
+    #: the relative cold compile cost of :attr:`warmup_workload` (``bench_cold_start``
+    #: profile), which ``fastpriv warmup --jobs`` balances across its workers
+    warmup_cost: float = 0.0
+    #: modules beyond that of ``call`` whose documented examples the warm-up runs for the
+    #: model's group (``fastpriv._warmup.DOCTEST_MODULES`` lists those it runs)
+    warmup_examples: tuple[str, ...] = ()
     #: ``"module:attribute"``: the JSON schema of the model's section under ``models``
     schema: str | None = None
     #: the report schema's minor version that added the model's section (``1.4``)
@@ -201,8 +209,7 @@ class Model:
         out = set(self.modules)
         for p in paths:
             if p:
-                mod = p.partition(":")[0] if ":" in p else p.rpartition(".")[0]
-                out.add(mod.replace(".", "/") + ".py")
+                out.add(module_of(p).replace(".", "/") + ".py")
         return out
 
     def ids(self) -> tuple[str, ...]:
@@ -214,6 +221,15 @@ class Model:
         if self.checks is None:
             raise LookupError(f"model {self.name!r} declares no verdict checks")
         return load(self.checks)
+
+
+def module_of(path: str) -> str:
+    """Return the module of ``"package.module:attribute"`` (or ``package.module.attribute``).
+
+    >>> module_of("fastpriv.classic.audit"), module_of("fastpriv.hierarchical_t:warmup")
+    ('fastpriv.classic', 'fastpriv.hierarchical_t')
+    """
+    return path.partition(":")[0] if ":" in path else path.rpartition(".")[0]
 
 
 def load(path: str) -> Any:
@@ -284,7 +300,8 @@ MODELS: tuple[Model, ...] = (
           target_labels=(("alpha_k_anonymity", "release alone"),),
           closest=("alpha_k_anonymity",),
           unreachable="fastpriv.report._models.classical:unreachable", generalizable=True,
-          remedy_criteria="fastpriv.report._models.classical:remedy_criteria"),
+          remedy_criteria="fastpriv.report._models.classical:remedy_criteria",
+          warmup_workload="fastpriv.classic:warmup", warmup_cost=1.0),
     Model("ck_safety", "(c,k)-safety",
           "Can an adversary who knows k facts about people become c sure of anyone's value?",
           "fastpriv.ck_safety.audit", "CkAudit", ("ck_safety", "counting"), "groups", True,
@@ -300,7 +317,8 @@ MODELS: tuple[Model, ...] = (
           key_risk="fastpriv.report._models.ck:key_risk", key_risk_rank=3,
           closest=("ck_safety_implications",),
           unreachable="fastpriv.report._models.ck:unreachable", generalizable=True,
-          remedy_criteria="fastpriv.report._models.ck:remedy_criteria"),
+          remedy_criteria="fastpriv.report._models.ck:remedy_criteria",
+          warmup_workload="fastpriv.ck_safety:warmup", warmup_cost=3.5),
     Model("skyline", "privacy skyline",
           "Can an adversary with (ℓ, k, m) knowledge become c sure of anyone's value?",
           "fastpriv.skyline.check", "SkylineCheck", ("skyline", "counting"), "groups", True,
@@ -312,7 +330,8 @@ MODELS: tuple[Model, ...] = (
           report_html="fastpriv.report._models.skyline:html",
           target_labels=(("skyline", "privacy skyline"),),
           key_risk="fastpriv.report._models.skyline:key_risk", key_risk_rank=4,
-          closest=("skyline",), remedy="fastpriv.report._models.skyline:remedy"),
+          closest=("skyline",), remedy="fastpriv.report._models.skyline:remedy",
+          warmup_workload="fastpriv.skyline:warmup", warmup_cost=7.0),
     Model("robustness", "r-robustness",
           "Can statistics linking quasi-identifiers to sensitive values single anyone out?",
           "fastpriv.robustness.audit", "RobustnessAudit", ("possible_worlds",), "rows", True,
@@ -325,7 +344,9 @@ MODELS: tuple[Model, ...] = (
           report_html="fastpriv.report._models.rowlevel:html",
           target_labels=(("robustness", "r-robustness"),),
           key_risk="fastpriv.report._models.rowlevel:robustness_key_risk", key_risk_rank=5,
-          closest=("robustness",), remedy="fastpriv.report._models.rowlevel:remedy"),
+          closest=("robustness",), remedy="fastpriv.report._models.rowlevel:remedy",
+          warmup_workload="fastpriv.robustness:warmup", warmup_cost=9.0,
+          warmup_examples=("fastpriv.knowledge",)),
     Model("foreground", "foreground-knowledge attack",
           "Can patterns mined from the release itself single anyone out?",
           "fastpriv.foreground.attack", "ForegroundAttack", ("foreground", "possible_worlds"),
@@ -338,7 +359,8 @@ MODELS: tuple[Model, ...] = (
           report_html="fastpriv.report._models.rowlevel:html",
           target_labels=(("foreground", "foreground attack"),),
           key_risk="fastpriv.report._models.rowlevel:foreground_key_risk", key_risk_rank=2,
-          closest=("foreground",), remedy="fastpriv.report._models.rowlevel:remedy"),
+          closest=("foreground",), remedy="fastpriv.report._models.rowlevel:remedy",
+          warmup_workload="fastpriv.foreground:warmup", warmup_cost=12.0),
     Model("risk", "re-identification risk",
           "Can someone who knows a person's quasi-identifiers pick out their record?",
           "fastpriv.risk.audit", "RiskResult", ("risk",), "classes", False, _CLASS_ENGINES,
@@ -346,7 +368,8 @@ MODELS: tuple[Model, ...] = (
           section="fastpriv.report._models.risk:sections", section_names=("risk",),
           report_html="fastpriv.report._models.risk:html",
           unreachable="fastpriv.report._models.risk:unreachable", generalizable=True,
-          remedy_criteria="fastpriv.report._models.risk:remedy_criteria"),
+          remedy_criteria="fastpriv.report._models.risk:remedy_criteria",
+          warmup_workload="fastpriv.risk:warmup", warmup_cost=2.0),
     Model("k_map", "k-map",
           "Is every record hidden among at least k people of the population?",
           "fastpriv.population.k_map", "KMapResult", ("risk",), "classes", False,

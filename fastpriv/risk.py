@@ -1422,3 +1422,22 @@ def combinations(data: Any, *, qi: Sequence[str] | None = None,
                             best["msu"], best["score"])
     return CombinationResult(value, rows, contrib, witness, params)
 
+
+def warmup() -> None:
+    """Measure re-identification risk every way the risk audit and the report do (warm-up).
+
+    ``fastpriv warmup``'s workload of the model (the registry's ``warmup_workload``):
+    class counts, the population-uniqueness models and individual risk (a population size;
+    a sample with uniques, which the models are fitted to), a population table, and the
+    risk of QI combinations (SUDA2).
+    """
+    from .datasets import synthetic
+
+    qi = ["q0", "q1", "q2"]
+    t = synthetic(3000, qi_cardinalities=[6, 5, 4], n_values=5, seed=4)
+    audit(t, qi=qi)
+    audit(t, qi=qi, population=1_000_000)
+    audit(synthetic(200, qi_cardinalities=[6, 5, 4], n_values=5, seed=5), qi=qi,
+          population=1_000_000)
+    audit(t.slice(0, 1000), qi=qi, population=t)
+    combinations(t, qi=qi, max_set_size=2)

@@ -1465,3 +1465,24 @@ def _segment_ids(seg_start_of_group: np.ndarray, grp: np.ndarray, kg: np.ndarray
     total = int(kg.sum())
     base = np.repeat(starts - np.concatenate([[0], np.cumsum(kg)[:-1]]), kg)
     return base + np.arange(total)
+
+
+def warmup() -> None:
+    """Compute posteriors: batched ones through :func:`audit`, single groups too (warm-up).
+
+    ``fastpriv warmup``'s workload of the model (the registry's ``warmup_workload``):
+    binary and multi-valued models; one group's posterior by ESP and by enumeration.
+    """
+    f = np.array([0.5, 0.2, 0.7, 0.1, 0.4, 0.6])
+    posterior_batch(f, [0, 3, 6], [1, 2])
+    for method in ("esp", "enumerate"):
+        posterior(list(f), 2, method=method)
+    posterior_multivalued([{"x": 0.5, "y": 0.3}, {"x": 0.2, "y": 0.7}, {"x": 0.4, "y": 0.1}],
+                          ["x", "y", "x"], method="enumerate")
+    sigs = [f"s{j % 3}" for j in range(12)]
+    table = pa.table({"sig": sigs, "g": [j // 4 for j in range(12)],
+                      "s": ["x", "y", "x", "z"] * 3})
+    know = Knowledge.from_dict({"sig": {f"s{j}": {"x": 0.2 + 0.2 * j, "y": 0.1, "z": 0.3}
+                                        for j in range(3)}}, fallback=0.0)
+    for model in ("binary", "multivalued"):
+        audit(table, group="g", sensitive="s", r=2.0, knowledge=know, model=model)

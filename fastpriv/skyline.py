@@ -2224,3 +2224,41 @@ def _knowledge_probability_ms(rel: Release, sigma: Any, t: int, xs: list, u_by_g
         raise InputError("the knowledge has probability 0 (it contradicts the release)")
     return den / (den + num)
 
+
+def warmup() -> None:
+    """Check skylines every way: direct and by classes, serial and parallel (warm-up).
+
+    ``fastpriv warmup``'s workload of the model (the registry's ``warmup_workload``); also
+    the scans of large releases, the knowledge skyline, the DP, prepared tables and MVPI
+    releases.
+    """
+    from ._kernels import skyline as KS
+    from .datasets import synthetic_release
+
+    rel = synthetic_release(3000, group_size=10, n_values=6, seed=1)
+    pts = {"*": [(ell, k, m, 0.9) for ell in range(2) for k in range(3) for m in range(2)]}
+    for par in (False, True):
+        for method in ("direct", "classes"):
+            check(rel, skylines=pts, parallel=par, method=method)
+    knowledge_skyline(rel, sigma=rel.values[0], c=0.9)
+    dp_breach_probability(rel, sigma=rel.values[0], l=1, k=2, m=1)
+    # the multi-threaded scans that releases of 4096 records and more take
+    common = _sigma_scan_args(rel)
+    rec = _records(rel, common, 0, (1,), 1, 1)
+    ptr = rel.value_index[0]
+    ells = np.array([0, 1], dtype=np.int64)
+    ells.flags.writeable = False
+    KS.records_union(*common, int(ptr[0]), int(ptr[1]), _CASE_ID[rel.case], ells,
+                     *_cross_class_guard(1, 1))
+    for n_pts in (1, KS.GROUP_MAJOR_POINTS):
+        lkm = np.ones((3, n_pts), dtype=np.int64)
+        lkm.flags.writeable = False
+        KS.check_sigma_parallel(*common, rec, 0, rec.size, _CASE_ID[rel.case], *lkm, 2)
+    tables = prepare(rel, sigma=rel.values[0])
+    for name in ("breach_probability", "dp_min_nr", "statistics"):
+        if hasattr(tables, name):
+            getattr(tables, name)(1, 2, 1)
+    for case in ("mvpi-set", "mvpi-multiset"):
+        m = Release.from_groups([(3, {"a": 1, "b": 2}), (2, {"a": 1})], case=case)
+        check(m, skylines={"a": [(1, 1, 1, 0.9)]})
+        knowledge_skyline(m, sigma="a", c=0.9)

@@ -26,12 +26,6 @@ SCANNED = sorted([*(ROOT / "fastpriv" / "report").rglob("*.py"),
 
 #: (file, model id) -> number of literals still wired by hand (see the module docstring).
 PENDING = {
-    ("fastpriv/_warmup.py", "ck_safety"): 3,
-    ("fastpriv/_warmup.py", "foreground"): 4,
-    ("fastpriv/_warmup.py", "risk"): 2,
-    ("fastpriv/_warmup.py", "robustness"): 5,
-    ("fastpriv/_warmup.py", "skyline"): 3,
-    ("fastpriv/_warmup.py", "t_closeness"): 1,
     # the anonymize method of the same name (SkylineAnonymize), not the model
     ("fastpriv/cli/anonymize.py", "skyline"): 2,
     ("fastpriv/cli/audit.py", "ck_safety"): 1,

@@ -76,12 +76,12 @@ def _fastpriv(argv: list[str], cache: Path, cwd: Path, stats: Path,
 
 
 def test_every_model_is_warmed_by_a_workload_or_its_examples():
-    from fastpriv._warmup import DOCTEST_MODEL, DOCTEST_MODULES, WORKLOADS
+    from fastpriv._warmup import DOCTEST_MODEL, DOCTEST_MODULES, WORKLOAD_GROUP, WORKLOADS
 
-    assert set(WORKLOADS) <= set(MODELS)
+    assert set(WORKLOADS) == set(WORKLOAD_GROUP) and set(WORKLOAD_GROUP.values()) <= set(MODELS)
     assert set(DOCTEST_MODEL) == set(DOCTEST_MODULES) and set(DOCTEST_MODEL.values()) <= \
         set(MODELS)
-    unwarmed = set(MODELS) - set(WORKLOADS) - set(DOCTEST_MODEL.values())
+    unwarmed = set(MODELS) - set(WORKLOAD_GROUP.values()) - set(DOCTEST_MODEL.values())
     assert not unwarmed, f"--models accepts {sorted(unwarmed)} but nothing warms them"
     assert len(EXAMPLES) >= 10 and {n for n, _ in EXAMPLES} >= {"audit", "report", "demo"}
 
@@ -124,7 +124,8 @@ def test_warmup_reaches_every_kernel_entry_point(warmed):
     assert payload["n_kernels"] == len(payload["kernels"])
     missed = payload["not_reached"]
     assert missed == [], (f"{len(missed)} kernel entry points not reached by `fastpriv "
-                          f"warmup` (extend fastpriv/_warmup.py's WORKLOADS): {missed}")
+                          f"warmup` (extend the model's warmup_workload, or fastpriv/_warmup.py's "
+                          f"own WORKLOADS): {missed}")
 
 
 @pytest.mark.slow

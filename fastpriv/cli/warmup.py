@@ -23,8 +23,9 @@ wall time of one process, and on the same machine busy with other work it took l
 The workload is tiny and exercises every public model that is installed, model by model
 (:data:`fastpriv._warmup.MODELS`, the registry's warm-up groups): each model's documented
 examples (the doctests of its modules, :data:`fastpriv._warmup.DOCTEST_MODEL` — each
-model's owner keeps them running) and its own workload (:data:`fastpriv._warmup.WORKLOADS`,
-where the workload lives: the options, large-input, sparse and parallel code paths that small
+model's owner keeps them running) and its own workload (:data:`fastpriv._warmup.WORKLOADS`:
+the ``warmup_workload`` each model declares in :mod:`fastpriv.registry`, the counting's and
+anonymizers' own: the options, large-input, sparse and parallel code paths that small
 examples do not reach on their own). ``--models X`` runs X's alone, so it compiles X's
 kernels and the shared counting kernels that building X's input (a Release, class counts)
 takes — no other model's.
