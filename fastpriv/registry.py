@@ -192,6 +192,14 @@ class Model:
     #: report sections (those of :attr:`section`; every report has them), read by
     #: :mod:`fastpriv.report.schema`; a dict declared by several models is read once
     section_schemas: str | None = None
+    #: ``"module:function"``: the model's own part of ``fastpriv audit`` with a sensitive
+    #: column, in place of its report section in the command's JSON
+    #: (``audit_cli(rel, args, d) -> (entry, ok)``: ``d`` the report payload, ``entry`` the
+    #: JSON under the model's name, None: none for this run; ``ok`` False makes the exit
+    #: status 1); it prints what it shows
+    audit_cli: str | None = None
+    #: run :attr:`audit_cli` after the verdict is printed (else before it)
+    audit_cli_after: bool = False
 
     def own_files(self) -> set[str]:
         """Return the source files (``fastpriv/….py``) that belong to this model alone.
@@ -199,13 +207,12 @@ class Model:
         Those of every function it declares (``call``, ``checks``, ``per_group``, ``html``,
         ``remedy_criteria``, ``warmup_workload``, ``schema``, ``report_checks``,
         ``key_risk``, ``unreachable``, ``remedy``, ``section``, ``targets``,
-        ``report_html``, ``section_schemas``) and its
-        :attr:`modules`.
+        ``report_html``, ``section_schemas``, ``audit_cli``) and its :attr:`modules`.
         """
         paths = [self.call, self.checks, self.per_group, self.html, self.remedy_criteria,
                  self.warmup_workload, self.schema, self.report_checks, self.key_risk,
                  self.unreachable, self.remedy, self.section, self.targets,
-                 self.report_html, self.section_schemas]
+                 self.report_html, self.section_schemas, self.audit_cli]
         out = set(self.modules)
         for p in paths:
             if p:
@@ -318,7 +325,8 @@ MODELS: tuple[Model, ...] = (
           closest=("ck_safety_implications",),
           unreachable="fastpriv.report._models.ck:unreachable", generalizable=True,
           remedy_criteria="fastpriv.report._models.ck:remedy_criteria",
-          warmup_workload="fastpriv.ck_safety:warmup", warmup_cost=3.5),
+          warmup_workload="fastpriv.ck_safety:warmup", warmup_cost=3.5,
+          audit_cli="fastpriv.cli._ck_safety:audit"),
     Model("skyline", "privacy skyline",
           "Can an adversary with (ℓ, k, m) knowledge become c sure of anyone's value?",
           "fastpriv.skyline.check", "SkylineCheck", ("skyline", "counting"), "groups", True,
@@ -369,7 +377,8 @@ MODELS: tuple[Model, ...] = (
           report_html="fastpriv.report._models.risk:html",
           unreachable="fastpriv.report._models.risk:unreachable", generalizable=True,
           remedy_criteria="fastpriv.report._models.risk:remedy_criteria",
-          warmup_workload="fastpriv.risk:warmup", warmup_cost=2.0),
+          warmup_workload="fastpriv.risk:warmup", warmup_cost=2.0,
+          audit_cli="fastpriv.cli._risk:audit", audit_cli_after=True),
     Model("k_map", "k-map",
           "Is every record hidden among at least k people of the population?",
           "fastpriv.population.k_map", "KMapResult", ("risk",), "classes", False,

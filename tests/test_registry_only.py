@@ -28,9 +28,6 @@ SCANNED = sorted([*(ROOT / "fastpriv" / "report").rglob("*.py"),
 PENDING = {
     # the anonymize method of the same name (SkylineAnonymize), not the model
     ("fastpriv/cli/anonymize.py", "skyline"): 2,
-    ("fastpriv/cli/audit.py", "ck_safety"): 1,
-    ("fastpriv/cli/audit.py", "risk"): 1,
-    ("fastpriv/cli/audit.py", "skyline"): 2,
     # build_report's keyword robustness= (the switch), not the model
     ("fastpriv/report/_build.py", "robustness"): 2,
     # the report parameter robustness (build_report's switch), not the model

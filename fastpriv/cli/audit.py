@@ -139,6 +139,7 @@ def audit_release(rel, args: argparse.Namespace, data_spec: str):
 def run(args: argparse.Namespace) -> int:
     """Execute ``fastpriv audit``."""
     from .._io import check_outputs
+    from ..registry import MODELS
     from ._common import Timer, emit_json, escape, file_output, load_release, risk_wanted
 
     if args.risk and not args.qi:
@@ -161,27 +162,34 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(classical_table(rel, d["classical"]["models"]))
     classical = {k: v for k, v in d["classical"].items() if k != "seconds"}  # deterministic
-    payload = {"release": s, "classic": classical, "skyline": d["skyline"],
+    own = {n for m in MODELS if m.audit_cli for n in m.section_names}
+    payload = {"release": s, "classic": classical,
+               **{n: sec for n, sec in group_sections(d).items() if n not in own},
                "models": d.get("models", {}), "verdict": d["verdict"],
                "timings_s": {**d["timings_s"], "release": t.seconds}}
-    if rel.case == "svpi":
-        from .. import ck_safety
-        from ._common import format_table
-
-        ck = ck_safety.audit(rel, k=args.k)
-        payload["ck_safety"] = ck.to_dict()
-        if args.verbose:
-            print()
-            print(format_table(["knowledge", "max disclosure", "worst group", "witness"],
-                               ck.rows(), title="(c,k)-safety (Martin et al.)"))
+    status = _own_audits(rel, args, d, payload, after=False)
     print()
     print(rep.summary(verbose=args.verbose))
-    status = rep.exit_code
-    if args.risk:
-        unreachable = any(not r.startswith("fastpriv ") for r in d["verdict"]["remedies"])
-        payload["risk"], risk_ok = _risk(args, remedy=not unreachable)
-        status = max(status, 0 if risk_ok else 1)
+    status = max(status, rep.exit_code, _own_audits(rel, args, d, payload, after=True))
     emit_json(args, payload)
+    return status
+
+
+def _own_audits(rel, args: argparse.Namespace, d: dict, payload: dict, *, after: bool) -> int:
+    """Run the models' own parts of the audit (:attr:`~fastpriv.registry.Model.audit_cli`).
+
+    Those run ``after`` the verdict is printed, or before it; each one's JSON goes under the
+    model's name in ``payload``. Returns 1 when one of them fails, else 0.
+    """
+    from ..registry import MODELS, load
+
+    status = 0
+    for m in MODELS:
+        if m.audit_cli and m.audit_cli_after == after:
+            entry, ok = load(m.audit_cli)(rel, args, d)
+            if entry is not None:
+                payload[m.name] = entry
+            status = max(status, 0 if ok else 1)
     return status
 
 
@@ -255,36 +263,3 @@ def _audit_classes(args: argparse.Namespace) -> int:
                      "models": d.get("models", {}), "verdict": d["verdict"],
                      "timings_s": d["timings_s"]})
     return rep.exit_code
-
-
-def _risk(args: argparse.Namespace, *, remedy: bool = True) -> tuple[dict, bool]:
-    """Re-identification risk of the QI classes: print it, return it and PASS.
-
-    ``remedy=False``: the verdict already said no generalization can pass, so no command is
-    offered for the risk alone.
-    """
-    import math
-
-    from .. import risk
-    from ._common import data_of, load_population, print_remedy
-
-    res = risk.audit(data_of(args), qi=args.qi,
-                     threshold=args.max_risk, population=load_population(args),
-                     nulls=args.nulls,
-                     weight=args.weight)
-    ok, lines = risk.verdict(res, args.max_risk)
-    print()
-    print("Re-identification risk")
-    print(res.summary())
-    for line in lines:
-        print("  " + line)
-    if not ok and remedy:
-        n_records = int(res.params["n_records"])
-        n = math.ceil(1 / args.max_risk - 1e-12) if args.max_risk > 0 else n_records + 1
-        why = None
-        if n > n_records:      # not even one class holding every record is rare enough
-            why = (f"even one group of all {n_records:,} records has a prosecutor risk of "
-                   f"{1 / n_records:.4g} > max-risk {args.max_risk:g}" if n_records else
-                   "there are no records")
-        print_remedy(args, "mondrian", ["--min-size", str(n)], unreachable=why)
-    return res.to_dict(), ok
