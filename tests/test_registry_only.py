@@ -6,10 +6,11 @@ model instead of reading the registry. Such a literal may appear only in the mod
 files (:meth:`fastpriv.registry.Model.own_files`: those of the functions it declares and its
 CLI sub-command).
 
-``PENDING`` lists the literals of the models wired by hand before the registry declared
-sections (issue 49 moves them into functions the registry declares). It is a ratchet: a
-literal not listed fails (nothing new may name a model), and so does a listed one that is
-gone (remove it from the list, so that it cannot come back).
+``PENDING`` lists the literals that spell a model id but name something else (each with its
+reason: an anonymize method, a switch of the report, a key); issue 49 moved every literal
+that named a model into functions the registry declares. It is a ratchet: a literal not
+listed fails (nothing new may name a model), and so does a listed one that is gone (remove
+it from the list, so that it cannot come back).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCANNED = sorted([*(ROOT / "fastpriv" / "report").rglob("*.py"),
                   *(ROOT / "fastpriv" / "cli").rglob("*.py"), ROOT / "fastpriv" / "_warmup.py"])
 
-#: (file, model id) -> number of literals still wired by hand (see the module docstring).
+#: (file, model id) -> number of literals that name something else (see the docstring).
 PENDING = {
     # the anonymize method of the same name (SkylineAnonymize), not the model
     ("fastpriv/cli/anonymize.py", "skyline"): 2,
