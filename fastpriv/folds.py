@@ -1,14 +1,16 @@
 """Folds: audits as mergeable summaries of complete groups.
 
-Every group model is a fold over groups (issue 49): a statistic of one group, a summary that
-merges associatively, and a finish. :class:`GroupwiseState` holds the summaries of the
-classical models (a min or max over groups with the worst group's key; ties go to the
-smaller key, the in-memory answer) and the privacy skyline (Chen et al., Theorem 3: the
-minima SS1..SS5 per point, :class:`~fastpriv.skyline.SkylineState`). States built from
-disjoint sets of complete groups merge in any order and tree shape, so a clustered stream,
-the partitions of a Dask or Spark cluster and DuckDB's ordered Arrow stream all fold the
-same way and only the summaries travel: their size depends on the models' parameters, not
-on the number of groups.
+Every group model is a fold over groups: a statistic of one group, a summary that merges
+associatively, and a finish. :class:`GroupwiseState` holds the summaries of the classical
+models and of the registry's models that declare a per-group statistic (a min or max over
+groups with the worst group's key; ties go to the smaller key, the in-memory answer), the
+privacy skyline (Chen et al., Theorem 3: the minima SS1..SS5 per point,
+:class:`~fastpriv.skyline.SkylineState`) and (c,k)-safety (:class:`CkState`: the groups
+MINIMIZE2's knapsack can use). States built from disjoint sets of complete groups merge in
+any order and tree shape, so a clustered stream, the partitions of a Dask or Spark cluster
+and DuckDB's ordered Arrow stream all fold the same way and only the summaries travel: their
+size depends on the models' parameters, not on the number of groups. :class:`StreamAudit`
+is what every fold finishes into.
 """
 
 from __future__ import annotations
