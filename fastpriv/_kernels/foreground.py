@@ -53,7 +53,17 @@ import numpy as np
 
 from .._jit import kernel, threaded
 from .._threads import current_threads, run_chunks
-from .possible_worlds import STATUS_UNDEFINED, esp_plan, loo_core
+from .possible_worlds import (
+    _DEN_MIN,
+    _RESCALE,
+    STATUS_OK,
+    STATUS_UNDEFINED,
+    _esp_row,
+    _factor,
+    esp_defined,
+    esp_plan,
+    loo_core,
+)
 
 # ---------------------------------------------------------------- flags (bits) and kinds
 FLAG_CONVERGED = 1
@@ -358,6 +368,91 @@ def _evaluate(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0
     return 1, ll
 
 
+@kernel(helper=True)
+def _loo_needed(fseg, N, n, ws, out1, out2, need):
+    """:func:`loo_core` (mode 1) writing ``out1``/``out2`` only where ``need[j]`` (and j = 0).
+
+    The same arithmetic as ``loo_core`` on its direct path (one unblocked prefix table, no
+    rescaling), minus the leave-one-out dot products of the positions nobody reads: the
+    Hessian reads one tuple per class of the group minus one tuple. Every other case
+    (blocked table, a row rescaled, undefined, a small denominator) is ``loo_core`` itself,
+    so the outputs at the needed positions and the log ESP are bit-identical. Skipping the
+    denominator test at the other positions is safe: without rescaling every position's
+    denominator is the same sum of non-negative terms, E_n of the segment, so all of them
+    clear ``_DEN_MIN`` when position 0's clears 1e10 times it.
+    """
+    lim = np.int64(_LIMIT)
+    if not esp_defined(fseg, np.int64(0), N, n):
+        return loo_core(fseg, N, n, ws, out1, out2, np.int64(1), lim)
+    flip, m, b, nc, _ = esp_plan(N, n, lim)
+    if nc > 1:
+        return loo_core(fseg, N, n, ws, out1, out2, np.int64(1), lim)
+    w = m + 1
+    BLK = w + 1
+    SUF = BLK + b * w + b
+    for d in range(w):
+        ws[BLK + d] = 0.0
+    ws[BLK] = 1.0
+    top = np.int64(0)
+    for t in range(1, N):
+        up, stay = _factor(fseg[t - 1], flip)
+        cur = BLK + t * w
+        top, mx = _esp_row(ws, cur - w, cur, top, m, stay, up)
+        if mx < _RESCALE:
+            return loo_core(fseg, N, n, ws, out1, out2, np.int64(1), lim)
+    for d in range(w):
+        ws[SUF + d] = 0.0
+    ws[SUF] = 1.0
+    stop = np.int64(0)
+    log_e = -np.inf
+    for j in range(N - 1, -1, -1):
+        up, stay = _factor(fseg[j], flip)
+        if need[j] != 0 or j == 0:
+            P = BLK + j * w
+            ptop = j if j < m else m
+            A = 0.0
+            A1 = 0.0
+            B = 0.0
+            B1 = 0.0
+            a = m - 1 - stop
+            if a < 0:
+                a = 0
+            hi = ptop if ptop < m else m - 1
+            base = SUF + m
+            while a < hi:
+                p0 = ws[P + a]
+                p1 = ws[P + a + 1]
+                A += p0 * ws[base - 1 - a]
+                B += p0 * ws[base - a]
+                A1 += p1 * ws[base - 2 - a]
+                B1 += p1 * ws[base - 1 - a]
+                a += 2
+            if a == hi:
+                p0 = ws[P + a]
+                A += p0 * ws[base - 1 - a]
+                B += p0 * ws[base - a]
+            if ptop == m:
+                B += ws[P + m] * ws[SUF]
+            A += A1
+            B += B1
+            den = up * A + stay * B
+            if not den >= _DEN_MIN or (j == 0 and not den >= 1e10 * _DEN_MIN):
+                return loo_core(fseg, N, n, ws, out1, out2, np.int64(1), lim)
+            if flip:
+                out1[j] = B / den
+                out2[j] = A / den
+            else:
+                out1[j] = A / den
+                out2[j] = B / den
+            if j == 0:
+                log_e = math.log(den) + 0.0 + 0.0
+                break
+        stop, mx = _esp_row(ws, SUF, SUF, stop, m, stay, up)
+        if mx < _RESCALE:
+            return loo_core(fseg, N, n, ws, out1, out2, np.int64(1), lim)
+    return STATUS_OK, log_e
+
+
 # _hessian is one kernel of ~150 lines on purpose: with the n_k = 1 closed form and the
 # leave-two-out pairs of a mixed group as kernels of their own (called once per group), the
 # solve of ``foreground.attack`` on 20k rows (one thread) took 212 ms instead of 163 ms.
@@ -400,6 +495,7 @@ def _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
     for i in range(m * m):
         H[i] = 0.0
         Ha[i] = 0.0
+    need = np.zeros(fseg.shape[0], dtype=np.uint8)
     for i in range(m):
         Fi = F[i]
         c0 = C0[vb + i]
@@ -448,8 +544,12 @@ def _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
         for cl in range(K):
             rep[cl] = pos
             pos += cls_mult[c0k + cl]
-        res = loo_core(fseg, np.int64(N), np.int64(n), ws, o1, o2, np.int64(1),
-                       np.int64(_LIMIT))
+        for cl in range(K):
+            if cls_var[c0k + cl] >= 0:
+                need[rep[cl]] = 1
+        res = _loo_needed(fseg, np.int64(N), np.int64(n), ws, o1, o2, need)
+        for cl in range(K):
+            need[rep[cl]] = 0
         if res[0] == STATUS_UNDEFINED:
             return False
         L = res[1]
@@ -471,13 +571,27 @@ def _hessian(F, vb, m, gb, ge, grp_n, grp_w, cls_off, cls_var, cls_mult, f0, C0,
                 if t != j:
                     fsub[p] = fseg[t]
                     p += 1
-            ra = loo_core(fsub, np.int64(N - 1), np.int64(n), ws, q1, q2, np.int64(1),
-                          np.int64(_LIMIT))
+            for cl2 in range(K):
+                if cls_var[c0k + cl2] >= 0:
+                    q = rep[cl2]
+                    if q > j:
+                        q -= 1
+                    elif cl2 == cl:
+                        q = j
+                    need[q] = 1
+            ra = _loo_needed(fsub, np.int64(N - 1), np.int64(n), ws, q1, q2, need)
             e1 = 0.0
             if ra[0] != STATUS_UNDEFINED and ra[1] > -np.inf:
                 e1 = math.exp(ra[1] - L)
-            rb = loo_core(fsub, np.int64(N - 1), np.int64(n - 1), ws, r1, r2, np.int64(1),
-                          np.int64(_LIMIT))
+            rb = _loo_needed(fsub, np.int64(N - 1), np.int64(n - 1), ws, r1, r2, need)
+            for cl2 in range(K):
+                if cls_var[c0k + cl2] >= 0:
+                    q = rep[cl2]
+                    if q > j:
+                        q -= 1
+                    elif cl2 == cl:
+                        q = j
+                    need[q] = 0
             e2 = 0.0
             if rb[0] != STATUS_UNDEFINED and rb[1] > -np.inf:
                 e2 = math.exp(rb[1] - L)
