@@ -18,7 +18,27 @@ numbers k (smallest group) and distinct ℓ (fewest distinct sensitive values in
 * **duckdb**: ``fastpriv.pushdown.count_query`` over ``read_parquet``, DuckDB with 2
   threads, ``pushdown.release`` on its Arrow result;
 
-each followed by ``classic.k_anonymity`` and ``classic.l_diversity`` of the release; and,
+each followed by ``classic.k_anonymity`` and ``classic.l_diversity`` of the release; the
+**folds** (issue 49: only summaries reach the driver, ``fastpriv.folds``), each with ``q=None``
+— no pass for the table's distribution Q, which k and ℓ do not need (only t-closeness,
+β-likeness and δ-disclosure do) — and ``classic=True`` (so they also fold (α,k)-anonymity,
+entropy and recursive ℓ-diversity, which the hand-written code does not compute):
+
+* **spark_fold**: ``fastpriv.spark.audit(spark.read.parquet(folder), q=None)`` on the same
+  session: a shuffle by group, fastpriv's kernels per partition on the executors
+  (``mapInArrow``), one pickled state per partition to the driver;
+* **dask_fold**: ``fastpriv.distributed.groupwise_audit(dd.read_parquet(folder),
+  partition_by_group=True, q=None)`` on the same cluster: a Dask shuffle on the group, one
+  state per partition;
+* **duckdb_fold**: ``fastpriv.pushdown.audit(folder, q=None)`` on the same connection:
+  DuckDB's ``GROUP BY … ORDER BY group`` streamed as Arrow batches into
+  ``fastpriv.streaming.clustered_audit`` (bounded memory); DuckDB runs inside the driver
+  process, so this path's driver peak includes DuckDB's own aggregation and sort, as
+  ``duckdb_sql``'s does;
+
+k and ℓ read from the ``StreamAudit`` (``.classic.models["k_anonymity"]["value"]``,
+``["l_diversity"]``); their ``bytes_to_driver`` is the pickled result (each partition's
+state is about as large). And,
 per engine, the **hand-written** code for the same two numbers — the release's sufficient
 statistics (``SELECT group, sensitive, count(*) ... GROUP BY group, sensitive``), then k =
 min of the group sizes and ℓ = min of the distinct values per group, all in the engine,
@@ -30,10 +50,11 @@ only k and ℓ coming back:
   ``groupby(group)`` of the pairs (sum, count) and the two minima, on the same cluster;
 * **duckdb_sql**: the query in DuckDB SQL over ``read_parquet``.
 
-The fastpriv paths bring the (group, value, count) triples to the driver (every
-count-based model can then be audited from the release); the hand-written code brings two
-numbers. Reading the Parquet folder is inside every timing; session / cluster start-up is
-not (``startup_s``).
+The fastpriv release paths bring the (group, value, count) triples to the driver (every
+count-based model can then be audited from the release); the folds bring one summary per
+partition (their size depends on the models' parameters, not on the number of groups); the
+hand-written code brings two numbers. Reading the Parquet folder is inside every timing;
+session / cluster start-up is not (``startup_s``).
 
 **Full mode**: every (contestant, round) runs in a **fresh subprocess** (``python -m
 benchmarks.bench_engines --child SPEC``) that starts its engine, runs the contestant once
@@ -46,7 +67,8 @@ mode); **workers** — the largest sum of the resident sets of every other desce
 (Dask workers and nannies, Spark's Python workers), sampled every 50 ms during the timed
 call. The resident sets before the timed call are recorded too (``*_before_mib``). Rounds
 are alternated (each round starts one contestant later in the list, and every size has its
-round before any size has the next), 3 of them; min and median are reported, ratios of
+round before any size has the next), 3 of them (the JSON's ``rounds`` per contestant says how
+many were run); min and median are reported, ratios of
 minima against ``memory_batches`` (``ratio_to_memory``) and against the same engine's
 hand-written code (``ratio_to_hand``). A run is bounded by
 ``FASTPRIV_BENCH_ENGINES_MINUTES`` (default 40) of wall time: a run that would start later
@@ -60,6 +82,16 @@ included — equal to it. The Parquet data are written once into
 parameters (``_params.json``) match. **Smoke mode** (the test suite) runs every contestant
 once in this process (reusing the test suite's Spark session when there is one) with the
 same equality checks, and one contestant through the subprocess path.
+
+**Large runs** (``--large ROWS,GROUPS --remeasure NAMES --rounds N``): the same subprocess
+runs on one larger data set (e.g. 40M rows, 30M groups), kept in ``engines.json`` under
+``large`` (one entry per size, with its rounds, revision and load), the reference's k and ℓ
+computed by ``memory_batches`` in a subprocess as above. ``projection`` in the same file
+(written by ``--project``) fits time = a + b·rows + c·groups per contestant to the measured
+minima (every size, large runs included) and extrapolates it, as a projection and not a
+measurement, to 1B rows / 100M groups on N executors: the per-row and per-group costs
+divided by N (perfect scaling of the part that runs next to the data), the driver's merge of
+one state per partition not.
 
 On one 2-core machine the in-memory path wins: the engines pay for JVM / worker processes,
 task scheduling and (Spark) a shuffle, and have no more cores to spread over. The point of
@@ -94,11 +126,15 @@ SMOKE = {"n_rows": 100_000, "groups": [1_000]}
 #: contestant -> engine it needs; every hand-written contestant is one engine's baseline
 CONTESTANTS = {"memory_batches": None, "memory_table": None,
                "spark_groupby": "spark", "spark_partitions": "spark", "spark_sql": "spark",
-               "dask": "dask", "dask_hand": "dask",
-               "duckdb": "duckdb", "duckdb_sql": "duckdb"}
+               "spark_fold": "spark",
+               "dask": "dask", "dask_hand": "dask", "dask_fold": "dask",
+               "duckdb": "duckdb", "duckdb_sql": "duckdb", "duckdb_fold": "duckdb"}
 HAND = {"spark_groupby": "spark_sql", "spark_partitions": "spark_sql", "spark_sql": "spark_sql",
-        "dask": "dask_hand", "dask_hand": "dask_hand",
-        "duckdb": "duckdb_sql", "duckdb_sql": "duckdb_sql"}
+        "spark_fold": "spark_sql",
+        "dask": "dask_hand", "dask_hand": "dask_hand", "dask_fold": "dask_hand",
+        "duckdb": "duckdb_sql", "duckdb_sql": "duckdb_sql", "duckdb_fold": "duckdb_sql"}
+#: the fold contestants (a StreamAudit, no release): k and ℓ through ``fastpriv.folds``
+FOLDS = ("spark_fold", "dask_fold", "duckdb_fold")
 REFERENCE = "memory_batches"
 #: k and ℓ from the (group, sensitive, count) pairs, in the engine
 HAND_SQL = ("WITH pairs AS (SELECT {g}, {s}, count(*) AS n FROM {t} GROUP BY {g}, {s}), "
@@ -248,15 +284,38 @@ class _Engines:
 
         def duckdb_sql(folder):
             src = f"read_parquet('{folder}/*.parquet')"
-            k, ell = self.con.execute(HAND_SQL.format(g='"group"', s='"sensitive"', t=src)
-                                      ).fetchone()
+            # fetchall: the one row, and no unfinished result left on the shared connection
+            # (DuckDB refuses the next query of another path on it otherwise)
+            (k, ell), = self.con.execute(HAND_SQL.format(g='"group"', s='"sensitive"', t=src)
+                                         ).fetchall()
             return None, int(k), int(ell), 16
+
+        def fold_kl(audit):
+            m = audit.classic.models
+            return (None, int(m["k_anonymity"]["value"]), int(m["l_diversity"]["value"]),
+                    len(pickle.dumps(audit)))
+
+        def spark_fold(folder):            # audit() as a user calls it, no Q pass
+            return fold_kl(fs.audit(self.spark.read.parquet(folder), q=None, **COLS))
+
+        def dask_fold(folder):
+            import dask.dataframe as dd
+
+            from fastpriv.distributed import groupwise_audit
+
+            df = dd.read_parquet(folder, columns=["group", "sensitive"])   # as dask_hand
+            return fold_kl(groupwise_audit(df, partition_by_group=True, q=None, **COLS))
+
+        def duckdb_fold(folder):
+            return fold_kl(pushdown.audit(self.con.sql(
+                f"SELECT * FROM read_parquet('{folder}/*.parquet')"), q=None, **COLS))
 
         return {"memory_batches": memory_batches, "memory_table": memory_table,
                 "spark_groupby": spark_path("groupby"),
                 "spark_partitions": spark_path("partitions"), "spark_sql": spark_sql,
-                "dask": dask, "dask_hand": dask_hand,
-                "duckdb": duckdb_path, "duckdb_sql": duckdb_sql}[name]
+                "spark_fold": spark_fold, "dask": dask, "dask_hand": dask_hand,
+                "dask_fold": dask_fold, "duckdb": duckdb_path, "duckdb_sql": duckdb_sql,
+                "duckdb_fold": duckdb_fold}[name]
 
     def close(self):
         if self.client is not None:
@@ -451,8 +510,9 @@ def _summary(runs: dict[str, list[dict]], ref: dict) -> dict:
                      "seconds": secs, "k": ok[0]["k"], "l": ok[0]["l"],
                      "bytes_to_driver": ok[0]["bytes_to_driver"],
                      # asserted where the run was made; the hand-written code has no release
+                     # (the folds have no release either: their k and ℓ are checked)
                      "equal_to_memory": all(r["equal_to_memory"] for r in ok)
-                     if name not in HAND.values() else None}
+                     if name not in HAND.values() and name not in FOLDS else None}
         for key in ("driver_peak_mib", "jvm_peak_mib", "workers_peak_mib", "driver_before_mib",
                     "jvm_before_mib", "workers_before_mib", "startup_s"):
             vals = [r[key] for r in ok if r.get(key) is not None]
@@ -586,9 +646,11 @@ def run(full: bool) -> dict:
 def remeasure(names: list[str], groups: list[int], rounds: int) -> dict:
     """Run ``names`` at ``groups`` again and merge them into ``results/engines.json``.
 
-    For a path changed after the full run: its entries (timings, failures, skips) at those
-    sizes are replaced, ratios recomputed against the file's in-memory and hand-written
-    minima, and ``remeasured`` records what, when, at which revision and load.
+    For a path changed after the full run (or a new one): its entries (timings, failures,
+    skips) at those sizes are replaced, its ratios computed against the file's in-memory and
+    hand-written minima (re-measure the baselines with it to compare under the same load;
+    the other paths keep the ratios of their own run), and ``remeasured`` records what,
+    when, at which revision and load.
     """
     from benchmarks._common import RESULTS, machine
 
@@ -597,7 +659,23 @@ def remeasure(names: list[str], groups: list[int], rounds: int) -> dict:
     start = os.getloadavg()
     minutes = float(os.environ.get("FASTPRIV_BENCH_ENGINES_MINUTES", "40"))
     new = _run_full(res["n_rows"], groups, minutes, names=names, rounds=rounds)
+    _merge(res, new, names, groups, {
+        "rounds": rounds, "revision": _revision(), "date": machine()["date"],
+        "load_avg_start": start, "load_avg_end": os.getloadavg()})
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(res, indent=2) + "\n")
+    os.replace(tmp, path)
+    return res
+
+
+def _merge(res: dict, new: dict, names: list[str], groups: list[int], entry: dict) -> None:
+    """Merge ``new`` (a :func:`_run_full` of ``names`` at ``groups``) into ``res``;
+    ``entry`` (rounds, revision, date, loads) is recorded under ``remeasured``."""
     redone = {(str(g), n) for g in groups for n in names}
+    for name in names:              # a path new to the file: its engine and its baseline
+        res["contestants"][name] = CONTESTANTS[name] or "memory"
+        if name in HAND:
+            res["hand_of"][name] = HAND[name]
     for key in ("failed", "skipped"):
         res[key] = [x for x in res[key] if (str(x["groups"]), x["contestant"]) not in redone]
         res[key] += new[key]
@@ -605,21 +683,137 @@ def remeasure(names: list[str], groups: list[int], rounds: int) -> dict:
         cs = res["datasets"][g]["contestants"]
         for name in names:
             cs.pop(name, None)
+        cs.update(d["contestants"])
+        # the ratios of the paths measured again, against the file's minima as they now
+        # are; the other paths keep the ratios of their own run (against the baselines
+        # measured with them, under the same load)
+        base = cs[REFERENCE]["min_s"]
         for name, c in d["contestants"].items():
-            base, hand = cs[REFERENCE]["min_s"], cs.get(HAND.get(name, ""), {}).get("min_s")
-            cs[name] = {**c, "ratio_to_memory": c["min_s"] / base,
-                        "ratio_to_hand": c["min_s"] / hand if hand else None}
+            hand = cs.get(HAND.get(name, ""), {}).get("min_s")
+            c["ratio_to_memory"] = c["min_s"] / base
+            c["ratio_to_hand"] = c["min_s"] / hand if hand else None
     for x in res.get("remeasured", []):    # what was measured again is not theirs any more
         if set(x["groups"]) <= set(groups):
             x["contestants"] = [n for n in x["contestants"] if n not in names]
     res["remeasured"] = [x for x in res.get("remeasured", []) if x["contestants"]]
-    res["remeasured"].append(
-        {"contestants": names, "groups": groups, "rounds": rounds, "revision": _revision(),
-         "date": machine()["date"], "load_avg_start": start, "load_avg_end": os.getloadavg()})
+    res["remeasured"].append({"contestants": names, "groups": groups, **entry})
+
+
+def large(names: list[str], n_rows: int, n_groups: int, rounds: int) -> dict:
+    """Run ``names`` on one larger data set and keep it in ``results/engines.json`` under
+    ``large`` (an earlier entry of the same size is replaced)."""
+    from benchmarks._common import RESULTS, machine
+
+    path = RESULTS / "engines.json"
+    res = json.loads(path.read_text())
+    start = os.getloadavg()
+    minutes = float(os.environ.get("FASTPRIV_BENCH_ENGINES_MINUTES", "40"))
+    new = _run_full(n_rows, [n_groups], minutes, names=names, rounds=rounds)
+    d = new["datasets"][str(n_groups)]
+    entry = {"n_rows": n_rows, "n_groups": n_groups, "files": FILES, "rounds": rounds,
+             "contestants_run": names, **{k: v for k, v in d.items() if k != "n_groups"},
+             "n_groups_measured": d["n_groups"], "skipped": new["skipped"],
+             "failed": new["failed"], "revision": _revision(), "date": machine()["date"],
+             "disk_free_gib": _disk_free_gib(), "load_avg_start": start,
+             "load_avg_end": os.getloadavg()}
+    res["large"] = [x for x in res.get("large", [])
+                    if (x["n_rows"], x["n_groups"]) != (n_rows, n_groups)] + [entry]
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(res, indent=2) + "\n")
     os.replace(tmp, path)
-    return res
+    return {"datasets": {str(n_groups): d}, "skipped": new["skipped"],
+            "failed": new["failed"]}
+
+
+def _disk_free_gib() -> float:
+    import shutil
+
+    return shutil.disk_usage(data_root()).free / (1 << 30)
+
+
+#: the projection's target: rows, groups (``--project``)
+TARGET = {"n_rows": 1_000_000_000, "n_groups": 100_000_000, "executors": [1, 10, 100]}
+
+
+def _points(res: dict, name: str) -> list[tuple[int, int, float, float | None]]:
+    """(rows, groups, min seconds, driver peak MiB) of every measured size of ``name``."""
+    out = []
+    for g, d in res["datasets"].items():
+        c = d["contestants"].get(name)
+        if c:
+            out.append((res["n_rows"], int(g), c["min_s"], c.get("driver_peak_mib")))
+    for x in res.get("large", []):
+        c = x["contestants"].get(name)
+        if c:
+            out.append((x["n_rows"], x["n_groups"], c["min_s"], c.get("driver_peak_mib")))
+    return out
+
+
+def _summary_cost(n_states: int = 2000) -> dict:
+    """The driver's cost per partition summary, measured: a ``GroupwiseState`` of the folds'
+    parameters (``q=None``, classic models) over one partition of the smoke data, pickled
+    as an executor sends it; seconds to unpickle and merge one, and its bytes."""
+    import functools
+
+    from fastpriv import Release
+    from fastpriv.folds import GroupwiseState
+
+    folder = _dataset(SMOKE["n_rows"], SMOKE["groups"][0])
+    blob = pickle.dumps(GroupwiseState(l=2).update(Release.from_batches(str(folder), **COLS)))
+    t0 = time.perf_counter()
+    functools.reduce(GroupwiseState.merge, (pickle.loads(blob) for _ in range(n_states)))
+    return {"s_per_summary": (time.perf_counter() - t0) / n_states, "bytes_per_summary":
+            len(blob), "states_merged": n_states}
+
+
+def project(names: list[str]) -> dict:
+    """Fit seconds = a + b·rows + c·groups (least squares, coefficients ≥ 0) and driver
+    MiB = d + e·groups to the measured minima of ``names`` and extrapolate to
+    :data:`TARGET`, the per-row and per-group work divided by N executors; written to
+    ``results/engines.json`` under ``projection``."""
+    import numpy as np
+    from scipy.optimize import nnls
+
+    from benchmarks._common import RESULTS
+
+    path = RESULTS / "engines.json"
+    res = json.loads(path.read_text())
+    fits = {}
+    for name in names:
+        pts = _points(res, name)
+        if len(pts) < 3:
+            continue
+        a = np.array([[1.0, r, g] for r, g, _, _ in pts])
+        y = np.array([s for _, _, s, _ in pts])
+        coef, _ = nnls(a, y)
+        mem = [(g, m) for _, g, _, m in pts if m is not None]
+        slope, icpt = np.polyfit([g for g, _ in mem], [m for _, m in mem], 1)
+        fit = {"points": [{"n_rows": r, "n_groups": g, "min_s": s, "driver_peak_mib": m}
+                          for r, g, s, m in pts],
+               "fixed_s": coef[0], "s_per_row": coef[1], "s_per_group": coef[2],
+               "max_rel_residual": float(np.max(np.abs(a @ coef - y) / y)),
+               "driver_mib_intercept": icpt, "driver_mib_per_million_groups": slope * 1e6,
+               "projected": {}}
+        for n in TARGET["executors"]:
+            fit["projected"][str(n)] = {
+                "seconds": coef[0] + (coef[1] * TARGET["n_rows"]
+                                      + coef[2] * TARGET["n_groups"]) / n,
+                "driver_mib": icpt + slope * TARGET["n_groups"]}
+        fits[name] = fit
+    cost = _summary_cost()
+    res["projection"] = {"target": TARGET, "summary": cost,
+                         "model": "seconds = fixed + (s_per_row · rows + "
+                         "s_per_group · groups) / N executors, fitted by non-negative least "
+                         "squares to the minima measured on this 2-core machine (2 local "
+                         "executors/workers: the 'N = 1' line is this machine); driver MiB = "
+                         "intercept + slope · groups, fitted the same way; the driver's "
+                         "merge of one summary per partition: summary.s_per_summary each "
+                         "(measured here), summary.bytes_per_summary each",
+                         "is_measurement": False, "contestants": fits}
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(res, indent=2) + "\n")
+    os.replace(tmp, path)
+    return res["projection"]
 
 
 def _print(res: dict) -> None:
@@ -630,8 +824,9 @@ def _print(res: dict) -> None:
             peak = "".join(f" {k[:-9]} {s[k]:.0f} MiB" for k in
                            ("driver_peak_mib", "jvm_peak_mib", "workers_peak_mib")
                            if s.get(k))
+            mem = f"×memory {s['ratio_to_memory']:.1f}" if s["ratio_to_memory"] else ""
             print(f"  {name:17s} min {s['min_s']:7.2f} s median {s['median_s']:7.2f} s "
-                  f"×memory {s['ratio_to_memory']:.1f}{hand}{peak}")
+                  f"{mem}{hand}{peak}")
     for item in res["skipped"] + res["failed"]:
         print("not measured:", {k: v for k, v in item.items() if k != "log_tail"})
 
@@ -658,12 +853,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--groups", default=None,
                     help="with --remeasure: comma-separated group counts (default: all)")
     ap.add_argument("--rounds", type=int, default=ROUNDS, help="with --remeasure: rounds")
+    ap.add_argument("--large", metavar="ROWS,GROUPS",
+                    help="with --remeasure: one larger data set, kept under 'large'")
+    ap.add_argument("--project", metavar="NAMES",
+                    help="fit and extrapolate the measured costs of these contestants to "
+                         "1B rows / 100M groups (kept under 'projection')")
     args = ap.parse_args(argv)
+    if args.project:
+        print(json.dumps(project(args.project.split(",")), indent=2))
+        return 0
     if args.remeasure:
         names = args.remeasure.split(",")
         unknown = sorted(set(names) - set(CONTESTANTS))
         if unknown:
             ap.error(f"unknown contestants {unknown}; known: {', '.join(CONTESTANTS)}")
+        if args.large:
+            n_rows, n_groups = (int(x) for x in args.large.split(","))
+            _print(large(names, n_rows, n_groups, args.rounds))
+            return 0
         groups = ([int(g) for g in args.groups.split(",")] if args.groups
                   else FULL["groups"])
         _print(remeasure(names, groups, args.rounds))

@@ -743,12 +743,20 @@ ENGINE_PATHS = {
     "memory_table": "in memory: `Release.from_table(read_table(folder))`",
     "spark_groupby": "Spark: `fastpriv.spark`, `method=\"groupby\"`",
     "spark_partitions": "Spark: `fastpriv.spark`, `method=\"partitions\"`",
+    "spark_fold": "Spark: fold `fastpriv.spark.audit(q=None)`",
     "spark_sql": "Spark: hand-written `spark.sql`",
     "dask": "Dask: `fastpriv.distributed`",
+    "dask_fold": "Dask: fold `groupwise_audit(partition_by_group=True, q=None)`",
     "dask_hand": "Dask: hand-written `dd` groupby",
     "duckdb": "DuckDB: `fastpriv.pushdown`",
+    "duckdb_fold": "DuckDB: fold `fastpriv.pushdown.audit(q=None)`",
     "duckdb_sql": "DuckDB: hand-written SQL",
 }
+#: the fold contestants (only summaries reach the driver) and issue 49's targets for them
+ENGINE_FOLDS = ("spark_fold", "dask_fold", "duckdb_fold")
+FOLD_DRIVER_MIB = 1024      # driver peak at the largest number of groups, at most
+FOLD_TO_HAND = 1.0          # time against the same engine's hand-written code, at most
+FOLD_FLAT = 1.1             # "flat": driver peak at the most groups / at the fewest, at most
 
 
 def engines(r: Results) -> str:
@@ -800,8 +808,11 @@ def engines(r: Results) -> str:
             f"`Release.from_batches`; × hand: against the same engine's own SQL / dataframe "
             f"code for k and ℓ; peak resident memory of the driver process, of Spark's JVM "
             f"(default driver memory) and of the other processes — Dask workers, Spark's "
-            f"Python workers). Every release equals the in-memory one and every k and ℓ "
-            f"agrees. "
+            f"Python workers). The folds (`fastpriv.spark.audit`, "
+            f"`fastpriv.distributed.groupwise_audit`, `fastpriv.pushdown.audit`, all with "
+            f"`q=None`: k and ℓ need no pass for the table's distribution) bring one summary "
+            f"per partition to the driver instead of every (group, value) pair. Every "
+            f"release equals the in-memory one and every k and ℓ agrees. "
             + ("In memory is faster than every engine path" if fastest else
                "An engine path is faster than in memory somewhere")
             + ": the point of the other paths is that the heavy part runs where the data "
@@ -829,7 +840,137 @@ def engines(r: Results) -> str:
     return (textwrap.fill(lead, WIDTH, break_long_words=False, break_on_hyphens=False)
             + "\n\n" + table + "\n\n"
             + textwrap.fill(measured(r, f, how) + again, WIDTH, break_long_words=False,
-                            break_on_hyphens=False))
+                            break_on_hyphens=False)
+            + ("\n\n" + textwrap.fill(_fold_targets(r), WIDTH, break_long_words=False,
+                                       break_on_hyphens=False)
+               if any(n in d["contestants"] for d in sets.values() for n in ENGINE_FOLDS)
+               else ""))
+
+
+def _fold_targets(r: Results) -> str:
+    """Issue 49's targets for the folds, each as met or missed, from engines.json."""
+    f = "engines.json"
+    sets = {int(g): d["contestants"] for g, d in r.get(f, "datasets").items()}
+    hand_of = r.get(f, "hand_of")
+    out = []
+    for name in ENGINE_FOLDS:
+        have = {g: cs[name] for g, cs in sets.items() if name in cs}
+        if not have:
+            continue
+        lo, hi = min(have), max(have)
+        peak_lo, peak_hi = have[lo]["driver_peak_mib"], have[hi]["driver_peak_mib"]
+        ratios = [c["ratio_to_hand"] for c in have.values() if c.get("ratio_to_hand")]
+        mem_ok = peak_hi <= FOLD_DRIVER_MIB and peak_hi <= FOLD_FLAT * peak_lo
+        slow = [count(g) for g, c in sorted(have.items())
+                if c.get("ratio_to_hand") and c["ratio_to_hand"] > FOLD_TO_HAND]
+        out.append(
+            f"{ENGINE_PATHS[name]}: driver peak {num(peak_lo)} MiB at {count(lo)} groups, "
+            f"{num(peak_hi)} MiB at {count(hi)} ({num(peak_hi / peak_lo)}×: "
+            + ("met" if mem_ok else "missed")
+            + (f"; the hand-written code's driver: {num(h['driver_peak_mib'])} MiB"
+               if (h := sets[hi].get(hand_of[name])) else "")
+            + f"); {times(ratios)} the time of "
+            f"{ENGINE_PATHS[hand_of[name]]} ("
+            + ("met" if not slow else f"missed at {', '.join(slow)} groups") + ")")
+    return (f"Targets for the folds (issue 49): driver peak flat in the number of groups (at "
+            f"most {goal(FOLD_FLAT)} from the fewest to the most groups) and at most "
+            f"{FOLD_DRIVER_MIB:,} MiB at the most, time at most "
+            f"{goal(FOLD_TO_HAND)} the same engine's hand-written code. As measured: "
+            + "; ".join(out) + ".")
+
+
+def engines_large(r: Results) -> str:
+    """The engines' runs on one larger data set (engines.json ``large``)."""
+    f = "engines.json"
+    hand_of = r.get(f, "hand_of")
+    parts = []
+    for x in r.rows(f, "large"):
+        cs = x["contestants"]
+        rows = []
+        for name, label in ENGINE_PATHS.items():
+            if name not in x["contestants_run"]:
+                continue
+            if name not in cs:
+                why = [y for y in x["failed"] if y["contestant"] == name]
+                rows.append([label, "not measured (" + (
+                    f"failed after {why[0]['process_wall_s']:.0f} s: "
+                    f"{why[0].get('cause') or why[0]['error']}" if why else "skipped")
+                    + ")"] + ["—"] * 4)
+                continue
+            c = cs[name]
+            hand = "—" if hand_of.get(name, name) == name else times(c["ratio_to_hand"])
+            peak = ["—" if c.get(k) is None else f"{c[k]:,.0f}"
+                    for k in ("driver_peak_mib", "jvm_peak_mib", "workers_peak_mib")]
+            rows.append([label, f"{num(c['min_s'])}", hand] + peak)
+        n = x["rounds"]
+        d = x["date"]
+        parts.append(
+            textwrap.fill(
+                f"Larger: {count(x['n_rows'])} rows, {count(x['n_groups'])} groups "
+                f"({count(x['n_pairs'])} (group, value) pairs, k = {x['k']}, ℓ = {x['l']}), "
+                f"{n} round{'s' if n > 1 else ''} per path, each in a fresh process "
+                f"(`python -m benchmarks.bench_engines --remeasure "
+                f"{','.join(x['contestants_run'])} --large {x['n_rows']},{x['n_groups']} "
+                f"--rounds {n}`; {d[:10]} {d[11:16]} UTC at revision `{x['revision']}`, "
+                f"1-minute load average {_load(x['load_avg_start'])} before, "
+                f"{_load(x['load_avg_end'])} after). Every k and ℓ equals "
+                f"`Release.from_batches`'.", WIDTH, break_long_words=False,
+                break_on_hyphens=False)
+            + "\n\n" + _table(["path", "seconds", "× hand", "driver MiB", "JVM MiB",
+                                "workers MiB"], rows))
+    return "\n\n".join(parts)
+
+
+def engines_projection(r: Results) -> str:
+    """A projection (not a measurement) of the folds to 1B rows / 100M groups."""
+    f = "engines.json"
+    p = r.get(f, "projection")
+    if p.get("is_measurement") is not False:
+        raise ReadmeDataError(f"benchmarks/results/{f}: projection.is_measurement must be "
+                              f"false")
+    t = p["target"]
+    ns = t["executors"]
+    rows = []
+    every = [x for c in p["contestants"].values() for x in c["points"]]
+    top_rows = max(x["n_rows"] for x in every)
+    top_groups = max(x["n_groups"] for x in every)
+    for name, c in p["contestants"].items():
+        pts = c["points"]
+        rows.append([ENGINE_PATHS[name],
+                     f"{c['fixed_s']:.3g} s + {c['s_per_row'] * 1e9:.3g} ns/row + "
+                     f"{c['s_per_group'] * 1e9:.3g} ns/group",
+                     f"{len(pts)} ({counts(x['n_groups'] for x in pts)} groups), "
+                     f"≤ {c['max_rel_residual'] * 100:.0f}%",
+                     f"{num(c['driver_mib_intercept'])} {c['driver_mib_per_million_groups']:+.2g}"
+                     f"/M groups"]
+                    + [f"{num(c['projected'][str(n)]['seconds'])} s" for n in ns]
+                    + [f"{num(c['projected'][str(ns[0])]['driver_mib'])}"])
+    big = (f"{t['n_rows'] / 1e9:g}B" if t["n_rows"] >= 1e9 else count(t["n_rows"]))
+    lead = (f"**Projection, not a measurement**: {big} rows, "
+            f"{count(t['n_groups'])} groups on N executors, from the minima measured above "
+            f"on this 2-core machine (2 local executors / workers; `python -m "
+            f"benchmarks.bench_engines --project {','.join(p['contestants'])}`). Each path's "
+            f"seconds are fitted as T = a + b·rows + c·groups (non-negative least squares "
+            f"over every measured size), the driver's peak as d + e·groups; the projection "
+            f"is T = a + (b·rows + c·groups) / N, i.e. the part that runs next to the data "
+            f"scales perfectly with N executors like these and the driver's fixed cost does "
+            f"not. The driver merges one summary per partition: "
+            f"{dur(p['summary']['s_per_summary'])} and {p['summary']['bytes_per_summary']:,} "
+            f"bytes each (measured: unpickle and merge), so even 100,000 partitions add "
+            f"{dur(p['summary']['s_per_summary'] * 1e5)} and "
+            f"{num(p['summary']['bytes_per_summary'] * 1e5 / 2**20)} MiB received. DuckDB "
+            f"is left out: it runs in one process, the driver's, whose memory is the "
+            f"engine's (see the DuckDB rows above). It ignores the network (a local shuffle "
+            f"is memory to memory), stragglers "
+            f"and skew, and extrapolates {num(t['n_rows'] / top_rows)}× beyond the most rows "
+            f"and {num(t['n_groups'] / top_groups)}× beyond the most groups measured; the "
+            f"residual column says how well the line fits what was measured.")
+    table = _table(["path", "fit: T = a + b·rows + c·groups", "sizes fitted, max residual",
+                    "driver MiB fit"]
+                   + [f"N = {n}" + (" (this machine)" if n == 1 else "") for n in ns]
+                   + ["driver MiB at target"], rows)
+    return (textwrap.fill(lead, WIDTH, break_long_words=False, break_on_hyphens=False)
+            + "\n\n" + table)
 
 
 def threads_limit(r: Results) -> str:
@@ -1301,6 +1442,8 @@ BLOCKS: dict[str, Callable[[Results], str]] = {
     "portable-kernels": portable_kernels,
     "test-suite": test_suite,
     "engines": engines,
+    "engines-large": engines_large,
+    "engines-projection": engines_projection,
     "limit-skyline": skyline_limit,
     "limit-threads": threads_limit,
     "limit-scale": scale_limit,

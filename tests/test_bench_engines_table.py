@@ -86,3 +86,44 @@ def test_failure_cause_names_what_spark_ran_out_of():
     assert failure_cause(lost) == "TaskResultLost (result lost from block manager)"
     assert failure_cause("Traceback\nValueError: bad\n") == "ValueError: bad"
     assert failure_cause("nothing") is None
+
+
+def _fold_sets(driver_hi: float, fold_s: float) -> dict:
+    def c(min_s, hand, driver):
+        return {**_contestant(min_s, 1.0, hand), "driver_peak_mib": driver}
+    return {"10000": {"contestants": {"memory_batches": _contestant(1.0, 1.0, None),
+                                      "spark_fold": c(5.0, 0.5, 120.0),
+                                      "spark_sql": c(10.0, 1.0, 115.0)}},
+            "10000000": {"contestants": {"memory_batches": _contestant(1.0, 1.0, None),
+                                         "spark_fold": c(fold_s, fold_s / 10, driver_hi),
+                                         "spark_sql": c(10.0, 1.0, 115.0)}}}
+
+
+def test_fold_targets_are_stated_as_measured(tmp_path):
+    hand_of = {"spark_fold": "spark_sql", "spark_sql": "spark_sql"}
+    met = rt.engines(_results(tmp_path, datasets=_fold_sets(125.0, 8.0), hand_of=hand_of))
+    flat = " ".join(met.split())
+    assert "driver peak 120 MiB at 10k groups, 125 MiB at 10M (1.0×: met" in flat
+    assert "0.5–0.8× the time of Spark: hand-written `spark.sql` (met)" in flat
+    missed = rt.engines(_results(tmp_path, datasets=_fold_sets(2000.0, 20.0),
+                                 hand_of=hand_of))
+    flat = " ".join(missed.split())
+    assert "2,000 MiB at 10M (17×: missed" in flat
+    assert "(missed at 10M groups)" in flat
+
+
+def test_the_projection_is_never_rendered_as_a_measurement(tmp_path):
+    fit = {"points": [{"n_rows": 20_000_000, "n_groups": g, "min_s": 1.0,
+                       "driver_peak_mib": 100.0} for g in (10_000, 10_000_000)],
+           "fixed_s": 1.0, "s_per_row": 1e-7, "s_per_group": 1e-6, "max_rel_residual": 0.1,
+           "driver_mib_intercept": 100.0, "driver_mib_per_million_groups": 0.01,
+           "projected": {"1": {"seconds": 201.0, "driver_mib": 101.0},
+                         "10": {"seconds": 21.0, "driver_mib": 101.0}}}
+    proj = {"target": {"n_rows": 10**9, "n_groups": 10**8, "executors": [1, 10]},
+            "summary": {"s_per_summary": 2e-5, "bytes_per_summary": 600},
+            "is_measurement": False, "contestants": {"spark_fold": fit}}
+    text = rt.engines_projection(_results(tmp_path, projection=proj))
+    assert text.startswith("**Projection, not a measurement**: 1B rows, 100M groups")
+    assert "| 201 s | 21 s | 101 |" in text
+    with pytest.raises(rt.ReadmeDataError, match="is_measurement"):
+        rt.engines_projection(_results(tmp_path, projection={**proj, "is_measurement": True}))
