@@ -10,7 +10,7 @@ from collections import Counter
 import pyarrow as pa
 from hypothesis import strategies as st
 
-from fastpriv import Release, ck_safety, classic, skyline
+from fastpriv import InputError, InputTypeError, Release, ck_safety, classic, skyline
 
 #: skyline points (l1, l2, l3, c) of the comparison (Chen et al. §4)
 POINTS = [(0, 0, 0, 0.9), (1, 1, 1, 0.7), (2, 2, 0, 0.5)]
@@ -111,3 +111,43 @@ def _without_rows(x):
 
 def _nan_equal(a: list, b: list) -> bool:
     return repr(a) == repr(b)
+
+
+# ------------------------------------------------------------------ refusals
+#: the table the row-count refusals read, and each engine's refusals of ``row_counts``:
+#: (keywords, error type, what the message names)
+ROW_REFUSAL_TABLE = {"q": [1, 2], "g": [1, 1], "s": ["a", "b"], "w": [1, -1],
+                     "wn": pa.array([1, None], pa.int64()), "wf": [1.0, 2.0]}
+ROW_REFUSALS = [
+    (dict(qi=None, group="g", sensitive="s"), InputError, "qi"),
+    (dict(qi="q", group=None, sensitive="s"), InputError, "group"),
+    (dict(qi=[], group="g", sensitive="s"), InputError, "qi"),
+    (dict(qi="q", group="q", sensitive="s"), InputError, "group: column 'q' is also"),
+    (dict(qi="q", group="g", sensitive="g"), InputError, "also a group column"),
+    (dict(qi=["q", "q"], group="g", sensitive="s"), InputError, "qi"),
+    (dict(qi="q", group="g", sensitive=1), InputTypeError, "sensitive"),
+    (dict(qi="q", group="g", sensitive="s", count="q"), InputError, "count='q'"),
+    (dict(qi="q", group="g", sensitive="s", weight="g"), InputError, "weight column 'g'"),
+    (dict(qi="nope", group="g", sensitive="s"), InputError, "'nope' not found"),
+    (dict(qi="q", group="g", sensitive="s", weight="w"), InputError, "negative"),
+    (dict(qi="q", group="g", sensitive="s", weight="wn"), InputError, "1 nulls"),
+    (dict(qi="q", group="g", sensitive="s", weight="wf"), InputTypeError, "integers"),
+]
+
+#: the table the class-count refusals read, and each engine's refusals of ``class_counts``
+CLASS_REFUSAL_TABLE = {"q": [1, 2], "r": ["a", "b"], "w": [1, -1],
+                       "wn": pa.array([1, None], pa.int64()), "wf": [1.0, 2.0], "w0": [0, 0]}
+CLASS_REFUSALS = [
+    (dict(qi=None), InputError, "qi: give the quasi-identifier"),
+    (dict(qi=[]), InputError, "qi: at least one column"),
+    (dict(qi=["q", "q"]), InputError, "qi: column 'q' is named twice"),
+    (dict(qi=[1]), InputTypeError, "qi: column names must be strings"),
+    (dict(qi="nope"), InputError, "'nope' not found"),
+    (dict(qi="q", nulls="maybe"), InputError, "nulls"),
+    (dict(qi="q", weight="q"), InputError, "weight column 'q' is also a qi column"),
+    (dict(qi="q", weight=3), InputTypeError, "weight must be a column name"),
+    (dict(qi="q", weight="w"), InputError, "negative"),
+    (dict(qi="q", weight="wn"), InputError, "1 nulls"),
+    (dict(qi="q", weight="wf"), InputTypeError, "integers"),
+    (dict(qi="q", weight="w0"), InputError, "no rows"),
+]

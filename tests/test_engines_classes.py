@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from fastpriv import InputError, InputTypeError, population, pushdown, risk
-from tests.engines import _KINDS
+from tests.engines import _KINDS, CLASS_REFUSAL_TABLE, CLASS_REFUSALS
 from tests.spark_session import local_session
 
 SETTINGS = dict(deadline=None, derandomize=True,
@@ -283,28 +283,13 @@ def test_bad_input_names_the_parameter(tmp_path):
 
     from fastpriv import distributed
 
-    t = pa.table({"q": [1, 2], "r": ["a", "b"], "w": [1, -1],
-                  "wn": pa.array([1, None], pa.int64()), "wf": [1.0, 2.0],
-                  "w0": [0, 0]})
+    t = pa.table(CLASS_REFUSAL_TABLE)
     folder = str(tmp_path / "p")
     _write_parts(t, folder, 1)
     engines = {"duckdb": lambda **kw: pushdown.class_counts(duckdb.from_arrow(t), **kw),
                "duckdb parquet": lambda **kw: pushdown.class_counts(folder, **kw),
                "dask": lambda **kw: distributed.class_counts(folder, **kw)}
-    cases = [
-        (dict(qi=None), InputError, "qi: give the quasi-identifier"),
-        (dict(qi=[]), InputError, "qi: at least one column"),
-        (dict(qi=["q", "q"]), InputError, "qi: column 'q' is named twice"),
-        (dict(qi=[1]), InputTypeError, "qi: column names must be strings"),
-        (dict(qi="nope"), InputError, "'nope' not found"),
-        (dict(qi="q", nulls="maybe"), InputError, "nulls"),
-        (dict(qi="q", weight="q"), InputError, "weight column 'q' is also a qi column"),
-        (dict(qi="q", weight=3), InputTypeError, "weight must be a column name"),
-        (dict(qi="q", weight="w"), InputError, "negative"),
-        (dict(qi="q", weight="wn"), InputError, "1 nulls"),
-        (dict(qi="q", weight="wf"), InputTypeError, "integers"),
-        (dict(qi="q", weight="w0"), InputError, "no rows"),
-    ]
+    cases = CLASS_REFUSALS
     for name, fn in engines.items():
         for kw, exc, match in cases:
             with dask.config.set(scheduler="synchronous"), pytest.raises(exc, match=match):

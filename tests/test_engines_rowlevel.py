@@ -36,7 +36,7 @@ from hypothesis import (
 from hypothesis import strategies as st
 
 from fastpriv import InputError, InputTypeError, Release, foreground, pushdown, robustness
-from tests.engines import _KINDS
+from tests.engines import _KINDS, ROW_REFUSAL_TABLE, ROW_REFUSALS
 from tests.spark_session import local_session
 
 R = 2.0
@@ -329,27 +329,12 @@ def test_bad_input_names_the_parameter(tmp_path):
 
     from fastpriv import distributed
 
-    t = pa.table({"q": [1, 2], "g": [1, 1], "s": ["a", "b"], "w": [1, -1],
-                  "wn": pa.array([1, None], pa.int64()), "wf": [1.0, 2.0]})
+    t = pa.table(ROW_REFUSAL_TABLE)
     folder = str(tmp_path / "p")
     _write_parts(t, folder, 1)
     engines = {"duckdb": (lambda d, **kw: pushdown.row_counts(duckdb.from_arrow(d), **kw)),
                "dask": (lambda d, **kw: distributed.row_counts(folder, **kw))}
-    cases = [
-        (dict(qi=None, group="g", sensitive="s"), InputError, "qi"),
-        (dict(qi="q", group=None, sensitive="s"), InputError, "group"),
-        (dict(qi=[], group="g", sensitive="s"), InputError, "qi"),
-        (dict(qi="q", group="q", sensitive="s"), InputError, "group: column 'q' is also"),
-        (dict(qi="q", group="g", sensitive="g"), InputError, "also a group column"),
-        (dict(qi=["q", "q"], group="g", sensitive="s"), InputError, "qi"),
-        (dict(qi="q", group="g", sensitive=1), InputTypeError, "sensitive"),
-        (dict(qi="q", group="g", sensitive="s", count="q"), InputError, "count='q'"),
-        (dict(qi="q", group="g", sensitive="s", weight="g"), InputError, "weight column 'g'"),
-        (dict(qi="nope", group="g", sensitive="s"), InputError, "'nope' not found"),
-        (dict(qi="q", group="g", sensitive="s", weight="w"), InputError, "negative"),
-        (dict(qi="q", group="g", sensitive="s", weight="wn"), InputError, "1 nulls"),
-        (dict(qi="q", group="g", sensitive="s", weight="wf"), InputTypeError, "integers"),
-    ]
+    cases = ROW_REFUSALS
     for name, fn in engines.items():
         for kw, exc, match in cases:
             with dask.config.set(scheduler="synchronous"), pytest.raises(exc, match=match):

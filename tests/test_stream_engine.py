@@ -33,6 +33,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from fastpriv import InputError, InputTypeError, population, pushdown, read_csv, risk, stream_counts
+from tests.engines import CLASS_REFUSAL_TABLE, CLASS_REFUSALS, ROW_REFUSAL_TABLE, ROW_REFUSALS
 from tests.test_engines_classes import NAN_EXAMPLE as CLASS_NAN_EXAMPLE
 from tests.test_engines_classes import (
     NULL_PEOPLE,
@@ -184,22 +185,8 @@ def test_parquet_and_csv_paths_and_datasets_are_read_in_batches(tmp_path):
 def test_row_counts_bad_input_names_the_parameter():
     """The refusals of the engines' row_counts (tests/test_engines_rowlevel.py), and those
     of a stream."""
-    t = pa.table({"q": [1, 2], "g": [1, 1], "s": ["a", "b"], "w": [1, -1],
-                  "wn": pa.array([1, None], pa.int64()), "wf": [1.0, 2.0]})
-    cases = [
-        (dict(qi=None, group="g", sensitive="s"), InputError, "qi"),
-        (dict(qi="q", group=None, sensitive="s"), InputError, "group"),
-        (dict(qi=[], group="g", sensitive="s"), InputError, "qi"),
-        (dict(qi="q", group="q", sensitive="s"), InputError, "group: column 'q' is also"),
-        (dict(qi="q", group="g", sensitive="g"), InputError, "also a group column"),
-        (dict(qi=["q", "q"], group="g", sensitive="s"), InputError, "qi"),
-        (dict(qi="q", group="g", sensitive=1), InputTypeError, "sensitive"),
-        (dict(qi="q", group="g", sensitive="s", count="q"), InputError, "count='q'"),
-        (dict(qi="q", group="g", sensitive="s", weight="g"), InputError, "weight column 'g'"),
-        (dict(qi="nope", group="g", sensitive="s"), InputError, "'nope' not found"),
-        (dict(qi="q", group="g", sensitive="s", weight="w"), InputError, "negative"),
-        (dict(qi="q", group="g", sensitive="s", weight="wn"), InputError, "1 nulls"),
-        (dict(qi="q", group="g", sensitive="s", weight="wf"), InputTypeError, "integers"),
+    t = pa.table(ROW_REFUSAL_TABLE)
+    cases = ROW_REFUSALS + [
         (dict(qi="q", group="g", sensitive="s", batch_size=0), InputError, "batch_size"),
         (dict(qi="q", group="g", sensitive="s", batch_size=1.5), InputTypeError,
          "batch_size"),
@@ -316,22 +303,8 @@ def test_k_map_and_delta_presence_read_a_streamed_population_in_batches():
 
 def test_class_counts_bad_input_names_the_parameter():
     """The refusals of the engines' class_counts (tests/test_engines_classes.py)."""
-    t = pa.table({"q": [1, 2], "r": ["a", "b"], "w": [1, -1],
-                  "wn": pa.array([1, None], pa.int64()), "wf": [1.0, 2.0],
-                  "w0": [0, 0]})
-    cases = [
-        (dict(qi=None), InputError, "qi: give the quasi-identifier"),
-        (dict(qi=[]), InputError, "qi: at least one column"),
-        (dict(qi=["q", "q"]), InputError, "qi: column 'q' is named twice"),
-        (dict(qi=[1]), InputTypeError, "qi: column names must be strings"),
-        (dict(qi="nope"), InputError, "'nope' not found"),
-        (dict(qi="q", nulls="maybe"), InputError, "nulls"),
-        (dict(qi="q", weight="q"), InputError, "weight column 'q' is also a qi column"),
-        (dict(qi="q", weight=3), InputTypeError, "weight must be a column name"),
-        (dict(qi="q", weight="w"), InputError, "negative"),
-        (dict(qi="q", weight="wn"), InputError, "1 nulls"),
-        (dict(qi="q", weight="wf"), InputTypeError, "integers"),
-        (dict(qi="q", weight="w0"), InputError, "no rows"),
+    t = pa.table(CLASS_REFUSAL_TABLE)
+    cases = CLASS_REFUSALS + [
         (dict(qi="q", batch_size=-1), InputError, "batch_size"),
     ]
     for kw, exc, match in cases:
