@@ -572,9 +572,23 @@ def _duckdb_relation(data: Any) -> Iterator[Any]:
             raise InputError(f"data: no *.parquet file under {path!r}")
     con = duckdb.connect()
     try:
+        _nans_possible(con)
         yield con.read_parquet(source)
     finally:
         con.close()
+
+
+def _nans_possible(con: Any) -> None:
+    """Let DuckDB see NaN in Parquet files whose statistics do not count them.
+
+    By default DuckDB assumes a Parquet float column without a NaN count holds no NaN
+    (``parquet_can_have_nan``), and folds ``isnan(x)`` to false from the min/max
+    statistics: NaN keys (pyarrow writes no NaN count) would not read as nulls, and a
+    class would split in two. Versions without the setting do not fold it.
+    """
+    duckdb = _require_duckdb()
+    with contextlib.suppress(duckdb.CatalogException):
+        con.execute("SET parquet_can_have_nan = true")
 
 
 def _count_select(rel: Any, cols: list[str], weight: str | None, count: str,

@@ -329,3 +329,23 @@ def test_weighted_pushdown_refuses_bad_weights(con):
     with pytest.raises(InputError, match="count_null_weights"):
         pushdown.release(pa.table({"g": [1], "s": ["a"], "count": [2]}), group="g",
                          sensitive="s", weight="w")
+
+
+def test_duckdb_reads_nan_keys_of_parquet_files_as_nulls(tmp_path):
+    """pyarrow writes float statistics without a NaN count; DuckDB must still see the NaN.
+
+    By default DuckDB assumes such a column holds no NaN and folds ``isnan(x)`` to false:
+    the NaN class would stay apart from the null class, unlike in memory.
+    """
+    import pyarrow.parquet as pq
+
+    from fastpriv import risk
+
+    t = pa.table({"k": pa.array([1.5, float("nan"), float("nan"), -2.25]),
+                  "s": ["a", "b", "a", "b"]})
+    pq.write_table(t, tmp_path / "a.parquet")
+    want = risk.class_counts(t, qi=["k"], nulls="value")
+    got = pushdown.class_counts(str(tmp_path), qi=["k"], nulls="value")
+    assert got.to_dict() == want.to_dict() and got.n_classes == 3
+    hist = pushdown.class_histogram(str(tmp_path), qi=["k"], nulls="value")
+    assert risk.audit(hist).to_dict() == risk.audit(t, qi=["k"], nulls="value").to_dict()
