@@ -24,7 +24,7 @@ from ._validation import check_choice, real_array
 from .errors import InputError, InputTypeError
 from .results import Result, json_safe
 
-__all__ = ["ClassHistogram"]
+__all__ = ["ClassHistogram", "PopulationHistogram"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,3 +150,226 @@ class ClassHistogram(Result):
         return (f"{self.n_records:,} records in {self.n_classes:,} QI classes over "
                 f"{', '.join(self.qi)}; smallest class {int(self.size[0]):,}")
 
+
+
+def _class(values: dict, size: int, population_size: int) -> dict:
+    """Return a class as the summary keeps it: QI values, records in the data, people."""
+    return {"qi_values": dict(values), "size": int(size),
+            "population_size": int(population_size)}
+
+
+def _first(a: dict | None, b: dict | None, key: Any) -> dict | None:
+    """Return whichever of ``a``, ``b`` comes first by ``key``, then by QI values (nulls last)."""
+    from ._labels import label_less
+
+    if a is None or b is None:
+        return a if b is None else b
+    ka, kb = key(a), key(b)
+    if kb < ka or (kb == ka and label_less(tuple(b["qi_values"].values()),
+                                           tuple(a["qi_values"].values()))):
+        return b
+    return a
+
+
+def _smallest(c: dict) -> int:
+    return c["size"]
+
+
+def _rarest(c: dict) -> int:
+    return c["population_size"]
+
+
+def _most_exposed(c: dict) -> float:
+    return -(c["size"] / c["population_size"])
+
+
+@dataclass(frozen=True, eq=False)
+class PopulationHistogram(Result):
+    """The data's classes matched with a population's, summarized: a fold over QI classes.
+
+    k-map (min_j F_j), δ-presence (f_j / F_j: its maximum, its minimum) and the risk
+    measures against a population table (journalist and marketer risk, Σ f_j / F_j) depend
+    on the classes only through how many have each pair (f_j records in the data, F_j
+    people in the population), the population's totals, and their witnesses — the first
+    class (key order, nulls last) of smallest f, of smallest F and of largest f / F. This
+    is that summary. It is built from complete matched classes
+    (:meth:`from_matched`), merged across disjoint sets of classes (:meth:`merge`: counts
+    add pair by pair, witnesses by their key), and read by :func:`fastpriv.risk.audit`,
+    :func:`fastpriv.population.k_map` and :func:`~fastpriv.population.delta_presence` as
+    they read a table and its population; in memory they read it too, so an engine's
+    summary answers exactly as the table. Its size is the number of distinct (f, F) pairs.
+
+    Attributes
+    ----------
+    qi : tuple of str
+        The QI columns.
+    size, population_size, count : int64 arrays
+        ``count[i]`` classes of the data have ``size[i]`` records and ``population_size[i]``
+        people in the population (pairs ascending).
+    n_population, n_population_classes : int
+        Records and classes of the population table (under the null policy).
+    smallest, rarest, most_exposed : dict or None
+        ``{"qi_values", "size", "population_size"}`` of the first class of smallest size,
+        of smallest population size (k-map) and of largest f / F (δ_max); None when the
+        summary holds no class of the data (a part of a population without data).
+    nulls : {"error", "drop", "value"}
+        The null policy both tables were counted under.
+
+    """
+
+    qi: tuple
+    size: np.ndarray = field(repr=False)
+    population_size: np.ndarray = field(repr=False)
+    count: np.ndarray = field(repr=False)
+    n_population: int
+    n_population_classes: int
+    smallest: dict | None
+    rarest: dict | None
+    most_exposed: dict | None
+    nulls: str = "error"
+    #: no sampling weights: the pairs do not carry them (read by risk.audit)
+    sampling_weight_sums = None
+
+    def __post_init__(self) -> None:
+        arrays = [real_array(a, name).astype(np.int64) for a, name in
+                  ((self.size, "size"), (self.population_size, "population_size"),
+                   (self.count, "count"))]
+        size, big_f, count = arrays
+        if len({a.shape for a in arrays}) != 1 or size.ndim != 1:
+            raise InputError("size, population_size and count must be 1-d arrays of one length")
+        if (size < 1).any() or (count < 1).any() or (big_f < size).any():
+            raise InputError("size must be >= 1, population_size >= size and count >= 1")
+        check_choice(self.nulls, "nulls", ("error", "drop", "value"))
+        if (self.smallest is None) != (size.size == 0):
+            raise InputError("smallest must name a class exactly when there are classes")
+        for name, a in zip(("size", "population_size", "count"), arrays, strict=True):
+            object.__setattr__(self, name, a)
+
+    @classmethod
+    def from_matched(cls, classes: Any, population_size: Any, *, n_population: int,
+                     n_population_classes: int) -> "PopulationHistogram":
+        """Summarize matched classes: :class:`fastpriv.risk.ClassCounts` and their F_j."""
+        f = np.asarray(classes.sizes, dtype=np.int64)
+        big_f = np.asarray(population_size, dtype=np.int64)
+        pairs, count = np.unique(np.stack([f, big_f], axis=1), axis=0, return_counts=True)
+
+        def witness(j: int) -> dict:
+            return _class(classes.values_of(j), f[j], big_f[j])
+
+        return cls(tuple(classes.qi), pairs[:, 0], pairs[:, 1], count, int(n_population),
+                   int(n_population_classes), witness(int(np.argmin(f))),
+                   witness(int(np.argmin(big_f))), witness(int(np.argmax(f / big_f))),
+                   classes.nulls)
+
+    @classmethod
+    def population_only(cls, qi: Any, nulls: str, *, n_population: int,
+                        n_population_classes: int) -> "PopulationHistogram":
+        """Summarize population classes that no record of the data falls in."""
+        empty = np.zeros(0, dtype=np.int64)
+        return cls(tuple(qi), empty, empty, empty, int(n_population), int(n_population_classes),
+                   None, None, None, nulls)
+
+    def merge(self, *others: "PopulationHistogram") -> "PopulationHistogram":
+        """Return the summary of the union of disjoint sets of complete classes.
+
+        Pair counts and population totals add; each witness is the one coming first by its
+        key (smaller f, smaller F, larger f / F), then by QI values (nulls last), as the
+        classes of the whole table would name it.
+        """
+        out = self
+        for o in others:
+            if not isinstance(o, PopulationHistogram):
+                raise InputTypeError(f"merge: expected PopulationHistogram, got "
+                                     f"{type(o).__name__}")
+            if (o.qi, o.nulls) != (out.qi, out.nulls):
+                raise InputError("merge: the summaries are over different QI columns or null "
+                                 "policies")
+            pairs = np.concatenate([np.stack([out.size, out.population_size], axis=1),
+                                    np.stack([o.size, o.population_size], axis=1)])
+            uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
+            count = np.zeros(uniq.shape[0], dtype=np.int64)
+            np.add.at(count, inv.ravel(), np.concatenate([out.count, o.count]))
+            out = PopulationHistogram(
+                out.qi, uniq[:, 0], uniq[:, 1], count,
+                out.n_population + o.n_population,
+                out.n_population_classes + o.n_population_classes,
+                _first(out.smallest, o.smallest, _smallest),
+                _first(out.rarest, o.rarest, _rarest),
+                _first(out.most_exposed, o.most_exposed, _most_exposed), out.nulls)
+        return out
+
+    @property
+    def n_records(self) -> int:
+        """n, the records of the data."""
+        return int((self.size * self.count).sum())
+
+    @property
+    def n_classes(self) -> int:
+        """u, the classes of the data."""
+        return int(self.count.sum())
+
+    def histogram(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(size, count)`` of the data's classes, as :meth:`ClassHistogram.histogram`."""
+        size, inv = np.unique(self.size, return_inverse=True)
+        count = np.zeros(size.size, dtype=np.int64)
+        np.add.at(count, inv.ravel(), self.count)
+        return size, count
+
+    def k_map(self) -> tuple[int, dict]:
+        """Return ``(k, class)``: k-map = min_j F_j (Sweeney 2002) and the first class there."""
+        self._require_classes()
+        return int(self.rarest["population_size"]), self.rarest
+
+    def delta(self) -> tuple[float, float, dict]:
+        """Return ``(δ_max, δ_min, class)``, δ_j = f_j / F_j (Nergiz et al. 2007).
+
+        δ_min is over the population's classes: 0 when one of them is absent from the data;
+        the class is the first attaining δ_max.
+        """
+        self._require_classes()
+        c = self.most_exposed
+        d_min = (float((self.size / self.population_size).min())
+                 if self.n_population_classes == self.n_classes else 0.0)
+        return c["size"] / c["population_size"], d_min, c
+
+    def exposure_sum(self) -> float:
+        """Σ_j f_j / F_j over the data's classes (correctly rounded sum over the pairs)."""
+        import math
+
+        return math.fsum((self.count * (self.size / self.population_size)).tolist())
+
+    def _require_classes(self) -> None:
+        if self.smallest is None:
+            raise InputError("data has no rows (after the null policy and weights of 0)")
+
+    @property
+    def value(self) -> int:
+        """The number of classes of the data."""
+        return self.n_classes
+
+    @property
+    def params(self) -> dict:
+        """The QI columns, the null policy and the population's totals."""
+        return {"qi": list(self.qi), "nulls": self.nulls, "n_population": self.n_population,
+                "n_population_classes": self.n_population_classes}
+
+    @property
+    def witness(self) -> None:
+        """None: a summary, not a verdict (see :func:`fastpriv.population.k_map`)."""
+        return None
+
+    def to_dict(self) -> dict:
+        """JSON-safe dict: QI, null policy, totals, the (f, F) pairs and the three classes."""
+        return json_safe({**self.params, "n_records": self.n_records,
+                          "n_classes": self.n_classes,
+                          "pairs": {"size": self.size.tolist(),
+                                    "population_size": self.population_size.tolist(),
+                                    "count": self.count.tolist()},
+                          "smallest": self.smallest, "rarest": self.rarest,
+                          "most_exposed": self.most_exposed})
+
+    def summary(self) -> str:
+        """One line: records and classes of the data and of the population."""
+        return (f"{self.n_records:,} records in {self.n_classes:,} QI classes over "
+                f"{', '.join(self.qi)}, matched with {self.n_population:,} people in "
+                f"{self.n_population_classes:,} classes of the population")

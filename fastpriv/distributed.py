@@ -100,7 +100,8 @@ if TYPE_CHECKING:
     from .risk import ClassCounts
 
 __all__ = ["count_partitions", "release_from_dask", "row_counts", "groupwise_audit", "value_counts",
-           "warm_workers", "anonymize", "class_counts", "class_histogram"]
+           "warm_workers", "anonymize", "class_counts", "class_histogram",
+           "population_histogram"]
 
 
 # ============================================================================ helpers
@@ -422,16 +423,22 @@ def _arrow_counts(data: Any, cols: list[str], weight: str | None, count: str,
     one worker (10M IHIS-shaped rows, 9.9M distinct). ``finish`` runs on the merged table
     in the last task, on a worker: only its result reaches the client.
     """
+    root = _class_tree(data, cols, weight, count, split_every)
+    return (root if finish is None else _require_dask().delayed(finish, pure=True)(root)
+            ).compute()
+
+
+def _class_tree(data: Any, cols: list[str], weight: str | None, count: str,
+                split_every: int, param: str = "data") -> Any:
+    """Return the delayed ``GROUP BY cols`` of :func:`_arrow_counts` (its merge tree's root)."""
     dask = _require_dask()
     pieces = _pieces(data, cols + ([weight] if weight is not None else []),
                      min_pieces=2 * split_every)
     if not pieces:
-        raise InputError("data has no rows (after the null policy and weights of 0)")
+        raise InputError(f"{param} has no rows (after the null policy and weights of 0)")
     parts = [dask.delayed(_class_piece, pure=True)(kind, obj, cols, weight, count)
              for kind, obj in pieces]
-    merge = functools.partial(_merge_classes, weight)
-    root = _reduce(dask, parts, merge, split_every)
-    return (root if finish is None else dask.delayed(finish, pure=True)(root)).compute()
+    return _reduce(dask, parts, functools.partial(_merge_classes, weight), split_every)
 
 
 # ============================================================================ classes
@@ -562,6 +569,66 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
     count = _unique_name("count", cols)
     return _arrow_counts(data, cols, weight, count, split_every, finish=functools.partial(
         _histogram_of, qi=cols, count=count, nulls=nulls))
+
+
+def _matched_of(sample: Any, people: Any, *, qi: list[str], count: str, nulls: str) -> Any:
+    """Join two merged class tables (the last task): their PopulationHistogram."""
+    import pyarrow as pa
+
+    from .pushdown import _unique_name, finish_population_counts
+
+    big = _unique_name("population", qi + [count])
+    sample = sample.append_column(big, pa.nulls(sample.num_rows, pa.int64()))
+    people = people.rename_columns(qi + [big]).add_column(
+        len(qi), count, pa.nulls(people.num_rows, pa.int64()))
+    try:
+        both = pa.concat_tables([sample, people], promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise InputError(f"population: QI column types differ from the data's ({exc})"
+                         ) from None
+    out = finish_population_counts(both, qi=qi, count=count, population_count=big,
+                                   weight=None, checks=None, nulls=nulls)
+    if out.n_classes == 0:
+        raise InputError("data has no rows (after the null policy and weights of 0)")
+    return out
+
+
+def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
+                         weight: str | None = None, nulls: str = "error",
+                         split_every: int = 8) -> Any:
+    """Match the data's QI classes with a population's on the cluster; bring back the summary.
+
+    The fold of k-map, δ-presence and the risk against a population table
+    (:class:`~fastpriv.class_histogram.PopulationHistogram`): the classes of both tables
+    are counted as by :func:`class_counts` (partial Arrow tables added in a tree), and the
+    last task, on a worker, matches them (:func:`fastpriv.risk.match_counts`); only the
+    summary — one entry per distinct (records, people) pair — reaches the client.
+    :func:`fastpriv.population.k_map`, :func:`~fastpriv.population.delta_presence` and
+    :func:`fastpriv.risk.audit` on it equal the same calls on the tables in memory
+    (``population=`` left out; no sampling weights). The worker running the last task holds
+    every class of both tables, as :func:`class_counts`' client does.
+
+    Parameters
+    ----------
+    data, population : dask.dataframe.DataFrame or path
+        As for :func:`class_counts`; both with the ``qi`` columns.
+    qi, weight, nulls, split_every :
+        As for :func:`class_counts` (``weight`` is the data's).
+
+    Returns
+    -------
+    fastpriv.class_histogram.PopulationHistogram
+
+    """
+    from .pushdown import _unique_name, check_class_names
+
+    cols = check_class_names(qi, weight, nulls)
+    split_every = _check_split_every(split_every)
+    count = _unique_name("count", cols)
+    sample = _class_tree(data, cols, weight, count, split_every)
+    people = _class_tree(population, cols, None, count, split_every, param="population")
+    match = functools.partial(_matched_of, qi=cols, count=count, nulls=nulls)
+    return _require_dask().delayed(match, pure=True)(sample, people).compute()
 
 
 # ============================================================================ Q

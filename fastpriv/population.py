@@ -112,13 +112,27 @@ class DeltaPresenceResult(Result):
 
 def _matched(data: Any, qi: Sequence[str] | None, population: Any, weight: str | None,
              nulls: str | None) -> tuple[Any, dict]:
-    """Match the data's classes with the population's (:func:`risk.match_population`).
+    """Match the data's classes with the population's; their summary and the params.
 
-    A stream of record batches (:func:`fastpriv.stream_counts.is_stream`), as the data or
-    the population, is counted batch by batch (:func:`fastpriv.stream_counts.class_counts`).
+    The summary is the :class:`~fastpriv.class_histogram.PopulationHistogram` of
+    :func:`fastpriv.risk.match_population`, or ``data`` itself when an engine folded it
+    (``population`` then left out). A stream of record batches
+    (:func:`fastpriv.stream_counts.is_stream`), as the data or the population, is counted
+    batch by batch (:func:`fastpriv.stream_counts.class_counts`).
     """
     from . import risk, stream_counts
+    from .class_histogram import PopulationHistogram
 
+    if isinstance(data, PopulationHistogram):
+        if population is not None or weight is not None or (nulls not in (None, data.nulls)):
+            raise InputError("data: a PopulationHistogram was matched with its population "
+                             "under its null policy already; leave population=, weight= and "
+                             "nulls= out")
+        if qi is not None and ([qi] if isinstance(qi, str) else list(qi)) != list(data.qi):
+            raise InputError(f"qi: the summary is over {list(data.qi)}, not {list(qi)}")
+        if data.n_classes == 0:
+            raise InputError("data has no rows (after the null policy and weights of 0)")
+        return data, _params(data, weight)
     if population is None or isinstance(population, (int, float)):
         raise InputError("population: give the population table (a table or a path with the "
                          f"QI columns); got {population!r}")
@@ -130,21 +144,23 @@ def _matched(data: Any, qi: Sequence[str] | None, population: Any, weight: str |
     if stream_counts.is_stream(population):
         population = stream_counts.class_counts(population, qi=list(sample.qi),
                                                  nulls=sample.nulls)
-    match = risk.match_population(sample, population)
-    params = {"qi": list(sample.qi), "n_records": int(sample.n_records),
-              "n_population": match.n_population, "n_classes": int(sample.n_classes),
-              "n_population_classes": match.n_population_classes, "weight": weight,
-              "nulls": sample.nulls}
-    return match, params
+    pairs = risk.match_population(sample, population).histogram()
+    return pairs, _params(pairs, weight)
 
 
-def _class(match: Any, j: int) -> PopulationClass:
-    """Return the witness: class ``j`` of the data with its records and people."""
-    return PopulationClass(match.sample.values_of(j), int(match.sample.sizes[j]),
-                           int(match.big_f[j]))
+def _params(pairs: Any, weight: str | None) -> dict:
+    return {"qi": list(pairs.qi), "n_records": pairs.n_records,
+            "n_population": pairs.n_population, "n_classes": pairs.n_classes,
+            "n_population_classes": pairs.n_population_classes, "weight": weight,
+            "nulls": pairs.nulls}
 
 
-def k_map(data: Any, *, qi: Sequence[str] | None = None, population: Any,
+def _class(c: dict) -> PopulationClass:
+    """Return the witness: a class of the data with its records and people."""
+    return PopulationClass(dict(c["qi_values"]), c["size"], c["population_size"])
+
+
+def k_map(data: Any, *, qi: Sequence[str] | None = None, population: Any = None,
           weight: str | None = None, nulls: str | None = None) -> KMapResult:
     """k-map: the smallest population class matched by a record of the data.
 
@@ -152,15 +168,17 @@ def k_map(data: Any, *, qi: Sequence[str] | None = None, population: Any,
 
     Parameters
     ----------
-    data : table-like, path, Release or ClassCounts
-        The data (the sample).
+    data : table-like, path, Release, ClassCounts or PopulationHistogram
+        The data (the sample), or its classes already matched with the population where
+        the data lives (:class:`~fastpriv.class_histogram.PopulationHistogram`, e.g.
+        :func:`fastpriv.spark.population_histogram`; ``population=`` then left out).
     qi : list of str
         Quasi-identifier columns.
-    population : table-like, path or stream of record batches
-        The population table; it must hold the data (every F_j ≥ f_j). A
-        ``RecordBatchReader`` or an iterator of record batches is counted batch by batch
-        (:func:`fastpriv.stream_counts.class_counts`: memory ∝ its classes), as is a
-        streamed ``data``.
+    population : table-like, path or stream of record batches, optional
+        The population table (required unless ``data`` is a summary); it must hold the
+        data (every F_j ≥ f_j). A ``RecordBatchReader`` or an iterator of record batches
+        is counted batch by batch (:func:`fastpriv.stream_counts.class_counts`: memory ∝
+        its classes), as is a streamed ``data``.
     weight : str, optional
         Multiplicity column of the data (rows standing for several identical records).
     nulls : {"error", "drop", "value"}, optional
@@ -169,12 +187,12 @@ def k_map(data: Any, *, qi: Sequence[str] | None = None, population: Any,
         ``params["nulls"]`` is the policy used.
 
     """
-    match, params = _matched(data, qi, population, weight, nulls)
-    k, j = match.k_map()
-    return KMapResult(k, _class(match, j), params)
+    pairs, params = _matched(data, qi, population, weight, nulls)
+    k, c = pairs.k_map()
+    return KMapResult(k, _class(c), params)
 
 
-def delta_presence(data: Any, *, qi: Sequence[str] | None = None, population: Any,
+def delta_presence(data: Any, *, qi: Sequence[str] | None = None, population: Any = None,
                    weight: str | None = None,
                    nulls: str | None = None) -> DeltaPresenceResult:
     """δ-presence: δ_j = f_j / F_j, the chance a person of class j is in the data.
@@ -182,9 +200,9 @@ def delta_presence(data: Any, *, qi: Sequence[str] | None = None, population: An
     Returns δ_max = max_j δ_j as ``value`` and δ_min (0 when a population class is absent
     from the data) — Nergiz, Atzori & Clifton (2007), Def. 3. Parameters as :func:`k_map`.
     """
-    match, params = _matched(data, qi, population, weight, nulls)
-    d_max, d_min, j = match.delta()
-    return DeltaPresenceResult(d_max, d_min, _class(match, j), params)
+    pairs, params = _matched(data, qi, population, weight, nulls)
+    d_max, d_min, c = pairs.delta()
+    return DeltaPresenceResult(d_max, d_min, _class(c), params)
 
 
 # ------------------------------------------------------------------ verdict (registry hooks)

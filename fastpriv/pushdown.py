@@ -96,7 +96,7 @@ if TYPE_CHECKING:
     from .risk import ClassCounts
 
 __all__ = ["count_query", "release", "quote_identifier", "row_counts", "audit",
-           "class_histogram",
+           "class_histogram", "population_histogram", "finish_population_counts",
            "ordered_counts", "finish_row_counts", "weight_check_columns", "anonymize",
            "class_counts",
            "finish_class_counts"]
@@ -933,6 +933,154 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
     one = finish_class_counts(first, qi=cols, count=n, nulls=nulls)
     return ClassHistogram(tuple(cols), [int(x) for x in sizes.column("size").to_pylist()],
                           sizes.column("classes").to_pylist(), one.values_of(0), nulls)
+
+
+@contextlib.contextmanager
+def _population_source(rel: Any, population: Any, taken: Sequence[str]) -> Iterator[str]:
+    """Name ``population`` for a query run on ``rel``'s connection: a view or ``read_parquet``.
+
+    A relation is registered as a view of its connection (dropped on exit), which must be
+    ``rel``'s; a path is read there as :func:`_duckdb_relation` reads one.
+    """
+    import os
+
+    duckdb = _require_duckdb()
+    if isinstance(population, duckdb.DuckDBPyRelation):
+        name = _unique_name("fastpriv_population", list(taken))
+        population.create_view(name, replace=True)
+        try:
+            yield quote_identifier(name)
+        finally:
+            population.query(name + "_drop", f"DROP VIEW IF EXISTS {quote_identifier(name)}")
+        return
+    if not isinstance(population, (str, os.PathLike)):
+        raise InputTypeError("population must be a DuckDB relation or a path to Parquet data, "
+                             f"got {type(population).__name__}")
+    path = os.fspath(population)
+    if not os.path.exists(path):
+        raise InputError(f"population: no such file or directory: {path!r}")
+    if os.path.isdir(path):
+        path = os.path.join(path, "**", "*.parquet")
+    literal = "'" + path.replace("'", "''") + "'"
+    known = rel.query(_unique_name("fastpriv_rows", list(taken)),
+                      "SELECT count(*) FROM duckdb_settings() "
+                      "WHERE name = 'parquet_can_have_nan'").fetchall()[0][0]
+    nan = ", can_have_nan = true" if known else ""           # see _nans_possible
+    yield f"read_parquet({literal}{nan})"
+
+
+def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
+                         weight: str | None = None, nulls: str = "error",
+                         batch_size: int = 1 << 16) -> Any:
+    """Match the data's QI classes with a population's in DuckDB; bring back their summary.
+
+    The fold of k-map, δ-presence and the risk against a population table
+    (:class:`~fastpriv.class_histogram.PopulationHistogram`): DuckDB counts the classes of
+    both tables (``GROUP BY qi``; NaN a null, ``-0.0`` as ``0.0``; the data's weights summed
+    and checked) and joins them (``FULL JOIN`` on the QI, null matching null); the joined
+    classes stream back in batches of ``batch_size`` rows, each summarized here
+    (:func:`fastpriv.risk.match_counts`) and merged. This process holds one batch and the
+    summary — one entry per distinct (records, people) pair — never every class
+    (:func:`class_counts`). :func:`fastpriv.population.k_map`,
+    :func:`~fastpriv.population.delta_presence` and :func:`fastpriv.risk.audit` on it equal
+    the same calls on the tables in memory (``population=`` left out; no sampling weights).
+    A class of the data missing from the population, a null QI under ``nulls="error"``, a
+    null or negative weight: refused as in memory (the class named is one of the refused).
+
+    Parameters
+    ----------
+    data : duckdb.DuckDBPyRelation or path
+        The data, as for :func:`class_counts`.
+    qi : str or list of str
+        The quasi-identifier columns (of both tables).
+    population : duckdb.DuckDBPyRelation or path
+        The population table: a relation on ``data``'s connection, or Parquet data.
+    weight : str, optional
+        Multiplicity column of the data, as for :func:`class_counts`.
+    nulls : {"error", "drop", "value"}
+        Null policy of the QI columns of both tables.
+    batch_size : int
+        Joined classes per batch read back.
+
+    Returns
+    -------
+    fastpriv.class_histogram.PopulationHistogram
+
+    """
+    import pyarrow as pa
+
+    from ._validation import check_int
+    from .class_histogram import PopulationHistogram
+
+    duckdb = _require_duckdb()
+    cols = check_class_names(qi, weight, nulls)
+    batch_size = check_int(batch_size, "batch_size", minimum=1)
+    n = _unique_name("n", cols)
+    big = _unique_name("population", cols + [n, "nulls", "least"])
+    view = _unique_name("fastpriv_rows", [])
+    out = PopulationHistogram.population_only(cols, nulls, n_population=0,
+                                              n_population_classes=0)
+    with _duckdb_relation(data) as rel, _population_source(rel, population, [view]) as pop:
+        try:
+            pop_rel = rel.query(view, f"SELECT * FROM {pop} LIMIT 0")
+        except duckdb.CatalogException:
+            raise InputError("population: a DuckDB relation on another connection than "
+                             "data's; give it as a path, or both on one connection") from None
+        select, checks = _count_select(rel, cols, weight, n, keys=cols)
+        pop_select, _ = _count_select(pop_rel, cols, None, big, keys=cols)
+        on = " AND ".join(f"s.{q} IS NOT DISTINCT FROM p.{q}"
+                          for q in map(quote_identifier, cols))
+        keys = ", ".join(f"COALESCE(s.{q}, p.{q}) AS {q}" for q in map(quote_identifier, cols))
+        extra = ", ".join(f"s.{quote_identifier(c)}" for c in (checks or (n,)))
+        sql = (f"SELECT {keys}, {extra}, p.{quote_identifier(big)} FROM "
+               f"(SELECT {select} FROM {view} GROUP BY ALL) s FULL JOIN "
+               f"(SELECT {pop_select} FROM {pop} GROUP BY ALL) p ON {on}")
+        try:
+            reader = rel.query(view, sql).to_arrow_reader(batch_size)
+        except (duckdb.BinderException, duckdb.ConversionException) as exc:
+            raise InputError(f"population: QI column types differ from the data's ({exc})"
+                             ) from None
+        try:
+            for batch in reader:
+                if batch.num_rows:
+                    out = out.merge(finish_population_counts(
+                        pa.Table.from_batches([batch]), qi=cols, count=n,
+                        population_count=big, weight=weight, checks=checks, nulls=nulls))
+        finally:
+            reader.close()          # a refused batch leaves no open result on the connection
+    if out.n_classes == 0:
+        raise InputError("data has no rows (after the null policy and weights of 0)")
+    return out
+
+
+def finish_population_counts(data: Any, *, qi: Sequence[str], count: str,
+                             population_count: str, weight: str | None,
+                             checks: Sequence[str] | None, nulls: str) -> Any:
+    """Summarize a batch of an engine's join of the data's and the population's classes.
+
+    Every engine's ``population_histogram`` ends here, once per batch or partition:
+    ``data`` holds complete classes (the QI columns; ``count``, or with ``weight`` the
+    sum, null-weight and least-weight columns ``checks`` that :func:`weight_sums` checks;
+    ``population_count``), null on the side that lacks the class. Returns their
+    :class:`~fastpriv.class_histogram.PopulationHistogram`
+    (:func:`fastpriv.risk.match_counts`).
+    """
+    import pyarrow.compute as pc
+
+    from ._arrow import as_table
+    from .risk import match_counts
+
+    cols = list(qi)
+    table = as_table(data, param="data")
+    if checks is not None:
+        for name in checks[:2]:          # a population-only class: no sum, no null weight
+            i = table.schema.get_field_index(name)
+            table = table.set_column(i, name, pc.fill_null(table.column(i), 0))
+    counted = _checked(table.select(cols + list(checks or (count,))), cols, weight, count,
+                       None if checks is None else tuple(checks))
+    counted = counted.append_column(population_count, table.column(population_count))
+    return match_counts(counted, qi=cols, count=count, population_count=population_count,
+                        nulls=nulls)
 
 
 def _read_all(out: Any) -> Any:

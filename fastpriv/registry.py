@@ -632,13 +632,18 @@ ENGINE_ROUTES = {
               "`stream_counts.class_counts`; sorted by group: the fold "
               "`streaming.clustered_audit`)",
     "dask": "`distributed.release_from_dask`, `row_counts`, `class_counts`; the folds "
-            "`groupwise_audit` (one summary per partition) and `class_histogram` (risk)",
+            "`groupwise_audit` (one summary per partition), `class_histogram` (risk) and "
+            "`population_histogram` (k-map, δ-presence, risk against a population)",
     "spark": "`spark.release`, `spark.row_counts`, `spark.class_counts`; the folds "
-             "`spark.audit` (on the executors, one summary per partition) and "
-             "`spark.class_histogram` (risk: one row per class size)",
+             "`spark.audit` (on the executors, one summary per partition), "
+             "`spark.class_histogram` (risk: one row per class size) and "
+             "`spark.population_histogram` (k-map, δ-presence, risk against a population: "
+             "one summary per partition of the join)",
     "duckdb": "`pushdown.release`, `pushdown.row_counts`, `pushdown.class_counts` (the GROUP "
-              "BY runs in DuckDB); the folds `pushdown.audit` (its ordered counts streamed) "
-              "and `pushdown.class_histogram` (risk: one row per class size)",
+              "BY runs in DuckDB); the folds `pushdown.audit` (its ordered counts streamed), "
+              "`pushdown.class_histogram` (risk: one row per class size) and "
+              "`pushdown.population_histogram` (k-map, δ-presence, risk against a "
+              "population: the join streamed back)",
 }
 
 

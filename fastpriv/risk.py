@@ -92,7 +92,7 @@ from .results import Result, Witness
 
 __all__ = ["ClassCounts", "RiskResult", "RiskWitness", "CombinationResult", "audit",
            "class_counts", "combinations", "verdict", "population_uniques",
-           "population_unique_estimate"]
+           "population_unique_estimate", "match_counts"]
 
 
 def _ro(a: np.ndarray) -> np.ndarray:
@@ -910,50 +910,56 @@ def _jsonable(d: dict) -> dict:
     return out
 
 
-def _journalist(m: dict, cc: Any, n: float, u: int, pop_f: np.ndarray | None,
-                big_n: float | None, thr: float) -> None:
+def _journalist(m: dict, cc: Any, n: float, u: int, pairs: Any, big_n: float | None,
+                thr: float) -> None:
     """Fill the journalist and marketer risks (Dankar & El Emam; ARX's attacker models).
 
     They are defined against the population table the attacker matches: each sample class
-    j is hidden among its F_j population members. F_j is exact from a population table,
-    estimated as Σ sampling weights with weights, and equal to f_j when the sample is the
-    population. A population *size* alone gives no F_j: spreading N over the classes in
-    proportion (F = f·N/n) would make the highest journalist risk n/N for a sample unique,
-    which contradicts the population uniques the same size estimates. As ARX (whose
-    journalist model needs a population subset), the risks are then not given (None) and
-    the population uniqueness models answer instead.
+    j is hidden among its F_j population members. F_j is exact from a population table
+    (``pairs``, the :class:`~fastpriv.class_histogram.PopulationHistogram`: Σ f_j/F_j over
+    its (f, F) pairs), estimated as Σ sampling weights with weights, and equal to f_j when
+    the sample is the population. A population *size* alone gives no F_j: spreading N over
+    the classes in proportion (F = f·N/n) would make the highest journalist risk n/N for a
+    sample unique, which contradicts the population uniques the same size estimates. As
+    ARX (whose journalist model needs a population subset), the risks are then not given
+    (None) and the population uniqueness models answer instead.
     """
-    if pop_f is None and cc.sampling_weight_sums is None and big_n is None:
+    if pairs is None and cc.sampling_weight_sums is None and big_n is None:
         # the sample is the population, F_j = f_j: the prosecutor's measures (histogram)
         m.update(journalist_max=m["prosecutor_max"], journalist_avg=u / n,
                  journalist_above_threshold=m["prosecutor_above_threshold"],
                  journalist_source="sample (no population given)", marketer=u / n)
         return
-    if pop_f is not None:
-        big_f, src = pop_f, "population table"
+    if pairs is not None:
+        f, big_f, count = (pairs.size.astype(np.float64),
+                           pairs.population_size.astype(np.float64), pairs.count)
+        exposure, src = pairs.exposure_sum(), "population table"
     elif cc.sampling_weight_sums is not None:
-        big_f = np.maximum(cc.sampling_weight_sums, cc.sizes.astype(np.float64))
-        src = "sampling weights (estimated F)"
+        f, count = cc.sizes.astype(np.float64), 1
+        big_f = np.maximum(cc.sampling_weight_sums, f)
+        exposure, src = float((f / big_f).sum()), "sampling weights (estimated F)"
     else:
         m.update(journalist_max=None, journalist_avg=None, journalist_above_threshold=None,
                  marketer=None,
                  journalist_source="needs a population table (a population size gives no "
                                    "class sizes; see population uniques)")
         return
-    f = cc.sizes.astype(np.float64)
     m["journalist_max"] = float(1.0 / big_f.min())
-    m["journalist_avg"] = float(max(u / big_f.sum(), (f / big_f).sum() / n))
-    m["journalist_above_threshold"] = float(f[1.0 / big_f > thr].sum() / n)
+    m["journalist_avg"] = float(max(u / float((count * big_f).sum()), exposure / n))
+    m["journalist_above_threshold"] = float((count * f)[1.0 / big_f > thr].sum() / n)
     m["journalist_source"] = src
-    m["marketer"] = float((f / big_f).sum() / n)
+    m["marketer"] = float(exposure / n)
 
 
 def _histogram_input(data: Any, *, qi: Any, weight: Any, sampling_weight: Any, nulls: Any,
                      population: Any) -> Any:
-    """Check what :func:`audit` is given with a :class:`~fastpriv.class_histogram.ClassHistogram`.
+    """Check what :func:`audit` is given with a summary of :mod:`fastpriv.class_histogram`.
 
-    The histogram answers every measure but those needing each class: a population table
-    (F_j per class: k-map, δ-presence, exact journalist risk) and sampling weights.
+    A :class:`~fastpriv.class_histogram.ClassHistogram` answers every measure but those
+    needing each class: a population table (F_j per class: k-map, δ-presence, exact
+    journalist risk) and sampling weights. A
+    :class:`~fastpriv.class_histogram.PopulationHistogram` carries its population table's
+    F_j: every measure but sampling weights.
     """
     if qi is not None and list(_check_qi(qi)) != list(data.qi):
         raise InputError(f"qi: the histogram is over {list(data.qi)}, not {list(qi)}")
@@ -963,16 +969,26 @@ def _histogram_input(data: Any, *, qi: Any, weight: Any, sampling_weight: Any, n
     if nulls is not None and nulls != data.nulls:
         raise InputError(f"nulls: the histogram was counted with nulls={data.nulls!r}, not "
                          f"{nulls!r}")
-    if population is not None and not (isinstance(population, numbers.Real)
-                                       and not isinstance(population, bool)):
+    if getattr(data, "n_population", None) is not None:    # a PopulationHistogram
+        if population is not None:
+            raise InputError("population: the summary was matched with its population "
+                             "table already; leave population= out")
+        if data.n_classes == 0:
+            raise InputError("data has no rows (after the null policy and weights of 0)")
+    elif population is not None and not (isinstance(population, numbers.Real)
+                                         and not isinstance(population, bool)):
         raise InputError("population: a class-size histogram matches no population table "
                          "(that needs each class); give a population size, or audit the "
                          "class counts (class_counts) against the table")
     return data
 
 
-def _population(pop: Any, sample: ClassCounts) -> tuple:
-    """Return ``(PopulationMatch or None, N or None, text)`` of ``population=``."""
+def _population(pop: Any, sample: Any) -> tuple:
+    """Return ``(PopulationHistogram or None, N or None, text)`` of ``population=``."""
+    from .class_histogram import PopulationHistogram
+
+    if isinstance(sample, PopulationHistogram):
+        return sample, float(sample.n_population), _table_text(sample.n_population)
     if pop is None:
         if sample.sampling_weight_sums is not None:
             return None, float(sample.sampling_weight_sums.sum()), "sampling weights"
@@ -984,17 +1000,20 @@ def _population(pop: Any, sample: ClassCounts) -> tuple:
                              f"({sample.n_records}), got {pop!r}")
         return None, big_n, f"population size {big_n:g}"
     match = match_population(sample, pop)
-    return (match, float(match.n_population),
-            f"population table of {match.n_population:,} records")
+    return match.histogram(), float(match.n_population), _table_text(match.n_population)
+
+
+def _table_text(n_population: int) -> str:
+    return f"population table of {n_population:,} records"
 
 
 @dataclass(frozen=True)
 class PopulationMatch:
     """The data's classes matched with those of a population table that holds the data.
 
-    The one place k-map and δ-presence are computed: :func:`audit` reports them among its
-    measures, :func:`fastpriv.population.k_map` and :func:`~fastpriv.population.delta_presence`
-    as verdict models with their witness class.
+    :meth:`histogram` summarizes them into the
+    :class:`~fastpriv.class_histogram.PopulationHistogram` that k-map, δ-presence and the
+    risk against a population are computed from — in memory as on every engine.
 
     Attributes
     ----------
@@ -1012,21 +1031,13 @@ class PopulationMatch:
     n_population: int
     n_population_classes: int
 
-    def k_map(self) -> tuple[int, int]:
-        """Return ``(k, j)``: k-map = min_j F_j (Sweeney 2002) and a class j attaining it."""
-        j = int(np.argmin(self.big_f))
-        return int(self.big_f[j]), j
+    def histogram(self) -> Any:
+        """Return the :class:`~fastpriv.class_histogram.PopulationHistogram` of the match."""
+        from .class_histogram import PopulationHistogram
 
-    def delta(self) -> tuple[float, float, int]:
-        """Return ``(δ_max, δ_min, j)``, δ_j = f_j / F_j (Nergiz et al. 2007), j attaining δ_max.
-
-        δ_min is over the population's classes: 0 when one of them is absent from the data.
-        """
-        delta = self.sample.sizes / self.big_f
-        j = int(np.argmax(delta))
-        d_min = (float(delta.min()) if self.n_population_classes == self.sample.n_classes
-                 else 0.0)
-        return float(delta[j]), d_min, j
+        return PopulationHistogram.from_matched(
+            self.sample, self.big_f.astype(np.int64), n_population=self.n_population,
+            n_population_classes=self.n_population_classes)
 
 
 def match_population(sample: ClassCounts, population: Any) -> PopulationMatch:
@@ -1050,21 +1061,27 @@ def match_population(sample: ClassCounts, population: Any) -> PopulationMatch:
                            int(popc.n_classes))
 
 
-def population_sizes(sample: ClassCounts, pop: ClassCounts) -> np.ndarray:
+def population_sizes(sample: ClassCounts, pop: ClassCounts | None) -> np.ndarray:
     """Return F_j, the population size of each sample class (the population holds the sample).
 
-    ``pop`` are the class counts of a population table over the same QI columns; a sample
-    class with more records than its population class is refused (InputError).
+    ``pop`` are the class counts of a population table over the same QI columns (None: no
+    population class); a sample class with more records than its population class is
+    refused (InputError).
     """
-    try:
-        keys = pa.concat_tables([sample.keys.select(list(sample.qi)),
-                                 pop.keys.select(list(sample.qi))], promote_options="permissive")
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise InputError(f"population: QI column types differ from the data's ({exc})") from None
-    codes, merged = encode_keys([keys.column(c) for c in sample.qi], names=list(sample.qi))
     u = sample.n_classes
-    fpop = np.bincount(codes[u:], weights=pop.sizes, minlength=merged.num_rows)
-    big_f = fpop[codes[:u]]
+    if pop is None:
+        big_f = np.zeros(u)
+    else:
+        try:
+            keys = pa.concat_tables([sample.keys.select(list(sample.qi)),
+                                     pop.keys.select(list(sample.qi))],
+                                    promote_options="permissive")
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise InputError(f"population: QI column types differ from the data's ({exc})"
+                             ) from None
+        codes, merged = encode_keys([keys.column(c) for c in sample.qi], names=list(sample.qi))
+        fpop = np.bincount(codes[u:], weights=pop.sizes, minlength=merged.num_rows)
+        big_f = fpop[codes[:u]]
     bad = np.flatnonzero(big_f < sample.sizes)
     if bad.size:
         j = int(bad[0])
@@ -1074,6 +1091,48 @@ def population_sizes(sample: ClassCounts, pop: ClassCounts) -> np.ndarray:
     return big_f.astype(np.float64)
 
 
+def match_counts(data: Any, *, qi: Sequence[str], count: str, population_count: str,
+                 nulls: str = "error") -> Any:
+    """Summarize an engine's join of the data's and the population's class counts.
+
+    ``data`` holds complete classes, as an engine's ``FULL JOIN`` of two ``GROUP BY qi``
+    results gives them: the QI columns, the records of the data (``count``) and the people
+    of the population (``population_count``) per class, a null or 0 where one side lacks
+    the class. Both sides are read as :meth:`ClassCounts.from_counts` reads them under
+    ``nulls`` (a null QI refused under ``"error"``, left out under ``"drop"``) and matched
+    as :func:`match_population` matches them (a class with more records than people is
+    refused). Summaries of disjoint sets of classes merge
+    (:meth:`~fastpriv.class_histogram.PopulationHistogram.merge`).
+
+    Returns
+    -------
+    fastpriv.class_histogram.PopulationHistogram
+        The summary of these classes (no class of the data: only the population's totals).
+
+    """
+    from .class_histogram import PopulationHistogram
+
+    cols = _check_qi(qi)
+    check_choice(nulls, "nulls", NULL_POLICIES)
+    table = as_table(data, cols + [count, population_count], param="data")
+    sides = []
+    for name in (count, population_count):
+        c = pc.fill_null(table.column(name), 0)
+        part = table.select(cols).append_column(name, c).filter(pc.greater(c, 0))
+        kept = kept_rows(part, cols, nulls) if part.num_rows else None
+        if kept is not None:
+            part = part.take(pa.array(kept))
+        sides.append(ClassCounts.from_counts(part, qi=cols, count=name, nulls=nulls)
+                     if part.num_rows else None)
+    sample, pop = sides
+    n_pop, n_pop_classes = (0, 0) if pop is None else (pop.n_records, pop.n_classes)
+    if sample is None:
+        return PopulationHistogram.population_only(cols, nulls, n_population=n_pop,
+                                                   n_population_classes=n_pop_classes)
+    return PopulationHistogram.from_matched(sample, population_sizes(sample, pop).astype(
+        np.int64), n_population=n_pop, n_population_classes=n_pop_classes)
+
+
 def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = None,
           sampling_weight: str | None = None, population: Any = None,
           threshold: float = 0.2, nulls: str | None = None) -> RiskResult:
@@ -1081,10 +1140,13 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = No
 
     Parameters
     ----------
-    data : table-like, Release or ClassCounts
+    data : table-like, Release, ClassCounts or a summary
         The released records (anything :meth:`fastpriv.Release.from_table` reads), a
-        :class:`fastpriv.Release` built with ``qi=`` (its groups are the classes) or
-        :class:`ClassCounts` (e.g. merged from shards).
+        :class:`fastpriv.Release` built with ``qi=`` (its groups are the classes),
+        :class:`ClassCounts` (e.g. merged from shards), or an engine's fold of the classes:
+        a :class:`~fastpriv.class_histogram.ClassHistogram` (no population table, no
+        sampling weights) or a :class:`~fastpriv.class_histogram.PopulationHistogram`
+        (matched with its population table already; ``population=`` left out).
     qi : list of str
         The quasi-identifier columns (optional for a Release / ClassCounts).
     weight : str, optional
@@ -1129,10 +1191,10 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = No
         way of reading the records, and the result is the expanded table's, exactly.
 
     """
-    from .class_histogram import ClassHistogram
+    from .class_histogram import ClassHistogram, PopulationHistogram
 
     thr = check_probability(threshold, "threshold")
-    if isinstance(data, ClassHistogram):
+    if isinstance(data, (ClassHistogram, PopulationHistogram)):
         cc = _histogram_input(data, qi=qi, weight=weight, sampling_weight=sampling_weight,
                               nulls=nulls, population=population)
     else:
@@ -1140,8 +1202,7 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = No
                           nulls=nulls)
     size, count = cc.histogram()
     n, u = float((size * count).sum()), int(count.sum())
-    match, big_n, pop_desc = _population(population, cc)
-    pop_f = None if match is None else match.big_f
+    pairs, big_n, pop_desc = _population(population, cc)
     m: dict = {}
     m["prosecutor_max"] = float(1.0 / size[0])
     m["prosecutor_avg"] = u / n
@@ -1150,24 +1211,26 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = No
     m["sample_uniques"], m["sample_uniques_share"] = c1, c1 / n
     # journalist / marketer: exact F_j from a population table, or F̂_j from sampling
     # weights; a population size alone gives no class sizes (see _journalist)
-    _journalist(m, cc, n, u, pop_f, big_n, thr)
+    _journalist(m, cc, n, u, pairs, big_n, thr)
     if big_n is not None:
         m["population_uniques"] = _json_pu(population_uniques(size, count, big_n))
     else:
         m["population_uniques"] = None
     _individual(m, cc, n, big_n, thr)
-    if match is not None:
-        m["k_map"] = match.k_map()[0]
-        m["delta_max"], m["delta_min"], _ = match.delta()
+    if pairs is not None:
+        m["k_map"] = pairs.k_map()[0]
+        m["delta_max"], m["delta_min"], _ = pairs.delta()
     else:
         m["k_map"] = m["delta_min"] = m["delta_max"] = None
     at_max = int(size[0] * count[0])
-    if isinstance(cc, ClassHistogram):
+    if pairs is not None:
+        c = pairs.smallest
+        wit = RiskWitness(dict(c["qi_values"]), c["size"], float(c["population_size"]), at_max)
+    elif isinstance(cc, ClassHistogram):
         wit = RiskWitness(dict(cc.smallest), int(size[0]), None, at_max)
     else:
         j = int(np.argmin(cc.sizes))
-        wit = RiskWitness(cc.values_of(j), int(cc.sizes[j]),
-                          None if pop_f is None else float(pop_f[j]), at_max)
+        wit = RiskWitness(cc.values_of(j), int(cc.sizes[j]), None, at_max)
     params = {"qi": list(cc.qi), "threshold": thr, "sampling_weight": sampling_weight,
               "population": pop_desc,
               "population_size": big_n, "n_records": int(n), "n_classes": u,

@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     from .risk import ClassCounts
 
 __all__ = ["release", "counts", "row_counts", "worker_error", "METHODS", "MERGES", "audit",
-           "class_histogram",
+           "class_histogram", "population_histogram",
            "PAIRS_PER_COLLECT", "anonymize", "class_counts"]
 
 #: Counting strategies of :func:`counts` / :func:`release`.
@@ -215,10 +215,7 @@ def _collect(df: Any) -> pa.Table:
 
 
 def _count_name(columns: Sequence[str]) -> str:
-    name = "count"
-    while name in columns:
-        name = "_" + name
-    return name
+    return _free_name("count", columns)
 
 
 def _to_arrow(df: Any) -> pa.Table:
@@ -673,6 +670,99 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
         *[F.col(p).asc_nulls_last() for p in pos]).limit(1))
     return ClassHistogram(tuple(cols), [int(x) for x in sizes.column("n").to_pylist()],
                           sizes.column("classes").to_pylist(), first.values_of(0), nulls)
+
+
+def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
+                         weight: str | None = None, nulls: str = "error") -> Any:
+    """Match the data's QI classes with a population's on the cluster; bring back the summary.
+
+    The fold of k-map, δ-presence and the risk against a population table
+    (:class:`~fastpriv.class_histogram.PopulationHistogram`): the executors count the
+    classes of both DataFrames (``groupBy(qi)``; NaN a null, ``-0.0`` as ``0.0``; the
+    data's weights summed as ``decimal(38,0)`` and checked), join them (full outer join,
+    null-safe equality on the QI) and summarize each partition of the joined classes
+    (``mapInArrow``: :func:`fastpriv.pushdown.finish_population_counts`); the driver
+    receives one pickled summary per partition — one entry per distinct (records, people)
+    pair — and merges them, never one row per class (:func:`class_counts`).
+    :func:`fastpriv.population.k_map`, :func:`~fastpriv.population.delta_presence` and
+    :func:`fastpriv.risk.audit` on it equal the same calls on the tables in memory
+    (``population=`` left out; no sampling weights). A class of the data missing from the
+    population, a null QI under ``nulls="error"``, a null or negative weight: refused as in
+    memory (the class named is one of the refused).
+
+    Parameters
+    ----------
+    data, population : pyspark.sql.DataFrame
+        The data and the population table, both with the ``qi`` columns.
+    qi, weight, nulls :
+        As for :func:`class_counts` (``weight`` is the data's).
+
+    Returns
+    -------
+    fastpriv.class_histogram.PopulationHistogram
+
+    """
+    from pyspark.sql import functions as F
+
+    from ._validation import check_columns
+    from .class_histogram import PopulationHistogram
+    from .pushdown import check_class_names
+
+    cols = check_class_names(qi, weight, nulls)
+    _check_frame(data)
+    _check_frame(population)
+    check_columns(cols, data.columns, "qi")
+    check_columns(cols, population.columns, "population")
+    _check_weight(data, weight, cols)
+    sides = []
+    for frame, w in ((data, weight), (population, None)):
+        picked, pos = _picked(frame, cols, w)
+        keys = [e.alias(p) for e, p in zip(_partition_keys(picked, pos), pos, strict=True)]
+        sides.append(_grouped(picked.select(*keys, *(["w"] if w else [])), pos, w))
+    s, p = sides[0].alias("s"), sides[1].withColumnRenamed("n", "big").alias("p")
+    on = [F.col(f"s.{c}").eqNullSafe(F.col(f"p.{c}")) for c in pos]
+    checks = ["n", "nulls", "least"] if weight else ["n"]
+    joined = s.join(p, on=on, how="full").select(
+        *[F.coalesce(F.col(f"s.{c}"), F.col(f"p.{c}")).alias(c) for c in pos],
+        *[F.col(f"s.{c}") for c in checks], F.col("p.big"))
+    free = [_free_name(c, cols) for c in checks + ["big"]]   # the QI may be named "n"
+    fn = functools.partial(_fold_population, cols=cols, weight=weight, nulls=nulls,
+                           checks=free[:-1], big=free[-1])
+    out = PopulationHistogram.population_only(cols, nulls, n_population=0,
+                                              n_population_classes=0)
+    for part in _states(joined, fn):
+        out = out.merge(part)
+    if out.n_classes == 0:
+        raise InputError("data has no rows (after the null policy and weights of 0)")
+    return out
+
+
+def _free_name(base: str, taken: Sequence[str]) -> str:
+    while base in taken:
+        base = "_" + base
+    return base
+
+
+def _fold_population(batches: Iterator[pa.RecordBatch], *, cols: list[str],
+                     weight: str | None, nulls: str, checks: list[str],
+                     big: str) -> Iterator[pa.RecordBatch]:
+    """Executor side of :func:`population_histogram`: a partition's joined classes, summarized.
+
+    Columns come positional (``c0…``, then the count or weight checks, then the
+    population's count) and take the QI names back (``cols``), the others ``checks`` and
+    ``big`` (names outside ``cols``).
+    """
+    import pickle
+
+    from .pushdown import finish_population_counts
+
+    names = cols + checks + [big]
+    parts = [pa.Table.from_batches([b]).rename_columns(names) for b in batches if b.num_rows]
+    if parts:
+        state = finish_population_counts(
+            pa.concat_tables(parts), qi=cols, count=checks[0], population_count=big,
+            weight=weight, checks=checks if weight else None, nulls=nulls)
+        yield pa.RecordBatch.from_pydict({"state": [pickle.dumps(state)]})
 
 
 def anonymize(data: Any, *, output: Any, qi: str | Sequence[str], sensitive: str,

@@ -3,7 +3,8 @@
 Where the data lives — DuckDB (:mod:`fastpriv.pushdown`), Spark (:mod:`fastpriv.spark`), Dask
 (:mod:`fastpriv.distributed`), record batches (:mod:`fastpriv.stream_counts`,
 :mod:`fastpriv.streaming`) — the operations the models need are the same: count the
-distinct rows, count the QI classes, fold the classes into their size histogram, fold the
+distinct rows, count the QI classes, fold the classes into their size histogram (and,
+matched with a population table, their (records, people) pairs), fold the
 groups into the audit's summaries, and write a release. Each engine's function for an
 operation takes the data first and the same keyword-only names for the same ideas (its own
 tuning knobs — ``split_every``, ``batch_size``, ``partitions`` — besides); this keeps them
@@ -29,6 +30,9 @@ PROTOCOL = {
     "class histogram": ({"qi", "weight", "nulls"}, {
         "duckdb": pushdown.class_histogram, "spark": spark.class_histogram,
         "dask": distributed.class_histogram}),
+    "population histogram": ({"qi", "population", "weight", "nulls"}, {
+        "duckdb": pushdown.population_histogram, "spark": spark.population_histogram,
+        "dask": distributed.population_histogram}),
     "group fold": ({"sensitive", "group", "qi", "skylines", "classic", "l", "q", "order",
                     "nulls", "weight", "k", "options"}, {
         "duckdb": pushdown.audit, "spark": spark.audit,

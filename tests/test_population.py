@@ -1,8 +1,9 @@
 """k-map and δ-presence have one implementation (issue 49).
 
 ``risk.audit`` reports them among its measures and :mod:`fastpriv.population` as verdict
-models with a witness; both read :class:`fastpriv.risk.PopulationMatch`, so they cannot
-drift apart. (The oracle tests of both models are in ``tests/test_registry.py``.)
+models with a witness; both read the
+:class:`~fastpriv.class_histogram.PopulationHistogram` of the match (in memory as on every
+engine), so they cannot drift apart. (The oracle tests of both models are in ``tests/test_registry.py``.)
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastpriv import population, risk
+from fastpriv.class_histogram import PopulationHistogram
 from fastpriv.errors import InputError
 
 QI = ["a", "b"]
@@ -30,8 +32,9 @@ def _tables(seed: int) -> tuple[pa.Table, pa.Table]:
 def test_both_read_the_one_population_match(monkeypatch):
     """Change the one implementation and both callers follow."""
     sample, pop = _tables(0)
-    monkeypatch.setattr(risk.PopulationMatch, "k_map", lambda self: (12345, 0))
-    monkeypatch.setattr(risk.PopulationMatch, "delta", lambda self: (0.75, 0.25, 0))
+    monkeypatch.setattr(PopulationHistogram, "k_map", lambda self: (12345, self.rarest))
+    monkeypatch.setattr(PopulationHistogram, "delta",
+                        lambda self: (0.75, 0.25, self.most_exposed))
     m = risk.audit(sample, qi=QI, population=pop).measures
     assert (m["k_map"], m["delta_max"], m["delta_min"]) == (12345, 0.75, 0.25)
     assert population.k_map(sample, qi=QI, population=pop).value == 12345
@@ -68,4 +71,6 @@ def test_match_population_refuses_a_population_without_the_data():
     match = risk.match_population(cc, pa.table({"a": [1, 1, 1, 2], "b": ["x"] * 4}))
     assert match.big_f.tolist() == [3.0]
     assert (match.n_population, match.n_population_classes) == (4, 2)
-    assert match.k_map() == (3, 0) and match.delta() == (2 / 3, 0.0, 0)
+    one = {"qi_values": {"a": 1, "b": "x"}, "size": 2, "population_size": 3}
+    assert match.histogram().k_map() == (3, one)
+    assert match.histogram().delta() == (2 / 3, 0.0, one)

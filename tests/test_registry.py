@@ -282,9 +282,19 @@ MODEL_PROOFS = {
     "foreground": {"stream": "tests/test_stream_engine.py::"
                              "test_random_tables_stream_row_counts_equal_in_memory"},
     "k_map": {"stream": "tests/test_stream_engine.py::"
-                        "test_random_tables_stream_class_counts_equal_in_memory"},
+                        "test_random_tables_stream_class_counts_equal_in_memory",
+              **{e: "tests/test_population_folds.py::"
+                    "test_duckdb_and_dask_population_folds_equal_in_memory"
+                 for e in ("duckdb", "dask")},
+              "spark": "tests/test_population_folds.py::"
+                       "test_spark_population_fold_equals_in_memory"},
     "delta_presence": {"stream": "tests/test_stream_engine.py::"
-                                 "test_random_tables_stream_class_counts_equal_in_memory"},
+                                 "test_random_tables_stream_class_counts_equal_in_memory",
+                       **{e: "tests/test_population_folds.py::"
+                             "test_duckdb_and_dask_population_folds_equal_in_memory"
+                          for e in ("duckdb", "dask")},
+                       "spark": "tests/test_population_folds.py::"
+                                "test_spark_population_fold_equals_in_memory"},
     "hierarchical_t": {
         "stream": "tests/test_engine_folds.py::test_declared_model_folds_on_duckdb_and_streams",
         "duckdb": "tests/test_engine_folds.py::test_declared_model_folds_on_duckdb_and_streams",

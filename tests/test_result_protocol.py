@@ -64,6 +64,9 @@ CALLS = {
     risk: {
         "audit": lambda: risk.audit(TABLE, qi=["age", "sex"]),
         "class_counts": lambda: risk.class_counts(TABLE, qi=["age", "sex"]),
+        "match_counts": lambda: risk.match_counts(
+            pa.table({"age": [30, 40, 50], "n": [2, None, 1], "people": [3, 1, 1]}),
+            qi=["age"], count="n", population_count="people"),
         "combinations": lambda: risk.combinations(TABLE, qi=["age", "sex", "disease"], max_set_size=2),
         "verdict": lambda: risk.verdict(risk.audit(TABLE, qi=["age", "sex"]), max_risk=0.5),
         "population_uniques": lambda: risk.population_uniques(
