@@ -31,7 +31,8 @@ from .errors import InputError, InputTypeError
 _SUBMODULES = ("anonymize", "ck_safety", "class_histogram", "classic", "cli", "counts", "datasets",
                "distributed", "errors", "folds", "foreground", "frontier", "hierarchical_t",
                "hierarchies", "knowledge", "metrics", "population", "predicates", "pushdown",
-               "registry", "release", "report", "results", "risk", "robustness", "rows", "skyline",
+               "registry", "release", "report", "results", "risk", "robustness", "robustness_fold",
+               "rows", "skyline",
                "spark", "stream_counts", "streaming")
 _ATTRS = {"Release": ("fastpriv.release", "Release"),
           "Hierarchy": ("fastpriv.hierarchies", "Hierarchy"),

@@ -97,6 +97,7 @@ if TYPE_CHECKING:
 
 __all__ = ["count_query", "release", "quote_identifier", "row_counts", "audit",
            "class_histogram", "population_histogram", "finish_population_counts",
+           "robustness_audit",
            "ordered_counts", "finish_row_counts", "weight_check_columns", "anonymize",
            "class_counts",
            "finish_class_counts"]
@@ -762,6 +763,106 @@ def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None
 
 
 # ------------------------------------------------------------------ class-based models
+def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str],
+                     sensitive: str, r: float, weight: str | None = None,
+                     knowledge: Any = None, sensitive_values: Sequence[Any] | None = None,
+                     max_set_size: int | None = None, epsilon: float = 0.01,
+                     confidence: float = 0.9, min_support: int | None = None,
+                     nulls: str = "error", max_items: int = 100, batch_size: int = 1 << 20,
+                     **options: Any) -> Any:
+    """r-robustness in DuckDB as a fold over groups: this process holds summaries, not rows.
+
+    Two passes (:mod:`fastpriv.robustness_fold`): DuckDB counts the distinct (QI,
+    sensitive) cells, from which the adversary's knowledge is derived here (unless
+    ``knowledge`` is given); then the distinct (QI, group, sensitive) rows stream back
+    ordered by group (:func:`ordered_counts`), are cut into runs of complete groups of
+    about ``batch_size`` rows, and each run is audited with that knowledge
+    (:func:`fastpriv.robustness_fold.audit_part`) into a
+    :class:`~fastpriv.robustness_fold.RobustnessSummary`, merged. The result equals
+    ``RobustnessSummary.from_audit`` of :func:`fastpriv.robustness.audit` on
+    :func:`row_counts` in memory (``weight=`` the count). Parameters as
+    :func:`fastpriv.spark.robustness_audit`; ``data`` as :func:`row_counts`.
+
+    Returns
+    -------
+    fastpriv.robustness_fold.RobustnessSummary
+
+    """
+    from ._validation import check_int, value_codes
+    from .robustness_fold import audit_part, derive_knowledge
+
+    qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
+    max_items = check_int(max_items, "max_items", minimum=1)
+    batch_size = check_int(batch_size, "batch_size", minimum=1)
+    count = _unique_name("count", qi_cols + group_cols + [sensitive])
+    out = None
+    with _duckdb_relation(data) as rel:
+        if knowledge is None:
+            source = rel
+            if nulls == "drop":     # the audit leaves out the rows of a null group: so here
+                source = rel.filter(" AND ".join(_not_null(rel, c) for c in group_cols))
+            cells = row_counts(source, qi=qi_cols, group=[], sensitive=sensitive,
+                               weight=weight, count=count)
+            knowledge = derive_knowledge(cells, qi=qi_cols, sensitive=sensitive, count=count,
+                                         max_set_size=max_set_size, epsilon=epsilon,
+                                         confidence=confidence, min_support=min_support,
+                                         nulls=nulls)
+        if sensitive_values is not None:
+            value_codes(sensitive_values, list(knowledge.values))
+        batches = ordered_counts(rel, group=group_cols + qi_cols, sensitive=sensitive,
+                                 weight=weight, count=count, batch_size=batch_size)
+        try:
+            for run in _group_runs(batches, len(group_cols)):
+                rows = finish_row_counts(run, qi=qi_cols, group=group_cols,
+                                         sensitive=sensitive, count=count)
+                part = audit_part(rows, qi=qi_cols, group=group_cols, sensitive=sensitive,
+                                  count=count, r=r, knowledge=knowledge,
+                                  sensitive_values=sensitive_values, max_items=max_items,
+                                  nulls=nulls, **options)
+                if part is not None:
+                    out = part if out is None else out.merge(part)
+        finally:
+            batches.close()         # a refused run leaves no open result on the connection
+    if out is None:
+        raise InputError("data has no rows (after weights of 0)")
+    return out
+
+
+def _not_null(rel: Any, column: str) -> str:
+    """Return SQL saying ``column`` is neither NULL nor (a float) NaN."""
+    q = quote_identifier(column)
+    types = dict(zip(rel.columns, map(str, rel.types), strict=True))
+    return (f"({q} IS NOT NULL AND NOT isnan({q}))" if types.get(column) in ("FLOAT", "DOUBLE")
+            else f"{q} IS NOT NULL")
+
+
+def _group_runs(batches: Iterator[Any], n_keys: int) -> Iterator[Any]:
+    """Cut tables ordered by their first ``n_keys`` columns into runs of complete groups.
+
+    Each yielded table ends where a group ends; the last group of a batch waits for the
+    next batch (it may go on there).
+    """
+    import pyarrow as pa
+
+    pending = None
+    for batch in batches:
+        table = batch if pending is None else pa.concat_tables([pending, batch])
+        keys = list(zip(*(table.column(i).to_pylist() for i in range(n_keys)), strict=True))
+        last = len(keys) - 1
+        while last > 0 and _same(keys[last - 1], keys[-1]):
+            last -= 1
+        if last:
+            yield table.slice(0, last)
+        pending = table.slice(last)
+    if pending is not None and pending.num_rows:
+        yield pending
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    """One group key (NaN, read as NULL by the query, cannot occur; -0.0 equals 0.0)."""
+    return all(x == y or (x is None and y is None) for x, y in zip(a, b, strict=True))
+
+
 def check_class_names(qi: Any, weight: Any = None, nulls: Any = "error") -> list[str]:
     """Check the arguments of an engine's ``class_counts``; return the QI columns.
 

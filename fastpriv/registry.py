@@ -636,14 +636,17 @@ ENGINE_ROUTES = {
             "`population_histogram` (k-map, δ-presence, risk against a population)",
     "spark": "`spark.release`, `spark.row_counts`, `spark.class_counts`; the folds "
              "`spark.audit` (on the executors, one summary per partition), "
-             "`spark.class_histogram` (risk: one row per class size) and "
+             "`spark.class_histogram` (risk: one row per class size), "
              "`spark.population_histogram` (k-map, δ-presence, risk against a population: "
-             "one summary per partition of the join)",
+             "one summary per partition of the join) and `spark.robustness_audit` "
+             "(r-robustness: the knowledge from the (QI, sensitive) cells, then one summary "
+             "per partition of complete groups)",
     "duckdb": "`pushdown.release`, `pushdown.row_counts`, `pushdown.class_counts` (the GROUP "
               "BY runs in DuckDB); the folds `pushdown.audit` (its ordered counts streamed), "
-              "`pushdown.class_histogram` (risk: one row per class size) and "
+              "`pushdown.class_histogram` (risk: one row per class size), "
               "`pushdown.population_histogram` (k-map, δ-presence, risk against a "
-              "population: the join streamed back)",
+              "population: the join streamed back) and `pushdown.robustness_audit` "
+              "(r-robustness: the rows streamed by group, audited run by run)",
 }
 
 

@@ -1081,10 +1081,12 @@ def _audit_knowledge(st: _Prepared, knowledge: Knowledge | None, *, qi: list[str
                      min_support: Any) -> tuple[Knowledge, list[tuple]]:
     """Step 2: the adversary's knowledge and its attribute sets within ``qi``.
 
-    Without a given knowledge, it is derived from the release's rows.
+    Without a given knowledge, it is derived from the release's rows; a derived one given
+    (e.g. from an engine's first pass) acts the same: with no attribute set left, the
+    adversary knows the global rates.
     """
-    derived = knowledge is None
-    if derived:
+    derived = knowledge is None or knowledge.info.get("source") == "derived"
+    if knowledge is None:
         knowledge = Knowledge.derive(st.rel, qi=qi, max_set_size=max_set_size,
                                      epsilon=epsilon, confidence=confidence,
                                      min_support=min_support)

@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     from .risk import ClassCounts
 
 __all__ = ["release", "counts", "row_counts", "worker_error", "METHODS", "MERGES", "audit",
-           "class_histogram", "population_histogram",
+           "class_histogram", "population_histogram", "robustness_audit",
            "PAIRS_PER_COLLECT", "anonymize", "class_counts"]
 
 #: Counting strategies of :func:`counts` / :func:`release`.
@@ -735,6 +735,126 @@ def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
     if out.n_classes == 0:
         raise InputError("data has no rows (after the null policy and weights of 0)")
     return out
+
+
+def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str],
+                     sensitive: str, r: float, weight: str | None = None,
+                     knowledge: Any = None, sensitive_values: Sequence[Any] | None = None,
+                     max_set_size: int | None = None, epsilon: float = 0.01,
+                     confidence: float = 0.9, min_support: int | None = None,
+                     nulls: str = "error", max_items: int = 100,
+                     partitions: int | None = None, **options: Any) -> Any:
+    """r-robustness on the cluster, as a fold over groups: only summaries reach the driver.
+
+    Two passes (:mod:`fastpriv.robustness_fold`): the distinct (QI, sensitive) cells are
+    counted (:func:`row_counts` without a group: their number depends on the QI domain, not
+    on the groups) and the adversary's knowledge derived from them in the driver (unless
+    ``knowledge`` is given); then the rows are shuffled by group and each partition's
+    complete groups are audited on the executors with that knowledge
+    (:func:`fastpriv.robustness_fold.audit_part`, ``mapInArrow``), one pickled
+    :class:`~fastpriv.robustness_fold.RobustnessSummary` per partition to the driver,
+    merged. The result equals ``RobustnessSummary.from_audit`` of
+    :func:`fastpriv.robustness.audit` on the same rows in memory (``weight=`` their count):
+    the largest posterior and its tuple, the counts, the ``max_items`` highest problematic
+    posteriors. Tuples are named by group and QI values (no row numbers).
+
+    Parameters
+    ----------
+    data : pyspark.sql.DataFrame
+        One row per individual (or ``weight`` individuals) with the QI, group and sensitive
+        columns.
+    qi, group, sensitive, weight :
+        As for :func:`row_counts`.
+    r, knowledge, sensitive_values, max_set_size, epsilon, confidence, min_support, nulls :
+        As for :func:`fastpriv.robustness.audit`.
+    max_items : int
+        Problematic and undefined entries kept.
+    partitions : int, optional
+        Partitions of the shuffle by group (default: Spark's).
+    **options :
+        ``model``, ``tol``, ``max_states``, ``on_large``, ``chunk_entries``,
+        ``max_seconds`` of :func:`fastpriv.robustness.audit` (per partition).
+
+    Returns
+    -------
+    fastpriv.robustness_fold.RobustnessSummary
+
+    """
+    from ._validation import check_int, value_codes
+    from .pushdown import check_row_names
+    from .robustness_fold import derive_knowledge
+
+    qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
+    max_items = check_int(max_items, "max_items", minimum=1)
+    if partitions is not None:
+        partitions = check_int(partitions, "partitions", minimum=1)
+    count = _free_name("count", qi_cols + group_cols + [sensitive])
+    if knowledge is None:
+        # under nulls="drop" the audit leaves out the rows of a null group: so does pass 1
+        source = _non_null(data, group_cols) if nulls == "drop" else data
+        cells = row_counts(source, qi=qi_cols, group=[], sensitive=sensitive, weight=weight,
+                           count=count)
+        knowledge = derive_knowledge(cells, qi=qi_cols, sensitive=sensitive, count=count,
+                                     max_set_size=max_set_size, epsilon=epsilon,
+                                     confidence=confidence, min_support=min_support,
+                                     nulls=nulls)
+    if sensitive_values is not None:
+        value_codes(sensitive_values, list(knowledge.values))
+    cols = qi_cols + group_cols + [sensitive]
+    picked, pos = _picked(data, cols, weight)
+    by = _partition_keys(picked, pos[len(qi_cols):-1])
+    shuffled = picked.repartition(partitions, *by) if partitions else picked.repartition(*by)
+    fn = functools.partial(
+        _fold_robustness, cols=cols, n_qi=len(qi_cols), weight=weight, count=count,
+        audit={"r": r, "knowledge": knowledge, "sensitive_values": sensitive_values,
+               "max_items": max_items, "nulls": nulls, **options})
+    states = _states(shuffled, fn)
+    if not states:
+        raise InputError("data has no rows (after weights of 0)")
+    return states[0].merge(*states[1:])
+
+
+def _non_null(data: Any, columns: list[str]) -> Any:
+    """Return the rows of ``data`` without a null (or NaN) in ``columns``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    cond = F.lit(True)
+    for c in columns:
+        col = _spark_column(c)
+        cond = cond & col.isNotNull()
+        if isinstance(data.schema[c].dataType, (T.FloatType, T.DoubleType)):
+            cond = cond & ~F.isnan(col)
+    return data.where(cond)
+
+
+def _fold_robustness(batches: Iterator[pa.RecordBatch], *, cols: list[str], n_qi: int,
+                     weight: str | None, count: str, audit: dict) -> Iterator[pa.RecordBatch]:
+    """Executor side of :func:`robustness_audit`: the partition's groups, audited."""
+    import pickle
+
+    from .pushdown import finish_row_counts
+    from .robustness_fold import audit_part
+
+    names = cols + ([weight] if weight is not None else [])
+    parts = [pa.Table.from_batches([b]).rename_columns(names) for b in batches if b.num_rows]
+    if not parts:
+        return
+    table = pa.concat_tables(parts)
+    agg = [([], "count_all")] if weight is None else [(weight, "sum")]
+    if weight is not None:
+        from ._arrow import apply_weights
+
+        table, w = apply_weights(table, weight)
+        table = table.set_column(table.schema.get_field_index(weight), weight, pa.array(w))
+    counted = table.group_by(cols, use_threads=False).aggregate(agg)
+    counted = counted.rename_columns(cols + [count])
+    rows = finish_row_counts(counted, qi=cols[:n_qi], group=cols[n_qi:-1],
+                             sensitive=cols[-1], count=count)
+    state = audit_part(rows, qi=cols[:n_qi], group=cols[n_qi:-1], sensitive=cols[-1],
+                       count=count, **audit)
+    if state is not None:
+        yield pa.RecordBatch.from_pydict({"state": [pickle.dumps(state)]})
 
 
 def _free_name(base: str, taken: Sequence[str]) -> str:

@@ -22,7 +22,18 @@ import pyarrow as pa
 import pytest
 
 import fastpriv as fp
-from fastpriv import anonymize, ck_safety, classic, foreground, metrics, risk, robustness, skyline
+from fastpriv import (
+    anonymize,
+    ck_safety,
+    classic,
+    foreground,
+    metrics,
+    pushdown,
+    risk,
+    robustness,
+    robustness_fold,
+    skyline,
+)
 from fastpriv.results import Result, Witness
 
 GROUPS = [["flu", "flu", "cold", "hiv"], ["cold", "flu", "mumps"], ["hiv", "hiv", "cold"]]
@@ -116,11 +127,29 @@ CALLS[skyline] = {
         _rel(), sigma="flu", target=0, x=["cold"]),
     "forget_indexes": lambda: skyline.forget_indexes(_rel()),
 }
+
+
+def _rows_of(table: pa.Table, group: list) -> pa.Table:
+    cols = ["age", "sex", *group, "disease"]
+    counted = table.group_by(cols).aggregate([([], "count_all")])
+    return pushdown.finish_row_counts(counted, qi=["age", "sex"], group=group,
+                                      sensitive="disease", count="count_all")
+
+
+CALLS[robustness_fold] = {
+    "audit_part": lambda: robustness_fold.audit_part(
+        _rows_of(TABLE, ["g"]), qi=["age", "sex"], group=["g"], sensitive="disease",
+        count="count_all", r=2, knowledge=robustness_fold.derive_knowledge(
+            _rows_of(TABLE, []), qi=["age", "sex"], sensitive="disease", count="count_all",
+            min_support=1)),
+}
 #: public helpers that are not model calls, with the reason they return no result object
 BUILDING_BLOCKS = {
     skyline: {"combine_row": "Theorem 2's combine of one row of statistics (numbers in, out)",
               "normalize_skylines": "input normalization shared with skyline_anonymize",
               "prepare": "builds SigmaTables, a prepared input for repeated evaluation"},
+    robustness_fold: {"derive_knowledge": "pass 1 of the r-robustness fold: a Knowledge "
+                                          "(tested in tests/test_robustness_fold.py)"},
     ck_safety: {"needed_groups": "the groups (c,k)-safety's fold keeps (folds.CkState): "
                                  "group ids out, tested in tests/test_engine_folds.py"},
 }

@@ -1,0 +1,152 @@
+"""r-robustness as a fold over groups (:mod:`fastpriv.robustness_fold`).
+
+The knowledge is derived from the distinct (QI, sensitive) cells; each set of complete
+groups is audited with it; the summaries merge. On random tables (nulls, NaN, ties,
+weights, every null policy) any split of the groups, merged in any order, gives
+``RobustnessSummary.from_audit`` of the in-memory audit of the same rows — and so do
+:func:`fastpriv.pushdown.robustness_audit` (DuckDB's rows streamed by group) and
+:func:`fastpriv.spark.robustness_audit` (on Spark's executors).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastpriv import InputError, pushdown, robustness, spark
+from fastpriv.robustness_fold import RobustnessSummary, audit_part, derive_knowledge
+from tests.engines import tables
+from tests.spark_session import local_session
+from tests.test_engine_folds import pd_types
+
+R = 2.5
+AUDIT = {"min_support": 2, "max_set_size": 2}
+
+
+@pytest.fixture(scope="module")
+def spark_session():
+    return local_session("fastpriv-robustness-fold", threads=1)
+
+
+def _case(data, **kinds) -> tuple[pa.Table, list[str], dict]:
+    table, qi, _ = data.draw(tables(max_rows=30, **kinds), label="table")
+    n = table.num_rows
+    groups = data.draw(st.lists(st.one_of(st.integers(0, 5), st.none()) if data.draw(
+        st.booleans(), label="null groups") else st.integers(0, 5), min_size=n, max_size=n),
+        label="groups")
+    weights = data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n), label="w")
+    table = table.append_column("g", pa.array(groups, pa.int64())).append_column(
+        "w", pa.array(weights, pa.int64()))
+    kw = {"weight": data.draw(st.sampled_from([None, "w"]), label="weight"),
+          "nulls": data.draw(st.sampled_from(["value", "drop", "error"]), label="nulls")}
+    return table, qi, kw
+
+
+def _counted(table: pa.Table, cols: list[str], weight: str | None) -> pa.Table:
+    agg = [([], "count_all")] if weight is None else [(weight, "sum")]
+    return table.group_by(cols).aggregate(agg).rename_columns(cols + ["n"])
+
+
+def _rows(table, qi, weight) -> pa.Table:
+    return pushdown.finish_row_counts(_counted(table, qi + ["g", "s"], weight), qi=qi,
+                                      group="g", sensitive="s", count="n")
+
+
+def _in_memory(table, qi, kw) -> tuple:
+    try:
+        rows = _rows(table, qi, kw["weight"])
+        res = robustness.audit(rows, qi=qi, group="g", sensitive="s", r=R, weight="n",
+                               nulls=kw["nulls"], **AUDIT)
+        return ("ok", RobustnessSummary.from_audit(res, rows, group=["g"]).to_dict())
+    except InputError:
+        return ("refused",)
+
+
+def _knowledge(table, qi, kw):
+    source = table
+    if kw["nulls"] == "drop":                   # the rows the audit keeps
+        source = table.filter(pa.compute.is_valid(table.column("g")))
+    cells = pushdown.finish_row_counts(_counted(source, qi + ["s"], kw["weight"]), qi=qi,
+                                       group=[], sensitive="s", count="n")
+    return derive_knowledge(cells, qi=qi, sensitive="s", count="n", nulls=kw["nulls"],
+                            **AUDIT)
+
+
+@settings(max_examples=120, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_any_split_of_the_groups_merges_into_the_in_memory_summary(data):
+    table, qi, kw = _case(data)
+    want = _in_memory(table, qi, kw)
+    try:
+        rows = _rows(table, qi, kw["weight"])
+        knowledge = _knowledge(table, qi, kw)
+        labels = sorted(set(rows.column("g").to_pylist()), key=lambda v: (v is None, v or 0))
+        cut = data.draw(st.integers(0, len(labels)), label="cut")
+        g = rows.column("g").to_pylist()
+        parts = [audit_part(rows.filter(pa.array([x in side for x in g])), qi=qi,
+                            group=["g"], sensitive="s", count="n", r=R, knowledge=knowledge,
+                            nulls=kw["nulls"])
+                 for side in (set(labels[:cut]), set(labels[cut:]))]
+        parts = data.draw(st.permutations([p for p in parts if p is not None]), label="order")
+        if not parts:
+            raise InputError("no row")
+        got = ("ok", parts[0].merge(*parts[1:]).to_dict())
+    except InputError:
+        got = ("refused",)
+    assert got == want
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_duckdb_robustness_fold_equals_in_memory(data):
+    import duckdb
+
+    table, qi, kw = _case(data)
+    want = _in_memory(table, qi, kw)
+    batch = data.draw(st.integers(1, 8), label="batch_size")
+    try:
+        got = ("ok", pushdown.robustness_audit(duckdb.from_arrow(table), qi=qi, group="g",
+                                               sensitive="s", r=R, batch_size=batch, **kw,
+                                               **AUDIT).to_dict())
+    except InputError:
+        got = ("refused",)
+    assert got == want
+
+
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_spark_robustness_fold_equals_in_memory(spark_session, data):
+    table, qi, kw = _case(data, key_kinds=("int64", "string", "float", "bool"))
+    want = _in_memory(table, qi, kw)
+    df = spark_session.createDataFrame(table.to_pandas(types_mapper=pd_types))
+    try:
+        got = ("ok", spark.robustness_audit(df, qi=qi, group="g", sensitive="s", r=R,
+                                            partitions=2, **kw, **AUDIT).to_dict())
+    except InputError:
+        got = ("refused",)
+    assert got == want
+
+
+def test_spark_robustness_fold_sends_one_summary_per_partition(spark_session, monkeypatch):
+    """3,000 groups: the driver receives the cells of pass 1 and one state per partition."""
+    rng = np.random.default_rng(3)
+    n = 12_000
+    t = pa.table({"a": rng.integers(0, 5, n), "b": rng.integers(0, 3, n),
+                  "g": rng.integers(0, 3_000, n), "s": rng.choice(["x", "y", "z"], n)})
+    collected = []
+    real = spark._collect
+    monkeypatch.setattr(spark, "_collect",
+                        lambda frame: collected.append(real(frame)) or collected[-1])
+    got = spark.robustness_audit(spark_session.createDataFrame(t.to_pandas()), qi=["a", "b"],
+                                 group="g", sensitive="s", r=R, partitions=3, **AUDIT)
+    monkeypatch.undo()
+    assert sum(c.num_rows for c in collected) <= 5 * 3 * 3 + 3     # cells + states
+    rows = _rows(t, ["a", "b"], None)
+    res = robustness.audit(rows, qi=["a", "b"], group="g", sensitive="s", r=R, weight="n",
+                           **AUDIT)
+    assert got.to_dict() == RobustnessSummary.from_audit(res, rows, group=["g"]).to_dict()
+    assert got.n_groups == len(set(t.column("g").to_pylist())) > 2_900
+    assert got.summary().startswith(("PASS", "FAIL"))
