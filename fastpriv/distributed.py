@@ -101,7 +101,7 @@ if TYPE_CHECKING:
 
 __all__ = ["count_partitions", "release_from_dask", "row_counts", "groupwise_audit", "value_counts",
            "warm_workers", "anonymize", "class_counts", "class_histogram",
-           "population_histogram"]
+           "population_histogram", "robustness_audit"]
 
 
 # ============================================================================ helpers
@@ -429,33 +429,43 @@ def _arrow_counts(data: Any, cols: list[str], weight: str | None, count: str,
 
 
 def _class_tree(data: Any, cols: list[str], weight: str | None, count: str,
-                split_every: int, param: str = "data") -> Any:
-    """Return the delayed ``GROUP BY cols`` of :func:`_arrow_counts` (its merge tree's root)."""
+                split_every: int, param: str = "data", non_null: Sequence[str] = ()) -> Any:
+    """Return the delayed ``GROUP BY cols`` of :func:`_arrow_counts` (its merge tree's root).
+
+    Rows with a null in a ``non_null`` column are left out (:func:`_class_piece`).
+    """
     dask = _require_dask()
-    pieces = _pieces(data, cols + ([weight] if weight is not None else []),
+    pieces = _pieces(data, cols + list(non_null) + ([weight] if weight is not None else []),
                      min_pieces=2 * split_every)
     if not pieces:
         raise InputError(f"{param} has no rows (after the null policy and weights of 0)")
-    parts = [dask.delayed(_class_piece, pure=True)(kind, obj, cols, weight, count)
+    parts = [dask.delayed(_class_piece, pure=True)(kind, obj, cols, weight, count,
+                                                   tuple(non_null))
              for kind, obj in pieces]
     return _reduce(dask, parts, functools.partial(_merge_classes, weight), split_every)
 
 
 # ============================================================================ classes
-def _class_piece(kind: str, obj: Any, qi: list[str], weight: str | None, count: str):
+def _class_piece(kind: str, obj: Any, qi: list[str], weight: str | None, count: str,
+                 non_null: Sequence[str] = ()):
     """One partition's ``GROUP BY qi`` with ``COUNT(*)`` (``SUM(weight)``): an Arrow table.
 
     The weights are checked first, row by row, as in memory (:func:`_piece_table`: a null
     or negative weight raises, rows of weight 0 go); NULL and NaN stay labels of their own
     (the null policy is applied once, to the merged classes). Labels are put in the types
     of :func:`fastpriv._arrow.canonical_labels` so that every partition's table has one
-    schema.
+    schema. Rows with a null (or NaN) in a ``non_null`` column are left out first.
     """
     import pyarrow as pa
 
-    from ._arrow import apply_weights, canonical_labels
+    from ._arrow import apply_weights, canonical_labels, kept_rows
 
-    table = _to_table(kind, obj, qi + ([weight] if weight is not None else []))
+    table = _to_table(kind, obj, qi + list(non_null)
+                      + ([weight] if weight is not None else []))
+    if non_null:
+        kept = kept_rows(table, list(non_null), "drop")
+        if kept is not None:
+            table = table.take(pa.array(kept))
     if weight is None:
         agg = [([], "count_all")]
     else:
@@ -877,6 +887,98 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
                                        split_every)
     return state.finish(passes=2 if qv is not None and not isinstance(q, Mapping) else 1,
                         skipped=skipped)
+
+
+def _robustness_piece(kind: str, obj: Any, qi: list[str], group: list[str], sensitive: str,
+                      weight: str | None, count: str, audit: dict):
+    """One partition's :class:`~fastpriv.robustness_fold.RobustnessSummary` and key range."""
+    from ._labels import LabelKey
+    from .pushdown import robustness_part
+
+    table = _to_table(kind, obj, qi + group + [sensitive]
+                      + ([weight] if weight is not None else []))
+    summary = robustness_part(table, qi=qi, group=group, sensitive=sensitive, weight=weight,
+                              count=count, **audit)
+    if summary is None:
+        return None, []
+    keys = table.select(group).group_by(group, use_threads=False).aggregate([]).to_pylist()
+    labels = sorted((tuple(k[c] for c in group) if len(group) > 1 else k[group[0]]
+                     for k in keys), key=LabelKey)
+    return summary, [(labels[0], labels[-1])]
+
+
+def _merge_summaries(*parts: Any):
+    found = [p for p, _ in parts if p is not None]
+    ranges = [r for _, more in parts for r in more]
+    return (found[0].merge(*found[1:]) if found else None), ranges
+
+
+def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str],
+                     sensitive: str, r: float, weight: str | None = None,
+                     knowledge: Any = None, sensitive_values: Sequence[Any] | None = None,
+                     max_set_size: int | None = None, epsilon: float = 0.01,
+                     confidence: float = 0.9, min_support: int | None = None,
+                     nulls: str = "error", max_items: int = 100,
+                     partition_by_group: bool = False, split_every: int = 8,
+                     **options: Any) -> Any:
+    """r-robustness on the cluster, as a fold over partitions of complete groups.
+
+    Two passes (:mod:`fastpriv.robustness_fold`): the distinct (QI, sensitive) cells are
+    counted per partition and added in a tree, and the adversary's knowledge is derived from
+    them (unless ``knowledge`` is given); then each partition — holding complete groups, as
+    for :func:`groupwise_audit`, checked the same way, or after ``partition_by_group=True``
+    (a Dask shuffle on the group keys) — is audited with that knowledge on a worker
+    (:func:`fastpriv.pushdown.robustness_part`), and the
+    :class:`~fastpriv.robustness_fold.RobustnessSummary` of each are merged in a tree: the
+    client receives the cells and one summary. The result equals
+    ``RobustnessSummary.from_audit`` of :func:`fastpriv.robustness.audit` on the same rows.
+    Parameters as :func:`fastpriv.spark.robustness_audit`; ``data``, ``partition_by_group``
+    and ``split_every`` as :func:`groupwise_audit`.
+
+    Returns
+    -------
+    fastpriv.robustness_fold.RobustnessSummary
+
+    """
+    dask = _require_dask()
+    from ._validation import check_int, value_codes
+    from .pushdown import _unique_name, check_row_names, finish_row_counts
+    from .robustness_fold import derive_knowledge
+
+    qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
+    split_every = _check_split_every(split_every)
+    max_items = check_int(max_items, "max_items", minimum=1)
+    count = _unique_name("count", qi_cols + group_cols + [sensitive])
+    if knowledge is None:       # under nulls="drop" the rows of a null group are left out
+        cells = _class_tree(data, qi_cols + [sensitive], weight, count, split_every,
+                            non_null=group_cols if nulls == "drop" else ()).compute()
+        cells = finish_row_counts(cells, qi=qi_cols, group=[], sensitive=sensitive,
+                                  count=count)
+        knowledge = derive_knowledge(cells, qi=qi_cols, sensitive=sensitive, count=count,
+                                     max_set_size=max_set_size, epsilon=epsilon,
+                                     confidence=confidence, min_support=min_support,
+                                     nulls=nulls)
+    if sensitive_values is not None:
+        value_codes(sensitive_values, list(knowledge.values))
+    if partition_by_group:
+        if not _is_dask_collection(data):
+            raise InputTypeError("partition_by_group=True needs a dask DataFrame")
+        data = data.shuffle(on=group_cols)
+    audit = {"r": r, "knowledge": knowledge, "sensitive_values": sensitive_values,
+             "max_items": max_items, "nulls": nulls, **options}
+    pieces = _pieces(data, _columns(qi_cols + group_cols, sensitive, weight), min_pieces=1)
+    parts = [dask.delayed(_robustness_piece, pure=True)(kind, obj, qi_cols, group_cols,
+                                                        sensitive, weight, count, audit)
+             for kind, obj in pieces]
+    if not parts:
+        raise InputError("data has no rows (after weights of 0)")
+    summary, ranges = _reduce(dask, parts, _merge_summaries, split_every).compute()
+    if summary is None:
+        raise InputError("data has no rows (after weights of 0)")
+    if not partition_by_group:
+        _check_groups_in_one_partition(dask, pieces, ranges, group_cols, sensitive, "value",
+                                       weight, split_every)
+    return summary
 
 
 # ============================================================================ warm-up

@@ -97,7 +97,7 @@ if TYPE_CHECKING:
 
 __all__ = ["count_query", "release", "quote_identifier", "row_counts", "audit",
            "class_histogram", "population_histogram", "finish_population_counts",
-           "robustness_audit",
+           "robustness_audit", "robustness_part",
            "ordered_counts", "finish_row_counts", "weight_check_columns", "anonymize",
            "class_counts",
            "finish_class_counts"]
@@ -826,6 +826,34 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     if out is None:
         raise InputError("data has no rows (after weights of 0)")
     return out
+
+
+def robustness_part(data: Any, *, qi: Sequence[str], group: Sequence[str], sensitive: str,
+                    weight: str | None = None, count: str = "count", **audit: Any) -> Any:
+    """Count the rows of one partition of complete groups and audit them (r-robustness).
+
+    Every engine's partition of :func:`robustness_audit` ends here: ``data`` holds the
+    partition's rows (one per individual, or ``weight`` individuals: checked as in memory),
+    counted into the form of :func:`finish_row_counts` and audited by
+    :func:`fastpriv.robustness_fold.audit_part` with ``audit`` (``r``, ``knowledge``, …).
+    Returns its :class:`~fastpriv.robustness_fold.RobustnessSummary`, or None for no row.
+    """
+    import pyarrow as pa
+
+    from ._arrow import apply_weights, as_table
+    from .robustness_fold import audit_part
+
+    cols = [*qi, *group, sensitive]
+    table = as_table(data, cols + ([weight] if weight is not None else []), param="data")
+    if weight is not None:
+        table, w = apply_weights(table, weight)
+        table = table.set_column(table.schema.get_field_index(weight), weight, pa.array(w))
+    agg = [([], "count_all")] if weight is None else [(weight, "sum")]
+    counted = table.group_by(cols, use_threads=False).aggregate(agg).rename_columns(
+        cols + [count])
+    rows = finish_row_counts(counted, qi=list(qi), group=list(group), sensitive=sensitive,
+                             count=count)
+    return audit_part(rows, qi=qi, group=group, sensitive=sensitive, count=count, **audit)
 
 
 def _not_null(rel: Any, column: str) -> str:

@@ -632,8 +632,10 @@ ENGINE_ROUTES = {
               "`stream_counts.class_counts`; sorted by group: the fold "
               "`streaming.clustered_audit`)",
     "dask": "`distributed.release_from_dask`, `row_counts`, `class_counts`; the folds "
-            "`groupwise_audit` (one summary per partition), `class_histogram` (risk) and "
-            "`population_histogram` (k-map, δ-presence, risk against a population)",
+            "`groupwise_audit` (one summary per partition), `class_histogram` (risk), "
+            "`population_histogram` (k-map, δ-presence, risk against a population) and "
+            "`robustness_audit` (r-robustness: the knowledge from the (QI, sensitive) cells, "
+            "then one summary per partition of complete groups)",
     "spark": "`spark.release`, `spark.row_counts`, `spark.class_counts`; the folds "
              "`spark.audit` (on the executors, one summary per partition), "
              "`spark.class_histogram` (risk: one row per class size), "

@@ -833,26 +833,14 @@ def _fold_robustness(batches: Iterator[pa.RecordBatch], *, cols: list[str], n_qi
     """Executor side of :func:`robustness_audit`: the partition's groups, audited."""
     import pickle
 
-    from .pushdown import finish_row_counts
-    from .robustness_fold import audit_part
+    from .pushdown import robustness_part
 
     names = cols + ([weight] if weight is not None else [])
     parts = [pa.Table.from_batches([b]).rename_columns(names) for b in batches if b.num_rows]
     if not parts:
         return
-    table = pa.concat_tables(parts)
-    agg = [([], "count_all")] if weight is None else [(weight, "sum")]
-    if weight is not None:
-        from ._arrow import apply_weights
-
-        table, w = apply_weights(table, weight)
-        table = table.set_column(table.schema.get_field_index(weight), weight, pa.array(w))
-    counted = table.group_by(cols, use_threads=False).aggregate(agg)
-    counted = counted.rename_columns(cols + [count])
-    rows = finish_row_counts(counted, qi=cols[:n_qi], group=cols[n_qi:-1],
-                             sensitive=cols[-1], count=count)
-    state = audit_part(rows, qi=cols[:n_qi], group=cols[n_qi:-1], sensitive=cols[-1],
-                       count=count, **audit)
+    state = robustness_part(pa.concat_tables(parts), qi=cols[:n_qi], group=cols[n_qi:-1],
+                            sensitive=cols[-1], weight=weight, count=count, **audit)
     if state is not None:
         yield pa.RecordBatch.from_pydict({"state": [pickle.dumps(state)]})
 

@@ -4,7 +4,8 @@ The knowledge is derived from the distinct (QI, sensitive) cells; each set of co
 groups is audited with it; the summaries merge. On random tables (nulls, NaN, ties,
 weights, every null policy) any split of the groups, merged in any order, gives
 ``RobustnessSummary.from_audit`` of the in-memory audit of the same rows — and so do
-:func:`fastpriv.pushdown.robustness_audit` (DuckDB's rows streamed by group) and
+:func:`fastpriv.pushdown.robustness_audit` (DuckDB's rows streamed by group),
+:func:`fastpriv.distributed.robustness_audit` (Dask partitions of complete groups) and
 :func:`fastpriv.spark.robustness_audit` (on Spark's executors).
 """
 
@@ -114,6 +115,49 @@ def test_duckdb_robustness_fold_equals_in_memory(data):
     except InputError:
         got = ("refused",)
     assert got == want
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_dask_robustness_fold_equals_in_memory(data, tmp_path_factory):
+    import tempfile
+
+    import dask
+    import pyarrow.parquet as pq
+
+    from fastpriv import distributed
+
+    table, qi, kw = _case(data)
+    want = _in_memory(table, qi, kw)
+    folder = tempfile.mkdtemp(dir=tmp_path_factory.getbasetemp())
+    g = table.column("g").to_pylist()
+    cut = data.draw(st.integers(0, 5), label="cut")
+    for i, side in enumerate(([x is not None and x < cut for x in g],
+                              [x is None or x >= cut for x in g])):
+        pq.write_table(table.filter(pa.array(side)), f"{folder}/part-{i}.parquet")
+    try:
+        with dask.config.set(scheduler="synchronous"):
+            got = ("ok", distributed.robustness_audit(folder, qi=qi, group="g", sensitive="s",
+                                                      r=R, split_every=2, **kw,
+                                                      **AUDIT).to_dict())
+    except InputError:
+        got = ("refused",)
+    assert got == want
+
+
+def test_dask_robustness_fold_refuses_a_group_split_over_partitions(tmp_path):
+    import dask
+    import pyarrow.parquet as pq
+
+    from fastpriv import distributed
+
+    t = pa.table({"a": [1, 2, 1, 2], "g": [0, 1, 1, 2], "s": ["x", "y", "x", "y"]})
+    pq.write_table(t.slice(0, 2), tmp_path / "a.parquet")
+    pq.write_table(t.slice(2), tmp_path / "b.parquet")
+    with dask.config.set(scheduler="synchronous"), \
+            pytest.raises(InputError, match="group 1 is split over 2 partitions"):
+        distributed.robustness_audit(str(tmp_path), qi="a", group="g", sensitive="s", r=2,
+                                     min_support=1)
 
 
 @settings(max_examples=8, deadline=None, derandomize=True)
