@@ -27,8 +27,25 @@ from .results import Result, json_safe
 __all__ = ["ClassHistogram", "PopulationHistogram"]
 
 
+class _Sizes:
+    """n and u of a summary holding class sizes ``size`` and their numbers ``count``."""
+
+    size: np.ndarray
+    count: np.ndarray
+
+    @property
+    def n_records(self) -> int:
+        """n, the number of records (of the data)."""
+        return int((self.size * self.count).sum())
+
+    @property
+    def n_classes(self) -> int:
+        """u, the number of classes (of the data)."""
+        return int(self.count.sum())
+
+
 @dataclass(frozen=True, eq=False)
-class ClassHistogram(Result):
+class ClassHistogram(_Sizes, Result):
     """How many QI classes have each size, with the first smallest class.
 
     Attributes
@@ -81,16 +98,6 @@ class ClassHistogram(Result):
         size, count = classes.histogram()
         j = int(np.argmin(classes.sizes))
         return cls(tuple(classes.qi), size, count, classes.values_of(j), classes.nulls)
-
-    @property
-    def n_records(self) -> int:
-        """n, the number of records."""
-        return int((self.size * self.count).sum())
-
-    @property
-    def n_classes(self) -> int:
-        """u, the number of classes."""
-        return int(self.count.sum())
 
     def histogram(self) -> tuple[np.ndarray, np.ndarray]:
         """``(size, count)``, as :meth:`fastpriv.risk.ClassCounts.histogram`."""
@@ -184,7 +191,7 @@ def _most_exposed(c: dict) -> float:
 
 
 @dataclass(frozen=True, eq=False)
-class PopulationHistogram(Result):
+class PopulationHistogram(_Sizes, Result):
     """The data's classes matched with a population's, summarized: a fold over QI classes.
 
     k-map (min_j F_j), δ-presence (f_j / F_j: its maximum, its minimum) and the risk
@@ -297,16 +304,6 @@ class PopulationHistogram(Result):
                 _first(out.rarest, o.rarest, _rarest),
                 _first(out.most_exposed, o.most_exposed, _most_exposed), out.nulls)
         return out
-
-    @property
-    def n_records(self) -> int:
-        """n, the records of the data."""
-        return int((self.size * self.count).sum())
-
-    @property
-    def n_classes(self) -> int:
-        """u, the classes of the data."""
-        return int(self.count.sum())
 
     def histogram(self) -> tuple[np.ndarray, np.ndarray]:
         """``(size, count)`` of the data's classes, as :meth:`ClassHistogram.histogram`."""

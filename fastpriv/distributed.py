@@ -941,31 +941,27 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
 
     """
     dask = _require_dask()
-    from ._validation import check_int, value_codes
     from .pushdown import _unique_name, check_row_names, finish_row_counts
-    from .robustness_fold import derive_knowledge
+    from .robustness_fold import prepare
 
     qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
     split_every = _check_split_every(split_every)
-    max_items = check_int(max_items, "max_items", minimum=1)
     count = _unique_name("count", qi_cols + group_cols + [sensitive])
-    if knowledge is None:       # under nulls="drop" the rows of a null group are left out
-        cells = _class_tree(data, qi_cols + [sensitive], weight, count, split_every,
+
+    def cells() -> Any:      # under nulls="drop" the rows of a null group are left out
+        table = _class_tree(data, qi_cols + [sensitive], weight, count, split_every,
                             non_null=group_cols if nulls == "drop" else ()).compute()
-        cells = finish_row_counts(cells, qi=qi_cols, group=[], sensitive=sensitive,
-                                  count=count)
-        knowledge = derive_knowledge(cells, qi=qi_cols, sensitive=sensitive, count=count,
-                                     max_set_size=max_set_size, epsilon=epsilon,
-                                     confidence=confidence, min_support=min_support,
-                                     nulls=nulls)
-    if sensitive_values is not None:
-        value_codes(sensitive_values, list(knowledge.values))
+        return finish_row_counts(table, qi=qi_cols, group=[], sensitive=sensitive,
+                                 count=count)
+
+    audit = prepare(cells, qi=qi_cols, sensitive=sensitive, count=count, r=r,
+                    knowledge=knowledge, sensitive_values=sensitive_values,
+                    max_set_size=max_set_size, epsilon=epsilon, confidence=confidence,
+                    min_support=min_support, nulls=nulls, max_items=max_items, **options)
     if partition_by_group:
         if not _is_dask_collection(data):
             raise InputTypeError("partition_by_group=True needs a dask DataFrame")
         data = data.shuffle(on=group_cols)
-    audit = {"r": r, "knowledge": knowledge, "sensitive_values": sensitive_values,
-             "max_items": max_items, "nulls": nulls, **options}
     pieces = _pieces(data, _columns(qi_cols + group_cols, sensitive, weight), min_pieces=1)
     parts = [dask.delayed(_robustness_piece, pure=True)(kind, obj, qi_cols, group_cols,
                                                         sensitive, weight, count, audit)

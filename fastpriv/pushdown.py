@@ -552,31 +552,40 @@ def _duckdb_relation(data: Any) -> Iterator[Any]:
     A path is a file or a folder read as ``**/*.parquet`` (hive ``key=value`` folders as
     columns) on a connection of its own, closed on exit.
     """
-    import os
-
     duckdb = _require_duckdb()
     if isinstance(data, duckdb.DuckDBPyRelation):
         yield data
         return
-    if not isinstance(data, (str, os.PathLike)):
-        raise InputTypeError("data must be a DuckDB relation or a path to Parquet data, got "
-                             f"{type(data).__name__}")
-    path = os.fspath(data)
-    if not os.path.exists(path):
-        raise InputError(f"data: no such file or directory: {path!r}")
-    source = path
-    if os.path.isdir(path):
-        source = os.path.join(path, "**", "*.parquet")
-        import glob
-
-        if not glob.glob(source, recursive=True):
-            raise InputError(f"data: no *.parquet file under {path!r}")
+    source = _parquet_source(data, "data")
     con = duckdb.connect()
     try:
         _nans_possible(con)
         yield con.read_parquet(source)
     finally:
         con.close()
+
+
+def _parquet_source(data: Any, param: str) -> str:
+    """Return what DuckDB reads for a Parquet path: the file, or ``folder/**/*.parquet``.
+
+    Anything but an existing path, or a folder without a Parquet file, is refused naming
+    ``param``.
+    """
+    import glob
+    import os
+
+    if not isinstance(data, (str, os.PathLike)):
+        raise InputTypeError(f"{param} must be a DuckDB relation or a path to Parquet data, "
+                             f"got {type(data).__name__}")
+    path = os.fspath(data)
+    if not os.path.exists(path):
+        raise InputError(f"{param}: no such file or directory: {path!r}")
+    if not os.path.isdir(path):
+        return path
+    source = os.path.join(path, "**", "*.parquet")
+    if not glob.glob(source, recursive=True):
+        raise InputError(f"{param}: no *.parquet file under {path!r}")
+    return source
 
 
 def _nans_possible(con: Any) -> None:
@@ -788,27 +797,24 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     fastpriv.robustness_fold.RobustnessSummary
 
     """
-    from ._validation import check_int, value_codes
-    from .robustness_fold import audit_part, derive_knowledge
+    from ._validation import check_int
+    from .robustness_fold import audit_part, prepare
 
     qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
-    max_items = check_int(max_items, "max_items", minimum=1)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     count = _unique_name("count", qi_cols + group_cols + [sensitive])
     out = None
     with _duckdb_relation(data) as rel:
-        if knowledge is None:
-            source = rel
-            if nulls == "drop":     # the audit leaves out the rows of a null group: so here
-                source = rel.filter(" AND ".join(_not_null(rel, c) for c in group_cols))
-            cells = row_counts(source, qi=qi_cols, group=[], sensitive=sensitive,
-                               weight=weight, count=count)
-            knowledge = derive_knowledge(cells, qi=qi_cols, sensitive=sensitive, count=count,
-                                         max_set_size=max_set_size, epsilon=epsilon,
-                                         confidence=confidence, min_support=min_support,
-                                         nulls=nulls)
-        if sensitive_values is not None:
-            value_codes(sensitive_values, list(knowledge.values))
+        # under nulls="drop" the audit leaves out the rows of a null group: so does pass 1
+        source = (rel.filter(" AND ".join(_not_null(rel, c) for c in group_cols))
+                  if nulls == "drop" else rel)
+        audit = prepare(lambda: row_counts(source, qi=qi_cols, group=[], sensitive=sensitive,
+                                           weight=weight, count=count),
+                        qi=qi_cols, sensitive=sensitive, count=count, r=r,
+                        knowledge=knowledge, sensitive_values=sensitive_values,
+                        max_set_size=max_set_size, epsilon=epsilon, confidence=confidence,
+                        min_support=min_support, nulls=nulls, max_items=max_items,
+                        **options)
         batches = ordered_counts(rel, group=group_cols + qi_cols, sensitive=sensitive,
                                  weight=weight, count=count, batch_size=batch_size)
         try:
@@ -816,9 +822,7 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
                 rows = finish_row_counts(run, qi=qi_cols, group=group_cols,
                                          sensitive=sensitive, count=count)
                 part = audit_part(rows, qi=qi_cols, group=group_cols, sensitive=sensitive,
-                                  count=count, r=r, knowledge=knowledge,
-                                  sensitive_values=sensitive_values, max_items=max_items,
-                                  nulls=nulls, **options)
+                                  count=count, **audit)
                 if part is not None:
                     out = part if out is None else out.merge(part)
         finally:
@@ -1071,8 +1075,6 @@ def _population_source(rel: Any, population: Any, taken: Sequence[str]) -> Itera
     A relation is registered as a view of its connection (dropped on exit), which must be
     ``rel``'s; a path is read there as :func:`_duckdb_relation` reads one.
     """
-    import os
-
     duckdb = _require_duckdb()
     if isinstance(population, duckdb.DuckDBPyRelation):
         name = _unique_name("fastpriv_population", list(taken))
@@ -1082,14 +1084,7 @@ def _population_source(rel: Any, population: Any, taken: Sequence[str]) -> Itera
         finally:
             population.query(name + "_drop", f"DROP VIEW IF EXISTS {quote_identifier(name)}")
         return
-    if not isinstance(population, (str, os.PathLike)):
-        raise InputTypeError("population must be a DuckDB relation or a path to Parquet data, "
-                             f"got {type(population).__name__}")
-    path = os.fspath(population)
-    if not os.path.exists(path):
-        raise InputError(f"population: no such file or directory: {path!r}")
-    if os.path.isdir(path):
-        path = os.path.join(path, "**", "*.parquet")
+    path = _parquet_source(population, "population")
     literal = "'" + path.replace("'", "''") + "'"
     known = rel.query(_unique_name("fastpriv_rows", list(taken)),
                       "SELECT count(*) FROM duckdb_settings() "

@@ -20,7 +20,7 @@ numbered nowhere but in the process that holds the whole table.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +28,7 @@ from ._labels import label_less
 from .errors import InputError, InputTypeError
 from .results import Result, Witness, json_safe
 
-__all__ = ["RobustnessSummary", "TupleWitness", "audit_part", "derive_knowledge"]
+__all__ = ["RobustnessSummary", "TupleWitness", "audit_part", "derive_knowledge", "prepare"]
 
 #: counts of groups, added across parts (the keys of ``RobustnessAudit.to_dict()["groups"]``)
 GROUP_COUNTS = ("certified_by_delta", "exact_posterior_needed", "no_sensitive_value",
@@ -264,6 +264,33 @@ def derive_knowledge(data: Any, *, qi: Sequence[str], sensitive: str, count: str
     return Knowledge.derive(data, qi=list(qi), sensitive=sensitive, weight=count,
                             max_set_size=max_set_size, epsilon=epsilon,
                             confidence=confidence, min_support=min_support, nulls=nulls)
+
+
+def prepare(cells: Callable[[], Any], *, qi: Sequence[str], sensitive: str, count: str,
+            r: float, knowledge: Any = None, sensitive_values: Sequence | None = None,
+            max_set_size: int | None = None, epsilon: float = 0.01, confidence: float = 0.9,
+            min_support: int | None = None, nulls: str = "error", max_items: int = 100,
+            **options: Any) -> dict:
+    """Run pass 1 (unless ``knowledge`` is given) and return the arguments of every part.
+
+    ``cells()`` counts the distinct (QI, sensitive) cells where the data lives (an engine's
+    ``row_counts(..., group=[])``, under ``nulls="drop"`` without the rows of a null
+    group); it is called only to derive the knowledge. ``sensitive_values`` must be values
+    of the knowledge. Returns the keyword arguments of :func:`audit_part` besides the rows
+    and their columns.
+    """
+    from ._validation import check_int, value_codes
+
+    max_items = check_int(max_items, "max_items", minimum=1)
+    if knowledge is None:
+        knowledge = derive_knowledge(cells(), qi=qi, sensitive=sensitive, count=count,
+                                     max_set_size=max_set_size, epsilon=epsilon,
+                                     confidence=confidence, min_support=min_support,
+                                     nulls=nulls)
+    if sensitive_values is not None:
+        value_codes(sensitive_values, list(knowledge.values))
+    return {"r": r, "knowledge": knowledge, "sensitive_values": sensitive_values,
+            "max_items": max_items, "nulls": nulls, **options}
 
 
 def audit_part(data: Any, *, qi: Sequence[str], group: Sequence[str], sensitive: str,

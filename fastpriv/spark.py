@@ -780,34 +780,28 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     fastpriv.robustness_fold.RobustnessSummary
 
     """
-    from ._validation import check_int, value_codes
+    from ._validation import check_int
     from .pushdown import check_row_names
-    from .robustness_fold import derive_knowledge
+    from .robustness_fold import prepare
 
     qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
-    max_items = check_int(max_items, "max_items", minimum=1)
     if partitions is not None:
         partitions = check_int(partitions, "partitions", minimum=1)
     count = _free_name("count", qi_cols + group_cols + [sensitive])
-    if knowledge is None:
-        # under nulls="drop" the audit leaves out the rows of a null group: so does pass 1
-        source = _non_null(data, group_cols) if nulls == "drop" else data
-        cells = row_counts(source, qi=qi_cols, group=[], sensitive=sensitive, weight=weight,
-                           count=count)
-        knowledge = derive_knowledge(cells, qi=qi_cols, sensitive=sensitive, count=count,
-                                     max_set_size=max_set_size, epsilon=epsilon,
-                                     confidence=confidence, min_support=min_support,
-                                     nulls=nulls)
-    if sensitive_values is not None:
-        value_codes(sensitive_values, list(knowledge.values))
+    # under nulls="drop" the audit leaves out the rows of a null group: so does pass 1
+    audit = prepare(lambda: row_counts(_non_null(data, group_cols) if nulls == "drop"
+                                       else data, qi=qi_cols, group=[], sensitive=sensitive,
+                                       weight=weight, count=count),
+                    qi=qi_cols, sensitive=sensitive, count=count, r=r, knowledge=knowledge,
+                    sensitive_values=sensitive_values, max_set_size=max_set_size,
+                    epsilon=epsilon, confidence=confidence, min_support=min_support,
+                    nulls=nulls, max_items=max_items, **options)
     cols = qi_cols + group_cols + [sensitive]
     picked, pos = _picked(data, cols, weight)
     by = _partition_keys(picked, pos[len(qi_cols):-1])
     shuffled = picked.repartition(partitions, *by) if partitions else picked.repartition(*by)
-    fn = functools.partial(
-        _fold_robustness, cols=cols, n_qi=len(qi_cols), weight=weight, count=count,
-        audit={"r": r, "knowledge": knowledge, "sensitive_values": sensitive_values,
-               "max_items": max_items, "nulls": nulls, **options})
+    fn = functools.partial(_fold_robustness, cols=cols, n_qi=len(qi_cols), weight=weight,
+                           count=count, audit=audit)
     states = _states(shuffled, fn)
     if not states:
         raise InputError("data has no rows (after weights of 0)")

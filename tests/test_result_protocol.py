@@ -149,7 +149,9 @@ BUILDING_BLOCKS = {
               "normalize_skylines": "input normalization shared with skyline_anonymize",
               "prepare": "builds SigmaTables, a prepared input for repeated evaluation"},
     robustness_fold: {"derive_knowledge": "pass 1 of the r-robustness fold: a Knowledge "
-                                          "(tested in tests/test_robustness_fold.py)"},
+                                          "(tested in tests/test_robustness_fold.py)",
+                      "prepare": "pass 1 and the keyword arguments of every part (a dict), "
+                                 "shared by the engines' robustness_audit"},
     ck_safety: {"needed_groups": "the groups (c,k)-safety's fold keeps (folds.CkState): "
                                  "group ids out, tested in tests/test_engine_folds.py"},
 }
