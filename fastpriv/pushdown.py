@@ -799,6 +799,7 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     """
     from ._validation import check_int
     from .robustness_fold import audit_part, prepare
+    from .streaming import complete_groups
 
     qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
@@ -818,7 +819,7 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
         batches = ordered_counts(rel, group=group_cols + qi_cols, sensitive=sensitive,
                                  weight=weight, count=count, batch_size=batch_size)
         try:
-            for run in _group_runs(batches, len(group_cols)):
+            for run in complete_groups(batches, keys=group_cols):
                 rows = finish_row_counts(run, qi=qi_cols, group=group_cols,
                                          sensitive=sensitive, count=count)
                 part = audit_part(rows, qi=qi_cols, group=group_cols, sensitive=sensitive,
@@ -866,33 +867,6 @@ def _not_null(rel: Any, column: str) -> str:
     types = dict(zip(rel.columns, map(str, rel.types), strict=True))
     return (f"({q} IS NOT NULL AND NOT isnan({q}))" if types.get(column) in ("FLOAT", "DOUBLE")
             else f"{q} IS NOT NULL")
-
-
-def _group_runs(batches: Iterator[Any], n_keys: int) -> Iterator[Any]:
-    """Cut tables ordered by their first ``n_keys`` columns into runs of complete groups.
-
-    Each yielded table ends where a group ends; the last group of a batch waits for the
-    next batch (it may go on there).
-    """
-    import pyarrow as pa
-
-    pending = None
-    for batch in batches:
-        table = batch if pending is None else pa.concat_tables([pending, batch])
-        keys = list(zip(*(table.column(i).to_pylist() for i in range(n_keys)), strict=True))
-        last = len(keys) - 1
-        while last > 0 and _same(keys[last - 1], keys[-1]):
-            last -= 1
-        if last:
-            yield table.slice(0, last)
-        pending = table.slice(last)
-    if pending is not None and pending.num_rows:
-        yield pending
-
-
-def _same(a: tuple, b: tuple) -> bool:
-    """One group key (NaN, read as NULL by the query, cannot occur; -0.0 equals 0.0)."""
-    return all(x == y or (x is None and y is None) for x, y in zip(a, b, strict=True))
 
 
 def check_class_names(qi: Any, weight: Any = None, nulls: Any = "error") -> list[str]:

@@ -629,8 +629,8 @@ ENGINE_ROUTES = {
     "memory": "a table, a path or a Release in this process",
     "stream": "record batches with bounded memory (`Release.from_batches`, "
               "`streaming.audit_stream`, `stream_counts.row_counts`, "
-              "`stream_counts.class_counts`; sorted by group: the fold "
-              "`streaming.clustered_audit`)",
+              "`stream_counts.class_counts`; sorted by group: the folds "
+              "`streaming.clustered_audit` and `stream_counts.robustness_audit`)",
     "dask": "`distributed.release_from_dask`, `row_counts`, `class_counts`; the folds "
             "`groupwise_audit` (one summary per partition), `class_histogram` (risk), "
             "`population_histogram` (k-map, δ-presence, risk against a population) and "

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
     from .risk import ClassCounts
 
-__all__ = ["row_counts", "class_counts", "is_stream"]
+__all__ = ["row_counts", "class_counts", "is_stream", "robustness_audit"]
 
 #: Partial counts wait until they hold this many distinct rows, and at least as many as
 #: the counts merged so far, before they are merged: each row of the merged counts is
@@ -325,3 +325,77 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
     if table is None:
         raise InputError("data has no rows (after the null policy and weights of 0)")
     return finish_class_counts(table, qi=cols, count=count, nulls=nulls)
+
+
+def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str],
+                     sensitive: str, r: float, weight: str | None = None,
+                     knowledge: Any = None, sensitive_values: Sequence[Any] | None = None,
+                     max_set_size: int | None = None, epsilon: float = 0.01,
+                     confidence: float = 0.9, min_support: int | None = None,
+                     nulls: str = "error", max_items: int = 100, batch_size: int = 1 << 20,
+                     **options: Any) -> Any:
+    """r-robustness of a stream **sorted by group**, as a fold: memory ∝ cells + one run.
+
+    Two passes (:mod:`fastpriv.robustness_fold`): the distinct (QI, sensitive) cells are
+    counted batch by batch (:func:`row_counts` without a group) and the adversary's
+    knowledge derived from them — unless ``knowledge`` is given, the input must be read
+    twice (a path, a dataset or a table; a one-shot reader with ``knowledge=`` only); then
+    the batches are cut into runs of complete groups
+    (:func:`fastpriv.streaming.complete_groups`: groups in increasing key order, nulls last,
+    checked) and each run audited with that knowledge
+    (:func:`fastpriv.pushdown.robustness_part`) into a
+    :class:`~fastpriv.robustness_fold.RobustnessSummary`, merged. The result equals
+    ``RobustnessSummary.from_audit`` of :func:`fastpriv.robustness.audit` on the same rows.
+    Parameters as :func:`fastpriv.spark.robustness_audit`; ``data`` and ``batch_size`` as
+    :func:`row_counts`.
+
+    Returns
+    -------
+    fastpriv.robustness_fold.RobustnessSummary
+
+    """
+    import pyarrow as pa
+
+    from ._arrow import apply_weights, iter_batches, kept_rows
+    from .pushdown import check_row_names, robustness_part
+    from .robustness_fold import prepare
+    from .streaming import complete_groups, reiterable
+
+    qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
+    size = _check_batch_size(batch_size)
+    cols = qi_cols + group_cols + [sensitive]
+    read = cols + ([weight] if weight is not None else [])
+    count = _unique_name("count", cols)
+
+    def tables(drop_null_groups: bool) -> Iterator[pa.Table]:
+        for batch in iter_batches(data, read, batch_size=size):
+            table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) \
+                else batch
+            if weight is not None:
+                table, _ = apply_weights(table, weight)
+            kept = kept_rows(table, group_cols, "drop") if drop_null_groups else None
+            yield table if kept is None else table.take(pa.array(kept))
+
+    def cells() -> pa.Table:
+        if not reiterable(data):
+            raise InputError("data: a stream read once cannot give both passes; pass "
+                             "knowledge= (e.g. robustness_fold.derive_knowledge of its "
+                             "cells), or a path, a dataset or a table")
+        # under nulls="drop" the audit leaves out the rows of a null group: so does pass 1
+        batches = (b for t in tables(nulls == "drop") for b in t.to_batches())
+        return row_counts(batches, qi=qi_cols, group=[], sensitive=sensitive, weight=weight,
+                          count=count, batch_size=size)
+
+    audit = prepare(cells, qi=qi_cols, sensitive=sensitive, count=count, r=r,
+                    knowledge=knowledge, sensitive_values=sensitive_values,
+                    max_set_size=max_set_size, epsilon=epsilon, confidence=confidence,
+                    min_support=min_support, nulls=nulls, max_items=max_items, **options)
+    out = None
+    for run in complete_groups(tables(False), keys=group_cols):
+        part = robustness_part(run, qi=qi_cols, group=group_cols, sensitive=sensitive,
+                               weight=weight, count=count, **audit)
+        if part is not None:
+            out = part if out is None else out.merge(part)
+    if out is None:
+        raise InputError("data has no rows (after weights of 0)")
+    return out

@@ -43,7 +43,7 @@ groups).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -60,6 +60,8 @@ __all__ = [
     "GroupwiseState",
     "StreamAudit",
     "clustered_audit",
+    "complete_groups",
+    "reiterable",
     "audit_stream",
     "value_distribution",
     "CLASSIC_ROWS",
@@ -78,7 +80,8 @@ def _keys_of(group: Any, qi: Any) -> list[str]:
     return keys
 
 
-def _reiterable(data: Any) -> bool:
+def reiterable(data: Any) -> bool:
+    """Whether ``data`` can be read twice (a path, a table, a dataset, a DataFrame)."""
     if isinstance(data, (str, os.PathLike, pa.Table, pa.RecordBatch)):
         return True
     mod = type(data).__module__
@@ -173,6 +176,45 @@ def _key_at(table: pa.Table, keys: list[str], i: int) -> Any:
     return vals[0] if len(keys) == 1 else vals
 
 
+def complete_groups(data: Iterable[pa.Table], *, keys: Sequence[str],
+                    check_sorted: bool = True) -> Iterator[pa.Table]:
+    """Cut the tables of ``data``, sorted by ``keys``, into runs of complete groups.
+
+    Each yielded table ends where a group ends; the last group of a table waits for the
+    next (it may go on there). Groups must come in increasing key order (nulls last):
+    with ``check_sorted`` a group out of order raises :class:`InputError` naming it.
+    """
+    keys = list(keys)
+    carry: pa.Table | None = None
+    carry_key: Any = None
+    seen = 0
+    for table in data:
+        seen += table.num_rows
+        if table.num_rows == 0:
+            continue
+        starts, bad = _runs(table, keys)
+        first_key = _key_at(table, keys, 0)
+        if check_sorted and bad < 0 and carry is not None and first_key != carry_key \
+                and not label_less(carry_key, first_key):
+            bad = 0
+        if check_sorted and bad >= 0:
+            before = _key_at(table, keys, bad - 1) if bad else carry_key
+            raise InputError(f"data is not sorted by {keys}: group "
+                             f"{_key_at(table, keys, bad)!r} follows {before!r} (row "
+                             f"{seen - table.num_rows + bad} of the input); sort it")
+        last = int(starts[-1])
+        if carry is not None and first_key == carry_key and starts.size == 1:
+            carry = pa.concat_tables([carry, table])
+            continue
+        done = table.slice(0, last) if carry is None else pa.concat_tables(
+            [carry, table.slice(0, last)])
+        if done.num_rows:
+            yield done
+        carry, carry_key = table.slice(last), _key_at(table, keys, last)
+    if carry is not None:
+        yield carry
+
+
 def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
                     qi: Sequence[str] | None = None, weight: str | None = None,
                     skylines: Any = None,
@@ -246,7 +288,7 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
         if isinstance(q, Mapping):
             values = sorted(q, key=LabelKey)
             qv = [float(q[v]) for v in values]
-        elif q == "pass" or (q is None and _reiterable(data)):
+        elif q == "pass" or (q is None and reiterable(data)):
             values, totals, n_all = value_distribution(data, sensitive, keys=keys, nulls=nulls,
                                                        batch_size=batch_size, weight=weight)
             qv = (totals / n_all).tolist()

@@ -37,7 +37,7 @@ PROTOCOL = {
                         "sensitive_values", "max_set_size", "epsilon", "confidence",
                         "min_support", "nulls", "max_items"}, {
         "duckdb": pushdown.robustness_audit, "spark": spark.robustness_audit,
-        "dask": distributed.robustness_audit}),
+        "dask": distributed.robustness_audit, "stream": stream_counts.robustness_audit}),
     "group fold": ({"sensitive", "group", "qi", "skylines", "classic", "l", "q", "order",
                     "nulls", "weight", "k", "options"}, {
         "duckdb": pushdown.audit, "spark": spark.audit,

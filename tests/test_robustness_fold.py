@@ -5,7 +5,8 @@ groups is audited with it; the summaries merge. On random tables (nulls, NaN, ti
 weights, every null policy) any split of the groups, merged in any order, gives
 ``RobustnessSummary.from_audit`` of the in-memory audit of the same rows — and so do
 :func:`fastpriv.pushdown.robustness_audit` (DuckDB's rows streamed by group),
-:func:`fastpriv.distributed.robustness_audit` (Dask partitions of complete groups) and
+:func:`fastpriv.distributed.robustness_audit` (Dask partitions of complete groups),
+:func:`fastpriv.stream_counts.robustness_audit` (batches sorted by group) and
 :func:`fastpriv.spark.robustness_audit` (on Spark's executors).
 """
 
@@ -115,6 +116,37 @@ def test_duckdb_robustness_fold_equals_in_memory(data):
     except InputError:
         got = ("refused",)
     assert got == want
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_stream_robustness_fold_equals_in_memory(data):
+    from fastpriv import stream_counts
+
+    table, qi, kw = _case(data)
+    want = _in_memory(table, qi, kw)
+    table = table.sort_by([("g", "ascending")], null_placement="at_end")
+    batch = data.draw(st.integers(1, 8), label="batch_size")
+    try:
+        got = ("ok", stream_counts.robustness_audit(table, qi=qi, group="g", sensitive="s",
+                                                    r=R, batch_size=batch, **kw,
+                                                    **AUDIT).to_dict())
+    except InputError:
+        got = ("refused",)
+    assert got == want
+
+
+def test_stream_robustness_fold_needs_sorted_groups_and_two_readings():
+    from fastpriv import stream_counts
+
+    t = pa.table({"a": [1, 2, 1, 2], "g": [0, 1, 0, 1], "s": ["x", "y", "x", "y"]})
+    with pytest.raises(InputError, match="not sorted by"):
+        stream_counts.robustness_audit(t, qi="a", group="g", sensitive="s", r=2,
+                                       min_support=1, batch_size=1)
+    reader = pa.RecordBatchReader.from_batches(t.schema, t.to_batches())
+    with pytest.raises(InputError, match="read once"):
+        stream_counts.robustness_audit(reader, qi="a", group="g", sensitive="s", r=2,
+                                       min_support=1)
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)
