@@ -714,6 +714,7 @@ def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
     check_columns(cols, data.columns, "qi")
     check_columns(cols, population.columns, "population")
     _check_weight(data, weight, cols)
+    _check_same_kinds(data, population, cols)
     sides = []
     for frame, w in ((data, weight), (population, None)):
         picked, pos = _picked(frame, cols, w)
@@ -843,6 +844,25 @@ def _free_name(base: str, taken: Sequence[str]) -> str:
     while base in taken:
         base = "_" + base
     return base
+
+
+def _check_same_kinds(data: Any, population: Any, cols: list[str]) -> None:
+    """Refuse QI columns of different kinds (numbers, text, …), as in memory.
+
+    Spark would cast one side to compare them (``"1"`` matching ``1``); in memory the
+    population's classes are not matched with the data's then.
+    """
+    from pyspark.sql import types as T
+
+    def kind(t: Any) -> str:
+        return "number" if isinstance(t, T.NumericType) else type(t).__name__
+
+    for c in cols:
+        a, b = data.schema[c].dataType, population.schema[c].dataType
+        if kind(a) != kind(b):
+            raise InputError(f"population: QI column types differ from the data's ({c!r}: "
+                             f"{a.simpleString()} in the data, {b.simpleString()} in the "
+                             "population)")
 
 
 def _fold_population(batches: Iterator[pa.RecordBatch], *, cols: list[str],

@@ -171,6 +171,13 @@ def test_spark_population_fold_sends_summaries_not_classes(spark_session, monkey
                                                  population=pop).to_dict()
 
 
+def test_spark_population_fold_refuses_qi_of_another_kind(spark_session):
+    sample = spark_session.createDataFrame(pa.table({"a": [1, 2]}).to_pandas())
+    pop = spark_session.createDataFrame(pa.table({"a": ["1", "2"]}).to_pandas())
+    with pytest.raises(InputError, match="types differ"):
+        spark.population_histogram(sample, qi="a", population=pop)
+
+
 def test_population_folds_refuse_clearly(tmp_path):
     import duckdb
 
