@@ -62,6 +62,19 @@ def _undefined_key(e: dict) -> _Key:
     return _Key((e["group"], tuple(e["attribute_set"] or ()), e["value"], e["reason"]))
 
 
+def _at_least_kth(p: Any, k: int) -> Any:
+    """Positions of the posteriors at least the k-th largest (ties included): the candidates.
+
+    Only they can be among the ``k`` highest; the others are not named at all.
+    """
+    import numpy as np
+
+    if p.size <= k:
+        return np.arange(p.size)
+    kth = -np.partition(-p, k - 1)[k - 1]
+    return np.flatnonzero(p >= kth)
+
+
 def _first(entries: list, key: Any, n: int) -> tuple:
     return tuple(sorted(entries, key=key)[:n])
 
@@ -171,10 +184,11 @@ class RobustnessSummary(Result):
             return labels[0] if len(labels) == 1 else labels
 
         entries = []
-        for row, a, x, p in zip(audit.problematic_rows.tolist(),
-                                audit.problematic_sets.tolist(),
-                                audit.problematic_values.tolist(),
-                                audit.problematic_posteriors.tolist(), strict=True):
+        keep = _at_least_kth(audit.problematic_posteriors, max_items)
+        for row, a, x, p in zip(audit.problematic_rows[keep].tolist(),
+                                audit.problematic_sets[keep].tolist(),
+                                audit.problematic_values[keep].tolist(),
+                                audit.problematic_posteriors[keep].tolist(), strict=True):
             entries.append({"group": group_of(row), "attribute_set": sets[a],
                             "signature": {c: label(c, row) for c in sets[a]},
                             "value": audit.values[x], "posterior": p})
