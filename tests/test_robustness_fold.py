@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastpriv import InputError, pushdown, robustness, spark
-from fastpriv.robustness_fold import RobustnessSummary, audit_part, derive_knowledge
+from fastpriv.robustness_fold import RobustnessSummary, audit_part, prepare
 from tests.engines import tables
 from tests.spark_session import local_session
 from tests.test_engine_folds import pd_types
@@ -42,8 +42,12 @@ def _case(data, **kinds) -> tuple[pa.Table, list[str], dict]:
     weights = data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n), label="w")
     table = table.append_column("g", pa.array(groups, pa.int64())).append_column(
         "w", pa.array(weights, pa.int64()))
+    present = sorted({v for v in table.column("s").to_pylist() if v is not None}, key=str)
     kw = {"weight": data.draw(st.sampled_from([None, "w"]), label="weight"),
-          "nulls": data.draw(st.sampled_from(["value", "drop", "error"]), label="nulls")}
+          "nulls": data.draw(st.sampled_from(["value", "drop", "error"]), label="nulls"),
+          # one value tested (absent from some groups, or from every row left), or all
+          "sensitive_values": data.draw(st.sampled_from([None] + [[v] for v in present]),
+                                        label="sensitive_values")}
     return table, qi, kw
 
 
@@ -61,21 +65,23 @@ def _in_memory(table, qi, kw, max_items: int = 100) -> tuple:
     try:
         rows = _rows(table, qi, kw["weight"])
         res = robustness.audit(rows, qi=qi, group="g", sensitive="s", r=R, weight="n",
-                               nulls=kw["nulls"], **AUDIT)
+                               nulls=kw["nulls"], sensitive_values=kw["sensitive_values"],
+                               **AUDIT)
         return ("ok", RobustnessSummary.from_audit(res, rows, group=["g"],
                                                    max_items=max_items).to_dict())
     except InputError:
         return ("refused",)
 
 
-def _knowledge(table, qi, kw):
+def _pass_one(table, qi, kw, max_items: int) -> dict:
+    """The knowledge from the cells and the parts' arguments (robustness_fold.prepare)."""
     source = table
     if kw["nulls"] == "drop":                   # the rows the audit keeps
         source = table.filter(pa.compute.is_valid(table.column("g")))
     cells = pushdown.finish_row_counts(_counted(source, qi + ["s"], kw["weight"]), qi=qi,
                                        group=[], sensitive="s", count="n")
-    return derive_knowledge(cells, qi=qi, sensitive="s", count="n", nulls=kw["nulls"],
-                            **AUDIT)
+    return prepare(lambda: cells, qi=qi, sensitive="s", count="n", r=R, nulls=kw["nulls"],
+                   sensitive_values=kw["sensitive_values"], max_items=max_items, **AUDIT)
 
 
 @settings(max_examples=120, deadline=None, derandomize=True)
@@ -86,13 +92,12 @@ def test_any_split_of_the_groups_merges_into_the_in_memory_summary(data):
     want = _in_memory(table, qi, kw, top)
     try:
         rows = _rows(table, qi, kw["weight"])
-        knowledge = _knowledge(table, qi, kw)
+        audit = _pass_one(table, qi, kw, top)
         labels = sorted(set(rows.column("g").to_pylist()), key=lambda v: (v is None, v or 0))
         cut = data.draw(st.integers(0, len(labels)), label="cut")
         g = rows.column("g").to_pylist()
         parts = [audit_part(rows.filter(pa.array([x in side for x in g])), qi=qi,
-                            group=["g"], sensitive="s", count="n", r=R, knowledge=knowledge,
-                            nulls=kw["nulls"], max_items=top)
+                            group=["g"], sensitive="s", count="n", **audit)
                  for side in (set(labels[:cut]), set(labels[cut:]))]
         parts = data.draw(st.permutations([p for p in parts if p is not None]), label="order")
         if not parts:
@@ -112,9 +117,12 @@ def test_duckdb_robustness_fold_equals_in_memory(data):
     want = _in_memory(table, qi, kw)
     batch = data.draw(st.integers(1, 8), label="batch_size")
     try:
+        given = {}
+        if data.draw(st.booleans(), label="knowledge given"):     # pass 1 skipped
+            given["knowledge"] = _pass_one(table, qi, kw, 100)["knowledge"]
         got = ("ok", pushdown.robustness_audit(duckdb.from_arrow(table), qi=qi, group="g",
                                                sensitive="s", r=R, batch_size=batch, **kw,
-                                               **AUDIT).to_dict())
+                                               **given, **AUDIT).to_dict())
     except InputError:
         got = ("refused",)
     assert got == want
