@@ -1,0 +1,255 @@
+"""The folds on each engine against bringing every class or row to the driver.
+
+Two workloads, each contestant in a fresh interpreter, run once untimed on a small copy
+(imports, JIT, engine start), then timed on the data:
+
+* ``k_map``: a population of ``n`` rows over two QI columns and a sample of its first
+  quarter, as Parquet. ``<engine>_classes`` is ``population.k_map(class_counts(sample),
+  population=class_counts(population))`` (every class of both tables to this process),
+  ``<engine>_fold`` ``population.k_map(population_histogram(sample, population=...))`` (the
+  classes joined and summarized where they live).
+* ``robustness``: ``n`` rows with three QI columns, a group id (groups of about 10) and a
+  sensitive value. ``<engine>_rows`` is ``robustness.audit(row_counts(data), weight=count)``
+  (every distinct row to this process), ``<engine>_fold`` ``robustness_audit(data)`` (the
+  knowledge from the cells, then the groups audited where they live; on Dask after a
+  shuffle by group, ``partition_by_group=True``, as the files are not split by group).
+
+Recorded: seconds, this (driver) process's peak resident memory (``VmHWM``), the JVM's
+(Spark), the workers' (Dask, sampled), and the answer (equal for the paths of an engine).
+Smoke mode (default) uses small sizes; ``--full`` (or ``FASTPRIV_BENCH=full``) 8M population
+rows and 2M and 6M audited rows (:data:`SIZES`), and writes ``benchmarks/results/folds.json``
+(per workload, per number of rows, per contestant).
+
+    python -m benchmarks.bench_folds --full
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks._common import is_full, write_result
+
+ROOT = Path(__file__).resolve().parents[1]
+MIB = 1 << 20
+KMAP_QI = ["a", "b"]
+ROB_QI = ["age", "sex", "zip"]
+ROB = {"r": 3.0, "max_set_size": 2, "min_support": 50}
+#: workload -> its contestants (engine_how)
+WORKLOADS = {
+    "k_map": ["duckdb_classes", "duckdb_fold", "dask_classes", "dask_fold",
+              "spark_classes", "spark_fold"],
+    "robustness": ["duckdb_rows", "duckdb_fold", "dask_rows", "dask_fold", "spark_rows",
+                   "spark_fold"],
+}
+
+
+def _write_parts(folder: Path, table: Any, files: int) -> None:
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    step = -(-table.num_rows // files)
+    for i in range(files):
+        pq.write_table(table.slice(i * step, step), folder / f"part-{i}.parquet")
+
+
+def _write(workload: str, folder: Path, n: int) -> None:
+    """The workload's Parquet data (reused when its parameters match)."""
+    import pyarrow as pa
+
+    marker = folder / "_params.json"
+    if marker.is_file() and json.loads(marker.read_text()) == {"workload": workload, "n": n}:
+        return
+    rng = np.random.default_rng(0)
+    if workload == "k_map":       # ~n/2 population classes; the sample is the first quarter
+        side = int(np.sqrt(n / 2))
+        t = pa.table({"a": rng.integers(0, side, n), "b": rng.integers(0, side, n)})
+        _write_parts(folder / "population", t, 4)
+        _write_parts(folder / "sample", t.slice(0, n // 4), 2)
+    else:                         # groups of ~10 rows, 90 x 2 x 100 QI cells, 5 values
+        t = pa.table({"age": rng.integers(0, 90, n), "sex": rng.integers(0, 2, n),
+                      "zip": rng.integers(0, 100, n), "gid": rng.integers(0, n // 10, n),
+                      "disease": rng.choice(["flu", "cold", "hiv", "mumps", "none"], n)})
+        _write_parts(folder / "data", t, 4)
+    marker.write_text(json.dumps({"workload": workload, "n": n}))
+
+
+def _status_kib(pid: int | str, key: str) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def _k_map(engine: str, how: str, folder: Path, ctx: dict) -> dict:
+    """One k-map contestant on ``folder``: the value and its witness class."""
+    from fastpriv import distributed, population, pushdown, spark
+
+    sample, pop = str(folder / "sample"), str(folder / "population")
+    if engine == "spark":
+        sample, pop = ctx["spark"].read.parquet(sample), ctx["spark"].read.parquet(pop)
+    mod = {"duckdb": pushdown, "dask": distributed, "spark": spark}[engine]
+    if how == "fold":
+        res = population.k_map(mod.population_histogram(sample, qi=KMAP_QI, population=pop))
+    else:
+        res = population.k_map(mod.class_counts(sample, qi=KMAP_QI),
+                               population=mod.class_counts(pop, qi=KMAP_QI))
+    d = res.to_dict()
+    return {"value": d["value"], "witness": d["witness"]}
+
+
+def _robustness(engine: str, how: str, folder: Path, ctx: dict) -> dict:
+    """One r-robustness contestant on ``folder``: its summary's main numbers."""
+    from fastpriv import distributed, pushdown, robustness, spark
+    from fastpriv.robustness_fold import RobustnessSummary
+
+    data = str(folder / "data")
+    if engine == "spark":
+        data = ctx["spark"].read.parquet(data)
+    mod = {"duckdb": pushdown, "spark": spark, "dask": distributed}[engine]
+    cols = {"qi": ROB_QI, "group": "gid", "sensitive": "disease"}
+    if how == "fold" and engine == "dask":       # the files are not split by group
+        import dask.dataframe as dd
+
+        d = mod.robustness_audit(dd.read_parquet(data), partition_by_group=True, **cols,
+                                 **ROB).to_dict()
+    elif how == "fold":
+        d = mod.robustness_audit(data, **cols, **ROB).to_dict()
+    else:
+        rows = mod.row_counts(data, **cols, count="n")
+        res = robustness.audit(rows, **cols, weight="n", **ROB)
+        d = RobustnessSummary.from_audit(res, rows, group=["gid"]).to_dict()
+    return {k: d[k] for k in ("value", "witness", "n_problematic", "n_problematic_rows",
+                              "groups", "n_groups")}
+
+
+def _start(engine: str) -> dict:
+    ctx: dict = {}
+    if engine == "spark":
+        from pyspark.sql import SparkSession
+
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        ctx["spark"] = (SparkSession.builder.master("local[2]").appName("fastpriv-folds")
+                        .config("spark.ui.enabled", "false")
+                        .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+        ctx["spark"].sparkContext.setLogLevel("ERROR")
+    if engine == "dask":
+        from distributed import Client, LocalCluster
+
+        ctx["cluster"] = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None, silence_logs=40)
+        ctx["client"] = Client(ctx["cluster"])
+    return ctx
+
+
+def _stop(ctx: dict) -> None:
+    if "client" in ctx:
+        ctx["client"].close()
+        ctx["cluster"].close()
+    if "spark" in ctx:
+        ctx["spark"].stop()
+
+
+def _child(workload: str, name: str, folder: str, warm: str) -> dict:
+    import psutil
+
+    engine, how = name.split("_")
+    run_one = {"k_map": _k_map, "robustness": _robustness}[workload]
+    ctx = _start(engine)
+    run_one(engine, how, Path(warm), ctx)
+    me = psutil.Process()
+    peak = {"workers": 0}
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(0.05):
+            peak["workers"] = max(peak["workers"], sum(
+                p.memory_info().rss for p in me.children(recursive=True)
+                if p.name() != "java"))
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    t0 = time.perf_counter()
+    answer = run_one(engine, how, Path(folder), ctx)
+    seconds = time.perf_counter() - t0
+    stop.set()
+    thread.join()
+    jvm = [p for p in me.children(recursive=True) if p.name() == "java"]
+    out = {"seconds": seconds, "driver_peak_mib": _status_kib("self", "VmHWM") / 1024,
+           "jvm_peak_mib": _status_kib(jvm[0].pid, "VmHWM") / 1024 if jvm else None,
+           "workers_peak_mib": peak["workers"] / MIB if engine == "dask" else None,
+           "answer": answer}
+    _stop(ctx)
+    return out
+
+
+#: rows of each workload (full, smoke); the driver's peak should not grow with them
+SIZES = {"k_map": ([8_000_000], [200_000]),
+         "robustness": ([2_000_000, 6_000_000], [50_000])}
+
+
+def _runs(workload: str, n: int, root: Path, env: dict) -> dict:
+    """Every contestant of ``workload`` on ``n`` rows; answers equal within an engine."""
+    folder, warm = root / f"folds_{workload}_{n}", root / f"folds_{workload}_warm"
+    _write(workload, folder, n)
+    _write(workload, warm, 20_000)
+    runs = {}
+    for name in WORKLOADS[workload]:
+        proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_folds", "--child",
+                               workload, name, str(folder), str(warm)], cwd=ROOT, env=env,
+                              capture_output=True, text=True)
+        runs[name] = (json.loads(proc.stdout.strip().splitlines()[-1])
+                      if proc.returncode == 0 else {"error": proc.stderr[-2000:]})
+        print(workload, n, name, {k: v for k, v in runs[name].items() if k != "answer"},
+              flush=True)
+    for engine in {name.split("_")[0] for name in runs}:
+        got = [r["answer"] for name, r in runs.items()
+               if name.startswith(engine + "_") and "error" not in r]
+        assert all(a == got[0] for a in got), f"{workload} on {engine}: answers differ"
+    return runs
+
+
+def run(full: bool, workloads: list[str]) -> dict:
+    root = Path(os.environ.get("FASTPRIV_BENCH_DATA") or tempfile.gettempdir())
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return {w: {str(n): _runs(w, n, root, env) for n in SIZES[w][0 if full else 1]}
+            for w in workloads}
+
+
+def _write_result(out: dict, full: bool) -> Path:
+    return write_result("folds", {"command": "python -m benchmarks.bench_folds --full",
+                                  **out}, full)
+
+
+def bench_folds(benchmark, full):
+    out = benchmark.pedantic(lambda: run(full, list(WORKLOADS)), rounds=1, iterations=1)
+    _write_result(out, full)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--full", action="store_true")
+    p.add_argument("--workloads", default=",".join(WORKLOADS))
+    p.add_argument("--child", nargs=4, metavar=("WORKLOAD", "NAME", "FOLDER", "WARM"))
+    args = p.parse_args(argv)
+    if args.child:
+        print(json.dumps(_child(*args.child)))
+        return 0
+    full = args.full or is_full()
+    print(_write_result(run(full, args.workloads.split(",")), full))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
