@@ -30,6 +30,8 @@ from .results import Result, Witness, json_safe
 
 __all__ = ["RobustnessSummary", "TupleWitness", "audit_part", "derive_knowledge", "prepare"]
 
+#: options of :func:`fastpriv.robustness.audit` the engines pass on to every part
+AUDIT_OPTIONS = ("model", "tol", "max_states", "on_large", "chunk_entries", "max_seconds")
 #: counts of groups, added across parts (the keys of ``RobustnessAudit.to_dict()["groups"]``)
 GROUP_COUNTS = ("certified_by_delta", "exact_posterior_needed", "no_sensitive_value",
                 "delta_condition_holds", "certified_violations", "over_threshold")
@@ -293,8 +295,13 @@ def prepare(cells: Callable[[], Any], *, qi: Sequence[str], sensitive: str, coun
     of the knowledge. Returns the keyword arguments of :func:`audit_part` besides the rows
     and their columns.
     """
-    from ._validation import check_int, value_codes
+    from ._validation import check_int, check_r, value_codes
 
+    unknown = sorted(set(options) - set(AUDIT_OPTIONS))
+    if unknown:      # here, not as a traceback from an executor
+        raise TypeError(f"robustness_audit() got unexpected keyword arguments {unknown} "
+                        f"(the audit's options: {', '.join(AUDIT_OPTIONS)})")
+    check_r(r)
     max_items = check_int(max_items, "max_items", minimum=1)
     if knowledge is None:
         knowledge = derive_knowledge(cells(), qi=qi, sensitive=sensitive, count=count,

@@ -236,3 +236,16 @@ def test_spark_robustness_fold_sends_one_summary_per_partition(spark_session, mo
     assert got.to_dict() == RobustnessSummary.from_audit(res, rows, group=["g"]).to_dict()
     assert got.n_groups == len(set(t.column("g").to_pylist())) > 2_900
     assert got.summary().startswith(("PASS", "FAIL"))
+
+
+def test_bad_arguments_are_refused_before_any_pass():
+    import duckdb
+
+    t = duckdb.from_arrow(pa.table({"a": [1], "g": [0], "s": ["x"]}))
+    with pytest.raises(InputError, match="r"):
+        pushdown.robustness_audit(t, qi="a", group="g", sensitive="s", r=0.5)
+    with pytest.raises(TypeError, match="mdoel"):
+        pushdown.robustness_audit(t, qi="a", group="g", sensitive="s", r=2, mdoel="binary")
+    with pytest.raises(InputError, match="sensitive_values"):
+        pushdown.robustness_audit(t, qi="a", group="g", sensitive="s", r=2, min_support=1,
+                                  sensitive_values=["nope"])
