@@ -94,6 +94,17 @@ def check_keys(group: Any, qi: Any) -> tuple[list[str], str]:
     return check_column_names(group if group is not None else qi, param), param
 
 
+def unique_name(base: str, taken: Sequence[str]) -> str:
+    """Return ``base``, prefixed with underscores until it is none of ``taken``.
+
+    The name of a column fastpriv adds (a count, a flag) beside the user's columns.
+    """
+    name = base
+    while name in taken:
+        name = "_" + name
+    return name
+
+
 def check_column_names(cols: Any, param: str) -> list[str]:
     """Return a column name or a list of them as a list, checking its shape.
 

@@ -94,6 +94,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._validation import unique_name
 from .errors import InputError, InputTypeError
 
 if TYPE_CHECKING:
@@ -537,11 +538,11 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
         One class per distinct QI tuple, with its number of records.
 
     """
-    from .pushdown import _unique_name, check_class_names, finish_class_counts
+    from .pushdown import check_class_names, finish_class_counts
 
     cols = check_class_names(qi, weight, nulls)
     split_every = _check_split_every(split_every)
-    count = _unique_name("count", cols)
+    count = unique_name("count", cols)
     table = _arrow_counts(data, cols, weight, count, split_every)
     return finish_class_counts(table, qi=cols, count=count, nulls=nulls)
 
@@ -572,11 +573,11 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
     fastpriv.class_histogram.ClassHistogram
 
     """
-    from .pushdown import _unique_name, check_class_names
+    from .pushdown import check_class_names
 
     cols = check_class_names(qi, weight, nulls)
     split_every = _check_split_every(split_every)
-    count = _unique_name("count", cols)
+    count = unique_name("count", cols)
     return _arrow_counts(data, cols, weight, count, split_every, finish=functools.partial(
         _histogram_of, qi=cols, count=count, nulls=nulls))
 
@@ -585,9 +586,9 @@ def _matched_of(sample: Any, people: Any, *, qi: list[str], count: str, nulls: s
     """Join two merged class tables (the last task): their PopulationHistogram."""
     import pyarrow as pa
 
-    from .pushdown import _unique_name, finish_population_counts
+    from .pushdown import finish_population_counts
 
-    big = _unique_name("population", qi + [count])
+    big = unique_name("population", qi + [count])
     sample = sample.append_column(big, pa.nulls(sample.num_rows, pa.int64()))
     people = people.rename_columns(qi + [big]).add_column(
         len(qi), count, pa.nulls(people.num_rows, pa.int64()))
@@ -630,11 +631,11 @@ def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
     fastpriv.class_histogram.PopulationHistogram
 
     """
-    from .pushdown import _unique_name, check_class_names
+    from .pushdown import check_class_names
 
     cols = check_class_names(qi, weight, nulls)
     split_every = _check_split_every(split_every)
-    count = _unique_name("count", cols)
+    count = unique_name("count", cols)
     sample = _class_tree(data, cols, weight, count, split_every)
     people = _class_tree(population, cols, None, count, split_every, param="population")
     match = functools.partial(_matched_of, qi=cols, count=count, nulls=nulls)
@@ -941,12 +942,12 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
 
     """
     dask = _require_dask()
-    from .pushdown import _unique_name, check_row_names, finish_row_counts
+    from .pushdown import check_row_names, finish_row_counts
     from .robustness_fold import prepare
 
     qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
     split_every = _check_split_every(split_every)
-    count = _unique_name("count", qi_cols + group_cols + [sensitive])
+    count = unique_name("count", qi_cols + group_cols + [sensitive])
 
     def cells() -> Any:      # under nulls="drop" the rows of a null group are left out
         table = _class_tree(data, qi_cols + [sensitive], weight, count, split_every,

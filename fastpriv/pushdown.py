@@ -88,7 +88,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._validation import check_keys
+from ._validation import check_keys, unique_name
 from .errors import InputError, InputTypeError
 
 if TYPE_CHECKING:
@@ -491,13 +491,6 @@ _DUCK_INTEGERS = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYI
                   "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"}
 
 
-def _unique_name(base: str, taken: Sequence[str]) -> str:
-    name = base
-    while name in taken:
-        name = "_" + name
-    return name
-
-
 def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str],
                sensitive: str, weight: str | None = None, count: str = "count") -> Any:
     """Count the distinct (QI, group, sensitive) rows in DuckDB; a small Arrow table.
@@ -629,9 +622,9 @@ def _count_select(rel: Any, cols: list[str], weight: str | None, count: str,
     if weight is None:
         return f"{sel}, COUNT(*) AS {quote_identifier(count)}", None
     taken = list(cols)
-    n = _unique_name("n", taken)
-    nulls = _unique_name("nulls", taken + [n])
-    least = _unique_name("least", taken + [n, nulls])
+    n = unique_name("n", taken)
+    nulls = unique_name("nulls", taken + [n])
+    least = unique_name("least", taken + [n, nulls])
     w = quote_identifier(weight)
     return (f"{sel}, SUM({w})::DECIMAL(38,0) AS {quote_identifier(n)}, "
             f"COUNT(*) FILTER (WHERE {w} IS NULL) AS {quote_identifier(nulls)}, "
@@ -663,7 +656,7 @@ def _duckdb_counts(data: Any, cols: list[str], weight: str | None, count: str) -
     """
     with _duckdb_relation(data) as rel:
         select, checks = _count_select(rel, cols, weight, count)
-        view = _unique_name("fastpriv_rows", [])
+        view = unique_name("fastpriv_rows", [])
         table = _read_all(rel.query(view, f"SELECT {select} FROM {view} GROUP BY ALL").arrow())
     return _checked(table, cols, weight, count, checks)
 
@@ -696,7 +689,7 @@ def ordered_counts(data: Any, *, sensitive: str, group: str | Sequence[str] | No
     cols = keys + [sensitive]
     with _duckdb_relation(data) as rel:
         select, checks = _count_select(rel, cols, weight, count, keys=keys)
-        view = _unique_name("fastpriv_rows", [])
+        view = unique_name("fastpriv_rows", [])
         by = ", ".join(f"{i + 1} ASC NULLS LAST" for i in range(len(keys)))
         result = rel.query(view, f"SELECT {select} FROM {view} GROUP BY ALL ORDER BY {by}")
         reader = result.to_arrow_reader(batch_size)
@@ -803,7 +796,7 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
 
     qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
-    count = _unique_name("count", qi_cols + group_cols + [sensitive])
+    count = unique_name("count", qi_cols + group_cols + [sensitive])
     out = None
     with _duckdb_relation(data) as rel:
         # under nulls="drop" the audit leaves out the rows of a null group: so does pass 1
@@ -968,7 +961,7 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
 
     """
     cols = check_class_names(qi, weight, nulls)
-    count = _unique_name("count", cols)
+    count = unique_name("count", cols)
     return finish_class_counts(_duckdb_counts(data, cols, weight, count), qi=cols,
                                count=count, nulls=nulls)
 
@@ -1002,13 +995,13 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
     from .class_histogram import ClassHistogram
 
     cols = check_class_names(qi, weight, nulls)
-    n = _unique_name("n", cols)
+    n = unique_name("n", cols)
     with _duckdb_relation(data) as rel:
         select, checks = _count_select(rel, cols, weight, n, keys=cols)
         size = quote_identifier(checks[0] if checks else n)
         is_null = " OR ".join(f"{quote_identifier(c)} IS NULL" for c in cols)
         keep = f"{size} > 0" + ("" if nulls == "value" else f" AND NOT ({is_null})")
-        view = _unique_name("fastpriv_rows", [])
+        view = unique_name("fastpriv_rows", [])
         classes = f"(SELECT {select} FROM {view} GROUP BY ALL)"
         bad = ("0" if checks is None else
                f"COUNT(*) FILTER (WHERE {quote_identifier(checks[1])} > 0 OR "
@@ -1051,7 +1044,7 @@ def _population_source(rel: Any, population: Any, taken: Sequence[str]) -> Itera
     """
     duckdb = _require_duckdb()
     if isinstance(population, duckdb.DuckDBPyRelation):
-        name = _unique_name("fastpriv_population", list(taken))
+        name = unique_name("fastpriv_population", list(taken))
         population.create_view(name, replace=True)
         try:
             yield quote_identifier(name)
@@ -1060,7 +1053,7 @@ def _population_source(rel: Any, population: Any, taken: Sequence[str]) -> Itera
         return
     path = _parquet_source(population, "population")
     literal = "'" + path.replace("'", "''") + "'"
-    known = rel.query(_unique_name("fastpriv_rows", list(taken)),
+    known = rel.query(unique_name("fastpriv_rows", list(taken)),
                       "SELECT count(*) FROM duckdb_settings() "
                       "WHERE name = 'parquet_can_have_nan'").fetchall()[0][0]
     nan = ", can_have_nan = true" if known else ""           # see _nans_possible
@@ -1113,9 +1106,9 @@ def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
     duckdb = _require_duckdb()
     cols = check_class_names(qi, weight, nulls)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
-    n = _unique_name("n", cols)
-    big = _unique_name("population", cols + [n, "nulls", "least"])
-    view = _unique_name("fastpriv_rows", [])
+    n = unique_name("n", cols)
+    big = unique_name("population", cols + [n, "nulls", "least"])
+    view = unique_name("fastpriv_rows", [])
     out = PopulationHistogram.population_only(cols, nulls, n_population=0,
                                               n_population_classes=0)
     with _duckdb_relation(data) as rel, _population_source(rel, population, [view]) as pop:

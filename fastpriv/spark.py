@@ -74,6 +74,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from ._validation import unique_name
 from .errors import InputError, InputTypeError
 
 if TYPE_CHECKING:
@@ -215,7 +216,7 @@ def _collect(df: Any) -> pa.Table:
 
 
 def _count_name(columns: Sequence[str]) -> str:
-    return _free_name("count", columns)
+    return unique_name("count", columns)
 
 
 def _to_arrow(df: Any) -> pa.Table:
@@ -726,7 +727,7 @@ def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
     joined = s.join(p, on=on, how="full").select(
         *[F.coalesce(F.col(f"s.{c}"), F.col(f"p.{c}")).alias(c) for c in pos],
         *[F.col(f"s.{c}") for c in checks], F.col("p.big"))
-    free = [_free_name(c, cols) for c in checks + ["big"]]   # the QI may be named "n"
+    free = [unique_name(c, cols) for c in checks + ["big"]]   # the QI may be named "n"
     fn = functools.partial(_fold_population, cols=cols, weight=weight, nulls=nulls,
                            checks=free[:-1], big=free[-1])
     out = PopulationHistogram.population_only(cols, nulls, n_population=0,
@@ -788,7 +789,7 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
     if partitions is not None:
         partitions = check_int(partitions, "partitions", minimum=1)
-    count = _free_name("count", qi_cols + group_cols + [sensitive])
+    count = unique_name("count", qi_cols + group_cols + [sensitive])
     # under nulls="drop" the audit leaves out the rows of a null group: so does pass 1
     audit = prepare(lambda: row_counts(_non_null(data, group_cols) if nulls == "drop"
                                        else data, qi=qi_cols, group=[], sensitive=sensitive,
@@ -838,12 +839,6 @@ def _fold_robustness(batches: Iterator[pa.RecordBatch], *, cols: list[str], n_qi
                             sensitive=cols[-1], weight=weight, count=count, **audit)
     if state is not None:
         yield pa.RecordBatch.from_pydict({"state": [pickle.dumps(state)]})
-
-
-def _free_name(base: str, taken: Sequence[str]) -> str:
-    while base in taken:
-        base = "_" + base
-    return base
 
 
 def _check_same_kinds(data: Any, population: Any, cols: list[str]) -> None:

@@ -43,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._validation import unique_name
 from .errors import InputError
 
 if TYPE_CHECKING:
@@ -76,13 +77,6 @@ def is_stream(data: Any) -> bool:
     if isinstance(data, (list, tuple)) and data:
         return all(isinstance(b, (pa.RecordBatch, pa.Table)) for b in data)
     return False
-
-
-def _unique_name(base: str, taken: Sequence[str]) -> str:
-    name = base
-    while name in taken:
-        name = "_" + name
-    return name
 
 
 def _count_batches(data: Any, cols: list[str], weight: str | None, count: str,
@@ -120,7 +114,7 @@ def _count_batches(data: Any, cols: list[str], weight: str | None, count: str,
             taken = [*read, count]
             for c in cols:
                 if pa.types.is_floating(schema.field(c).type):
-                    flags[c] = _unique_name(f"{c} is NaN", taken)
+                    flags[c] = unique_name(f"{c} is NaN", taken)
                     taken.append(flags[c])
         if batch.num_rows == 0:
             continue
@@ -320,7 +314,7 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
 
     cols = check_class_names(qi, weight, nulls)
     size = _check_batch_size(batch_size)
-    count = _unique_name("count", cols + ([weight] if weight is not None else []))
+    count = unique_name("count", cols + ([weight] if weight is not None else []))
     table = _count_batches(data, cols, weight, count, size)
     if table is None:
         raise InputError("data has no rows (after the null policy and weights of 0)")
@@ -365,7 +359,7 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     size = _check_batch_size(batch_size)
     cols = qi_cols + group_cols + [sensitive]
     read = cols + ([weight] if weight is not None else [])
-    count = _unique_name("count", cols)
+    count = unique_name("count", cols)
 
     def tables(drop_null_groups: bool) -> Iterator[pa.Table]:
         for batch in iter_batches(data, read, batch_size=size):
