@@ -412,7 +412,8 @@ def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str]
 
 
 def _arrow_counts(data: Any, cols: list[str], weight: str | None, count: str,
-                  split_every: int, finish: Callable[[Any], Any] | None = None) -> Any:
+                  split_every: int, finish: Callable[[Any], Any] | None = None,
+                  sampling: Any = None, nulls: str = "value") -> Any:
     """``GROUP BY cols`` on the cluster in Arrow: one row per distinct row, its count.
 
     Each partition (or Parquet file / row group) counts its rows with Arrow's hash
@@ -422,51 +423,72 @@ def _arrow_counts(data: Any, cols: list[str], weight: str | None, count: str,
     columns and a count per distinct row — about the bytes of the keys — where a merged
     :class:`~fastpriv.counts.CountAccumulator` of ten million distinct rows held 8.8 GiB in
     one worker (10M IHIS-shaped rows, 9.9M distinct). ``finish`` runs on the merged table
-    in the last task, on a worker: only its result reaches the client.
+    in the last task, on a worker: only its result reaches the client. With ``sampling``
+    (:class:`fastpriv._sampling.SamplingColumns`) the sampling weight sums are added too
+    (rows left out under ``nulls="drop"`` first, as in memory).
     """
-    root = _class_tree(data, cols, weight, count, split_every)
+    root = _class_tree(data, cols, weight, count, split_every, sampling=sampling, nulls=nulls)
     return (root if finish is None else _require_dask().delayed(finish, pure=True)(root)
             ).compute()
 
 
 def _class_tree(data: Any, cols: list[str], weight: str | None, count: str,
-                split_every: int, param: str = "data", non_null: Sequence[str] = ()) -> Any:
+                split_every: int, param: str = "data", non_null: Sequence[str] = (),
+                sampling: Any = None, nulls: str = "value") -> Any:
     """Return the delayed ``GROUP BY cols`` of :func:`_arrow_counts` (its merge tree's root).
 
     Rows with a null in a ``non_null`` column are left out (:func:`_class_piece`).
     """
     dask = _require_dask()
-    pieces = _pieces(data, cols + list(non_null) + ([weight] if weight is not None else []),
+    read = cols + list(non_null) + ([weight] if weight is not None else [])
+    pieces = _pieces(data, read + ([sampling.column] if sampling is not None else []),
                      min_pieces=2 * split_every)
     if not pieces:
         raise InputError(f"{param} has no rows (after the null policy and weights of 0)")
     parts = [dask.delayed(_class_piece, pure=True)(kind, obj, cols, weight, count,
-                                                   tuple(non_null))
+                                                   tuple(non_null), sampling, nulls)
              for kind, obj in pieces]
-    return _reduce(dask, parts, functools.partial(_merge_classes, weight), split_every)
+    sums = 0 if sampling is None else len(sampling.sums)
+    return _reduce(dask, parts, functools.partial(_merge_classes, weight, sums), split_every)
 
 
 # ============================================================================ classes
 def _class_piece(kind: str, obj: Any, qi: list[str], weight: str | None, count: str,
-                 non_null: Sequence[str] = ()):
+                 non_null: Sequence[str] = (), sampling: Any = None, nulls: str = "value"):
     """One partition's ``GROUP BY qi`` with ``COUNT(*)`` (``SUM(weight)``): an Arrow table.
 
     The weights are checked first, row by row, as in memory (:func:`_piece_table`: a null
     or negative weight raises, rows of weight 0 go); NULL and NaN stay labels of their own
     (the null policy is applied once, to the merged classes). Labels are put in the types
     of :func:`fastpriv._arrow.canonical_labels` so that every partition's table has one
-    schema. Rows with a null (or NaN) in a ``non_null`` column are left out first.
+    schema. Rows with a null (or NaN) in a ``non_null`` column are left out first. With
+    ``sampling`` the sampling weight sums follow the count
+    (:func:`fastpriv._sampling.arrow_sums`, under the null policy ``nulls``).
     """
     import pyarrow as pa
 
     from ._arrow import apply_weights, canonical_labels, kept_rows
 
     table = _to_table(kind, obj, qi + list(non_null)
-                      + ([weight] if weight is not None else []))
+                      + ([weight] if weight is not None else [])
+                      + ([sampling.column] if sampling is not None else []))
     if non_null:
         kept = kept_rows(table, list(non_null), "drop")
         if kept is not None:
             table = table.take(pa.array(kept))
+    if sampling is not None:
+        from ._sampling import arrow_sums
+
+        w = None
+        if weight is not None:
+            table, w = apply_weights(table, weight)
+        table = arrow_sums(table, qi=qi, weights=w, count=count, columns=sampling,
+                           nulls=nulls)
+        out = table.group_by(qi, use_threads=False).aggregate(
+            [(c, "sum") for c in [count, *sampling.sums]])
+        cols = {c: canonical_labels(out.column(c).combine_chunks(), name=c) for c in qi}
+        return pa.table({**cols, **{c: out.column(f"{c}_sum")
+                                    for c in [count, *sampling.sums]}})
     if weight is None:
         agg = [([], "count_all")]
     else:
@@ -479,34 +501,37 @@ def _class_piece(kind: str, obj: Any, qi: list[str], weight: str | None, count: 
     return pa.table({**cols, count: counts})
 
 
-def _merge_classes(weight: str | None, *parts: Any):
-    """Add partitions' class tables: one row per class, the counts summed.
+def _merge_classes(weight: str | None, sums: int, *parts: Any):
+    """Add partitions' class tables: one row per class, the count (and ``sums`` more) summed.
 
-    The total is checked first (at most 2**63 - 1, as in memory), so no sum wraps.
+    The count is the last column but ``sums`` (the sampling weight sums, if any). Its total
+    is checked first (at most 2**63 - 1, as in memory), so no sum wraps.
     """
     import pyarrow as pa
 
     from ._validation import check_total
 
     table = pa.concat_tables(parts, promote_options="permissive")
-    count = table.column_names[-1]
-    check_total(table.column(count).to_numpy(),
+    added = table.column_names[-1 - sums:]
+    check_total(table.column(added[0]).to_numpy(),
                 "data" if weight is None else f"weight column {weight!r}")
-    qi = table.column_names[:-1]
-    out = table.group_by(qi, use_threads=False).aggregate([(count, "sum")])
-    return out.rename_columns(qi + [count])
+    qi = table.column_names[:-1 - sums]
+    out = table.group_by(qi, use_threads=False).aggregate([(c, "sum") for c in added])
+    return out.select(qi + [f"{c}_sum" for c in added]).rename_columns(qi + added)
 
 
 def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = None,
-                 nulls: str = "error", split_every: int = 8) -> ClassCounts:
+                 nulls: str = "error", split_every: int = 8,
+                 sampling_weight: str | None = None) -> ClassCounts:
     """Count the QI equivalence classes on the cluster; the :class:`~fastpriv.risk.ClassCounts`.
 
     Each partition (a partition of the Dask DataFrame, or a Parquet file / row group) runs
     a ``GROUP BY qi`` with ``COUNT(*)`` (``SUM(weight)``) in Arrow; the partial class
     tables are added in a tree of fan-in ``split_every`` and the client receives one row
     per class, read by :func:`fastpriv.pushdown.finish_class_counts`. The classes equal
-    ``risk.class_counts(table, qi=qi, weight=weight, nulls=nulls)`` on all rows (labels and
-    their types, sizes, null policy), so :func:`fastpriv.risk.audit`,
+    ``risk.class_counts(table, qi=qi, weight=weight, sampling_weight=sampling_weight,
+    nulls=nulls)`` on all rows (labels and their types, sizes, null policy), so
+    :func:`fastpriv.risk.audit`,
     :func:`fastpriv.population.k_map` and :func:`fastpriv.population.delta_presence` on
     them — the population counted the same way — answer as in memory::
 
@@ -531,20 +556,29 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
         (NaN is a null; a Dask frame's float partitions are pandas, where a null is NaN).
     split_every : int
         Fan-in of the merge tree.
+    sampling_weight : str, optional
+        Column of sampling weights (finite, > 0), as in
+        :meth:`fastpriv.risk.ClassCounts.from_table`: each partition sums ``weight ·
+        sampling_weight`` per class (:mod:`fastpriv._sampling`; the null policy covers this
+        column too) and the tree adds the sums. Floating-point sums, added in the tree's
+        order.
 
     Returns
     -------
     fastpriv.risk.ClassCounts
-        One class per distinct QI tuple, with its number of records.
+        One class per distinct QI tuple, with its number of records (and its sampling
+        weight sum).
 
     """
-    from .pushdown import check_class_names, finish_class_counts
+    from .pushdown import check_class_names, finish_class_counts, sampling_columns
 
-    cols = check_class_names(qi, weight, nulls)
+    cols = check_class_names(qi, weight, nulls, sampling_weight)
     split_every = _check_split_every(split_every)
-    count = unique_name("count", cols)
-    table = _arrow_counts(data, cols, weight, count, split_every)
-    return finish_class_counts(table, qi=cols, count=count, nulls=nulls)
+    count = unique_name("count", cols + [c for c in (weight, sampling_weight) if c])
+    sampling = sampling_columns(sampling_weight, cols + [count])
+    table = _arrow_counts(data, cols, weight, count, split_every, sampling=sampling,
+                          nulls=nulls)
+    return finish_class_counts(table, qi=cols, count=count, nulls=nulls, sampling=sampling)
 
 
 def _histogram_of(table: Any, *, qi: list[str], count: str, nulls: str) -> Any:

@@ -640,10 +640,15 @@ def _checked(table: Any, cols: list[str], weight: str | None, count: str,
         return table
     n, nulls, least = checks
     sums = weight_sums(table, weight=weight, n=n, nulls=nulls, least=least)
-    return table.select(cols).append_column(count, pa.array(sums))
+    out = table.select(cols).append_column(count, pa.array(sums))
+    for c in table.column_names:                 # the sampling weight sums, if any
+        if c not in (*cols, n, nulls, least):
+            out = out.append_column(c, table.column(c))
+    return out
 
 
-def _duckdb_counts(data: Any, cols: list[str], weight: str | None, count: str) -> Any:
+def _duckdb_counts(data: Any, cols: list[str], weight: str | None, count: str,
+                   sampling: Any = None, nulls: str = "value") -> Any:
     """Run ``SELECT cols…, COUNT(*) AS count … GROUP BY ALL`` in DuckDB; an Arrow table.
 
     The one DuckDB query of :func:`row_counts` and :func:`class_counts`. ``data`` is a
@@ -652,13 +657,52 @@ def _duckdb_counts(data: Any, cols: list[str], weight: str | None, count: str) -
     of null weights and the least weight, which :func:`weight_sums` checks (a null or
     negative weight raises :class:`InputError`, a non-integer weight column
     :class:`InputTypeError`). Returns ``cols`` as DuckDB hands them to Arrow and ``count``
-    (int64; groups whose rows all weigh 0 have count 0).
+    (int64; groups whose rows all weigh 0 have count 0). With ``sampling``
+    (:class:`fastpriv._sampling.SamplingColumns`) the sampling weight sums follow
+    (:func:`_sampling_select`).
     """
     with _duckdb_relation(data) as rel:
         select, checks = _count_select(rel, cols, weight, count)
+        where = ""
+        if sampling is not None:
+            more, where = _sampling_select(rel, cols, weight, sampling, nulls)
+            select += more
         view = unique_name("fastpriv_rows", [])
-        table = _read_all(rel.query(view, f"SELECT {select} FROM {view} GROUP BY ALL").arrow())
+        table = _read_all(rel.query(
+            view, f"SELECT {select} FROM {view}{where} GROUP BY ALL").arrow())
     return _checked(table, cols, weight, count, checks)
+
+
+def _sampling_select(rel: Any, cols: list[str], weight: str | None, sampling: Any,
+                     nulls: str) -> tuple[str, str]:
+    """Return the select list of the sampling weight sums and the ``WHERE`` of ``drop``.
+
+    Under ``nulls="drop"`` the rows whose sampling weight is NULL or NaN are left out
+    (:func:`fastpriv._sampling.finish` drops the classes of a null QI).
+
+    The sums of :class:`fastpriv._sampling.SamplingColumns`: Σ weight · sampling weight
+    over the rows whose sampling weight is finite and > 0, and the rows of weight > 0 whose
+    sampling weight is NULL or NaN, or neither (zero, negative or infinite).
+    """
+    from ._sampling import check_numeric
+    from ._validation import check_columns
+
+    check_columns([sampling.column], rel.columns, "sampling_weight")
+    types = dict(zip(rel.columns, map(str, rel.types), strict=True))
+    kind = types[sampling.column]
+    check_numeric(sampling.column, kind in _DUCK_INTEGERS or kind in ("FLOAT", "DOUBLE")
+                  or kind.startswith("DECIMAL"), kind)
+    x = f"CAST({quote_identifier(sampling.column)} AS DOUBLE)"
+    w = "1" if weight is None else quote_identifier(weight)
+    null = f"({x} IS NULL OR isnan({x}))"
+    good = f"(NOT {null} AND {x} > 0 AND NOT isinf({x}))"
+    select = (f", COALESCE(SUM({x} * {w}) FILTER (WHERE {w} > 0 AND {good}), 0)::DOUBLE"
+              f" AS {quote_identifier(sampling.total)}"
+              f", COUNT(*) FILTER (WHERE {w} > 0 AND {null})"
+              f" AS {quote_identifier(sampling.missing)}"
+              f", COUNT(*) FILTER (WHERE {w} > 0 AND NOT {null} AND NOT {good})"
+              f" AS {quote_identifier(sampling.bad)}")
+    return select, f" WHERE NOT {null}" if nulls == "drop" else ""
 
 
 def ordered_counts(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
@@ -862,26 +906,38 @@ def _not_null(rel: Any, column: str) -> str:
             else f"{q} IS NOT NULL")
 
 
-def check_class_names(qi: Any, weight: Any = None, nulls: Any = "error") -> list[str]:
+def check_class_names(qi: Any, weight: Any = None, nulls: Any = "error",
+                      sampling_weight: Any = None) -> list[str]:
     """Check the arguments of an engine's ``class_counts``; return the QI columns.
 
     Shared by every engine's ``class_counts``, with the checks (and words) of
     :func:`fastpriv.risk.class_counts` in memory: ``qi`` a name or a list of names (none
-    twice), ``weight`` a name outside them or None, ``nulls`` one of the null policies.
-    Errors name the parameter.
+    twice), ``weight`` and ``sampling_weight`` names outside them (and apart) or None,
+    ``nulls`` one of the null policies. Errors name the parameter.
     """
     from ._arrow import NULL_POLICIES
     from ._validation import check_choice
-    from .risk import _check_qi, _check_weight_names
+    from .risk import _check_qi, check_weight_names
 
     cols = _check_qi(qi)
-    _check_weight_names(weight, None, cols)
+    check_weight_names(weight, sampling_weight, cols)
     check_choice(nulls, "nulls", NULL_POLICIES)
     return cols
 
 
+def sampling_columns(sampling_weight: str | None, taken: Sequence[str]) -> Any:
+    """Return the names of the sampling weight sums of a ``GROUP BY`` (None without one).
+
+    :class:`fastpriv._sampling.SamplingColumns`, free of the ``taken`` names; shared by the
+    engines' ``class_counts``.
+    """
+    from ._sampling import SamplingColumns
+
+    return None if sampling_weight is None else SamplingColumns.named(sampling_weight, taken)
+
+
 def finish_class_counts(data: Any, *, qi: Sequence[str], count: str,
-                        nulls: str = "error") -> ClassCounts:
+                        nulls: str = "error", sampling: Any = None) -> ClassCounts:
     """Read an engine's ``GROUP BY qi`` result as :class:`~fastpriv.risk.ClassCounts`.
 
     Every engine's ``class_counts`` ends here: ``data`` holds the QI columns as the engine
@@ -901,6 +957,10 @@ def finish_class_counts(data: Any, *, qi: Sequence[str], count: str,
         The count column.
     nulls : {"error", "drop", "value"}
         Null policy of the QI columns.
+    sampling : fastpriv._sampling.SamplingColumns, optional
+        The sampling weight sums ``data`` holds besides the count (:mod:`fastpriv._sampling`):
+        null and invalid sampling weights are refused as in memory and the classes carry
+        their sums.
 
     Returns
     -------
@@ -915,24 +975,30 @@ def finish_class_counts(data: Any, *, qi: Sequence[str], count: str,
     from .risk import ClassCounts
 
     cols = list(qi)
-    table = as_table(data, cols + [count], param="data")
+    table = as_table(data, cols + [count] + ([] if sampling is None else sampling.sums),
+                     param="data")
     col = table.column(count)
     if pa.types.is_integer(col.type) and col.null_count == 0:    # else from_counts refuses
         left = table.filter(pc.greater(col, 0))
         kept = kept_rows(left, cols, nulls) if left.num_rows else None
         if left.num_rows == 0 or (kept is not None and kept.size == 0):
             raise InputError("data has no rows (after the null policy and weights of 0)")
+    if sampling is not None:
+        from ._sampling import finish
+
+        return finish(table, qi=cols, count=count, columns=sampling, nulls=nulls)
     return ClassCounts.from_counts(table, qi=cols, count=count, nulls=nulls)
 
 
 def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = None,
-                 nulls: str = "error") -> ClassCounts:
+                 nulls: str = "error", sampling_weight: str | None = None) -> ClassCounts:
     """Count the QI equivalence classes in DuckDB; the :class:`~fastpriv.risk.ClassCounts`.
 
-    ``SELECT qi…, COUNT(*) … GROUP BY ALL`` (``SUM(weight)`` with ``weight=``) runs in
-    DuckDB, where the data lives; one row per class comes back and is read by
-    :func:`finish_class_counts`. The classes equal ``risk.class_counts(table, qi=qi,
-    weight=weight, nulls=nulls)`` in memory (labels and their types, sizes, null policy),
+    ``SELECT qi…, COUNT(*) … GROUP BY ALL`` (``SUM(weight)`` with ``weight=``, and the
+    sampling weight sums with ``sampling_weight=``) runs in DuckDB, where the data lives;
+    one row per class comes back and is read by :func:`finish_class_counts`. The classes
+    equal ``risk.class_counts(table, qi=qi, weight=weight, sampling_weight=sampling_weight,
+    nulls=nulls)`` in memory (labels and their types, sizes, null policy),
     so :func:`fastpriv.risk.audit`, :func:`fastpriv.population.k_map` and
     :func:`fastpriv.population.delta_presence` on them — the population counted the same
     way — answer as on the table (module notes)::
@@ -953,17 +1019,24 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
     nulls : {"error", "drop", "value"}
         Null policy of the QI columns, as in :meth:`fastpriv.risk.ClassCounts.from_table`
         (NaN is a null); the classes carry it.
+    sampling_weight : str, optional
+        Column of sampling weights (finite, > 0; the population members each record
+        stands for), as in :meth:`fastpriv.risk.ClassCounts.from_table`: each class sums
+        ``weight · sampling_weight`` in DuckDB (:mod:`fastpriv._sampling`; the null policy
+        covers this column too). Floating-point sums, added in DuckDB's order.
 
     Returns
     -------
     fastpriv.risk.ClassCounts
-        One class per distinct QI tuple, with its number of records.
+        One class per distinct QI tuple, with its number of records (and its sampling
+        weight sum).
 
     """
-    cols = check_class_names(qi, weight, nulls)
-    count = unique_name("count", cols)
-    return finish_class_counts(_duckdb_counts(data, cols, weight, count), qi=cols,
-                               count=count, nulls=nulls)
+    cols = check_class_names(qi, weight, nulls, sampling_weight)
+    count = unique_name("count", cols + [c for c in (weight, sampling_weight) if c])
+    sampling = sampling_columns(sampling_weight, cols + [count])
+    return finish_class_counts(_duckdb_counts(data, cols, weight, count, sampling, nulls),
+                               qi=cols, count=count, nulls=nulls, sampling=sampling)
 
 
 def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = None,

@@ -230,7 +230,7 @@ class ClassCounts(Result):
         """
         cols = _check_qi(qi)
         check_choice(nulls, "nulls", NULL_POLICIES)
-        weight, sampling_weight = _check_weight_names(weight, sampling_weight, cols)
+        weight, sampling_weight = check_weight_names(weight, sampling_weight, cols)
         if weight is None and sampling_weight is None:
             fast = _from_ingest(data, cols, nulls)
             if fast is not None:
@@ -361,7 +361,7 @@ class ClassCounts(Result):
         """
         cols = _check_qi(qi)
         check_choice(nulls, "nulls", NULL_POLICIES)
-        weight, sampling_weight = _check_weight_names(weight, sampling_weight, cols)
+        weight, sampling_weight = check_weight_names(weight, sampling_weight, cols)
         policed = cols + ([sampling_weight] if sampling_weight is not None else [])
         used = policed + ([weight] if weight is not None else [])
         parts = [cls.from_table(b, qi=cols, weight=weight, sampling_weight=sampling_weight,
@@ -486,7 +486,7 @@ def _release_nulls(release: Any, names: list, nulls: str | None) -> str:
     return nulls
 
 
-def _check_weight_names(weight: Any, sampling_weight: Any, cols: list) -> tuple:
+def check_weight_names(weight: Any, sampling_weight: Any, cols: list) -> tuple:
     """Check ``weight`` and ``sampling_weight`` (column names, distinct, not QIs)."""
     for name, col in (("weight", weight), ("sampling_weight", sampling_weight)):
         if col is None:

@@ -321,27 +321,55 @@ def _merged_triples(table: pa.Table, cols: list[str]) -> pa.Table:
     return out.rename_columns(cols + [_count_name(cols)])
 
 
-def _grouped(picked: Any, pos: list[str], weight: str | None) -> Any:
+def _grouped(picked: Any, pos: list[str], weight: str | None, more: Sequence[Any] = ()) -> Any:
     """``method="groupby"``: Spark's ``GROUP BY`` of the positional columns (``n``).
 
     With ``weight``: exact sums (a long sum could overflow) and what the driver checks —
     null and negative weights are refused, as ``Release.from_table`` refuses them.
+    ``more``: aggregates that follow (the sampling weight sums).
     """
     from pyspark.sql import functions as F
 
     if weight is None:
-        return picked.groupBy(*pos).agg(F.count(F.lit(1)).alias("n"))
+        return picked.groupBy(*pos).agg(F.count(F.lit(1)).alias("n"), *more)
     return picked.groupBy(*pos).agg(
         F.sum(F.col("w").cast("decimal(38,0)")).alias("n"),
         F.count(F.when(F.col("w").isNull(), 1)).alias("nulls"),
-        F.min("w").alias("least"))
+        F.min("w").alias("least"), *more)
+
+
+def _sampling_grouped(picked: Any, pos: list[str], weight: str | None, sampling: Any,
+                      nulls: str) -> Any:
+    """:func:`_grouped` with the sampling weight sums of column ``s`` (:mod:`fastpriv._sampling`).
+
+    Σ ``w · s`` over the rows whose ``s`` is finite and > 0, the rows of weight > 0 whose
+    ``s`` is null or NaN, and those whose ``s`` is neither; under ``nulls="drop"`` the
+    rows of a null ``s`` are left out first.
+    """
+    from pyspark.sql import functions as F
+
+    x = F.col("s").cast("double")
+    w = F.col("w") if weight is not None else F.lit(1)
+    null = x.isNull() | F.isnan(x)
+    good = ~null & (x > 0) & (x < float("inf"))
+    frame = picked.where(~null) if nulls == "drop" else picked
+    return _grouped(frame, pos, weight, (
+        F.coalesce(F.sum(F.when((w > 0) & good, x * w)), F.lit(0.0)).alias(sampling.total),
+        F.count(F.when((w > 0) & null, 1)).alias(sampling.missing),
+        F.count(F.when((w > 0) & ~null & ~good, 1)).alias(sampling.bad)))
 
 
 def _groupby_triples(table: pa.Table, weight: str | None, cols: list[str]) -> pa.Table:
     """Turn collected :func:`_grouped` rows into triples named ``cols`` + count (int64)."""
     if weight is not None:
         return _weighted_triples(table, weight, cols)
-    return table.rename_columns(cols + [_count_name(cols)])
+    return _named(table, cols)
+
+
+def _named(table: pa.Table, cols: list[str]) -> pa.Table:
+    """Name the first columns ``cols`` + count; the columns after them keep their names."""
+    return table.rename_columns(cols + [_count_name(cols)]
+                                + table.column_names[len(cols) + 1:])
 
 
 #: :func:`release` brings the triples to the driver in blocks of about this many rows (one
@@ -378,8 +406,7 @@ def _in_blocks(frame: Any, pos: list[str], cols: list[str],
     try:
         blocks = max(1, -(-_explained(frame.count) // max(int(PAIRS_PER_COLLECT), 1)))
         if blocks == 1:
-            table = convert(_collect(frame))
-            return table.rename_columns(cols + [_count_name(cols)])
+            return _named(convert(_collect(frame)), cols)
         count = _count_name(pos)
         acc = None if distinct else CountAccumulator(pos[:-1], pos[-1], nulls="value",
                                                      n_jobs=1, weight=count)
@@ -393,21 +420,20 @@ def _in_blocks(frame: Any, pos: list[str], cols: list[str],
                 acc.add(block)
     finally:
         frame.unpersist()
-    table = acc.to_table() if acc is not None else pa.concat_tables(got)
-    return table.rename_columns(cols + [_count_name(cols)])
+    return _named(acc.to_table() if acc is not None else pa.concat_tables(got), cols)
 
 
-def _picked(df: Any, cols: list[str], weight: str | None) -> tuple[Any, list[str]]:
-    """Select the used columns under positional names ``c0, c1, …`` (and ``w``).
+def _picked(df: Any, cols: list[str], weight: str | None,
+            sampling_weight: str | None = None) -> tuple[Any, list[str]]:
+    """Select the used columns under positional names ``c0, c1, …`` (and ``w``, ``s``).
 
     Column names with dots or spaces trip some Spark paths (mapInArrow resolves names
     unquoted); the real names come back on the driver.
     """
     pos = [f"c{i}" for i in range(len(cols))]
-    read = cols + ([weight] if weight is not None else [])
-    picked = df.select(*[_spark_column(c).alias(p)
-                         for c, p in zip(read, pos + ["w"], strict=False)])
-    return picked, pos
+    named = list(zip(cols, pos, strict=True)) + [
+        (c, alias) for c, alias in ((weight, "w"), (sampling_weight, "s")) if c is not None]
+    return df.select(*[_spark_column(c).alias(p) for c, p in named]), pos
 
 
 def _partition_states(picked: Any, pos: list[str], weight: str | None) -> Any:
@@ -444,12 +470,17 @@ def _streamed_counts(df: Any, *, sensitive: str, group: Any, qi: Any,
 
 
 def _weighted_triples(table: pa.Table, weight: str, cols: list[str]) -> pa.Table:
-    """Check the weights behind the summed triples; int64 counts, zero counts dropped."""
+    """Check the weights behind the summed triples; int64 counts, zero counts dropped.
+
+    Columns after ``n, nulls, least`` (the sampling weight sums) are kept as they are.
+    """
     from .pushdown import weight_sums
 
     n = weight_sums(table, weight=weight, n="n", nulls="nulls", least="least")
     out = table.select(list(range(len(cols)))).append_column("n", pa.array(n))
-    return out.filter(pa.array(n > 0)).rename_columns(cols + [_count_name(cols)])
+    for c in table.column_names[len(cols) + 3:]:     # the sampling weight sums, if any
+        out = out.append_column(c, table.column(c))
+    return _named(out.filter(pa.array(n > 0)), cols)
 
 
 def release(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
@@ -562,15 +593,16 @@ def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str]
 
 
 def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = None,
-                 nulls: str = "error") -> ClassCounts:
+                 nulls: str = "error", sampling_weight: str | None = None) -> ClassCounts:
     """Count the QI equivalence classes on the cluster; the :class:`~fastpriv.risk.ClassCounts`.
 
     ``data.groupBy(qi…).agg(count)`` (the sum of ``weight``, as ``decimal(38,0)``) runs on
     the executors; the driver receives one row per class in blocks of
     :data:`PAIRS_PER_COLLECT` rows, as :func:`release` does (never the whole result in one
     task result), and reads them with :func:`fastpriv.pushdown.finish_class_counts`. The
-    classes equal ``risk.class_counts(table, qi=qi, weight=weight, nulls=nulls)`` on the
-    collected rows (labels and their types, sizes, null policy), so
+    classes equal ``risk.class_counts(table, qi=qi, weight=weight,
+    sampling_weight=sampling_weight, nulls=nulls)`` on the collected rows (labels and
+    their types, sizes, null policy), so
     :func:`fastpriv.risk.audit`, :func:`fastpriv.population.k_map` and
     :func:`fastpriv.population.delta_presence` on them — the population counted the same
     way — answer as in memory::
@@ -594,24 +626,49 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
         :class:`~fastpriv.InputError`, as in :func:`row_counts`).
     nulls : {"error", "drop", "value"}
         Null policy of the QI columns, as in :meth:`fastpriv.risk.ClassCounts.from_table`.
+    sampling_weight : str, optional
+        Column of sampling weights (finite, > 0), as in
+        :meth:`fastpriv.risk.ClassCounts.from_table`: the executors sum ``weight ·
+        sampling_weight`` per class (:mod:`fastpriv._sampling`; the null policy covers
+        this column too). Floating-point sums, added in Spark's order.
 
     Returns
     -------
     fastpriv.risk.ClassCounts
-        One class per distinct QI tuple, with its number of records.
+        One class per distinct QI tuple, with its number of records (and its sampling
+        weight sum).
 
     """
     from ._validation import check_columns
-    from .pushdown import check_class_names, finish_class_counts
+    from .pushdown import check_class_names, finish_class_counts, sampling_columns
 
-    cols = check_class_names(qi, weight, nulls)     # before the cluster job, not after
+    cols = check_class_names(qi, weight, nulls, sampling_weight)  # before the cluster job
     _check_frame(data)
     check_columns(cols, data.columns, "qi")
     _check_weight(data, weight, cols)
-    picked, pos = _picked(data, cols, weight)
-    table = _in_blocks(_grouped(picked, pos, weight), pos, cols,
-                       lambda t: _groupby_triples(t, weight, pos), distinct=True)
-    return finish_class_counts(table, qi=cols, count=table.column_names[-1], nulls=nulls)
+    picked, pos = _picked(data, cols, weight, sampling_weight)
+    sampling = sampling_columns(sampling_weight, cols + [_count_name(cols)])
+    if sampling is None:
+        frame = _grouped(picked, pos, weight)
+    else:
+        _check_sampling_weight(data, sampling_weight)
+        frame = _sampling_grouped(picked, pos, weight, sampling, nulls)
+    table = _in_blocks(frame, pos, cols, lambda t: _groupby_triples(t, weight, pos),
+                       distinct=True)
+    return finish_class_counts(table, qi=cols, count=_count_name(cols), nulls=nulls,
+                               sampling=sampling)
+
+
+def _check_sampling_weight(df: Any, column: str) -> None:
+    """Refuse a sampling weight column that is missing or holds no numbers."""
+    from pyspark.sql import types as T
+
+    from ._sampling import check_numeric
+    from ._validation import check_columns
+
+    check_columns([column], df.columns, "sampling_weight")
+    kind = df.schema[column].dataType
+    check_numeric(column, isinstance(kind, T.NumericType), kind.simpleString())
 
 
 def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = None,

@@ -80,7 +80,8 @@ def is_stream(data: Any) -> bool:
 
 
 def _count_batches(data: Any, cols: list[str], weight: str | None, count: str,
-                   batch_size: int) -> pa.Table | None:
+                   batch_size: int, sampling: Any = None,
+                   nulls: str = "value") -> pa.Table | None:
     """``GROUP BY cols`` over the batches of ``data``: the distinct rows and their count.
 
     Each batch: the weights checked and the rows of weight 0 dropped
@@ -93,7 +94,10 @@ def _count_batches(data: Any, cols: list[str], weight: str | None, count: str,
     into the labels at the end. The running total is checked (at most 2**63 - 1), so no
     merged count wraps. Returns ``cols`` and ``count`` (int64, > 0); ``None`` when no
     batch came (the schema is unknown); an empty table of the batches' column types when
-    every row weighs 0.
+    every row weighs 0. With ``sampling`` (:class:`fastpriv._sampling.SamplingColumns`)
+    the classes also sum the sampling weights (:func:`_sampling_part`) and the result
+    holds the three sums; null or invalid sampling weights, counted over every batch, are
+    refused after the last one.
     """
     import pyarrow as pa
 
@@ -101,7 +105,9 @@ def _count_batches(data: Any, cols: list[str], weight: str | None, count: str,
     from ._validation import check_total
     from .risk import ClassCounts
 
-    read = cols + ([weight] if weight is not None else [])
+    read = cols + ([weight] if weight is not None else []) + (
+        [sampling.column] if sampling is not None else [])
+    tally = [0, 0]                                  # rows of null / invalid sampling weights
     merged: ClassCounts | None = None
     pending: list[ClassCounts] = []
     waiting = 0
@@ -120,7 +126,13 @@ def _count_batches(data: Any, cols: list[str], weight: str | None, count: str,
             continue
         table = _flag_nans(pa.Table.from_batches([batch]), flags)
         keys = cols + list(flags.values())
-        if weight is None:
+        if sampling is not None:
+            part = _sampling_part(table, keys, weight, count, sampling, nulls, tally)
+            if part is None:
+                continue
+            total = check_total(part.sizes, "data" if weight is None else
+                                f"weight column {weight!r}", start=total)
+        elif weight is None:
             total += table.num_rows
             part = ClassCounts.from_table(table, qi=keys, nulls="value")
         else:
@@ -138,13 +150,62 @@ def _count_batches(data: Any, cols: list[str], weight: str | None, count: str,
             pending, waiting = [], 0
     if pending:
         merged = _merge(merged, pending)
+    if sampling is not None:
+        import numpy as np
+
+        from ._sampling import refuse
+
+        refuse(sampling.column, nulls, *tally)
     if merged is None:
         if schema is None:
             return None
         empty = {c: pa.array([], schema.field(c).type) for c in cols}
-        return pa.table({**empty, count: pa.array([], pa.int64())})
-    labels = _restore_nans(merged.keys, flags)
-    return labels.select(cols).append_column(count, pa.array(merged.sizes, pa.int64()))
+        out = pa.table({**empty, count: pa.array([], pa.int64())})
+        sums = None if sampling is None else np.zeros(0)
+    else:
+        out = _restore_nans(merged.keys, flags).select(cols).append_column(
+            count, pa.array(merged.sizes, pa.int64()))
+        sums = merged.sampling_weight_sums
+    if sampling is not None:                         # refused above: none missing or bad
+        out = out.append_column(sampling.total, pa.array(sums, pa.float64()))
+        for c in (sampling.missing, sampling.bad):
+            out = out.append_column(c, pa.array(np.zeros(out.num_rows, np.int64)))
+    return out
+
+
+def _sampling_part(table: pa.Table, keys: list[str], weight: str | None, count: str,
+                   sampling: Any, nulls: str, tally: list[int]) -> ClassCounts | None:
+    """One batch's classes with their sampling weight sums (None: no row left).
+
+    The weights are applied, the rows summed by :func:`fastpriv._sampling.arrow_sums`
+    (under ``nulls="drop"`` the rows of a null sampling weight left out); rows whose
+    sampling weight is null or invalid are added to ``tally`` (refused at the end, except
+    under ``"drop"`` those of a null QI, as memory drops them first) and left out of the
+    classes.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ._arrow import apply_weights, kept_rows
+    from ._sampling import arrow_sums
+    from .risk import ClassCounts
+
+    w = None
+    if weight is not None:
+        table, w = apply_weights(table, weight)
+    rows = arrow_sums(table, qi=keys, weights=w, count=count, columns=sampling, nulls=nulls)
+    missing = rows.column(sampling.missing).to_numpy()
+    bad = rows.column(sampling.bad).to_numpy()
+    counted = kept_rows(rows, keys, nulls)       # under "drop", rows of a null QI go first
+    tally[0] += int(missing.sum() if counted is None else missing[counted].sum())
+    tally[1] += int(bad.sum() if counted is None else bad[counted].sum())
+    if missing.any() or bad.any():
+        rows = rows.filter(pc.invert(pa.array((missing > 0) | (bad > 0))))
+    if rows.num_rows == 0:
+        return None
+    return ClassCounts.from_counts(rows.select([*keys, count, sampling.total]), qi=keys,
+                                   count=count, sampling_weight_sum=sampling.total,
+                                   nulls="value")
 
 
 def _flag_nans(table: pa.Table, flags: dict[str, str]) -> pa.Table:
@@ -264,15 +325,17 @@ def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str]
 
 
 def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = None,
-                 nulls: str = "error", batch_size: int = 1 << 20) -> ClassCounts:
+                 nulls: str = "error", batch_size: int = 1 << 20,
+                 sampling_weight: str | None = None) -> ClassCounts:
     """Count the QI equivalence classes of a stream; the :class:`~fastpriv.risk.ClassCounts`.
 
     As the engines' ``class_counts`` (:func:`fastpriv.pushdown.class_counts`,
     :func:`fastpriv.distributed.class_counts`, :func:`fastpriv.spark.class_counts`), from
     record batches read one at a time: memory ∝ the distinct QI tuples, never the whole
     input. The classes are read by :func:`fastpriv.pushdown.finish_class_counts` and equal
-    ``risk.class_counts(table, qi=qi, weight=weight, nulls=nulls)`` of all the rows in
-    memory (labels and their types, sizes, null policy; under ``nulls="error"`` the same
+    ``risk.class_counts(table, qi=qi, weight=weight, sampling_weight=sampling_weight,
+    nulls=nulls)`` of all the rows in memory (labels and their types, sizes, null
+    policy; under ``nulls="error"`` the same
     refusal, the nulls counted in records over the whole input), so
     :func:`fastpriv.risk.audit`, :func:`fastpriv.population.k_map` and
     :func:`fastpriv.population.delta_presence` on them — the population counted the same
@@ -297,11 +360,17 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
         (NaN is a null); the classes carry it.
     batch_size : int
         Rows per batch read from a file, a dataset or a table.
+    sampling_weight : str, optional
+        Column of sampling weights (finite, > 0), as in
+        :meth:`fastpriv.risk.ClassCounts.from_table`: each class sums ``weight ·
+        sampling_weight`` batch by batch (:mod:`fastpriv._sampling`; the null policy covers
+        this column too).
 
     Returns
     -------
     fastpriv.risk.ClassCounts
-        One class per distinct QI tuple, with its number of records.
+        One class per distinct QI tuple, with its number of records (and its sampling
+        weight sum).
 
     Raises
     ------
@@ -310,15 +379,16 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
         ``nulls="error"``, or no record left (after the null policy and weights of 0).
 
     """
-    from .pushdown import check_class_names, finish_class_counts
+    from .pushdown import check_class_names, finish_class_counts, sampling_columns
 
-    cols = check_class_names(qi, weight, nulls)
+    cols = check_class_names(qi, weight, nulls, sampling_weight)
     size = _check_batch_size(batch_size)
-    count = unique_name("count", cols + ([weight] if weight is not None else []))
-    table = _count_batches(data, cols, weight, count, size)
+    count = unique_name("count", cols + [c for c in (weight, sampling_weight) if c])
+    sampling = sampling_columns(sampling_weight, cols + [count])
+    table = _count_batches(data, cols, weight, count, size, sampling, nulls)
     if table is None:
         raise InputError("data has no rows (after the null policy and weights of 0)")
-    return finish_class_counts(table, qi=cols, count=count, nulls=nulls)
+    return finish_class_counts(table, qi=cols, count=count, nulls=nulls, sampling=sampling)
 
 
 def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str],
