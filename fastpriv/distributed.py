@@ -94,6 +94,8 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ._validation import unique_name
 from .errors import InputError, InputTypeError
 
@@ -440,16 +442,86 @@ def _class_tree(data: Any, cols: list[str], weight: str | None, count: str,
     Rows with a null in a ``non_null`` column are left out (:func:`_class_piece`).
     """
     dask = _require_dask()
+    parts = _class_parts(data, cols, weight, count, split_every, param, non_null, sampling,
+                         nulls)
+    sums = 0 if sampling is None else len(sampling.sums)
+    return _reduce(dask, parts, functools.partial(_merge_classes, weight, sums), split_every)
+
+
+def _class_parts(data: Any, cols: list[str], weight: str | None, count: str,
+                 split_every: int, param: str = "data", non_null: Sequence[str] = (),
+                 sampling: Any = None, nulls: str = "value") -> list:
+    """Return one delayed :func:`_class_piece` per partition (a Parquet file / row group)."""
+    dask = _require_dask()
     read = cols + list(non_null) + ([weight] if weight is not None else [])
     pieces = _pieces(data, read + ([sampling.column] if sampling is not None else []),
                      min_pieces=2 * split_every)
     if not pieces:
         raise InputError(f"{param} has no rows (after the null policy and weights of 0)")
-    parts = [dask.delayed(_class_piece, pure=True)(kind, obj, cols, weight, count,
-                                                   tuple(non_null), sampling, nulls)
-             for kind, obj in pieces]
-    sums = 0 if sampling is None else len(sampling.sums)
-    return _reduce(dask, parts, functools.partial(_merge_classes, weight, sums), split_every)
+    return [dask.delayed(_class_piece, pure=True)(kind, obj, cols, weight, count,
+                                                  tuple(non_null), sampling, nulls)
+            for kind, obj in pieces]
+
+
+def _class_buckets(parts: list, cols: list[str], weight: str | None, split_every: int,
+                   buckets: int) -> list:
+    """Split the partitions' class tables into ``buckets`` by a hash of the QI; merge each.
+
+    Every class lands in one bucket (:func:`_split_classes`: its key hashed as fastpriv
+    compares keys), so bucket ``b``'s merge-tree root holds complete classes — about
+    1/``buckets`` of them — and no task holds every class.
+    """
+    dask = _require_dask()
+    merge = functools.partial(_merge_classes, weight, 0)
+    if buckets == 1:
+        return [_reduce(dask, parts, merge, split_every)]
+    split = [dask.delayed(_split_classes, pure=True, nout=buckets)(p, cols, buckets)
+             for p in parts]
+    return [_reduce(dask, [s[b] for s in split], merge, split_every) for b in range(buckets)]
+
+
+def _key_hash(table: Any, qi: Sequence[str]) -> np.ndarray:
+    """Return a 64-bit hash of each row's QI values, equal for keys fastpriv holds equal.
+
+    NaN hashes as null and ``-0.0`` as ``0.0`` (the labels of :func:`_class_piece` keep
+    them apart; the classes merge them); the hash of a value depends only on its
+    (canonical) type and value, so it is the same in every partition and process (pandas'
+    ``hash_array``).
+    """
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = np.zeros(table.num_rows, dtype=np.uint64)
+    for c in qi:
+        col = table.column(c).combine_chunks()
+        if pa.types.is_floating(col.type):
+            col = pc.add(pc.if_else(pc.is_nan(col), pa.scalar(None, col.type), col), 0.0)
+        null = col.is_null().to_numpy(zero_copy_only=False)
+        if pa.types.is_integer(col.type) or pa.types.is_floating(col.type) \
+                or pa.types.is_boolean(col.type):
+            zero = pa.scalar(False if pa.types.is_boolean(col.type) else 0, col.type)
+            values = pc.fill_null(col, zero).to_numpy(zero_copy_only=False)
+        else:
+            text = col if pa.types.is_string(col.type) or pa.types.is_binary(col.type) \
+                else col.cast(pa.string())
+            values = text.to_numpy(zero_copy_only=False).astype(object)
+            values[null] = ""
+        h = pd.util.hash_array(values)
+        h[null] = np.uint64(0x9E3779B97F4A7C15)
+        with np.errstate(over="ignore"):
+            out = out * np.uint64(1099511628211) ^ h
+    return out
+
+
+def _split_classes(table: Any, qi: Sequence[str], buckets: int) -> tuple:
+    """Split a partition's class table into ``buckets`` tables by :func:`_key_hash`."""
+    which = (_key_hash(table, qi) % np.uint64(buckets)).astype(np.int64)
+    order = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[order], np.arange(buckets + 1))
+    table = table.take(order)
+    return tuple(table.slice(int(bounds[b]), int(bounds[b + 1] - bounds[b]))
+                 for b in range(buckets))
 
 
 # ============================================================================ classes
@@ -590,17 +662,93 @@ def _histogram_of(table: Any, *, qi: list[str], count: str, nulls: str) -> Any:
     return ClassHistogram.from_class_counts(classes)
 
 
+def _bucket_histogram(table: Any, *, qi: list[str], count: str, nulls: str) -> tuple:
+    """Summarize one bucket's (complete) classes into their histogram.
+
+    ``("ok", histogram)``, or ``("empty",)`` when the null policy leaves no class, or
+    ``("refused",)`` when they are refused (the client then finds the words of the refusal
+    on the whole table, :func:`_folded`).
+    """
+    from ._arrow import kept_rows
+
+    kept = kept_rows(table, qi, nulls) if table.num_rows else None
+    if table.num_rows == 0 or (kept is not None and kept.size == 0):
+        return ("empty",)
+    try:
+        return ("ok", _histogram_of(table, qi=qi, count=count, nulls=nulls))
+    except InputError:
+        return ("refused",)
+
+
+def _bucket_match(sample: Any, people: Any, *, qi: list[str], count: str,
+                  nulls: str) -> tuple:
+    """Match one bucket's classes of both tables.
+
+    ``("ok", PopulationHistogram)`` or ``("refused",)`` (as :func:`_bucket_histogram`).
+    """
+    try:
+        return ("ok", _match(sample, people, qi=qi, count=count, nulls=nulls))
+    except InputError:
+        return ("refused",)
+
+
+def _folded(results: Sequence[tuple], whole: Callable[[], Any]) -> Any:
+    """Merge the buckets' summaries; on a refusal, ``whole()`` (the one-task path) raises it.
+
+    A refusal's words name totals and the first class of the whole table (how many nulls,
+    which class the population lacks), which no bucket knows: the one-task path over every
+    class gives memory's words. Only a refused input pays for the second pass.
+    """
+    if any(r[0] == "refused" for r in results):
+        return whole()
+    summaries = [r[1] for r in results if r[0] == "ok"]
+    out = summaries[0].merge(*summaries[1:]) if summaries else None
+    if out is None or out.n_classes == 0:
+        return whole()                  # no class at all: refused as the one task refuses
+    return out
+
+
+def _buckets_for(split_out: Any, *counts: int, split_every: int) -> int:
+    """Return ``split_out``, checked, or the default for the larger table's partitions.
+
+    The default is ``min(partitions, max(split_every, ⌈partitions / split_every⌉))``: it
+    grows with the partitions as the first level of the merge tree does.
+    """
+    # k-map's fold on 8M population rows in 8 files (3.46M classes), 2 local workers:
+    # 1 bucket peaked at 0.9-1.1 GiB in a worker, 2 at 0.72, 4 at 0.62, 8 at 0.54, 32 at
+    # 0.53; 4 and 8 were the fastest. The default gives 8 there.
+    from ._validation import check_int
+
+    if split_out is not None:
+        return check_int(split_out, "split_out", minimum=1)
+    n = max(counts)
+    return max(1, min(n, max(split_every, -(-n // split_every))))
+
+
 def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = None,
-                    nulls: str = "error", split_every: int = 8) -> Any:
+                    nulls: str = "error", split_every: int = 8,
+                    split_out: int | None = None) -> Any:
     """Count the QI classes on the cluster and bring back only their size histogram.
 
-    The fold of the re-identification risk (:mod:`fastpriv.class_histogram`): the classes
-    are counted as by :func:`class_counts` (partial Arrow tables added in a tree), and the
-    last task, on a worker, reads them into the histogram of class sizes with the first
-    smallest class; only that reaches the client. ``risk.audit`` on it equals
-    ``risk.audit(table, qi=qi, weight=weight, nulls=nulls)`` for every measure that does
-    not need each class (no population table, no sampling weights). The worker running
-    the last task holds every class, as :func:`class_counts`' client does.
+    The fold of the re-identification risk (:mod:`fastpriv.class_histogram`): each
+    partition counts its classes (as :func:`class_counts`) and splits them by a hash of
+    the QI into ``split_out`` buckets, so that every class is complete in one bucket; each
+    bucket's tables are added in a tree and summarized on a worker into the histogram of
+    class sizes with the first smallest class, and the client merges the summaries. No
+    task holds every class (about 1/``split_out`` of them each), and only summaries reach
+    the client. ``risk.audit`` on it equals ``risk.audit(table, qi=qi, weight=weight,
+    nulls=nulls)`` for every measure that does not need each class (no population table,
+    no sampling weights). A refused input (nulls under ``nulls="error"``) is refused with
+    memory's words, found by a second pass over every class in one task.
+
+    Parameters
+    ----------
+    data, qi, weight, nulls, split_every :
+        As for :func:`class_counts`.
+    split_out : int, optional
+        Buckets the classes are split into (Dask's name for the output partitions of a
+        reduction); default: the partitions, at most ``max(split_every, ⌈partitions /
+        split_every⌉)``.
 
     Returns
     -------
@@ -612,12 +760,19 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
     cols = check_class_names(qi, weight, nulls)
     split_every = _check_split_every(split_every)
     count = unique_name("count", cols)
-    return _arrow_counts(data, cols, weight, count, split_every, finish=functools.partial(
-        _histogram_of, qi=cols, count=count, nulls=nulls))
+    dask = _require_dask()
+    parts = _class_parts(data, cols, weight, count, split_every)
+    buckets = _buckets_for(split_out, len(parts), split_every=split_every)
+    summarize = functools.partial(_bucket_histogram, qi=cols, count=count, nulls=nulls)
+    results = dask.compute(*[dask.delayed(summarize, pure=True)(root) for root in
+                             _class_buckets(parts, cols, weight, split_every, buckets)])
+    return _folded(results, lambda: _arrow_counts(
+        data, cols, weight, count, split_every, finish=functools.partial(
+            _histogram_of, qi=cols, count=count, nulls=nulls)))
 
 
-def _matched_of(sample: Any, people: Any, *, qi: list[str], count: str, nulls: str) -> Any:
-    """Join two merged class tables (the last task): their PopulationHistogram."""
+def _match(sample: Any, people: Any, *, qi: list[str], count: str, nulls: str) -> Any:
+    """Join two merged class tables: their PopulationHistogram (none of the data's: empty)."""
     import pyarrow as pa
 
     from .pushdown import finish_population_counts
@@ -631,8 +786,13 @@ def _matched_of(sample: Any, people: Any, *, qi: list[str], count: str, nulls: s
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise InputError(f"population: QI column types differ from the data's ({exc})"
                          ) from None
-    out = finish_population_counts(both, qi=qi, count=count, population_count=big,
-                                   weight=None, checks=None, nulls=nulls)
+    return finish_population_counts(both, qi=qi, count=count, population_count=big,
+                                    weight=None, checks=None, nulls=nulls)
+
+
+def _matched_of(sample: Any, people: Any, *, qi: list[str], count: str, nulls: str) -> Any:
+    """Join two merged class tables (one task): their PopulationHistogram, or refused."""
+    out = _match(sample, people, qi=qi, count=count, nulls=nulls)
     if out.n_classes == 0:
         raise InputError("data has no rows (after the null policy and weights of 0)")
     return out
@@ -640,18 +800,21 @@ def _matched_of(sample: Any, people: Any, *, qi: list[str], count: str, nulls: s
 
 def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
                          weight: str | None = None, nulls: str = "error",
-                         split_every: int = 8) -> Any:
+                         split_every: int = 8, split_out: int | None = None) -> Any:
     """Match the data's QI classes with a population's on the cluster; bring back the summary.
 
     The fold of k-map, δ-presence and the risk against a population table
-    (:class:`~fastpriv.class_histogram.PopulationHistogram`): the classes of both tables
-    are counted as by :func:`class_counts` (partial Arrow tables added in a tree), and the
-    last task, on a worker, matches them (:func:`fastpriv.risk.match_counts`); only the
-    summary — one entry per distinct (records, people) pair — reaches the client.
+    (:class:`~fastpriv.class_histogram.PopulationHistogram`): both tables' classes are
+    counted per partition (as :func:`class_counts`) and split by a hash of the QI into
+    ``split_out`` buckets (a class of the data and the same class of the population land
+    in the same bucket); each bucket's tables are added in a tree and matched on a worker
+    (:func:`fastpriv.risk.match_counts`), and the client merges the summaries — one entry
+    per distinct (records, people) pair. No task holds every class.
     :func:`fastpriv.population.k_map`, :func:`~fastpriv.population.delta_presence` and
     :func:`fastpriv.risk.audit` on it equal the same calls on the tables in memory
-    (``population=`` left out; no sampling weights). The worker running the last task holds
-    every class of both tables, as :func:`class_counts`' client does.
+    (``population=`` left out; no sampling weights). A refusal (nulls under
+    ``nulls="error"``, a class the population lacks, QI types that differ) has memory's
+    words, found by a second pass that matches every class in one task.
 
     Parameters
     ----------
@@ -659,6 +822,9 @@ def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
         As for :func:`class_counts`; both with the ``qi`` columns.
     qi, weight, nulls, split_every :
         As for :func:`class_counts` (``weight`` is the data's).
+    split_out : int, optional
+        Buckets, as for :func:`class_histogram` (default from the larger table's
+        partitions).
 
     Returns
     -------
@@ -670,10 +836,24 @@ def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
     cols = check_class_names(qi, weight, nulls)
     split_every = _check_split_every(split_every)
     count = unique_name("count", cols)
-    sample = _class_tree(data, cols, weight, count, split_every)
-    people = _class_tree(population, cols, None, count, split_every, param="population")
-    match = functools.partial(_matched_of, qi=cols, count=count, nulls=nulls)
-    return _require_dask().delayed(match, pure=True)(sample, people).compute()
+    dask = _require_dask()
+    sample = _class_parts(data, cols, weight, count, split_every)
+    people = _class_parts(population, cols, None, count, split_every, param="population")
+    buckets = _buckets_for(split_out, len(sample), len(people), split_every=split_every)
+    match = functools.partial(_bucket_match, qi=cols, count=count, nulls=nulls)
+    results = dask.compute(*[
+        dask.delayed(match, pure=True)(a, b) for a, b in zip(
+            _class_buckets(sample, cols, weight, split_every, buckets),
+            _class_buckets(people, cols, None, split_every, buckets), strict=True)])
+
+    def whole() -> Any:
+        one = functools.partial(_matched_of, qi=cols, count=count, nulls=nulls)
+        return dask.delayed(one, pure=True)(
+            _class_tree(data, cols, weight, count, split_every),
+            _class_tree(population, cols, None, count, split_every, param="population")
+        ).compute()
+
+    return _folded(results, whole)
 
 
 # ============================================================================ Q

@@ -382,10 +382,10 @@ def test_class_histogram_on_duckdb_and_dask_equals_in_memory(data, tmp_path_fact
     cut = data.draw(st.integers(0, table.num_rows), label="cut")
     pq.write_table(table.slice(0, cut), f"{folder}/a.parquet")
     pq.write_table(table.slice(cut), f"{folder}/b.parquet")
+    split_out = data.draw(st.integers(1, 4), label="split_out")   # classes split by hash
     with dask.config.set(scheduler="synchronous"):
-        got = _risk(lambda: risk.audit(distributed.class_histogram(folder, qi=keys,
-                                                                   split_every=2, **kw),
-                                       population=1000))
+        got = _risk(lambda: risk.audit(distributed.class_histogram(
+            folder, qi=keys, split_every=2, split_out=split_out, **kw), population=1000))
     assert got == want
 
 

@@ -7,7 +7,7 @@ distinct rows, count the QI classes, fold the classes into their size histogram 
 matched with a population table, their (records, people) pairs), fold the
 groups into the audit's summaries, and write a release. Each engine's function for an
 operation takes the data first and the same keyword-only names for the same ideas (its own
-tuning knobs — ``split_every``, ``batch_size``, ``partitions`` — besides); this keeps them
+tuning knobs — ``split_every``, ``split_out``, ``batch_size``, ``partitions`` — besides); this keeps them
 one interface.
 """
 
@@ -24,7 +24,7 @@ PROTOCOL = {
     "row counts": ({"qi", "group", "sensitive", "weight", "count"}, {
         "duckdb": pushdown.row_counts, "spark": spark.row_counts,
         "dask": distributed.row_counts, "stream": stream_counts.row_counts}),
-    "class counts": ({"qi", "weight", "nulls"}, {
+    "class counts": ({"qi", "weight", "nulls", "sampling_weight"}, {
         "duckdb": pushdown.class_counts, "spark": spark.class_counts,
         "dask": distributed.class_counts, "stream": stream_counts.class_counts}),
     "class histogram": ({"qi", "weight", "nulls"}, {

@@ -130,9 +130,11 @@ def test_duckdb_and_dask_population_folds_equal_in_memory(data, tmp_path_factory
         pq.write_table(t, f"{folder}/{name}.parquet")
     assert _of(lambda: pushdown.population_histogram(
         f"{folder}/s", qi=keys, population=f"{folder}/p", **kw)) == want
+    split_out = data.draw(st.integers(1, 4), label="split_out")   # classes split by hash
     with dask.config.set(scheduler="synchronous"):
         got = _of(lambda: distributed.population_histogram(
-            f"{folder}/s", qi=keys, population=f"{folder}/p", split_every=2, **kw))
+            f"{folder}/s", qi=keys, population=f"{folder}/p", split_every=2,
+            split_out=split_out, **kw))
     assert got == want
 
 
