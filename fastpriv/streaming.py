@@ -152,7 +152,7 @@ def _runs(table: pa.Table, keys: list[str]) -> tuple[np.ndarray, int]:
     or -1 when sorted.
     """
     n = table.num_rows
-    codes = [encode_column(table.column(k), name=k).codes for k in keys]
+    codes = [encode_column(_nan_as_null(table.column(k)), name=k).codes for k in keys]
     change = np.zeros(max(n - 1, 0), dtype=bool)
     for c in codes:
         change |= c[1:] != c[:-1]
@@ -171,8 +171,19 @@ def _runs(table: pa.Table, keys: list[str]) -> tuple[np.ndarray, int]:
     return starts, bad
 
 
+def _nan_as_null(col: Any) -> Any:
+    """Return a float column with NaN as null (one key, as fastpriv compares keys)."""
+    import pyarrow.compute as pc
+
+    if not pa.types.is_floating(col.type):
+        return col
+    return pc.if_else(pc.is_nan(col), pa.scalar(None, col.type), col)
+
+
 def _key_at(table: pa.Table, keys: list[str], i: int) -> Any:
-    vals = tuple(table.column(k)[i].as_py() for k in keys)
+    """Return row ``i``'s key as Python values (NaN as None: a null, as in :func:`_runs`)."""
+    vals = tuple(None if isinstance(v, float) and v != v else v
+                 for v in (table.column(k)[i].as_py() for k in keys))
     return vals[0] if len(keys) == 1 else vals
 
 

@@ -327,3 +327,30 @@ def test_class_counts_bad_input_names_the_parameter():
     with pytest.raises(InputError, match="nulls"):
         population.k_map(sample, qi=["q"], population=counted)
     _assert_same_classes(counted, risk.class_counts(people, qi=["q"], nulls="drop"))
+
+
+def test_complete_groups_never_splits_a_null_group():
+    """NaN is a null: NaN and null rows of one key are one group, whichever batch each is
+    in (they were two runs, and a batch boundary between two NaN rows read as disorder)."""
+    from fastpriv.streaming import complete_groups
+
+    nan = float("nan")
+    keys = pa.array([1.0, 2.0, 2.0, nan, None, nan, None], pa.float64())
+    other = pa.array(["a", "a", "a", "x", "x", "x", "x"])
+    table = pa.table({"k": keys, "o": other})
+    for size in (1, 2, 3, 7):
+        runs = list(complete_groups(_tables(table, size), keys=["k"]))
+        seen = []
+        for run in runs:
+            seen.append({None if v != v else v for v in run.column("k").to_pylist()
+                         if v is not None} | ({None} if run.column("k").null_count else set()))
+        flat = [k for s in seen for k in s]
+        assert sorted(flat, key=str) == sorted({1.0, 2.0, None}, key=str), (size, seen)
+        assert sum(r.num_rows for r in runs) == table.num_rows
+    two = pa.table({"k": keys, "o": other})              # a second key after the null one
+    runs = list(complete_groups(_tables(two, 2), keys=["k", "o"]))
+    assert sum(r.num_rows for r in runs) == two.num_rows
+
+
+def _tables(table: pa.Table, size: int) -> list:
+    return [pa.Table.from_batches([b]) for b in table.to_batches(max_chunksize=size)]
