@@ -629,8 +629,10 @@ ENGINE_ROUTES = {
     "memory": "a table, a path or a Release in this process",
     "stream": "record batches with bounded memory (`Release.from_batches`, "
               "`streaming.audit_stream`, `stream_counts.row_counts`, "
-              "`stream_counts.class_counts`; sorted by group: the folds "
-              "`streaming.clustered_audit` and `stream_counts.robustness_audit`)",
+              "`stream_counts.class_counts`, `class_histogram`, `population_histogram`; "
+              "sorted by group: the folds `streaming.clustered_audit` and "
+              "`stream_counts.robustness_audit`; sorted by the QI: "
+              "`stream_counts.class_histogram(clustered=True)` (risk))",
     "dask": "`distributed.release_from_dask`, `row_counts`, `class_counts`; the folds "
             "`groupwise_audit` (one summary per partition), `class_histogram` (risk), "
             "`population_histogram` (k-map, δ-presence, risk against a population) and "

@@ -391,6 +391,117 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
     return finish_class_counts(table, qi=cols, count=count, nulls=nulls, sampling=sampling)
 
 
+def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = None,
+                    nulls: str = "error", batch_size: int = 1 << 20,
+                    clustered: bool = False) -> Any:
+    """Count the QI classes of a stream into their size histogram (the risk's fold).
+
+    The :class:`~fastpriv.class_histogram.ClassHistogram` of the engines'
+    ``class_histogram``: ``risk.audit`` on it equals ``risk.audit(table, qi=qi,
+    weight=weight, nulls=nulls)`` for every measure that does not need each class. A
+    stream in any order is counted by :func:`class_counts` (memory ∝ the classes). With
+    ``clustered=True`` the stream must come **sorted by the QI** (the rows of a class
+    contiguous, classes in increasing key order, nulls last, NaN a null; checked): it is
+    cut into runs of complete classes (:func:`fastpriv.streaming.complete_groups`), each
+    run counted and summarized, the summaries merged — memory ∝ a batch and the
+    histogram. Under ``nulls="error"`` the classes with a null are kept aside (only they)
+    and refused at the end with memory's words (the nulls counted over the whole input).
+
+    Parameters
+    ----------
+    data, qi, weight, nulls, batch_size :
+        As for :func:`class_counts`.
+    clustered : bool
+        Whether ``data`` is sorted by ``qi``, read as a fold.
+
+    Returns
+    -------
+    fastpriv.class_histogram.ClassHistogram
+
+    """
+    from .class_histogram import ClassHistogram
+    from .pushdown import check_class_names
+
+    if not clustered:
+        return ClassHistogram.from_class_counts(class_counts(
+            data, qi=qi, weight=weight, nulls=nulls, batch_size=batch_size))
+    cols = check_class_names(qi, weight, nulls)
+    size = _check_batch_size(batch_size)
+    count = unique_name("count", cols + ([weight] if weight is not None else []))
+    return _clustered_histogram(data, cols, weight, count, size, nulls)
+
+
+def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
+                         weight: str | None = None, nulls: str = "error",
+                         batch_size: int = 1 << 20) -> Any:
+    """Match a stream's QI classes with a streamed population's; the summary of the engines.
+
+    The :class:`~fastpriv.class_histogram.PopulationHistogram` of the engines'
+    ``population_histogram`` (k-map, δ-presence and the risk against a population table):
+    both inputs are counted by :func:`class_counts` (memory ∝ their classes) and matched
+    (:func:`fastpriv.risk.match_population`). :func:`fastpriv.population.k_map`,
+    :func:`~fastpriv.population.delta_presence` and :func:`fastpriv.risk.audit` on it
+    equal the same calls on the tables in memory (``population=`` left out).
+
+    Parameters
+    ----------
+    data, population :
+        Streams as :func:`class_counts` reads them (``population`` without ``weight``).
+    qi, weight, nulls, batch_size :
+        As for :func:`class_counts` (``weight`` is the data's).
+
+    Returns
+    -------
+    fastpriv.class_histogram.PopulationHistogram
+
+    """
+    from .risk import match_population
+
+    sample = class_counts(data, qi=qi, weight=weight, nulls=nulls, batch_size=batch_size)
+    people = class_counts(population, qi=qi, nulls=nulls, batch_size=batch_size)
+    return match_population(sample, people).histogram()
+
+
+def _clustered_histogram(data: Any, cols: list[str], weight: str | None, count: str,
+                         size: int, nulls: str) -> Any:
+    """Fold a stream sorted by ``cols`` into a ClassHistogram, run of classes by run."""
+    import numpy as np
+    import pyarrow as pa
+
+    from ._arrow import iter_batches, kept_rows
+    from ._validation import check_total
+    from .class_histogram import ClassHistogram
+    from .pushdown import finish_class_counts
+    from .streaming import complete_groups
+
+    read = cols + ([weight] if weight is not None else [])
+    tables = (pa.Table.from_batches([b]) for b in iter_batches(data, read, batch_size=size))
+    out, aside, total = None, [], 0
+    for run in complete_groups(tables, keys=cols):
+        counted = _count_batches([run], cols, weight, count, size)
+        if counted is None or counted.num_rows == 0:
+            continue
+        total = check_total(counted.column(count).to_numpy(), "data" if weight is None
+                            else f"weight column {weight!r}", start=total)
+        kept = kept_rows(counted, cols, "drop")
+        if kept is not None and nulls != "value":
+            if nulls == "error":
+                held = np.ones(counted.num_rows, dtype=bool)
+                held[kept] = False
+                aside.append(counted.filter(pa.array(held)))
+            counted = counted.take(pa.array(kept))
+        if counted.num_rows == 0:
+            continue
+        part = ClassHistogram.from_class_counts(finish_class_counts(
+            counted, qi=cols, count=count, nulls=nulls))
+        out = part if out is None else out.merge(part)
+    if aside:                                   # raises memory's words for every null
+        finish_class_counts(pa.concat_tables(aside), qi=cols, count=count, nulls="error")
+    if out is None:
+        raise InputError("data has no rows (after the null policy and weights of 0)")
+    return out
+
+
 def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str],
                      sensitive: str, r: float, weight: str | None = None,
                      knowledge: Any = None, sensitive_values: Sequence[Any] | None = None,

@@ -389,6 +389,54 @@ def test_class_histogram_on_duckdb_and_dask_equals_in_memory(data, tmp_path_fact
     assert got == want
 
 
+def sorted_by_keys(table: pa.Table, keys: list[str]) -> pa.Table:
+    """``table`` sorted by ``keys`` in fastpriv's key order (NaN a null, nulls last)."""
+    import pyarrow.compute as pc
+
+    helpers = []
+    for i, k in enumerate(keys):
+        col = table.column(k)
+        if pa.types.is_floating(col.type):
+            col = pc.if_else(pc.is_nan(col), pa.scalar(None, col.type), col)
+        table = table.append_column(f"_sort{i}", col)
+        helpers.append(f"_sort{i}")
+    table = table.sort_by([(h, "ascending") for h in helpers], null_placement="at_end")
+    return table.drop_columns(helpers)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_class_histogram_of_a_stream_equals_in_memory(data):
+    """Any order (every class held), and sorted by the QI (a fold of runs of classes),
+    in batches of 1–5 rows: the risk of the table in memory."""
+    from fastpriv import risk, stream_counts
+
+    table, keys, kw = _risk_case(data)
+    want = _risk(lambda: risk.audit(table, qi=keys, population=1000, **kw))
+    batch = data.draw(st.integers(1, 5), label="batch_size")
+    for clustered, rows in ((False, table), (True, sorted_by_keys(table, keys))):
+        got = _risk(lambda: risk.audit(stream_counts.class_histogram(  # noqa: B023
+            rows.to_batches(max_chunksize=batch), qi=keys, clustered=clustered,  # noqa: B023
+            **kw), population=1000))
+        assert got == want, clustered
+
+
+def test_clustered_stream_is_checked_and_refuses_with_memorys_words():
+    from fastpriv import risk, stream_counts
+
+    t = pa.table({"a": [1, 2, 1], "b": ["x", "y", "x"]})
+    with pytest.raises(InputError, match="not sorted by"):
+        stream_counts.class_histogram(t.to_batches(max_chunksize=1), qi=["a", "b"],
+                                      clustered=True)
+    nulls = pa.table({"a": [1.0, 1.0, float("nan"), None], "b": ["x", None, "y", None]})
+    with pytest.raises(InputError) as memory:
+        risk.audit(nulls, qi=["a", "b"])
+    with pytest.raises(InputError) as stream:
+        stream_counts.class_histogram(nulls.to_batches(max_chunksize=1), qi=["a", "b"],
+                                      clustered=True)
+    assert str(stream.value) == str(memory.value)
+
+
 @settings(max_examples=10, deadline=None, derandomize=True)
 @given(data=st.data())
 def test_class_histogram_on_spark_equals_in_memory(spark_session, data):

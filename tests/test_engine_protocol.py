@@ -7,7 +7,8 @@ distinct rows, count the QI classes, fold the classes into their size histogram 
 matched with a population table, their (records, people) pairs), fold the
 groups into the audit's summaries, and write a release. Each engine's function for an
 operation takes the data first and the same keyword-only names for the same ideas (its own
-tuning knobs — ``split_every``, ``split_out``, ``batch_size``, ``partitions`` — besides); this keeps them
+tuning knobs — ``split_every``, ``split_out``, ``batch_size``, ``clustered``,
+``partitions`` — besides); this keeps them
 one interface.
 """
 
@@ -29,10 +30,11 @@ PROTOCOL = {
         "dask": distributed.class_counts, "stream": stream_counts.class_counts}),
     "class histogram": ({"qi", "weight", "nulls"}, {
         "duckdb": pushdown.class_histogram, "spark": spark.class_histogram,
-        "dask": distributed.class_histogram}),
+        "dask": distributed.class_histogram, "stream": stream_counts.class_histogram}),
     "population histogram": ({"qi", "population", "weight", "nulls"}, {
         "duckdb": pushdown.population_histogram, "spark": spark.population_histogram,
-        "dask": distributed.population_histogram}),
+        "dask": distributed.population_histogram,
+        "stream": stream_counts.population_histogram}),
     "row-level fold": ({"qi", "group", "sensitive", "r", "weight", "knowledge",
                         "sensitive_values", "max_set_size", "epsilon", "confidence",
                         "min_support", "nulls", "max_items"}, {

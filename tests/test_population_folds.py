@@ -138,6 +138,19 @@ def test_duckdb_and_dask_population_folds_equal_in_memory(data, tmp_path_factory
     assert got == want
 
 
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_stream_population_fold_equals_in_memory(data):
+    from fastpriv import stream_counts
+
+    sample, pop, keys, kw = _case(data)
+    want = _in_memory(sample, pop, keys, kw)
+    batch = data.draw(st.integers(1, 4), label="batch_size")
+    assert _of(lambda: stream_counts.population_histogram(
+        sample.to_batches(max_chunksize=batch), qi=keys,
+        population=iter(pop.to_batches(max_chunksize=batch)), batch_size=batch, **kw)) == want
+
+
 @settings(max_examples=10, deadline=None, derandomize=True)
 @given(data=st.data())
 def test_spark_population_fold_equals_in_memory(spark_session, data):
