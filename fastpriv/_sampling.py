@@ -19,6 +19,7 @@ representable, as for integer or dyadic weights).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -137,5 +138,6 @@ def finish(data: Any, *, qi: Sequence[str], count: str, columns: SamplingColumns
     table = table.select([*qi, count, columns.total])
     table = table.set_column(len(qi) + 1, columns.total,
                              pc.fill_null(table.column(columns.total).cast("float64"), 0.0))
-    return ClassCounts.from_counts(table, qi=list(qi), count=count,
-                                   sampling_weight_sum=columns.total, nulls=nulls)
+    classes = ClassCounts.from_counts(table, qi=list(qi), count=count,
+                                      sampling_weight_sum=columns.total, nulls=nulls)
+    return dataclasses.replace(classes, sampling_weight=columns.column)

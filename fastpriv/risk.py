@@ -133,6 +133,9 @@ class ClassCounts(Result):
         ``"drop"`` (records with a null QI are left out) or ``"value"`` (null is a QI value
         of its own). The measures report it (``params["nulls"]``) and a population table
         is counted under it too.
+    sampling_weight : str or None
+        The column the sampling weight sums were read from (``params["sampling_weight"]``
+        of the measures on these classes).
 
     """
 
@@ -141,6 +144,7 @@ class ClassCounts(Result):
     sizes: np.ndarray = field(repr=False)
     sampling_weight_sums: np.ndarray | None = field(default=None, repr=False)
     nulls: str = "error"
+    sampling_weight: str | None = None
 
     @property
     def weight_sums(self) -> np.ndarray | None:
@@ -268,7 +272,7 @@ class ClassCounts(Result):
             wsum = np.bincount(codes, weights=sw if w is None else sw * w,
                                minlength=keys.num_rows)
         return cls(tuple(cols), keys, _ro(sizes), None if wsum is None else _ro(wsum),
-                   nulls=nulls)
+                   nulls=nulls, sampling_weight=sampling_weight)
 
     @classmethod
     def from_counts(cls, data: Any, *, qi: Sequence[str], count: str = "count",
@@ -346,7 +350,8 @@ class ClassCounts(Result):
             wsum = _ro(np.bincount(codes, weights=_sampling_weights(
                 table.column(sampling_weight_sum), "sampling_weight_sum"),
                 minlength=keys.num_rows))
-        return cls(tuple(cols), keys, _ro(sizes), wsum, nulls=nulls)
+        return cls(tuple(cols), keys, _ro(sizes), wsum, nulls=nulls,
+                   sampling_weight=sampling_weight_sum)
 
     @classmethod
     def from_batches(cls, data: Any, *, qi: Sequence[str], weight: str | None = None,
@@ -435,7 +440,8 @@ class ClassCounts(Result):
         if self.sampling_weight_sums is not None:
             wsum = _ro(np.bincount(codes, weights=np.concatenate(
                 [p.sampling_weight_sums for p in parts]), minlength=merged.num_rows))
-        return ClassCounts(self.qi, merged, _ro(sizes), wsum, nulls=self.nulls)
+        return ClassCounts(self.qi, merged, _ro(sizes), wsum, nulls=self.nulls,
+                           sampling_weight=self.sampling_weight)
 
     def to_table(self) -> pa.Table:
         """Return the classes as a table: QI columns, ``size`` (and ``sampling_weight_sum``)."""
@@ -1231,7 +1237,8 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = No
     else:
         j = int(np.argmin(cc.sizes))
         wit = RiskWitness(cc.values_of(j), int(cc.sizes[j]), None, at_max)
-    params = {"qi": list(cc.qi), "threshold": thr, "sampling_weight": sampling_weight,
+    params = {"qi": list(cc.qi), "threshold": thr,
+              "sampling_weight": getattr(cc, "sampling_weight", None),
               "population": pop_desc,
               "population_size": big_n, "n_records": int(n), "n_classes": u,
               "nulls": cc.nulls}

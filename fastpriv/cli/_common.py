@@ -196,6 +196,11 @@ def add_risk_arguments(p: Any) -> None:
                    help="population size N (journalist risk, population uniques) or a "
                         "population table holding the data (exact journalist risk, k-map, "
                         "δ-presence: --min-k-map, --max-delta)")
+    p.add_argument("--sampling-weight", metavar="COL",
+                   help="survey weights (sdcMicro's weightVar): the population members each "
+                        "record stands for, finite and > 0; a class's sum estimates its "
+                        "population size (individual risk, Benedetti-Franconi; journalist "
+                        "and marketer risk without --population TABLE)")
     from ..registry import add_threshold_flags
 
     add_threshold_flags(p, {"size": size, "probability": probability})

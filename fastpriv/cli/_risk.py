@@ -49,8 +49,8 @@ def _measure(args: argparse.Namespace, *, remedy: bool = True) -> tuple[dict, bo
 
     res = risk.audit(data_of(args), qi=args.qi,
                      threshold=args.max_risk, population=load_population(args),
-                     nulls=args.nulls,
-                     weight=args.weight)
+                     nulls=args.nulls, weight=args.weight,
+                     sampling_weight=args.sampling_weight)
     ok, lines = risk.verdict(res, args.max_risk)
     print()
     print("Re-identification risk")

@@ -207,6 +207,9 @@ def _refuse_idle_risk_flags(args: argparse.Namespace) -> None:
     if any(t == "--max-risk" or t.startswith("--max-risk=") for t in argv):
         raise InputError("--max-risk is the threshold of the re-identification risk, which "
                          "does not run here (--no-risk, or no --qi); leave it out")
+    if args.sampling_weight is not None:
+        raise InputError("--sampling-weight feeds the re-identification risk, which does "
+                         "not run here (--no-risk, or no --qi); leave it out")
     table_used = any(v is not None for v in thresholds_of(args).values())
     if args.population is not None and not table_used:
         raise InputError("--population feeds the re-identification risk (journalist risk, "
@@ -234,7 +237,8 @@ def _audit_classes(args: argparse.Namespace) -> int:
                          "classes)")
     with Timer() as t:
         rep = build_report(data_of(args), qi=args.qi,
-                           nulls=args.nulls, weight=args.weight, min_size=args.min_size,
+                           nulls=args.nulls, weight=args.weight,
+                           sampling_weight=args.sampling_weight, min_size=args.min_size,
                            max_risk=args.max_risk, population=load_population(args),
                            risk=args.risk,
                            thresholds=thresholds_of(args), robustness=False, attack=False,

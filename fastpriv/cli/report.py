@@ -166,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
         population=load_population(args),
         thresholds=thresholds_of(args), options=options_of(args),
         title=args.title, source=source, data_spec=args.data, weight=args.weight,
+        sampling_weight=args.sampling_weight,
         remedy_options=remedy_options(args),
         hierarchies=args.hierarchies)
     print(rep.summary(verbose=args.verbose))

@@ -403,7 +403,8 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
                  remedy_options: dict[str, Any] | None = None, risk: bool = True,
                  max_risk: float = 0.2, population: Any = None,
                  weight: str | None = None, thresholds: dict | None = None,
-                 hierarchies: Any = None, options: dict | None = None) -> Report:
+                 hierarchies: Any = None, options: dict | None = None,
+                 sampling_weight: str | None = None) -> Report:
     """Audit a release with every model fastpriv implements and return a :class:`Report`.
 
     Parameters
@@ -507,6 +508,10 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
         (:class:`~fastpriv.registry.Option`, e.g. ``{"hierarchies": "bundled"}``); each model
         given a threshold reads its own. ``hierarchies`` is passed on as such an option
         unless ``options`` names it.
+    sampling_weight : str, optional
+        Column of survey weights for the re-identification risk (finite, > 0: the
+        population members each record stands for), as in :func:`fastpriv.risk.audit`:
+        each class's sum estimates its population size (``parameters.sampling_weight``).
 
     Returns
     -------
@@ -533,7 +538,7 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
     timings["fingerprint"] = tf.seconds
     with Timer() as tr:
         inp = _load_input(data, sensitive=sensitive, o=o, individual=individual,
-                          row_label=row_label, weight=weight)
+                          row_label=row_label, weight=weight, sampling_weight=sampling_weight)
     timings["release"] = tr.seconds
     if inp.rel is not None:
         for v in o.sigma or []:                   # parameter errors before any model runs
@@ -543,10 +548,12 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
     thresholds = {k: v for k, v in (thresholds or {}).items() if v is not None}
     params = _parameters(o, inp.sensitive, individual=individual, row_label=row_label,
                          knowledge=knowledge, max_risk=max_risk, weight=weight)
+    params["sampling_weight"] = sampling_weight
     params["thresholds"] = thresholds
     sec, ctx = _sections(inp, o, knowledge=knowledge, knowledge_fallback=knowledge_fallback,
                          knowledge_skylines=knowledge_skylines, risk=risk, max_risk=max_risk,
-                         population=population, weight=weight)
+                         population=population, weight=weight,
+                         sampling_weight=sampling_weight)
     if inp.rel is not None:
         sec["release"]["seconds"] = timings["release"]
     if hierarchies is not None:
@@ -556,7 +563,8 @@ def build_report(data: Any, *, sensitive: str | None = None, group: Any = None,
         from ..registry import run_verdict_models
 
         sec["models"] = run_verdict_models(
-            _classes_of(inp, o, weight), population=population, thresholds=thresholds,
+            _classes_of(inp, o, weight, sampling_weight), population=population,
+            thresholds=thresholds,
             release=inp.rel, options={"hierarchies": hierarchies, **(options or {})})
     table_values = None
     if o.include_individual_values and inp.table is not None and inp.rel is not None \
@@ -643,7 +651,7 @@ class _Input:
 
 def _load_input(data: Any, *, sensitive: str | None, o: SimpleNamespace,
                 individual: str | None, row_label: str | None,
-                weight: str | None = None) -> _Input:
+                weight: str | None = None, sampling_weight: str | None = None) -> _Input:
     """Read the input (a Release, a table, a path; streamed or not) into an :class:`_Input`.
 
     Without a sensitive column (a table and ``qi``) the input is counted into the classes
@@ -666,7 +674,8 @@ def _load_input(data: Any, *, sensitive: str | None, o: SimpleNamespace,
                           "quasi-identifier columns, so the row-level sections (r-robustness, "
                           "the foreground attack, row numbers of individuals) are skipped"))
     if sensitive is None:
-        return _load_classes(data, o=o, individual=individual, weight=weight)
+        return _load_classes(data, o=o, individual=individual, weight=weight,
+                             sampling_weight=sampling_weight)
     if not isinstance(sensitive, str):
         raise InputTypeError("sensitive must be the name of the sensitive column")
     if not o.group and not o.qi:
@@ -691,7 +700,8 @@ def _load_input(data: Any, *, sensitive: str | None, o: SimpleNamespace,
     needed = list(dict.fromkeys([sensitive] + (o.group or []) + (o.qi or [])
                                 + ([individual] if individual else [])
                                 + ([row_label] if row_label else [])
-                                + ([weight] if weight else [])))
+                                + ([weight] if weight else [])
+                                + ([sampling_weight] if sampling_weight else [])))
     table = as_table(data, columns=needed, param="data")
     kw = {"individual": individual} if individual else {}
     if o.group and o.qi:
@@ -712,7 +722,7 @@ def _load_input(data: Any, *, sensitive: str | None, o: SimpleNamespace,
 
 
 def _load_classes(data: Any, *, o: SimpleNamespace, individual: str | None,
-                  weight: str | None) -> _Input:
+                  weight: str | None, sampling_weight: str | None = None) -> _Input:
     """Count a table without a sensitive column into its QI classes (``rel`` is None)."""
     from .._arrow import as_table
     from ..risk import class_counts
@@ -726,9 +736,10 @@ def _load_classes(data: Any, *, o: SimpleNamespace, individual: str | None,
                          "from the quasi-identifier columns alone")
     path = os.fspath(data) if isinstance(data, (str, os.PathLike)) else None
     kind = ("directory" if path and os.path.isdir(path) else "file") if path else "table"
-    table = as_table(data, columns=list(dict.fromkeys(o.qi + ([weight] if weight else []))),
-                     param="data")
-    cc = class_counts(table, qi=o.qi, weight=weight, nulls=o.nulls)
+    extra = [c for c in (weight, sampling_weight) if c]
+    table = as_table(data, columns=list(dict.fromkeys(o.qi + extra)), param="data")
+    cc = class_counts(table, qi=o.qi, weight=weight, sampling_weight=sampling_weight,
+                      nulls=o.nulls)
     kept = table.num_rows if o.nulls != "drop" else \
         table.num_rows - _rows_with_nulls(table, o.qi)
     return _Input(rel=None, sensitive=None, kind=kind, grouping="qi", path=path, table=table,
@@ -747,7 +758,8 @@ def _rows_with_nulls(table: Any, columns: list[str]) -> int:
     return int(pc.sum(mask).as_py() or 0) if mask is not None else 0
 
 
-def _classes_of(inp: _Input, o: SimpleNamespace, weight: str | None) -> Any:
+def _classes_of(inp: _Input, o: SimpleNamespace, weight: str | None,
+                sampling_weight: str | None = None) -> Any:
     """Return the input's QI classes for the registry's verdict models (None: none).
 
     Counted from the input table under the report's null policy (the classes of the risk
@@ -762,7 +774,8 @@ def _classes_of(inp: _Input, o: SimpleNamespace, weight: str | None) -> Any:
     if not o.qi:
         return None
     if inp.table is not None:
-        return class_counts(inp.table, qi=o.qi, weight=weight, nulls=o.nulls)
+        return class_counts(inp.table, qi=o.qi, weight=weight,
+                            sampling_weight=sampling_weight, nulls=o.nulls)
     return class_counts(inp.rel, qi=o.qi) if inp.grouping == "qi" else None
 
 
@@ -793,7 +806,8 @@ def _parameters(o: SimpleNamespace, sensitive: str | None, *, individual: str | 
 
 def _sections(inp: _Input, o: SimpleNamespace, *, knowledge: Any, knowledge_fallback: Any,
               knowledge_skylines: bool, risk: bool, max_risk: float,
-              population: Any, weight: str | None = None) -> tuple[dict[str, Any], Any]:
+              population: Any, weight: str | None = None,
+              sampling_weight: str | None = None) -> tuple[dict[str, Any], Any]:
     """Run every model's section (a model refusing the input gives a 'failed' section).
 
     The models' ``section`` functions (:mod:`fastpriv.registry`) read the report's context
@@ -806,7 +820,8 @@ def _sections(inp: _Input, o: SimpleNamespace, *, knowledge: Any, knowledge_fall
     ctx = SimpleNamespace(rel=rel, inp=inp, o=o, knowledge=knowledge,
                           knowledge_fallback=knowledge_fallback,
                           knowledge_skylines=knowledge_skylines, risk=risk,
-                          max_risk=max_risk, population=population, weight=weight)
+                          max_risk=max_risk, population=population, weight=weight,
+                          sampling_weight=sampling_weight)
     sec: dict[str, Any] = {}
     if rel is None:
         from ._classes import NO_SENSITIVE_REASON, classes_section

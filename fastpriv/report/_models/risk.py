@@ -77,7 +77,7 @@ def sections(ctx: Any) -> dict[str, dict]:
     ctx : object
         The report's context: ``inp`` (the loaded input: its ``classes`` without a sensitive
         column, else its ``table``), ``o`` (the options: ``qi``, ``nulls``), ``risk`` (bool),
-        ``max_risk``, ``population`` and ``weight``.
+        ``max_risk``, ``population``, ``weight`` and ``sampling_weight``.
 
     Returns
     -------
@@ -101,7 +101,8 @@ def sections(ctx: Any) -> dict[str, dict]:
     # qi=..., nulls=...) counts them: a record whose only null is its sensitive value is
     # still a record an adversary can single out by its QI values
     return {"risk": risk_section(inp.table, qi=o.qi, threshold=ctx.max_risk,
-                                 population=ctx.population, weight=ctx.weight, nulls=o.nulls)}
+                                 population=ctx.population, weight=ctx.weight,
+                                 sampling_weight=ctx.sampling_weight, nulls=o.nulls)}
 
 
 def html(d: dict) -> str:
