@@ -91,15 +91,15 @@ def arrow_sums(table: Any, *, qi: Sequence[str], weights: np.ndarray | None, cou
 
     from ._arrow import kept_rows
 
-    sw = table.column(columns.column)
-    check_numeric(columns.column, pa.types.is_integer(sw.type) or pa.types.is_floating(sw.type),
-                  str(sw.type))
+    kind = table.column(columns.column).type
+    check_numeric(columns.column, pa.types.is_integer(kind) or pa.types.is_floating(kind)
+                  or pa.types.is_decimal(kind), str(kind))
     w = np.ones(table.num_rows, np.int64) if weights is None else np.asarray(weights, np.int64)
     if nulls == "drop":
         kept = kept_rows(table, [columns.column], "drop")
         if kept is not None:
             table, w = table.take(pa.array(kept)), w[kept]
-            sw = table.column(columns.column)
+    sw = table.column(columns.column).cast(pa.float64())
     x = np.asarray(sw.to_numpy(zero_copy_only=False), dtype=np.float64)  # null -> NaN
     missing = np.isnan(x)
     bad = ~missing & ~(np.isfinite(x) & (x > 0))

@@ -628,6 +628,8 @@ def _refuse_null_records(table: pa.Table, columns: list, counts: np.ndarray) -> 
 
 
 def _sampling_weights(col: Any, name: str = "sampling_weight") -> np.ndarray:
+    if pa.types.is_decimal(col.type):
+        col = col.cast(pa.float64())
     if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
         raise InputTypeError(f"{name}: expected a numeric column, got {col.type}")
     w = np.asarray(col.to_numpy(), dtype=np.float64)

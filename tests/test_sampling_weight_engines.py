@@ -207,3 +207,24 @@ def test_spark_refuses_a_text_sampling_weight(spark):
     df = spark.createDataFrame(pa.table({"q": [1, 2], "label": ["a", "b"]}))
     with pytest.raises(InputTypeError, match="sampling_weight"):
         fs.class_counts(df, qi="q", sampling_weight="label")
+
+
+def test_decimal_sampling_weights_are_numbers(tmp_path):
+    """A decimal column of sampling weights (a survey file's usual type) is read as the
+    numbers it holds, in memory and on every engine."""
+    import decimal
+
+    import dask
+
+    t = pa.table({"q": [1, 1, 2], "sw": pa.array([decimal.Decimal("1.25"),
+                                                   decimal.Decimal("2.50"),
+                                                   decimal.Decimal("4.00")],
+                                                  pa.decimal128(6, 2))})
+    folder = str(tmp_path / "p")
+    _write_parts(t, folder, 1)
+    want = risk.class_counts(t, qi="q", sampling_weight="sw")
+    assert want.sampling_weight_sums.tolist() == [3.75, 4.0]
+    with dask.config.set(scheduler="synchronous"):
+        for name, count in _engines(t, folder).items():
+            got = count(qi="q", sampling_weight="sw")
+            assert got.sampling_weight_sums.tolist() == [3.75, 4.0], name
