@@ -18,36 +18,39 @@ import inspect
 
 import pytest
 
-from fastpriv import anonymize, distributed, pushdown, spark, stream_counts, streaming
+from fastpriv import anonymize, distributed, engines, pushdown, spark, stream_counts, streaming
 
-#: operation -> (the keywords every engine's function takes, {engine: function})
-PROTOCOL = {
-    "row counts": ({"qi", "group", "sensitive", "weight", "count"}, {
-        "duckdb": pushdown.row_counts, "spark": spark.row_counts,
-        "dask": distributed.row_counts, "stream": stream_counts.row_counts}),
-    "class counts": ({"qi", "weight", "nulls", "sampling_weight"}, {
-        "duckdb": pushdown.class_counts, "spark": spark.class_counts,
-        "dask": distributed.class_counts, "stream": stream_counts.class_counts}),
-    "class histogram": ({"qi", "weight", "nulls"}, {
-        "duckdb": pushdown.class_histogram, "spark": spark.class_histogram,
-        "dask": distributed.class_histogram, "stream": stream_counts.class_histogram}),
-    "population histogram": ({"qi", "population", "weight", "nulls"}, {
-        "duckdb": pushdown.population_histogram, "spark": spark.population_histogram,
-        "dask": distributed.population_histogram,
-        "stream": stream_counts.population_histogram}),
-    "row-level fold": ({"qi", "group", "sensitive", "r", "weight", "knowledge",
-                        "sensitive_values", "max_set_size", "epsilon", "confidence",
-                        "min_support", "nulls", "max_items"}, {
-        "duckdb": pushdown.robustness_audit, "spark": spark.robustness_audit,
-        "dask": distributed.robustness_audit, "stream": stream_counts.robustness_audit}),
-    "group fold": ({"sensitive", "group", "qi", "skylines", "classic", "l", "q", "order",
-                    "nulls", "weight", "k", "options"}, {
-        "duckdb": pushdown.audit, "spark": spark.audit,
-        "dask": distributed.groupwise_audit, "stream": streaming.clustered_audit}),
-    "release": ({"output", "qi", "sensitive", "weight"}, {
-        "duckdb": pushdown.anonymize, "spark": spark.anonymize,
-        "dask": distributed.anonymize, "stream": anonymize.release_out_of_core}),
+#: operation -> the keywords every engine's function takes; the functions are those the
+#: package declares (``fastpriv.engines.OPERATIONS``), checked against the modules below
+KEYWORDS = {
+    "row_counts": {"qi", "group", "sensitive", "weight", "count"},
+    "class_counts": {"qi", "weight", "nulls", "sampling_weight"},
+    "class_histogram": {"qi", "weight", "nulls"},
+    "population_histogram": {"qi", "population", "weight", "nulls"},
+    "robustness_audit": {"qi", "group", "sensitive", "r", "weight", "knowledge",
+                         "sensitive_values", "max_set_size", "epsilon", "confidence",
+                         "min_support", "nulls", "max_items"},
+    "audit": {"sensitive", "group", "qi", "skylines", "classic", "l", "q", "order", "nulls",
+              "weight", "k", "options"},
+    "anonymize": {"output", "qi", "sensitive", "weight"},
 }
+PROTOCOL = {op: (KEYWORDS[op], {e: engines.implementation(op, e) for e in engines.ENGINES})
+            for op in engines.OPERATIONS}
+
+
+def test_the_package_declares_each_engine_s_function():
+    """``fastpriv.engines`` routes each operation to the module function written for it."""
+    assert set(KEYWORDS) == set(engines.OPERATIONS)
+    assert PROTOCOL["row_counts"][1] == {
+        "duckdb": pushdown.row_counts, "spark": spark.row_counts,
+        "dask": distributed.row_counts, "stream": stream_counts.row_counts}
+    assert PROTOCOL["audit"][1] == {
+        "duckdb": pushdown.audit, "spark": spark.audit,
+        "dask": distributed.groupwise_audit, "stream": streaming.clustered_audit}
+    assert PROTOCOL["anonymize"][1]["stream"] is anonymize.release_out_of_core
+    for op, (_, fns) in PROTOCOL.items():
+        for engine, fn in fns.items():
+            assert fn.__name__ == engines.OPERATIONS[op][engine].split(":")[1]
 
 
 @pytest.mark.parametrize("operation", list(PROTOCOL))
