@@ -66,21 +66,23 @@ def engine_of(data: Any) -> str:
 
     A Spark DataFrame: ``"spark"``; a Dask DataFrame: ``"dask"``; a DuckDB relation:
     ``"duckdb"``; record batches, a reader, a table or an iterator of batches
-    (:func:`fastpriv.stream_counts.is_stream`): ``"stream"``; a path: ``"duckdb"`` when
-    DuckDB is installed (it reads unsorted Parquet fastest), else ``"stream"``. Anything
-    else is refused naming ``data``.
+    (:func:`fastpriv.stream_counts.is_stream`), a pandas or polars DataFrame: ``"stream"``
+    (read in batches); a path: ``"duckdb"`` when DuckDB is installed (it reads unsorted
+    Parquet fastest), else ``"stream"``. Anything else is refused naming ``data``.
     """
     import os
 
     import pyarrow as pa
 
-    module = type(data).__module__ or ""
-    if module.startswith("pyspark."):
+    package = (type(data).__module__ or "").split(".")[0]   # pandas 3 says "pandas"
+    if package == "pyspark":
         return "spark"
-    if module.startswith("dask.") or module.startswith("dask_expr"):
+    if package in ("dask", "dask_expr"):
         return "dask"
-    if module.startswith("duckdb") or module.startswith("_duckdb"):
+    if package in ("duckdb", "_duckdb"):
         return "duckdb"
+    if package in ("pandas", "polars") and hasattr(data, "columns"):
+        return "stream"
     if isinstance(data, (str, os.PathLike)):
         try:
             importlib.import_module("duckdb")
@@ -93,7 +95,7 @@ def engine_of(data: Any) -> str:
         return "stream"
     raise InputError(f"data: no engine reads a {type(data).__name__}; give a Spark or Dask "
                      "DataFrame, a DuckDB relation, record batches (a reader, an iterator, a "
-                     "pyarrow Table) or a Parquet path")
+                     "pyarrow Table), a pandas or polars DataFrame or a Parquet path")
 
 
 def implementation(operation: str, engine: str) -> Callable[..., Any]:

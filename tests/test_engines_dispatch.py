@@ -38,6 +38,10 @@ def test_the_engine_is_read_from_the_data(data):
     assert engines.engine_of(t) == "stream"
     assert engines.engine_of(iter(t.to_batches())) == "stream"
     assert engines.engine_of(path) == "duckdb"            # DuckDB is installed here
+    pandas_frame = t.to_pandas()
+    assert engines.engine_of(pandas_frame) == "stream"
+    assert engines.class_counts(pandas_frame, qi=["age"]).sizes.tolist() == \
+        risk.class_counts(t, qi=["age"]).sizes.tolist()
     with pytest.raises(InputError, match="data: no engine reads a dict"):
         engines.engine_of({"age": [1]})
 
@@ -96,3 +100,15 @@ def test_refusals_name_the_parameter(data):
         engines.implementation("join", "duckdb")
     with pytest.raises(InputTypeError, match="pyspark"):      # the engine's own refusal
         engines.class_counts(t, qi=["age"], engine="spark")
+
+
+def test_a_spark_frame_runs_on_spark(data):
+    from fastpriv import spark
+    from tests.spark_session import local_session
+
+    t, _ = data
+    df = local_session("fastpriv-engines-dispatch").createDataFrame(t.to_pandas())
+    assert engines.engine_of(df) == "spark"
+    got = engines.class_counts(df, qi=["age", "zip"])
+    assert got.keys.equals(spark.class_counts(df, qi=["age", "zip"]).keys)
+    assert got.sizes.tolist() == risk.class_counts(t, qi=["age", "zip"]).sizes.tolist()
