@@ -99,6 +99,7 @@ def _count_batches(data: Any, cols: list[str], weight: str | None, count: str,
     holds the three sums; null or invalid sampling weights, counted over every batch, are
     refused after the last one.
     """
+    import numpy as np
     import pyarrow as pa
 
     from ._arrow import apply_weights, iter_batches
@@ -151,8 +152,6 @@ def _count_batches(data: Any, cols: list[str], weight: str | None, count: str,
     if pending:
         merged = _merge(merged, pending)
     if sampling is not None:
-        import numpy as np
-
         from ._sampling import refuse
 
         refuse(sampling.column, nulls, *tally)
