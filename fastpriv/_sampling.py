@@ -15,13 +15,20 @@ refuses what memory refuses and builds the classes with their sums.
 The sums are floating point: an engine adds a class's rows in its own order, so a sum can
 differ from the in-memory one in the last bits (exactly equal when every partial sum is
 representable, as for integer or dyadic weights).
+
+The engines' ``class_histogram(sampling_weight=)`` fold the classes instead of bringing
+them: :func:`histogram_part` summarizes a set of complete classes into a
+:class:`~fastpriv.class_histogram.SamplingHistogram` (or says that it holds nothing, or
+something memory refuses), :func:`merged` merges the parts as they come, and on a refusal
+:func:`refused` reruns the engine's ``class_counts``, whose words are memory's.
+:func:`fold_threshold` checks the threshold the summary is for.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -141,3 +148,89 @@ def finish(data: Any, *, qi: Sequence[str], count: str, columns: SamplingColumns
     classes = ClassCounts.from_counts(table, qi=list(qi), count=count,
                                       sampling_weight_sum=columns.total, nulls=nulls)
     return dataclasses.replace(classes, sampling_weight=columns.column)
+
+
+def histogram_part(table: Any, *, qi: Sequence[str], count: str, columns: SamplingColumns,
+                   nulls: str, threshold: float,
+                   convert: Any = None) -> tuple:
+    """Summarize a set of complete classes with their sums: one part of an engine's fold.
+
+    ``table`` holds whole classes as an engine grouped them (``qi…, count`` and the sums of
+    :class:`SamplingColumns`; ``convert`` first turns the engine's weight sums into an
+    int64 ``count``, refusing bad weights). Returns ``("ok",
+    SamplingHistogram)``, ``("empty",)`` when no class keeps a record under the null
+    policy, or ``("refused",)`` when the part holds something memory refuses — its words
+    name totals and the first class of the whole table, which one part does not know, so
+    the caller then reruns ``class_counts`` on the whole input to raise them.
+    """
+    from ._arrow import kept_rows
+    from .class_histogram import SamplingHistogram
+
+    try:
+        if convert is not None:
+            table = convert(table)
+        live = np.asarray(table.column(count).to_numpy(zero_copy_only=False)) > 0
+        kept = kept_rows(table, list(qi), nulls)
+        if kept is not None:
+            live = live[kept]
+        if not live.any():
+            return ("empty",)
+        classes = finish(table, qi=qi, count=count, columns=columns, nulls=nulls)
+        return ("ok", SamplingHistogram.from_class_counts(classes, threshold=threshold))
+    except InputError:
+        return ("refused",)
+
+
+def merged(parts: Iterable[tuple]) -> Any:
+    """Merge the parts of :func:`histogram_part` as they come (a list or a generator).
+
+    Returns the merged summary, or None when a part is refused (the rest is not read) or
+    no part holds a class.
+    """
+    out = None
+    for p in parts:
+        if p[0] == "refused":
+            return None
+        if p[0] == "ok":
+            out = p[1] if out is None else out.merge(p[1])
+    return out
+
+
+def folded(parts: Iterable[tuple], whole: Any) -> Any:
+    """Return :func:`merged` of ``parts``; on a refusal (or no class), run ``whole()``.
+
+    ``whole`` runs the engine's ``class_counts`` over the whole input, which raises memory's
+    words; it must not return.
+    """
+    out = merged(parts)
+    if out is None:
+        refused(whole)
+    return out
+
+
+def refused(whole: Any) -> None:
+    """Run ``whole()``, which must raise the words of a refusal a part of a fold found."""
+    whole()
+    raise AssertionError("class_counts accepted what a part of its fold refused")
+
+
+#: the risk threshold of a sampling fold when none is given (``risk.audit``'s default)
+DEFAULT_THRESHOLD = 0.2
+
+
+def fold_threshold(threshold: Any, sampling_weight: Any) -> float | None:
+    """Check the ``threshold`` of an engine's ``class_histogram``: only with sampling weights.
+
+    Returns the threshold the summary counts records above (default
+    :data:`DEFAULT_THRESHOLD`), or None without ``sampling_weight`` (a class-size
+    histogram holds no risk, so a threshold there would be silently unused).
+    """
+    from ._validation import check_probability
+
+    if sampling_weight is None:
+        if threshold is not None:
+            raise InputError("threshold: a class-size histogram counts no risk above a "
+                             "threshold; give it with sampling_weight= (or to risk.audit)")
+        return None
+    return check_probability(DEFAULT_THRESHOLD if threshold is None else threshold,
+                             "threshold")

@@ -11,6 +11,14 @@ classes by adding counts size by size (:meth:`ClassHistogram.merge`), and read b
 ``risk.audit`` as it reads the classes themselves. Its size is the number of distinct class
 sizes, not the number of classes, so an engine can count the classes where the data lives
 and send only this.
+
+With sampling weights each class also has its estimated population size F̂_j = max(Σ
+sampling weights, f_j), a float of its own, so the measures that read it (Benedetti–Franconi
+individual risk, journalist and marketer risk on F̂) do not fold into a histogram of
+(f, F̂) pairs. :class:`SamplingHistogram` keeps, besides the size histogram, the measures
+themselves: exact sums (:mod:`fastpriv._exact_sum`), maxima, minima and counts above the
+audit's threshold, and the first class whose sampling weights sum to less than its
+records. Its size is fixed; parts merge in any order to the bits of the whole table.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from ._validation import check_choice, real_array
 from .errors import InputError, InputTypeError
 from .results import Result, json_safe
 
-__all__ = ["ClassHistogram", "PopulationHistogram"]
+__all__ = ["ClassHistogram", "PopulationHistogram", "SamplingHistogram"]
 
 
 class _Sizes:
@@ -370,3 +378,204 @@ class PopulationHistogram(_Sizes, Result):
         return (f"{self.n_records:,} records in {self.n_classes:,} QI classes over "
                 f"{', '.join(self.qi)}, matched with {self.n_population:,} people in "
                 f"{self.n_population_classes:,} classes of the population")
+
+
+def _short(a: dict | None, b: dict | None) -> dict | None:
+    """Return the class of ``a``, ``b`` coming first by QI values (nulls last)."""
+    from ._labels import label_less
+
+    if a is None or b is None:
+        return a if b is None else b
+    return b if label_less(tuple(b["qi_values"].values()),
+                           tuple(a["qi_values"].values())) else a
+
+
+@dataclass(frozen=True, eq=False)
+class SamplingHistogram(Result):
+    """The class-size histogram with the sampling-weight measures of risk: a fold over classes.
+
+    For classes j with f_j records and sampling weights summing to W_j, F̂_j = max(W_j, f_j)
+    estimates the class's population size; the measures :func:`fastpriv.risk.audit` reads
+    from it are sums, extremes and counts over classes (Benedetti & Franconi 1998 for the
+    individual risk r_j = r(f_j, F̂_j); Dankar & El Emam for journalist and marketer risk),
+    kept here so that summaries of disjoint sets of complete classes merge
+    (:meth:`merge`) into the summary of the whole table — exactly: sums are exact
+    (:func:`fastpriv._exact_sum.exact_sum`) and rounded once when read. The counts above
+    a threshold need the threshold: the summary is for one (``threshold``).
+
+    Attributes
+    ----------
+    classes : ClassHistogram
+        The class sizes and the first smallest class.
+    sampling_weight : str
+        The sampling weight column.
+    threshold : float
+        The risk threshold the counts above are for (a record is at risk when its risk
+        is strictly greater).
+    weight_total : int
+        Σ_j W_j (exact sum; the population size the weights estimate).
+    least_population : float
+        min_j F̂_j (journalist risk: its inverse).
+    population_total : int
+        Σ_j F̂_j (exact sum).
+    exposure : int
+        Σ_j f_j / F̂_j (exact sum; marketer risk: it over n).
+    journalist_above : int
+        Σ f_j over the classes with 1 / F̂_j > threshold.
+    individual_max : float
+        max_j r_j.
+    expected : int
+        Σ_j f_j r_j (exact sum: the expected re-identifications).
+    individual_above : int
+        Σ f_j over the classes with r_j > threshold.
+    short : dict or None
+        ``{"qi_values", "size", "sampling_weight_sum"}`` of the first class (key order,
+        nulls last) whose sampling weights sum to less than its records (refused by
+        ``risk.audit``); None when there is none.
+
+    """
+
+    classes: ClassHistogram
+    sampling_weight: str
+    threshold: float
+    weight_total: int = field(repr=False)
+    least_population: float
+    population_total: int = field(repr=False)
+    exposure: int = field(repr=False)
+    journalist_above: int
+    individual_max: float
+    expected: int = field(repr=False)
+    individual_above: int
+    short: dict | None = None
+
+    @classmethod
+    def from_class_counts(cls, classes: Any, *, threshold: float) -> "SamplingHistogram":
+        """Summarize :class:`fastpriv.risk.ClassCounts` with sampling weight sums."""
+        from ._exact_sum import exact_sum
+        from ._kernels import risk as kr
+        from ._validation import check_probability, kernel_array
+
+        if not all(hasattr(classes, a) for a in ("histogram", "values_of", "sizes", "qi")):
+            raise InputTypeError(f"classes must be ClassCounts, got {type(classes).__name__}")
+        if classes.sampling_weight_sums is None:
+            raise InputError("classes: counted without sampling weights (sampling_weight=)")
+        if classes.n_classes == 0:
+            raise InputError("classes: no class to summarize")
+        thr = check_probability(threshold, "threshold")
+        wsum = np.asarray(classes.sampling_weight_sums, dtype=np.float64)
+        f = np.asarray(classes.sizes).astype(np.float64)
+        big_f = np.maximum(wsum, f)
+        r = kr.bf_individual_risk(kernel_array(classes.sizes, np.int64),
+                                  kernel_array(big_f, np.float64))
+        bad = np.flatnonzero(wsum < f * (1 - 1e-12))
+        short = None if not bad.size else {
+            "qi_values": classes.values_of(int(bad[0])), "size": int(f[bad[0]]),
+            "sampling_weight_sum": float(wsum[bad[0]])}
+        return cls(ClassHistogram.from_class_counts(_without_sums(classes)),
+                   classes.sampling_weight or "sampling_weight", thr, exact_sum(wsum),
+                   float(big_f.min()), exact_sum(big_f), exact_sum(f / big_f),
+                   int(f[1.0 / big_f > thr].sum()), float(r.max()), exact_sum(f * r),
+                   int(f[r > thr].sum()), short)
+
+    def merge(self, *others: "SamplingHistogram") -> "SamplingHistogram":
+        """Return the summary of the union of disjoint sets of complete classes.
+
+        Histograms merge as :meth:`ClassHistogram.merge`; sums and counts add, extremes
+        take the extreme, the short class is the first by QI values.
+        """
+        out = self
+        for o in others:
+            if not isinstance(o, SamplingHistogram):
+                raise InputTypeError(f"merge: expected SamplingHistogram, got "
+                                     f"{type(o).__name__}")
+            if (o.sampling_weight, o.threshold) != (out.sampling_weight, out.threshold):
+                raise InputError("merge: the summaries are of different sampling weight "
+                                 "columns or thresholds")
+            out = SamplingHistogram(
+                out.classes.merge(o.classes), out.sampling_weight, out.threshold,
+                out.weight_total + o.weight_total,
+                min(out.least_population, o.least_population),
+                out.population_total + o.population_total, out.exposure + o.exposure,
+                out.journalist_above + o.journalist_above,
+                max(out.individual_max, o.individual_max), out.expected + o.expected,
+                out.individual_above + o.individual_above, _short(out.short, o.short))
+        return out
+
+    # what risk.audit reads of its classes
+    @property
+    def qi(self) -> tuple:
+        """The QI columns."""
+        return self.classes.qi
+
+    @property
+    def nulls(self) -> str:
+        """The null policy the classes were counted under."""
+        return self.classes.nulls
+
+    @property
+    def smallest(self) -> dict:
+        """The first smallest class (as :attr:`ClassHistogram.smallest`)."""
+        return self.classes.smallest
+
+    @property
+    def n_records(self) -> int:
+        """n, the number of records."""
+        return self.classes.n_records
+
+    @property
+    def n_classes(self) -> int:
+        """u, the number of classes."""
+        return self.classes.n_classes
+
+    def histogram(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(size, count)``, as :meth:`ClassHistogram.histogram`."""
+        return self.classes.histogram()
+
+    def total(self, name: str) -> float:
+        """Return one exact sum rounded to a float.
+
+        ``name``: ``weight_total``, ``population_total``, ``exposure`` or ``expected``.
+        """
+        from ._exact_sum import to_float
+
+        return to_float(getattr(self, name))
+
+    @property
+    def value(self) -> int:
+        """The number of classes."""
+        return self.n_classes
+
+    @property
+    def params(self) -> dict:
+        """The QI columns, the null policy, the sampling weight column and the threshold."""
+        return {**self.classes.params, "sampling_weight": self.sampling_weight,
+                "threshold": self.threshold}
+
+    @property
+    def witness(self) -> None:
+        """None: a summary, not a verdict (see :func:`fastpriv.risk.audit`)."""
+        return None
+
+    def to_dict(self) -> dict:
+        """JSON-safe dict: the histogram's, the measures' sums (rounded) and the short class."""
+        return json_safe({**self.classes.to_dict(), **self.params,
+                          "weight_total": self.total("weight_total"),
+                          "least_population": self.least_population,
+                          "population_total": self.total("population_total"),
+                          "exposure": self.total("exposure"),
+                          "journalist_above": self.journalist_above,
+                          "individual_max": self.individual_max,
+                          "expected": self.total("expected"),
+                          "individual_above": self.individual_above, "short": self.short})
+
+    def summary(self) -> str:
+        """One line: the histogram's, with the estimated population size."""
+        return (f"{self.classes.summary()}; sampling weights {self.sampling_weight!r} "
+                f"estimate {self.total('weight_total'):,.6g} people")
+
+
+def _without_sums(classes: Any) -> Any:
+    """Return the classes without their sampling weight sums (their size histogram's input)."""
+    import dataclasses
+
+    return dataclasses.replace(classes, sampling_weight_sums=None, sampling_weight=None)

@@ -464,15 +464,16 @@ def _class_parts(data: Any, cols: list[str], weight: str | None, count: str,
 
 
 def _class_buckets(parts: list, cols: list[str], weight: str | None, split_every: int,
-                   buckets: int) -> list:
+                   buckets: int, sums: int = 0) -> list:
     """Split the partitions' class tables into ``buckets`` by a hash of the QI; merge each.
 
     Every class lands in one bucket (:func:`_split_classes`: its key hashed as fastpriv
     compares keys), so bucket ``b``'s merge-tree root holds complete classes — about
-    1/``buckets`` of them — and no task holds every class.
+    1/``buckets`` of them — and no task holds every class. ``sums``: the columns added
+    after the count (the sampling weight sums).
     """
     dask = _require_dask()
-    merge = functools.partial(_merge_classes, weight, 0)
+    merge = functools.partial(_merge_classes, weight, sums)
     if buckets == 1:
         return [_reduce(dask, parts, merge, split_every)]
     split = [dask.delayed(_split_classes, pure=True, nout=buckets)(p, cols, buckets)
@@ -727,7 +728,8 @@ def _buckets_for(split_out: Any, *counts: int, split_every: int) -> int:
 
 def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = None,
                     nulls: str = "error", split_every: int = 8,
-                    split_out: int | None = None) -> Any:
+                    split_out: int | None = None, sampling_weight: str | None = None,
+                    threshold: float | None = None) -> Any:
     """Count the QI classes on the cluster and bring back only their size histogram.
 
     The fold of the re-identification risk (:mod:`fastpriv.class_histogram`): each
@@ -739,26 +741,38 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
     the client. ``risk.audit`` on it equals ``risk.audit(table, qi=qi, weight=weight,
     nulls=nulls)`` for every measure that does not need each class (no population table,
     no sampling weights). A refused input (nulls under ``nulls="error"``) is refused with
-    memory's words, found by a second pass over every class in one task.
+    memory's words, found by a second pass over every class in one task. With
+    ``sampling_weight`` each bucket sums its classes' sampling weights too and summarizes
+    them into a :class:`~fastpriv.class_histogram.SamplingHistogram` (for ``threshold``),
+    which ``risk.audit(..., threshold=threshold)`` reads as ``risk.audit(table, ...,
+    sampling_weight=sampling_weight)``.
 
     Parameters
     ----------
-    data, qi, weight, nulls, split_every :
+    data, qi, weight, nulls, split_every, sampling_weight :
         As for :func:`class_counts`.
     split_out : int, optional
         Buckets the classes are split into (Dask's name for the output partitions of a
         reduction); default: the partitions, at most ``max(split_every, ⌈partitions /
         split_every⌉)``.
+    threshold : float, optional
+        With ``sampling_weight`` only: the risk threshold of the audit (the summary counts
+        the records whose risk exceeds it; default 0.2, as ``risk.audit``).
 
     Returns
     -------
-    fastpriv.class_histogram.ClassHistogram
+    fastpriv.class_histogram.ClassHistogram or SamplingHistogram
 
     """
+    from ._sampling import fold_threshold
     from .pushdown import check_class_names
 
-    cols = check_class_names(qi, weight, nulls)
+    cols = check_class_names(qi, weight, nulls, sampling_weight)
     split_every = _check_split_every(split_every)
+    threshold = fold_threshold(threshold, sampling_weight)
+    if sampling_weight is not None:
+        return _sampling_histogram(data, cols, weight, nulls, split_every, split_out,
+                                   sampling_weight, threshold)
     count = unique_name("count", cols)
     dask = _require_dask()
     parts = _class_parts(data, cols, weight, count, split_every)
@@ -769,6 +783,28 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
     return _folded(results, lambda: _arrow_counts(
         data, cols, weight, count, split_every, finish=functools.partial(
             _histogram_of, qi=cols, count=count, nulls=nulls)))
+
+
+def _sampling_histogram(data: Any, cols: list[str], weight: str | None, nulls: str,
+                        split_every: int, split_out: Any, sampling_weight: str,
+                        threshold: Any) -> Any:
+    """:func:`class_histogram` with sampling weights: a SamplingHistogram per bucket, merged."""
+    from ._sampling import folded, histogram_part
+    from .pushdown import sampling_columns
+
+    count = unique_name("count", cols + [c for c in (weight, sampling_weight) if c])
+    sampling = sampling_columns(sampling_weight, cols + [count])
+    dask = _require_dask()
+    parts = _class_parts(data, cols, weight, count, split_every, sampling=sampling,
+                         nulls=nulls)
+    buckets = _buckets_for(split_out, len(parts), split_every=split_every)
+    summarize = functools.partial(histogram_part, qi=cols, count=count, columns=sampling,
+                                  nulls=nulls, threshold=threshold)
+    roots = _class_buckets(parts, cols, weight, split_every, buckets, len(sampling.sums))
+    return folded(dask.compute(*[dask.delayed(summarize, pure=True)(r) for r in roots]),
+                  lambda: class_counts(data, qi=cols, weight=weight, nulls=nulls,
+                                       split_every=split_every,
+                                       sampling_weight=sampling_weight))
 
 
 def _match(sample: Any, people: Any, *, qi: list[str], count: str, nulls: str) -> Any:

@@ -8,7 +8,7 @@ DuckDB (:mod:`fastpriv.pushdown`), Spark (:mod:`fastpriv.spark`), Dask
 =======================  ====================================================================
 ``row_counts``           the distinct (QI, group, sensitive) rows and their count
 ``class_counts``         the QI equivalence classes (:class:`~fastpriv.risk.ClassCounts`)
-``class_histogram``      the risk's fold: how many classes have each size
+``class_histogram``      the risk's fold: class sizes (with sampling weights: their measures)
 ``population_histogram`` k-map, δ-presence and the risk against a population: (f, F) pairs
 ``robustness_audit``     r-robustness as a fold over groups
 ``audit``                the group-level models (classical, (c,k)-safety, skyline) folded

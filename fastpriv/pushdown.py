@@ -1040,7 +1040,8 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
 
 
 def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = None,
-                    nulls: str = "error") -> Any:
+                    nulls: str = "error", sampling_weight: str | None = None,
+                    threshold: float | None = None) -> Any:
     """Count the QI classes in DuckDB and bring back only their size histogram.
 
     The fold of the re-identification risk (:mod:`fastpriv.class_histogram`): DuckDB
@@ -1053,21 +1054,34 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
     A null QI under ``nulls="error"``, a null or negative weight, an input with no record
     left: refused with the words of :func:`class_counts`.
 
+    With ``sampling_weight`` DuckDB sums each class's sampling weights too, and its classes
+    stream back in batches of :data:`CLASS_BATCH` rows, each summarized and merged
+    (:class:`~fastpriv.class_histogram.SamplingHistogram`, for ``threshold``): this
+    process holds one batch and the summary; ``risk.audit(..., threshold=threshold)`` of it
+    equals ``risk.audit(table, ..., sampling_weight=sampling_weight)``.
+
     Parameters
     ----------
     data : duckdb.DuckDBPyRelation or path
         As for :func:`class_counts`.
-    qi, weight, nulls :
+    qi, weight, nulls, sampling_weight :
         As for :func:`class_counts`.
+    threshold : float, optional
+        With ``sampling_weight`` only: the risk threshold of the audit (the summary counts
+        the records whose risk exceeds it; default 0.2, as ``risk.audit``).
 
     Returns
     -------
-    fastpriv.class_histogram.ClassHistogram
+    fastpriv.class_histogram.ClassHistogram or SamplingHistogram
 
     """
+    from ._sampling import fold_threshold
     from .class_histogram import ClassHistogram
 
-    cols = check_class_names(qi, weight, nulls)
+    cols = check_class_names(qi, weight, nulls, sampling_weight)
+    threshold = fold_threshold(threshold, sampling_weight)
+    if sampling_weight is not None:
+        return _sampling_histogram(data, cols, weight, nulls, sampling_weight, threshold)
     n = unique_name("n", cols)
     with _duckdb_relation(data) as rel:
         select, checks = _count_select(rel, cols, weight, n, keys=cols)
@@ -1106,6 +1120,45 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
     one = finish_class_counts(first, qi=cols, count=n, nulls=nulls)
     return ClassHistogram(tuple(cols), [int(x) for x in sizes.column("size").to_pylist()],
                           sizes.column("classes").to_pylist(), one.values_of(0), nulls)
+
+
+#: classes per batch streamed into the sampling weights' fold (:func:`class_histogram`)
+CLASS_BATCH = 1 << 18
+
+
+def _sampling_histogram(data: Any, cols: list[str], weight: str | None, nulls: str,
+                        sampling_weight: str, threshold: float) -> Any:
+    """:func:`class_histogram` with sampling weights: DuckDB's classes folded batch by batch.
+
+    Keys are grouped as fastpriv compares them (NaN a null, ``-0.0`` as ``0.0``), so each
+    row of the ``GROUP BY`` is a complete class; a batch that holds anything memory
+    refuses makes :func:`class_counts` raise memory's words.
+    """
+    import functools
+
+    import pyarrow as pa
+
+    from ._sampling import histogram_part, merged, refused
+
+    count = unique_name("count", cols + [c for c in (weight, sampling_weight) if c])
+    sampling = sampling_columns(sampling_weight, cols + [count])
+    with _duckdb_relation(data) as rel:
+        select, checks = _count_select(rel, cols, weight, count, keys=cols)
+        more, where = _sampling_select(rel, cols, weight, sampling, nulls)
+        view = unique_name("fastpriv_rows", [])
+        reader = rel.query(view, f"SELECT {select}{more} FROM {view}{where} GROUP BY ALL"
+                           ).to_arrow_reader(CLASS_BATCH)
+        part = functools.partial(histogram_part, qi=cols, count=count, columns=sampling,
+                                 nulls=nulls, threshold=threshold,
+                                 convert=lambda t: _checked(t, cols, weight, count, checks))
+        try:
+            out = merged(part(pa.Table.from_batches([b])) for b in reader)
+        finally:
+            reader.close()          # a refusal stops early: the connection is free again
+    if out is None:
+        refused(lambda: class_counts(data, qi=cols, weight=weight, nulls=nulls,
+                                     sampling_weight=sampling_weight))
+    return out
 
 
 @contextlib.contextmanager

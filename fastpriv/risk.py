@@ -918,8 +918,8 @@ def _jsonable(d: dict) -> dict:
     return out
 
 
-def _journalist(m: dict, cc: Any, n: float, u: int, pairs: Any, big_n: float | None,
-                thr: float) -> None:
+def _journalist(m: dict, n: float, u: int, pairs: Any, big_n: float | None, thr: float,
+                sampled: Any) -> None:
     """Fill the journalist and marketer risks (Dankar & El Emam; ARX's attacker models).
 
     They are defined against the population table the attacker matches: each sample class
@@ -930,22 +930,28 @@ def _journalist(m: dict, cc: Any, n: float, u: int, pairs: Any, big_n: float | N
     the classes in proportion (F = f·N/n) would make the highest journalist risk n/N for a
     sample unique, which contradicts the population uniques the same size estimates. As
     ARX (whose journalist model needs a population subset), the risks are then not given
-    (None) and the population uniqueness models answer instead.
+    (None) and the population uniqueness models answer instead. With sampling weights the
+    sums over classes come from their :class:`~fastpriv.class_histogram.SamplingHistogram`
+    (``sampled``).
     """
-    if pairs is None and cc.sampling_weight_sums is None and big_n is None:
+    if pairs is None and sampled is None and big_n is None:
         # the sample is the population, F_j = f_j: the prosecutor's measures (histogram)
         m.update(journalist_max=m["prosecutor_max"], journalist_avg=u / n,
                  journalist_above_threshold=m["prosecutor_above_threshold"],
                  journalist_source="sample (no population given)", marketer=u / n)
         return
+    if pairs is None and sampled is not None:
+        exposure = sampled.total("exposure")
+        m["journalist_max"] = 1.0 / sampled.least_population
+        m["journalist_avg"] = max(u / sampled.total("population_total"), exposure / n)
+        m["journalist_above_threshold"] = sampled.journalist_above / n
+        m["journalist_source"] = "sampling weights (estimated F)"
+        m["marketer"] = exposure / n
+        return
     if pairs is not None:
         f, big_f, count = (pairs.size.astype(np.float64),
                            pairs.population_size.astype(np.float64), pairs.count)
         exposure, src = pairs.exposure_sum(), "population table"
-    elif cc.sampling_weight_sums is not None:
-        f, count = cc.sizes.astype(np.float64), 1
-        big_f = np.maximum(cc.sampling_weight_sums, f)
-        exposure, src = float((f / big_f).sum()), "sampling weights (estimated F)"
     else:
         m.update(journalist_max=None, journalist_avg=None, journalist_above_threshold=None,
                  marketer=None,
@@ -965,15 +971,17 @@ def _histogram_input(data: Any, *, qi: Any, weight: Any, sampling_weight: Any, n
 
     A :class:`~fastpriv.class_histogram.ClassHistogram` answers every measure but those
     needing each class: a population table (F_j per class: k-map, δ-presence, exact
-    journalist risk) and sampling weights. A
+    journalist risk) and sampling weights; a
+    :class:`~fastpriv.class_histogram.SamplingHistogram` adds the sampling weights'
+    measures (for its threshold). A
     :class:`~fastpriv.class_histogram.PopulationHistogram` carries its population table's
     F_j: every measure but sampling weights.
     """
     if qi is not None and list(_check_qi(qi)) != list(data.qi):
         raise InputError(f"qi: the histogram is over {list(data.qi)}, not {list(qi)}")
     if weight is not None or sampling_weight is not None:
-        raise InputError("weight/sampling_weight: a class-size histogram already counts "
-                         "the records (and holds no sampling weights)")
+        raise InputError("weight/sampling_weight: a summary of the classes already counts "
+                         "the records (and sums their sampling weights, if any)")
     if nulls is not None and nulls != data.nulls:
         raise InputError(f"nulls: the histogram was counted with nulls={data.nulls!r}, not "
                          f"{nulls!r}")
@@ -991,15 +999,18 @@ def _histogram_input(data: Any, *, qi: Any, weight: Any, sampling_weight: Any, n
     return data
 
 
-def _population(pop: Any, sample: Any) -> tuple:
-    """Return ``(PopulationHistogram or None, N or None, text)`` of ``population=``."""
+def _population(pop: Any, sample: Any, sampled: Any) -> tuple:
+    """Return ``(PopulationHistogram or None, N or None, text)`` of ``population=``.
+
+    Without one, sampling weights (``sampled``, their summary) estimate N = Σ weights.
+    """
     from .class_histogram import PopulationHistogram
 
     if isinstance(sample, PopulationHistogram):
         return sample, float(sample.n_population), _table_text(sample.n_population)
     if pop is None:
-        if sample.sampling_weight_sums is not None:
-            return None, float(sample.sampling_weight_sums.sum()), "sampling weights"
+        if sampled is not None:
+            return None, sampled.total("weight_total"), "sampling weights"
         return None, None, "none (the sample is the population)"
     if isinstance(pop, numbers.Real) and not isinstance(pop, bool):
         big_n = float(pop)
@@ -1199,18 +1210,19 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = No
         way of reading the records, and the result is the expanded table's, exactly.
 
     """
-    from .class_histogram import ClassHistogram, PopulationHistogram
+    from .class_histogram import ClassHistogram, PopulationHistogram, SamplingHistogram
 
     thr = check_probability(threshold, "threshold")
-    if isinstance(data, (ClassHistogram, PopulationHistogram)):
+    if isinstance(data, (ClassHistogram, PopulationHistogram, SamplingHistogram)):
         cc = _histogram_input(data, qi=qi, weight=weight, sampling_weight=sampling_weight,
                               nulls=nulls, population=population)
     else:
         cc = class_counts(data, qi=qi, weight=weight, sampling_weight=sampling_weight,
                           nulls=nulls)
+    sampled = _sampled(cc, thr)
     size, count = cc.histogram()
     n, u = float((size * count).sum()), int(count.sum())
-    pairs, big_n, pop_desc = _population(population, cc)
+    pairs, big_n, pop_desc = _population(population, cc, sampled)
     m: dict = {}
     m["prosecutor_max"] = float(1.0 / size[0])
     m["prosecutor_avg"] = u / n
@@ -1219,12 +1231,12 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = No
     m["sample_uniques"], m["sample_uniques_share"] = c1, c1 / n
     # journalist / marketer: exact F_j from a population table, or F̂_j from sampling
     # weights; a population size alone gives no class sizes (see _journalist)
-    _journalist(m, cc, n, u, pairs, big_n, thr)
+    _journalist(m, n, u, pairs, big_n, thr, sampled)
     if big_n is not None:
         m["population_uniques"] = _json_pu(population_uniques(size, count, big_n))
     else:
         m["population_uniques"] = None
-    _individual(m, cc, n, big_n, thr)
+    _individual(m, cc, n, big_n, thr, sampled)
     if pairs is not None:
         m["k_map"] = pairs.k_map()[0]
         m["delta_max"], m["delta_min"], _ = pairs.delta()
@@ -1234,7 +1246,7 @@ def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = No
     if pairs is not None:
         c = pairs.smallest
         wit = RiskWitness(dict(c["qi_values"]), c["size"], float(c["population_size"]), at_max)
-    elif isinstance(cc, ClassHistogram):
+    elif isinstance(cc, (ClassHistogram, SamplingHistogram)):
         wit = RiskWitness(dict(cc.smallest), int(size[0]), None, at_max)
     else:
         j = int(np.argmin(cc.sizes))
@@ -1257,15 +1269,48 @@ def _json_pu(pu: dict) -> dict:
     return clean(pu)
 
 
-def _individual(m: dict, cc: Any, n: float, big_n: float | None, thr: float) -> None:
+def _sampled(cc: Any, thr: float) -> Any:
+    """Return the :class:`~fastpriv.class_histogram.SamplingHistogram` of the classes.
+
+    The summary itself when given one (for the same threshold); None without sampling
+    weights.
+    """
+    from .class_histogram import SamplingHistogram
+
+    if isinstance(cc, SamplingHistogram):
+        if cc.threshold != thr:
+            raise InputError(f"threshold: the summary counts the records at risk above "
+                             f"threshold={cc.threshold:g}; audit it with that threshold, or "
+                             f"fold the classes again with threshold={thr:g}")
+        return cc
+    if getattr(cc, "sampling_weight_sums", None) is None:
+        return None
+    return SamplingHistogram.from_class_counts(cc, threshold=thr)
+
+
+def _individual(m: dict, cc: Any, n: float, big_n: float | None, thr: float,
+                sampled: Any) -> None:
     """Benedetti–Franconi individual risk from sampling weight sums (or uniform weights N/n).
 
+    With sampling weights the per-class risks are summed in their summary (``sampled``).
     With uniform weights the risk depends on the class size alone: it is computed once per
     distinct size (the histogram), not once per class.
     """
-    if cc.sampling_weight_sums is not None:
-        wsum = cc.sampling_weight_sums
-    elif big_n is not None:
+    if sampled is not None:
+        short = sampled.short
+        if short is not None:
+            raise InputError(
+                f"sampling_weight: the class {short['qi_values']} has {short['size']} records "
+                f"but its sampling weights sum to {short['sampling_weight_sum']:g} (< "
+                "records); sampling weights estimate how many population members each "
+                "record stands for and must be >= 1 each")
+        er = sampled.total("expected")
+        m["individual_max"] = sampled.individual_max
+        m["individual_avg"] = er / n
+        m["individual_above_threshold"] = sampled.individual_above / n
+        m["expected_reidentifications"] = er
+        return
+    if big_n is not None:
         size, count = cc.histogram()
         fs = size.astype(np.float64)
         r = _k.bf_individual_risk(kernel_array(size, np.int64),
@@ -1277,26 +1322,9 @@ def _individual(m: dict, cc: Any, n: float, big_n: float | None, thr: float) -> 
         m["individual_above_threshold"] = float(people[r > thr].sum() / n)
         m["expected_reidentifications"] = er
         return
-    else:
-        for key in ("individual_max", "individual_avg", "individual_above_threshold",
-                    "expected_reidentifications"):
-            m[key] = None
-        return
-    f = cc.sizes.astype(np.float64)
-    bad = np.flatnonzero(wsum < f * (1 - 1e-12))
-    if bad.size:
-        j = int(bad[0])
-        raise InputError(f"sampling_weight: the class {cc.values_of(j)} has {int(f[j])} records "
-                         f"but its sampling weights sum to {wsum[j]:g} (< records); sampling "
-                         "weights estimate how many population members each record stands for "
-                         "and must be >= 1 each")
-    r = _k.bf_individual_risk(kernel_array(cc.sizes, np.int64),
-                              kernel_array(np.maximum(wsum, f), np.float64))
-    er = float((f * r).sum())
-    m["individual_max"] = float(r.max())
-    m["individual_avg"] = er / n
-    m["individual_above_threshold"] = float(f[r > thr].sum() / n)
-    m["expected_reidentifications"] = er
+    for key in ("individual_max", "individual_avg", "individual_above_threshold",
+                "expected_reidentifications"):
+        m[key] = None
 
 
 def verdict(result: RiskResult, max_risk: float) -> tuple[bool, list[str]]:

@@ -672,7 +672,8 @@ def _check_sampling_weight(df: Any, column: str) -> None:
 
 
 def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = None,
-                    nulls: str = "error") -> Any:
+                    nulls: str = "error", sampling_weight: str | None = None,
+                    threshold: float | None = None) -> Any:
     """Count the QI classes on the cluster and bring back only their size histogram.
 
     The fold of the re-identification risk (:mod:`fastpriv.class_histogram`): the
@@ -685,21 +686,39 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
     population table, no sampling weights). Bad input is refused as by
     :func:`class_counts`.
 
+    With ``sampling_weight`` the executors sum each class's sampling weights too and
+    summarize their partitions of classes (``mapInArrow``) into
+    :class:`~fastpriv.class_histogram.SamplingHistogram` s (for ``threshold``), one pickled
+    summary per partition to the driver; ``risk.audit(..., threshold=threshold)`` of the
+    merged summary equals ``risk.audit(table, ..., sampling_weight=sampling_weight)``.
+
+    Parameters
+    ----------
+    data, qi, weight, nulls, sampling_weight :
+        As for :func:`class_counts`.
+    threshold : float, optional
+        With ``sampling_weight`` only: the risk threshold of the audit (the summary counts
+        the records whose risk exceeds it; default 0.2, as ``risk.audit``).
+
     Returns
     -------
-    fastpriv.class_histogram.ClassHistogram
+    fastpriv.class_histogram.ClassHistogram or SamplingHistogram
 
     """
     from pyspark.sql import functions as F
 
+    from ._sampling import fold_threshold
     from ._validation import check_columns
     from .class_histogram import ClassHistogram
     from .pushdown import check_class_names, finish_class_counts
 
-    cols = check_class_names(qi, weight, nulls)
+    cols = check_class_names(qi, weight, nulls, sampling_weight)
+    threshold = fold_threshold(threshold, sampling_weight)
     _check_frame(data)
     check_columns(cols, data.columns, "qi")
     _check_weight(data, weight, cols)
+    if sampling_weight is not None:
+        return _sampling_histogram(data, cols, weight, nulls, sampling_weight, threshold)
     picked, pos = _picked(data, cols, weight)
     keys = [e.alias(p) for e, p in zip(_partition_keys(picked, pos), pos, strict=True)]
     classes = _grouped(picked.select(*keys, *(["w"] if weight else [])), pos, weight)
@@ -728,6 +747,54 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
         *[F.col(p).asc_nulls_last() for p in pos]).limit(1))
     return ClassHistogram(tuple(cols), [int(x) for x in sizes.column("n").to_pylist()],
                           sizes.column("classes").to_pylist(), first.values_of(0), nulls)
+
+
+def _sampling_histogram(data: Any, cols: list[str], weight: str | None, nulls: str,
+                        sampling_weight: str, threshold: float) -> Any:
+    """:func:`class_histogram` with sampling weights: one summary per partition of classes.
+
+    The keys are grouped as fastpriv compares them (NaN a null, ``-0.0`` as ``0.0``), so
+    each row of the ``groupBy`` is a complete class; a partition holding anything memory
+    refuses makes :func:`class_counts` raise memory's words.
+    """
+    from ._sampling import folded
+    from .pushdown import sampling_columns
+
+    _check_sampling_weight(data, sampling_weight)
+    picked, pos = _picked(data, cols, weight, sampling_weight)
+    keys = [e.alias(p) for e, p in zip(_partition_keys(picked, pos), pos, strict=True)]
+    sampling = sampling_columns(sampling_weight, cols + [_count_name(cols)])
+    classes = _sampling_grouped(picked.select(*keys, *(["w"] if weight else []), "s"), pos,
+                                weight, sampling, nulls)
+    fn = functools.partial(_fold_sampling, cols=cols, pos=pos, weight=weight, nulls=nulls,
+                           sampling=sampling, threshold=threshold)
+    return folded(_states(classes, fn), lambda: class_counts(
+        data, qi=cols, weight=weight, nulls=nulls, sampling_weight=sampling_weight))
+
+
+def _fold_sampling(batches: Iterator[pa.RecordBatch], *, cols: list[str], pos: list[str],
+                   weight: str | None, nulls: str, sampling: Any,
+                   threshold: float) -> Iterator[pa.RecordBatch]:
+    """Executor side of :func:`_sampling_histogram`: a partition's classes, summarized.
+
+    One pickled :func:`fastpriv._sampling.histogram_part` per partition.
+    """
+    import pickle
+
+    from ._sampling import histogram_part
+
+    count = _count_name(cols)
+
+    def convert(t: pa.Table) -> pa.Table:          # weights checked, QI names back
+        t = _groupby_triples(t, weight, pos)
+        return t.rename_columns(cols + [count] + t.column_names[len(cols) + 1:])
+
+    parts = [pa.Table.from_batches([b]) for b in batches if b.num_rows]
+    if parts:
+        state = histogram_part(pa.concat_tables(parts), qi=cols, count=count,
+                               columns=sampling, nulls=nulls, threshold=threshold,
+                               convert=convert)
+        yield pa.RecordBatch.from_pydict({"state": [pickle.dumps(state)]})
 
 
 def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,

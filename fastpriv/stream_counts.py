@@ -80,8 +80,8 @@ def is_stream(data: Any) -> bool:
 
 
 def _count_batches(data: Any, cols: list[str], weight: str | None, count: str,
-                   batch_size: int, sampling: Any = None,
-                   nulls: str = "value") -> pa.Table | None:
+                   batch_size: int, sampling: Any = None, nulls: str = "value",
+                   tally: list[int] | None = None) -> pa.Table | None:
     """``GROUP BY cols`` over the batches of ``data``: the distinct rows and their count.
 
     Each batch: the weights checked and the rows of weight 0 dropped
@@ -97,7 +97,8 @@ def _count_batches(data: Any, cols: list[str], weight: str | None, count: str,
     every row weighs 0. With ``sampling`` (:class:`fastpriv._sampling.SamplingColumns`)
     the classes also sum the sampling weights (:func:`_sampling_part`) and the result
     holds the three sums; null or invalid sampling weights, counted over every batch, are
-    refused after the last one.
+    refused after the last one — or, given a ``tally``, added to it (the rows of null and
+    of invalid sampling weights) for the caller to refuse after a longer input.
     """
     import numpy as np
     import pyarrow as pa
@@ -108,7 +109,8 @@ def _count_batches(data: Any, cols: list[str], weight: str | None, count: str,
 
     read = cols + ([weight] if weight is not None else []) + (
         [sampling.column] if sampling is not None else [])
-    tally = [0, 0]                                  # rows of null / invalid sampling weights
+    own = tally is None
+    tally = [0, 0] if own else tally                # rows of null / invalid sampling weights
     merged: ClassCounts | None = None
     pending: list[ClassCounts] = []
     waiting = 0
@@ -151,7 +153,7 @@ def _count_batches(data: Any, cols: list[str], weight: str | None, count: str,
             pending, waiting = [], 0
     if pending:
         merged = _merge(merged, pending)
-    if sampling is not None:
+    if sampling is not None and own:
         from ._sampling import refuse
 
         refuse(sampling.column, nulls, *tally)
@@ -392,7 +394,8 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
 
 def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = None,
                     nulls: str = "error", batch_size: int = 1 << 20,
-                    clustered: bool = False) -> Any:
+                    clustered: bool = False, sampling_weight: str | None = None,
+                    threshold: float | None = None) -> Any:
     """Count the QI classes of a stream into their size histogram (the risk's fold).
 
     The :class:`~fastpriv.class_histogram.ClassHistogram` of the engines'
@@ -406,28 +409,40 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
     histogram. Under ``nulls="error"`` the classes with a null are kept aside (only they)
     and refused at the end with memory's words (the nulls counted over the whole input).
 
+    With ``sampling_weight`` the classes sum their sampling weights too and the summary is
+    a :class:`~fastpriv.class_histogram.SamplingHistogram` (for ``threshold``), which
+    ``risk.audit(..., threshold=threshold)`` reads as ``risk.audit(table, ...,
+    sampling_weight=sampling_weight)``; null and invalid sampling weights are counted over
+    the whole stream and refused at its end, as :func:`class_counts` refuses them.
+
     Parameters
     ----------
-    data, qi, weight, nulls, batch_size :
+    data, qi, weight, nulls, batch_size, sampling_weight :
         As for :func:`class_counts`.
     clustered : bool
         Whether ``data`` is sorted by ``qi``, read as a fold.
+    threshold : float, optional
+        With ``sampling_weight`` only: the risk threshold of the audit (the summary counts
+        the records whose risk exceeds it; default 0.2, as ``risk.audit``).
 
     Returns
     -------
-    fastpriv.class_histogram.ClassHistogram
+    fastpriv.class_histogram.ClassHistogram or SamplingHistogram
 
     """
-    from .class_histogram import ClassHistogram
-    from .pushdown import check_class_names
+    from ._sampling import fold_threshold
+    from .pushdown import check_class_names, sampling_columns
 
+    cols = check_class_names(qi, weight, nulls, sampling_weight)
+    threshold = fold_threshold(threshold, sampling_weight)
     if not clustered:
-        return ClassHistogram.from_class_counts(class_counts(
-            data, qi=qi, weight=weight, nulls=nulls, batch_size=batch_size))
-    cols = check_class_names(qi, weight, nulls)
+        return _run_summary(class_counts(data, qi=qi, weight=weight, nulls=nulls,
+                                         batch_size=batch_size,
+                                         sampling_weight=sampling_weight), threshold)
     size = _check_batch_size(batch_size)
-    count = unique_name("count", cols + ([weight] if weight is not None else []))
-    return _clustered_histogram(data, cols, weight, count, size, nulls)
+    count = unique_name("count", cols + [c for c in (weight, sampling_weight) if c])
+    sampling = sampling_columns(sampling_weight, cols + [count])
+    return _clustered_histogram(data, cols, weight, count, size, nulls, sampling, threshold)
 
 
 def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
@@ -462,22 +477,28 @@ def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
 
 
 def _clustered_histogram(data: Any, cols: list[str], weight: str | None, count: str,
-                         size: int, nulls: str) -> Any:
-    """Fold a stream sorted by ``cols`` into a ClassHistogram, run of classes by run."""
+                         size: int, nulls: str, sampling: Any = None,
+                         threshold: float | None = None) -> Any:
+    """Fold a stream sorted by ``cols`` into a ClassHistogram, run of classes by run.
+
+    With ``sampling`` (:class:`fastpriv._sampling.SamplingColumns`): a SamplingHistogram;
+    null and invalid sampling weights are tallied over every run and refused at the end.
+    """
     import numpy as np
     import pyarrow as pa
 
     from ._arrow import iter_batches, kept_rows
+    from ._sampling import refuse
     from ._validation import check_total
-    from .class_histogram import ClassHistogram
     from .pushdown import finish_class_counts
     from .streaming import complete_groups
 
-    read = cols + ([weight] if weight is not None else [])
+    read = cols + [c for c in (weight, sampling and sampling.column) if c is not None]
     tables = (pa.Table.from_batches([b]) for b in iter_batches(data, read, batch_size=size))
-    out, aside, total = None, [], 0
+    out, aside, total, tally = None, [], 0, [0, 0]
     for run in complete_groups(tables, keys=cols):
-        counted = _count_batches([run], cols, weight, count, size)
+        counted = _count_batches([run], cols, weight, count, size, sampling=sampling,
+                                 nulls=nulls, tally=tally)
         if counted is None or counted.num_rows == 0:
             continue
         total = check_total(counted.column(count).to_numpy(), "data" if weight is None
@@ -491,14 +512,25 @@ def _clustered_histogram(data: Any, cols: list[str], weight: str | None, count: 
             counted = counted.take(pa.array(kept))
         if counted.num_rows == 0:
             continue
-        part = ClassHistogram.from_class_counts(finish_class_counts(
-            counted, qi=cols, count=count, nulls=nulls))
+        part = _run_summary(finish_class_counts(counted, qi=cols, count=count, nulls=nulls,
+                                                sampling=sampling), threshold)
         out = part if out is None else out.merge(part)
+    if sampling is not None:                    # the words of class_counts, whole stream
+        refuse(sampling.column, nulls, *tally)
     if aside:                                   # raises memory's words for every null
         finish_class_counts(pa.concat_tables(aside), qi=cols, count=count, nulls="error")
     if out is None:
         raise InputError("data has no rows (after the null policy and weights of 0)")
     return out
+
+
+def _run_summary(classes: ClassCounts, threshold: float | None) -> Any:
+    """Return the summary of one run's classes (with sampling weight sums: for ``threshold``)."""
+    from .class_histogram import ClassHistogram, SamplingHistogram
+
+    if classes.sampling_weight_sums is None:
+        return ClassHistogram.from_class_counts(classes)
+    return SamplingHistogram.from_class_counts(classes, threshold=threshold)
 
 
 def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str],

@@ -25,7 +25,7 @@ from fastpriv import anonymize, distributed, engines, pushdown, spark, stream_co
 KEYWORDS = {
     "row_counts": {"qi", "group", "sensitive", "weight", "count"},
     "class_counts": {"qi", "weight", "nulls", "sampling_weight"},
-    "class_histogram": {"qi", "weight", "nulls"},
+    "class_histogram": {"qi", "weight", "nulls", "sampling_weight", "threshold"},
     "population_histogram": {"qi", "population", "weight", "nulls"},
     "robustness_audit": {"qi", "group", "sensitive", "r", "weight", "knowledge",
                          "sensitive_values", "max_set_size", "epsilon", "confidence",
