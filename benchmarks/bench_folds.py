@@ -1,6 +1,6 @@
 """The folds on each engine against bringing every class or row to the driver.
 
-Two workloads, each contestant in a fresh interpreter, run once untimed on a small copy
+Three workloads, each contestant in a fresh interpreter, run once untimed on a small copy
 (imports, JIT, engine start), then timed on the data:
 
 * ``k_map``: a population of ``n`` rows over two QI columns and a sample of its first
@@ -13,11 +13,16 @@ Two workloads, each contestant in a fresh interpreter, run once untimed on a sma
   (every distinct row to this process), ``<engine>_fold`` ``robustness_audit(data)`` (the
   knowledge from the cells, then the groups audited where they live; on Dask after a
   shuffle by group, ``partition_by_group=True``, as the files are not split by group).
+* ``sampling_risk``: ``n`` rows over two QI columns (about n/2 classes) with a sampling
+  weight (quarters from 1 to 100: every sum exact, so both paths agree to the bit).
+  ``<engine>_classes`` is ``risk.audit(class_counts(data, sampling_weight=))`` (every
+  class to this process), ``<engine>_fold`` ``risk.audit(class_histogram(data,
+  sampling_weight=))`` (the classes summarized where they live).
 
 Recorded: seconds, this (driver) process's peak resident memory (``VmHWM``), the JVM's
 (Spark), the workers' (Dask, sampled), and the answer (equal for the paths of an engine).
 Smoke mode (default) uses small sizes; ``--full`` (or ``FASTPRIV_BENCH=full``) 8M population
-rows and 2M and 6M audited rows (:data:`SIZES`), and writes ``benchmarks/results/folds.json``
+rows, 2M and 6M audited rows and 8M survey rows (:data:`SIZES`), and writes ``benchmarks/results/folds.json``
 (per workload, per number of rows, per contestant).
 
     python -m benchmarks.bench_folds --full
@@ -51,6 +56,8 @@ WORKLOADS = {
               "spark_classes", "spark_fold"],
     "robustness": ["duckdb_rows", "duckdb_fold", "dask_rows", "dask_fold", "spark_rows",
                    "spark_fold"],
+    "sampling_risk": ["duckdb_classes", "duckdb_fold", "dask_classes", "dask_fold",
+                      "spark_classes", "spark_fold"],
 }
 
 
@@ -76,6 +83,11 @@ def _write(workload: str, folder: Path, n: int) -> None:
         t = pa.table({"a": rng.integers(0, side, n), "b": rng.integers(0, side, n)})
         _write_parts(folder / "population", t, 4)
         _write_parts(folder / "sample", t.slice(0, n // 4), 2)
+    elif workload == "sampling_risk":     # ~n/2 classes, sampling weights in quarters
+        side = int(np.sqrt(n / 2))
+        t = pa.table({"a": rng.integers(0, side, n), "b": rng.integers(0, side, n),
+                      "sw": rng.integers(4, 401, n) / 4.0})
+        _write_parts(folder / "data", t, 4)
     else:                         # groups of ~10 rows, 90 x 2 x 100 QI cells, 5 values
         t = pa.table({"age": rng.integers(0, 90, n), "sex": rng.integers(0, 2, n),
                       "zip": rng.integers(0, 100, n), "gid": rng.integers(0, n // 10, n),
@@ -134,6 +146,21 @@ def _robustness(engine: str, how: str, folder: Path, ctx: dict) -> dict:
                               "groups", "n_groups")}
 
 
+def _sampling_risk(engine: str, how: str, folder: Path, ctx: dict) -> dict:
+    """One contestant of risk with sampling weights on ``folder``: its measures."""
+    from fastpriv import distributed, pushdown, risk, spark
+
+    data = str(folder / "data")
+    if engine == "spark":
+        data = ctx["spark"].read.parquet(data)
+    mod = {"duckdb": pushdown, "dask": distributed, "spark": spark}[engine]
+    count = mod.class_histogram if how == "fold" else mod.class_counts
+    d = risk.audit(count(data, qi=KMAP_QI, sampling_weight="sw")).to_dict()
+    return {k: d[k] for k in ("value", "witness", "journalist_avg", "marketer",
+                              "individual_max", "individual_avg",
+                              "expected_reidentifications", "individual_above_threshold")}
+
+
 def _start(engine: str) -> dict:
     ctx: dict = {}
     if engine == "spark":
@@ -165,7 +192,8 @@ def _child(workload: str, name: str, folder: str, warm: str) -> dict:
     import psutil
 
     engine, how = name.split("_")
-    run_one = {"k_map": _k_map, "robustness": _robustness}[workload]
+    run_one = {"k_map": _k_map, "robustness": _robustness,
+               "sampling_risk": _sampling_risk}[workload]
     ctx = _start(engine)
     run_one(engine, how, Path(warm), ctx)
     me = psutil.Process()
@@ -196,7 +224,8 @@ def _child(workload: str, name: str, folder: str, warm: str) -> dict:
 
 #: rows of each workload (full, smoke); the driver's peak should not grow with them
 SIZES = {"k_map": ([8_000_000], [200_000]),
-         "robustness": ([2_000_000, 6_000_000], [50_000])}
+         "robustness": ([2_000_000, 6_000_000], [50_000]),
+         "sampling_risk": ([8_000_000], [200_000])}
 
 
 def _runs(workload: str, n: int, root: Path, env: dict) -> dict:
