@@ -94,8 +94,6 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ._validation import unique_name
 from .errors import InputError, InputTypeError
 
@@ -467,62 +465,20 @@ def _class_buckets(parts: list, cols: list[str], weight: str | None, split_every
                    buckets: int, sums: int = 0) -> list:
     """Split the partitions' class tables into ``buckets`` by a hash of the QI; merge each.
 
-    Every class lands in one bucket (:func:`_split_classes`: its key hashed as fastpriv
-    compares keys), so bucket ``b``'s merge-tree root holds complete classes — about
+    Every class lands in one bucket (:func:`fastpriv._buckets.split_by_key`: its key hashed
+    as fastpriv compares keys), so bucket ``b``'s merge-tree root holds complete classes — about
     1/``buckets`` of them — and no task holds every class. ``sums``: the columns added
     after the count (the sampling weight sums).
     """
+    from ._buckets import split_by_key
+
     dask = _require_dask()
     merge = functools.partial(_merge_classes, weight, sums)
     if buckets == 1:
         return [_reduce(dask, parts, merge, split_every)]
-    split = [dask.delayed(_split_classes, pure=True, nout=buckets)(p, cols, buckets)
+    split = [dask.delayed(split_by_key, pure=True, nout=buckets)(p, cols, buckets)
              for p in parts]
     return [_reduce(dask, [s[b] for s in split], merge, split_every) for b in range(buckets)]
-
-
-def _key_hash(table: Any, qi: Sequence[str]) -> np.ndarray:
-    """Return a 64-bit hash of each row's QI values, equal for keys fastpriv holds equal.
-
-    NaN hashes as null and ``-0.0`` as ``0.0`` (the labels of :func:`_class_piece` keep
-    them apart; the classes merge them); the hash of a value depends only on its
-    (canonical) type and value, so it is the same in every partition and process (pandas'
-    ``hash_array``).
-    """
-    import pandas as pd
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    out = np.zeros(table.num_rows, dtype=np.uint64)
-    for c in qi:
-        col = table.column(c).combine_chunks()
-        if pa.types.is_floating(col.type):
-            col = pc.add(pc.if_else(pc.is_nan(col), pa.scalar(None, col.type), col), 0.0)
-        null = col.is_null().to_numpy(zero_copy_only=False)
-        if pa.types.is_integer(col.type) or pa.types.is_floating(col.type) \
-                or pa.types.is_boolean(col.type):
-            zero = pa.scalar(False if pa.types.is_boolean(col.type) else 0, col.type)
-            values = pc.fill_null(col, zero).to_numpy(zero_copy_only=False)
-        else:
-            text = col if pa.types.is_string(col.type) or pa.types.is_binary(col.type) \
-                else col.cast(pa.string())
-            values = text.to_numpy(zero_copy_only=False).astype(object)
-            values[null] = ""
-        h = pd.util.hash_array(values)
-        h[null] = np.uint64(0x9E3779B97F4A7C15)
-        with np.errstate(over="ignore"):
-            out = out * np.uint64(1099511628211) ^ h
-    return out
-
-
-def _split_classes(table: Any, qi: Sequence[str], buckets: int) -> tuple:
-    """Split a partition's class table into ``buckets`` tables by :func:`_key_hash`."""
-    which = (_key_hash(table, qi) % np.uint64(buckets)).astype(np.int64)
-    order = np.argsort(which, kind="stable")
-    bounds = np.searchsorted(which[order], np.arange(buckets + 1))
-    table = table.take(order)
-    return tuple(table.slice(int(bounds[b]), int(bounds[b + 1] - bounds[b]))
-                 for b in range(buckets))
 
 
 # ============================================================================ classes

@@ -632,7 +632,9 @@ ENGINE_ROUTES = {
               "`stream_counts.class_counts`, `class_histogram`, `population_histogram`; "
               "sorted by group: the folds `streaming.clustered_audit` and "
               "`stream_counts.robustness_audit`; sorted by the QI: "
-              "`stream_counts.class_histogram(clustered=True)` (risk))",
+              "`stream_counts.class_histogram(clustered=True)` (risk); in any order, "
+              "spilled to files by a hash of the QI: `class_histogram(split_out=)` and "
+              "`population_histogram(split_out=)` (risk, k-map, δ-presence))",
     "dask": "`distributed.release_from_dask`, `row_counts`, `class_counts`; the folds "
             "`groupwise_audit` (one summary per partition), `class_histogram` (risk), "
             "`population_histogram` (k-map, δ-presence, risk against a population) and "

@@ -395,7 +395,7 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
 def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = None,
                     nulls: str = "error", batch_size: int = 1 << 20,
                     clustered: bool = False, sampling_weight: str | None = None,
-                    threshold: float | None = None) -> Any:
+                    threshold: float | None = None, split_out: int | None = None) -> Any:
     """Count the QI classes of a stream into their size histogram (the risk's fold).
 
     The :class:`~fastpriv.class_histogram.ClassHistogram` of the engines'
@@ -408,6 +408,11 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
     run counted and summarized, the summaries merged — memory ∝ a batch and the
     histogram. Under ``nulls="error"`` the classes with a null are kept aside (only they)
     and refused at the end with memory's words (the nulls counted over the whole input).
+    A stream in any order with ``split_out=b`` is first written to ``b`` temporary files
+    by a hash of the QI (:func:`fastpriv._buckets.spill`, in :func:`tempfile.mkdtemp`'s
+    folder, removed at the end), so each file holds complete classes, and the files are
+    folded one by one as runs are: memory ∝ one file's classes and the summary; disk ∝
+    the QI (and weight) columns of the input.
 
     With ``sampling_weight`` the classes sum their sampling weights too and the summary is
     a :class:`~fastpriv.class_histogram.SamplingHistogram` (for ``threshold``), which
@@ -424,6 +429,9 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
     threshold : float, optional
         With ``sampling_weight`` only: the risk threshold of the audit (the summary counts
         the records whose risk exceeds it; default 0.2, as ``risk.audit``).
+    split_out : int, optional
+        A stream in any order: spill it into this many files by a hash of the QI and fold
+        them one by one (the name of Dask's buckets); None holds every class in memory.
 
     Returns
     -------
@@ -435,6 +443,10 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
 
     cols = check_class_names(qi, weight, nulls, sampling_weight)
     threshold = fold_threshold(threshold, sampling_weight)
+    split_out = _check_split_out(split_out, clustered)
+    if split_out is not None:
+        return _spilled_histogram(data, cols, weight, nulls, _check_batch_size(batch_size),
+                                  split_out, sampling_weight, threshold)
     if not clustered:
         return _run_summary(class_counts(data, qi=qi, weight=weight, nulls=nulls,
                                          batch_size=batch_size,
@@ -447,7 +459,7 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
 
 def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
                          weight: str | None = None, nulls: str = "error",
-                         batch_size: int = 1 << 20) -> Any:
+                         batch_size: int = 1 << 20, split_out: int | None = None) -> Any:
     """Match a stream's QI classes with a streamed population's; the summary of the engines.
 
     The :class:`~fastpriv.class_histogram.PopulationHistogram` of the engines'
@@ -455,7 +467,13 @@ def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
     both inputs are counted by :func:`class_counts` (memory ∝ their classes) and matched
     (:func:`fastpriv.risk.match_population`). :func:`fastpriv.population.k_map`,
     :func:`~fastpriv.population.delta_presence` and :func:`fastpriv.risk.audit` on it
-    equal the same calls on the tables in memory (``population=`` left out).
+    equal the same calls on the tables in memory (``population=`` left out). With
+    ``split_out=b`` both streams are first written to ``b`` temporary files each by the
+    same hash of the QI (as :func:`class_histogram` spills one), so file ``i`` of the data
+    and file ``i`` of the population hold the same complete classes; each pair is matched
+    and summarized on its own, the summaries merged: memory ∝ one pair of files' classes.
+    A refusal (a class the population lacks, nulls under ``nulls="error"``) is raised by
+    matching every file at once, with memory's words.
 
     Parameters
     ----------
@@ -463,6 +481,9 @@ def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
         Streams as :func:`class_counts` reads them (``population`` without ``weight``).
     qi, weight, nulls, batch_size :
         As for :func:`class_counts` (``weight`` is the data's).
+    split_out : int, optional
+        Spill both streams into this many files each by a hash of the QI and match them
+        file by file; None holds every class of both in memory.
 
     Returns
     -------
@@ -471,33 +492,157 @@ def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
     """
     from .risk import match_population
 
+    split_out = _check_split_out(split_out, False)
+    if split_out is not None:
+        return _spilled_population(data, population, qi, weight, nulls, batch_size,
+                                   split_out)
     sample = class_counts(data, qi=qi, weight=weight, nulls=nulls, batch_size=batch_size)
     people = class_counts(population, qi=qi, nulls=nulls, batch_size=batch_size)
     return match_population(sample, people).histogram()
 
 
+def _check_split_out(split_out: Any, clustered: bool) -> int | None:
+    """Check ``split_out`` (files to spill a stream into); None: no spill."""
+    from ._validation import check_int
+
+    if split_out is None:
+        return None
+    if clustered:
+        raise InputError("split_out: a clustered stream is folded run by run already; "
+                         "give clustered=True or split_out=, not both")
+    return check_int(split_out, "split_out", minimum=1)
+
+
 def _clustered_histogram(data: Any, cols: list[str], weight: str | None, count: str,
                          size: int, nulls: str, sampling: Any = None,
                          threshold: float | None = None) -> Any:
-    """Fold a stream sorted by ``cols`` into a ClassHistogram, run of classes by run.
-
-    With ``sampling`` (:class:`fastpriv._sampling.SamplingColumns`): a SamplingHistogram;
-    null and invalid sampling weights are tallied over every run and refused at the end.
-    """
-    import numpy as np
+    """Fold a stream sorted by ``cols`` into a ClassHistogram, run of classes by run."""
     import pyarrow as pa
 
-    from ._arrow import iter_batches, kept_rows
-    from ._sampling import refuse
-    from ._validation import check_total
-    from .pushdown import finish_class_counts
+    from ._arrow import iter_batches
     from .streaming import complete_groups
 
     read = cols + [c for c in (weight, sampling and sampling.column) if c is not None]
     tables = (pa.Table.from_batches([b]) for b in iter_batches(data, read, batch_size=size))
+    runs = ([run] for run in complete_groups(tables, keys=cols))
+    return _fold_runs(runs, cols, weight, count, size, nulls, sampling, threshold)
+
+
+def _spilled_histogram(data: Any, cols: list[str], weight: str | None, nulls: str,
+                       size: int, split_out: int, sampling_weight: str | None,
+                       threshold: float | None) -> Any:
+    """Spill a stream in any order into ``split_out`` files by QI hash; fold file by file."""
+    import tempfile
+
+    from ._arrow import iter_batches
+    from ._buckets import bucket_batches, spill
+    from .pushdown import sampling_columns
+
+    count = unique_name("count", cols + [c for c in (weight, sampling_weight) if c])
+    sampling = sampling_columns(sampling_weight, cols + [count])
+    read = cols + [c for c in (weight, sampling_weight) if c is not None]
+    with tempfile.TemporaryDirectory(prefix="fastpriv-spill-") as folder:
+        paths = spill(iter_batches(data, read, batch_size=size), cols, split_out, folder,
+                      "data")
+        runs = (bucket_batches(p) for p in paths or ())
+        return _fold_runs(runs, cols, weight, count, size, nulls, sampling, threshold)
+
+
+def _spilled_population(data: Any, population: Any, qi: Any, weight: str | None,
+                        nulls: str, batch_size: Any, split_out: int) -> Any:
+    """:func:`population_histogram` of two streams spilled into ``split_out`` files each."""
+    import itertools
+    import tempfile
+
+    from ._arrow import iter_batches
+    from ._buckets import bucket_batches, spill
+    from .class_histogram import PopulationHistogram
+    from .pushdown import check_class_names
+
+    cols = check_class_names(qi, weight, nulls)
+    size = _check_batch_size(batch_size)
+    with tempfile.TemporaryDirectory(prefix="fastpriv-spill-") as folder:
+        paths = [spill(iter_batches(src, cols + extra, batch_size=size, param=name), cols,
+                       split_out, folder, name)
+                 for src, extra, name in ((data, [weight] if weight else [], "data"),
+                                          (population, [], "population"))]
+        out = None
+        if all(p is not None for p in paths):
+            out = PopulationHistogram.population_only(cols, nulls, n_population=0,
+                                                      n_population_classes=0)
+            for ours, theirs in zip(*paths, strict=True):
+                part = _matched_bucket(ours, theirs, cols, weight, nulls, size)
+                if part is None:
+                    out = None
+                    break
+                out = out.merge(part)
+        if out is None or out.n_classes == 0:     # refused: the words of every class
+            def whole(name: int) -> Any:
+                return itertools.chain.from_iterable(bucket_batches(p)
+                                                     for p in paths[name] or ())
+            population_histogram(whole(0), population=whole(1), qi=cols, weight=weight,
+                                 nulls=nulls, batch_size=size)
+            raise AssertionError("population_histogram accepted what a file refused")
+        return out
+
+
+def _matched_bucket(ours: str, theirs: str, cols: list[str], weight: str | None,
+                    nulls: str, size: int) -> Any:
+    """Match one file of the data's classes with the population's; None when refused."""
+    from .class_histogram import PopulationHistogram
+    from .risk import match_population
+
+    try:
+        people = _classes_or_none(theirs, cols, None, nulls, size)
+        sample = _classes_or_none(ours, cols, weight, nulls, size)
+        if sample is None:
+            return PopulationHistogram.population_only(
+                cols, nulls, n_population=0 if people is None else people.n_records,
+                n_population_classes=0 if people is None else people.n_classes)
+        if people is None:
+            return None
+        return match_population(sample, people).histogram()
+    except InputError:
+        return None
+
+
+def _classes_or_none(path: str, cols: list[str], weight: str | None, nulls: str,
+                     size: int) -> ClassCounts | None:
+    """Return the classes of one spilled file; None when no record is left after the policy."""
+    from ._arrow import kept_rows
+    from ._buckets import bucket_batches
+    from .pushdown import finish_class_counts
+
+    count = unique_name("count", cols + ([weight] if weight else []))
+    table = _count_batches(bucket_batches(path), cols, weight, count, size)
+    if table is None or table.num_rows == 0:
+        return None
+    kept = kept_rows(table, cols, nulls)
+    if kept is not None and kept.size == 0:
+        return None
+    return finish_class_counts(table, qi=cols, count=count, nulls=nulls)
+
+
+def _fold_runs(runs: Any, cols: list[str], weight: str | None, count: str, size: int,
+               nulls: str, sampling: Any, threshold: float | None) -> Any:
+    """Fold runs of complete classes (each a stream of batches) into one summary.
+
+    A ClassHistogram, or with ``sampling`` (:class:`fastpriv._sampling.SamplingColumns`) a
+    SamplingHistogram. Under ``nulls="error"`` the classes with a null are kept aside and
+    refused at the end, null and invalid sampling weights are tallied over every run and
+    refused at the end: the words of :func:`class_counts` over the whole input.
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    from ._arrow import kept_rows
+    from ._sampling import refuse
+    from ._validation import check_total
+    from .pushdown import finish_class_counts
+
     out, aside, total, tally = None, [], 0, [0, 0]
-    for run in complete_groups(tables, keys=cols):
-        counted = _count_batches([run], cols, weight, count, size, sampling=sampling,
+    for run in runs:
+        counted = _count_batches(run, cols, weight, count, size, sampling=sampling,
                                  nulls=nulls, tally=tally)
         if counted is None or counted.num_rows == 0:
             continue

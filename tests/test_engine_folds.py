@@ -407,18 +407,21 @@ def sorted_by_keys(table: pa.Table, keys: list[str]) -> pa.Table:
 @settings(max_examples=80, deadline=None, derandomize=True)
 @given(data=st.data())
 def test_class_histogram_of_a_stream_equals_in_memory(data):
-    """Any order (every class held), and sorted by the QI (a fold of runs of classes),
-    in batches of 1–5 rows: the risk of the table in memory."""
+    """Any order (every class held, or spilled into ``split_out`` files by a hash of the
+    QI), and sorted by the QI (a fold of runs of classes), in batches of 1–5 rows: the
+    risk of the table in memory."""
     from fastpriv import risk, stream_counts
 
     table, keys, kw = _risk_case(data)
     want = _risk(lambda: risk.audit(table, qi=keys, population=1000, **kw))
     batch = data.draw(st.integers(1, 5), label="batch_size")
-    for clustered, rows in ((False, table), (True, sorted_by_keys(table, keys))):
+    split_out = data.draw(st.integers(1, 5), label="split_out")
+    for how, rows in (({}, table), ({"clustered": True}, sorted_by_keys(table, keys)),
+                      ({"split_out": split_out}, table)):
         got = _risk(lambda: risk.audit(stream_counts.class_histogram(  # noqa: B023
-            rows.to_batches(max_chunksize=batch), qi=keys, clustered=clustered,  # noqa: B023
-            **kw), population=1000))
-        assert got == want, clustered
+            rows.to_batches(max_chunksize=batch), qi=keys, **how, **kw),  # noqa: B023
+            population=1000))
+        assert got == want, how
 
 
 def test_clustered_stream_is_checked_and_refuses_with_memorys_words():

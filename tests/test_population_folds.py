@@ -146,9 +146,11 @@ def test_stream_population_fold_equals_in_memory(data):
     sample, pop, keys, kw = _case(data)
     want = _in_memory(sample, pop, keys, kw)
     batch = data.draw(st.integers(1, 4), label="batch_size")
+    split_out = data.draw(st.sampled_from([None, 1, 2, 3, 5]), label="split_out")
     assert _of(lambda: stream_counts.population_histogram(
         sample.to_batches(max_chunksize=batch), qi=keys,
-        population=iter(pop.to_batches(max_chunksize=batch)), batch_size=batch, **kw)) == want
+        population=iter(pop.to_batches(max_chunksize=batch)), batch_size=batch,
+        split_out=split_out, **kw)) == want
 
 
 @settings(max_examples=10, deadline=None, derandomize=True)

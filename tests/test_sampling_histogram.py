@@ -7,7 +7,8 @@ sum below its records). Checked here: the exact sums against ``math.fsum`` and u
 split; summaries of disjoint classes merged in any order equal the summary of the whole;
 ``risk.audit`` equals a per-class oracle written with Python loops; and every engine's
 ``class_histogram(sampling_weight=)`` — DuckDB (a relation and Parquet files), Dask
-(``split_out`` drawn), a stream (any order and sorted by the QI), Spark — gives, through
+(``split_out`` drawn), a stream (any order, spilled to files, sorted by the QI), Spark —
+gives, through
 ``risk.audit``, the answer of the table in memory, or the same kind of refusal.
 
 Needs DuckDB, Dask, PySpark and a Java runtime (the '.[all]' test install, as .ci/run does).
@@ -191,6 +192,8 @@ def _folds(sample: pa.Table, qi: list, folder: str, split_out: int) -> dict:
             sample.to_batches(max_chunksize=3), **kw),
         "sorted stream": lambda **kw: stream_counts.class_histogram(
             ordered.to_batches(max_chunksize=2), clustered=True, **kw),
+        "spilled stream": lambda **kw: stream_counts.class_histogram(
+            sample.to_batches(max_chunksize=3), split_out=split_out, **kw),
     }
 
 
