@@ -19,11 +19,14 @@ Three workloads, each contestant in a fresh interpreter, run once untimed on a s
   class to this process), ``<engine>_fold`` ``risk.audit(class_histogram(data,
   sampling_weight=))`` (the classes summarized where they live).
 
+The ``stream`` engine reads the Parquet files as record batches in one process; its folds
+spill the stream into :data:`STREAM_SPLIT` files by a hash of the QI (``split_out=``).
+
 Recorded: seconds, this (driver) process's peak resident memory (``VmHWM``), the JVM's
 (Spark), the workers' (Dask, sampled), and the answer (equal for the paths of an engine).
 Smoke mode (default) uses small sizes; ``--full`` (or ``FASTPRIV_BENCH=full``) 8M population
-rows, 2M and 6M audited rows and 8M survey rows (:data:`SIZES`), and writes ``benchmarks/results/folds.json``
-(per workload, per number of rows, per contestant).
+rows, 2M and 6M audited rows and 8M survey rows (:data:`SIZES`), and writes
+``benchmarks/results/folds.json`` (per workload, per number of rows, per contestant).
 
     python -m benchmarks.bench_folds --full
 """
@@ -53,11 +56,11 @@ ROB = {"r": 3.0, "max_set_size": 2, "min_support": 50}
 #: workload -> its contestants (engine_how)
 WORKLOADS = {
     "k_map": ["duckdb_classes", "duckdb_fold", "dask_classes", "dask_fold",
-              "spark_classes", "spark_fold"],
+              "spark_classes", "spark_fold", "stream_classes", "stream_fold"],
     "robustness": ["duckdb_rows", "duckdb_fold", "dask_rows", "dask_fold", "spark_rows",
                    "spark_fold"],
     "sampling_risk": ["duckdb_classes", "duckdb_fold", "dask_classes", "dask_fold",
-                      "spark_classes", "spark_fold"],
+                      "spark_classes", "spark_fold", "stream_classes", "stream_fold"],
 }
 
 
@@ -104,16 +107,30 @@ def _status_kib(pid: int | str, key: str) -> int:
     return 0
 
 
+#: files a stream is spilled into by its folds (``split_out``)
+STREAM_SPLIT = 16
+
+
+def _engine(name: str) -> Any:
+    """The module of an engine (``stream``: record batches read from the Parquet files)."""
+    from fastpriv import distributed, pushdown, spark, stream_counts
+
+    return {"duckdb": pushdown, "dask": distributed, "spark": spark,
+            "stream": stream_counts}[name]
+
+
 def _k_map(engine: str, how: str, folder: Path, ctx: dict) -> dict:
     """One k-map contestant on ``folder``: the value and its witness class."""
-    from fastpriv import distributed, population, pushdown, spark
+    from fastpriv import population
 
     sample, pop = str(folder / "sample"), str(folder / "population")
     if engine == "spark":
         sample, pop = ctx["spark"].read.parquet(sample), ctx["spark"].read.parquet(pop)
-    mod = {"duckdb": pushdown, "dask": distributed, "spark": spark}[engine]
+    mod = _engine(engine)
+    spilled = {"split_out": STREAM_SPLIT} if engine == "stream" else {}
     if how == "fold":
-        res = population.k_map(mod.population_histogram(sample, qi=KMAP_QI, population=pop))
+        res = population.k_map(mod.population_histogram(sample, qi=KMAP_QI, population=pop,
+                                                         **spilled))
     else:
         res = population.k_map(mod.class_counts(sample, qi=KMAP_QI),
                                population=mod.class_counts(pop, qi=KMAP_QI))
@@ -123,13 +140,13 @@ def _k_map(engine: str, how: str, folder: Path, ctx: dict) -> dict:
 
 def _robustness(engine: str, how: str, folder: Path, ctx: dict) -> dict:
     """One r-robustness contestant on ``folder``: its summary's main numbers."""
-    from fastpriv import distributed, pushdown, robustness, spark
+    from fastpriv import robustness
     from fastpriv.robustness_fold import RobustnessSummary
 
     data = str(folder / "data")
     if engine == "spark":
         data = ctx["spark"].read.parquet(data)
-    mod = {"duckdb": pushdown, "spark": spark, "dask": distributed}[engine]
+    mod = _engine(engine)
     cols = {"qi": ROB_QI, "group": "gid", "sensitive": "disease"}
     if how == "fold" and engine == "dask":       # the files are not split by group
         import dask.dataframe as dd
@@ -148,14 +165,18 @@ def _robustness(engine: str, how: str, folder: Path, ctx: dict) -> dict:
 
 def _sampling_risk(engine: str, how: str, folder: Path, ctx: dict) -> dict:
     """One contestant of risk with sampling weights on ``folder``: its measures."""
-    from fastpriv import distributed, pushdown, risk, spark
+    from fastpriv import risk
 
     data = str(folder / "data")
     if engine == "spark":
         data = ctx["spark"].read.parquet(data)
-    mod = {"duckdb": pushdown, "dask": distributed, "spark": spark}[engine]
-    count = mod.class_histogram if how == "fold" else mod.class_counts
-    d = risk.audit(count(data, qi=KMAP_QI, sampling_weight="sw")).to_dict()
+    mod = _engine(engine)
+    if how == "fold":
+        spilled = {"split_out": STREAM_SPLIT} if engine == "stream" else {}
+        summary = mod.class_histogram(data, qi=KMAP_QI, sampling_weight="sw", **spilled)
+    else:
+        summary = mod.class_counts(data, qi=KMAP_QI, sampling_weight="sw")
+    d = risk.audit(summary).to_dict()
     return {k: d[k] for k in ("value", "witness", "journalist_avg", "marketer",
                               "individual_max", "individual_avg",
                               "expected_reidentifications", "individual_above_threshold")}
