@@ -413,7 +413,9 @@ class SamplingHistogram(Result):
         The risk threshold the counts above are for (a record is at risk when its risk
         is strictly greater).
     weight_total : int
-        Σ_j W_j (exact sum; the population size the weights estimate).
+        Σ_j W_j (the population size the weights estimate). This and the other exact sums
+        are integers in units of 2**-1127 (:func:`fastpriv._exact_sum.exact_sum`), read as
+        floats with :meth:`total`.
     least_population : float
         min_j F̂_j (journalist risk: its inverse).
     population_total : int
@@ -447,6 +449,21 @@ class SamplingHistogram(Result):
     expected: int = field(repr=False)
     individual_above: int
     short: dict | None = None
+
+    def __post_init__(self) -> None:
+        from ._validation import check_probability
+
+        if not isinstance(self.classes, ClassHistogram):
+            raise InputTypeError(f"classes must be a ClassHistogram, got "
+                                 f"{type(self.classes).__name__}")
+        if not isinstance(self.sampling_weight, str):
+            raise InputTypeError("sampling_weight must be a column name")
+        object.__setattr__(self, "threshold", check_probability(self.threshold, "threshold"))
+        for name in ("weight_total", "population_total", "exposure", "expected",
+                     "journalist_above", "individual_above"):
+            if isinstance(getattr(self, name), bool) or not isinstance(getattr(self, name),
+                                                                       int):
+                raise InputTypeError(f"{name} must be an int (an exact sum or a count)")
 
     @classmethod
     def from_class_counts(cls, classes: Any, *, threshold: float) -> "SamplingHistogram":
