@@ -462,13 +462,14 @@ def _class_parts(data: Any, cols: list[str], weight: str | None, count: str,
 
 
 def _class_buckets(parts: list, cols: list[str], weight: str | None, split_every: int,
-                   buckets: int, sums: int = 0) -> list:
+                   buckets: int, sums: int = 0, by: Sequence[str] | None = None) -> list:
     """Split the partitions' class tables into ``buckets`` by a hash of the QI; merge each.
 
     Every class lands in one bucket (:func:`fastpriv._buckets.split_by_key`: its key hashed
     as fastpriv compares keys), so bucket ``b``'s merge-tree root holds complete classes — about
     1/``buckets`` of them — and no task holds every class. ``sums``: the columns added
-    after the count (the sampling weight sums).
+    after the count (the sampling weight sums). ``by``: the columns hashed (default
+    ``cols``; the group keys, so that a bucket holds complete groups).
     """
     from ._buckets import split_by_key
 
@@ -476,7 +477,7 @@ def _class_buckets(parts: list, cols: list[str], weight: str | None, split_every
     merge = functools.partial(_merge_classes, weight, sums)
     if buckets == 1:
         return [_reduce(dask, parts, merge, split_every)]
-    split = [dask.delayed(split_by_key, pure=True, nout=buckets)(p, cols, buckets)
+    split = [dask.delayed(split_by_key, pure=True, nout=buckets)(p, list(by or cols), buckets)
              for p in parts]
     return [_reduce(dask, [s[b] for s in split], merge, split_every) for b in range(buckets)]
 
@@ -993,10 +994,10 @@ def _check_groups_in_one_partition(dask: Any, pieces: list, ranges: list, keys: 
         raise InputError(
             f"data: group {rel.group_label(g)!r} is split over {n} partitions (files, row "
             f"groups or Dask partitions), and {spread.size} group(s) in all; groupwise_audit "
-            "needs every group inside one partition. Pass a Dask DataFrame with "
-            f"partition_by_group=True (shuffled on {keys}), write the files per key range, "
-            "or build the release with fastpriv.distributed.release_from_dask(...) and "
-            "audit it")
+            "needs every group inside one partition. Pass split_out= (the (group, value) "
+            "pairs bucketed by group, any layout), a Dask DataFrame with "
+            f"partition_by_group=True (shuffled on {keys}), or write the files per key "
+            "range")
 
 
 def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
@@ -1006,7 +1007,7 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
                     order: Sequence[Any] | None = None, nulls: str = "error",
                     weight: str | None = None, partition_by_group: bool = False,
                     split_every: int = 8, k: int | None = None,
-                    options: Mapping[str, Any] | None = None):
+                    options: Mapping[str, Any] | None = None, split_out: int | None = None):
     """Audit a release too large for one machine: classical models, skyline, (c,k)-safety.
 
     Every partition must hold **complete groups** (each group inside one partition):
@@ -1023,6 +1024,14 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
     partition's distinct keys (memory on the client ∝ groups). A group found in two
     partitions raises :class:`~fastpriv.InputError` naming it. After
     ``partition_by_group=True`` (Dask's shuffle on the keys) the check is skipped.
+
+    With ``split_out=b`` the data may be laid out in any way: each partition counts its
+    (group, value) pairs (Arrow's hash aggregation, weights checked, as
+    :func:`class_counts` counts classes), splits them by a hash of the group keys into
+    ``b`` buckets (:func:`fastpriv._buckets.split_by_key`), each bucket's pairs are added
+    in a tree and folded into a state on a worker, and the client merges ``b`` states. No
+    row is shuffled — only the pairs, which a partition has at most as many of as rows —
+    and no task holds every group.
 
     Parameters
     ----------
@@ -1053,6 +1062,9 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
     options : mapping, optional
         Option values of the registry's models: those declaring a per-group statistic are
         folded too (:class:`~fastpriv.folds.GroupwiseState`; ``models`` of the result).
+    split_out : int, optional
+        Fold buckets of complete groups formed from every partition's (group, value)
+        pairs, in any layout (see above); None folds each partition as it is.
 
     Returns
     -------
@@ -1060,11 +1072,17 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
 
     """
     dask = _require_dask()
+    from ._validation import check_int
     from .folds import needs_q, q_of_totals, q_param
 
     keys = _keys_of(group, qi)
     cols = _columns(keys, sensitive, weight)
     split_every = _check_split_every(split_every)
+    if split_out is not None:
+        split_out = check_int(split_out, "split_out", minimum=1)
+        if partition_by_group:
+            raise InputError("split_out: buckets of pairs need no shuffle of the rows; give "
+                             "partition_by_group=True or split_out=, not both")
     skipped: dict = {}
     values = qv = None
     want_q = needs_q(classic, options)
@@ -1080,6 +1098,11 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
         data = data.shuffle(on=keys)
     params = {"l": l, "values": values, "q": qv, "order": order, "skylines": skylines,
               "classic": classic, "k": k, "options": options}
+    passes = 2 if qv is not None and not isinstance(q, Mapping) else 1
+    if split_out is not None:
+        state = _bucketed_state(data, keys, sensitive, nulls, weight, params, split_every,
+                                split_out)
+        return state.finish(passes=passes, skipped=skipped)
     pieces = _pieces(data, cols, min_pieces=1)
     if not pieces:
         raise InputError("data is empty: a release needs at least one row")
@@ -1092,8 +1115,47 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
     if not partition_by_group:
         _check_groups_in_one_partition(dask, pieces, ranges, keys, sensitive, nulls, weight,
                                        split_every)
-    return state.finish(passes=2 if qv is not None and not isinstance(q, Mapping) else 1,
-                        skipped=skipped)
+    return state.finish(passes=passes, skipped=skipped)
+
+
+def _bucketed_state(data: Any, keys: list[str], sensitive: str, nulls: str,
+                    weight: str | None, params: dict, split_every: int,
+                    split_out: int) -> Any:
+    """:func:`groupwise_audit` over buckets of complete groups: the merged state."""
+    import functools as ft
+
+    from .folds import GroupwiseState
+
+    dask = _require_dask()
+    cols = keys + [sensitive]
+    count = unique_name("count", cols + ([weight] if weight is not None else []))
+    parts = _class_parts(data, cols, weight, count, split_every)
+    roots = _class_buckets(parts, cols, weight, split_every, split_out, by=keys)
+    fold = ft.partial(_bucket_state, keys=keys, sensitive=sensitive, count=count,
+                      nulls=nulls, params=params)
+    states = [st for st in dask.compute(*[dask.delayed(fold, pure=True)(r) for r in roots])
+              if st is not None]
+    if not states:
+        raise InputError("data is empty: a release needs at least one row")
+    return ft.reduce(GroupwiseState.merge, states)
+
+
+def _bucket_state(table: Any, *, keys: list[str], sensitive: str, count: str, nulls: str,
+                  params: dict) -> Any:
+    """Fold one bucket's (group, value, count) pairs — complete groups — into a state.
+
+    None when the null policy leaves no pair (an empty bucket).
+    """
+    from ._arrow import kept_rows
+    from .folds import GroupwiseState
+    from .release import Release
+
+    kept = kept_rows(table, keys + [sensitive], nulls) if table.num_rows else None
+    if table.num_rows == 0 or (kept is not None and kept.size == 0):
+        return None
+    rel = Release.from_table(table, sensitive=sensitive, group=keys, nulls=nulls,
+                             weight=count)
+    return GroupwiseState(**params).update(rel)
 
 
 def _robustness_piece(kind: str, obj: Any, qi: list[str], group: list[str], sensitive: str,

@@ -239,6 +239,51 @@ def test_dask_fold_carries_ck_safety(tmp_path):
         _without_indices(_without_rows(ck_safety.audit(rel, k=3).to_dict()))
 
 
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_dask_buckets_of_pairs_equal_in_memory(data, tmp_path_factory):
+    """``groupwise_audit(split_out=)``: rows split over files at random (groups span
+    them), pairs counted per file, bucketed by a hash of the group keys, each bucket folded:
+    the in-memory audit (values, witness labels, skyline, (c,k)), or a refusal."""
+    import dask
+    import pyarrow.parquet as pq
+
+    from fastpriv import distributed
+
+    table, kw = _kw_of(data, data.draw(tables(max_rows=40), label="table")[0])
+    keys = [c for c in table.column_names if c.startswith("k")]
+    want = _in_memory(table, dict(kw, qi=keys))
+    folder = tmp_path_factory.mktemp("buckets")
+    which = data.draw(st.lists(st.integers(0, 2), min_size=table.num_rows,
+                               max_size=table.num_rows), label="file of each row")
+    for f in set(which):
+        pq.write_table(table.filter(pa.array([w == f for w in which])), folder / f"{f}.parquet")
+    split_out = data.draw(st.integers(1, 4), label="split_out")
+    run = dict(qi=keys, skylines=SKY, k=CK_K, split_out=split_out, split_every=2, **kw)
+    with dask.config.set(scheduler="synchronous"):
+        if want is None:
+            with pytest.raises(InputError):
+                distributed.groupwise_audit(str(folder), **run)
+            return
+        res = distributed.groupwise_audit(str(folder), **run)
+    got = res.classic.to_dict()["models"]
+    for key, m in want["classic"]["models"].items():
+        assert (got[key]["value"], got[key]["worst_label"]) == \
+            (m["value"], m["worst_label"]), key
+    assert res.skyline.to_dict() == want["skyline"]
+    assert _without_indices(res.ck_safety.to_dict()) == _without_indices(want["ck"])
+
+
+def test_dask_split_out_is_checked(tmp_path):
+    from fastpriv import distributed
+
+    with pytest.raises(InputError, match="split_out"):
+        distributed.groupwise_audit(str(tmp_path), group="g", sensitive="s", split_out=0)
+    with pytest.raises(InputError, match="split_out.*partition_by_group"):
+        distributed.groupwise_audit(str(tmp_path), group="g", sensitive="s", split_out=2,
+                                    partition_by_group=True)
+
+
 # ------------------------------------------------------------------ declared models
 #: a hierarchy of the sensitive values the declared-model tests draw (ARX's hierarchical
 #: t-closeness, registered with a per-group statistic: :mod:`fastpriv.hierarchical_t`)
