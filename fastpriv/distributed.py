@@ -462,19 +462,21 @@ def _class_parts(data: Any, cols: list[str], weight: str | None, count: str,
 
 
 def _class_buckets(parts: list, cols: list[str], weight: str | None, split_every: int,
-                   buckets: int, sums: int = 0, by: Sequence[str] | None = None) -> list:
+                   buckets: int, sums: int = 0, by: Sequence[str] | None = None,
+                   merge: Callable | None = None) -> list:
     """Split the partitions' class tables into ``buckets`` by a hash of the QI; merge each.
 
     Every class lands in one bucket (:func:`fastpriv._buckets.split_by_key`: its key hashed
     as fastpriv compares keys), so bucket ``b``'s merge-tree root holds complete classes — about
     1/``buckets`` of them — and no task holds every class. ``sums``: the columns added
     after the count (the sampling weight sums). ``by``: the columns hashed (default
-    ``cols``; the group keys, so that a bucket holds complete groups).
+    ``cols``; the group keys, so that a bucket holds complete groups). ``merge``: how a
+    node of the tree joins its tables (default: the classes added, :func:`_merge_classes`).
     """
     from ._buckets import split_by_key
 
     dask = _require_dask()
-    merge = functools.partial(_merge_classes, weight, sums)
+    merge = merge or functools.partial(_merge_classes, weight, sums)
     if buckets == 1:
         return [_reduce(dask, parts, merge, split_every)]
     split = [dask.delayed(split_by_key, pure=True, nout=buckets)(p, list(by or cols), buckets)
@@ -1130,7 +1132,9 @@ def _bucketed_state(data: Any, keys: list[str], sensitive: str, nulls: str,
     cols = keys + [sensitive]
     count = unique_name("count", cols + ([weight] if weight is not None else []))
     parts = _class_parts(data, cols, weight, count, split_every)
-    roots = _class_buckets(parts, cols, weight, split_every, split_out, by=keys)
+    # the tree concatenates: the release built from a bucket adds a pair's counts itself
+    roots = _class_buckets(parts, cols, weight, split_every, split_out, by=keys,
+                           merge=_concat_tables)
     fold = ft.partial(_bucket_state, keys=keys, sensitive=sensitive, count=count,
                       nulls=nulls, params=params)
     states = [st for st in dask.compute(*[dask.delayed(fold, pure=True)(r) for r in roots])
@@ -1138,6 +1142,13 @@ def _bucketed_state(data: Any, keys: list[str], sensitive: str, nulls: str,
     if not states:
         raise InputError("data is empty: a release needs at least one row")
     return ft.reduce(GroupwiseState.merge, states)
+
+
+def _concat_tables(*tables: Any) -> Any:
+    """Concatenate tables of one schema (a node of a merge tree that need not add)."""
+    import pyarrow as pa
+
+    return pa.concat_tables(tables, promote_options="permissive")
 
 
 def _bucket_state(table: Any, *, keys: list[str], sensitive: str, count: str, nulls: str,
