@@ -30,6 +30,9 @@ entropy and recursive ℓ-diversity, which the hand-written code does not comput
 * **dask_fold**: ``fastpriv.distributed.groupwise_audit(dd.read_parquet(folder),
   partition_by_group=True, q=None)`` on the same cluster: a Dask shuffle on the group, one
   state per partition;
+* **dask_buckets**: ``fastpriv.distributed.groupwise_audit(folder, split_out=8, q=None)``:
+  each file's (group, value) pairs counted and split by a hash of the group into 8 buckets,
+  one state per bucket (no row shuffled);
 * **duckdb_fold**: ``fastpriv.pushdown.audit(folder, q=None)`` on the same connection:
   DuckDB's ``GROUP BY … ORDER BY group`` streamed as Arrow batches into
   ``fastpriv.streaming.clustered_audit`` (bounded memory); DuckDB runs inside the driver
@@ -128,13 +131,15 @@ CONTESTANTS = {"memory_batches": None, "memory_table": None,
                "spark_groupby": "spark", "spark_partitions": "spark", "spark_sql": "spark",
                "spark_fold": "spark",
                "dask": "dask", "dask_hand": "dask", "dask_fold": "dask",
+               "dask_buckets": "dask",
                "duckdb": "duckdb", "duckdb_sql": "duckdb", "duckdb_fold": "duckdb"}
 HAND = {"spark_groupby": "spark_sql", "spark_partitions": "spark_sql", "spark_sql": "spark_sql",
         "spark_fold": "spark_sql",
         "dask": "dask_hand", "dask_hand": "dask_hand", "dask_fold": "dask_hand",
+        "dask_buckets": "dask_hand",
         "duckdb": "duckdb_sql", "duckdb_sql": "duckdb_sql", "duckdb_fold": "duckdb_sql"}
 #: the fold contestants (a StreamAudit, no release): k and ℓ through ``fastpriv.folds``
-FOLDS = ("spark_fold", "dask_fold", "duckdb_fold")
+FOLDS = ("spark_fold", "dask_fold", "dask_buckets", "duckdb_fold")
 REFERENCE = "memory_batches"
 #: k and ℓ from the (group, sensitive, count) pairs, in the engine
 HAND_SQL = ("WITH pairs AS (SELECT {g}, {s}, count(*) AS n FROM {t} GROUP BY {g}, {s}), "
@@ -306,6 +311,11 @@ class _Engines:
             df = dd.read_parquet(folder, columns=["group", "sensitive"])   # as dask_hand
             return fold_kl(groupwise_audit(df, partition_by_group=True, q=None, **COLS))
 
+        def dask_buckets(folder):          # any layout: the pairs bucketed by group
+            from fastpriv.distributed import groupwise_audit
+
+            return fold_kl(groupwise_audit(folder, split_out=FILES, q=None, **COLS))
+
         def duckdb_fold(folder):
             return fold_kl(pushdown.audit(self.con.sql(
                 f"SELECT * FROM read_parquet('{folder}/*.parquet')"), q=None, **COLS))
@@ -314,7 +324,8 @@ class _Engines:
                 "spark_groupby": spark_path("groupby"),
                 "spark_partitions": spark_path("partitions"), "spark_sql": spark_sql,
                 "spark_fold": spark_fold, "dask": dask, "dask_hand": dask_hand,
-                "dask_fold": dask_fold, "duckdb": duckdb_path, "duckdb_sql": duckdb_sql,
+                "dask_fold": dask_fold, "dask_buckets": dask_buckets, "duckdb": duckdb_path,
+                "duckdb_sql": duckdb_sql,
                 "duckdb_fold": duckdb_fold}[name]
 
     def close(self):

@@ -747,13 +747,14 @@ ENGINE_PATHS = {
     "spark_sql": "Spark: hand-written `spark.sql`",
     "dask": "Dask: `fastpriv.distributed`",
     "dask_fold": "Dask: fold `groupwise_audit(partition_by_group=True, q=None)`",
+    "dask_buckets": "Dask: fold `groupwise_audit(split_out=8, q=None)`",
     "dask_hand": "Dask: hand-written `dd` groupby",
     "duckdb": "DuckDB: `fastpriv.pushdown`",
     "duckdb_fold": "DuckDB: fold `fastpriv.pushdown.audit(q=None)`",
     "duckdb_sql": "DuckDB: hand-written SQL",
 }
 #: the fold contestants (only summaries reach the driver) and issue 49's targets for them
-ENGINE_FOLDS = ("spark_fold", "dask_fold", "duckdb_fold")
+ENGINE_FOLDS = ("spark_fold", "dask_fold", "dask_buckets", "duckdb_fold")
 FOLD_DRIVER_MIB = 1024      # driver peak at the largest number of groups, at most
 FOLD_TO_HAND = 1.0          # time against the same engine's hand-written code, at most
 FOLD_FLAT = 1.1             # "flat": driver peak at the most groups / at the fewest, at most
