@@ -462,24 +462,21 @@ def _class_parts(data: Any, cols: list[str], weight: str | None, count: str,
 
 
 def _class_buckets(parts: list, cols: list[str], weight: str | None, split_every: int,
-                   buckets: int, sums: int = 0, by: Sequence[str] | None = None,
-                   merge: Callable | None = None) -> list:
+                   buckets: int, sums: int = 0) -> list:
     """Split the partitions' class tables into ``buckets`` by a hash of the QI; merge each.
 
     Every class lands in one bucket (:func:`fastpriv._buckets.split_by_key`: its key hashed
     as fastpriv compares keys), so bucket ``b``'s merge-tree root holds complete classes — about
     1/``buckets`` of them — and no task holds every class. ``sums``: the columns added
-    after the count (the sampling weight sums). ``by``: the columns hashed (default
-    ``cols``; the group keys, so that a bucket holds complete groups). ``merge``: how a
-    node of the tree joins its tables (default: the classes added, :func:`_merge_classes`).
+    after the count (the sampling weight sums).
     """
     from ._buckets import split_by_key
 
     dask = _require_dask()
-    merge = merge or functools.partial(_merge_classes, weight, sums)
+    merge = functools.partial(_merge_classes, weight, sums)
     if buckets == 1:
         return [_reduce(dask, parts, merge, split_every)]
-    split = [dask.delayed(split_by_key, pure=True, nout=buckets)(p, list(by or cols), buckets)
+    split = [dask.delayed(split_by_key, pure=True, nout=buckets)(p, cols, buckets)
              for p in parts]
     return [_reduce(dask, [s[b] for s in split], merge, split_every) for b in range(buckets)]
 
@@ -1123,7 +1120,13 @@ def groupwise_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
 def _bucketed_state(data: Any, keys: list[str], sensitive: str, nulls: str,
                     weight: str | None, params: dict, split_every: int,
                     split_out: int) -> Any:
-    """:func:`groupwise_audit` over buckets of complete groups: the merged state."""
+    """:func:`groupwise_audit` over buckets of complete groups: the merged state.
+
+    One task per partition counts its pairs and splits them (:func:`_pairs_piece`); one
+    task per bucket folds its pieces (:func:`_bucket_state`; a tree of concatenations
+    first when more than ``split_every`` pieces come: the release built from a bucket adds
+    a pair's counts itself).
+    """
     import functools as ft
 
     from .folds import GroupwiseState
@@ -1131,17 +1134,34 @@ def _bucketed_state(data: Any, keys: list[str], sensitive: str, nulls: str,
     dask = _require_dask()
     cols = keys + [sensitive]
     count = unique_name("count", cols + ([weight] if weight is not None else []))
-    parts = _class_parts(data, cols, weight, count, split_every)
-    # the tree concatenates: the release built from a bucket adds a pair's counts itself
-    roots = _class_buckets(parts, cols, weight, split_every, split_out, by=keys,
-                           merge=_concat_tables)
-    fold = ft.partial(_bucket_state, keys=keys, sensitive=sensitive, count=count,
-                      nulls=nulls, params=params)
-    states = [st for st in dask.compute(*[dask.delayed(fold, pure=True)(r) for r in roots])
-              if st is not None]
+    pieces = _pieces(data, cols + ([weight] if weight is not None else []),
+                     min_pieces=2 * split_every)
+    if not pieces:
+        raise InputError("data is empty: a release needs at least one row")
+    split = [dask.delayed(_pairs_piece, pure=True, nout=split_out)(
+        kind, obj, cols, weight, count, split_out) for kind, obj in pieces]
+    fold = dask.delayed(ft.partial(_bucket_state, keys=keys, sensitive=sensitive,
+                                   count=count, nulls=nulls, params=params), pure=True)
+    roots = []
+    for b in range(split_out):
+        parts = [s[b] for s in split] if split_out > 1 else split
+        while len(parts) > split_every:
+            parts = [dask.delayed(_concat_tables, pure=True)(*parts[i:i + split_every])
+                     for i in range(0, len(parts), split_every)]
+        roots.append(fold(*parts))
+    states = [st for st in dask.compute(*roots) if st is not None]
     if not states:
         raise InputError("data is empty: a release needs at least one row")
     return ft.reduce(GroupwiseState.merge, states)
+
+
+def _pairs_piece(kind: str, obj: Any, cols: list[str], weight: str | None, count: str,
+                 buckets: int) -> Any:
+    """One partition's (group, value) pairs (:func:`_class_piece`), split by group hash."""
+    from ._buckets import split_by_key
+
+    table = _class_piece(kind, obj, cols, weight, count)
+    return split_by_key(table, cols[:-1], buckets) if buckets > 1 else table
 
 
 def _concat_tables(*tables: Any) -> Any:
@@ -1151,16 +1171,18 @@ def _concat_tables(*tables: Any) -> Any:
     return pa.concat_tables(tables, promote_options="permissive")
 
 
-def _bucket_state(table: Any, *, keys: list[str], sensitive: str, count: str, nulls: str,
+def _bucket_state(*tables: Any, keys: list[str], sensitive: str, count: str, nulls: str,
                   params: dict) -> Any:
     """Fold one bucket's (group, value, count) pairs — complete groups — into a state.
 
-    None when the null policy leaves no pair (an empty bucket).
+    ``tables``: the bucket's pieces, concatenated. None when the null policy leaves no
+    pair (an empty bucket).
     """
     from ._arrow import kept_rows
     from .folds import GroupwiseState
     from .release import Release
 
+    table = _concat_tables(*tables)
     kept = kept_rows(table, keys + [sensitive], nulls) if table.num_rows else None
     if table.num_rows == 0 or (kept is not None and kept.size == 0):
         return None
