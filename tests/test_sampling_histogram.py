@@ -304,3 +304,19 @@ def test_spark_sends_one_summary_per_partition(spark, monkeypatch):
         spark.conf.unset("spark.sql.shuffle.partitions")
     assert seen and seen[0] <= 4
     assert h.n_classes == n and h.total("weight_total") == 2.0 * n
+
+
+def test_the_summary_follows_the_result_protocol():
+    import json
+
+    t = pa.table({"a": [1, 1, 2], "sw": [2.0, 3.0, 4.0]})
+    h = SamplingHistogram.from_class_counts(risk.class_counts(t, qi="a", sampling_weight="sw"),
+                                            threshold=0.3)
+    assert h.value == 2 and h.witness is None
+    assert h.params == {"qi": ["a"], "nulls": "error", "sampling_weight": "sw",
+                        "threshold": 0.3}
+    d = json.loads(json.dumps(h.to_dict()))
+    assert d["weight_total"] == 9.0 and d["n_records"] == 3 and d["short"] is None
+    assert "9 people" in h.summary()
+    with pytest.raises(InputError, match="threshold"):
+        SamplingHistogram(h.classes, "sw", 2.0, 0, 1.0, 0, 0, 0, 0.5, 0, 0)
