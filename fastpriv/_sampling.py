@@ -214,18 +214,16 @@ def refused(whole: Any) -> None:
     raise AssertionError("class_counts accepted what a part of its fold refused")
 
 
-#: the risk threshold of a sampling fold when none is given (``risk.audit``'s default)
-DEFAULT_THRESHOLD = 0.2
-
-
 def fold_threshold(threshold: Any, sampling_weight: Any) -> float | None:
     """Check the ``threshold`` of an engine's ``class_histogram``: only with sampling weights.
 
     Returns the threshold the summary counts records above (default
-    :data:`DEFAULT_THRESHOLD`), or None without ``sampling_weight`` (a class-size
-    histogram holds no risk, so a threshold there would be silently unused).
+    :data:`fastpriv.risk.DEFAULT_THRESHOLD`, as ``risk.audit``), or None without
+    ``sampling_weight`` (a class-size histogram holds no risk, so a threshold there would
+    be silently unused).
     """
     from ._validation import check_probability
+    from .risk import DEFAULT_THRESHOLD
 
     if sampling_weight is None:
         if threshold is not None:

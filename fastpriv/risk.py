@@ -94,6 +94,9 @@ __all__ = ["ClassCounts", "RiskResult", "RiskWitness", "CombinationResult", "aud
            "class_counts", "combinations", "verdict", "population_uniques",
            "population_unique_estimate", "match_counts"]
 
+#: the highest acceptable re-identification probability of one record when none is given
+DEFAULT_THRESHOLD = 0.2
+
 
 def _ro(a: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a)
@@ -1154,7 +1157,7 @@ def match_counts(data: Any, *, qi: Sequence[str], count: str, population_count: 
 
 def audit(data: Any, *, qi: Sequence[str] | None = None, weight: str | None = None,
           sampling_weight: str | None = None, population: Any = None,
-          threshold: float = 0.2, nulls: str | None = None) -> RiskResult:
+          threshold: float = DEFAULT_THRESHOLD, nulls: str | None = None) -> RiskResult:
     """Re-identification risk measures of a table, from its QI class sizes.
 
     Parameters
