@@ -1044,7 +1044,8 @@ def _fold_groups(batches: Iterator[pa.RecordBatch], *, cols: list[str], nulls: s
                  weight: str | None, params: dict) -> Iterator[pa.RecordBatch]:
     """Executor side of :func:`audit`: the partition's complete groups folded into one state.
 
-    The partition holds every row of its groups (shuffled by the group keys); they are
+    The partition holds every row of its groups (or every (group, value) pair counted
+    where the rows were, with its count as ``weight``: shuffled by the group keys); they are
     counted by a :class:`~fastpriv.counts.CountAccumulator` under the null policy, the
     release built here and folded into a :class:`~fastpriv.folds.GroupwiseState`, which
     leaves pickled as one row: its size depends on the models' parameters, not on the
@@ -1102,9 +1103,11 @@ def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None
     """Audit a Spark DataFrame as folds on the executors: only summaries reach the driver.
 
     The classical models, the privacy skyline and (c,k)-safety are folds over groups (a
-    statistic of one group, a summary that merges, a finish: :mod:`fastpriv.folds`). The
-    rows are shuffled by the group keys, so every partition holds complete groups; each
-    executor counts its partition with fastpriv's kernels (``mapInArrow``), folds its groups
+    statistic of one group, a summary that merges, a finish: :mod:`fastpriv.folds`). Each
+    input partition first counts its (group, value) pairs with fastpriv's kernels
+    (``mapInArrow``; weights checked, nulls kept as labels), and the pairs — at most as
+    many as rows, far fewer when groups are large — are shuffled by the group keys, so
+    every partition holds complete groups; each executor counts its pairs, folds its groups
     into a :class:`~fastpriv.folds.GroupwiseState` and sends that state alone — the worst
     group of each model with its key, the skyline's minima (Chen et al., Theorem 3). The
     driver merges one state per partition: its memory depends on the models' parameters, not
@@ -1172,10 +1175,14 @@ def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None
     params = {"l": l, "values": values, "q": qv, "order": order, "skylines": skylines,
               "classic": classic, "k": k, "options": options}
     GroupwiseState(**params)                       # bad parameters: here, not on a worker
-    by = _partition_keys(picked, pos[:-1])
-    shuffled = picked.repartition(partitions, *by) if partitions else picked.repartition(*by)
+    # each input partition counts its (group, value) pairs first (weights checked, nulls
+    # kept as labels), so the shuffle moves pairs, at most as many as rows
+    pairs = _partition_states(picked, pos, weight)
+    by = _partition_keys(pairs, pos[:-1])
+    shuffled = pairs.repartition(partitions, *by) if partitions else pairs.repartition(*by)
     states = _states(shuffled, functools.partial(
-        _fold_groups, cols=keys + [sensitive], nulls=nulls, weight=weight, params=params))
+        _fold_groups, cols=keys + [sensitive], nulls=nulls,
+        weight=unique_name("count", keys + [sensitive]), params=params))
     if not states:
         raise InputError("data is empty: a release needs at least one row")
     return functools.reduce(GroupwiseState.merge, states).finish(passes=passes,
