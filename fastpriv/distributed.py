@@ -599,12 +599,11 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
         weight sum).
 
     """
-    from .pushdown import check_class_names, finish_class_counts, sampling_columns
+    from .pushdown import check_class_names, class_count_columns, finish_class_counts
 
     cols = check_class_names(qi, weight, nulls, sampling_weight)
     split_every = _check_split_every(split_every)
-    count = unique_name("count", cols + [c for c in (weight, sampling_weight) if c])
-    sampling = sampling_columns(sampling_weight, cols + [count])
+    count, sampling = class_count_columns(cols, weight, sampling_weight)
     table = _arrow_counts(data, cols, weight, count, split_every, sampling=sampling,
                           nulls=nulls)
     return finish_class_counts(table, qi=cols, count=count, nulls=nulls, sampling=sampling)
@@ -746,10 +745,9 @@ def _sampling_histogram(data: Any, cols: list[str], weight: str | None, nulls: s
                         threshold: Any) -> Any:
     """:func:`class_histogram` with sampling weights: a SamplingHistogram per bucket, merged."""
     from ._sampling import folded, histogram_part
-    from .pushdown import sampling_columns
+    from .pushdown import class_count_columns
 
-    count = unique_name("count", cols + [c for c in (weight, sampling_weight) if c])
-    sampling = sampling_columns(sampling_weight, cols + [count])
+    count, sampling = class_count_columns(cols, weight, sampling_weight)
     dask = _require_dask()
     parts = _class_parts(data, cols, weight, count, split_every, sampling=sampling,
                          nulls=nulls)

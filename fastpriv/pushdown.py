@@ -936,6 +936,17 @@ def sampling_columns(sampling_weight: str | None, taken: Sequence[str]) -> Any:
     return None if sampling_weight is None else SamplingColumns.named(sampling_weight, taken)
 
 
+def class_count_columns(cols: Sequence[str], weight: str | None,
+                        sampling_weight: str | None) -> tuple[str, Any]:
+    """Return the count column of a class ``GROUP BY`` and its sampling weight sums' names.
+
+    The count is named ``count`` unless a QI, the weight or the sampling weight is; the
+    sums (:func:`sampling_columns`, None without a sampling weight) avoid all of them.
+    """
+    count = unique_name("count", list(cols) + [c for c in (weight, sampling_weight) if c])
+    return count, sampling_columns(sampling_weight, list(cols) + [count])
+
+
 def finish_class_counts(data: Any, *, qi: Sequence[str], count: str,
                         nulls: str = "error", sampling: Any = None) -> ClassCounts:
     """Read an engine's ``GROUP BY qi`` result as :class:`~fastpriv.risk.ClassCounts`.
@@ -1033,8 +1044,7 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
 
     """
     cols = check_class_names(qi, weight, nulls, sampling_weight)
-    count = unique_name("count", cols + [c for c in (weight, sampling_weight) if c])
-    sampling = sampling_columns(sampling_weight, cols + [count])
+    count, sampling = class_count_columns(cols, weight, sampling_weight)
     return finish_class_counts(_duckdb_counts(data, cols, weight, count, sampling, nulls),
                                qi=cols, count=count, nulls=nulls, sampling=sampling)
 
@@ -1140,8 +1150,7 @@ def _sampling_histogram(data: Any, cols: list[str], weight: str | None, nulls: s
 
     from ._sampling import histogram_part, merged, refused
 
-    count = unique_name("count", cols + [c for c in (weight, sampling_weight) if c])
-    sampling = sampling_columns(sampling_weight, cols + [count])
+    count, sampling = class_count_columns(cols, weight, sampling_weight)
     with _duckdb_relation(data) as rel:
         select, checks = _count_select(rel, cols, weight, count, keys=cols)
         more, where = _sampling_select(rel, cols, weight, sampling, nulls)

@@ -380,12 +380,11 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
         ``nulls="error"``, or no record left (after the null policy and weights of 0).
 
     """
-    from .pushdown import check_class_names, finish_class_counts, sampling_columns
+    from .pushdown import check_class_names, class_count_columns, finish_class_counts
 
     cols = check_class_names(qi, weight, nulls, sampling_weight)
     size = _check_batch_size(batch_size)
-    count = unique_name("count", cols + [c for c in (weight, sampling_weight) if c])
-    sampling = sampling_columns(sampling_weight, cols + [count])
+    count, sampling = class_count_columns(cols, weight, sampling_weight)
     table = _count_batches(data, cols, weight, count, size, sampling, nulls)
     if table is None:
         raise InputError("data has no rows (after the null policy and weights of 0)")
@@ -439,7 +438,7 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
 
     """
     from ._sampling import fold_threshold
-    from .pushdown import check_class_names, sampling_columns
+    from .pushdown import check_class_names, class_count_columns
 
     cols = check_class_names(qi, weight, nulls, sampling_weight)
     threshold = fold_threshold(threshold, sampling_weight)
@@ -452,8 +451,7 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
                                          batch_size=batch_size,
                                          sampling_weight=sampling_weight), threshold)
     size = _check_batch_size(batch_size)
-    count = unique_name("count", cols + [c for c in (weight, sampling_weight) if c])
-    sampling = sampling_columns(sampling_weight, cols + [count])
+    count, sampling = class_count_columns(cols, weight, sampling_weight)
     return _clustered_histogram(data, cols, weight, count, size, nulls, sampling, threshold)
 
 
@@ -536,10 +534,9 @@ def _spilled_histogram(data: Any, cols: list[str], weight: str | None, nulls: st
 
     from ._arrow import iter_batches
     from ._buckets import bucket_batches, spill
-    from .pushdown import sampling_columns
+    from .pushdown import class_count_columns
 
-    count = unique_name("count", cols + [c for c in (weight, sampling_weight) if c])
-    sampling = sampling_columns(sampling_weight, cols + [count])
+    count, sampling = class_count_columns(cols, weight, sampling_weight)
     read = cols + [c for c in (weight, sampling_weight) if c is not None]
     with tempfile.TemporaryDirectory(prefix="fastpriv-spill-") as folder:
         paths = spill(iter_batches(data, read, batch_size=size), cols, split_out, folder,
@@ -611,9 +608,9 @@ def _classes_or_none(path: str, cols: list[str], weight: str | None, nulls: str,
     """Return the classes of one spilled file; None when no record is left after the policy."""
     from ._arrow import kept_rows
     from ._buckets import bucket_batches
-    from .pushdown import finish_class_counts
+    from .pushdown import class_count_columns, finish_class_counts
 
-    count = unique_name("count", cols + ([weight] if weight else []))
+    count, _ = class_count_columns(cols, weight, None)
     table = _count_batches(bucket_batches(path), cols, weight, count, size)
     if table is None or table.num_rows == 0:
         return None
