@@ -573,7 +573,7 @@ class _View:
         return int(self.goff.shape[0] - 1)
 
 
-def _read_view(data: Any, *, qi: Sequence[str], sensitive: str, group: str,
+def read_view(data: Any, *, qi: Sequence[str], sensitive: str, group: str,
                sensitive_table: Any, count: str, weight: str | None, nulls: str) -> _View:
     """Return the release with its row view.
 
@@ -696,7 +696,7 @@ def _mine_signatures(view: _View, J: int, max_set_size: int,
     return kept, pruned
 
 
-def _group_counts(view: _View, targets: list[tuple[Any, list[int]]]) -> np.ndarray:
+def group_counts(view: _View, targets: list[tuple[Any, list[int]]]) -> np.ndarray:
     """(n_x, G) int64: occurrences of each attacked value (set) per group."""
     X = len(targets)
     out = np.zeros((X, view.G), dtype=np.int64)
@@ -1092,8 +1092,70 @@ def mine(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None = 
     if qi is None:
         raise InputError("qi: give the quasi-identifier columns (or a Release built with "
                          "them: Release.from_table(t, qi=..., group=..., sensitive=...))")
-    view = _read_view(data, qi=qi, sensitive=sensitive, group=group,
+    view = read_view(data, qi=qi, sensitive=sensitive, group=group,
                       sensitive_table=sensitive_table, count=count, weight=weight, nulls=nulls)
+    setup, gcount = plan_mining(
+        view, sensitive_values=sensitive_values, max_set_size=max_set_size, epsilon=epsilon,
+        confidence=confidence, min_support=min_support, unreliable=unreliable,
+        n_random=n_random, seed=seed, max_iter=max_iter, solver_tol=solver_tol,
+        newton_max=newton_max, progress=progress)
+    part = None
+    if setup.sys_a.size:
+        part = pack_groups(view, [st.var_rows for st in setup.sets], gcount, setup.sys_a,
+                            setup.sys_x, setup.n_signatures, pooled=setup.pooled)
+    return solve_mining(view, setup, gcount, part, max_seconds=max_seconds,
+                        seconds={"read": setup.started - t0})
+
+
+@dataclass(frozen=True, eq=False)
+class MiningPlan:
+    """What mining decides before any group is packed: values, signatures, systems.
+
+    Made from the whole release (:func:`mine`) or, in a fold, from its distinct (QI,
+    sensitive) cells (:mod:`fastpriv.foreground_fold`): the attacked values ``targets``
+    ((label, value codes)), the reliable sample ``J``, the fixed rates ``f0`` per value and
+    their ``rule``, the reliable signatures ``sets`` and ``pruned`` sets, the systems
+    ``(sys_a, sys_x)`` and the solver ``params``.
+    """
+
+    targets: list
+    J: int
+    epsilon: float
+    confidence: float
+    f0: np.ndarray
+    rule: str
+    sets: list
+    pruned: list
+    sys_a: np.ndarray
+    sys_x: np.ndarray
+    params: dict
+    started: float
+    seconds: dict
+
+    @property
+    def pooled(self) -> bool:
+        """Whether unreliable tuples share one unknown per system."""
+        return self.rule == "pooled"
+
+    @property
+    def n_signatures(self) -> np.ndarray:
+        """Reliable signatures of each attribute set."""
+        return np.array([st.keys.shape[0] for st in self.sets], dtype=np.int64)
+
+
+def plan_mining(view: _View, *, sensitive_values: Any = None, max_set_size: int | None = None,
+                epsilon: float = 0.01, confidence: float = 0.9, min_support: int | None = None,
+                unreliable: Any = "pooled", n_random: int = 2, seed: int = 0,
+                max_iter: int = 300, solver_tol: float = 1e-10, newton_max: int = NEWTON_MAX,
+                progress: Callable[[int, int], None] | None = None
+                ) -> tuple[MiningPlan, np.ndarray]:
+    """Decide the mining of ``view`` (Apriori over the QI, Algorithm 1's first half).
+
+    Returns the :class:`MiningPlan` and the (n_x, G) counts of each attacked value per
+    group. Only value totals and signature supports are read, so the plan of a release's
+    distinct (QI, sensitive) cells (one group) is the plan of the release.
+    """
+    t1 = time.perf_counter()
     J = support_threshold(min_support, epsilon, confidence)
     ms = check_max_set_size(max_set_size, len(view.qi))
     params = dict(n_random=check_int(n_random, "n_random", minimum=0),
@@ -1102,20 +1164,32 @@ def mine(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None = 
                   tol=float(check_positive(solver_tol, "solver_tol")),
                   newton_max=check_int(newton_max, "newton_max", minimum=0))
     targets = _targets(sensitive_values, view.values.to_pylist())
-    gcount = _group_counts(view, targets)
+    gcount = group_counts(view, targets)
     totals = gcount.sum(axis=1)
     f0, rule = _fixed_rates(unreliable, totals, view.n_units)
-    t1 = time.perf_counter()
     sets, pruned = _mine_signatures(view, J, ms, progress)
-    t2 = time.perf_counter()
-    sys_a_np, sys_x_np = _systems(len(sets), totals, view.n_units)
-    P = sol = None
+    sys_a, sys_x = _systems(len(sets), totals, view.n_units)
+    return MiningPlan(targets=targets, J=J, epsilon=float(epsilon),
+                      confidence=float(confidence), f0=f0, rule=rule, sets=sets,
+                      pruned=pruned, sys_a=sys_a, sys_x=sys_x, params=params, started=t1,
+                      seconds={"signatures": time.perf_counter() - t1}), gcount
+
+
+def solve_mining(view: _View, plan: MiningPlan, gcount: np.ndarray, part: Any, *,
+                 max_seconds: float | None = MAX_SECONDS,
+                 seconds: dict | None = None) -> MinedDistributions:
+    """Solve the packed systems ``part`` of ``plan`` and return the mined distributions.
+
+    ``part``: every group's :class:`~fastpriv._foreground_pack.SystemsPart` (merged), or
+    None without systems. The work is estimated first (:data:`SOLVE_OP_SECONDS`); beyond
+    ``max_seconds`` an :class:`InputError` says so.
+    """
     t3 = time.perf_counter()
-    if sys_a_np.size:
-        P = _build_systems(view, sets, gcount, sys_a_np, sys_x_np, f0, pooled=rule == "pooled")
-        t3 = time.perf_counter()
-        so = np.zeros(sys_a_np.size + 1, dtype=np.int64)
-        est = _solve_work(P, params["n_random"]) * SOLVE_OP_SECONDS
+    P = sol = None
+    if part is not None:
+        P = _packed_systems(part, plan.f0[plan.sys_x])
+        so = np.zeros(plan.sys_a.size + 1, dtype=np.int64)
+        est = _solve_work(P, plan.params["n_random"]) * SOLVE_OP_SECONDS
         what = (f"solving {P.n_systems:,} foreground systems (groups of up to "
                 f"{int(np.max(P.grp_N, initial=0)):,} tuples)")
         check_seconds(est, what, "attack fewer values (sensitive_values= / "
@@ -1125,18 +1199,20 @@ def mine(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None = 
         from ._progress import Estimate
 
         with Estimate(what, est):
-            sol = _solve(P, so, np.zeros(1), **params)
+            sol = _solve(P, so, np.zeros(1), **plan.params)
     t4 = time.perf_counter()
+    took = {**(seconds or {}), **plan.seconds, "build": t3 - plan.started
+            - plan.seconds["signatures"], "solve": t4 - t3}
+    took["total"] = sum(took.values())
+    targets = plan.targets
     return MinedDistributions(
-        attribute_sets=[s.attributes for s in sets], pruned=pruned,
+        attribute_sets=[s.attributes for s in plan.sets], pruned=plan.pruned,
         values=[t[0] for t in targets],
         value_members=[[view.values[c].as_py() for c in t[1]] for t in targets],
-        min_support=J, epsilon=float(epsilon), confidence=float(confidence),
-        fixed_rates=f0, unreliable=rule,
-        seconds={"read": t1 - t0, "signatures": t2 - t1, "build": t3 - t2, "solve": t4 - t3,
-                 "total": t4 - t0},
-        _view=view, _sets=sets, _sys_a=sys_a_np, _sys_x=sys_x_np, _packed=P, _sol=sol,
-        _params=params, _gcount=gcount)
+        min_support=plan.J, epsilon=plan.epsilon, confidence=plan.confidence,
+        fixed_rates=plan.f0, unreliable=plan.rule, seconds=took,
+        _view=view, _sets=plan.sets, _sys_a=plan.sys_a, _sys_x=plan.sys_x, _packed=P,
+        _sol=sol, _params=plan.params, _gcount=gcount)
 
 
 def _systems(n_sets: int, totals: np.ndarray, n_units: int) -> tuple[np.ndarray, np.ndarray]:
@@ -1150,38 +1226,44 @@ def _systems(n_sets: int, totals: np.ndarray, n_units: int) -> tuple[np.ndarray,
     return np.asarray(sys_a, dtype=np.int64), np.asarray(sys_x, dtype=np.int64)
 
 
-def _build_systems(view: _View, sets: list, gcount: np.ndarray, sys_a: np.ndarray,
-                   sys_x: np.ndarray, f0: np.ndarray, *, pooled: bool) -> _Packed:
-    """Pack every system's groups and signature classes for the batched solver."""
-    from ._kernels import foreground as kf
+def _var_rows(view: _View, per_set: list[np.ndarray], m_of_a: np.ndarray, *,
+              pooled: bool) -> np.ndarray:
+    """Every unit's variable per attribute set, concatenated (``build_systems``' var_rows).
 
-    m_of_a = np.array([s.keys.shape[0] for s in sets], dtype=np.int64)
-    # the kernel reads var_rows per unit: weighted rows are expanded here (units of a row
-    # share its signature), since build_systems takes no multiplicities
+    ``per_set`` holds each set's variable per row (-1 unreliable); weighted rows are
+    expanded here (units of a row share its signature), since the kernel reads one entry
+    per unit. Pooled: the unreliable tuples of set a are one more variable, index m_a.
+    """
     units = view.rows.unit_rows
-    per_set = [s.var_rows if units is None else s.var_rows[units] for s in sets]
+    if units is not None:
+        per_set = [v[units] for v in per_set]
     if pooled:
-        # the unreliable tuples of set a are one more variable, index m_a
-        var_rows = np.concatenate([np.where(v >= 0, v, m).astype(np.int32)
-                                   for v, m in zip(per_set, m_of_a.tolist(), strict=True)])
-        m_of_a = m_of_a + 1
-    else:
-        var_rows = np.concatenate(per_set)
-    built = kf.build_systems(kernel_array(view.goff, np.int64),
-                             kernel_array(view.rows.unit_order, np.int64),
-                             kernel_array(var_rows, np.int32),
-                             kernel_array(gcount.ravel(), np.int64),
-                             kernel_array(sys_a, np.int64),
-                             kernel_array(sys_x, np.int64),
-                             kernel_array(m_of_a, np.int64),
-                             kernel_array(f0, np.float64))
-    var_off, T, C0, C1, grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult, const = built
-    grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult = kf.dedupe_groups(
-        kernel_array(grp_off, np.int64), kernel_array(grp_n, np.int64),
-        kernel_array(grp_N, np.int64), kernel_array(cls_off, np.int64),
-        kernel_array(cls_var, np.int64), kernel_array(cls_mult, np.int64))
-    return _packed(var_off, T, C0, C1, grp_off, grp_n, grp_N, grp_w, cls_off, cls_var,
-                   cls_mult, f0[sys_x], const)
+        return np.concatenate([np.where(v >= 0, v, m).astype(np.int32)
+                               for v, m in zip(per_set, m_of_a.tolist(), strict=True)])
+    return np.concatenate(per_set)
+
+
+def pack_groups(view: _View, per_set: list[np.ndarray], gcount: np.ndarray,
+                 sys_a: np.ndarray, sys_x: np.ndarray, n_signatures: np.ndarray, *,
+                 pooled: bool) -> Any:
+    """Pack every system over the view's groups (a ``SystemsPart``).
+
+    ``per_set``: each attribute set's variable per row; ``n_signatures``: its number of
+    reliable signatures.
+    """
+    from ._foreground_pack import pack_part
+
+    m = np.asarray(n_signatures, dtype=np.int64)
+    return pack_part(view.goff, view.rows.unit_order, _var_rows(view, per_set, m, pooled=pooled),
+                     gcount, sys_a, sys_x, m + 1 if pooled else m)
+
+
+def _packed_systems(part: Any, f0_sys: np.ndarray) -> _Packed:
+    """Return the solver's pack of merged systems (``f0_sys``: each system's fixed rate)."""
+    from ._foreground_pack import constants
+
+    return _packed(part.var_off, part.T, part.C0, part.C1, *part.profiles(), f0_sys,
+                   constants(part, f0_sys))
 
 
 # ====================================================================== attack
@@ -1531,7 +1613,7 @@ def attack(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None 
                          "release's rows are weighted")
     true_code = None if original is None else _original_codes(original, v,
                                                                  v.rel.sensitive_name)
-    worst, wset, wval, own, n_undef = _posteriors(md, true_code)
+    worst, wset, wval, own, n_undef = posteriors(md, true_code)
     thr = 1.0 / r
     problematic = worst > thr * (1.0 + tol)
     t2 = time.perf_counter()
@@ -1546,8 +1628,12 @@ def attack(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None 
                             n_undefined=n_undef)
 
 
-def _posteriors(md: MinedDistributions, true_code: np.ndarray | None) -> tuple:
-    """Every row's worst posterior over attribute sets and attacked x, with the (A, x)."""
+def posteriors(md: MinedDistributions, true_code: np.ndarray | None) -> tuple:
+    """Every row's worst posterior over attribute sets and attacked x, with the (A, x).
+
+    Returns ``(worst, set index, value index, own-value posterior or None, undefined)``;
+    a group's posteriors read only its rows and the mined distributions.
+    """
     from .rows import max_per_row
 
     v = md._view
@@ -1587,6 +1673,38 @@ def _posteriors(md: MinedDistributions, true_code: np.ndarray | None) -> tuple:
         if own is not None:
             _own_update(own, entry, best, true_code, md.value_members_codes(x))
     return worst, wset, wval, own, n_undef
+
+
+def for_parts(md: MinedDistributions) -> MinedDistributions:
+    """Return the mined distributions without the release: what a part's posteriors read.
+
+    The solution, each system's variable offsets and counts ``T`` (for the pooled rate),
+    the reliable signatures without the rows' variables; no view, no group counts.
+    """
+    from dataclasses import replace
+
+    P = md._packed
+    if P is not None:
+        empty_i = np.zeros(0, dtype=np.int64)
+        P = _packed(P.var_off, P.T, P.C0, P.C1, np.zeros(P.n_systems + 1, dtype=np.int64),
+                    empty_i, empty_i, np.zeros(0), np.zeros(1, dtype=np.int64), empty_i,
+                    empty_i, P.f0, P.const)
+    sets = [replace(st, var_rows=np.zeros(0, dtype=np.int32)) for st in md._sets]
+    return replace(md, _view=None, _sets=sets, _packed=P, _gcount=None)
+
+
+def part_posteriors(md: MinedDistributions, view: _View, variables: list[np.ndarray],
+                    gcount: np.ndarray) -> tuple:
+    """:func:`posteriors` of the rows of ``view`` (complete groups) under ``md``'s distributions.
+
+    ``variables``: each attribute set's reliable-signature index per row of ``view`` (-1:
+    unreliable); ``gcount``: the (n_x, G) counts of each attacked value per group of
+    ``view``.
+    """
+    from dataclasses import replace
+
+    sets = [replace(st, var_rows=v) for st, v in zip(md._sets, variables, strict=True)]
+    return posteriors(replace(md, _view=view, _sets=sets, _gcount=gcount), None)
 
 
 def _best_over_systems(md: MinedDistributions, xs: list[int], entry: np.ndarray,

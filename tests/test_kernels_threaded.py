@@ -58,8 +58,7 @@ def _systems(seed: int):
     gcount = kernel_array(rng.integers(0, 5, n_x * G), np.int64)
     sys_a = kernel_array(np.repeat(np.arange(n_sets), n_x), np.int64)
     sys_x = kernel_array(np.tile(np.arange(n_x), n_sets), np.int64)
-    f0 = kernel_array(rng.uniform(0.1, 0.9, n_x), np.float64)
-    return goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0
+    return goff, order, var_rows, gcount, sys_a, sys_x, m_of_a
 
 
 @pytest.mark.parametrize("seed", [0, 3])
@@ -69,9 +68,11 @@ def test_build_and_dedupe_do_not_depend_on_threads(seed):
     for t in (1, 2):
         with n_jobs(t):
             built = kf.build_systems(*args)
-            _, _, _, _, grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult, _ = built
-            ded = kf.dedupe_groups(*(kernel_array(a, np.int64) for a in (
-                grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult)))
+            _, _, _, _, grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult = built[:10]
+            ded = kf.dedupe_groups(*(kernel_array(a, np.int64) for a in (grp_off, grp_n, grp_N)),
+                                   kernel_array(np.ones(grp_n.shape[0]), np.float64),
+                                   *(kernel_array(a, np.int64) for a in (cls_off, cls_var,
+                                                                         cls_mult)))
         out[t] = (built, ded)
     for a, b in zip(out[1][0] + out[1][1], out[2][0] + out[2][1], strict=True):
         np.testing.assert_array_equal(a, b)

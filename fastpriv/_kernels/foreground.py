@@ -1325,8 +1325,11 @@ def _log_binom(N, n):
 
 
 @kernel
-def count_mixed(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, c, n_chunks, ng, nc):
-    """Mixed groups ``ng[s]`` and their classes ``nc[s]`` of systems ``s = c, c + n_chunks, …``.
+def count_mixed(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, c, n_chunks, ng, nc, nv):
+    """Count the mixed groups of systems ``s = c, c + n_chunks, …`` and their classes.
+
+    ``ng[s]`` mixed groups with a variable, ``nc[s]`` their classes, ``nv[s]`` mixed groups
+    without one.
 
     The sizing pass of :func:`build_systems` (serial, ``nogil``; one chunk of systems).
     """
@@ -1340,6 +1343,7 @@ def count_mixed(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, c, n_chunks
         seen = np.full(m + 1, -1, dtype=np.int64)
         cg = 0
         cc = 0
+        cv = 0
         for g in range(G):
             n = gcount[x * G + g]
             N = goff[g + 1] - goff[g]
@@ -1358,17 +1362,24 @@ def count_mixed(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, c, n_chunks
             if has:
                 cg += 1
                 cc += cls
+            else:
+                cv += 1
         ng[s] = cg
         nc[s] = cc
+        nv[s] = cv
 
 
 @kernel
-def fill_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x, var_off, grp_off,
-                 csys, c, n_chunks, T, C0, C1, grp_n, grp_N, cls_off, cls_var, cls_mult, const):
+def fill_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, var_off, grp_off,
+                 csys, vsys, c, n_chunks, T, C0, C1, grp_n, grp_N, cls_off, cls_var, cls_mult,
+                 k0, k1, lb):
     """Fill systems ``s = c, c + n_chunks, …`` into the arrays sized by :func:`count_mixed`.
 
     The packing pass of :func:`build_systems` (serial, ``nogil``): system s writes only
-    its own variables, groups and classes.
+    its own variables, groups and classes. The constant part of its log-likelihood is left
+    as counts — ``k0[s]`` tuples at the fixed rate's log(1 − f0), ``k1[s]`` at log f0 — and
+    the terms log C(N, n) of its mixed groups without a variable (``lb[vsys[s]:vsys[s+1]]``),
+    so that it can be summed exactly, in any split of the groups.
     """
     G = goff.shape[0] - 1
     R = order.shape[0]
@@ -1378,19 +1389,15 @@ def fill_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x, var_
         x = sys_x[s]
         m = m_of_a[a]
         vb = var_off[s]
-        f0 = f0_x[x]
-        lf0 = math.log(f0) if f0 > 0.0 else -np.inf
-        l1f0 = math.log1p(-f0) if f0 < 1.0 else -np.inf
         seen = np.full(m + 1, -1, dtype=np.int64)
         slot = np.zeros(m + 1, dtype=np.int64)
         kg = grp_off[s]
         kc = csys[s]
-        cst = 0.0
+        kv = vsys[s]
         for g in range(G):
             n = gcount[x * G + g]
             N = goff[g + 1] - goff[g]
             if n == 0 or n == N:
-                nfix = 0
                 for t in range(goff[g], goff[g + 1]):
                     v = var_rows[a * R + order[t]]
                     if v >= 0:
@@ -1399,10 +1406,10 @@ def fill_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x, var_
                             C0[vb + v] += 1.0
                         else:
                             C1[vb + v] += 1.0
+                    elif n == 0:
+                        k0[s] += 1
                     else:
-                        nfix += 1
-                if nfix > 0:
-                    cst += nfix * (l1f0 if n == 0 else lf0)
+                        k1[s] += 1
                 continue
             has = False
             for t in range(goff[g], goff[g + 1]):
@@ -1410,7 +1417,10 @@ def fill_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x, var_
                     has = True
                     break
             if not has:
-                cst += _log_binom(np.float64(N), np.float64(n)) + n * lf0 + (N - n) * l1f0
+                lb[kv] = _log_binom(np.float64(N), np.float64(n))
+                kv += 1
+                k1[s] += n
+                k0[s] += N - n
                 continue
             cls_off[kg] = kc
             grp_n[kg] = n
@@ -1429,7 +1439,6 @@ def fill_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x, var_
                 else:
                     cls_mult[slot[key]] += 1
             kg += 1
-        const[s] = cst
 
 
 def _offsets(sizes):
@@ -1439,8 +1448,8 @@ def _offsets(sizes):
 
 
 @threaded(count_mixed, fill_systems)
-def build_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x):
-    """Pack the (attribute set, value) systems of a release.
+def build_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a):
+    """Pack the (attribute set, value) systems of a release (or of a set of its groups).
 
     Parameters
     ----------
@@ -1454,23 +1463,25 @@ def build_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x):
         Attribute set and value of each system.
     m_of_a : int64 (n_sets,)
         Number of variables of each attribute set.
-    f0_x : float64 (n_x,)
-        Fixed rate (global rate) of each value.
 
     Returns
     -------
-    var_off, T, C0, C1, grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult, const
+    var_off, T, C0, C1, grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult, k0, k1, vsys, lb
+        The groups of every system; its constant: ``k0`` / ``k1`` tuples at the fixed rate
+        (log(1 − f0) / log f0) and the terms log C(N, n) in ``lb[vsys[s]:vsys[s+1]]``.
 
     """
     S = sys_a.shape[0]
     nch = max(1, min(S, current_threads()))
     ng = np.zeros(S, dtype=np.int64)
     nc = np.zeros(S, dtype=np.int64)
+    nv = np.zeros(S, dtype=np.int64)
     run_chunks(lambda c: count_mixed(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, c, nch,
-                                     ng, nc), nch)
+                                     ng, nc, nv), nch)
     var_off = _offsets(np.asarray(m_of_a)[np.asarray(sys_a)])
     grp_off = _offsets(ng)
     csys = _offsets(nc)
+    vsys = _offsets(nv)
     V = int(var_off[S])
     T = np.zeros(V, dtype=np.float64)
     C0 = np.zeros(V, dtype=np.float64)
@@ -1483,11 +1494,13 @@ def build_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x):
     cls_off[NG] = NC
     cls_var = np.empty(NC, dtype=np.int64)
     cls_mult = np.empty(NC, dtype=np.int64)
-    const = np.zeros(S, dtype=np.float64)
-    run_chunks(lambda c: fill_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a, f0_x,
-                                      var_off, grp_off, csys, c, nch, T, C0, C1, grp_n, grp_N,
-                                      cls_off, cls_var, cls_mult, const), nch)
-    return var_off, T, C0, C1, grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult, const
+    k0 = np.zeros(S, dtype=np.int64)
+    k1 = np.zeros(S, dtype=np.int64)
+    lb = np.empty(int(vsys[S]), dtype=np.float64)
+    run_chunks(lambda c: fill_systems(goff, order, var_rows, gcount, sys_a, sys_x, m_of_a,
+                                      var_off, grp_off, csys, vsys, c, nch, T, C0, C1, grp_n,
+                                      grp_N, cls_off, cls_var, cls_mult, k0, k1, lb), nch)
+    return var_off, T, C0, C1, grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult, k0, k1, vsys, lb
 
 
 # ====================================================================== merging groups
@@ -1542,12 +1555,33 @@ def sort_hash_groups(cls_off, grp_n, cv, cm, h, c, n_chunks):
         h[k] = hh
 
 
+@kernel(helper=True)
+def _profile_less(k, k2, grp_n, cls_off, cv, cm):
+    """Whether group ``k`` comes before ``k2`` in content order (n, classes, then classes)."""
+    if grp_n[k] != grp_n[k2]:
+        return grp_n[k] < grp_n[k2]
+    a = cls_off[k]
+    a2 = cls_off[k2]
+    K = cls_off[k + 1] - a
+    K2 = cls_off[k2 + 1] - a2
+    if K != K2:
+        return K < K2
+    for i in range(K):
+        if cv[a + i] != cv[a2 + i]:
+            return cv[a + i] < cv[a2 + i]
+        if cm[a + i] != cm[a2 + i]:
+            return cm[a + i] < cm[a2 + i]
+    return False
+
+
 @kernel
 def mark_leaders(grp_off, grp_n, cls_off, cv, cm, h, perm, lead, nu, ncl, c, n_chunks):
-    """Order the groups of systems ``s = c, c + n_chunks, …`` by hash; mark each first copy.
+    """Order the groups of systems ``s = c, c + n_chunks, …``; mark each first copy.
 
-    The second pass of :func:`dedupe_groups` (serial, ``nogil``): ``nu[s]``/``ncl[s]`` count
-    the distinct groups and their classes.
+    The second pass of :func:`dedupe_groups` (serial, ``nogil``): by hash, groups of equal
+    hash by their content (an insertion sort: runs of equal hash are copies), so the order
+    depends on the groups present, not on the order they came in. ``nu[s]`` / ``ncl[s]``
+    count the distinct groups and their classes.
     """
     S = grp_off.shape[0] - 1
     for s in range(c, S, n_chunks):
@@ -1556,6 +1590,14 @@ def mark_leaders(grp_off, grp_n, cls_off, cv, cm, h, perm, lead, nu, ncl, c, n_c
         idx = np.argsort(h[g0:g1], kind="mergesort")
         for i in range(g1 - g0):
             perm[g0 + i] = g0 + idx[i]
+        for i in range(g0 + 1, g1):
+            k = perm[i]
+            j = i - 1
+            while j >= g0 and h[perm[j]] == h[k] and _profile_less(
+                    np.int64(k), np.int64(perm[j]), grp_n, cls_off, cv, cm):
+                perm[j + 1] = perm[j]
+                j -= 1
+            perm[j + 1] = k
         cu = 0
         cc = 0
         for i in range(g0, g1):
@@ -1574,8 +1616,8 @@ def mark_leaders(grp_off, grp_n, cls_off, cv, cm, h, perm, lead, nu, ncl, c, n_c
 
 
 @kernel
-def emit_unique(grp_off, grp_n, grp_N, cls_off, cv, cm, perm, lead, ngo, nco, n2, N2, w2, co2,
-                cv2, cm2, chunk, n_chunks):
+def emit_unique(grp_off, grp_n, grp_N, grp_w, cls_off, cv, cm, perm, lead, ngo, nco, n2, N2, w2,
+                co2, cv2, cm2, chunk, n_chunks):
     """Write the distinct groups of systems ``s = c, c + n_chunks, …`` with their weights.
 
     The last pass of :func:`dedupe_groups` (serial, ``nogil``).
@@ -1595,17 +1637,20 @@ def emit_unique(grp_off, grp_n, grp_N, cls_off, cv, cm, perm, lead, ngo, nco, n2
                     cv2[c] = cv[t]
                     cm2[c] = cm[t]
                     c += 1
-            w2[g] += 1.0
+            w2[g] += grp_w[k]
 
 
 @threaded(sort_hash_groups, mark_leaders, emit_unique)
-def dedupe_groups(grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult):
+def dedupe_groups(grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult):
     """Merge the identical mixed groups of each system into one group with a weight.
 
     Two groups are identical when they have the same n_k and the same classes (variable,
     multiplicity); their likelihood factors, scores, Hessians and EM contributions are equal,
-    so one copy with weight w (the number of copies) gives exactly the same system.
-    Returns ``(grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult)``.
+    so one copy with weight w (the summed weights ``grp_w`` of the copies: 1 each for a
+    release's groups) gives exactly the same system. The distinct groups come out ordered
+    by a hash of their content, then by content: the same order for the same groups in any
+    order, so the groups of several parts, concatenated and merged again, pack as those of
+    the whole. Returns ``(grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult)``.
     """
     S = grp_off.shape[0] - 1
     NG = grp_n.shape[0]
@@ -1630,6 +1675,6 @@ def dedupe_groups(grp_off, grp_n, grp_N, cls_off, cls_var, cls_mult):
     co2[G2] = nco[S]
     cv2 = np.empty(int(nco[S]), dtype=np.int64)
     cm2 = np.empty(int(nco[S]), dtype=np.int64)
-    run_chunks(lambda c: emit_unique(grp_off, grp_n, grp_N, cls_off, cv, cm, perm, lead, ngo, nco,
-                                     n2, N2, w2, co2, cv2, cm2, c, nch), min(nch, S))
+    run_chunks(lambda c: emit_unique(grp_off, grp_n, grp_N, grp_w, cls_off, cv, cm, perm, lead,
+                                     ngo, nco, n2, N2, w2, co2, cv2, cm2, c, nch), min(nch, S))
     return ngo, n2, N2, w2, co2, cv2, cm2
