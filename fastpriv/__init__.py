@@ -29,8 +29,8 @@ from .errors import InputError, InputTypeError
 #: Every public module of the package, imported on first access (``fastpriv.risk``).
 #: ``tests/test_package_modules.py`` keeps it equal to the modules on disk.
 _SUBMODULES = ("anonymize", "ck_safety", "class_histogram", "classic", "cli", "counts", "datasets",
-               "distributed", "engines", "errors", "folds", "foreground", "frontier",
-               "hierarchical_t", "hierarchies", "knowledge", "metrics", "population",
+               "distributed", "engines", "errors", "folds", "foreground", "foreground_fold",
+               "frontier", "hierarchical_t", "hierarchies", "knowledge", "metrics", "population",
                "predicates", "pushdown", "registry", "release", "report", "results", "risk",
                "robustness", "robustness_fold", "rows", "skyline", "spark", "stream_counts",
                "streaming")

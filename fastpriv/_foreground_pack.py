@@ -5,7 +5,7 @@ al., Section 4) is a sum over groups: per-variable counts ``T``, ``C0``, ``C1`` 
 groups, the distinct mixed groups with their weights (how many groups have that profile),
 and a constant log-likelihood. :func:`pack_part` packs the groups of one part
 (:func:`fastpriv._kernels.foreground.build_systems`, then ``dedupe_groups``); parts of
-disjoint groups merge (:func:`merge`): counts add, the profiles of each system are
+disjoint groups merge (:func:`merge_parts`): counts add, the profiles of each system are
 concatenated and merged again. The constant is kept as counts of tuples at the fixed rate
 and an exact sum (:mod:`fastpriv._exact_sum`) of the terms log C(N, n), so that
 :func:`constants` gives the same floats for any split of the groups — and the merged
@@ -23,7 +23,7 @@ import numpy as np
 from ._exact_sum import exact_sum, to_float
 from ._validation import kernel_array
 
-__all__ = ["SystemsPart", "constants", "merge", "pack_part"]
+__all__ = ["SystemsPart", "constants", "merge_parts", "pack_part"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,6 +62,10 @@ class SystemsPart:
         return (self.grp_off, self.grp_n, self.grp_N, self.grp_w, self.cls_off, self.cls_var,
                 self.cls_mult)
 
+    def merge(self, *others: SystemsPart) -> SystemsPart:
+        """Merge with the packs of disjoint sets of groups (:func:`merge_parts`)."""
+        return merge_parts(self, *others)
+
 
 def _dedupe(grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult) -> tuple:
     from ._kernels import foreground as kf
@@ -95,7 +99,7 @@ def pack_part(goff: np.ndarray, order: np.ndarray, var_rows: np.ndarray, gcount:
     return SystemsPart(var_off, T, C0, C1, k0, k1, sums, *ded)
 
 
-def merge(*parts: SystemsPart) -> SystemsPart:
+def merge_parts(*parts: SystemsPart) -> SystemsPart:
     """Merge the packed systems of disjoint sets of groups (the same systems in each)."""
     if len(parts) == 1:
         return parts[0]

@@ -102,7 +102,7 @@ if TYPE_CHECKING:
 
 __all__ = ["count_partitions", "release_from_dask", "row_counts", "groupwise_audit", "value_counts",
            "warm_workers", "anonymize", "class_counts", "class_histogram",
-           "population_histogram", "robustness_audit"]
+           "population_histogram", "robustness_audit", "foreground_audit"]
 
 
 # ============================================================================ helpers
@@ -1189,16 +1189,16 @@ def _bucket_state(*tables: Any, keys: list[str], sensitive: str, count: str, nul
     return GroupwiseState(**params).update(rel)
 
 
-def _robustness_piece(kind: str, obj: Any, qi: list[str], group: list[str], sensitive: str,
-                      weight: str | None, count: str, audit: dict):
-    """One partition's :class:`~fastpriv.robustness_fold.RobustnessSummary` and key range."""
+def _part_piece(kind: str, obj: Any, qi: list[str], group: list[str], sensitive: str,
+                weight: str | None, count: str, part: Any):
+    """One partition's summary (``part`` of its complete groups) and key range."""
     from ._labels import LabelKey
-    from .pushdown import robustness_part
+    from .pushdown import group_part
 
     table = _to_table(kind, obj, qi + group + [sensitive]
                       + ([weight] if weight is not None else []))
-    summary = robustness_part(table, qi=qi, group=group, sensitive=sensitive, weight=weight,
-                              count=count, **audit)
+    summary = group_part(table, qi=qi, group=group, sensitive=sensitive, weight=weight,
+                         count=count, part=part)
     if summary is None:
         return None, []
     keys = table.select(group).group_by(group, use_threads=False).aggregate([]).to_pylist()
@@ -1228,7 +1228,7 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     them (unless ``knowledge`` is given); then each partition — holding complete groups, as
     for :func:`groupwise_audit`, checked the same way, or after ``partition_by_group=True``
     (a Dask shuffle on the group keys) — is audited with that knowledge on a worker
-    (:func:`fastpriv.pushdown.robustness_part`), and the
+    (:func:`fastpriv.pushdown.group_part`), and the
     :class:`~fastpriv.robustness_fold.RobustnessSummary` of each are merged in a tree: the
     client receives the cells and one summary. The result equals
     ``RobustnessSummary.from_audit`` of :func:`fastpriv.robustness.audit` on the same rows.
@@ -1241,37 +1241,127 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
 
     """
     dask = _require_dask()
-    from .pushdown import check_row_names, finish_row_counts
-    from .robustness_fold import prepare
+    from .pushdown import check_row_names
+    from .robustness_fold import audit_part, prepare
 
     qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
     split_every = _check_split_every(split_every)
     count = unique_name("count", qi_cols + group_cols + [sensitive])
 
-    def cells() -> Any:      # under nulls="drop" the rows of a null group are left out
-        table = _class_tree(data, qi_cols + [sensitive], weight, count, split_every,
-                            non_null=group_cols if nulls == "drop" else ()).compute()
-        return finish_row_counts(table, qi=qi_cols, group=[], sensitive=sensitive,
-                                 count=count)
+    def cells() -> Any:
+        return _cells(data, qi_cols, group_cols, sensitive, weight, count, nulls,
+                      split_every)
 
     audit = prepare(cells, qi=qi_cols, sensitive=sensitive, count=count, r=r,
                     knowledge=knowledge, sensitive_values=sensitive_values,
                     max_set_size=max_set_size, epsilon=epsilon, confidence=confidence,
                     min_support=min_support, nulls=nulls, max_items=max_items, **options)
+    part = functools.partial(audit_part, qi=qi_cols, group=group_cols, sensitive=sensitive,
+                             count=count, **audit)
+    pieces = _group_pieces(data, qi_cols, group_cols, sensitive, weight, partition_by_group)
+    summary = _group_fold(dask, pieces, qi_cols, group_cols, sensitive, weight, count,
+                          split_every, part, check=not partition_by_group)
+    if summary is None:
+        raise InputError("data has no rows (after weights of 0)")
+    return summary
+
+
+def foreground_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str],
+                     sensitive: str, r: float, weight: str | None = None,
+                     sensitive_values: Any = None, max_set_size: int | None = None,
+                     epsilon: float = 0.01, confidence: float = 0.9,
+                     min_support: int | None = None, nulls: str = "error",
+                     max_items: int = 10, partition_by_group: bool = False,
+                     split_every: int = 8, **options: Any) -> Any:
+    """Run the foreground-knowledge attack on the cluster as a fold over partitions.
+
+    Three passes (:mod:`fastpriv.foreground_fold`): the distinct (QI, sensitive) cells are
+    counted per partition and added in a tree, and the mining is planned from them on the
+    client; each partition — holding complete groups, as for :func:`groupwise_audit`,
+    checked the same way, or after ``partition_by_group=True`` (a Dask shuffle on the group
+    keys) — packs every system on a worker, the packs are merged in a tree and solved on
+    the client; then each partition computes its posteriors with the mined distributions
+    into a :class:`~fastpriv.foreground_fold.ForegroundSummary`, merged in a tree. The
+    result equals ``ForegroundSummary.from_attack`` of :func:`fastpriv.foreground.attack`
+    on the same rows. Parameters as :func:`fastpriv.spark.foreground_audit`; ``data``,
+    ``partition_by_group`` and ``split_every`` as :func:`groupwise_audit`.
+
+    Returns
+    -------
+    fastpriv.foreground_fold.ForegroundSummary
+
+    """
+    dask = _require_dask()
+    from .foreground_fold import attack_part, systems_part
+    from .foreground_fold import prepare as prepare_attack
+    from .pushdown import check_row_names
+
+    qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
+    split_every = _check_split_every(split_every)
+    count = unique_name("count", qi_cols + group_cols + [sensitive])
+
+    def cells() -> Any:
+        return _cells(data, qi_cols, group_cols, sensitive, weight, count, nulls,
+                      split_every)
+
+    fold = prepare_attack(cells, qi=qi_cols, group=group_cols, sensitive=sensitive,
+                          count=count, r=r, sensitive_values=sensitive_values,
+                          max_set_size=max_set_size, epsilon=epsilon, confidence=confidence,
+                          min_support=min_support, nulls=nulls, max_items=max_items,
+                          **options)
+    pieces = _group_pieces(data, qi_cols, group_cols, sensitive, weight, partition_by_group)
+    systems = None
+    if fold.has_systems:
+        systems = _group_fold(dask, pieces, qi_cols, group_cols, sensitive, weight, count,
+                              split_every,
+                              functools.partial(systems_part, **fold.systems_args()),
+                              check=not partition_by_group)
+    mined = fold.solve(systems)
+    summary = _group_fold(dask, pieces, qi_cols, group_cols, sensitive, weight, count,
+                          split_every, functools.partial(attack_part,
+                                                         **fold.attack_args(mined)),
+                          check=not partition_by_group and not fold.has_systems)
+    return fold.finish(summary, mined)
+
+
+def _cells(data: Any, qi_cols: list[str], group_cols: list[str], sensitive: str,
+           weight: str | None, count: str, nulls: str, split_every: int) -> Any:
+    """Count the distinct (QI, sensitive) cells in a tree: pass 1 of the row-level folds.
+
+    Under ``nulls="drop"`` the audit leaves out the rows of a null group: so do the cells.
+    """
+    from .pushdown import finish_row_counts
+
+    table = _class_tree(data, qi_cols + [sensitive], weight, count, split_every,
+                        non_null=group_cols if nulls == "drop" else ()).compute()
+    return finish_row_counts(table, qi=qi_cols, group=[], sensitive=sensitive, count=count)
+
+
+def _group_pieces(data: Any, qi_cols: list[str], group_cols: list[str], sensitive: str,
+                  weight: str | None, partition_by_group: bool) -> list:
+    """Return the partitions of a row-level fold (after a shuffle on the group keys if asked)."""
     if partition_by_group:
         if not _is_dask_collection(data):
             raise InputTypeError("partition_by_group=True needs a dask DataFrame")
         data = data.shuffle(on=group_cols)
-    pieces = _pieces(data, _columns(qi_cols + group_cols, sensitive, weight), min_pieces=1)
-    parts = [dask.delayed(_robustness_piece, pure=True)(kind, obj, qi_cols, group_cols,
-                                                        sensitive, weight, count, audit)
+    return _pieces(data, _columns(qi_cols + group_cols, sensitive, weight), min_pieces=1)
+
+
+def _group_fold(dask: Any, pieces: list, qi_cols: list[str], group_cols: list[str],
+                sensitive: str, weight: str | None, count: str, split_every: int, part: Any,
+                *, check: bool) -> Any:
+    """Fold each partition's complete groups with ``part``; merge the summaries in a tree.
+
+    ``check``: refuse a group found in several partitions (the partitions' key ranges,
+    then their keys, as :func:`groupwise_audit`). None for no partition with rows.
+    """
+    parts = [dask.delayed(_part_piece, pure=True)(kind, obj, qi_cols, group_cols, sensitive,
+                                                  weight, count, part)
              for kind, obj in pieces]
     if not parts:
-        raise InputError("data has no rows (after weights of 0)")
+        return None
     summary, ranges = _reduce(dask, parts, _merge_summaries, split_every).compute()
-    if summary is None:
-        raise InputError("data has no rows (after weights of 0)")
-    if not partition_by_group:
+    if summary is not None and check:
         _check_groups_in_one_partition(dask, pieces, ranges, group_cols, sensitive, "value",
                                        weight, split_every)
     return summary

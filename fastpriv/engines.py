@@ -11,6 +11,7 @@ DuckDB (:mod:`fastpriv.pushdown`), Spark (:mod:`fastpriv.spark`), Dask
 ``class_histogram``      the risk's fold: class sizes (with sampling weights: their measures)
 ``population_histogram`` k-map, δ-presence and the risk against a population: (f, F) pairs
 ``robustness_audit``     r-robustness as a fold over groups
+``foreground_audit``     the foreground-knowledge attack as a fold over groups
 ``audit``                the group-level models (classical, (c,k)-safety, skyline) folded
 ``anonymize``            a generalized release written where the data lives
 =======================  ====================================================================
@@ -54,6 +55,10 @@ OPERATIONS: dict[str, dict[str, str]] = {
                          "spark": "spark:robustness_audit",
                          "dask": "distributed:robustness_audit",
                          "stream": "stream_counts:robustness_audit"},
+    "foreground_audit": {"duckdb": "pushdown:foreground_audit",
+                         "spark": "spark:foreground_audit",
+                         "dask": "distributed:foreground_audit",
+                         "stream": "stream_counts:foreground_audit"},
     "audit": {"duckdb": "pushdown:audit", "spark": "spark:audit",
               "dask": "distributed:groupwise_audit", "stream": "streaming:clustered_audit"},
     "anonymize": {"duckdb": "pushdown:anonymize", "spark": "spark:anonymize",
@@ -140,6 +145,11 @@ def population_histogram(data: Any, *, engine: str | None = None, **options: Any
 def robustness_audit(data: Any, *, engine: str | None = None, **options: Any) -> Any:
     """Fold r-robustness over the groups (the engine's ``robustness_audit``)."""
     return _run("robustness_audit", data, engine, options)
+
+
+def foreground_audit(data: Any, *, engine: str | None = None, **options: Any) -> Any:
+    """Fold the foreground-knowledge attack over the groups (the engine's own)."""
+    return _run("foreground_audit", data, engine, options)
 
 
 def audit(data: Any, *, engine: str | None = None, **options: Any) -> Any:

@@ -97,7 +97,7 @@ if TYPE_CHECKING:
 
 __all__ = ["count_query", "release", "quote_identifier", "row_counts", "audit",
            "class_histogram", "population_histogram", "finish_population_counts",
-           "robustness_audit", "robustness_part",
+           "robustness_audit", "foreground_audit", "group_part",
            "ordered_counts", "finish_row_counts", "weight_check_columns", "anonymize",
            "class_counts",
            "finish_class_counts"]
@@ -834,56 +834,134 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     fastpriv.robustness_fold.RobustnessSummary
 
     """
+    import functools
+
     from ._validation import check_int
     from .robustness_fold import audit_part, prepare
-    from .streaming import complete_groups
 
     qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     count = unique_name("count", qi_cols + group_cols + [sensitive])
-    out = None
     with _duckdb_relation(data) as rel:
-        # under nulls="drop" the audit leaves out the rows of a null group: so does pass 1
-        source = (rel.filter(" AND ".join(_not_null(rel, c) for c in group_cols))
-                  if nulls == "drop" else rel)
-        audit = prepare(lambda: row_counts(source, qi=qi_cols, group=[], sensitive=sensitive,
-                                           weight=weight, count=count),
+        audit = prepare(lambda: _cells(rel, qi_cols, group_cols, sensitive, weight, count,
+                                       nulls),
                         qi=qi_cols, sensitive=sensitive, count=count, r=r,
                         knowledge=knowledge, sensitive_values=sensitive_values,
                         max_set_size=max_set_size, epsilon=epsilon, confidence=confidence,
                         min_support=min_support, nulls=nulls, max_items=max_items,
                         **options)
-        batches = ordered_counts(rel, group=group_cols + qi_cols, sensitive=sensitive,
-                                 weight=weight, count=count, batch_size=batch_size)
-        try:
-            for run in complete_groups(batches, keys=group_cols):
-                rows = finish_row_counts(run, qi=qi_cols, group=group_cols,
-                                         sensitive=sensitive, count=count)
-                part = audit_part(rows, qi=qi_cols, group=group_cols, sensitive=sensitive,
-                                  count=count, **audit)
-                if part is not None:
-                    out = part if out is None else out.merge(part)
-        finally:
-            batches.close()         # a refused run leaves no open result on the connection
+        part = functools.partial(audit_part, qi=qi_cols, group=group_cols,
+                                 sensitive=sensitive, count=count, **audit)
+        out = _group_fold(rel, qi_cols, group_cols, sensitive, weight, count, batch_size,
+                          part)
     if out is None:
         raise InputError("data has no rows (after weights of 0)")
     return out
 
 
-def robustness_part(data: Any, *, qi: Sequence[str], group: Sequence[str], sensitive: str,
-                    weight: str | None = None, count: str = "count", **audit: Any) -> Any:
-    """Count the rows of one partition of complete groups and audit them (r-robustness).
+def foreground_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str],
+                     sensitive: str, r: float, weight: str | None = None,
+                     sensitive_values: Any = None, max_set_size: int | None = None,
+                     epsilon: float = 0.01, confidence: float = 0.9,
+                     min_support: int | None = None, nulls: str = "error",
+                     max_items: int = 10, batch_size: int = 1 << 20, **options: Any) -> Any:
+    """Run the foreground-knowledge attack in DuckDB as a fold: this process holds summaries.
 
-    Every engine's partition of :func:`robustness_audit` ends here: ``data`` holds the
-    partition's rows (one per individual, or ``weight`` individuals: checked as in memory),
-    counted into the form of :func:`finish_row_counts` and audited by
-    :func:`fastpriv.robustness_fold.audit_part` with ``audit`` (``r``, ``knowledge``, …).
-    Returns its :class:`~fastpriv.robustness_fold.RobustnessSummary`, or None for no row.
+    Three passes (:mod:`fastpriv.foreground_fold`): DuckDB counts the distinct (QI,
+    sensitive) cells, from which the mining is planned here; the distinct rows stream back
+    ordered by group (:func:`ordered_counts`), cut into runs of complete groups of about
+    ``batch_size`` rows, each run packing every system
+    (:func:`fastpriv.foreground_fold.systems_part`), merged and solved; then they stream
+    back again and each run's posteriors are computed with the mined distributions
+    (:func:`fastpriv.foreground_fold.attack_part`) into a
+    :class:`~fastpriv.foreground_fold.ForegroundSummary`, merged. The result equals
+    ``ForegroundSummary.from_attack`` of :func:`fastpriv.foreground.attack` on
+    :func:`row_counts` in memory (``weight=`` the count). Parameters as
+    :func:`fastpriv.spark.foreground_audit`; ``data`` and ``batch_size`` as
+    :func:`robustness_audit`.
+
+    Returns
+    -------
+    fastpriv.foreground_fold.ForegroundSummary
+
+    """
+    import functools
+
+    from ._validation import check_int
+    from .foreground_fold import attack_part, systems_part
+    from .foreground_fold import prepare as prepare_attack
+
+    qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
+    batch_size = check_int(batch_size, "batch_size", minimum=1)
+    count = unique_name("count", qi_cols + group_cols + [sensitive])
+    with _duckdb_relation(data) as rel:
+        fold = prepare_attack(
+            lambda: _cells(rel, qi_cols, group_cols, sensitive, weight, count, nulls),
+            qi=qi_cols, group=group_cols, sensitive=sensitive, count=count, r=r,
+            sensitive_values=sensitive_values, max_set_size=max_set_size, epsilon=epsilon,
+            confidence=confidence, min_support=min_support, nulls=nulls,
+            max_items=max_items, **options)
+        systems = None
+        if fold.has_systems:
+            systems = _group_fold(rel, qi_cols, group_cols, sensitive, weight, count,
+                                  batch_size,
+                                  functools.partial(systems_part, **fold.systems_args()))
+        mined = fold.solve(systems)
+        summary = _group_fold(rel, qi_cols, group_cols, sensitive, weight, count, batch_size,
+                              functools.partial(attack_part, **fold.attack_args(mined)))
+    return fold.finish(summary, mined)
+
+
+def _cells(rel: Any, qi_cols: list[str], group_cols: list[str], sensitive: str,
+           weight: str | None, count: str, nulls: str) -> Any:
+    """Count the distinct (QI, sensitive) cells: pass 1 of the row-level folds.
+
+    Under ``nulls="drop"`` the audit leaves out the rows of a null group: so do the cells.
+    """
+    source = (rel.filter(" AND ".join(_not_null(rel, c) for c in group_cols))
+              if nulls == "drop" else rel)
+    return row_counts(source, qi=qi_cols, group=[], sensitive=sensitive, weight=weight,
+                      count=count)
+
+
+def _group_fold(rel: Any, qi_cols: list[str], group_cols: list[str], sensitive: str,
+                weight: str | None, count: str, batch_size: int, part: Any) -> Any:
+    """Stream the distinct rows by group and fold each run of complete groups with ``part``.
+
+    ``part`` takes a run's rows in the form of :func:`finish_row_counts` and returns a
+    summary with ``merge``, or None; the merged summary, None for no run.
+    """
+    from .streaming import complete_groups
+
+    out = None
+    batches = ordered_counts(rel, group=group_cols + qi_cols, sensitive=sensitive,
+                             weight=weight, count=count, batch_size=batch_size)
+    try:
+        for run in complete_groups(batches, keys=group_cols):
+            rows = finish_row_counts(run, qi=qi_cols, group=group_cols, sensitive=sensitive,
+                                     count=count)
+            piece = part(rows)
+            if piece is not None:
+                out = piece if out is None else out.merge(piece)
+    finally:
+        batches.close()         # a refused run leaves no open result on the connection
+    return out
+
+
+def group_part(data: Any, *, qi: Sequence[str], group: Sequence[str], sensitive: str,
+               part: Any, weight: str | None = None, count: str = "count") -> Any:
+    """Count the rows of one partition of complete groups and fold them with ``part``.
+
+    Every engine's partition of a row-level fold (:func:`robustness_audit`,
+    :func:`foreground_audit`) ends here: ``data`` holds the partition's rows (one per
+    individual, or ``weight`` individuals: checked as in memory), counted into the form of
+    :func:`finish_row_counts` and passed to ``part`` (e.g.
+    :func:`fastpriv.robustness_fold.audit_part` with its arguments bound). Returns what
+    ``part`` returns: a summary that merges, or None for no row.
     """
     import pyarrow as pa
 
     from ._arrow import apply_weights, as_table
-    from .robustness_fold import audit_part
 
     cols = [*qi, *group, sensitive]
     table = as_table(data, cols + ([weight] if weight is not None else []), param="data")
@@ -893,9 +971,8 @@ def robustness_part(data: Any, *, qi: Sequence[str], group: Sequence[str], sensi
     agg = [([], "count_all")] if weight is None else [(weight, "sum")]
     counted = table.group_by(cols, use_threads=False).aggregate(agg).rename_columns(
         cols + [count])
-    rows = finish_row_counts(counted, qi=list(qi), group=list(group), sensitive=sensitive,
-                             count=count)
-    return audit_part(rows, qi=qi, group=group, sensitive=sensitive, count=count, **audit)
+    return part(finish_row_counts(counted, qi=list(qi), group=list(group),
+                                  sensitive=sensitive, count=count))
 
 
 def _not_null(rel: Any, column: str) -> str:

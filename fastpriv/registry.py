@@ -246,9 +246,10 @@ def load(path: str) -> Any:
 
 
 _GROUP_ENGINES = ENGINES
-#: the row-level models read the distinct (qi, group, sensitive) rows with their count, which
-#: every engine computes where the data lives (``row_counts`` of spark, distributed,
-#: pushdown, and of stream_counts for record batches)
+#: the row-level models are folds over complete groups on every engine (r-robustness:
+#: ``robustness_audit``, the foreground attack: ``foreground_audit`` of spark, distributed,
+#: pushdown and stream_counts), or read the distinct (qi, group, sensitive) rows with their
+#: count (``row_counts``)
 _ROW_ENGINES = ("memory", "stream", "dask", "spark", "duckdb")
 #: the class-based models read the QI equivalence classes (distinct QI tuples with their
 #: sizes): counted in record batches (``risk.ClassCounts.from_batches``) or by a ``GROUP BY
@@ -630,29 +631,36 @@ ENGINE_ROUTES = {
     "stream": "record batches with bounded memory (`Release.from_batches`, "
               "`streaming.audit_stream`, `stream_counts.row_counts`, "
               "`stream_counts.class_counts`, `class_histogram`, `population_histogram`; "
-              "sorted by group: the folds `streaming.clustered_audit` and "
-              "`stream_counts.robustness_audit`; sorted by the QI: "
+              "sorted by group: the folds `streaming.clustered_audit`, "
+              "`stream_counts.robustness_audit` and `stream_counts.foreground_audit` (read "
+              "three times: cells, systems, posteriors); sorted by the QI: "
               "`stream_counts.class_histogram(clustered=True)` (risk); in any order, "
               "spilled to files by a hash of the QI: `class_histogram(split_out=)` and "
               "`population_histogram(split_out=)` (risk, k-map, δ-presence))",
     "dask": "`distributed.release_from_dask`, `row_counts`, `class_counts`; the folds "
             "`groupwise_audit` (one summary per partition), `class_histogram` (risk), "
-            "`population_histogram` (k-map, δ-presence, risk against a population) and "
+            "`population_histogram` (k-map, δ-presence, risk against a population), "
             "`robustness_audit` (r-robustness: the knowledge from the (QI, sensitive) cells, "
-            "then one summary per partition of complete groups)",
+            "then one summary per partition of complete groups) and `foreground_audit` (the "
+            "foreground attack: the mining planned from the cells, each partition's packed "
+            "systems merged and solved on the client, then one summary per partition)",
     "spark": "`spark.release`, `spark.row_counts`, `spark.class_counts`; the folds "
              "`spark.audit` (on the executors, one summary per partition), "
              "`spark.class_histogram` (risk: one row per class size), "
              "`spark.population_histogram` (k-map, δ-presence, risk against a population: "
-             "one summary per partition of the join) and `spark.robustness_audit` "
+             "one summary per partition of the join), `spark.robustness_audit` "
              "(r-robustness: the knowledge from the (QI, sensitive) cells, then one summary "
-             "per partition of complete groups)",
+             "per partition of complete groups) and `spark.foreground_audit` (the foreground "
+             "attack: the mining planned from the cells, each partition's packed systems "
+             "merged and solved in the driver, then one summary per partition)",
     "duckdb": "`pushdown.release`, `pushdown.row_counts`, `pushdown.class_counts` (the GROUP "
               "BY runs in DuckDB); the folds `pushdown.audit` (its ordered counts streamed), "
               "`pushdown.class_histogram` (risk: one row per class size), "
               "`pushdown.population_histogram` (k-map, δ-presence, risk against a "
-              "population: the join streamed back) and `pushdown.robustness_audit` "
-              "(r-robustness: the rows streamed by group, audited run by run)",
+              "population: the join streamed back), `pushdown.robustness_audit` "
+              "(r-robustness: the rows streamed by group, audited run by run) and "
+              "`pushdown.foreground_audit` (the foreground attack: the rows streamed by group "
+              "twice, packing the systems, then attacked run by run)",
 }
 
 

@@ -82,7 +82,7 @@ if TYPE_CHECKING:
     from .risk import ClassCounts
 
 __all__ = ["release", "counts", "row_counts", "worker_error", "METHODS", "MERGES", "audit",
-           "class_histogram", "population_histogram", "robustness_audit",
+           "class_histogram", "population_histogram", "robustness_audit", "foreground_audit",
            "PAIRS_PER_COLLECT", "anonymize", "class_counts"]
 
 #: Counting strategies of :func:`counts` / :func:`release`.
@@ -908,30 +908,121 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     """
     from ._validation import check_int
     from .pushdown import check_row_names
-    from .robustness_fold import prepare
+    from .robustness_fold import audit_part, prepare
 
     qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
     if partitions is not None:
         partitions = check_int(partitions, "partitions", minimum=1)
     count = unique_name("count", qi_cols + group_cols + [sensitive])
-    # under nulls="drop" the audit leaves out the rows of a null group: so does pass 1
-    audit = prepare(lambda: row_counts(_non_null(data, group_cols) if nulls == "drop"
-                                       else data, qi=qi_cols, group=[], sensitive=sensitive,
-                                       weight=weight, count=count),
+    audit = prepare(lambda: _cells(data, qi_cols, group_cols, sensitive, weight, count, nulls),
                     qi=qi_cols, sensitive=sensitive, count=count, r=r, knowledge=knowledge,
                     sensitive_values=sensitive_values, max_set_size=max_set_size,
                     epsilon=epsilon, confidence=confidence, min_support=min_support,
                     nulls=nulls, max_items=max_items, **options)
+    part = functools.partial(audit_part, qi=qi_cols, group=group_cols, sensitive=sensitive,
+                             count=count, **audit)
+    out = _group_fold(data, qi_cols, group_cols, sensitive, weight, count, partitions, part)
+    if out is None:
+        raise InputError("data has no rows (after weights of 0)")
+    return out
+
+
+def foreground_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str],
+                     sensitive: str, r: float, weight: str | None = None,
+                     sensitive_values: Any = None, max_set_size: int | None = None,
+                     epsilon: float = 0.01, confidence: float = 0.9,
+                     min_support: int | None = None, nulls: str = "error",
+                     max_items: int = 10, partitions: int | None = None,
+                     **options: Any) -> Any:
+    """Run the foreground-knowledge attack on the cluster as a fold: summaries reach the driver.
+
+    Three passes (:mod:`fastpriv.foreground_fold`): the distinct (QI, sensitive) cells are
+    counted and the mining planned from them in the driver (reliable signatures and
+    systems); the rows are shuffled by group and each partition's complete groups pack
+    every system on the executors (``mapInArrow``), the driver merges the packs and solves
+    them (the mined distributions: those of :func:`fastpriv.foreground.mine`); a second
+    shuffle by group computes each partition's posteriors with them on the executors, one
+    pickled :class:`~fastpriv.foreground_fold.ForegroundSummary` per partition to the
+    driver, merged. The result equals ``ForegroundSummary.from_attack`` of
+    :func:`fastpriv.foreground.attack` on the same rows in memory (``weight=`` their
+    count). The driver holds the cells, the distinct group profiles of the systems and the
+    summaries, not the rows.
+
+    Parameters
+    ----------
+    data : pyspark.sql.DataFrame
+        One row per individual (or ``weight`` individuals) with the QI, group and sensitive
+        columns.
+    qi, group, sensitive, weight :
+        As for :func:`row_counts` (one group column, as :func:`fastpriv.foreground.attack`).
+    r, sensitive_values, max_set_size, epsilon, confidence, min_support, nulls :
+        As for :func:`fastpriv.foreground.attack`.
+    max_items : int
+        The most exposed people listed.
+    partitions : int, optional
+        Partitions of the shuffles by group (default: Spark's).
+    **options :
+        ``tol``, ``unreliable``, ``n_random``, ``seed``, ``max_iter``, ``solver_tol``,
+        ``max_seconds`` of :func:`fastpriv.foreground.attack`.
+
+    Returns
+    -------
+    fastpriv.foreground_fold.ForegroundSummary
+
+    """
+    from ._validation import check_int
+    from .foreground_fold import attack_part, systems_part
+    from .foreground_fold import prepare as prepare_attack
+    from .pushdown import check_row_names
+
+    qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
+    if partitions is not None:
+        partitions = check_int(partitions, "partitions", minimum=1)
+    count = unique_name("count", qi_cols + group_cols + [sensitive])
+    fold = prepare_attack(
+        lambda: _cells(data, qi_cols, group_cols, sensitive, weight, count, nulls),
+        qi=qi_cols, group=group_cols, sensitive=sensitive, count=count, r=r,
+        sensitive_values=sensitive_values, max_set_size=max_set_size, epsilon=epsilon,
+        confidence=confidence, min_support=min_support, nulls=nulls, max_items=max_items,
+        **options)
+    systems = None
+    if fold.has_systems:
+        systems = _group_fold(data, qi_cols, group_cols, sensitive, weight, count, partitions,
+                              functools.partial(systems_part, **fold.systems_args()))
+    mined = fold.solve(systems)
+    summary = _group_fold(data, qi_cols, group_cols, sensitive, weight, count, partitions,
+                          functools.partial(attack_part, **fold.attack_args(mined)))
+    return fold.finish(summary, mined)
+
+
+def _cells(data: Any, qi_cols: list[str], group_cols: list[str], sensitive: str,
+           weight: str | None, count: str, nulls: str) -> Any:
+    """Count the distinct (QI, sensitive) cells: pass 1 of the row-level folds.
+
+    Under ``nulls="drop"`` the audit leaves out the rows of a null group: so do the cells.
+    """
+    source = _non_null(data, group_cols) if nulls == "drop" else data
+    return row_counts(source, qi=qi_cols, group=[], sensitive=sensitive, weight=weight,
+                      count=count)
+
+
+def _group_fold(data: Any, qi_cols: list[str], group_cols: list[str], sensitive: str,
+                weight: str | None, count: str, partitions: int | None,
+                part: Callable) -> Any:
+    """Shuffle the rows by group and fold each partition's groups with ``part`` (merged).
+
+    ``part`` takes a partition's distinct rows with their count (the form of
+    :func:`fastpriv.pushdown.finish_row_counts`) and returns a summary with ``merge``, or
+    None; None for no partition with rows.
+    """
     cols = qi_cols + group_cols + [sensitive]
     picked, pos = _picked(data, cols, weight)
     by = _partition_keys(picked, pos[len(qi_cols):-1])
     shuffled = picked.repartition(partitions, *by) if partitions else picked.repartition(*by)
-    fn = functools.partial(_fold_robustness, cols=cols, n_qi=len(qi_cols), weight=weight,
-                           count=count, audit=audit)
+    fn = functools.partial(_fold_part, cols=cols, n_qi=len(qi_cols), weight=weight,
+                           count=count, part=part)
     states = _states(shuffled, fn)
-    if not states:
-        raise InputError("data has no rows (after weights of 0)")
-    return states[0].merge(*states[1:])
+    return states[0].merge(*states[1:]) if states else None
 
 
 def _non_null(data: Any, columns: list[str]) -> Any:
@@ -948,19 +1039,19 @@ def _non_null(data: Any, columns: list[str]) -> Any:
     return data.where(cond)
 
 
-def _fold_robustness(batches: Iterator[pa.RecordBatch], *, cols: list[str], n_qi: int,
-                     weight: str | None, count: str, audit: dict) -> Iterator[pa.RecordBatch]:
-    """Executor side of :func:`robustness_audit`: the partition's groups, audited."""
+def _fold_part(batches: Iterator[pa.RecordBatch], *, cols: list[str], n_qi: int,
+               weight: str | None, count: str, part: Callable) -> Iterator[pa.RecordBatch]:
+    """Executor side of :func:`_group_fold`: the partition's groups, folded by ``part``."""
     import pickle
 
-    from .pushdown import robustness_part
+    from .pushdown import group_part
 
     names = cols + ([weight] if weight is not None else [])
     parts = [pa.Table.from_batches([b]).rename_columns(names) for b in batches if b.num_rows]
     if not parts:
         return
-    state = robustness_part(pa.concat_tables(parts), qi=cols[:n_qi], group=cols[n_qi:-1],
-                            sensitive=cols[-1], weight=weight, count=count, **audit)
+    state = group_part(pa.concat_tables(parts), qi=cols[:n_qi], group=cols[n_qi:-1],
+                       sensitive=cols[-1], weight=weight, count=count, part=part)
     if state is not None:
         yield pa.RecordBatch.from_pydict({"state": [pickle.dumps(state)]})
 

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
     from .risk import ClassCounts
 
-__all__ = ["row_counts", "class_counts", "is_stream", "robustness_audit"]
+__all__ = ["row_counts", "class_counts", "is_stream", "robustness_audit", "foreground_audit"]
 
 #: Partial counts wait until they hold this many distinct rows, and at least as many as
 #: the counts merged so far, before they are merged: each row of the merged counts is
@@ -691,7 +691,7 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     the batches are cut into runs of complete groups
     (:func:`fastpriv.streaming.complete_groups`: groups in increasing key order, nulls last,
     checked) and each run audited with that knowledge
-    (:func:`fastpriv.pushdown.robustness_part`) into a
+    (:func:`fastpriv.pushdown.group_part`) into a
     :class:`~fastpriv.robustness_fold.RobustnessSummary`, merged. The result equals
     ``RobustnessSummary.from_audit`` of :func:`fastpriv.robustness.audit` on the same rows.
     Parameters as :func:`fastpriv.spark.robustness_audit`; ``data`` and ``batch_size`` as
@@ -702,48 +702,129 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     fastpriv.robustness_fold.RobustnessSummary
 
     """
-    import pyarrow as pa
+    import functools
 
-    from ._arrow import apply_weights, iter_batches, kept_rows
-    from .pushdown import check_row_names, robustness_part
-    from .robustness_fold import prepare
-    from .streaming import complete_groups, reiterable
+    from .pushdown import check_row_names
+    from .robustness_fold import audit_part, prepare
 
     qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
-    size = _check_batch_size(batch_size)
-    cols = qi_cols + group_cols + [sensitive]
-    read = cols + ([weight] if weight is not None else [])
-    count = unique_name("count", cols)
-
-    def tables(drop_null_groups: bool) -> Iterator[pa.Table]:
-        for batch in iter_batches(data, read, batch_size=size):
-            table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) \
-                else batch
-            if weight is not None:
-                table, _ = apply_weights(table, weight)
-            kept = kept_rows(table, group_cols, "drop") if drop_null_groups else None
-            yield table if kept is None else table.take(pa.array(kept))
-
-    def cells() -> pa.Table:
-        if not reiterable(data):
-            raise InputError("data: a stream read once cannot give both passes; pass "
-                             "knowledge= (e.g. robustness_fold.derive_knowledge of its "
-                             "cells), or a path, a dataset or a table")
-        # under nulls="drop" the audit leaves out the rows of a null group: so does pass 1
-        batches = (b for t in tables(nulls == "drop") for b in t.to_batches())
-        return row_counts(batches, qi=qi_cols, group=[], sensitive=sensitive, weight=weight,
-                          count=count, batch_size=size)
-
-    audit = prepare(cells, qi=qi_cols, sensitive=sensitive, count=count, r=r,
-                    knowledge=knowledge, sensitive_values=sensitive_values,
-                    max_set_size=max_set_size, epsilon=epsilon, confidence=confidence,
-                    min_support=min_support, nulls=nulls, max_items=max_items, **options)
-    out = None
-    for run in complete_groups(tables(False), keys=group_cols):
-        part = robustness_part(run, qi=qi_cols, group=group_cols, sensitive=sensitive,
-                               weight=weight, count=count, **audit)
-        if part is not None:
-            out = part if out is None else out.merge(part)
+    rows = _GroupRuns(data, qi_cols, group_cols, sensitive, weight, _check_batch_size(
+        batch_size), nulls)
+    audit = prepare(lambda: rows.cells(knowledge_given="knowledge="), qi=qi_cols,
+                    sensitive=sensitive, count=rows.count, r=r, knowledge=knowledge,
+                    sensitive_values=sensitive_values, max_set_size=max_set_size,
+                    epsilon=epsilon, confidence=confidence, min_support=min_support,
+                    nulls=nulls, max_items=max_items, **options)
+    out = rows.fold(functools.partial(audit_part, qi=qi_cols, group=group_cols,
+                                      sensitive=sensitive, count=rows.count, **audit))
     if out is None:
         raise InputError("data has no rows (after weights of 0)")
     return out
+
+
+def foreground_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str],
+                     sensitive: str, r: float, weight: str | None = None,
+                     sensitive_values: Any = None, max_set_size: int | None = None,
+                     epsilon: float = 0.01, confidence: float = 0.9,
+                     min_support: int | None = None, nulls: str = "error",
+                     max_items: int = 10, batch_size: int = 1 << 20, **options: Any) -> Any:
+    """Run the foreground-knowledge attack on a stream **sorted by group**, as a fold.
+
+    Three passes (:mod:`fastpriv.foreground_fold`), so the input is read three times (a
+    path, a dataset or a table; not a one-shot reader): the distinct (QI, sensitive) cells
+    are counted batch by batch and the mining planned from them; the batches are cut into
+    runs of complete groups (:func:`fastpriv.streaming.complete_groups`: groups in
+    increasing key order, nulls last, checked), each run packing every system, merged and
+    solved; then each run's posteriors are computed with the mined distributions into a
+    :class:`~fastpriv.foreground_fold.ForegroundSummary`, merged. Memory: the cells, the
+    distinct group profiles of the systems and one run. The result equals
+    ``ForegroundSummary.from_attack`` of :func:`fastpriv.foreground.attack` on the same
+    rows. Parameters as :func:`fastpriv.spark.foreground_audit`; ``data`` and
+    ``batch_size`` as :func:`row_counts`.
+
+    Returns
+    -------
+    fastpriv.foreground_fold.ForegroundSummary
+
+    """
+    import functools
+
+    from .foreground_fold import attack_part, systems_part
+    from .foreground_fold import prepare as prepare_attack
+    from .pushdown import check_row_names
+    from .streaming import reiterable
+
+    qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
+    rows = _GroupRuns(data, qi_cols, group_cols, sensitive, weight, _check_batch_size(
+        batch_size), nulls)
+    if not reiterable(data):
+        raise InputError("data: the foreground attack reads its input three times (cells, "
+                         "systems, posteriors); give a path, a dataset or a table, not a "
+                         "stream read once")
+    fold = prepare_attack(rows.cells, qi=qi_cols, group=group_cols, sensitive=sensitive,
+                          count=rows.count, r=r, sensitive_values=sensitive_values,
+                          max_set_size=max_set_size, epsilon=epsilon, confidence=confidence,
+                          min_support=min_support, nulls=nulls, max_items=max_items,
+                          **options)
+    systems = None
+    if fold.has_systems:
+        systems = rows.fold(functools.partial(systems_part, **fold.systems_args()))
+    mined = fold.solve(systems)
+    summary = rows.fold(functools.partial(attack_part, **fold.attack_args(mined)))
+    return fold.finish(summary, mined)
+
+
+class _GroupRuns:
+    """A stream sorted by group, read as the row-level folds read it.
+
+    :meth:`cells` counts its distinct (QI, sensitive) cells (pass 1); :meth:`fold` cuts it
+    into runs of complete groups and folds each with a part function, merged.
+    """
+
+    def __init__(self, data: Any, qi_cols: list[str], group_cols: list[str], sensitive: str,
+                 weight: str | None, size: int, nulls: str) -> None:
+        self.data, self.qi_cols, self.group_cols = data, qi_cols, group_cols
+        self.sensitive, self.weight, self.size, self.nulls = sensitive, weight, size, nulls
+        self.count = unique_name("count", qi_cols + group_cols + [sensitive])
+
+    def _tables(self, drop_null_groups: bool) -> Iterator[Any]:
+        import pyarrow as pa
+
+        from ._arrow import apply_weights, iter_batches, kept_rows
+
+        read = (self.qi_cols + self.group_cols + [self.sensitive]
+                + ([self.weight] if self.weight is not None else []))
+        for batch in iter_batches(self.data, read, batch_size=self.size):
+            table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) \
+                else batch
+            if self.weight is not None:
+                table, _ = apply_weights(table, self.weight)
+            kept = kept_rows(table, self.group_cols, "drop") if drop_null_groups else None
+            yield table if kept is None else table.take(pa.array(kept))
+
+    def cells(self, knowledge_given: str | None = None) -> Any:
+        """Count the distinct (QI, sensitive) cells (without the null groups under "drop")."""
+        from .streaming import reiterable
+
+        if not reiterable(self.data):
+            given = f"pass {knowledge_given} (e.g. robustness_fold.derive_knowledge of its " \
+                    "cells), or " if knowledge_given else "give "
+            raise InputError("data: a stream read once cannot give both passes; "
+                             f"{given}a path, a dataset or a table")
+        batches = (b for t in self._tables(self.nulls == "drop") for b in t.to_batches())
+        return row_counts(batches, qi=self.qi_cols, group=[], sensitive=self.sensitive,
+                          weight=self.weight, count=self.count, batch_size=self.size)
+
+    def fold(self, part: Any) -> Any:
+        """Fold each run of complete groups with ``part``; the merged summary (None: none)."""
+        from .pushdown import group_part
+        from .streaming import complete_groups
+
+        out = None
+        for run in complete_groups(self._tables(False), keys=self.group_cols):
+            piece = group_part(run, qi=self.qi_cols, group=self.group_cols,
+                               sensitive=self.sensitive, weight=self.weight,
+                               count=self.count, part=part)
+            if piece is not None:
+                out = piece if out is None else out.merge(piece)
+        return out

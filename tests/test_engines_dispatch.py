@@ -63,6 +63,7 @@ def test_each_operation_is_the_engine_s_own(data):
         "class_histogram": dict(qi=qi),
         "population_histogram": dict(qi=qi, population=path),
         "robustness_audit": dict(qi=qi, group="g", sensitive="s", r=2.0, min_support=2),
+        "foreground_audit": dict(qi=qi, group="g", sensitive="s", r=2.0, min_support=2),
         "audit": dict(sensitive="s", group="g", k=2),
     }
     sources = {"duckdb": lambda: duckdb.from_arrow(t), "dask": lambda: path,

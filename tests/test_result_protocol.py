@@ -27,6 +27,7 @@ from fastpriv import (
     ck_safety,
     classic,
     foreground,
+    foreground_fold,
     metrics,
     pushdown,
     risk,
@@ -143,6 +144,17 @@ CALLS[robustness_fold] = {
             _rows_of(TABLE, []), qi=["age", "sex"], sensitive="disease", count="count_all",
             min_support=1)),
 }
+
+
+def _foreground_fold():
+    fold = foreground_fold.prepare(lambda: _rows_of(TABLE, []), qi=["age", "sex"], group="g",
+                                   sensitive="disease", count="count_all", r=2, min_support=1)
+    rows = _rows_of(TABLE, ["g"])
+    mined = fold.solve(foreground_fold.systems_part(rows, **fold.systems_args()))
+    return fold.finish(foreground_fold.attack_part(rows, **fold.attack_args(mined)), mined)
+
+
+CALLS[foreground_fold] = {"attack_part": _foreground_fold}
 #: public helpers that are not model calls, with the reason they return no result object
 BUILDING_BLOCKS = {
     skyline: {"combine_row": "Theorem 2's combine of one row of statistics (numbers in, out)",
@@ -152,6 +164,10 @@ BUILDING_BLOCKS = {
                                           "(tested in tests/test_robustness_fold.py)",
                       "prepare": "pass 1 and the keyword arguments of every part (a dict), "
                                  "shared by the engines' robustness_audit"},
+    foreground_fold: {"prepare": "pass 1 of the foreground fold: the driver's ForegroundFold "
+                                 "(tested in tests/test_foreground_fold.py)",
+                      "systems_part": "pass 2: a SystemsPart, the packed systems of a part "
+                                      "(merged and solved by ForegroundFold.solve)"},
     ck_safety: {"needed_groups": "the groups (c,k)-safety's fold keeps (folds.CkState): "
                                  "group ids out, tested in tests/test_engine_folds.py"},
 }
