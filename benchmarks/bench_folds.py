@@ -13,6 +13,14 @@ Three workloads, each contestant in a fresh interpreter, run once untimed on a s
   (every distinct row to this process), ``<engine>_fold`` ``robustness_audit(data)`` (the
   knowledge from the cells, then the groups audited where they live; on Dask after a
   shuffle by group, ``partition_by_group=True``, as the files are not split by group).
+* ``foreground``: ``n`` rows with three QI columns over a small domain (10 x 2 x 5 cells),
+  a group id (groups of about 10) and a sensitive value, attacked for one value.
+  ``<engine>_rows`` is ``ForegroundSummary.from_attack(foreground.attack(row_counts(data),
+  weight=count))`` (every distinct row to this process), ``<engine>_fold``
+  ``foreground_audit(data)`` (the mining planned from the cells, the systems packed where
+  the groups live, merged and solved here, then the posteriors where the groups live; on
+  Dask after a shuffle by group). The driver also reports the distinct group profiles it
+  solved (``profiles``) against the groups.
 * ``sampling_risk``: ``n`` rows over two QI columns (about n/2 classes) with a sampling
   weight (quarters from 1 to 100: every sum exact, so both paths agree to the bit).
   ``<engine>_classes`` is ``risk.audit(class_counts(data, sampling_weight=))`` (every
@@ -25,7 +33,7 @@ spill the stream into :data:`STREAM_SPLIT` files by a hash of the QI (``split_ou
 Recorded: seconds, this (driver) process's peak resident memory (``VmHWM``), the JVM's
 (Spark), the workers' (Dask, sampled), and the answer (equal for the paths of an engine).
 Smoke mode (default) uses small sizes; ``--full`` (or ``FASTPRIV_BENCH=full``) 8M population
-rows, 2M and 6M audited rows and 8M survey rows (:data:`SIZES`), and writes
+rows, 2M and 6M audited rows, 1M and 3M attacked rows and 8M survey rows (:data:`SIZES`), and writes
 ``benchmarks/results/folds.json`` (per workload, per number of rows, per contestant).
 
     python -m benchmarks.bench_folds --full
@@ -53,11 +61,14 @@ MIB = 1 << 20
 KMAP_QI = ["a", "b"]
 ROB_QI = ["age", "sex", "zip"]
 ROB = {"r": 3.0, "max_set_size": 2, "min_support": 50}
+FG = {"r": 3.0, "max_set_size": 2, "min_support": 50, "sensitive_values": ["hiv"]}
 #: workload -> its contestants (engine_how)
 WORKLOADS = {
     "k_map": ["duckdb_classes", "duckdb_fold", "dask_classes", "dask_fold",
               "spark_classes", "spark_fold", "stream_classes", "stream_fold"],
     "robustness": ["duckdb_rows", "duckdb_fold", "dask_rows", "dask_fold", "spark_rows",
+                   "spark_fold"],
+    "foreground": ["duckdb_rows", "duckdb_fold", "dask_rows", "dask_fold", "spark_rows",
                    "spark_fold"],
     "sampling_risk": ["duckdb_classes", "duckdb_fold", "dask_classes", "dask_fold",
                       "spark_classes", "spark_fold", "stream_classes", "stream_fold"],
@@ -90,6 +101,11 @@ def _write(workload: str, folder: Path, n: int) -> None:
         side = int(np.sqrt(n / 2))
         t = pa.table({"a": rng.integers(0, side, n), "b": rng.integers(0, side, n),
                       "sw": rng.integers(4, 401, n) / 4.0})
+        _write_parts(folder / "data", t, 4)
+    elif workload == "foreground":    # groups of ~10 rows, 10 x 2 x 5 QI cells, 5 values
+        t = pa.table({"age": rng.integers(0, 10, n), "sex": rng.integers(0, 2, n),
+                      "zip": rng.integers(0, 5, n), "gid": rng.integers(0, n // 10, n),
+                      "disease": rng.choice(["flu", "cold", "hiv", "mumps", "none"], n)})
         _write_parts(folder / "data", t, 4)
     else:                         # groups of ~10 rows, 90 x 2 x 100 QI cells, 5 values
         t = pa.table({"age": rng.integers(0, 90, n), "sex": rng.integers(0, 2, n),
@@ -163,6 +179,33 @@ def _robustness(engine: str, how: str, folder: Path, ctx: dict) -> dict:
                               "groups", "n_groups")}
 
 
+def _foreground(engine: str, how: str, folder: Path, ctx: dict) -> dict:
+    """One foreground-attack contestant on ``folder``: its summary's main numbers."""
+    from fastpriv import foreground
+    from fastpriv.foreground_fold import ForegroundSummary
+
+    data = str(folder / "data")
+    if engine == "spark":
+        data = ctx["spark"].read.parquet(data)
+    mod = _engine(engine)
+    cols = {"qi": ROB_QI, "group": "gid", "sensitive": "disease"}
+    if how == "fold" and engine == "dask":       # the files are not split by group
+        import dask.dataframe as dd
+
+        s = mod.foreground_audit(dd.read_parquet(data), partition_by_group=True, **cols,
+                                 **FG)
+    elif how == "fold":
+        s = mod.foreground_audit(data, **cols, **FG)
+    else:
+        rows = mod.row_counts(data, **cols, count="n")
+        s = ForegroundSummary.from_attack(foreground.attack(rows, **cols, weight="n", **FG))
+    d = s.to_dict()
+    P = s.mined._packed
+    return {**{k: d[k] for k in ("value", "witness", "n_rows", "max_posterior", "worst")},
+            "systems": [x["log_likelihood"] for x in d["mined"]["systems"]],
+            "profiles": int(P.grp_n.shape[0]) if P is not None else 0}
+
+
 def _sampling_risk(engine: str, how: str, folder: Path, ctx: dict) -> dict:
     """One contestant of risk with sampling weights on ``folder``: its measures."""
     from fastpriv import risk
@@ -213,7 +256,7 @@ def _child(workload: str, name: str, folder: str, warm: str) -> dict:
     import psutil
 
     engine, how = name.split("_")
-    run_one = {"k_map": _k_map, "robustness": _robustness,
+    run_one = {"k_map": _k_map, "robustness": _robustness, "foreground": _foreground,
                "sampling_risk": _sampling_risk}[workload]
     ctx = _start(engine)
     run_one(engine, how, Path(warm), ctx)
@@ -246,6 +289,7 @@ def _child(workload: str, name: str, folder: str, warm: str) -> dict:
 #: rows of each workload (full, smoke); the driver's peak should not grow with them
 SIZES = {"k_map": ([8_000_000], [200_000]),
          "robustness": ([2_000_000, 6_000_000], [50_000]),
+         "foreground": ([1_000_000, 3_000_000], [50_000]),
          "sampling_risk": ([8_000_000], [200_000])}
 
 
