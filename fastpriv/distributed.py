@@ -1292,7 +1292,6 @@ def foreground_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
 
     """
     dask = _require_dask()
-    from .foreground_fold import attack_part, systems_part
     from .foreground_fold import prepare as prepare_attack
     from .pushdown import check_row_names
 
@@ -1310,18 +1309,15 @@ def foreground_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
                           min_support=min_support, nulls=nulls, max_items=max_items,
                           **options)
     pieces = _group_pieces(data, qi_cols, group_cols, sensitive, weight, partition_by_group)
-    systems = None
-    if fold.has_systems:
-        systems = _group_fold(dask, pieces, qi_cols, group_cols, sensitive, weight, count,
-                              split_every,
-                              functools.partial(systems_part, **fold.systems_args()),
-                              check=not partition_by_group)
-    mined = fold.solve(systems)
-    summary = _group_fold(dask, pieces, qi_cols, group_cols, sensitive, weight, count,
-                          split_every, functools.partial(attack_part,
-                                                         **fold.attack_args(mined)),
-                          check=not partition_by_group and not fold.has_systems)
-    return fold.finish(summary, mined)
+    checked = [partition_by_group]          # the layout is checked by the first pass
+
+    def fold_groups(part: Any) -> Any:
+        out = _group_fold(dask, pieces, qi_cols, group_cols, sensitive, weight, count,
+                          split_every, part, check=not checked[0])
+        checked[0] = True
+        return out
+
+    return fold.run(fold_groups)
 
 
 def _cells(data: Any, qi_cols: list[str], group_cols: list[str], sensitive: str,

@@ -375,10 +375,10 @@ def attack_part(data: Any, *, plan: PartPlan, mined: Any, r: float, tol: float,
 class ForegroundFold:
     """The driver's side of a folded attack: pass 1 done, the other passes' arguments.
 
-    Made by :func:`prepare`. An engine runs :func:`systems_part` with
-    :meth:`systems_args` over its sets of complete groups and merges the parts, then
-    :meth:`solve`, then :func:`attack_part` with :meth:`attack_args` and merges the
-    summaries, then :meth:`finish`.
+    Made by :func:`prepare`. An engine gives :meth:`run` its fold over sets of complete
+    groups: :func:`systems_part` (with :meth:`systems_args`) over every set, merged, then
+    :meth:`solve`, then :func:`attack_part` (with :meth:`attack_args`) over every set,
+    merged, then :meth:`finish`.
     """
 
     plan: PartPlan
@@ -415,6 +415,22 @@ class ForegroundFold:
 
         return {"plan": self.plan, "mined": for_parts(mined), "r": self.r, "tol": self.tol,
                 "max_items": self.max_items}
+
+    def run(self, fold_groups: Callable[[Callable], Any]) -> ForegroundSummary:
+        """Run passes 2 and 3 with an engine's fold over its sets of complete groups.
+
+        ``fold_groups(part)`` applies ``part`` (a set of complete groups' distinct rows in,
+        a summary with ``merge`` or None out) to every set of complete groups where the
+        data lives and returns the merged summary (None for no rows).
+        """
+        import functools
+
+        systems = None
+        if self.has_systems:
+            systems = fold_groups(functools.partial(systems_part, **self.systems_args()))
+        mined = self.solve(systems)
+        return self.finish(fold_groups(functools.partial(attack_part,
+                                                         **self.attack_args(mined))), mined)
 
     def finish(self, summary: ForegroundSummary | None, mined: Any) -> ForegroundSummary:
         """Return the merged summary with the whole release's distributions."""

@@ -885,10 +885,7 @@ def foreground_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     fastpriv.foreground_fold.ForegroundSummary
 
     """
-    import functools
-
     from ._validation import check_int
-    from .foreground_fold import attack_part, systems_part
     from .foreground_fold import prepare as prepare_attack
 
     qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
@@ -901,15 +898,8 @@ def foreground_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
             sensitive_values=sensitive_values, max_set_size=max_set_size, epsilon=epsilon,
             confidence=confidence, min_support=min_support, nulls=nulls,
             max_items=max_items, **options)
-        systems = None
-        if fold.has_systems:
-            systems = _group_fold(rel, qi_cols, group_cols, sensitive, weight, count,
-                                  batch_size,
-                                  functools.partial(systems_part, **fold.systems_args()))
-        mined = fold.solve(systems)
-        summary = _group_fold(rel, qi_cols, group_cols, sensitive, weight, count, batch_size,
-                              functools.partial(attack_part, **fold.attack_args(mined)))
-    return fold.finish(summary, mined)
+        return fold.run(lambda part: _group_fold(rel, qi_cols, group_cols, sensitive, weight,
+                                                 count, batch_size, part))
 
 
 def _cells(rel: Any, qi_cols: list[str], group_cols: list[str], sensitive: str,

@@ -747,9 +747,6 @@ def foreground_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     fastpriv.foreground_fold.ForegroundSummary
 
     """
-    import functools
-
-    from .foreground_fold import attack_part, systems_part
     from .foreground_fold import prepare as prepare_attack
     from .pushdown import check_row_names
     from .streaming import reiterable
@@ -766,12 +763,7 @@ def foreground_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
                           max_set_size=max_set_size, epsilon=epsilon, confidence=confidence,
                           min_support=min_support, nulls=nulls, max_items=max_items,
                           **options)
-    systems = None
-    if fold.has_systems:
-        systems = rows.fold(functools.partial(systems_part, **fold.systems_args()))
-    mined = fold.solve(systems)
-    summary = rows.fold(functools.partial(attack_part, **fold.attack_args(mined)))
-    return fold.finish(summary, mined)
+    return fold.run(rows.fold)
 
 
 class _GroupRuns:
