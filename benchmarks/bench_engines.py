@@ -38,6 +38,9 @@ entropy and recursive ℓ-diversity, which the hand-written code does not comput
   ``fastpriv.streaming.clustered_audit`` (bounded memory); DuckDB runs inside the driver
   process, so this path's driver peak includes DuckDB's own aggregation and sort, as
   ``duckdb_sql``'s does;
+* **duckdb_capped**: the same fold on a connection of its own with DuckDB's
+  ``memory_limit`` at :data:`DUCKDB_CAP` and a ``temp_directory`` (beyond the limit DuckDB
+  spills its aggregation and sort to disk): what bounds the driver when DuckDB runs in it;
 
 k and ℓ read from the ``StreamAudit`` (``.classic.models["k_anonymity"]["value"]``,
 ``["l_diversity"]``); their ``bytes_to_driver`` is the pickled result (each partition's
@@ -132,14 +135,18 @@ CONTESTANTS = {"memory_batches": None, "memory_table": None,
                "spark_fold": "spark",
                "dask": "dask", "dask_hand": "dask", "dask_fold": "dask",
                "dask_buckets": "dask",
-               "duckdb": "duckdb", "duckdb_sql": "duckdb", "duckdb_fold": "duckdb"}
+               "duckdb": "duckdb", "duckdb_sql": "duckdb", "duckdb_fold": "duckdb",
+               "duckdb_capped": "duckdb"}
 HAND = {"spark_groupby": "spark_sql", "spark_partitions": "spark_sql", "spark_sql": "spark_sql",
         "spark_fold": "spark_sql",
         "dask": "dask_hand", "dask_hand": "dask_hand", "dask_fold": "dask_hand",
         "dask_buckets": "dask_hand",
-        "duckdb": "duckdb_sql", "duckdb_sql": "duckdb_sql", "duckdb_fold": "duckdb_sql"}
+        "duckdb": "duckdb_sql", "duckdb_sql": "duckdb_sql", "duckdb_fold": "duckdb_sql",
+        "duckdb_capped": "duckdb_sql"}
 #: the fold contestants (a StreamAudit, no release): k and ℓ through ``fastpriv.folds``
-FOLDS = ("spark_fold", "dask_fold", "dask_buckets", "duckdb_fold")
+FOLDS = ("spark_fold", "dask_fold", "dask_buckets", "duckdb_fold", "duckdb_capped")
+#: DuckDB's ``memory_limit`` for ``duckdb_capped`` (beyond it DuckDB spills to disk)
+DUCKDB_CAP = "500MB"
 REFERENCE = "memory_batches"
 #: k and ℓ from the (group, sensitive, count) pairs, in the engine
 HAND_SQL = ("WITH pairs AS (SELECT {g}, {s}, count(*) AS n FROM {t} GROUP BY {g}, {s}), "
@@ -320,13 +327,26 @@ class _Engines:
             return fold_kl(pushdown.audit(self.con.sql(
                 f"SELECT * FROM read_parquet('{folder}/*.parquet')"), q=None, **COLS))
 
+        def duckdb_capped(folder):         # the same fold, DuckDB's own memory capped
+            import duckdb
+
+            with tempfile.TemporaryDirectory(dir=data_root()) as spill:
+                con = duckdb.connect(config={"threads": 2, "memory_limit": DUCKDB_CAP,
+                                             "temp_directory": spill})
+                try:
+                    return fold_kl(pushdown.audit(con.sql(
+                        f"SELECT * FROM read_parquet('{folder}/*.parquet')"), q=None,
+                        **COLS))
+                finally:
+                    con.close()
+
         return {"memory_batches": memory_batches, "memory_table": memory_table,
                 "spark_groupby": spark_path("groupby"),
                 "spark_partitions": spark_path("partitions"), "spark_sql": spark_sql,
                 "spark_fold": spark_fold, "dask": dask, "dask_hand": dask_hand,
                 "dask_fold": dask_fold, "dask_buckets": dask_buckets, "duckdb": duckdb_path,
                 "duckdb_sql": duckdb_sql,
-                "duckdb_fold": duckdb_fold}[name]
+                "duckdb_fold": duckdb_fold, "duckdb_capped": duckdb_capped}[name]
 
     def close(self):
         if self.client is not None:
