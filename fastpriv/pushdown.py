@@ -64,6 +64,22 @@ count 0 left out, and the rows sorted by the key columns, then the sensitive val
 partitioning. ``-0.0`` and ``0.0`` sort as equal, so where an engine keeps them apart
 (DuckDB, the Dask path) their relative order is the engine's; Spark merges them.
 
+For many groups, the folds :func:`robustness_audit` and :func:`foreground_audit` keep
+only summaries in this process: the rows stream back by group, run by run.
+
+Memory
+------
+DuckDB runs in this process, so its aggregation and sort are this process's memory. A path
+is read on a connection of fastpriv's own with DuckDB's defaults; to bound it, pass a
+relation from a connection with a ``memory_limit`` and a ``temp_directory`` (DuckDB spills
+its aggregation and sort beyond the limit)::
+
+    con = duckdb.connect(config={"memory_limit": "500MB", "temp_directory": "/scratch"})
+    pushdown.audit(con.read_parquet("patients/*.parquet"), group="gid", sensitive="disease")
+
+(``duckdb_capped`` of ``benchmarks/bench_engines.py`` measures the group fold so, against
+the same fold on DuckDB's defaults: the README's engine table.)
+
 Class-based models
 ------------------
 Re-identification risk (:func:`fastpriv.risk.audit`), k-map
