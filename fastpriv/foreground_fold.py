@@ -43,10 +43,6 @@ from .results import Result, Witness, json_safe
 __all__ = ["ForegroundFold", "ForegroundSummary", "ForegroundWitness", "attack_part",
            "prepare", "systems_part"]
 
-#: options of :func:`fastpriv.foreground.attack` a fold takes (besides r and the mining's)
-ATTACK_OPTIONS = ("tol", "unreliable", "n_random", "seed", "max_iter", "solver_tol",
-                  "max_seconds")
-
 
 class _Rank:
     """Order of ranked tuples: higher posterior first, ties in content order."""
@@ -103,9 +99,9 @@ class ForegroundSummary(Result):
     witness : ForegroundWitness or None
         Where it is reached (ties in content order), None when nothing is exposed.
     worst : tuple of dict
-        The ``max_items`` most exposed people (as :meth:`ForegroundAttack.worst`): group,
-        QI values, posterior, attribute set, value, problematic, and how many people the
-        entry stands for.
+        The ``max_items`` most exposed people (those of ``ForegroundAttack.worst``, named
+        by group and QI values instead of row numbers): group, QI values, posterior,
+        attribute set, value, problematic, and how many people the entry stands for.
     mined : fastpriv.foreground.MinedDistributions
         The distributions mined from the whole release.
 
