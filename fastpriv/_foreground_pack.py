@@ -23,7 +23,7 @@ import numpy as np
 from ._exact_sum import exact_sum, to_float
 from ._validation import kernel_array
 
-__all__ = ["SystemsPart", "constants", "merge_parts", "pack_part"]
+__all__ = ["SystemsPart", "assemble_counts", "constants", "merge_parts", "pack_part"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,6 +66,46 @@ class SystemsPart:
         """Merge with the packs of disjoint sets of groups (:func:`merge_parts`)."""
         return merge_parts(self, *others)
 
+    def select(self, systems: np.ndarray) -> SystemsPart:
+        """Return the pack of ``systems`` alone (in that order; offsets rebased)."""
+        systems = np.asarray(systems, dtype=np.int64)
+        var_idx, var_len = _ranges(self.var_off, systems)
+        grp_idx, grp_len = _ranges(self.grp_off, systems)
+        cls_idx, cls_len = _ranges(self.cls_off, grp_idx)
+        return SystemsPart(
+            _offsets(var_len), self.T[var_idx], self.C0[var_idx], self.C1[var_idx],
+            self.k0[systems], self.k1[systems], tuple(self.log_binom[s] for s in systems),
+            _offsets(grp_len), self.grp_n[grp_idx], self.grp_N[grp_idx], self.grp_w[grp_idx],
+            _offsets(cls_len), self.cls_var[cls_idx], self.cls_mult[cls_idx])
+
+    def counts(self) -> SystemsPart:
+        """Return the pack without its mixed groups: what the driver keeps after a solve."""
+        return SystemsPart(self.var_off, self.T, self.C0, self.C1, self.k0, self.k1,
+                           self.log_binom, np.zeros(self.n_systems + 1, dtype=np.int64),
+                           *self.no_groups())
+
+    @staticmethod
+    def no_groups() -> tuple:
+        """``(grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult)`` of no mixed group."""
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0), np.zeros(1, dtype=np.int64), empty, empty
+
+
+def _offsets(sizes: np.ndarray) -> np.ndarray:
+    sizes = np.asarray(sizes, dtype=np.int64)
+    off = np.zeros(sizes.shape[0] + 1, dtype=np.int64)
+    np.cumsum(sizes, out=off[1:])
+    return off
+
+
+def _ranges(off: np.ndarray, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return the indices ``off[w]:off[w+1]`` for each w of ``which`` and their lengths."""
+    off = np.asarray(off, dtype=np.int64)
+    starts = off[which]
+    lengths = off[which + 1] - starts
+    firsts = np.repeat(starts - _offsets(lengths)[:-1], lengths)
+    return firsts + np.arange(int(lengths.sum()), dtype=np.int64), lengths
+
 
 def _dedupe(grp_off, grp_n, grp_N, grp_w, cls_off, cls_var, cls_mult) -> tuple:
     from ._kernels import foreground as kf
@@ -105,6 +145,8 @@ def merge_parts(*parts: SystemsPart) -> SystemsPart:
         return parts[0]
     first = parts[0]
     S = first.n_systems
+    if any(not np.array_equal(p.var_off, first.var_off) for p in parts):
+        raise ValueError("merge_parts: the packs are of different systems")
     T, C0, C1 = (sum(getattr(p, f) for p in parts) for f in ("T", "C0", "C1"))
     k0 = sum(p.k0 for p in parts)
     k1 = sum(p.k1 for p in parts)
@@ -144,3 +186,31 @@ def constants(part: SystemsPart, f0: np.ndarray) -> np.ndarray:
             c += int(part.k1[s]) * (math.log(f) if f > 0.0 else -math.inf)
         out[s] = c
     return out
+
+
+def assemble_counts(var_off: np.ndarray, blocks: list[tuple[np.ndarray, SystemsPart]]
+                    ) -> SystemsPart:
+    """Put the counts of blocks of systems (``(system ids, pack)``) back in system order.
+
+    ``var_off``: every system's variables in the whole pack. Every system in exactly one
+    block (the packs of :meth:`SystemsPart.select`); the result holds the counts and
+    constants of every system and no mixed group (:meth:`SystemsPart.counts`).
+    """
+    var_off = np.asarray(var_off, dtype=np.int64)
+    S = var_off.shape[0] - 1
+    V = int(var_off[S])
+    T, C0, C1 = np.zeros(V), np.zeros(V), np.zeros(V)
+    k0 = np.zeros(S, dtype=np.int64)
+    k1 = np.zeros(S, dtype=np.int64)
+    log_binom: list = [None] * S
+    for systems, part in blocks:
+        systems = np.asarray(systems, dtype=np.int64)
+        idx, _ = _ranges(var_off, systems)
+        T[idx], C0[idx], C1[idx] = part.T, part.C0, part.C1
+        k0[systems], k1[systems] = part.k0, part.k1
+        for i, s in enumerate(systems.tolist()):
+            log_binom[s] = part.log_binom[i]
+    if any(v is None for v in log_binom):
+        raise ValueError("assemble_counts: a system is in no block")
+    return SystemsPart(var_off, T, C0, C1, k0, k1, tuple(log_binom),
+                       np.zeros(S + 1, dtype=np.int64), *SystemsPart.no_groups())

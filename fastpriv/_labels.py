@@ -88,3 +88,25 @@ class LabelKey:
 
     def __lt__(self, other: "LabelKey") -> bool:
         return label_less(self.v, other.v)
+
+
+class FieldsKey:
+    """Sort key of a tuple of fields: floats by value, labels in key order (:func:`label_less`).
+
+    ``sorted(entries, key=lambda e: FieldsKey((-e.posterior, e.group, …)))``: the first
+    field that differs decides.
+    """
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: tuple) -> None:
+        self.parts = parts
+
+    def __lt__(self, other: "FieldsKey") -> bool:
+        for a, b in zip(self.parts, other.parts, strict=True):
+            if a == b or (a is None and b is None):
+                continue
+            if isinstance(a, float) and isinstance(b, float):
+                return a < b
+            return label_less(a, b)
+        return False

@@ -1283,7 +1283,8 @@ def foreground_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     the client; then each partition computes its posteriors with the mined distributions
     into a :class:`~fastpriv.foreground_fold.ForegroundSummary`, merged in a tree. The
     result equals ``ForegroundSummary.from_attack`` of :func:`fastpriv.foreground.attack`
-    on the same rows. Parameters as :func:`fastpriv.spark.foreground_audit`; ``data``,
+    on the distinct rows with their count (:func:`row_counts`, ``weight=`` the count).
+    Parameters as :func:`fastpriv.spark.foreground_audit`; ``data``,
     ``partition_by_group`` and ``split_every`` as :func:`groupwise_audit`.
 
     Returns
@@ -1309,15 +1310,65 @@ def foreground_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
                           min_support=min_support, nulls=nulls, max_items=max_items,
                           **options)
     pieces = _group_pieces(data, qi_cols, group_cols, sensitive, weight, partition_by_group)
-    checked = [partition_by_group]          # the layout is checked by the first pass
+    mined = None
+    if fold.has_systems:       # solved on the workers; the layout is checked on the way
+        mined = _solve_on_workers(dask, fold, pieces, qi_cols, group_cols, sensitive, weight,
+                                  count, split_every, check=not partition_by_group)
+    return fold.run(lambda part: _group_fold(
+        dask, pieces, qi_cols, group_cols, sensitive, weight, count, split_every, part,
+        check=not partition_by_group and mined is None), mined=mined)
 
-    def fold_groups(part: Any) -> Any:
-        out = _group_fold(dask, pieces, qi_cols, group_cols, sensitive, weight, count,
-                          split_every, part, check=not checked[0])
-        checked[0] = True
-        return out
 
-    return fold.run(fold_groups)
+def _solve_on_workers(dask: Any, fold: Any, pieces: list, qi_cols: list[str],
+                      group_cols: list[str], sensitive: str, weight: str | None, count: str,
+                      split_every: int, *, check: bool) -> Any:
+    """Pass 2 of the foreground fold with the systems solved on the workers.
+
+    Each partition packs its groups' systems, the packs merge in a tree into one pack kept
+    on the cluster (``persist``); the client receives its counts and work estimate
+    (:func:`~fastpriv.foreground_fold.block_summary`), checks the layout and the time
+    bound, then each block of systems is selected and solved on a worker
+    (:func:`~fastpriv.foreground_fold.block_solution`) and only the solutions come back.
+    """
+    import functools
+
+    from .foreground_fold import systems_part
+
+    part = functools.partial(systems_part, **fold.systems_args())
+    parts = [dask.delayed(_part_piece, pure=True)(kind, obj, qi_cols, group_cols, sensitive,
+                                                  weight, count, part)
+             for kind, obj in pieces]
+    if not parts:
+        raise InputError("data has no rows (after weights of 0)")
+    merged, = dask.persist(_reduce(dask, parts, _merge_summaries, split_every))
+    summary, ranges = dask.delayed(_summarized_pack)(merged, fold.n_random).compute()
+    if summary is None:
+        raise InputError("data has no rows (after weights of 0)")
+    if check:
+        _check_groups_in_one_partition(dask, pieces, ranges, group_cols, sensitive, "value",
+                                       weight, split_every)
+    args = fold.block_args()
+
+    def solve_blocks() -> list:
+        return list(dask.compute(*[dask.delayed(_block_solution)(merged, b, args)
+                                   for b in fold.blocks(len(pieces))]))
+
+    return fold.solve_in_blocks(*summary, solve_blocks)
+
+
+def _summarized_pack(merged: tuple, n_random: int) -> tuple:
+    """Return the merged pack's ``block_summary`` and the partitions' key ranges."""
+    from .foreground_fold import block_summary
+
+    pack, ranges = merged
+    return (None if pack is None else block_summary(pack, n_random=n_random)), ranges
+
+
+def _block_solution(merged: tuple, systems: Any, args: dict) -> tuple:
+    """Select a block of systems from the merged pack and solve them (on a worker)."""
+    from .foreground_fold import block_solution
+
+    return block_solution(merged[0].select(systems), systems, **args)
 
 
 def _cells(data: Any, qi_cols: list[str], group_cols: list[str], sensitive: str,

@@ -73,7 +73,7 @@ __all__ = [
 
 #: Systems with more variables than this use EM only (no dense Hessian); flagged.
 NEWTON_MAX = 256
-#: Seconds per operation of the solver (:func:`_solve_work`), with
+#: Seconds per operation of the solver (:func:`solve_work`), with
 #: :data:`ITERATIONS_PER_START`: calibrated on 2 shared cores against one group of
 #: 2,000 tuples (2 signature classes; estimate/actual 0.8), 20 groups of 1,000 (20
 #: classes; 0.5), 100 groups of 1,000 (2 classes; 3.8) and 1,000 groups of 100 (60
@@ -84,8 +84,8 @@ SOLVE_OP_SECONDS = 3e-9
 ITERATIONS_PER_START = 25
 
 
-def _solve_work(P: _Packed, n_random: int) -> float:
-    """Estimated operations of solving every system of ``P``.
+def solve_work(P: Any, n_random: int) -> float:
+    """Return the estimated operations of solving every system of ``P`` (a pack).
 
     One evaluation of the likelihood of a mixed group of N tuples with n of x costs
     :func:`fastpriv._budget.esp_work` (N, n) (a closed form O(K) when n = 1), its
@@ -790,6 +790,11 @@ class MinedDistributions(Result):
                 f"{len(self.values)} values; reliable sample J = {self.min_support}; "
                 f"unreliable signatures: '{self.unreliable}'")
 
+    @property
+    def release_view(self) -> _View:
+        """What the adversary read: the release's rows, groups and value counts."""
+        return self._view
+
     def value_members_codes(self, x: int) -> np.ndarray:
         """Release value codes making up attacked x."""
         labs = self._view.values.to_pylist()
@@ -1178,7 +1183,7 @@ def plan_mining(view: _View, *, sensitive_values: Any = None, max_set_size: int 
 def solve_mining(view: _View, plan: MiningPlan, gcount: np.ndarray, part: Any, *,
                  max_seconds: float | None = MAX_SECONDS,
                  seconds: dict | None = None) -> MinedDistributions:
-    """Solve the packed systems ``part`` of ``plan`` and return the mined distributions.
+    """Solve the packed systems ``part`` of ``plan`` here; return the mined distributions.
 
     ``part``: every group's :class:`~fastpriv._foreground_pack.SystemsPart` (merged), or
     None without systems. The work is estimated first (:data:`SOLVE_OP_SECONDS`); beyond
@@ -1188,21 +1193,101 @@ def solve_mining(view: _View, plan: MiningPlan, gcount: np.ndarray, part: Any, *
     P = sol = None
     if part is not None:
         P = _packed_systems(part, plan.f0[plan.sys_x])
-        so = np.zeros(plan.sys_a.size + 1, dtype=np.int64)
-        est = _solve_work(P, plan.params["n_random"]) * SOLVE_OP_SECONDS
-        what = (f"solving {P.n_systems:,} foreground systems (groups of up to "
-                f"{int(np.max(P.grp_N, initial=0)):,} tuples)")
+        with _bounded_solve(solve_work(P, plan.params["n_random"]),
+                            int(np.max(P.grp_N, initial=0)), P.n_systems, max_seconds):
+            sol = _solve(P, np.zeros(plan.sys_a.size + 1, dtype=np.int64), np.zeros(1),
+                         **plan.params)
+    return _mined(view, plan, gcount, P, sol, seconds, t3)
+
+
+def solve_mining_in_blocks(view: _View, plan: MiningPlan, gcount: np.ndarray, counts: Any,
+                           work: float, max_group: int,
+                           solve_blocks: Callable[[], list[tuple[np.ndarray, Any]]], *,
+                           max_seconds: float | None = MAX_SECONDS,
+                           seconds: dict | None = None) -> MinedDistributions:
+    """Solve the systems where their groups live; return the mined distributions.
+
+    ``counts``: every system's counts and constants without its mixed groups
+    (``SystemsPart.counts``); ``work`` and ``max_group``: :func:`solve_work` of the merged
+    systems and their largest group, checked against ``max_seconds`` as in
+    :func:`solve_mining` before ``solve_blocks()`` runs :func:`solve_block` on blocks of
+    systems and returns ``[(system ids, solution)]``. The systems are independent (each
+    seeded by its own index), so the joined solution equals :func:`solve_mining`'s.
+    """
+    t3 = time.perf_counter()
+    P = _packed_systems(counts, plan.f0[plan.sys_x])
+    with _bounded_solve(work, max_group, P.n_systems, max_seconds):
+        sol = join_solutions(P.var_off, solve_blocks())
+    return _mined(view, plan, gcount, P, sol, seconds, t3)
+
+
+def solve_block(part: Any, systems: np.ndarray, f0: np.ndarray, params: dict) -> _Solution:
+    """Solve the systems ``systems`` (their ids in the whole plan) packed in ``part`` alone.
+
+    ``f0``: the fixed rate of each of them; ``params``: the plan's solver settings.
+    """
+    P = _packed_systems(part, f0)
+    return _solve(P, np.zeros(P.n_systems + 1, dtype=np.int64), np.zeros(1), **params,
+                  sys_id=np.asarray(systems, dtype=np.int64))
+
+
+def join_solutions(var_off: np.ndarray, blocks: list[tuple[np.ndarray, _Solution]]
+                   ) -> _Solution:
+    """Put the solutions of blocks of systems (``(system ids, solution)``) in system order."""
+    var_off = np.asarray(var_off, dtype=np.int64)
+    S = var_off.shape[0] - 1
+    where: dict[int, tuple[_Solution, int]] = {}
+    for systems, sol in blocks:
+        for i, s in enumerate(np.asarray(systems).tolist()):
+            where[s] = (sol, i)
+    if sorted(where) != list(range(S)):
+        raise ValueError("join_solutions: every system must be solved once")
+    per = [where[s] for s in range(S)]
+
+    def take(name: str, off: str | None) -> np.ndarray:
+        if off is None:
+            return np.array([getattr(sol, name)[i] for sol, i in per])
+        return np.concatenate([getattr(sol, name)[getattr(sol, off)[i]:getattr(sol, off)[i + 1]]
+                               for sol, i in per])
+
+    def offsets(off: str) -> np.ndarray:
+        sizes = [int(getattr(sol, off)[i + 1] - getattr(sol, off)[i]) for sol, i in per]
+        return np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
+
+    return _Solution(take("F", "var_off"), *(take(f, None) for f in (
+        "loglik", "iterations", "flags", "residual", "pgrad", "n_maxima", "second",
+        "n_endpoints")), take("ep_F", "epF_off"), take("ep_ll", "ep_off"),
+        take("ep_kind", "ep_off"), take("ep_it", "ep_off"), ep_off=offsets("ep_off"),
+        epF_off=offsets("epF_off"), var_off=var_off)
+
+
+class _bounded_solve:  # noqa: N801 - used as a context manager
+    """Refuse a solve estimated beyond ``max_seconds``; show a long one's estimate."""
+
+    def __init__(self, work: float, max_group: int, n_systems: int,
+                 max_seconds: float | None) -> None:
+        from ._progress import Estimate
+
+        est = work * SOLVE_OP_SECONDS
+        what = (f"solving {n_systems:,} foreground systems (groups of up to "
+                f"{max_group:,} tuples)")
         check_seconds(est, what, "attack fewer values (sensitive_values= / "
                       "--sensitive-values), smaller attribute sets (max_set_size= / "
                       "--max-set-size), a release of smaller groups, or raise max_seconds "
                       "(--max-seconds; none waits)", max_seconds)
-        from ._progress import Estimate
+        self._shown = Estimate(what, est)
 
-        with Estimate(what, est):
-            sol = _solve(P, so, np.zeros(1), **plan.params)
-    t4 = time.perf_counter()
+    def __enter__(self) -> None:
+        self._shown.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._shown.__exit__(*exc)
+
+
+def _mined(view: _View, plan: MiningPlan, gcount: np.ndarray, P: _Packed | None,
+           sol: _Solution | None, seconds: dict | None, t3: float) -> MinedDistributions:
     took = {**(seconds or {}), **plan.seconds, "build": t3 - plan.started
-            - plan.seconds["signatures"], "solve": t4 - t3}
+            - plan.seconds["signatures"], "solve": time.perf_counter() - t3}
     took["total"] = sum(took.values())
     targets = plan.targets
     return MinedDistributions(
@@ -1592,10 +1677,7 @@ def attack(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None 
     ForegroundAttack
 
     """
-    r = float(check_r(r))
-    tol = float(tol)
-    if not tol >= 0:
-        raise InputError(f"tol must be >= 0, got {tol!r}")
+    r, tol = check_attack(r, tol)
     if original is not None and weight is not None:
         raise InputError("original= is row-aligned with one row per individual; it cannot "
                          "be combined with weight=")
@@ -1626,6 +1708,18 @@ def attack(data: Any, *, qi: Sequence[str] | None = None, sensitive: str | None 
                             seconds={"mining": t1 - t0, "posteriors": t2 - t1,
                                      "total": time.perf_counter() - t0},
                             n_undefined=n_undef)
+
+
+def check_attack(r: Any, tol: Any) -> tuple[float, float]:
+    """Return ``(r, tol)`` of an attack as floats, or raise :class:`InputError` naming them."""
+    r = float(check_r(r))
+    try:
+        tol = float(tol)
+    except (TypeError, ValueError):
+        raise InputError(f"tol must be a number >= 0, got {tol!r}") from None
+    if not tol >= 0:
+        raise InputError(f"tol must be >= 0, got {tol!r}")
+    return r, tol
 
 
 def posteriors(md: MinedDistributions, true_code: np.ndarray | None) -> tuple:

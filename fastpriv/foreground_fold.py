@@ -11,10 +11,13 @@ three passes, where the data lives:
    plan of the whole release (only value totals and signature supports are read):
    :func:`prepare`.
 2. **Systems.** Each set of complete groups packs every system over its groups
-   (:func:`systems_part`: a :class:`~fastpriv._foreground_pack.SystemsPart`, its size
-   the distinct group profiles); parts merge exactly, into the systems of the whole
-   release in the same order, which this process solves (:meth:`ForegroundFold.solve`)
-   into the distributions of :func:`fastpriv.foreground.mine`, bit for bit.
+   (:func:`systems_part`: a :class:`~fastpriv._foreground_pack.SystemsPart` — counts per
+   variable, i.e. per reliable signature, and the distinct group profiles); parts merge
+   exactly, into the systems of the whole release in the same order, solved into the
+   distributions of :func:`fastpriv.foreground.mine`, bit for bit: in this process
+   (:meth:`ForegroundFold.solve`), or block of systems by block where the packs live
+   (:meth:`ForegroundFold.solve_in_blocks`; the systems are independent), so that this
+   process receives the counts and the solutions, not the profiles.
 3. **Posteriors.** Each set of complete groups computes its tuples' worst posteriors with
    those distributions (:func:`attack_part`) into a :class:`ForegroundSummary`: counts,
    the largest posterior and its tuple, the ``max_items`` most exposed people. Summaries
@@ -36,26 +39,12 @@ import numpy as np
 import pyarrow as pa
 
 from ._budget import MAX_SECONDS
-from ._labels import label_less
+from ._labels import FieldsKey
 from .errors import InputError
 from .results import Result, Witness, json_safe
 
 __all__ = ["ForegroundFold", "ForegroundSummary", "ForegroundWitness", "attack_part",
-           "prepare", "systems_part"]
-
-
-class _Rank:
-    """Order of ranked tuples: higher posterior first, ties in content order."""
-
-    __slots__ = ("parts",)
-
-    def __init__(self, posterior: float, content: tuple) -> None:
-        self.parts = (-posterior, content)
-
-    def __lt__(self, other: _Rank) -> bool:
-        if self.parts[0] != other.parts[0]:
-            return self.parts[0] < other.parts[0]
-        return label_less(self.parts[1], other.parts[1])
+           "block_solution", "block_summary", "prepare", "systems_part"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,7 +52,8 @@ class ForegroundWitness(Witness):
     """The most exposed tuple of a :class:`ForegroundSummary`, named by group and QI values.
 
     People of ``group`` with QI values ``signature`` hold ``value`` with probability
-    ``posterior``, mined on ``attribute_set`` (None: the group's counts alone, n_x / N).
+    ``posterior``, mined on ``attribute_set`` (None: the group's counts alone, n_x / N);
+    ``problematic``: the posterior exceeds 1/r.
     """
 
     group: Any
@@ -102,8 +92,13 @@ class ForegroundSummary(Result):
         The ``max_items`` most exposed people (those of ``ForegroundAttack.worst``, named
         by group and QI values instead of row numbers): group, QI values, posterior,
         attribute set, value, problematic, and how many people the entry stands for.
-    mined : fastpriv.foreground.MinedDistributions
-        The distributions mined from the whole release.
+    top : ForegroundWitness or None
+        The witness (also :attr:`witness`).
+    max_items : int
+        People listed in ``worst`` at most.
+    mined : fastpriv.foreground.MinedDistributions or None
+        The distributions mined from the whole release (None in the summary of one part,
+        before :meth:`ForegroundFold.finish`).
 
     """
 
@@ -134,15 +129,16 @@ class ForegroundSummary(Result):
     def params(self) -> dict:
         """The parameters of the attack."""
         md = self.mined
-        return {"r": self.r, "tol": self.tol, "min_support": md.min_support,
-                "epsilon": md.epsilon, "confidence": md.confidence,
-                "unreliable": md.unreliable, "values": [str(v) for v in md.values],
-                "max_items": self.max_items}
+        mining = {} if md is None else {
+            "min_support": md.min_support, "epsilon": md.epsilon,
+            "confidence": md.confidence, "unreliable": md.unreliable,
+            "values": [str(v) for v in md.values]}
+        return {"r": self.r, "tol": self.tol, **mining, "max_items": self.max_items}
 
     @classmethod
     def from_attack(cls, attack: Any, *, max_items: int = 10) -> ForegroundSummary:
         """Summarize an in-memory :class:`~fastpriv.foreground.ForegroundAttack`."""
-        return _summarize(attack.mined._view, attack.mined, attack.posterior,
+        return _summarize(attack.mined.release_view, attack.mined, attack.posterior,
                           attack.witness_set, attack.witness_value, attack.n_undefined,
                           r=attack.r, tol=attack.tol, max_items=max_items)
 
@@ -162,7 +158,8 @@ class ForegroundSummary(Result):
         pairs = sorted(zip(self._ranks + o._ranks, self.worst + o.worst, strict=True),
                        key=lambda p: p[0])
         ranks, worst = _first_people(pairs, self.max_items)
-        return replace(self, n_rows=self.n_rows + o.n_rows,
+        return replace(self, mined=self.mined if self.mined is not None else o.mined,
+                       n_rows=self.n_rows + o.n_rows,
                        n_problematic=self.n_problematic + o.n_problematic,
                        n_undefined=self.n_undefined + o.n_undefined,
                        max_posterior=max(self.max_posterior, o.max_posterior), top=top,
@@ -170,7 +167,8 @@ class ForegroundSummary(Result):
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe summary (the mined distributions without their timings)."""
-        mined = {k: v for k, v in self.mined.to_dict().items() if k != "seconds"}
+        mined = None if self.mined is None else {
+            k: v for k, v in self.mined.to_dict().items() if k != "seconds"}
         return json_safe({"r": self.r, "threshold": self.threshold, "tol": self.tol,
                           "value": self.value, "params": self.params,
                           "witness": self.witness, "n_rows": self.n_rows,
@@ -190,8 +188,8 @@ class ForegroundSummary(Result):
         return line
 
 
-def _witness_rank(s: ForegroundSummary) -> _Rank:
-    return s._ranks[0] if s._ranks else _Rank(-1.0, ())
+def _witness_rank(s: ForegroundSummary) -> FieldsKey:
+    return s._ranks[0] if s._ranks else FieldsKey((1.0, ()))
 
 
 def _first_people(pairs: list, k: int) -> tuple[tuple, tuple]:
@@ -208,8 +206,13 @@ def _first_people(pairs: list, k: int) -> tuple[tuple, tuple]:
 
 
 def _summarize(view: Any, mined: Any, worst: np.ndarray, wset: np.ndarray, wval: np.ndarray,
-               n_undefined: int, *, r: float, tol: float, max_items: int) -> ForegroundSummary:
-    """Summarize every row of ``view`` (posteriors computed) into a ForegroundSummary."""
+               n_undefined: int, *, r: float, tol: float, max_items: int,
+               keep_mined: bool = True) -> ForegroundSummary:
+    """Summarize every row of ``view`` (posteriors computed) into a ForegroundSummary.
+
+    ``keep_mined=False``: a part's summary, without the distributions (every part has the
+    same; :meth:`ForegroundFold.finish` puts the whole release's in).
+    """
     rows = view.rows
     weight = np.ones(worst.shape[0], dtype=np.int64) if rows.weight is None \
         else np.asarray(rows.weight, dtype=np.int64)
@@ -228,7 +231,7 @@ def _summarize(view: Any, mined: Any, worst: np.ndarray, wset: np.ndarray, wval:
         group = groups[int(view.row_group[i])].as_py()
         a, x = int(wset[i]), int(wval[i])
         own = None if rows.sensitive is None else values[int(rows.sensitive[i])].as_py()
-        ranks.append(_Rank(float(worst[i]), (tuple(sig.values()), group, own)))
+        ranks.append(FieldsKey((-float(worst[i]), (tuple(sig.values()), group, own))))
         entries.append({"group": group, "signature": sig, "posterior": float(worst[i]),
                         "attribute_set": list(mined.attribute_sets[a]) if a >= 0 else None,
                         "value": mined.values[x] if x >= 0 else None,
@@ -246,7 +249,8 @@ def _summarize(view: Any, mined: Any, worst: np.ndarray, wset: np.ndarray, wval:
         r=r, threshold=threshold, tol=tol, n_rows=int(weight.sum()),
         n_problematic=int(weight[problematic].sum()), n_undefined=int(n_undefined),
         max_posterior=float(worst.max()) if worst.size else 0.0, top=top,
-        worst=tuple(entries), max_items=max_items, mined=mined, _ranks=tuple(ranks))
+        worst=tuple(entries), max_items=max_items, mined=mined if keep_mined else None,
+        _ranks=tuple(ranks))
 
 
 # ====================================================================== the passes
@@ -321,11 +325,15 @@ def _positions(labels: pa.Array, domain: pa.Array, column: str) -> np.ndarray:
     """Position of each label in ``domain`` (every label of a part is in the release's)."""
     import pyarrow.compute as pc
 
+    errors = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
     try:
         idx = pc.index_in(labels, value_set=domain, skip_nulls=False)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        idx = pc.index_in(labels.cast(domain.type), value_set=domain, skip_nulls=False)
-    if idx.null_count:
+    except errors:
+        try:
+            idx = pc.index_in(labels.cast(domain.type), value_set=domain, skip_nulls=False)
+        except errors:
+            idx = None
+    if idx is None or idx.null_count:
         raise RuntimeError(f"foreground fold: a value of {column!r} in a part is not among "
                            "the release's cells (the passes read different data)")
     return idx.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -353,8 +361,9 @@ def attack_part(data: Any, *, plan: PartPlan, mined: Any, r: float, tol: float,
     """Attack one set of complete groups with the mined distributions (pass 3).
 
     ``data`` as :func:`systems_part`; ``mined``: :func:`fastpriv.foreground.for_parts` of
-    the whole release's distributions. Returns the part's :class:`ForegroundSummary`, or
-    None for no row.
+    the whole release's distributions. Returns the part's :class:`ForegroundSummary`
+    (without the distributions: :meth:`ForegroundFold.finish` adds them), or None for no
+    row.
     """
     from .foreground import part_posteriors
 
@@ -364,7 +373,7 @@ def attack_part(data: Any, *, plan: PartPlan, mined: Any, r: float, tol: float,
     worst, wset, wval, _, n_undef = part_posteriors(mined, view, plan.variables(view),
                                                     plan.value_counts(view))
     return _summarize(view, mined, worst, wset, wval, n_undef, r=r, tol=tol,
-                      max_items=max_items)
+                      max_items=max_items, keep_mined=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -412,21 +421,62 @@ class ForegroundFold:
         return {"plan": self.plan, "mined": for_parts(mined), "r": self.r, "tol": self.tol,
                 "max_items": self.max_items}
 
-    def run(self, fold_groups: Callable[[Callable], Any]) -> ForegroundSummary:
+    def run(self, fold_groups: Callable[[Callable], Any], *,
+            mined: Any = None) -> ForegroundSummary:
         """Run passes 2 and 3 with an engine's fold over its sets of complete groups.
 
         ``fold_groups(part)`` applies ``part`` (a set of complete groups' distinct rows in,
         a summary with ``merge`` or None out) to every set of complete groups where the
-        data lives and returns the merged summary (None for no rows).
+        data lives and returns the merged summary (None for no rows). ``mined``: the
+        distributions, when the engine solved them where the groups live
+        (:meth:`solve_in_blocks`); else pass 2 is folded here and solved in this process.
         """
         import functools
 
-        systems = None
-        if self.has_systems:
-            systems = fold_groups(functools.partial(systems_part, **self.systems_args()))
-        mined = self.solve(systems)
+        if mined is None:
+            systems = None
+            if self.has_systems:
+                systems = fold_groups(functools.partial(systems_part, **self.systems_args()))
+            mined = self.solve(systems)
         return self.finish(fold_groups(functools.partial(attack_part,
                                                          **self.attack_args(mined))), mined)
+
+    def blocks(self, n: int) -> list[np.ndarray]:
+        """Deal the systems into at most ``n`` blocks, round robin (their ids)."""
+        S = int(self.plan.sys_a.size)
+        n = max(1, min(int(n), S))
+        return [np.arange(b, S, n, dtype=np.int64) for b in range(n)]
+
+    def block_args(self) -> dict:
+        """Keyword arguments of :func:`block_solution` (besides the pack and its systems)."""
+        return {"f0": self.mining.f0[self.mining.sys_x], "params": self.mining.params}
+
+    @property
+    def n_random(self) -> int:
+        """Random starts per system (for :func:`block_summary`)."""
+        return int(self.mining.params["n_random"])
+
+    @property
+    def var_off(self) -> np.ndarray:
+        """Every system's variables in the whole pack (offsets)."""
+        m = self.plan.n_signatures + (1 if self.plan.pooled else 0)
+        off = np.zeros(self.plan.sys_a.size + 1, dtype=np.int64)
+        np.cumsum(m[self.plan.sys_a], out=off[1:])
+        return off
+
+    def solve_in_blocks(self, counts: Any, work: float, max_group: int,
+                        solve_blocks: Callable[[], list]) -> Any:
+        """Solve the systems where their groups live: the mined distributions.
+
+        As :func:`fastpriv.foreground.solve_mining_in_blocks`. ``counts``, ``work``,
+        ``max_group``: from :func:`block_summary` of every block (counts put in system
+        order by :func:`fastpriv._foreground_pack.assemble_counts`); ``solve_blocks()``
+        returns :func:`block_solution` of every block.
+        """
+        from .foreground import solve_mining_in_blocks
+
+        return solve_mining_in_blocks(self.view, self.mining, self.gcount, counts, work,
+                                      max_group, solve_blocks, max_seconds=self.max_seconds)
 
     def finish(self, summary: ForegroundSummary | None, mined: Any) -> ForegroundSummary:
         """Return the merged summary with the whole release's distributions."""
@@ -450,8 +500,8 @@ def prepare(cells: Callable[[], Any], *, qi: Sequence[str], group: str | Sequenc
     count column). The other arguments as :func:`fastpriv.foreground.attack`.
     """
     from ._budget import check_max_seconds
-    from ._validation import check_int, check_r, unique_name
-    from .foreground import plan_mining, read_view
+    from ._validation import check_int, unique_name
+    from .foreground import check_attack, plan_mining, read_view
 
     if not isinstance(group, str):
         if isinstance(group, Sequence) and len(group) == 1 and isinstance(group[0], str):
@@ -459,10 +509,8 @@ def prepare(cells: Callable[[], Any], *, qi: Sequence[str], group: str | Sequenc
         else:
             raise InputError(f"group: the foreground attack reads one group column (as "
                              f"foreground.attack), got {group!r}")
-    r = float(check_r(r))
-    tol = float(tol)
-    if not tol >= 0:
-        raise InputError(f"tol must be >= 0, got {tol!r}")
+    qi = [qi] if isinstance(qi, str) else list(qi)
+    r, tol = check_attack(r, tol)
     max_items = check_int(max_items, "max_items", minimum=1)
     max_seconds = check_max_seconds(max_seconds)
     table = cells()
@@ -485,3 +533,29 @@ def prepare(cells: Callable[[], Any], *, qi: Sequence[str], group: str | Sequenc
                     sys_a=mining.sys_a, sys_x=mining.sys_x, pooled=mining.pooled)
     return ForegroundFold(plan=plan, mining=mining, view=view, gcount=gcount, r=r, tol=tol,
                           max_items=max_items, max_seconds=max_seconds)
+
+
+def block_summary(part: Any, *, n_random: int) -> tuple[Any, float, int]:
+    """Summarize a block's merged systems for the driver, before they are solved.
+
+    Returns ``(counts, work, max_group)``: the pack without its mixed groups
+    (``SystemsPart.counts``), :func:`fastpriv.foreground.solve_work` and the largest
+    mixed group.
+    """
+    from .foreground import solve_work
+
+    return (part.counts(), solve_work(part, n_random),
+            int(np.max(part.grp_N, initial=0)))
+
+
+def block_solution(part: Any, systems: np.ndarray, *, f0: np.ndarray,
+                   params: dict) -> tuple[np.ndarray, Any]:
+    """Solve a block's merged systems where they live: ``(system ids, solution)``.
+
+    ``part`` packs exactly ``systems`` (ids in the whole plan), in that order; ``f0``:
+    every system's fixed rate (:meth:`ForegroundFold.block_args`).
+    """
+    from .foreground import solve_block
+
+    systems = np.asarray(systems, dtype=np.int64)
+    return systems, solve_block(part, systems, f0[systems], params)

@@ -642,8 +642,9 @@ ENGINE_ROUTES = {
             "`population_histogram` (k-map, δ-presence, risk against a population), "
             "`robustness_audit` (r-robustness: the knowledge from the (QI, sensitive) cells, "
             "then one summary per partition of complete groups) and `foreground_audit` (the "
-            "foreground attack: the mining planned from the cells, each partition's packed "
-            "systems merged and solved on the client, then one summary per partition)",
+            "foreground attack: the mining planned from the cells, the partitions' packed "
+            "systems merged and solved on the workers, block of systems by block, then one "
+            "summary per partition)",
     "spark": "`spark.release`, `spark.row_counts`, `spark.class_counts`; the folds "
              "`spark.audit` (on the executors, one summary per partition), "
              "`spark.class_histogram` (risk: one row per class size), "
@@ -651,8 +652,9 @@ ENGINE_ROUTES = {
              "one summary per partition of the join), `spark.robustness_audit` "
              "(r-robustness: the knowledge from the (QI, sensitive) cells, then one summary "
              "per partition of complete groups) and `spark.foreground_audit` (the foreground "
-             "attack: the mining planned from the cells, each partition's packed systems "
-             "merged and solved in the driver, then one summary per partition)",
+             "attack: the mining planned from the cells, the partitions' packed systems "
+             "shuffled by block of systems, merged and solved on the executors, then one "
+             "summary per partition)",
     "duckdb": "`pushdown.release`, `pushdown.row_counts`, `pushdown.class_counts` (the GROUP "
               "BY runs in DuckDB); the folds `pushdown.audit` (its ordered counts streamed), "
               "`pushdown.class_histogram` (risk: one row per class size), "

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._labels import label_less
+from ._labels import FieldsKey, label_less
 from .errors import InputError, InputTypeError
 from .results import Result, Witness, json_safe
 
@@ -37,31 +37,13 @@ GROUP_COUNTS = ("certified_by_delta", "exact_posterior_needed", "no_sensitive_va
                 "delta_condition_holds", "certified_violations", "over_threshold")
 
 
-class _Key:
-    """Order of problematic or undefined entries: by the given fields, labels in key order."""
-
-    __slots__ = ("parts",)
-
-    def __init__(self, parts: tuple) -> None:
-        self.parts = parts
-
-    def __lt__(self, other: "_Key") -> bool:
-        for a, b in zip(self.parts, other.parts, strict=True):
-            if a == b or (a is None and b is None):
-                continue
-            if isinstance(a, float) and isinstance(b, float):
-                return a < b
-            return label_less(a, b)
-        return False
-
-
-def _problematic_key(e: dict) -> _Key:
-    return _Key((-e["posterior"], e["group"], tuple(e["attribute_set"]), e["value"],
+def _problematic_key(e: dict) -> FieldsKey:
+    return FieldsKey((-e["posterior"], e["group"], tuple(e["attribute_set"]), e["value"],
                  tuple(e["signature"].values())))
 
 
-def _undefined_key(e: dict) -> _Key:
-    return _Key((e["group"], tuple(e["attribute_set"] or ()), e["value"], e["reason"]))
+def _undefined_key(e: dict) -> FieldsKey:
+    return FieldsKey((e["group"], tuple(e["attribute_set"] or ()), e["value"], e["reason"]))
 
 
 def _at_least_kth(p: Any, k: int) -> Any:

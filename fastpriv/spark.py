@@ -984,8 +984,52 @@ def foreground_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
         sensitive_values=sensitive_values, max_set_size=max_set_size, epsilon=epsilon,
         confidence=confidence, min_support=min_support, nulls=nulls, max_items=max_items,
         **options)
+    mined = None
+    if fold.has_systems:       # solved on the executors
+        mined = _solve_on_executors(data, fold, qi_cols, group_cols, sensitive, weight, count,
+                                    partitions)
     return fold.run(lambda part: _group_fold(data, qi_cols, group_cols, sensitive, weight,
-                                             count, partitions, part))
+                                             count, partitions, part), mined=mined)
+
+
+def _solve_on_executors(data: Any, fold: Any, qi_cols: list[str], group_cols: list[str],
+                        sensitive: str, weight: str | None, count: str,
+                        partitions: int | None) -> Any:
+    """Pass 2 of the foreground fold with the systems solved on the executors.
+
+    The rows are shuffled by group; each partition packs its groups' systems and splits
+    the pack into blocks of systems (:meth:`~fastpriv.foreground_fold.ForegroundFold.blocks`),
+    shuffled by block and kept (``persist``); each block's packs are merged and summarized
+    for the driver (:func:`~fastpriv.foreground_fold.block_summary`: counts and work), which
+    checks the time bound, then merged again and solved
+    (:func:`~fastpriv.foreground_fold.block_solution`): the driver receives the counts and
+    the solutions, not the groups.
+    """
+    from ._foreground_pack import assemble_counts
+    from .foreground_fold import systems_part
+
+    cols = qi_cols + group_cols + [sensitive]
+    picked, pos = _picked(data, cols, weight)
+    by = _partition_keys(picked, pos[len(qi_cols):-1])
+    shuffled = picked.repartition(partitions, *by) if partitions else picked.repartition(*by)
+    blocks = fold.blocks(partitions or data.sparkSession.sparkContext.defaultParallelism)
+    packs = shuffled.mapInArrow(functools.partial(
+        _pack_blocks, cols=cols, n_qi=len(qi_cols), weight=weight, count=count,
+        part=functools.partial(systems_part, **fold.systems_args()), blocks=blocks),
+        "block long, state binary")
+    by_block = packs.repartition(len(blocks), "block").persist()
+    try:
+        summaries = _states(by_block, functools.partial(_block_summaries,
+                                                        n_random=fold.n_random))
+        if not summaries:
+            raise InputError("data has no rows (after weights of 0)")
+        counts = assemble_counts(fold.var_off, [(blocks[b], c) for b, c, _, _ in summaries])
+        work = sum(w for _, _, w, _ in summaries)
+        largest = max(g for _, _, _, g in summaries)
+        solve = functools.partial(_block_solutions, blocks=blocks, args=fold.block_args())
+        return fold.solve_in_blocks(counts, work, largest, lambda: _states(by_block, solve))
+    finally:
+        by_block.unpersist()
 
 
 def _cells(data: Any, qi_cols: list[str], group_cols: list[str], sensitive: str,
@@ -1047,6 +1091,64 @@ def _fold_part(batches: Iterator[pa.RecordBatch], *, cols: list[str], n_qi: int,
                        sensitive=cols[-1], weight=weight, count=count, part=part)
     if state is not None:
         yield pa.RecordBatch.from_pydict({"state": [pickle.dumps(state)]})
+
+
+def _pack_blocks(batches: Iterator[pa.RecordBatch], *, cols: list[str], n_qi: int,
+                 weight: str | None, count: str, part: Callable,
+                 blocks: list) -> Iterator[pa.RecordBatch]:
+    """Executor side of :func:`_solve_on_executors`: a partition's pack, one row per block."""
+    import pickle
+
+    from .pushdown import group_part
+
+    names = cols + ([weight] if weight is not None else [])
+    parts = [pa.Table.from_batches([b]).rename_columns(names) for b in batches if b.num_rows]
+    if not parts:
+        return
+    pack = group_part(pa.concat_tables(parts), qi=cols[:n_qi], group=cols[n_qi:-1],
+                      sensitive=cols[-1], weight=weight, count=count, part=part)
+    if pack is not None:
+        yield pa.RecordBatch.from_pydict({
+            "block": list(range(len(blocks))),
+            "state": [pickle.dumps(pack.select(systems)) for systems in blocks]})
+
+
+def _merged_blocks(batches: Iterator[pa.RecordBatch]) -> dict:
+    """Return the packs of a partition's blocks, each merged: {block: pack}."""
+    import pickle
+
+    found: dict = {}
+    for batch in batches:
+        for b, state in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(),
+                            strict=True):
+            found.setdefault(b, []).append(pickle.loads(state))
+    return {b: packs[0].merge(*packs[1:]) for b, packs in found.items()}
+
+
+def _block_summaries(batches: Iterator[pa.RecordBatch], *,
+                     n_random: int) -> Iterator[pa.RecordBatch]:
+    """Executor side: each block's ``(block, counts, work, largest group)`` for the driver."""
+    import pickle
+
+    from .foreground_fold import block_summary
+
+    out = [pickle.dumps((b, *block_summary(pack, n_random=n_random)))
+           for b, pack in _merged_blocks(batches).items()]
+    if out:
+        yield pa.RecordBatch.from_pydict({"state": out})
+
+
+def _block_solutions(batches: Iterator[pa.RecordBatch], *, blocks: list,
+                     args: dict) -> Iterator[pa.RecordBatch]:
+    """Executor side: each block's systems solved, ``(system ids, solution)``."""
+    import pickle
+
+    from .foreground_fold import block_solution
+
+    out = [pickle.dumps(block_solution(pack, blocks[b], **args))
+           for b, pack in _merged_blocks(batches).items()]
+    if out:
+        yield pa.RecordBatch.from_pydict({"state": out})
 
 
 def _check_same_kinds(data: Any, population: Any, cols: list[str]) -> None:

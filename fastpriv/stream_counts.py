@@ -710,7 +710,10 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
     rows = _GroupRuns(data, qi_cols, group_cols, sensitive, weight, _check_batch_size(
         batch_size), nulls)
-    audit = prepare(lambda: rows.cells(knowledge_given="knowledge="), qi=qi_cols,
+    refusal = ("a stream read once cannot give both passes; pass knowledge= (e.g. "
+               "robustness_fold.derive_knowledge of its cells), or a path, a dataset or a "
+               "table")
+    audit = prepare(lambda: rows.cells(refusal), qi=qi_cols,
                     sensitive=sensitive, count=rows.count, r=r, knowledge=knowledge,
                     sensitive_values=sensitive_values, max_set_size=max_set_size,
                     epsilon=epsilon, confidence=confidence, min_support=min_support,
@@ -738,8 +741,9 @@ def foreground_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     solved; then each run's posteriors are computed with the mined distributions into a
     :class:`~fastpriv.foreground_fold.ForegroundSummary`, merged. Memory: the cells, the
     distinct group profiles of the systems and one run. The result equals
-    ``ForegroundSummary.from_attack`` of :func:`fastpriv.foreground.attack` on the same
-    rows. Parameters as :func:`fastpriv.spark.foreground_audit`; ``data`` and
+    ``ForegroundSummary.from_attack`` of :func:`fastpriv.foreground.attack` on the
+    distinct rows with their count (:func:`row_counts`, ``weight=`` the count).
+    Parameters as :func:`fastpriv.spark.foreground_audit`; ``data`` and
     ``batch_size`` as :func:`row_counts`.
 
     Returns
@@ -749,20 +753,17 @@ def foreground_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     """
     from .foreground_fold import prepare as prepare_attack
     from .pushdown import check_row_names
-    from .streaming import reiterable
 
     qi_cols, group_cols = check_row_names(qi, group, sensitive, weight)
     rows = _GroupRuns(data, qi_cols, group_cols, sensitive, weight, _check_batch_size(
         batch_size), nulls)
-    if not reiterable(data):
-        raise InputError("data: the foreground attack reads its input three times (cells, "
-                         "systems, posteriors); give a path, a dataset or a table, not a "
-                         "stream read once")
-    fold = prepare_attack(rows.cells, qi=qi_cols, group=group_cols, sensitive=sensitive,
-                          count=rows.count, r=r, sensitive_values=sensitive_values,
-                          max_set_size=max_set_size, epsilon=epsilon, confidence=confidence,
-                          min_support=min_support, nulls=nulls, max_items=max_items,
-                          **options)
+    refusal = ("the foreground attack reads its input three times (cells, systems, "
+               "posteriors); give a path, a dataset or a table, not a stream read once")
+    fold = prepare_attack(lambda: rows.cells(refusal), qi=qi_cols, group=group_cols,
+                          sensitive=sensitive, count=rows.count, r=r,
+                          sensitive_values=sensitive_values, max_set_size=max_set_size,
+                          epsilon=epsilon, confidence=confidence, min_support=min_support,
+                          nulls=nulls, max_items=max_items, **options)
     return fold.run(rows.fold)
 
 
@@ -794,15 +795,15 @@ class _GroupRuns:
             kept = kept_rows(table, self.group_cols, "drop") if drop_null_groups else None
             yield table if kept is None else table.take(pa.array(kept))
 
-    def cells(self, knowledge_given: str | None = None) -> Any:
-        """Count the distinct (QI, sensitive) cells (without the null groups under "drop")."""
+    def cells(self, refusal: str) -> Any:
+        """Count the distinct (QI, sensitive) cells (without the null groups under "drop").
+
+        The input is read again afterwards: a stream read once is refused with ``refusal``.
+        """
         from .streaming import reiterable
 
         if not reiterable(self.data):
-            given = f"pass {knowledge_given} (e.g. robustness_fold.derive_knowledge of its " \
-                    "cells), or " if knowledge_given else "give "
-            raise InputError("data: a stream read once cannot give both passes; "
-                             f"{given}a path, a dataset or a table")
+            raise InputError(f"data: {refusal}")
         batches = (b for t in self._tables(self.nulls == "drop") for b in t.to_batches())
         return row_counts(batches, qi=self.qi_cols, group=[], sensitive=self.sensitive,
                           weight=self.weight, count=self.count, batch_size=self.size)

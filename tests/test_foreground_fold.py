@@ -14,6 +14,8 @@ in-memory attack of the same rows — the mined distributions to the bit — and
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -168,6 +170,42 @@ def test_packs_of_any_split_merge_into_the_whole_pack(seed, n_parts):
     assert got.log_binom == whole.log_binom
 
 
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_systems_solved_in_any_blocks_join_into_the_whole_solve(data):
+    """Blocks of systems selected from the pack, solved apart (each seeded by its own id)
+    and joined, give the solve of the whole pack, array for array."""
+    import dataclasses
+
+    from fastpriv._foreground_pack import assemble_counts
+    from fastpriv.foreground_fold import block_solution, block_summary
+
+    table, qi, kw = _case(data)
+    try:
+        fold = _pass_one(table, qi, kw, 10)
+        whole = systems_part(_rows(table, qi, kw["weight"]), **fold.systems_args())
+    except InputError:
+        return
+    if whole is None:
+        return
+    want = fold.solve(whole)
+    blocks = fold.blocks(data.draw(st.integers(1, 5), label="blocks"))
+    order = data.draw(st.permutations(range(len(blocks))), label="block order")
+    summaries = [(blocks[b], *block_summary(whole.select(blocks[b]), n_random=fold.n_random))
+                 for b in order]
+    counts = assemble_counts(fold.var_off, [(ids, c) for ids, c, _, _ in summaries])
+    got = fold.solve_in_blocks(
+        counts, sum(w for _, _, w, _ in summaries), max(g for _, _, _, g in summaries),
+        lambda: [block_solution(whole.select(blocks[b]), blocks[b], **fold.block_args())
+                 for b in order])
+    for f in dataclasses.fields(want._sol):
+        np.testing.assert_array_equal(getattr(got._sol, f.name), getattr(want._sol, f.name),
+                                      err_msg=f.name)
+    for name in ("var_off", "T", "C0", "C1", "const", "f0"):
+        np.testing.assert_array_equal(getattr(got._packed, name), getattr(want._packed, name),
+                                      err_msg=name)
+
+
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(data=st.data())
 def test_duckdb_foreground_fold_equals_in_memory(data):
@@ -273,9 +311,10 @@ def test_spark_foreground_fold_equals_in_memory(spark_session, data):
     assert got == want
 
 
-def test_spark_foreground_fold_sends_packs_and_summaries_not_rows(spark_session, monkeypatch):
-    """3,000 groups of 4: the driver receives the cells, then one pack and one summary per
-    partition, whose sizes follow the distinct group profiles, not the groups."""
+def test_spark_foreground_fold_sends_counts_solutions_and_summaries(spark_session,
+                                                                   monkeypatch):
+    """3,000 groups of 4: the driver receives the cells, each block of systems' counts and
+    solution (the groups' profiles stay on the executors) and one summary per partition."""
     rng = np.random.default_rng(5)
     n = 12_000
     t = pa.table({"a": rng.integers(0, 5, n), "b": rng.integers(0, 3, n),
@@ -287,7 +326,11 @@ def test_spark_foreground_fold_sends_packs_and_summaries_not_rows(spark_session,
     got = spark.foreground_audit(spark_session.createDataFrame(t.to_pandas()), qi=["a", "b"],
                                  group="g", sensitive="s", r=R, partitions=3, min_support=20)
     monkeypatch.undo()
-    assert sum(c.num_rows for c in collected) <= 5 * 3 * 3 + 3 + 3    # cells, packs, states
+    # the cells, then per block (at most 3) its counts and its solution, then the states
+    assert sum(c.num_rows for c in collected) <= 5 * 3 * 3 + 3 + 3 + 3
+    received = [pickle.loads(b) for c in collected[1:] for b in c.column("state").to_pylist()]
+    assert not any(getattr(x, "grp_n", np.zeros(0)).size for r in received
+                   for x in (r if isinstance(r, tuple) else (r,)))
     rows = _rows(t, ["a", "b"], None)
     res = foreground.attack(rows, qi=["a", "b"], group="g", sensitive="s", r=R, weight="n",
                             min_support=20)
@@ -297,7 +340,7 @@ def test_spark_foreground_fold_sends_packs_and_summaries_not_rows(spark_session,
     assert packed.grp_n.size < 3_000 * packed.n_systems / 4      # profiles merged
 
 
-def test_arguments_are_refused_before_any_pass():
+def test_bad_arguments_are_refused_naming_them():
     import duckdb
 
     t = duckdb.from_arrow(pa.table({"a": [1], "g": [0], "h": [0], "s": ["x"]}))
@@ -305,6 +348,8 @@ def test_arguments_are_refused_before_any_pass():
         pushdown.foreground_audit(t, qi="a", group="g", sensitive="s", r=0.5)
     with pytest.raises(TypeError, match="unrelaible"):
         pushdown.foreground_audit(t, qi="a", group="g", sensitive="s", r=2, unrelaible=0.5)
+    with pytest.raises(InputError, match="tol"):
+        pushdown.foreground_audit(t, qi="a", group="g", sensitive="s", r=2, tol="x")
     with pytest.raises(InputError, match="one group column"):
         pushdown.foreground_audit(t, qi="a", group=["g", "h"], sensitive="s", r=2)
     with pytest.raises(InputError, match="sensitive_values"):

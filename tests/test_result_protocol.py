@@ -167,7 +167,11 @@ BUILDING_BLOCKS = {
     foreground_fold: {"prepare": "pass 1 of the foreground fold: the driver's ForegroundFold "
                                  "(tested in tests/test_foreground_fold.py)",
                       "systems_part": "pass 2: a SystemsPart, the packed systems of a part "
-                                      "(merged and solved by ForegroundFold.solve)"},
+                                      "(merged and solved by ForegroundFold.solve)",
+                      "block_summary": "a block of systems' counts and work for the driver "
+                                       "(tested in tests/test_foreground_fold.py)",
+                      "block_solution": "a block of systems solved where it lives: the "
+                                        "solver's arrays (tests/test_foreground_fold.py)"},
     ck_safety: {"needed_groups": "the groups (c,k)-safety's fold keeps (folds.CkState): "
                                  "group ids out, tested in tests/test_engine_folds.py"},
 }

@@ -1557,7 +1557,10 @@ def sort_hash_groups(cls_off, grp_n, cv, cm, h, c, n_chunks):
 
 @kernel(helper=True)
 def _profile_less(k, k2, grp_n, cls_off, cv, cm):
-    """Whether group ``k`` comes before ``k2`` in content order (n, classes, then classes)."""
+    """Whether group ``k`` comes before ``k2`` in content order.
+
+    By n, then the number of classes, then the classes (variable, multiplicity) in order.
+    """
     if grp_n[k] != grp_n[k2]:
         return grp_n[k] < grp_n[k2]
     a = cls_off[k]
