@@ -19,8 +19,8 @@ Three workloads, each contestant in a fresh interpreter, run once untimed on a s
   weight=count))`` (every distinct row to this process), ``<engine>_fold``
   ``foreground_audit(data)`` (the mining planned from the cells, the systems packed where
   the groups live, merged and solved here, then the posteriors where the groups live; on
-  Dask after a shuffle by group). The driver also reports the distinct group profiles it
-  solved (``profiles``) against the groups.
+  Dask after a shuffle by group; on Spark and Dask the systems are solved on the
+  executors).
 * ``sampling_risk``: ``n`` rows over two QI columns (about n/2 classes) with a sampling
   weight (quarters from 1 to 100: every sum exact, so both paths agree to the bit).
   ``<engine>_classes`` is ``risk.audit(class_counts(data, sampling_weight=))`` (every
@@ -200,10 +200,8 @@ def _foreground(engine: str, how: str, folder: Path, ctx: dict) -> dict:
         rows = mod.row_counts(data, **cols, count="n")
         s = ForegroundSummary.from_attack(foreground.attack(rows, **cols, weight="n", **FG))
     d = s.to_dict()
-    P = s.mined._packed
     return {**{k: d[k] for k in ("value", "witness", "n_rows", "max_posterior", "worst")},
-            "systems": [x["log_likelihood"] for x in d["mined"]["systems"]],
-            "profiles": int(P.grp_n.shape[0]) if P is not None else 0}
+            "systems": [x["log_likelihood"] for x in d["mined"]["systems"]]}
 
 
 def _sampling_risk(engine: str, how: str, folder: Path, ctx: dict) -> dict:
