@@ -1008,10 +1008,7 @@ def _solve_on_executors(data: Any, fold: Any, qi_cols: list[str], group_cols: li
     from ._foreground_pack import assemble_counts
     from .foreground_fold import systems_part
 
-    cols = qi_cols + group_cols + [sensitive]
-    picked, pos = _picked(data, cols, weight)
-    by = _partition_keys(picked, pos[len(qi_cols):-1])
-    shuffled = picked.repartition(partitions, *by) if partitions else picked.repartition(*by)
+    shuffled, cols = _by_group(data, qi_cols, group_cols, sensitive, weight, partitions)
     blocks = fold.blocks(partitions or data.sparkSession.sparkContext.defaultParallelism)
     packs = shuffled.mapInArrow(functools.partial(
         _pack_blocks, cols=cols, n_qi=len(qi_cols), weight=weight, count=count,
@@ -1052,14 +1049,21 @@ def _group_fold(data: Any, qi_cols: list[str], group_cols: list[str], sensitive:
     :func:`fastpriv.pushdown.finish_row_counts`) and returns a summary with ``merge``, or
     None; None for no partition with rows.
     """
-    cols = qi_cols + group_cols + [sensitive]
-    picked, pos = _picked(data, cols, weight)
-    by = _partition_keys(picked, pos[len(qi_cols):-1])
-    shuffled = picked.repartition(partitions, *by) if partitions else picked.repartition(*by)
+    shuffled, cols = _by_group(data, qi_cols, group_cols, sensitive, weight, partitions)
     fn = functools.partial(_fold_part, cols=cols, n_qi=len(qi_cols), weight=weight,
                            count=count, part=part)
     states = _states(shuffled, fn)
     return states[0].merge(*states[1:]) if states else None
+
+
+def _by_group(data: Any, qi_cols: list[str], group_cols: list[str], sensitive: str,
+              weight: str | None, partitions: int | None) -> tuple[Any, list[str]]:
+    """Return the rows' columns shuffled by the group keys, and the columns' names."""
+    cols = qi_cols + group_cols + [sensitive]
+    picked, pos = _picked(data, cols, weight)
+    by = _partition_keys(picked, pos[len(qi_cols):-1])
+    return (picked.repartition(partitions, *by) if partitions
+            else picked.repartition(*by)), cols
 
 
 def _non_null(data: Any, columns: list[str]) -> Any:
@@ -1081,14 +1085,7 @@ def _fold_part(batches: Iterator[pa.RecordBatch], *, cols: list[str], n_qi: int,
     """Executor side of :func:`_group_fold`: the partition's groups, folded by ``part``."""
     import pickle
 
-    from .pushdown import group_part
-
-    names = cols + ([weight] if weight is not None else [])
-    parts = [pa.Table.from_batches([b]).rename_columns(names) for b in batches if b.num_rows]
-    if not parts:
-        return
-    state = group_part(pa.concat_tables(parts), qi=cols[:n_qi], group=cols[n_qi:-1],
-                       sensitive=cols[-1], weight=weight, count=count, part=part)
+    state = _part_state(batches, cols, n_qi, weight, count, part)
     if state is not None:
         yield pa.RecordBatch.from_pydict({"state": [pickle.dumps(state)]})
 
@@ -1099,18 +1096,24 @@ def _pack_blocks(batches: Iterator[pa.RecordBatch], *, cols: list[str], n_qi: in
     """Executor side of :func:`_solve_on_executors`: a partition's pack, one row per block."""
     import pickle
 
+    pack = _part_state(batches, cols, n_qi, weight, count, part)
+    if pack is not None:
+        yield pa.RecordBatch.from_pydict({
+            "block": list(range(len(blocks))),
+            "state": [pickle.dumps(pack.select(systems)) for systems in blocks]})
+
+
+def _part_state(batches: Iterator[pa.RecordBatch], cols: list[str], n_qi: int,
+                weight: str | None, count: str, part: Callable) -> Any:
+    """Return ``part`` of a partition's rows (:func:`fastpriv.pushdown.group_part`), or None."""
     from .pushdown import group_part
 
     names = cols + ([weight] if weight is not None else [])
     parts = [pa.Table.from_batches([b]).rename_columns(names) for b in batches if b.num_rows]
     if not parts:
-        return
-    pack = group_part(pa.concat_tables(parts), qi=cols[:n_qi], group=cols[n_qi:-1],
+        return None
+    return group_part(pa.concat_tables(parts), qi=cols[:n_qi], group=cols[n_qi:-1],
                       sensitive=cols[-1], weight=weight, count=count, part=part)
-    if pack is not None:
-        yield pa.RecordBatch.from_pydict({
-            "block": list(range(len(blocks))),
-            "state": [pickle.dumps(pack.select(systems)) for systems in blocks]})
 
 
 def _merged_blocks(batches: Iterator[pa.RecordBatch]) -> dict:
