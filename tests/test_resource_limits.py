@@ -235,11 +235,11 @@ def test_the_attack_on_a_huge_group_is_refused_before_solving(monkeypatch):
 
 def test_the_solve_estimate_follows_the_group_sizes():
     md = foreground.mine(_one_group(300), qi=["sex"], sensitive="d", group="g", min_support=1)
-    small = foreground._solve_work(md._packed, 2)
+    small = foreground.solve_work(md._packed, 2)
     md2 = foreground.mine(_one_group(1200), qi=["sex"], sensitive="d", group="g",
                           min_support=1, max_seconds=None)
-    assert foreground._solve_work(md2._packed, 2) / small == pytest.approx(16, rel=0.2)
-    assert foreground._solve_work(md._packed, 6) / small == pytest.approx(2)
+    assert foreground.solve_work(md2._packed, 2) / small == pytest.approx(16, rel=0.2)
+    assert foreground.solve_work(md._packed, 6) / small == pytest.approx(2)
 
 
 @pytest.mark.parametrize("command", ["robustness", "attack"])

@@ -19,6 +19,9 @@ Level kinds (``lev_kind``): 0 = QI domain code, factor ``masks[q, off[a] + code]
 1 = generalized QI code, factor |gen ∩ b_A| / |gen| from the member CSR; 2 = sensitive
 value, factor ``smask[q, code]``; 3 = group id (bucketized release), factor
 #{v ∈ X_g : v ∈ b_S} / n_g from the group's profile (computed on first use per query).
+A group's cells are added up first (their weights times the other factors, 0 or 1 in a
+bucketized release) and multiplied by the group's factor once (hits_g · #{v ∈ X_g : v ∈
+b_S} / n_g, one division), so an estimate whose terms are whole numbers is exact.
 """
 
 from __future__ import annotations
@@ -56,6 +59,10 @@ def trie_sums_range(node_code, lev_start, child_lo, child_hi, w, lev_kind, lev_a
     L = lev_start.shape[0] - 1
     d_gen = gip_off.shape[0] - 1
     n_groups = gp_sizes.shape[0]
+    glev = -1                   # the group level (bucketized), if any
+    for lev in range(L):
+        if lev_kind[lev] == 3:
+            glev = lev
     for q in range(q0, q1):
         frac = np.zeros(n_frac, dtype=np.float64)
         for a in range(d_gen):
@@ -70,6 +77,7 @@ def trie_sums_range(node_code, lev_start, child_lo, child_hi, w, lev_kind, lev_a
                     hit += masks[q, off[a] + gmem[gmem_off[a] + p]]
                 frac[frac_off[a] + g] = hit / (hi - lo) if hi > lo else 0.0
         memo = np.full(n_groups, -1.0)
+        ghit = np.zeros(n_groups, dtype=np.float64)
         cur = np.empty(L, dtype=np.int64)
         end = np.empty(L, dtype=np.int64)
         prod = np.empty(L + 1, dtype=np.float64)
@@ -94,19 +102,22 @@ def trie_sums_range(node_code, lev_start, child_lo, child_hi, w, lev_kind, lev_a
             elif kind == 2:
                 f = 1.0 * smask[q, code]
             else:
-                f = memo[code]
-                if f < 0.0:
+                if memo[code] < 0.0:
                     sv = 0
                     for e in range(gp_indptr[code], gp_indptr[code + 1]):
                         if smask[q, gp_codes[e]]:
                             sv += gp_counts[e]
-                    f = sv / gp_sizes[code]
-                    memo[code] = f
+                    memo[code] = sv
+                f = memo[code] / gp_sizes[code]
             if f == 0.0:
                 cur[lev] += 1
                 continue
-            p = prod[lev] * f
-            if lev == L - 1:
+            # the group's factor is applied once per group, after its cells are added up
+            p = prod[lev] * (1.0 if kind == 3 else f)
+            if lev == L - 1 and glev >= 0:
+                ghit[node_code[cur[glev]]] += p * w[node - lev_start[L - 1]]
+                cur[lev] += 1
+            elif lev == L - 1:
                 est += p * w[node - lev_start[L - 1]]
                 cur[lev] += 1
             else:
@@ -114,6 +125,9 @@ def trie_sums_range(node_code, lev_start, child_lo, child_hi, w, lev_kind, lev_a
                 cur[lev + 1] = child_lo[node]
                 end[lev + 1] = child_hi[node]
                 lev += 1
+        for g in range(n_groups):
+            if ghit[g] > 0.0:
+                est += ghit[g] * memo[g] / gp_sizes[g]
         out[q] = est
 
 
