@@ -505,6 +505,7 @@ def _require_duckdb() -> Any:
 
 _DUCK_INTEGERS = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
                   "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"}
+_FLOATS = ("FLOAT", "DOUBLE")
 
 
 def row_counts(data: Any, *, qi: str | Sequence[str], group: str | Sequence[str],
@@ -630,9 +631,7 @@ def _count_select(rel: Any, cols: list[str], weight: str | None, count: str,
 
     def column(c: str) -> str:
         q = quote_identifier(c)
-        if c in keys and types[c] in ("FLOAT", "DOUBLE"):
-            return f"CASE WHEN isnan({q}) THEN NULL WHEN {q} = 0 THEN 0.0 ELSE {q} END AS {q}"
-        return q
+        return f"{_key_column(c, types)} AS {q}" if c in keys and types[c] in _FLOATS else q
 
     sel = ", ".join(column(c) for c in cols)
     if weight is None:
@@ -645,6 +644,14 @@ def _count_select(rel: Any, cols: list[str], weight: str | None, count: str,
     return (f"{sel}, SUM({w})::DECIMAL(38,0) AS {quote_identifier(n)}, "
             f"COUNT(*) FILTER (WHERE {w} IS NULL) AS {quote_identifier(nulls)}, "
             f"MIN({w}) AS {quote_identifier(least)}"), (n, nulls, least)
+
+
+def _key_column(column: str, types: dict[str, str]) -> str:
+    """Return SQL for key ``column`` as fastpriv compares keys (floats: NaN NULL, -0.0 0.0)."""
+    q = quote_identifier(column)
+    if types[column] in _FLOATS:
+        return f"CASE WHEN isnan({q}) THEN NULL WHEN {q} = 0 THEN 0.0 ELSE {q} END"
+    return q
 
 
 def _checked(table: Any, cols: list[str], weight: str | None, count: str,
@@ -706,7 +713,7 @@ def _sampling_select(rel: Any, cols: list[str], weight: str | None, sampling: An
     check_columns([sampling.column], rel.columns, "sampling_weight")
     types = dict(zip(rel.columns, map(str, rel.types), strict=True))
     kind = types[sampling.column]
-    check_numeric(sampling.column, kind in _DUCK_INTEGERS or kind in ("FLOAT", "DOUBLE")
+    check_numeric(sampling.column, kind in _DUCK_INTEGERS or kind in _FLOATS
                   or kind.startswith("DECIMAL"), kind)
     x = f"CAST({quote_identifier(sampling.column)} AS DOUBLE)"
     w = "1" if weight is None else quote_identifier(weight)
@@ -762,16 +769,22 @@ def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None
           qi: Sequence[str] | None = None, skylines: Any = None, classic: bool = True,
           l: int = 2, q: Any = "compute", order: Sequence[Any] | None = None,  # noqa: E741
           nulls: str = "error", weight: str | None = None, k: int | None = None,
-          batch_size: int = 1 << 20, options: Any = None) -> Any:
+          batch_size: int = 1 << 20, options: Any = None,
+          split_out: int | str = "auto") -> Any:
     """Audit data in DuckDB as a fold over its ordered counts: memory independent of groups.
 
     The count is pushed down (``GROUP BY``), and its result streams back ordered by group
-    (:func:`ordered_counts`) into :func:`fastpriv.streaming.clustered_audit`, which folds
+    (:func:`ordered_counts`) into :func:`fastpriv.streaming.fold_clustered`, which folds
     each group as its run ends (:mod:`fastpriv.folds`): this process holds one batch and
-    the summaries, whatever the number of groups (:func:`release` holds every (group,
-    value) pair). Q, for t-closeness, β-likeness and δ-disclosure, is one more aggregate
+    the summaries (:func:`release` holds every (group, value) pair). DuckDB's own
+    aggregation and sort run in this process too: with ``split_out`` buckets of groups
+    (a hash of the group keys) each query counts and sorts only its bucket's pairs, so
+    DuckDB's memory is that of :data:`PAIRS_PER_BUCKET` pairs whatever the number of
+    groups. Q, for t-closeness, β-likeness and δ-disclosure, is one more aggregate
     (``GROUP BY sensitive``) unless ``q=`` gives it. The result equals ``classic.audit`` /
-    ``skyline.check`` of the same rows in memory, ``worst_group`` indices included.
+    ``skyline.check`` of the same rows in memory; ``worst_group`` indices too when the
+    groups are counted in one bucket (they are None over several: a group's place in the
+    key order is not known inside its bucket, as on Spark and Dask).
 
     Parameters
     ----------
@@ -787,41 +800,103 @@ def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None
         None leaves out the models that need it (named in ``skipped``).
     batch_size : int
         Rows per batch of the streamed counts.
+    split_out : int or "auto"
+        Buckets of groups, each counted by its own query (a scan of the input each).
+        ``"auto"`` (default): DuckDB's estimate of the distinct (group, value) pairs
+        (``approx_count_distinct``, one scan) over :data:`PAIRS_PER_BUCKET`; 1: one query
+        for every group (``worst_group`` indices given).
 
     Returns
     -------
     fastpriv.streaming.StreamAudit
 
     """
-    from dataclasses import replace
-
     from ._arrow import NULL_POLICIES
-    from ._validation import check_choice, check_int
+    from ._validation import check_choice, check_columns, check_int
     from .folds import needs_q, q_of_totals, q_param
-    from .streaming import clustered_audit, value_distribution
+    from .streaming import GroupwiseState, fold_clustered, value_distribution
 
     check_choice(nulls, "nulls", NULL_POLICIES)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     keys, _ = check_keys(group, qi)
-    passes, skipped = 1, {}
-    if not needs_q(classic, options):
-        qmap: Any = None
-    elif isinstance(q, str) and q == "compute":
-        counts = ordered_counts(data, sensitive=sensitive, group=keys, weight=weight,
-                                count="n", batch_size=batch_size)
-        values, totals, _ = value_distribution(counts, sensitive, keys=keys, nulls=nulls,
-                                               weight="n", allow_empty=True)
-        values, qv = q_of_totals([(values, totals)])
-        qmap, passes = dict(zip(values, qv, strict=True)), 2
-    else:
-        values, qv, skipped = q_param(q)
-        qmap = None if values is None else dict(zip(values, qv, strict=True))
-    res = clustered_audit(
-        ordered_counts(data, sensitive=sensitive, group=keys, weight=weight, count="n",
-                       batch_size=batch_size),
-        sensitive=sensitive, group=keys, weight="n", skylines=skylines, classic=classic,
-        l=l, q=qmap, order=order, nulls=nulls, k=k, batch_size=batch_size, options=options)
-    return replace(res, passes=passes, skipped={**res.skipped, **skipped})
+    skipped: dict = {}
+    values = qv = None
+    with _duckdb_relation(data) as rel:
+        check_columns(keys + [sensitive], rel.columns, "data")
+        buckets, passes = _bucket_count(rel, keys, sensitive, split_out)
+        if needs_q(classic, options) and isinstance(q, str) and q == "compute":
+            counts = ordered_counts(_null_flags(rel, keys), sensitive=sensitive, group=keys,
+                                    weight=weight, count="n", batch_size=batch_size)
+            found, totals, _ = value_distribution(counts, sensitive, keys=keys, nulls=nulls,
+                                                  weight="n", allow_empty=True)
+            values, qv = q_of_totals([(found, totals)])
+            passes += 1
+        elif needs_q(classic, options):
+            values, qv, skipped = q_param(q)
+        state = GroupwiseState(l=l, values=values, q=qv, order=order, skylines=skylines,
+                               classic=classic, k=k, options=options)
+        seen = False
+        for part in _bucketed(rel, keys, buckets):
+            counts = ordered_counts(part, sensitive=sensitive, group=keys, weight=weight,
+                                    count="n", batch_size=batch_size)
+            seen |= fold_clustered(counts, state, keys=keys, sensitive=sensitive, weight="n",
+                                   nulls=nulls, batch_size=batch_size, indexed=buckets == 1)
+    if not seen:
+        raise InputError("data is empty: a release needs at least one row")
+    return state.finish(passes=passes + buckets, skipped=skipped)
+
+
+#: distinct (group, value) pairs per bucket of ``split_out="auto"``: DuckDB counting and
+#: sorting about this many peaks near 350 MiB (``duckdb_split`` of
+#: ``benchmarks/bench_engines.py``)
+PAIRS_PER_BUCKET = 1 << 21
+
+
+def _bucket_count(rel: Any, keys: list[str], sensitive: str, split_out: Any) -> tuple[int, int]:
+    """Return the number of buckets of groups, and the passes it took (1 for ``"auto"``).
+
+    ``"auto"``: ``approx_count_distinct`` (HyperLogLog: one scan, little memory) of the
+    distinct (``keys``, ``sensitive``) rows over :data:`PAIRS_PER_BUCKET`, at least 1.
+    """
+    from ._validation import check_columns, check_int
+
+    if not (isinstance(split_out, str) and split_out == "auto"):
+        if isinstance(split_out, str):
+            raise InputError(f"split_out must be 'auto' or a number of buckets >= 1; got "
+                             f"{split_out!r}")
+        return check_int(split_out, "split_out", minimum=1), 0
+    check_columns(keys + [sensitive], rel.columns, "data")
+    types = dict(zip(rel.columns, map(str, rel.types), strict=True))
+    cols = ", ".join([_key_column(c, types) for c in keys] + [quote_identifier(sensitive)])
+    view = unique_name("fastpriv_rows", [])
+    ((pairs,),) = rel.query(view, f"SELECT approx_count_distinct(hash({cols})) FROM {view}"
+                            ).fetchall()
+    return max(1, -(-int(pairs or 0) // PAIRS_PER_BUCKET)), 1
+
+
+def _bucketed(rel: Any, keys: list[str], buckets: int) -> list[Any]:
+    """Split ``rel`` into ``buckets`` relations by a hash of ``keys``: each group in one.
+
+    The keys are hashed as fastpriv compares them (:func:`_key_column`), so the rows of
+    one group land in one bucket.
+    """
+    if buckets == 1:
+        return [rel]
+    types = dict(zip(rel.columns, map(str, rel.types), strict=True))
+    spread = f"hash({', '.join(_key_column(c, types) for c in keys)}) % {buckets}"
+    return [rel.filter(f"{spread} = {i}") for i in range(buckets)]
+
+
+def _null_flags(rel: Any, keys: list[str]) -> Any:
+    """Return ``rel`` with each key column replaced by 0, or NULL where it is null (or NaN).
+
+    Counting (flags, sensitive) instead of (keys, sensitive) gives the value totals every
+    null policy needs (a row of a null key is dropped or refused) in a handful of rows.
+    """
+    kept = [c for c in rel.columns if c not in keys]
+    flags = [f"CASE WHEN {_not_null(rel, c)} THEN 0 END AS {quote_identifier(c)}"
+             for c in keys]
+    return rel.project(", ".join(flags + [quote_identifier(c) for c in kept]))
 
 
 # ------------------------------------------------------------------ class-based models
@@ -831,7 +906,7 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
                      max_set_size: int | None = None, epsilon: float = 0.01,
                      confidence: float = 0.9, min_support: int | None = None,
                      nulls: str = "error", max_items: int = 100, batch_size: int = 1 << 20,
-                     **options: Any) -> Any:
+                     split_out: int | str = "auto", **options: Any) -> Any:
     """r-robustness in DuckDB as a fold over groups: this process holds summaries, not rows.
 
     Two passes (:mod:`fastpriv.robustness_fold`): DuckDB counts the distinct (QI,
@@ -843,7 +918,9 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     :class:`~fastpriv.robustness_fold.RobustnessSummary`, merged. The result equals
     ``RobustnessSummary.from_audit`` of :func:`fastpriv.robustness.audit` on
     :func:`row_counts` in memory (``weight=`` the count). Parameters as
-    :func:`fastpriv.spark.robustness_audit`; ``data`` as :func:`row_counts`.
+    :func:`fastpriv.spark.robustness_audit`; ``data`` as :func:`row_counts`; ``split_out``
+    as :func:`audit` (buckets by a hash of the group keys, the pairs estimated being the
+    distinct rows), the result the same for any number of buckets.
 
     Returns
     -------
@@ -859,6 +936,7 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     count = unique_name("count", qi_cols + group_cols + [sensitive])
     with _duckdb_relation(data) as rel:
+        buckets = _row_buckets(rel, qi_cols, group_cols, sensitive, split_out)
         audit = prepare(lambda: _cells(rel, qi_cols, group_cols, sensitive, weight, count,
                                        nulls),
                         qi=qi_cols, sensitive=sensitive, count=count, r=r,
@@ -869,7 +947,7 @@ def robustness_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
         part = functools.partial(audit_part, qi=qi_cols, group=group_cols,
                                  sensitive=sensitive, count=count, **audit)
         out = _group_fold(rel, qi_cols, group_cols, sensitive, weight, count, batch_size,
-                          part)
+                          part, buckets)
     if out is None:
         raise InputError("data has no rows (after weights of 0)")
     return out
@@ -880,7 +958,8 @@ def foreground_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
                      sensitive_values: Any = None, max_set_size: int | None = None,
                      epsilon: float = 0.01, confidence: float = 0.9,
                      min_support: int | None = None, nulls: str = "error",
-                     max_items: int = 10, batch_size: int = 1 << 20, **options: Any) -> Any:
+                     max_items: int = 10, batch_size: int = 1 << 20,
+                     split_out: int | str = "auto", **options: Any) -> Any:
     """Run the foreground-knowledge attack in DuckDB as a fold: this process holds summaries.
 
     Three passes (:mod:`fastpriv.foreground_fold`): DuckDB counts the distinct (QI,
@@ -893,7 +972,7 @@ def foreground_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     :class:`~fastpriv.foreground_fold.ForegroundSummary`, merged. The result equals
     ``ForegroundSummary.from_attack`` of :func:`fastpriv.foreground.attack` on
     :func:`row_counts` in memory (``weight=`` the count). Parameters as
-    :func:`fastpriv.spark.foreground_audit`; ``data`` and ``batch_size`` as
+    :func:`fastpriv.spark.foreground_audit`; ``data``, ``batch_size`` and ``split_out`` as
     :func:`robustness_audit`.
 
     Returns
@@ -908,6 +987,7 @@ def foreground_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     count = unique_name("count", qi_cols + group_cols + [sensitive])
     with _duckdb_relation(data) as rel:
+        buckets = _row_buckets(rel, qi_cols, group_cols, sensitive, split_out)
         fold = prepare_attack(
             lambda: _cells(rel, qi_cols, group_cols, sensitive, weight, count, nulls),
             qi=qi_cols, group=group_cols, sensitive=sensitive, count=count, r=r,
@@ -915,7 +995,7 @@ def foreground_audit(data: Any, *, qi: str | Sequence[str], group: str | Sequenc
             confidence=confidence, min_support=min_support, nulls=nulls,
             max_items=max_items, **options)
         return fold.run(lambda part: _group_fold(rel, qi_cols, group_cols, sensitive, weight,
-                                                 count, batch_size, part))
+                                                 count, batch_size, part, buckets))
 
 
 def _cells(rel: Any, qi_cols: list[str], group_cols: list[str], sensitive: str,
@@ -930,27 +1010,39 @@ def _cells(rel: Any, qi_cols: list[str], group_cols: list[str], sensitive: str,
                       count=count)
 
 
+def _row_buckets(rel: Any, qi_cols: list[str], group_cols: list[str], sensitive: str,
+                 split_out: Any) -> int:
+    """Return the buckets of groups of a row-level fold (:func:`_bucket_count` of its rows)."""
+    from ._validation import check_columns
+
+    check_columns(group_cols + qi_cols + [sensitive], rel.columns, "data")
+    return _bucket_count(rel, group_cols + qi_cols, sensitive, split_out)[0]
+
+
 def _group_fold(rel: Any, qi_cols: list[str], group_cols: list[str], sensitive: str,
-                weight: str | None, count: str, batch_size: int, part: Any) -> Any:
+                weight: str | None, count: str, batch_size: int, part: Any,
+                buckets: int = 1) -> Any:
     """Stream the distinct rows by group and fold each run of complete groups with ``part``.
 
     ``part`` takes a run's rows in the form of :func:`finish_row_counts` and returns a
-    summary with ``merge``, or None; the merged summary, None for no run.
+    summary with ``merge``, or None; the merged summary, None for no run. With ``buckets``
+    the groups are counted bucket by bucket (:func:`_bucketed`).
     """
     from .streaming import complete_groups
 
     out = None
-    batches = ordered_counts(rel, group=group_cols + qi_cols, sensitive=sensitive,
-                             weight=weight, count=count, batch_size=batch_size)
-    try:
-        for run in complete_groups(batches, keys=group_cols):
-            rows = finish_row_counts(run, qi=qi_cols, group=group_cols, sensitive=sensitive,
-                                     count=count)
-            piece = part(rows)
-            if piece is not None:
-                out = piece if out is None else out.merge(piece)
-    finally:
-        batches.close()         # a refused run leaves no open result on the connection
+    for piece_rel in _bucketed(rel, group_cols, buckets):
+        batches = ordered_counts(piece_rel, group=group_cols + qi_cols, sensitive=sensitive,
+                                 weight=weight, count=count, batch_size=batch_size)
+        try:
+            for run in complete_groups(batches, keys=group_cols):
+                rows = finish_row_counts(run, qi=qi_cols, group=group_cols,
+                                         sensitive=sensitive, count=count)
+                piece = part(rows)
+                if piece is not None:
+                    out = piece if out is None else out.merge(piece)
+        finally:
+            batches.close()         # a refused run leaves no open result on the connection
     return out
 
 
@@ -985,7 +1077,7 @@ def _not_null(rel: Any, column: str) -> str:
     """Return SQL saying ``column`` is neither NULL nor (a float) NaN."""
     q = quote_identifier(column)
     types = dict(zip(rel.columns, map(str, rel.types), strict=True))
-    return (f"({q} IS NOT NULL AND NOT isnan({q}))" if types.get(column) in ("FLOAT", "DOUBLE")
+    return (f"({q} IS NOT NULL AND NOT isnan({q}))" if types.get(column) in _FLOATS
             else f"{q} IS NOT NULL")
 
 

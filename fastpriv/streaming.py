@@ -60,6 +60,7 @@ __all__ = [
     "GroupwiseState",
     "StreamAudit",
     "clustered_audit",
+    "fold_clustered",
     "complete_groups",
     "reiterable",
     "audit_stream",
@@ -282,8 +283,6 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
     StreamAudit
 
     """
-    from ._arrow import apply_weights
-
     keys = _keys_of(group, qi)
     if sensitive in keys:
         raise InputError(f"sensitive column {sensitive!r} is also a group column")
@@ -291,7 +290,6 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
     if weight is not None and (not isinstance(weight, str) or weight in cols):
         raise InputError(f"weight must be a column name other than the key and sensitive "
                          f"columns; got {weight!r}")
-    read = cols + ([weight] if weight is not None else [])
     skipped: dict = {}
     passes = 1
     values = qv = None
@@ -313,6 +311,31 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
                              f"got {q!r}")
     state = GroupwiseState(l=l, values=values, q=qv, order=order, skylines=skylines,
                            classic=classic, k=k, options=options)
+    if not fold_clustered(data, state, keys=keys, sensitive=sensitive, weight=weight,
+                          nulls=nulls, check_sorted=check_sorted, batch_size=batch_size,
+                          progress=progress):
+        raise InputError("data is empty: a release needs at least one row")
+    return state.finish(passes=passes, skipped=skipped)
+
+
+def fold_clustered(data: Any, state: GroupwiseState, *, keys: Sequence[str], sensitive: str,
+                   weight: str | None = None, nulls: str = "error", check_sorted: bool = True,
+                   batch_size: int = 1 << 20, progress: Callable[[int, int], Any] | None = None,
+                   indexed: bool = True) -> bool:
+    """Fold an input **sorted by group** into ``state``, each group as its last row is read.
+
+    The loop of :func:`clustered_audit` (parameters as there): the rows of one group are
+    counted until the key changes, then every completed group is folded
+    (:meth:`GroupwiseState.update`). With ``indexed`` the groups are numbered from
+    ``state.n_groups`` on (``worst_group`` a global index: the input is the whole release);
+    without, they are not (the input is one of several disjoint sets of groups, whose
+    states are merged). Returns whether any row was left after weights and the null policy.
+    """
+    from ._arrow import apply_weights
+
+    keys = list(keys)
+    cols = keys + [sensitive]
+    read = cols + ([weight] if weight is not None else [])
     carry: CountAccumulator | None = None
     carry_key: Any = None
     rows = nbytes = 0
@@ -321,8 +344,7 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
         return CountAccumulator(keys, sensitive, nulls="value", n_jobs=1, weight=weight)
 
     def flush(acc: CountAccumulator) -> None:
-        rel = acc.to_release()
-        state.update(rel, offset=state.n_groups)
+        state.update(acc.to_release(), offset=state.n_groups if indexed else None)
 
     for batch in iter_batches(data, read, batch_size=batch_size):
         table = pa.Table.from_batches([batch]) if isinstance(batch, pa.RecordBatch) else batch
@@ -366,9 +388,9 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
         carry_key = _key_at(table, keys, last)
         _progress(progress, rows, nbytes)
     if carry is None:
-        raise InputError("data is empty: a release needs at least one row")
+        return False
     flush(carry)
-    return state.finish(passes=passes, skipped=skipped)
+    return True
 
 
 def _progress(progress: Callable | None, rows: int, nbytes: int) -> None:

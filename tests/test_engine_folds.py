@@ -134,6 +134,72 @@ def test_duckdb_fold_equals_in_memory(data):
     assert res.ck_safety.to_dict() == want["ck"]
 
 
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_duckdb_buckets_of_groups_equal_in_memory(data):
+    """``pushdown.audit(split_out=b)``: each bucket of groups (a hash of the keys, floats
+    as fastpriv compares them) counted, sorted and folded by its own query, the states
+    merged: values, witness labels, skyline and (c,k) as in memory, or a refusal."""
+    table, kw = _kw_of(data, data.draw(tables(max_rows=40), label="table")[0])
+    keys = [c for c in table.column_names if c.startswith("k")]
+    split_out = data.draw(st.integers(2, 5), label="split_out")
+    want = _in_memory(table, dict(kw, qi=keys))
+    run = dict(qi=keys, skylines=SKY, k=CK_K, batch_size=data.draw(st.integers(1, 9)),
+               split_out=split_out, **kw)
+    if want is None:
+        with pytest.raises(InputError):
+            pushdown.audit(duckdb.from_arrow(table), **run)
+        return
+    res = pushdown.audit(duckdb.from_arrow(table), **run)
+    _assert_as_in_memory(res, want)
+    assert all(m["worst_group"] is None for m in res.classic.to_dict()["models"].values())
+
+
+def test_duckdb_auto_buckets_bound_each_query(tmp_path, monkeypatch):
+    """``split_out="auto"`` splits ~17,000 pairs (10,000 groups) into buckets of about
+    PAIRS_PER_BUCKET: no query folds more groups than a bucket's pairs, each group is in
+    one bucket (-0.0 with 0.0), and the answer is memory's."""
+    import pyarrow.parquet as pq
+
+    from fastpriv import streaming
+
+    rng = np.random.default_rng(1)
+    g = rng.integers(-5_000, 5_000, 50_000) / 4          # float keys, -0.0 among them
+    g[rng.random(50_000) < 0.01] = -0.0
+    t = pa.table({"g": g, "s": rng.integers(0, 4, 50_000)})
+    pq.write_table(t, tmp_path / "t.parquet")
+    monkeypatch.setattr(pushdown, "PAIRS_PER_BUCKET", 4_000)
+    seen = []
+    real = streaming.fold_clustered
+
+    def spy(counts, state, **kw):
+        before = state.n_groups
+        out = real(counts, state, **kw)
+        seen.append(state.n_groups - before)
+        return out
+
+    monkeypatch.setattr(streaming, "fold_clustered", spy)
+    res = pushdown.audit(str(tmp_path / "t.parquet"), group="g", sensitive="s", k=2,
+                         skylines=SKY)
+    monkeypatch.undo()
+    _assert_as_in_memory(res, _in_memory(t, {"group": "g", "sensitive": "s"}, k=2))
+    assert len(seen) >= 3 and sum(seen) == res.n_groups and max(seen) <= 2 * 4_000
+    assert res.passes == 2 + len(seen)          # the estimate, Q, one scan per bucket
+    one = pushdown.audit(str(tmp_path / "t.parquet"), group="g", sensitive="s", split_out=1)
+    assert one.classic.to_dict() == classic.audit(Release.from_table(t, group="g",
+                                                                     sensitive="s")).to_dict()
+
+
+@pytest.mark.parametrize("bad", [0, -1, "many", 1.5, True])
+def test_duckdb_split_out_is_checked(bad):
+    rel = duckdb.from_arrow(pa.table({"a": [1], "g": [1], "s": ["x"]}))
+    with pytest.raises(InputError, match="split_out"):
+        pushdown.audit(rel, group="g", sensitive="s", split_out=bad)
+    for attack in (pushdown.robustness_audit, pushdown.foreground_audit):
+        with pytest.raises(InputError, match="split_out"):
+            attack(rel, qi="a", group="g", sensitive="s", r=2, split_out=bad)
+
+
 def test_duckdb_fold_streams_the_counts_in_batches(tmp_path, monkeypatch):
     """The ordered counts reach this process one batch at a time, never as one table."""
     import pyarrow.parquet as pq

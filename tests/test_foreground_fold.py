@@ -215,9 +215,10 @@ def test_duckdb_foreground_fold_equals_in_memory(data):
     want = _in_memory(table, qi, kw)
     batch = data.draw(st.integers(1, 8), label="batch_size")
     try:
+        split_out = data.draw(st.sampled_from(["auto", 1, 2, 3]), label="split_out")
         got = ("ok", pushdown.foreground_audit(duckdb.from_arrow(table), qi=qi, group="g",
                                                sensitive="s", r=R, batch_size=batch, **kw,
-                                               **MINE).to_dict())
+                                               split_out=split_out, **MINE).to_dict())
     except InputError:
         got = ("refused",)
     assert got == want

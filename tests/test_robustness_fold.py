@@ -124,9 +124,11 @@ def test_duckdb_robustness_fold_equals_in_memory(data):
         given = {}
         if data.draw(st.booleans(), label="knowledge given"):     # pass 1 skipped
             given["knowledge"] = _pass_one(table, qi, kw, 100)["knowledge"]
+        split_out = data.draw(st.sampled_from(["auto", 1, 2, 3]), label="split_out")
         got = ("ok", pushdown.robustness_audit(duckdb.from_arrow(table), qi=qi, group="g",
                                                sensitive="s", r=R, batch_size=batch, **kw,
-                                               **given, **AUDIT).to_dict())
+                                               split_out=split_out, **given,
+                                               **AUDIT).to_dict())
     except InputError:
         got = ("refused",)
     assert got == want
