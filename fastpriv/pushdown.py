@@ -69,16 +69,23 @@ only summaries in this process: the rows stream back by group, run by run.
 
 Memory
 ------
-DuckDB runs in this process, so its aggregation and sort are this process's memory. A path
-is read on a connection of fastpriv's own with DuckDB's defaults; to bound it, pass a
-relation from a connection with a ``memory_limit`` and a ``temp_directory`` (DuckDB spills
-its aggregation and sort beyond the limit)::
+DuckDB runs in this process, so its aggregation and sort are this process's memory. The
+folds (:func:`audit`, :func:`robustness_audit`, :func:`foreground_audit`,
+:func:`class_histogram`) bound it themselves: with ``split_out`` (default ``"auto"``) they
+count their groups (classes) in buckets by a hash of the keys, one query per bucket, so
+DuckDB holds about :data:`PAIRS_PER_BUCKET` distinct rows at a time however many groups
+there are; ``"auto"`` takes the number of buckets from DuckDB's estimate of the distinct
+rows (``approx_count_distinct``, one scan), and each further bucket is one more scan of the
+input. :func:`release`, :func:`row_counts`, :func:`class_counts` and
+:func:`population_histogram` run one query. DuckDB's own bound applies to every query: a
+relation from a connection with a ``memory_limit`` and a ``temp_directory`` makes DuckDB
+spill its aggregation and sort beyond the limit::
 
     con = duckdb.connect(config={"memory_limit": "500MB", "temp_directory": "/scratch"})
     pushdown.audit(con.read_parquet("patients/*.parquet"), group="gid", sensitive="disease")
 
-(``duckdb_capped`` of ``benchmarks/bench_engines.py`` measures the group fold so, against
-the same fold on DuckDB's defaults: the README's engine table.)
+(``duckdb_fold``, ``duckdb_one`` and ``duckdb_capped`` of ``benchmarks/bench_engines.py``
+measure the three: the README's engine table.)
 
 Class-based models
 ------------------
@@ -101,7 +108,7 @@ records, NaN among them)::
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._validation import check_keys, unique_name
@@ -823,7 +830,7 @@ def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None
     values = qv = None
     with _duckdb_relation(data) as rel:
         check_columns(keys + [sensitive], rel.columns, "data")
-        buckets, passes = _bucket_count(rel, keys, sensitive, split_out)
+        buckets, passes = _bucket_count(rel, keys + [sensitive], split_out)
         if needs_q(classic, options) and isinstance(q, str) and q == "compute":
             counts = ordered_counts(_null_flags(rel, keys), sensitive=sensitive, group=keys,
                                     weight=weight, count="n", batch_size=batch_size)
@@ -846,17 +853,18 @@ def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None
     return state.finish(passes=passes + buckets, skipped=skipped)
 
 
-#: distinct (group, value) pairs per bucket of ``split_out="auto"``: DuckDB counting and
-#: sorting about this many peaks near 350 MiB (``duckdb_split`` of
-#: ``benchmarks/bench_engines.py``)
+#: distinct rows per bucket of ``split_out="auto"`` (the (group, value) pairs of
+#: :func:`audit`, the classes of :func:`class_histogram`): DuckDB counting and sorting this
+#: many takes a few hundred MiB (``duckdb_fold`` of ``benchmarks/bench_engines.py``)
 PAIRS_PER_BUCKET = 1 << 21
 
 
-def _bucket_count(rel: Any, keys: list[str], sensitive: str, split_out: Any) -> tuple[int, int]:
-    """Return the number of buckets of groups, and the passes it took (1 for ``"auto"``).
+def _bucket_count(rel: Any, columns: list[str], split_out: Any) -> tuple[int, int]:
+    """Return the number of buckets of a fold, and the passes it took (1 for ``"auto"``).
 
     ``"auto"``: ``approx_count_distinct`` (HyperLogLog: one scan, little memory) of the
-    distinct (``keys``, ``sensitive``) rows over :data:`PAIRS_PER_BUCKET`, at least 1.
+    distinct rows of ``columns`` (what the fold's largest query counts) over
+    :data:`PAIRS_PER_BUCKET`, at least 1.
     """
     from ._validation import check_columns, check_int
 
@@ -865,13 +873,13 @@ def _bucket_count(rel: Any, keys: list[str], sensitive: str, split_out: Any) -> 
             raise InputError(f"split_out must be 'auto' or a number of buckets >= 1; got "
                              f"{split_out!r}")
         return check_int(split_out, "split_out", minimum=1), 0
-    check_columns(keys + [sensitive], rel.columns, "data")
+    check_columns(columns, rel.columns, "data")
     types = dict(zip(rel.columns, map(str, rel.types), strict=True))
-    cols = ", ".join([_key_column(c, types) for c in keys] + [quote_identifier(sensitive)])
+    cols = ", ".join(_key_column(c, types) for c in columns)
     view = unique_name("fastpriv_rows", [])
-    ((pairs,),) = rel.query(view, f"SELECT approx_count_distinct(hash({cols})) FROM {view}"
-                            ).fetchall()
-    return max(1, -(-int(pairs or 0) // PAIRS_PER_BUCKET)), 1
+    ((rows,),) = rel.query(view, f"SELECT approx_count_distinct(hash({cols})) FROM {view}"
+                           ).fetchall()
+    return max(1, -(-int(rows or 0) // PAIRS_PER_BUCKET)), 1
 
 
 def _bucketed(rel: Any, keys: list[str], buckets: int) -> list[Any]:
@@ -1010,13 +1018,29 @@ def _cells(rel: Any, qi_cols: list[str], group_cols: list[str], sensitive: str,
                       count=count)
 
 
+def _batches(queries: Iterable[Any], batch_size: int) -> Iterator[Any]:
+    """Read each query's result as Arrow tables of about ``batch_size`` rows, one at a time.
+
+    A reader left early (a refusal stops the fold) is closed: the connection is free again.
+    """
+    import pyarrow as pa
+
+    for query in queries:
+        reader = query.to_arrow_reader(batch_size)
+        try:
+            for batch in reader:
+                yield pa.Table.from_batches([batch])
+        finally:
+            reader.close()
+
+
 def _row_buckets(rel: Any, qi_cols: list[str], group_cols: list[str], sensitive: str,
                  split_out: Any) -> int:
     """Return the buckets of groups of a row-level fold (:func:`_bucket_count` of its rows)."""
     from ._validation import check_columns
 
     check_columns(group_cols + qi_cols + [sensitive], rel.columns, "data")
-    return _bucket_count(rel, group_cols + qi_cols, sensitive, split_out)[0]
+    return _bucket_count(rel, group_cols + qi_cols + [sensitive], split_out)[0]
 
 
 def _group_fold(rel: Any, qi_cols: list[str], group_cols: list[str], sensitive: str,
@@ -1226,14 +1250,15 @@ def class_counts(data: Any, *, qi: str | Sequence[str], weight: str | None = Non
 
 def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = None,
                     nulls: str = "error", sampling_weight: str | None = None,
-                    threshold: float | None = None) -> Any:
+                    threshold: float | None = None, split_out: int | str = "auto") -> Any:
     """Count the QI classes in DuckDB and bring back only their size histogram.
 
     The fold of the re-identification risk (:mod:`fastpriv.class_histogram`): DuckDB
-    counts the classes (``GROUP BY qi``, NaN a null, ``-0.0`` as ``0.0``, the weights summed
-    and checked), then how many classes have each size, and finds the first smallest class
-    (``ORDER BY qi NULLS LAST LIMIT 1``); this process receives one row per distinct size
-    and that class — never one row per class (:func:`class_counts`). ``risk.audit`` on the
+    counts the classes of each bucket of ``split_out`` (``GROUP BY qi``, NaN a null,
+    ``-0.0`` as ``0.0``, the weights summed and checked), then how many classes have each
+    size, and finds the first smallest class (``ORDER BY qi NULLS LAST LIMIT 1``); this
+    process receives one row per distinct size and that class per bucket, merged — never
+    one row per class (:func:`class_counts`). ``risk.audit`` on the
     histogram equals ``risk.audit(table, qi=qi, weight=weight, nulls=nulls)`` for every
     measure that does not need each class (no population table, no sampling weights).
     A null QI under ``nulls="error"``, a null or negative weight, an input with no record
@@ -1254,6 +1279,11 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
     threshold : float, optional
         With ``sampling_weight`` only: the risk threshold of the audit (the summary counts
         the records whose risk exceeds it; default 0.2, as ``risk.audit``).
+    split_out : int or "auto"
+        Buckets of classes (a hash of the QI), each counted by its own queries, the
+        summaries merged: DuckDB holds one bucket's classes at a time. ``"auto"``
+        (default): DuckDB's estimate of the classes over :data:`PAIRS_PER_BUCKET` (as
+        :func:`audit`). The summary does not depend on it.
 
     Returns
     -------
@@ -1261,48 +1291,70 @@ def class_histogram(data: Any, *, qi: str | Sequence[str], weight: str | None = 
 
     """
     from ._sampling import fold_threshold
-    from .class_histogram import ClassHistogram
 
     cols = check_class_names(qi, weight, nulls, sampling_weight)
     threshold = fold_threshold(threshold, sampling_weight)
     if sampling_weight is not None:
-        return _sampling_histogram(data, cols, weight, nulls, sampling_weight, threshold)
+        return _sampling_histogram(data, cols, weight, nulls, sampling_weight, threshold,
+                                   split_out)
     n = unique_name("n", cols)
+    out = None
     with _duckdb_relation(data) as rel:
         select, checks = _count_select(rel, cols, weight, n, keys=cols)
-        size = quote_identifier(checks[0] if checks else n)
-        is_null = " OR ".join(f"{quote_identifier(c)} IS NULL" for c in cols)
-        keep = f"{size} > 0" + ("" if nulls == "value" else f" AND NOT ({is_null})")
-        view = unique_name("fastpriv_rows", [])
-        classes = f"(SELECT {select} FROM {view} GROUP BY ALL)"
-        bad = ("0" if checks is None else
-               f"COUNT(*) FILTER (WHERE {quote_identifier(checks[1])} > 0 OR "
-               f"{quote_identifier(checks[2])} < 0)")
-        hist = rel.query(view, f"SELECT {size}::DECIMAL(38,0) AS size, COUNT(*) AS classes, "
-                               f"{bad} AS bad, COUNT(*) FILTER (WHERE {is_null}) AS nulls "
-                               f"FROM {classes} GROUP BY ALL").arrow()
-        hist = _read_all(hist)
-        wrong = [f"{quote_identifier(checks[1])} > 0 OR {quote_identifier(checks[2])} < 0"] \
-            if checks and sum(hist.column("bad").to_pylist()) else []
-        if nulls == "error" and sum(hist.column("nulls").to_pylist()):
-            wrong.append(is_null)
-        if wrong:      # the rows that break a rule, read as class_counts reads them: refused
-            got = rel.query(view, f"SELECT * FROM {classes} WHERE "
-                                  f"{' OR '.join(f'({w})' for w in wrong)}").arrow()
-            finish_class_counts(_checked(_read_all(got), cols, weight, n, checks), qi=cols,
-                                count=n, nulls=nulls)
-            raise AssertionError("finish_class_counts accepted a refused class")
-        sizes = rel.query(view, f"SELECT {size}::DECIMAL(38,0) AS size, COUNT(*) AS classes "
-                                f"FROM {classes} WHERE {keep} GROUP BY ALL ORDER BY 1").arrow()
-        sizes = _read_all(sizes)
-        if sizes.num_rows == 0:
-            raise InputError("data has no rows (after the null policy and weights of 0)")
-        least = int(sizes.column("size")[0].as_py())
-        by = ", ".join(f"{i + 1} ASC NULLS LAST" for i in range(len(cols)))
-        first = rel.query(view, f"SELECT * FROM {classes} WHERE {keep} AND {size} = {least} "
-                                f"ORDER BY {by} LIMIT 1").arrow()
-        first = _checked(_read_all(first), cols, weight, n, checks)
-    one = finish_class_counts(first, qi=cols, count=n, nulls=nulls)
+        buckets = _bucket_count(rel, cols, split_out)[0]
+        for part in _bucketed(rel, cols, buckets):
+            sizes = _bucket_sizes(part, rel, cols, weight, nulls, n, select, checks)
+            if sizes is not None:
+                out = sizes if out is None else out.merge(sizes)
+    if out is None:
+        raise InputError("data has no rows (after the null policy and weights of 0)")
+    return out
+
+
+def _bucket_sizes(part: Any, whole: Any, cols: list[str], weight: str | None, nulls: str,
+                  n: str, select: str, checks: Any) -> Any:
+    """Return the :class:`~fastpriv.class_histogram.ClassHistogram` of a bucket of classes.
+
+    DuckDB counts the bucket's classes, then how many have each size, and finds the first
+    smallest (``ORDER BY qi NULLS LAST LIMIT 1``). None when no class keeps a record. A
+    class that breaks a rule (a null QI under ``nulls="error"``, a null or negative weight)
+    makes the classes of ``whole`` that break one be read as :func:`class_counts` reads
+    them: refused with memory's words, which name totals over the whole input.
+    """
+    from .class_histogram import ClassHistogram
+
+    size = quote_identifier(checks[0] if checks else n)
+    is_null = " OR ".join(f"{quote_identifier(c)} IS NULL" for c in cols)
+    keep = f"{size} > 0" + ("" if nulls == "value" else f" AND NOT ({is_null})")
+    view = unique_name("fastpriv_rows", [])
+    classes = f"(SELECT {select} FROM {view} GROUP BY ALL)"
+    bad = ("0" if checks is None else
+           f"COUNT(*) FILTER (WHERE {quote_identifier(checks[1])} > 0 OR "
+           f"{quote_identifier(checks[2])} < 0)")
+    hist = _read_all(part.query(view, f"SELECT COUNT(*) AS classes, {bad} AS bad, COUNT(*) "
+                                      f"FILTER (WHERE {is_null}) AS nulls FROM {classes}"
+                                ).arrow())
+    wrong = [f"{quote_identifier(checks[1])} > 0 OR {quote_identifier(checks[2])} < 0"] \
+        if checks and hist.column("bad")[0].as_py() else []
+    if nulls == "error" and hist.column("nulls")[0].as_py():
+        wrong.append(is_null)
+    if wrong:      # the rows that break a rule, read as class_counts reads them: refused
+        got = whole.query(view, f"SELECT * FROM {classes} WHERE "
+                                f"{' OR '.join(f'({w})' for w in wrong)}").arrow()
+        finish_class_counts(_checked(_read_all(got), cols, weight, n, checks), qi=cols,
+                            count=n, nulls=nulls)
+        raise AssertionError("finish_class_counts accepted a refused class")
+    sizes = _read_all(part.query(view, f"SELECT {size}::DECIMAL(38,0) AS size, COUNT(*) AS "
+                                       f"classes FROM {classes} WHERE {keep} GROUP BY ALL "
+                                       f"ORDER BY 1").arrow())
+    if sizes.num_rows == 0:
+        return None
+    least = int(sizes.column("size")[0].as_py())
+    by = ", ".join(f"{i + 1} ASC NULLS LAST" for i in range(len(cols)))
+    first = part.query(view, f"SELECT * FROM {classes} WHERE {keep} AND {size} = {least} "
+                             f"ORDER BY {by} LIMIT 1").arrow()
+    one = finish_class_counts(_checked(_read_all(first), cols, weight, n, checks), qi=cols,
+                              count=n, nulls=nulls)
     return ClassHistogram(tuple(cols), [int(x) for x in sizes.column("size").to_pylist()],
                           sizes.column("classes").to_pylist(), one.values_of(0), nulls)
 
@@ -1312,16 +1364,14 @@ CLASS_BATCH = 1 << 18
 
 
 def _sampling_histogram(data: Any, cols: list[str], weight: str | None, nulls: str,
-                        sampling_weight: str, threshold: float) -> Any:
+                        sampling_weight: str, threshold: float, split_out: Any) -> Any:
     """:func:`class_histogram` with sampling weights: DuckDB's classes folded batch by batch.
 
     Keys are grouped as fastpriv compares them (NaN a null, ``-0.0`` as ``0.0``), so each
-    row of the ``GROUP BY`` is a complete class; a batch that holds anything memory
-    refuses makes :func:`class_counts` raise memory's words.
+    row of the ``GROUP BY`` is a complete class (of one bucket of classes); a batch that
+    holds anything memory refuses makes :func:`class_counts` raise memory's words.
     """
     import functools
-
-    import pyarrow as pa
 
     from ._sampling import histogram_part, merged, refused
 
@@ -1330,15 +1380,12 @@ def _sampling_histogram(data: Any, cols: list[str], weight: str | None, nulls: s
         select, checks = _count_select(rel, cols, weight, count, keys=cols)
         more, where = _sampling_select(rel, cols, weight, sampling, nulls)
         view = unique_name("fastpriv_rows", [])
-        reader = rel.query(view, f"SELECT {select}{more} FROM {view}{where} GROUP BY ALL"
-                           ).to_arrow_reader(CLASS_BATCH)
         part = functools.partial(histogram_part, qi=cols, count=count, columns=sampling,
                                  nulls=nulls, threshold=threshold,
                                  convert=lambda t: _checked(t, cols, weight, count, checks))
-        try:
-            out = merged(part(pa.Table.from_batches([b])) for b in reader)
-        finally:
-            reader.close()          # a refusal stops early: the connection is free again
+        queries = (piece.query(view, f"SELECT {select}{more} FROM {view}{where} GROUP BY ALL")
+                   for piece in _bucketed(rel, cols, _bucket_count(rel, cols, split_out)[0]))
+        out = merged(part(batch) for batch in _batches(queries, CLASS_BATCH))
     if out is None:
         refused(lambda: class_counts(data, qi=cols, weight=weight, nulls=nulls,
                                      sampling_weight=sampling_weight))

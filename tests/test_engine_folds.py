@@ -486,15 +486,15 @@ def test_class_histogram_on_duckdb_and_dask_equals_in_memory(data, tmp_path_fact
     from fastpriv import distributed, risk
 
     table, keys, kw = _risk_case(data)
+    split_out = data.draw(st.integers(1, 4), label="split_out")   # classes split by hash
     want = _risk(lambda: risk.audit(table, qi=keys, population=1000, **kw))
-    got = _risk(lambda: risk.audit(pushdown.class_histogram(duckdb.from_arrow(table),
-                                                            qi=keys, **kw), population=1000))
+    got = _risk(lambda: risk.audit(pushdown.class_histogram(
+        duckdb.from_arrow(table), qi=keys, split_out=split_out, **kw), population=1000))
     assert got == want
     folder = tempfile.mkdtemp(dir=tmp_path_factory.getbasetemp())
     cut = data.draw(st.integers(0, table.num_rows), label="cut")
     pq.write_table(table.slice(0, cut), f"{folder}/a.parquet")
     pq.write_table(table.slice(cut), f"{folder}/b.parquet")
-    split_out = data.draw(st.integers(1, 4), label="split_out")   # classes split by hash
     with dask.config.set(scheduler="synchronous"):
         got = _risk(lambda: risk.audit(distributed.class_histogram(
             folder, qi=keys, split_every=2, split_out=split_out, **kw), population=1000))

@@ -188,7 +188,8 @@ def _folds(sample: pa.Table, qi: list, folder: str, split_out: int) -> dict:
     return {
         "duckdb relation": lambda **kw: pushdown.class_histogram(duckdb.from_arrow(sample),
                                                                  **kw),
-        "duckdb parquet": lambda **kw: pushdown.class_histogram(folder, **kw),
+        "duckdb parquet": lambda **kw: pushdown.class_histogram(folder, split_out=split_out,
+                                                                **kw),
         "dask parquet": lambda **kw: distributed.class_histogram(
             folder, split_every=2, split_out=split_out, **kw),
         "stream": lambda **kw: stream_counts.class_histogram(
