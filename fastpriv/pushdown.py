@@ -846,8 +846,9 @@ def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None
         for part in _bucketed(rel, keys, buckets):
             counts = ordered_counts(part, sensitive=sensitive, group=keys, weight=weight,
                                     count="n", batch_size=batch_size)
-            seen |= fold_clustered(counts, state, keys=keys, sensitive=sensitive, weight="n",
-                                   nulls=nulls, batch_size=batch_size, indexed=buckets == 1)
+            seen |= fold_clustered(counts, state=state, keys=keys, sensitive=sensitive,
+                                   weight="n", nulls=nulls, batch_size=batch_size,
+                                   indexed=buckets == 1)
     if not seen:
         raise InputError("data is empty: a release needs at least one row")
     return state.finish(passes=passes + buckets, skipped=skipped)

@@ -311,14 +311,14 @@ def clustered_audit(data: Any, *, sensitive: str, group: str | Sequence[str] | N
                              f"got {q!r}")
     state = GroupwiseState(l=l, values=values, q=qv, order=order, skylines=skylines,
                            classic=classic, k=k, options=options)
-    if not fold_clustered(data, state, keys=keys, sensitive=sensitive, weight=weight,
+    if not fold_clustered(data, state=state, keys=keys, sensitive=sensitive, weight=weight,
                           nulls=nulls, check_sorted=check_sorted, batch_size=batch_size,
                           progress=progress):
         raise InputError("data is empty: a release needs at least one row")
     return state.finish(passes=passes, skipped=skipped)
 
 
-def fold_clustered(data: Any, state: GroupwiseState, *, keys: Sequence[str], sensitive: str,
+def fold_clustered(data: Any, *, state: GroupwiseState, keys: Sequence[str], sensitive: str,
                    weight: str | None = None, nulls: str = "error", check_sorted: bool = True,
                    batch_size: int = 1 << 20, progress: Callable[[int, int], Any] | None = None,
                    indexed: bool = True) -> bool:

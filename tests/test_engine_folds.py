@@ -172,9 +172,9 @@ def test_duckdb_auto_buckets_bound_each_query(tmp_path, monkeypatch):
     seen = []
     real = streaming.fold_clustered
 
-    def spy(counts, state, **kw):
+    def spy(counts, *, state, **kw):
         before = state.n_groups
-        out = real(counts, state, **kw)
+        out = real(counts, state=state, **kw)
         seen.append(state.n_groups - before)
         return out
 
