@@ -71,13 +71,13 @@ Memory
 ------
 DuckDB runs in this process, so its aggregation and sort are this process's memory. The
 folds (:func:`audit`, :func:`robustness_audit`, :func:`foreground_audit`,
-:func:`class_histogram`) bound it themselves: with ``split_out`` (default ``"auto"``) they
-count their groups (classes) in buckets by a hash of the keys, one query per bucket, so
-DuckDB holds about :data:`PAIRS_PER_BUCKET` distinct rows at a time however many groups
-there are; ``"auto"`` takes the number of buckets from DuckDB's estimate of the distinct
-rows (``approx_count_distinct``, one scan), and each further bucket is one more scan of the
-input. :func:`release`, :func:`row_counts`, :func:`class_counts` and
-:func:`population_histogram` run one query. DuckDB's own bound applies to every query: a
+:func:`class_histogram`, :func:`population_histogram`) bound it themselves: with
+``split_out`` (default ``"auto"``) they count their groups (classes) in buckets by a hash
+of the keys, one query per bucket, so DuckDB holds about :data:`PAIRS_PER_BUCKET` distinct
+rows at a time however many groups there are; ``"auto"`` takes the number of buckets from
+DuckDB's estimate of the distinct rows (``approx_count_distinct``, one scan), and each
+further bucket is one more scan of the input. :func:`release`, :func:`row_counts` and
+:func:`class_counts` run one query. DuckDB's own bound applies to every query: a
 relation from a connection with a ``memory_limit`` and a ``temp_directory`` makes DuckDB
 spill its aggregation and sort beyond the limit::
 
@@ -108,7 +108,7 @@ records, NaN among them)::
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._validation import check_keys, unique_name
@@ -767,9 +767,13 @@ def ordered_counts(data: Any, *, sensitive: str, group: str | Sequence[str] | No
         by = ", ".join(f"{i + 1} ASC NULLS LAST" for i in range(len(keys)))
         result = rel.query(view, f"SELECT {select} FROM {view} GROUP BY ALL ORDER BY {by}")
         reader = result.to_arrow_reader(batch_size)
-        for batch in reader:
-            if batch.num_rows:
-                yield _checked(pa.Table.from_batches([batch]), cols, weight, count, checks)
+        try:
+            for batch in reader:
+                if batch.num_rows:
+                    yield _checked(pa.Table.from_batches([batch]), cols, weight, count,
+                                   checks)
+        finally:
+            reader.close()      # a refused batch leaves no open result on the connection
 
 
 def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None,
@@ -785,9 +789,10 @@ def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None
     each group as its run ends (:mod:`fastpriv.folds`): this process holds one batch and
     the summaries (:func:`release` holds every (group, value) pair). DuckDB's own
     aggregation and sort run in this process too: with ``split_out`` buckets of groups
-    (a hash of the group keys) each query counts and sorts only its bucket's pairs, so
-    DuckDB's memory is that of :data:`PAIRS_PER_BUCKET` pairs whatever the number of
-    groups. Q, for t-closeness, β-likeness and δ-disclosure, is one more aggregate
+    (a hash of the group keys) each query counts and sorts only its bucket's pairs — under
+    ``"auto"`` about :data:`PAIRS_PER_BUCKET`, whatever the number of groups. A refusal
+    has the words of the whole input (as with one bucket). Q, for t-closeness, β-likeness
+    and δ-disclosure, is one more aggregate
     (``GROUP BY sensitive``) unless ``q=`` gives it. The result equals ``classic.audit`` /
     ``skyline.check`` of the same rows in memory; ``worst_group`` indices too when the
     groups are counted in one bucket (they are None over several: a group's place in the
@@ -821,7 +826,7 @@ def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None
     from ._arrow import NULL_POLICIES
     from ._validation import check_choice, check_columns, check_int
     from .folds import needs_q, q_of_totals, q_param
-    from .streaming import GroupwiseState, fold_clustered, value_distribution
+    from .streaming import value_distribution
 
     check_choice(nulls, "nulls", NULL_POLICIES)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
@@ -840,18 +845,51 @@ def audit(data: Any, *, sensitive: str, group: str | Sequence[str] | None = None
             passes += 1
         elif needs_q(classic, options):
             values, qv, skipped = q_param(q)
-        state = GroupwiseState(l=l, values=values, q=qv, order=order, skylines=skylines,
-                               classic=classic, k=k, options=options)
-        seen = False
-        for part in _bucketed(rel, keys, buckets):
-            counts = ordered_counts(part, sensitive=sensitive, group=keys, weight=weight,
-                                    count="n", batch_size=batch_size)
+        params = {"l": l, "values": values, "q": qv, "order": order, "skylines": skylines,
+                  "classic": classic, "k": k, "options": options}
+        state = _as_one_query(lambda b: _fold_groups(rel, params, keys, sensitive, weight,
+                                                     nulls, batch_size, b), buckets)
+    if state is None:
+        raise InputError("data is empty: a release needs at least one row")
+    return state.finish(passes=passes + buckets, skipped=skipped)
+
+
+def _fold_groups(rel: Any, params: dict, keys: list[str], sensitive: str, weight: str | None,
+                 nulls: str, batch_size: int, buckets: int) -> Any:
+    """Fold every bucket's ordered counts into one ``GroupwiseState(**params)``.
+
+    Returns the state, or None when no row was left. With one bucket the groups are
+    numbered in the whole input's key order (``worst_group`` indices).
+    """
+    from .streaming import GroupwiseState, fold_clustered
+
+    state, seen = GroupwiseState(**params), False
+    for part in _bucketed(rel, keys, buckets):
+        counts = ordered_counts(part, sensitive=sensitive, group=keys, weight=weight,
+                                count="n", batch_size=batch_size)
+        try:
             seen |= fold_clustered(counts, state=state, keys=keys, sensitive=sensitive,
                                    weight="n", nulls=nulls, batch_size=batch_size,
                                    indexed=buckets == 1)
-    if not seen:
-        raise InputError("data is empty: a release needs at least one row")
-    return state.finish(passes=passes + buckets, skipped=skipped)
+        finally:
+            counts.close()      # a refused bucket leaves no open result on the connection
+    return state if seen else None
+
+
+def _as_one_query(run: Callable[[int], Any], buckets: int) -> Any:
+    """Return ``run(buckets)``; a refusal found in one bucket is raised in the whole's words.
+
+    A bucket's refusal names only its own rows (one null where the input has two, one of
+    two null key columns): ``run(1)`` — one query over every group, on this refusal path
+    only — raises what ``split_out=1`` raises for the input.
+    """
+    try:
+        return run(buckets)
+    except InputError:
+        if buckets == 1:
+            raise
+        run(1)
+        raise
 
 
 #: distinct rows per bucket of ``split_out="auto"`` (the (group, value) pairs of
@@ -1051,8 +1089,17 @@ def _group_fold(rel: Any, qi_cols: list[str], group_cols: list[str], sensitive: 
 
     ``part`` takes a run's rows in the form of :func:`finish_row_counts` and returns a
     summary with ``merge``, or None; the merged summary, None for no run. With ``buckets``
-    the groups are counted bucket by bucket (:func:`_bucketed`).
+    the groups are counted bucket by bucket (:func:`_bucketed`; a refusal in the words of
+    the whole input, :func:`_as_one_query`).
     """
+    return _as_one_query(lambda b: _fold_runs(rel, qi_cols, group_cols, sensitive, weight,
+                                              count, batch_size, part, b), buckets)
+
+
+def _fold_runs(rel: Any, qi_cols: list[str], group_cols: list[str], sensitive: str,
+               weight: str | None, count: str, batch_size: int, part: Any,
+               buckets: int) -> Any:
+    """:func:`_group_fold` over ``buckets`` buckets of groups."""
     from .streaming import complete_groups
 
     out = None
@@ -1319,8 +1366,8 @@ def _bucket_sizes(part: Any, whole: Any, cols: list[str], weight: str | None, nu
     DuckDB counts the bucket's classes, then how many have each size, and finds the first
     smallest (``ORDER BY qi NULLS LAST LIMIT 1``). None when no class keeps a record. A
     class that breaks a rule (a null QI under ``nulls="error"``, a null or negative weight)
-    makes the classes of ``whole`` that break one be read as :func:`class_counts` reads
-    them: refused with memory's words, which name totals over the whole input.
+    makes every class of ``whole`` that breaks any rule be read as :func:`class_counts`
+    reads them: refused with its words, which name totals over the whole input.
     """
     from .class_histogram import ClassHistogram
 
@@ -1335,11 +1382,12 @@ def _bucket_sizes(part: Any, whole: Any, cols: list[str], weight: str | None, nu
     hist = _read_all(part.query(view, f"SELECT COUNT(*) AS classes, {bad} AS bad, COUNT(*) "
                                       f"FILTER (WHERE {is_null}) AS nulls FROM {classes}"
                                 ).arrow())
-    wrong = [f"{quote_identifier(checks[1])} > 0 OR {quote_identifier(checks[2])} < 0"] \
-        if checks and hist.column("bad")[0].as_py() else []
-    if nulls == "error" and hist.column("nulls")[0].as_py():
-        wrong.append(is_null)
-    if wrong:      # the rows that break a rule, read as class_counts reads them: refused
+    if (checks and hist.column("bad")[0].as_py()) or (
+            nulls == "error" and hist.column("nulls")[0].as_py()):
+        # the classes of the whole input that break any rule, read as class_counts reads
+        # them: refused with the words of the whole input
+        wrong = ([f"{quote_identifier(checks[1])} > 0 OR {quote_identifier(checks[2])} < 0"]
+                 if checks else []) + ([is_null] if nulls == "error" else [])
         got = whole.query(view, f"SELECT * FROM {classes} WHERE "
                                 f"{' OR '.join(f'({w})' for w in wrong)}").arrow()
         finish_class_counts(_checked(_read_all(got), cols, weight, n, checks), qi=cols,
@@ -1420,7 +1468,7 @@ def _population_source(rel: Any, population: Any, taken: Sequence[str]) -> Itera
 
 def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
                          weight: str | None = None, nulls: str = "error",
-                         batch_size: int = 1 << 16) -> Any:
+                         batch_size: int = 1 << 16, split_out: int | str = "auto") -> Any:
     """Match the data's QI classes with a population's in DuckDB; bring back their summary.
 
     The fold of k-map, δ-presence and the risk against a population table
@@ -1450,14 +1498,18 @@ def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
         Null policy of the QI columns of both tables.
     batch_size : int
         Joined classes per batch read back.
+    split_out : int or "auto"
+        Buckets of classes, each joined by its own query (both tables hash their QI, cast
+        to the type the join compares them in, so a class meets itself): DuckDB holds
+        one bucket's classes at a time. ``"auto"`` (default): DuckDB's estimate of the
+        population's classes over :data:`PAIRS_PER_BUCKET` (as :func:`audit`). The summary
+        does not depend on it.
 
     Returns
     -------
     fastpriv.class_histogram.PopulationHistogram
 
     """
-    import pyarrow as pa
-
     from ._validation import check_int
     from .class_histogram import PopulationHistogram
 
@@ -1471,7 +1523,7 @@ def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
                                               n_population_classes=0)
     with _duckdb_relation(data) as rel, _population_source(rel, population, [view]) as pop:
         try:
-            pop_rel = rel.query(view, f"SELECT * FROM {pop} LIMIT 0")
+            pop_rel = rel.query(view, f"SELECT * FROM {pop}")
         except duckdb.CatalogException:
             raise InputError("population: a DuckDB relation on another connection than "
                              "data's; give it as a path, or both on one connection") from None
@@ -1481,25 +1533,43 @@ def population_histogram(data: Any, *, qi: str | Sequence[str], population: Any,
                           for q in map(quote_identifier, cols))
         keys = ", ".join(f"COALESCE(s.{q}, p.{q}) AS {q}" for q in map(quote_identifier, cols))
         extra = ", ".join(f"s.{quote_identifier(c)}" for c in (checks or (n,)))
-        sql = (f"SELECT {keys}, {extra}, p.{quote_identifier(big)} FROM "
-               f"(SELECT {select} FROM {view} GROUP BY ALL) s FULL JOIN "
-               f"(SELECT {pop_select} FROM {pop} GROUP BY ALL) p ON {on}")
+        join = (f"SELECT {keys}, {extra}, p.{quote_identifier(big)} FROM "
+                f"(SELECT {select} FROM {view}{{}} GROUP BY ALL) s FULL JOIN "
+                f"(SELECT {pop_select} FROM {pop}{{}} GROUP BY ALL) p ON {on}")
         try:
-            reader = rel.query(view, sql).to_arrow_reader(batch_size)
+            spread = _joined_spread(rel, pop_rel, view, join, cols,
+                                    _bucket_count(pop_rel, cols, split_out)[0])
+            queries = [rel.query(view, join.format(*where)) for where in spread]
         except (duckdb.BinderException, duckdb.ConversionException) as exc:
             raise InputError(f"population: QI column types differ from the data's ({exc})"
                              ) from None
-        try:
-            for batch in reader:
-                if batch.num_rows:
-                    out = out.merge(finish_population_counts(
-                        pa.Table.from_batches([batch]), qi=cols, count=n,
-                        population_count=big, weight=weight, checks=checks, nulls=nulls))
-        finally:
-            reader.close()          # a refused batch leaves no open result on the connection
+        for batch in _batches(queries, batch_size):
+            out = out.merge(finish_population_counts(
+                batch, qi=cols, count=n, population_count=big, weight=weight, checks=checks,
+                nulls=nulls))
     if out.n_classes == 0:
         raise InputError("data has no rows (after the null policy and weights of 0)")
     return out
+
+
+def _joined_spread(rel: Any, pop_rel: Any, view: str, join: str, cols: list[str],
+                   buckets: int) -> list[tuple[str, str]]:
+    """Return the ``WHERE`` of the data and of the population for each bucket of classes.
+
+    Both sides hash their keys as fastpriv compares them, cast to the type the join
+    compares them in (the type of ``COALESCE(s.key, p.key)``), so a class of the data and
+    the same class of the population land in one bucket.
+    """
+    if buckets == 1:
+        return [("", "")]
+    common = rel.query(view, f"SELECT * FROM ({join.format('', '')}) LIMIT 0").types
+    sides = []
+    for side in (rel, pop_rel):
+        types = dict(zip(side.columns, map(str, side.types), strict=True))
+        sides.append(", ".join(f"CAST({_key_column(c, types)} AS {t})"
+                               for c, t in zip(cols, common, strict=False)))
+    return [tuple(f" WHERE hash({h}) % {buckets} = {i}" for h in sides)
+            for i in range(buckets)]
 
 
 def finish_population_counts(data: Any, *, qi: Sequence[str], count: str,

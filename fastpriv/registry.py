@@ -656,7 +656,10 @@ ENGINE_ROUTES = {
              "shuffled by block of systems, merged and solved on the executors, then one "
              "summary per partition)",
     "duckdb": "`pushdown.release`, `pushdown.row_counts`, `pushdown.class_counts` (the GROUP "
-              "BY runs in DuckDB); the folds `pushdown.audit` (its ordered counts streamed), "
+              "BY runs in DuckDB); the folds, each counting its groups or classes in buckets "
+              "by a hash of the keys (`split_out`, one query a bucket: DuckDB's memory in "
+              "this process does not grow with them), `pushdown.audit` (its ordered counts "
+              "streamed), "
               "`pushdown.class_histogram` (risk: one row per class size), "
               "`pushdown.population_histogram` (k-map, δ-presence, risk against a "
               "population: the join streamed back), `pushdown.robustness_audit` "

@@ -190,6 +190,64 @@ def test_duckdb_auto_buckets_bound_each_query(tmp_path, monkeypatch):
                                                                      sensitive="s")).to_dict()
 
 
+def _refusal(fn, *args) -> str | None:
+    try:
+        fn(*args)
+    except InputError as exc:
+        return str(exc)
+    return None
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_duckdb_bucket_refusals_speak_for_the_whole_input(data):
+    """A refusal found in one bucket (a null key, a null or negative weight) names the whole
+    input's counts and columns: the words of ``split_out=1``, for the group fold with and
+    without its Q pass and for the class histogram."""
+    table, kw = _kw_of(data, data.draw(tables(max_rows=40), label="table")[0])
+    keys = [c for c in table.column_names if c.startswith("k")]
+    if kw["weight"] == "w" and data.draw(st.booleans(), label="bad weights"):
+        w = table.column("w").to_pylist()
+        w[data.draw(st.integers(0, len(w) - 1), label="at")] = data.draw(
+            st.sampled_from([None, -1]), label="bad")
+        table = table.set_column(table.schema.get_field_index("w"), "w",
+                                 pa.array(w, pa.int64()))
+    split_out = data.draw(st.integers(2, 5), label="split_out")
+    q = data.draw(st.sampled_from(["compute", None]), label="q")
+    calls = [lambda b: pushdown.audit(duckdb.from_arrow(table), qi=keys, q=q, split_out=b,
+                                      **kw),
+             lambda b: pushdown.class_histogram(duckdb.from_arrow(table), qi=keys,
+                                                weight=kw["weight"], nulls=kw["nulls"],
+                                                split_out=b)]
+    for call in calls:
+        assert _refusal(call, split_out) == _refusal(call, 1)
+
+
+def test_duckdb_bucket_refusals_of_the_review():
+    """The cases where one bucket's words differed: the whole input's count of null
+    weights, both null key columns, the weight rule with a null-key class elsewhere."""
+    def same(call):
+        one = _refusal(call, 1)
+        assert one is not None
+        for b in (2, 3, 4):
+            assert _refusal(call, b) == one
+
+    t = pa.table({"a": pa.array([None, 1, 1], pa.int64()),
+                  "w": pa.array([1, None, 1], pa.int64())})
+    same(lambda b: pushdown.class_histogram(duckdb.from_arrow(t), qi="a", weight="w",
+                                            split_out=b))
+    assert "weight" in _refusal(lambda: pushdown.class_histogram(
+        duckdb.from_arrow(t), qi="a", weight="w", split_out=3))
+    t = pa.table({"a": pa.array([None, 2, 5], pa.int64()),
+                  "b": pa.array([1, None, 5], pa.int64()), "s": ["x", "y", "x"]})
+    same(lambda b: pushdown.audit(duckdb.from_arrow(t), group=["a", "b"], sensitive="s",
+                                  split_out=b))
+    t = pa.table({"g": [1, 2, 3], "w": pa.array([None, None, 1], pa.int64()),
+                  "s": ["x", "y", "x"]})
+    same(lambda b: pushdown.audit(duckdb.from_arrow(t), group="g", sensitive="s",
+                                  weight="w", q=None, split_out=b))
+
+
 @pytest.mark.parametrize("bad", [0, -1, "many", 1.5, True])
 def test_duckdb_split_out_is_checked(bad):
     rel = duckdb.from_arrow(pa.table({"a": [1], "g": [1], "s": ["x"]}))

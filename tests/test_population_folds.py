@@ -120,17 +120,17 @@ def test_duckdb_and_dask_population_folds_equal_in_memory(data, tmp_path_factory
     sample, pop, keys, kw = _case(data)
     want = _in_memory(sample, pop, keys, kw)
     batch = data.draw(st.integers(1, 4), label="batch_size")
+    split_out = data.draw(st.integers(1, 4), label="split_out")   # classes split by hash
     assert _of(lambda: pushdown.population_histogram(
         duckdb.from_arrow(sample), qi=keys, population=duckdb.from_arrow(pop),
-        batch_size=batch, **kw)) == want
+        batch_size=batch, split_out=split_out, **kw)) == want
     folder = tempfile.mkdtemp(dir=tmp_path_factory.getbasetemp())
     cut = data.draw(st.integers(0, sample.num_rows), label="cut")
     for name, t in (("s/a", sample.slice(0, cut)), ("s/b", sample.slice(cut)), ("p/a", pop)):
         os.makedirs(os.path.dirname(f"{folder}/{name}"), exist_ok=True)
         pq.write_table(t, f"{folder}/{name}.parquet")
     assert _of(lambda: pushdown.population_histogram(
-        f"{folder}/s", qi=keys, population=f"{folder}/p", **kw)) == want
-    split_out = data.draw(st.integers(1, 4), label="split_out")   # classes split by hash
+        f"{folder}/s", qi=keys, population=f"{folder}/p", split_out=split_out, **kw)) == want
     with dask.config.set(scheduler="synchronous"):
         got = _of(lambda: distributed.population_histogram(
             f"{folder}/s", qi=keys, population=f"{folder}/p", split_every=2,
@@ -223,6 +223,29 @@ def test_population_folds_refuse_clearly(tmp_path):
         summary.merge(PopulationHistogram.population_only(["b"], "error", n_population=1,
                                                           n_population_classes=1))
 
+
+
+@pytest.mark.parametrize("kinds", [("int32", "double"), ("int64", "int16"),
+                                   ("decimal", "int64"), ("double", "float")])
+def test_duckdb_population_buckets_meet_across_column_types(kinds):
+    """The data and the population hash their QI in the type the join compares them in:
+    in buckets, a class of one type still meets its class of the other."""
+    import duckdb
+
+    def column(kind: str, values: list) -> pa.Array:
+        return (pa.array([None if v is None else __import__("decimal").Decimal(v)
+                          for v in values], pa.decimal128(6, 0)) if kind == "decimal"
+                else pa.array(values, kind))
+
+    values = list(range(200)) + [None]
+    sample = pa.table({"a": column(kinds[0], values), "b": column(kinds[0], values[::-1])})
+    pop = pa.table({"a": column(kinds[1], values * 2), "b": column(kinds[1], values[::-1] * 2)})
+    one, many = (pushdown.population_histogram(
+        duckdb.from_arrow(sample), qi=["a", "b"], population=duckdb.from_arrow(pop),
+        nulls="value", split_out=b) for b in (1, 5))
+    for model in (population.k_map, population.delta_presence):
+        assert model(many).to_dict() == model(one).to_dict()
+    assert population.k_map(many).value == 2
 
 
 def test_duckdb_population_fold_reads_nan_keys_of_parquet_files_as_nulls(tmp_path):
