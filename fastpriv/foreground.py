@@ -1370,10 +1370,18 @@ class AttackWitness(Witness):
 
     def summary(self) -> str:
         """One line naming the tuple and how it is exposed."""
-        how = (f"patterns on {', '.join(self.attribute_set)}" if self.attribute_set
-               else "the group's counts alone")
         return (f"row {self.row} in group {self.group!r}: {self.value!r} with probability "
-                f"{self.posterior:.4g} by {how}")
+                f"{self.posterior:.4g} by {exposure(self.attribute_set)}")
+
+
+def exposure(attribute_set: Sequence[str] | None) -> str:
+    """Name what exposes a tuple in a witness's summary.
+
+    The mined patterns on ``attribute_set``, or (None) the group's counts alone (the
+    random-worlds posterior n_x / N).
+    """
+    return (f"patterns on {', '.join(attribute_set)}" if attribute_set
+            else "the group's counts alone")
 
 
 @dataclass(frozen=True, eq=False)

@@ -65,11 +65,11 @@ class ForegroundWitness(Witness):
 
     def summary(self) -> str:
         """One line: the group, the QI values, the value and its posterior."""
-        how = (f"patterns on {', '.join(self.attribute_set)}" if self.attribute_set
-               else "the group's counts alone")
+        from .foreground import exposure
+
         sig = ", ".join(f"{a}={v}" for a, v in self.signature.items())
         return (f"in group {self.group!r}, people with {sig} have {self.value!r} with "
-                f"p = {self.posterior:.4g} by {how}")
+                f"p = {self.posterior:.4g} by {exposure(self.attribute_set)}")
 
 
 @dataclass(frozen=True, eq=False)

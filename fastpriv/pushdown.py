@@ -902,17 +902,16 @@ def _bucket_count(rel: Any, columns: list[str], split_out: Any) -> tuple[int, in
     """Return the number of buckets of a fold, and the passes it took (1 for ``"auto"``).
 
     ``"auto"``: ``approx_count_distinct`` (HyperLogLog: one scan, little memory) of the
-    distinct rows of ``columns`` (what the fold's largest query counts) over
-    :data:`PAIRS_PER_BUCKET`, at least 1.
+    distinct rows of ``columns`` (what the fold's largest query counts; checked by the
+    caller) over :data:`PAIRS_PER_BUCKET`, at least 1.
     """
-    from ._validation import check_columns, check_int
+    from ._validation import check_int
 
     if not (isinstance(split_out, str) and split_out == "auto"):
         if isinstance(split_out, str):
             raise InputError(f"split_out must be 'auto' or a number of buckets >= 1; got "
                              f"{split_out!r}")
         return check_int(split_out, "split_out", minimum=1), 0
-    check_columns(columns, rel.columns, "data")
     types = dict(zip(rel.columns, map(str, rel.types), strict=True))
     cols = ", ".join(_key_column(c, types) for c in columns)
     view = unique_name("fastpriv_rows", [])
